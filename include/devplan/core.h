@@ -1,0 +1,136 @@
+/*
+ * devplan core: objects, reference counts, contexts, source spans, errors.
+ *
+ * Every heap object of the core starts with a dp_obj header and is reference
+ * counted. dp_retain/dp_release work on any of them; releasing the last
+ * reference frees the object and releases what it holds, with an explicit
+ * work list (never recursion on the C stack), so freeing a 1,000,000-deep
+ * expression chain is safe.
+ *
+ * A dp_ctx owns the interning tables (targets, virtual devices, types), the
+ * operator registry and the table of source names. Interned objects retain
+ * their context, so a context lives until the last object made in it goes.
+ *
+ * No function of the core aborts or exits on bad input: a function that can
+ * fail returns NULL (or a negative number) and, when `err` is not NULL,
+ * stores a new dp_err in *err that the caller frees with dp_err_free.
+ */
+#ifndef DEVPLAN_CORE_H
+#define DEVPLAN_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DP_VERSION "0.1.0"
+
+/* The types of core objects (dp_obj.type). */
+typedef enum dp_objtype {
+  DP_OBJ_CTX = 1,
+  DP_OBJ_TARGET,
+  DP_OBJ_VDEV,
+  DP_OBJ_CONFIG,
+  DP_OBJ_TYPE,
+  DP_OBJ_EXPR,
+  DP_OBJ_PATTERN,
+  DP_OBJ_ATTRS,
+  DP_OBJ_TYPEDEF,
+  DP_OBJ_PRIMFN,
+  DP_OBJ_MODULE,
+  DP_OBJ_DOMAINS, /* planner state (see plan.h) */
+  DP_OBJ__COUNT
+} dp_objtype;
+
+/* Header of every core object. `kind` is the sub-kind (expression kind,
+   type kind, ...), `flags` free for the object's own use. */
+typedef struct dp_obj {
+  uint32_t rc;
+  uint8_t type;
+  uint8_t kind;
+  uint16_t flags;
+} dp_obj;
+
+/* Add a reference; returns its argument (NULL is allowed and ignored). */
+void *dp_retain(void *obj);
+/* Drop a reference; frees when it was the last one (NULL ignored). */
+void dp_release(void *obj);
+
+/* --- internal hooks so each object type frees itself without recursion ---
+   A type's free function releases its children with dp_release_deferred,
+   which decrements and, on zero, queues the child on the running work list
+   instead of recursing. */
+typedef struct dp_worklist dp_worklist;
+typedef void (*dp_free_fn)(dp_obj *obj, dp_worklist *wl);
+void dp_register_free(dp_objtype type, dp_free_fn fn);
+void dp_release_deferred(dp_worklist *wl, void *obj);
+
+/* --- source spans --- */
+/* `source` is an id from dp_ctx_source (0: no source known). line and col
+   count from 1; line 0 means the span is absent. */
+typedef struct dp_span {
+  uint32_t source;
+  uint32_t line;
+  uint32_t col;
+} dp_span;
+
+#define DP_NOSPAN ((dp_span){0, 0, 0})
+
+/* --- contexts --- */
+typedef struct dp_ctx dp_ctx;
+
+/* A new context with the built-in operators registered (rc = 1). */
+dp_ctx *dp_ctx_new(void);
+/* Id of a source name ("model.relay", "<string>"), interned in the context. */
+uint32_t dp_ctx_source(dp_ctx *ctx, const char *name);
+/* The name behind a source id, or "<unknown>". */
+const char *dp_ctx_source_name(const dp_ctx *ctx, uint32_t id);
+
+/* --- errors --- */
+typedef enum dp_errcode {
+  DP_ERR_GENERIC = 1,
+  DP_ERR_MEMORY,   /* out of memory */
+  DP_ERR_VALUE,    /* bad argument value (unknown kind, malformed option...) */
+  DP_ERR_TYPE,     /* type inference */
+  DP_ERR_SYNTAX,   /* text input */
+  DP_ERR_NAME,     /* unknown or duplicate name */
+  DP_ERR_CONFLICT, /* planner: constraints that cannot be unified */
+  DP_ERR_CALLBACK  /* a user callback (e.g. Lua) raised an error */
+} dp_errcode;
+
+/* A note attached to an error: another position that explains it
+   (the other constraint of a conflict, a step of a unification chain). */
+typedef struct dp_note {
+  char *msg;
+  dp_span span;
+} dp_note;
+
+typedef struct dp_err {
+  dp_errcode code;
+  char *msg;        /* what is wrong, without the position */
+  dp_span span;     /* where (line 0 if unknown) */
+  char *source;     /* source name of span, or NULL */
+  uint32_t nnotes;
+  dp_note *notes;
+} dp_err;
+
+/* Make an error (printf-style message). Never returns NULL: on out of
+   memory a static error is returned, which dp_err_free ignores. */
+dp_err *dp_err_new(dp_errcode code, dp_span span, const char *fmt, ...);
+/* Same with the source name resolved through ctx. */
+dp_err *dp_err_at(dp_ctx *ctx, dp_errcode code, dp_span span, const char *fmt, ...);
+/* Append a note (printf-style). Returns 0, or -1 on out of memory. */
+int dp_err_note(dp_err *err, dp_span span, const char *fmt, ...);
+/* Set *out = e if out is not NULL, else free e. Convenience for callers. */
+void dp_err_set(dp_err **out, dp_err *e);
+/* Whole message: "source:line:col: msg" followed by the notes, one per line.
+   Returned string is malloc'd. */
+char *dp_err_format(const dp_err *err);
+void dp_err_free(dp_err *err);
+
+/* --- memory --- */
+/* malloc/calloc/realloc that return NULL on failure (callers handle it). */
+void *dp_malloc(size_t n);
+void *dp_calloc(size_t n, size_t size);
+void *dp_realloc(void *p, size_t n);
+char *dp_strdup(const char *s);
+
+#endif

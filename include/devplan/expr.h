@@ -1,0 +1,186 @@
+/*
+ * Expressions and patterns: all of Relay.
+ *
+ * Nodes are immutable once made (the one exception: `type`, the checked
+ * type that inference fills in) and reference counted; a node is shared by
+ * every expression and module that holds it. Constructors take their
+ * children as borrowed pointers and retain them; they return a new
+ * reference, or NULL (+ error) on out of memory or invalid arguments.
+ *
+ * Children of every node can be walked uniformly with dp_expr_nchildren /
+ * dp_expr_child (visit.h builds the explicit-stack traversals on them), in
+ * this order:
+ *   CALL: fn, args...        FUNC: params..., body     LET: var, value, body
+ *   TUPLE: fields...         PROJ: tuple               IF: cond, then, else
+ *   MATCH: data, clause rhs... (pattern variables are reached through
+ *          dp_match clauses)  REF_NEW: value  REF_READ: ref  REF_WRITE: ref, value
+ *   VAR, GLOBAL, CONST, OP, CTOR: none
+ */
+#ifndef DEVPLAN_EXPR_H
+#define DEVPLAN_EXPR_H
+
+#include "core.h"
+#include "type.h"
+#include "attrs.h"
+#include "device.h"
+
+typedef enum dp_exprkind {
+  DP_VAR = 1, DP_GLOBAL, DP_CONST, DP_OP, DP_CALL, DP_FUNC, DP_LET, DP_TUPLE,
+  DP_PROJ, DP_IF, DP_MATCH, DP_CTOR, DP_REF_NEW, DP_REF_READ, DP_REF_WRITE
+} dp_exprkind;
+
+/* "var", "global", "const", "op", "call", "fn", "let", "tuple", "proj",
+   "if", "match", "ctor", "ref", "ref_read", "ref_write" */
+const char *dp_exprkind_name(int kind);
+
+typedef struct dp_expr {
+  dp_obj h;          /* h.type = DP_OBJ_EXPR, h.kind = dp_exprkind */
+  dp_span span;
+  dp_type *type;     /* checked type; NULL until inferred (owned) */
+} dp_expr;
+
+typedef struct dp_var {
+  dp_expr e;
+  dp_type *annot;    /* type annotation or NULL */
+  dp_vdev *vdev;     /* virtual_device attribute (parameters) or NULL */
+  char *name;        /* name hint, without the % */
+} dp_var;
+
+typedef struct dp_global {
+  dp_expr e;
+  char *name;        /* without the @; globals are equal when names are */
+} dp_global;
+
+typedef struct dp_const {
+  dp_expr e;
+  dp_dtype dtype;
+  uint32_t ndim;     /* 0: scalar */
+  int64_t *shape;    /* ndim dims (points into the node) */
+  size_t nbytes;
+  void *data;        /* row-major elements (points into the node) */
+} dp_const;
+
+typedef struct dp_call {
+  dp_expr e;
+  dp_expr *fn;       /* op, global, var, fn value, ctor, ... */
+  dp_attrs *attrs;   /* NULL: none */
+  uint32_t nargs;
+  dp_expr *args[];
+} dp_call;
+
+typedef struct dp_func {
+  dp_expr e;
+  dp_expr *body;
+  dp_type *ret;      /* result type annotation or NULL */
+  dp_attrs *attrs;   /* other attributes (Primitive=1, Compiler="..."), or NULL */
+  dp_vdev *vdev;     /* virtual_device attribute or NULL */
+  uint32_t nparams;
+  dp_var *params[];
+} dp_func;
+
+typedef struct dp_let {
+  dp_expr e;
+  dp_var *var;
+  dp_expr *value;
+  dp_expr *body;
+} dp_let;
+
+typedef struct dp_tuple {
+  dp_expr e;
+  uint32_t n;
+  dp_expr *fields[];
+} dp_tuple;
+
+typedef struct dp_proj {
+  dp_expr e;
+  dp_expr *tuple;
+  uint32_t index;
+} dp_proj;
+
+typedef struct dp_if {
+  dp_expr e;
+  dp_expr *cond, *then_, *else_;
+} dp_if;
+
+/* Constructor of an ADT (a value usable as a callee). Result type is
+   adt_name[tparams...]; inputs may mention the tparams. */
+typedef struct dp_ctor {
+  dp_expr e;
+  char *name;
+  char *adt_name;
+  uint32_t tag;        /* index in its type definition */
+  uint32_t ntparams;
+  uint32_t ninputs;
+  dp_type *items[];    /* ntparams type vars (the definition's), then ninputs input types */
+} dp_ctor;
+
+typedef enum dp_patkind { DP_PAT_WILD = 1, DP_PAT_VAR, DP_PAT_CTOR, DP_PAT_TUPLE } dp_patkind;
+
+typedef struct dp_pattern {
+  dp_obj h;            /* h.type = DP_OBJ_PATTERN, h.kind = dp_patkind */
+  dp_span span;
+  dp_var *var;         /* DP_PAT_VAR */
+  dp_ctor *ctor;       /* DP_PAT_CTOR */
+  uint32_t n;          /* CTOR / TUPLE sub-patterns */
+  struct dp_pattern *sub[];
+} dp_pattern;
+
+typedef struct dp_clause {
+  dp_pattern *pat;
+  dp_expr *rhs;
+} dp_clause;
+
+typedef struct dp_match {
+  dp_expr e;
+  dp_expr *data;
+  int complete;        /* 1: match, 0: match? */
+  uint32_t n;
+  dp_clause clauses[];
+} dp_match;
+
+typedef struct dp_ref_new { dp_expr e; dp_expr *value; } dp_ref_new;
+typedef struct dp_ref_read { dp_expr e; dp_expr *ref; } dp_ref_read;
+typedef struct dp_ref_write { dp_expr e; dp_expr *ref, *value; } dp_ref_write;
+
+/* ---- constructors (new references; children retained) ---- */
+dp_var *dp_var_new(const char *name, dp_type *annot, dp_vdev *vdev, dp_span span);
+dp_global *dp_global_new(const char *name, dp_span span);
+/* data: nbytes = product(shape) * dtype bytes, copied. */
+dp_const *dp_const_new(dp_dtype dtype, uint32_t ndim, const int64_t *shape,
+                       const void *data, dp_span span, dp_err **err);
+/* attrs may be NULL (retained otherwise). */
+dp_call *dp_call_new(dp_expr *fn, uint32_t nargs, dp_expr *const *args, dp_attrs *attrs,
+                     dp_span span);
+dp_func *dp_func_new(uint32_t nparams, dp_var *const *params, dp_expr *body, dp_type *ret,
+                     dp_attrs *attrs, dp_vdev *vdev, dp_span span);
+dp_let *dp_let_new(dp_var *var, dp_expr *value, dp_expr *body, dp_span span);
+dp_tuple *dp_tuple_new(uint32_t n, dp_expr *const *fields, dp_span span);
+dp_proj *dp_proj_new(dp_expr *tuple, uint32_t index, dp_span span);
+dp_if *dp_if_new(dp_expr *cond, dp_expr *then_, dp_expr *else_, dp_span span);
+dp_match *dp_match_new(dp_expr *data, uint32_t n, const dp_clause *clauses, int complete,
+                       dp_span span);
+dp_ctor *dp_ctor_new(const char *name, const char *adt_name, uint32_t tag, uint32_t ntparams,
+                     dp_type *const *tparams, uint32_t ninputs, dp_type *const *inputs,
+                     dp_span span);
+dp_ref_new *dp_ref_new_new(dp_expr *value, dp_span span);
+dp_ref_read *dp_ref_read_new(dp_expr *ref, dp_span span);
+dp_ref_write *dp_ref_write_new(dp_expr *ref, dp_expr *value, dp_span span);
+
+dp_pattern *dp_pat_wild(dp_span span);
+dp_pattern *dp_pat_var(dp_var *var, dp_span span);
+dp_pattern *dp_pat_ctor(dp_ctor *ctor, uint32_t n, dp_pattern *const *sub, dp_span span);
+dp_pattern *dp_pat_tuple(uint32_t n, dp_pattern *const *sub, dp_span span);
+
+/* ---- uniform child access ---- */
+uint32_t dp_expr_nchildren(const dp_expr *e);
+dp_expr *dp_expr_child(const dp_expr *e, uint32_t i);
+/* A node like e with its children replaced by kids (dp_expr_nchildren(e) of
+   them, in the order above; LET and FUNC var slots must be DP_VAR). Returns
+   e itself, retained, when every child is the same pointer. Span, attrs,
+   annotations and (when children are unchanged) the checked type are kept. */
+dp_expr *dp_expr_with_children(dp_expr *e, dp_expr *const *kids);
+
+/* Convenience: is e a call of the operator named `name`? */
+int dp_is_op_call(const dp_expr *e, const char *name);
+
+#endif

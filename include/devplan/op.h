@@ -1,0 +1,82 @@
+/*
+ * The operator registry of a context.
+ *
+ * An operator has a name, a number of inputs (-1: any), an attribute schema
+ * (names, kinds, defaults, in TVM's declaration order) and a type relation.
+ * Operators are expressions (DP_OP) so that a call's callee is always an
+ * expression; they are owned by the registry and retained by the calls that
+ * use them.
+ */
+#ifndef DEVPLAN_OP_H
+#define DEVPLAN_OP_H
+
+#include "expr.h"
+
+/* What an attribute accepts (checked when a call is made). */
+typedef enum dp_attrkind {
+  DP_AK_ANY = 0,
+  DP_AK_BOOL, DP_AK_INT, DP_AK_FLOAT, DP_AK_STR,
+  DP_AK_INTS,      /* a list of integers */
+  DP_AK_INT_OR_INTS, /* an integer or a list of integers (split's indices_or_sections) */
+  DP_AK_INT_OR_NONE, /* nn.dense units */
+  DP_AK_DTYPE,     /* a dtype given as a string ("float32", or "" for none) */
+  DP_AK_VDEV
+} dp_attrkind;
+
+typedef struct dp_attr_field {
+  const char *name;
+  dp_attrkind kind;
+  int has_default;
+  dp_aval dflt;            /* owned by the op */
+} dp_attr_field;
+
+/* A type relation: given the call's argument types, all fully known (no
+   type variables left), and its attributes, return the result type (new
+   reference); or NULL with *err set for a type error. `ud` is the op's
+   user data (a Lua function, for operators registered from Lua). */
+typedef dp_type *(*dp_type_rel)(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
+                                const dp_attrs *attrs, void *ud, dp_err **err);
+
+enum {
+  DP_OPF_IDENTITY = 1 /* result type = type of the first argument, unified
+                         even when unknown (on_device, device_copy) */
+};
+
+typedef struct dp_op {
+  dp_expr e;               /* e.h.kind = DP_OP */
+  dp_ctx *ctx;             /* not retained: the registry lives in ctx */
+  char *name;
+  int num_inputs;          /* -1: variadic */
+  uint32_t flags;
+  uint32_t nfields;
+  dp_attr_field *fields;   /* schema, or NULL: attributes unchecked, kept as written */
+  dp_type_rel rel;
+  void *ud;
+  void (*ud_free)(void *ud);
+  uint32_t id;             /* registration order */
+} dp_op;
+
+/* Look up an operator by name (borrowed; NULL when unknown). */
+dp_op *dp_op_get(dp_ctx *ctx, const char *name);
+/* Register (or, for a name registered by a user before, replace is an error).
+   Copies name and fields (taking ownership of the default values).
+   Returns the op (borrowed) or NULL + error. */
+dp_op *dp_op_register(dp_ctx *ctx, const char *name, int num_inputs, uint32_t flags,
+                      const dp_attr_field *fields, uint32_t nfields,
+                      dp_type_rel rel, void *ud, void (*ud_free)(void *), dp_err **err);
+/* Number of registered operators and the i-th in registration order. */
+uint32_t dp_op_count(dp_ctx *ctx);
+dp_op *dp_op_at(dp_ctx *ctx, uint32_t i);
+
+/* Check and normalise the attributes written for a call of op: unknown key,
+   wrong kind, are errors naming the attribute; values equal to the default
+   are dropped; order follows the schema. Takes ownership of items' values.
+   With no schema, the attributes are kept as written. */
+dp_attrs *dp_op_attrs(const dp_op *op, uint32_t n, dp_attr *items, dp_err **err);
+/* Value of an attribute for a call: the call's own, else the default, else NULL. */
+const dp_aval *dp_op_attr(const dp_op *op, const dp_attrs *attrs, const char *key);
+
+/* Registers the built-in operators (called by dp_ctx_new). */
+int dp_register_builtin_ops(dp_ctx *ctx, dp_err **err);
+
+#endif

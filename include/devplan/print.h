@@ -1,0 +1,40 @@
+/*
+ * Leaving the IR: the printer (text format of relay-text.md) and
+ * structural equality with alpha-equivalence.
+ */
+#ifndef DEVPLAN_PRINT_H
+#define DEVPLAN_PRINT_H
+
+#include "module.h"
+
+enum {
+  DP_PRINT_TYPES = 1  /* add the checked types as comments: `/ * ty=... * /` */
+};
+
+/* Text of a module / expression; re-parses to an equal module. malloc'd;
+   *len (if not NULL) receives the length. NULL on out of memory. */
+char *dp_print_module(const dp_module *m, int flags, size_t *len);
+char *dp_print_expr(const dp_expr *e, int flags, size_t *len);
+char *dp_print_type(const dp_type *t);
+
+/* The first difference found by structural equality. */
+typedef struct dp_diff {
+  char *path;   /* "@main.body.args[1].fn", malloc'd */
+  char *lhs;    /* the two sides printed, malloc'd */
+  char *rhs;
+} dp_diff;
+
+/* Structural equality as TVM's structural_equal with map_free_vars=True:
+   variables (and type variables) are matched by binding position, free
+   variables are mapped on first meeting; attributes, virtual devices, type
+   annotations, checked types are not compared (annotations are), constants
+   by value. Returns 1 when equal, 0 when not (diff filled in if not NULL). */
+int dp_expr_equal(const dp_expr *a, const dp_expr *b, dp_diff *diff);
+int dp_module_equal(const dp_module *a, const dp_module *b, dp_diff *diff);
+int dp_type_equal(const dp_type *a, const dp_type *b);
+void dp_diff_clear(dp_diff *d);
+
+/* Structural hash, consistent with dp_expr_equal. */
+uint64_t dp_expr_hash(const dp_expr *e);
+
+#endif

@@ -1,0 +1,5 @@
+-- The Lua side of the `devplan` module: attaches the parts written in Lua
+-- to the table the C module built. Called once by luaopen_devplan.
+return function(dp)
+  return dp
+end

@@ -1,0 +1,51 @@
+-- devplan build. Kept within what both premake4 (Debian's 4.3) and premake5 read:
+--   premake4 --file=premake5.lua gmake   (or: premake5 gmake)
+--   make -C build config=release          (debug, asan: see README)
+-- Outputs: build/ (makefiles, objects), lib/libdevplan_core.a, lib/devplan.so, bin/devplan.
+
+local LUA_INC = os.getenv("LUA_INC") or "/usr/include/lua5.4"
+local LUA_LIB = os.getenv("LUA_LIB") or "lua5.4"
+
+solution "devplan"
+  configurations { "release", "debug", "asan" }
+  location "build"
+  language "C"
+  includedirs { "include" }
+  buildoptions { "-std=c11", "-D_GNU_SOURCE", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter" }
+
+  configuration "release"
+    buildoptions { "-O2", "-g" }
+    defines { "NDEBUG" }
+  configuration "debug"
+    buildoptions { "-O0", "-g3" }
+  configuration "asan"
+    buildoptions { "-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+                   "-fno-sanitize-recover=undefined" }
+    linkoptions { "-fsanitize=address,undefined" }
+  configuration {}
+
+-- The C core (IR, types, devices, configuration) and the planner: no Lua headers here.
+project "devplan_core"
+  kind "StaticLib"
+  targetdir "lib"
+  targetname "devplan_core"
+  files { "src/core/*.c", "src/planner/*.c", "include/devplan/*.h" }
+
+-- The Lua C module `devplan` (luaopen_devplan), for a stock lua5.4 or busted.
+project "devplan_module"
+  kind "SharedLib"
+  targetdir "lib"
+  targetname "devplan"
+  targetprefix ""
+  includedirs { LUA_INC }
+  files { "src/lua/*.c" }
+  links { "devplan_core", "m", "dl" }
+
+-- The executable: embedded Lua 5.4 with the module preloaded.
+project "devplan"
+  kind "ConsoleApp"
+  targetdir "bin"
+  includedirs { LUA_INC }
+  files { "src/cli/*.c", "src/lua/*.c" }
+  links { "devplan_core", LUA_LIB, "m", "dl" }
+  linkoptions { "-Wl,-E" }

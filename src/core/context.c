@@ -1,0 +1,65 @@
+/*
+ * Contexts: interning tables, the operator registry, source names.
+ * A context is freed when its last reference goes; interned objects and
+ * modules retain it.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+static void ctx_free(dp_obj *o, dp_worklist *wl) {
+  dp_ctx *ctx = (dp_ctx *)o;
+  for (uint32_t i = 0; i < ctx->nops; i++) {
+    ctx->ops[i]->ctx = NULL; /* calls may still hold the op */
+    dp_release_deferred(wl, ctx->ops[i]);
+  }
+  free(ctx->ops);
+  for (uint32_t i = 0; i < ctx->nsources; i++) free(ctx->sources[i]);
+  free(ctx->sources);
+  dp_itab_free(&ctx->targets);
+  dp_itab_free(&ctx->vdevs);
+  dp_itab_free(&ctx->types);
+  dp_itab_free(&ctx->opnames);
+  free(ctx);
+}
+
+void dp__register_core_types(void); /* each file's free function (see registry.c) */
+__attribute__((weak)) int dp_register_builtin_ops(dp_ctx *ctx, dp_err **err);
+
+dp_ctx *dp_ctx_new(void) {
+  dp__register_core_types();
+  dp_ctx *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return NULL;
+  ctx->h.rc = 1;
+  ctx->h.type = DP_OBJ_CTX;
+  ctx->next_tvar_id = 1;
+  if (dp_register_builtin_ops && dp_register_builtin_ops(ctx, NULL) < 0) {
+    dp_release(ctx);
+    return NULL;
+  }
+  return ctx;
+}
+
+void dp__ctx_free_fn(dp_obj *o, dp_worklist *wl) { ctx_free(o, wl); }
+
+uint32_t dp_ctx_source(dp_ctx *ctx, const char *name) {
+  if (!name) name = "<string>";
+  for (uint32_t i = 0; i < ctx->nsources; i++)
+    if (strcmp(ctx->sources[i], name) == 0) return i + 1;
+  if (ctx->nsources == ctx->capsources) {
+    uint32_t cap = ctx->capsources ? ctx->capsources * 2 : 8;
+    char **s = realloc(ctx->sources, cap * sizeof *s);
+    if (!s) return 0;
+    ctx->sources = s;
+    ctx->capsources = cap;
+  }
+  char *copy = dp_strdup(name);
+  if (!copy) return 0;
+  ctx->sources[ctx->nsources++] = copy;
+  return ctx->nsources;
+}
+
+const char *dp_ctx_source_name(const dp_ctx *ctx, uint32_t id) {
+  if (!ctx || id == 0 || id > ctx->nsources) return "<unknown>";
+  return ctx->sources[id - 1];
+}

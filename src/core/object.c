@@ -1,0 +1,85 @@
+/*
+ * Reference counting for every core object, with deferred freeing.
+ *
+ * Releasing the last reference of a node must not recurse into its
+ * children: a 1,000,000-deep chain would overflow the C stack. dp_release
+ * runs a work list instead: each type's free function hands its children to
+ * dp_release_deferred, which queues those whose count reaches zero, and the
+ * loop frees them in turn.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "devplan/core.h"
+
+struct dp_worklist {
+  dp_obj **items;
+  size_t n, cap;
+  dp_obj *inline_items[32];
+};
+
+static dp_free_fn free_fns[DP_OBJ__COUNT];
+
+void dp_register_free(dp_objtype type, dp_free_fn fn) {
+  if ((unsigned)type < DP_OBJ__COUNT) free_fns[type] = fn;
+}
+
+void *dp_retain(void *obj) {
+  if (obj) ((dp_obj *)obj)->rc++;
+  return obj;
+}
+
+static void push(dp_worklist *wl, dp_obj *o) {
+  if (wl->n == wl->cap) {
+    size_t cap = wl->cap * 2;
+    dp_obj **items;
+    if (wl->items == wl->inline_items) {
+      items = malloc(cap * sizeof *items);
+      if (items) memcpy(items, wl->inline_items, wl->n * sizeof *items);
+    } else {
+      items = realloc(wl->items, cap * sizeof *items);
+    }
+    if (!items) {
+      /* Out of memory while freeing: leak this object rather than crash. */
+      return;
+    }
+    wl->items = items;
+    wl->cap = cap;
+  }
+  wl->items[wl->n++] = o;
+}
+
+void dp_release_deferred(dp_worklist *wl, void *obj) {
+  dp_obj *o = obj;
+  if (!o) return;
+  if (--o->rc == 0) push(wl, o);
+}
+
+void dp_release(void *obj) {
+  dp_obj *o = obj;
+  if (!o) return;
+  if (--o->rc != 0) return;
+  dp_worklist wl;
+  wl.items = wl.inline_items;
+  wl.n = 0;
+  wl.cap = sizeof wl.inline_items / sizeof wl.inline_items[0];
+  push(&wl, o);
+  while (wl.n > 0) {
+    dp_obj *cur = wl.items[--wl.n];
+    dp_free_fn fn = cur->type < DP_OBJ__COUNT ? free_fns[cur->type] : NULL;
+    if (fn) fn(cur, &wl);
+    else free(cur);
+  }
+  if (wl.items != wl.inline_items) free(wl.items);
+}
+
+void *dp_malloc(size_t n) { return malloc(n ? n : 1); }
+void *dp_calloc(size_t n, size_t size) { return calloc(n ? n : 1, size ? size : 1); }
+void *dp_realloc(void *p, size_t n) { return realloc(p, n ? n : 1); }
+
+char *dp_strdup(const char *s) {
+  if (!s) s = "";
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}

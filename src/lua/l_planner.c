@@ -1,0 +1,3 @@
+/* Placeholder until this part of the binding lands. */
+#include "lbind.h"
+void dp_lua_open_planner(lua_State *L) { (void)L; }

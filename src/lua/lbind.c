@@ -1,0 +1,221 @@
+/*
+ * Userdata for core objects: weak cache, metatables, errors.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "lbind.h"
+
+static const char CACHE_KEY[] = "devplan.cache";   /* weak: lightuserdata -> userdata */
+static const char METAS_KEY[] = "devplan.metas";   /* objtype -> metatable */
+static const char CTX_KEY[] = "devplan.ctx";
+static const char ERROR_META[] = "devplan.Error";
+
+static int obj_gc(lua_State *L) {
+  dp_lud *u = lua_touserdata(L, 1);
+  if (u && u->obj) {
+    dp_release(u->obj);
+    u->obj = NULL;
+  }
+  return 0;
+}
+
+static int ctx_gc(lua_State *L) {
+  dp_ctx **p = lua_touserdata(L, 1);
+  if (p && *p) {
+    dp_release(*p);
+    *p = NULL;
+  }
+  return 0;
+}
+
+dp_ctx *dp_lua_ctx(lua_State *L) {
+  dp_ctx *ctx = NULL;
+  if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
+    dp_ctx **p = lua_touserdata(L, -1);
+    ctx = *p;
+  }
+  lua_pop(L, 1);
+  if (!ctx) {
+    ctx = dp_ctx_new();
+    if (!ctx) luaL_error(L, "devplan: out of memory creating the context");
+    dp_ctx **p = lua_newuserdatauv(L, sizeof *p, 0);
+    *p = ctx;
+    lua_newtable(L);
+    lua_pushcfunction(L, ctx_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, CTX_KEY);
+  }
+  return ctx;
+}
+
+static void get_registry_table(lua_State *L, const char *key, const char *mode) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, key) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    if (mode) {
+      lua_newtable(L);
+      lua_pushstring(L, mode);
+      lua_setfield(L, -2, "__mode");
+      lua_setmetatable(L, -2);
+    }
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, key);
+  }
+}
+
+void dp_lua_newmeta(lua_State *L, dp_objtype type, const char *name) {
+  luaL_newmetatable(L, name);
+  lua_pushcfunction(L, obj_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushinteger(L, type);
+  lua_setfield(L, -2, "__dp_type");
+  get_registry_table(L, METAS_KEY, NULL);
+  lua_pushvalue(L, -2);
+  lua_rawseti(L, -2, type);
+  lua_pop(L, 1);
+}
+
+void dp_lua_push(lua_State *L, void *p) {
+  dp_obj *obj = p;
+  if (!obj) {
+    lua_pushnil(L);
+    return;
+  }
+  get_registry_table(L, CACHE_KEY, "v");
+  if (lua_rawgetp(L, -1, obj) == LUA_TUSERDATA) {
+    lua_remove(L, -2);
+    return;
+  }
+  lua_pop(L, 1);
+  dp_lud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  u->obj = dp_retain(obj);
+  get_registry_table(L, METAS_KEY, NULL);
+  if (lua_rawgeti(L, -1, obj->type) == LUA_TTABLE) {
+    lua_setmetatable(L, -3);
+  } else {
+    lua_pop(L, 1);
+    /* no metatable registered: still collectable */
+    lua_newtable(L);
+    lua_pushcfunction(L, obj_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -3);
+  }
+  lua_pop(L, 1);                 /* metas */
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, -3, obj);       /* cache[obj] = ud */
+  lua_remove(L, -2);             /* cache */
+}
+
+void dp_lua_push_owned(lua_State *L, void *obj) {
+  dp_lua_push(L, obj);
+  dp_release(obj);
+}
+
+dp_obj *dp_lua_testobj(lua_State *L, int idx) {
+  if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
+  int has = lua_getfield(L, -1, "__dp_type") == LUA_TNUMBER;
+  lua_pop(L, 2);
+  if (!has) return NULL;
+  dp_lud *u = lua_touserdata(L, idx);
+  return u ? u->obj : NULL;
+}
+
+void *dp_lua_test(lua_State *L, int idx, dp_objtype type) {
+  dp_obj *o = dp_lua_testobj(L, idx);
+  return o && o->type == type ? o : NULL;
+}
+
+static const char *type_names[DP_OBJ__COUNT] = {
+  NULL, "context", "Target", "VirtualDevice", "CompilationConfig", "Type", "Expr",
+  "Pattern", "Attrs", "TypeDef", "PrimFn", "IRModule", "Domains"};
+
+void *dp_lua_check(lua_State *L, int idx, dp_objtype type) {
+  void *o = dp_lua_test(L, idx, type);
+  if (!o) {
+    const char *want = (unsigned)type < DP_OBJ__COUNT && type_names[type] ? type_names[type] : "object";
+    luaL_typeerror(L, idx, want);
+  }
+  return o;
+}
+
+/* --- errors --- */
+
+static int error_tostring(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_getfield(L, 1, "formatted");
+  if (lua_isstring(L, -1)) return 1;
+  lua_getfield(L, 1, "message");
+  return 1;
+}
+
+static const char *code_names[] = {NULL, "error", "memory", "value", "type", "syntax",
+                                   "name", "conflict", "callback"};
+
+void dp_lua_pusherror(lua_State *L, dp_err *e) {
+  char *formatted = dp_err_format(e);
+  lua_createtable(L, 0, 8);
+  lua_pushstring(L, formatted ? formatted : (e && e->msg ? e->msg : "error"));
+  lua_setfield(L, -2, "formatted");
+  free(formatted);
+  lua_pushstring(L, e && e->msg ? e->msg : "error");
+  lua_setfield(L, -2, "message");
+  lua_pushstring(L, e && e->code >= 1 && e->code <= DP_ERR_CALLBACK ? code_names[e->code] : "error");
+  lua_setfield(L, -2, "code");
+  if (e && e->span.line) {
+    lua_pushstring(L, e->source ? e->source : "<unknown>");
+    lua_setfield(L, -2, "source");
+    lua_pushinteger(L, e->span.line);
+    lua_setfield(L, -2, "line");
+    lua_pushinteger(L, e->span.col);
+    lua_setfield(L, -2, "col");
+  }
+  lua_createtable(L, e ? (int)e->nnotes : 0, 0);
+  for (uint32_t i = 0; e && i < e->nnotes; i++) {
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, e->notes[i].msg);
+    lua_setfield(L, -2, "message");
+    if (e->notes[i].span.line) {
+      lua_pushinteger(L, e->notes[i].span.line);
+      lua_setfield(L, -2, "line");
+      lua_pushinteger(L, e->notes[i].span.col);
+      lua_setfield(L, -2, "col");
+    }
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "notes");
+  if (luaL_newmetatable(L, ERROR_META)) {
+    lua_pushcfunction(L, error_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushstring(L, "devplan.Error");
+    lua_setfield(L, -2, "__name");
+  }
+  lua_setmetatable(L, -2);
+  dp_err_free(e);
+}
+
+int dp_lua_error(lua_State *L, dp_err *e) {
+  dp_lua_pusherror(L, e);
+  return lua_error(L);
+}
+
+dp_err *dp_lua_toerr(lua_State *L, const char *what) {
+  const char *msg = luaL_tolstring(L, -1, NULL);
+  dp_err *e = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "%s%s%s", what ? what : "",
+                         what ? ": " : "", msg ? msg : "error");
+  lua_pop(L, 2);
+  return e;
+}
+
+int dp_lua_check_device_type(lua_State *L, int idx) {
+  if (lua_isnoneornil(L, idx)) return 0;
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    lua_Integer n = luaL_checkinteger(L, idx);
+    if (n < -1 || n > 1024) luaL_argerror(L, idx, "device type out of range");
+    return n < 0 ? 0 : (int)n;
+  }
+  const char *name = luaL_checkstring(L, idx);
+  int t = dp_device_type_parse(name);
+  if (t < 0) luaL_error(L, "unknown device type '%s'", name);
+  return t;
+}

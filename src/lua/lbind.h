@@ -1,0 +1,69 @@
+/*
+ * The Lua binding's shared machinery (internal to src/lua).
+ *
+ * One interned or shared C object is one Lua value: dp_lua_push keeps a
+ * weak cache from C pointer to userdata, so pushing the same object twice
+ * gives rawequal values. Each userdata holds one reference, dropped by __gc.
+ *
+ * Each part of the binding registers its metatables with dp_lua_newmeta and
+ * its functions into the `devplan` table in its dp_lua_open_* function.
+ */
+#ifndef DEVPLAN_LBIND_H
+#define DEVPLAN_LBIND_H
+
+#include <lua.h>
+#include <lauxlib.h>
+#include "devplan/devplan.h"
+
+typedef struct dp_lud {
+  dp_obj *obj;
+} dp_lud;
+
+/* The context of this Lua state (created by luaopen_devplan). */
+dp_ctx *dp_lua_ctx(lua_State *L);
+
+/* Creates the metatable for objects of `type` (name is its registry name,
+   e.g. "devplan.Expr"), with __gc and __name set, and leaves it on the
+   stack for the caller to fill (__index, __tostring, ...). For expressions
+   and types one metatable serves all kinds. */
+void dp_lua_newmeta(lua_State *L, dp_objtype type, const char *name);
+
+/* Push the Lua value of obj (nil for NULL); the caller keeps its reference. */
+void dp_lua_push(lua_State *L, void *obj);
+/* Push and drop the caller's reference (for new references). */
+void dp_lua_push_owned(lua_State *L, void *obj);
+
+/* The object at idx if it is of `type`, else NULL / a Lua argument error. */
+void *dp_lua_test(lua_State *L, int idx, dp_objtype type);
+void *dp_lua_check(lua_State *L, int idx, dp_objtype type);
+/* Any core object at idx, or NULL. */
+dp_obj *dp_lua_testobj(lua_State *L, int idx);
+
+/* Raise e as a Lua error (a devplan.Error value: fields message, code,
+   source, line, col, notes = { {message=, line=, col=}, ... }, with a
+   __tostring giving dp_err_format). Frees e. Does not return. */
+int dp_lua_error(lua_State *L, dp_err *e);
+/* Push e as a devplan.Error value (frees e). */
+void dp_lua_pusherror(lua_State *L, dp_err *e);
+/* Turn the Lua error value at the top of the stack (from lua_pcall of a
+   user callback) into a dp_err (DP_ERR_CALLBACK); pops it. */
+dp_err *dp_lua_toerr(lua_State *L, const char *what);
+
+/* Device types: a name ("cuda") or a number at idx; 0 for nil. Raises on
+   unknown names. */
+int dp_lua_check_device_type(lua_State *L, int idx);
+
+/* Binding parts (one file each). Each adds its functions to the table at
+   the top of the stack. */
+void dp_lua_open_device(lua_State *L);
+void dp_lua_open_ir(lua_State *L);
+void dp_lua_open_build(lua_State *L);
+void dp_lua_open_planner(lua_State *L);
+
+/* Project root used to find lua/ and passes/ (set by the executable before
+   requiring the module; else found from the module's own path). */
+extern const char *dp_lua_root;
+
+int luaopen_devplan(lua_State *L);
+
+#endif
