@@ -86,6 +86,13 @@ ifeq ($(config),asan)
 endif
 
 OBJECTS := \
+	$(OBJDIR)/main.o \
+	$(OBJDIR)/l_ir.o \
+	$(OBJDIR)/l_build.o \
+	$(OBJDIR)/l_planner.o \
+	$(OBJDIR)/l_device.o \
+	$(OBJDIR)/lbind.o \
+	$(OBJDIR)/lmodule.o \
 
 RESOURCES := \
 
@@ -146,5 +153,26 @@ $(GCH): $(PCH)
 	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 endif
 
+$(OBJDIR)/main.o: ../src/cli/main.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/l_ir.o: ../src/lua/l_ir.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/l_build.o: ../src/lua/l_build.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/l_planner.o: ../src/lua/l_planner.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/l_device.o: ../src/lua/l_device.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/lbind.o: ../src/lua/lbind.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/lmodule.o: ../src/lua/lmodule.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 
 -include $(OBJECTS:%.o=%.d)

@@ -86,6 +86,12 @@ ifeq ($(config),asan)
 endif
 
 OBJECTS := \
+	$(OBJDIR)/context.o \
+	$(OBJDIR)/intern.o \
+	$(OBJDIR)/devtype.o \
+	$(OBJDIR)/error.o \
+	$(OBJDIR)/object.o \
+	$(OBJDIR)/registry.o \
 
 RESOURCES := \
 
@@ -146,5 +152,23 @@ $(GCH): $(PCH)
 	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 endif
 
+$(OBJDIR)/context.o: ../src/core/context.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/intern.o: ../src/core/intern.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/devtype.o: ../src/core/devtype.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/error.o: ../src/core/error.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/object.o: ../src/core/object.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/registry.o: ../src/core/registry.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 
 -include $(OBJECTS:%.o=%.d)

@@ -89,14 +89,14 @@ typedef struct dp_ref_type {
 } dp_ref_type;
 
 /* Constructors return a new reference, or NULL on out of memory. */
-dp_type *dp_tensor_type(dp_ctx *ctx, dp_dtype dtype, uint32_t ndim, const int64_t *dims);
-dp_type *dp_tuple_type(dp_ctx *ctx, uint32_t n, dp_type *const *fields);
-dp_type *dp_func_type(dp_ctx *ctx, uint32_t ntparams, dp_type *const *tparams,
+dp_type *dp_type_tensor(dp_ctx *ctx, dp_dtype dtype, uint32_t ndim, const int64_t *dims);
+dp_type *dp_type_tuple(dp_ctx *ctx, uint32_t n, dp_type *const *fields);
+dp_type *dp_type_func(dp_ctx *ctx, uint32_t ntparams, dp_type *const *tparams,
                       uint32_t nargs, dp_type *const *args, dp_type *ret);
-dp_type *dp_type_var(dp_ctx *ctx, const char *name); /* always a fresh variable */
-dp_type *dp_adt_type(dp_ctx *ctx, const char *name, uint32_t nargs, dp_type *const *args);
-dp_type *dp_ref_type(dp_ctx *ctx, dp_type *elem);
-dp_type *dp_storage_type(dp_ctx *ctx);
+dp_type *dp_type_var_new(dp_ctx *ctx, const char *name); /* always a fresh variable */
+dp_type *dp_type_adt(dp_ctx *ctx, const char *name, uint32_t nargs, dp_type *const *args);
+dp_type *dp_type_ref(dp_ctx *ctx, dp_type *elem);
+dp_type *dp_type_storage(dp_ctx *ctx);
 
 /* Text form of relay-text.md ("Tensor[(5, 7), float32]"). malloc'd. */
 char *dp_type_str(const dp_type *t);
