@@ -1,6 +1,8 @@
 -- devplan build. Kept within what both premake4 (Debian's 4.3) and premake5 read:
 --   premake4 --file=premake5.lua gmake   (or: premake5 gmake)
 --   make -C build config=release          (debug, asan: see README)
+-- The asan configuration writes to build/asan/{lib,bin} (a project added below
+-- should do the same with its own `configuration "asan" targetdir ...`).
 -- Outputs: build/ (makefiles, objects), lib/libdevplan_core.a, lib/devplan.so, bin/devplan.
 
 local LUA_INC = os.getenv("LUA_INC") or "/usr/include/lua5.4"
@@ -11,6 +13,7 @@ solution "devplan"
   location "build"
   language "C"
   includedirs { "include" }
+  flags { "Symbols" }   -- keep symbols (no -s) so sanitizer and valgrind reports name functions
   buildoptions { "-std=c11", "-D_GNU_SOURCE", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter" }
 
   configuration "release"
@@ -30,6 +33,9 @@ project "devplan_core"
   targetdir "lib"
   targetname "devplan_core"
   files { "src/core/*.c", "src/planner/*.c", "include/devplan/*.h" }
+  configuration "asan"
+    targetdir "build/asan/lib"   -- instrumented outputs never clobber lib/ and bin/
+  configuration {}
 
 -- The Lua C module `devplan` (luaopen_devplan), for a stock lua5.4 or busted.
 project "devplan_module"
@@ -40,6 +46,9 @@ project "devplan_module"
   includedirs { LUA_INC }
   files { "src/lua/*.c" }
   links { "devplan_core", "m", "dl" }
+  configuration "asan"
+    targetdir "build/asan/lib"
+  configuration {}
 
 -- The executable: embedded Lua 5.4 with the module preloaded.
 project "devplan"
@@ -49,3 +58,27 @@ project "devplan"
   files { "src/cli/*.c", "src/lua/*.c" }
   links { "devplan_core", LUA_LIB, "m", "dl" }
   linkoptions { "-Wl,-E" }
+  configuration "asan"
+    targetdir "build/asan/bin"
+  configuration {}
+
+-- C checks of the IR core (tests/c): prints "N passed, N failed", exits 1 on failure.
+project "devplan_ctest"
+  kind "ConsoleApp"
+  targetdir "bin"
+  targetname "devplan-ctest"
+  files { "tests/c/*.c" }
+  links { "devplan_core", "m" }
+
+-- IR benchmark (bench/ir.sh): build, traverse, compare, print, free of million-node chains.
+-- malloc & co. are wrapped at link time to count heap bytes exactly.
+project "devplan_bench_ir"
+  kind "ConsoleApp"
+  targetdir "bin"
+  targetname "devplan-bench-ir"
+  files { "bench/ir_chain.c" }
+  links { "devplan_core", "m" }
+  linkoptions { "-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free" }
+  configuration "asan"
+    targetdir "build/asan/bin"
+  configuration {}

@@ -26,9 +26,9 @@ ifeq ($(config),release)
   DEFINES   += -DNDEBUG
   INCLUDES  += -I../include
   CPPFLAGS  += -MMD -MP $(DEFINES) $(INCLUDES)
-  CFLAGS    += $(CPPFLAGS) $(ARCH) -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wno-unused-parameter -O2 -g
+  CFLAGS    += $(CPPFLAGS) $(ARCH) -g -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wno-unused-parameter -O2 -g
   CXXFLAGS  += $(CFLAGS) 
-  LDFLAGS   += -s
+  LDFLAGS   += 
   LIBS      += 
   RESFLAGS  += $(DEFINES) $(INCLUDES) 
   LDDEPS    += 
@@ -48,9 +48,9 @@ ifeq ($(config),debug)
   DEFINES   += 
   INCLUDES  += -I../include
   CPPFLAGS  += -MMD -MP $(DEFINES) $(INCLUDES)
-  CFLAGS    += $(CPPFLAGS) $(ARCH) -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wno-unused-parameter -O0 -g3
+  CFLAGS    += $(CPPFLAGS) $(ARCH) -g -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wno-unused-parameter -O0 -g3
   CXXFLAGS  += $(CFLAGS) 
-  LDFLAGS   += -s
+  LDFLAGS   += 
   LIBS      += 
   RESFLAGS  += $(DEFINES) $(INCLUDES) 
   LDDEPS    += 
@@ -65,14 +65,14 @@ endif
 
 ifeq ($(config),asan)
   OBJDIR     = obj/asan/devplan_core
-  TARGETDIR  = ../lib
+  TARGETDIR  = asan/lib
   TARGET     = $(TARGETDIR)/libdevplan_core.a
   DEFINES   += 
   INCLUDES  += -I../include
   CPPFLAGS  += -MMD -MP $(DEFINES) $(INCLUDES)
-  CFLAGS    += $(CPPFLAGS) $(ARCH) -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wno-unused-parameter -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+  CFLAGS    += $(CPPFLAGS) $(ARCH) -g -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wno-unused-parameter -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
   CXXFLAGS  += $(CFLAGS) 
-  LDFLAGS   += -s -fsanitize=address,undefined
+  LDFLAGS   += -fsanitize=address,undefined
   LIBS      += 
   RESFLAGS  += $(DEFINES) $(INCLUDES) 
   LDDEPS    += 
@@ -89,9 +89,46 @@ OBJECTS := \
 	$(OBJDIR)/context.o \
 	$(OBJDIR)/intern.o \
 	$(OBJDIR)/devtype.o \
+	$(OBJDIR)/ptrmap.o \
 	$(OBJDIR)/error.o \
+	$(OBJDIR)/expr_hash.o \
+	$(OBJDIR)/pattern.o \
+	$(OBJDIR)/target_parse.o \
+	$(OBJDIR)/ops_tensor.o \
+	$(OBJDIR)/ops_common.o \
+	$(OBJDIR)/op.o \
+	$(OBJDIR)/infer.o \
+	$(OBJDIR)/tsolve.o \
+	$(OBJDIR)/type.o \
+	$(OBJDIR)/target.o \
+	$(OBJDIR)/module.o \
+	$(OBJDIR)/expr.o \
+	$(OBJDIR)/visit.o \
+	$(OBJDIR)/ops_nn.o \
+	$(OBJDIR)/config.o \
+	$(OBJDIR)/print_map.o \
+	$(OBJDIR)/textbuf.o \
 	$(OBJDIR)/object.o \
 	$(OBJDIR)/registry.o \
+	$(OBJDIR)/print_module.o \
+	$(OBJDIR)/vdev.o \
+	$(OBJDIR)/print_const.o \
+	$(OBJDIR)/attrs.o \
+	$(OBJDIR)/ops_device.o \
+	$(OBJDIR)/print.o \
+	$(OBJDIR)/ctx_counts.o \
+	$(OBJDIR)/equal.o \
+	$(OBJDIR)/ops.o \
+	$(OBJDIR)/analyze.o \
+	$(OBJDIR)/pmap.o \
+	$(OBJDIR)/plan.o \
+	$(OBJDIR)/domains_api.o \
+	$(OBJDIR)/rewrite.o \
+	$(OBJDIR)/domains.o \
+	$(OBJDIR)/explain.o \
+	$(OBJDIR)/capture.o \
+	$(OBJDIR)/default.o \
+	$(OBJDIR)/conflicts.o \
 
 RESOURCES := \
 
@@ -161,13 +198,124 @@ $(OBJDIR)/intern.o: ../src/core/intern.c
 $(OBJDIR)/devtype.o: ../src/core/devtype.c
 	@echo $(notdir $<)
 	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/ptrmap.o: ../src/core/ptrmap.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 $(OBJDIR)/error.o: ../src/core/error.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/expr_hash.o: ../src/core/expr_hash.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/pattern.o: ../src/core/pattern.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/target_parse.o: ../src/core/target_parse.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/ops_tensor.o: ../src/core/ops_tensor.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/ops_common.o: ../src/core/ops_common.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/op.o: ../src/core/op.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/infer.o: ../src/core/infer.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/tsolve.o: ../src/core/tsolve.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/type.o: ../src/core/type.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/target.o: ../src/core/target.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/module.o: ../src/core/module.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/expr.o: ../src/core/expr.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/visit.o: ../src/core/visit.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/ops_nn.o: ../src/core/ops_nn.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/config.o: ../src/core/config.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/print_map.o: ../src/core/print_map.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/textbuf.o: ../src/core/textbuf.c
 	@echo $(notdir $<)
 	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 $(OBJDIR)/object.o: ../src/core/object.c
 	@echo $(notdir $<)
 	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 $(OBJDIR)/registry.o: ../src/core/registry.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/print_module.o: ../src/core/print_module.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/vdev.o: ../src/core/vdev.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/print_const.o: ../src/core/print_const.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/attrs.o: ../src/core/attrs.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/ops_device.o: ../src/core/ops_device.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/print.o: ../src/core/print.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/ctx_counts.o: ../src/core/ctx_counts.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/equal.o: ../src/core/equal.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/ops.o: ../src/planner/ops.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/analyze.o: ../src/planner/analyze.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/pmap.o: ../src/planner/pmap.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/plan.o: ../src/planner/plan.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/domains_api.o: ../src/planner/domains_api.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/rewrite.o: ../src/planner/rewrite.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/domains.o: ../src/planner/domains.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/explain.o: ../src/planner/explain.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/capture.o: ../src/planner/capture.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/default.o: ../src/planner/default.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/conflicts.o: ../src/planner/conflicts.c
 	@echo $(notdir $<)
 	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 

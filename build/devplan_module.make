@@ -26,9 +26,9 @@ ifeq ($(config),release)
   DEFINES   += -DNDEBUG
   INCLUDES  += -I../include -I/usr/include/lua5.4
   CPPFLAGS  += -MMD -MP $(DEFINES) $(INCLUDES)
-  CFLAGS    += $(CPPFLAGS) $(ARCH) -fPIC -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wno-unused-parameter -O2 -g
+  CFLAGS    += $(CPPFLAGS) $(ARCH) -g -fPIC -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wno-unused-parameter -O2 -g
   CXXFLAGS  += $(CFLAGS) 
-  LDFLAGS   += -s -shared -L../lib
+  LDFLAGS   += -shared -L../lib
   LIBS      += -ldevplan_core -lm -ldl
   RESFLAGS  += $(DEFINES) $(INCLUDES) 
   LDDEPS    += ../lib/libdevplan_core.a
@@ -48,9 +48,9 @@ ifeq ($(config),debug)
   DEFINES   += 
   INCLUDES  += -I../include -I/usr/include/lua5.4
   CPPFLAGS  += -MMD -MP $(DEFINES) $(INCLUDES)
-  CFLAGS    += $(CPPFLAGS) $(ARCH) -fPIC -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wno-unused-parameter -O0 -g3
+  CFLAGS    += $(CPPFLAGS) $(ARCH) -g -fPIC -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wno-unused-parameter -O0 -g3
   CXXFLAGS  += $(CFLAGS) 
-  LDFLAGS   += -s -shared -L../lib
+  LDFLAGS   += -shared -L../lib
   LIBS      += -ldevplan_core -lm -ldl
   RESFLAGS  += $(DEFINES) $(INCLUDES) 
   LDDEPS    += ../lib/libdevplan_core.a
@@ -65,17 +65,17 @@ endif
 
 ifeq ($(config),asan)
   OBJDIR     = obj/asan/devplan_module
-  TARGETDIR  = ../lib
+  TARGETDIR  = asan/lib
   TARGET     = $(TARGETDIR)/devplan.so
   DEFINES   += 
   INCLUDES  += -I../include -I/usr/include/lua5.4
   CPPFLAGS  += -MMD -MP $(DEFINES) $(INCLUDES)
-  CFLAGS    += $(CPPFLAGS) $(ARCH) -fPIC -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wno-unused-parameter -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+  CFLAGS    += $(CPPFLAGS) $(ARCH) -g -fPIC -std=c11 -D_GNU_SOURCE -fPIC -Wall -Wextra -Wno-unused-parameter -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
   CXXFLAGS  += $(CFLAGS) 
-  LDFLAGS   += -s -shared -fsanitize=address,undefined -L../lib
+  LDFLAGS   += -shared -fsanitize=address,undefined -Lasan/lib
   LIBS      += -ldevplan_core -lm -ldl
   RESFLAGS  += $(DEFINES) $(INCLUDES) 
-  LDDEPS    += ../lib/libdevplan_core.a
+  LDDEPS    += asan/lib/libdevplan_core.a
   LINKCMD    = $(CC) -o $(TARGET) $(OBJECTS) $(LDFLAGS) $(RESOURCES) $(ARCH) $(LIBS)
   define PREBUILDCMDS
   endef
@@ -87,11 +87,18 @@ endif
 
 OBJECTS := \
 	$(OBJDIR)/l_ir.o \
+	$(OBJDIR)/l_expr.o \
+	$(OBJDIR)/l_module.o \
 	$(OBJDIR)/l_build.o \
+	$(OBJDIR)/l_op.o \
+	$(OBJDIR)/l_type.o \
 	$(OBJDIR)/l_planner.o \
 	$(OBJDIR)/l_device.o \
 	$(OBJDIR)/lbind.o \
+	$(OBJDIR)/l_const.o \
+	$(OBJDIR)/l_attrs.o \
 	$(OBJDIR)/lmodule.o \
+	$(OBJDIR)/l_visit.o \
 
 RESOURCES := \
 
@@ -155,7 +162,19 @@ endif
 $(OBJDIR)/l_ir.o: ../src/lua/l_ir.c
 	@echo $(notdir $<)
 	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/l_expr.o: ../src/lua/l_expr.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/l_module.o: ../src/lua/l_module.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 $(OBJDIR)/l_build.o: ../src/lua/l_build.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/l_op.o: ../src/lua/l_op.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/l_type.o: ../src/lua/l_type.c
 	@echo $(notdir $<)
 	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 $(OBJDIR)/l_planner.o: ../src/lua/l_planner.c
@@ -167,7 +186,16 @@ $(OBJDIR)/l_device.o: ../src/lua/l_device.c
 $(OBJDIR)/lbind.o: ../src/lua/lbind.c
 	@echo $(notdir $<)
 	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/l_const.o: ../src/lua/l_const.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/l_attrs.o: ../src/lua/l_attrs.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 $(OBJDIR)/lmodule.o: ../src/lua/lmodule.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/l_visit.o: ../src/lua/l_visit.c
 	@echo $(notdir $<)
 	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 

@@ -83,6 +83,9 @@ dp_ctx *dp_ctx_new(void);
 uint32_t dp_ctx_source(dp_ctx *ctx, const char *name);
 /* The name behind a source id, or "<unknown>". */
 const char *dp_ctx_source_name(const dp_ctx *ctx, uint32_t id);
+/* Live interned targets, virtual devices and types of ctx (any pointer may
+   be NULL): a way to check that dropped objects left their tables. */
+void dp_ctx_counts(const dp_ctx *ctx, size_t *ntargets, size_t *nvdevs, size_t *ntypes);
 
 /* --- errors --- */
 typedef enum dp_errcode {

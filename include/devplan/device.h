@@ -49,6 +49,13 @@ typedef struct dp_target {
   uint32_t hash;
 } dp_target;
 
+/* Device type a target kind runs on ("cuda" -> DP_DEV_CUDA); -1 when the
+   kind is unknown. Kinds: llvm, c (cpu); cuda, nvptx (cuda); rocm; opencl;
+   vulkan; metal; hexagon; webgpu; ext_dev. */
+int dp_target_kind_device_type(const char *kind);
+/* A host target has no host of its own (an error otherwise), so target
+   chains are never deeper than two. */
+
 /* "cuda -arch=sm_80", "llvm -mcpu=skylake -host=...": a kind and options;
    or a JSON object string '{"kind": "cuda", "max_num_threads": 1024, "host": ...}'. */
 dp_target *dp_target_parse(dp_ctx *ctx, const char *text, dp_err **err);

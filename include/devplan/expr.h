@@ -180,6 +180,10 @@ dp_expr *dp_expr_child(const dp_expr *e, uint32_t i);
    annotations and (when children are unchanged) the checked type are kept. */
 dp_expr *dp_expr_with_children(dp_expr *e, dp_expr *const *kids);
 
+/* Set the checked type (retains t, releases the previous one; NULL clears).
+   The one mutation of a node, for type inference. */
+void dp_expr_set_type(dp_expr *e, dp_type *t);
+
 /* Convenience: is e a call of the operator named `name`? */
 int dp_is_op_call(const dp_expr *e, const char *name);
 

@@ -59,7 +59,9 @@ typedef struct dp_op {
 /* Look up an operator by name (borrowed; NULL when unknown). */
 dp_op *dp_op_get(dp_ctx *ctx, const char *name);
 /* Register (or, for a name registered by a user before, replace is an error).
-   Copies name and fields (taking ownership of the default values).
+   Copies name and fields (taking ownership of the default values, and of
+   ud, even on error). fields NULL: no schema (attributes kept as written);
+   fields non-NULL with nfields 0: the operator takes no attributes.
    Returns the op (borrowed) or NULL + error. */
 dp_op *dp_op_register(dp_ctx *ctx, const char *name, int num_inputs, uint32_t flags,
                       const dp_attr_field *fields, uint32_t nfields,
@@ -78,5 +80,10 @@ const dp_aval *dp_op_attr(const dp_op *op, const dp_attrs *attrs, const char *ke
 
 /* Registers the built-in operators (called by dp_ctx_new). */
 int dp_register_builtin_ops(dp_ctx *ctx, dp_err **err);
+
+/* Internal: frees an op node whose last reference went (called by the
+   expression free function, src/core/expr.c, after it released e.type).
+   Frees the op's own fields (name, schema, ud via ud_free) and the node. */
+void dp__op_free(dp_op *op);
 
 #endif

@@ -1,26 +1,99 @@
 /*
- * The device planner (PlanDevices), as separate phases (seed 002,
- * planner.md). Sketch: the planner's own files flesh this out.
+ * The device planner (PlanDevices): decides the virtual device of every
+ * sub-expression of a module and inserts the copies between devices
+ * (seed 002, ../shared/docs/planner.md). It is a set of separate phases so
+ * that a script can run them one by one and change the domains between
+ * analysis and capture:
  *
- *   phase 0  dp_plan_rewrite   normalise on_device / call_lowered forms,
- *                              and insert copies for conflicting demands
- *   phase 1  dp_plan_analyze   domains: union-find over first-order and
- *                              function domains
- *   phase 2  dp_plan_default   free on_device unification, then defaulting
- *   phase 3  dp_plan_capture   write the result back as annotations/copies
+ *   phase 0   dp_plan_rewrite    on_device at a function body's top or as a
+ *                                let value becomes fixed; on_device(e).0
+ *                                becomes on_device(e.0); call_lowered
+ *                                arguments and result may be copied
+ *   phase 0b  dp_plan_conflicts  (TVM 2023) a device_copy where a value nobody
+ *                                annotated is demanded on two devices
+ *   phase 1   dp_plan_analyze    domains: union-find over first-order and
+ *                                function domains, from the constraints
+ *   phase 2   dp_plan_default    free on_device unification, then defaulting
+ *   phase 3   dp_plan_capture    the result written back: parameter and
+ *                                function virtual devices, fixed on_device,
+ *                                device_copy, primfn buffer scopes
+ *
+ * Every phase walks the IR with explicit stacks (1,000,000-deep programs
+ * are fine), visits global functions in definition order and never depends
+ * on addresses or hash order, so the same input always gives the same
+ * output. A conflict (two constraints that cannot both hold) is a
+ * DP_ERR_CONFLICT error whose message names both constraints with their
+ * positions and whose notes give the chain of unifications between them.
  */
 #ifndef DEVPLAN_PLAN_H
 #define DEVPLAN_PLAN_H
 
 #include "module.h"
 
-typedef struct dp_domains dp_domains; /* DP_OBJ_DOMAINS, reference counted */
+/* The planner's state between analysis and capture (DP_OBJ_DOMAINS,
+   reference counted; holds its module and configuration). */
+typedef struct dp_domains dp_domains;
 
+/* Phase 0: new module (the same functions where nothing changed). */
 dp_module *dp_plan_rewrite(dp_module *m, const dp_config *cfg, dp_err **err);
+/* Phase 0b: insert copies for conflicting demands on unannotated values. */
+dp_module *dp_plan_conflicts(dp_module *m, const dp_config *cfg, dp_err **err);
+/* Phase 1: the domains of every expression of m (m is retained). */
 dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err);
+/* Phase 2: free on_device unification, then TVM's defaulting rules with
+   the configuration's default virtual device. 0, or -1 + error. */
 int dp_plan_default(dp_domains *d, dp_err **err);
+/* Phase 3: the planned module. Every domain must be constrained (after
+   dp_plan_default). */
 dp_module *dp_plan_capture(dp_domains *d, dp_err **err);
-/* All phases in order. */
+/* All phases in order: rewrite, conflicts, analyze, default, capture. The
+   output carries checked types where the input did. */
 dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err);
+
+/* ---- the domains, for scripts between analysis and capture ---- */
+
+dp_module *dp_domains_module(const dp_domains *d);        /* borrowed */
+const dp_config *dp_domains_config(const dp_domains *d);  /* borrowed */
+/* Is e an expression of the analysed module (it has a domain)? */
+int dp_domains_has(const dp_domains *d, const dp_expr *e);
+/* The virtual device e lives on (for a function value: its result's), as a
+   new reference; the fully unconstrained device while still free. An
+   on_device call is looked through (its body's device, as capture does).
+   NULL + error when e is not part of the module. */
+dp_vdev *dp_domains_lookup(dp_domains *d, dp_expr *e, dp_err **err);
+/* Unify the domains of a and b (a user decision: reason "unified by the
+   script"). A conflict leaves the domains unchanged. 0, or -1 + error. */
+int dp_domains_unify(dp_domains *d, dp_expr *a, dp_expr *b, dp_err **err);
+/* Constrain e to vd (canonicalised through the configuration). */
+int dp_domains_constrain(dp_domains *d, dp_expr *e, dp_vdev *vd, dp_err **err);
+/* TVM's SetDefault: every unconstrained field of e's domain (all the
+   parameter and result domains of a function) takes vd's. */
+int dp_domains_set_default(dp_domains *d, dp_expr *e, dp_vdev *vd, dp_err **err);
+/* Does every field of e's domain have a value? */
+int dp_domains_fully_constrained(dp_domains *d, dp_expr *e);
+
+/* ---- explaining ---- */
+
+/* Why an expression has its device: the constraint that decided it (an
+   annotation, a callee rule, a defaulting rule) with its position, and the
+   unification steps that carried it to the expression (notes, from the
+   expression towards the constraint). */
+typedef struct dp_explain {
+  dp_vdev *vdev;      /* the device (owned reference) */
+  char *rule;         /* "on_device", "default for function result", ...; "free" when unconstrained */
+  char *text;         /* one sentence a user reads */
+  dp_span span;       /* position of the constraint (line 0 if none) */
+  uint32_t nsteps;
+  dp_note *steps;     /* owned */
+} dp_explain;
+
+dp_explain *dp_domains_explain(dp_domains *d, dp_expr *e, dp_err **err);
+void dp_explain_free(dp_explain *x);
+
+/* Every sub-expression of the module with its device, in definition order
+   and pre order (each distinct node once; operators and constructors are
+   skipped). The callback returns 0 to go on, non-zero to stop (returned). */
+typedef int (*dp_vdev_fn)(void *ud, const char *global, dp_expr *e, dp_vdev *vd);
+int dp_domains_each(dp_domains *d, dp_vdev_fn fn, void *ud, dp_err **err);
 
 #endif

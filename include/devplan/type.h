@@ -34,7 +34,7 @@ size_t dp_dtype_bytes(dp_dtype d);
 typedef enum dp_typekind {
   DP_TY_TENSOR = 1, /* Tensor[(d0, ..), dtype]; a scalar has ndim 0 */
   DP_TY_TUPLE,      /* (T1, T2) */
-  DP_TY_FUNC,       /* fn [typarams] (T1, T2) -> T3 */
+  DP_TY_FUNC,       /* fn (T1, T2) -> T3; with type params fn [A, B](A) -> B (as TVM) */
   DP_TY_VAR,        /* a type variable (ADT parameter, polymorphic constructor) */
   DP_TY_ADT,        /* List[T]: an ADT applied to arguments */
   DP_TY_REF,        /* ref(T) */

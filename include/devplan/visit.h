@@ -35,7 +35,10 @@ typedef struct dp_rewriter {
   void *ud;
 } dp_rewriter;
 
-/* Returns a new reference to the rewritten root, or NULL + error. */
+/* Match clause patterns are not children, but their variables follow the
+   rewrite: when a pattern variable's uses were rewritten to another
+   variable, the rebuilt match binds that variable (other patterns are kept).
+   Returns a new reference to the rewritten root, or NULL + error. */
 dp_expr *dp_rewrite(dp_expr *root, const dp_rewriter *rw, dp_err **err);
 
 /* Free variables of e in first-occurrence order (borrowed pointers in a

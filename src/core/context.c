@@ -24,7 +24,7 @@ static void ctx_free(dp_obj *o, dp_worklist *wl) {
 }
 
 void dp__register_core_types(void); /* each file's free function (see registry.c) */
-__attribute__((weak)) int dp_register_builtin_ops(dp_ctx *ctx, dp_err **err);
+
 
 dp_ctx *dp_ctx_new(void) {
   dp__register_core_types();
@@ -33,7 +33,7 @@ dp_ctx *dp_ctx_new(void) {
   ctx->h.rc = 1;
   ctx->h.type = DP_OBJ_CTX;
   ctx->next_tvar_id = 1;
-  if (dp_register_builtin_ops && dp_register_builtin_ops(ctx, NULL) < 0) {
+  if (dp_register_builtin_ops(ctx, NULL) < 0) {
     dp_release(ctx);
     return NULL;
   }

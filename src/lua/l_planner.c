@@ -1,3 +1,314 @@
-/* Placeholder until this part of the binding lands. */
+/*
+ * Lua binding of the planner (plan.h): dp.passes.PlanDevices(config), the
+ * phases one by one under dp.planner (rewrite, conflicts, analyze, default,
+ * capture), the domains userdata (lookup, unify, constrain, set_default,
+ * fully_constrained, explain) and dp.planner.explain / virtual_devices.
+ */
+#include <string.h>
 #include "lbind.h"
-void dp_lua_open_planner(lua_State *L) { (void)L; }
+
+#define DOMAINS_META "devplan.Domains"
+
+static dp_config *check_config(lua_State *L, int idx) {
+  return dp_lua_check(L, idx, DP_OBJ_CONFIG);
+}
+
+/* The configuration at idx, or (nil) one with llvm and cuda targets and
+   default device type cpu, for quick exploration. New reference. */
+static dp_config *opt_config(lua_State *L, int idx) {
+  if (!lua_isnoneornil(L, idx)) return dp_retain(check_config(L, idx));
+  dp_ctx *ctx = dp_lua_ctx(L);
+  dp_err *err = NULL;
+  dp_target *t[2] = {dp_target_parse(ctx, "llvm", &err), NULL};
+  if (t[0]) t[1] = dp_target_parse(ctx, "cuda", &err);
+  dp_config *c = t[1] ? dp_config_make(ctx, t, 2, NULL, DP_DEV_CPU, &err) : NULL;
+  dp_release(t[0]);
+  dp_release(t[1]);
+  if (!c) dp_lua_error(L, err);
+  return c;
+}
+
+static dp_domains *check_domains(lua_State *L, int idx) {
+  return dp_lua_check(L, idx, DP_OBJ_DOMAINS);
+}
+
+/* dp.planner.default(domains) or (mod, domains): the sketch's spelling. */
+static int domains_arg(lua_State *L) {
+  return dp_lua_test(L, 1, DP_OBJ_DOMAINS) ? 1 : 2;
+}
+
+static int l_rewrite(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_config *cfg = opt_config(L, 2);
+  dp_err *err = NULL;
+  dp_module *r = dp_plan_rewrite(m, cfg, &err);
+  dp_release(cfg);
+  if (!r) return dp_lua_error(L, err);
+  dp_lua_push_owned(L, r);
+  return 1;
+}
+
+static int l_conflicts(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_config *cfg = opt_config(L, 2);
+  dp_err *err = NULL;
+  dp_module *r = dp_plan_conflicts(m, cfg, &err);
+  dp_release(cfg);
+  if (!r) return dp_lua_error(L, err);
+  dp_lua_push_owned(L, r);
+  return 1;
+}
+
+static int l_analyze(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_config *cfg = opt_config(L, 2);
+  dp_err *err = NULL;
+  dp_domains *d = dp_plan_analyze(m, cfg, &err);
+  dp_release(cfg);
+  if (!d) return dp_lua_error(L, err);
+  dp_lua_push_owned(L, d);
+  return 1;
+}
+
+static int l_default(lua_State *L) {
+  dp_domains *d = check_domains(L, domains_arg(L));
+  dp_err *err = NULL;
+  if (dp_plan_default(d, &err) < 0) return dp_lua_error(L, err);
+  lua_pushvalue(L, domains_arg(L));
+  return 1;
+}
+
+static int l_capture(lua_State *L) {
+  dp_domains *d = check_domains(L, domains_arg(L));
+  dp_err *err = NULL;
+  dp_module *m = dp_plan_capture(d, &err);
+  if (!m) return dp_lua_error(L, err);
+  dp_lua_push_owned(L, m);
+  return 1;
+}
+
+static int plan_call(lua_State *L) {
+  dp_config *cfg = check_config(L, lua_upvalueindex(1));
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_err *err = NULL;
+  dp_module *r = dp_plan_devices(m, cfg, &err);
+  if (!r) return dp_lua_error(L, err);
+  dp_lua_push_owned(L, r);
+  return 1;
+}
+
+static int l_plan_devices(lua_State *L) {
+  check_config(L, 1);
+  lua_pushvalue(L, 1);
+  lua_pushcclosure(L, plan_call, 1);
+  return 1;
+}
+
+/* ---- domains methods ---- */
+
+static int d_lookup(lua_State *L) {
+  dp_domains *d = check_domains(L, 1);
+  dp_expr *e = dp_lua_check(L, 2, DP_OBJ_EXPR);
+  dp_err *err = NULL;
+  dp_vdev *v = dp_domains_lookup(d, e, &err);
+  if (!v) return dp_lua_error(L, err);
+  dp_lua_push_owned(L, v);
+  return 1;
+}
+
+static int d_unify(lua_State *L) {
+  dp_domains *d = check_domains(L, 1);
+  dp_err *err = NULL;
+  if (dp_domains_unify(d, dp_lua_check(L, 2, DP_OBJ_EXPR), dp_lua_check(L, 3, DP_OBJ_EXPR), &err) < 0)
+    return dp_lua_error(L, err);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int d_constrain(lua_State *L) {
+  dp_domains *d = check_domains(L, 1);
+  dp_err *err = NULL;
+  if (dp_domains_constrain(d, dp_lua_check(L, 2, DP_OBJ_EXPR), dp_lua_check(L, 3, DP_OBJ_VDEV), &err) < 0)
+    return dp_lua_error(L, err);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int d_set_default(lua_State *L) {
+  dp_domains *d = check_domains(L, 1);
+  dp_err *err = NULL;
+  if (dp_domains_set_default(d, dp_lua_check(L, 2, DP_OBJ_EXPR), dp_lua_check(L, 3, DP_OBJ_VDEV),
+                             &err) < 0)
+    return dp_lua_error(L, err);
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int d_fully_constrained(lua_State *L) {
+  dp_domains *d = check_domains(L, 1);
+  lua_pushboolean(L, dp_domains_fully_constrained(d, dp_lua_check(L, 2, DP_OBJ_EXPR)));
+  return 1;
+}
+
+static void push_explain(lua_State *L, dp_domains *d, dp_explain *x) {
+  lua_createtable(L, 0, 6);
+  dp_lua_push(L, x->vdev);
+  lua_setfield(L, -2, "device");
+  lua_pushstring(L, x->rule);
+  lua_setfield(L, -2, "rule");
+  lua_pushstring(L, x->text);
+  lua_setfield(L, -2, "text");
+  if (x->span.line) {
+    lua_pushinteger(L, x->span.line);
+    lua_setfield(L, -2, "line");
+    lua_pushinteger(L, x->span.col);
+    lua_setfield(L, -2, "col");
+    if (x->span.source) {
+      lua_pushstring(L, dp_ctx_source_name(dp_domains_module(d)->ctx, x->span.source));
+      lua_setfield(L, -2, "source");
+    }
+  }
+  lua_createtable(L, (int)x->nsteps, 0);
+  for (uint32_t i = 0; i < x->nsteps; i++) {
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, x->steps[i].msg);
+    lua_setfield(L, -2, "message");
+    if (x->steps[i].span.line) {
+      lua_pushinteger(L, x->steps[i].span.line);
+      lua_setfield(L, -2, "line");
+      lua_pushinteger(L, x->steps[i].span.col);
+      lua_setfield(L, -2, "col");
+    }
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "steps");
+}
+
+static int d_explain(lua_State *L) {
+  dp_domains *d = check_domains(L, 1);
+  dp_err *err = NULL;
+  dp_explain *x = dp_domains_explain(d, dp_lua_check(L, 2, DP_OBJ_EXPR), &err);
+  if (!x) return dp_lua_error(L, err);
+  push_explain(L, d, x);
+  dp_explain_free(x);
+  return 1;
+}
+
+static int d_index(lua_State *L) {
+  dp_domains *d = check_domains(L, 1);
+  const char *k = luaL_checkstring(L, 2);
+  if (strcmp(k, "module") == 0) {
+    dp_lua_push(L, dp_domains_module(d));
+    return 1;
+  }
+  if (strcmp(k, "config") == 0) {
+    dp_lua_push(L, (void *)dp_domains_config(d));
+    return 1;
+  }
+  luaL_getmetatable(L, DOMAINS_META);
+  lua_getfield(L, -1, "methods");
+  lua_getfield(L, -1, k);
+  return 1;
+}
+
+static int d_tostring(lua_State *L) {
+  dp_domains *d = check_domains(L, 1);
+  lua_pushfstring(L, "devplan.Domains(%d functions)", (int)dp_domains_module(d)->nfuncs);
+  return 1;
+}
+
+/* ---- explain / virtual_devices on a module ---- */
+
+/* Phases 0-2 of mod: the domains a question about mod is answered from. */
+static dp_domains *planned_domains(lua_State *L, dp_module *m, int cfg_idx) {
+  dp_config *cfg = opt_config(L, cfg_idx);
+  dp_err *err = NULL;
+  dp_domains *d = NULL;
+  dp_module *r = dp_plan_rewrite(m, cfg, &err), *c = NULL;
+  if (r) c = dp_plan_conflicts(r, cfg, &err);
+  if (c) d = dp_plan_analyze(c, cfg, &err);
+  dp_release(r);
+  dp_release(c);
+  dp_release(cfg);
+  if (d && dp_plan_default(d, &err) < 0) {
+    dp_release(d);
+    d = NULL;
+  }
+  if (!d) dp_lua_error(L, err);
+  return d;
+}
+
+static int l_explain(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_expr *e = dp_lua_check(L, 2, DP_OBJ_EXPR);
+  dp_domains *d = planned_domains(L, m, 3);
+  dp_err *err = NULL;
+  dp_explain *x = dp_domains_explain(d, e, &err);
+  if (!x) {
+    dp_release(d);
+    return dp_lua_error(L, err);
+  }
+  push_explain(L, d, x);
+  dp_explain_free(x);
+  dp_release(d);
+  return 1;
+}
+
+static int each_vd(void *ud, const char *global, dp_expr *e, dp_vdev *vd) {
+  lua_State *L = ud;
+  (void)global;
+  dp_lua_push(L, e);
+  dp_lua_push(L, vd);
+  lua_rawset(L, -3);
+  return 0;
+}
+
+static int l_virtual_devices(lua_State *L) {
+  dp_domains *d = dp_lua_test(L, 1, DP_OBJ_DOMAINS);
+  if (d) dp_retain(d);
+  else d = planned_domains(L, dp_lua_check(L, 1, DP_OBJ_MODULE), 2);
+  lua_newtable(L);
+  dp_err *err = NULL;
+  if (dp_domains_each(d, each_vd, L, &err) < 0) {
+    dp_release(d);
+    return dp_lua_error(L, err);
+  }
+  dp_release(d);
+  return 1;
+}
+
+void dp__domains_free_fn(dp_obj *o, dp_worklist *wl);
+
+void dp_lua_open_planner(lua_State *L) {
+  dp_register_free(DP_OBJ_DOMAINS, dp__domains_free_fn);
+  dp_lua_newmeta(L, DP_OBJ_DOMAINS, DOMAINS_META);
+  static const luaL_Reg methods[] = {
+    {"lookup", d_lookup}, {"unify", d_unify}, {"constrain", d_constrain},
+    {"set_default", d_set_default}, {"fully_constrained", d_fully_constrained},
+    {"explain", d_explain}, {NULL, NULL}};
+  luaL_newlib(L, methods);
+  lua_setfield(L, -2, "methods");
+  lua_pushcfunction(L, d_index);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, d_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+
+  static const luaL_Reg planner[] = {
+    {"rewrite", l_rewrite}, {"conflicts", l_conflicts}, {"analyze", l_analyze},
+    {"default", l_default}, {"capture", l_capture}, {"explain", l_explain},
+    {"virtual_devices", l_virtual_devices}, {NULL, NULL}};
+  luaL_newlib(L, planner);
+  lua_setfield(L, -2, "planner");
+
+  /* dp.passes may be made by another part of the binding: add to it */
+  if (lua_getfield(L, -1, "passes") != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "passes");
+  }
+  lua_pushcfunction(L, l_plan_devices);
+  lua_setfield(L, -2, "PlanDevices");
+  lua_pop(L, 1);
+}

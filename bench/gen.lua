@@ -1,0 +1,81 @@
+-- Generated workloads of ../shared/bench/gen_relay.py (chain, let, branchy),
+-- built in Lua byte for byte as the Python builds them, so that the
+-- benchmarks and specs need no Python.
+local M = {}
+
+local TY = "Tensor[(5, 7), float32]"
+local CPU = "meta[VirtualDevice][0]"
+local GPU = "meta[VirtualDevice][1]"
+local OPS = {[0] = "add", "multiply"}
+
+local function header(out)
+  out[#out + 1] = '#[version = "0.0.5"]\n'
+  out[#out + 1] = "def @main(%a: " .. TY .. ", %b: " .. TY .. ") {\n"
+end
+
+function M.chain(n)
+  local out = {}
+  header(out)
+  local prev, k = "%a", 0
+  for i = 0, n - 1 do
+    out[#out + 1] = "  %" .. k .. " = " .. OPS[i % 2] .. "(" .. prev .. ", %b);\n"
+    k = k + 1
+    if i % 10 == 9 then
+      out[#out + 1] = "  %" .. k .. " = on_device(%" .. (k - 1) .. ", virtual_device=" .. CPU .. ");\n"
+      k = k + 1
+    end
+    prev = "%" .. (k - 1)
+  end
+  out[#out + 1] = "  " .. prev .. "\n}\n"
+  return table.concat(out)
+end
+
+function M.let(n)
+  local out = {}
+  header(out)
+  local prev = "%a"
+  for i = 0, n - 1 do
+    local val = OPS[i % 2] .. "(" .. prev .. ", %b)"
+    if i % 10 == 9 then val = "on_device(" .. val .. ", virtual_device=" .. CPU .. ")" end
+    out[#out + 1] = "  let %x" .. i .. " = " .. val .. ";\n"
+    prev = "%x" .. i
+  end
+  out[#out + 1] = "  " .. prev .. "\n}\n"
+  return table.concat(out)
+end
+
+function M.branchy(n, naive)
+  local function dev_of(i) return (i // 50) % 2 == 0 and CPU or GPU end
+  local out = {}
+  header(out)
+  local names, k = {}, 0
+  for i = 0, n - 1 do
+    local lhs, rhs
+    if i == 0 then
+      lhs, rhs = "%a", "%b"
+    else
+      local ops = {}
+      for _, j in ipairs{i - 1, i // 2} do
+        local ref = names[j]
+        if not naive and dev_of(j) ~= dev_of(i) then
+          ref = "on_device(" .. ref .. ", virtual_device=" .. dev_of(j) .. ")"
+        end
+        ops[#ops + 1] = ref
+      end
+      lhs, rhs = ops[1], ops[2]
+    end
+    out[#out + 1] = "  %" .. k .. " = " .. OPS[i % 2] .. "(" .. lhs .. ", " .. rhs .. ");\n"
+    k = k + 1
+    if i % 50 == 49 then
+      out[#out + 1] = "  %" .. k .. " = on_device(%" .. (k - 1) .. ", virtual_device=" .. dev_of(i) .. ");\n"
+      k = k + 1
+    end
+    names[i] = "%" .. (k - 1)
+  end
+  out[#out + 1] = "  " .. names[n - 1] .. "\n}\n"
+  return table.concat(out)
+end
+
+M["branchy-naive"] = function(n) return M.branchy(n, true) end
+
+return M

@@ -1,0 +1,20 @@
+#!/bin/sh
+# Installs the Debian packages devplan needs, only those missing.
+# Does nothing when all are present; as root it needs no sudo.
+set -e
+PACKAGES="lua5.4 liblua5.4-dev lua-lpeg lua-busted premake4 make gcc libc6-dev valgrind"
+missing=""
+for p in $PACKAGES; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+echo "setup: installing$missing"
+if [ "$(id -u)" -eq 0 ]; then SUDO=""
+elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"
+else echo "setup: need root or sudo to install:$missing" >&2; exit 1; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,137 @@
+-- The devplan executable: scripts with arguments, -e, --help, --version,
+-- errors with a traceback and exit status 1.
+local EXE = os.getenv("DEVPLAN_EXE") or "bin/devplan"
+
+local function run(args, input)
+  local out = os.tmpname()
+  local cmd = EXE .. " " .. args .. " >" .. out .. " 2>&1"
+  if input then
+    local inp = os.tmpname()
+    local f = assert(io.open(inp, "w"))
+    f:write(input)
+    f:close()
+    cmd = cmd .. " <" .. inp
+  end
+  local ok, _, code = os.execute(cmd)
+  local f = assert(io.open(out))
+  local text = f:read("a")
+  f:close()
+  os.remove(out)
+  return ok and 0 or code, text
+end
+
+local function script(text)
+  local name = os.tmpname() .. ".lua"
+  local f = assert(io.open(name, "w"))
+  f:write(text)
+  f:close()
+  return name
+end
+
+describe("devplan executable", function()
+  it("runs a script with arg set as lua does, and ... as its arguments", function()
+    local s = script([[
+      print("arg0=" .. arg[0], "arg1=" .. arg[1], "arg2=" .. arg[2], "n=" .. #arg)
+      print("argm1=" .. tostring(arg[-1]):match("[^/]*$"))
+      print("dots=" .. table.concat({...}, ","))
+    ]])
+    local code, out = run(s .. " one 'two words'")
+    os.remove(s)
+    assert.equal(0, code)
+    assert.truthy(out:find("arg0=" .. s .. "\targ1=one\targ2=two words\tn=2", 1, true), out)
+    assert.truthy(out:find("argm1=devplan", 1, true), out)
+    assert.truthy(out:find("dots=one,two words", 1, true), out)
+  end)
+
+  it("has the devplan module preloaded, and finds the project's Lua files", function()
+    local code, out = run([[-e 'local dp = require "devplan"; print(dp.version, tostring(dp.Target("cuda -host=llvm")), package.path:find("/lua/?.lua", 1, true) ~= nil)']])
+    assert.equal(0, code)
+    assert.truthy(out:find("cuda -host=llvm\ttrue", 1, true), out)
+  end)
+
+  it("runs -e chunks before the script, with negative arg indices", function()
+    local s = script("print('script', arg[-2], arg[-1])")
+    local code, out = run("-e 'print(\"chunk\")' " .. s)
+    os.remove(s)
+    assert.equal(0, code)
+    assert.truthy(out:find("chunk\nscript\t-e\tprint(\"chunk\")", 1, true), out)
+  end)
+
+  it("skips a #! first line", function()
+    local s = script("#!/usr/bin/env devplan\nprint('shebang ok')\n")
+    local code, out = run(s)
+    os.remove(s)
+    assert.equal(0, code)
+    assert.equal("shebang ok\n", out)
+  end)
+
+  it("reads a script from standard input with -", function()
+    local code, out = run("- a", "print('stdin', ...)")
+    assert.equal(0, code)
+    assert.equal("stdin\ta\n", out)
+  end)
+
+  it("answers --help and --version", function()
+    local code, out = run("--help")
+    assert.equal(0, code)
+    assert.truthy(out:find("usage:", 1, true))
+    assert.truthy(out:find("-e CODE", 1, true))
+    code, out = run("--version")
+    assert.equal(0, code)
+    assert.truthy(out:match("^devplan %d+%.%d+%.%d+ %(Lua 5%.4"), out)
+  end)
+
+  it("prints the usage with no arguments", function()
+    local code, out = run("")
+    assert.equal(0, code)
+    assert.truthy(out:find("usage:", 1, true))
+  end)
+
+  it("prints a traceback and exits 1 on a script error", function()
+    local s = script("local function inner() error('kaboom') end\nlocal function outer() inner() end\nouter()\n")
+    local code, out = run(s)
+    os.remove(s)
+    assert.equal(1, code)
+    assert.truthy(out:find(":1: kaboom", 1, true), out)
+    assert.truthy(out:find("stack traceback:", 1, true), out)
+    assert.truthy(out:find("in local 'inner'", 1, true) or out:find("in upvalue 'inner'", 1, true), out)
+  end)
+
+  it("prints devplan errors by their message", function()
+    local code, out = run([[-e 'require("devplan").Target("tpu")']])
+    assert.equal(1, code)
+    assert.truthy(out:find("unknown target kind 'tpu'", 1, true), out)
+    assert.truthy(out:find("stack traceback:", 1, true), out)
+  end)
+
+  it("reports syntax errors, missing files and bad options with status 1", function()
+    local code, out = run("-e 'x = = 1'")
+    assert.equal(1, code)
+    assert.truthy(out:find("unexpected symbol", 1, true), out)
+    code, out = run("/nonexistent/x.lua")
+    assert.equal(1, code)
+    assert.truthy(out:find("cannot open /nonexistent/x.lua", 1, true), out)
+    code, out = run("--bogus")
+    assert.equal(1, code)
+    assert.truthy(out:find("unknown option '--bogus'", 1, true), out)
+    code, out = run("-e")
+    assert.equal(1, code)
+    assert.truthy(out:find("-e needs an argument", 1, true), out)
+  end)
+
+  it("finds its Lua files when installed under a prefix", function()
+    local prefix = os.tmpname()
+    os.remove(prefix)
+    assert.is_true(os.execute("sh scripts/install.sh " .. prefix .. " >/dev/null 2>&1"))
+    local p = io.popen("cd / && " .. prefix .. [[/bin/devplan -e 'local dp = require "devplan"; print(dp.root, dp.VirtualDevice{device_type = "cuda"})' 2>&1]])
+    local out = p:read("a")
+    p:close()
+    os.execute("rm -rf " .. prefix)
+    assert.equal(prefix .. "/share/devplan\tVirtualDevice(device_type=cuda)\n", out)
+  end)
+
+  it("exits with the status given to os.exit", function()
+    local code = run("-e 'os.exit(3)'")
+    assert.equal(3, code)
+  end)
+end)

@@ -1,0 +1,148 @@
+-- CompilationConfig: rules 1-6 of planner.md, and its errors.
+local dp = require "devplan"
+local VD = dp.VirtualDevice
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(e), e
+end
+
+local function config(t) return dp.CompilationConfig(t) end
+
+describe("CompilationConfig", function()
+  describe("rule 1: the host target", function()
+    it("is the host given explicitly, without a host of its own", function()
+      local c = config{targets = {"cuda -host=c"}, host = dp.Target("llvm -mcpu=skylake")}
+      assert.equal("llvm -mcpu=skylake", tostring(c.host_target))
+    end)
+    it("else the host of the first target that has one", function()
+      local c = config{targets = {"cuda", "opencl -host='llvm -mcpu=a'", "vulkan -host=c"}}
+      assert.equal("llvm -mcpu=a", tostring(c.host_target))
+    end)
+    it("else the first cpu target, without its host", function()
+      local c = config{targets = {"cuda", "c -mcpu=x", "llvm"}}
+      assert.equal("c -mcpu=x", tostring(c.host_target))
+    end)
+    it("else the first hexagon target", function()
+      local c = config{targets = {"cuda", "hexagon -mcpu=v68"}, default_device_type = "cuda"}
+      assert.equal("hexagon -mcpu=v68", tostring(c.host_target))
+    end)
+    it("else a default llvm target", function()
+      local c = config{targets = {"cuda", "opencl"}}
+      assert.is_true(rawequal(dp.Target("llvm"), c.host_target))
+    end)
+  end)
+
+  it("rule 2: the host virtual device is (host device type, 0, host target)", function()
+    local c = config{targets = {"cuda", "hexagon"}, default_device_type = "hexagon"}
+    local h = c.host_virtual_device
+    assert.is_true(rawequal(h, VD{device_type = "hexagon", virtual_device_id = 0, target = "hexagon"}))
+    assert.equal("", h.memory_scope)
+  end)
+
+  describe("rule 3: primitive targets", function()
+    it("are the given targets with their host replaced by the host target", function()
+      local c = config{targets = {"llvm -mcpu=a", "cuda -host=c"}, host = "llvm"}
+      local p = c.primitive_targets
+      assert.equal(2, #p)
+      assert.equal("llvm -mcpu=a -host=llvm", tostring(p[1]))
+      assert.equal("cuda -host=llvm", tostring(p[2]))
+      assert.is_true(rawequal(p[2].host, c.host_target))
+    end)
+    it("two targets of one kind are an error naming both", function()
+      local msg, e = err_of(config, {targets = {"cuda -arch=sm_80", "llvm", "cuda"}})
+      assert.truthy(msg:find("two targets of kind 'cuda' ('cuda -arch=sm_80' and 'cuda')", 1, true), msg)
+      assert.equal("value", e.code)
+    end)
+    it("targets of one device type but different kinds are allowed", function()
+      local c = config{targets = {"llvm", "c"}}
+      assert.equal(2, #c.primitive_targets)
+    end)
+  end)
+
+  describe("rule 4: the default device type", function()
+    it("is the one given", function()
+      assert.equal(2, config{targets = {"llvm", "cuda"}, default_device_type = "cuda"}.default_device_type)
+      assert.equal(2, config{targets = {"llvm", "cuda"}, default_device_type = 2}.default_device_type)
+    end)
+    it("else the device type all targets share", function()
+      assert.equal(2, config{targets = {"cuda", "nvptx"}}.default_device_type)
+    end)
+    it("else cpu", function()
+      local c = config{targets = {"opencl", "cuda"}}
+      assert.equal(1, c.default_device_type)
+      -- no cpu primitive target: the host target serves the cpu
+      assert.is_true(rawequal(c.default_virtual_device, c.host_virtual_device))
+    end)
+  end)
+
+  it("rule 5: the default virtual device is canonical (default device type, 0)", function()
+    local c = config{targets = {"llvm", "cuda"}, default_device_type = "cuda"}
+    local d = c.default_virtual_device
+    assert.is_true(rawequal(d, VD{device_type = "cuda", virtual_device_id = 0, target = "cuda -host=llvm"}))
+    local c2 = config{targets = {"llvm", "cuda"}}
+    assert.is_true(rawequal(c2.default_virtual_device,
+                            VD{virtual_device_id = 0, target = "llvm -host=llvm"}))
+  end)
+
+  describe("rule 6: canonical(vd)", function()
+    local host = dp.Target("llvm")
+    local cpu_t = dp.Target("llvm"):with_host(host)
+    local gpu_t = dp.Target{kind = "cuda", host = host}
+    local c = config{targets = {cpu_t, gpu_t}, default_device_type = "cuda"}
+
+    it("fills the target of a device type from the first primitive target of that type", function()
+      local v = c:canonical(VD{device_type = "cpu", memory_scope = "global"})
+      assert.is_true(rawequal(v, VD{device_type = "cpu", target = cpu_t, memory_scope = "global"}))
+      local g = c:canonical(VD{device_type = "cuda", virtual_device_id = 1})
+      assert.is_true(rawequal(g.target, gpu_t))
+      assert.equal(1, g.virtual_device_id)
+    end)
+    it("replaces a target by the equal primitive or host target", function()
+      assert.is_true(rawequal(c:canonical(VD{target = "cuda"}).target, gpu_t))
+      assert.is_true(rawequal(c:canonical(VD{target = "cuda -host=llvm"}).target, gpu_t))
+      assert.is_true(rawequal(c:canonical(VD{target = "llvm"}).target, host))
+    end)
+    it("keeps a target the configuration does not know, and unconstrained devices", function()
+      local other = VD{target = "cuda -arch=sm_80"}
+      assert.is_true(rawequal(c:canonical(other), other))
+      assert.is_true(rawequal(c:canonical(VD{}), VD{}))
+      assert.is_true(rawequal(c:canonical(VD{memory_scope = "x"}), VD{memory_scope = "x"}))
+    end)
+    it("is interned: canonical results are rawequal", function()
+      assert.is_true(rawequal(c:canonical(VD{device_type = "cuda"}), c:canonical(VD{device_type = 2})))
+      assert.is_true(rawequal(c:canonical(VD{device_type = "cuda"}), c:canonical(VD{target = gpu_t})))
+    end)
+    it("no target for a device type is an error naming the type and the targets", function()
+      local msg, e = err_of(c.canonical, c, VD{device_type = "opencl"})
+      assert.truthy(msg:find("no target for device type opencl", 1, true), msg)
+      assert.truthy(msg:find("targets: llvm -host=llvm, cuda -host=llvm; host: llvm", 1, true), msg)
+      assert.equal("value", e.code)
+    end)
+  end)
+
+  describe("errors", function()
+    it("no targets", function()
+      assert.truthy(err_of(config, {targets = {}}):find("no targets given", 1, true))
+      assert.truthy(err_of(config, {}):find("no targets given", 1, true))
+    end)
+    it("no target for the default device type", function()
+      local msg = err_of(config, {targets = {"llvm"}, default_device_type = "cuda"})
+      assert.truthy(msg:find("no target for device type cuda (targets: llvm -host=llvm; host: llvm)", 1, true), msg)
+    end)
+    it("bad fields", function()
+      assert.truthy(err_of(config, {targets = {"llvm"}, default = "cuda"}):find("unknown field 'default'", 1, true))
+      assert.truthy(err_of(config, {targets = {"tpu"}}):find("unknown target kind 'tpu'", 1, true))
+      assert.truthy(err_of(config, {targets = {"llvm"}, default_device_type = "nope"})
+        :find("unknown device type 'nope'", 1, true))
+    end)
+  end)
+
+  it("prints its targets, host and default", function()
+    local c = config{targets = {"llvm", "cuda"}, default_device_type = "cuda"}
+    assert.equal('CompilationConfig(targets=["llvm -host=llvm", "cuda -host=llvm"], '
+      .. 'host=VirtualDevice(device_type=cpu, virtual_device_id=0, target="llvm"), '
+      .. 'default=VirtualDevice(device_type=cuda, virtual_device_id=0, target="cuda -host=llvm"))', tostring(c))
+  end)
+end)

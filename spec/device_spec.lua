@@ -1,0 +1,284 @@
+-- Targets and virtual devices (planner.md "Devices and targets", seed 000,
+-- seed 003 for target kinds, seed 004 for virtual_device_id).
+local dp = require "devplan"
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return tostring(e), e
+end
+
+describe("Target", function()
+  it("parses a kind and typed options and prints them back sorted", function()
+    local t = dp.Target("cuda -max_num_threads=1024 -arch=sm_80")
+    assert.equal("cuda", t.kind)
+    assert.equal(2, t.device_type)
+    assert.is_nil(t.host)
+    assert.equal(1024, t.options.max_num_threads)
+    assert.equal(math.type(t.options.max_num_threads), "integer")
+    assert.equal("sm_80", t.options.arch)
+    assert.equal("cuda -arch=sm_80 -max_num_threads=1024", tostring(t))
+  end)
+
+  it("gives each kind its device type", function()
+    local expected = {llvm = 1, c = 1, cuda = 2, nvptx = 2, rocm = 10, opencl = 4, vulkan = 7,
+                      metal = 8, hexagon = 16, webgpu = 15, ext_dev = 12}
+    for kind, dt in pairs(expected) do
+      assert.equal(dt, dp.Target(kind).device_type, kind)
+      assert.equal(kind, tostring(dp.Target(kind)))
+    end
+  end)
+
+  it("types booleans and lists as the kind declares", function()
+    local t = dp.Target("llvm -mcpu=skylake -mattr=+avx2,+fma -fast-math=true -num-cores=4")
+    assert.equal("skylake", t.options.mcpu)
+    assert.same({"+avx2", "+fma"}, t.options.mattr)
+    assert.is_true(t.options["fast-math"])
+    assert.equal(4, t.options["num-cores"])
+    assert.equal("llvm -fast-math=true -mattr=+avx2,+fma -mcpu=skylake -num-cores=4", tostring(t))
+    assert.is_false(dp.Target("vulkan -supports_float16=0").options.supports_float16)
+  end)
+
+  it("keeps undeclared options as strings", function()
+    local t = dp.Target("cuda -my_flag=7")
+    assert.equal("7", t.options.my_flag)
+  end)
+
+  it("is interned: equal descriptions give the same value", function()
+    local a = dp.Target("cuda -arch=sm_80 -max_num_threads=1024")
+    local b = dp.Target("cuda  -max_num_threads=1024   -arch=sm_80")
+    local c = dp.Target{kind = "cuda", arch = "sm_80", max_num_threads = 1024}
+    local d = dp.Target('{"kind": "cuda", "arch": "sm_80", "max_num_threads": 1024}')
+    assert.is_true(rawequal(a, b))
+    assert.is_true(rawequal(a, c))
+    assert.is_true(rawequal(a, d))
+    assert.is_false(rawequal(a, dp.Target("cuda -arch=sm_86")))
+    assert.is_true(rawequal(a, dp.Target(a)))
+  end)
+
+  it("prints the host inline and round-trips", function()
+    local host = dp.Target("llvm -mcpu=skylake")
+    local t = dp.Target("cuda"):with_host(host)
+    assert.equal("cuda -host='llvm -mcpu=skylake'", tostring(t))
+    assert.is_true(rawequal(t.host, host))
+    assert.is_true(rawequal(t, dp.Target(tostring(t))))
+    assert.equal("cuda -host=llvm", tostring(dp.Target("cuda -host=llvm")))
+    for _, s in ipairs{"llvm -mcpu=skylake -host=llvm", "cuda -arch=sm_80 -host='llvm -mattr=+a,+b'",
+                       "c -tag=\"it's a tag\"", "llvm -model='a b' -host=\"c -tag='x y'\""} do
+      local t1 = dp.Target(s)
+      assert.is_true(rawequal(t1, dp.Target(tostring(t1))), s)
+    end
+  end)
+
+  it("with_host replaces or removes the host", function()
+    local t = dp.Target("cuda -host=llvm")
+    local c = dp.Target("c")
+    assert.equal("cuda -host=c", tostring(t:with_host(c)))
+    assert.equal("cuda -host=c", tostring(t:with_host("c")))
+    assert.equal("cuda", tostring(t:with_host(nil)))
+    assert.is_true(rawequal(t, dp.Target("cuda"):with_host(dp.Target("llvm"))))
+  end)
+
+  it("is built from a table with a host given by any form", function()
+    local host = dp.Target("llvm")
+    local a = dp.Target{kind = "cuda", host = host}
+    assert.is_true(rawequal(a, dp.Target{kind = "cuda", host = "llvm"}))
+    assert.is_true(rawequal(a, dp.Target{kind = "cuda", host = {kind = "llvm"}}))
+    local l = dp.Target{kind = "llvm", mattr = {"+avx2", "+fma"}, ["fast-math"] = true}
+    assert.is_true(rawequal(l, dp.Target("llvm -mattr=+avx2,+fma -fast-math=true")))
+  end)
+
+  it("reads the JSON form, host as string or object", function()
+    local t = dp.Target('{"kind": "cuda", "max_num_threads": 1024, "host": "llvm -mcpu=skylake"}')
+    assert.equal("cuda -max_num_threads=1024 -host='llvm -mcpu=skylake'", tostring(t))
+    local u = dp.Target([[ {"kind":"cuda","max_num_threads":1024,
+                            "host":{"kind":"llvm","mcpu":"skylake"}} ]])
+    assert.is_true(rawequal(t, u))
+    local l = dp.Target('{"kind": "llvm", "mattr": ["+avx2", "+fma"], "fast-math": false, "tag": "a\\u00e9\\"b"}')
+    assert.same({"+avx2", "+fma"}, l.options.mattr)
+    assert.is_false(l.options["fast-math"])
+    assert.equal('a\195\169"b', l.options.tag)
+    assert.is_true(rawequal(l, dp.Target(tostring(l))))
+  end)
+
+  describe("errors say what is wrong", function()
+    it("unknown kind", function()
+      local msg, e = err_of(dp.Target, "fpga -x=1")
+      assert.truthy(msg:find("unknown target kind 'fpga'", 1, true))
+      assert.equal("value", e.code)
+      assert.truthy(err_of(dp.Target, {kind = "tpu"}):find("unknown target kind 'tpu'", 1, true))
+      assert.truthy(err_of(dp.Target, ""):find("empty target", 1, true))
+    end)
+    it("malformed options", function()
+      assert.truthy(err_of(dp.Target, "cuda -arch"):find("expected an option -key=value, got '-arch'", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda arch=sm_80"):find("got 'arch=sm_80'", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda -=3"):find("expected an option", 1, true))
+      assert.truthy(err_of(dp.Target, "-arch=sm_80"):find("must start with a kind", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda -max_num_threads=lots")
+        :find("-max_num_threads of kind cuda expects an integer, got 'lots'", 1, true))
+      assert.truthy(err_of(dp.Target, "llvm -fast-math=maybe"):find("expects a boolean", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda -arch=a -arch=b"):find("-arch given twice", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda -host='llvm"):find("unterminated quote", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda -host=fpga"):find("unknown target kind 'fpga'", 1, true))
+      assert.truthy(err_of(dp.Target, {kind = "cuda", max_num_threads = 1.5}):find("expects an integer", 1, true))
+      assert.truthy(err_of(dp.Target, {kind = "cuda", arch = 80}):find("expects a string", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda -b@d=1"):find("malformed target option name", 1, true))
+    end)
+    it("a host cannot have a host", function()
+      assert.truthy(err_of(dp.Target, "cuda -host='llvm -host=c'"):find("cannot have a host", 1, true))
+      local chained = dp.Target("cuda -host=llvm")
+      assert.truthy(err_of(function() return dp.Target("opencl"):with_host(chained) end)
+        :find("cannot have a host of its own", 1, true))
+    end)
+    it("malformed JSON, with the place", function()
+      local cases = {
+        {'{"kind": "cuda" "x": 1}', "line 1, column 17: expected ',' or '}'"},
+        {'{"kind": "cuda", "x" 1}', "expected ':'"},
+        {'{"kind": "cuda"} extra', "unexpected text after the object"},
+        {'{"max_num_threads": 1024}', 'missing "kind"'},
+        {'{}', 'missing "kind"'},
+        {'{"kind": 3}', '"kind" must be a string'},
+        {'{"kind": "cuda", "x": null}', "null is not an option value"},
+        {'{"kind": "cuda", "x": "a\\qb"}', "bad escape"},
+        {'{"kind": "cuda", "x": 01}', "expected ',' or '}'"},
+        {'{"kind": "cuda", "x": "abc', "unterminated string"},
+        {'{"kind": "cuda",\n "x": [1]}', "line 2, column 8: a list option holds strings only"},
+        {'{"kind": "cuda", "host": {"kind": "llvm", "host": "c"}}', "cannot have a host"},
+        {'{"kind": "cuda", "max_num_threads": "many"}', "expects an integer"},
+        {'{"kind": "cuda", "max_num_threads": 1e3}', "expects an integer"},
+      }
+      for _, c in ipairs(cases) do
+        local msg = err_of(dp.Target, c[1])
+        assert.truthy(msg:find(c[2], 1, true), c[1] .. " gave: " .. msg)
+      end
+    end)
+  end)
+end)
+
+describe("VirtualDevice", function()
+  local llvm = dp.Target("llvm")
+  local cuda = dp.Target("cuda")
+
+  it("has every field optional, -1/nil/\"\" meaning unconstrained", function()
+    local v = dp.VirtualDevice{}
+    assert.equal(0, v.device_type)
+    assert.equal(-1, v.virtual_device_id)
+    assert.is_nil(v.target)
+    assert.equal("", v.memory_scope)
+    assert.is_true(v:is_fully_unconstrained())
+    assert.is_false(v:is_fully_constrained())
+    assert.equal("VirtualDevice()", tostring(v))
+    assert.is_true(rawequal(v, dp.VirtualDevice()))
+  end)
+
+  it("reads fields by name and prints the inline form", function()
+    local t = dp.Target("cuda -host=llvm")
+    local v = dp.VirtualDevice{device_type = "cuda", virtual_device_id = 0, target = t, memory_scope = "global"}
+    assert.equal(2, v.device_type)
+    assert.equal("cuda", v.device_type_name)
+    assert.equal(0, v.virtual_device_id)
+    assert.is_true(rawequal(t, v.target))
+    assert.equal("global", v.memory_scope)
+    assert.equal('VirtualDevice(device_type=cuda, virtual_device_id=0, target="cuda -host=llvm", memory_scope="global")',
+                 tostring(v))
+    assert.equal('VirtualDevice(memory_scope="global")', tostring(dp.VirtualDevice{memory_scope = "global"}))
+    assert.equal('VirtualDevice(device_type=cpu, target="llvm -host=\'llvm -mcpu=a\'")',
+                 tostring(dp.VirtualDevice{target = "llvm -host='llvm -mcpu=a'"}))
+  end)
+
+  it("is interned: equal fields give rawequal values", function()
+    local a = dp.VirtualDevice{device_type = "cuda", virtual_device_id = 0, target = cuda, memory_scope = "global"}
+    local b = dp.VirtualDevice{device_type = 2, virtual_device_id = 0, target = dp.Target("cuda"), memory_scope = "global"}
+    local c = dp.VirtualDevice{virtual_device_id = 0, target = "cuda", memory_scope = "global"}
+    assert.is_true(rawequal(a, b))
+    assert.is_true(rawequal(a, c))
+    assert.is_false(rawequal(a, dp.VirtualDevice{device_type = "cuda", virtual_device_id = 1, target = cuda, memory_scope = "global"}))
+  end)
+
+  it("takes the device type from the target, and rejects one that disagrees", function()
+    assert.equal(1, dp.VirtualDevice{target = llvm}.device_type)
+    local msg, e = err_of(dp.VirtualDevice, {device_type = "cuda", target = llvm})
+    assert.truthy(msg:find("device type cuda disagrees with target 'llvm' (device type cpu)", 1, true))
+    assert.equal("value", e.code)
+    assert.truthy(err_of(dp.VirtualDevice, {device_type = "gpu9"}):find("unknown device type 'gpu9'", 1, true))
+    assert.truthy(err_of(dp.VirtualDevice, {virtual_device_id = -2}):find("-1 (unconstrained) or >= 0", 1, true))
+    assert.truthy(err_of(dp.VirtualDevice, {device = "cpu"}):find("unknown field 'device'", 1, true))
+    assert.truthy(err_of(dp.VirtualDevice, {memory_scope = 3}):find("memory_scope must be a string", 1, true))
+  end)
+
+  it("knows fully constrained and fully unconstrained", function()
+    assert.is_true(dp.VirtualDevice{target = llvm, virtual_device_id = 0, memory_scope = "global"}:is_fully_constrained())
+    assert.is_false(dp.VirtualDevice{target = llvm, virtual_device_id = 0}:is_fully_constrained())
+    assert.is_false(dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0, memory_scope = "g"}:is_fully_constrained())
+    assert.is_false(dp.VirtualDevice{memory_scope = "g"}:is_fully_unconstrained())
+    assert.is_false(dp.VirtualDevice{virtual_device_id = 0}:is_fully_unconstrained())
+    assert.is_false(dp.VirtualDevice{device_type = "cpu"}:is_fully_unconstrained())
+  end)
+
+  describe("join and default (seed 000)", function()
+    local VD = dp.VirtualDevice
+    it("Join((cpu, -1, llvm, \"\"), (-, 3, -, \"global\")) = (cpu, 3, llvm, \"global\")", function()
+      local r = VD.join(VD{device_type = "cpu", target = llvm}, VD{virtual_device_id = 3, memory_scope = "global"})
+      assert.is_true(rawequal(r, VD{device_type = "cpu", virtual_device_id = 3, target = llvm, memory_scope = "global"}))
+    end)
+    it("the seed's second Join example is a slip: by the rules it is (cpu, 3, llvm, \"local\")", function()
+      local r = VD.join(VD{device_type = "cpu", target = llvm}, VD{virtual_device_id = 3, memory_scope = "local"})
+      assert.is_not_nil(r)
+      assert.is_true(rawequal(r, VD{device_type = "cpu", virtual_device_id = 3, target = llvm, memory_scope = "local"}))
+    end)
+    it("Join is nil when a constrained field disagrees", function()
+      local a = VD{device_type = "cpu", virtual_device_id = 0, target = llvm, memory_scope = "global"}
+      assert.is_nil(VD.join(a, VD{device_type = "cuda"}))
+      assert.is_nil(VD.join(a, VD{virtual_device_id = 1}))
+      assert.is_nil(VD.join(a, VD{target = dp.Target("c")}))
+      assert.is_nil(VD.join(a, VD{memory_scope = "local"}))
+      assert.is_true(rawequal(a, VD.join(a, VD{})))
+      assert.is_true(rawequal(a, VD.join(VD{}, a)))
+      assert.is_true(rawequal(a, a:join(a)))
+    end)
+    it("targets built separately are one target and join", function()
+      local a = VD{target = dp.Target("cuda")}
+      local b = VD{target = dp.Target("cuda"), memory_scope = "global"}
+      assert.is_not_nil(VD.join(a, b))
+    end)
+    it("Default((cpu, -1, llvm, \"local\"), (cpu, 3, -, \"global\")) = (cpu, 3, llvm, \"local\")", function()
+      local r = VD.default(VD{device_type = "cpu", target = llvm, memory_scope = "local"},
+                           VD{device_type = "cpu", virtual_device_id = 3, memory_scope = "global"})
+      assert.is_true(rawequal(r, VD{device_type = "cpu", virtual_device_id = 3, target = llvm, memory_scope = "local"}))
+    end)
+    it("Default takes the rhs target only when it agrees with the defaulted device type", function()
+      local r = VD.default(VD{device_type = "cpu"}, VD{target = cuda, virtual_device_id = 1})
+      assert.is_true(rawequal(r, VD{device_type = "cpu", virtual_device_id = 1}))
+      local s = VD.default(VD{memory_scope = "x"}, VD{target = cuda})
+      assert.is_true(rawequal(s, VD{target = cuda, memory_scope = "x"}))
+      local u = VD.default(VD{device_type = "cuda"}, VD{target = cuda})
+      assert.is_true(rawequal(u, VD{target = cuda}))
+    end)
+    it("Default always gives a virtual device", function()
+      local a = VD{device_type = "cpu", virtual_device_id = 0, target = llvm, memory_scope = "g"}
+      assert.is_true(rawequal(a, VD.default(a, VD{device_type = "cuda", virtual_device_id = 5, target = cuda, memory_scope = "h"})))
+      assert.is_true(rawequal(a, VD.default(VD{}, a)))
+    end)
+  end)
+
+  describe("virtual_device_id (seed 004): -1 alone is unconstrained, 0 is an ordinary id", function()
+    local VD = dp.VirtualDevice
+    it("Join of id 1 and id 0 has no result", function()
+      assert.is_nil(VD.join(VD{device_type = "cuda", virtual_device_id = 1}, VD{device_type = "cuda", virtual_device_id = 0}))
+    end)
+    it("id 0 is significant: it constrains and is kept by join and default", function()
+      local zero = VD{device_type = "cuda", virtual_device_id = 0}
+      assert.equal(0, VD.join(zero, VD{device_type = "cuda"}).virtual_device_id)
+      assert.equal(0, VD.default(VD{device_type = "cuda"}, zero).virtual_device_id)
+      assert.equal(0, VD.default(zero, VD{virtual_device_id = 1}).virtual_device_id)
+      assert.is_false(VD{virtual_device_id = 0}:is_fully_unconstrained())
+      assert.is_true(VD{target = cuda, virtual_device_id = 0, memory_scope = "global"}:is_fully_constrained())
+    end)
+    it("ids distinguish devices of one type and one target", function()
+      local a = VD{target = cuda, virtual_device_id = 0}
+      local b = VD{target = cuda, virtual_device_id = 1}
+      assert.is_false(rawequal(a, b))
+      assert.is_nil(VD.join(a, b))
+    end)
+  end)
+end)

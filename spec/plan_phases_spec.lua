@@ -1,0 +1,204 @@
+-- The planner's phases one by one, the callee rules, conflicts and their
+-- messages, explain, virtual_devices, determinism and deep programs.
+local dp = require "devplan"
+
+local HOST = dp.Target("llvm")
+local CPU_T, GPU_T = dp.Target("llvm"):with_host(HOST), dp.Target("cuda"):with_host(HOST)
+local CPU = dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0, target = CPU_T}
+local GPU = dp.VirtualDevice{device_type = "cuda", virtual_device_id = 0, target = GPU_T}
+local META = {VirtualDevice = {CPU, GPU}}
+local CONFIG = dp.CompilationConfig{targets = {CPU_T, GPU_T}, default_device_type = "cuda"}
+local plan = dp.passes.PlanDevices(CONFIG)
+local T = "Tensor[(5, 7), float32]"
+
+local function parse(body, params)
+  return dp.parse('#[version = "0.0.5"]\ndef @main(' .. (params or ("%a: " .. T .. ", %b: " .. T)) ..
+                  ") {\n" .. body .. "\n}\n", META)
+end
+
+local function err_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return e
+end
+
+describe("phase 0 (rewrite)", function()
+  it("fixes an on_device that is a let value", function()
+    local m = dp.planner.rewrite(parse("let %x = on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0]);\n%x"), CONFIG)
+    local v = m.main.body.value
+    assert.equal("call", v.kind)
+    assert.equal("on_device", v.callee.name)
+    assert.is_true(v.attrs.constrain_result)
+  end)
+  it("fixes an on_device at a function body's top", function()
+    local m = dp.planner.rewrite(parse("on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0])"), CONFIG)
+    assert.is_true(m.main.body.attrs.constrain_result)
+  end)
+  it("moves on_device below a projection", function()
+    local m = dp.planner.rewrite(parse("%0 = (%a, %b);\n%1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);\n%1.0"), CONFIG)
+    local b = m.main.body
+    assert.equal("on_device", b.callee.name)
+    assert.equal("proj", b.args[1].kind)
+  end)
+  it("leaves a module without such forms alone", function()
+    local m = parse("add(%a, %b)")
+    assert.is_true(dp.structural_equal(dp.planner.rewrite(m, CONFIG), m))
+  end)
+end)
+
+describe("phase 1 (analyze) and the domains", function()
+  it("flows an on_device constraint through a polymorphic operator", function()
+    local m = parse("%0 = add(%a, %b);\non_device(%0, virtual_device=meta[VirtualDevice][0], constrain_result=True)")
+    local d = dp.planner.analyze(m, CONFIG)
+    local a = m.main.params[1]
+    assert.is_true(rawequal(d:lookup(a), CONFIG:canonical(CPU)))
+  end)
+  it("leaves unconstrained values free until defaulting", function()
+    local m = parse("add(%a, %b)")
+    local d = dp.planner.analyze(m, CONFIG)
+    assert.is_true(d:lookup(m.main.params[1]):is_fully_unconstrained())
+    dp.planner.default(d)
+    assert.is_true(rawequal(d:lookup(m.main.params[1]), CONFIG:canonical(GPU)))
+  end)
+  it("unify joins two domains, set_default fills what is free", function()
+    local m = parse("%0 = negative(%a);\n%1 = negative(%b);\n(%0, %1)", "%a: " .. T .. ", %b: " .. T)
+    local d = dp.planner.analyze(m, CONFIG)
+    local a, b = m.main.params[1], m.main.params[2]
+    d:unify(a, b)
+    d:set_default(a, CPU)
+    assert.is_true(rawequal(d:lookup(b), CONFIG:canonical(CPU)))
+    -- a later default does not override
+    d:set_default(b, GPU)
+    assert.is_true(rawequal(d:lookup(a), CONFIG:canonical(CPU)))
+  end)
+  it("a failed unify is a conflict error and leaves the domains usable", function()
+    local m = parse("%0 = on_device(%a, virtual_device=meta[VirtualDevice][0], constrain_result=True);\n" ..
+                    "add(%0, device_copy(%b, src_virtual_device=meta[VirtualDevice][1], dst_virtual_device=meta[VirtualDevice][0]))")
+    local d = dp.planner.analyze(m, CONFIG)
+    local e = err_of(d.unify, d, m.main.params[1], m.main.params[2])
+    assert.equal("conflict", e.code)
+    assert.is_true(rawequal(d:lookup(m.main.params[1]), CONFIG:canonical(CPU)))
+    assert.is_true(rawequal(d:lookup(m.main.params[2]), CONFIG:canonical(GPU)))
+  end)
+end)
+
+describe("callee rules", function()
+  it("vm.shape_of: result on the host, argument free", function()
+    local m = parse("%0 = on_device(%a, virtual_device=meta[VirtualDevice][1], constrain_result=True);\nvm.shape_of(%0, dtype=\"int64\")", "%a: Tensor[(?, ?), float32]")
+    local d = dp.planner.analyze(m, CONFIG)
+    assert.is_true(rawequal(d:lookup(m.main.body), CONFIG.host_virtual_device))
+    assert.is_true(rawequal(d:lookup(m.main.params[1]), CONFIG:canonical(GPU)))
+  end)
+  it("device_copy: argument on the source, result on the destination", function()
+    local m = parse("device_copy(%a, src_virtual_device=meta[VirtualDevice][0], dst_virtual_device=meta[VirtualDevice][1])", "%a: " .. T)
+    local d = dp.planner.analyze(m, CONFIG)
+    assert.is_true(rawequal(d:lookup(m.main.params[1]), CONFIG:canonical(CPU)))
+    assert.is_true(rawequal(d:lookup(m.main.body), CONFIG:canonical(GPU)))
+  end)
+  it("canonicalises a device type alone through the configuration", function()
+    local m = dp.parse('#[version = "0.0.5"]\ndef @main(%a: ' .. T .. ') {\n' ..
+      '  on_device(negative(%a), virtual_device=VirtualDevice(device_type=cpu), constrain_result=True)\n}\n')
+    local out = plan(m)
+    assert.is_true(rawequal(out.main.virtual_device, CONFIG:canonical(CPU)))
+  end)
+  it("a no-op device_copy is removed", function()
+    local m = parse("device_copy(%a, src_virtual_device=meta[VirtualDevice][1], dst_virtual_device=meta[VirtualDevice][1])", "%a: " .. T)
+    assert.equal("var", plan(m).main.body.kind)
+  end)
+end)
+
+describe("conflicts", function()
+  local text = '#[version = "0.0.5"]\n' ..
+    'def @main(%a: ' .. T .. ') {\n' ..
+    '  %0 = on_device(%a, virtual_device=meta[VirtualDevice][0], constrain_result=True);\n' ..
+    '  %1 = on_device(%a, virtual_device=meta[VirtualDevice][1], constrain_result=True);\n' ..
+    '  add(%0, %1)\n' ..
+    '}\n'
+  it("is a devplan.Error naming both constraints with positions and the chain", function()
+    local e = err_of(plan, dp.parse(text, META))
+    assert.equal("conflict", e.code)
+    local s = tostring(e)
+    assert.truthy(s:find("cpu", 1, true))
+    assert.truthy(s:find("cuda", 1, true))
+    assert.truthy(s:find("on_device at 3:8", 1, true) or s:find(":3:8", 1, true))
+    assert.truthy(s:find("on_device at 4:8", 1, true) or s:find(":4:8", 1, true))
+    assert.is_true(#e.notes >= 2)
+    assert.is_number(e.line)
+  end)
+end)
+
+describe("explain and virtual_devices", function()
+  local m = parse("%0 = add(%a, %b);\n%1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);\nsubtract(%1, %c)",
+                  "%a: " .. T .. ", %b: " .. T .. ", %c: " .. T)
+  it("says which constraint decided a device, with its position", function()
+    local a = m.main.params[1]
+    local x = dp.planner.explain(m, a, CONFIG)
+    assert.is_true(rawequal(x.device, CONFIG:canonical(CPU)))
+    assert.equal("on_device", x.rule)
+    assert.equal(4, x.line)
+    assert.truthy(x.text:find("%a", 1, true))
+    assert.is_true(#x.steps >= 1)
+  end)
+  it("names the defaulting rule when no constraint decided", function()
+    local x = dp.planner.explain(m, m.main.body, CONFIG)
+    assert.is_true(rawequal(x.device, CONFIG:canonical(GPU)))
+    assert.truthy(x.rule:find("default"))
+  end)
+  it("gives every sub-expression's device", function()
+    local vds = dp.planner.virtual_devices(m, CONFIG)
+    local n = 0
+    dp.visit(m.main, function(e)
+      if e.kind ~= "op" then
+        n = n + 1
+        assert.is_not_nil(vds[e], e.kind)
+      end
+    end)
+    assert.is_true(n > 5)
+    assert.is_true(rawequal(vds[m.main.body], CONFIG:canonical(GPU)))
+  end)
+end)
+
+describe("determinism", function()
+  local two = function(first, second)
+    local defs = {
+      f = "def @f(%x: " .. T .. ") {\n  negative(%x)\n}\n",
+      main = "def @main(%a: " .. T .. ") {\n  %0 = on_device(%a, virtual_device=meta[VirtualDevice][0], constrain_result=True);\n  @f(%0)\n}\n",
+    }
+    return dp.parse('#[version = "0.0.5"]\n' .. defs[first] .. defs[second], META)
+  end
+  it("plans the same module twice to the same text", function()
+    local m = two("f", "main")
+    assert.equal(tostring(plan(m)), tostring(plan(m)))
+  end)
+  it("does not depend on the order functions are defined in", function()
+    local p1, p2 = plan(two("f", "main")), plan(two("main", "f"))
+    dp.assert_structural_equal(p1.f, p2.f)
+    dp.assert_structural_equal(p1.main, p2.main)
+  end)
+end)
+
+describe("deep programs", function()
+  local n = os.getenv("DEVPLAN_QUICK") and 20000 or 1000000
+  local function let_chain()
+    local parts = {'#[version = "0.0.5"]\ndef @main(%a: ' .. T .. ') {\n'}
+    local prev = "%a"
+    for i = 0, n - 1 do
+      if i % 10 == 9 then
+        parts[#parts + 1] = ("let %%x%d = on_device(negative(%s), virtual_device=meta[VirtualDevice][0]);\n"):format(i, prev)
+      else
+        parts[#parts + 1] = ("let %%x%d = negative(%s);\n"):format(i, prev)
+      end
+      prev = "%x" .. i
+    end
+    parts[#parts + 1] = prev .. "\n}\n"
+    return table.concat(parts)
+  end
+  it("plans a " .. n .. "-deep let chain through every phase", function()
+    local m = dp.parse(let_chain(), META)
+    local r = dp.planner.rewrite(m, CONFIG)
+    local d = dp.planner.analyze(r, CONFIG)
+    dp.planner.default(d)
+    local out = dp.planner.capture(d)
+    assert.is_true(rawequal(out.main.virtual_device, CONFIG:canonical(CPU)))
+  end)
+end)

@@ -1,0 +1,209 @@
+/*
+ * The compilation configuration (planner.md, "CompilationConfig", rules
+ * 1-6): the host target and host virtual device, the primitive targets (the
+ * given targets with their host replaced by the host target), the default
+ * device type and default virtual device, and canonical(vd), which every
+ * virtual device entering planning goes through.
+ *
+ * Two readings of rule 6 that planner.md leaves open: a target matches a
+ * primitive target when kind and options agree even if the hosts differ
+ * (the user's Target("cuda") is the configuration's "cuda -host=llvm"); and
+ * a device type with no primitive target falls back to the host target when
+ * that has the device type.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "devplan/device.h"
+#include "internal.h"
+
+void dp__config_free_fn(dp_obj *o, dp_worklist *wl) {
+  dp_config *c = (dp_config *)o;
+  for (uint32_t i = 0; i < c->ntargets; i++) dp_release_deferred(wl, c->primitive_targets[i]);
+  free(c->primitive_targets);
+  dp_release_deferred(wl, c->host_target);
+  dp_release_deferred(wl, c->host_vdev);
+  dp_release_deferred(wl, c->default_vdev);
+  dp_release_deferred(wl, c->ctx);
+  free(c);
+}
+
+/* "llvm -host=llvm, cuda -host=llvm": the primitive targets, for messages. */
+static char *targets_text(const dp_config *c) {
+  size_t len = 0;
+  char *out = dp_strdup("");
+  for (uint32_t i = 0; out && i < c->ntargets; i++) {
+    char *s = dp_target_str(c->primitive_targets[i]);
+    char *grown = s ? realloc(out, len + strlen(s) + 3) : NULL;
+    if (!grown) {
+      free(s);
+      free(out);
+      return NULL;
+    }
+    out = grown;
+    len += (size_t)sprintf(out + len, "%s%s", i ? ", " : "", s);
+    free(s);
+  }
+  return out;
+}
+
+static int host_capable(int device_type) {
+  return device_type == DP_DEV_CPU || device_type == DP_DEV_HEXAGON;
+}
+
+/* Rule 1: the given host; else the host of the first target that has one;
+   else the first cpu (or hexagon) target without its host; else llvm. */
+static dp_target *choose_host(dp_ctx *ctx, dp_target *const *targets, uint32_t n,
+                              dp_target *host, dp_err **err) {
+  if (host) return dp_target_with_host(host, NULL, err);
+  for (uint32_t i = 0; i < n; i++)
+    if (targets[i]->host) return dp_retain(targets[i]->host);
+  for (uint32_t i = 0; i < n; i++)
+    if (host_capable(targets[i]->device_type)) return dp_target_with_host(targets[i], NULL, err);
+  return dp_target_make(ctx, "llvm", NULL, 0, NULL, err);
+}
+
+/* Rule 3: each target with the host replaced; one target per kind. */
+static int primitive_targets(dp_config *c, dp_target *const *targets, uint32_t n, dp_err **err) {
+  c->primitive_targets = dp_calloc(n, sizeof *c->primitive_targets);
+  if (!c->primitive_targets) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return -1;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t j = 0; j < i; j++) {
+      if (strcmp(targets[i]->kind, targets[j]->kind)) continue;
+      char *a = dp_target_str(targets[j]), *b = dp_target_str(targets[i]);
+      dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                                 "CompilationConfig: two targets of kind '%s' ('%s' and '%s'); "
+                                 "give at most one target per kind",
+                                 targets[i]->kind, a ? a : "?", b ? b : "?"));
+      free(a);
+      free(b);
+      return -1;
+    }
+    c->primitive_targets[i] = dp_target_with_host(targets[i], c->host_target, err);
+    if (!c->primitive_targets[i]) return -1;
+    c->ntargets = i + 1;
+  }
+  return 0;
+}
+
+/* Rule 4. */
+static int default_type(dp_target *const *targets, uint32_t n, int given) {
+  if (given) return given;
+  for (uint32_t i = 1; i < n; i++)
+    if (targets[i]->device_type != targets[0]->device_type) return DP_DEV_CPU;
+  return targets[0]->device_type;
+}
+
+static dp_err *check_inputs(dp_ctx *ctx, dp_target *const *targets, uint32_t n, dp_target *host,
+                            int default_device_type) {
+  if (!ctx) return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: no context");
+  if (n == 0 || !targets)
+    return dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                      "CompilationConfig: no targets given (at least one target is needed)");
+  for (uint32_t i = 0; i < n; i++) {
+    if (!targets[i])
+      return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: target %u is missing", i + 1);
+    if (targets[i]->ctx != ctx)
+      return dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                        "CompilationConfig: target %u belongs to another context", i + 1);
+  }
+  if (host && host->ctx != ctx)
+    return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: host belongs to another context");
+  if (default_device_type < 0)
+    return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: bad default device type %d",
+                      default_device_type);
+  return NULL;
+}
+
+dp_config *dp_config_make(dp_ctx *ctx, dp_target *const *targets, uint32_t ntargets,
+                          dp_target *host, int default_device_type, dp_err **err) {
+  dp_err *e = check_inputs(ctx, targets, ntargets, host, default_device_type);
+  if (e) {
+    dp_err_set(err, e);
+    return NULL;
+  }
+  dp_config *c = calloc(1, sizeof *c);
+  if (!c) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return NULL;
+  }
+  c->h.rc = 1;
+  c->h.type = DP_OBJ_CONFIG;
+  c->ctx = dp_retain(ctx);
+  dp_vdev *dflt = NULL;
+  if (!(c->host_target = choose_host(ctx, targets, ntargets, host, err))) goto fail;
+  c->host_vdev = dp_vdev_make(ctx, c->host_target->device_type, 0, c->host_target, "", err);
+  if (!c->host_vdev || primitive_targets(c, targets, ntargets, err) < 0) goto fail;
+  c->default_device_type = default_type(targets, ntargets, default_device_type);
+  if (!(dflt = dp_vdev_make(ctx, c->default_device_type, 0, NULL, "", err))) goto fail;
+  c->default_vdev = dp_config_canonical(c, dflt, err);
+  dp_release(dflt);
+  if (!c->default_vdev) goto fail;
+  return c;
+fail:
+  dp_release(c); /* frees what was built so far */
+  return NULL;
+}
+
+/* A primitive or host target with t's kind and options (host aside): a
+   target the user built before the configuration replaced its host. */
+static dp_target *same_target(const dp_config *c, const dp_target *t) {
+  if (t == c->host_target) return c->host_target;
+  for (uint32_t i = 0; i < c->ntargets; i++)
+    if (t == c->primitive_targets[i]) return c->primitive_targets[i];
+  for (uint32_t i = 0; i < c->ntargets; i++) {
+    dp_target *p = c->primitive_targets[i];
+    if (p->nopts != t->nopts || strcmp(p->kind, t->kind)) continue;
+    /* compare without the hosts: same kind and options */
+    int eq = 1;
+    for (uint32_t k = 0; k < p->nopts && eq; k++) {
+      const dp_target_opt *x = &p->opts[k], *y = &t->opts[k];
+      eq = !strcmp(x->key, y->key) && x->kind == y->kind && x->num == y->num &&
+           !strcmp(x->str ? x->str : "", y->str ? y->str : "");
+    }
+    if (eq) return p;
+  }
+  return NULL;
+}
+
+static dp_err *no_target_error(const dp_config *c, int device_type) {
+  char *known = targets_text(c), *host = dp_target_str(c->host_target);
+  const char *name = dp_device_type_name(device_type);
+  char num[16];
+  if (!name) snprintf(num, sizeof num, "%d", device_type), name = num;
+  dp_err *e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                         "CompilationConfig: no target for device type %s (targets: %s; host: %s)",
+                         name, known ? known : "?", host ? host : "?");
+  free(host);
+  free(known);
+  return e;
+}
+
+dp_vdev *dp_config_canonical(const dp_config *cfg, dp_vdev *vd, dp_err **err) {
+  if (!cfg || !vd) {
+    dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "canonical: no virtual device"));
+    return NULL;
+  }
+  dp_target *target = vd->target;
+  if (target) {
+    dp_target *same = same_target(cfg, target);
+    if (same) target = same;
+  } else if (vd->device_type) {
+    for (uint32_t i = 0; i < cfg->ntargets && !target; i++)
+      if (cfg->primitive_targets[i]->device_type == vd->device_type)
+        target = cfg->primitive_targets[i];
+    /* No primitive target of that type: the host target still serves its own
+       device type (so rule 4's "else cpu" works with only accelerator targets). */
+    if (!target && cfg->host_target->device_type == vd->device_type) target = cfg->host_target;
+    if (!target) {
+      dp_err_set(err, no_target_error(cfg, vd->device_type));
+      return NULL;
+    }
+  }
+  if (target == vd->target) return dp_retain(vd);
+  return dp_vdev_make(cfg->ctx, vd->device_type, vd->virtual_device_id, target, vd->memory_scope,
+                      err);
+}

@@ -1,0 +1,48 @@
+/*
+ * Internals shared by the printer and structural equality (not installed):
+ * a pointer-keyed hash map used to give each distinct node of a DAG one
+ * slot, and the short printed form used in difference reports.
+ */
+#ifndef DEVPLAN_PRINT_INTERNAL_H
+#define DEVPLAN_PRINT_INTERNAL_H
+
+#include <stdint.h>
+#include "devplan/print.h"
+
+/* Open addressing, linear probing; keys are never removed. Values are
+   uint64_t so the map serves as node -> index and as node -> node. */
+typedef struct dp_pmap_slot {
+  const void *key; /* NULL: empty */
+  uint64_t val;
+} dp_pmap_slot;
+
+typedef struct dp_pmap {
+  dp_pmap_slot *slots; /* key and value together: one cache miss a probe */
+  uint32_t cap, n;
+} dp_pmap;
+
+void dp_pmap_init(dp_pmap *m);
+void dp_pmap_free(dp_pmap *m);
+/* Pointer to the value of key, or NULL when absent. */
+uint64_t *dp_pmap_get(const dp_pmap *m, const void *key);
+/* Insert (or overwrite); 0, or -1 on out of memory. */
+int dp_pmap_put(dp_pmap *m, const void *key, uint64_t val);
+/* The value of key, inserting key with value `val` when absent (*fresh
+   tells which); NULL on out of memory. One probe sequence for both. */
+uint64_t *dp_pmap_upsert(dp_pmap *m, const void *key, uint64_t val, int *fresh);
+
+struct dp_tb;
+/* Append constant c as a literal: a scalar literal (`1f`, `3i64`, `True`)
+   when the text format has one, else the devplan extension
+   `Constant(Tensor[(2), int64], [3, 2])` (flat row-major values). */
+void dp__put_const(struct dp_tb *b, const dp_const *c);
+
+/* Print root into b: an expression, or when def_name is not NULL a global
+   definition `def @name(...) {...}` of the function root. Names and graph
+   binding numbers start afresh. 0, or -1 on out of memory. */
+int dp__print_root(struct dp_tb *b, const dp_expr *root, const char *def_name, int flags);
+
+/* dp_print_expr cut to at most `maxlines` lines ("..." marks the cut). */
+char *dp__print_short(const dp_expr *e, int maxlines);
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * Pointer-keyed hash map for the printer and structural equality: one slot
+ * per distinct node, so that DAGs are walked once per node and a 1,000,000
+ * node chain costs a few dozen bytes per node. Keys and values share a
+ * slot, so a lookup touches one cache line.
+ */
+#include <stdlib.h>
+#include "print_internal.h"
+
+void dp_pmap_init(dp_pmap *m) {
+  m->slots = NULL;
+  m->cap = m->n = 0;
+}
+
+void dp_pmap_free(dp_pmap *m) {
+  free(m->slots);
+  dp_pmap_init(m);
+}
+
+/* Pointers are 8 or 16 byte aligned: mix the bits so that consecutive
+   allocations spread over the table. */
+static uint32_t slot_of(const void *p, uint32_t cap) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 29;
+  return (uint32_t)x & (cap - 1);
+}
+
+uint64_t *dp_pmap_get(const dp_pmap *m, const void *key) {
+  if (!m->cap) return NULL;
+  for (uint32_t i = slot_of(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
+    if (m->slots[i].key == key) return &m->slots[i].val;
+    if (!m->slots[i].key) return NULL;
+  }
+}
+
+static dp_pmap_slot *find_slot(dp_pmap *m, const void *key) {
+  uint32_t i = slot_of(key, m->cap);
+  while (m->slots[i].key && m->slots[i].key != key) i = (i + 1) & (m->cap - 1);
+  return &m->slots[i];
+}
+
+static int grow(dp_pmap *m) {
+  uint32_t cap = m->cap ? m->cap * 2 : 64;
+  dp_pmap old = *m;
+  m->slots = calloc(cap, sizeof *m->slots);
+  if (!m->slots) {
+    *m = old;
+    return -1;
+  }
+  m->cap = cap;
+  for (uint32_t i = 0; i < old.cap; i++)
+    if (old.slots[i].key) *find_slot(m, old.slots[i].key) = old.slots[i];
+  free(old.slots);
+  return 0;
+}
+
+uint64_t *dp_pmap_upsert(dp_pmap *m, const void *key, uint64_t val, int *fresh) {
+  /* keep the load under 0.7 so probes stay short */
+  if ((uint64_t)(m->n + 1) * 10 > (uint64_t)m->cap * 7 && grow(m) < 0) return NULL;
+  dp_pmap_slot *s = find_slot(m, key);
+  *fresh = !s->key;
+  if (!s->key) {
+    s->key = key;
+    s->val = val;
+    m->n++;
+  }
+  return &s->val;
+}
+
+int dp_pmap_put(dp_pmap *m, const void *key, uint64_t val) {
+  int fresh;
+  uint64_t *v = dp_pmap_upsert(m, key, val, &fresh);
+  if (!v) return -1;
+  *v = val;
+  return 0;
+}

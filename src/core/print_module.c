@@ -1,0 +1,105 @@
+/*
+ * Printing modules and the public entry points of print.h. A module prints
+ * as `#[version = "0.0.5"]`, its primfn declarations, its type definitions,
+ * then its global functions in definition order (each a `def`, printed by
+ * the expression printer of print.c with names and bindings afresh).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "print_internal.h"
+#include "textbuf.h"
+
+static void put_type(dp_tb *b, const dp_type *t) {
+  char *s = dp_type_str(t);
+  if (!s) {
+    b->failed = 1;
+    return;
+  }
+  dp_tb_puts(b, s);
+  free(s);
+}
+
+static void put_buffer(dp_tb *b, const dp_buffer *buf) {
+  put_type(b, buf->type);
+  if (buf->scope && buf->scope[0]) dp_tb_printf(b, " scope=\"%s\"", buf->scope);
+}
+
+/* primfn @gem(T scope="a", T) -> T scope="a"; */
+static void put_primfn(dp_tb *b, const dp_primfn *pf) {
+  dp_tb_printf(b, "primfn @%s(", pf->name);
+  for (uint32_t i = 0; i < pf->nargs; i++) {
+    if (i) dp_tb_puts(b, ", ");
+    put_buffer(b, &pf->args[i]);
+  }
+  dp_tb_puts(b, ") -> ");
+  put_buffer(b, &pf->result);
+  dp_tb_puts(b, ";\n");
+}
+
+/* type List[A] {
+     Cons(A, List[A]),
+     Nil,
+   } */
+static void put_typedef(dp_tb *b, const dp_typedef *td) {
+  dp_tb_printf(b, "type %s", td->name);
+  for (uint32_t i = 0; i < td->ntparams; i++) {
+    dp_tb_puts(b, i ? ", " : "[");
+    put_type(b, td->tparams[i]);
+  }
+  dp_tb_puts(b, td->ntparams ? "] {\n" : " {\n");
+  for (uint32_t i = 0; i < td->nctors; i++) {
+    const dp_ctor *c = td->ctors[i];
+    dp_tb_printf(b, "  %s", c->name);
+    for (uint32_t k = 0; k < c->ninputs; k++) {
+      dp_tb_puts(b, k ? ", " : "(");
+      put_type(b, c->items[c->ntparams + k]);
+    }
+    dp_tb_puts(b, c->ninputs ? "),\n" : ",\n");
+  }
+  dp_tb_puts(b, "}\n");
+}
+
+char *dp_print_module(const dp_module *m, int flags, size_t *len) {
+  dp_tb b;
+  dp_tb_init(&b);
+  dp_tb_puts(&b, "#[version = \"0.0.5\"]\n");
+  for (uint32_t i = 0; i < m->nprims; i++) put_primfn(&b, m->prims[i]);
+  for (uint32_t i = 0; i < m->ntypedefs; i++) put_typedef(&b, m->typedefs[i]);
+  for (uint32_t i = 0; i < m->nfuncs && !b.failed; i++) {
+    if (dp__print_root(&b, &m->funcs[i].fn->e, m->funcs[i].global->name, flags) < 0) {
+      dp_tb_free(&b);
+      return NULL;
+    }
+    dp_tb_putc(&b, '\n');
+  }
+  if (len) *len = b.n;
+  return dp_tb_take(&b);
+}
+
+char *dp_print_expr(const dp_expr *e, int flags, size_t *len) {
+  dp_tb b;
+  dp_tb_init(&b);
+  if (dp__print_root(&b, e, NULL, flags) < 0) {
+    dp_tb_free(&b);
+    return NULL;
+  }
+  if (len) *len = b.n;
+  return dp_tb_take(&b);
+}
+
+char *dp_print_type(const dp_type *t) {
+  return dp_type_str(t);
+}
+
+char *dp__print_short(const dp_expr *e, int maxlines) {
+  char *s = dp_print_expr(e, 0, NULL);
+  if (!s) return NULL;
+  char *p = s;
+  for (int i = 0; i < maxlines && p; i++) {
+    p = strchr(p, '\n');
+    if (p) p++;
+  }
+  if (p && strlen(p) >= 3) strcpy(p, "...");
+  return s;
+}

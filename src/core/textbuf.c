@@ -1,0 +1,77 @@
+/*
+ * Growable text buffer used by the core's string builders (type and
+ * attribute text). Failure is sticky so callers check once at the end.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "textbuf.h"
+
+void dp_tb_init(dp_tb *b) {
+  b->s = NULL;
+  b->n = b->cap = 0;
+  b->failed = 0;
+}
+
+static int reserve(dp_tb *b, size_t extra) {
+  if (b->failed) return -1;
+  if (b->n + extra + 1 <= b->cap) return 0;
+  size_t cap = b->cap ? b->cap : 64;
+  while (cap < b->n + extra + 1) cap *= 2;
+  char *s = realloc(b->s, cap);
+  if (!s) {
+    b->failed = 1;
+    return -1;
+  }
+  b->s = s;
+  b->cap = cap;
+  return 0;
+}
+
+void dp_tb_putn(dp_tb *b, const char *s, size_t n) {
+  if (reserve(b, n) < 0) return;
+  memcpy(b->s + b->n, s, n);
+  b->n += n;
+  b->s[b->n] = 0;
+}
+
+void dp_tb_puts(dp_tb *b, const char *s) { dp_tb_putn(b, s, strlen(s)); }
+
+void dp_tb_putc(dp_tb *b, char c) { dp_tb_putn(b, &c, 1); }
+
+void dp_tb_printf(dp_tb *b, const char *fmt, ...) {
+  char small[128];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    b->failed = 1;
+    return;
+  }
+  if ((size_t)n < sizeof small) {
+    dp_tb_putn(b, small, (size_t)n);
+    return;
+  }
+  if (reserve(b, (size_t)n) < 0) return;
+  va_start(ap, fmt);
+  vsnprintf(b->s + b->n, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->n += (size_t)n;
+}
+
+char *dp_tb_take(dp_tb *b) {
+  char *s = NULL;
+  if (!b->failed) {
+    s = b->s ? b->s : calloc(1, 1);
+    b->s = NULL;
+  }
+  dp_tb_free(b);
+  return s;
+}
+
+void dp_tb_free(dp_tb *b) {
+  free(b->s);
+  dp_tb_init(b);
+}

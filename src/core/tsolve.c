@@ -1,0 +1,289 @@
+/*
+ * The type solver of inference: unknowns are type variables made here and
+ * recorded in `vars`; binding one to a type is union-find (find follows the
+ * chain). Unification works on an explicit stack of pairs. Resolution
+ * rebuilds a type with its unknowns substituted; it recurses over the type's
+ * structure (not over the program), with a depth limit that turns
+ * absurdly nested types into an error instead of a crash.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "tsolve.h"
+
+#define MAX_TYPE_DEPTH 2000
+
+void dp__ts_init(dp_tsolver *s, dp_ctx *ctx) {
+  memset(s, 0, sizeof *s);
+  s->ctx = ctx;
+}
+
+void dp__ts_free(dp_tsolver *s) {
+  for (uint32_t i = 0; i < s->vars.cap; i++)
+    if (s->vars.slots[i].key) dp_release(s->vars.slots[i].val);
+  dp_ptrmap_free(&s->vars);
+  for (uint32_t i = 0; i < s->nkeep; i++) dp_release(s->keep[i]);
+  free(s->keep);
+  memset(s, 0, sizeof *s);
+}
+
+dp_type *dp__ts_keep(dp_tsolver *s, dp_type *t) {
+  if (!t) return NULL;
+  if (s->nkeep == s->capkeep) {
+    uint32_t cap = s->capkeep ? s->capkeep * 2 : 256;
+    dp_type **k = realloc(s->keep, cap * sizeof *k);
+    if (!k) {
+      dp_release(t);
+      return NULL;
+    }
+    s->keep = k;
+    s->capkeep = cap;
+  }
+  s->keep[s->nkeep++] = t;
+  return t;
+}
+
+dp_type *dp__ts_fresh(dp_tsolver *s) {
+  dp_type *v = dp__ts_keep(s, dp_type_var_new(s->ctx, "?"));
+  if (v && dp_ptrmap_put(&s->vars, v, NULL) < 0) return NULL;
+  return v;
+}
+
+int dp__ts_is_unknown(const dp_tsolver *s, const dp_type *t) {
+  return t && t->h.kind == DP_TY_VAR && dp_ptrmap_get(&s->vars, t) != NULL;
+}
+
+dp_type *dp__ts_find(dp_tsolver *s, dp_type *t) {
+  while (t && t->h.kind == DP_TY_VAR) {
+    void **slot = dp_ptrmap_get(&s->vars, t);
+    if (!slot || !*slot) return t;
+    t = *slot;
+  }
+  return t;
+}
+
+/* ---------------- unification ---------------- */
+
+typedef struct pairs {
+  dp_type **a;
+  uint32_t n, cap;
+} pairs;
+
+static int push2(pairs *p, dp_type *x, dp_type *y) {
+  if (p->n + 2 > p->cap) {
+    uint32_t cap = p->cap ? p->cap * 2 : 32;
+    dp_type **a = realloc(p->a, cap * sizeof *a);
+    if (!a) return -1;
+    p->a = a;
+    p->cap = cap;
+  }
+  p->a[p->n++] = x;
+  p->a[p->n++] = y;
+  return 0;
+}
+
+/* The direct component types of t (borrowed pointers into t). */
+static uint32_t components(dp_type *t, dp_type *const **out) {
+  switch (t->h.kind) {
+  case DP_TY_TUPLE: *out = ((dp_tuple_type *)t)->fields; return ((dp_tuple_type *)t)->n;
+  case DP_TY_ADT: *out = ((dp_adt_type *)t)->args; return ((dp_adt_type *)t)->nargs;
+  case DP_TY_REF: *out = &((dp_ref_type *)t)->elem; return 1;
+  case DP_TY_FUNC: {
+    dp_func_type *f = (dp_func_type *)t;
+    *out = f->items + f->ntparams;
+    return f->nargs;
+  }
+  default: *out = NULL; return 0;
+  }
+}
+
+/* Does unknown v occur in t? (an infinite type otherwise) */
+static int occurs(dp_tsolver *s, dp_type *v, dp_type *t) {
+  pairs st = {0};
+  int found = 0;
+  if (push2(&st, t, NULL) < 0) return 1;
+  while (st.n && !found) {
+    st.n -= 2;
+    dp_type *x = dp__ts_find(s, st.a[st.n]);
+    if (x == v) { found = 1; break; }
+    dp_type *const *kids;
+    uint32_t n = components(x, &kids);
+    for (uint32_t i = 0; i < n && !found; i++)
+      if (push2(&st, kids[i], NULL) < 0) found = 1;
+    if (x->h.kind == DP_TY_FUNC && push2(&st, ((dp_func_type *)x)->ret, NULL) < 0) found = 1;
+  }
+  free(st.a);
+  return found;
+}
+
+static int tensors_agree(const dp_tensor_type *a, const dp_tensor_type *b) {
+  if (a->dtype != b->dtype || a->ndim != b->ndim) return 0;
+  for (uint32_t i = 0; i < a->ndim; i++)
+    if (a->dims[i] != b->dims[i] && a->dims[i] != DP_DIM_ANY && b->dims[i] != DP_DIM_ANY) return 0;
+  return 1;
+}
+
+/* Shapes of x and y agree at the top: push their components. */
+static int step(pairs *st, dp_type *x, dp_type *y) {
+  if (x->h.kind != y->h.kind) return 0;
+  switch (x->h.kind) {
+  case DP_TY_TENSOR: return tensors_agree((dp_tensor_type *)x, (dp_tensor_type *)y);
+  case DP_TY_STORAGE: return 1;
+  case DP_TY_VAR: return 0; /* two different rigid variables */
+  case DP_TY_ADT:
+    if (strcmp(((dp_adt_type *)x)->name, ((dp_adt_type *)y)->name) != 0) return 0;
+    break;
+  case DP_TY_FUNC: {
+    dp_func_type *f = (dp_func_type *)x, *g = (dp_func_type *)y;
+    if (f->ntparams != g->ntparams) return 0;
+    for (uint32_t i = 0; i < f->ntparams; i++)
+      if (f->items[i] != g->items[i]) return 0;
+    if (push2(st, f->ret, g->ret) < 0) return -1;
+    break;
+  }
+  default: break;
+  }
+  dp_type *const *kx, *const *ky;
+  uint32_t nx = components(x, &kx), ny = components(y, &ky);
+  if (nx != ny) return 0;
+  for (uint32_t i = 0; i < nx; i++)
+    if (push2(st, kx[i], ky[i]) < 0) return -1;
+  return 1;
+}
+
+static int bind(dp_tsolver *s, dp_type *v, dp_type *t) {
+  if (occurs(s, v, t)) return 0;
+  return dp_ptrmap_put(&s->vars, v, dp_retain(t)) < 0 ? -1 : 1;
+}
+
+static void mismatch(dp_tsolver *s, dp_type *a, dp_type *b, dp_type *x, dp_type *y, int infinite,
+                     dp_err **err) {
+  int ca = 1, cb = 1;
+  dp_type *ra = dp__ts_resolve(s, a, &ca, NULL), *rb = dp__ts_resolve(s, b, &cb, NULL);
+  char *sa = ra ? dp_type_str(ra) : NULL, *sb = rb ? dp_type_str(rb) : NULL;
+  dp_err *e = dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "%s %s and %s",
+                         infinite ? "infinite type unifying" : "type mismatch:", sa ? sa : "?",
+                         sb ? sb : "?");
+  if (x != a || y != b) {
+    char *sx = dp_type_str(x), *sy = dp_type_str(y);
+    dp_err_note(e, DP_NOSPAN, "%s differs from %s", sx ? sx : "?", sy ? sy : "?");
+    free(sx);
+    free(sy);
+  }
+  free(sa);
+  free(sb);
+  dp_release(ra);
+  dp_release(rb);
+  dp_err_set(err, e);
+}
+
+int dp__ts_unify(dp_tsolver *s, dp_type *a, dp_type *b, dp_err **err) {
+  pairs st = {0};
+  int ok = push2(&st, a, b) == 0 ? 1 : -1;
+  dp_type *x = a, *y = b;
+  int infinite = 0;
+  while (ok == 1 && st.n) {
+    st.n -= 2;
+    x = dp__ts_find(s, st.a[st.n]);
+    y = dp__ts_find(s, st.a[st.n + 1]);
+    if (x == y) continue;
+    if (dp__ts_is_unknown(s, x)) infinite = !(ok = bind(s, x, y));
+    else if (dp__ts_is_unknown(s, y)) infinite = !(ok = bind(s, y, x));
+    else ok = step(&st, x, y);
+  }
+  free(st.a);
+  if (ok == 1) return 0;
+  if (ok < 0) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  else mismatch(s, a, b, x, y, infinite, err);
+  return -1;
+}
+
+/* ---------------- resolution and instantiation ---------------- */
+
+typedef struct mapper {
+  dp_tsolver *s;
+  int *complete;
+  uint32_t n;               /* instantiation: rigid from[i] -> to[i] */
+  dp_type *const *from, *const *to;
+} mapper;
+
+static dp_type *map_type(mapper *m, dp_type *t, int depth, dp_err **err);
+
+/* Rebuild t from mapped components (kids[0..n) then ret for functions). */
+static dp_type *rebuild(mapper *m, dp_type *t, dp_type **kids, uint32_t n, dp_type *ret) {
+  dp_ctx *ctx = m->s->ctx;
+  switch (t->h.kind) {
+  case DP_TY_TUPLE: return dp_type_tuple(ctx, n, kids);
+  case DP_TY_ADT: return dp_type_adt(ctx, ((dp_adt_type *)t)->name, n, kids);
+  case DP_TY_REF: return dp_type_ref(ctx, kids[0]);
+  case DP_TY_FUNC: {
+    dp_func_type *f = (dp_func_type *)t;
+    return dp_type_func(ctx, f->ntparams, f->items, n, kids, ret);
+  }
+  default: return dp_retain(t);
+  }
+}
+
+static dp_type *map_composite(mapper *m, dp_type *t, int depth, dp_err **err) {
+  dp_type *const *src;
+  uint32_t n = components(t, &src);
+  dp_type *local[8], **kids = n <= 8 ? local : malloc(n * sizeof *kids);
+  dp_type *ret = NULL, *res = NULL;
+  if (!kids) goto oom;
+  int same = 1;
+  uint32_t done = 0;
+  for (; done < n; done++) {
+    kids[done] = map_type(m, src[done], depth + 1, err);
+    if (!kids[done]) goto out;
+    same = same && kids[done] == src[done];
+  }
+  if (t->h.kind == DP_TY_FUNC) {
+    ret = map_type(m, ((dp_func_type *)t)->ret, depth + 1, err);
+    if (!ret) goto out;
+    same = same && ret == ((dp_func_type *)t)->ret;
+  }
+  res = same ? dp_retain(t) : rebuild(m, t, kids, n, ret);
+  if (!res) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+out:
+  for (uint32_t i = 0; i < done; i++) dp_release(kids[i]);
+  dp_release(ret);
+  if (kids != local) free(kids);
+  return res;
+oom:
+  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return NULL;
+}
+
+static dp_type *map_type(mapper *m, dp_type *t, int depth, dp_err **err) {
+  if (depth > MAX_TYPE_DEPTH) {
+    dp_err_set(err, dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "type nested too deeply (over %d levels)",
+                               MAX_TYPE_DEPTH));
+    return NULL;
+  }
+  switch (t->h.kind) {
+  case DP_TY_TENSOR:
+  case DP_TY_STORAGE: return dp_retain(t);
+  case DP_TY_VAR: {
+    for (uint32_t i = 0; i < m->n; i++)
+      if (m->from[i] == t) return dp_retain(m->to[i]);
+    if (!m->complete) return dp_retain(t);
+    dp_type *b = dp__ts_find(m->s, t);
+    if (b == t) {
+      if (dp__ts_is_unknown(m->s, t)) *m->complete = 0;
+      return dp_retain(t);
+    }
+    return map_type(m, b, depth + 1, err);
+  }
+  default: return map_composite(m, t, depth, err);
+  }
+}
+
+dp_type *dp__ts_resolve(dp_tsolver *s, dp_type *t, int *complete, dp_err **err) {
+  mapper m = {s, complete, 0, NULL, NULL};
+  return map_type(&m, t, 0, err);
+}
+
+dp_type *dp__ts_instantiate(dp_tsolver *s, dp_type *t, uint32_t n, dp_type *const *from,
+                            dp_type *const *to, dp_err **err) {
+  mapper m = {s, NULL, n, from, to};
+  return map_type(&m, t, 0, err);
+}

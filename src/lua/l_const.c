@@ -1,0 +1,242 @@
+/*
+ * Constants between Lua and C: dp.const(value, dtype?) takes a number, a
+ * boolean or nested tables (the shape is read from the nesting; ragged
+ * input is an error), and const.value gives the elements back.
+ *
+ * The element buffer is a scratch userdata, so a bad element found half
+ * way raises without leaking.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "l_ir.h"
+
+#define MAX_NDIM 64
+
+/* ---------------- half-precision conversions ---------------- */
+
+static uint16_t f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000, e = (x >> 23) & 0xff, m = x & 0x7fffff;
+  if (e == 0xff) return (uint16_t)(sign | 0x7c00 | (m ? 0x200 : 0));
+  int ee = (int)e - 127 + 15;
+  if (ee >= 31) return (uint16_t)(sign | 0x7c00);
+  if (ee <= 0) {
+    if (ee < -10) return (uint16_t)sign;
+    m |= 0x800000;
+    uint32_t shift = (uint32_t)(14 - ee);
+    uint32_t h = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+  }
+  uint32_t h = sign | ((uint32_t)ee << 10) | (m >> 13), rem = m & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+  return (uint16_t)h;
+}
+
+static float f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
+  if (e == 0) {
+    float f = ldexpf((float)m, -24);
+    return sign ? -f : f;
+  }
+  if (e == 31) x = sign | 0x7f800000 | (m << 13);
+  else x = sign | ((e - 15 + 127) << 23) | (m << 13);
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+static uint16_t f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
+  x += 0x7fff + ((x >> 16) & 1);
+  return (uint16_t)(x >> 16);
+}
+
+static float bf16_to_f32(uint16_t h) {
+  uint32_t x = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
+/* ---------------- Lua -> elements ---------------- */
+
+/* Stores the Lua value at idx as element i of buf; returns an error
+   message or NULL. */
+static const char *store(lua_State *L, int idx, dp_dtype dt, void *buf, size_t i) {
+  int code = DP_DTYPE_CODE(dt), bits = DP_DTYPE_BITS(dt);
+  int t = lua_type(L, idx);
+  if (code == DP_DT_BOOL) {
+    if (t == LUA_TBOOLEAN) ((uint8_t *)buf)[i] = (uint8_t)lua_toboolean(L, idx);
+    else if (t == LUA_TNUMBER) ((uint8_t *)buf)[i] = lua_tonumber(L, idx) != 0;
+    else return "a boolean";
+    return NULL;
+  }
+  if (t != LUA_TNUMBER) return "a number";
+  if (code == DP_DT_FLOAT || code == DP_DT_BFLOAT) {
+    double d = lua_tonumber(L, idx);
+    if (code == DP_DT_BFLOAT) ((uint16_t *)buf)[i] = f32_to_bf16((float)d);
+    else if (bits == 16) ((uint16_t *)buf)[i] = f32_to_f16((float)d);
+    else if (bits == 32) ((float *)buf)[i] = (float)d;
+    else ((double *)buf)[i] = d;
+    return NULL;
+  }
+  int isint;
+  lua_Integer v = lua_tointegerx(L, idx, &isint);
+  if (!isint) return "an integer";
+  if (code == DP_DT_UINT && v < 0) return "a non-negative integer";
+  if (bits < 64) {
+    lua_Integer lo = code == DP_DT_UINT ? 0 : -((lua_Integer)1 << (bits - 1));
+    lua_Integer hi = code == DP_DT_UINT ? ((lua_Integer)1 << bits) - 1
+                                        : ((lua_Integer)1 << (bits - 1)) - 1;
+    if (v < lo || v > hi) return "an integer in the dtype's range";
+  }
+  switch (bits) {
+  case 8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+  case 16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
+  case 32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+  default: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+  }
+  return NULL;
+}
+
+/* The shape, from the first element at each level. */
+static uint32_t read_shape(lua_State *L, int idx, int64_t *dims, size_t *count) {
+  uint32_t ndim = 0;
+  *count = 1;
+  lua_pushvalue(L, idx);
+  while (lua_type(L, -1) == LUA_TTABLE) {
+    if (ndim == MAX_NDIM) luaL_error(L, "dp.const: more than %d dimensions", MAX_NDIM);
+    lua_Unsigned n = lua_rawlen(L, -1);
+    dims[ndim++] = (int64_t)n;
+    if (n && *count > ((size_t)1 << 40) / n) luaL_error(L, "dp.const: tensor too large");
+    *count *= (size_t)n;
+    if (n == 0) break;
+    lua_rawgeti(L, -1, 1);
+    lua_remove(L, -2);
+  }
+  lua_pop(L, 1);
+  return ndim;
+}
+
+typedef struct fill_state {
+  dp_dtype dt;
+  void *buf;
+  size_t next;
+  uint32_t ndim;
+  const int64_t *dims;
+  int64_t at[MAX_NDIM];
+} fill_state;
+
+static void path_error(lua_State *L, fill_state *s, uint32_t depth, const char *what) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addstring(&b, "dp.const: element ");
+  for (uint32_t i = 0; i < depth; i++) {
+    lua_pushfstring(L, "[%d]", (int)s->at[i] + 1);
+    luaL_addvalue(&b);
+  }
+  luaL_addstring(&b, what);
+  luaL_pushresult(&b);
+  lua_error(L);
+}
+
+/* The value at the top has depth `depth` of the nesting; depth <= 64. */
+static void fill(lua_State *L, fill_state *s, uint32_t depth) {
+  int idx = lua_gettop(L);
+  if (depth == s->ndim) {
+    const char *want = store(L, idx, s->dt, s->buf, s->next++);
+    if (want) path_error(L, s, depth, lua_pushfstring(L, " must be %s (ragged or bad input)", want));
+    return;
+  }
+  if (lua_type(L, idx) != LUA_TTABLE || lua_rawlen(L, idx) != (lua_Unsigned)s->dims[depth])
+    path_error(L, s, depth, lua_pushfstring(L, " must be a list of %d (ragged input)",
+                                            (int)s->dims[depth]));
+  luaL_checkstack(L, 2, "dp.const");
+  for (int64_t i = 0; i < s->dims[depth]; i++) {
+    s->at[depth] = i;
+    lua_rawgeti(L, idx, (lua_Integer)i + 1);
+    fill(L, s, depth + 1);
+    lua_pop(L, 1);
+  }
+}
+
+/* dp.const(value, dtype?, {span =}?) */
+static int l_const(lua_State *L) {
+  lua_settop(L, 3); /* fixed slots: scratch buffers go above */
+  int t = lua_type(L, 1);
+  if (t != LUA_TNUMBER && t != LUA_TTABLE && t != LUA_TBOOLEAN)
+    luaL_typeerror(L, 1, "number, boolean or nested tables");
+  const char *dflt = t == LUA_TBOOLEAN ? "bool" : "float32";
+  const char *name = luaL_optstring(L, 2, dflt);
+  dp_dtype dt = dp_dtype_parse(name);
+  if (!dt) luaL_argerror(L, 2, lua_pushfstring(L, "unknown dtype '%s'", name));
+  if (DP_DTYPE_LANES(dt) != 1) luaL_argerror(L, 2, "vector dtypes are not constants");
+  dp_lua_check_opts(L, 3);
+  dp_span span = dp_lua_opt_span(L, 3);
+  fill_state s;
+  int64_t dims[MAX_NDIM];
+  size_t count;
+  s.ndim = read_shape(L, 1, dims, &count);
+  s.dt = dt;
+  s.dims = dims;
+  s.next = 0;
+  s.buf = lua_newuserdatauv(L, count * dp_dtype_bytes(dt) + 1, 0);
+  lua_pushvalue(L, 1);
+  fill(L, &s, 0);
+  lua_pop(L, 1);
+  dp_err *err = NULL;
+  dp_const *c = dp_const_new(dt, s.ndim, dims, s.buf, span, &err);
+  if (!c) return dp_lua_error(L, err ? err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  dp_lua_push_owned(L, c);
+  return 1;
+}
+
+/* ---------------- elements -> Lua ---------------- */
+
+static void push_elem(lua_State *L, const dp_const *c, size_t i) {
+  int code = DP_DTYPE_CODE(c->dtype), bits = DP_DTYPE_BITS(c->dtype);
+  const void *p = c->data;
+  if (code == DP_DT_BOOL) lua_pushboolean(L, ((const uint8_t *)p)[i]);
+  else if (code == DP_DT_BFLOAT) lua_pushnumber(L, bf16_to_f32(((const uint16_t *)p)[i]));
+  else if (code == DP_DT_FLOAT && bits == 16) lua_pushnumber(L, f16_to_f32(((const uint16_t *)p)[i]));
+  else if (code == DP_DT_FLOAT && bits == 32) lua_pushnumber(L, ((const float *)p)[i]);
+  else if (code == DP_DT_FLOAT) lua_pushnumber(L, ((const double *)p)[i]);
+  else if (code == DP_DT_INT && bits == 8) lua_pushinteger(L, ((const int8_t *)p)[i]);
+  else if (code == DP_DT_INT && bits == 16) lua_pushinteger(L, ((const int16_t *)p)[i]);
+  else if (code == DP_DT_INT && bits == 32) lua_pushinteger(L, ((const int32_t *)p)[i]);
+  else if (code == DP_DT_INT) lua_pushinteger(L, ((const int64_t *)p)[i]);
+  else if (bits == 8) lua_pushinteger(L, ((const uint8_t *)p)[i]);
+  else if (bits == 16) lua_pushinteger(L, ((const uint16_t *)p)[i]);
+  else if (bits == 32) lua_pushinteger(L, ((const uint32_t *)p)[i]);
+  else lua_pushinteger(L, (lua_Integer)((const uint64_t *)p)[i]);
+}
+
+/* Nested tables for dimensions depth.. (depth <= ndim, bounded). */
+static void push_level(lua_State *L, const dp_const *c, uint32_t depth, size_t *next) {
+  if (depth == c->ndim) {
+    push_elem(L, c, (*next)++);
+    return;
+  }
+  luaL_checkstack(L, 3, "constant nested too deeply");
+  int64_t n = c->shape[depth];
+  lua_createtable(L, n > 0 && n < INT32_MAX ? (int)n : 0, 0);
+  for (int64_t i = 0; i < n; i++) {
+    push_level(L, c, depth + 1, next);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+}
+
+void dp_lua_push_const_value(lua_State *L, const dp_const *c) {
+  size_t next = 0;
+  push_level(L, c, 0, &next);
+}
+
+void dp_lua_open_const(lua_State *L) {
+  lua_pushcfunction(L, l_const);
+  lua_setfield(L, -2, "const");
+}

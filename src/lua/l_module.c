@@ -1,0 +1,594 @@
+/*
+ * Modules, ADT type definitions and primfn declarations from Lua
+ * (dp.IRModule, dp.typedef, dp.primfn), their fields and methods, printing
+ * (tostring, dp.astext) and structural equality (dp.structural_equal,
+ * dp.assert_structural_equal).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "l_ir.h"
+
+/* ---------------- small growing strings (typedef, primfn, pattern text) ---------------- */
+
+typedef struct sbuf {
+  char *s;
+  size_t n, cap;
+  int oom;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *s) {
+  size_t k = strlen(s);
+  if (b->oom) return;
+  if (b->n + k + 1 > b->cap) {
+    size_t cap = (b->cap ? b->cap * 2 : 64) + k;
+    char *p = realloc(b->s, cap);
+    if (!p) {
+      b->oom = 1;
+      return;
+    }
+    b->s = p;
+    b->cap = cap;
+  }
+  memcpy(b->s + b->n, s, k + 1);
+  b->n += k;
+}
+
+static void sb_type(sbuf *b, const dp_type *t) {
+  char *s = dp_type_str(t);
+  if (!s) b->oom = 1;
+  else sb_add(b, s);
+  free(s);
+}
+
+static char *sb_done(sbuf *b) {
+  if (b->oom || !b->s) {
+    free(b->s);
+    return b->oom ? NULL : dp_strdup("");
+  }
+  return b->s;
+}
+
+/* Patterns nest as deep as the user wrote them; past 200 levels the text
+   is elided rather than risk the C stack. */
+static void pat_str(sbuf *b, const dp_pattern *p, int depth) {
+  if (depth > 200) {
+    sb_add(b, "...");
+    return;
+  }
+  switch (p->h.kind) {
+  case DP_PAT_WILD: sb_add(b, "_"); return;
+  case DP_PAT_VAR: sb_add(b, "%"); sb_add(b, p->var->name); return;
+  case DP_PAT_CTOR: sb_add(b, p->ctor->name); if (!p->n) return; break;
+  default: break;
+  }
+  sb_add(b, "(");
+  for (uint32_t i = 0; i < p->n; i++) {
+    if (i) sb_add(b, ", ");
+    pat_str(b, p->sub[i], depth + 1);
+  }
+  sb_add(b, p->h.kind == DP_PAT_TUPLE && p->n == 1 ? ",)" : ")");
+}
+
+char *dp_lua_pattern_str(const dp_pattern *p) {
+  sbuf b = {0};
+  pat_str(&b, p, 0);
+  return sb_done(&b);
+}
+
+static char *typedef_str(const dp_typedef *td) {
+  sbuf b = {0};
+  sb_add(&b, "type ");
+  sb_add(&b, td->name);
+  for (uint32_t i = 0; i < td->ntparams; i++) {
+    sb_add(&b, i ? ", " : "[");
+    sb_type(&b, td->tparams[i]);
+  }
+  sb_add(&b, td->ntparams ? "] {" : " {");
+  for (uint32_t i = 0; i < td->nctors; i++) {
+    const dp_ctor *c = td->ctors[i];
+    sb_add(&b, i ? ", " : " ");
+    sb_add(&b, c->name);
+    for (uint32_t j = 0; j < c->ninputs; j++) {
+      sb_add(&b, j ? ", " : "(");
+      sb_type(&b, c->items[c->ntparams + j]);
+    }
+    if (c->ninputs) sb_add(&b, ")");
+  }
+  sb_add(&b, " }");
+  return sb_done(&b);
+}
+
+static void buffer_str(sbuf *b, const dp_buffer *buf) {
+  sb_type(b, buf->type);
+  if (buf->scope && buf->scope[0]) {
+    sb_add(b, " scope=\"");
+    sb_add(b, buf->scope);
+    sb_add(b, "\"");
+  }
+}
+
+static char *primfn_str(const dp_primfn *pf) {
+  sbuf b = {0};
+  sb_add(&b, "primfn @");
+  sb_add(&b, pf->name);
+  sb_add(&b, "(");
+  for (uint32_t i = 0; i < pf->nargs; i++) {
+    if (i) sb_add(&b, ", ");
+    buffer_str(&b, &pf->args[i]);
+  }
+  sb_add(&b, ") -> ");
+  buffer_str(&b, &pf->result);
+  sb_add(&b, ";");
+  return sb_done(&b);
+}
+
+static int push_text(lua_State *L, char *s, size_t len) {
+  if (!s) return luaL_error(L, "out of memory");
+  lua_pushlstring(L, s, len);
+  free(s);
+  return 1;
+}
+
+static int push_cstr(lua_State *L, char *s) {
+  return push_text(L, s, s ? strlen(s) : 0);
+}
+
+/* ---------------- type definitions ---------------- */
+
+typedef struct ctor_spec {
+  const char *name;
+  uint32_t ninputs;
+  void **inputs;
+  dp_span span;
+} ctor_spec;
+
+/* dp.typedef(name, {type_vars}, {{name =, inputs = {types}}, ...}, {span =}?) */
+static int l_typedef(lua_State *L) {
+  lua_settop(L, 4); /* fixed slots: scratch buffers go above */
+  const char *name = luaL_checkstring(L, 1);
+  void *sp[8];
+  uint32_t np = 0;
+  void **tp = sp;
+  if (!lua_isnoneornil(L, 2)) tp = dp_lua_check_list(L, 2, DP_OBJ_TYPE, 0, "type_params", sp, 8, &np);
+  for (uint32_t i = 0; i < np; i++)
+    if (((dp_type *)tp[i])->h.kind != DP_TY_VAR)
+      luaL_argerror(L, 2, "type parameters must be type variables (dp.type.var)");
+  luaL_checktype(L, 3, LUA_TTABLE);
+  dp_lua_check_opts(L, 4);
+  dp_span span = dp_lua_opt_span(L, 4);
+  lua_Unsigned nc = lua_rawlen(L, 3);
+  if (nc > 65536) luaL_argerror(L, 3, "too many constructors");
+  ctor_spec *cs = lua_newuserdatauv(L, (nc ? nc : 1) * sizeof *cs, 0);
+  lua_createtable(L, (int)nc, 0); /* anchors the input lists' scratch buffers */
+  int anchors = lua_gettop(L);
+  for (lua_Unsigned i = 0; i < nc; i++) {
+    lua_rawgeti(L, 3, (lua_Integer)i + 1);
+    int c = lua_gettop(L);
+    if (!lua_istable(L, c))
+      luaL_argerror(L, 3, lua_pushfstring(L, "constructors[%d] must be {name =, inputs =}", (int)i + 1));
+    if (lua_getfield(L, c, "name") != LUA_TSTRING)
+      luaL_argerror(L, 3, lua_pushfstring(L, "constructors[%d].name must be a string", (int)i + 1));
+    cs[i].name = lua_tostring(L, -1);
+    lua_rawseti(L, anchors, (lua_Integer)(2 * i + 1));
+    cs[i].ninputs = 0;
+    cs[i].inputs = NULL;
+    if (lua_getfield(L, c, "inputs") != LUA_TNIL) {
+      int in = lua_gettop(L);
+      int top = in;
+      cs[i].inputs = dp_lua_check_list(L, in, DP_OBJ_TYPE, 0, "inputs", NULL, 0, &cs[i].ninputs);
+      if (lua_gettop(L) > top) lua_rawseti(L, anchors, (lua_Integer)(2 * i + 2));
+      lua_pushvalue(L, in);
+      lua_rawseti(L, anchors, (lua_Integer)(2 * nc + i + 1));
+    }
+    cs[i].span = dp_lua_opt_span(L, c);
+    lua_settop(L, anchors);
+  }
+  /* No Lua error from here on until the references are handed over. */
+  dp_ctor **ctors = lua_newuserdatauv(L, (nc ? nc : 1) * sizeof *ctors, 0);
+  for (uint32_t i = 0; i < nc; i++) {
+    ctors[i] = dp_ctor_new(cs[i].name, name, i, np, (dp_type *const *)tp, cs[i].ninputs,
+                           (dp_type *const *)cs[i].inputs, cs[i].span);
+    if (!ctors[i]) {
+      for (uint32_t j = 0; j < i; j++) dp_release(ctors[j]);
+      return luaL_error(L, "out of memory");
+    }
+  }
+  dp_typedef *td = dp_typedef_new(name, np, (dp_type *const *)tp, (uint32_t)nc, ctors, span);
+  for (uint32_t i = 0; i < nc; i++) dp_release(ctors[i]);
+  if (!td) return luaL_error(L, "out of memory");
+  dp_lua_push_owned(L, td);
+  return 1;
+}
+
+static int typedef_index(lua_State *L) {
+  dp_typedef *td = dp_lua_check(L, 1, DP_OBJ_TYPEDEF);
+  const char *k = lua_tostring(L, 2);
+  if (!k) lua_pushnil(L);
+  else if (strcmp(k, "name") == 0) lua_pushstring(L, td->name);
+  else if (strcmp(k, "type_params") == 0) dp_lua_push_list(L, (void *const *)td->tparams, td->ntparams);
+  else if (strcmp(k, "constructors") == 0) dp_lua_push_list(L, (void *const *)td->ctors, td->nctors);
+  else if (strcmp(k, "span") == 0) dp_lua_push_span(L, td->span);
+  else lua_pushnil(L);
+  return 1;
+}
+
+static int typedef_tostring(lua_State *L) {
+  return push_cstr(L, typedef_str(dp_lua_check(L, 1, DP_OBJ_TYPEDEF)));
+}
+
+/* ---------------- primfns ---------------- */
+
+/* A buffer: a Type, or {type, scope} / {type =, scope =}. Borrowed. */
+static dp_buffer check_buffer(lua_State *L, int idx, int arg, const char *what) {
+  dp_buffer b = {NULL, NULL};
+  idx = lua_absindex(L, idx);
+  b.type = dp_lua_test(L, idx, DP_OBJ_TYPE);
+  if (b.type) {
+    b.scope = (char *)"";
+    return b;
+  }
+  if (lua_istable(L, idx)) {
+    if (lua_rawgeti(L, idx, 1) == LUA_TNIL) {
+      lua_pop(L, 1);
+      lua_getfield(L, idx, "type");
+    }
+    if (lua_rawgeti(L, idx, 2) == LUA_TNIL) {
+      lua_pop(L, 1);
+      lua_getfield(L, idx, "scope");
+    }
+    b.type = dp_lua_test(L, -2, DP_OBJ_TYPE);
+    b.scope = (char *)(lua_isnil(L, -1) ? "" : lua_tostring(L, -1));
+    /* the scope string stays referenced by the table (or is a literal) */
+    if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING) b.scope = NULL;
+    lua_pop(L, 2);
+  }
+  if (!b.type || !b.scope)
+    luaL_argerror(L, arg, lua_pushfstring(L, "%s must be a Type or {type, scope = \"...\"}", what));
+  return b;
+}
+
+/* dp.primfn(name, {buffers}, result_buffer, {span =}?) */
+static int l_primfn(lua_State *L) {
+  lua_settop(L, 4); /* fixed slots: scratch buffers go above */
+  const char *name = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Unsigned n = lua_rawlen(L, 2);
+  if (n > 65536) luaL_argerror(L, 2, "too many buffers");
+  dp_buffer *args = lua_newuserdatauv(L, (n ? n : 1) * sizeof *args, 0);
+  for (lua_Unsigned i = 0; i < n; i++) {
+    lua_rawgeti(L, 2, (lua_Integer)i + 1);
+    int at = lua_gettop(L);
+    args[i] = check_buffer(L, at, 2, lua_pushfstring(L, "args[%d]", (int)i + 1));
+    lua_pop(L, 2);
+  }
+  dp_buffer res = check_buffer(L, 3, 3, "result");
+  dp_lua_check_opts(L, 4);
+  dp_span span = dp_lua_opt_span(L, 4);
+  dp_primfn *pf = dp_primfn_new(name, (uint32_t)n, args, res, span);
+  if (!pf) return luaL_error(L, "out of memory");
+  dp_lua_push_owned(L, pf);
+  return 1;
+}
+
+static void push_buffer(lua_State *L, const dp_buffer *b) {
+  lua_createtable(L, 0, 2);
+  dp_lua_push(L, b->type);
+  lua_setfield(L, -2, "type");
+  lua_pushstring(L, b->scope ? b->scope : "");
+  lua_setfield(L, -2, "scope");
+}
+
+static int primfn_index(lua_State *L) {
+  dp_primfn *pf = dp_lua_check(L, 1, DP_OBJ_PRIMFN);
+  const char *k = lua_tostring(L, 2);
+  if (!k) lua_pushnil(L);
+  else if (strcmp(k, "name") == 0) lua_pushstring(L, pf->name);
+  else if (strcmp(k, "result") == 0) push_buffer(L, &pf->result);
+  else if (strcmp(k, "span") == 0) dp_lua_push_span(L, pf->span);
+  else if (strcmp(k, "args") == 0) {
+    lua_createtable(L, (int)pf->nargs, 0);
+    for (uint32_t i = 0; i < pf->nargs; i++) {
+      push_buffer(L, &pf->args[i]);
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+  } else lua_pushnil(L);
+  return 1;
+}
+
+static int primfn_tostring(lua_State *L) {
+  return push_cstr(L, primfn_str(dp_lua_check(L, 1, DP_OBJ_PRIMFN)));
+}
+
+/* ---------------- modules ---------------- */
+
+/* A function entry {name, fn}: name is a string or a global. */
+static void check_func_entry(lua_State *L, int list, lua_Integer i, const char **name, dp_func **fn) {
+  lua_rawgeti(L, list, i);
+  int e = lua_gettop(L);
+  if (!lua_istable(L, e))
+    luaL_error(L, "IRModule: functions[%d] must be {name, fn}", (int)i);
+  lua_rawgeti(L, e, 1);
+  dp_global *g = dp_lua_test(L, -1, DP_OBJ_EXPR);
+  if (g && g->e.h.kind == DP_GLOBAL) *name = g->name;
+  else if (lua_type(L, -1) == LUA_TSTRING) *name = lua_tostring(L, -1); /* held by the entry */
+  else luaL_error(L, "IRModule: functions[%d][1] must be a name", (int)i);
+  lua_rawgeti(L, e, 2);
+  dp_expr *f = dp_lua_test(L, -1, DP_OBJ_EXPR);
+  if (!f || f->h.kind != DP_FUNC)
+    luaL_error(L, "IRModule: functions[%d][2] must be a fn", (int)i);
+  *fn = (dp_func *)f;
+  lua_settop(L, e - 1);
+}
+
+static void **opt_list(lua_State *L, int t, const char *key, dp_objtype type, uint32_t *n) {
+  *n = 0;
+  if (lua_getfield(L, t, key) == LUA_TNIL) return NULL;
+  void **items = dp_lua_check_list(L, lua_gettop(L), type, 0, key, NULL, 0, n);
+  return items; /* the table (and scratch buffer) stay on the stack */
+}
+
+/* dp.IRModule{functions = {{"main", fn}, ...}, typedefs = {...}, primfns = {...}} */
+static int l_module(lua_State *L) {
+  lua_settop(L, 1);
+  if (lua_isnil(L, 1)) {
+    lua_newtable(L);
+    lua_replace(L, 1);
+  }
+  luaL_checktype(L, 1, LUA_TTABLE);
+  uint32_t ntd, npf;
+  void **tds = opt_list(L, 1, "typedefs", DP_OBJ_TYPEDEF, &ntd);
+  void **pfs = opt_list(L, 1, "primfns", DP_OBJ_PRIMFN, &npf);
+  lua_getfield(L, 1, "functions");
+  int fl = lua_gettop(L);
+  if (!lua_isnil(L, fl) && !lua_istable(L, fl)) luaL_error(L, "IRModule: functions must be a list");
+  lua_Unsigned nf = lua_isnil(L, fl) ? 0 : lua_rawlen(L, fl);
+  if (nf > UINT32_MAX / sizeof(dp_defn)) luaL_error(L, "IRModule: too many functions");
+  const char **names = lua_newuserdatauv(L, (nf ? nf : 1) * sizeof *names, 0);
+  dp_func **fns = lua_newuserdatauv(L, (nf ? nf : 1) * sizeof *fns, 0);
+  for (lua_Unsigned i = 0; i < nf; i++) check_func_entry(L, fl, (lua_Integer)i + 1, &names[i], &fns[i]);
+  /* Build: errors from here are dp_err values, raised after cleaning up. */
+  dp_module *m = dp_module_new(dp_lua_ctx(L));
+  if (!m) return luaL_error(L, "out of memory");
+  dp_err *err = NULL;
+  for (uint32_t i = 0; i < ntd && !err; i++) dp_module_add_typedef(m, tds[i], &err);
+  for (uint32_t i = 0; i < npf && !err; i++) dp_module_add_primfn(m, pfs[i], &err);
+  for (uint32_t i = 0; i < nf && !err; i++) {
+    dp_global *g = dp_global_new(names[i], DP_NOSPAN);
+    if (!g) err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+    else dp_module_add_func(m, g, fns[i], &err);
+    dp_release(g);
+  }
+  if (err) {
+    dp_release(m);
+    return dp_lua_error(L, err);
+  }
+  dp_lua_push_owned(L, m);
+  return 1;
+}
+
+static int m_functions(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  lua_createtable(L, (int)m->nfuncs, 0);
+  for (uint32_t i = 0; i < m->nfuncs; i++) {
+    lua_createtable(L, 2, 0);
+    lua_pushstring(L, m->funcs[i].global->name);
+    lua_rawseti(L, -2, 1);
+    dp_lua_push(L, m->funcs[i].fn);
+    lua_rawseti(L, -2, 2);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+static int m_get(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_lua_push(L, dp_module_func(m, luaL_checkstring(L, 2)));
+  return 1;
+}
+
+static int m_global(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_lua_push(L, dp_module_global(m, luaL_checkstring(L, 2)));
+  return 1;
+}
+
+static int m_ctor(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_lua_push(L, dp_module_ctor(m, luaL_checkstring(L, 2)));
+  return 1;
+}
+
+static int m_typedef(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_lua_push(L, dp_module_typedef(m, luaL_checkstring(L, 2)));
+  return 1;
+}
+
+static int m_primfn(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_lua_push(L, dp_module_primfn(m, luaL_checkstring(L, 2)));
+  return 1;
+}
+
+static int m_typedefs(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_lua_push_list(L, (void *const *)m->typedefs, m->ntypedefs);
+  return 1;
+}
+
+static int m_primfns(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_lua_push_list(L, (void *const *)m->prims, m->nprims);
+  return 1;
+}
+
+/* mod:with_function(name, fn): a new module where name is fn (replaced in
+   place, or added at the end). */
+static int m_with_function(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  const char *name = luaL_checkstring(L, 2);
+  dp_expr *f = dp_lua_check_expr(L, 3);
+  if (f->h.kind != DP_FUNC) luaL_argerror(L, 3, "fn expected");
+  dp_module *c = dp_module_copy(m);
+  if (!c) return luaL_error(L, "out of memory");
+  dp_err *err = NULL;
+  if (dp_module_func(c, name)) {
+    dp_module_set_func(c, name, (dp_func *)f, &err);
+  } else {
+    dp_global *g = dp_global_new(name, DP_NOSPAN);
+    if (!g) err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+    else dp_module_add_func(c, g, (dp_func *)f, &err);
+    dp_release(g);
+  }
+  if (err) {
+    dp_release(c);
+    return dp_lua_error(L, err);
+  }
+  dp_lua_push_owned(L, c);
+  return 1;
+}
+
+/* mod:with_primfn(pf): a new module with pf added or replacing its namesake. */
+static int m_with_primfn(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_primfn *pf = dp_lua_check(L, 2, DP_OBJ_PRIMFN);
+  dp_module *c = dp_module_copy(m);
+  if (!c) return luaL_error(L, "out of memory");
+  dp_err *err = NULL;
+  if (dp_module_primfn(c, pf->name)) dp_module_set_primfn(c, pf, &err);
+  else dp_module_add_primfn(c, pf, &err);
+  if (err) {
+    dp_release(c);
+    return dp_lua_error(L, err);
+  }
+  dp_lua_push_owned(L, c);
+  return 1;
+}
+
+static const luaL_Reg module_methods[] = {
+  {"functions", m_functions}, {"get", m_get}, {"global", m_global}, {"ctor", m_ctor},
+  {"typedef", m_typedef}, {"primfn", m_primfn}, {"typedefs", m_typedefs},
+  {"primfns", m_primfns}, {"with_function", m_with_function}, {"with_primfn", m_with_primfn},
+  {NULL, NULL}};
+
+/* mod.name: a method, else the function of that name (mod:get avoids
+   the clash for a function named like a method). */
+static int module_index(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+  const char *k = lua_tostring(L, 2);
+  if (k && strcmp(k, "ctx") != 0) dp_lua_push(L, dp_module_func(m, k));
+  else lua_pushnil(L);
+  return 1;
+}
+
+static int module_tostring(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  size_t len = 0;
+  char *s = dp_print_module(m, 0, &len);
+  return push_text(L, s, len);
+}
+
+/* dp.astext(module_or_expr, {types = true}?) */
+static int l_astext(lua_State *L) {
+  lua_settop(L, 2); /* fixed slots: scratch buffers go above */
+  dp_obj *o = dp_lua_testobj(L, 1);
+  dp_lua_check_opts(L, 2);
+  int flags = 0;
+  if (dp_lua_opt_field(L, 2, "types") != LUA_TNIL && lua_toboolean(L, -1)) flags |= DP_PRINT_TYPES;
+  size_t len = 0;
+  char *s;
+  if (o && o->type == DP_OBJ_MODULE) s = dp_print_module((dp_module *)o, flags, &len);
+  else if (o && o->type == DP_OBJ_EXPR) s = dp_print_expr((dp_expr *)o, flags, &len);
+  else return luaL_typeerror(L, 1, "IRModule or expression");
+  return push_text(L, s, len);
+}
+
+/* ---------------- structural equality ---------------- */
+
+/* 1 equal, 0 not; diff filled for modules and expressions. */
+static int equal_objs(lua_State *L, dp_diff *diff) {
+  dp_obj *a = dp_lua_testobj(L, 1), *b = dp_lua_testobj(L, 2);
+  if (!a || !b) return lua_rawequal(L, 1, 2) || (lua_compare(L, 1, 2, LUA_OPEQ));
+  if (a->type != b->type) return 0;
+  switch (a->type) {
+  case DP_OBJ_EXPR: return dp_expr_equal((dp_expr *)a, (dp_expr *)b, diff);
+  case DP_OBJ_MODULE: return dp_module_equal((dp_module *)a, (dp_module *)b, diff);
+  case DP_OBJ_TYPE: return dp_type_equal((dp_type *)a, (dp_type *)b);
+  default: return a == b;
+  }
+}
+
+static int l_structural_equal(lua_State *L) {
+  lua_settop(L, 2); /* fixed slots: scratch buffers go above */
+  luaL_checkany(L, 2);
+  lua_pushboolean(L, equal_objs(L, NULL));
+  return 1;
+}
+
+static void describe_side(lua_State *L, int idx) {
+  luaL_tolstring(L, idx, NULL);
+}
+
+/* Raises a devplan.Error whose message has the path of the first difference
+   and both sides; fields path, lhs, rhs hold them too. */
+static int l_assert_structural_equal(lua_State *L) {
+  lua_settop(L, 3); /* fixed slots: scratch buffers go above */
+  luaL_checkany(L, 2);
+  dp_diff d = {NULL, NULL, NULL};
+  if (equal_objs(L, &d)) {
+    dp_diff_clear(&d);
+    return 0;
+  }
+  const char *msg = luaL_optstring(L, 3, NULL);
+  if (!d.lhs) {
+    describe_side(L, 1);
+    describe_side(L, 2);
+  } else {
+    lua_pushstring(L, d.lhs);
+    lua_pushstring(L, d.rhs ? d.rhs : "");
+  }
+  const char *path = d.path ? d.path : "";
+  dp_err *e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                         "%s%snot structurally equal%s%s\n  lhs: %s\n  rhs: %s", msg ? msg : "",
+                         msg ? ": " : "", path[0] ? " at " : "", path, lua_tostring(L, -2),
+                         lua_tostring(L, -1));
+  dp_lua_pusherror(L, e);
+  lua_pushstring(L, path);
+  lua_setfield(L, -2, "path");
+  lua_pushvalue(L, -3);
+  lua_setfield(L, -2, "lhs");
+  lua_pushvalue(L, -2);
+  lua_setfield(L, -2, "rhs");
+  dp_diff_clear(&d);
+  return lua_error(L);
+}
+
+void dp_lua_open_module(lua_State *L) {
+  dp_lua_newmeta(L, DP_OBJ_MODULE, "devplan.IRModule");
+  luaL_newlib(L, module_methods);
+  lua_pushcclosure(L, module_index, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, module_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+  dp_lua_newmeta(L, DP_OBJ_TYPEDEF, "devplan.TypeDef");
+  lua_pushcfunction(L, typedef_index);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, typedef_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+  dp_lua_newmeta(L, DP_OBJ_PRIMFN, "devplan.PrimFn");
+  lua_pushcfunction(L, primfn_index);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, primfn_tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+  static const luaL_Reg fns[] = {
+    {"IRModule", l_module}, {"typedef", l_typedef}, {"primfn", l_primfn}, {"astext", l_astext},
+    {"structural_equal", l_structural_equal},
+    {"assert_structural_equal", l_assert_structural_equal}, {NULL, NULL}};
+  luaL_setfuncs(L, fns, 0);
+}

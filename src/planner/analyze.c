@@ -1,0 +1,315 @@
+/*
+ * Phase 1, analysis: the domain of every sub-expression of every global
+ * function, from the constraints (planner.md "Domains", seed 002 phase 1).
+ *
+ * Functions are analysed in definition order; each with one explicit-stack
+ * walk (dp_visit) whose post-order callback states the node's constraints:
+ * callee rules for calls (special operators, polymorphic operators,
+ * constructors, call_lowered through the primfn's buffer scopes, any other
+ * callee by its own domain), let/function/tuple/projection/if/match/ref
+ * rules, and the virtual_device annotations already on parameters and
+ * functions. Every device that enters is canonicalised through the
+ * configuration. The first constraint that cannot hold stops the phase
+ * with a DP_ERR_CONFLICT error (explain.c writes it).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "planner.h"
+
+typedef struct actx {
+  dp_domains *d;
+  dp_err *err;
+} actx;
+
+/* Give an error without a position the position of e. */
+static int fail_at(actx *a, dp_err *e, const dp_expr *at) {
+  if (e && e->span.line == 0 && at && at->span.line) {
+    e->span = at->span;
+    if (!e->source) e->source = dp_strdup(dp_ctx_source_name(a->d->ctx, at->span.source));
+  }
+  a->err = e;
+  return -1;
+}
+
+static int unify(actx *a, uint32_t x, uint32_t y, int rule, dp_expr *why) {
+  dp_err *e = NULL;
+  if (dp__unify(a->d, x, y, rule, why, 0, &e) < 0) return fail_at(a, e, why);
+  return 0;
+}
+
+static int unify_e(actx *a, dp_expr *x, dp_expr *y, int rule, dp_expr *why) {
+  return unify(a, dp__dom_of(a->d, x), dp__dom_of(a->d, y), rule, why);
+}
+
+/* Canonical device index of an annotation, with the error placed at e. */
+static int canon(actx *a, dp_vdev *v, dp_expr *e, uint32_t *out) {
+  dp_err *err = NULL;
+  *out = dp__canon_index(a->d, v, &err);
+  if (*out == DP_NONE_ID) return fail_at(a, err, e);
+  return 0;
+}
+
+/* Constrain x (of type t) to device index v. */
+static int constrain(actx *a, dp_expr *x, uint32_t v, int rule, dp_expr *why) {
+  if (!v) return 0;
+  uint32_t k = dp__dom_for_type(a->d, x->type, v, rule, why);
+  return unify(a, dp__dom_of(a->d, x), k, rule, why);
+}
+
+static int call_on_device(actx *a, dp_call *c, const dp_ondev *p) {
+  uint32_t v = 0;
+  if (p->vd && canon(a, p->vd, &c->e, &v) < 0) return -1;
+  dp__dom_of(a->d, p->body);
+  dp__dom_of(a->d, &c->e);
+  if (!v) return 0;
+  /* one constraint domain serves both sides, as TVM's target_domain */
+  uint32_t k = dp__dom_for_type(a->d, p->body->type, v, R_ON_DEVICE, &c->e);
+  if (p->cbody && unify(a, dp__dom_of(a->d, p->body), k, R_ON_DEVICE, &c->e) < 0) return -1;
+  if (p->cresult && unify(a, dp__dom_of(a->d, &c->e), k, R_ON_DEVICE, &c->e) < 0) return -1;
+  return 0;
+}
+
+static int call_device_copy(actx *a, dp_call *c, dp_expr *body, dp_vdev *src, dp_vdev *dst) {
+  uint32_t s = 0, t = 0;
+  if ((src && canon(a, src, &c->e, &s) < 0) || (dst && canon(a, dst, &c->e, &t) < 0)) return -1;
+  if (constrain(a, body, s, R_COPY_SRC, &c->e) < 0) return -1;
+  return constrain(a, &c->e, t, R_COPY_DST, &c->e);
+}
+
+static int args_host(actx *a, dp_call *c, uint32_t from) {
+  for (uint32_t i = from; i < c->nargs; i++)
+    if (constrain(a, c->args[i], a->d->host, R_HOST_ARG, &c->e) < 0) return -1;
+  return 0;
+}
+
+static int args_with_call(actx *a, dp_call *c, uint32_t from, uint32_t to, int rule) {
+  for (uint32_t i = from; i < to && i < c->nargs; i++)
+    if (unify_e(a, c->args[i], &c->e, rule, &c->e) < 0) return -1;
+  return 0;
+}
+
+/* Calls of operators: the rules of planner.md's table. */
+static int call_op(actx *a, dp_call *c) {
+  const struct dp_plan_ops *o = &a->d->ops;
+  dp_op *op = (dp_op *)c->fn;
+  dp__dom_of(a->d, &c->e);
+  if (op == o->alloc_storage) {
+    const dp_aval *v = dp_op_attr(op, c->attrs, "virtual_device");
+    uint32_t t = 0;
+    if (v && v->kind == DP_AV_VDEV && canon(a, v->u.vdev, &c->e, &t) < 0) return -1;
+    if (args_host(a, c, 0) < 0) return -1;
+    return constrain(a, &c->e, t, R_ALLOC_DEV, &c->e);
+  }
+  if (op == o->alloc_tensor) {
+    if (args_with_call(a, c, 0, 1, R_ARG) < 0) return -1;
+    return args_host(a, c, 1);
+  }
+  if (op == o->shape_of) return constrain(a, &c->e, a->d->host, R_HOST_ARG, &c->e);
+  if (op == o->reshape_tensor) {
+    if (args_with_call(a, c, 0, 1, R_ARG) < 0) return -1;
+    return args_host(a, c, 1);
+  }
+  if (op == o->invoke_tvm_op) {
+    if (c->nargs) dp__dom_of(a->d, c->args[0]);
+    return args_with_call(a, c, 1, c->nargs, R_ARG);
+  }
+  /* polymorphic: one fresh device per call site, shared by args and result */
+  return args_with_call(a, c, 0, c->nargs, R_ARG);
+}
+
+static int analyze_call(actx *a, dp_call *c) {
+  dp_domains *d = a->d;
+  dp_ondev p;
+  dp_expr *body;
+  dp_vdev *src, *dst;
+  if (dp__on_device_props(&d->ops, &c->e, &p)) return call_on_device(a, c, &p);
+  if (dp__device_copy_props(&d->ops, &c->e, &body, &src, &dst))
+    return call_device_copy(a, c, body, src, dst);
+  dp_expr *callee;
+  dp_expr *const *args;
+  uint32_t n = dp__any_call(&d->ops, c, &callee, &args);
+  if (callee->h.kind == DP_OP && callee == c->fn) return call_op(a, c);
+  if (callee->h.kind == DP_CTOR) {
+    dp__dom_of(d, &c->e);
+    return args_with_call(a, c, 0, c->nargs, R_CTOR);
+  }
+  uint32_t f = dp__dom_of(d, callee);
+  if (dp__dom_arity(d, f) != n) {
+    return fail_at(a, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                                 "the callee of this call does not take %u argument%s "
+                                 "(is its type known?)", n, n == 1 ? "" : "s"), &c->e);
+  }
+  for (uint32_t i = 0; i < n; i++)
+    if (unify(a, dp__dom_of(d, args[i]), dp__dom_kid(d, f, i), R_ARG, &c->e) < 0) return -1;
+  return unify(a, dp__dom_of(d, &c->e), dp__dom_kid(d, f, n), R_RESULT, &c->e);
+}
+
+static int analyze_func(actx *a, dp_func *fn) {
+  dp_domains *d = a->d;
+  uint32_t f = dp__dom_of(d, &fn->e);
+  if (dp__dom_arity(d, f) != fn->nparams)
+    return fail_at(a, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                                 "function's type does not match its %u parameters", fn->nparams),
+                   &fn->e);
+  if (unify(a, dp__dom_of(d, fn->body), dp__dom_kid(d, f, fn->nparams), R_FUNC_BODY, &fn->e) < 0)
+    return -1;
+  uint32_t v = 0;
+  if (fn->vdev && canon(a, fn->vdev, &fn->e, &v) < 0) return -1;
+  if (constrain(a, fn->body, v, R_FUNC_ANNOT, &fn->e) < 0) return -1;
+  for (uint32_t i = 0; i < fn->nparams; i++) {
+    dp_var *p = fn->params[i];
+    if (unify(a, dp__dom_of(d, &p->e), dp__dom_kid(d, f, i), R_FUNC_PARAM, &fn->e) < 0) return -1;
+    struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)p);
+    if (s) s->flags |= PM_PARAM;
+    uint32_t pv = 0;
+    if (p->vdev && canon(a, p->vdev, &p->e, &pv) < 0) return -1;
+    if (constrain(a, &p->e, pv, R_PARAM_ANNOT, &p->e) < 0) return -1;
+  }
+  return 0;
+}
+
+/* Pattern variables collapse onto the matched data (explicit stack). */
+static int analyze_pattern(actx *a, dp_expr *data, dp_pattern *root, dp_expr *why) {
+  dp_pattern *small[32], **stack = small;
+  uint32_t n = 0, cap = 32;
+  int rc = 0;
+  stack[n++] = root;
+  while (n && rc == 0) {
+    dp_pattern *p = stack[--n];
+    if (p->h.kind == DP_PAT_VAR && p->var)
+      rc = unify_e(a, data, &p->var->e, R_MATCH_PAT, why);
+    if (n + p->n > cap) {
+      dp_pattern **s = dp_malloc((n + p->n) * 2 * sizeof *s);
+      if (!s) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), why);
+      memcpy(s, stack, n * sizeof *s);
+      if (stack != small) free(stack);
+      stack = s;
+      cap = (n + p->n) * 2;
+    }
+    for (uint32_t i = p->n; i-- > 0;) stack[n++] = p->sub[i];
+  }
+  if (stack != small) free(stack);
+  return rc;
+}
+
+static int analyze_node(actx *a, dp_expr *e) {
+  dp_domains *d = a->d;
+  switch (e->h.kind) {
+  case DP_OP: case DP_CTOR: return 0;
+  case DP_CALL: return analyze_call(a, (dp_call *)e);
+  case DP_FUNC: return analyze_func(a, (dp_func *)e);
+  case DP_LET: {
+    dp_let *l = (dp_let *)e;
+    if (unify_e(a, &l->var->e, l->value, R_LET_VAR, e) < 0) return -1;
+    return unify_e(a, e, l->body, R_LET_BODY, e);
+  }
+  case DP_TUPLE: {
+    dp_tuple *t = (dp_tuple *)e;
+    struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)e);
+    dp__dom_of(d, e);
+    if (s && (s->flags & PM_LOWERED_ARGS)) {
+      for (uint32_t i = 0; i < t->n; i++) dp__dom_of(d, t->fields[i]);
+      return 0;
+    }
+    for (uint32_t i = 0; i < t->n; i++)
+      if (unify_e(a, e, t->fields[i], R_TUPLE, e) < 0) return -1;
+    return 0;
+  }
+  case DP_PROJ: return unify_e(a, ((dp_proj *)e)->tuple, e, R_PROJ, e);
+  case DP_IF: {
+    dp_if *i = (dp_if *)e;
+    if (unify_e(a, i->cond, e, R_IF_COND, e) < 0) return -1;
+    if (unify_e(a, i->then_, e, R_IF_BRANCH, e) < 0) return -1;
+    return unify_e(a, i->else_, e, R_IF_BRANCH, e);
+  }
+  case DP_MATCH: {
+    dp_match *m = (dp_match *)e;
+    if (unify_e(a, m->data, e, R_MATCH_DATA, e) < 0) return -1;
+    for (uint32_t i = 0; i < m->n; i++) {
+      if (analyze_pattern(a, m->data, m->clauses[i].pat, e) < 0) return -1;
+      if (unify_e(a, m->clauses[i].rhs, e, R_MATCH_RHS, e) < 0) return -1;
+    }
+    return 0;
+  }
+  case DP_REF_NEW: return unify_e(a, e, ((dp_ref_new *)e)->value, R_REF, e);
+  case DP_REF_READ: return unify_e(a, ((dp_ref_read *)e)->ref, e, R_REF, e);
+  case DP_REF_WRITE: {
+    dp_ref_write *w = (dp_ref_write *)e;
+    if (unify_e(a, w->ref, w->value, R_REF, e) < 0) return -1;
+    return unify_e(a, e, w->value, R_REF, e);
+  }
+  default: dp__dom_of(d, e); return 0;
+  }
+}
+
+static int pre(void *ud, dp_expr *e) {
+  actx *a = ud;
+  dp_domains *d = a->d;
+  if (e->h.kind == DP_FUNC && dp__is_primitive((dp_func *)e)) return 0; /* body not visited */
+  if (e->h.kind == DP_CALL) {
+    dp_call *c = (dp_call *)e;
+    if (c->fn == (dp_expr *)d->ops.call_lowered && c->nargs == 2 && c->args[1]->h.kind == DP_TUPLE)
+      if (dp__pmap_put(&d->map, (uintptr_t)c->args[1], DP_NONE_ID, PM_LOWERED_ARGS) < 0) d->oom = 1;
+  }
+  return 1;
+}
+
+static int post(void *ud, dp_expr *e) {
+  actx *a = ud;
+  if (analyze_node(a, e) < 0) return -1;
+  struct dp_pslot *s = dp__pmap_get(&a->d->map, (uintptr_t)e);
+  if (s) s->flags |= PM_VISITED;
+  if (a->d->oom) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), e);
+  return 0;
+}
+
+/* The domain of a primfn: each buffer's memory scope constrains its
+   argument or the result. */
+static int primfn_domain(actx *a, dp_primfn *pf) {
+  dp_domains *d = a->d;
+  uint32_t small[8], *k = pf->nargs < 7 ? small : dp_malloc((pf->nargs + 1) * sizeof *k);
+  if (!k) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
+  int rc = 0;
+  for (uint32_t i = 0; i <= pf->nargs && rc == 0; i++) {
+    const dp_buffer *b = i < pf->nargs ? &pf->args[i] : &pf->result;
+    uint32_t v = 0;
+    if (b->scope && b->scope[0]) {
+      dp_err *err = NULL;
+      dp_vdev *vd = dp_vdev_make(d->ctx, 0, -1, NULL, b->scope, &err);
+      if (!vd) {
+        a->err = err;
+        rc = -1;
+        break;
+      }
+      v = dp__vdev_index(d, vd);
+      dp_release(vd);
+    }
+    k[i] = dp__dom_first(d, v, i < pf->nargs ? R_PRIMFN_ARG : R_PRIMFN_RESULT, NULL);
+  }
+  if (rc == 0) {
+    uint32_t f = dp__dom_fn(d, pf->nargs, k);
+    if (dp__pmap_put(&d->map, (uintptr_t)pf, f, 0) < 0) d->oom = 1;
+  }
+  if (k != small) free(k);
+  return rc;
+}
+
+dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err) {
+  dp_domains *d = dp__domains_new(m, cfg, err);
+  if (!d) return NULL;
+  actx a = {d, NULL};
+  for (uint32_t i = 0; i < m->nprims && !a.err; i++) primfn_domain(&a, m->prims[i]);
+  dp_visitor v = {pre, post, &a};
+  for (uint32_t i = 0; i < m->nfuncs && !a.err; i++) {
+    dp__dom_of(d, &m->funcs[i].fn->e);
+    if (dp_visit(&m->funcs[i].fn->e, &v) < 0 && !a.err)
+      a.err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+  }
+  if (!a.err && d->oom) a.err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+  if (a.err) {
+    dp_err_set(err, a.err);
+    dp_release(d);
+    return NULL;
+  }
+  return d;
+}

@@ -1,0 +1,289 @@
+/*
+ * Explanations: why a domain has its device, and the conflict errors.
+ *
+ * A domain's device comes from constraint domains (an annotation, a callee
+ * rule, a defaulting rule) that unification joined into its class. The
+ * proof forest of domains.c connects every class member by edges that
+ * carry the reason of each unification, so the path from an expression's
+ * domain to the nearest constraint of its class is the chain of steps that
+ * carried the device there.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "planner.h"
+
+static const char *const rule_texts[R__COUNT] = {
+  [R_NONE] = "unknown",
+  [R_ON_DEVICE] = "the annotation",
+  [R_COPY_SRC] = "the source of device_copy",
+  [R_COPY_DST] = "the destination of device_copy",
+  [R_PARAM_ANNOT] = "the virtual_device of parameter",
+  [R_FUNC_ANNOT] = "the virtual_device of function",
+  [R_HOST_ARG] = "the host device required by",
+  [R_ALLOC_DEV] = "the virtual_device of",
+  [R_PRIMFN_ARG] = "the memory scope of a primfn argument buffer",
+  [R_PRIMFN_RESULT] = "the memory scope of a primfn result buffer",
+  [R_DEF_RESULT] = "the default device (configuration) for the result of",
+  [R_DEF_PARAM] = "the defaulting rule 'parameters follow the result' of",
+  [R_DEF_LET] = "the defaulting rule 'a let variable follows its let' at",
+  [R_DEF_CALL] = "the default device (configuration) for the callee of",
+  [R_USER_CONSTRAIN] = "a script's constraint on",
+  [R_USER_DEFAULT] = "a script's default for",
+  [R_ARG] = "an argument of",
+  [R_RESULT] = "the result of",
+  [R_CALLEE] = "the callee of",
+  [R_LET_VAR] = "the binding of",
+  [R_LET_BODY] = "the body of",
+  [R_FUNC_BODY] = "the body of",
+  [R_FUNC_PARAM] = "a parameter of",
+  [R_TUPLE] = "a field of",
+  [R_PROJ] = "the tuple of",
+  [R_IF_COND] = "the condition of",
+  [R_IF_BRANCH] = "a branch of",
+  [R_MATCH_DATA] = "the data of",
+  [R_MATCH_PAT] = "a pattern variable of",
+  [R_MATCH_RHS] = "a clause of",
+  [R_REF] = "the reference of",
+  [R_GLOBAL] = "the definition of",
+  [R_FREE_ON_DEVICE] = "the free on_device",
+  [R_CTOR] = "a constructor argument of",
+  [R_USER_UNIFY] = "a script's unification at",
+  [R_COLLAPSE] = "a collapsed function in",
+};
+
+/* Short names of the constraint rules (dp_explain.rule). */
+static const char *rule_name(int rule) {
+  switch (rule) {
+  case R_ON_DEVICE: return "on_device";
+  case R_COPY_SRC: case R_COPY_DST: return "device_copy";
+  case R_PARAM_ANNOT: return "parameter annotation";
+  case R_FUNC_ANNOT: return "function annotation";
+  case R_HOST_ARG: return "host";
+  case R_ALLOC_DEV: return "memory.alloc_storage";
+  case R_PRIMFN_ARG: case R_PRIMFN_RESULT: return "primfn scope";
+  case R_DEF_RESULT: return "default result";
+  case R_DEF_PARAM: return "default parameter";
+  case R_DEF_LET: return "default let";
+  case R_DEF_CALL: return "default callee";
+  case R_USER_CONSTRAIN: return "script constraint";
+  case R_USER_DEFAULT: return "script default";
+  default: return "unknown";
+  }
+}
+
+const char *dp__rule_text(int rule) {
+  return rule >= 0 && rule < R__COUNT && rule_texts[rule] ? rule_texts[rule] : "unknown";
+}
+
+char *dp__describe(dp_domains *d, const dp_expr *e) {
+  char what[200], buf[320];
+  if (!e) return dp_strdup("(no expression)");
+  switch (e->h.kind) {
+  case DP_VAR: snprintf(what, sizeof what, "%%%s", ((const dp_var *)e)->name); break;
+  case DP_GLOBAL: snprintf(what, sizeof what, "@%s", ((const dp_global *)e)->name); break;
+  case DP_CALL: {
+    const dp_expr *fn = ((const dp_call *)e)->fn;
+    if (fn->h.kind == DP_OP) snprintf(what, sizeof what, "%s", ((const dp_op *)fn)->name);
+    else if (fn->h.kind == DP_GLOBAL) snprintf(what, sizeof what, "call of @%s", ((const dp_global *)fn)->name);
+    else if (fn->h.kind == DP_VAR) snprintf(what, sizeof what, "call of %%%s", ((const dp_var *)fn)->name);
+    else snprintf(what, sizeof what, "call");
+    break;
+  }
+  case DP_FUNC: snprintf(what, sizeof what, "fn"); break;
+  default: snprintf(what, sizeof what, "%s", dp_exprkind_name(e->h.kind)); break;
+  }
+  if (e->span.line)
+    snprintf(buf, sizeof buf, "%s at %s%s%u:%u", what,
+             e->span.source ? dp_ctx_source_name(d->ctx, e->span.source) : "",
+             e->span.source ? ":" : "", e->span.line, e->span.col);
+  else
+    snprintf(buf, sizeof buf, "%s", what);
+  return dp_strdup(buf);
+}
+
+static char *reason(dp_domains *d, int rule, dp_expr *why) {
+  char *w = why ? dp__describe(d, why) : NULL;
+  size_t n = strlen(dp__rule_text(rule)) + (w ? strlen(w) : 0) + 4;
+  char *s = dp_malloc(n);
+  if (s) snprintf(s, n, "%s%s%s", dp__rule_text(rule), w ? " " : "", w ? w : "");
+  free(w);
+  return s;
+}
+
+/* BFS in x's proof tree to the nearest constraint node; `avoid` (a device
+   index, or DP_NONE_ID) prefers a constraint whose device cannot join it.
+   Fills path[] with the nodes from x to the constraint; returns its length
+   (0: none found). */
+static uint32_t nearest_constraint(dp_domains *d, uint32_t x, uint32_t avoid, uint32_t **path) {
+  uint32_t root = dp__dom_find(d, x), n = d->nnodes;
+  uint32_t *from = dp_malloc((size_t)n * sizeof *from), *queue = dp_malloc((size_t)n * sizeof *queue);
+  uint32_t *head = dp_malloc((size_t)n * sizeof *head), *next = dp_malloc((size_t)n * sizeof *next);
+  uint32_t found = DP_NONE_ID, any = DP_NONE_ID, len = 0;
+  *path = NULL;
+  if (!from || !queue || !head || !next) goto done;
+  for (uint32_t i = 0; i < n; i++) head[i] = from[i] = DP_NONE_ID;
+  for (uint32_t i = 0; i < n; i++) { /* children lists of the proof tree, this class only */
+    uint32_t p = d->nodes[i].pparent;
+    if (p != DP_NONE_ID && dp__dom_find(d, i) == root) {
+      next[i] = head[p];
+      head[p] = i;
+    }
+  }
+  uint32_t qh = 0, qt = 0;
+  queue[qt++] = x;
+  from[x] = x;
+  while (qh < qt) {
+    uint32_t u = queue[qh++];
+    dp_dnode *nu = &d->nodes[u];
+    if (nu->crule) {
+      /* explaining (no device to avoid): a real constraint beats a default
+         that only filled in fields such as the virtual device id */
+      int bad = avoid == DP_NONE_ID ? (nu->crule < R_DEF_RESULT || nu->crule > R_DEF_CALL)
+                                    : (avoid == 0 || nu->aux == 0);
+      if (!bad && avoid != DP_NONE_ID) {
+        dp_vdev *j = dp_vdev_join(d->vdevs[nu->aux], d->vdevs[avoid]);
+        bad = j == NULL;
+        dp_release(j);
+      }
+      if (any == DP_NONE_ID) any = u;
+      if (bad) {
+        found = u;
+        break;
+      }
+    }
+    uint32_t nb[1] = {nu->pparent};
+    if (nb[0] != DP_NONE_ID && from[nb[0]] == DP_NONE_ID) {
+      from[nb[0]] = u;
+      queue[qt++] = nb[0];
+    }
+    for (uint32_t c = head[u]; c != DP_NONE_ID; c = next[c])
+      if (from[c] == DP_NONE_ID) {
+        from[c] = u;
+        queue[qt++] = c;
+      }
+  }
+  if (found == DP_NONE_ID) found = any;
+  if (found != DP_NONE_ID) {
+    for (uint32_t u = found;; u = from[u]) {
+      queue[len++] = u;
+      if (u == x) break;
+    }
+    *path = dp_malloc(len * sizeof **path);
+    if (*path)
+      for (uint32_t i = 0; i < len; i++) (*path)[i] = queue[len - 1 - i];
+    else
+      len = 0;
+  }
+done:
+  free(from);
+  free(queue);
+  free(head);
+  free(next);
+  return len;
+}
+
+/* The proof edge between neighbours u and v (one is the other's pparent). */
+static void edge_of(dp_domains *d, uint32_t u, uint32_t v, int *rule, dp_expr **why) {
+  dp_dnode *n = d->nodes[u].pparent == v ? &d->nodes[u] : &d->nodes[v];
+  *rule = n->erule;
+  *why = n->ewhy;
+}
+
+static void note_steps(dp_domains *d, dp_err *e, const uint32_t *path, uint32_t len, int reverse) {
+  for (uint32_t k = 0; k + 1 < len; k++) {
+    uint32_t i = reverse ? len - 2 - k : k;
+    int rule;
+    dp_expr *why;
+    edge_of(d, path[i], path[i + 1], &rule, &why);
+    char *r = reason(d, rule, why);
+    dp_err_note(e, why ? why->span : DP_NOSPAN, "it flows through %s", r ? r : "?");
+    free(r);
+  }
+}
+
+static char *constraint_text(dp_domains *d, uint32_t c, dp_span *span) {
+  dp_dnode *n = &d->nodes[c];
+  *span = n->cwhy ? n->cwhy->span : DP_NOSPAN;
+  return reason(d, n->crule, n->cwhy);
+}
+
+dp_err *dp__conflict_error(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why) {
+  uint32_t va = d->nodes[dp__dom_result(d, a)].vdev, vb = d->nodes[dp__dom_result(d, b)].vdev;
+  uint32_t *pa = NULL, *pb = NULL;
+  uint32_t la = nearest_constraint(d, a, vb, &pa), lb = nearest_constraint(d, b, va, &pb);
+  dp_span sa = DP_NOSPAN, sb = DP_NOSPAN;
+  char *ca = la ? constraint_text(d, pa[la - 1], &sa) : dp_strdup("an earlier unification");
+  char *cb = lb ? constraint_text(d, pb[lb - 1], &sb) : dp_strdup("an earlier unification");
+  char *da = dp__vdev_short(d->vdevs[va]), *db = dp__vdev_short(d->vdevs[vb]);
+  char *at = reason(d, rule, why);
+  dp_err *e = dp_err_at(d->ctx, DP_ERR_CONFLICT, why ? why->span : DP_NOSPAN,
+                        "conflicting virtual devices at %s: it must be on %s because of %s; "
+                        "it must also be on %s because of %s",
+                        at ? at : "?", da ? da : "?", ca ? ca : "?", db ? db : "?", cb ? cb : "?");
+  if (la) {
+    dp_err_note(e, sa, "%s puts it on %s", ca, da);
+    note_steps(d, e, pa, la, 1);
+  }
+  dp_err_note(e, why ? why->span : DP_NOSPAN, "the two meet at %s", at ? at : "?");
+  if (lb) {
+    note_steps(d, e, pb, lb, 0);
+    dp_err_note(e, sb, "%s puts it on %s", cb, db);
+  }
+  free(pa); free(pb); free(ca); free(cb); free(da); free(db); free(at);
+  return e;
+}
+
+dp_explain *dp_domains_explain(dp_domains *d, dp_expr *e, dp_err **err) {
+  dp_ondev p;
+  if (!dp_domains_has(d, e) && dp__on_device_props(&d->ops, e, &p)) e = p.body;
+  if (!dp_domains_has(d, e)) {
+    char *w = dp__describe(d, e);
+    dp_err_set(err, dp_err_at(d->ctx, DP_ERR_VALUE, e->span, "%s is not part of the planned module", w));
+    free(w);
+    return NULL;
+  }
+  dp_explain *x = dp_calloc(1, sizeof *x);
+  if (!x) goto oom;
+  uint32_t n = dp__dom_of(d, e);
+  while (d->nodes[dp__dom_find(d, n)].isfn) n = dp__dom_kid(d, n, dp__dom_arity(d, n));
+  uint32_t r = dp__dom_find(d, n);
+  x->vdev = dp_retain(d->vdevs[d->nodes[r].vdev]);
+  uint32_t *path = NULL, len = nearest_constraint(d, n, DP_NONE_ID, &path);
+  char *dev = dp__vdev_short(x->vdev), *w = dp__describe(d, e);
+  char buf[1024];
+  if (!len || d->nodes[r].vdev == 0) {
+    x->rule = dp_strdup(d->nodes[r].vdev ? "unknown" : "free");
+    snprintf(buf, sizeof buf, "%s is on %s: no constraint decided it", w, dev);
+  } else {
+    dp_dnode *c = &d->nodes[path[len - 1]];
+    x->rule = dp_strdup(rule_name(c->crule));
+    x->span = c->cwhy ? c->cwhy->span : DP_NOSPAN;
+    char *ct = reason(d, c->crule, c->cwhy);
+    snprintf(buf, sizeof buf, "%s is on %s because of %s%s", w, dev, ct ? ct : "?",
+             len > 1 ? ", through the steps below" : "");
+    free(ct);
+    dp_err tmp = {0};
+    note_steps(d, &tmp, path, len, 0);
+    x->nsteps = tmp.nnotes;
+    x->steps = tmp.notes;
+  }
+  x->text = dp_strdup(buf);
+  free(path);
+  free(dev);
+  free(w);
+  return x;
+oom:
+  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return NULL;
+}
+
+void dp_explain_free(dp_explain *x) {
+  if (!x) return;
+  dp_release(x->vdev);
+  free(x->rule);
+  free(x->text);
+  for (uint32_t i = 0; i < x->nsteps; i++) free(x->steps[i].msg);
+  free(x->steps);
+  free(x);
+}

@@ -1,0 +1,145 @@
+/*
+ * Internals shared by the planner's files: the domains (union-find with a
+ * proof forest for explanations), the expression-to-domain map, the special
+ * operators, and helpers that read and build on_device / device_copy calls.
+ */
+#ifndef DEVPLAN_PLANNER_H
+#define DEVPLAN_PLANNER_H
+
+#include "devplan/devplan.h"
+
+#define DP_NONE_ID UINT32_MAX
+
+/* Why a domain got a device, or why two domains were unified. The text of
+   each rule is in domains.c (rule_text). */
+enum {
+  R_NONE = 0,
+  /* constraints (a domain created with a device) */
+  R_ON_DEVICE, R_COPY_SRC, R_COPY_DST, R_PARAM_ANNOT, R_FUNC_ANNOT, R_HOST_ARG,
+  R_ALLOC_DEV, R_PRIMFN_ARG, R_PRIMFN_RESULT, R_DEF_RESULT, R_DEF_PARAM, R_DEF_LET,
+  R_DEF_CALL, R_USER_CONSTRAIN, R_USER_DEFAULT,
+  /* unification steps */
+  R_ARG, R_RESULT, R_CALLEE, R_LET_VAR, R_LET_BODY, R_FUNC_BODY, R_FUNC_PARAM, R_TUPLE,
+  R_PROJ, R_IF_COND, R_IF_BRANCH, R_MATCH_DATA, R_MATCH_PAT, R_MATCH_RHS, R_REF,
+  R_GLOBAL, R_FREE_ON_DEVICE, R_CTOR, R_USER_UNIFY, R_COLLAPSE,
+  R__COUNT
+};
+
+/* One domain node. A class (union-find root) holds the class's device;
+   a function domain lists its parameter and result domains in `kids`. */
+typedef struct dp_dnode {
+  uint32_t parent;   /* union-find parent (itself for a root) */
+  uint32_t size;     /* class size (roots) */
+  uint32_t vdev;     /* roots: index in d->vdevs (0: free) */
+  uint32_t aux;      /* function node: index in d->kids; constraint: its own vdev index */
+  uint32_t pparent;  /* proof forest parent, DP_NONE_ID at a proof root */
+  uint8_t isfn;      /* function domain */
+  uint8_t erule;     /* rule of the proof edge to pparent */
+  uint8_t crule;     /* constraint rule (0: not a constraint) */
+  uint8_t pad;
+  dp_expr *ewhy;     /* expression behind the proof edge */
+  dp_expr *cwhy;     /* expression behind the constraint */
+} dp_dnode;
+
+/* Open-addressing map from a pointer key to a domain id (+ flags). */
+typedef struct dp_pmap {
+  struct dp_pslot { uintptr_t key; uint32_t val; uint32_t flags; } *slots;
+  uint32_t cap, n;
+} dp_pmap;
+
+enum { PM_VISITED = 1, PM_PARAM = 2, PM_LOWERED_ARGS = 4 };
+
+struct dp_plan_ops {
+  dp_op *on_device, *device_copy, *alloc_storage, *alloc_tensor, *shape_of,
+      *reshape_tensor, *invoke_tvm_op, *call_lowered;
+};
+
+struct dp_domains {
+  dp_obj h;                 /* DP_OBJ_DOMAINS */
+  dp_module *mod;           /* retained */
+  dp_config *cfg;           /* retained */
+  dp_ctx *ctx;
+  struct dp_plan_ops ops;
+  dp_dnode *nodes;
+  uint32_t nnodes, capnodes;
+  uint32_t *kids;           /* function domains: arity, params..., result */
+  uint32_t nkids, capkids;
+  dp_vdev **vdevs;          /* distinct devices seen (retained); [0] is the unconstrained one */
+  uint32_t nvdevs, capvdevs;
+  uint32_t host;            /* vdev index of the host device */
+  dp_pmap map;              /* expr (and global name ids) -> domain */
+  /* scratch for unify */
+  uint32_t *work; uint32_t nwork, capwork;
+  uint32_t *trail; uint32_t ntrail, captrail;
+  uint32_t *links; uint32_t nlinks, caplinks;
+  int oom;                  /* an allocation failed: the phase reports it */
+};
+
+/* --- pmap.c --- */
+int dp__pmap_put(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t flags);
+struct dp_pslot *dp__pmap_get(const dp_pmap *m, uintptr_t key);
+void dp__pmap_free(dp_pmap *m);
+
+/* --- ops.c: special operators and on_device / device_copy helpers --- */
+int dp__plan_ops(dp_ctx *ctx, struct dp_plan_ops *ops, dp_err **err);
+typedef struct dp_ondev {
+  dp_expr *body;
+  dp_vdev *vd;       /* borrowed, may be fully unconstrained */
+  int cbody, cresult;
+} dp_ondev;
+int dp__on_device_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_ondev *p);
+int dp__device_copy_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_expr **body,
+                          dp_vdev **src, dp_vdev **dst);
+/* The callee and arguments of a call as if it were not lowered:
+   call_lowered(@f, (a, b)) is @f(a, b). Returns the argument count. */
+uint32_t dp__any_call(const struct dp_plan_ops *ops, const dp_call *c, dp_expr **callee,
+                      dp_expr *const **args);
+dp_expr *dp__on_device(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
+                       int cresult, dp_err **err);
+dp_expr *dp__maybe_on_device_fixed(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd,
+                                   dp_err **err);
+dp_expr *dp__device_copy(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *src,
+                         dp_vdev *dst, dp_err **err);
+int dp__is_primitive(const dp_func *f);
+/* Short device text for messages ("cuda", "cpu scope \"a\""), malloc'd. */
+char *dp__vdev_short(const dp_vdev *v);
+
+/* --- domains.c --- */
+void dp__domains_free_fn(dp_obj *o, dp_worklist *wl);
+dp_domains *dp__domains_new(dp_module *m, const dp_config *cfg, dp_err **err);
+uint32_t dp__vdev_index(dp_domains *d, dp_vdev *v);   /* DP_NONE_ID on out of memory */
+uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy);
+uint32_t dp__dom_fn(dp_domains *d, uint32_t arity, const uint32_t *kids);
+uint32_t dp__dom_for_type(dp_domains *d, const dp_type *t, uint32_t vdev, int crule,
+                          dp_expr *cwhy);
+uint32_t dp__dom_of(dp_domains *d, dp_expr *e);       /* made free on first use */
+uint32_t dp__dom_find(dp_domains *d, uint32_t x);
+uint32_t dp__dom_result(dp_domains *d, uint32_t x);   /* root of the result domain */
+uint32_t dp__dom_arity(dp_domains *d, uint32_t x);    /* 0 for first-order */
+uint32_t dp__dom_kid(dp_domains *d, uint32_t x, uint32_t i); /* i == arity: result */
+dp_vdev *dp__dom_vdev(dp_domains *d, uint32_t x);     /* result device, NULL free (borrowed) */
+/* Unify; rule/why say why. optional: a failure leaves everything as it
+   was and returns 1 without error. Returns 0, 1 (optional failure) or -1. */
+int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, int optional,
+              dp_err **err);
+/* Unify a first-order domain with a maybe-function one, collapsing it. */
+int dp__unify_collapsed(dp_domains *d, uint32_t first, uint32_t any, int rule, dp_expr *why,
+                        dp_err **err);
+/* Canonical device through the configuration, as a vdev index. */
+uint32_t dp__canon_index(dp_domains *d, dp_vdev *v, dp_err **err);
+int dp__set_default(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
+                    dp_err **err);
+int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev, int rule,
+                                       dp_expr *why, dp_err **err);
+int dp__dom_fully_constrained(dp_domains *d, uint32_t x);
+/* The domain of a call's callee; for operators and constructors the
+   callee is implicit (params = argument domains, result = call domain):
+   returns DP_NONE_ID then. */
+uint32_t dp__callee_dom(dp_domains *d, dp_call *c);
+
+/* --- explain.c --- */
+const char *dp__rule_text(int rule);
+char *dp__describe(dp_domains *d, const dp_expr *e); /* "add at 3:5", malloc'd */
+dp_err *dp__conflict_error(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why);
+
+#endif
