@@ -169,6 +169,16 @@ def @main(%x: Tensor[(3), float32], %n: int64) {
     assert.is_true(lists["List[int64]"])
   end)
 
+  it("reports a parameter nothing constrains, and keeps unknowns nested in a type (as TVM)", function()
+    local ok, err = pcall(dp.parse, "def @main(%a: Tensor[(5, 7), float32]) {\n  fn (%x) { %a }\n}")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find(":2:7: variable %x: cannot infer its type", 1, true), tostring(err))
+    local mod = dp.parse([[
+type List[A] { Cons(A, List[A]), Nil }
+def @main(%x: Tensor[(3), float32]) { (%x, Nil) }]])
+    assert.are.equal("(Tensor[(3), float32], List[?])", tostring(mod["main"].body.checked_type))
+  end)
+
   it("types references and if", function()
     local mod = dp.parse([[
 def @main(%x: Tensor[(5, 7), float32], %c: bool) {

@@ -202,3 +202,27 @@ describe("deep programs", function()
     assert.is_true(rawequal(out.main.virtual_device, CONFIG:canonical(CPU)))
   end)
 end)
+
+describe("phase 0b (conflicting demands)", function()
+  local text = "%0 = negative(%a);\n%1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);\n" ..
+               "%2 = negative(%a);\n%3 = on_device(%2, virtual_device=meta[VirtualDevice][1]);\nadd(%1, %3)"
+  local function copies(m)
+    local n = 0
+    dp.visit(m.main, function(e)
+      if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "device_copy" then n = n + 1 end
+    end)
+    return n
+  end
+  it("inserts a copy where an unannotated parameter is demanded on two devices", function()
+    local m = parse(text, "%a: " .. T)
+    local c = dp.planner.conflicts(m, CONFIG)
+    assert.equal(1, copies(c))
+    local planned = plan(m)
+    assert.is_true(rawequal(planned.main.params[1].virtual_device, CONFIG:canonical(CPU)))
+    dp.assert_structural_equal(plan(planned), planned)
+  end)
+  it("returns the module unchanged when nothing conflicts", function()
+    local m = parse("add(%a, %b)")
+    assert.is_true(rawequal(dp.planner.conflicts(m, CONFIG), m))
+  end)
+end)

@@ -102,6 +102,8 @@ local escapes = {n = "\n", t = "\t", r = "\r", ['"'] = '"', ["\\"] = "\\"}
 local str = P '"' * Cs(((P "\\" * C(1)) / function(c) return escapes[c] or c end
   + (1 - S '"\\'))^0) * P '"'
 local attr_head = ws * ident * ws * P "=" * -S "=>"
+-- words that start types of their own (never type names)
+local type_word = (P "Tensor" + P "Storage" + P "fn" + P "ref") * -alnum
 -- words that start expressions of their own (never operator names)
 local reserved = (P "fn" + P "if" + P "match" + P "ref_read" + P "ref_write" + P "ref" + P "meta"
   + P "Constant" + P "True" + P "False" + P "let" + P "None") * -alnum
@@ -123,7 +125,7 @@ end
 
 local function found_at(s, i)
   if i > #s then return "end of input" end
-  local w = s:match("^[%w_%.]+", i) or s:match("^%p", i) or s:sub(i, i)
+  local w = s:match("^[%%@]?[%w_%.]+", i) or s:match("^%p", i) or s:sub(i, i)
   return "'" .. w .. "'"
 end
 
@@ -200,8 +202,10 @@ local function callee(pos, name)
   return h
 end
 
-local function named_call(pos, name, ...)
-  return BM.call(B, pos, CALLEES[name] or callee(pos, name), ...)
+-- (the callee is resolved by its own capture, before the arguments, so
+-- that errors come in text order)
+local function named_call(pos, h, ...)
+  return BM.call(B, pos, h, ...)
 end
 
 local function meta_handle(pos, kind, index)
@@ -381,8 +385,9 @@ local function build(diag)
       * V "type" / function(args, ret) return BM.tfunc(B, 0, ret, unpack(args)) end
     + P "Storage" * -alnum * sym "[" * sym "]" / function() return BM.tstorage(B) end
     + P "ref" * -alnum * sym "(" * V "type" * sym ")" / function(t) return BM.tref(B, t) end
-    + Cp() * C(ident) * ws * P "[" * Ct(opt(V "type" * (sym "," * V "type")^0)) * sym "]" / type_app
-    + Cp() * C(ident) / type_name
+    + -type_word * Cp() * C(ident) * ws * P "[" * Ct(opt(V "type" * (sym "," * V "type")^0))
+      * sym "]" / type_app
+    + -type_word * Cp() * C(ident) / type_name
     + any_type)
 
   -- attribute values
@@ -426,7 +431,7 @@ local function build(diag)
   -- the frequent forms first: variables and operator calls
   g.primary = ws * (
     Cp() * P "%" * C(lname) / ref_var
-    + -reserved * Cp() * C(ident) * ws * P "(" * V "args" * sym ")" / named_call
+    + -reserved * Cp() * (Cp() * C(ident) / callee) * ws * P "(" * V "args" * sym ")" / named_call
     + Cmt(V "fn_head", fn_rest)
     + Cmt(Cp() * P "if" * -alnum * sym "(" * V "expr" * sym ")" * sym "{", if_rest)
     + Cmt(Cp() * P "match" * -alnum * (P "?" * Cc(false) + Cc(true)) * sym "(" * V "expr"
@@ -490,15 +495,15 @@ local function build(diag)
         return i, h
       end) * sym "=" * V "expr" * sym ";" * Cc(2)
     + P "%" * C(lname) * ws * P "=" * -S "=>" * V "expr" * sym ";" * Cc(1)
-    + V "expr" * Cc(false) * (sym ";" * Cc(3) + Cc(4))) * Cp())
+    + V "expr" * Cc(false) * (sym ";" * Cc(3) + tok(#(P "}" + -P(1)), "'}'") * Cc(4))) * Cp())
   e.expr = entry(V "expr", Cp())
   e.type = entry(V "type", Cp())
   e.pattern = entry(V "pattern", sym "=>" * Cp())
-  e.def_head = entry(ws * Cp() * P "def" * -alnum * ws * P "@" * tok(C(lname), "a global name")
+  e.def_head = entry(ws * Cp() * P "def" * -alnum * sym "@" * tok(C(lname), "a global name")
     * sym "(" * V "plist" * V "fattrs" * sym ")" * (sym "->" * V "type" + Cc(false)) * sym "{"
     * Cp())
   local buffer = V "type" * (kw "scope" * sym "=" * tok(str, "a string") + Cc(""))
-  e.primfn = entry(ws * Cp() * P "primfn" * -alnum * ws * P "@" * tok(C(lname), "a global name")
+  e.primfn = entry(ws * Cp() * P "primfn" * -alnum * sym "@" * tok(C(lname), "a global name")
     * sym "(" * Ct(opt(buffer * (sym "," * buffer)^0)) * sym ")" * sym "->" * buffer * sym ";"
     * Cp())
   e.type_head = entry(ws * Cp() * P "type" * -alnum * ws * Cp() * name_tok

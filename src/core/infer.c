@@ -700,7 +700,7 @@ static int walk(infer *I, dp_expr *root) {
 
 /* ---------------- commit ---------------- */
 
-/* Resolves every node's type; only if all are complete are they written. */
+/* Resolves every node's type; they are written only if none is unknown. */
 static int commit(infer *I) {
   dp_type **final = calloc(I->norder ? I->norder : 1, sizeof *final);
   if (!final) return oom(I, I->norder ? I->order[0] : NULL);
@@ -713,7 +713,9 @@ static int commit(infer *I) {
       fail(I, I->order[i], e);
       break;
     }
-    if (!complete) {
+    /* As TVM: a node whose type is itself unknown is an error; unknowns
+       nested in a type (List[?] of a lone Nil) stay, printed as `?`. */
+    if (!complete && dp__ts_is_unknown(&I->ts, final[i])) {
       failf(I, I->order[i], "cannot infer its type (add a type annotation)");
       i++;
       break;

@@ -1,12 +1,197 @@
 /*
- * Phase 0b, conflicting demands (TVM 2023; planner.md "Conflicting demands
- * on values nobody annotated"). Placeholder pass-through until the step
- * lands: returns the module unchanged.
+ * Phase 0b, conflicting demands on values nobody annotated (TVM 2023;
+ * planner.md). One depth-first, left-to-right walk of each function body
+ * (explicit stack) carries the device each call demands of its arguments:
+ * an on_device that constrains its body demands its device, a device_copy
+ * its source device, the memory/VM dialect nothing, any other call what
+ * was demanded of the call itself. A node keeps the first demand it meets,
+ * joined with later demands that join; a later demand that cannot join
+ * marks that call argument (never an on_device call), and a device_copy
+ * from the node's device to the demanded one is inserted there. Without
+ * marks the module is returned unchanged.
  */
+#include <stdlib.h>
 #include "planner.h"
 
+typedef struct item { dp_expr *e; uint32_t demand; dp_call *parent; uint32_t pos; } item;
+typedef struct mark { dp_call *call; uint32_t pos, src, dst, next; } mark;
+
+typedef struct kctx {
+  dp_domains *d;          /* its vdev table, canonicalisation and map (demand + 1) */
+  item *st; uint32_t n, cap;
+  mark *marks; uint32_t nmarks, capmarks;
+  dp_pmap callmarks;      /* call -> first mark + 1 */
+} kctx;
+
+static int push(kctx *k, dp_expr *e, uint32_t demand, dp_call *parent, uint32_t pos) {
+  if (k->n == k->cap) {
+    uint32_t cap = k->cap ? k->cap * 2 : 256;
+    item *s = dp_realloc(k->st, cap * sizeof *s);
+    if (!s) return -1;
+    k->st = s;
+    k->cap = cap;
+  }
+  k->st[k->n++] = (item){e, demand, parent, pos};
+  return 0;
+}
+
+static uint32_t canon(kctx *k, dp_vdev *v) {
+  uint32_t i = dp__canon_index(k->d, v, NULL);
+  return i == DP_NONE_ID ? 0 : i;
+}
+
+static uint32_t join(kctx *k, uint32_t a, uint32_t b) {
+  if (a == b || b == 0) return a;
+  if (a == 0) return b;
+  dp_vdev *j = dp_vdev_join(k->d->vdevs[a], k->d->vdevs[b]);
+  if (!j) return DP_NONE_ID;
+  uint32_t i = canon(k, j);
+  dp_release(j);
+  return i;
+}
+
+static int add_mark(kctx *k, dp_call *c, uint32_t pos, uint32_t src, uint32_t dst) {
+  if (k->nmarks == k->capmarks) {
+    uint32_t cap = k->capmarks ? k->capmarks * 2 : 16;
+    mark *m = dp_realloc(k->marks, cap * sizeof *m);
+    if (!m) return -1;
+    k->marks = m;
+    k->capmarks = cap;
+  }
+  struct dp_pslot *s = dp__pmap_get(&k->callmarks, (uintptr_t)c);
+  k->marks[k->nmarks] = (mark){c, pos, src, dst, s ? s->val : 0};
+  k->nmarks++;
+  return dp__pmap_put(&k->callmarks, (uintptr_t)c, k->nmarks, 0);
+}
+
+static int is_dialect(const struct dp_plan_ops *o, const dp_expr *fn) {
+  return fn == (dp_expr *)o->alloc_storage || fn == (dp_expr *)o->alloc_tensor ||
+         fn == (dp_expr *)o->shape_of || fn == (dp_expr *)o->reshape_tensor ||
+         fn == (dp_expr *)o->invoke_tvm_op || fn == (dp_expr *)o->call_lowered;
+}
+
+/* Push e's children (reversed, so they pop left to right) with their demands. */
+static int expand(kctx *k, dp_expr *e, uint32_t demand) {
+  const struct dp_plan_ops *o = &k->d->ops;
+  dp_ondev p;
+  dp_expr *body;
+  dp_vdev *src, *dst;
+  int rc = 0;
+  if (dp__on_device_props(o, e, &p)) return push(k, p.body, p.cbody && p.vd ? canon(k, p.vd) : 0, NULL, 0);
+  if (dp__device_copy_props(o, e, &body, &src, &dst)) return push(k, body, src ? canon(k, src) : 0, NULL, 0);
+  switch (e->h.kind) {
+  case DP_CALL: {
+    dp_call *c = (dp_call *)e;
+    int plain = !is_dialect(o, c->fn);
+    for (uint32_t i = c->nargs; i-- > 0 && rc == 0;)
+      rc = push(k, c->args[i], plain ? demand : 0, plain ? c : NULL, i);
+    return rc ? rc : push(k, c->fn, 0, NULL, 0);
+  }
+  case DP_FUNC: {
+    dp_func *f = (dp_func *)e;
+    if (dp__is_primitive(f)) return 0;
+    return push(k, f->body, f->vdev ? canon(k, f->vdev) : 0, NULL, 0);
+  }
+  case DP_LET: {
+    dp_let *l = (dp_let *)e;
+    if (push(k, l->body, demand, NULL, 0) < 0) return -1;
+    return push(k, l->value, 0, NULL, 0);
+  }
+  default: {
+    uint32_t n = dp_expr_nchildren(e);
+    for (uint32_t i = n; i-- > 0 && rc == 0;) rc = push(k, dp_expr_child(e, i), demand, NULL, 0);
+    return rc;
+  }
+  }
+}
+
+static int walk(kctx *k, dp_func *f) {
+  if (push(k, &f->e, 0, NULL, 0) < 0) return -1;
+  while (k->n) {
+    item it = k->st[--k->n];
+    dp_expr *e = it.e;
+    int kind = e->h.kind;
+    if (kind == DP_OP || kind == DP_CTOR || kind == DP_GLOBAL) continue;
+    int first_order = kind != DP_FUNC && !(e->type && e->type->h.kind == DP_TY_FUNC);
+    struct dp_pslot *s = dp__pmap_get(&k->d->map, (uintptr_t)e);
+    if (s) {
+      if (!first_order) continue;
+      uint32_t cur = s->val - 1, j = join(k, cur, it.demand);
+      if (j != DP_NONE_ID) s->val = j + 1;
+      else if (it.parent && !dp__on_device_props(&k->d->ops, e, &(dp_ondev){0}) &&
+               add_mark(k, it.parent, it.pos, cur, it.demand) < 0)
+        return -1;
+      continue;
+    }
+    if (dp__pmap_put(&k->d->map, (uintptr_t)e, (first_order ? it.demand : 0) + 1, 0) < 0) return -1;
+    if (expand(k, e, it.demand) < 0) return -1;
+  }
+  return 0;
+}
+
+static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
+  kctx *k = ud;
+  struct dp_pslot *s = orig->h.kind == DP_CALL ? dp__pmap_get(&k->callmarks, (uintptr_t)orig) : NULL;
+  if (!s) return dp_retain(rebuilt);
+  uint32_t n = dp_expr_nchildren(rebuilt);
+  dp_expr **kids = dp_calloc(n, sizeof *kids);
+  if (!kids) goto oom;
+  for (uint32_t i = 0; i < n; i++) kids[i] = dp_retain(dp_expr_child(rebuilt, i));
+  dp_expr *r = NULL;
+  for (uint32_t m = s->val; m; m = k->marks[m - 1].next) {
+    mark *mk = &k->marks[m - 1];
+    dp_expr *c = dp__device_copy(&k->d->ops, kids[1 + mk->pos], k->d->vdevs[mk->src],
+                                 k->d->vdevs[mk->dst], err);
+    if (!c) goto done;
+    dp_release(kids[1 + mk->pos]);
+    kids[1 + mk->pos] = c;
+  }
+  r = dp_expr_with_children(rebuilt, kids);
+  if (r && !r->type && orig->type) r->type = dp_retain(orig->type);
+  if (!r) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+done:
+  for (uint32_t i = 0; i < n; i++) dp_release(kids[i]);
+  free(kids);
+  return r;
+oom:
+  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return NULL;
+}
+
 dp_module *dp_plan_conflicts(dp_module *m, const dp_config *cfg, dp_err **err) {
-  (void)cfg;
-  (void)err;
-  return dp_retain(m);
+  kctx k = {0};
+  dp_module *out = NULL;
+  k.d = dp__domains_new(m, cfg, err);
+  if (!k.d) return NULL;
+  for (uint32_t i = 0; i < m->nfuncs; i++)
+    if (walk(&k, m->funcs[i].fn) < 0 || k.d->oom) {
+      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      goto done;
+    }
+  if (k.nmarks == 0) {
+    out = dp_retain(m);
+    goto done;
+  }
+  out = dp_module_copy(m);
+  if (!out) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    goto done;
+  }
+  dp_rewriter rw = {NULL, post, &k};
+  for (uint32_t i = 0; i < m->nfuncs; i++) {
+    dp_expr *f = dp_rewrite(&m->funcs[i].fn->e, &rw, err);
+    int rc = f ? dp_module_set_func(out, m->funcs[i].global->name, (dp_func *)f, err) : -1;
+    dp_release(f);
+    if (rc < 0) {
+      dp_release(out);
+      out = NULL;
+      break;
+    }
+  }
+done:
+  free(k.st);
+  free(k.marks);
+  dp__pmap_free(&k.callmarks);
+  dp_release(k.d);
+  return out;
 }

@@ -485,21 +485,36 @@ static void test_deep(long n) {
   dp_release(x);
 }
 
-int main(void) {
+/* Entry point for the C test program: runs every check above and adds the
+   counts to the caller's (ir_test.c's main calls it). Build this file alone
+   with -DDP_INFER_TEST_MAIN for a standalone runner. */
+void dp_test_infer(int *npassed, int *nfailed);
+void dp_test_infer(int *npassed, int *nfailed) {
   long n = getenv("DEVPLAN_QUICK") ? 20000 : 1000000;
-  setvbuf(stdout, NULL, _IONBF, 0);
+  passed = failed = 0;
   C = dp_ctx_new();
   CHECK(C != NULL);
-  if (!C) return 1;
-  test_registry();
-  test_attrs();
-  test_relations();
-  test_infer_basic();
-  test_higher_order();
-  test_module();
-  test_lowered();
-  test_deep(n);
-  dp_release(C);
-  printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  if (C) {
+    test_registry();
+    test_attrs();
+    test_relations();
+    test_infer_basic();
+    test_higher_order();
+    test_module();
+    test_lowered();
+    test_deep(n);
+    dp_release(C);
+  }
+  *npassed += passed;
+  *nfailed += failed;
 }
+
+#ifdef DP_INFER_TEST_MAIN
+int main(void) {
+  int p = 0, f = 0;
+  setvbuf(stdout, NULL, _IONBF, 0);
+  dp_test_infer(&p, &f);
+  printf("%d passed, %d failed\n", p, f);
+  return f ? 1 : 0;
+}
+#endif
