@@ -80,7 +80,7 @@ static step begin(void) {
 
 static void end(step s, const char *kind, const char *name, long n) {
   double dt = now() - s.t0;
-  printf("%-5s %9ld  %-9s %8.3f s  %7.1f B/node peak  %7.1f B/node kept\n", kind, n, name, dt,
+  printf("%-5s %9ld  %-9s %8.3f s  %7.1f B/link peak  %7.1f B/link kept\n", kind, n, name, dt,
          (double)(peak - s.live0) / n, (double)(live - s.live0) / n);
 }
 

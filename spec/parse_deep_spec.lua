@@ -42,7 +42,7 @@ describe("deep inputs", function()
   end)
 
   it("reports an error at the end of a long chain with its position", function()
-    local text = chain(N):gsub("%%b%);\n  %d+\n}\n$", "%%c);\n}\n")
+    local text = chain(N):gsub("%%b%);\n  %%%d+\n}\n$", "%%c);\n}\n")
     local ok, err = pcall(dp.parse, text)
     assert.is_false(ok)
     assert.is_truthy(tostring(err):find("unknown variable %%c"))
@@ -51,7 +51,7 @@ describe("deep inputs", function()
 
   it("parses genuinely nested functions (moderate depth) and reports too deep nesting", function()
     local depth = 50
-    local text = "def @main(%a: " .. T .. ") {\n" .. string.rep("fn (%x) {\n", depth) .. "%a"
+    local text = "def @main(%a: " .. T .. ") {\n" .. string.rep("fn (%x: " .. T .. ") {\n", depth) .. "%a"
       .. string.rep("}\n", depth) .. "}"
     local m = dp.parse(text)
     assert.are.equal("fn", m["main"].body.kind)

@@ -73,7 +73,10 @@ dp_op *dp_op_at(dp_ctx *ctx, uint32_t i);
 /* Check and normalise the attributes written for a call of op: unknown key,
    wrong kind, are errors naming the attribute; values equal to the default
    are dropped; order follows the schema. Takes ownership of items' values.
-   With no schema, the attributes are kept as written. */
+   With no schema, the attributes are kept as written. Forms that mean the
+   same value are converted: an integer for a float field, 0/1 for a bool,
+   a single integer for a list field; None is accepted where the default is
+   None. The result may be an empty set (n = 0); NULL means an error. */
 dp_attrs *dp_op_attrs(const dp_op *op, uint32_t n, dp_attr *items, dp_err **err);
 /* Value of an attribute for a call: the call's own, else the default, else NULL. */
 const dp_aval *dp_op_attr(const dp_op *op, const dp_attrs *attrs, const char *key);

@@ -17,14 +17,14 @@ void dp_pmap_free(dp_pmap *m) {
   dp_pmap_init(m);
 }
 
-/* Pointers are 8 or 16 byte aligned: mix the bits so that consecutive
-   allocations spread over the table. */
+/* Nodes are at least 16 bytes apart, so address / 16 tells them apart;
+   keeping the address order (no mixing) means nodes allocated one after
+   the other, as a chain is, sit in neighbouring slots: a walk over a
+   million-node chain then hits the cache instead of missing on every
+   probe. */
 static uint32_t slot_of(const void *p, uint32_t cap) {
   uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 29;
-  return (uint32_t)x & (cap - 1);
+  return (uint32_t)((x >> 4) ^ (x >> 36)) & (cap - 1);
 }
 
 uint64_t *dp_pmap_get(const dp_pmap *m, const void *key) {
