@@ -772,7 +772,6 @@ local function parse_module_text(s)
     else pos = parse_primfn(s, p) end
   end
   check_globals()
-  if os.getenv('DPT') then io.stderr:write('before infer ', os.clock(), '\n') end
   return BM.module(B)
 end
 
@@ -825,12 +824,7 @@ local function run(text, metatable, opts, body)
   local saved_pending = M._pending
   local b = dp._builder(text, source)
   begin_state(b, metatable)
-  -- A parse makes many small strings and tables that live until its end:
-  -- the generational collector wastes far less time on them. The caller's
-  -- mode is restored after.
-  local mode = collectgarbage("generational")
   local ok, res = pcall(body, text, b)
-  collectgarbage(mode)
   local stmt_pos = STMT_POS
   restore_state(saved)
   M._pending = saved_pending
@@ -884,8 +878,6 @@ function M.attach(devplan)
   BM = getmetatable(probe).__index
   probe:close()
   G, GD = build(false), build(true)
-  M._G = G
-  M._begin = begin_state
   dp.parse, dp.parse_file, dp.parse_expr, dp.parse_type =
     M.parse, M.parse_file, M.parse_expr, M.parse_type
   return dp
