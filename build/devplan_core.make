@@ -119,6 +119,7 @@ OBJECTS := \
 	$(OBJDIR)/ctx_counts.o \
 	$(OBJDIR)/equal.o \
 	$(OBJDIR)/ops.o \
+	$(OBJDIR)/flat.o \
 	$(OBJDIR)/analyze.o \
 	$(OBJDIR)/pmap.o \
 	$(OBJDIR)/plan.o \
@@ -286,6 +287,9 @@ $(OBJDIR)/equal.o: ../src/core/equal.c
 	@echo $(notdir $<)
 	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 $(OBJDIR)/ops.o: ../src/planner/ops.c
+	@echo $(notdir $<)
+	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
+$(OBJDIR)/flat.o: ../src/planner/flat.c
 	@echo $(notdir $<)
 	$(SILENT) $(CC) $(CFLAGS) -o "$@" -c "$<"
 $(OBJDIR)/analyze.o: ../src/planner/analyze.c

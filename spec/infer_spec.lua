@@ -179,6 +179,15 @@ def @main(%x: Tensor[(3), float32]) { (%x, Nil) }]])
     assert.are.equal("(Tensor[(3), float32], List[?])", tostring(mod["main"].body.checked_type))
   end)
 
+  it("types a recursive let (the variable used in its own value)", function()
+    local mod = dp.parse([[
+def @main(%x: Tensor[(5, 7), float32], %c: bool) {
+  let %f = fn (%n) { if (%c) { %f(negative(%n)) } else { %n } };
+  %f(%x)
+}]])
+    assert.are.equal("fn (" .. T57 .. ") -> " .. T57, tostring(mod["main"].body.var.checked_type))
+  end)
+
   it("types references and if", function()
     local mod = dp.parse([[
 def @main(%x: Tensor[(5, 7), float32], %c: bool) {

@@ -680,6 +680,20 @@ static int push(infer *I, dp_expr *e) {
   return 0;
 }
 
+/* The k-th child to visit. A let's value goes before its variable, so an
+   unannotated let variable simply takes the value's type (no unknown to
+   make and solve: million-long let chains stay cheap). */
+static dp_expr *child_at(infer *I, dp_expr *e, uint32_t k) {
+  if (e->h.kind != DP_LET || k > 1) return dp_expr_child(e, k);
+  dp_let *l = (dp_let *)e;
+  if (k == 0) return l->value;
+  if (!l->var->annot && !lookup(I, &l->var->e)) {
+    dp_type *t = lookup(I, l->value);
+    if (t && set_type(I, &l->var->e, dp_retain(t)) < 0) return NULL;
+  }
+  return &l->var->e;
+}
+
 /* Post-order over the DAG below root; each node typed once. */
 static int walk(infer *I, dp_expr *root) {
   if (!needs_visit(I, root)) return 0;
@@ -688,7 +702,8 @@ static int walk(infer *I, dp_expr *root) {
     frame *f = &I->stack[I->nstack - 1];
     dp_expr *e = f->e;
     if (f->next < dp_expr_nchildren(e)) {
-      dp_expr *c = dp_expr_child(e, f->next++);
+      dp_expr *c = child_at(I, e, f->next++);
+      if (I->err) return -1;
       if (c && needs_visit(I, c) && push(I, c) < 0) return -1;
       continue;
     }

@@ -29,6 +29,8 @@ static void domains_free(dp_obj *o, dp_worklist *wl) {
   free(d->trail);
   free(d->links);
   dp__pmap_free(&d->map);
+  dp__flat_free(&d->flat);
+  dp__plan_ops_free(&d->ops);
   free(d);
 }
 
@@ -170,6 +172,12 @@ static uint32_t dom_of_global(dp_domains *d, dp_global *g) {
 uint32_t dp__dom_of(dp_domains *d, dp_expr *e) {
   struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)e);
   if (s && s->val != DP_NONE_ID) return s->val;
+  uint32_t id = dp__dom_new(d, e);
+  if (dp__pmap_put(&d->map, (uintptr_t)e, id, 0) < 0) d->oom = 1;
+  return id;
+}
+
+uint32_t dp__dom_new(dp_domains *d, dp_expr *e) {
   uint32_t id;
   if (e->h.kind == DP_GLOBAL) {
     id = dom_of_global(d, (dp_global *)e);
@@ -188,7 +196,6 @@ uint32_t dp__dom_of(dp_domains *d, dp_expr *e) {
     if (!t && e->h.kind == DP_VAR) t = ((dp_var *)e)->annot;
     id = dp__dom_for_type(d, t, 0, 0, NULL);
   }
-  if (dp__pmap_put(&d->map, (uintptr_t)e, id, 0) < 0) d->oom = 1;
   return id;
 }
 

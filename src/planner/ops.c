@@ -23,7 +23,40 @@ int dp__plan_ops(dp_ctx *ctx, struct dp_plan_ops *ops, dp_err **err) {
       return -1;
     }
   }
+  ops->cache = dp_calloc(1, sizeof *ops->cache);
+  if (!ops->cache) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return -1;
+  }
   return 0;
+}
+
+void dp__plan_ops_free(struct dp_plan_ops *ops) {
+  if (!ops->cache) return;
+  for (uint32_t i = 0; i < ops->cache->n; i++) dp_release(ops->cache->e[i].attrs);
+  free(ops->cache);
+  ops->cache = NULL;
+}
+
+/* The cached attribute set for (a, b, kind), or NULL. Borrowed. */
+static dp_attrs *cached(const struct dp_plan_ops *ops, dp_vdev *a, dp_vdev *b, int kind) {
+  struct dp_attr_cache *c = ops->cache;
+  if (!c) return NULL;
+  for (uint32_t i = 0; i < c->n; i++)
+    if (c->e[i].a == a && c->e[i].b == b && c->e[i].kind == kind) return c->e[i].attrs;
+  return NULL;
+}
+
+/* Remember attrs (new reference, kept by the cache while it has room). */
+static void remember(const struct dp_plan_ops *ops, dp_vdev *a, dp_vdev *b, int kind,
+                     dp_attrs *attrs) {
+  struct dp_attr_cache *c = ops->cache;
+  if (!c || c->n == DP_ATTR_CACHE) return;
+  /* attrs hold their devices, so the pointers stay valid keys */
+  c->e[c->n].a = a;
+  c->e[c->n].b = b;
+  c->e[c->n].kind = kind;
+  c->e[c->n++].attrs = dp_retain(attrs);
 }
 
 static int is_call_of(const dp_expr *e, const dp_op *op) {
@@ -86,18 +119,24 @@ static dp_expr *typed(dp_expr *e, const dp_expr *like) {
 
 dp_expr *dp__on_device(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
                        int cresult, dp_err **err) {
-  dp_attr items[3];
-  uint32_t n = 0;
-  if (vd && !dp_vdev_is_fully_unconstrained(vd)) {
-    items[n].key = (char *)"virtual_device";
-    items[n++].val = dp_av_vdev(vd);
+  if (vd && dp_vdev_is_fully_unconstrained(vd)) vd = NULL;
+  int kind = 1 + (cbody ? 2 : 0) + (cresult ? 1 : 0);
+  dp_attrs *a = dp_retain(cached(ops, vd, NULL, kind));
+  if (!a) {
+    dp_attr items[3];
+    uint32_t n = 0;
+    if (vd) {
+      items[n].key = (char *)"virtual_device";
+      items[n++].val = dp_av_vdev(vd);
+    }
+    items[n].key = (char *)"constrain_body";
+    items[n++].val = dp_av_bool(cbody);
+    items[n].key = (char *)"constrain_result";
+    items[n++].val = dp_av_bool(cresult);
+    a = dp_op_attrs(ops->on_device, n, items, err);
+    if (!a) return NULL;
+    remember(ops, vd, NULL, kind, a);
   }
-  items[n].key = (char *)"constrain_body";
-  items[n++].val = dp_av_bool(cbody);
-  items[n].key = (char *)"constrain_result";
-  items[n++].val = dp_av_bool(cresult);
-  dp_attrs *a = dp_op_attrs(ops->on_device, n, items, err);
-  if (!a) return NULL;
   dp_call *c = dp_call_new((dp_expr *)ops->on_device, 1, &body, a, body->span);
   dp_release(a);
   if (!c) {
@@ -126,13 +165,17 @@ dp_expr *dp__maybe_on_device_fixed(const struct dp_plan_ops *ops, dp_expr *body,
 
 dp_expr *dp__device_copy(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *src,
                          dp_vdev *dst, dp_err **err) {
-  dp_attr items[2];
-  items[0].key = (char *)"src_virtual_device";
-  items[0].val = dp_av_vdev(src);
-  items[1].key = (char *)"dst_virtual_device";
-  items[1].val = dp_av_vdev(dst);
-  dp_attrs *a = dp_op_attrs(ops->device_copy, 2, items, err);
-  if (!a) return NULL;
+  dp_attrs *a = dp_retain(cached(ops, src, dst, 8));
+  if (!a) {
+    dp_attr items[2];
+    items[0].key = (char *)"src_virtual_device";
+    items[0].val = dp_av_vdev(src);
+    items[1].key = (char *)"dst_virtual_device";
+    items[1].val = dp_av_vdev(dst);
+    a = dp_op_attrs(ops->device_copy, 2, items, err);
+    if (!a) return NULL;
+    remember(ops, src, dst, 8, a);
+  }
   dp_call *c = dp_call_new((dp_expr *)ops->device_copy, 1, &body, a, body->span);
   dp_release(a);
   if (!c) {

@@ -47,12 +47,38 @@ typedef struct dp_pmap {
   uint32_t cap, n;
 } dp_pmap;
 
-enum { PM_VISITED = 1, PM_PARAM = 2, PM_LOWERED_ARGS = 4 };
+enum { PM_VISITED = 1, PM_PARAM = 2, PM_LOWERED_ARGS = 4, PM_SHARED = 8 };
+
+/* Attribute sets the planner builds, made once per device pair and reused:
+   capture annotates most nodes of a module with a handful of distinct
+   on_device / device_copy attribute sets. */
+#define DP_ATTR_CACHE 16
+struct dp_attr_cache {
+  struct { dp_vdev *a, *b; int kind; dp_attrs *attrs; } e[DP_ATTR_CACHE];
+  uint32_t n;
+};
 
 struct dp_plan_ops {
   dp_op *on_device, *device_copy, *alloc_storage, *alloc_tensor, *shape_of,
       *reshape_tensor, *invoke_tvm_op, *call_lowered;
+  struct dp_attr_cache *cache; /* owned by whoever called dp__plan_ops (dp__plan_ops_free) */
 };
+
+/* The flat index (flat.c), built by analysis: every node of every global
+   function gets a dense id in visit (pre) order, one id per distinct node
+   of a function, as dp_visit reaches it. Operators and constructors get
+   none (their id is DP_NONE_ID). Default and capture walk these arrays
+   instead of the IR, so a node's domain and children cost no pointer-map
+   lookup; only shared nodes (rc > 1) go through d->map. */
+typedef struct dp_flat {
+  dp_expr **x;       /* id -> node (borrowed: the module holds it) */
+  uint32_t *dom;     /* id -> domain */
+  uint32_t *koff;    /* id -> first child id in kid; koff[n] = nkid */
+  uint32_t *kid;     /* children ids in dp_expr_child order (none for primitive bodies) */
+  uint32_t *post;    /* ids in post order */
+  uint8_t *flag;     /* PM_* flags */
+  uint32_t n, cap, nkid, capkid, npost;
+} dp_flat;
 
 struct dp_domains {
   dp_obj h;                 /* DP_OBJ_DOMAINS */
@@ -67,7 +93,9 @@ struct dp_domains {
   dp_vdev **vdevs;          /* distinct devices seen (retained); [0] is the unconstrained one */
   uint32_t nvdevs, capvdevs;
   uint32_t host;            /* vdev index of the host device */
-  dp_pmap map;              /* expr (and global name ids) -> domain */
+  dp_pmap map;              /* expr (and global name ids) -> domain; complete once map_full */
+  dp_flat flat;             /* analysis' index of the module (flat.c) */
+  int map_full;             /* every flat node is in map (dp__domains_full_map) */
   /* scratch for unify */
   uint32_t *work; uint32_t nwork, capwork;
   uint32_t *trail; uint32_t ntrail, captrail;
@@ -82,6 +110,7 @@ void dp__pmap_free(dp_pmap *m);
 
 /* --- ops.c: special operators and on_device / device_copy helpers --- */
 int dp__plan_ops(dp_ctx *ctx, struct dp_plan_ops *ops, dp_err **err);
+void dp__plan_ops_free(struct dp_plan_ops *ops);
 typedef struct dp_ondev {
   dp_expr *body;
   dp_vdev *vd;       /* borrowed, may be fully unconstrained */
@@ -113,6 +142,7 @@ uint32_t dp__dom_fn(dp_domains *d, uint32_t arity, const uint32_t *kids);
 uint32_t dp__dom_for_type(dp_domains *d, const dp_type *t, uint32_t vdev, int crule,
                           dp_expr *cwhy);
 uint32_t dp__dom_of(dp_domains *d, dp_expr *e);       /* made free on first use */
+uint32_t dp__dom_new(dp_domains *d, dp_expr *e);      /* a fresh domain for e's type, not in map */
 uint32_t dp__dom_find(dp_domains *d, uint32_t x);
 uint32_t dp__dom_result(dp_domains *d, uint32_t x);   /* root of the result domain */
 uint32_t dp__dom_arity(dp_domains *d, uint32_t x);    /* 0 for first-order */
@@ -136,6 +166,23 @@ int dp__dom_fully_constrained(dp_domains *d, uint32_t x);
    callee is implicit (params = argument domains, result = call domain):
    returns DP_NONE_ID then. */
 uint32_t dp__callee_dom(dp_domains *d, dp_call *c);
+
+/* --- flat.c --- */
+/* Index the function root (appends to d->flat); 0 or -1 (out of memory). */
+int dp__flat_add(dp_domains *d, dp_func *root);
+void dp__flat_free(dp_flat *f);
+/* Child i of flat node id: its id (DP_NONE_ID for operators, constructors
+   and bodies that are not indexed). */
+static inline uint32_t dp__fkid(const dp_domains *d, uint32_t id, uint32_t i) {
+  uint32_t o = d->flat.koff[id] + i;
+  return o < d->flat.koff[id + 1] ? d->flat.kid[o] : DP_NONE_ID;
+}
+/* The domain of child i of flat node id (through d->map when not indexed). */
+uint32_t dp__fkdom(dp_domains *d, uint32_t id, uint32_t i);
+/* The domain of a call's callee (DP_NONE_ID for operators and constructors). */
+uint32_t dp__fcallee_dom(dp_domains *d, uint32_t id);
+/* Put every indexed node into d->map (for lookups by expression). */
+int dp__domains_full_map(dp_domains *d);
 
 /* --- explain.c --- */
 const char *dp__rule_text(int rule);

@@ -109,6 +109,7 @@ dp_module *dp_plan_rewrite(dp_module *m, const dp_config *cfg, dp_err **err) {
   rctx r = {&ops, m};
   dp_module *out = dp_module_copy(m);
   if (!out) {
+    dp__plan_ops_free(&ops);
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return NULL;
   }
@@ -122,8 +123,10 @@ dp_module *dp_plan_rewrite(dp_module *m, const dp_config *cfg, dp_err **err) {
     dp_release(f);
     if (rc < 0) goto fail;
   }
+  dp__plan_ops_free(&ops);
   return out;
 fail:
+  dp__plan_ops_free(&ops);
   dp_release(out);
   return NULL;
 }

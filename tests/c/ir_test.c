@@ -562,6 +562,8 @@ static void test_deep(long n) {
   dp_release(x);
 }
 
+void dp_test_infer(int *passed, int *failed); /* tests/c/infer_test.c */
+
 int main(void) {
   long n = getenv("DEVPLAN_QUICK") ? 20000 : 1000000;
   dp_ctx *ctx = dp_ctx_new();
@@ -576,6 +578,7 @@ int main(void) {
   test_traversals(ctx);
   test_deep(n);
   dp_release(ctx);
+  dp_test_infer(&passed, &failed);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -1,0 +1,151 @@
+/*
+ * The flat index of an analysed module: one walk per global function (an
+ * explicit stack, the reach order of dp_visit) gives every distinct node a
+ * dense id and records its domain, its children's ids and the post order.
+ * Later phases run over these arrays, so the planner looks a node up by
+ * pointer only where the node is shared (rc > 1: it may be reached again)
+ * instead of several times per node and phase. Why: pointer-map lookups
+ * on a million nodes are cache misses, and they were most of the time.
+ */
+#include <stdlib.h>
+#include "planner.h"
+
+typedef struct fframe { uint32_t id, i, n; } fframe;
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t size) {
+  if (need <= *cap) return 0;
+  uint32_t c = *cap ? *cap : 256;
+  while (c < need) c *= 2;
+  void *q = dp_realloc(*p, (size_t)c * size);
+  if (!q) return -1;
+  *p = q;
+  *cap = c;
+  return 0;
+}
+
+static int grow_nodes(dp_flat *f, uint32_t need) {
+  if (need + 1 <= f->cap) return 0;
+  uint32_t c = f->cap ? f->cap : 256;
+  while (c < need + 1) c *= 2;
+  void *x = dp_realloc(f->x, (size_t)c * sizeof *f->x);
+  if (x) f->x = x;
+  void *d = x ? dp_realloc(f->dom, (size_t)c * sizeof *f->dom) : NULL;
+  if (d) f->dom = d;
+  void *k = d ? dp_realloc(f->koff, (size_t)c * sizeof *f->koff) : NULL;
+  if (k) f->koff = k;
+  void *p = k ? dp_realloc(f->post, (size_t)c * sizeof *f->post) : NULL;
+  if (p) f->post = p;
+  void *g = p ? dp_realloc(f->flag, (size_t)c * sizeof *f->flag) : NULL;
+  if (g) f->flag = g;
+  if (!g) return -1;
+  f->cap = c;
+  return 0;
+}
+
+void dp__flat_free(dp_flat *f) {
+  free(f->x);
+  free(f->dom);
+  free(f->koff);
+  free(f->kid);
+  free(f->post);
+  free(f->flag);
+  *f = (dp_flat){0};
+}
+
+static int is_lowered(const dp_domains *d, const dp_call *c) {
+  return d->ops.call_lowered && c->fn == (dp_expr *)d->ops.call_lowered && c->nargs == 2 &&
+         c->args[1]->h.kind == DP_TUPLE;
+}
+
+/* First reach of e: its id (new or from `seen`), DP_NONE_ID for operators
+   and constructors; a new node is pushed on the frame stack. */
+static uint32_t reach(dp_domains *d, dp_pmap *seen, dp_expr *e, int root, fframe **st,
+                      uint32_t *nst, uint32_t *capst) {
+  dp_flat *f = &d->flat;
+  int k = e->h.kind;
+  if (k == DP_OP || k == DP_CTOR) return DP_NONE_ID;
+  int shared = root || e->h.rc > 1;
+  if (shared) {
+    struct dp_pslot *s = dp__pmap_get(seen, (uintptr_t)e);
+    if (s) return s->val;
+  }
+  uint32_t nk = (k == DP_FUNC && dp__is_primitive((dp_func *)e)) ? 0 : dp_expr_nchildren(e);
+  if (grow_nodes(f, f->n + 1) < 0 || grow((void **)&f->kid, &f->capkid, f->nkid + nk, sizeof *f->kid) < 0 ||
+      grow((void **)st, capst, *nst + 1, sizeof **st) < 0) {
+    d->oom = 1;
+    return DP_NONE_ID;
+  }
+  uint32_t id = f->n++;
+  f->x[id] = e;
+  f->flag[id] = shared ? PM_SHARED : 0;
+  /* shared nodes (and globals, whose domain is their function's) keep
+     their domain in d->map, so every reach of them agrees */
+  f->dom[id] = shared || k == DP_GLOBAL ? dp__dom_of(d, e) : dp__dom_new(d, e);
+  f->koff[id] = f->nkid;
+  for (uint32_t i = 0; i < nk; i++) f->kid[f->nkid + i] = DP_NONE_ID;
+  f->nkid += nk;
+  f->koff[id + 1] = f->nkid;
+  if (shared && dp__pmap_put(seen, (uintptr_t)e, id, 0) < 0) d->oom = 1;
+  (*st)[(*nst)++] = (fframe){id, 0, nk};
+  return id;
+}
+
+int dp__flat_add(dp_domains *d, dp_func *root) {
+  dp_flat *f = &d->flat;
+  dp_pmap seen = {0};
+  fframe *st = NULL;
+  uint32_t nst = 0, capst = 0;
+  reach(d, &seen, &root->e, 1, &st, &nst, &capst);
+  while (nst && !d->oom) {
+    fframe *t = &st[nst - 1];
+    if (t->i < t->n) {
+      uint32_t id = t->id, i = t->i++;
+      uint32_t k = reach(d, &seen, dp_expr_child(f->x[id], i), 0, &st, &nst, &capst);
+      f->kid[f->koff[id] + i] = k;
+      continue;
+    }
+    uint32_t id = t->id;
+    nst--;
+    f->post[f->npost++] = id;
+    dp_expr *e = f->x[id];
+    if (e->h.kind == DP_CALL && is_lowered(d, (dp_call *)e)) {
+      uint32_t tk = dp__fkid(d, id, 2);
+      if (tk != DP_NONE_ID) {
+        f->flag[tk] |= PM_LOWERED_ARGS;
+        if ((f->flag[tk] & PM_SHARED) &&
+            dp__pmap_put(&d->map, (uintptr_t)f->x[tk], f->dom[tk], PM_LOWERED_ARGS) < 0)
+          d->oom = 1;
+      }
+    }
+  }
+  free(st);
+  dp__pmap_free(&seen);
+  return d->oom ? -1 : 0;
+}
+
+uint32_t dp__fkdom(dp_domains *d, uint32_t id, uint32_t i) {
+  uint32_t k = dp__fkid(d, id, i);
+  if (k != DP_NONE_ID) return d->flat.dom[k];
+  return dp__dom_of(d, dp_expr_child(d->flat.x[id], i));
+}
+
+uint32_t dp__fcallee_dom(dp_domains *d, uint32_t id) {
+  dp_call *c = (dp_call *)d->flat.x[id];
+  uint32_t i = is_lowered(d, c) ? 1 : 0;
+  dp_expr *callee = i ? c->args[0] : c->fn;
+  if (callee->h.kind == DP_OP || callee->h.kind == DP_CTOR) return DP_NONE_ID;
+  return dp__fkdom(d, id, i);
+}
+
+int dp__domains_full_map(dp_domains *d) {
+  if (d->map_full) return 0;
+  dp_flat *f = &d->flat;
+  for (uint32_t id = 0; id < f->n; id++)
+    if (dp__pmap_put(&d->map, (uintptr_t)f->x[id], f->dom[id],
+                     f->flag[id] & (PM_PARAM | PM_LOWERED_ARGS | PM_VISITED)) < 0) {
+      d->oom = 1;
+      return -1;
+    }
+  d->map_full = 1;
+  return 0;
+}
