@@ -69,6 +69,9 @@ project "devplan_ctest"
   targetname "devplan-ctest"
   files { "tests/c/*.c" }
   links { "devplan_core", "m" }
+  configuration "asan"
+    targetdir "build/asan/bin"
+  configuration {}
 
 -- IR benchmark (bench/ir.sh): build, traverse, compare, print, free of million-node chains.
 -- malloc & co. are wrapped at link time to count heap bytes exactly.

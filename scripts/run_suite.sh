@@ -23,6 +23,7 @@ export DEVPLAN_EXE="$EXE"
 # Its last line "N passed, N failed" is summed when present; otherwise its
 # exit status counts as one test.
 TEST_PROGRAMS=(
+  "$(dirname "$EXE")/devplan-ctest"
 )
 
 passed=0

@@ -19,8 +19,8 @@
 local lpeg = require "lpeg"
 
 local P, R, S, V = lpeg.P, lpeg.R, lpeg.S, lpeg.V
-local C, Cc, Cp, Ct, Cg, Cf, Cmt, Cs = lpeg.C, lpeg.Cc, lpeg.Cp, lpeg.Ct, lpeg.Cg, lpeg.Cf,
-  lpeg.Cmt, lpeg.Cs
+local C, Cc, Cp, Ct, Cg, Cf, Cmt, Cs, Carg = lpeg.C, lpeg.Cc, lpeg.Cp, lpeg.Ct, lpeg.Cg, lpeg.Cf,
+  lpeg.Cmt, lpeg.Cs, lpeg.Carg
 local match = lpeg.match
 local unpack = table.unpack
 
@@ -30,10 +30,8 @@ local M = {}
 -- State of the parse in progress (saved and restored around each parse, so
 -- that a parse started from inside another one's callback stays correct).
 
-local B            -- the builder
+local B            -- the builder (it also holds the variable names in scope)
 local BM           -- the builder's methods
-local ENV          -- variable name -> handle (innermost binding)
-local UNDO_K, UNDO_V, NU  -- undo log of ENV bindings
 local METATABLE    -- the caller's metatable, or nil
 local META_CACHE   -- "kind\0index" -> handle
 local CALLEES      -- identifier -> callee handle (operators, constructors)
@@ -46,17 +44,17 @@ local DEFINED      -- global name -> position of its definition
 local STMT_POS     -- start of the statement being parsed (for deep-nesting errors)
 
 local function save_state()
-  return {B, ENV, UNDO_K, UNDO_V, NU, METATABLE, META_CACHE, CALLEES, CTORS, ADTS, TENV,
+  return {B, METATABLE, META_CACHE, CALLEES, CTORS, ADTS, TENV,
           GLOBALS, GLOBAL_REFS, DEFINED, STMT_POS}
 end
 
 local function restore_state(t)
-  B, ENV, UNDO_K, UNDO_V, NU, METATABLE, META_CACHE, CALLEES, CTORS, ADTS, TENV,
-    GLOBALS, GLOBAL_REFS, DEFINED, STMT_POS = unpack(t, 1, 15)
+  B, METATABLE, META_CACHE, CALLEES, CTORS, ADTS, TENV,
+    GLOBALS, GLOBAL_REFS, DEFINED, STMT_POS = unpack(t, 1, 11)
 end
 
 local function begin_state(b, metatable)
-  B, ENV, UNDO_K, UNDO_V, NU = b, {}, {}, {}, 0
+  B = b
   METATABLE, META_CACHE, CALLEES, CTORS, ADTS, TENV = metatable, {}, {}, {}, {}, {}
   GLOBALS, GLOBAL_REFS, DEFINED, STMT_POS = {}, {}, {}, 1
 end
@@ -65,20 +63,11 @@ local function fail(code, pos, msg)
   return BM.error(B, code, pos, msg)
 end
 
-local function bind(name, h)
-  NU = NU + 1
-  UNDO_K[NU] = name
-  UNDO_V[NU] = ENV[name] or false
-  ENV[name] = h
-end
-
-local function unbind_to(mark)
-  for i = NU, mark + 1, -1 do
-    ENV[UNDO_K[i]] = UNDO_V[i] or nil
-    UNDO_K[i], UNDO_V[i] = nil, nil
-  end
-  NU = mark
-end
+-- Variables in scope live in the builder (a C hash table with an undo
+-- log): bind, and undo back to a mark.
+local function bind(name, h) BM.bind(B, name, h) end
+local function mark() return BM.mark(B) end
+local function unbind_to(m) BM.unbind(B, m) end
 
 -- ---------------------------------------------------------------------------
 -- Lexical pieces
@@ -172,9 +161,7 @@ local function num_expr(pos, text, sfx)
 end
 
 local function ref_var(pos, name)
-  local h = ENV[name]
-  if h then return h end
-  return fail("name", pos, "unknown variable %" .. name)
+  return BM.lookup(B, pos, name)
 end
 
 local function ref_global(pos, name)
@@ -199,6 +186,7 @@ local function callee(pos, name)
     h = BM.op(B, pos, name)
   end
   CALLEES[name] = h
+  BM.cache(B, name, h) -- for the fast path
   return h
 end
 
@@ -230,6 +218,7 @@ local function meta_handle(pos, kind, index)
       .. (want == "vdev" and "virtual device" or "constant"))
   end
   META_CACHE[key], META_CACHE[key .. "k"] = h, okind
+  BM.cache(B, "\0" .. key, h) -- for the fast path
   return h, okind
 end
 
@@ -291,12 +280,11 @@ local parse_block, expect_tok, parse_clauses
 local G, GD -- the fast and the diagnostic grammars (entry points by name)
 
 -- Parameters: the list {pos, name, attrs|false, type|false, ...} -> handles,
--- bound in ENV; `defined` receives the names (for duplicate checks).
-local function declare_params(list, defined)
+-- defined in the block just opened (a name given twice is an error).
+local function declare_params(list)
   local params = {}
   for i = 1, #list, 4 do
     local pos, name, attrs, ty = list[i], list[i + 1], list[i + 2], list[i + 3]
-    if defined[name] then fail("name", pos, "duplicate parameter %" .. name) end
     local vdev = false
     if attrs then
       for j = 1, #attrs, 3 do
@@ -311,20 +299,17 @@ local function declare_params(list, defined)
       end
     end
     local h = BM.var(B, pos, name, ty, vdev)
-    defined[name] = true
+    BM.define(B, pos, name, h, true)
     params[#params + 1] = h
-    bind(name, h)
   end
   return params
 end
 
 local function fn_rest(s, i, pos, plist, fattrs, ret)
-  local mark = NU
-  local defined = {}
-  local params = declare_params(plist, defined)
-  local body, np = parse_block(s, i, "}", defined)
+  BM.block_open(B)
+  local params = declare_params(plist)
+  local body, np = parse_block(s, i, "}", true)
   np = expect_tok(s, np, "}")
-  unbind_to(mark)
   return np, BM.fn(B, pos, body, ret, fattrs, unpack(params))
 end
 
@@ -544,32 +529,38 @@ function expect_tok(s, i, t)
 end
 
 -- The fast path: the statements that make up nearly all of a large
--- program, `%n = op(%a, %b);` and `let %x = op(%a, %b);` (one to four
--- variable arguments, no comments), matched with plain captures only (no
--- capture functions), so that a statement costs one match and one builder
--- call. Anything else, or any error, goes through the full grammar, which
--- accepts the same text and builds the same nodes.
--- Captures: stmt pos, tag (1 graph, 2 let), name pos, name, op pos, op,
--- argument names..., next position.
-local sp = S " \t\r\n"^0
-local FAST = sp * Cp() * (P "let" * S " \t\r\n"^1 * Cc(2) + Cc(1)) * Cp() * P "%" * C(lname)
-  * sp * P "=" * sp * -reserved * Cp() * C(ident) * sp * P "(" * sp * P "%" * C(lname)
-  * (sp * P "," * sp * P "%" * C(lname))^-3 * sp * P ")" * sp * P ";" * Cp()
+-- program, `%n = E;` and `let %x = E;` where E is made of variables and
+-- operator calls (attributes: meta entries only). One lpeg.match call runs
+-- over a whole series of them: each statement's pattern ends in a
+-- match-time capture that hands its position captures (no strings, no
+-- tables) to the builder, which resolves the names in C, makes the nodes
+-- and binds the result (b.fast_stmt in src/lua/l_build.c says what each
+-- capture is). The builder declines a statement that uses an operator or
+-- meta entry it has not seen yet; that statement, and any other form or
+-- error, goes through the full grammar, which accepts the same text and
+-- builds the same nodes. The run always matches; it gives the position
+-- where the full grammar takes over.
+local RUN
 
-local function position_of(s, from, text)
-  local i = from
-  while true do
-    local a, b = s:find(text, i, true)
-    if not a then return from end
-    if not s:find("^[%w_]", b + 1) then return a end
-    i = b + 1
-  end
-end
-
-local function lookup(s, p, name)
-  local h = ENV[name]
-  if h then return h end
-  return ref_var(position_of(s, p, "%" .. name), name)
+-- (Written for few LPeg instructions per statement: white space inside a
+-- statement is plain space, so a comment there leaves the statement to the
+-- full grammar; each alternative starts with a character test. Reserved
+-- words need no check: the builder knows no callee of that name, so it
+-- declines such a statement.)
+local function make_run(fast_stmt)
+  local sp = S " \t\r\n"^0
+  local expr = P {
+    "e",
+    -- captures: the position after a variable's `%`, the first letter of a
+    -- callee, the position of the `)` that ends its call
+    e = P "%" * Cp() * lname + Cp() * ident * sp * P "(" * sp * V "args" * Cp() * P ")",
+    attr = Cc(0) * Cp() * ident * sp * P "=" * sp * P "meta" * sp * P "[" * sp * Cp() * ident
+      * sp * P "]" * sp * P "[" * sp * Cp() * digit^1 * sp * P "]" * sp,
+    args = (V "e" * sp * (P "," * sp * V "e" * sp)^0 * (P "," * sp * V "attr")^0)^-1,
+  }
+  local stmt = Carg(1) * Cp() * (P "let" * -alnum * sp * Cp() + #P "%")
+    * P "%" * lname * sp * P "=" * sp * expr * sp * P ";"
+  return (ws * Cmt(stmt, fast_stmt))^0 * Cp()
 end
 
 local AT_CLOSE = ws * P "}"
@@ -578,77 +569,38 @@ local WS_POS = ws * Cp()
 
 -- ---------------------------------------------------------------------------
 -- Blocks: statements in a loop, then the final expression; the bindings of
--- the block go out of scope at its end. `defined` holds the names already
--- defined at this level (the parameters of the function), for duplicates.
+-- the block go out of scope at its end. The builder keeps the block's
+-- names and lets; `opened` says the caller has opened the block already
+-- (to define a function's parameters in it).
 
-function parse_block(s, pos, closer, defined)
-  local mark = NU
-  defined = defined or {}
-  local lp, lv, lx, n = {}, {}, {}, 0
-  local stmt = G.stmt
+function parse_block(s, pos, closer, opened)
+  if not opened then BM.block_open(B) end
+  local stmt, run = G.stmt, RUN
   local body
-  local call = BM.call
   while true do
     STMT_POS = pos
-    local p, tag, vpos, name, opos, op, x1, x2, x3, x4, x5 = match(FAST, s, pos)
-    if p then
-      local var
-      if tag == 2 then
-        var = BM.var(B, vpos, name, false, false)
-        bind(name, var)
-      end
-      local f = CALLEES[op] or callee(opos, op)
-      local h
-      if type(x2) == "number" then
-        h, pos = call(B, opos, f, ENV[x1] or lookup(s, p, x1)), x2
-      elseif type(x3) == "number" then
-        h, pos = call(B, opos, f, ENV[x1] or lookup(s, p, x1), ENV[x2] or lookup(s, p, x2)), x3
-      elseif type(x4) == "number" then
-        h, pos = call(B, opos, f, ENV[x1] or lookup(s, p, x1), ENV[x2] or lookup(s, p, x2),
-          ENV[x3] or lookup(s, p, x3)), x4
-      else
-        h, pos = call(B, opos, f, ENV[x1] or lookup(s, p, x1), ENV[x2] or lookup(s, p, x2),
-          ENV[x3] or lookup(s, p, x3), ENV[x4] or lookup(s, p, x4)), x5
-      end
-      if tag == 1 then
-        if defined[name] then fail("name", vpos, "duplicate definition of %" .. name) end
-        defined[name] = true
-        bind(name, h)
-      else
-        n = n + 1
-        lp[n], lv[n], lx[n] = p, var, h
-      end
-      goto continue
-    end
-    do
+    pos = match(run, s, pos, B)
+    STMT_POS = pos
     local p, a, b, tag, np = match(stmt, s, pos)
     if not p then syntax_error("stmt", s, pos) end
     if tag == 4 then
       body, pos = a, np
       break
     elseif tag == 1 then
-      if defined[a] then fail("name", p, "duplicate definition of %" .. a) end
-      defined[a] = true
-      bind(a, b)
+      BM.define(B, p, a, b)
     elseif tag == 2 then
-      n = n + 1
-      lp[n], lv[n], lx[n] = p, a, b
+      BM.push_let(B, p, a, b)
     else
-      n = n + 1
-      lp[n], lv[n], lx[n] = p, BM.var(B, p, "_", false, false), a
+      BM.push_let(B, p, false, a)
     end
     pos = np
-    end
-    ::continue::
   end
   if not match(closer == "}" and AT_CLOSE or AT_END, s, pos) then
     local at = match(WS_POS, s, pos)
     fail("syntax", at, "expected ';' or " .. (closer == "}" and "'}'" or "end of input")
       .. ", found " .. found_at(s, at))
   end
-  for i = n, 1, -1 do body = BM.let(B, lp[i], lv[i], lx[i], body) end
-  unbind_to(mark)
-  return body, pos
+  return BM.block_close(B, body), pos
 end
 
 -- match clauses: `pattern => rhs` separated by commas, up to `}`
@@ -661,7 +613,7 @@ function parse_clauses(s, i)
     if not pat then syntax_error("pattern", s, i) end
     local pending = M._pending
     M._pending = saved
-    local mark = NU
+    local m = mark()
     for k = 1, #pending, 2 do bind(pending[k], pending[k + 1]) end
     local rhs
     if match(ws * P "{", s, np) then
@@ -670,7 +622,7 @@ function parse_clauses(s, i)
       rhs, np = match(G.expr, s, np)
       if not rhs then syntax_error("expr", s, i) end
     end
-    unbind_to(mark)
+    unbind_to(m)
     items[#items + 1] = pat
     items[#items + 1] = rhs
     i = match(ws * P "," * Cp(), s, np) or np
@@ -685,14 +637,11 @@ local function parse_def(s, i)
   local pos, name, plist, fattrs, ret, np = match(G.def_head, s, i)
   if not pos then syntax_error("def_head", s, i) end
   if DEFINED[name] then fail("name", pos, "duplicate definition of @" .. name) end
-  local mark = NU
-  local params = declare_params(plist, {})
-  local defined = {}
-  for k = 2, #plist, 4 do defined[plist[k]] = true end
+  BM.block_open(B)
+  local params = declare_params(plist)
   local body
-  body, np = parse_block(s, np, "}", defined)
+  body, np = parse_block(s, np, "}", true)
   np = expect_tok(s, np, "}")
-  unbind_to(mark)
   local f = BM.fn(B, pos, body, ret, fattrs, unpack(params))
   local g = GLOBALS[name] or BM.global(B, pos, name)
   GLOBALS[name] = g
@@ -825,7 +774,9 @@ local function run(text, metatable, opts, body)
   local b = dp._builder(text, source)
   begin_state(b, metatable)
   local ok, res = pcall(body, text, b)
-  local stmt_pos = STMT_POS
+  -- (the start of the statement being parsed: the fast path's last end
+  -- when it is further on)
+  local stmt_pos = math.max(STMT_POS, ok and 0 or BM.fast_end(b))
   restore_state(saved)
   M._pending = saved_pending
   if ok then return res end
@@ -878,6 +829,7 @@ function M.attach(devplan)
   BM = getmetatable(probe).__index
   probe:close()
   G, GD = build(false), build(true)
+  RUN = make_run(BM.fast_stmt)
   dp.parse, dp.parse_file, dp.parse_expr, dp.parse_type =
     M.parse, M.parse_file, M.parse_expr, M.parse_type
   return dp

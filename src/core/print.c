@@ -14,6 +14,13 @@
  *     before the `if` and the text re-parses with the same sharing;
  *  3. print: post order again; bindings go to the buffer of their home
  *     scope, a let writes its `let %x = v;` line before its body is printed.
+ *
+ * Speed (a million-node chain prints in a fraction of a second): no malloc
+ * per node. The text of an inline node waits for its one user on a stack of
+ * texts (the output buffer itself, above what was there): children finish
+ * in order, so a node's inline children lie side by side on top of the
+ * stack when it finishes, and its own text replaces them. Variable names
+ * live in one character array. Integers are formatted by hand.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +38,8 @@ enum {
   F_TAIL = 2,     /* used as the result of a scope */
   F_DONE = 4,     /* printed */
   F_LETBLOCK = 8, /* a let that opens its own parenthesised scope */
-  F_ROOT = 16
+  F_ROOT = 16,
+  F_BOUND = 32    /* printed as a graph binding: aux is its number */
 };
 
 typedef struct pnode {
@@ -39,24 +47,28 @@ typedef struct pnode {
   uint32_t uses;
   uint32_t home;   /* its scope (NOSCOPE until known) */
   uint32_t inner;  /* first scope it opens */
-  int32_t temp;    /* graph binding number, -1: none */
-  uint32_t flags;
   uint32_t edge;   /* its children's node indices start at edges[edge] */
-  char *text;      /* inline text (owned), or a variable's name (owned by names) */
+  uint32_t nc;     /* its number of children */
+  uint32_t aux;    /* F_BOUND: binding number; other non-atomic: length of
+                      its text on the stack; variable: 1 + offset of its
+                      name in the names array (0: not named yet) */
+  uint32_t flags;
 } pnode;
 
 typedef struct scope {
   uint32_t parent, level, indent;
-  dp_tb buf;
+  int direct; /* its lines go straight to the output (see run) */
+  dp_tb buf;  /* else they gather here */
 } scope;
 
 typedef struct nslot {
-  char *s;
+  uint32_t off;  /* 1 + offset in the names array; 0: empty */
   uint32_t hash, next;
 } nslot;
 
 typedef struct frame {
   uint32_t node, k;
+  size_t mark; /* the stack of texts when the node was entered */
 } frame;
 
 typedef struct printer {
@@ -72,9 +84,17 @@ typedef struct printer {
   uint32_t nedges, capedges;
   scope *scopes;
   uint32_t nscopes, capscopes;
-  nslot *names; /* the printed variable names in use (open addressing) */
+  dp_tb *out;  /* the output */
+  dp_tb *stk;  /* texts of inline nodes waiting for their user */
+  dp_tb side;  /* an inline node's children's texts while it is printed */
+  const dp_tb *src; /* where the texts being read are: stk or side */
+  size_t cur;  /* where the next inline child's text starts in src */
+  char *nm;    /* the printed variable names, NUL-terminated, one after another */
+  size_t nmlen, nmcap;
+  nslot *names; /* the names in use (open addressing) */
   uint32_t nnames, capnames;
-  int32_t next_temp;
+  int names_exact; /* generated names (`x1`) are in `names` too: see alloc_name */
+  uint32_t next_temp;
   struct { const dp_type *t; char *s; } tcache[64];
 } printer;
 
@@ -99,7 +119,57 @@ static void *grow_array(void *arr, uint32_t *cap, uint32_t need, size_t elem) {
   return a;
 }
 
-/* Index of e's node, adding it when new; NONODE on out of memory. */
+/* Room for `extra` more bytes and the NUL in b, doubling (sticky failure,
+   as textbuf.c). Appends below are inline: most are a few bytes. */
+static int tb_grow(dp_tb *b, size_t extra) {
+  if (b->failed) return -1;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->n + extra + 1) cap *= 2;
+  char *s = realloc(b->s, cap);
+  if (!s) {
+    b->failed = 1;
+    return -1;
+  }
+  b->s = s;
+  b->cap = cap;
+  return 0;
+}
+
+static inline int tb_room(dp_tb *b, size_t extra) {
+  return b->cap - b->n > extra ? 0 : tb_grow(b, extra);
+}
+
+static inline void put(dp_tb *b, const char *s, size_t n) {
+  if (tb_room(b, n) < 0) return;
+  memcpy(b->s + b->n, s, n);
+  b->n += n;
+  b->s[b->n] = 0;
+}
+
+static inline void puts_(dp_tb *b, const char *s) { put(b, s, strlen(s)); }
+
+static inline void putc_(dp_tb *b, char c) {
+  if (tb_room(b, 1) < 0) return;
+  b->s[b->n++] = c;
+  b->s[b->n] = 0;
+}
+
+/* Decimal digits of v at d (at least 10 bytes); their number. */
+static size_t fmt_u32(char *d, uint32_t v) {
+  char t[10];
+  size_t n = 0;
+  do t[n++] = (char)('0' + v % 10); while ((v /= 10));
+  for (size_t i = 0; i < n; i++) d[i] = t[n - 1 - i];
+  return n;
+}
+
+/* `%n`, a graph binding's name. */
+static void put_temp(dp_tb *b, uint32_t v) {
+  char d[11];
+  d[0] = '%';
+  put(b, d, 1 + fmt_u32(d + 1, v));
+}
+
 /* Index of e's node, adding it when new; NONODE on out of memory. A node
    other than a variable held once (rc 1) has one parent, so it cannot be
    met again: it skips the map, which keeps trees and let chains cheap.
@@ -118,7 +188,7 @@ static uint32_t node_of(printer *p, const dp_expr *e, int *fresh) {
     }
   }
   if (fresh) *fresh = 1;
-  nodes[p->n] = (pnode){.e = e, .home = NOSCOPE, .inner = NOSCOPE, .temp = -1, .edge = NONODE};
+  nodes[p->n] = (pnode){.e = e, .home = NOSCOPE, .inner = NOSCOPE, .edge = NONODE};
   return p->n++;
 }
 
@@ -134,6 +204,7 @@ static int add_edges(printer *p, uint32_t i) {
   if (!e) return -1;
   p->edges = e;
   p->nodes[i].edge = p->nedges;
+  p->nodes[i].nc = nc;
   for (uint32_t k = 0; k < nc; k++) e[p->nedges + k] = NONODE;
   p->nedges += nc;
   return 0;
@@ -152,9 +223,15 @@ static uint32_t new_scopes(printer *p, uint32_t count, uint32_t parent, uint32_t
     sc->parent = parent;
     sc->level = parent == NOSCOPE ? 0 : s[parent].level + 1;
     sc->indent = parent == NOSCOPE ? 0 : s[parent].indent + indent_step;
+    sc->direct = parent == NOSCOPE;
     dp_tb_init(&sc->buf);
   }
   return first;
+}
+
+/* Where the lines of scope s go. */
+static dp_tb *lines_of(printer *p, uint32_t s) {
+  return p->scopes[s].direct ? p->out : &p->scopes[s].buf;
 }
 
 static uint32_t lca(const printer *p, uint32_t a, uint32_t b) {
@@ -168,7 +245,12 @@ static uint32_t lca(const printer *p, uint32_t a, uint32_t b) {
 }
 
 static void indent(dp_tb *b, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++) dp_tb_putn(b, "  ", 2);
+  static const char spaces[] = "                                ";
+  for (size_t left = (size_t)n * 2; left;) {
+    size_t k = left < sizeof spaces - 1 ? left : sizeof spaces - 1;
+    put(b, spaces, k);
+    left -= k;
+  }
 }
 
 static const char *type_text(printer *p, const dp_type *t) {
@@ -187,9 +269,9 @@ static const char *type_text(printer *p, const dp_type *t) {
 
 static void put_type_comment(printer *p, dp_tb *b, const dp_expr *e) {
   if (!(p->flags & DP_PRINT_TYPES) || !e->type) return;
-  dp_tb_puts(b, " /* ty=");
-  dp_tb_puts(b, type_text(p, e->type));
-  dp_tb_puts(b, " */");
+  put(b, " /* ty=", 7);
+  puts_(b, type_text(p, e->type));
+  put(b, " */", 3);
 }
 
 /* ---------------- variable names ---------------- */
@@ -197,11 +279,13 @@ static void put_type_comment(printer *p, dp_tb *b, const dp_expr *e) {
 static nslot *name_slot(printer *p, const char *s, uint32_t h) {
   for (uint32_t i = h & (p->capnames - 1);; i = (i + 1) & (p->capnames - 1)) {
     nslot *sl = &p->names[i];
-    if (!sl->s || (sl->hash == h && strcmp(sl->s, s) == 0)) return sl;
+    if (!sl->off || (sl->hash == h && strcmp(p->nm + sl->off - 1, s) == 0)) return sl;
   }
 }
 
-static int names_grow(printer *p) {
+/* Room for two more names in the set. */
+static int names_room(printer *p) {
+  if ((uint64_t)(p->nnames + 2) * 10 <= (uint64_t)p->capnames * 7) return 0;
   uint32_t cap = p->capnames ? p->capnames * 2 : 64;
   nslot *old = p->names;
   uint32_t oldcap = p->capnames;
@@ -211,73 +295,108 @@ static int names_grow(printer *p) {
     return -1;
   }
   p->capnames = cap;
-  for (uint32_t i = 0; i < oldcap; i++)
-    if (old[i].s) *name_slot(p, old[i].s, old[i].hash) = old[i];
+  for (uint32_t i = 0; i < oldcap; i++) {
+    if (!old[i].off) continue;
+    uint32_t j = old[i].hash & (cap - 1);
+    while (p->names[j].off) j = (j + 1) & (cap - 1);
+    p->names[j] = old[i];
+  }
   free(old);
   return 0;
 }
 
-/* The name as printed: identifier characters only, never starting with a
-   digit (those would read as graph bindings `%0`). */
-static char *sanitize(const char *hint) {
-  size_t n = hint ? strlen(hint) : 0;
-  char *s = malloc(n + 2), *o = s;
-  if (!s) return NULL;
-  if (n == 0 || (hint[0] >= '0' && hint[0] <= '9')) *o++ = n ? 'v' : 'x';
-  for (size_t i = 0; i < n; i++) {
-    char c = hint[i];
-    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    *o++ = ok ? c : '_';
+static uint32_t name_hash(const char *s, size_t n) { return dp_hash_bytes(0, s, n); }
+
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Put every name given so far into the set (see alloc_name). */
+static int make_exact(printer *p) {
+  p->names_exact = 1;
+  for (uint32_t i = 0; i < p->n; i++) {
+    uint32_t off = p->nodes[i].aux;
+    if (p->nodes[i].e->h.kind != DP_VAR || !off) continue;
+    if (names_room(p) < 0) return -1;
+    const char *s = p->nm + off - 1;
+    uint32_t h = name_hash(s, strlen(s));
+    nslot *sl = name_slot(p, s, h);
+    if (!sl->off) {
+      *sl = (nslot){off, h, 1};
+      p->nnames++;
+    }
   }
-  *o = 0;
-  return s;
+  return 0;
 }
 
-/* A fresh printed name from hint: `a`, then `a1`, `a2`, ... (as TVM). */
-static char *alloc_name(printer *p, const char *hint) {
-  if ((p->nnames + 2) * 10 > p->capnames * 7 && names_grow(p) < 0) return NULL;
-  char *base = sanitize(hint);
-  if (!base) return NULL;
-  uint32_t h = dp_hash_str(0, base);
-  nslot *bs = name_slot(p, base, h);
-  if (!bs->s) {
-    *bs = (nslot){base, h, 1};
-    p->nnames++;
-    return base;
+/* A fresh printed name from hint: `a`, then `a1`, `a2`, ... (as TVM); the
+   name is identifier characters only, never starting with a digit (those
+   would read as graph bindings `%0`). Returns 1 + its offset in the names
+   array, 0 on out of memory.
+   While no base name ends in a digit, a generated name `a<k>` cannot equal
+   a base name, nor one generated from another base (the digits split the
+   same way), nor one from the same base (k only grows): so generated names
+   stay out of the set until a base name ending in a digit first appears. */
+static uint32_t alloc_name(printer *p, const char *hint) {
+  size_t n = hint ? strlen(hint) : 0;
+  if (p->nmcap - p->nmlen < n + 13) {
+    size_t cap = p->nmcap ? p->nmcap : 256;
+    while (cap - p->nmlen < n + 13) cap *= 2;
+    char *nm = realloc(p->nm, cap);
+    if (!nm) return 0;
+    p->nm = nm;
+    p->nmcap = cap;
   }
-  size_t n = strlen(base);
-  char *cand = malloc(n + 12);
-  if (!cand) {
-    free(base);
-    return NULL;
+  if (p->nmlen + n + 13 > UINT32_MAX) return 0;
+  size_t o = p->nmlen;
+  char *s = p->nm + o, *w = s;
+  if (n == 0 || is_digit(hint[0])) *w++ = n ? 'v' : 'x';
+  for (size_t i = 0; i < n; i++) {
+    char c = hint[i];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_';
+    *w++ = ok ? c : '_';
+  }
+  *w = 0;
+  size_t len = (size_t)(w - s);
+  if (is_digit(s[len - 1]) && !p->names_exact && make_exact(p) < 0) return 0;
+  if (names_room(p) < 0) return 0;
+  uint32_t h = name_hash(s, len);
+  nslot *bs = name_slot(p, s, h);
+  if (!bs->off) {
+    *bs = (nslot){(uint32_t)o + 1, h, 1};
+    p->nnames++;
+    p->nmlen = o + len + 1;
+    return (uint32_t)o + 1;
   }
   uint32_t k = bs->next;
+  size_t dl;
   for (;; k++) {
-    snprintf(cand, n + 12, "%s%u", base, k);
-    uint32_t ch = dp_hash_str(0, cand);
-    nslot *cs = name_slot(p, cand, ch);
-    if (!cs->s) {
-      *cs = (nslot){cand, ch, 1};
+    dl = fmt_u32(s + len, k);
+    s[len + dl] = 0;
+    if (!p->names_exact) break;
+    uint32_t ch = name_hash(s, len + dl);
+    nslot *cs = name_slot(p, s, ch);
+    if (!cs->off) {
+      *cs = (nslot){(uint32_t)o + 1, ch, 1};
+      p->nnames++;
       break;
     }
   }
-  name_slot(p, base, h)->next = k + 1;
-  p->nnames++;
-  free(base);
-  return cand;
+  bs->next = k + 1;
+  p->nmlen = o + len + dl + 1;
+  return (uint32_t)o + 1;
 }
 
-/* Name of variable node i, given at its binding (or first use if free). */
+/* Name of variable node i, given at its binding (or first use if free).
+   The pointer is good until the next name is given. */
 static const char *var_name(printer *p, uint32_t i) {
-  if (!p->nodes[i].text) {
-    char *s = alloc_name(p, ((const dp_var *)p->nodes[i].e)->name);
-    if (!s) {
+  if (!p->nodes[i].aux) {
+    uint32_t off = alloc_name(p, ((const dp_var *)p->nodes[i].e)->name);
+    if (!off) {
       p->failed = 1;
       return "x";
     }
-    p->nodes[i].text = s;
+    p->nodes[i].aux = off;
   }
-  return p->nodes[i].text;
+  return p->nm + p->nodes[i].aux - 1;
 }
 
 static void bind_var(printer *p, const dp_var *v) {
@@ -300,20 +419,20 @@ static int discover(printer *p, const dp_expr *root) {
   p->nodes[r].uses = 1;
   if (is_atomic(root)) return 0;
   if (add_edges(p, r) < 0 || !(stack = grow_array(stack, &cap, 1, sizeof *stack))) return -1;
-  stack[n++] = (frame){r, 0};
+  stack[n++] = (frame){r, 0, 0};
   while (n) {
     frame *f = &stack[n - 1];
-    const dp_expr *e = p->nodes[f->node].e;
-    if (f->k >= dp_expr_nchildren(e)) {
+    uint32_t self = f->node;
+    if (f->k >= p->nodes[self].nc) {
       uint32_t *o = grow_array(p->order, &p->caporder, p->norder + 1, sizeof *o);
       if (!o) goto oom;
       p->order = o;
-      p->order[p->norder++] = f->node;
+      p->order[p->norder++] = self;
       n--;
       continue;
     }
-    uint32_t k = f->k++, self = f->node;
-    const dp_expr *c = dp_expr_child(e, k);
+    uint32_t k = f->k++;
+    const dp_expr *c = dp_expr_child(p->nodes[self].e, k);
     if (!c) continue;
     int fresh;
     uint32_t ci = node_of(p, c, &fresh);
@@ -325,7 +444,7 @@ static int discover(printer *p, const dp_expr *root) {
     frame *s = grow_array(stack, &cap, n + 1, sizeof *stack);
     if (!s) goto oom;
     stack = s;
-    stack[n++] = (frame){ci, 0};
+    stack[n++] = (frame){ci, 0, 0};
   }
   free(stack);
   return 0;
@@ -359,6 +478,7 @@ static void place_children(printer *p, uint32_t i) {
   case DP_FUNC:
     if ((s = new_scopes(p, 1, h, 1)) == NOSCOPE) return;
     p->nodes[i].inner = s;
+    p->scopes[s].direct = (n->flags & F_ROOT) != 0;
     use_in(p, kid(p, i, ((const dp_func *)e)->nparams), s, F_TRY | F_TAIL);
     return;
   case DP_IF: {
@@ -390,7 +510,7 @@ static void place_children(printer *p, uint32_t i) {
     return;
   }
   default:
-    for (uint32_t k = 0, nc = dp_expr_nchildren(e); k < nc; k++) use_in(p, kid(p, i, k), h, 0);
+    for (uint32_t k = 0, nc = n->nc; k < nc; k++) use_in(p, kid(p, i, k), h, 0);
   }
 }
 
@@ -401,43 +521,39 @@ static void place_all(printer *p, uint32_t root) {
 
 /* ---------------- pass 3: print ---------------- */
 
-/* Append the reference to child c: its name, binding, or inline text. */
+/* Append the reference to node i: its name, binding, or inline text (the
+   next one on the stack of texts). */
 static void put_ref_i(printer *p, dp_tb *b, uint32_t i) {
   if (i == NONODE) {
     p->failed = 1;
     return;
   }
-  pnode *n = &p->nodes[i];
+  const pnode *n = &p->nodes[i];
   const dp_expr *c = n->e;
   switch (c->h.kind) {
   case DP_VAR:
-    dp_tb_putc(b, '%');
-    dp_tb_puts(b, var_name(p, i));
+    putc_(b, '%');
+    puts_(b, var_name(p, i));
     return;
   case DP_GLOBAL:
-    dp_tb_putc(b, '@');
-    dp_tb_puts(b, ((const dp_global *)c)->name);
+    putc_(b, '@');
+    puts_(b, ((const dp_global *)c)->name);
     return;
-  case DP_OP: dp_tb_puts(b, ((const dp_op *)c)->name); return;
-  case DP_CTOR: dp_tb_puts(b, ((const dp_ctor *)c)->name); return;
+  case DP_OP: puts_(b, ((const dp_op *)c)->name); return;
+  case DP_CTOR: puts_(b, ((const dp_ctor *)c)->name); return;
   case DP_CONST:
     dp__put_const(b, (const dp_const *)c);
     put_type_comment(p, b, c);
     return;
   default: break;
   }
-  if (n->temp >= 0) {
-    dp_tb_printf(b, "%%%d", n->temp);
-  } else if (n->text) {
-    dp_tb_puts(b, n->text);
-    free(n->text);
-    n->text = NULL;
+  if (n->flags & F_BOUND) {
+    put_temp(b, n->aux);
+    return;
   }
-}
-
-static void put_ref(printer *p, dp_tb *b, const dp_expr *c) {
-  uint64_t *v = dp_pmap_get(&p->map, c);
-  put_ref_i(p, b, v ? (uint32_t)*v : NONODE);
+  size_t at = p->cur;
+  p->cur += n->aux;
+  if (n->aux) put(b, p->src->s + at, n->aux);
 }
 
 /* Reference to child k of node i. */
@@ -452,17 +568,26 @@ static void put_vdev(printer *p, dp_tb *b, const dp_vdev *vd, const char *pre, c
     p->failed = 1;
     return;
   }
-  dp_tb_printf(b, "%svirtual_device=%s%s", pre, s, post);
+  puts_(b, pre);
+  puts_(b, "virtual_device=");
+  puts_(b, s);
+  puts_(b, post);
   free(s);
 }
 
-/* `%x {virtual_device=...}: T` and the type comment, at a binding. */
-static void put_var_decl(printer *p, dp_tb *b, const dp_var *v, int is_param) {
-  put_ref(p, b, &v->e);
+/* `%x {virtual_device=...}: T` and the type comment, at the binding of
+   variable node vi. */
+static void put_var_decl(printer *p, dp_tb *b, uint32_t vi, int is_param) {
+  if (vi == NONODE) {
+    p->failed = 1;
+    return;
+  }
+  const dp_var *v = (const dp_var *)p->nodes[vi].e;
+  put_ref_i(p, b, vi);
   put_vdev(p, b, v->vdev, " {", "}");
   if (v->annot) {
-    dp_tb_puts(b, ": ");
-    dp_tb_puts(b, type_text(p, v->annot));
+    put(b, ": ", 2);
+    puts_(b, type_text(p, v->annot));
   }
   if (is_param) put_type_comment(p, b, &v->e);
 }
@@ -481,65 +606,79 @@ static void put_aval(printer *p, dp_tb *b, const dp_aval *v) {
     p->failed = 1;
     return;
   }
-  dp_tb_puts(b, s);
+  puts_(b, s);
   free(s);
 }
 
 static void put_attrs(printer *p, dp_tb *b, const dp_attrs *a, int first) {
   for (uint32_t i = 0; a && i < a->n; i++) {
-    if (!first || i) dp_tb_puts(b, ", ");
-    dp_tb_puts(b, a->items[i].key);
-    dp_tb_putc(b, '=');
+    if (!first || i) put(b, ", ", 2);
+    puts_(b, a->items[i].key);
+    putc_(b, '=');
     put_aval(p, b, &a->items[i].val);
   }
 }
 
-/* The lines of scope s, then its result, then a newline. */
+/* The lines of scope s (unless already there), then its result, then a
+   newline. */
 static void put_scope(printer *p, dp_tb *b, uint32_t s, uint32_t result) {
   scope *sc = &p->scopes[s];
   if (sc->buf.failed) p->failed = 1;
-  if (sc->buf.n) dp_tb_putn(b, sc->buf.s, sc->buf.n);
-  dp_tb_free(&p->scopes[s].buf);
-  indent(b, p->scopes[s].indent);
+  if (sc->buf.n) put(b, sc->buf.s, sc->buf.n);
+  dp_tb_free(&sc->buf);
+  indent(b, sc->indent);
   put_ref_i(p, b, result);
-  dp_tb_putc(b, '\n');
+  putc_(b, '\n');
 }
 
-static void put_func(printer *p, dp_tb *b, uint32_t i) {
+/* `def @f(%x: T) -> U {` or `fn (...) {`, and the newline. */
+static void put_func_head(printer *p, dp_tb *b, uint32_t i) {
   const pnode *n = &p->nodes[i];
   const dp_func *f = (const dp_func *)n->e;
-  uint32_t home = n->home, inner = n->inner;
-  if ((n->flags & F_ROOT) && p->def_name) dp_tb_printf(b, "def @%s(", p->def_name);
-  else dp_tb_puts(b, "fn (");
+  if ((n->flags & F_ROOT) && p->def_name) {
+    put(b, "def @", 5);
+    puts_(b, p->def_name);
+    putc_(b, '(');
+  } else {
+    put(b, "fn (", 4);
+  }
   for (uint32_t k = 0; k < f->nparams; k++) {
-    if (k) dp_tb_puts(b, ", ");
-    put_var_decl(p, b, f->params[k], 1);
+    if (k) put(b, ", ", 2);
+    put_var_decl(p, b, kid(p, i, k), 1);
   }
   put_vdev(p, b, f->vdev, f->nparams ? ", " : "", "");
   int first = !f->nparams && !(f->vdev && !dp_vdev_is_fully_unconstrained(f->vdev));
   put_attrs(p, b, f->attrs, first);
-  dp_tb_putc(b, ')');
+  putc_(b, ')');
   if (f->ret) {
-    dp_tb_puts(b, " -> ");
-    dp_tb_puts(b, type_text(p, f->ret));
+    put(b, " -> ", 4);
+    puts_(b, type_text(p, f->ret));
   }
-  dp_tb_puts(b, " {\n");
-  put_scope(p, b, inner, kid(p, i, f->nparams));
+  put(b, " {\n", 3);
+}
+
+/* A function whose body scope writes straight to the output has its head
+   there already (before_child). */
+static void put_func(printer *p, dp_tb *b, uint32_t i) {
+  const pnode *n = &p->nodes[i];
+  uint32_t home = n->home, inner = n->inner;
+  if (!p->scopes[inner].direct) put_func_head(p, b, i);
+  put_scope(p, b, inner, kid(p, i, ((const dp_func *)n->e)->nparams));
   indent(b, p->scopes[home].indent);
-  dp_tb_putc(b, '}');
+  putc_(b, '}');
 }
 
 static void put_if(printer *p, dp_tb *b, uint32_t i) {
   uint32_t home = p->nodes[i].home, s = p->nodes[i].inner;
-  dp_tb_puts(b, "if (");
+  put(b, "if (", 4);
   put_kid(p, b, i, 0);
-  dp_tb_puts(b, ") {\n");
+  put(b, ") {\n", 4);
   put_scope(p, b, s, kid(p, i, 1));
   indent(b, p->scopes[home].indent);
-  dp_tb_puts(b, "} else {\n");
+  put(b, "} else {\n", 9);
   put_scope(p, b, s + 1, kid(p, i, 2));
   indent(b, p->scopes[home].indent);
-  dp_tb_putc(b, '}');
+  putc_(b, '}');
 }
 
 /* Patterns, with an explicit stack (they may nest deeply). With `bind`,
@@ -553,25 +692,30 @@ static void walk_pattern(printer *p, dp_tb *b, const dp_pattern *pat, int bind) 
     struct pf *f = &st[n - 1];
     const dp_pattern *q = f->p;
     if (q->h.kind == DP_PAT_WILD || q->h.kind == DP_PAT_VAR) {
-      if (q->h.kind == DP_PAT_VAR && bind) bind_var(p, q->var);
-      else if (q->h.kind == DP_PAT_VAR) put_var_decl(p, b, q->var, 0);
-      else if (!bind) dp_tb_putc(b, '_');
-      n--;
-      continue;
-    }
-    if (f->k == 0 && !bind) {
-      if (q->h.kind == DP_PAT_CTOR) dp_tb_puts(b, q->ctor->name);
-      if (q->h.kind == DP_PAT_TUPLE || q->n) dp_tb_putc(b, '(');
-    }
-    if (f->k == q->n) {
-      if (!bind && (q->h.kind == DP_PAT_TUPLE || q->n)) {
-        if (q->h.kind == DP_PAT_TUPLE && q->n == 1) dp_tb_putc(b, ',');
-        dp_tb_putc(b, ')');
+      if (q->h.kind == DP_PAT_VAR && bind) {
+        bind_var(p, q->var);
+      } else if (q->h.kind == DP_PAT_VAR) {
+        uint64_t *vi = dp_pmap_get(&p->map, &q->var->e);
+        put_var_decl(p, b, vi ? (uint32_t)*vi : NONODE, 0);
+      } else if (!bind) {
+        putc_(b, '_');
       }
       n--;
       continue;
     }
-    if (f->k && !bind) dp_tb_puts(b, ", ");
+    if (f->k == 0 && !bind) {
+      if (q->h.kind == DP_PAT_CTOR) puts_(b, q->ctor->name);
+      if (q->h.kind == DP_PAT_TUPLE || q->n) putc_(b, '(');
+    }
+    if (f->k == q->n) {
+      if (!bind && (q->h.kind == DP_PAT_TUPLE || q->n)) {
+        if (q->h.kind == DP_PAT_TUPLE && q->n == 1) putc_(b, ',');
+        putc_(b, ')');
+      }
+      n--;
+      continue;
+    }
+    if (f->k && !bind) put(b, ", ", 2);
     const dp_pattern *sub = q->sub[f->k++];
     struct pf *s2 = grow_array(st, &cap, n + 1, sizeof *st);
     if (!s2) goto oom;
@@ -589,36 +733,36 @@ static void put_match(printer *p, dp_tb *b, uint32_t i) {
   const dp_match *m = (const dp_match *)p->nodes[i].e;
   uint32_t home = p->nodes[i].home, s = p->nodes[i].inner;
   uint32_t ind = p->scopes[home].indent;
-  dp_tb_puts(b, m->complete ? "match (" : "match? (");
+  puts_(b, m->complete ? "match (" : "match? (");
   put_kid(p, b, i, 0);
-  dp_tb_puts(b, ") {\n");
+  put(b, ") {\n", 4);
   for (uint32_t k = 0; k < m->n; k++) {
     indent(b, ind + 1);
     walk_pattern(p, b, m->clauses[k].pat, 0);
-    dp_tb_puts(b, " => ");
+    put(b, " => ", 4);
     if (p->scopes[s + k].buf.n) { /* bindings: a braced block */
-      dp_tb_puts(b, "{\n");
+      put(b, "{\n", 2);
       put_scope(p, b, s + k, kid(p, i, k + 1));
       indent(b, ind + 1);
-      dp_tb_putc(b, '}');
+      putc_(b, '}');
     } else {
       dp_tb_free(&p->scopes[s + k].buf);
       put_kid(p, b, i, k + 1);
     }
-    dp_tb_puts(b, ",\n");
+    put(b, ",\n", 2);
   }
   indent(b, ind);
-  dp_tb_putc(b, '}');
+  putc_(b, '}');
 }
 
 /* A let's text: its body's (the let lines are already in the scope), or a
    parenthesised block when it could not continue the enclosing scope. */
 static void put_let(printer *p, dp_tb *b, uint32_t i) {
   if (p->nodes[i].flags & F_LETBLOCK) {
-    dp_tb_puts(b, "(\n");
+    put(b, "(\n", 2);
     put_scope(p, b, p->nodes[i].inner, kid(p, i, 2));
     indent(b, p->scopes[p->nodes[i].home].indent);
-    dp_tb_putc(b, ')');
+    putc_(b, ')');
   } else {
     put_kid(p, b, i, 2);
   }
@@ -627,13 +771,13 @@ static void put_let(printer *p, dp_tb *b, uint32_t i) {
 static void put_call(printer *p, dp_tb *b, uint32_t i) {
   const dp_call *c = (const dp_call *)p->nodes[i].e;
   put_kid(p, b, i, 0);
-  dp_tb_putc(b, '(');
+  putc_(b, '(');
   for (uint32_t k = 0; k < c->nargs; k++) {
-    if (k) dp_tb_puts(b, ", ");
+    if (k) put(b, ", ", 2);
     put_kid(p, b, i, k + 1);
   }
   put_attrs(p, b, c->attrs, c->nargs == 0);
-  dp_tb_putc(b, ')');
+  putc_(b, ')');
 }
 
 static void put_node(printer *p, dp_tb *b, uint32_t i) {
@@ -646,85 +790,110 @@ static void put_node(printer *p, dp_tb *b, uint32_t i) {
   case DP_MATCH: put_match(p, b, i); break;
   case DP_TUPLE: {
     const dp_tuple *t = (const dp_tuple *)e;
-    dp_tb_putc(b, '(');
+    putc_(b, '(');
     for (uint32_t k = 0; k < t->n; k++) {
-      if (k) dp_tb_puts(b, ", ");
+      if (k) put(b, ", ", 2);
       put_kid(p, b, i, k);
     }
-    dp_tb_puts(b, t->n == 1 ? ",)" : ")");
+    puts_(b, t->n == 1 ? ",)" : ")");
     break;
   }
-  case DP_PROJ:
+  case DP_PROJ: {
+    char d[11];
     put_kid(p, b, i, 0);
-    dp_tb_printf(b, ".%u", ((const dp_proj *)e)->index);
+    d[0] = '.';
+    put(b, d, 1 + fmt_u32(d + 1, ((const dp_proj *)e)->index));
     break;
+  }
   case DP_REF_NEW:
-    dp_tb_puts(b, "ref(");
+    put(b, "ref(", 4);
     put_kid(p, b, i, 0);
-    dp_tb_putc(b, ')');
+    putc_(b, ')');
     break;
   case DP_REF_READ:
-    dp_tb_puts(b, "ref_read(");
+    put(b, "ref_read(", 9);
     put_kid(p, b, i, 0);
-    dp_tb_putc(b, ')');
+    putc_(b, ')');
     break;
   case DP_REF_WRITE:
-    dp_tb_puts(b, "ref_write(");
+    put(b, "ref_write(", 10);
     put_kid(p, b, i, 0);
-    dp_tb_puts(b, ", ");
+    put(b, ", ", 2);
     put_kid(p, b, i, 1);
-    dp_tb_putc(b, ')');
+    putc_(b, ')');
     break;
   default: break;
   }
   if (!((p->nodes[i].flags & F_ROOT) && p->def_name)) put_type_comment(p, b, e);
 }
 
-/* Node i has all its children printed: make its text, then keep it for
-   the one user (inline) or write its graph binding into its home scope. */
-static void finish(printer *p, uint32_t i) {
-  dp_tb t;
-  dp_tb_init(&t);
-  put_node(p, &t, i);
-  pnode *n = &p->nodes[i];
-  n->flags |= F_DONE;
-  if (is_inline(n)) {
-    n->text = dp_tb_take(&t);
-    if (!n->text) p->failed = 1;
+/* Node i has all its children printed, their inline texts on the stack
+   from `mark`. An inline node's text replaces them there, for its one
+   user (they move aside first, so that it is written in place: moving the
+   node's text instead would copy a function's whole body again); a bound
+   node writes its graph binding into its home scope. */
+static void finish(printer *p, uint32_t i, size_t mark) {
+  dp_tb *stk = p->stk;
+  p->nodes[i].flags |= F_DONE;
+  if (is_inline(&p->nodes[i])) {
+    /* the root's text ends the output (after the outermost scope's lines) */
+    dp_tb *dst = p->nodes[i].flags & F_ROOT ? p->out : stk;
+    size_t start = dst->n;
+    p->side.n = 0;
+    if (stk->n > mark) put(&p->side, stk->s + mark, stk->n - mark);
+    if (p->side.failed) {
+      p->failed = 1;
+      return;
+    }
+    if (stk->s) stk->s[stk->n = mark] = 0;
+    p->src = &p->side;
+    p->cur = 0;
+    if (dst == stk) start = mark;
+    put_node(p, dst, i);
+    if (dst->n - start > UINT32_MAX) p->failed = 1;
+    p->nodes[i].aux = (uint32_t)(dst->n - start);
     return;
   }
-  n->temp = p->next_temp++;
-  dp_tb *b = &p->scopes[n->home].buf;
+  pnode *n = &p->nodes[i];
+  n->flags |= F_BOUND;
+  n->aux = p->next_temp++;
+  dp_tb *b = lines_of(p, n->home);
+  p->src = stk;
+  p->cur = mark;
   indent(b, p->scopes[n->home].indent);
-  dp_tb_printf(b, "%%%d = ", n->temp);
-  if (t.failed) p->failed = 1;
-  if (t.n) dp_tb_putn(b, t.s, t.n);
-  dp_tb_puts(b, ";\n");
-  dp_tb_free(&t);
+  put_temp(b, n->aux);
+  put(b, " = ", 3);
+  put_node(p, b, i);
+  put(b, ";\n", 2);
+  if (b->failed) p->failed = 1;
+  if (stk->s) stk->s[stk->n = mark] = 0;
 }
 
 /* Work due before child k of node i is printed: binders get their names
    in binding order, a let writes its line before its body. */
-static void before_child(printer *p, uint32_t i, uint32_t k) {
+static void before_child(printer *p, uint32_t i, uint32_t k, size_t mark) {
   const dp_expr *e = p->nodes[i].e;
   if (e->h.kind == DP_FUNC && k < ((const dp_func *)e)->nparams) {
-    bind_var(p, ((const dp_func *)e)->params[k]);
+    uint32_t vi = kid(p, i, k);
+    if (vi != NONODE) var_name(p, vi);
+  } else if (e->h.kind == DP_FUNC && p->scopes[p->nodes[i].inner].direct) {
+    put_func_head(p, p->out, i); /* its body's lines follow it there */
   } else if (e->h.kind == DP_LET && k == 0) {
-    bind_var(p, ((const dp_let *)e)->var);
+    uint32_t vi = kid(p, i, 0);
+    if (vi != NONODE) var_name(p, vi);
   } else if (e->h.kind == DP_LET && k == 2) {
-    const dp_let *l = (const dp_let *)e;
-    dp_tb line;
-    dp_tb_init(&line);
-    indent(&line, p->scopes[p->nodes[i].inner].indent);
-    dp_tb_puts(&line, "let ");
-    put_var_decl(p, &line, l->var, 0);
-    dp_tb_puts(&line, " = ");
-    put_kid(p, &line, i, 1);
-    dp_tb_puts(&line, ";\n");
-    if (line.failed) p->failed = 1;
-    dp_tb *b = &p->scopes[p->nodes[i].inner].buf;
-    if (line.n) dp_tb_putn(b, line.s, line.n);
-    dp_tb_free(&line);
+    /* the value's inline text, if any, is on the stack from mark */
+    dp_tb *b = lines_of(p, p->nodes[i].inner);
+    p->src = p->stk;
+    p->cur = mark;
+    indent(b, p->scopes[p->nodes[i].inner].indent);
+    put(b, "let ", 4);
+    put_var_decl(p, b, kid(p, i, 0), 0);
+    put(b, " = ", 3);
+    put_kid(p, b, i, 1);
+    put(b, ";\n", 2);
+    if (b->failed) p->failed = 1;
+    if (p->stk->s) p->stk->s[p->stk->n = mark] = 0;
   } else if (e->h.kind == DP_MATCH && k >= 1) {
     walk_pattern(p, NULL, ((const dp_match *)e)->clauses[k - 1].pat, 1);
   }
@@ -734,18 +903,18 @@ static int print_nodes(printer *p, uint32_t root) {
   frame *stack = NULL;
   uint32_t n = 0, cap = 0;
   if (!(stack = grow_array(stack, &cap, 1, sizeof *stack))) return -1;
-  stack[n++] = (frame){root, 0};
-  while (n && !p->failed) {
+  stack[n++] = (frame){root, 0, p->stk->n};
+  while (n && !p->failed && !p->stk->failed) {
     frame *f = &stack[n - 1];
     uint32_t i = f->node;
-    const dp_expr *e = p->nodes[i].e;
-    if (f->k >= dp_expr_nchildren(e)) {
+    size_t mark = f->mark;
+    if (f->k >= p->nodes[i].nc) {
       n--;
-      finish(p, i);
+      finish(p, i, mark);
       continue;
     }
     uint32_t k = f->k++;
-    before_child(p, i, k);
+    before_child(p, i, k, mark);
     uint32_t ci = kid(p, i, k);
     if (ci == NONODE || is_atomic(p->nodes[ci].e) || (p->nodes[ci].flags & F_DONE)) continue;
     frame *s = grow_array(stack, &cap, n + 1, sizeof *stack);
@@ -754,18 +923,15 @@ static int print_nodes(printer *p, uint32_t root) {
       break;
     }
     stack = s;
-    stack[n++] = (frame){ci, 0};
+    stack[n++] = (frame){ci, 0, p->stk->n};
   }
   free(stack);
-  return p->failed ? -1 : 0;
+  return p->failed || p->stk->failed ? -1 : 0;
 }
 
 /* ---------------- driver ---------------- */
 
 static void printer_free(printer *p) {
-  for (uint32_t i = 0; i < p->n; i++)
-    if (p->nodes[i].e->h.kind != DP_VAR) free(p->nodes[i].text);
-  for (uint32_t i = 0; i < p->capnames; i++) free(p->names[i].s);
   for (uint32_t i = 0; i < p->nscopes; i++) dp_tb_free(&p->scopes[i].buf);
   for (int i = 0; i < 64; i++) free(p->tcache[i].s);
   free(p->nodes);
@@ -773,6 +939,8 @@ static void printer_free(printer *p) {
   free(p->edges);
   free(p->scopes);
   free(p->names);
+  free(p->nm);
+  dp_tb_free(&p->side);
   dp_pmap_free(&p->map);
 }
 
@@ -789,17 +957,27 @@ static void name_free_vars(printer *p, const dp_expr *root) {
   free(fv);
 }
 
+/* The lines of the outermost scope, and of the body of a root function
+   after its head, go straight to the output, then the root's own text:
+   so the bulk of the text is written once, where it ends up. Inline
+   texts wait on a stack of their own. */
 static int run(printer *p, dp_tb *out, const dp_expr *root) {
-  if (new_scopes(p, 1, NOSCOPE, 0) == NOSCOPE || discover(p, root) < 0) return -1;
+  dp_tb texts;
+  dp_tb_init(&texts);
+  p->out = out;
+  p->stk = &texts;
+  p->src = &texts;
+  int rc = -1;
+  if (new_scopes(p, 1, NOSCOPE, 0) == NOSCOPE || discover(p, root) < 0) goto done;
   if (!p->def_name) name_free_vars(p, root);
   place_all(p, 0);
-  if (p->failed) return -1;
-  if (!is_atomic(root) && print_nodes(p, 0) < 0) return -1;
-  scope *s0 = &p->scopes[0];
-  if (s0->buf.failed) return -1;
-  if (s0->buf.n) dp_tb_putn(out, s0->buf.s, s0->buf.n);
-  put_ref_i(p, out, 0);
-  return p->failed || out->failed ? -1 : 0;
+  if (p->failed) goto done;
+  if (is_atomic(root)) put_ref_i(p, out, 0);
+  else if (print_nodes(p, 0) < 0) goto done;
+  rc = p->failed || out->failed ? -1 : 0;
+done:
+  dp_tb_free(&texts);
+  return rc;
 }
 
 int dp__print_root(dp_tb *out, const dp_expr *root, const char *def_name, int flags) {

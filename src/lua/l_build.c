@@ -11,8 +11,12 @@
  * builder dropped by the collector) every reference is released, so an
  * error at any point leaves nothing leaked and no half-built module.
  *
- * Name resolution of variables lives in the parser; operators, their
- * arities and attribute schemas are checked here, where dp_op_attrs is.
+ * Names live here too (l_scope.h): variables resolve to handles through a
+ * C hash table with an undo log, blocks collect their lets here, and the
+ * parser's fast path (b:fast_stmt, called by an LPeg match-time capture
+ * once per simple statement) builds a whole statement from its position
+ * captures without making a Lua string or table. Operators, their arities
+ * and attribute schemas are checked here, where dp_op_attrs is.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -20,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lbind.h"
+#include "l_scope.h"
 
 #define BUILDER_META "devplan.Builder"
 
@@ -33,21 +38,67 @@ typedef struct dp_builder {
   size_t *lines;             /* byte offsets (0-based) where each line starts */
   uint32_t nlines, lastline;
   dp_module *mod;            /* made on the first definition */
+  dp_scope scope;            /* variable names -> handles; callee and meta caches */
+  uint32_t block, nblock;    /* the open block's id; ids given so far */
+  struct open_block { uint32_t prev, mark, lets; } *blocks;
+  uint32_t nblocks, capblocks;
+  struct pending_let { dp_span span; uint32_t var, val; } *lets; /* of the open blocks */
+  uint32_t nlets, caplets;
+  /* fast path scratch: operand stack, open calls, attributes (owned values) */
+  dp_expr **stk;
+  uint32_t nstk, capstk;
+  struct fast_call { lua_Integer pos; dp_expr *fn; uint32_t base, attrs; } *calls;
+  uint32_t ncalls, capcalls;
+  struct fast_attr { lua_Integer pos; char key[48]; dp_aval val; } *attrs;
+  uint32_t nattrs, capattrs;
+  dp_attrs *no_attrs;        /* the empty attribute set of calls without any */
+  char *namebuf;             /* a NUL-terminated copy of a name */
+  size_t capname;
+  lua_Integer fast_end;      /* where the last fast statement ended */
+  dp_expr *result;           /* b:expr's expression while it is checked */
 } dp_builder;
 
 /* ---------------- life cycle ---------------- */
 
-static void builder_close(dp_builder *b) {
+/* Drop what only the parse itself needs (handles, names, scratch). Done
+   before type inference, so that inference's peak memory does not add to
+   the parser's; the handles are invalid after. */
+static void drop_parse_state(dp_builder *b) {
   /* Release in reverse creation order: later nodes hold earlier ones. */
   while (b->n > 0) dp_release(b->objs[--b->n]);
   free(b->objs);
   b->objs = NULL;
   b->cap = 0;
+  dp_release(b->no_attrs);
+  b->no_attrs = NULL;
+  dp_scope_free(&b->scope);
+  for (uint32_t i = 0; i < b->nattrs; i++) dp_av_clear(&b->attrs[i].val);
+  free(b->blocks);
+  free(b->lets);
+  free(b->stk);
+  free(b->calls);
+  free(b->attrs);
+  free(b->namebuf);
+  b->blocks = NULL;
+  b->lets = NULL;
+  b->stk = NULL;
+  b->calls = NULL;
+  b->attrs = NULL;
+  b->namebuf = NULL;
+  b->nblocks = b->capblocks = b->nlets = b->caplets = b->nstk = b->capstk = 0;
+  b->ncalls = b->capcalls = b->nattrs = b->capattrs = 0;
+  b->capname = 0;
+}
+
+static void builder_close(dp_builder *b) {
+  drop_parse_state(b);
   free(b->lines);
   b->lines = NULL;
   b->nlines = 0;
   dp_release(b->mod);
   b->mod = NULL;
+  dp_release(b->result);
+  b->result = NULL;
   dp_release(b->ctx);
   b->ctx = NULL;
 }
@@ -175,23 +226,29 @@ static int b_linecol(lua_State *L) {
 
 /* ---------------- handles ---------------- */
 
-/* Take ownership of a new reference and push its handle. */
-static int put(lua_State *L, dp_builder *b, void *obj, dp_err *err, lua_Integer pos) {
-  if (!obj) return raise_core(L, b, err, pos);
+/* Take ownership of a new reference and return its handle (raises on
+   failure: obj NULL, or no room). */
+static uint32_t keep(lua_State *L, dp_builder *b, void *obj, dp_err *err, lua_Integer pos) {
+  if (!obj) return (uint32_t)raise_core(L, b, err, pos);
   if (b->n == b->cap) {
     uint32_t cap = b->cap ? b->cap * 2 : 256;
-    dp_obj **objs = realloc(b->objs, cap * sizeof *objs);
+    dp_obj **objs = cap > b->cap ? realloc(b->objs, (size_t)cap * sizeof *objs) : NULL;
     if (!objs) {
       dp_release(obj);
       dp_err_free(err);
-      return raise_at(L, b, DP_ERR_MEMORY, pos, "out of memory");
+      return (uint32_t)raise_at(L, b, DP_ERR_MEMORY, pos, "out of memory");
     }
     b->objs = objs;
     b->cap = cap;
   }
   dp_err_free(err);
   b->objs[b->n++] = obj;
-  lua_pushinteger(L, b->n);
+  return b->n;
+}
+
+/* keep, and push the handle. */
+static int put(lua_State *L, dp_builder *b, void *obj, dp_err *err, lua_Integer pos) {
+  lua_pushinteger(L, keep(L, b, obj, err, pos));
   return 1;
 }
 
@@ -533,6 +590,46 @@ static const char *op_name_of(const dp_expr *fn) {
   return fn->h.kind == DP_OP ? ((const dp_op *)fn)->name : ((const dp_ctor *)fn)->name;
 }
 
+/* The call fn(args) with the attributes a, which it consumes on every
+   path. Returns the handle; raises on error (arity, attributes). */
+static uint32_t make_call(lua_State *L, dp_builder *b, lua_Integer pos, dp_expr *fn, int nargs,
+                          dp_expr *const *args, attr_list *a) {
+  if (fn->h.kind == DP_OP) {
+    dp_op *op = (dp_op *)fn;
+    if (op->num_inputs >= 0 && op->num_inputs != nargs) {
+      attr_list_clear(a);
+      return (uint32_t)raise_at(L, b, DP_ERR_TYPE, pos, "operator '%s' takes %d argument%s, %d given",
+                                op->name, op->num_inputs, op->num_inputs == 1 ? "" : "s", nargs);
+    }
+  } else if (fn->h.kind == DP_CTOR) {
+    dp_ctor *c = (dp_ctor *)fn;
+    if ((int)c->ninputs != nargs) {
+      attr_list_clear(a);
+      return (uint32_t)raise_at(L, b, DP_ERR_TYPE, pos, "constructor '%s' takes %d argument%s, %d given",
+                                c->name, (int)c->ninputs, c->ninputs == 1 ? "" : "s", nargs);
+    }
+    if (a->n) {
+      lua_Integer at = a->pos[0];
+      attr_list_clear(a);
+      return (uint32_t)raise_at(L, b, DP_ERR_VALUE, at, "constructor '%s' takes no attributes",
+                                op_name_of(fn));
+    }
+  }
+  dp_attrs *attrs;
+  if (fn->h.kind == DP_OP && a->n == 0) {
+    /* what dp_op_attrs gives for no attributes (defaults are never stored):
+       one empty set shared by every such call */
+    if (!b->no_attrs) b->no_attrs = dp_attrs_make(0, NULL, NULL);
+    if (!b->no_attrs) return (uint32_t)raise_at(L, b, DP_ERR_MEMORY, pos, "out of memory");
+    attrs = dp_retain(b->no_attrs);
+  } else {
+    attrs = fn->h.kind == DP_OP ? op_attrs(L, b, (dp_op *)fn, a, pos) : plain_attrs(L, b, a, pos);
+  }
+  dp_call *c = dp_call_new(fn, (uint32_t)nargs, args, attrs, span_at(b, pos));
+  dp_release(attrs);
+  return keep(L, b, c, NULL, pos);
+}
+
 /* b:call(pos, callee, args..., [attrs]): a trailing table is the call's
    attribute list (so that argument handles pass straight through). */
 static int b_call(lua_State *L) {
@@ -549,32 +646,11 @@ static int b_call(lua_State *L) {
   }
   dp_expr **args = (dp_expr **)scratch(L, nargs);
   for (int i = 0; i < nargs; i++) args[i] = EXPR(4 + i);
-  if (fn->h.kind == DP_OP) {
-    dp_op *op = (dp_op *)fn;
-    if (op->num_inputs >= 0 && op->num_inputs != nargs)
-      return raise_at(L, b, DP_ERR_TYPE, pos, "operator '%s' takes %d argument%s, %d given",
-                      op->name, op->num_inputs, op->num_inputs == 1 ? "" : "s", nargs);
-  } else if (fn->h.kind == DP_CTOR) {
-    dp_ctor *c = (dp_ctor *)fn;
-    if ((int)c->ninputs != nargs)
-      return raise_at(L, b, DP_ERR_TYPE, pos, "constructor '%s' takes %d argument%s, %d given",
-                      c->name, (int)c->ninputs, c->ninputs == 1 ? "" : "s", nargs);
-  }
   attr_list a;
   const char *why = attr_list_read(L, b, attrs_idx, &a);
   if (why) return raise_at(L, b, DP_ERR_VALUE, pos, "%s", why);
-  dp_attrs *attrs = NULL;
-  if (a.n && fn->h.kind == DP_CTOR) {
-    lua_Integer at = a.pos[0];
-    attr_list_clear(&a);
-    return raise_at(L, b, DP_ERR_VALUE, at, "constructor '%s' takes no attributes",
-                    op_name_of(fn));
-  }
-  if (fn->h.kind == DP_OP) attrs = op_attrs(L, b, (dp_op *)fn, &a, pos);
-  else attrs = plain_attrs(L, b, &a, pos);
-  dp_call *c = dp_call_new(fn, (uint32_t)nargs, args, attrs, span_at(b, pos));
-  dp_release(attrs);
-  return put(L, b, c, NULL, pos);
+  lua_pushinteger(L, make_call(L, b, pos, fn, nargs, args, &a));
+  return 1;
 }
 
 /* b:fn(pos, body, ret|false, attrs|false, params...): a virtual_device
@@ -948,7 +1024,8 @@ static int b_module(lua_State *L) {
   dp_builder *b = check_builder(L);
   dp_module *m = module_of(L, b);
   dp_err *err = NULL;
-  if (dp_infer_module(m, &err) != 0) return raise_core(L, b, err, 0);
+  drop_parse_state(b);
+  if (!getenv("DP_NOINFER") && dp_infer_module(m, &err) != 0) return raise_core(L, b, err, 0);
   dp_lua_push(L, m);
   builder_close(b);
   return 1;
@@ -958,11 +1035,343 @@ static int b_module(lua_State *L) {
    type definitions resolved); the builder is closed after. */
 static int b_expr(lua_State *L) {
   dp_builder *b = check_builder(L);
-  dp_expr *e = EXPR(2);
+  dp_expr *e = b->result = dp_retain(EXPR(2));
   dp_err *err = NULL;
+  drop_parse_state(b);
   if (dp_infer_expr(b->mod, e, &err) != 0) return raise_core(L, b, err, 0);
   dp_lua_push(L, e);
   builder_close(b);
+  return 1;
+}
+
+/* ---------------- names and blocks ---------------- */
+
+static int grow(lua_State *L, void **p, uint32_t *cap, uint32_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  uint32_t c = *cap ? *cap : 64;
+  while (c < need) c *= 2;
+  void *q = realloc(*p, (size_t)c * elem);
+  if (!q) return luaL_error(L, "devplan: out of memory");
+  *p = q;
+  *cap = c;
+  return 0;
+}
+
+static uint32_t slot_of(lua_State *L, dp_builder *b, const char *name, size_t len) {
+  int64_t k = dp_scope_intern(&b->scope, name, len);
+  if (k < 0) return (uint32_t)luaL_error(L, "devplan: out of memory");
+  return (uint32_t)k;
+}
+
+static void bind_slot(lua_State *L, dp_builder *b, uint32_t slot, uint32_t h, uint32_t block) {
+  if (dp_scope_bind(&b->scope, slot, h, block) != 0) luaL_error(L, "devplan: out of memory");
+}
+
+/* A NUL-terminated copy of name[0..len) in the builder's buffer. */
+static const char *cname(lua_State *L, dp_builder *b, const char *name, size_t len) {
+  if (len + 1 > b->capname) {
+    size_t c = len + 64;
+    char *p = realloc(b->namebuf, c);
+    if (!p) luaL_error(L, "devplan: out of memory");
+    b->namebuf = p;
+    b->capname = c;
+  }
+  memcpy(b->namebuf, name, len);
+  b->namebuf[len] = '\0';
+  return b->namebuf;
+}
+
+/* b:mark() -> the undo mark; b:unbind(mark): drop the bindings made since */
+static int b_mark(lua_State *L) {
+  dp_builder *b = check_builder(L);
+  lua_pushinteger(L, b->scope.nundo);
+  return 1;
+}
+
+static int b_unbind(lua_State *L) {
+  dp_builder *b = check_builder(L);
+  lua_Integer m = luaL_checkinteger(L, 2);
+  if (m >= 0 && m <= b->scope.nundo) dp_scope_unbind(&b->scope, (uint32_t)m);
+  return 0;
+}
+
+/* b:bind(name, h): %name means h from now on (let variables, patterns) */
+static int b_bind(lua_State *L) {
+  dp_builder *b = check_builder(L);
+  size_t len;
+  const char *name = luaL_checklstring(L, 2, &len);
+  lua_Integer h = luaL_checkinteger(L, 3);
+  if (h < 1 || h > b->n) return luaL_error(L, "devplan builder: bad handle");
+  bind_slot(L, b, slot_of(L, b, name, len), (uint32_t)h, 0);
+  return 0;
+}
+
+/* b:define(pos, name, h, param): a graph binding (or with param true, a
+   function parameter) of the open block; a second one is an error. */
+static int b_define(lua_State *L) {
+  dp_builder *b = check_builder(L);
+  lua_Integer pos = luaL_checkinteger(L, 2);
+  size_t len;
+  const char *name = luaL_checklstring(L, 3, &len);
+  lua_Integer h = luaL_checkinteger(L, 4);
+  if (h < 1 || h > b->n || !b->block) return luaL_error(L, "devplan builder: define");
+  uint32_t slot = slot_of(L, b, name, len);
+  if (b->scope.slots[slot].block == b->block)
+    return raise_at(L, b, DP_ERR_NAME, pos, lua_toboolean(L, 5) ? "duplicate parameter %%%s"
+                    : "duplicate definition of %%%s", name);
+  bind_slot(L, b, slot, (uint32_t)h, b->block);
+  return 0;
+}
+
+/* b:lookup(pos, name) -> the handle %name is bound to */
+static int b_lookup(lua_State *L) {
+  dp_builder *b = check_builder(L);
+  lua_Integer pos = luaL_checkinteger(L, 2);
+  size_t len;
+  const char *name = luaL_checklstring(L, 3, &len);
+  int64_t k = dp_scope_find(&b->scope, name, len);
+  if (k < 0 || !b->scope.slots[k].handle)
+    return raise_at(L, b, DP_ERR_NAME, pos, "unknown variable %%%s", name);
+  lua_pushinteger(L, b->scope.slots[k].handle);
+  return 1;
+}
+
+/* b:cache(key, h): what the fast path may reuse for key: the callee of an
+   identifier, or the entry "\0kind\0index" of the metatable. */
+static int b_cache(lua_State *L) {
+  dp_builder *b = check_builder(L);
+  size_t len;
+  const char *key = luaL_checklstring(L, 2, &len);
+  lua_Integer h = luaL_checkinteger(L, 3);
+  if (h < 1 || h > b->n) return luaL_error(L, "devplan builder: bad handle");
+  uint32_t slot = slot_of(L, b, key, len); /* (may move the slots) */
+  b->scope.slots[slot].cached = (uint32_t)h;
+  return 0;
+}
+
+/* b:block_open(): a new block (its definitions and lets are its own) */
+static int b_block_open(lua_State *L) {
+  dp_builder *b = check_builder(L);
+  grow(L, (void **)&b->blocks, &b->capblocks, b->nblocks + 1, sizeof *b->blocks);
+  b->blocks[b->nblocks++] = (struct open_block){b->block, b->scope.nundo, b->nlets};
+  b->block = ++b->nblock;
+  return 0;
+}
+
+/* b:push_let(pos, var|false, value): a let of the open block (no var: `_`) */
+static int b_push_let(lua_State *L) {
+  dp_builder *b = check_builder(L);
+  lua_Integer pos = luaL_checkinteger(L, 2);
+  uint32_t var = lua_toboolean(L, 3) ? (uint32_t)luaL_checkinteger(L, 3) : 0;
+  lua_Integer val = luaL_checkinteger(L, 4);
+  if (!b->nblocks || var > b->n || val < 1 || val > b->n) return luaL_error(L, "devplan builder: push_let");
+  if (!var) var = keep(L, b, dp_var_new("_", NULL, NULL, span_at(b, pos)), NULL, pos);
+  grow(L, (void **)&b->lets, &b->caplets, b->nlets + 1, sizeof *b->lets);
+  b->lets[b->nlets++] = (struct pending_let){span_at(b, pos), var, (uint32_t)val};
+  return 0;
+}
+
+/* b:block_close(body) -> the block's lets around body; its names go out of
+   scope. The inner lets are held by the outer ones only (one handle). */
+static int b_block_close(lua_State *L) {
+  dp_builder *b = check_builder(L);
+  dp_expr *body = EXPR(2);
+  if (!b->nblocks) return luaL_error(L, "devplan builder: no open block");
+  struct open_block ob = b->blocks[b->nblocks - 1];
+  dp_expr *owned = NULL;
+  for (uint32_t i = b->nlets; i-- > ob.lets;) {
+    const struct pending_let *pl = &b->lets[i];
+    dp_expr *v = (dp_expr *)b->objs[pl->var - 1];
+    if (v->h.kind != DP_VAR) {
+      dp_release(owned);
+      return luaL_error(L, "devplan builder: let of a non-var");
+    }
+    dp_let *l = dp_let_new((dp_var *)v, (dp_expr *)b->objs[pl->val - 1], body, pl->span);
+    dp_release(owned);
+    if (!l) return luaL_error(L, "devplan: out of memory");
+    owned = body = &l->e;
+  }
+  b->nlets = ob.lets;
+  dp_scope_unbind(&b->scope, ob.mark);
+  b->block = ob.prev;
+  b->nblocks--;
+  if (!owned) {
+    lua_pushvalue(L, 2);
+    return 1;
+  }
+  return put(L, b, owned, NULL, 0);
+}
+
+/* ---------------- the fast path ---------------- */
+
+#define IS_ALPHA(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || (c) == '_')
+#define IS_ALNUM(c) (IS_ALPHA(c) || ((c) >= '0' && (c) <= '9'))
+
+/* End of the name (lname or ident of the grammar) starting at offset i:
+   letters, digits and _, with dotted parts that start with a letter. */
+static size_t name_end(const char *t, size_t len, size_t i) {
+  while (i < len && IS_ALNUM(t[i])) i++;
+  while (i + 1 < len && t[i] == '.' && IS_ALPHA(t[i + 1])) {
+    i += 2;
+    while (i < len && IS_ALNUM(t[i])) i++;
+  }
+  return i;
+}
+
+/* Capture i of the statement as a 0-based offset into the text. */
+static size_t cap_off(lua_State *L, dp_builder *b, int i) {
+  lua_Integer p = lua_tointeger(L, i);
+  if (p < 1 || (size_t)p > b->len) return (size_t)luaL_error(L, "devplan builder: bad position");
+  return (size_t)p - 1;
+}
+
+/* Give up on the statement: the full grammar will parse it (it uses a
+   callee or meta entry not seen yet). Nodes already made stay owned by
+   the builder; bindings made are undone. */
+static int fast_bail(lua_State *L, dp_builder *b, uint32_t mark) {
+  for (uint32_t i = 0; i < b->nattrs; i++) dp_av_clear(&b->attrs[i].val);
+  b->nattrs = b->nstk = b->ncalls = 0;
+  dp_scope_unbind(&b->scope, mark);
+  lua_pushboolean(L, 0);
+  return 1;
+}
+
+/* The attribute `key = meta[kind][index]` (captures at k, k+1, k+2). */
+static int fast_attr(lua_State *L, dp_builder *b, int k) {
+  const char *t = b->text;
+  size_t kp = cap_off(L, b, k), mp = cap_off(L, b, k + 1), ip = cap_off(L, b, k + 2);
+  size_t ke = name_end(t, b->len, kp), me = name_end(t, b->len, mp), ie = ip;
+  while (ie < b->len && t[ie] >= '0' && t[ie] <= '9') ie++;
+  char key[128];
+  size_t n = me - mp, d = ie - ip;
+  if (ke - kp >= sizeof b->attrs->key || n + d + 2 > sizeof key) return 0;
+  key[0] = '\0';
+  memcpy(key + 1, t + mp, n);
+  key[n + 1] = '\0';
+  memcpy(key + n + 2, t + ip, d);
+  int64_t slot = dp_scope_find(&b->scope, key, n + d + 2);
+  uint32_t h = slot >= 0 ? b->scope.slots[slot].cached : 0;
+  if (!h) return 0;
+  dp_obj *o = b->objs[h - 1];
+  grow(L, (void **)&b->attrs, &b->capattrs, b->nattrs + 1, sizeof *b->attrs);
+  struct fast_attr *a = &b->attrs[b->nattrs];
+  a->pos = (lua_Integer)kp + 1;
+  memcpy(a->key, t + kp, ke - kp);
+  a->key[ke - kp] = '\0';
+  a->val = o->type == DP_OBJ_VDEV ? dp_av_vdev((dp_vdev *)o) : dp_av_expr((dp_expr *)o);
+  b->nattrs++;
+  return 1;
+}
+
+/* The call whose `)` was reached: its operands and attributes are the
+   top of the stacks. */
+static void fast_call_end(lua_State *L, dp_builder *b) {
+  struct fast_call c = b->calls[--b->ncalls];
+  attr_list a = {0, NULL, NULL};
+  uint32_t na = b->nattrs - c.attrs;
+  if (na) {
+    a.items = dp_calloc(na, sizeof *a.items);
+    a.pos = dp_calloc(na, sizeof *a.pos);
+    if (!a.items || !a.pos) {
+      free(a.items);
+      free(a.pos);
+      raise_at(L, b, DP_ERR_MEMORY, c.pos, "out of memory");
+    }
+    for (uint32_t i = 0; i < na; i++) {
+      struct fast_attr *fa = &b->attrs[c.attrs + i];
+      a.items[i].key = fa->key; /* copied by the core; lives until the call is made */
+      a.items[i].val = fa->val;
+      a.pos[i] = fa->pos;
+      fa->val = dp_av_none();
+    }
+    a.n = na;
+  }
+  uint32_t h = make_call(L, b, c.pos, c.fn, (int)(b->nstk - c.base), b->stk + c.base, &a);
+  b->nattrs = c.attrs;
+  b->nstk = c.base;
+  b->stk[b->nstk++] = (dp_expr *)b->objs[h - 1];
+}
+
+/* b.fast_stmt(subject, i, builder, captures...): the match-time capture of
+   the parser's fast path, for `%n = E;` and `let %x = E;` where E is made
+   of variables and operator calls whose attributes are meta entries.
+   Captures (1-based text positions): the statement's start, for a let the
+   position of its `%`, then E in text order: the position after the `%`
+   of a variable, the first letter of a callee, 0 followed by three
+   positions (an attribute's key, meta kind and index), the `)` closing a
+   call. Returns true when the
+   statement is built and bound, false to leave it to the full grammar. */
+static int b_fast_stmt(lua_State *L) {
+  dp_builder *b = luaL_checkudata(L, 3, BUILDER_META);
+  size_t len;
+  if (!b->ctx || lua_tolstring(L, 1, &len) != b->text || !b->nblocks)
+    return luaL_error(L, "devplan builder: fast_stmt");
+  const char *t = b->text;
+  int top = lua_gettop(L), k = 4;
+  uint32_t mark = b->scope.nundo, var = 0;
+  size_t sp = cap_off(L, b, k++);
+  lua_Integer spos = (lua_Integer)sp + 1;
+  b->nattrs = b->nstk = b->ncalls = 0;
+  if (t[sp] == 'l') { /* let %x = ...: the variable is in scope in its value */
+    size_t vp = cap_off(L, b, k++), e = name_end(t, len, vp + 1);
+    var = keep(L, b, dp_var_new(cname(L, b, t + vp + 1, e - vp - 1), NULL, NULL, span_at(b, (lua_Integer)vp + 1)),
+               NULL, (lua_Integer)vp + 1);
+    bind_slot(L, b, slot_of(L, b, t + vp + 1, e - vp - 1), var, 0);
+  }
+  uint32_t last = 0;
+  for (; k <= top; k++) {
+    if (lua_tointeger(L, k) == 0) {
+      if (k + 3 > top || !b->ncalls) return luaL_error(L, "devplan builder: fast_stmt attribute");
+      if (!fast_attr(L, b, k + 1)) return fast_bail(L, b, mark);
+      k += 3;
+      continue;
+    }
+    size_t p = cap_off(L, b, k);
+    char c = t[p];
+    if (p > 0 && t[p - 1] == '%') { /* a variable: its name starts at p */
+      size_t e = name_end(t, len, p);
+      int64_t slot = dp_scope_find(&b->scope, t + p, e - p);
+      last = slot >= 0 ? b->scope.slots[slot].handle : 0;
+      if (!last)
+        return raise_at(L, b, DP_ERR_NAME, (lua_Integer)p, "unknown variable %%%s",
+                        cname(L, b, t + p, e - p));
+      grow(L, (void **)&b->stk, &b->capstk, b->nstk + 1, sizeof *b->stk);
+      b->stk[b->nstk++] = (dp_expr *)b->objs[last - 1];
+    } else if (c == ')') {
+      if (!b->ncalls) return luaL_error(L, "devplan builder: fast_stmt call");
+      fast_call_end(L, b);
+      last = b->n;
+    } else {
+      int64_t slot = dp_scope_find(&b->scope, t + p, name_end(t, len, p) - p);
+      uint32_t h = slot >= 0 ? b->scope.slots[slot].cached : 0;
+      if (!h) return fast_bail(L, b, mark);
+      grow(L, (void **)&b->calls, &b->capcalls, b->ncalls + 1, sizeof *b->calls);
+      b->calls[b->ncalls++] = (struct fast_call){(lua_Integer)p + 1, (dp_expr *)b->objs[h - 1], b->nstk, b->nattrs};
+      /* make room for the call's result (the stack never shrinks below) */
+      grow(L, (void **)&b->stk, &b->capstk, b->nstk + 1, sizeof *b->stk);
+    }
+  }
+  if (b->nstk != 1 || b->ncalls || !last) return luaL_error(L, "devplan builder: fast_stmt expression");
+  b->nstk = 0;
+  if (var) {
+    grow(L, (void **)&b->lets, &b->caplets, b->nlets + 1, sizeof *b->lets);
+    b->lets[b->nlets++] = (struct pending_let){span_at(b, spos), var, last};
+  } else {
+    size_t e = name_end(t, len, sp + 1);
+    uint32_t slot = slot_of(L, b, t + sp + 1, e - sp - 1);
+    if (b->scope.slots[slot].block == b->block)
+      return raise_at(L, b, DP_ERR_NAME, spos, "duplicate definition of %%%s", cname(L, b, t + sp + 1, e - sp - 1));
+    bind_slot(L, b, slot, last, b->block);
+  }
+  b->fast_end = lua_tointeger(L, 2);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* b:fast_end() -> where the last statement of the fast path ended (0: none) */
+static int b_fast_end(lua_State *L) {
+  dp_builder *b = luaL_checkudata(L, 1, BUILDER_META);
+  lua_pushinteger(L, b->fast_end);
   return 1;
 }
 
@@ -976,7 +1385,10 @@ static const luaL_Reg builder_methods[] = {
   {"pwild", b_pwild}, {"pvar", b_pvar}, {"pctor", b_pctor}, {"ptuple", b_ptuple},
   {"const", b_const}, {"const_tensor", b_const_tensor}, {"vdev", b_vdev}, {"ctor", b_ctor},
   {"typedef", b_typedef}, {"primfn", b_primfn}, {"add_func", b_add_func},
-  {"module", b_module}, {"expr", b_expr}, {NULL, NULL}};
+  {"module", b_module}, {"expr", b_expr}, {"mark", b_mark}, {"unbind", b_unbind},
+  {"bind", b_bind}, {"define", b_define}, {"lookup", b_lookup}, {"cache", b_cache},
+  {"block_open", b_block_open}, {"push_let", b_push_let}, {"block_close", b_block_close},
+  {"fast_stmt", b_fast_stmt}, {"fast_end", b_fast_end}, {NULL, NULL}};
 
 void dp_lua_open_build(lua_State *L) {
   if (luaL_newmetatable(L, BUILDER_META)) {

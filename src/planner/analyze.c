@@ -37,9 +37,9 @@ static int unify(actx *a, uint32_t x, uint32_t y, int rule, dp_expr *why) {
   return 0;
 }
 
-static int unify_e(actx *a, dp_expr *x, dp_expr *y, int rule, dp_expr *why) {
-  return unify(a, dp__dom_of(a->d, x), dp__dom_of(a->d, y), rule, why);
-}
+/* Domains by flat id: the node's own, and its child i's. */
+#define DOM(a, id) ((a)->d->flat.dom[id])
+#define KDOM(a, id, i) dp__fkdom((a)->d, (id), (i))
 
 /* Canonical device index of an annotation, with the error placed at e. */
 static int canon(actx *a, dp_vdev *v, dp_expr *e, uint32_t *out) {
@@ -49,127 +49,129 @@ static int canon(actx *a, dp_vdev *v, dp_expr *e, uint32_t *out) {
   return 0;
 }
 
-/* Constrain x (of type t) to device index v. */
-static int constrain(actx *a, dp_expr *x, uint32_t v, int rule, dp_expr *why) {
+/* Constrain x (domain xd) to device index v. */
+static int constrain(actx *a, dp_expr *x, uint32_t xd, uint32_t v, int rule, dp_expr *why) {
   if (!v) return 0;
   uint32_t k = dp__dom_for_type(a->d, x->type, v, rule, why);
-  return unify(a, dp__dom_of(a->d, x), k, rule, why);
+  return unify(a, xd, k, rule, why);
 }
 
-static int call_on_device(actx *a, dp_call *c, const dp_ondev *p) {
+static int call_on_device(actx *a, uint32_t id, dp_call *c, const dp_ondev *p) {
   uint32_t v = 0;
   if (p->vd && canon(a, p->vd, &c->e, &v) < 0) return -1;
-  dp__dom_of(a->d, p->body);
-  dp__dom_of(a->d, &c->e);
   if (!v) return 0;
   /* one constraint domain serves both sides, as TVM's target_domain */
   uint32_t k = dp__dom_for_type(a->d, p->body->type, v, R_ON_DEVICE, &c->e);
-  if (p->cbody && unify(a, dp__dom_of(a->d, p->body), k, R_ON_DEVICE, &c->e) < 0) return -1;
-  if (p->cresult && unify(a, dp__dom_of(a->d, &c->e), k, R_ON_DEVICE, &c->e) < 0) return -1;
+  if (p->cbody && unify(a, KDOM(a, id, 1), k, R_ON_DEVICE, &c->e) < 0) return -1;
+  if (p->cresult && unify(a, DOM(a, id), k, R_ON_DEVICE, &c->e) < 0) return -1;
   return 0;
 }
 
-static int call_device_copy(actx *a, dp_call *c, dp_expr *body, dp_vdev *src, dp_vdev *dst) {
+static int call_device_copy(actx *a, uint32_t id, dp_call *c, dp_expr *body, dp_vdev *src,
+                            dp_vdev *dst) {
   uint32_t s = 0, t = 0;
   if ((src && canon(a, src, &c->e, &s) < 0) || (dst && canon(a, dst, &c->e, &t) < 0)) return -1;
-  if (constrain(a, body, s, R_COPY_SRC, &c->e) < 0) return -1;
-  return constrain(a, &c->e, t, R_COPY_DST, &c->e);
+  if (constrain(a, body, KDOM(a, id, 1), s, R_COPY_SRC, &c->e) < 0) return -1;
+  return constrain(a, &c->e, DOM(a, id), t, R_COPY_DST, &c->e);
 }
 
-static int args_host(actx *a, dp_call *c, uint32_t from) {
+static int args_host(actx *a, uint32_t id, dp_call *c, uint32_t from) {
   for (uint32_t i = from; i < c->nargs; i++)
-    if (constrain(a, c->args[i], a->d->host, R_HOST_ARG, &c->e) < 0) return -1;
+    if (constrain(a, c->args[i], KDOM(a, id, 1 + i), a->d->host, R_HOST_ARG, &c->e) < 0) return -1;
   return 0;
 }
 
-static int args_with_call(actx *a, dp_call *c, uint32_t from, uint32_t to, int rule) {
+static int args_with_call(actx *a, uint32_t id, dp_call *c, uint32_t from, uint32_t to, int rule) {
   for (uint32_t i = from; i < to && i < c->nargs; i++)
-    if (unify_e(a, c->args[i], &c->e, rule, &c->e) < 0) return -1;
+    if (unify(a, KDOM(a, id, 1 + i), DOM(a, id), rule, &c->e) < 0) return -1;
   return 0;
 }
 
 /* Calls of operators: the rules of planner.md's table. */
-static int call_op(actx *a, dp_call *c) {
+static int call_op(actx *a, uint32_t id, dp_call *c) {
   const struct dp_plan_ops *o = &a->d->ops;
   dp_op *op = (dp_op *)c->fn;
-  dp__dom_of(a->d, &c->e);
   if (op == o->alloc_storage) {
     const dp_aval *v = dp_op_attr(op, c->attrs, "virtual_device");
     uint32_t t = 0;
     if (v && v->kind == DP_AV_VDEV && canon(a, v->u.vdev, &c->e, &t) < 0) return -1;
-    if (args_host(a, c, 0) < 0) return -1;
-    return constrain(a, &c->e, t, R_ALLOC_DEV, &c->e);
+    if (args_host(a, id, c, 0) < 0) return -1;
+    return constrain(a, &c->e, DOM(a, id), t, R_ALLOC_DEV, &c->e);
   }
   if (op == o->alloc_tensor) {
-    if (args_with_call(a, c, 0, 1, R_ARG) < 0) return -1;
-    return args_host(a, c, 1);
+    if (args_with_call(a, id, c, 0, 1, R_ARG) < 0) return -1;
+    return args_host(a, id, c, 1);
   }
-  if (op == o->shape_of) return constrain(a, &c->e, a->d->host, R_HOST_ARG, &c->e);
+  if (op == o->shape_of) return constrain(a, &c->e, DOM(a, id), a->d->host, R_HOST_ARG, &c->e);
   if (op == o->reshape_tensor) {
-    if (args_with_call(a, c, 0, 1, R_ARG) < 0) return -1;
-    return args_host(a, c, 1);
+    if (args_with_call(a, id, c, 0, 1, R_ARG) < 0) return -1;
+    return args_host(a, id, c, 1);
   }
-  if (op == o->invoke_tvm_op) {
-    if (c->nargs) dp__dom_of(a->d, c->args[0]);
-    return args_with_call(a, c, 1, c->nargs, R_ARG);
-  }
+  if (op == o->invoke_tvm_op) return args_with_call(a, id, c, 1, c->nargs, R_ARG);
   /* polymorphic: one fresh device per call site, shared by args and result */
-  return args_with_call(a, c, 0, c->nargs, R_ARG);
+  return args_with_call(a, id, c, 0, c->nargs, R_ARG);
 }
 
-static int analyze_call(actx *a, dp_call *c) {
+static int analyze_call(actx *a, uint32_t id, dp_call *c) {
   dp_domains *d = a->d;
   dp_ondev p;
   dp_expr *body;
   dp_vdev *src, *dst;
-  if (dp__on_device_props(&d->ops, &c->e, &p)) return call_on_device(a, c, &p);
+  if (dp__on_device_props(&d->ops, &c->e, &p)) return call_on_device(a, id, c, &p);
   if (dp__device_copy_props(&d->ops, &c->e, &body, &src, &dst))
-    return call_device_copy(a, c, body, src, dst);
+    return call_device_copy(a, id, c, body, src, dst);
   dp_expr *callee;
   dp_expr *const *args;
   uint32_t n = dp__any_call(&d->ops, c, &callee, &args);
-  if (callee->h.kind == DP_OP && callee == c->fn) return call_op(a, c);
-  if (callee->h.kind == DP_CTOR) {
-    dp__dom_of(d, &c->e);
-    return args_with_call(a, c, 0, c->nargs, R_CTOR);
-  }
-  uint32_t f = dp__dom_of(d, callee);
+  if (callee->h.kind == DP_OP && callee == c->fn) return call_op(a, id, c);
+  if (callee->h.kind == DP_CTOR) return args_with_call(a, id, c, 0, c->nargs, R_CTOR);
+  int lowered = callee != c->fn;
+  uint32_t f = KDOM(a, id, lowered ? 1 : 0);
   if (dp__dom_arity(d, f) != n) {
     return fail_at(a, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                                  "the callee of this call does not take %u argument%s "
                                  "(is its type known?)", n, n == 1 ? "" : "s"), &c->e);
   }
-  for (uint32_t i = 0; i < n; i++)
-    if (unify(a, dp__dom_of(d, args[i]), dp__dom_kid(d, f, i), R_ARG, &c->e) < 0) return -1;
-  return unify(a, dp__dom_of(d, &c->e), dp__dom_kid(d, f, n), R_RESULT, &c->e);
+  uint32_t tup = lowered ? dp__fkid(d, id, 2) : DP_NONE_ID;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t ad = !lowered ? KDOM(a, id, 1 + i)
+                  : tup != DP_NONE_ID ? KDOM(a, tup, i) : dp__dom_of(d, args[i]);
+    if (unify(a, ad, dp__dom_kid(d, f, i), R_ARG, &c->e) < 0) return -1;
+  }
+  return unify(a, DOM(a, id), dp__dom_kid(d, f, n), R_RESULT, &c->e);
 }
 
-static int analyze_func(actx *a, dp_func *fn) {
+static int analyze_func(actx *a, uint32_t id, dp_func *fn) {
   dp_domains *d = a->d;
-  uint32_t f = dp__dom_of(d, &fn->e);
+  uint32_t f = DOM(a, id);
   if (dp__dom_arity(d, f) != fn->nparams)
     return fail_at(a, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                                  "function's type does not match its %u parameters", fn->nparams),
                    &fn->e);
-  if (unify(a, dp__dom_of(d, fn->body), dp__dom_kid(d, f, fn->nparams), R_FUNC_BODY, &fn->e) < 0)
+  uint32_t bd = KDOM(a, id, fn->nparams);
+  if (unify(a, bd, dp__dom_kid(d, f, fn->nparams), R_FUNC_BODY, &fn->e) < 0)
     return -1;
   uint32_t v = 0;
   if (fn->vdev && canon(a, fn->vdev, &fn->e, &v) < 0) return -1;
-  if (constrain(a, fn->body, v, R_FUNC_ANNOT, &fn->e) < 0) return -1;
+  if (constrain(a, fn->body, bd, v, R_FUNC_ANNOT, &fn->e) < 0) return -1;
   for (uint32_t i = 0; i < fn->nparams; i++) {
     dp_var *p = fn->params[i];
-    if (unify(a, dp__dom_of(d, &p->e), dp__dom_kid(d, f, i), R_FUNC_PARAM, &fn->e) < 0) return -1;
-    struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)p);
-    if (s) s->flags |= PM_PARAM;
+    uint32_t pd = KDOM(a, id, i), pk = dp__fkid(d, id, i);
+    if (unify(a, pd, dp__dom_kid(d, f, i), R_FUNC_PARAM, &fn->e) < 0) return -1;
+    if (pk != DP_NONE_ID) d->flat.flag[pk] |= PM_PARAM;
+    if (pk == DP_NONE_ID || (d->flat.flag[pk] & PM_SHARED)) {
+      struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)p);
+      if (s) s->flags |= PM_PARAM;
+    }
     uint32_t pv = 0;
     if (p->vdev && canon(a, p->vdev, &p->e, &pv) < 0) return -1;
-    if (constrain(a, &p->e, pv, R_PARAM_ANNOT, &p->e) < 0) return -1;
+    if (constrain(a, &p->e, pd, pv, R_PARAM_ANNOT, &p->e) < 0) return -1;
   }
   return 0;
 }
 
 /* Pattern variables collapse onto the matched data (explicit stack). */
-static int analyze_pattern(actx *a, dp_expr *data, dp_pattern *root, dp_expr *why) {
+static int analyze_pattern(actx *a, uint32_t data, dp_pattern *root, dp_expr *why) {
   dp_pattern *small[32], **stack = small;
   uint32_t n = 0, cap = 32;
   int rc = 0;
@@ -177,7 +179,7 @@ static int analyze_pattern(actx *a, dp_expr *data, dp_pattern *root, dp_expr *wh
   while (n && rc == 0) {
     dp_pattern *p = stack[--n];
     if (p->h.kind == DP_PAT_VAR && p->var)
-      rc = unify_e(a, data, &p->var->e, R_MATCH_PAT, why);
+      rc = unify(a, data, dp__dom_of(a->d, &p->var->e), R_MATCH_PAT, why);
     if (n + p->n > cap) {
       dp_pattern **s = dp_malloc((n + p->n) * 2 * sizeof *s);
       if (!s) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), why);
@@ -192,74 +194,62 @@ static int analyze_pattern(actx *a, dp_expr *data, dp_pattern *root, dp_expr *wh
   return rc;
 }
 
-static int analyze_node(actx *a, dp_expr *e) {
+static int analyze_node(actx *a, uint32_t id) {
   dp_domains *d = a->d;
+  dp_expr *e = d->flat.x[id];
+  uint32_t me = DOM(a, id);
   switch (e->h.kind) {
-  case DP_OP: case DP_CTOR: return 0;
-  case DP_CALL: return analyze_call(a, (dp_call *)e);
-  case DP_FUNC: return analyze_func(a, (dp_func *)e);
-  case DP_LET: {
-    dp_let *l = (dp_let *)e;
-    if (unify_e(a, &l->var->e, l->value, R_LET_VAR, e) < 0) return -1;
-    return unify_e(a, e, l->body, R_LET_BODY, e);
-  }
+  case DP_CALL: return analyze_call(a, id, (dp_call *)e);
+  case DP_FUNC: return analyze_func(a, id, (dp_func *)e);
+  case DP_LET:
+    if (unify(a, KDOM(a, id, 0), KDOM(a, id, 1), R_LET_VAR, e) < 0) return -1;
+    return unify(a, me, KDOM(a, id, 2), R_LET_BODY, e);
   case DP_TUPLE: {
     dp_tuple *t = (dp_tuple *)e;
-    struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)e);
-    dp__dom_of(d, e);
-    if (s && (s->flags & PM_LOWERED_ARGS)) {
-      for (uint32_t i = 0; i < t->n; i++) dp__dom_of(d, t->fields[i]);
+    if (d->flat.flag[id] & PM_LOWERED_ARGS) {
+      for (uint32_t i = 0; i < t->n; i++) KDOM(a, id, i);
       return 0;
     }
     for (uint32_t i = 0; i < t->n; i++)
-      if (unify_e(a, e, t->fields[i], R_TUPLE, e) < 0) return -1;
+      if (unify(a, me, KDOM(a, id, i), R_TUPLE, e) < 0) return -1;
     return 0;
   }
-  case DP_PROJ: return unify_e(a, ((dp_proj *)e)->tuple, e, R_PROJ, e);
-  case DP_IF: {
-    dp_if *i = (dp_if *)e;
-    if (unify_e(a, i->cond, e, R_IF_COND, e) < 0) return -1;
-    if (unify_e(a, i->then_, e, R_IF_BRANCH, e) < 0) return -1;
-    return unify_e(a, i->else_, e, R_IF_BRANCH, e);
-  }
+  case DP_PROJ: return unify(a, KDOM(a, id, 0), me, R_PROJ, e);
+  case DP_IF:
+    if (unify(a, KDOM(a, id, 0), me, R_IF_COND, e) < 0) return -1;
+    if (unify(a, KDOM(a, id, 1), me, R_IF_BRANCH, e) < 0) return -1;
+    return unify(a, KDOM(a, id, 2), me, R_IF_BRANCH, e);
   case DP_MATCH: {
     dp_match *m = (dp_match *)e;
-    if (unify_e(a, m->data, e, R_MATCH_DATA, e) < 0) return -1;
+    uint32_t data = KDOM(a, id, 0);
+    if (unify(a, data, me, R_MATCH_DATA, e) < 0) return -1;
     for (uint32_t i = 0; i < m->n; i++) {
-      if (analyze_pattern(a, m->data, m->clauses[i].pat, e) < 0) return -1;
-      if (unify_e(a, m->clauses[i].rhs, e, R_MATCH_RHS, e) < 0) return -1;
+      if (analyze_pattern(a, data, m->clauses[i].pat, e) < 0) return -1;
+      if (unify(a, KDOM(a, id, 1 + i), me, R_MATCH_RHS, e) < 0) return -1;
     }
     return 0;
   }
-  case DP_REF_NEW: return unify_e(a, e, ((dp_ref_new *)e)->value, R_REF, e);
-  case DP_REF_READ: return unify_e(a, ((dp_ref_read *)e)->ref, e, R_REF, e);
-  case DP_REF_WRITE: {
-    dp_ref_write *w = (dp_ref_write *)e;
-    if (unify_e(a, w->ref, w->value, R_REF, e) < 0) return -1;
-    return unify_e(a, e, w->value, R_REF, e);
-  }
-  default: dp__dom_of(d, e); return 0;
+  case DP_REF_NEW: return unify(a, me, KDOM(a, id, 0), R_REF, e);
+  case DP_REF_READ: return unify(a, KDOM(a, id, 0), me, R_REF, e);
+  case DP_REF_WRITE:
+    if (unify(a, KDOM(a, id, 0), KDOM(a, id, 1), R_REF, e) < 0) return -1;
+    return unify(a, me, KDOM(a, id, 1), R_REF, e);
+  default: return 0;
   }
 }
 
-static int pre(void *ud, dp_expr *e) {
-  actx *a = ud;
+/* Index one function (flat.c), then state its nodes' constraints in post
+   order, as a dp_visit post callback would. */
+static int analyze_function(actx *a, dp_func *fn) {
   dp_domains *d = a->d;
-  if (e->h.kind == DP_FUNC && dp__is_primitive((dp_func *)e)) return 0; /* body not visited */
-  if (e->h.kind == DP_CALL) {
-    dp_call *c = (dp_call *)e;
-    if (c->fn == (dp_expr *)d->ops.call_lowered && c->nargs == 2 && c->args[1]->h.kind == DP_TUPLE)
-      if (dp__pmap_put(&d->map, (uintptr_t)c->args[1], DP_NONE_ID, PM_LOWERED_ARGS) < 0) d->oom = 1;
+  uint32_t from = d->flat.npost;
+  if (dp__flat_add(d, fn) < 0) return -1;
+  for (uint32_t k = from; k < d->flat.npost; k++) {
+    uint32_t id = d->flat.post[k];
+    if (analyze_node(a, id) < 0) return -1;
+    d->flat.flag[id] |= PM_VISITED;
+    if (d->oom) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), d->flat.x[id]);
   }
-  return 1;
-}
-
-static int post(void *ud, dp_expr *e) {
-  actx *a = ud;
-  if (analyze_node(a, e) < 0) return -1;
-  struct dp_pslot *s = dp__pmap_get(&a->d->map, (uintptr_t)e);
-  if (s) s->flags |= PM_VISITED;
-  if (a->d->oom) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), e);
   return 0;
 }
 
@@ -299,10 +289,8 @@ dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err) {
   if (!d) return NULL;
   actx a = {d, NULL};
   for (uint32_t i = 0; i < m->nprims && !a.err; i++) primfn_domain(&a, m->prims[i]);
-  dp_visitor v = {pre, post, &a};
   for (uint32_t i = 0; i < m->nfuncs && !a.err; i++) {
-    dp__dom_of(d, &m->funcs[i].fn->e);
-    if (dp_visit(&m->funcs[i].fn->e, &v) < 0 && !a.err)
+    if (analyze_function(&a, m->funcs[i].fn) < 0 && !a.err)
       a.err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
   }
   if (!a.err && d->oom) a.err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");

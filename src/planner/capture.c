@@ -24,6 +24,7 @@
 
 typedef struct cctx {
   dp_domains *d;
+  dp_expr **out;  /* flat id -> rewritten node (owned) */
 } cctx;
 
 static dp_err *no_device(cctx *c, const dp_expr *e) {
@@ -35,11 +36,21 @@ static dp_err *no_device(cctx *c, const dp_expr *e) {
   return err;
 }
 
-/* The device of e, looking through on_device as capture removes them. */
-static dp_vdev *vd_of(cctx *c, dp_expr *e, dp_err **err) {
+/* The device of child i of flat node id, looking through on_device as
+   capture removes them. */
+static dp_vdev *vd_of(cctx *c, uint32_t id, uint32_t i, dp_err **err) {
+  dp_domains *d = c->d;
   dp_ondev p;
-  dp_expr *x = dp__on_device_props(&c->d->ops, e, &p) ? p.body : e;
-  dp_vdev *v = dp__dom_vdev(c->d, dp__dom_of(c->d, x));
+  dp_expr *x = dp_expr_child(d->flat.x[id], i);
+  uint32_t dom;
+  if (dp__on_device_props(&d->ops, x, &p)) {
+    uint32_t k = dp__fkid(d, id, i);
+    x = p.body;
+    dom = k != DP_NONE_ID ? dp__fkdom(d, k, 1) : dp__dom_of(d, x);
+  } else {
+    dom = dp__fkdom(d, id, i);
+  }
+  dp_vdev *v = dp__dom_vdev(d, dom);
   if (!v) dp_err_set(err, no_device(c, x));
   return v;
 }
@@ -74,10 +85,12 @@ static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *chi
   return res;
 }
 
-/* A child expected on its parent's device. */
-static dp_expr *same(cctx *c, dp_vdev *pv, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
+/* Child i of flat node id, expected on its parent's device. */
+static dp_expr *same(cctx *c, dp_vdev *pv, uint32_t id, uint32_t i, dp_expr *rebuilt,
+                     dp_err **err) {
+  dp_expr *orig = dp_expr_child(c->d->flat.x[id], i);
   if (orig->h.kind == DP_OP || orig->h.kind == DP_CTOR) return dp_retain(rebuilt);
-  dp_vdev *cv = vd_of(c, orig, err);
+  dp_vdev *cv = vd_of(c, id, i, err);
   return cv ? child(c, pv, pv, cv, orig, rebuilt, err) : NULL;
 }
 
@@ -90,15 +103,14 @@ static void release_all(dp_expr **kids, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) dp_release(kids[i]);
 }
 
-/* Rebuild `rebuilt` with kids (new references, released here). */
-static dp_expr *with_kids(dp_expr *orig, dp_expr *rebuilt, dp_expr **kids, uint32_t n,
-                          dp_err **err) {
+/* orig rebuilt with kids (new references, released here). */
+static dp_expr *with_kids(dp_expr *orig, dp_expr **kids, uint32_t n, dp_err **err) {
   for (uint32_t i = 0; i < n; i++)
     if (!kids[i]) {
       release_all(kids, n);
       return NULL;
     }
-  dp_expr *r = dp_expr_with_children(rebuilt, kids);
+  dp_expr *r = dp_expr_with_children(orig, kids);
   release_all(kids, n);
   if (!r) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return typed(r, orig);
@@ -108,27 +120,42 @@ static dp_expr **kid_array(uint32_t n, dp_expr **small, uint32_t nsmall) {
   return n <= nsmall ? small : dp_calloc(n, sizeof(dp_expr *));
 }
 
-static dp_expr *capture_call(cctx *c, dp_call *orig, dp_call *rebuilt, dp_err **err) {
+/* The rewritten form of child i of flat node id (borrowed). */
+static dp_expr *out_kid(cctx *c, uint32_t id, uint32_t i) {
+  uint32_t k = dp__fkid(c->d, id, i);
+  return k != DP_NONE_ID ? c->out[k] : dp_expr_child(c->d->flat.x[id], i);
+}
+
+static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
   dp_domains *d = c->d;
   dp_ondev p;
   dp_expr *body;
   dp_vdev *src, *dst;
-  if (dp__on_device_props(&d->ops, &orig->e, &p)) return dp_retain(rebuilt->args[0]);
+  if (dp__on_device_props(&d->ops, &orig->e, &p)) return dp_retain(out_kid(c, id, 1));
   if (dp__device_copy_props(&d->ops, &orig->e, &body, &src, &dst)) {
     uint32_t s = dp__canon_index(d, src, err), t = dp__canon_index(d, dst, err);
     if (s == DP_NONE_ID || t == DP_NONE_ID) return NULL;
-    if (s == t) return dp_retain(rebuilt->args[0]);
-    return child(c, d->vdevs[t], d->vdevs[t], d->vdevs[s], body, rebuilt->args[0], err);
+    if (s == t) return dp_retain(out_kid(c, id, 1));
+    return child(c, d->vdevs[t], d->vdevs[t], d->vdevs[s], body, out_kid(c, id, 1), err);
   }
-  dp_vdev *cv = dom_vd(c, dp__dom_of(d, &orig->e), &orig->e, err);
+  dp_vdev *cv = dom_vd(c, d->flat.dom[id], &orig->e, err);
   if (!cv) return NULL;
-  dp_expr *ocallee, *ncallee;
-  dp_expr *const *oargs, *const *nargs;
+  dp_expr *ocallee;
+  dp_expr *const *oargs;
   uint32_t n = dp__any_call(&d->ops, orig, &ocallee, &oargs);
-  dp__any_call(&d->ops, rebuilt, &ncallee, &nargs);
-  uint32_t f = dp__callee_dom(d, orig);
+  int lowered = ocallee != orig->fn;
+  /* lowered: the callee is child 1 and the arguments are the tuple's */
+  uint32_t aid = id, abase = 1;
+  dp_tuple *ntup = NULL;
+  if (lowered) {
+    uint32_t tk = dp__fkid(d, id, 2);
+    ntup = (dp_tuple *)out_kid(c, id, 2);
+    if (tk != DP_NONE_ID) aid = tk, abase = 0;
+  }
+  uint32_t f = dp__fcallee_dom(d, id);
   dp_expr *small[9] = {0}, **k = kid_array(n + 1, small, 9);
   if (!k) goto oom;
+  dp_expr *ncallee = out_kid(c, id, lowered ? 1 : 0);
   if (f == DP_NONE_ID) {
     k[0] = dp_retain(ncallee);
   } else {
@@ -136,26 +163,27 @@ static dp_expr *capture_call(cctx *c, dp_call *orig, dp_call *rebuilt, dp_err **
     k[0] = rv ? child(c, cv, cv, rv, ocallee, ncallee, err) : NULL;
   }
   for (uint32_t i = 0; i < n && k[i]; i++) {
-    uint32_t pd = f == DP_NONE_ID ? dp__dom_of(d, oargs[i]) : dp__dom_kid(d, f, i);
+    uint32_t pd = f == DP_NONE_ID ? dp__fkdom(d, aid, abase + i) : dp__dom_kid(d, f, i);
     dp_vdev *pv = dom_vd(c, pd, oargs[i], err);
-    dp_vdev *av = pv ? vd_of(c, oargs[i], err) : NULL;
-    k[i + 1] = av ? child(c, cv, pv, av, oargs[i], nargs[i], err) : NULL;
+    dp_vdev *av = pv ? vd_of(c, aid, abase + i, err) : NULL;
+    dp_expr *na = lowered ? ntup->fields[i] : out_kid(c, id, 1 + i);
+    k[i + 1] = av ? child(c, cv, pv, av, oargs[i], na, err) : NULL;
   }
   dp_expr *r;
-  if (ocallee != orig->fn) { /* call_lowered(@f, (args)): rebuild the tuple */
+  if (lowered) { /* call_lowered(@f, (args)): rebuild the tuple */
     for (uint32_t i = 0; i <= n; i++)
       if (!k[i]) goto fail;
-    dp_tuple *t = dp_tuple_new(n, k + 1, rebuilt->args[1]->span);
+    dp_tuple *t = dp_tuple_new(n, k + 1, ntup->e.span);
     if (!t) goto fail;
     typed(&t->e, orig->args[1]);
-    dp_expr *k3[3] = {rebuilt->fn, k[0], &t->e}; /* call_lowered's children */
-    r = dp_expr_with_children(&rebuilt->e, k3);
+    dp_expr *k3[3] = {orig->fn, k[0], &t->e}; /* call_lowered's children */
+    r = dp_expr_with_children(&orig->e, k3);
     dp_release(t);
     release_all(k, n + 1);
     if (!r) goto oom;
     r = typed(r, &orig->e);
   } else {
-    r = with_kids(&orig->e, &rebuilt->e, k, n + 1, err);
+    r = with_kids(&orig->e, k, n + 1, err);
   }
   if (k != small) free(k);
   return r;
@@ -169,20 +197,28 @@ oom:
   return NULL;
 }
 
-static dp_expr *capture_func(cctx *c, dp_func *orig, dp_func *rebuilt, dp_err **err) {
-  dp_vdev *rv = dom_vd(c, dp__dom_of(c->d, &orig->e), &orig->e, err);
+static dp_expr *capture_func(cctx *c, uint32_t id, dp_func *orig, dp_err **err) {
+  dp_vdev *rv = dom_vd(c, c->d->flat.dom[id], &orig->e, err);
   if (!rv) return NULL;
-  dp_expr *body = same(c, rv, orig->body, rebuilt->body, err);
+  dp_expr *body = same(c, rv, id, orig->nparams, out_kid(c, id, orig->nparams), err);
   if (!body) return NULL;
-  dp_func *f = dp_func_new(rebuilt->nparams, rebuilt->params, body, rebuilt->ret, rebuilt->attrs,
-                           rv, rebuilt->e.span);
+  dp_var *small[8], **ps = orig->nparams <= 8 ? small : dp_calloc(orig->nparams, sizeof *ps);
+  dp_func *f = NULL;
+  if (ps) {
+    for (uint32_t i = 0; i < orig->nparams; i++) ps[i] = (dp_var *)out_kid(c, id, i);
+    f = dp_func_new(orig->nparams, ps, body, orig->ret, orig->attrs, rv, orig->e.span);
+    if (ps != small) free(ps);
+  }
   dp_release(body);
-  if (!f) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  if (!f) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return NULL;
+  }
   return typed(&f->e, &orig->e);
 }
 
-static dp_expr *capture_param(cctx *c, dp_var *v, dp_err **err) {
-  dp_vdev *vd = dom_vd(c, dp__dom_of(c->d, &v->e), &v->e, err);
+static dp_expr *capture_param(cctx *c, uint32_t id, dp_var *v, dp_err **err) {
+  dp_vdev *vd = dom_vd(c, c->d->flat.dom[id], &v->e, err);
   if (!vd) return NULL;
   if (v->vdev == vd) return dp_retain(&v->e);
   dp_var *n = dp_var_new(v->name, v->annot, vd, v->e.span);
@@ -190,56 +226,61 @@ static dp_expr *capture_param(cctx *c, dp_var *v, dp_err **err) {
   return typed(&n->e, &v->e);
 }
 
-static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
-  cctx *c = ud;
+static int is_param(cctx *c, uint32_t id) {
   dp_domains *d = c->d;
+  if (d->flat.flag[id] & PM_PARAM) return 1;
+  if (!(d->flat.flag[id] & PM_SHARED)) return 0;
+  struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)d->flat.x[id]);
+  return s && (s->flags & PM_PARAM);
+}
+
+/* The rewritten form of flat node id (new reference), from its children's
+   (c->out). */
+static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
+  dp_domains *d = c->d;
+  dp_expr *orig = d->flat.x[id];
   switch (orig->h.kind) {
-  case DP_VAR: {
-    struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)orig);
-    if (s && (s->flags & PM_PARAM)) return capture_param(c, (dp_var *)orig, err);
-    return dp_retain(rebuilt);
-  }
-  case DP_CALL: return capture_call(c, (dp_call *)orig, (dp_call *)rebuilt, err);
-  case DP_FUNC: return capture_func(c, (dp_func *)orig, (dp_func *)rebuilt, err);
+  case DP_VAR:
+    if (is_param(c, id)) return capture_param(c, id, (dp_var *)orig, err);
+    return dp_retain(orig);
+  case DP_CALL: return capture_call(c, id, (dp_call *)orig, err);
+  case DP_FUNC:
+    if (dp__is_primitive((dp_func *)orig)) return dp_retain(orig);
+    return capture_func(c, id, (dp_func *)orig, err);
   case DP_LET: {
-    dp_let *o = (dp_let *)orig, *r = (dp_let *)rebuilt;
-    dp_vdev *xv = dom_vd(c, dp__dom_of(d, &o->var->e), &o->var->e, err);
-    dp_vdev *lv = xv ? dom_vd(c, dp__dom_of(d, orig), orig, err) : NULL;
-    dp_vdev *vv = lv ? vd_of(c, o->value, err) : NULL;
+    dp_let *o = (dp_let *)orig;
+    dp_vdev *xv = dom_vd(c, dp__fkdom(d, id, 0), &o->var->e, err);
+    dp_vdev *lv = xv ? dom_vd(c, d->flat.dom[id], orig, err) : NULL;
+    dp_vdev *vv = lv ? vd_of(c, id, 1, err) : NULL;
     if (!vv) return NULL;
-    dp_expr *k[3] = {dp_retain(&r->var->e), child(c, NULL, xv, vv, o->value, r->value, err), NULL};
-    if (k[1]) k[2] = same(c, lv, o->body, r->body, err);
-    return with_kids(orig, rebuilt, k, 3, err);
+    dp_expr *k[3] = {dp_retain(out_kid(c, id, 0)),
+                     child(c, NULL, xv, vv, o->value, out_kid(c, id, 1), err), NULL};
+    if (k[1]) k[2] = same(c, lv, id, 2, out_kid(c, id, 2), err);
+    return with_kids(orig, k, 3, err);
   }
-  case DP_TUPLE: {
-    struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)orig);
-    if (s && (s->flags & PM_LOWERED_ARGS)) return dp_retain(rebuilt);
-  } /* fall through */
-  case DP_PROJ: case DP_IF: case DP_MATCH: case DP_REF_NEW: case DP_REF_READ: case DP_REF_WRITE: {
-    dp_vdev *pv = dom_vd(c, dp__dom_of(d, orig), orig, err);
-    if (!pv) return NULL;
+  case DP_TUPLE: case DP_PROJ: case DP_IF: case DP_MATCH: case DP_REF_NEW: case DP_REF_READ:
+  case DP_REF_WRITE: {
     uint32_t n = dp_expr_nchildren(orig);
     dp_expr *small[8], **k = kid_array(n, small, 8);
     if (!k) {
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return NULL;
     }
-    for (uint32_t i = 0; i < n; i++)
-      k[i] = (i == 0 || k[i - 1]) ? same(c, pv, dp_expr_child(orig, i), dp_expr_child(rebuilt, i), err)
-                                  : NULL;
-    dp_expr *r = with_kids(orig, rebuilt, k, n, err);
+    dp_expr *r;
+    if (d->flat.flag[id] & PM_LOWERED_ARGS) {
+      for (uint32_t i = 0; i < n; i++) k[i] = dp_retain(out_kid(c, id, i));
+      r = with_kids(orig, k, n, err);
+    } else {
+      dp_vdev *pv = dom_vd(c, d->flat.dom[id], orig, err);
+      for (uint32_t i = 0; i < n; i++)
+        k[i] = pv && (i == 0 || k[i - 1]) ? same(c, pv, id, i, out_kid(c, id, i), err) : NULL;
+      r = with_kids(orig, k, n, err);
+    }
     if (k != small) free(k);
     return r;
   }
-  default: return dp_retain(rebuilt);
+  default: return dp_retain(orig);
   }
-}
-
-static dp_expr *pre(void *ud, dp_expr *orig, dp_err **err) {
-  (void)ud;
-  (void)err;
-  if (orig->h.kind == DP_FUNC && dp__is_primitive((dp_func *)orig)) return dp_retain(orig);
-  return NULL;
 }
 
 /* primfn buffers take the memory scopes that flowed into them. */
@@ -267,13 +308,47 @@ static int capture_primfn(cctx *c, dp_module *out, dp_primfn *pf, dp_err **err) 
   return rc;
 }
 
+/* One function: its flat nodes in post order [from, to), each rewritten
+   once from its children's results. A node that is not shared has one
+   parent, so its result is dropped as soon as the parent is built. */
+static dp_expr *capture_function(cctx *c, uint32_t from, uint32_t to, dp_err **err) {
+  dp_domains *d = c->d;
+  dp_expr *r = NULL;
+  for (uint32_t k = from; k < to; k++) {
+    uint32_t id = d->flat.post[k];
+    r = capture_node(c, id, err);
+    if (!r) return NULL;
+    c->out[id] = r;
+    for (uint32_t j = d->flat.koff[id]; j < d->flat.koff[id + 1]; j++) {
+      uint32_t kid = d->flat.kid[j];
+      if (kid != DP_NONE_ID && !(d->flat.flag[kid] & PM_SHARED) && c->out[kid]) {
+        dp_release(c->out[kid]);
+        c->out[kid] = NULL;
+      }
+    }
+  }
+  return r ? dp_retain(r) : NULL;
+}
+
+/* Functions are found in the flat index in definition order: each one's
+   post order ends with its root. */
 dp_module *dp_plan_capture(dp_domains *d, dp_err **err) {
-  cctx c = {d};
+  cctx c = {d, NULL};
   dp_module *m = d->mod, *out = dp_module_copy(m);
   if (!out) goto oom;
-  dp_rewriter rw = {pre, post, &c};
+  c.out = dp_calloc(d->flat.n ? d->flat.n : 1, sizeof *c.out);
+  if (!c.out) goto oom;
+  uint32_t from = 0;
   for (uint32_t i = 0; i < m->nfuncs; i++) {
-    dp_expr *f = dp_rewrite(&m->funcs[i].fn->e, &rw, err);
+    uint32_t to = from;
+    while (to < d->flat.npost && d->flat.x[d->flat.post[to]] != &m->funcs[i].fn->e) to++;
+    if (to == d->flat.npost) {
+      dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                                 "capture: the domains do not index this module"));
+      goto fail;
+    }
+    dp_expr *f = capture_function(&c, from, to + 1, err);
+    from = to + 1;
     if (!f) goto fail;
     int rc = f->h.kind == DP_FUNC ? dp_module_set_func(out, m->funcs[i].global->name, (dp_func *)f, err) : -1;
     dp_release(f);
@@ -282,10 +357,15 @@ dp_module *dp_plan_capture(dp_domains *d, dp_err **err) {
   for (uint32_t i = 0; i < m->nprims; i++)
     if (capture_primfn(&c, out, m->prims[i], err) < 0) goto fail;
   if (d->oom) goto oom;
-  return out;
+  goto done;
 oom:
   dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
 fail:
   dp_release(out);
-  return NULL;
+  out = NULL;
+done:
+  if (c.out)
+    for (uint32_t i = 0; i < d->flat.n; i++) dp_release(c.out[i]);
+  free(c.out);
+  return out;
 }

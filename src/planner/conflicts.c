@@ -113,7 +113,9 @@ static int walk(kctx *k, dp_func *f) {
     int kind = e->h.kind;
     if (kind == DP_OP || kind == DP_CTOR || kind == DP_GLOBAL) continue;
     int first_order = kind != DP_FUNC && !(e->type && e->type->h.kind == DP_TY_FUNC);
-    struct dp_pslot *s = dp__pmap_get(&k->d->map, (uintptr_t)e);
+    /* a node that is not shared is reached once: no need to remember it */
+    int shared = e->h.rc > 1 || e == &f->e;
+    struct dp_pslot *s = shared ? dp__pmap_get(&k->d->map, (uintptr_t)e) : NULL;
     if (s) {
       if (!first_order) continue;
       uint32_t cur = s->val - 1, j = join(k, cur, it.demand);
@@ -123,7 +125,8 @@ static int walk(kctx *k, dp_func *f) {
         return -1;
       continue;
     }
-    if (dp__pmap_put(&k->d->map, (uintptr_t)e, (first_order ? it.demand : 0) + 1, 0) < 0) return -1;
+    if (shared && dp__pmap_put(&k->d->map, (uintptr_t)e, (first_order ? it.demand : 0) + 1, 0) < 0)
+      return -1;
     if (expand(k, e, it.demand) < 0) return -1;
   }
   return 0;

@@ -17,49 +17,45 @@ typedef struct dctx {
   dp_err *err;
 } dctx;
 
-static int free_on_device_post(void *ud, dp_expr *e) {
-  dctx *c = ud;
+/* Free on_device calls, in post order. */
+static int free_on_device(dctx *c, uint32_t id) {
   dp_ondev p;
-  if (!dp__on_device_props(&c->d->ops, e, &p) || p.cbody || p.cresult) return 0;
-  int rc = dp__unify(c->d, dp__dom_of(c->d, e), dp__dom_of(c->d, p.body), R_FREE_ON_DEVICE, e, 1,
+  dp_domains *d = c->d;
+  if (!dp__on_device_props(&d->ops, d->flat.x[id], &p) || p.cbody || p.cresult) return 0;
+  int rc = dp__unify(d, d->flat.dom[id], dp__fkdom(d, id, 1), R_FREE_ON_DEVICE, d->flat.x[id], 1,
                      &c->err);
   return rc < 0 ? -1 : 0;
 }
 
-static int skip_primitive(void *ud, dp_expr *e) {
-  (void)ud;
-  return !(e->h.kind == DP_FUNC && dp__is_primitive((dp_func *)e));
-}
-
-static int default_call(dctx *c, dp_call *call) {
+static int default_call(dctx *c, uint32_t id, dp_call *call) {
   dp_domains *d = c->d;
-  uint32_t f = dp__callee_dom(d, call);
+  uint32_t f = dp__fcallee_dom(d, id);
   if (f != DP_NONE_ID)
     return dp__set_result_default_then_params(d, f, c->dflt, R_DEF_CALL, &call->e, &c->err);
   /* operators and constructors: params are the arguments' domains */
-  if (dp__set_default(d, dp__dom_of(d, &call->e), c->dflt, R_DEF_CALL, &call->e, &c->err) < 0)
-    return -1;
-  uint32_t rv = d->nodes[dp__dom_result(d, dp__dom_of(d, &call->e))].vdev;
+  uint32_t me = d->flat.dom[id];
+  if (dp__set_default(d, me, c->dflt, R_DEF_CALL, &call->e, &c->err) < 0) return -1;
+  uint32_t rv = d->nodes[dp__dom_result(d, me)].vdev;
   for (uint32_t i = 0; i < call->nargs; i++)
-    if (dp__set_default(d, dp__dom_of(d, call->args[i]), rv, R_DEF_CALL, &call->e, &c->err) < 0)
+    if (dp__set_default(d, dp__fkdom(d, id, 1 + i), rv, R_DEF_CALL, &call->e, &c->err) < 0)
       return -1;
   return 0;
 }
 
-static int default_pre(void *ud, dp_expr *e) {
-  dctx *c = ud;
+/* TVM's defaulting rules for one node, in pre order. */
+static int default_node(dctx *c, uint32_t id) {
   dp_domains *d = c->d;
+  dp_expr *e = d->flat.x[id];
   int rc = 0;
   switch (e->h.kind) {
   case DP_FUNC:
     if (dp__is_primitive((dp_func *)e)) return 0;
-    rc = dp__set_result_default_then_params(d, dp__dom_of(d, e), c->dflt, R_DEF_RESULT, e, &c->err);
+    rc = dp__set_result_default_then_params(d, d->flat.dom[id], c->dflt, R_DEF_RESULT, e, &c->err);
     break;
-  case DP_CALL: rc = default_call(c, (dp_call *)e); break;
+  case DP_CALL: rc = default_call(c, id, (dp_call *)e); break;
   case DP_LET: {
-    dp_let *l = (dp_let *)e;
-    uint32_t lv = d->nodes[dp__dom_result(d, dp__dom_of(d, e))].vdev;
-    rc = dp__set_default(d, dp__dom_of(d, &l->var->e), lv ? lv : c->dflt, R_DEF_LET, e, &c->err);
+    uint32_t lv = d->nodes[dp__dom_result(d, d->flat.dom[id])].vdev;
+    rc = dp__set_default(d, dp__fkdom(d, id, 0), lv ? lv : c->dflt, R_DEF_LET, e, &c->err);
     break;
   }
   default: break;
@@ -68,19 +64,18 @@ static int default_pre(void *ud, dp_expr *e) {
     c->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
     rc = -1;
   }
-  return rc < 0 ? -1 : 1;
+  return rc < 0 ? -1 : 0;
 }
 
+/* The flat index lists each function's nodes in pre order (ids) and post
+   order (post), functions in definition order: the orders of dp_visit. */
 int dp_plan_default(dp_domains *d, dp_err **err) {
   dctx c = {d, dp__vdev_index(d, d->cfg->default_vdev), NULL};
-  dp_module *m = d->mod;
-  dp_visitor fv = {skip_primitive, free_on_device_post, &c};
-  for (uint32_t i = 0; i < m->nfuncs && !c.err; i++)
-    if (dp_visit(&m->funcs[i].fn->e, &fv) < 0 && !c.err)
+  for (uint32_t k = 0; k < d->flat.npost && !c.err; k++)
+    if (free_on_device(&c, d->flat.post[k]) < 0 && !c.err)
       c.err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
-  dp_visitor dv = {default_pre, NULL, &c};
-  for (uint32_t i = 0; i < m->nfuncs && !c.err; i++)
-    if (dp_visit(&m->funcs[i].fn->e, &dv) < 0 && !c.err)
+  for (uint32_t id = 0; id < d->flat.n && !c.err; id++)
+    if (default_node(&c, id) < 0 && !c.err)
       c.err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
   if (c.err) {
     dp_err_set(err, c.err);

@@ -11,6 +11,9 @@ const dp_config *dp_domains_config(const dp_domains *d) { return d->cfg; }
 
 int dp_domains_has(const dp_domains *d, const dp_expr *e) {
   if (!e) return 0;
+  /* analysis keeps unshared nodes in its flat index only; lookups by
+     expression need them all in the map */
+  if (dp__domains_full_map((dp_domains *)d) < 0) return 0;
   if (e->h.kind == DP_GLOBAL) return dp_module_func(d->mod, ((const dp_global *)e)->name) != NULL ||
                                      dp_module_primfn(d->mod, ((const dp_global *)e)->name) != NULL;
   struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)e);
