@@ -562,7 +562,8 @@ static void test_deep(long n) {
   dp_release(x);
 }
 
-void dp_test_infer(int *passed, int *failed); /* tests/c/infer_test.c */
+void dp_test_infer(int *passed, int *failed);    /* tests/c/infer_test.c */
+void dp_test_contexts(int *passed, int *failed); /* tests/c/context_test.c */
 
 int main(void) {
   long n = getenv("DEVPLAN_QUICK") ? 20000 : 1000000;
@@ -579,6 +580,7 @@ int main(void) {
   test_deep(n);
   dp_release(ctx);
   dp_test_infer(&passed, &failed);
+  dp_test_contexts(&passed, &failed);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -1,0 +1,46 @@
+/*
+ * C checks of contexts used from C alone: several contexts coexist, each
+ * with its own interning tables and operator registry, and each is freed
+ * when the last object made in it goes (valgrind checks the "freed" part).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "devplan/devplan.h"
+
+#define CHECK(cond) do { if (cond) (*passed)++; else { (*failed)++; \
+  printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+
+void dp_test_contexts(int *passed, int *failed);
+
+void dp_test_contexts(int *passed, int *failed) {
+  dp_ctx *a = dp_ctx_new(), *b = dp_ctx_new();
+  CHECK(a && b && a != b);
+  if (!a || !b) return;
+  dp_target *ta = dp_target_parse(a, "cuda -arch=sm_80", NULL);
+  dp_target *ta2 = dp_target_parse(a, "cuda -arch=sm_80", NULL);
+  dp_target *tb = dp_target_parse(b, "cuda -arch=sm_80", NULL);
+  CHECK(ta && ta == ta2);      /* interned within a context */
+  CHECK(tb && tb != ta);       /* separate tables across contexts */
+  dp_vdev *va = dp_vdev_make(a, 0, 0, ta, "global", NULL);
+  dp_vdev *vb = dp_vdev_make(b, 0, 0, tb, "global", NULL);
+  CHECK(va && vb && va != vb && va->device_type == DP_DEV_CUDA);
+  /* operators are per context: registering in one leaves the other alone */
+  dp_op *mine = dp_op_register(a, "test.only_in_a", 1, DP_OPF_IDENTITY, NULL, 0, NULL, NULL,
+                               NULL, NULL);
+  CHECK(mine != NULL);
+  CHECK(dp_op_get(a, "test.only_in_a") == mine);
+  CHECK(dp_op_get(b, "test.only_in_a") == NULL);
+  CHECK(dp_op_get(a, "add") && dp_op_get(b, "add") && dp_op_get(a, "add") != dp_op_get(b, "add"));
+  /* dropping the context's own reference first: objects keep it alive */
+  dp_release(a);
+  dp_release(b);
+  char *s = dp_vdev_str(va);
+  CHECK(s && strstr(s, "cuda -arch=sm_80"));
+  free(s);
+  dp_release(va);
+  dp_release(vb);
+  dp_release(ta);
+  dp_release(ta2);
+  dp_release(tb); /* the last references: both contexts are freed here */
+}
