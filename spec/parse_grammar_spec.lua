@@ -217,4 +217,24 @@ def @main(%a: Tensor[(5, 7), float32] /* ty=Tensor[(5, 7), float32] */, // a
     os.remove(path)
     assert.are.equal("var", m["main"].body.kind)
   end)
+  it("reads `else if` chains as ifs nested in the else branch (as TVM's parser does)", function()
+    local B = "Tensor[(), bool]"
+    local h = "def @main(%a: " .. T .. ", %b: " .. T .. ", %c: " .. B .. ", %d: " .. B .. ") {\n"
+    local chain = dp.parse(h .. "  if (%c) { %a } else if (%d) { %b } else if (%c) { add(%a, %b) } else { %a }\n}")
+    local nested = dp.parse(h .. "  if (%c) { %a } else { if (%d) { %b } else { if (%c) { add(%a, %b) } else { %a } } }\n}")
+    assert.is_true(dp.structural_equal(chain, nested))
+    local e = chain["main"].body
+    assert.are.equal("if", e.kind)
+    assert.are.equal("if", e.else_branch.kind)
+    assert.are.equal("if", e.else_branch.else_branch.kind)
+    assert.are.equal("call", e.else_branch.else_branch.then_branch.kind)
+    -- the chain still needs its final else, and each if its parenthesised condition
+    local ok, err = pcall(dp.parse, h .. "  if (%c) { %a } else if (%d) { %b }\n}")
+    assert.is_false(ok)
+    assert.is_truthy(err.message:find("expected 'else'"))
+    ok, err = pcall(dp.parse, h .. "  if (%c) { %a } else if %d { %b } else { %a }\n}")
+    assert.is_false(ok)
+    assert.are.equal(2, err.line)
+    assert.are.equal(26, err.col)
+  end)
 end)

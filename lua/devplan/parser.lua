@@ -5,11 +5,17 @@
 -- never becomes a million Lua userdata. Expression captures are function
 -- captures that call the builder when a statement's match succeeds.
 --
--- Depth: statements are matched one at a time by a Lua loop (parse_block),
--- never as one capture nest, so a 1,000,000-binding body costs no stack.
--- Only genuinely nested text recurses: a block inside an expression (fn
--- body, if branch, match clause) is parsed by a match-time capture (Cmt)
--- that runs the same loop.
+-- Names in scope, and each block's pending lets, live in the builder too
+-- (a C hash table with an undo log), so no Lua string or table is made per
+-- variable. The simple statements that make up nearly all of a large
+-- program go through a fast path (see make_run): one lpeg.match runs over
+-- a whole series of them, and each is built in C from position captures.
+--
+-- Depth: statements are matched one after another (the fast path's
+-- repetition, or the Lua loop of parse_block), never as one capture nest,
+-- so a 1,000,000-binding body costs no stack. Only genuinely nested text
+-- recurses: a block inside an expression (fn body, if branch, match
+-- clause) is parsed by a match-time capture (Cmt) that runs the same loop.
 --
 -- Errors: when a match fails, the same grammar built in "diagnostic" mode
 -- is matched again; its tokens record what they expected at the farthest
@@ -276,7 +282,7 @@ end
 -- ---------------------------------------------------------------------------
 -- Blocks (forward declared: the grammar's match-time captures call them)
 
-local parse_block, expect_tok, parse_clauses
+local parse_block, expect_tok, parse_clauses, syntax_error
 local G, GD -- the fast and the diagnostic grammars (entry points by name)
 
 -- Parameters: the list {pos, name, attrs|false, type|false, ...} -> handles,
@@ -319,13 +325,30 @@ local function braced_block(s, i)
   return h, expect_tok(s, np, "}")
 end
 
+-- `if (c) {...} else {...}`, and chains `} else if (c2) {...} else ...`
+-- (as TVM's parser reads them: an if nested in the else branch), read in a
+-- loop and built from the last one.
+local ELSE_IF = ws * P "if" * -alnum
 local function if_rest(s, i, pos, cond)
-  local then_, np = parse_block(s, i, "}")
-  np = expect_tok(s, np, "}")
-  np = expect_tok(s, np, "else")
-  local else_
-  else_, np = braced_block(s, np)
-  return np, BM.if_(B, pos, cond, then_, else_)
+  local chain = {}
+  while true do
+    local then_, np = parse_block(s, i, "}")
+    np = expect_tok(s, np, "}")
+    np = expect_tok(s, np, "else")
+    chain[#chain + 1] = {pos, cond, then_}
+    if not match(ELSE_IF, s, np) then
+      local else_
+      else_, np = braced_block(s, np)
+      for k = #chain, 1, -1 do
+        local c = chain[k]
+        else_ = BM.if_(B, c[1], c[2], c[3], else_)
+      end
+      return np, else_
+    end
+    local p, c, ni = match(G.if_head, s, np)
+    if not p then syntax_error("if_head", s, np) end
+    pos, cond, i = p, c, ni
+  end
 end
 
 local function match_rest(s, i, pos, complete, data)
@@ -482,6 +505,7 @@ local function build(diag)
     + P "%" * C(lname) * ws * P "=" * -S "=>" * V "expr" * sym ";" * Cc(1)
     + V "expr" * Cc(false) * (sym ";" * Cc(3) + tok(#(P "}" + -P(1)), "'}'") * Cc(4))) * Cp())
   e.expr = entry(V "expr", Cp())
+  e.if_head = entry(ws * Cp() * P "if" * -alnum * sym "(" * V "expr" * sym ")" * sym "{" * Cp())
   e.type = entry(V "type", Cp())
   e.pattern = entry(V "pattern", sym "=>" * Cp())
   e.def_head = entry(ws * Cp() * P "def" * -alnum * sym "@" * tok(C(lname), "a global name")
@@ -507,7 +531,7 @@ end
 -- ---------------------------------------------------------------------------
 -- Error helpers
 
-local function syntax_error(name, s, i)
+function syntax_error(name, s, i)
   FAR, EXPECTED = 0, {}
   local ok, err = pcall(match, GD[name], s, i)
   if not ok then error(err, 0) end

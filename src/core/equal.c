@@ -11,9 +11,10 @@
  * types are not compared. Sharing is not semantic, but a pair of nodes
  * already met is not compared again, so equal DAGs cost their size.
  *
- * The walk uses an explicit stack over an append-only array of compared
- * pairs; each pair remembers its parent and the field it came through, so
- * the first difference can be reported as a path (`@main.body.args[1]`).
+ * The walk uses an explicit stack of pairs, each with the field it came
+ * through: the stack is the path from the root to the pair being compared,
+ * so the first difference can be reported as a path (`@main.body.args[1]`)
+ * at a memory cost of the depth, not of the size.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,8 +35,9 @@ static const char *const label_names[] = {
 
 typedef struct pairrec {
   const dp_expr *a, *b;
-  uint32_t parent;
-  uint16_t label;
+  uint32_t k;      /* next child pair to compare */
+  uint16_t label;  /* the field of the parent it came through */
+  uint16_t entered;
   uint32_t index;
 } pairrec;
 
@@ -43,10 +45,8 @@ typedef struct eq {
   dp_pmap seen;          /* a -> b of pairs already met */
   dp_pmap va, vb;        /* variable pairing, both directions */
   dp_pmap ta, tb;        /* type variable pairing */
-  pairrec *recs;
+  pairrec *recs;          /* the stack: recs[0] is the root pair */
   uint32_t nrecs, caprecs;
-  uint32_t *stack;
-  uint32_t nstack, capstack;
   const char *root;      /* path prefix: "@main" or "<root>" */
   dp_diff *diff;
   int oom;
@@ -74,9 +74,11 @@ static int vdev_eq(const dp_vdev *a, const dp_vdev *b) {
 /* Pair x with y in the maps m (x->y) and n (y->x); 1 when consistent:
    both unpaired (they get paired) or already paired together. */
 static int pair_with(eq *q, dp_pmap *m, dp_pmap *n, const void *x, const void *y, int bind) {
-  uint64_t *px = dp_pmap_get(m, x), *py = dp_pmap_get(n, y);
-  if (!bind && (px || py)) return px && py && (const void *)(uintptr_t)*px == y &&
-                                    (const void *)(uintptr_t)*py == x;
+  if (!bind) {
+    uint64_t *px = dp_pmap_get(m, x), *py = dp_pmap_get(n, y);
+    if (px || py) return px && py && (const void *)(uintptr_t)*px == y &&
+                         (const void *)(uintptr_t)*py == x;
+  }
   if (dp_pmap_put(m, x, (uintptr_t)y) < 0 || dp_pmap_put(n, y, (uintptr_t)x) < 0) q->oom = 1;
   return !q->oom;
 }
@@ -146,21 +148,15 @@ static int type_eq(eq *q, const dp_type *a, const dp_type *b) {
 /* ---------------- differences ---------------- */
 
 static void put_path(eq *q, dp_tb *b, uint32_t r) {
-  uint32_t *chain = NULL, n = 0, cap = 0;
-  for (uint32_t i = r; q->recs[i].label != L_ROOT; i = q->recs[i].parent) {
-    if (grow((void **)&chain, &cap, n + 1, sizeof *chain) < 0) break;
-    chain[n++] = i;
-  }
   dp_tb_puts(b, q->root);
-  while (n--) {
-    const pairrec *p = &q->recs[chain[n]];
+  for (uint32_t i = 1; i <= r; i++) {
+    const pairrec *p = &q->recs[i];
     dp_tb_printf(b, ".%s", label_names[p->label]);
     if (p->label == L_ARGS || p->label == L_PARAMS || p->label == L_FIELDS)
       dp_tb_printf(b, "[%u]", p->index);
     else if (p->label == L_RHS)
       dp_tb_printf(b, "[%u].rhs", p->index);
   }
-  free(chain);
 }
 
 /* Record the difference at pair r; `what` (may be NULL) extends the path,
@@ -197,15 +193,12 @@ static char *aval_or_absent(const dp_aval *v) {
 
 /* ---------------- the walk ---------------- */
 
-static void push(eq *q, const dp_expr *a, const dp_expr *b, uint32_t parent, int label,
-                 uint32_t index) {
-  if (grow((void **)&q->recs, &q->caprecs, q->nrecs + 1, sizeof *q->recs) < 0 ||
-      grow((void **)&q->stack, &q->capstack, q->nstack + 1, sizeof *q->stack) < 0) {
+static void push(eq *q, const dp_expr *a, const dp_expr *b, int label, uint32_t index) {
+  if (grow((void **)&q->recs, &q->caprecs, q->nrecs + 1, sizeof *q->recs) < 0) {
     q->oom = 1;
     return;
   }
-  q->recs[q->nrecs] = (pairrec){a, b, parent, (uint16_t)label, index};
-  q->stack[q->nstack++] = q->nrecs++;
+  q->recs[q->nrecs++] = (pairrec){a, b, 0, (uint16_t)label, 0, index};
 }
 
 static int attrs_eq(eq *q, uint32_t r, const dp_attrs *a, const dp_attrs *b) {
@@ -245,7 +238,7 @@ static int bind_var(eq *q, uint32_t r, const dp_var *a, const dp_var *b, const c
 static int var_eq(eq *q, uint32_t r, const dp_var *a, const dp_var *b) {
   uint64_t *pa = dp_pmap_get(&q->va, a), *pb = dp_pmap_get(&q->vb, b);
   if (!pa && !pb) return bind_var(q, r, a, b, ""); /* free variables: pair on first meeting */
-  if (pair_with(q, &q->va, &q->vb, a, b, 0)) return 1;
+  if (pa && pb && (const void *)(uintptr_t)*pa == b && (const void *)(uintptr_t)*pb == a) return 1;
   return differ(q, r, NULL, NULL, NULL);
 }
 
@@ -301,16 +294,10 @@ static int func_eq(eq *q, uint32_t r, const dp_func *a, const dp_func *b) {
     snprintf(where, sizeof where, ".params[%u]", i);
     if (!bind_var(q, r, a->params[i], b->params[i], where)) return 0;
   }
-  push(q, a->body, b->body, r, L_BODY, 0);
   return 1;
 }
 
-/* Push the children of a pair, last first so the first is compared first. */
-static void push_all(eq *q, uint32_t r, const dp_expr *const *xs, const dp_expr *const *ys,
-                     uint32_t n, int label) {
-  for (uint32_t i = n; i-- > 0;) push(q, xs[i], ys[i], r, label, i);
-}
-
+/* The pair's own fields (its children are compared after, as pairs). */
 static int node_eq(eq *q, uint32_t r) {
   const dp_expr *a = q->recs[r].a, *b = q->recs[r].b;
   if (a->h.kind != b->h.kind) return differ(q, r, NULL, NULL, NULL);
@@ -330,81 +317,127 @@ static int node_eq(eq *q, uint32_t r) {
   case DP_CALL: {
     const dp_call *x = (const dp_call *)a, *y = (const dp_call *)b;
     if (x->nargs != y->nargs) return differ(q, r, ".args", NULL, NULL);
-    if (!attrs_eq(q, r, x->attrs, y->attrs)) return 0;
-    push_all(q, r, (const dp_expr *const *)x->args, (const dp_expr *const *)y->args, x->nargs,
-             L_ARGS);
-    push(q, x->fn, y->fn, r, L_CALLEE, 0);
-    return 1;
+    return attrs_eq(q, r, x->attrs, y->attrs);
   }
   case DP_FUNC: return func_eq(q, r, (const dp_func *)a, (const dp_func *)b);
-  case DP_LET: {
-    const dp_let *x = (const dp_let *)a, *y = (const dp_let *)b;
-    if (!bind_var(q, r, x->var, y->var, ".var")) return 0;
-    push(q, x->body, y->body, r, L_BODY, 0);
-    push(q, x->value, y->value, r, L_VALUE, 0);
-    return 1;
-  }
-  case DP_TUPLE: {
-    const dp_tuple *x = (const dp_tuple *)a, *y = (const dp_tuple *)b;
-    if (x->n != y->n) return differ(q, r, ".fields", NULL, NULL);
-    push_all(q, r, (const dp_expr *const *)x->fields, (const dp_expr *const *)y->fields, x->n,
-             L_FIELDS);
-    return 1;
-  }
-  case DP_PROJ: {
-    const dp_proj *x = (const dp_proj *)a, *y = (const dp_proj *)b;
-    if (x->index != y->index) return differ(q, r, ".index", NULL, NULL);
-    push(q, x->tuple, y->tuple, r, L_TUPLE, 0);
-    return 1;
-  }
-  case DP_IF: {
-    const dp_if *x = (const dp_if *)a, *y = (const dp_if *)b;
-    push(q, x->else_, y->else_, r, L_ELSE, 0);
-    push(q, x->then_, y->then_, r, L_THEN, 0);
-    push(q, x->cond, y->cond, r, L_COND, 0);
-    return 1;
-  }
+  case DP_LET:
+    return bind_var(q, r, ((const dp_let *)a)->var, ((const dp_let *)b)->var, ".var");
+  case DP_TUPLE:
+    return ((const dp_tuple *)a)->n == ((const dp_tuple *)b)->n ||
+           differ(q, r, ".fields", NULL, NULL);
+  case DP_PROJ:
+    return ((const dp_proj *)a)->index == ((const dp_proj *)b)->index ||
+           differ(q, r, ".index", NULL, NULL);
   case DP_MATCH: {
     const dp_match *x = (const dp_match *)a, *y = (const dp_match *)b;
     if (x->complete != y->complete) return differ(q, r, ".complete", NULL, NULL);
     if (x->n != y->n) return differ(q, r, ".clauses", NULL, NULL);
     for (uint32_t i = 0; i < x->n; i++)
       if (!pattern_eq(q, r, i, x->clauses[i].pat, y->clauses[i].pat)) return 0;
-    for (uint32_t i = x->n; i-- > 0;) push(q, x->clauses[i].rhs, y->clauses[i].rhs, r, L_RHS, i);
-    push(q, x->data, y->data, r, L_DATA, 0);
     return 1;
   }
-  case DP_REF_NEW:
-    push(q, ((const dp_ref_new *)a)->value, ((const dp_ref_new *)b)->value, r, L_VALUE, 0);
-    return 1;
-  case DP_REF_READ:
-    push(q, ((const dp_ref_read *)a)->ref, ((const dp_ref_read *)b)->ref, r, L_REF, 0);
-    return 1;
-  case DP_REF_WRITE:
-    push(q, ((const dp_ref_write *)a)->value, ((const dp_ref_write *)b)->value, r, L_VALUE, 0);
-    push(q, ((const dp_ref_write *)a)->ref, ((const dp_ref_write *)b)->ref, r, L_REF, 0);
-    return 1;
+  case DP_IF: case DP_REF_NEW: case DP_REF_READ: case DP_REF_WRITE: return 1;
   default: return differ(q, r, NULL, NULL, NULL);
   }
 }
 
-/* A pair is skipped when identical (a shared, unchanged part) or already
-   met (a DAG); a node of a met again with another partner is compared
-   again (a DAG against its tree form). */
+/* Child pair k of a pair whose own fields are equal (so are its counts),
+   in the order compared: 0 when there is no child k. Binders are not
+   children here: node_eq paired them. */
+static int child_pair(const pairrec *p, uint32_t k, pairrec *c) {
+  const dp_expr *a = p->a, *b = p->b;
+  *c = (pairrec){NULL, NULL, 0, L_ROOT, 0, 0};
+#define CHILD(X, Y, L, I) (c->a = (X), c->b = (Y), c->label = (L), c->index = (I), 1)
+  switch (a->h.kind) {
+  case DP_CALL: {
+    const dp_call *x = (const dp_call *)a, *y = (const dp_call *)b;
+    if (k == 0) return CHILD(x->fn, y->fn, L_CALLEE, 0);
+    return k <= x->nargs && CHILD(x->args[k - 1], y->args[k - 1], L_ARGS, k - 1);
+  }
+  case DP_FUNC:
+    return k == 0 && CHILD(((const dp_func *)a)->body, ((const dp_func *)b)->body, L_BODY, 0);
+  case DP_LET: {
+    const dp_let *x = (const dp_let *)a, *y = (const dp_let *)b;
+    if (k == 0) return CHILD(x->value, y->value, L_VALUE, 0);
+    return k == 1 && CHILD(x->body, y->body, L_BODY, 0);
+  }
+  case DP_TUPLE: {
+    const dp_tuple *x = (const dp_tuple *)a, *y = (const dp_tuple *)b;
+    return k < x->n && CHILD(x->fields[k], y->fields[k], L_FIELDS, k);
+  }
+  case DP_PROJ:
+    return k == 0 && CHILD(((const dp_proj *)a)->tuple, ((const dp_proj *)b)->tuple, L_TUPLE, 0);
+  case DP_IF: {
+    const dp_if *x = (const dp_if *)a, *y = (const dp_if *)b;
+    if (k == 0) return CHILD(x->cond, y->cond, L_COND, 0);
+    if (k == 1) return CHILD(x->then_, y->then_, L_THEN, 0);
+    return k == 2 && CHILD(x->else_, y->else_, L_ELSE, 0);
+  }
+  case DP_MATCH: {
+    const dp_match *x = (const dp_match *)a, *y = (const dp_match *)b;
+    if (k == 0) return CHILD(x->data, y->data, L_DATA, 0);
+    return k <= x->n && CHILD(x->clauses[k - 1].rhs, y->clauses[k - 1].rhs, L_RHS, k - 1);
+  }
+  case DP_REF_NEW:
+    return k == 0 && CHILD(((const dp_ref_new *)a)->value, ((const dp_ref_new *)b)->value, L_VALUE, 0);
+  case DP_REF_READ:
+    return k == 0 && CHILD(((const dp_ref_read *)a)->ref, ((const dp_ref_read *)b)->ref, L_REF, 0);
+  case DP_REF_WRITE: {
+    const dp_ref_write *x = (const dp_ref_write *)a, *y = (const dp_ref_write *)b;
+    if (k == 0) return CHILD(x->ref, y->ref, L_REF, 0);
+    return k == 1 && CHILD(x->value, y->value, L_VALUE, 0);
+  }
+  default: return 0;
+  }
+#undef CHILD
+}
+
+/* Entering a pair: skipped when identical (a shared, unchanged part) or
+   already met (a DAG); a node of a met again with another partner is
+   compared again (a DAG against its tree form). 1: compare it. */
+static int enter(eq *q, const dp_expr *x, const dp_expr *y) {
+  if (x == y && x->h.kind != DP_VAR) return 0;
+  /* a node held once has one parent: it cannot be met again */
+  if (x->h.kind != DP_VAR && x->h.rc > 1) {
+    int fresh;
+    uint64_t *m = dp_pmap_upsert(&q->seen, x, (uintptr_t)y, &fresh);
+    if (!m) return q->oom = 1, 0;
+    if (!fresh && (const dp_expr *)(uintptr_t)*m == y) return 0;
+  }
+  return 1;
+}
+
+/* Depth first, a pair's fields before its children, children in order:
+   the first difference met is the one reported. */
 static int walk(eq *q, const dp_expr *a, const dp_expr *b) {
-  push(q, a, b, 0, L_ROOT, 0);
-  while (q->nstack && !q->oom) {
-    uint32_t r = q->stack[--q->nstack];
-    const dp_expr *x = q->recs[r].a, *y = q->recs[r].b;
-    if (x == y && x->h.kind != DP_VAR) continue;
-    /* a node held once has one parent: it cannot be met again */
-    if (x->h.kind != DP_VAR && x->h.rc > 1) {
-      int fresh;
-      uint64_t *m = dp_pmap_upsert(&q->seen, x, (uintptr_t)y, &fresh);
-      if (!m) q->oom = 1;
-      else if (!fresh && (const dp_expr *)(uintptr_t)*m == y) continue;
+  push(q, a, b, L_ROOT, 0);
+  while (q->nrecs && !q->oom) {
+    uint32_t r = q->nrecs - 1;
+    pairrec *p = &q->recs[r];
+    if (!p->entered) {
+      p->entered = 1;
+      if (!enter(q, p->a, p->b)) {
+        q->nrecs--;
+        continue;
+      }
+      if (!node_eq(q, r)) return 0;
+      p = &q->recs[r];
     }
-    if (!node_eq(q, r)) return 0;
+    pairrec c;
+    if (!child_pair(p, p->k++, &c)) {
+      q->nrecs--;
+      continue;
+    }
+    push(q, c.a, c.b, c.label, c.index);
+    if (!c.a || !c.b) { /* an absent child (built IR has none): defensive */
+      if (c.a == c.b) {
+        q->nrecs--;
+        continue;
+      }
+      char *la = c.a ? dp__print_short(c.a, 6) : dp_strdup("(none)");
+      char *lb = c.b ? dp__print_short(c.b, 6) : dp_strdup("(none)");
+      return q->oom ? (free(la), free(lb), 0) : differ(q, q->nrecs - 1, NULL, la, lb);
+    }
   }
   return !q->oom;
 }
@@ -427,7 +460,6 @@ static void eq_free(eq *q) {
   dp_pmap_free(&q->ta);
   dp_pmap_free(&q->tb);
   free(q->recs);
-  free(q->stack);
 }
 
 /* ---------------- public ---------------- */

@@ -7,7 +7,9 @@
  * a DAG prints each shared node once, numbered in order of first need.
  *
  * Three passes, all with explicit stacks (a 1,000,000-deep chain is fine):
- *  1. discover: every distinct node once, its number of uses, post order;
+ *  1. discover: every distinct node once, its number of uses, post order
+ *     (atomic nodes are no nodes of the printer: they print from the IR;
+ *     variables find their names in the map);
  *  2. homes: parents before children, each node's scope (function body, if
  *     branch, match clause, parenthesised let block) is the innermost one
  *     that contains all its uses, so a node shared by two branches is bound
@@ -15,12 +17,14 @@
  *  3. print: post order again; bindings go to the buffer of their home
  *     scope, a let writes its `let %x = v;` line before its body is printed.
  *
- * Speed (a million-node chain prints in a fraction of a second): no malloc
- * per node. The text of an inline node waits for its one user on a stack of
- * texts (the output buffer itself, above what was there): children finish
- * in order, so a node's inline children lie side by side on top of the
- * stack when it finishes, and its own text replaces them. Variable names
- * live in one character array. Integers are formatted by hand.
+ * Speed (a million-node chain prints in a fraction of a second, bench/ir.sh):
+ * no malloc per node. The lines of the outermost scope and of a root
+ * function's body are written straight into the output, where they stay.
+ * The text of an inline node waits for its one user on a stack of texts:
+ * children finish in order, so a node's inline children lie side by side
+ * on top of the stack when it finishes, and its own text replaces them.
+ * Variable names live in one character array; integers are formatted by
+ * hand; a node's kind is kept with it so that pass 2 does not touch the IR.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +36,8 @@
 
 #define NOSCOPE UINT32_MAX
 #define NONODE UINT32_MAX
+#define ATOM (UINT32_MAX - 1) /* edge to an atomic child */
+#define ATOM_VAR (UINT32_MAX - 2) /* edge to a variable */
 
 enum {
   F_TRY = 1,      /* used where TVM inlines a unique expression */
@@ -39,20 +45,23 @@ enum {
   F_DONE = 4,     /* printed */
   F_LETBLOCK = 8, /* a let that opens its own parenthesised scope */
   F_ROOT = 16,
-  F_BOUND = 32    /* printed as a graph binding: aux is its number */
+  F_BOUND = 32,   /* printed as a graph binding: aux is its number */
+  USE1 = 64,      /* uses, counted up to 2 in two bits */
+  USES = 3 * USE1,
+  KIND = 8        /* the node's kind is in the bits from here: the passes
+                     that need no more than it spare a cache miss on the IR */
 };
+
+#define KIND_OF(n) ((n)->flags >> KIND)
 
 typedef struct pnode {
   const dp_expr *e;
-  uint32_t uses;
   uint32_t home;   /* its scope (NOSCOPE until known) */
   uint32_t inner;  /* first scope it opens */
   uint32_t edge;   /* its children's node indices start at edges[edge] */
   uint32_t nc;     /* its number of children */
-  uint32_t aux;    /* F_BOUND: binding number; other non-atomic: length of
-                      its text on the stack; variable: 1 + offset of its
-                      name in the names array (0: not named yet) */
-  uint32_t flags;
+  uint32_t aux;    /* F_BOUND: binding number; else the length of its text */
+  uint32_t flags;  /* F_... and the uses */
 } pnode;
 
 typedef struct scope {
@@ -68,14 +77,19 @@ typedef struct nslot {
 
 typedef struct frame {
   uint32_t node, k;
-  size_t mark; /* the stack of texts when the node was entered */
 } frame;
+
+typedef struct pframe {
+  uint32_t node, k;
+  size_t mark; /* the stack of texts when the node was entered */
+} pframe;
 
 typedef struct printer {
   int flags;
   const char *def_name;
   int failed;
-  dp_pmap map;
+  dp_pmap map; /* node -> index, of nodes held more than once; variable
+                 -> 1 + offset of its name in the names array */
   pnode *nodes;
   uint32_t n, cap;
   uint32_t *order;
@@ -95,7 +109,9 @@ typedef struct printer {
   uint32_t nnames, capnames;
   int names_exact; /* generated names (`x1`) are in `names` too: see alloc_name */
   uint32_t next_temp;
+  uint32_t nbinders; /* let variables and parameters: most names */
   struct { const dp_type *t; char *s; } tcache[64];
+  struct { const dp_var *v; uint32_t off; } vcache[256]; /* recent names */
 } printer;
 
 /* ---------------- small helpers ---------------- */
@@ -170,16 +186,15 @@ static void put_temp(dp_tb *b, uint32_t v) {
   put(b, d, 1 + fmt_u32(d + 1, v));
 }
 
-/* Index of e's node, adding it when new; NONODE on out of memory. A node
-   other than a variable held once (rc 1) has one parent, so it cannot be
-   met again: it skips the map, which keeps trees and let chains cheap.
-   (Variables always go through the map: binders look them up.) */
+/* Index of non-atomic e's node, adding it when new; NONODE on out of
+   memory. A node held once (rc 1) has one parent, so it cannot be met
+   again: it skips the map, which keeps trees and let chains cheap. */
 static uint32_t node_of(printer *p, const dp_expr *e, int *fresh) {
   int f = 1;
   pnode *nodes = grow_array(p->nodes, &p->cap, p->n + 1, sizeof *nodes);
   if (!nodes) return NONODE;
   p->nodes = nodes;
-  if (e->h.rc != 1 || e->h.kind == DP_VAR || p->n == 0) {
+  if (e->h.rc != 1) {
     uint64_t *v = dp_pmap_upsert(&p->map, e, p->n, &f);
     if (!v) return NONODE;
     if (!f) {
@@ -188,8 +203,22 @@ static uint32_t node_of(printer *p, const dp_expr *e, int *fresh) {
     }
   }
   if (fresh) *fresh = 1;
-  nodes[p->n] = (pnode){.e = e, .home = NOSCOPE, .inner = NOSCOPE, .edge = NONODE};
+  nodes[p->n] = (pnode){.e = e, .home = NOSCOPE, .inner = NOSCOPE, .edge = NONODE,
+                        .flags = (uint32_t)e->h.kind << KIND};
   return p->n++;
+}
+
+/* Child k of e: dp_expr_child, with the commonest kinds first. */
+static const dp_expr *child_of(const dp_expr *e, uint32_t k) {
+  if (e->h.kind == DP_CALL) {
+    const dp_call *c = (const dp_call *)e;
+    return k ? c->args[k - 1] : c->fn;
+  }
+  if (e->h.kind == DP_LET) {
+    const dp_let *l = (const dp_let *)e;
+    return k == 0 ? &l->var->e : k == 1 ? l->value : l->body;
+  }
+  return dp_expr_child(e, k);
 }
 
 /* Node index of child k of node i. */
@@ -205,7 +234,9 @@ static int add_edges(printer *p, uint32_t i) {
   p->edges = e;
   p->nodes[i].edge = p->nedges;
   p->nodes[i].nc = nc;
-  for (uint32_t k = 0; k < nc; k++) e[p->nedges + k] = NONODE;
+  if (KIND_OF(&p->nodes[i]) == DP_LET) p->nbinders++;
+  if (KIND_OF(&p->nodes[i]) == DP_FUNC) p->nbinders += nc - 1;
+  for (uint32_t k = 0; k < nc; k++) e[p->nedges + k] = ATOM;
   p->nedges += nc;
   return 0;
 }
@@ -312,9 +343,10 @@ static int is_digit(char c) { return c >= '0' && c <= '9'; }
 /* Put every name given so far into the set (see alloc_name). */
 static int make_exact(printer *p) {
   p->names_exact = 1;
-  for (uint32_t i = 0; i < p->n; i++) {
-    uint32_t off = p->nodes[i].aux;
-    if (p->nodes[i].e->h.kind != DP_VAR || !off) continue;
+  for (uint32_t i = 0; i < p->map.cap; i++) {
+    const dp_expr *v = p->map.slots[i].key;
+    uint32_t off = (uint32_t)p->map.slots[i].val;
+    if (!v || v->h.kind != DP_VAR || !off) continue;
     if (names_room(p) < 0) return -1;
     const char *s = p->nm + off - 1;
     uint32_t h = name_hash(s, strlen(s));
@@ -385,27 +417,22 @@ static uint32_t alloc_name(printer *p, const char *hint) {
   return (uint32_t)o + 1;
 }
 
-/* Name of variable node i, given at its binding (or first use if free).
-   The pointer is good until the next name is given. */
-static const char *var_name(printer *p, uint32_t i) {
-  if (!p->nodes[i].aux) {
-    uint32_t off = alloc_name(p, ((const dp_var *)p->nodes[i].e)->name);
-    if (!off) {
-      p->failed = 1;
-      return "x";
-    }
-    p->nodes[i].aux = off;
-  }
-  return p->nm + p->nodes[i].aux - 1;
-}
-
-static void bind_var(printer *p, const dp_var *v) {
-  uint32_t i = node_of(p, &v->e, NULL);
-  if (i == NONODE) {
+/* Name of variable v, given at its binding (or first use if free). The
+   pointer is good until the next name is given. A variable is mostly used
+   soon after its binding: a small cache spares most map lookups. */
+static const char *var_name(printer *p, const dp_var *v) {
+  uint32_t h = (uint32_t)((uintptr_t)v >> 4) & 255;
+  if (p->vcache[h].v == v) return p->nm + p->vcache[h].off - 1;
+  int fresh;
+  uint64_t *off = dp_pmap_upsert(&p->map, v, 0, &fresh);
+  if (off && !*off) *off = alloc_name(p, v->name);
+  if (!off || !*off) {
     p->failed = 1;
-    return;
+    return "x";
   }
-  var_name(p, i);
+  p->vcache[h].v = v;
+  p->vcache[h].off = (uint32_t)*off;
+  return p->nm + *off - 1;
 }
 
 /* ---------------- pass 1: discover ---------------- */
@@ -415,11 +442,9 @@ static int discover(printer *p, const dp_expr *root) {
   uint32_t n = 0, cap = 0;
   uint32_t r = node_of(p, root, NULL);
   if (r == NONODE) return -1;
-  p->nodes[r].flags |= F_ROOT | F_TRY | F_TAIL;
-  p->nodes[r].uses = 1;
-  if (is_atomic(root)) return 0;
+  p->nodes[r].flags |= F_ROOT | F_TRY | F_TAIL | USE1;
   if (add_edges(p, r) < 0 || !(stack = grow_array(stack, &cap, 1, sizeof *stack))) return -1;
-  stack[n++] = (frame){r, 0, 0};
+  stack[n++] = (frame){r, 0};
   while (n) {
     frame *f = &stack[n - 1];
     uint32_t self = f->node;
@@ -432,19 +457,26 @@ static int discover(printer *p, const dp_expr *root) {
       continue;
     }
     uint32_t k = f->k++;
-    const dp_expr *c = dp_expr_child(p->nodes[self].e, k);
-    if (!c) continue;
+    const dp_expr *c = child_of(p->nodes[self].e, k);
+    if (!c) {
+      p->edges[p->nodes[self].edge + k] = NONODE;
+      continue;
+    }
+    if (is_atomic(c)) {
+      if (c->h.kind == DP_VAR) p->edges[p->nodes[self].edge + k] = ATOM_VAR;
+      continue;
+    }
     int fresh;
     uint32_t ci = node_of(p, c, &fresh);
     if (ci == NONODE) goto oom;
     p->edges[p->nodes[self].edge + k] = ci;
-    p->nodes[ci].uses++;
-    if (!fresh || is_atomic(c)) continue;
+    if ((p->nodes[ci].flags & USES) < 2 * USE1) p->nodes[ci].flags += USE1;
+    if (!fresh) continue;
     if (add_edges(p, ci) < 0) goto oom;
     frame *s = grow_array(stack, &cap, n + 1, sizeof *stack);
     if (!s) goto oom;
     stack = s;
-    stack[n++] = (frame){ci, 0, 0};
+    stack[n++] = (frame){ci, 0};
   }
   free(stack);
   return 0;
@@ -456,30 +488,30 @@ oom:
 /* ---------------- pass 2: homes ---------------- */
 
 static void use_in(printer *p, uint32_t ci, uint32_t sc, uint32_t flags) {
-  if (ci == NONODE || is_atomic(p->nodes[ci].e)) return;
+  if (ci >= ATOM_VAR) return;
   pnode *cn = &p->nodes[ci];
   cn->flags |= flags;
   cn->home = cn->home == NOSCOPE ? sc : lca(p, cn->home, sc);
 }
 
 static int tail_inline(const pnode *n) {
-  return (n->flags & F_ROOT) || (n->uses == 1 && (n->flags & F_TAIL));
+  return (n->flags & F_ROOT) || ((n->flags & USES) == USE1 && (n->flags & F_TAIL));
 }
 
 static int is_inline(const pnode *n) {
-  return is_atomic(n->e) || (n->flags & F_ROOT) || (n->uses == 1 && (n->flags & F_TRY));
+  return (n->flags & F_ROOT) || ((n->flags & USES) == USE1 && (n->flags & F_TRY));
 }
 
+/* (From the printer's node alone: the IR is not touched.) */
 static void place_children(printer *p, uint32_t i) {
   pnode *n = &p->nodes[i];
-  const dp_expr *e = n->e;
-  uint32_t h = n->home, s;
-  switch (e->h.kind) {
-  case DP_FUNC:
+  uint32_t h = n->home, nc = n->nc, s;
+  switch (KIND_OF(n)) {
+  case DP_FUNC: /* the body is the last child */
     if ((s = new_scopes(p, 1, h, 1)) == NOSCOPE) return;
     p->nodes[i].inner = s;
     p->scopes[s].direct = (n->flags & F_ROOT) != 0;
-    use_in(p, kid(p, i, ((const dp_func *)e)->nparams), s, F_TRY | F_TAIL);
+    use_in(p, kid(p, i, nc - 1), s, F_TRY | F_TAIL);
     return;
   case DP_IF: {
     if ((s = new_scopes(p, 2, h, 1)) == NOSCOPE) return;
@@ -489,14 +521,12 @@ static void place_children(printer *p, uint32_t i) {
     use_in(p, kid(p, i, 2), s + 1, F_TRY | F_TAIL);
     return;
   }
-  case DP_MATCH: {
-    const dp_match *m = (const dp_match *)e;
-    if ((s = new_scopes(p, m->n, h, 2)) == NOSCOPE) return;
+  case DP_MATCH: /* the data, then a clause's right side each */
+    if ((s = new_scopes(p, nc - 1, h, 2)) == NOSCOPE) return;
     p->nodes[i].inner = s;
     use_in(p, kid(p, i, 0), h, 0);
-    for (uint32_t k = 0; k < m->n; k++) use_in(p, kid(p, i, k + 1), s + k, F_TRY | F_TAIL);
+    for (uint32_t k = 1; k < nc; k++) use_in(p, kid(p, i, k), s + k - 1, F_TRY | F_TAIL);
     return;
-  }
   case DP_LET: {
     if (tail_inline(n)) {
       s = h;
@@ -510,7 +540,7 @@ static void place_children(printer *p, uint32_t i) {
     return;
   }
   default:
-    for (uint32_t k = 0, nc = n->nc; k < nc; k++) use_in(p, kid(p, i, k), h, 0);
+    for (uint32_t k = 0; k < nc; k++) use_in(p, kid(p, i, k), h, 0);
   }
 }
 
@@ -521,19 +551,12 @@ static void place_all(printer *p, uint32_t root) {
 
 /* ---------------- pass 3: print ---------------- */
 
-/* Append the reference to node i: its name, binding, or inline text (the
-   next one on the stack of texts). */
-static void put_ref_i(printer *p, dp_tb *b, uint32_t i) {
-  if (i == NONODE) {
-    p->failed = 1;
-    return;
-  }
-  const pnode *n = &p->nodes[i];
-  const dp_expr *c = n->e;
+/* Append atomic expression c: a variable's name, a global, ... */
+static void put_atom(printer *p, dp_tb *b, const dp_expr *c) {
   switch (c->h.kind) {
   case DP_VAR:
     putc_(b, '%');
-    puts_(b, var_name(p, i));
+    puts_(b, var_name(p, (const dp_var *)c));
     return;
   case DP_GLOBAL:
     putc_(b, '@');
@@ -545,8 +568,28 @@ static void put_ref_i(printer *p, dp_tb *b, uint32_t i) {
     dp__put_const(b, (const dp_const *)c);
     put_type_comment(p, b, c);
     return;
-  default: break;
+  default: p->failed = 1;
   }
+}
+
+/* Append the reference to child k of node i: an atom, a graph binding,
+   or an inline text (the next one in src). */
+static void put_kid(printer *p, dp_tb *b, uint32_t i, uint32_t k) {
+  uint32_t ci = kid(p, i, k);
+  if (ci == ATOM_VAR) { /* not put_atom: the name needs no look at v */
+    putc_(b, '%');
+    puts_(b, var_name(p, (const dp_var *)child_of(p->nodes[i].e, k)));
+    return;
+  }
+  if (ci == ATOM) {
+    put_atom(p, b, child_of(p->nodes[i].e, k));
+    return;
+  }
+  if (ci == NONODE) {
+    p->failed = 1;
+    return;
+  }
+  const pnode *n = &p->nodes[ci];
   if (n->flags & F_BOUND) {
     put_temp(b, n->aux);
     return;
@@ -554,11 +597,6 @@ static void put_ref_i(printer *p, dp_tb *b, uint32_t i) {
   size_t at = p->cur;
   p->cur += n->aux;
   if (n->aux) put(b, p->src->s + at, n->aux);
-}
-
-/* Reference to child k of node i. */
-static void put_kid(printer *p, dp_tb *b, uint32_t i, uint32_t k) {
-  put_ref_i(p, b, kid(p, i, k));
 }
 
 static void put_vdev(printer *p, dp_tb *b, const dp_vdev *vd, const char *pre, const char *post) {
@@ -575,15 +613,9 @@ static void put_vdev(printer *p, dp_tb *b, const dp_vdev *vd, const char *pre, c
   free(s);
 }
 
-/* `%x {virtual_device=...}: T` and the type comment, at the binding of
-   variable node vi. */
-static void put_var_decl(printer *p, dp_tb *b, uint32_t vi, int is_param) {
-  if (vi == NONODE) {
-    p->failed = 1;
-    return;
-  }
-  const dp_var *v = (const dp_var *)p->nodes[vi].e;
-  put_ref_i(p, b, vi);
+/* `%x {virtual_device=...}: T` and the type comment, at a binding. */
+static void put_var_decl(printer *p, dp_tb *b, const dp_var *v, int is_param) {
+  put_atom(p, b, &v->e);
   put_vdev(p, b, v->vdev, " {", "}");
   if (v->annot) {
     put(b, ": ", 2);
@@ -619,15 +651,15 @@ static void put_attrs(printer *p, dp_tb *b, const dp_attrs *a, int first) {
   }
 }
 
-/* The lines of scope s (unless already there), then its result, then a
-   newline. */
-static void put_scope(printer *p, dp_tb *b, uint32_t s, uint32_t result) {
+/* The lines of scope s (unless already there), then its result (child k
+   of node i), then a newline. */
+static void put_scope(printer *p, dp_tb *b, uint32_t s, uint32_t i, uint32_t k) {
   scope *sc = &p->scopes[s];
   if (sc->buf.failed) p->failed = 1;
   if (sc->buf.n) put(b, sc->buf.s, sc->buf.n);
   dp_tb_free(&sc->buf);
   indent(b, sc->indent);
-  put_ref_i(p, b, result);
+  put_kid(p, b, i, k);
   putc_(b, '\n');
 }
 
@@ -644,7 +676,7 @@ static void put_func_head(printer *p, dp_tb *b, uint32_t i) {
   }
   for (uint32_t k = 0; k < f->nparams; k++) {
     if (k) put(b, ", ", 2);
-    put_var_decl(p, b, kid(p, i, k), 1);
+    put_var_decl(p, b, f->params[k], 1);
   }
   put_vdev(p, b, f->vdev, f->nparams ? ", " : "", "");
   int first = !f->nparams && !(f->vdev && !dp_vdev_is_fully_unconstrained(f->vdev));
@@ -663,7 +695,7 @@ static void put_func(printer *p, dp_tb *b, uint32_t i) {
   const pnode *n = &p->nodes[i];
   uint32_t home = n->home, inner = n->inner;
   if (!p->scopes[inner].direct) put_func_head(p, b, i);
-  put_scope(p, b, inner, kid(p, i, ((const dp_func *)n->e)->nparams));
+  put_scope(p, b, inner, i, ((const dp_func *)n->e)->nparams);
   indent(b, p->scopes[home].indent);
   putc_(b, '}');
 }
@@ -673,10 +705,10 @@ static void put_if(printer *p, dp_tb *b, uint32_t i) {
   put(b, "if (", 4);
   put_kid(p, b, i, 0);
   put(b, ") {\n", 4);
-  put_scope(p, b, s, kid(p, i, 1));
+  put_scope(p, b, s, i, 1);
   indent(b, p->scopes[home].indent);
   put(b, "} else {\n", 9);
-  put_scope(p, b, s + 1, kid(p, i, 2));
+  put_scope(p, b, s + 1, i, 2);
   indent(b, p->scopes[home].indent);
   putc_(b, '}');
 }
@@ -693,10 +725,9 @@ static void walk_pattern(printer *p, dp_tb *b, const dp_pattern *pat, int bind) 
     const dp_pattern *q = f->p;
     if (q->h.kind == DP_PAT_WILD || q->h.kind == DP_PAT_VAR) {
       if (q->h.kind == DP_PAT_VAR && bind) {
-        bind_var(p, q->var);
+        var_name(p, q->var);
       } else if (q->h.kind == DP_PAT_VAR) {
-        uint64_t *vi = dp_pmap_get(&p->map, &q->var->e);
-        put_var_decl(p, b, vi ? (uint32_t)*vi : NONODE, 0);
+        put_var_decl(p, b, q->var, 0);
       } else if (!bind) {
         putc_(b, '_');
       }
@@ -742,7 +773,7 @@ static void put_match(printer *p, dp_tb *b, uint32_t i) {
     put(b, " => ", 4);
     if (p->scopes[s + k].buf.n) { /* bindings: a braced block */
       put(b, "{\n", 2);
-      put_scope(p, b, s + k, kid(p, i, k + 1));
+      put_scope(p, b, s + k, i, k + 1);
       indent(b, ind + 1);
       putc_(b, '}');
     } else {
@@ -760,7 +791,7 @@ static void put_match(printer *p, dp_tb *b, uint32_t i) {
 static void put_let(printer *p, dp_tb *b, uint32_t i) {
   if (p->nodes[i].flags & F_LETBLOCK) {
     put(b, "(\n", 2);
-    put_scope(p, b, p->nodes[i].inner, kid(p, i, 2));
+    put_scope(p, b, p->nodes[i].inner, i, 2);
     indent(b, p->scopes[p->nodes[i].home].indent);
     putc_(b, ')');
   } else {
@@ -782,7 +813,7 @@ static void put_call(printer *p, dp_tb *b, uint32_t i) {
 
 static void put_node(printer *p, dp_tb *b, uint32_t i) {
   const dp_expr *e = p->nodes[i].e;
-  switch (e->h.kind) {
+  switch (KIND_OF(&p->nodes[i])) {
   case DP_CALL: put_call(p, b, i); break;
   case DP_FUNC: put_func(p, b, i); break;
   case DP_LET: put_let(p, b, i); return; /* the body carries the type */
@@ -873,39 +904,38 @@ static void finish(printer *p, uint32_t i, size_t mark) {
    in binding order, a let writes its line before its body. */
 static void before_child(printer *p, uint32_t i, uint32_t k, size_t mark) {
   const dp_expr *e = p->nodes[i].e;
-  if (e->h.kind == DP_FUNC && k < ((const dp_func *)e)->nparams) {
-    uint32_t vi = kid(p, i, k);
-    if (vi != NONODE) var_name(p, vi);
-  } else if (e->h.kind == DP_FUNC && p->scopes[p->nodes[i].inner].direct) {
+  uint32_t kind = KIND_OF(&p->nodes[i]);
+  if (kind == DP_FUNC && k < ((const dp_func *)e)->nparams) {
+    var_name(p, ((const dp_func *)e)->params[k]);
+  } else if (kind == DP_FUNC && p->scopes[p->nodes[i].inner].direct) {
     put_func_head(p, p->out, i); /* its body's lines follow it there */
-  } else if (e->h.kind == DP_LET && k == 0) {
-    uint32_t vi = kid(p, i, 0);
-    if (vi != NONODE) var_name(p, vi);
-  } else if (e->h.kind == DP_LET && k == 2) {
+  } else if (kind == DP_LET && k == 0) {
+    var_name(p, ((const dp_let *)e)->var);
+  } else if (kind == DP_LET && k == 2) {
     /* the value's inline text, if any, is on the stack from mark */
     dp_tb *b = lines_of(p, p->nodes[i].inner);
     p->src = p->stk;
     p->cur = mark;
     indent(b, p->scopes[p->nodes[i].inner].indent);
     put(b, "let ", 4);
-    put_var_decl(p, b, kid(p, i, 0), 0);
+    put_var_decl(p, b, ((const dp_let *)e)->var, 0);
     put(b, " = ", 3);
     put_kid(p, b, i, 1);
     put(b, ";\n", 2);
     if (b->failed) p->failed = 1;
     if (p->stk->s) p->stk->s[p->stk->n = mark] = 0;
-  } else if (e->h.kind == DP_MATCH && k >= 1) {
+  } else if (kind == DP_MATCH && k >= 1) {
     walk_pattern(p, NULL, ((const dp_match *)e)->clauses[k - 1].pat, 1);
   }
 }
 
 static int print_nodes(printer *p, uint32_t root) {
-  frame *stack = NULL;
+  pframe *stack = NULL;
   uint32_t n = 0, cap = 0;
   if (!(stack = grow_array(stack, &cap, 1, sizeof *stack))) return -1;
-  stack[n++] = (frame){root, 0, p->stk->n};
+  stack[n++] = (pframe){root, 0, p->stk->n};
   while (n && !p->failed && !p->stk->failed) {
-    frame *f = &stack[n - 1];
+    pframe *f = &stack[n - 1];
     uint32_t i = f->node;
     size_t mark = f->mark;
     if (f->k >= p->nodes[i].nc) {
@@ -916,14 +946,14 @@ static int print_nodes(printer *p, uint32_t root) {
     uint32_t k = f->k++;
     before_child(p, i, k, mark);
     uint32_t ci = kid(p, i, k);
-    if (ci == NONODE || is_atomic(p->nodes[ci].e) || (p->nodes[ci].flags & F_DONE)) continue;
-    frame *s = grow_array(stack, &cap, n + 1, sizeof *stack);
+    if (ci >= ATOM_VAR || (p->nodes[ci].flags & F_DONE)) continue;
+    pframe *s = grow_array(stack, &cap, n + 1, sizeof *stack);
     if (!s) {
       p->failed = 1;
       break;
     }
     stack = s;
-    stack[n++] = (frame){ci, 0, p->stk->n};
+    stack[n++] = (pframe){ci, 0, p->stk->n};
   }
   free(stack);
   return p->failed || p->stk->failed ? -1 : 0;
@@ -953,7 +983,7 @@ static void name_free_vars(printer *p, const dp_expr *root) {
     p->failed = 1;
     return;
   }
-  for (uint32_t i = 0; i < n; i++) bind_var(p, fv[i]);
+  for (uint32_t i = 0; i < n; i++) var_name(p, fv[i]);
   free(fv);
 }
 
@@ -968,12 +998,16 @@ static int run(printer *p, dp_tb *out, const dp_expr *root) {
   p->stk = &texts;
   p->src = &texts;
   int rc = -1;
-  if (new_scopes(p, 1, NOSCOPE, 0) == NOSCOPE || discover(p, root) < 0) goto done;
-  if (!p->def_name) name_free_vars(p, root);
-  place_all(p, 0);
-  if (p->failed) goto done;
-  if (is_atomic(root)) put_ref_i(p, out, 0);
-  else if (print_nodes(p, 0) < 0) goto done;
+  if (is_atomic(root)) {
+    if (!p->def_name) name_free_vars(p, root);
+    put_atom(p, out, root);
+  } else {
+    if (new_scopes(p, 1, NOSCOPE, 0) == NOSCOPE || discover(p, root) < 0) goto done;
+    if (dp_pmap_reserve(&p->map, p->nbinders) < 0) goto done;
+    if (!p->def_name) name_free_vars(p, root);
+    place_all(p, 0);
+    if (p->failed || print_nodes(p, 0) < 0) goto done;
+  }
   rc = p->failed || out->failed ? -1 : 0;
 done:
   dp_tb_free(&texts);

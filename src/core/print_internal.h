@@ -23,6 +23,9 @@ typedef struct dp_pmap {
 
 void dp_pmap_init(dp_pmap *m);
 void dp_pmap_free(dp_pmap *m);
+/* Room for `more` keys without growing (a walk that knows how many keys
+   it will add spares the rehashes); 0, or -1 on out of memory. */
+int dp_pmap_reserve(dp_pmap *m, uint32_t more);
 /* Pointer to the value of key, or NULL when absent. */
 uint64_t *dp_pmap_get(const dp_pmap *m, const void *key);
 /* Insert (or overwrite); 0, or -1 on out of memory. */

@@ -41,8 +41,8 @@ static dp_pmap_slot *find_slot(dp_pmap *m, const void *key) {
   return &m->slots[i];
 }
 
-static int grow(dp_pmap *m) {
-  uint32_t cap = m->cap ? m->cap * 2 : 64;
+/* Rehash into a table of cap slots (a power of two above the entries). */
+static int rehash(dp_pmap *m, uint32_t cap) {
   dp_pmap old = *m;
   m->slots = calloc(cap, sizeof *m->slots);
   if (!m->slots) {
@@ -54,6 +54,17 @@ static int grow(dp_pmap *m) {
     if (old.slots[i].key) *find_slot(m, old.slots[i].key) = old.slots[i];
   free(old.slots);
   return 0;
+}
+
+static int grow(dp_pmap *m) {
+  return rehash(m, m->cap ? m->cap * 2 : 64);
+}
+
+int dp_pmap_reserve(dp_pmap *m, uint32_t more) {
+  uint64_t need = (uint64_t)m->n + more, cap = m->cap ? m->cap : 64;
+  while (need * 10 > cap * 7) cap *= 2;
+  if (cap > UINT32_MAX / 2 + 1) return -1;
+  return cap == m->cap ? 0 : rehash(m, (uint32_t)cap);
 }
 
 uint64_t *dp_pmap_upsert(dp_pmap *m, const void *key, uint64_t val, int *fresh) {

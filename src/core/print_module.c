@@ -60,14 +60,6 @@ static void put_typedef(dp_tb *b, const dp_typedef *td) {
   dp_tb_puts(b, "}\n");
 }
 
-#include <stdio.h> /* TEMP-GOLDEN */
-static void golden_log(const char *s) { /* TEMP-GOLDEN */
-  const char *f = getenv("DP_PRINT_LOG");
-  if (!f || !s) return;
-  FILE *o = fopen(f, "a");
-  if (o) { fputs(s, o); fputs("\n<<<END>>>\n", o); fclose(o); }
-}
-
 char *dp_print_module(const dp_module *m, int flags, size_t *len) {
   dp_tb b;
   dp_tb_init(&b);
@@ -82,7 +74,7 @@ char *dp_print_module(const dp_module *m, int flags, size_t *len) {
     dp_tb_putc(&b, '\n');
   }
   if (len) *len = b.n;
-  char *r_ = dp_tb_take(&b); golden_log(r_); return r_; /* TEMP-GOLDEN */
+  return dp_tb_take(&b);
 }
 
 char *dp_print_expr(const dp_expr *e, int flags, size_t *len) {
@@ -93,7 +85,7 @@ char *dp_print_expr(const dp_expr *e, int flags, size_t *len) {
     return NULL;
   }
   if (len) *len = b.n;
-  char *r_ = dp_tb_take(&b); golden_log(r_); return r_; /* TEMP-GOLDEN */
+  return dp_tb_take(&b);
 }
 
 char *dp_print_type(const dp_type *t) {

@@ -1025,7 +1025,7 @@ static int b_module(lua_State *L) {
   dp_module *m = module_of(L, b);
   dp_err *err = NULL;
   drop_parse_state(b);
-  if (!getenv("DP_NOINFER") && dp_infer_module(m, &err) != 0) return raise_core(L, b, err, 0);
+  if (dp_infer_module(m, &err) != 0) return raise_core(L, b, err, 0);
   dp_lua_push(L, m);
   builder_close(b);
   return 1;
@@ -1204,16 +1204,28 @@ static int b_block_close(lua_State *L) {
 
 /* ---------------- the fast path ---------------- */
 
-#define IS_ALPHA(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || (c) == '_')
-#define IS_ALNUM(c) (IS_ALPHA(c) || ((c) >= '0' && (c) <= '9'))
+/* Character classes of names (ASCII only, as the grammar's): filled by
+   dp_lua_open_build. */
+enum { CH_ALNUM = 1, CH_ALPHA = 2 };
+static unsigned char char_class[256];
+
+static void init_char_class(void) {
+  for (int c = 0; c < 256; c++) {
+    int alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+    int digit = c >= '0' && c <= '9';
+    char_class[c] = (unsigned char)((alpha || digit ? CH_ALNUM : 0) | (alpha ? CH_ALPHA : 0));
+  }
+}
+
+#define IS_CLASS(c, k) (char_class[(unsigned char)(c)] & (k))
 
 /* End of the name (lname or ident of the grammar) starting at offset i:
    letters, digits and _, with dotted parts that start with a letter. */
 static size_t name_end(const char *t, size_t len, size_t i) {
-  while (i < len && IS_ALNUM(t[i])) i++;
-  while (i + 1 < len && t[i] == '.' && IS_ALPHA(t[i + 1])) {
+  while (i < len && IS_CLASS(t[i], CH_ALNUM)) i++;
+  while (i + 1 < len && t[i] == '.' && IS_CLASS(t[i + 1], CH_ALPHA)) {
     i += 2;
-    while (i < len && IS_ALNUM(t[i])) i++;
+    while (i < len && IS_CLASS(t[i], CH_ALNUM)) i++;
   }
   return i;
 }
@@ -1300,11 +1312,18 @@ static void fast_call_end(lua_State *L, dp_builder *b) {
    of a variable, the first letter of a callee, 0 followed by three
    positions (an attribute's key, meta kind and index), the `)` closing a
    call. Returns true when the
-   statement is built and bound, false to leave it to the full grammar. */
+   statement is built and bound, false to leave it to the full grammar.
+   (A closure whose upvalue is the builders' metatable: checking the
+   builder costs no registry look-up.) */
 static int b_fast_stmt(lua_State *L) {
-  dp_builder *b = luaL_checkudata(L, 3, BUILDER_META);
+  dp_builder *b = lua_touserdata(L, 3);
+  int ok = b && lua_getmetatable(L, 3);
+  if (ok) {
+    ok = lua_rawequal(L, -1, lua_upvalueindex(1));
+    lua_pop(L, 1);
+  }
   size_t len;
-  if (!b->ctx || lua_tolstring(L, 1, &len) != b->text || !b->nblocks)
+  if (!ok || !b->ctx || lua_tolstring(L, 1, &len) != b->text || !b->nblocks)
     return luaL_error(L, "devplan builder: fast_stmt");
   const char *t = b->text;
   int top = lua_gettop(L), k = 4;
@@ -1388,14 +1407,18 @@ static const luaL_Reg builder_methods[] = {
   {"module", b_module}, {"expr", b_expr}, {"mark", b_mark}, {"unbind", b_unbind},
   {"bind", b_bind}, {"define", b_define}, {"lookup", b_lookup}, {"cache", b_cache},
   {"block_open", b_block_open}, {"push_let", b_push_let}, {"block_close", b_block_close},
-  {"fast_stmt", b_fast_stmt}, {"fast_end", b_fast_end}, {NULL, NULL}};
+  {"fast_end", b_fast_end}, {NULL, NULL}};
 
 void dp_lua_open_build(lua_State *L) {
   if (luaL_newmetatable(L, BUILDER_META)) {
     lua_pushcfunction(L, b_gc);
     lua_setfield(L, -2, "__gc");
     luaL_newlib(L, builder_methods);
+    lua_pushvalue(L, -2);
+    lua_pushcclosure(L, b_fast_stmt, 1);
+    lua_setfield(L, -2, "fast_stmt");
     lua_setfield(L, -2, "__index");
+    init_char_class();
   }
   lua_pop(L, 1);
   lua_pushcfunction(L, b_new);

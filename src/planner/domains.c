@@ -20,6 +20,7 @@
 static void domains_free(dp_obj *o, dp_worklist *wl) {
   dp_domains *d = (dp_domains *)o;
   for (uint32_t i = 0; i < d->nvdevs; i++) dp_release_deferred(wl, d->vdevs[i]);
+  for (uint32_t i = 0; i < d->ncanon; i++) dp_release_deferred(wl, d->canon_key[i]);
   dp_release_deferred(wl, d->mod);
   dp_release_deferred(wl, d->cfg);
   free(d->vdevs);
@@ -93,10 +94,16 @@ uint32_t dp__vdev_index(dp_domains *d, dp_vdev *v) {
 
 uint32_t dp__canon_index(dp_domains *d, dp_vdev *v, dp_err **err) {
   if (!v || dp_vdev_is_fully_unconstrained(v)) return 0;
+  for (uint32_t k = 0; k < d->ncanon; k++)
+    if (d->canon_key[k] == v) return d->canon_val[k];
   dp_vdev *c = dp_config_canonical(d->cfg, v, err);
   if (!c) return DP_NONE_ID;
   uint32_t i = dp__vdev_index(d, c);
   dp_release(c);
+  if (d->ncanon < 8 && !d->oom) {
+    d->canon_key[d->ncanon] = dp_retain(v);
+    d->canon_val[d->ncanon++] = i;
+  }
   return i;
 }
 

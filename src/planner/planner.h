@@ -93,6 +93,10 @@ struct dp_domains {
   dp_vdev **vdevs;          /* distinct devices seen (retained); [0] is the unconstrained one */
   uint32_t nvdevs, capvdevs;
   uint32_t host;            /* vdev index of the host device */
+  /* canonical index of the last few annotation devices (retained keys):
+     canonicalising through the configuration costs a lookup and an intern */
+  dp_vdev *canon_key[8];
+  uint32_t canon_val[8], ncanon;
   dp_pmap map;              /* expr (and global name ids) -> domain; complete once map_full */
   dp_flat flat;             /* analysis' index of the module (flat.c) */
   int map_full;             /* every flat node is in map (dp__domains_full_map) */
