@@ -293,22 +293,20 @@ static void undo(dp_domains *d) {
   }
 }
 
-/* Length of the proof path from x to its proof root, up to `limit`. */
-static uint32_t proof_depth(const dp_domains *d, uint32_t x, uint32_t limit) {
-  uint32_t n = 0;
-  while (d->nodes[x].pparent != DP_NONE_ID && n < limit) {
+/* Is the proof path from y shorter than the one from x? Walks both in
+   lockstep, so the cost is the shorter of the two: a chain of a million
+   unifications must not make each new link walk the whole chain. */
+static int proof_shorter(const dp_domains *d, uint32_t x, uint32_t y) {
+  for (;;) {
+    if (d->nodes[y].pparent == DP_NONE_ID) return d->nodes[x].pparent != DP_NONE_ID;
+    if (d->nodes[x].pparent == DP_NONE_ID) return 0;
     x = d->nodes[x].pparent;
-    n++;
+    y = d->nodes[y].pparent;
   }
-  return n;
 }
 
-/* Add the proof edge x - y: re-root the tree with the shorter path so that
-   its end becomes a child of the other. */
 static void proof_link(dp_domains *d, uint32_t x, uint32_t y, int rule, dp_expr *why) {
-  uint32_t dx = proof_depth(d, x, UINT32_MAX);
-  uint32_t dy = proof_depth(d, y, dx);
-  if (dy < dx) {
+  if (proof_shorter(d, x, y)) {
     uint32_t t = x;
     x = y;
     y = t;
