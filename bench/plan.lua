@@ -5,12 +5,10 @@
 -- and nanoseconds per call.
 -- Usage: bin/devplan bench/plan.lua [N ...]   (default 10000 100000 1000000)
 local dp = require "devplan"
+local testing = require "devplan.testing"
 
-local HOST = dp.Target("llvm")
-local CPU_T, GPU_T = dp.Target("llvm"):with_host(HOST), dp.Target("cuda"):with_host(HOST)
-local CPU = dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0, target = CPU_T}
-local GPU = dp.VirtualDevice{device_type = "cuda", virtual_device_id = 0, target = GPU_T}
-local config = dp.CompilationConfig{targets = {CPU_T, GPU_T}, default_device_type = "cuda"}
+local CPU, GPU = testing.PALETTE.CPU, testing.PALETTE.GPU
+local config = testing.config("cuda")
 local TY = dp.type.tensor({5, 7}, "float32")
 local OPS = {"add", "multiply"}
 

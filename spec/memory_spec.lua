@@ -1,32 +1,13 @@
 -- Memory stays flat: interned objects leave their tables when dropped, and
 -- a million virtual devices made and dropped leave nothing behind.
 local dp = require "devplan"
+local testing = require "devplan.testing"
 
 local N = os.getenv("DEVPLAN_QUICK") and 20000 or 1000000
 
--- Valgrind and ASan hold freed blocks back (quarantine), so RSS says
--- nothing about reuse under them; the counts are checked everywhere.
-local instrumented = (os.getenv("LD_PRELOAD") or ""):find("vgpreload") or os.getenv("ASAN_OPTIONS")
-
-local function rss_kb()
-  if instrumented then return nil end
-  local f = io.open("/proc/self/statm")
-  if not f then return nil end
-  local _, resident = f:read("n", "n")
-  f:close()
-  return resident * 4 -- pages of 4 KiB
-end
-
-local function settle()
-  collectgarbage("collect")
-  collectgarbage("collect")
-end
-
-local function same_counts(a, b)
-  assert.equal(a.targets, b.targets)
-  assert.equal(a.virtual_devices, b.virtual_devices)
-  assert.equal(a.types, b.types)
-end
+-- RSS is nil under valgrind and ASan (testing.instrumented); the counts
+-- are checked everywhere.
+local rss_kb, settle = testing.rss_kb, testing.settle
 
 describe("memory", function()
   it("counts live interned objects", function()
@@ -39,7 +20,7 @@ describe("memory", function()
     assert.equal(base.virtual_devices + 1, now.virtual_devices)
     t, v = nil, nil
     settle()
-    same_counts(base, dp.debug.counts())
+    assert.same(base, dp.debug.counts())
   end)
 
   it("makes and drops " .. N .. " distinct virtual devices with flat memory", function()
@@ -55,9 +36,9 @@ describe("memory", function()
     local base = dp.debug.counts()
     churn()
     local after_first = rss_kb()
-    same_counts(base, dp.debug.counts())
+    assert.same(base, dp.debug.counts())
     churn()
-    same_counts(base, dp.debug.counts())
+    assert.same(base, dp.debug.counts())
     local after_second = rss_kb()
     if after_first and after_second then
       -- the second round reuses what the first one freed
@@ -82,7 +63,7 @@ describe("memory", function()
       end
     end
     settle()
-    same_counts(base, dp.debug.counts())
+    assert.same(base, dp.debug.counts())
   end)
 
   it("leaves nothing behind when building fails half-way", function()
@@ -97,6 +78,6 @@ describe("memory", function()
       assert.is_false(pcall(dp.Target, {kind = "cuda", host = "llvm -mcpu=t" .. i, libs = {"a", 3}}))
     end
     settle()
-    same_counts(base, dp.debug.counts())
+    assert.same(base, dp.debug.counts())
   end)
 end)

@@ -1,16 +1,11 @@
 -- examples/custom_default.lua: a Lua defaulting heuristic between analysis
 -- and capture avoids the copy TVM's rules insert.
 local dp = require "devplan"
+local testing = require "devplan.testing"
 package.path = "examples/?.lua;" .. package.path
 local custom = require "custom_default"
 
-local function count_copies(mod)
-  local n = 0
-  dp.visit(mod.main, function(e)
-    if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "device_copy" then n = n + 1 end
-  end)
-  return n
-end
+local function count_copies(mod) return testing.count_calls(mod, "device_copy") end
 
 describe("custom defaulting heuristic", function()
   local config = dp.CompilationConfig{targets = {dp.Target("llvm"), dp.Target("cuda")}, default_device_type = "cuda"}
@@ -26,6 +21,6 @@ describe("custom defaulting heuristic", function()
   end)
   it("its output is a fixed point of PlanDevices", function()
     local planned = custom.plan(mod, config)
-    dp.assert_structural_equal(dp.passes.PlanDevices(config)(planned), planned)
+    assert.structurally_equal(dp.passes.PlanDevices(config)(planned), planned)
   end)
 end)

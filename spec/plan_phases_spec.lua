@@ -1,13 +1,11 @@
 -- The planner's phases one by one, the callee rules, conflicts and their
 -- messages, explain, virtual_devices, determinism and deep programs.
 local dp = require "devplan"
+local testing = require "devplan.testing"
 
-local HOST = dp.Target("llvm")
-local CPU_T, GPU_T = dp.Target("llvm"):with_host(HOST), dp.Target("cuda"):with_host(HOST)
-local CPU = dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0, target = CPU_T}
-local GPU = dp.VirtualDevice{device_type = "cuda", virtual_device_id = 0, target = GPU_T}
-local META = {VirtualDevice = {CPU, GPU}}
-local CONFIG = dp.CompilationConfig{targets = {CPU_T, GPU_T}, default_device_type = "cuda"}
+local CPU, GPU = testing.PALETTE.CPU, testing.PALETTE.GPU
+local META = testing.META
+local CONFIG = testing.config("cuda")
 local plan = dp.passes.PlanDevices(CONFIG)
 local T = "Tensor[(5, 7), float32]"
 
@@ -206,13 +204,7 @@ end)
 describe("phase 0b (conflicting demands)", function()
   local text = "%0 = negative(%a);\n%1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);\n" ..
                "%2 = negative(%a);\n%3 = on_device(%2, virtual_device=meta[VirtualDevice][1]);\nadd(%1, %3)"
-  local function copies(m)
-    local n = 0
-    dp.visit(m.main, function(e)
-      if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "device_copy" then n = n + 1 end
-    end)
-    return n
-  end
+  local function copies(m) return testing.count_calls(m, "device_copy") end
   it("inserts a copy where an unannotated parameter is demanded on two devices", function()
     local m = parse(text, "%a: " .. T)
     local c = dp.planner.conflicts(m, CONFIG)

@@ -1,88 +1,27 @@
 -- Round trip: tostring(dp.parse(t)) re-parses to a structurally equal
 -- module, and printing that again gives the same text; for every input and
 -- expected text of the conformance cases (metatables from run.lua's
--- palette, copied below) and the two models.
+-- palette, from devplan.testing) and the two models.
 local dp = require "devplan"
+local testing = require "devplan.testing"
 
-local SHARED = "../shared"
-do
-  local f = io.open(SHARED .. "/docs/relay-text.md")
-  if f then f:close() else SHARED = "/work/shared" end
-end
-
--- The palette of ../shared/conformance/run.lua.
-local HOST_TARGET = dp.Target("llvm")
-local TARGET = {
-  HOST = HOST_TARGET,
-  CPU = dp.Target("llvm"):with_host(HOST_TARGET),
-  GPU = dp.Target("cuda"):with_host(HOST_TARGET),
-}
-
-local function vd(device_type, target, scope)
-  return dp.VirtualDevice{device_type = device_type, virtual_device_id = 0,
-                          target = target, memory_scope = scope}
-end
-
-local PALETTE = {
-  HOST = vd("cpu", TARGET.HOST),
-  CPU = vd("cpu", TARGET.CPU),
-  GPU = vd("cuda", TARGET.GPU),
-  CPU_SCOPE_A = vd("cpu", TARGET.CPU, "scopeA"),
-  CPU_SCOPE_B = vd("cpu", TARGET.CPU, "scopeB"),
-  GPU_SCOPE_GLOBAL = vd("cuda", TARGET.GPU, "global"),
-  GPU_SCOPE_TEXTURE = vd("cuda", TARGET.GPU, "global.texture"),
-  GLOBAL = dp.VirtualDevice{memory_scope = "global"},
-  TEXTURE = dp.VirtualDevice{memory_scope = "global.texture"},
-}
-
-local function filled(shape, fill, depth)
-  depth = depth or 1
-  local t = {}
-  for i = 1, shape[depth] do
-    t[i] = depth == #shape and fill or filled(shape, fill, depth + 1)
-  end
-  return t
-end
-
-local function metatable_for(case)
-  local devices = {}
-  for i, name in ipairs(case.devices or {}) do
-    devices[i] = assert(PALETTE[name], "unknown palette device " .. tostring(name))
-  end
-  local constants = {}
-  for i, c in ipairs(case.constants or {}) do
-    local value = c.value
-    if value == nil then value = filled(c.shape, c.fill or 0) end
-    constants[i] = dp.const(value, c.dtype)
-  end
-  return {VirtualDevice = devices, ["relay.Constant"] = constants}
-end
-
-local function text(x) if type(x) == "function" then return x() end return x end
-
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local t = f:read("a")
-  f:close()
-  return t
-end
+local SHARED = testing.shared_dir
+local PALETTE = testing.PALETTE
+local metatable_for, text, read = testing.metatable_for, testing.text, testing.read_file
 
 -- parse, print, re-parse, compare, print again
 local function round_trip(t, mt, name)
   local m1 = dp.parse(t, mt, {source_name = name})
   local printed = tostring(m1)
   local m2 = dp.parse(printed, nil, {source_name = name .. " (printed)"})
-  dp.assert_structural_equal(m1, m2)
+  assert.structurally_equal(m1, m2)
   assert.are.equal(printed, tostring(m2))
   return m1, printed
 end
 
 describe("round trip", function()
   local dir = SHARED .. "/conformance/cases/"
-  local names = {}
-  for f in io.popen('ls "' .. dir .. '"'):lines() do
-    if f:match("%.lua$") then names[#names + 1] = f end
-  end
+  local names = testing.lua_files(dir)
   it("finds the conformance cases", function()
     assert.is_true(#names >= 20)
   end)

@@ -82,10 +82,15 @@ local digit = R "09"
 local alpha = R("az", "AZ") + P "_"
 local alnum = alpha + digit
 local nl = P "\n"
-local block_comment = P { "c", c = P "/*" * (V "c" + (1 - P "*/" - P "/*"))^0 * P "*/" }
 local space = S " \t\r\n\f"^0
--- white space and comments; the common case (no comment) is one span
-local ws = space * (#P "/" * (P "//" * (1 - nl)^0 + block_comment) * space)^0
+-- `// to end of line` and `/* block */`; block comments nest, as in TVM's
+-- lexer. (The pattern starts with the plain character `/`: LPeg guards the
+-- loops below with a test of it, so white space without a comment costs
+-- one span and one test.)
+local comment = P "/" * (P "/" * (1 - nl)^0
+  + P { "rest", rest = P "*" * (P "/" * V "rest" + (1 - P "*/" - P "/*"))^0 * P "*/" })
+-- white space and comments
+local ws = space * (comment * space)^0
 
 -- %name: letters, digits and _, with dotted parts that start with a letter
 -- (so that %x.0 stays a projection).
@@ -120,6 +125,8 @@ end
 
 local function found_at(s, i)
   if i > #s then return "end of input" end
+  -- (white space skips every complete comment: one left is unterminated)
+  if s:find("^/%*", i) then return "a comment that is never closed ('/*' with no '*/')" end
   local w = s:match("^[%%@]?[%w_%.]+", i) or s:match("^%p", i) or s:sub(i, i)
   return "'" .. w .. "'"
 end
@@ -567,10 +574,12 @@ end
 local RUN
 
 -- (Written for few LPeg instructions per statement: white space inside a
--- statement is plain space, so a comment there leaves the statement to the
--- full grammar; each alternative starts with a character test. Reserved
--- words need no check: the builder knows no callee of that name, so it
--- declines such a statement.)
+-- statement is plain space, and each alternative starts with a character
+-- test. The one place where comments are taken is before the `;`, where
+-- TVM's printer puts its `/* ty=... */`: that costs one character test per
+-- statement; a comment elsewhere leaves the statement to the full grammar.
+-- Reserved words need no check: the builder knows no callee of that name,
+-- so it declines such a statement.)
 local function make_run(fast_stmt)
   local sp = S " \t\r\n"^0
   local expr = P {
@@ -583,7 +592,7 @@ local function make_run(fast_stmt)
     args = (V "e" * sp * (P "," * sp * V "e" * sp)^0 * (P "," * sp * V "attr")^0)^-1,
   }
   local stmt = Carg(1) * Cp() * (P "let" * -alnum * sp * Cp() + #P "%")
-    * P "%" * lname * sp * P "=" * sp * expr * sp * P ";"
+    * P "%" * lname * sp * P "=" * sp * expr * ws * P ";"
   return (ws * Cmt(stmt, fast_stmt))^0 * Cp()
 end
 

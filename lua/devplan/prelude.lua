@@ -3,5 +3,6 @@
 return function(dp)
   require("devplan.ir").attach(dp)
   require("devplan.parser").attach(dp)
+  require("devplan.passes").attach(dp)
   return dp
 end

@@ -2,6 +2,11 @@
  * The devplan executable: Lua 5.4 with the devplan module preloaded.
  *
  *   devplan [options] [SCRIPT [ARGS...]]
+ *   devplan COMMAND [ARGS...]        (COMMAND: parse, plan)
+ *
+ * A first argument that names a subcommand and is not an existing file
+ * runs the subcommand, written in Lua (lua/devplan/cli.lua); its result is
+ * the exit status.
  *
  * Runs SCRIPT with `arg` set as the stock `lua` does (arg[0] the script,
  * arg[1..] its arguments, negative indices the interpreter and its options)
@@ -36,8 +41,20 @@ static void usage(FILE *out) {
           "  -h, --help   print this help\n"
           "  --           stop handling options\n"
           "  -            run the script read from standard input\n"
-          "SCRIPT gets its arguments in `arg` (arg[0] is the script) and as `...`.\n",
-          progname);
+          "SCRIPT gets its arguments in `arg` (arg[0] is the script) and as `...`.\n"
+          "\n"
+          "       %s COMMAND [ARGS...]   (COMMAND --help for its options)\n"
+          "Commands:\n"
+          "  parse FILE.relay [--meta META.lua] [--types]\n"
+          "          parse a module and print it\n"
+          "  plan FILE.relay --target T [--target T ...] [--host T] [--default DEVTYPE]\n"
+          "       [--meta META.lua] [--strict] [--explain]\n"
+          "          plan devices (PlanDevices) and print the planned module;\n"
+          "          --strict: no conflict resolution, --explain: why each device\n"
+          "Without --meta, meta[VirtualDevice][0] is the CPU (device_type=cpu, id 0) and\n"
+          "meta[VirtualDevice][1] the GPU (device_type=cuda, id 0); anything else needs --meta.\n"
+          "Errors print as file:line:col: message with the source line; exit status 1.\n",
+          progname, progname);
 }
 
 /* Message handler: the error with a traceback. devplan.Error tables and
@@ -62,14 +79,16 @@ static int report(lua_State *L, int status) {
   return status;
 }
 
-static int docall(lua_State *L, int nargs) {
+static int docall_n(lua_State *L, int nargs, int nres) {
   int base = lua_gettop(L) - nargs;
   lua_pushcfunction(L, msghandler);
   lua_insert(L, base);
-  int status = lua_pcall(L, nargs, 0, base);
+  int status = lua_pcall(L, nargs, nres, base);
   lua_remove(L, base);
   return status;
 }
+
+static int docall(lua_State *L, int nargs) { return docall_n(L, nargs, 0); }
 
 /* Sets dp_lua_root from the executable's own path: <root>/bin/devplan in
    the source tree, <root>/build/asan/bin/devplan for the sanitizer build,
@@ -114,6 +133,34 @@ static int run_script(lua_State *L, char **argv, int argc, int script) {
   return report(L, status);
 }
 
+/* Subcommands (lua/devplan/cli.lua); a file of the same name wins, so
+   scripts named like a subcommand still run. */
+static int is_subcommand(const char *a) {
+  static const char *const names[] = {"parse", "plan"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(a, names[i]) == 0) return access(a, F_OK) != 0;
+  return 0;
+}
+
+/* Runs subcommand argv[1] with argv[2..]: cli.main's result is the exit
+   status; an error inside it (a bug) prints a traceback, status 1. */
+static int run_subcommand(lua_State *L, char **argv, int argc) {
+  static const char chunk[] =
+    "require 'devplan'\n"
+    "return require('devplan.cli').main(...)\n";
+  create_arg_table(L, argv, argc, 1);
+  int status = luaL_loadbuffer(L, chunk, sizeof chunk - 1, "=devplan");
+  if (status == LUA_OK) {
+    luaL_checkstack(L, argc + 3, "too many arguments");
+    for (int i = 1; i < argc; i++) lua_pushstring(L, argv[i]);
+    status = docall_n(L, argc - 1, 1);
+  }
+  if (report(L, status) != LUA_OK) return 1;
+  int code = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 1;
+  lua_pop(L, 1);
+  return code;
+}
+
 /* The body, run protected so that errors while setting up are reported too. */
 static int pmain(lua_State *L) {
   int argc = (int)lua_tointeger(L, 1);
@@ -124,6 +171,10 @@ static int pmain(lua_State *L) {
   lua_pushcfunction(L, luaopen_devplan);
   lua_setfield(L, -2, "devplan");
   lua_pop(L, 1);
+  if (argc > 1 && is_subcommand(argv[1])) {
+    *status = run_subcommand(L, argv, argc);
+    return 0;
+  }
   /* options: find where the script is */
   int i = 1;
   for (; i < argc; i++) {

@@ -13,6 +13,14 @@
  *
  * Types are written into the nodes (dp_expr.type) only when the whole
  * inference succeeded; an error leaves the nodes as they were.
+ *
+ * Where the types live while the walk runs: the outermost inference keeps
+ * each node's working type in the node itself, marked with F_TYPED in its
+ * header flags, and saves the type the node had before; a failure puts the
+ * old types back. No map is looked up per node, so million-node modules
+ * cost a flag test per visit. An inference started while another runs (a
+ * type relation written in Lua may start one) keeps its types in a map
+ * instead, and refuses nodes the enclosing one is typing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,22 +38,53 @@ typedef struct pending {
   dp_type **args;      /* call: argument types (retained); projection: args[0] = tuple type */
 } pending;
 
+/* A remembered relation result. Types are interned, so the same argument
+   pointers mean the same argument types: a million `add(%x, %b)` of one
+   shape run the relation once. Only relations without owned user data
+   (the built-in ones, C relations) are remembered: a relation written in
+   Lua (its function is user data freed with the op) may count or log its
+   calls. */
+#define MEMO_SIZE 64
+#define MEMO_ARGS 4
+typedef struct memo {
+  dp_op *op;             /* NULL: empty entry */
+  dp_attrs *attrs;       /* retained; NULL for no attributes (or none set) */
+  int has_attrs;         /* the call had an attribute set (maybe empty) */
+  uint32_t nargs;
+  dp_type *args[MEMO_ARGS]; /* retained, so their addresses stay theirs */
+  dp_type *res;          /* retained */
+} memo;
+
 typedef struct frame {
   dp_expr *e;
   uint32_t next;
 } frame;
 
+/* The old type of a node typed in node mode (restored on failure). */
+typedef struct saved {
+  dp_expr *e;
+  dp_type *old;
+} saved;
+
+/* dp_obj.flags of an expression whose e->type is the running inference's
+   working type (node mode only; cleared when the inference ends). */
+#define F_TYPED 0x8000u
+
 typedef struct infer {
   dp_ctx *ctx;
   dp_module *m;
   int expr_mode;       /* dp_infer_expr: free variables keep their checked type */
+  int in_nodes;        /* working types in the nodes (outermost run), else in `types` */
   dp_tsolver ts;
-  dp_ptrmap types;     /* expr -> type (retained) */
+  dp_ptrmap types;     /* map mode: expr -> type (retained) */
   dp_expr **order;     /* typed nodes, in the order they were typed */
   uint32_t norder, caporder;
+  saved *olds;         /* node mode: nodes that had a type before this run */
+  uint32_t nolds, capolds;
   dp_ptrmap sigs;      /* dp_func of a global -> its signature (retained) */
   pending *pend;
   uint32_t npend, cappend;
+  memo memo[MEMO_SIZE];
   frame *stack;        /* the walk (its ancestors locate errors without spans) */
   uint32_t nstack, capstack;
   dp_err *err;
@@ -120,36 +159,70 @@ static int oom(infer *I, const dp_expr *e) {
 
 /* ---------------- node types ---------------- */
 
-/* Stores t (a new reference) as e's type. */
+/* Inferences in progress: only the outermost keeps types in the nodes. */
+static int running;
+
+/* Room for one more element in a growing array. */
+static int reserve(void **arr, uint32_t *cap, uint32_t n, size_t size, uint32_t first) {
+  if (n < *cap) return 0;
+  uint32_t ncap = *cap ? *cap * 2 : first;
+  void *a = realloc(*arr, (size_t)ncap * size);
+  if (!a) return -1;
+  *arr = a;
+  *cap = ncap;
+  return 0;
+}
+
+/* Stores t (a new reference) as e's type. Nothing changes on failure. */
 static int set_type(infer *I, dp_expr *e, dp_type *t) {
   if (!t) return oom(I, e);
-  int r = dp_ptrmap_put(&I->types, e, t);
-  if (r < 0) {
-    dp_release(t);
-    return oom(I, e);
-  }
-  if (r == 0) return 0; /* cannot happen: each node is typed once */
-  if (I->norder == I->caporder) {
-    uint32_t cap = I->caporder ? I->caporder * 2 : 1024;
-    dp_expr **o = realloc(I->order, cap * sizeof *o);
-    if (!o) return oom(I, e);
-    I->order = o;
-    I->caporder = cap;
+  int full = reserve((void **)&I->order, &I->caporder, I->norder, sizeof *I->order, 1024) < 0;
+  if (I->in_nodes) {
+    if (!full && e->type) full = reserve((void **)&I->olds, &I->capolds, I->nolds, sizeof *I->olds, 64) < 0;
+    if (full) {
+      dp_release(t);
+      return oom(I, e);
+    }
+    if (e->type) I->olds[I->nolds++] = (saved){e, e->type};
+    e->type = t;
+    e->h.flags |= F_TYPED;
+  } else {
+    if (e->h.flags & F_TYPED) {
+      dp_release(t);
+      return failf(I, e, "is being type-checked by an enclosing inference");
+    }
+    int r = full ? -1 : dp_ptrmap_put(&I->types, e, t);
+    if (r < 0) {
+      dp_release(t);
+      return oom(I, e);
+    }
   }
   I->order[I->norder++] = e;
   return 0;
 }
 
+/* The working type of e, or NULL when not typed yet. */
 static dp_type *lookup(infer *I, const dp_expr *e) {
+  if (I->in_nodes) return e->h.flags & F_TYPED ? e->type : NULL;
   void **slot = dp_ptrmap_get(&I->types, e);
   return slot ? *slot : NULL;
+}
+
+/* The type e had before this inference (free variables and globals of
+   dp_infer_expr keep their checked types). */
+static dp_type *old_type(infer *I, const dp_expr *e) {
+  if (!(e->h.flags & F_TYPED)) return e->type;
+  if (!I->in_nodes) return NULL; /* being typed by an enclosing inference */
+  for (uint32_t i = I->nolds; i-- > 0;)
+    if (I->olds[i].e == e) return I->olds[i].old;
+  return NULL;
 }
 
 static dp_type *var_type(infer *I, dp_var *v) {
   dp_type *t = lookup(I, &v->e);
   if (t) return t;
   if (v->annot) t = dp_retain(v->annot);
-  else if (I->expr_mode && v->e.type) t = dp_retain(v->e.type);
+  else if (I->expr_mode && old_type(I, &v->e)) t = dp_retain(old_type(I, &v->e));
   else t = dp_retain(dp__ts_fresh(&I->ts));
   return set_type(I, &v->e, t) < 0 ? NULL : t;
 }
@@ -218,9 +291,13 @@ static int unify(infer *I, dp_expr *at, dp_type *a, dp_type *b) {
 static dp_type *signature(infer *I, dp_func *fn) {
   void **slot = dp_ptrmap_get(&I->sigs, fn);
   if (slot) return *slot;
-  if (I->expr_mode && fn->e.type) {
-    if (dp_ptrmap_put(&I->sigs, fn, dp_retain(fn->e.type)) < 0) return NULL;
-    return fn->e.type;
+  dp_type *checked = I->expr_mode ? old_type(I, &fn->e) : NULL;
+  if (checked) {
+    if (dp_ptrmap_put(&I->sigs, fn, dp_retain(checked)) < 0) {
+      dp_release(checked);
+      return NULL;
+    }
+    return checked;
   }
   dp_type *local[8], **ps = fn->nparams <= 8 ? local : malloc(fn->nparams * sizeof *ps);
   if (!ps) return NULL;
@@ -257,18 +334,72 @@ static int type_global(infer *I, dp_global *g) {
     return sig ? set_type(I, &g->e, dp_retain(sig)) : oom(I, &g->e);
   }
   if (pf) return set_type(I, &g->e, primfn_type(I, pf));
-  if (I->expr_mode && g->e.type) return set_type(I, &g->e, dp_retain(g->e.type));
+  dp_type *checked = I->expr_mode ? old_type(I, &g->e) : NULL;
+  if (checked) return set_type(I, &g->e, dp_retain(checked));
   return failf(I, &g->e, "no function or primfn of this name in the module");
 }
 
 /* ---------------- operator relations ---------------- */
+
+/* The memo entry for a call of op on args (NULL when not remembered). */
+static memo *memo_entry(infer *I, dp_call *call, dp_type **args) {
+  dp_op *op = (dp_op *)call->fn;
+  if (op->ud_free || call->nargs > MEMO_ARGS) return NULL;
+  uintptr_t h = (uintptr_t)op; /* attributes checked on a hit only */
+  for (uint32_t i = 0; i < call->nargs; i++) h = h * 31 + (uintptr_t)args[i];
+  h *= 0x9E3779B97F4A7C15ull;
+  return &I->memo[(h >> 40) % MEMO_SIZE];
+}
+
+static int memo_hit(const memo *m, dp_call *call, dp_type **args) {
+  dp_attrs *a = call->attrs && call->attrs->n ? call->attrs : NULL;
+  if (m->op != (dp_op *)call->fn || m->nargs != call->nargs || m->attrs != a || m->has_attrs != (call->attrs != NULL))
+    return 0;
+  for (uint32_t i = 0; i < call->nargs; i++)
+    if (m->args[i] != args[i]) return 0;
+  return 1;
+}
+
+static void memo_clear(memo *m) {
+  if (!m->op) return;
+  dp_release(m->attrs);
+  for (uint32_t i = 0; i < m->nargs; i++) dp_release(m->args[i]);
+  dp_release(m->res);
+  memset(m, 0, sizeof *m);
+}
+
+static void memo_put(memo *m, dp_call *call, dp_type **args, dp_type *res) {
+  memo_clear(m);
+  m->op = (dp_op *)call->fn;
+  m->attrs = dp_retain(call->attrs && call->attrs->n ? call->attrs : NULL);
+  m->has_attrs = call->attrs != NULL;
+  m->nargs = call->nargs;
+  for (uint32_t i = 0; i < call->nargs; i++) m->args[i] = dp_retain(args[i]);
+  m->res = dp_retain(res);
+}
+
+/* Runs op's relation on complete argument types: 1 (*out a new reference)
+   or -1. */
+static int run_relation(infer *I, dp_call *call, dp_type **args, dp_type **out) {
+  dp_op *op = (dp_op *)call->fn;
+  dp_err *e = NULL;
+  if (!op->rel) return failf(I, &call->e, "the operator has no type relation");
+  memo *m = memo_entry(I, call, args);
+  if (m && memo_hit(m, call, args)) {
+    *out = dp_retain(m->res);
+    return 1;
+  }
+  *out = op->rel(I->ctx, args, call->nargs, call->attrs, op->ud, &e);
+  if (!*out) return fail(I, &call->e, e ? e : dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "%s: no result type", op->name));
+  if (m) memo_put(m, call, args, *out);
+  return 1;
+}
 
 /* The result of an operator call whose argument types are args. 1: solved
    (*out a new reference), 0: not ready (an argument type is not fully
    known yet), -1: error. */
 static int relation_result(infer *I, pending *p, dp_type **out) {
   dp_call *call = (dp_call *)p->e;
-  dp_op *op = (dp_op *)call->fn;
   dp_type *local[8], **args = p->nargs <= 8 ? local : calloc(p->nargs, sizeof *args);
   dp_err *e = NULL;
   int r = 1;
@@ -283,11 +414,7 @@ static int relation_result(infer *I, pending *p, dp_type **out) {
     }
     if (!complete) r = 0;
   }
-  if (r == 1 && !op->rel) r = failf(I, p->e, "the operator has no type relation");
-  if (r == 1) {
-    *out = op->rel(I->ctx, args, p->nargs, call->attrs, op->ud, &e);
-    if (!*out) r = fail(I, p->e, e ? e : dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "%s: no result type", op->name));
-  }
+  if (r == 1) r = run_relation(I, call, args, out);
   for (uint32_t i = 0; i < done; i++) dp_release(args[i]);
   if (args != local) free(args);
   return r;
@@ -370,7 +497,11 @@ static int solve(infer *I, int final) {
     uint32_t keep = 0;
     for (uint32_t i = 0; i < I->npend; i++) {
       int r = try_pending(I, &I->pend[i]);
-      if (r < 0) return -1;
+      if (r < 0) { /* the entries not solved yet stay, once each, for infer_finish to free */
+        for (uint32_t j = i; j < I->npend; j++) I->pend[keep++] = I->pend[j];
+        I->npend = keep;
+        return -1;
+      }
       if (r > 0) {
         pending_clear(&I->pend[i]);
         progress = 1;
@@ -387,18 +518,22 @@ static int solve(infer *I, int final) {
 
 /* ---------------- calls ---------------- */
 
+/* The argument types of c (borrowed) into args. */
+static int borrow_arg_types(infer *I, dp_call *c, dp_type **args) {
+  for (uint32_t i = 0; i < c->nargs; i++)
+    if (!(args[i] = ty(I, c->args[i]))) return -1;
+  return 0;
+}
+
+/* The argument types of c, retained, in a new array. */
 static dp_type **arg_types(infer *I, dp_call *c) {
   dp_type **args = calloc(c->nargs ? c->nargs : 1, sizeof *args);
   if (!args) return NULL;
-  for (uint32_t i = 0; i < c->nargs; i++) {
-    dp_type *t = ty(I, c->args[i]);
-    if (!t) {
-      for (uint32_t j = 0; j < i; j++) dp_release(args[j]);
-      free(args);
-      return NULL;
-    }
-    args[i] = dp_retain(t);
+  if (borrow_arg_types(I, c, args) < 0) {
+    free(args);
+    return NULL;
   }
+  for (uint32_t i = 0; i < c->nargs; i++) dp_retain(args[i]);
   return args;
 }
 
@@ -415,9 +550,23 @@ static int call_op(infer *I, dp_call *c, dp_op *op) {
     dp_type *t = ty(I, c->args[0]);
     return t ? set_type(I, &c->e, dp_retain(t)) : -1;
   }
-  dp_type **args = arg_types(I, c);
-  if (!args) return I->err ? -1 : oom(I, &c->e);
-  return defer(I, &c->e, c->nargs, args);
+  dp_type *local[8], **args = c->nargs <= 8 ? local : malloc(c->nargs * sizeof *args);
+  if (!args) return oom(I, &c->e);
+  int r = borrow_arg_types(I, c, args), tensors = r == 0;
+  for (uint32_t i = 0; tensors && i < c->nargs; i++) {
+    args[i] = dp__ts_find(&I->ts, args[i]);
+    tensors = args[i]->h.kind == DP_TY_TENSOR;
+  }
+  if (tensors && op->rel) { /* the usual case: typed now, nothing pending */
+    dp_type *t = NULL;
+    r = run_relation(I, c, args, &t) < 0 ? -1 : set_type(I, &c->e, t);
+  } else if (r == 0) { /* wait (in the pending list) until the arguments are known */
+    dp_type **kept = malloc((c->nargs ? c->nargs : 1) * sizeof *kept);
+    for (uint32_t i = 0; kept && i < c->nargs; i++) kept[i] = dp_retain(args[i]);
+    r = kept ? defer(I, &c->e, c->nargs, kept) : oom(I, &c->e);
+  }
+  if (args != local) free(args);
+  return r;
 }
 
 static int call_ctor(infer *I, dp_call *c, dp_ctor *k) {
@@ -715,39 +864,57 @@ static int walk(infer *I, dp_expr *root) {
 
 /* ---------------- commit ---------------- */
 
-/* Resolves every node's type; they are written only if none is unknown. */
-static int commit(infer *I) {
-  dp_type **final = calloc(I->norder ? I->norder : 1, sizeof *final);
-  if (!final) return oom(I, I->norder ? I->order[0] : NULL);
-  uint32_t i = 0;
-  for (; i < I->norder; i++) {
+/* Where e's working type is held (node or map slot). */
+static dp_type **slot(infer *I, dp_expr *e) {
+  return I->in_nodes ? &e->type : (dp_type **)dp_ptrmap_get(&I->types, e);
+}
+
+/* Replaces every working type by its resolution, in typing order (so the
+   error reported does not depend on addresses). Fails on a node whose type
+   is itself unknown; unknowns nested in a type (List[?] of a lone Nil)
+   stay, printed as `?`, as TVM. */
+static int resolve_all(infer *I) {
+  for (uint32_t i = 0; i < I->norder; i++) {
+    dp_type **t = slot(I, I->order[i]);
+    if (I->in_nodes) I->order[i]->h.flags &= (uint16_t)~F_TYPED; /* restore() clears the rest on failure */
+    if ((*t)->h.kind == DP_TY_TENSOR) continue; /* no unknowns inside */
     int complete = 1;
     dp_err *e = NULL;
-    final[i] = dp__ts_resolve(&I->ts, lookup(I, I->order[i]), &complete, &e);
-    if (!final[i]) {
-      fail(I, I->order[i], e);
-      break;
-    }
-    /* As TVM: a node whose type is itself unknown is an error; unknowns
-       nested in a type (List[?] of a lone Nil) stay, printed as `?`. */
-    if (!complete && dp__ts_is_unknown(&I->ts, final[i])) {
-      failf(I, I->order[i], "cannot infer its type (add a type annotation)");
-      i++;
-      break;
-    }
+    dp_type *final = dp__ts_resolve(&I->ts, *t, &complete, &e);
+    if (!final) return fail(I, I->order[i], e);
+    dp_release(*t);
+    *t = final;
+    if (!complete && dp__ts_is_unknown(&I->ts, final))
+      return failf(I, I->order[i], "cannot infer its type (add a type annotation)");
   }
-  if (I->err) {
-    for (uint32_t j = 0; j < i; j++) dp_release(final[j]);
-    free(final);
-    return -1;
+  return 0;
+}
+
+/* Writes the resolved types: they become the nodes' checked types. */
+static int commit(infer *I) {
+  if (resolve_all(I) < 0) return -1;
+  for (uint32_t i = 0; !I->in_nodes && i < I->norder; i++) {
+    dp_expr *e = I->order[i];
+    dp_type **t = slot(I, e);
+    dp_release(e->type);
+    e->type = *t;
+    *t = NULL;
   }
-  for (i = 0; i < I->norder; i++) {
+  for (uint32_t i = 0; i < I->nolds; i++) dp_release(I->olds[i].old);
+  I->norder = I->nolds = 0;
+  return 0;
+}
+
+/* After a failure in node mode: the nodes get their old types back. */
+static void restore(infer *I) {
+  for (uint32_t i = 0; i < I->norder; i++) {
     dp_expr *e = I->order[i];
     dp_release(e->type);
-    e->type = final[i];
+    e->type = NULL;
+    e->h.flags &= (uint16_t)~F_TYPED;
   }
-  free(final);
-  return 0;
+  for (uint32_t i = 0; i < I->nolds; i++) I->olds[i].e->type = I->olds[i].old;
+  I->norder = I->nolds = 0;
 }
 
 /* ---------------- entry points ---------------- */
@@ -757,6 +924,7 @@ static void infer_init(infer *I, dp_ctx *ctx, dp_module *m, int expr_mode) {
   I->ctx = ctx;
   I->m = m;
   I->expr_mode = expr_mode;
+  I->in_nodes = running++ == 0;
   dp__ts_init(&I->ts, ctx);
 }
 
@@ -767,13 +935,17 @@ static void release_values(dp_ptrmap *m) {
 }
 
 static int infer_finish(infer *I, int rc, dp_err **err) {
+  if (I->in_nodes) restore(I); /* nothing left to restore after a commit */
   release_values(&I->types);
   release_values(&I->sigs);
+  for (uint32_t i = 0; i < MEMO_SIZE; i++) memo_clear(&I->memo[i]);
   for (uint32_t i = 0; i < I->npend; i++) pending_clear(&I->pend[i]);
   free(I->pend);
   free(I->order);
+  free(I->olds);
   free(I->stack);
   dp__ts_free(&I->ts);
+  running--;
   if (rc < 0) {
     if (!I->err) I->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
     dp_err_set(err, I->err);

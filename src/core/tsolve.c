@@ -63,16 +63,30 @@ dp_type *dp__ts_find(dp_tsolver *s, dp_type *t) {
 
 /* ---------------- unification ---------------- */
 
+/* A stack of type pairs; starts in `local`, so most unifications allocate
+   nothing. */
 typedef struct pairs {
   dp_type **a;
   uint32_t n, cap;
+  dp_type *local[32];
 } pairs;
+
+static void pairs_init(pairs *p) {
+  p->a = p->local;
+  p->n = 0;
+  p->cap = 32;
+}
+
+static void pairs_free(pairs *p) {
+  if (p->a != p->local) free(p->a);
+}
 
 static int push2(pairs *p, dp_type *x, dp_type *y) {
   if (p->n + 2 > p->cap) {
-    uint32_t cap = p->cap ? p->cap * 2 : 32;
-    dp_type **a = realloc(p->a, cap * sizeof *a);
+    uint32_t cap = p->cap * 2;
+    dp_type **a = p->a == p->local ? malloc(cap * sizeof *a) : realloc(p->a, cap * sizeof *a);
     if (!a) return -1;
+    if (p->a == p->local) memcpy(a, p->local, p->n * sizeof *a);
     p->a = a;
     p->cap = cap;
   }
@@ -98,8 +112,9 @@ static uint32_t components(dp_type *t, dp_type *const **out) {
 
 /* Does unknown v occur in t? (an infinite type otherwise) */
 static int occurs(dp_tsolver *s, dp_type *v, dp_type *t) {
-  pairs st = {0};
+  pairs st;
   int found = 0;
+  pairs_init(&st);
   if (push2(&st, t, NULL) < 0) return 1;
   while (st.n && !found) {
     st.n -= 2;
@@ -111,7 +126,7 @@ static int occurs(dp_tsolver *s, dp_type *v, dp_type *t) {
       if (push2(&st, kids[i], NULL) < 0) found = 1;
     if (x->h.kind == DP_TY_FUNC && push2(&st, ((dp_func_type *)x)->ret, NULL) < 0) found = 1;
   }
-  free(st.a);
+  pairs_free(&st);
   return found;
 }
 
@@ -177,7 +192,9 @@ static void mismatch(dp_tsolver *s, dp_type *a, dp_type *b, dp_type *x, dp_type 
 }
 
 int dp__ts_unify(dp_tsolver *s, dp_type *a, dp_type *b, dp_err **err) {
-  pairs st = {0};
+  if (a == b) return 0; /* types are interned: the common case of let chains */
+  pairs st;
+  pairs_init(&st);
   int ok = push2(&st, a, b) == 0 ? 1 : -1;
   dp_type *x = a, *y = b;
   int infinite = 0;
@@ -190,7 +207,7 @@ int dp__ts_unify(dp_tsolver *s, dp_type *a, dp_type *b, dp_err **err) {
     else if (dp__ts_is_unknown(s, y)) infinite = !(ok = bind(s, y, x));
     else ok = step(&st, x, y);
   }
-  free(st.a);
+  pairs_free(&st);
   if (ok == 1) return 0;
   if (ok < 0) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   else mismatch(s, a, b, x, y, infinite, err);

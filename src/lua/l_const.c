@@ -176,8 +176,7 @@ static int l_const(lua_State *L) {
   dp_dtype dt = dp_dtype_parse(name);
   if (!dt) luaL_argerror(L, 2, lua_pushfstring(L, "unknown dtype '%s'", name));
   if (DP_DTYPE_LANES(dt) != 1) luaL_argerror(L, 2, "vector dtypes are not constants");
-  dp_lua_check_opts(L, 3);
-  dp_span span = dp_lua_opt_span(L, 3);
+  dp_span span = dp_lua_span_opts(L, 3);
   fill_state s;
   int64_t dims[MAX_NDIM];
   size_t count;

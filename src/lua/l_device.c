@@ -128,17 +128,11 @@ static int target_with_host(lua_State *L) {
   dp_target *host = lua_isnoneornil(L, 2) ? NULL : to_target(L, 2);
   dp_err *e = NULL;
   dp_target *r = dp_target_with_host(t, host, &e);
-  if (!r) return dp_lua_error(L, e);
-  dp_lua_push_owned(L, r);
-  return 1;
+  return dp_lua_push_new(L, r, e);
 }
 
 static int target_tostring(lua_State *L) {
-  char *s = dp_target_str(dp_lua_check(L, 1, DP_OBJ_TARGET));
-  if (!s) return luaL_error(L, "out of memory");
-  lua_pushstring(L, s);
-  free(s);
-  return 1;
+  return dp_lua_push_cstr(L, dp_target_str(dp_lua_check(L, 1, DP_OBJ_TARGET)));
 }
 
 static void push_options(lua_State *L, const dp_target *t) {
@@ -169,6 +163,7 @@ static int target_index(lua_State *L) {
   const char *k = luaL_checkstring(L, 2);
   if (!strcmp(k, "kind")) lua_pushstring(L, t->kind);
   else if (!strcmp(k, "device_type")) lua_pushinteger(L, t->device_type);
+  else if (!strcmp(k, "device_type_name")) lua_pushstring(L, dp_device_type_name(t->device_type));
   else if (!strcmp(k, "host")) dp_lua_push(L, t->host);
   else if (!strcmp(k, "options")) push_options(L, t);
   else if (!strcmp(k, "with_host")) lua_pushcfunction(L, target_with_host);
@@ -231,9 +226,7 @@ static int vdev_call(lua_State *L) {
     value_error(L, "memory_scope must be a string%s", "", NULL);
   dp_err *e = NULL;
   dp_vdev *v = dp_vdev_make(dp_lua_ctx(L), type, (int)id, target, lua_tostring(L, 6), &e);
-  if (!v) return dp_lua_error(L, e);
-  dp_lua_push_owned(L, v);
-  return 1;
+  return dp_lua_push_new(L, v, e);
 }
 
 static int vdev_join(lua_State *L) {
@@ -244,10 +237,7 @@ static int vdev_join(lua_State *L) {
 
 static int vdev_default(lua_State *L) {
   dp_vdev *a = dp_lua_check(L, 1, DP_OBJ_VDEV), *b = dp_lua_check(L, 2, DP_OBJ_VDEV);
-  dp_vdev *r = dp_vdev_default(a, b);
-  if (!r) return luaL_error(L, "out of memory");
-  dp_lua_push_owned(L, r);
-  return 1;
+  return dp_lua_push_new(L, dp_vdev_default(a, b), NULL);
 }
 
 static int vdev_is_fully_unconstrained(lua_State *L) {
@@ -261,11 +251,7 @@ static int vdev_is_fully_constrained(lua_State *L) {
 }
 
 static int vdev_tostring(lua_State *L) {
-  char *s = dp_vdev_str(dp_lua_check(L, 1, DP_OBJ_VDEV));
-  if (!s) return luaL_error(L, "out of memory");
-  lua_pushstring(L, s);
-  free(s);
-  return 1;
+  return dp_lua_push_cstr(L, dp_vdev_str(dp_lua_check(L, 1, DP_OBJ_VDEV)));
 }
 
 static int vdev_index(lua_State *L) {
@@ -309,9 +295,7 @@ static int config_new(lua_State *L) {
   }
   dp_err *e = NULL;
   dp_config *c = dp_config_make(dp_lua_ctx(L), ts, (uint32_t)n, host, dtype, &e);
-  if (!c) return dp_lua_error(L, e);
-  dp_lua_push_owned(L, c);
-  return 1;
+  return dp_lua_push_new(L, c, e);
 }
 
 static int config_canonical(lua_State *L) {
@@ -319,9 +303,7 @@ static int config_canonical(lua_State *L) {
   dp_vdev *v = dp_lua_check(L, 2, DP_OBJ_VDEV);
   dp_err *e = NULL;
   dp_vdev *r = dp_config_canonical(c, v, &e);
-  if (!r) return dp_lua_error(L, e);
-  dp_lua_push_owned(L, r);
-  return 1;
+  return dp_lua_push_new(L, r, e);
 }
 
 static int config_tostring(lua_State *L) {
@@ -353,13 +335,9 @@ static int config_index(lua_State *L) {
   else if (!strcmp(k, "host_virtual_device")) dp_lua_push(L, c->host_vdev);
   else if (!strcmp(k, "default_virtual_device")) dp_lua_push(L, c->default_vdev);
   else if (!strcmp(k, "default_device_type")) lua_pushinteger(L, c->default_device_type);
-  else if (!strcmp(k, "primitive_targets")) {
-    lua_createtable(L, (int)c->ntargets, 0);
-    for (uint32_t i = 0; i < c->ntargets; i++) {
-      dp_lua_push(L, c->primitive_targets[i]);
-      lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-  } else if (!strcmp(k, "canonical")) lua_pushcfunction(L, config_canonical);
+  else if (!strcmp(k, "primitive_targets"))
+    dp_lua_push_list(L, (void *const *)c->primitive_targets, c->ntargets);
+  else if (!strcmp(k, "canonical")) lua_pushcfunction(L, config_canonical);
   else lua_pushnil(L);
   return 1;
 }
@@ -379,20 +357,10 @@ static int debug_counts(lua_State *L) {
   return 1;
 }
 
-static void meta(lua_State *L, dp_objtype type, const char *name, lua_CFunction index,
-                 lua_CFunction tostring) {
-  dp_lua_newmeta(L, type, name);
-  lua_pushcfunction(L, index);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
-}
-
 void dp_lua_open_device(lua_State *L) {
-  meta(L, DP_OBJ_TARGET, "devplan.Target", target_index, target_tostring);
-  meta(L, DP_OBJ_VDEV, "devplan.VirtualDevice", vdev_index, vdev_tostring);
-  meta(L, DP_OBJ_CONFIG, "devplan.CompilationConfig", config_index, config_tostring);
+  dp_lua_newclass(L, DP_OBJ_TARGET, "devplan.Target", target_index, target_tostring);
+  dp_lua_newclass(L, DP_OBJ_VDEV, "devplan.VirtualDevice", vdev_index, vdev_tostring);
+  dp_lua_newclass(L, DP_OBJ_CONFIG, "devplan.CompilationConfig", config_index, config_tostring);
   lua_pushcfunction(L, target_new);
   lua_setfield(L, -2, "Target");
   lua_newtable(L); /* dp.VirtualDevice: callable, with join and default */
@@ -407,12 +375,7 @@ void dp_lua_open_device(lua_State *L) {
   lua_setfield(L, -2, "VirtualDevice");
   lua_pushcfunction(L, config_new);
   lua_setfield(L, -2, "CompilationConfig");
-  if (lua_getfield(L, -1, "debug") != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -3, "debug");
-  }
+  dp_lua_subtable(L, "debug");
   lua_pushcfunction(L, debug_counts);
   lua_setfield(L, -2, "counts");
   lua_pop(L, 1);

@@ -6,15 +6,8 @@
  * only borrowed pointers, then makes the node; the core retains children.
  * Each call costs one userdata and no Lua table beyond the arguments.
  */
-#include <stdlib.h>
 #include <string.h>
 #include "l_ir.h"
-
-static int push_node(lua_State *L, void *node) {
-  if (!node) return luaL_error(L, "out of memory");
-  dp_lua_push_owned(L, node);
-  return 1;
-}
 
 /* ---------------- constructors ---------------- */
 
@@ -30,15 +23,14 @@ static int l_var(lua_State *L) {
   dp_lua_opt_field(L, opts, "virtual_device");
   dp_vdev *vd = dp_lua_opt_vdev(L, -1, "virtual_device");
   dp_span span = dp_lua_opt_span(L, opts);
-  return push_node(L, dp_var_new(name, annot, vd, span));
+  return dp_lua_push_new(L, dp_var_new(name, annot, vd, span), NULL);
 }
 
 static int l_global(lua_State *L) {
   lua_settop(L, 2); /* fixed slots: scratch buffers go above */
   const char *name = luaL_checkstring(L, 1);
-  dp_lua_check_opts(L, 2);
-  dp_span span = dp_lua_opt_span(L, 2);
-  return push_node(L, dp_global_new(name, span));
+  dp_span span = dp_lua_span_opts(L, 2);
+  return dp_lua_push_new(L, dp_global_new(name, span), NULL);
 }
 
 static dp_expr *check_callee(lua_State *L, int idx) {
@@ -66,12 +58,11 @@ static int l_call(lua_State *L) {
     dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                                "operator '%s' takes %d argument%s, got %u", op->name,
                                op->num_inputs, op->num_inputs == 1 ? "" : "s", n));
-  dp_lua_check_opts(L, 4);
-  dp_span span = dp_lua_opt_span(L, 4);
+  dp_span span = dp_lua_span_opts(L, 4);
   dp_attrs *attrs = dp_lua_make_attrs(L, 3, op); /* last: takes C references */
   dp_call *c = dp_call_new(fn, n, (dp_expr *const *)args, attrs, span);
   dp_release(attrs);
-  return push_node(L, c);
+  return dp_lua_push_new(L, c, NULL);
 }
 
 /* dp.fn({params}, body, {ret_type =, virtual_device =, attrs =, span =}?) */
@@ -92,7 +83,7 @@ static int l_fn(lua_State *L) {
   dp_attrs *attrs = dp_lua_make_attrs(L, -1, NULL);
   dp_func *f = dp_func_new(n, (dp_var *const *)params, body, ret, attrs, vd, span);
   dp_release(attrs);
-  return push_node(L, f);
+  return dp_lua_push_new(L, f, NULL);
 }
 
 static int l_let(lua_State *L) {
@@ -100,9 +91,8 @@ static int l_let(lua_State *L) {
   dp_var *v = dp_lua_check_var(L, 1);
   dp_expr *value = dp_lua_check_expr(L, 2);
   dp_expr *body = dp_lua_check_expr(L, 3);
-  dp_lua_check_opts(L, 4);
-  dp_span span = dp_lua_opt_span(L, 4);
-  return push_node(L, dp_let_new(v, value, body, span));
+  dp_span span = dp_lua_span_opts(L, 4);
+  return dp_lua_push_new(L, dp_let_new(v, value, body, span), NULL);
 }
 
 static int l_tuple(lua_State *L) {
@@ -110,9 +100,8 @@ static int l_tuple(lua_State *L) {
   void *small[16];
   uint32_t n;
   void **f = dp_lua_check_list(L, 1, DP_OBJ_EXPR, 0, "fields", small, 16, &n);
-  dp_lua_check_opts(L, 2);
-  dp_span span = dp_lua_opt_span(L, 2);
-  return push_node(L, dp_tuple_new(n, (dp_expr *const *)f, span));
+  dp_span span = dp_lua_span_opts(L, 2);
+  return dp_lua_push_new(L, dp_tuple_new(n, (dp_expr *const *)f, span), NULL);
 }
 
 static int l_proj(lua_State *L) {
@@ -120,9 +109,8 @@ static int l_proj(lua_State *L) {
   dp_expr *t = dp_lua_check_expr(L, 1);
   lua_Integer i = luaL_checkinteger(L, 2);
   if (i < 0 || i > (lua_Integer)UINT32_MAX) luaL_argerror(L, 2, "index must be >= 0");
-  dp_lua_check_opts(L, 3);
-  dp_span span = dp_lua_opt_span(L, 3);
-  return push_node(L, dp_proj_new(t, (uint32_t)i, span));
+  dp_span span = dp_lua_span_opts(L, 3);
+  return dp_lua_push_new(L, dp_proj_new(t, (uint32_t)i, span), NULL);
 }
 
 static int l_if(lua_State *L) {
@@ -130,9 +118,8 @@ static int l_if(lua_State *L) {
   dp_expr *c = dp_lua_check_expr(L, 1);
   dp_expr *t = dp_lua_check_expr(L, 2);
   dp_expr *e = dp_lua_check_expr(L, 3);
-  dp_lua_check_opts(L, 4);
-  dp_span span = dp_lua_opt_span(L, 4);
-  return push_node(L, dp_if_new(c, t, e, span));
+  dp_span span = dp_lua_span_opts(L, 4);
+  return dp_lua_push_new(L, dp_if_new(c, t, e, span), NULL);
 }
 
 /* One clause {pattern, rhs} or {pattern =, rhs =} of the list at idx. */
@@ -141,14 +128,8 @@ static void check_clause(lua_State *L, int idx, lua_Integer i, dp_clause *out) {
   int c = lua_gettop(L);
   if (!lua_istable(L, c))
     luaL_argerror(L, idx, lua_pushfstring(L, "clauses[%d] must be {pattern, rhs}", (int)i));
-  if (lua_rawgeti(L, c, 1) == LUA_TNIL) {
-    lua_pop(L, 1);
-    lua_getfield(L, c, "pattern");
-  }
-  if (lua_rawgeti(L, c, 2) == LUA_TNIL) {
-    lua_pop(L, 1);
-    lua_getfield(L, c, "rhs");
-  }
+  dp_lua_item(L, c, 1, "pattern");
+  dp_lua_item(L, c, 2, "rhs");
   out->pat = dp_lua_test(L, -2, DP_OBJ_PATTERN);
   out->rhs = dp_lua_test(L, -1, DP_OBJ_EXPR);
   if (!out->pat || !out->rhs)
@@ -171,46 +152,40 @@ static int l_match(lua_State *L) {
   if (n > UINT32_MAX / sizeof(dp_clause)) luaL_argerror(L, 2, "too many clauses");
   dp_clause *cl = lua_newuserdatauv(L, (n ? n : 1) * sizeof *cl, 0);
   for (lua_Unsigned i = 0; i < n; i++) check_clause(L, 2, (lua_Integer)i + 1, &cl[i]);
-  dp_lua_check_opts(L, opts);
-  dp_span span = dp_lua_opt_span(L, opts);
-  return push_node(L, dp_match_new(data, (uint32_t)n, cl, complete, span));
+  dp_span span = dp_lua_span_opts(L, opts);
+  return dp_lua_push_new(L, dp_match_new(data, (uint32_t)n, cl, complete, span), NULL);
 }
 
 static int l_ref(lua_State *L) {
   lua_settop(L, 2); /* fixed slots: scratch buffers go above */
   dp_expr *v = dp_lua_check_expr(L, 1);
-  dp_lua_check_opts(L, 2);
-  return push_node(L, dp_ref_new_new(v, dp_lua_opt_span(L, 2)));
+  return dp_lua_push_new(L, dp_ref_new_new(v, dp_lua_span_opts(L, 2)), NULL);
 }
 
 static int l_ref_read(lua_State *L) {
   lua_settop(L, 2); /* fixed slots: scratch buffers go above */
   dp_expr *r = dp_lua_check_expr(L, 1);
-  dp_lua_check_opts(L, 2);
-  return push_node(L, dp_ref_read_new(r, dp_lua_opt_span(L, 2)));
+  return dp_lua_push_new(L, dp_ref_read_new(r, dp_lua_span_opts(L, 2)), NULL);
 }
 
 static int l_ref_write(lua_State *L) {
   lua_settop(L, 3); /* fixed slots: scratch buffers go above */
   dp_expr *r = dp_lua_check_expr(L, 1);
   dp_expr *v = dp_lua_check_expr(L, 2);
-  dp_lua_check_opts(L, 3);
-  return push_node(L, dp_ref_write_new(r, v, dp_lua_opt_span(L, 3)));
+  return dp_lua_push_new(L, dp_ref_write_new(r, v, dp_lua_span_opts(L, 3)), NULL);
 }
 
 /* ---------------- patterns ---------------- */
 
 static int p_wild(lua_State *L) {
   lua_settop(L, 1); /* fixed slots: scratch buffers go above */
-  dp_lua_check_opts(L, 1);
-  return push_node(L, dp_pat_wild(dp_lua_opt_span(L, 1)));
+  return dp_lua_push_new(L, dp_pat_wild(dp_lua_span_opts(L, 1)), NULL);
 }
 
 static int p_var(lua_State *L) {
   lua_settop(L, 2); /* fixed slots: scratch buffers go above */
   dp_var *v = dp_lua_check_var(L, 1);
-  dp_lua_check_opts(L, 2);
-  return push_node(L, dp_pat_var(v, dp_lua_opt_span(L, 2)));
+  return dp_lua_push_new(L, dp_pat_var(v, dp_lua_span_opts(L, 2)), NULL);
 }
 
 static int p_ctor(lua_State *L) {
@@ -218,16 +193,13 @@ static int p_ctor(lua_State *L) {
   dp_expr *c = dp_lua_check_expr(L, 1);
   if (c->h.kind != DP_CTOR) luaL_argerror(L, 1, "constructor expected");
   void *small[8];
-  uint32_t n = 0;
-  void **sub = small;
-  if (!lua_isnoneornil(L, 2))
-    sub = dp_lua_check_list(L, 2, DP_OBJ_PATTERN, 0, "patterns", small, 8, &n);
+  uint32_t n;
+  void **sub = dp_lua_opt_list(L, 2, DP_OBJ_PATTERN, 0, "patterns", small, 8, &n);
   if (n != ((dp_ctor *)c)->ninputs)
     luaL_argerror(L, 2, lua_pushfstring(L, "constructor %s takes %d pattern(s), got %d",
                                         ((dp_ctor *)c)->name, (int)((dp_ctor *)c)->ninputs, (int)n));
-  dp_lua_check_opts(L, 3);
-  dp_span span = dp_lua_opt_span(L, 3);
-  return push_node(L, dp_pat_ctor((dp_ctor *)c, n, (dp_pattern *const *)sub, span));
+  dp_span span = dp_lua_span_opts(L, 3);
+  return dp_lua_push_new(L, dp_pat_ctor((dp_ctor *)c, n, (dp_pattern *const *)sub, span), NULL);
 }
 
 static int p_tuple(lua_State *L) {
@@ -235,9 +207,8 @@ static int p_tuple(lua_State *L) {
   void *small[8];
   uint32_t n;
   void **sub = dp_lua_check_list(L, 1, DP_OBJ_PATTERN, 0, "patterns", small, 8, &n);
-  dp_lua_check_opts(L, 2);
-  dp_span span = dp_lua_opt_span(L, 2);
-  return push_node(L, dp_pat_tuple(n, (dp_pattern *const *)sub, span));
+  dp_span span = dp_lua_span_opts(L, 2);
+  return dp_lua_push_new(L, dp_pat_tuple(n, (dp_pattern *const *)sub, span), NULL);
 }
 
 /* ---------------- fields ---------------- */
@@ -397,13 +368,8 @@ static int expr_index(lua_State *L) {
 }
 
 static int expr_tostring(lua_State *L) {
-  dp_expr *e = dp_lua_check(L, 1, DP_OBJ_EXPR);
-  size_t len = 0;
-  char *s = dp_print_expr(e, 0, &len);
-  if (!s) return luaL_error(L, "out of memory");
-  lua_pushlstring(L, s, len);
-  free(s);
-  return 1;
+  dp_lua_check(L, 1, DP_OBJ_EXPR);
+  return dp_lua_push_printed(L, 1, 0);
 }
 
 static const char *const pat_kinds[] = {NULL, "wild", "var", "ctor", "tuple"};
@@ -422,26 +388,12 @@ static int pattern_index(lua_State *L) {
 }
 
 static int pattern_tostring(lua_State *L) {
-  char *s = dp_lua_pattern_str(dp_lua_check(L, 1, DP_OBJ_PATTERN));
-  if (!s) return luaL_error(L, "out of memory");
-  lua_pushstring(L, s);
-  free(s);
-  return 1;
+  return dp_lua_push_cstr(L, dp_lua_pattern_str(dp_lua_check(L, 1, DP_OBJ_PATTERN)));
 }
 
 void dp_lua_open_expr(lua_State *L) {
-  dp_lua_newmeta(L, DP_OBJ_EXPR, "devplan.Expr");
-  lua_pushcfunction(L, expr_index);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, expr_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
-  dp_lua_newmeta(L, DP_OBJ_PATTERN, "devplan.Pattern");
-  lua_pushcfunction(L, pattern_index);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, pattern_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  dp_lua_newclass(L, DP_OBJ_EXPR, "devplan.Expr", expr_index, expr_tostring);
+  dp_lua_newclass(L, DP_OBJ_PATTERN, "devplan.Pattern", pattern_index, pattern_tostring);
   static const luaL_Reg fns[] = {
     {"var", l_var}, {"global", l_global}, {"call", l_call}, {"fn", l_fn}, {"let", l_let},
     {"tuple", l_tuple}, {"proj", l_proj}, {"if_", l_if}, {"match", l_match}, {"ref", l_ref},

@@ -33,6 +33,13 @@ int dp_lua_opt_field(lua_State *L, int idx, const char *key) {
   return lua_getfield(L, idx, key);
 }
 
+int dp_lua_item(lua_State *L, int idx, lua_Integer i, const char *key) {
+  idx = lua_absindex(L, idx);
+  if (lua_rawgeti(L, idx, i) != LUA_TNIL) return lua_type(L, -1);
+  lua_pop(L, 1);
+  return lua_getfield(L, idx, key);
+}
+
 static uint32_t span_int(lua_State *L, int idx, const char *key) {
   lua_getfield(L, idx, key);
   lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
@@ -56,6 +63,11 @@ dp_span dp_lua_opt_span(lua_State *L, int idx) {
   }
   lua_pop(L, 1);
   return s;
+}
+
+dp_span dp_lua_span_opts(lua_State *L, int idx) {
+  dp_lua_check_opts(L, idx);
+  return dp_lua_opt_span(L, idx);
 }
 
 void dp_lua_push_span(lua_State *L, dp_span s) {
@@ -154,10 +166,17 @@ void **dp_lua_check_list(lua_State *L, int idx, dp_objtype type, int kind, const
   return items;
 }
 
-void dp_lua_push_list(lua_State *L, void *const *items, uint32_t n) {
-  lua_createtable(L, (int)n, 0);
-  for (uint32_t i = 0; i < n; i++) {
-    dp_lua_push(L, items[i]);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
+void **dp_lua_opt_list(lua_State *L, int idx, dp_objtype type, int kind, const char *what,
+                       void **small, uint32_t nsmall, uint32_t *n) {
+  *n = 0;
+  if (lua_isnoneornil(L, idx)) return small;
+  return dp_lua_check_list(L, idx, type, kind, what, small, nsmall, n);
+}
+
+void **dp_lua_opt_type_params(lua_State *L, int idx, void **small, uint32_t nsmall, uint32_t *n) {
+  void **tp = dp_lua_opt_list(L, idx, DP_OBJ_TYPE, 0, "type_params", small, nsmall, n);
+  for (uint32_t i = 0; i < *n; i++)
+    if (((dp_type *)tp[i])->h.kind != DP_TY_VAR)
+      luaL_argerror(L, idx, "type parameters must be type variables (dp.type.var)");
+  return tp;
 }

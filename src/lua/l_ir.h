@@ -30,6 +30,9 @@ void dp_lua_push_span(lua_State *L, dp_span s);
 void dp_lua_check_opts(lua_State *L, int idx);
 /* Field `key` of the option table at idx pushed (nil when absent). */
 int dp_lua_opt_field(lua_State *L, int idx, const char *key);
+/* Pushes t[i] of the table at idx, or t[key] when t[i] is nil: entries
+   written {a, b} or {name_a =, name_b =}. Returns the pushed value's type. */
+int dp_lua_item(lua_State *L, int idx, lua_Integer i, const char *key);
 
 /* --- argument checks with clear messages (l_ir.c) --- */
 dp_expr *dp_lua_check_expr(lua_State *L, int idx);
@@ -44,8 +47,15 @@ dp_vdev *dp_lua_opt_vdev(lua_State *L, int idx, const char *what);
    messages. *n receives the length. */
 void **dp_lua_check_list(lua_State *L, int idx, dp_objtype type, int kind, const char *what,
                          void **small, uint32_t nsmall, uint32_t *n);
-/* Lists of C objects pushed as Lua tables. */
-void dp_lua_push_list(lua_State *L, void *const *items, uint32_t n);
+/* The same for an optional list: none or nil gives `small` with *n = 0. */
+void **dp_lua_opt_list(lua_State *L, int idx, dp_objtype type, int kind, const char *what,
+                       void **small, uint32_t nsmall, uint32_t *n);
+/* An optional list of type parameters (each a dp.type.var) at idx. */
+void **dp_lua_opt_type_params(lua_State *L, int idx, void **small, uint32_t nsmall, uint32_t *n);
+/* Returns dp_lua_opt_span of the option table at idx after checking that
+   it is none, nil or a table (dp_lua_check_opts): the common trailing
+   `opts` argument of the constructors. */
+dp_span dp_lua_span_opts(lua_State *L, int idx);
 
 /* --- attribute values (l_attrs.c) --- */
 /* dp.NONE, the None attribute value. */
@@ -73,7 +83,10 @@ int dp_lua_attrkind(const char *name);
 /* Pushes the value of a constant: a number/boolean, or nested tables. */
 void dp_lua_push_const_value(lua_State *L, const dp_const *c);
 
-/* --- patterns, typedefs, primfns (l_module.c) --- */
+/* --- patterns, typedefs, primfns, printing (l_module.c) --- */
 char *dp_lua_pattern_str(const dp_pattern *p);
+/* Pushes the text of the module or expression at idx (flags of print.h);
+   raises a Lua argument error for anything else. */
+int dp_lua_push_printed(lua_State *L, int idx, int flags);
 
 #endif

@@ -49,30 +49,55 @@ static char *sb_done(sbuf *b) {
   return b->s;
 }
 
-/* Patterns nest as deep as the user wrote them; past 200 levels the text
-   is elided rather than risk the C stack. */
-static void pat_str(sbuf *b, const dp_pattern *p, int depth) {
-  if (depth > 200) {
-    sb_add(b, "...");
-    return;
-  }
+/* Writes the head of p: all of a leaf ("_", "%x", "Nil"), or "Ctor(" / "("
+   of a pattern with subpatterns. Returns 1 when subpatterns follow. */
+static int pat_open(sbuf *b, const dp_pattern *p) {
   switch (p->h.kind) {
-  case DP_PAT_WILD: sb_add(b, "_"); return;
-  case DP_PAT_VAR: sb_add(b, "%"); sb_add(b, p->var->name); return;
-  case DP_PAT_CTOR: sb_add(b, p->ctor->name); if (!p->n) return; break;
+  case DP_PAT_WILD: sb_add(b, "_"); return 0;
+  case DP_PAT_VAR: sb_add(b, "%"); sb_add(b, p->var->name); return 0;
+  case DP_PAT_CTOR: sb_add(b, p->ctor->name); if (!p->n) return 0; break;
   default: break;
   }
   sb_add(b, "(");
-  for (uint32_t i = 0; i < p->n; i++) {
-    if (i) sb_add(b, ", ");
-    pat_str(b, p->sub[i], depth + 1);
-  }
-  sb_add(b, p->h.kind == DP_PAT_TUPLE && p->n == 1 ? ",)" : ")");
+  return 1;
 }
 
-char *dp_lua_pattern_str(const dp_pattern *p) {
+typedef struct pat_frame {
+  const dp_pattern *p;
+  uint32_t next;   /* the next subpattern to print */
+} pat_frame;
+
+/* Patterns nest as deep as the user wrote them: an explicit stack of open
+   patterns keeps the C stack flat at any depth. */
+char *dp_lua_pattern_str(const dp_pattern *root) {
   sbuf b = {0};
-  pat_str(&b, p, 0);
+  pat_frame *st = NULL;
+  size_t n = 0, cap = 0;
+  const dp_pattern *p = root;
+  while (!b.oom) {
+    if (p && pat_open(&b, p)) {
+      if (n == cap) {
+        pat_frame *grown = realloc(st, (cap = cap ? cap * 2 : 32) * sizeof *st);
+        if (!grown) {
+          b.oom = 1;
+          break;
+        }
+        st = grown;
+      }
+      st[n++] = (pat_frame){p, 0};
+    }
+    p = NULL;
+    if (!n) break;
+    pat_frame *f = &st[n - 1];
+    if (f->next < f->p->n) {
+      if (f->next) sb_add(&b, ", ");
+      p = f->p->sub[f->next++];
+    } else {
+      sb_add(&b, f->p->h.kind == DP_PAT_TUPLE && f->p->n == 1 ? ",)" : ")");
+      n--;
+    }
+  }
+  free(st);
   return sb_done(&b);
 }
 
@@ -123,17 +148,6 @@ static char *primfn_str(const dp_primfn *pf) {
   return sb_done(&b);
 }
 
-static int push_text(lua_State *L, char *s, size_t len) {
-  if (!s) return luaL_error(L, "out of memory");
-  lua_pushlstring(L, s, len);
-  free(s);
-  return 1;
-}
-
-static int push_cstr(lua_State *L, char *s) {
-  return push_text(L, s, s ? strlen(s) : 0);
-}
-
 /* ---------------- type definitions ---------------- */
 
 typedef struct ctor_spec {
@@ -148,15 +162,10 @@ static int l_typedef(lua_State *L) {
   lua_settop(L, 4); /* fixed slots: scratch buffers go above */
   const char *name = luaL_checkstring(L, 1);
   void *sp[8];
-  uint32_t np = 0;
-  void **tp = sp;
-  if (!lua_isnoneornil(L, 2)) tp = dp_lua_check_list(L, 2, DP_OBJ_TYPE, 0, "type_params", sp, 8, &np);
-  for (uint32_t i = 0; i < np; i++)
-    if (((dp_type *)tp[i])->h.kind != DP_TY_VAR)
-      luaL_argerror(L, 2, "type parameters must be type variables (dp.type.var)");
+  uint32_t np;
+  void **tp = dp_lua_opt_type_params(L, 2, sp, 8, &np);
   luaL_checktype(L, 3, LUA_TTABLE);
-  dp_lua_check_opts(L, 4);
-  dp_span span = dp_lua_opt_span(L, 4);
+  dp_span span = dp_lua_span_opts(L, 4);
   lua_Unsigned nc = lua_rawlen(L, 3);
   if (nc > 65536) luaL_argerror(L, 3, "too many constructors");
   ctor_spec *cs = lua_newuserdatauv(L, (nc ? nc : 1) * sizeof *cs, 0);
@@ -196,9 +205,7 @@ static int l_typedef(lua_State *L) {
   }
   dp_typedef *td = dp_typedef_new(name, np, (dp_type *const *)tp, (uint32_t)nc, ctors, span);
   for (uint32_t i = 0; i < nc; i++) dp_release(ctors[i]);
-  if (!td) return luaL_error(L, "out of memory");
-  dp_lua_push_owned(L, td);
-  return 1;
+  return dp_lua_push_new(L, td, NULL);
 }
 
 static int typedef_index(lua_State *L) {
@@ -214,7 +221,7 @@ static int typedef_index(lua_State *L) {
 }
 
 static int typedef_tostring(lua_State *L) {
-  return push_cstr(L, typedef_str(dp_lua_check(L, 1, DP_OBJ_TYPEDEF)));
+  return dp_lua_push_cstr(L, typedef_str(dp_lua_check(L, 1, DP_OBJ_TYPEDEF)));
 }
 
 /* ---------------- primfns ---------------- */
@@ -229,14 +236,8 @@ static dp_buffer check_buffer(lua_State *L, int idx, int arg, const char *what) 
     return b;
   }
   if (lua_istable(L, idx)) {
-    if (lua_rawgeti(L, idx, 1) == LUA_TNIL) {
-      lua_pop(L, 1);
-      lua_getfield(L, idx, "type");
-    }
-    if (lua_rawgeti(L, idx, 2) == LUA_TNIL) {
-      lua_pop(L, 1);
-      lua_getfield(L, idx, "scope");
-    }
+    dp_lua_item(L, idx, 1, "type");
+    dp_lua_item(L, idx, 2, "scope");
     b.type = dp_lua_test(L, -2, DP_OBJ_TYPE);
     b.scope = (char *)(lua_isnil(L, -1) ? "" : lua_tostring(L, -1));
     /* the scope string stays referenced by the table (or is a literal) */
@@ -263,12 +264,8 @@ static int l_primfn(lua_State *L) {
     lua_pop(L, 2);
   }
   dp_buffer res = check_buffer(L, 3, 3, "result");
-  dp_lua_check_opts(L, 4);
-  dp_span span = dp_lua_opt_span(L, 4);
-  dp_primfn *pf = dp_primfn_new(name, (uint32_t)n, args, res, span);
-  if (!pf) return luaL_error(L, "out of memory");
-  dp_lua_push_owned(L, pf);
-  return 1;
+  dp_span span = dp_lua_span_opts(L, 4);
+  return dp_lua_push_new(L, dp_primfn_new(name, (uint32_t)n, args, res, span), NULL);
 }
 
 static void push_buffer(lua_State *L, const dp_buffer *b) {
@@ -297,7 +294,7 @@ static int primfn_index(lua_State *L) {
 }
 
 static int primfn_tostring(lua_State *L) {
-  return push_cstr(L, primfn_str(dp_lua_check(L, 1, DP_OBJ_PRIMFN)));
+  return dp_lua_push_cstr(L, primfn_str(dp_lua_check(L, 1, DP_OBJ_PRIMFN)));
 }
 
 /* ---------------- modules ---------------- */
@@ -359,12 +356,7 @@ static int l_module(lua_State *L) {
     else dp_module_add_func(m, g, fns[i], &err);
     dp_release(g);
   }
-  if (err) {
-    dp_release(m);
-    return dp_lua_error(L, err);
-  }
-  dp_lua_push_owned(L, m);
-  return 1;
+  return dp_lua_push_new(L, m, err);
 }
 
 static int m_functions(lua_State *L) {
@@ -381,33 +373,25 @@ static int m_functions(lua_State *L) {
   return 1;
 }
 
-static int m_get(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
-  dp_lua_push(L, dp_module_func(m, luaL_checkstring(L, 2)));
-  return 1;
+/* The lookups by name: mod:get, mod:global, mod:ctor, mod:typedef,
+   mod:primfn are one method whose upvalue says which (nil when absent). */
+enum { BY_FUNC, BY_GLOBAL, BY_CTOR, BY_TYPEDEF, BY_PRIMFN };
+static const char *const lookup_names[] = {"get", "global", "ctor", "typedef", "primfn", NULL};
+
+static void *lookup(const dp_module *m, int what, const char *name) {
+  switch (what) {
+  case BY_FUNC: return dp_module_func(m, name);
+  case BY_GLOBAL: return dp_module_global(m, name);
+  case BY_CTOR: return dp_module_ctor(m, name);
+  case BY_TYPEDEF: return dp_module_typedef(m, name);
+  default: return dp_module_primfn(m, name);
+  }
 }
 
-static int m_global(lua_State *L) {
+static int m_lookup(lua_State *L) {
   dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
-  dp_lua_push(L, dp_module_global(m, luaL_checkstring(L, 2)));
-  return 1;
-}
-
-static int m_ctor(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
-  dp_lua_push(L, dp_module_ctor(m, luaL_checkstring(L, 2)));
-  return 1;
-}
-
-static int m_typedef(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
-  dp_lua_push(L, dp_module_typedef(m, luaL_checkstring(L, 2)));
-  return 1;
-}
-
-static int m_primfn(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
-  dp_lua_push(L, dp_module_primfn(m, luaL_checkstring(L, 2)));
+  int what = (int)lua_tointeger(L, lua_upvalueindex(1));
+  dp_lua_push(L, lookup(m, what, luaL_checkstring(L, 2)));
   return 1;
 }
 
@@ -441,12 +425,7 @@ static int m_with_function(lua_State *L) {
     else dp_module_add_func(c, g, (dp_func *)f, &err);
     dp_release(g);
   }
-  if (err) {
-    dp_release(c);
-    return dp_lua_error(L, err);
-  }
-  dp_lua_push_owned(L, c);
-  return 1;
+  return dp_lua_push_new(L, c, err);
 }
 
 /* mod:with_primfn(pf): a new module with pf added or replacing its namesake. */
@@ -458,19 +437,22 @@ static int m_with_primfn(lua_State *L) {
   dp_err *err = NULL;
   if (dp_module_primfn(c, pf->name)) dp_module_set_primfn(c, pf, &err);
   else dp_module_add_primfn(c, pf, &err);
-  if (err) {
-    dp_release(c);
-    return dp_lua_error(L, err);
-  }
-  dp_lua_push_owned(L, c);
-  return 1;
+  return dp_lua_push_new(L, c, err);
 }
 
 static const luaL_Reg module_methods[] = {
-  {"functions", m_functions}, {"get", m_get}, {"global", m_global}, {"ctor", m_ctor},
-  {"typedef", m_typedef}, {"primfn", m_primfn}, {"typedefs", m_typedefs},
-  {"primfns", m_primfns}, {"with_function", m_with_function}, {"with_primfn", m_with_primfn},
-  {NULL, NULL}};
+  {"functions", m_functions}, {"typedefs", m_typedefs}, {"primfns", m_primfns},
+  {"with_function", m_with_function}, {"with_primfn", m_with_primfn}, {NULL, NULL}};
+
+/* The table of module methods, pushed. */
+static void push_module_methods(lua_State *L) {
+  luaL_newlib(L, module_methods);
+  for (int i = 0; lookup_names[i]; i++) {
+    lua_pushinteger(L, i);
+    lua_pushcclosure(L, m_lookup, 1);
+    lua_setfield(L, -2, lookup_names[i]);
+  }
+}
 
 /* mod.name: a method, else the function of that name (mod:get avoids
    the clash for a function named like a method). */
@@ -479,31 +461,33 @@ static int module_index(lua_State *L) {
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
   const char *k = lua_tostring(L, 2);
-  if (k && strcmp(k, "ctx") != 0) dp_lua_push(L, dp_module_func(m, k));
+  if (k && strcmp(k, "ctx") != 0) dp_lua_push(L, lookup(m, BY_FUNC, k));
   else lua_pushnil(L);
   return 1;
 }
 
-static int module_tostring(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+int dp_lua_push_printed(lua_State *L, int idx, int flags) {
+  dp_obj *o = dp_lua_testobj(L, idx);
   size_t len = 0;
-  char *s = dp_print_module(m, 0, &len);
-  return push_text(L, s, len);
+  char *s;
+  if (o && o->type == DP_OBJ_MODULE) s = dp_print_module((dp_module *)o, flags, &len);
+  else if (o && o->type == DP_OBJ_EXPR) s = dp_print_expr((dp_expr *)o, flags, &len);
+  else return luaL_typeerror(L, idx, "IRModule or expression");
+  return dp_lua_push_lstr(L, s, len);
+}
+
+static int module_tostring(lua_State *L) {
+  dp_lua_check(L, 1, DP_OBJ_MODULE);
+  return dp_lua_push_printed(L, 1, 0);
 }
 
 /* dp.astext(module_or_expr, {types = true}?) */
 static int l_astext(lua_State *L) {
   lua_settop(L, 2); /* fixed slots: scratch buffers go above */
-  dp_obj *o = dp_lua_testobj(L, 1);
   dp_lua_check_opts(L, 2);
   int flags = 0;
   if (dp_lua_opt_field(L, 2, "types") != LUA_TNIL && lua_toboolean(L, -1)) flags |= DP_PRINT_TYPES;
-  size_t len = 0;
-  char *s;
-  if (o && o->type == DP_OBJ_MODULE) s = dp_print_module((dp_module *)o, flags, &len);
-  else if (o && o->type == DP_OBJ_EXPR) s = dp_print_expr((dp_expr *)o, flags, &len);
-  else return luaL_typeerror(L, 1, "IRModule or expression");
-  return push_text(L, s, len);
+  return dp_lua_push_printed(L, 1, flags);
 }
 
 /* ---------------- structural equality ---------------- */
@@ -568,24 +552,14 @@ static int l_assert_structural_equal(lua_State *L) {
 
 void dp_lua_open_module(lua_State *L) {
   dp_lua_newmeta(L, DP_OBJ_MODULE, "devplan.IRModule");
-  luaL_newlib(L, module_methods);
+  push_module_methods(L); /* module_index's upvalue */
   lua_pushcclosure(L, module_index, 1);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, module_tostring);
   lua_setfield(L, -2, "__tostring");
   lua_pop(L, 1);
-  dp_lua_newmeta(L, DP_OBJ_TYPEDEF, "devplan.TypeDef");
-  lua_pushcfunction(L, typedef_index);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, typedef_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
-  dp_lua_newmeta(L, DP_OBJ_PRIMFN, "devplan.PrimFn");
-  lua_pushcfunction(L, primfn_index);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, primfn_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  dp_lua_newclass(L, DP_OBJ_TYPEDEF, "devplan.TypeDef", typedef_index, typedef_tostring);
+  dp_lua_newclass(L, DP_OBJ_PRIMFN, "devplan.PrimFn", primfn_index, primfn_tostring);
   static const luaL_Reg fns[] = {
     {"IRModule", l_module}, {"typedef", l_typedef}, {"primfn", l_primfn}, {"astext", l_astext},
     {"structural_equal", l_structural_equal},

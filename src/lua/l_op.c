@@ -196,14 +196,19 @@ static int l_register(lua_State *L) {
 
 /* ---------------- inference ---------------- */
 
-static int l_infer_type(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+/* Infers the types of m (e NULL) or of e in m (m may be NULL) with Lua
+   relations running on L; raises a type error. */
+static void infer(lua_State *L, dp_module *m, dp_expr *e) {
   lua_State *saved = active_thread;
   active_thread = L;
   dp_err *err = NULL;
-  int rc = dp_infer_module(m, &err);
+  int rc = e ? dp_infer_expr(m, e, &err) : dp_infer_module(m, &err);
   active_thread = saved;
-  if (rc < 0) return dp_lua_error(L, err ? err : dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "type error"));
+  if (rc < 0) dp_lua_error(L, err ? err : dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "type error"));
+}
+
+static int l_infer_type(lua_State *L) {
+  infer(L, dp_lua_check(L, 1, DP_OBJ_MODULE), NULL);
   lua_settop(L, 1);
   return 1;
 }
@@ -211,13 +216,7 @@ static int l_infer_type(lua_State *L) {
 /* dp.infer_expr(e, mod?) -> e's checked type */
 static int l_infer_expr(lua_State *L) {
   dp_expr *e = dp_lua_check_expr(L, 1);
-  dp_module *m = lua_isnoneornil(L, 2) ? NULL : dp_lua_check(L, 2, DP_OBJ_MODULE);
-  lua_State *saved = active_thread;
-  active_thread = L;
-  dp_err *err = NULL;
-  int rc = dp_infer_expr(m, e, &err);
-  active_thread = saved;
-  if (rc < 0) return dp_lua_error(L, err ? err : dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "type error"));
+  infer(L, lua_isnoneornil(L, 2) ? NULL : dp_lua_check(L, 2, DP_OBJ_MODULE), e);
   dp_lua_push(L, e->type);
   return 1;
 }

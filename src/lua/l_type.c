@@ -2,7 +2,6 @@
  * Types from Lua: the dp.type constructors and the fields of Type values.
  * Types are interned by the core, so equal types are one Lua value.
  */
-#include <stdlib.h>
 #include <string.h>
 #include "l_ir.h"
 
@@ -14,12 +13,6 @@ static dp_dtype check_dtype(lua_State *L, int idx, const char *dflt) {
   dp_dtype d = dp_dtype_parse(s);
   if (!d) luaL_argerror(L, idx, lua_pushfstring(L, "unknown dtype '%s'", s));
   return d;
-}
-
-static int push_new_type(lua_State *L, dp_type *t) {
-  if (!t) return luaL_error(L, "out of memory");
-  dp_lua_push_owned(L, t);
-  return 1;
 }
 
 /* dp.type.tensor({5, 7}, "float32"): -1 or "?" for an unknown dimension. */
@@ -42,13 +35,13 @@ static int l_tensor(lua_State *L) {
     }
     lua_pop(L, 1);
   }
-  return push_new_type(L, dp_type_tensor(dp_lua_ctx(L), dt, (uint32_t)n, dims));
+  return dp_lua_push_new(L, dp_type_tensor(dp_lua_ctx(L), dt, (uint32_t)n, dims), NULL);
 }
 
 static int l_scalar(lua_State *L) {
   lua_settop(L, 1); /* fixed slots: scratch buffers go above */
   dp_dtype dt = check_dtype(L, 1, "float32");
-  return push_new_type(L, dp_type_tensor(dp_lua_ctx(L), dt, 0, NULL));
+  return dp_lua_push_new(L, dp_type_tensor(dp_lua_ctx(L), dt, 0, NULL), NULL);
 }
 
 static int l_tuple(lua_State *L) {
@@ -56,50 +49,45 @@ static int l_tuple(lua_State *L) {
   void *small[16];
   uint32_t n;
   void **f = dp_lua_check_list(L, 1, DP_OBJ_TYPE, 0, "fields", small, 16, &n);
-  return push_new_type(L, dp_type_tuple(dp_lua_ctx(L), n, (dp_type *const *)f));
+  return dp_lua_push_new(L, dp_type_tuple(dp_lua_ctx(L), n, (dp_type *const *)f), NULL);
 }
 
 /* dp.type.func({args}, ret, {type_params}?) */
 static int l_func(lua_State *L) {
   lua_settop(L, 3); /* fixed slots: scratch buffers go above */
   void *sa[16], *sp[8];
-  uint32_t na, np = 0;
+  uint32_t na, np;
   void **a = dp_lua_check_list(L, 1, DP_OBJ_TYPE, 0, "args", sa, 16, &na);
   dp_type *ret = dp_lua_check_type(L, 2);
-  void **p = sp;
-  if (!lua_isnoneornil(L, 3)) p = dp_lua_check_list(L, 3, DP_OBJ_TYPE, 0, "type_params", sp, 8, &np);
-  for (uint32_t i = 0; i < np; i++)
-    if (((dp_type *)p[i])->h.kind != DP_TY_VAR)
-      luaL_argerror(L, 3, "type parameters must be type variables (dp.type.var)");
-  return push_new_type(L, dp_type_func(dp_lua_ctx(L), np, (dp_type *const *)p, na,
-                                       (dp_type *const *)a, ret));
+  void **p = dp_lua_opt_type_params(L, 3, sp, 8, &np);
+  return dp_lua_push_new(L, dp_type_func(dp_lua_ctx(L), np, (dp_type *const *)p, na,
+                                       (dp_type *const *)a, ret), NULL);
 }
 
 static int l_ref(lua_State *L) {
   lua_settop(L, 1); /* fixed slots: scratch buffers go above */
   dp_type *t = dp_lua_check_type(L, 1);
-  return push_new_type(L, dp_type_ref(dp_lua_ctx(L), t));
+  return dp_lua_push_new(L, dp_type_ref(dp_lua_ctx(L), t), NULL);
 }
 
 static int l_var(lua_State *L) {
   lua_settop(L, 1); /* fixed slots: scratch buffers go above */
   const char *name = luaL_optstring(L, 1, "t");
-  return push_new_type(L, dp_type_var_new(dp_lua_ctx(L), name));
+  return dp_lua_push_new(L, dp_type_var_new(dp_lua_ctx(L), name), NULL);
 }
 
 static int l_adt(lua_State *L) {
   lua_settop(L, 2); /* fixed slots: scratch buffers go above */
   const char *name = luaL_checkstring(L, 1);
   void *sa[8];
-  uint32_t n = 0;
-  void **a = sa;
-  if (!lua_isnoneornil(L, 2)) a = dp_lua_check_list(L, 2, DP_OBJ_TYPE, 0, "args", sa, 8, &n);
-  return push_new_type(L, dp_type_adt(dp_lua_ctx(L), name, n, (dp_type *const *)a));
+  uint32_t n;
+  void **a = dp_lua_opt_list(L, 2, DP_OBJ_TYPE, 0, "args", sa, 8, &n);
+  return dp_lua_push_new(L, dp_type_adt(dp_lua_ctx(L), name, n, (dp_type *const *)a), NULL);
 }
 
 static int l_storage(lua_State *L) {
   lua_settop(L, 0); /* fixed slots: scratch buffers go above */
-  return push_new_type(L, dp_type_storage(dp_lua_ctx(L)));
+  return dp_lua_push_new(L, dp_type_storage(dp_lua_ctx(L)), NULL);
 }
 
 /* ---------------- fields ---------------- */
@@ -175,21 +163,11 @@ static int type_index(lua_State *L) {
 }
 
 static int type_tostring(lua_State *L) {
-  dp_type *t = dp_lua_check(L, 1, DP_OBJ_TYPE);
-  char *s = dp_type_str(t);
-  if (!s) return luaL_error(L, "out of memory");
-  lua_pushstring(L, s);
-  free(s);
-  return 1;
+  return dp_lua_push_cstr(L, dp_type_str(dp_lua_check(L, 1, DP_OBJ_TYPE)));
 }
 
 void dp_lua_open_type(lua_State *L) {
-  dp_lua_newmeta(L, DP_OBJ_TYPE, "devplan.Type");
-  lua_pushcfunction(L, type_index);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, type_tostring);
-  lua_setfield(L, -2, "__tostring");
-  lua_pop(L, 1);
+  dp_lua_newclass(L, DP_OBJ_TYPE, "devplan.Type", type_index, type_tostring);
   static const luaL_Reg fns[] = {
     {"tensor", l_tensor}, {"scalar", l_scalar}, {"tuple", l_tuple}, {"func", l_func},
     {"ref", l_ref}, {"var", l_var}, {"adt", l_adt}, {"storage", l_storage}, {NULL, NULL}};

@@ -84,13 +84,20 @@ static void raise_failed(lua_State *L, cbstate *s) {
   lua_error(L);
 }
 
-static int l_visit(lua_State *L) {
-  lua_settop(L, 2); /* fixed slots: scratch buffers go above */
+/* Argument 1 of dp.visit and dp.rewrite: an expression or a module. Fixes
+   the stack at two slots (callback state goes above). */
+static dp_obj *check_root(lua_State *L, cbstate *s) {
+  lua_settop(L, 2);
   dp_obj *root = dp_lua_testobj(L, 1);
   if (!root || (root->type != DP_OBJ_EXPR && root->type != DP_OBJ_MODULE))
     luaL_typeerror(L, 1, "expression or IRModule");
+  setup_state(L, s);
+  return root;
+}
+
+static int l_visit(lua_State *L) {
   cbstate s;
-  setup_state(L, &s);
+  dp_obj *root = check_root(L, &s);
   if (lua_isfunction(L, 2)) {
     s.post = 2;
   } else if (lua_istable(L, 2)) {
@@ -213,12 +220,8 @@ static int rewrite_module(lua_State *L, cbstate *s, dp_module *m) {
 }
 
 static int l_rewrite(lua_State *L) {
-  lua_settop(L, 2); /* fixed slots: scratch buffers go above */
-  dp_obj *root = dp_lua_testobj(L, 1);
-  if (!root || (root->type != DP_OBJ_EXPR && root->type != DP_OBJ_MODULE))
-    luaL_typeerror(L, 1, "expression or IRModule");
   cbstate s;
-  setup_state(L, &s);
+  dp_obj *root = check_root(L, &s);
   setup_handlers(L, &s);
   if (root->type == DP_OBJ_MODULE) return rewrite_module(L, &s, (dp_module *)root);
   dp_lua_push_owned(L, rewrite_one(L, &s, (dp_expr *)root));
@@ -232,11 +235,7 @@ static int l_free_vars(lua_State *L) {
   uint32_t n = 0;
   dp_var **vs = dp_free_vars(e, &n);
   if (!vs && n) return luaL_error(L, "out of memory");
-  lua_createtable(L, (int)n, 0);
-  for (uint32_t i = 0; i < n; i++) {
-    dp_lua_push(L, vs[i]);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
+  dp_lua_push_list(L, (void *const *)vs, n);
   free(vs);
   return 1;
 }

@@ -76,6 +76,16 @@ void dp_lua_newmeta(lua_State *L, dp_objtype type, const char *name) {
   lua_pop(L, 1);
 }
 
+void dp_lua_newclass(lua_State *L, dp_objtype type, const char *name, lua_CFunction index,
+                     lua_CFunction tostring) {
+  dp_lua_newmeta(L, type, name);
+  lua_pushcfunction(L, index);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, tostring);
+  lua_setfield(L, -2, "__tostring");
+  lua_pop(L, 1);
+}
+
 void dp_lua_push(lua_State *L, void *p) {
   dp_obj *obj = p;
   if (!obj) {
@@ -110,6 +120,43 @@ void dp_lua_push(lua_State *L, void *p) {
 void dp_lua_push_owned(lua_State *L, void *obj) {
   dp_lua_push(L, obj);
   dp_release(obj);
+}
+
+int dp_lua_push_new(lua_State *L, void *obj, dp_err *err) {
+  if (err) {
+    dp_release(obj);
+    return dp_lua_error(L, err);
+  }
+  if (!obj) return luaL_error(L, "out of memory");
+  dp_lua_push_owned(L, obj);
+  return 1;
+}
+
+int dp_lua_push_lstr(lua_State *L, char *s, size_t len) {
+  if (!s) return luaL_error(L, "out of memory");
+  lua_pushlstring(L, s, len);
+  free(s);
+  return 1;
+}
+
+int dp_lua_push_cstr(lua_State *L, char *s) {
+  return dp_lua_push_lstr(L, s, s ? strlen(s) : 0);
+}
+
+void dp_lua_push_list(lua_State *L, void *const *items, uint32_t n) {
+  lua_createtable(L, (int)n, 0);
+  for (uint32_t i = 0; i < n; i++) {
+    dp_lua_push(L, items[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+}
+
+void dp_lua_subtable(lua_State *L, const char *name) {
+  if (lua_getfield(L, -1, name) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, name);
 }
 
 dp_obj *dp_lua_testobj(lua_State *L, int idx) {
@@ -152,6 +199,15 @@ static int error_tostring(lua_State *L) {
 static const char *code_names[] = {NULL, "error", "memory", "value", "type", "syntax",
                                    "name", "conflict", "callback"};
 
+/* Fields line and col of the table at the top, when the span has a line. */
+static void set_line_col(lua_State *L, dp_span s) {
+  if (!s.line) return;
+  lua_pushinteger(L, s.line);
+  lua_setfield(L, -2, "line");
+  lua_pushinteger(L, s.col);
+  lua_setfield(L, -2, "col");
+}
+
 void dp_lua_pusherror(lua_State *L, dp_err *e) {
   char *formatted = dp_err_format(e);
   lua_createtable(L, 0, 8);
@@ -165,22 +221,14 @@ void dp_lua_pusherror(lua_State *L, dp_err *e) {
   if (e && e->span.line) {
     lua_pushstring(L, e->source ? e->source : "<unknown>");
     lua_setfield(L, -2, "source");
-    lua_pushinteger(L, e->span.line);
-    lua_setfield(L, -2, "line");
-    lua_pushinteger(L, e->span.col);
-    lua_setfield(L, -2, "col");
+    set_line_col(L, e->span);
   }
   lua_createtable(L, e ? (int)e->nnotes : 0, 0);
   for (uint32_t i = 0; e && i < e->nnotes; i++) {
     lua_createtable(L, 0, 3);
     lua_pushstring(L, e->notes[i].msg);
     lua_setfield(L, -2, "message");
-    if (e->notes[i].span.line) {
-      lua_pushinteger(L, e->notes[i].span.line);
-      lua_setfield(L, -2, "line");
-      lua_pushinteger(L, e->notes[i].span.col);
-      lua_setfield(L, -2, "col");
-    }
+    set_line_col(L, e->notes[i].span);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   lua_setfield(L, -2, "notes");

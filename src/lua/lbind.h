@@ -28,10 +28,28 @@ dp_ctx *dp_lua_ctx(lua_State *L);
    and types one metatable serves all kinds. */
 void dp_lua_newmeta(lua_State *L, dp_objtype type, const char *name);
 
+/* Like dp_lua_newmeta, with __index and __tostring set; pops the metatable.
+   The usual shape of a class whose fields are read by one C function. */
+void dp_lua_newclass(lua_State *L, dp_objtype type, const char *name, lua_CFunction index,
+                     lua_CFunction tostring);
+
 /* Push the Lua value of obj (nil for NULL); the caller keeps its reference. */
 void dp_lua_push(lua_State *L, void *obj);
 /* Push and drop the caller's reference (for new references). */
 void dp_lua_push_owned(lua_State *L, void *obj);
+/* The ending of a binding that made obj (a new reference): pushes it and
+   returns 1. With err set, releases obj and raises err instead; with obj
+   NULL and no err, raises "out of memory". */
+int dp_lua_push_new(lua_State *L, void *obj, dp_err *err);
+/* Pushes the malloc'd string s and frees it (returns 1); NULL raises "out
+   of memory". _lstr takes the length, _cstr uses strlen. */
+int dp_lua_push_lstr(lua_State *L, char *s, size_t len);
+int dp_lua_push_cstr(lua_State *L, char *s);
+/* Pushes a list (a Lua table) of the Lua values of n C objects. */
+void dp_lua_push_list(lua_State *L, void *const *items, uint32_t n);
+/* Pushes t[name] of the table t at the top, first making it an empty table
+   when it is not a table (parts of the binding share dp.debug, dp.passes). */
+void dp_lua_subtable(lua_State *L, const char *name);
 
 /* The object at idx if it is of `type`, else NULL / a Lua argument error. */
 void *dp_lua_test(lua_State *L, int idx, dp_objtype type);

@@ -229,7 +229,8 @@ static dp_expr *capture_param(cctx *c, uint32_t id, dp_var *v, dp_err **err) {
 static int is_param(cctx *c, uint32_t id) {
   dp_domains *d = c->d;
   if (d->flat.flag[id] & PM_PARAM) return 1;
-  if (!(d->flat.flag[id] & PM_SHARED)) return 0;
+  /* a node with one flat id has its parameter mark there */
+  if (!(d->flat.flag[id] & PM_SHARED) || !d->xshared) return 0;
   struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)d->flat.x[id]);
   return s && (s->flags & PM_PARAM);
 }

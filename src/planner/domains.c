@@ -178,7 +178,7 @@ static uint32_t dom_of_global(dp_domains *d, dp_global *g) {
 
 uint32_t dp__dom_of(dp_domains *d, dp_expr *e) {
   struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)e);
-  if (s && s->val != DP_NONE_ID) return s->val;
+  if (s && s->val != DP_NONE_ID) return s->flags & PM_ID ? d->flat.dom[s->val] : s->val;
   uint32_t id = dp__dom_new(d, e);
   if (dp__pmap_put(&d->map, (uintptr_t)e, id, 0) < 0) d->oom = 1;
   return id;
@@ -388,31 +388,61 @@ int dp__unify_collapsed(dp_domains *d, uint32_t first, uint32_t any, int rule, d
   return dp__unify(d, first, any, rule, why, 0, err);
 }
 
+/* The canonical default of device cur by device vdev (indices). The
+   answer depends on the two devices only, and defaulting asks the same few
+   pairs for every node: the last answers are kept (interning a device per
+   node was most of the defaulting phase). */
+static uint32_t default_index(dp_domains *d, uint32_t cur, uint32_t vdev) {
+  for (uint32_t k = 0; k < d->ndflt; k++)
+    if (d->dflt[k][0] == cur && d->dflt[k][1] == vdev) return d->dflt[k][2];
+  dp_vdev *v = dp_vdev_default(d->vdevs[cur], d->vdevs[vdev]);
+  if (!v) {
+    d->oom = 1;
+    return DP_NONE_ID;
+  }
+  uint32_t want = dp__canon_index(d, v, NULL);
+  if (want == DP_NONE_ID) want = dp__vdev_index(d, v);
+  dp_release(v);
+  if (d->oom) return DP_NONE_ID;
+  uint32_t k = d->ndflt < 8 ? d->ndflt++ : (cur + vdev) % 8;
+  d->dflt[k][0] = cur;
+  d->dflt[k][1] = vdev;
+  d->dflt[k][2] = want;
+  return want;
+}
+
 static int default_first(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
                          dp_err **err) {
   uint32_t r = dp__dom_find(d, x), cur = d->nodes[r].vdev;
   if (cur == vdev || vdev == 0) return 0;
   uint32_t want = vdev;
-  if (cur) {
-    dp_vdev *v = dp_vdev_default(d->vdevs[cur], d->vdevs[vdev]);
-    if (!v) {
-      d->oom = 1;
-      return -1;
-    }
-    want = dp__canon_index(d, v, NULL);
-    if (want == DP_NONE_ID) want = dp__vdev_index(d, v);
-    dp_release(v);
-  }
+  if (cur) want = default_index(d, cur, vdev);
+  if (want == DP_NONE_ID) return -1;
   if (want == cur) return 0;
   uint32_t c = dp__dom_first(d, want, rule, why);
   return dp__unify(d, r, c, rule, why, 0, err) < 0 ? -1 : 0;
 }
 
+/* A work stack that starts in the caller's frame (most domains are first
+   order: no allocation) and moves to the heap when it outgrows it. */
+static int stack_room(uint32_t **stack, uint32_t *cap, uint32_t *small, uint32_t need) {
+  if (need <= *cap) return 0;
+  uint32_t c = *cap * 2;
+  while (c < need) c *= 2;
+  uint32_t *s = dp_realloc(*stack == small ? NULL : *stack, (size_t)c * sizeof *s);
+  if (!s) return -1;
+  if (*stack == small) memcpy(s, small, *cap * sizeof *s);
+  *stack = s;
+  *cap = c;
+  return 0;
+}
+
 int dp__set_default(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
                     dp_err **err) {
-  uint32_t *stack = NULL, n = 0, cap = 0;
+  uint32_t small[16], *stack = small, n = 0, cap = 16;
   int rc = 0;
-  if (grow((void **)&stack, &cap, 1, sizeof *stack) < 0) goto oom;
+  uint32_t r0 = dp__dom_find(d, x);
+  if (!d->nodes[r0].isfn) return default_first(d, r0, vdev, rule, why, err);
   stack[n++] = x;
   while (n && rc == 0) {
     uint32_t r = dp__dom_find(d, stack[--n]);
@@ -421,13 +451,13 @@ int dp__set_default(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr 
       continue;
     }
     uint32_t off = d->nodes[r].aux, ar = d->kids[off];
-    if (grow((void **)&stack, &cap, n + ar + 1, sizeof *stack) < 0) goto oom;
+    if (stack_room(&stack, &cap, small, n + ar + 1) < 0) goto oom;
     for (uint32_t i = ar + 1; i-- > 0;) stack[n++] = d->kids[off + 1 + i];
   }
-  free(stack);
+  if (stack != small) free(stack);
   return rc;
 oom:
-  free(stack);
+  if (stack != small) free(stack);
   d->oom = 1;
   dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return -1;

@@ -57,17 +57,29 @@ static int is_lowered(const dp_domains *d, const dp_call *c) {
          c->args[1]->h.kind == DP_TUPLE;
 }
 
-/* First reach of e: its id (new or from `seen`), DP_NONE_ID for operators
+/* The domain of a shared node reached for the first time in this
+   function (ids from `from` on), and whether it is in d->map already.
+   d->map holds its domain or its flat id in an earlier function. */
+static uint32_t shared_dom(dp_domains *d, dp_expr *e, struct dp_pslot *s) {
+  if (!s) return dp__dom_new(d, e);
+  if (!(s->flags & PM_ID)) return s->val;
+  d->xshared = 1;
+  return d->flat.dom[s->val];
+}
+
+/* First reach of e: its id (new, or from d->map for a shared node already
+   indexed in this function: ids from `from` on), DP_NONE_ID for operators
    and constructors; a new node is pushed on the frame stack. */
-static uint32_t reach(dp_domains *d, dp_pmap *seen, dp_expr *e, int root, fframe **st,
+static uint32_t reach(dp_domains *d, uint32_t from, dp_expr *e, int root, fframe **st,
                       uint32_t *nst, uint32_t *capst) {
   dp_flat *f = &d->flat;
   int k = e->h.kind;
   if (k == DP_OP || k == DP_CTOR) return DP_NONE_ID;
   int shared = root || e->h.rc > 1;
+  struct dp_pslot *s = NULL;
   if (shared) {
-    struct dp_pslot *s = dp__pmap_get(seen, (uintptr_t)e);
-    if (s) return s->val;
+    s = dp__pmap_get(&d->map, (uintptr_t)e);
+    if (s && (s->flags & PM_ID) && s->val >= from) return s->val;
   }
   uint32_t nk = (k == DP_FUNC && dp__is_primitive((dp_func *)e)) ? 0 : dp_expr_nchildren(e);
   if (grow_nodes(f, f->n + 1) < 0 || grow((void **)&f->kid, &f->capkid, f->nkid + nk, sizeof *f->kid) < 0 ||
@@ -78,29 +90,35 @@ static uint32_t reach(dp_domains *d, dp_pmap *seen, dp_expr *e, int root, fframe
   uint32_t id = f->n++;
   f->x[id] = e;
   f->flag[id] = shared ? PM_SHARED : 0;
-  /* shared nodes (and globals, whose domain is their function's) keep
-     their domain in d->map, so every reach of them agrees */
-  f->dom[id] = shared || k == DP_GLOBAL ? dp__dom_of(d, e) : dp__dom_new(d, e);
+  /* shared nodes keep their id in d->map, so every reach of them agrees
+     (and globals their function's domain) */
+  f->dom[id] = shared ? shared_dom(d, e, s) : k == DP_GLOBAL ? dp__dom_of(d, e) : dp__dom_new(d, e);
   f->koff[id] = f->nkid;
   for (uint32_t i = 0; i < nk; i++) f->kid[f->nkid + i] = DP_NONE_ID;
   f->nkid += nk;
   f->koff[id + 1] = f->nkid;
-  if (shared && dp__pmap_put(seen, (uintptr_t)e, id, 0) < 0) d->oom = 1;
+  if (shared) {
+    if (s) { /* (s is still valid: only dp__dom_new, run when s is NULL, grows d->map) */
+      s->val = id;
+      s->flags |= PM_ID;
+    } else if (dp__pmap_add(&d->map, (uintptr_t)e, id, PM_ID) < 0) {
+      d->oom = 1;
+    }
+  }
   (*st)[(*nst)++] = (fframe){id, 0, nk};
   return id;
 }
 
 int dp__flat_add(dp_domains *d, dp_func *root) {
   dp_flat *f = &d->flat;
-  dp_pmap seen = {0};
   fframe *st = NULL;
-  uint32_t nst = 0, capst = 0;
-  reach(d, &seen, &root->e, 1, &st, &nst, &capst);
+  uint32_t nst = 0, capst = 0, from = f->n;
+  reach(d, from, &root->e, 1, &st, &nst, &capst);
   while (nst && !d->oom) {
     fframe *t = &st[nst - 1];
     if (t->i < t->n) {
       uint32_t id = t->id, i = t->i++;
-      uint32_t k = reach(d, &seen, dp_expr_child(f->x[id], i), 0, &st, &nst, &capst);
+      uint32_t k = reach(d, from, dp_expr_child(f->x[id], i), 0, &st, &nst, &capst);
       f->kid[f->koff[id] + i] = k;
       continue;
     }
@@ -112,14 +130,14 @@ int dp__flat_add(dp_domains *d, dp_func *root) {
       uint32_t tk = dp__fkid(d, id, 2);
       if (tk != DP_NONE_ID) {
         f->flag[tk] |= PM_LOWERED_ARGS;
-        if ((f->flag[tk] & PM_SHARED) &&
-            dp__pmap_put(&d->map, (uintptr_t)f->x[tk], f->dom[tk], PM_LOWERED_ARGS) < 0)
-          d->oom = 1;
+        if (f->flag[tk] & PM_SHARED) {
+          struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)f->x[tk]);
+          if (s) s->flags |= PM_LOWERED_ARGS;
+        }
       }
     }
   }
   free(st);
-  dp__pmap_free(&seen);
   return d->oom ? -1 : 0;
 }
 
@@ -140,12 +158,18 @@ uint32_t dp__fcallee_dom(dp_domains *d, uint32_t id) {
 int dp__domains_full_map(dp_domains *d) {
   if (d->map_full) return 0;
   dp_flat *f = &d->flat;
-  for (uint32_t id = 0; id < f->n; id++)
-    if (dp__pmap_put(&d->map, (uintptr_t)f->x[id], f->dom[id],
-                     f->flag[id] & (PM_PARAM | PM_LOWERED_ARGS | PM_VISITED)) < 0) {
+  for (uint32_t id = 0; id < f->n; id++) {
+    uint32_t fl = f->flag[id] & (PM_PARAM | PM_LOWERED_ARGS | PM_VISITED);
+    struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)f->x[id]);
+    if (s && (s->flags & PM_ID)) { /* shared: its slot names a flat id already */
+      s->flags |= fl;
+      continue;
+    }
+    if (dp__pmap_put(&d->map, (uintptr_t)f->x[id], f->dom[id], fl) < 0) {
       d->oom = 1;
       return -1;
     }
+  }
   d->map_full = 1;
   return 0;
 }

@@ -6,6 +6,7 @@
  * the planned module stays typed and can be planned again.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "planner.h"
 

@@ -47,7 +47,9 @@ typedef struct dp_pmap {
   uint32_t cap, n;
 } dp_pmap;
 
-enum { PM_VISITED = 1, PM_PARAM = 2, PM_LOWERED_ARGS = 4, PM_SHARED = 8 };
+/* PM_ID: in d->map, val is the node's (latest) flat id, its domain
+   flat.dom[val]; without it val is the domain itself. */
+enum { PM_VISITED = 1, PM_PARAM = 2, PM_LOWERED_ARGS = 4, PM_SHARED = 8, PM_ID = 16 };
 
 /* Attribute sets the planner builds, made once per device pair and reused:
    capture annotates most nodes of a module with a handful of distinct
@@ -69,7 +71,8 @@ struct dp_plan_ops {
    of a function, as dp_visit reaches it. Operators and constructors get
    none (their id is DP_NONE_ID). Default and capture walk these arrays
    instead of the IR, so a node's domain and children cost no pointer-map
-   lookup; only shared nodes (rc > 1) go through d->map. */
+   lookup; only shared nodes (rc > 1) go through d->map, which maps them to
+   their flat id (PM_ID). */
 typedef struct dp_flat {
   dp_expr **x;       /* id -> node (borrowed: the module holds it) */
   uint32_t *dom;     /* id -> domain */
@@ -97,9 +100,11 @@ struct dp_domains {
      canonicalising through the configuration costs a lookup and an intern */
   dp_vdev *canon_key[8];
   uint32_t canon_val[8], ncanon;
+  uint32_t dflt[8][3], ndflt;  /* last defaults: (device, default) -> result (domains.c) */
   dp_pmap map;              /* expr (and global name ids) -> domain; complete once map_full */
   dp_flat flat;             /* analysis' index of the module (flat.c) */
   int map_full;             /* every flat node is in map (dp__domains_full_map) */
+  int xshared;              /* a node is indexed in two functions (it has two flat ids) */
   /* scratch for unify */
   uint32_t *work; uint32_t nwork, capwork;
   uint32_t *trail; uint32_t ntrail, captrail;
@@ -109,6 +114,8 @@ struct dp_domains {
 
 /* --- pmap.c --- */
 int dp__pmap_put(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t flags);
+/* put of a key known to be absent (one probe sequence instead of two) */
+int dp__pmap_add(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t flags);
 struct dp_pslot *dp__pmap_get(const dp_pmap *m, uintptr_t key);
 void dp__pmap_free(dp_pmap *m);
 

@@ -6,12 +6,14 @@
 #include <stdlib.h>
 #include "planner.h"
 
+/* Keys of one 4 KiB page land in one block of 256 slots, in address
+   order; pages are scattered (Fibonacci hashing). The planner looks nodes
+   up roughly in allocation order, so neighbouring lookups touch
+   neighbouring slots instead of a random cache line each. */
 static uint32_t hash_ptr(uintptr_t k) {
-  uint64_t x = (uint64_t)k;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return (uint32_t)x;
+  uint64_t page = (uint64_t)k >> 12;
+  uint32_t block = (uint32_t)((page * 0x9E3779B97F4A7C15ULL) >> 32);
+  return (block << 8) | (uint32_t)((k >> 4) & 255);
 }
 
 static int grow(dp_pmap *m) {
@@ -47,6 +49,10 @@ int dp__pmap_put(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t flags) {
     s->flags |= flags;
     return 0;
   }
+  return dp__pmap_add(m, key, val, flags);
+}
+
+int dp__pmap_add(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t flags) {
   /* keep the load under 2/3 */
   if ((m->n + 1) * 3 >= m->cap * 2 && grow(m) < 0) return -1;
   uint32_t j = hash_ptr(key) & (m->cap - 1);

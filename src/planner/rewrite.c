@@ -9,6 +9,12 @@
  * - call_lowered(@prim, (a, b)) to a primfn gets its arguments and result
  *   wrapped in unconstrained on_device calls (a copy is allowed there, when
  *   the primfn's memory scopes do not match).
+ *
+ * The walk rebuilds only the spine above a changed node: an unchanged node
+ * is its own result (no allocation, no reference), and a module where
+ * nothing changes is returned as it is. Only shared nodes with children are
+ * memoized (variables never change here, and a node with one parent is
+ * reached once), so a let chain costs no pointer-map lookup.
  */
 #include <stdlib.h>
 #include "planner.h"
@@ -102,30 +108,163 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *e, dp_err **err) {
   return dp_retain(e);
 }
 
+/* ---- the walk ---- */
+
+typedef struct wframe { dp_expr *e; uint32_t i, n, base; } wframe;
+
+typedef struct walk {
+  rctx *r;
+  wframe *fr; uint32_t nfr, capfr;
+  /* results awaiting their parent, with their originals: a result is
+     owned where it differs from its original, borrowed where it is it */
+  dp_expr **res, **ores; uint32_t nres, capres, capores;
+  dp_pmap memo;                            /* shared original -> index in mres */
+  dp_expr **mres, **morig; uint32_t nmres, capmres, capmorig;
+} walk;
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t size) {
+  if (need <= *cap) return 0;
+  uint32_t c = *cap ? *cap : 64;
+  while (c < need) c *= 2;
+  void *q = dp_realloc(*p, (size_t)c * size);
+  if (!q) return -1;
+  *p = q;
+  *cap = c;
+  return 0;
+}
+
+static void drop(dp_expr *res, const dp_expr *orig) {
+  if (res != orig) dp_release(res);
+}
+
+/* Remember the result r of a shared node orig (a reference of its own). */
+static int memoize(walk *w, dp_expr *orig, dp_expr *r) {
+  if (grow((void **)&w->mres, &w->capmres, w->nmres + 1, sizeof *w->mres) < 0 ||
+      grow((void **)&w->morig, &w->capmorig, w->nmres + 1, sizeof *w->morig) < 0 ||
+      dp__pmap_put(&w->memo, (uintptr_t)orig, w->nmres, 0) < 0)
+    return -1;
+  if (r != orig) dp_retain(r);
+  w->morig[w->nmres] = orig;
+  w->mres[w->nmres++] = r;
+  return 0;
+}
+
+/* Hand result r of orig (owned when it differs) to the parent. */
+static int hand(walk *w, dp_expr *orig, dp_expr *r) {
+  if (grow((void **)&w->res, &w->capres, w->nres + 1, sizeof *w->res) < 0 ||
+      grow((void **)&w->ores, &w->capores, w->nres + 1, sizeof *w->ores) < 0) {
+    drop(r, orig);
+    return -1;
+  }
+  w->res[w->nres] = r;
+  w->ores[w->nres++] = orig;
+  return 0;
+}
+
+static int reach(walk *w, dp_expr *e) {
+  uint32_t n = dp_expr_nchildren(e);
+  if (!n) return hand(w, e, e); /* leaves never change here */
+  if (e->h.rc > 1) {
+    struct dp_pslot *s = dp__pmap_get(&w->memo, (uintptr_t)e);
+    if (s) {
+      dp_expr *r = w->mres[s->val];
+      if (r != e) dp_retain(r);
+      return hand(w, e, r);
+    }
+  }
+  if (grow((void **)&w->fr, &w->capfr, w->nfr + 1, sizeof *w->fr) < 0) return -1;
+  w->fr[w->nfr++] = (wframe){e, 0, n, w->nres};
+  return 0;
+}
+
+/* All children of the top frame are results: rebuild when one changed,
+   then apply the node's own rule. */
+static int complete(walk *w, dp_err **err) {
+  wframe f = w->fr[--w->nfr];
+  dp_expr **kids = w->res + f.base, *e = f.e;
+  uint32_t changed = 0;
+  for (uint32_t i = 0; i < f.n; i++) changed += kids[i] != w->ores[f.base + i];
+  dp_expr *rebuilt = e;
+  if (changed) {
+    rebuilt = dp_expr_with_children(e, kids);
+    if (!rebuilt)
+      dp_err_set(err, dp_err_new(DP_ERR_VALUE, e->span, "rewrite: cannot rebuild a %s node",
+                                 dp_exprkind_name(e->h.kind)));
+  }
+  for (uint32_t i = 0; i < f.n; i++) drop(kids[i], w->ores[f.base + i]);
+  w->nres = f.base;
+  if (!rebuilt) return -1;
+  dp_expr *r = post(w->r, e, rebuilt, err);
+  drop(rebuilt, e);
+  if (!r) return -1;
+  if (r == e) dp_release(r); /* unchanged: borrowed from here on */
+  if (e->h.rc > 1 && memoize(w, e, r) < 0) {
+    drop(r, e);
+    return -1;
+  }
+  return hand(w, e, r);
+}
+
+/* The rewritten function (new reference; fn itself, retained, when
+   unchanged), or NULL + error. */
+static dp_expr *rewrite_fn(walk *w, dp_func *fn, dp_err **err) {
+  w->nfr = w->nres = 0;
+  int rc = reach(w, &fn->e);
+  while (rc == 0 && w->nfr) {
+    wframe *t = &w->fr[w->nfr - 1];
+    if (t->i < t->n) rc = reach(w, dp_expr_child(t->e, t->i++));
+    else rc = complete(w, err);
+  }
+  dp_expr *r = NULL;
+  if (rc == 0 && w->nres == 1) {
+    r = w->res[0];
+    if (r == &fn->e) dp_retain(r);
+    w->nres = 0;
+  } else if (rc == 0 || !*err) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  }
+  for (uint32_t i = 0; i < w->nres; i++) drop(w->res[i], w->ores[i]);
+  w->nres = 0;
+  return r;
+}
+
+static void walk_free(walk *w) {
+  for (uint32_t i = 0; i < w->nmres; i++) drop(w->mres[i], w->morig[i]);
+  free(w->fr);
+  free(w->res);
+  free(w->ores);
+  free(w->mres);
+  free(w->morig);
+  dp__pmap_free(&w->memo);
+}
+
 dp_module *dp_plan_rewrite(dp_module *m, const dp_config *cfg, dp_err **err) {
   (void)cfg;
   struct dp_plan_ops ops;
   if (dp__plan_ops(m->ctx, &ops, err) < 0) return NULL;
   rctx r = {&ops, m};
-  dp_module *out = dp_module_copy(m);
-  if (!out) {
-    dp__plan_ops_free(&ops);
-    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-    return NULL;
-  }
-  dp_rewriter rw = {NULL, post, &r};
+  walk w = {0};
+  w.r = &r;
+  dp_module *out = NULL;
   for (uint32_t i = 0; i < m->nfuncs; i++) {
-    dp_expr *f = dp_rewrite(&m->funcs[i].fn->e, &rw, err);
+    dp_expr *f = rewrite_fn(&w, m->funcs[i].fn, err);
     if (!f) goto fail;
     int rc = 0;
-    if (f != &m->funcs[i].fn->e)
-      rc = dp_module_set_func(out, m->funcs[i].global->name, (dp_func *)f, err);
+    if (f != &m->funcs[i].fn->e) {
+      if (!out && !(out = dp_module_copy(m))) {
+        dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+        rc = -1;
+      }
+      if (rc == 0) rc = dp_module_set_func(out, m->funcs[i].global->name, (dp_func *)f, err);
+    }
     dp_release(f);
     if (rc < 0) goto fail;
   }
+  walk_free(&w);
   dp__plan_ops_free(&ops);
-  return out;
+  return out ? out : dp_retain(m);
 fail:
+  walk_free(&w);
   dp__plan_ops_free(&ops);
   dp_release(out);
   return NULL;

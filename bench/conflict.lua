@@ -1,0 +1,65 @@
+-- Conflicting demands on values nobody annotated: branchy-naive of
+-- ../shared/bench/gen_relay.py (text from bench/gen.lua), a DAG whose
+-- unannotated values are demanded on the CPU and on the GPU. For each size:
+-- parse, then strict planning (PlanDevices with {resolve_conflicts = false},
+-- which must reject the module with a conflict naming both constraints with
+-- positions) and default planning (TVM's semantics: phase 0b inserts
+-- copies). Prints CPU seconds (os.clock), the outcome and the error's
+-- first line. Strict planning must be "error (conflict)" at every size.
+-- (TVM crashes in its conflict step from 1,000 calls; bench/README.md.)
+--
+-- Usage: bin/devplan bench/conflict.lua [N ...]   (default 1000 10000 100000)
+local dp = require "devplan"
+local gen = dofile((arg and arg[0] and arg[0]:match("^(.*/)") or "bench/") .. "gen.lua")
+
+local HOST = dp.Target("llvm")
+local CPU_T, GPU_T = dp.Target("llvm"):with_host(HOST), dp.Target("cuda"):with_host(HOST)
+local META = {VirtualDevice = {
+  dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0, target = CPU_T},
+  dp.VirtualDevice{device_type = "cuda", virtual_device_id = 0, target = GPU_T},
+}}
+local config = dp.CompilationConfig{targets = {CPU_T, GPU_T}, default_device_type = "cuda"}
+local strict = dp.passes.PlanDevices(config, {resolve_conflicts = false})
+local default = dp.passes.PlanDevices(config)
+
+local function timed(f, ...)
+  collectgarbage()
+  local t0 = os.clock()
+  local ok, res = pcall(f, ...)
+  return os.clock() - t0, ok, res
+end
+
+local function copies(mod)
+  local n = 0
+  dp.visit(mod, function(e)
+    if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "device_copy" then n = n + 1 end
+  end)
+  return n
+end
+
+local function first_line(err) return (tostring(err):match("^[^\n]*")) end
+
+local sizes = {}
+for _, s in ipairs(arg or {}) do sizes[#sizes + 1] = assert(tonumber(s), "sizes must be numbers") end
+if #sizes == 0 then sizes = {1000, 10000, 100000} end
+
+print("| N | planning | parse s | plan s | outcome | error's first line |")
+print("|---:|---|---:|---:|---|---|")
+for _, n in ipairs(sizes) do
+  local text = gen["branchy-naive"](n)
+  local tp, pok, mod = timed(dp.parse, text, META, {source_name = "branchy-naive-" .. n .. ".relay"})
+  if not pok then error(mod, 0) end
+  text = nil -- luacheck: ignore (frees the text before planning)
+  for _, mode in ipairs{{"strict", strict}, {"default", default}} do
+    local t, ok, res = timed(mode[2], mod)
+    local outcome, line
+    if ok then
+      outcome, line = "planned, " .. copies(res) .. " copies", ""
+    else
+      outcome, line = "error (" .. tostring(type(res) == "table" and res.code or "lua") .. ")", first_line(res)
+    end
+    res = nil -- luacheck: ignore
+    print(string.format("| %d | %s | %.3f | %.3f | %s | %s |", n, mode[1], tp, t, outcome, line))
+    io.stdout:flush()
+  end
+end

@@ -1,0 +1,228 @@
+-- Testing helpers for busted specs: `require "devplan.testing"` registers
+-- three luassert assertions and returns the conformance palette and small
+-- helpers that specs (and benchmarks) would otherwise each copy.
+--
+--   assert.structurally_equal(actual, expected)   -- diff: path + both sides
+--   assert.plans_to(input_text, expected_text, config, metatable?)
+--   assert.idempotent(pass, mod)                  -- pass(pass(mod)) == pass(mod)
+--
+-- The palette is the one ../shared/conformance/run.lua builds (targets HOST,
+-- CPU, GPU with an llvm host; virtual devices CPU, GPU, HOST, CPU_SCOPE_A, ...),
+-- so a spec names devices exactly as the conformance cases do.
+local dp = require "devplan"
+
+local M = {}
+
+-- ---------------------------------------------------------------- palette
+
+local HOST_TARGET = dp.Target("llvm")
+
+M.TARGET = {
+  HOST = HOST_TARGET,
+  CPU = dp.Target("llvm"):with_host(HOST_TARGET),
+  GPU = dp.Target("cuda"):with_host(HOST_TARGET),
+}
+
+local function vd(device_type, target, scope)
+  return dp.VirtualDevice{device_type = device_type, virtual_device_id = 0,
+                          target = target, memory_scope = scope}
+end
+
+M.PALETTE = {
+  HOST = vd("cpu", M.TARGET.HOST),
+  CPU = vd("cpu", M.TARGET.CPU),
+  GPU = vd("cuda", M.TARGET.GPU),
+  CPU_SCOPE_A = vd("cpu", M.TARGET.CPU, "scopeA"),
+  CPU_SCOPE_B = vd("cpu", M.TARGET.CPU, "scopeB"),
+  GPU_SCOPE_GLOBAL = vd("cuda", M.TARGET.GPU, "global"),
+  GPU_SCOPE_TEXTURE = vd("cuda", M.TARGET.GPU, "global.texture"),
+  GLOBAL = dp.VirtualDevice{memory_scope = "global"},
+  TEXTURE = dp.VirtualDevice{memory_scope = "global.texture"},
+}
+
+-- The metatable most specs parse with: meta[VirtualDevice][0] is CPU, [1] GPU.
+M.META = {VirtualDevice = {M.PALETTE.CPU, M.PALETTE.GPU}}
+
+-- A CompilationConfig over palette targets (names or Target values; default
+-- CPU and GPU) with the given default device type (default "cuda", as the
+-- conformance runner).
+function M.config(default_device_type, targets)
+  local ts = {}
+  for i, t in ipairs(targets or {"CPU", "GPU"}) do
+    ts[i] = type(t) == "string" and assert(M.TARGET[t], "unknown palette target " .. t) or t
+  end
+  return dp.CompilationConfig{targets = ts, default_device_type = default_device_type or "cuda"}
+end
+
+-- ---------------------------------------------------------------- files and cases
+
+function M.read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+local function exists(path)
+  local f = io.open(path)
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- ../shared beside the project root (the read-only shared material).
+M.shared_dir = (function()
+  local root = dp.root or "."
+  for _, dir in ipairs{root .. "/../shared", "../shared", "/work/shared"} do
+    if exists(dir .. "/conformance/run.lua") then
+      return (dir:gsub("/[^/]+/%.%./", "/"))
+    end
+  end
+  return root .. "/../shared"
+end)()
+
+-- A nested list of `shape` filled with `fill`.
+function M.filled(shape, fill, depth)
+  depth = depth or 1
+  local t = {}
+  for i = 1, shape[depth] do
+    t[i] = depth == #shape and fill or M.filled(shape, fill, depth + 1)
+  end
+  return t
+end
+
+-- The metatable of a conformance case (devices by palette name, constants).
+function M.metatable_for(case)
+  local devices, constants = {}, {}
+  for i, name in ipairs(case.devices or {}) do
+    devices[i] = assert(M.PALETTE[name], "unknown palette device " .. tostring(name))
+  end
+  for i, c in ipairs(case.constants or {}) do
+    local value = c.value
+    if value == nil then value = M.filled(c.shape, c.fill or 0) end
+    constants[i] = dp.const(value, c.dtype)
+  end
+  return {VirtualDevice = devices, ["relay.Constant"] = constants}
+end
+
+-- A case's text field (a string, or a function returning one).
+function M.text(x)
+  if type(x) == "function" then return x() end
+  return x
+end
+
+-- The sorted file names (not paths) of the *.lua files of dir.
+function M.lua_files(dir)
+  local names = {}
+  local listing = assert(io.popen('ls "' .. dir .. '"'))
+  for f in listing:lines() do
+    if f:match("%.lua$") then names[#names + 1] = f end
+  end
+  listing:close()
+  table.sort(names)
+  return names
+end
+
+-- How many calls of the operator `op_name` e holds (an expression or a
+-- module; each distinct node counted once), e.g. count_calls(m, "device_copy").
+function M.count_calls(e, op_name)
+  local n = 0
+  dp.visit(e, function(node)
+    if node.kind == "call" and node.callee.kind == "op" and node.callee.name == op_name then
+      n = n + 1
+    end
+  end)
+  return n
+end
+
+-- ---------------------------------------------------------------- memory
+
+-- Valgrind and ASan hold freed blocks back (quarantine), so RSS says
+-- nothing about reuse under them.
+M.instrumented = ((os.getenv("LD_PRELOAD") or ""):find("vgpreload") or os.getenv("ASAN_OPTIONS")) ~= nil
+
+-- The resident set size in KiB (/proc/self/statm), or nil when unknown or
+-- meaningless (instrumented runs).
+function M.rss_kb()
+  if M.instrumented then return nil end
+  local f = io.open("/proc/self/statm")
+  if not f then return nil end
+  local _, resident = f:read("n", "n")
+  f:close()
+  return resident and resident * 4 -- pages of 4 KiB
+end
+
+-- Two full collections: dropped Lua values release their C objects (and
+-- objects whose release the first one freed go in the second).
+function M.settle()
+  collectgarbage("collect")
+  collectgarbage("collect")
+end
+
+-- ---------------------------------------------------------------- comparisons
+
+-- nil when a and b are structurally equal, else the text of the first
+-- difference (path and both sides) as dp.assert_structural_equal finds it.
+function M.difference(actual, expected)
+  local ok, err = pcall(dp.assert_structural_equal, actual, expected)
+  if ok then return nil end
+  if type(err) ~= "table" or err.lhs == nil then return tostring(err) end
+  local at = err.path ~= "" and err.path or "the root"
+  local function side(text) return (tostring(text):gsub("\n", "\n            ")) end
+  return ("first difference at %s\n  actual:   %s\n  expected: %s"):format(at, side(err.lhs), side(err.rhs))
+end
+
+-- ---------------------------------------------------------------- assertions
+
+local has_luassert, luassert = pcall(require, "luassert")
+local has_say, say = pcall(require, "say")
+
+-- Replaces the assertion's arguments by one preformatted message.
+local function set_message(arguments, message)
+  for i = 1, (arguments.n or #arguments) do arguments[i] = nil end
+  arguments[1], arguments.n, arguments.nofmt = message, 1, {true}
+end
+
+local function structurally_equal(_, arguments)
+  local diff = M.difference(arguments[1], arguments[2])
+  set_message(arguments, diff or tostring(arguments[1]))
+  return diff == nil
+end
+
+-- Plans input_text (parsed with the metatable) with PlanDevices(config) and
+-- compares the result with expected_text.
+local function plans_to(_, arguments)
+  local input, expected_text, config, mt = arguments[1], arguments[2], arguments[3], arguments[4]
+  local planned = dp.passes.PlanDevices(config)(dp.parse(input, mt))
+  local diff = M.difference(planned, dp.parse(expected_text, mt))
+  set_message(arguments, (diff or "") .. "\nplanned module:\n" .. tostring(planned))
+  return diff == nil
+end
+
+-- pass(pass(mod)) equals pass(mod).
+local function idempotent(_, arguments)
+  local pass, mod = arguments[1], arguments[2]
+  local once = pass(mod)
+  local twice = pass(once)
+  local diff = M.difference(twice, once)
+  set_message(arguments, (diff and diff:gsub("actual:  ", "again:   "):gsub("expected:", "once:    ")
+                          or "") .. "\noutput:\n" .. tostring(once))
+  return diff == nil
+end
+
+if has_luassert and has_say then
+  say:set("assertion.structurally_equal.positive", "Expected structurally equal values; %s")
+  say:set("assertion.structurally_equal.negative",
+          "Expected values that differ structurally, both are:\n%s")
+  say:set("assertion.plans_to.positive", "Planning did not give the expected module; %s")
+  say:set("assertion.plans_to.negative", "Expected planning to differ from the given module;%s")
+  say:set("assertion.idempotent.positive", "Pass is not idempotent: running it on its output; %s")
+  say:set("assertion.idempotent.negative", "Expected running the pass again to change its output;%s")
+  luassert:register("assertion", "structurally_equal", structurally_equal,
+                    "assertion.structurally_equal.positive", "assertion.structurally_equal.negative")
+  luassert:register("assertion", "plans_to", plans_to,
+                    "assertion.plans_to.positive", "assertion.plans_to.negative")
+  luassert:register("assertion", "idempotent", idempotent,
+                    "assertion.idempotent.positive", "assertion.idempotent.negative")
+end
+
+return M
