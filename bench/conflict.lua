@@ -12,13 +12,10 @@
 local dp = require "devplan"
 local gen = dofile((arg and arg[0] and arg[0]:match("^(.*/)") or "bench/") .. "gen.lua")
 
-local HOST = dp.Target("llvm")
-local CPU_T, GPU_T = dp.Target("llvm"):with_host(HOST), dp.Target("cuda"):with_host(HOST)
-local META = {VirtualDevice = {
-  dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0, target = CPU_T},
-  dp.VirtualDevice{device_type = "cuda", virtual_device_id = 0, target = GPU_T},
-}}
-local config = dp.CompilationConfig{targets = {CPU_T, GPU_T}, default_device_type = "cuda"}
+local testing = require "devplan.testing"
+
+local META = testing.META
+local config = testing.config("cuda")
 local strict = dp.passes.PlanDevices(config, {resolve_conflicts = false})
 local default = dp.passes.PlanDevices(config)
 
@@ -29,13 +26,7 @@ local function timed(f, ...)
   return os.clock() - t0, ok, res
 end
 
-local function copies(mod)
-  local n = 0
-  dp.visit(mod, function(e)
-    if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "device_copy" then n = n + 1 end
-  end)
-  return n
-end
+local function copies(mod) return testing.count_calls(mod, "device_copy") end
 
 local function first_line(err) return (tostring(err):match("^[^\n]*")) end
 

@@ -78,4 +78,11 @@ end
 
 M["branchy-naive"] = function(n) return M.branchy(n, true) end
 
+-- The chain as TVM's printer writes it after type inference: a
+-- `/* ty=... */` comment after each parameter and before each `;`.
+M["chain-ty"] = function(n)
+  local c = " /* ty=" .. TY .. " */"
+  return (M.chain(n):gsub("(%%[ab]: Tensor%b[])", "%1" .. c):gsub("%);\n", ")" .. c .. ";\n"))
+end
+
 return M

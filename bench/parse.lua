@@ -4,6 +4,7 @@
 -- to print, peak memory so far (VmHWM), and operator calls parsed per second.
 --
 -- Usage: bin/devplan bench/parse.lua [N ...] [--shapes chain,let,branchy]
+-- (also: branchy-naive, and chain-ty: the chain with TVM's /* ty=... */ comments)
 local dp = require "devplan"
 
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "bench"

@@ -2,6 +2,7 @@
 -- src/cli/main.c): devplan parse / devplan plan on small files, their
 -- output, errors and exit statuses.
 local dp = require "devplan"
+local testing = require "devplan.testing"
 
 local EXE = os.getenv("DEVPLAN_EXE") or "bin/devplan"
 if EXE:find("/", 1, true) and EXE:sub(1, 1) ~= "/" then EXE = assert(os.getenv("PWD")) .. "/" .. EXE end
@@ -64,13 +65,9 @@ def @main(%a: Tensor[(5, 7), float32]) {
 }
 ]]
 
-local HOST = dp.Target("llvm")
 local PALETTE = {VirtualDevice = {dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0},
                                   dp.VirtualDevice{device_type = "cuda", virtual_device_id = 0}}}
-local function config(default)
-  return dp.CompilationConfig{targets = {dp.Target("llvm"):with_host(HOST), dp.Target("cuda"):with_host(HOST)},
-                              default_device_type = default}
-end
+local config = testing.config
 
 describe("devplan subcommands", function()
   teardown(function() for _, p in ipairs(temps) do os.remove(p) end end)

@@ -3,25 +3,17 @@
 -- devices (bench/gen.lua's branchy-naive) are a conflict error with
 -- positions instead of copies; consistent modules plan as by default.
 local dp = require "devplan"
+local testing = require "devplan.testing"
 local gen = dofile("bench/gen.lua")
 
-local HOST = dp.Target("llvm")
-local CPU_T, GPU_T = dp.Target("llvm"):with_host(HOST), dp.Target("cuda"):with_host(HOST)
-local CPU = dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0, target = CPU_T}
-local GPU = dp.VirtualDevice{device_type = "cuda", virtual_device_id = 0, target = GPU_T}
-local config = dp.CompilationConfig{targets = {CPU_T, GPU_T}, default_device_type = "cuda"}
-local META = {VirtualDevice = {CPU, GPU}}
+local CPU, GPU = testing.PALETTE.CPU, testing.PALETTE.GPU
+local config = testing.config("cuda")
+local META = testing.META
 local STRICT = {resolve_conflicts = false}
 
 local function parse(text) return dp.parse(text, META, {source_name = "b.relay"}) end
 
-local function count_copies(mod)
-  local n = 0
-  dp.visit(mod, function(e)
-    if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "device_copy" then n = n + 1 end
-  end)
-  return n
-end
+local function count_copies(mod) return testing.count_calls(mod, "device_copy") end
 
 local function lines_of(text)
   local t = {}

@@ -125,7 +125,7 @@ static int walk(kctx *k, dp_func *f) {
         return -1;
       continue;
     }
-    if (shared && dp__pmap_put(&k->d->map, (uintptr_t)e, (first_order ? it.demand : 0) + 1, 0) < 0)
+    if (shared && dp__pmap_add(&k->d->map, (uintptr_t)e, (first_order ? it.demand : 0) + 1, 0) < 0)
       return -1;
     if (expand(k, e, it.demand) < 0) return -1;
   }
