@@ -6,8 +6,7 @@
  * passes/ folders on package.path, then runs the Lua side
  * (lua/devplan/prelude.lua) which adds the parser, passes and helpers.
  */
-#define _GNU_SOURCE
-#include <dlfcn.h>
+#include <dlfcn.h> /* dladdr: _GNU_SOURCE comes from the build */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,19 +18,21 @@ const char *dp_lua_root = NULL;
 
 static int file_exists(const char *path) { return access(path, R_OK) == 0; }
 
-/* Root of the Lua files: dp_lua_root if set; else from this module's own
+/* Root of the Lua files: dp_lua_root if set (the executable), $DEVPLAN_ROOT,
+   else from this module's own
    path: <root>/lib/devplan.so (source tree) or <prefix>/lib/devplan/devplan.so
    with <prefix>/share/devplan (install). */
-static void find_lua_root(lua_State *L) {
-  char buf[PATH_MAX], probe[PATH_MAX + 64];
-  const char *candidates[3] = {NULL, NULL, NULL};
+static int find_lua_root(lua_State *L) {
+  char buf[PATH_MAX], probe[PATH_MAX + 128];
+  const char *candidates[4] = {NULL, NULL, NULL, NULL};
   int n = 0;
   if (dp_lua_root) candidates[n++] = dp_lua_root;
+  if (getenv("DEVPLAN_ROOT")) candidates[n++] = getenv("DEVPLAN_ROOT");
   Dl_info info;
   if (dladdr((void *)luaopen_devplan, &info) && info.dli_fname && realpath(info.dli_fname, buf)) {
     char *slash = strrchr(buf, '/');
     if (slash) *slash = '\0'; /* .../lib */
-    static char root1[PATH_MAX], root2[PATH_MAX];
+    static char root1[PATH_MAX + 32], root2[PATH_MAX + 32];
     snprintf(root1, sizeof root1, "%s/..", buf);
     snprintf(root2, sizeof root2, "%s/../../share/devplan", buf);
     candidates[n++] = root1;
@@ -51,8 +52,9 @@ static void find_lua_root(lua_State *L) {
     lua_pop(L, 2);
     lua_pushstring(L, root);
     lua_setfield(L, -2, "root");
-    return;
+    return 1;
   }
+  return 0;
 }
 
 int luaopen_devplan(lua_State *L) {
@@ -70,7 +72,10 @@ int luaopen_devplan(lua_State *L) {
   lua_pushvalue(L, -3);
   lua_setfield(L, -2, "devplan");
   lua_pop(L, 2);
-  find_lua_root(L);
+  if (!find_lua_root(L))
+    return luaL_error(L, "devplan: cannot find its Lua files (lua/devplan/prelude.lua) beside "
+                         "the module or the executable; set DEVPLAN_ROOT to the project or "
+                         "PREFIX/share/devplan folder");
   lua_getglobal(L, "require");
   lua_pushstring(L, "devplan.prelude");
   lua_call(L, 1, 1);
