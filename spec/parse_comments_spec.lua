@@ -213,6 +213,15 @@ describe("parser comments", function()
     -- a nested one left open is unterminated too
     e = err_of("def @main(%a: " .. T .. ") { %a /* outer /* inner */ }")
     assert.is_truthy(e.message:find("never closed"), e.message)
+    -- an error after a comment is reported past it, at what was found
+    e = err_of("def @main(%a: " .. T .. " /* ty=" .. T .. " */ $) { %a }")
+    assert.are.equal(1, e.line)
+    assert.are.equal(72, e.col)
+    assert.is_truthy(e.message:find("expected ',' or ')', found '$'", 1, true), e.message)
+    -- comments nested deeper than LPeg's stack allows: a clean error
+    local n = 100000
+    e = err_of(string.rep("/*", n) .. " x " .. string.rep("*/", n) .. "\ndef @main() { 1 }")
+    assert.is_truthy(e.message:find("too deeply"), e.message)
     -- a lone '/' is not a comment
     e = err_of("def @main(%a: " .. T .. ") { %a / %a }")
     assert.is_truthy(e.message:find("found '/'", 1, true), e.message)

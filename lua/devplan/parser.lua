@@ -82,13 +82,16 @@ local digit = R "09"
 local alpha = R("az", "AZ") + P "_"
 local alnum = alpha + digit
 local nl = P "\n"
-local space = S " \t\r\n\f"^0
+local space = S " \t\r\n\f\v"^0
 -- `// to end of line` and `/* block */`; block comments nest, as in TVM's
 -- lexer. (The pattern starts with the plain character `/`: LPeg guards the
 -- loops below with a test of it, so white space without a comment costs
 -- one span and one test.)
+-- (Runs of other characters are one LPeg span each: a type comment costs
+-- about as much as the white space it stands for.)
 local comment = P "/" * (P "/" * (1 - nl)^0
-  + P { "rest", rest = P "*" * (P "/" * V "rest" + (1 - P "*/" - P "/*"))^0 * P "*/" })
+  + P { "rest", rest = P "*" * ((1 - S "*/")^1 + P "/" * V "rest" + P "/" + P "*" * -P "/")^0
+    * P "*/" })
 -- white space and comments
 local ws = space * (comment * space)^0
 
@@ -526,9 +529,13 @@ local function build(diag)
     * (sym "[" * Ct(name_tok * (sym "," * name_tok)^0) * sym "]" + Ct(P(true))) * Cp())
   e.ctor = entry(ws * Cp() * C(ident) * (ws * P "(" * Ct(opt(V "type" * (sym "," * V "type")^0))
     * sym ")" + Ct(P(true))) * Cp())
-  e.item = ws * Cp() * (C(P "def" + P "type" + P "primfn") * -alnum + -P(1) * Cc(false))
+  -- the module ends at the end of input, or at the metadata section that
+  -- TVM's printer appends (`#[metadata]` and a JSON text): its entries are
+  -- the caller's metatable here, so the section is skipped
+  local the_end = (-P(1) + P "#[" * ws * P "metadata" * ws * P "]") * Cc(false)
+  e.item = ws * Cp() * (C(P "def" + P "type" + P "primfn") * -alnum + the_end)
   if diag then
-    e.item = ws * Cp() * (C(P "def" + P "type" + P "primfn") * -alnum + -P(1) * Cc(false)
+    e.item = ws * Cp() * (C(P "def" + P "type" + P "primfn") * -alnum + the_end
       + expect("'def'") + expect("'type'") + expect("'primfn'") + expect("end of input"))
   end
   e.version = ws * P "#[" * ws * P "version" * ws * P "=" * ws * (str / 0) * ws * P "]" * Cp()

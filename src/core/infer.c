@@ -21,6 +21,12 @@
  * cost a flag test per visit. An inference started while another runs (a
  * type relation written in Lua may start one) keeps its types in a map
  * instead, and refuses nodes the enclosing one is typing.
+ *
+ * The common case costs little: an operator call whose arguments are
+ * tensors runs its relation at once (no unknown, nothing pending), and the
+ * results of built-in relations are remembered by (op, attributes,
+ * argument types), so a chain of a million `add`s of one shape runs the
+ * relation a handful of times.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +63,7 @@ typedef struct memo {
 
 typedef struct frame {
   dp_expr *e;
-  uint32_t next;
+  uint32_t next, n;    /* the next child to visit, of n */
 } frame;
 
 /* The old type of a node typed in node mode (restored on failure). */
@@ -69,6 +75,11 @@ typedef struct saved {
 /* dp_obj.flags of an expression whose e->type is the running inference's
    working type (node mode only; cleared when the inference ends). */
 #define F_TYPED 0x8000u
+/* With F_TYPED: the working type is the node's old type itself (inferring
+   a typed module again gives the same interned types): nothing saved. */
+#define F_KEPT 0x4000u
+#define F_MINE (F_TYPED | F_KEPT)
+#define KEPT_TAG ((uintptr_t)1) /* low bit of an order entry (nodes are aligned) */
 
 typedef struct infer {
   dp_ctx *ctx;
@@ -77,7 +88,8 @@ typedef struct infer {
   int in_nodes;        /* working types in the nodes (outermost run), else in `types` */
   dp_tsolver ts;
   dp_ptrmap types;     /* map mode: expr -> type (retained) */
-  dp_expr **order;     /* typed nodes, in the order they were typed */
+  dp_expr **order;     /* typed nodes, in the order they were typed (node mode: tagged with
+                          KEPT_TAG when F_KEPT, as restore() needs it after flags are cleared) */
   uint32_t norder, caporder;
   saved *olds;         /* node mode: nodes that had a type before this run */
   uint32_t nolds, capolds;
@@ -159,8 +171,9 @@ static int oom(infer *I, const dp_expr *e) {
 
 /* ---------------- node types ---------------- */
 
-/* Inferences in progress: only the outermost keeps types in the nodes. */
-static int running;
+/* Inferences in progress on this thread: only the outermost keeps types
+   in the nodes. */
+static _Thread_local int running;
 
 /* Room for one more element in a growing array. */
 static int reserve(void **arr, uint32_t *cap, uint32_t n, size_t size, uint32_t first) {
@@ -182,6 +195,12 @@ static int set_type(infer *I, dp_expr *e, dp_type *t) {
     if (full) {
       dp_release(t);
       return oom(I, e);
+    }
+    if (e->type == t) {
+      dp_release(t);
+      e->h.flags |= F_MINE;
+      I->order[I->norder++] = (dp_expr *)((uintptr_t)e | KEPT_TAG);
+      return 0;
     }
     if (e->type) I->olds[I->nolds++] = (saved){e, e->type};
     e->type = t;
@@ -211,7 +230,7 @@ static dp_type *lookup(infer *I, const dp_expr *e) {
 /* The type e had before this inference (free variables and globals of
    dp_infer_expr keep their checked types). */
 static dp_type *old_type(infer *I, const dp_expr *e) {
-  if (!(e->h.flags & F_TYPED)) return e->type;
+  if (!(e->h.flags & F_TYPED) || (I->in_nodes && (e->h.flags & F_KEPT))) return e->type;
   if (!I->in_nodes) return NULL; /* being typed by an enclosing inference */
   for (uint32_t i = I->nolds; i-- > 0;)
     if (I->olds[i].e == e) return I->olds[i].old;
@@ -825,7 +844,7 @@ static int push(infer *I, dp_expr *e) {
     I->stack = s;
     I->capstack = cap;
   }
-  I->stack[I->nstack++] = (frame){e, 0};
+  I->stack[I->nstack++] = (frame){e, 0, dp_expr_nchildren(e)};
   return 0;
 }
 
@@ -850,7 +869,7 @@ static int walk(infer *I, dp_expr *root) {
   while (I->nstack) {
     frame *f = &I->stack[I->nstack - 1];
     dp_expr *e = f->e;
-    if (f->next < dp_expr_nchildren(e)) {
+    if (f->next < f->n) {
       dp_expr *c = child_at(I, e, f->next++);
       if (I->err) return -1;
       if (c && needs_visit(I, c) && push(I, c) < 0) return -1;
@@ -864,6 +883,15 @@ static int walk(infer *I, dp_expr *root) {
 
 /* ---------------- commit ---------------- */
 
+/* The i-th typed node, and whether its type is its old one (F_KEPT). */
+static dp_expr *order_at(const infer *I, uint32_t i) {
+  return (dp_expr *)((uintptr_t)I->order[i] & ~KEPT_TAG);
+}
+
+static int order_kept(const infer *I, uint32_t i) {
+  return ((uintptr_t)I->order[i] & KEPT_TAG) != 0;
+}
+
 /* Where e's working type is held (node or map slot). */
 static dp_type **slot(infer *I, dp_expr *e) {
   return I->in_nodes ? &e->type : (dp_type **)dp_ptrmap_get(&I->types, e);
@@ -875,17 +903,21 @@ static dp_type **slot(infer *I, dp_expr *e) {
    stay, printed as `?`, as TVM. */
 static int resolve_all(infer *I) {
   for (uint32_t i = 0; i < I->norder; i++) {
-    dp_type **t = slot(I, I->order[i]);
-    if (I->in_nodes) I->order[i]->h.flags &= (uint16_t)~F_TYPED; /* restore() clears the rest on failure */
+    dp_expr *n = order_at(I, i);
+    dp_type **t = slot(I, n);
+    if (I->in_nodes) { /* restore() clears the rest on failure */
+      n->h.flags &= (uint16_t)~F_MINE;
+      if (order_kept(I, i)) continue; /* made before this run: none of its unknowns inside */
+    }
     if ((*t)->h.kind == DP_TY_TENSOR) continue; /* no unknowns inside */
     int complete = 1;
     dp_err *e = NULL;
     dp_type *final = dp__ts_resolve(&I->ts, *t, &complete, &e);
-    if (!final) return fail(I, I->order[i], e);
+    if (!final) return fail(I, n, e);
     dp_release(*t);
     *t = final;
     if (!complete && dp__ts_is_unknown(&I->ts, final))
-      return failf(I, I->order[i], "cannot infer its type (add a type annotation)");
+      return failf(I, n, "cannot infer its type (add a type annotation)");
   }
   return 0;
 }
@@ -894,7 +926,7 @@ static int resolve_all(infer *I) {
 static int commit(infer *I) {
   if (resolve_all(I) < 0) return -1;
   for (uint32_t i = 0; !I->in_nodes && i < I->norder; i++) {
-    dp_expr *e = I->order[i];
+    dp_expr *e = order_at(I, i);
     dp_type **t = slot(I, e);
     dp_release(e->type);
     e->type = *t;
@@ -908,10 +940,12 @@ static int commit(infer *I) {
 /* After a failure in node mode: the nodes get their old types back. */
 static void restore(infer *I) {
   for (uint32_t i = 0; i < I->norder; i++) {
-    dp_expr *e = I->order[i];
-    dp_release(e->type);
-    e->type = NULL;
-    e->h.flags &= (uint16_t)~F_TYPED;
+    dp_expr *e = order_at(I, i);
+    if (!order_kept(I, i)) {
+      dp_release(e->type);
+      e->type = NULL;
+    }
+    e->h.flags &= (uint16_t)~F_MINE;
   }
   for (uint32_t i = 0; i < I->nolds; i++) I->olds[i].e->type = I->olds[i].old;
   I->norder = I->nolds = 0;

@@ -194,10 +194,28 @@ static int analyze_pattern(actx *a, uint32_t data, dp_pattern *root, dp_expr *wh
   return rc;
 }
 
+/* The flags defaulting goes by (FL_*). */
+static void default_flags(dp_domains *d, uint32_t id, dp_expr *e) {
+  dp_ondev p;
+  switch (e->h.kind) {
+  case DP_CALL:
+    d->flat.flag[id] |= FL_DEFAULTS;
+    if (dp__on_device_props(&d->ops, e, &p) && !p.cbody && !p.cresult)
+      d->flat.flag[id] |= FL_FREE_ONDEV;
+    break;
+  case DP_LET: d->flat.flag[id] |= FL_DEFAULTS; break;
+  case DP_FUNC:
+    if (!dp__is_primitive((dp_func *)e)) d->flat.flag[id] |= FL_DEFAULTS;
+    break;
+  default: break;
+  }
+}
+
 static int analyze_node(actx *a, uint32_t id) {
   dp_domains *d = a->d;
   dp_expr *e = d->flat.x[id];
   uint32_t me = DOM(a, id);
+  default_flags(d, id, e);
   switch (e->h.kind) {
   case DP_CALL: return analyze_call(a, id, (dp_call *)e);
   case DP_FUNC: return analyze_func(a, id, (dp_func *)e);

@@ -68,14 +68,18 @@ static int default_node(dctx *c, uint32_t id) {
 }
 
 /* The flat index lists each function's nodes in pre order (ids) and post
-   order (post), functions in definition order: the orders of dp_visit. */
+   order (post), functions in definition order: the orders of dp_visit.
+   Analysis flagged the nodes each loop acts on (FL_*), so the loops read
+   the flags, not every node of the module again. */
 int dp_plan_default(dp_domains *d, dp_err **err) {
   dctx c = {d, dp__vdev_index(d, d->cfg->default_vdev), NULL};
+  const uint8_t *flag = d->flat.flag;
   for (uint32_t k = 0; k < d->flat.npost && !c.err; k++)
-    if (free_on_device(&c, d->flat.post[k]) < 0 && !c.err)
+    if ((flag[d->flat.post[k]] & FL_FREE_ONDEV) && free_on_device(&c, d->flat.post[k]) < 0 &&
+        !c.err)
       c.err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
   for (uint32_t id = 0; id < d->flat.n && !c.err; id++)
-    if (default_node(&c, id) < 0 && !c.err)
+    if ((flag[id] & FL_DEFAULTS) && default_node(&c, id) < 0 && !c.err)
       c.err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
   if (c.err) {
     dp_err_set(err, c.err);

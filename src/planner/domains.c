@@ -25,6 +25,7 @@ static void domains_free(dp_obj *o, dp_worklist *wl) {
   dp_release_deferred(wl, d->cfg);
   free(d->vdevs);
   free(d->nodes);
+  free(d->cons);
   free(d->kids);
   free(d->work);
   free(d->trail);
@@ -125,9 +126,14 @@ uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy) {
   uint32_t id = new_node(d);
   if (d->oom) return 0;
   d->nodes[id].vdev = vdev;
-  d->nodes[id].aux = vdev;
-  d->nodes[id].crule = (uint8_t)(vdev ? crule : 0);
-  d->nodes[id].cwhy = vdev ? cwhy : NULL;
+  if (!vdev) return id;
+  if (grow((void **)&d->cons, &d->capcons, d->ncons + 1, sizeof *d->cons) < 0) {
+    d->oom = 1;
+    return 0;
+  }
+  d->cons[d->ncons] = (dp_cons){vdev, cwhy};
+  d->nodes[id].aux = d->ncons++;
+  d->nodes[id].crule = (uint8_t)crule;
   return id;
 }
 

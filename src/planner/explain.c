@@ -140,9 +140,9 @@ static uint32_t nearest_constraint(dp_domains *d, uint32_t x, uint32_t avoid, ui
       /* explaining (no device to avoid): a real constraint beats a default
          that only filled in fields such as the virtual device id */
       int bad = avoid == DP_NONE_ID ? (nu->crule < R_DEF_RESULT || nu->crule > R_DEF_CALL)
-                                    : (avoid == 0 || nu->aux == 0);
+                                    : (avoid == 0 || d->cons[nu->aux].vdev == 0);
       if (!bad && avoid != DP_NONE_ID) {
-        dp_vdev *j = dp_vdev_join(d->vdevs[nu->aux], d->vdevs[avoid]);
+        dp_vdev *j = dp_vdev_join(d->vdevs[d->cons[nu->aux].vdev], d->vdevs[avoid]);
         bad = j == NULL;
         dp_release(j);
       }
@@ -204,8 +204,9 @@ static void note_steps(dp_domains *d, dp_err *e, const uint32_t *path, uint32_t 
 
 static char *constraint_text(dp_domains *d, uint32_t c, dp_span *span) {
   dp_dnode *n = &d->nodes[c];
-  *span = n->cwhy ? n->cwhy->span : DP_NOSPAN;
-  return reason(d, n->crule, n->cwhy);
+  dp_expr *cwhy = n->crule ? d->cons[n->aux].why : NULL;
+  *span = cwhy ? cwhy->span : DP_NOSPAN;
+  return reason(d, n->crule, cwhy);
 }
 
 dp_err *dp__conflict_error(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why) {
@@ -258,8 +259,9 @@ dp_explain *dp_domains_explain(dp_domains *d, dp_expr *e, dp_err **err) {
   } else {
     dp_dnode *c = &d->nodes[path[len - 1]];
     x->rule = dp_strdup(rule_name(c->crule));
-    x->span = c->cwhy ? c->cwhy->span : DP_NOSPAN;
-    char *ct = reason(d, c->crule, c->cwhy);
+    dp_expr *cwhy = c->crule ? d->cons[c->aux].why : NULL;
+    x->span = cwhy ? cwhy->span : DP_NOSPAN;
+    char *ct = reason(d, c->crule, cwhy);
     snprintf(buf, sizeof buf, "%s is on %s because of %s%s", w, dev, ct ? ct : "?",
              len > 1 ? ", through the steps below" : "");
     free(ct);

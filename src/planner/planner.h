@@ -25,21 +25,28 @@ enum {
   R__COUNT
 };
 
-/* One domain node. A class (union-find root) holds the class's device;
-   a function domain lists its parameter and result domains in `kids`. */
+/* One domain node (32 bytes: a million-call program has millions). A
+   class (union-find root) holds the class's device; a function domain
+   lists its parameter and result domains in `kids`; a constraint's own
+   device and reason are in `cons` (few nodes are constraints). */
 typedef struct dp_dnode {
   uint32_t parent;   /* union-find parent (itself for a root) */
   uint32_t size;     /* class size (roots) */
   uint32_t vdev;     /* roots: index in d->vdevs (0: free) */
-  uint32_t aux;      /* function node: index in d->kids; constraint: its own vdev index */
+  uint32_t aux;      /* function node: index in d->kids; constraint: index in d->cons */
   uint32_t pparent;  /* proof forest parent, DP_NONE_ID at a proof root */
   uint8_t isfn;      /* function domain */
   uint8_t erule;     /* rule of the proof edge to pparent */
   uint8_t crule;     /* constraint rule (0: not a constraint) */
   uint8_t pad;
   dp_expr *ewhy;     /* expression behind the proof edge */
-  dp_expr *cwhy;     /* expression behind the constraint */
 } dp_dnode;
+
+/* A constraint node's own device and the expression behind it. */
+typedef struct dp_cons {
+  uint32_t vdev;
+  dp_expr *why;
+} dp_cons;
 
 /* Open-addressing map from a pointer key to a domain id (+ flags). */
 typedef struct dp_pmap {
@@ -50,6 +57,11 @@ typedef struct dp_pmap {
 /* PM_ID: in d->map, val is the node's (latest) flat id, its domain
    flat.dom[val]; without it val is the domain itself. */
 enum { PM_VISITED = 1, PM_PARAM = 2, PM_LOWERED_ARGS = 4, PM_SHARED = 8, PM_ID = 16 };
+/* flat.flag only, set by analysis so that defaulting reads the flags
+   instead of every node of the module again: a free on_device call (body
+   and result unconstrained); a node with a defaulting rule (a call, a let,
+   a function that is not primitive). */
+enum { FL_FREE_ONDEV = 32, FL_DEFAULTS = 64 };
 
 /* Attribute sets the planner builds, made once per device pair and reused:
    capture annotates most nodes of a module with a handful of distinct
@@ -91,6 +103,8 @@ struct dp_domains {
   struct dp_plan_ops ops;
   dp_dnode *nodes;
   uint32_t nnodes, capnodes;
+  dp_cons *cons;             /* constraints (dp_dnode.aux of a constraint) */
+  uint32_t ncons, capcons;
   uint32_t *kids;           /* function domains: arity, params..., result */
   uint32_t nkids, capkids;
   dp_vdev **vdevs;          /* distinct devices seen (retained); [0] is the unconstrained one */
