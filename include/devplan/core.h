@@ -135,5 +135,8 @@ void *dp_malloc(size_t n);
 void *dp_calloc(size_t n, size_t size);
 void *dp_realloc(void *p, size_t n);
 char *dp_strdup(const char *s);
+/* Grow *arr (of *cap items of `elem` bytes) to hold at least `need` items,
+   doubling from 16. 0, or -1 on out of memory (*arr is left as it was). */
+int dp_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
 
 #endif

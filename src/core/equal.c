@@ -54,17 +54,6 @@ typedef struct eq {
 
 /* ---------------- helpers ---------------- */
 
-static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
-  if (need <= *cap) return 0;
-  uint32_t c = *cap ? *cap * 2 : 64;
-  while (c < need) c *= 2;
-  void *a = realloc(*arr, (size_t)c * elem);
-  if (!a) return -1;
-  *arr = a;
-  *cap = c;
-  return 0;
-}
-
 static int vdev_eq(const dp_vdev *a, const dp_vdev *b) {
   if (a == b) return 1;
   int ua = !a || dp_vdev_is_fully_unconstrained(a), ub = !b || dp_vdev_is_fully_unconstrained(b);
@@ -89,7 +78,7 @@ static int type_eq(eq *q, const dp_type *a, const dp_type *b) {
   struct tp { const dp_type *a, *b; } *st = NULL;
   uint32_t n = 0, cap = 0;
   int ok = 1;
-  if (grow((void **)&st, &cap, 1, sizeof *st) < 0) return q->oom = 1, 0;
+  if (dp_grow((void **)&st, &cap, 1, sizeof *st) < 0) return q->oom = 1, 0;
   st[n++] = (struct tp){a, b};
   while (n && ok) {
     struct tp p = st[--n];
@@ -121,7 +110,7 @@ static int type_eq(eq *q, const dp_type *a, const dp_type *b) {
       xs = (const dp_type *const *)s->items + s->ntparams;
       ys = (const dp_type *const *)t->items + t->ntparams;
       cnt = s->nargs;
-      if (ok && !grow((void **)&st, &cap, n + 1, sizeof *st)) st[n++] = (struct tp){s->ret, t->ret};
+      if (ok && !dp_grow((void **)&st, &cap, n + 1, sizeof *st)) st[n++] = (struct tp){s->ret, t->ret};
       break;
     }
     case DP_TY_VAR: ok = pair_with(q, &q->ta, &q->tb, x, y, 0); break;
@@ -132,12 +121,12 @@ static int type_eq(eq *q, const dp_type *a, const dp_type *b) {
       break;
     }
     case DP_TY_REF:
-      if (!grow((void **)&st, &cap, n + 1, sizeof *st))
+      if (!dp_grow((void **)&st, &cap, n + 1, sizeof *st))
         st[n++] = (struct tp){((const dp_ref_type *)x)->elem, ((const dp_ref_type *)y)->elem};
       break;
     default: break; /* storage: one of a kind */
     }
-    if (ok && cnt && grow((void **)&st, &cap, n + cnt, sizeof *st) < 0) q->oom = 1;
+    if (ok && cnt && dp_grow((void **)&st, &cap, n + cnt, sizeof *st) < 0) q->oom = 1;
     for (uint32_t i = cnt; ok && !q->oom && i-- > 0;) st[n++] = (struct tp){xs[i], ys[i]};
     if (q->oom) ok = 0;
   }
@@ -194,7 +183,7 @@ static char *aval_or_absent(const dp_aval *v) {
 /* ---------------- the walk ---------------- */
 
 static void push(eq *q, const dp_expr *a, const dp_expr *b, int label, uint32_t index) {
-  if (grow((void **)&q->recs, &q->caprecs, q->nrecs + 1, sizeof *q->recs) < 0) {
+  if (dp_grow((void **)&q->recs, &q->caprecs, q->nrecs + 1, sizeof *q->recs) < 0) {
     q->oom = 1;
     return;
   }
@@ -254,7 +243,7 @@ static int pattern_eq(eq *q, uint32_t r, uint32_t clause, const dp_pattern *a,
   struct pp { const dp_pattern *a, *b; } *st = NULL;
   uint32_t n = 0, cap = 0;
   int ok = 1;
-  if (grow((void **)&st, &cap, 1, sizeof *st) < 0) return q->oom = 1, 0;
+  if (dp_grow((void **)&st, &cap, 1, sizeof *st) < 0) return q->oom = 1, 0;
   st[n++] = (struct pp){a, b};
   while (n && ok) {
     struct pp p = st[--n];
@@ -270,7 +259,7 @@ static int pattern_eq(eq *q, uint32_t r, uint32_t clause, const dp_pattern *a,
         return 0;
       }
     }
-    if (ok && grow((void **)&st, &cap, n + p.a->n, sizeof *st) < 0) ok = 0, q->oom = 1;
+    if (ok && dp_grow((void **)&st, &cap, n + p.a->n, sizeof *st) < 0) ok = 0, q->oom = 1;
     for (uint32_t i = p.a->n; ok && i-- > 0;) st[n++] = (struct pp){p.a->sub[i], p.b->sub[i]};
   }
   free(st);

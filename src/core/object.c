@@ -83,3 +83,15 @@ char *dp_strdup(const char *s) {
   if (d) memcpy(d, s, n);
   return d;
 }
+
+int dp_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  uint64_t c = *cap ? *cap : 16;
+  while (c < need) c *= 2;
+  if (c > UINT32_MAX || c * elem / elem != c) return -1;
+  void *a = realloc(*arr, (size_t)c * elem);
+  if (!a) return -1;
+  *arr = a;
+  *cap = (uint32_t)c;
+  return 0;
+}

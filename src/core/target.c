@@ -11,6 +11,7 @@
 #include <string.h>
 #include "devplan/device.h"
 #include "internal.h"
+#include "textbuf.h"
 
 /* ---------------- the kinds and their declared options ---------------- */
 
@@ -351,82 +352,49 @@ const dp_target_opt *dp_target_opt_get(const dp_target *t, const char *key) {
 
 /* ---------------- string form ---------------- */
 
-typedef struct sbuf { char *p; size_t n, cap; int oom; } sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n) {
-  if (b->oom) return;
-  if (b->n + n + 1 > b->cap) {
-    size_t cap = b->cap ? b->cap : 64;
-    while (b->n + n + 1 > cap) cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-      b->oom = 1;
-      return;
-    }
-    b->p = p;
-    b->cap = cap;
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-  b->p[b->n] = '\0';
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
-
 /* A value as the tokenizer of target_parse.c reads it back: bare when it
    has no blank, quote or backslash; else single-quoted when it has no
    single quote; else double-quoted with \" and \\ escaped. */
-static void sb_value(sbuf *b, const char *v) {
+static void put_value(dp_tb *b, const char *v) {
   if (*v && !strpbrk(v, " \t\n\r'\"\\")) {
-    sb_str(b, v);
+    dp_tb_puts(b, v);
   } else if (!strchr(v, '\'')) {
-    sb_str(b, "'");
-    sb_str(b, v);
-    sb_str(b, "'");
+    dp_tb_printf(b, "'%s'", v);
   } else {
-    sb_str(b, "\"");
+    dp_tb_putc(b, '"');
     for (const char *p = v; *p; p++) {
-      if (*p == '"' || *p == '\\') sb_str(b, "\\");
-      sb_add(b, p, 1);
+      if (*p == '"' || *p == '\\') dp_tb_putc(b, '\\');
+      dp_tb_putc(b, *p);
     }
-    sb_str(b, "\"");
+    dp_tb_putc(b, '"');
   }
 }
 
-static void sb_target(sbuf *b, const dp_target *t) {
-  char num[32];
-  sb_str(b, t->kind);
+static void put_target(dp_tb *b, const dp_target *t) {
+  dp_tb_puts(b, t->kind);
   for (uint32_t i = 0; i < t->nopts; i++) {
     const dp_target_opt *o = &t->opts[i];
-    sb_str(b, " -");
-    sb_str(b, o->key);
-    sb_str(b, "=");
-    if (o->kind == DP_OPT_INT) {
-      snprintf(num, sizeof num, "%lld", (long long)o->num);
-      sb_str(b, num);
-    } else if (o->kind == DP_OPT_BOOL) {
-      sb_str(b, o->num ? "true" : "false");
-    } else {
-      sb_value(b, o->str);
-    }
+    dp_tb_printf(b, " -%s=", o->key);
+    if (o->kind == DP_OPT_INT) dp_tb_printf(b, "%lld", (long long)o->num);
+    else if (o->kind == DP_OPT_BOOL) dp_tb_puts(b, o->num ? "true" : "false");
+    else put_value(b, o->str);
   }
 }
 
 char *dp_target_str(const dp_target *t) {
-  sbuf b = {0};
   if (!t) return dp_strdup("");
-  sb_target(&b, t);
+  dp_tb b;
+  dp_tb_init(&b);
+  put_target(&b, t);
   if (t->host) {
-    sbuf hb = {0};
-    sb_target(&hb, t->host); /* a host has no host of its own */
-    sb_str(&b, " -host=");
-    if (!hb.oom) sb_value(&b, hb.p);
-    b.oom |= hb.oom;
-    free(hb.p);
+    dp_tb hb;
+    dp_tb_init(&hb);
+    put_target(&hb, t->host); /* a host has no host of its own */
+    char *host = dp_tb_take(&hb);
+    dp_tb_puts(&b, " -host=");
+    if (host) put_value(&b, host);
+    else b.failed = 1;
+    free(host);
   }
-  if (b.oom) {
-    free(b.p);
-    return NULL;
-  }
-  return b.p;
+  return dp_tb_take(&b);
 }

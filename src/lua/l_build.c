@@ -1047,14 +1047,7 @@ static int b_expr(lua_State *L) {
 /* ---------------- names and blocks ---------------- */
 
 static int grow(lua_State *L, void **p, uint32_t *cap, uint32_t need, size_t elem) {
-  if (need <= *cap) return 0;
-  uint32_t c = *cap ? *cap : 64;
-  while (c < need) c *= 2;
-  void *q = realloc(*p, (size_t)c * elem);
-  if (!q) return luaL_error(L, "devplan: out of memory");
-  *p = q;
-  *cap = c;
-  return 0;
+  return dp_grow(p, cap, need, elem) < 0 ? luaL_error(L, "devplan: out of memory") : 0;
 }
 
 static uint32_t slot_of(lua_State *L, dp_builder *b, const char *name, size_t len) {

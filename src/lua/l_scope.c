@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "devplan/core.h"
 #include "l_scope.h"
 
 /* FNV-1a of all but the last byte, plus the last byte: names that differ
@@ -52,17 +53,6 @@ static int grow_table(dp_scope *s) {
   return 0;
 }
 
-static int reserve(void **p, uint32_t *cap, uint32_t need, size_t elem) {
-  if (need <= *cap) return 0;
-  uint32_t c = *cap ? *cap : 256;
-  while (c < need) c *= 2;
-  void *q = realloc(*p, (size_t)c * elem);
-  if (!q) return -1;
-  *p = q;
-  *cap = c;
-  return 0;
-}
-
 int64_t dp_scope_find(const dp_scope *s, const char *name, size_t len) {
   if (!s->tmask) return -1;
   uint32_t at;
@@ -75,7 +65,7 @@ int64_t dp_scope_intern(dp_scope *s, const char *name, size_t len) {
   uint32_t h = hash_name(name, len), at;
   int64_t k = probe(s, name, len, h, &at);
   if (k >= 0) return k;
-  if (reserve((void **)&s->slots, &s->capslots, s->nslots + 1, sizeof *s->slots) != 0) return -1;
+  if (dp_grow((void **)&s->slots, &s->capslots, s->nslots + 1, sizeof *s->slots) != 0) return -1;
   if (s->alen + len > s->acap) {
     size_t c = s->acap ? s->acap : 4096;
     while (c < s->alen + len) c *= 2;
@@ -92,7 +82,7 @@ int64_t dp_scope_intern(dp_scope *s, const char *name, size_t len) {
 }
 
 int dp_scope_bind(dp_scope *s, uint32_t slot, uint32_t handle, uint32_t block) {
-  if (reserve((void **)&s->undo, &s->capundo, s->nundo + 1, sizeof *s->undo) != 0) return -1;
+  if (dp_grow((void **)&s->undo, &s->capundo, s->nundo + 1, sizeof *s->undo) != 0) return -1;
   dp_scope_slot *sl = &s->slots[slot];
   s->undo[s->nundo++] = (dp_scope_undo){slot, sl->handle, sl->block};
   sl->handle = handle;
