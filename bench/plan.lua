@@ -1,61 +1,29 @@
--- PlanDevices alone on generated modules (the shapes of
--- ../shared/bench/gen_relay.py): chain (dataflow), let chain, and a DAG
--- (branchy, with explicit use-site annotations), with on_device
--- annotations. Prints seconds for the pass, peak memory beyond the module,
--- and nanoseconds per call.
+-- PlanDevices alone on generated modules, built the way users and TVM's
+-- figures (../shared/bench/README.md) build them: bench/gen.lua writes the
+-- text of ../shared/bench/gen_relay.py (shapes chain, let, branchy) and
+-- dp.parse reads it with the conformance palette (testing.META), so the
+-- nodes are allocated in order as in any parsed program. The pass alone is
+-- timed (os.clock, CPU seconds, best of REPEAT runs on the same module).
+-- Memory is the peak heap growth during the pass in bytes per call, counted
+-- by bench/heapcount.c (bench/plan.sh preloads it; column "heap B/call"):
+-- every byte the pass holds at its peak, the planned module it returns
+-- included, nothing of the input module. Run without it, the column is the
+-- peak RSS growth instead ("rss B/call"; VmHWM after resetting it through
+-- /proc/self/clear_refs, minus VmRSS before), which misses memory the pass
+-- takes from chunks the parser freed. The Lua collector is stopped during
+-- the pass either way. "result B/call" is the heap the planned module
+-- keeps after the pass (0 without the counter): peak minus result is the
+-- planner's own working memory. The last column is the time of each size over the previous
+-- size's (1M/100k should stay within 12x, i.e. near-linear).
 -- Usage: bin/devplan bench/plan.lua [N ...]   (default 10000 100000 1000000)
+--        DEVPLAN_BENCH_REPEAT=3 (default 1), DEVPLAN_BENCH_SHAPES="chain let"
 local dp = require "devplan"
 local testing = require "devplan.testing"
+local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "bench"
+local gen = dofile(here .. "/gen.lua")
 
-local CPU, GPU = testing.PALETTE.CPU, testing.PALETTE.GPU
 local config = testing.config("cuda")
-local TY = dp.type.tensor({5, 7}, "float32")
-local OPS = {"add", "multiply"}
-
-local function on(e, vd) return dp.call("on_device", {e}, {virtual_device = vd}) end
-
-local function module_of(body, a, b)
-  return dp.IRModule{functions = {{"main", dp.fn({a, b}, body)}}}
-end
-
-local gen = {}
-function gen.chain(n) -- on_device(CPU) every 10th op, as gen_relay.py
-  local a, b = dp.var("a", TY), dp.var("b", TY)
-  local prev = a
-  for i = 0, n - 1 do
-    prev = dp.call(OPS[i % 2 + 1], {prev, b})
-    if i % 10 == 9 then prev = on(prev, CPU) end
-  end
-  return module_of(prev, a, b)
-end
-function gen.let(n)
-  local a, b = dp.var("a", TY), dp.var("b", TY)
-  local vars, vals, prev = {}, {}, a
-  for i = 0, n - 1 do
-    local v = dp.call(OPS[i % 2 + 1], {prev, b})
-    if i % 10 == 9 then v = on(v, CPU) end
-    vars[i + 1], vals[i + 1] = dp.var("x" .. i), v
-    prev = vars[i + 1]
-  end
-  local body = prev
-  for i = n, 1, -1 do body = dp.let(vars[i], vals[i], body) end
-  return module_of(body, a, b)
-end
-function gen.branchy(n) -- alternating devices by blocks of 50, crossings annotated
-  local a, b = dp.var("a", TY), dp.var("b", TY)
-  local r, blockdev = {}, function(i) return (i // 50) % 2 == 0 and CPU or GPU end
-  local function use(j, i)
-    if blockdev(j) ~= blockdev(i) then return on(r[j], blockdev(j)) end
-    return r[j]
-  end
-  r[0] = dp.call("add", {a, b})
-  for i = 1, n - 1 do
-    local v = dp.call(OPS[i % 2 + 1], {use(i - 1, i), use(i // 2, i)})
-    if i % 50 == 49 then v = on(v, blockdev(i)) end
-    r[i] = v
-  end
-  return module_of(r[n - 1], a, b)
-end
+local REPEAT = tonumber(os.getenv("DEVPLAN_BENCH_REPEAT") or "1")
 
 local function status(key)
   local f = io.open("/proc/self/status")
@@ -72,27 +40,55 @@ local function reset_peak()
   if f then f:write("5") f:close() end
 end
 
+local function full_gc() collectgarbage() collectgarbage() end
+
+-- One timed run: CPU seconds and peak RSS growth in bytes.
+local function run_once(plan, mod)
+  full_gc()
+  collectgarbage("stop")
+  local before = status("VmRSS")
+  reset_peak()
+  os.getenv("DEVPLAN_HEAP_RESET")
+  local t0 = os.clock()
+  local out = plan(mod)
+  local secs = os.clock() - t0
+  local heap = tonumber(os.getenv("DEVPLAN_HEAP_PEAK"))
+  local kept = tonumber(os.getenv("DEVPLAN_HEAP_LIVE")) or 0
+  local peak = heap or status("VmHWM") - before
+  out = nil
+  collectgarbage("restart")
+  full_gc()
+  return secs, peak, kept
+end
+
 local sizes = {}
 for _, s in ipairs(arg or {}) do sizes[#sizes + 1] = tonumber(s) end
 if #sizes == 0 then sizes = {10000, 100000, 1000000} end
+local shapes = {}
+for s in (os.getenv("DEVPLAN_BENCH_SHAPES") or "chain let branchy"):gmatch("%S+") do
+  shapes[#shapes + 1] = s
+end
 
-print(("%-8s %10s %10s %12s %12s"):format("shape", "calls", "plan s", "bytes/call", "ns/call"))
-for _, shape in ipairs{"chain", "let", "branchy"} do
+local HEAP = os.getenv("DEVPLAN_HEAP_PEAK") ~= nil
+print(("%-8s %10s %10s %12s %12s %10s %10s"):format("shape", "calls", "plan s",
+  HEAP and "heap B/call" or "rss B/call", "result B/call",
+  "ns/call", "x prev"))
+for _, shape in ipairs(shapes) do
+  local prev_secs
   for _, n in ipairs(sizes) do
-    local mod = gen[shape](n)
-    dp.infer_type(mod)
+    local mod = dp.parse(gen[shape](n), testing.META)
     local plan = dp.passes.PlanDevices(config)
-    collectgarbage() collectgarbage()
-    collectgarbage("stop")
-    local before = status("VmRSS")
-    reset_peak()
-    local t0 = os.clock()
-    local out = plan(mod)
-    local secs = os.clock() - t0
-    local peak = status("VmHWM") - before
-    collectgarbage("restart")
-    print(("%-8s %10d %10.3f %12.0f %12.0f"):format(shape, n, secs, peak / n, secs * 1e9 / n))
-    out, mod = nil, nil
-    collectgarbage() collectgarbage()
+    local best, peak, kept = math.huge, 0, 0
+    for _ = 1, REPEAT do
+      local s, p, k = run_once(plan, mod)
+      if s < best then best = s end
+      if p > peak then peak, kept = p, k end
+    end
+    local ratio = prev_secs and ("%10.1f"):format(best / prev_secs) or ("%10s"):format("-")
+    print(("%-8s %10d %10.3f %12.0f %12.0f %10.0f %s"):format(shape, n, best, peak / n,
+      kept / n, best * 1e9 / n, ratio))
+    prev_secs = best
+    mod = nil
+    full_gc()
   end
 end

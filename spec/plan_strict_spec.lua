@@ -95,6 +95,24 @@ def @main(%a: Tensor[(5, 7), float32]) {
     assert.truthy(err.message:find("p.relay:4:8", 1, true), err.message)
   end)
 
+  it("names a device_copy in a conflict once (\"device_copy at\", not \"device_copy device_copy\")", function()
+    local mod = dp.parse([[
+#[version = "0.0.5"]
+def @main(%a: Tensor[(5, 7), float32]) {
+  %0 = device_copy(%a, src_virtual_device=meta[VirtualDevice][0], dst_virtual_device=meta[VirtualDevice][1]);
+  %1 = device_copy(%a, src_virtual_device=meta[VirtualDevice][1], dst_virtual_device=meta[VirtualDevice][0]);
+  (%0, %1)
+}
+]], META, {source_name = "c.relay"})
+    local ok, err = pcall(dp.passes.PlanDevices(config, STRICT), mod)
+    assert.is_false(ok)
+    assert.equal("conflict", err.code)
+    local text = tostring(err)
+    assert.truthy(text:find("device_copy at c.relay:3:8", 1, true), text)
+    assert.falsy(text:find("device_copy device_copy", 1, true), text)
+    assert.falsy(text:find("on_device on_device", 1, true), text)
+  end)
+
   it("checks its options and its configuration", function()
     assert.has_error(function() dp.passes.PlanDevices(config, {resolve_conflict = false}) end,
       "devplan.passes.PlanDevices: unknown option 'resolve_conflict'")

@@ -102,11 +102,25 @@ char *dp__describe(dp_domains *d, const dp_expr *e) {
   return dp_strdup(buf);
 }
 
+/* Length of the rule text to print before the description w: without its
+   last word when w starts with that word ("the source of device_copy" +
+   "device_copy at 3:5" reads "the source of device_copy at 3:5"). */
+static int rule_prefix_len(const char *text, const char *w) {
+  int n = (int)strlen(text);
+  const char *last = strrchr(text, ' ');
+  if (!w || !last) return n;
+  size_t k = strlen(last + 1);
+  if (k && strncmp(w, last + 1, k) == 0 && (w[k] == ' ' || w[k] == '\0'))
+    return (int)(last - text);
+  return n;
+}
+
 static char *reason(dp_domains *d, int rule, dp_expr *why) {
   char *w = why ? dp__describe(d, why) : NULL;
-  size_t n = strlen(dp__rule_text(rule)) + (w ? strlen(w) : 0) + 4;
+  const char *text = dp__rule_text(rule);
+  size_t n = strlen(text) + (w ? strlen(w) : 0) + 4;
   char *s = dp_malloc(n);
-  if (s) snprintf(s, n, "%s%s%s", dp__rule_text(rule), w ? " " : "", w ? w : "");
+  if (s) snprintf(s, n, "%.*s%s%s", rule_prefix_len(text, w), text, w ? " " : "", w ? w : "");
   free(w);
   return s;
 }
