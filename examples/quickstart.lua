@@ -25,4 +25,6 @@ local planned = dp.passes.PlanDevices(config)(mod)
 print(planned)
 
 -- Why is %a on the CPU?
-print(dp.planner.explain(mod, mod.main.params[1], config).text)
+local why = dp.planner.explain(mod, mod.main.params[1], config)
+print(why.text)
+for _, step in ipairs(why.steps) do print("  " .. step.message) end

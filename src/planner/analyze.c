@@ -63,7 +63,9 @@ static int call_on_device(actx *a, uint32_t id, dp_call *c, const dp_ondev *p) {
   /* one constraint domain serves both sides, as TVM's target_domain */
   uint32_t k = dp__dom_for_type(a->d, p->body->type, v, R_ON_DEVICE, &c->e);
   if (p->cbody && unify(a, KDOM(a, id, 1), k, R_ON_DEVICE, &c->e) < 0) return -1;
-  if (p->cresult && unify(a, DOM(a, id), k, R_ON_DEVICE, &c->e) < 0) return -1;
+  /* FL_FIX: phase 0 would have made it fixed (dp__plan_analyze_fixed) */
+  int cresult = p->cresult || (a->d->flat.flag[id] & FL_FIX);
+  if (cresult && unify(a, DOM(a, id), k, R_ON_DEVICE, &c->e) < 0) return -1;
   return 0;
 }
 
@@ -262,6 +264,7 @@ static int analyze_function(actx *a, dp_func *fn) {
   dp_domains *d = a->d;
   uint32_t from = d->flat.npost;
   if (dp__flat_add(d, fn) < 0) return -1;
+  if (d->needs_rewrite) return 0;
   for (uint32_t k = from; k < d->flat.npost; k++) {
     uint32_t id = d->flat.post[k];
     if (analyze_node(a, id) < 0) return -1;
@@ -302,12 +305,13 @@ static int primfn_domain(actx *a, dp_primfn *pf) {
   return rc;
 }
 
-dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err) {
+static dp_domains *analyze(dp_module *m, const dp_config *cfg, int fixmode, dp_err **err) {
   dp_domains *d = dp__domains_new(m, cfg, err);
   if (!d) return NULL;
+  d->fixmode = fixmode;
   actx a = {d, NULL};
   for (uint32_t i = 0; i < m->nprims && !a.err; i++) primfn_domain(&a, m->prims[i]);
-  for (uint32_t i = 0; i < m->nfuncs && !a.err; i++) {
+  for (uint32_t i = 0; i < m->nfuncs && !a.err && !d->needs_rewrite; i++) {
     if (analyze_function(&a, m->funcs[i].fn) < 0 && !a.err)
       a.err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
   }
@@ -317,5 +321,17 @@ dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err) {
     dp_release(d);
     return NULL;
   }
+  if (d->needs_rewrite) {
+    dp_release(d);
+    return NULL;
+  }
   return d;
+}
+
+dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err) {
+  return analyze(m, cfg, 0, err);
+}
+
+dp_domains *dp__plan_analyze_fixed(dp_module *m, const dp_config *cfg, dp_err **err) {
+  return analyze(m, cfg, 1, err);
 }

@@ -81,7 +81,10 @@ static uint32_t reach(dp_domains *d, uint32_t from, dp_expr *e, int root, fframe
     s = dp__pmap_get(&d->map, (uintptr_t)e);
     if (s && (s->flags & PM_ID) && s->val >= from) return s->val;
   }
-  uint32_t nk = (k == DP_FUNC && dp__is_primitive((dp_func *)e)) ? 0 : dp_expr_nchildren(e);
+  int prim = k == DP_FUNC && dp__is_primitive((dp_func *)e);
+  /* phase 0 rewrites inside primitive bodies, which are not indexed */
+  if (prim && d->fixmode) d->needs_rewrite = 1;
+  uint32_t nk = prim ? 0 : dp_expr_nchildren(e);
   if (grow_nodes(f, f->n + 1) < 0 || grow((void **)&f->kid, &f->capkid, f->nkid + nk, sizeof *f->kid) < 0 ||
       grow((void **)st, capst, *nst + 1, sizeof **st) < 0) {
     d->oom = 1;
@@ -109,6 +112,41 @@ static uint32_t reach(dp_domains *d, uint32_t from, dp_expr *e, int root, fframe
   return id;
 }
 
+static int fn_typed(const dp_expr *e) {
+  return e->type && e->type->h.kind == DP_TY_FUNC;
+}
+
+/* fixmode: child e (flat id kid) of parent, at position i, as phase 0 sees
+   it. A let value or function body that is an on_device constraining its
+   body only becomes fixed (FL_FIX) where phase 0 would make it a fixed
+   on_device of the same body; anything else phase 0 changes (projections
+   of such calls, a body phase 0 would not wrap or would merge, a shared
+   call, function types) needs phase 0 itself. */
+static void fix_check(dp_domains *d, dp_expr *parent, uint32_t i, dp_expr *e, uint32_t kid) {
+  dp_ondev p, q;
+  if (!dp__on_device_props(&d->ops, e, &p) || !p.cbody || p.cresult || !p.vd) return;
+  int pk = parent->h.kind;
+  if (pk == DP_PROJ) {
+    d->needs_rewrite = 1;
+    return;
+  }
+  if (!(pk == DP_LET && i == 1) && !(pk == DP_FUNC && i == ((dp_func *)parent)->nparams)) return;
+  int bk = p.body->h.kind;
+  if (e->h.rc > 1 || bk == DP_OP || bk == DP_CTOR || bk == DP_GLOBAL || bk == DP_VAR ||
+      bk == DP_FUNC || dp__on_device_props(&d->ops, p.body, &q) || fn_typed(e) ||
+      fn_typed(p.body) || kid == DP_NONE_ID) {
+    d->needs_rewrite = 1;
+    return;
+  }
+  d->flat.flag[kid] |= FL_FIX;
+}
+
+/* fixmode: call_lowered of a primfn, which phase 0 wraps. */
+static void lowered_check(dp_domains *d, dp_call *c) {
+  if (c->args[0]->h.kind == DP_GLOBAL && dp_module_primfn(d->mod, ((dp_global *)c->args[0])->name))
+    d->needs_rewrite = 1;
+}
+
 int dp__flat_add(dp_domains *d, dp_func *root) {
   dp_flat *f = &d->flat;
   fframe *st = NULL;
@@ -120,6 +158,7 @@ int dp__flat_add(dp_domains *d, dp_func *root) {
       uint32_t id = t->id, i = t->i++;
       uint32_t k = reach(d, from, dp_expr_child(f->x[id], i), 0, &st, &nst, &capst);
       f->kid[f->koff[id] + i] = k;
+      if (d->fixmode && !d->oom) fix_check(d, f->x[id], i, dp_expr_child(f->x[id], i), k);
       continue;
     }
     uint32_t id = t->id;
@@ -127,6 +166,7 @@ int dp__flat_add(dp_domains *d, dp_func *root) {
     f->post[f->npost++] = id;
     dp_expr *e = f->x[id];
     if (e->h.kind == DP_CALL && is_lowered(d, (dp_call *)e)) {
+      if (d->fixmode) lowered_check(d, (dp_call *)e);
       uint32_t tk = dp__fkid(d, id, 2);
       if (tk != DP_NONE_ID) {
         f->flag[tk] |= PM_LOWERED_ARGS;

@@ -61,7 +61,7 @@ enum { PM_VISITED = 1, PM_PARAM = 2, PM_LOWERED_ARGS = 4, PM_SHARED = 8, PM_ID =
    instead of every node of the module again: a free on_device call (body
    and result unconstrained); a node with a defaulting rule (a call, a let,
    a function that is not primitive). */
-enum { FL_FREE_ONDEV = 32, FL_DEFAULTS = 64 };
+enum { FL_FREE_ONDEV = 32, FL_DEFAULTS = 64, FL_FIX = 128 };
 
 /* Attribute sets the planner builds, made once per device pair and reused:
    capture annotates most nodes of a module with a handful of distinct
@@ -119,6 +119,11 @@ struct dp_domains {
   dp_flat flat;             /* analysis' index of the module (flat.c) */
   int map_full;             /* every flat node is in map (dp__domains_full_map) */
   int xshared;              /* a node is indexed in two functions (it has two flat ids) */
+  /* dp_plan_devices without phase 0's module: analysis treats the
+     on_device calls phase 0 would fix (let values, function bodies) as
+     fixed (FL_FIX); needs_rewrite: the module needs a rewrite this cannot
+     stand in for (phase 0 must run) */
+  int fixmode, needs_rewrite;
   /* scratch for unify */
   uint32_t *work; uint32_t nwork, capwork;
   uint32_t *trail; uint32_t ntrail, captrail;
@@ -208,6 +213,11 @@ uint32_t dp__fkdom(dp_domains *d, uint32_t id, uint32_t i);
 uint32_t dp__fcallee_dom(dp_domains *d, uint32_t id);
 /* Put every indexed node into d->map (for lookups by expression). */
 int dp__domains_full_map(dp_domains *d);
+
+/* --- analyze.c --- */
+/* Analysis standing in for phase 0's let / function-body rule (fixmode):
+   NULL without error when phase 0 must run first. */
+dp_domains *dp__plan_analyze_fixed(dp_module *m, const dp_config *cfg, dp_err **err);
 
 /* --- explain.c --- */
 const char *dp__rule_text(int rule);
