@@ -201,6 +201,32 @@ describe("deep programs", function()
     local out = dp.planner.capture(d)
     assert.is_true(rawequal(out.main.virtual_device, CONFIG:canonical(CPU)))
   end)
+  -- A dataflow chain: graph bindings, each value used once by the next; every
+  -- 10th value annotated on the GPU; the result fixed on the CPU.
+  local function dataflow_chain()
+    local parts = {'#[version = "0.0.5"]\ndef @main(%a: ' .. T .. ') {\n'}
+    local prev = "%a"
+    for i = 0, n - 1 do
+      if i % 10 == 9 then
+        parts[#parts + 1] = ("%%%d = on_device(negative(%s), virtual_device=meta[VirtualDevice][1]);\n"):format(i, prev)
+      else
+        parts[#parts + 1] = ("%%%d = negative(%s);\n"):format(i, prev)
+      end
+      prev = "%" .. i
+    end
+    parts[#parts + 1] = "on_device(" .. prev .. ", virtual_device=meta[VirtualDevice][0], constrain_result=True)\n}\n"
+    return table.concat(parts)
+  end
+  it("plans a " .. n .. "-deep dataflow chain through every phase, then all phases at once", function()
+    local m = dp.parse(dataflow_chain(), META)
+    local r = dp.planner.conflicts(dp.planner.rewrite(m, CONFIG), CONFIG)
+    local d = dp.planner.analyze(r, CONFIG)
+    dp.planner.default(d)
+    local out = dp.planner.capture(d)
+    assert.is_true(rawequal(out.main.virtual_device, CONFIG:canonical(CPU)))
+    assert.is_true(rawequal(out.main.params[1].virtual_device, CONFIG:canonical(GPU)))
+    assert.is_true(dp.structural_equal(out, dp.passes.PlanDevices(CONFIG)(m)))
+  end)
 end)
 
 describe("phase 0b (conflicting demands)", function()
