@@ -12,6 +12,8 @@
 --                             both constraints with their positions (and
 --                             the chain between them in its notes).
 --
+-- dp.passes.AnnotateVirtualDevices(rules) comes from passes/.
+--
 -- M.domains(mod, config, opts) gives the planner's domains after
 -- defaulting, with the same option: what the command line explains from.
 local M = {}
@@ -74,6 +76,8 @@ function M.attach(devplan)
       return planner.capture(domains(planner, mod, config, false))
     end
   end
+  -- Passes written in Lua (passes/ on package.path).
+  dp.passes.AnnotateVirtualDevices = require("annotate_virtual_devices").make(dp)
 end
 
 return M

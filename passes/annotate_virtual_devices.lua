@@ -1,0 +1,37 @@
+-- AnnotateVirtualDevices: per-operator device rules, written in Lua on top
+-- of dp.rewrite. Each call of an operator named in `rules` is wrapped in
+-- on_device(call, virtual_device=rules[name](call)); a rule may return nil
+-- to leave that call alone. The planner then places everything else.
+--
+--   local annotate = dp.passes.AnnotateVirtualDevices{
+--     ["nn.conv2d"] = function(call) return gpu end,
+--     ["nn.dense"] = function(call) return gpu end,
+--   }
+--   local annotated = annotate(mod)
+local M = {}
+
+-- dp is the devplan module table; returns the pass constructor.
+function M.make(dp)
+  return function(rules)
+    if type(rules) ~= "table" then
+      error("AnnotateVirtualDevices: a table of operator name -> function expected, got " .. type(rules), 2)
+    end
+    for name, rule in pairs(rules) do
+      dp.op.get(name) -- raises a "name" error for an unknown operator
+      if type(rule) ~= "function" then
+        error("AnnotateVirtualDevices: the rule for '" .. tostring(name) .. "' must be a function", 2)
+      end
+    end
+    return function(mod)
+      return dp.infer_type(dp.rewrite(mod, {
+        call = function(call)
+          local rule = call.callee.kind == "op" and rules[call.callee.name]
+          local vd = rule and rule(call)
+          if vd ~= nil then return dp.call("on_device", {call}, {virtual_device = vd}) end
+        end,
+      }))
+    end
+  end
+end
+
+return M
