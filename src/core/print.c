@@ -1011,6 +1011,8 @@ static int run(printer *p, dp_tb *out, const dp_expr *root) {
   rc = p->failed || out->failed ? -1 : 0;
 done:
   dp_tb_free(&texts);
+  p->stk = NULL; /* they pointed at texts */
+  p->src = NULL;
   return rc;
 }
 
