@@ -305,10 +305,12 @@ static int primfn_domain(actx *a, dp_primfn *pf) {
   return rc;
 }
 
-static dp_domains *analyze(dp_module *m, const dp_config *cfg, int fixmode, dp_err **err) {
+static dp_domains *analyze(dp_module *m, const dp_config *cfg, int fixmode,
+                           const struct dp_sizes *sz, dp_err **err) {
   dp_domains *d = dp__domains_new(m, cfg, err);
   if (!d) return NULL;
   d->fixmode = fixmode;
+  if (sz) dp__reserve(d, sz);
   actx a = {d, NULL};
   for (uint32_t i = 0; i < m->nprims && !a.err; i++) primfn_domain(&a, m->prims[i]);
   for (uint32_t i = 0; i < m->nfuncs && !a.err && !d->needs_rewrite; i++) {
@@ -329,9 +331,10 @@ static dp_domains *analyze(dp_module *m, const dp_config *cfg, int fixmode, dp_e
 }
 
 dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err) {
-  return analyze(m, cfg, 0, err);
+  return analyze(m, cfg, 0, NULL, err);
 }
 
-dp_domains *dp__plan_analyze_fixed(dp_module *m, const dp_config *cfg, dp_err **err) {
-  return analyze(m, cfg, 1, err);
+dp_domains *dp__plan_analyze_fixed(dp_module *m, const dp_config *cfg, const struct dp_sizes *sz,
+                                   dp_err **err) {
+  return analyze(m, cfg, 1, sz, err);
 }

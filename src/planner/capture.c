@@ -41,7 +41,7 @@ static dp_err *no_device(cctx *c, const dp_expr *e) {
 static dp_vdev *vd_of(cctx *c, uint32_t id, uint32_t i, dp_err **err) {
   dp_domains *d = c->d;
   dp_ondev p;
-  dp_expr *x = dp_expr_child(d->flat.x[id], i);
+  dp_expr *x = dp__child(d->flat.x[id], i);
   uint32_t dom;
   if (dp__on_device_props(&d->ops, x, &p)) {
     uint32_t k = dp__fkid(d, id, i);
@@ -88,7 +88,7 @@ static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *chi
 /* Child i of flat node id, expected on its parent's device. */
 static dp_expr *same(cctx *c, dp_vdev *pv, uint32_t id, uint32_t i, dp_expr *rebuilt,
                      dp_err **err) {
-  dp_expr *orig = dp_expr_child(c->d->flat.x[id], i);
+  dp_expr *orig = dp__child(c->d->flat.x[id], i);
   if (orig->h.kind == DP_OP || orig->h.kind == DP_CTOR) return dp_retain(rebuilt);
   dp_vdev *cv = vd_of(c, id, i, err);
   return cv ? child(c, pv, pv, cv, orig, rebuilt, err) : NULL;
@@ -123,7 +123,7 @@ static dp_expr **kid_array(uint32_t n, dp_expr **small, uint32_t nsmall) {
 /* The rewritten form of child i of flat node id (borrowed). */
 static dp_expr *out_kid(cctx *c, uint32_t id, uint32_t i) {
   uint32_t k = dp__fkid(c->d, id, i);
-  return k != DP_NONE_ID ? c->out[k] : dp_expr_child(c->d->flat.x[id], i);
+  return k != DP_NONE_ID ? c->out[k] : dp__child(c->d->flat.x[id], i);
 }
 
 static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
@@ -261,7 +261,7 @@ static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
   }
   case DP_TUPLE: case DP_PROJ: case DP_IF: case DP_MATCH: case DP_REF_NEW: case DP_REF_READ:
   case DP_REF_WRITE: {
-    uint32_t n = dp_expr_nchildren(orig);
+    uint32_t n = dp__nchildren(orig);
     dp_expr *small[8], **k = kid_array(n, small, 8);
     if (!k) {
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));

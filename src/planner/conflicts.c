@@ -8,7 +8,9 @@
  * joined with later demands that join; a later demand that cannot join
  * marks that call argument (never an on_device call), and a device_copy
  * from the node's device to the demanded one is inserted there. Without
- * marks the module is returned unchanged.
+ * marks the module is returned unchanged. The walk also counts what it
+ * saw (dp__plan_conflicts_sized), so that analysis can size its arrays
+ * once instead of growing them.
  */
 #include <stdlib.h>
 #include "planner.h"
@@ -21,6 +23,9 @@ typedef struct kctx {
   item *st; uint32_t n, cap;
   mark *marks; uint32_t nmarks, capmarks;
   dp_pmap callmarks;      /* call -> first mark + 1 */
+  /* sizes for analysis: distinct nodes expanded, children (pushed, and let
+     variables and parameters, which are not), constraint domains */
+  uint32_t nvisit, npush, ncons;
 } kctx;
 
 static int push(kctx *k, dp_expr *e, uint32_t demand, dp_call *parent, uint32_t pos) {
@@ -32,6 +37,7 @@ static int push(kctx *k, dp_expr *e, uint32_t demand, dp_call *parent, uint32_t 
     k->cap = cap;
   }
   k->st[k->n++] = (item){e, demand, parent, pos};
+  k->npush++;
   return 0;
 }
 
@@ -77,8 +83,16 @@ static int expand(kctx *k, dp_expr *e, uint32_t demand) {
   dp_expr *body;
   dp_vdev *src, *dst;
   int rc = 0;
-  if (dp__on_device_props(o, e, &p)) return push(k, p.body, p.cbody && p.vd ? canon(k, p.vd) : 0, NULL, 0);
-  if (dp__device_copy_props(o, e, &body, &src, &dst)) return push(k, body, src ? canon(k, src) : 0, NULL, 0);
+  if (dp__on_device_props(o, e, &p)) {
+    k->ncons++;
+    k->npush++; /* the operator */
+    return push(k, p.body, p.cbody && p.vd ? canon(k, p.vd) : 0, NULL, 0);
+  }
+  if (dp__device_copy_props(o, e, &body, &src, &dst)) {
+    k->ncons += 2;
+    k->npush++;
+    return push(k, body, src ? canon(k, src) : 0, NULL, 0);
+  }
   switch (e->h.kind) {
   case DP_CALL: {
     dp_call *c = (dp_call *)e;
@@ -90,16 +104,19 @@ static int expand(kctx *k, dp_expr *e, uint32_t demand) {
   case DP_FUNC: {
     dp_func *f = (dp_func *)e;
     if (dp__is_primitive(f)) return 0;
+    k->npush += f->nparams;
+    k->ncons += 1 + f->nparams;
     return push(k, f->body, f->vdev ? canon(k, f->vdev) : 0, NULL, 0);
   }
   case DP_LET: {
     dp_let *l = (dp_let *)e;
+    k->npush++;
     if (push(k, l->body, demand, NULL, 0) < 0) return -1;
     return push(k, l->value, 0, NULL, 0);
   }
   default: {
-    uint32_t n = dp_expr_nchildren(e);
-    for (uint32_t i = n; i-- > 0 && rc == 0;) rc = push(k, dp_expr_child(e, i), demand, NULL, 0);
+    uint32_t n = dp__nchildren(e);
+    for (uint32_t i = n; i-- > 0 && rc == 0;) rc = push(k, dp__child(e, i), demand, NULL, 0);
     return rc;
   }
   }
@@ -127,6 +144,7 @@ static int walk(kctx *k, dp_func *f) {
     }
     if (shared && dp__pmap_add(&k->d->map, (uintptr_t)e, (first_order ? it.demand : 0) + 1, 0) < 0)
       return -1;
+    k->nvisit++;
     if (expand(k, e, it.demand) < 0) return -1;
   }
   return 0;
@@ -136,10 +154,10 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   kctx *k = ud;
   struct dp_pslot *s = orig->h.kind == DP_CALL ? dp__pmap_get(&k->callmarks, (uintptr_t)orig) : NULL;
   if (!s) return dp_retain(rebuilt);
-  uint32_t n = dp_expr_nchildren(rebuilt);
+  uint32_t n = dp__nchildren(rebuilt);
   dp_expr **kids = dp_calloc(n, sizeof *kids);
   if (!kids) goto oom;
-  for (uint32_t i = 0; i < n; i++) kids[i] = dp_retain(dp_expr_child(rebuilt, i));
+  for (uint32_t i = 0; i < n; i++) kids[i] = dp_retain(dp__child(rebuilt, i));
   dp_expr *r = NULL;
   for (uint32_t m = s->val; m; m = k->marks[m - 1].next) {
     mark *mk = &k->marks[m - 1];
@@ -162,6 +180,11 @@ oom:
 }
 
 dp_module *dp_plan_conflicts(dp_module *m, const dp_config *cfg, dp_err **err) {
+  return dp__plan_conflicts_sized(m, cfg, NULL, err);
+}
+
+dp_module *dp__plan_conflicts_sized(dp_module *m, const dp_config *cfg, struct dp_sizes *sz,
+                                    dp_err **err) {
   kctx k = {0};
   dp_module *out = NULL;
   k.d = dp__domains_new(m, cfg, err);
@@ -192,6 +215,7 @@ dp_module *dp_plan_conflicts(dp_module *m, const dp_config *cfg, dp_err **err) {
     }
   }
 done:
+  if (sz) *sz = (struct dp_sizes){k.nvisit, k.npush, k.d->map.n, k.ncons};
   free(k.st);
   free(k.marks);
   dp__pmap_free(&k.callmarks);

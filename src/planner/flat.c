@@ -6,6 +6,9 @@
  * pointer only where the node is shared (rc > 1: it may be reached again)
  * instead of several times per node and phase. Why: pointer-map lookups
  * on a million nodes are cache misses, and they were most of the time.
+ * In fixmode (dp_plan_devices without phase 0's module) the walk also
+ * flags the on_device calls phase 0 would have fixed (FL_FIX), and notes
+ * where phase 0 would change more than that (needs_rewrite).
  */
 #include <stdlib.h>
 #include "planner.h"
@@ -23,10 +26,17 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t size) {
   return 0;
 }
 
+static int resize_nodes(dp_flat *f, uint32_t c);
+
 static int grow_nodes(dp_flat *f, uint32_t need) {
   if (need + 1 <= f->cap) return 0;
   uint32_t c = f->cap ? f->cap : 256;
   while (c < need + 1) c *= 2;
+  return resize_nodes(f, c);
+}
+
+/* Every per-node array to exactly c entries. */
+static int resize_nodes(dp_flat *f, uint32_t c) {
   void *x = dp_realloc(f->x, (size_t)c * sizeof *f->x);
   if (x) f->x = x;
   void *d = x ? dp_realloc(f->dom, (size_t)c * sizeof *f->dom) : NULL;
@@ -40,6 +50,33 @@ static int grow_nodes(dp_flat *f, uint32_t need) {
   if (!g) return -1;
   f->cap = c;
   return 0;
+}
+
+static uint32_t slack(uint32_t n, uint32_t div) {
+  uint64_t r = (uint64_t)n + n / div + 256;
+  return r > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)r;
+}
+
+void dp__reserve(dp_domains *d, const struct dp_sizes *sz) {
+  dp_flat *f = &d->flat;
+  if (f->n || f->cap) return;
+  /* exact sizes plus a little (not powers of two: a million-node module
+     would waste up to half of each array); a failure here only leaves the
+     arrays to grow as they go */
+  if (resize_nodes(f, slack(sz->nodes, 32)) < 0) return;
+  uint32_t nk = slack(sz->edges, 32);
+  void *k = dp_realloc(f->kid, (size_t)nk * sizeof *f->kid);
+  if (!k) return;
+  f->kid = k;
+  f->capkid = nk;
+  uint32_t nd = slack(sz->nodes + sz->cons, 16);
+  if (nd > d->capnodes) {
+    void *p = dp_realloc(d->nodes, (size_t)nd * sizeof *d->nodes);
+    if (!p) return;
+    d->nodes = p;
+    d->capnodes = nd;
+  }
+  dp__pmap_reserve(&d->map, slack(sz->shared, 8));
 }
 
 void dp__flat_free(dp_flat *f) {
@@ -84,7 +121,7 @@ static uint32_t reach(dp_domains *d, uint32_t from, dp_expr *e, int root, fframe
   int prim = k == DP_FUNC && dp__is_primitive((dp_func *)e);
   /* phase 0 rewrites inside primitive bodies, which are not indexed */
   if (prim && d->fixmode) d->needs_rewrite = 1;
-  uint32_t nk = prim ? 0 : dp_expr_nchildren(e);
+  uint32_t nk = prim ? 0 : dp__nchildren(e);
   if (grow_nodes(f, f->n + 1) < 0 || grow((void **)&f->kid, &f->capkid, f->nkid + nk, sizeof *f->kid) < 0 ||
       grow((void **)st, capst, *nst + 1, sizeof **st) < 0) {
     d->oom = 1;
@@ -156,9 +193,9 @@ int dp__flat_add(dp_domains *d, dp_func *root) {
     fframe *t = &st[nst - 1];
     if (t->i < t->n) {
       uint32_t id = t->id, i = t->i++;
-      uint32_t k = reach(d, from, dp_expr_child(f->x[id], i), 0, &st, &nst, &capst);
+      uint32_t k = reach(d, from, dp__child(f->x[id], i), 0, &st, &nst, &capst);
       f->kid[f->koff[id] + i] = k;
-      if (d->fixmode && !d->oom) fix_check(d, f->x[id], i, dp_expr_child(f->x[id], i), k);
+      if (d->fixmode && !d->oom) fix_check(d, f->x[id], i, dp__child(f->x[id], i), k);
       continue;
     }
     uint32_t id = t->id;
@@ -181,10 +218,8 @@ int dp__flat_add(dp_domains *d, dp_func *root) {
   return d->oom ? -1 : 0;
 }
 
-uint32_t dp__fkdom(dp_domains *d, uint32_t id, uint32_t i) {
-  uint32_t k = dp__fkid(d, id, i);
-  if (k != DP_NONE_ID) return d->flat.dom[k];
-  return dp__dom_of(d, dp_expr_child(d->flat.x[id], i));
+uint32_t dp__fkdom_slow(dp_domains *d, uint32_t id, uint32_t i) {
+  return dp__dom_of(d, dp__child(d->flat.x[id], i));
 }
 
 uint32_t dp__fcallee_dom(dp_domains *d, uint32_t id) {

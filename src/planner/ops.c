@@ -35,6 +35,7 @@ int dp__plan_ops(dp_ctx *ctx, struct dp_plan_ops *ops, dp_err **err) {
 void dp__plan_ops_free(struct dp_plan_ops *ops) {
   if (!ops->cache) return;
   for (uint32_t i = 0; i < ops->cache->n; i++) dp_release(ops->cache->e[i].attrs);
+  dp_release(ops->cache->pattrs);
   free(ops->cache);
   ops->cache = NULL;
 }
@@ -81,10 +82,24 @@ int dp__on_device_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_onde
   const dp_call *c = (const dp_call *)e;
   if (c->nargs != 1) return 0;
   p->body = c->args[0];
+  struct dp_attr_cache *m = ops->cache;
+  if (m && c->attrs && m->pattrs == c->attrs) {
+    p->vd = m->pvd;
+    p->cbody = m->pcbody;
+    p->cresult = m->pcresult;
+    return 1;
+  }
   p->vd = attr_vdev(ops->on_device, c->attrs, "virtual_device");
   if (p->vd && dp_vdev_is_fully_unconstrained(p->vd)) p->vd = NULL;
   p->cbody = attr_bool(ops->on_device, c->attrs, "constrain_body", 1);
   p->cresult = attr_bool(ops->on_device, c->attrs, "constrain_result", 0);
+  if (m && c->attrs) {
+    dp_release(m->pattrs);
+    m->pattrs = dp_retain(c->attrs);
+    m->pvd = p->vd; /* held by the attribute set */
+    m->pcbody = p->cbody;
+    m->pcresult = p->cresult;
+  }
   return 1;
 }
 

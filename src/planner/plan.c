@@ -21,9 +21,10 @@ static dp_module *from_domains(dp_domains *d, dp_err **err) {
 
 /* Without phase 0's module; NULL (an error or not) when it is needed. */
 static dp_module *without_rewrite(dp_module *m, const dp_config *cfg, dp_err **err) {
-  dp_module *c = dp_plan_conflicts(m, cfg, err);
+  struct dp_sizes sz;
+  dp_module *c = dp__plan_conflicts_sized(m, cfg, &sz, err);
   if (!c) return NULL;
-  dp_domains *d = dp__plan_analyze_fixed(c, cfg, err);
+  dp_domains *d = dp__plan_analyze_fixed(c, cfg, &sz, err);
   dp_release(c);
   return d ? from_domains(d, err) : NULL;
 }

@@ -10,6 +10,8 @@
 
 #define DP_NONE_ID UINT32_MAX
 
+struct dp_sizes; /* conflicts.c */
+
 /* Why a domain got a device, or why two domains were unified. The text of
    each rule is in domains.c (rule_text). */
 enum {
@@ -70,6 +72,12 @@ enum { FL_FREE_ONDEV = 32, FL_DEFAULTS = 64, FL_FIX = 128 };
 struct dp_attr_cache {
   struct { dp_vdev *a, *b; int kind; dp_attrs *attrs; } e[DP_ATTR_CACHE];
   uint32_t n;
+  /* the last on_device attribute set read (retained, so its address is
+     not reused) and what it says: reading it costs three lookups by name,
+     and every phase reads the same few sets again and again */
+  dp_attrs *pattrs;
+  dp_vdev *pvd;
+  int pcbody, pcresult;
 };
 
 struct dp_plan_ops {
@@ -131,11 +139,34 @@ struct dp_domains {
   int oom;                  /* an allocation failed: the phase reports it */
 };
 
+/* dp_expr_child / dp_expr_nchildren inline for the kinds a large program
+   is made of (calls, lets): the planner asks for children of every node in
+   every phase, and the out-of-line calls were a measurable part of it. */
+static inline dp_expr *dp__child(const dp_expr *e, uint32_t i) {
+  if (e->h.kind == DP_CALL) {
+    const dp_call *c = (const dp_call *)e;
+    return i == 0 ? c->fn : i <= c->nargs ? c->args[i - 1] : NULL;
+  }
+  if (e->h.kind == DP_LET) {
+    const dp_let *l = (const dp_let *)e;
+    return i == 0 ? &l->var->e : i == 1 ? l->value : i == 2 ? l->body : NULL;
+  }
+  return dp_expr_child(e, i);
+}
+static inline uint32_t dp__nchildren(const dp_expr *e) {
+  if (e->h.kind == DP_CALL) return 1 + ((const dp_call *)e)->nargs;
+  if (e->h.kind == DP_LET) return 3;
+  if (e->h.kind == DP_VAR) return 0;
+  return dp_expr_nchildren(e);
+}
+
 /* --- pmap.c --- */
 int dp__pmap_put(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t flags);
 /* put of a key known to be absent (one probe sequence instead of two) */
 int dp__pmap_add(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t flags);
 struct dp_pslot *dp__pmap_get(const dp_pmap *m, uintptr_t key);
+/* Room for n keys in an empty map (a hint: nothing on failure). */
+void dp__pmap_reserve(dp_pmap *m, uint32_t n);
 void dp__pmap_free(dp_pmap *m);
 
 /* --- ops.c: special operators and on_device / device_copy helpers --- */
@@ -201,6 +232,8 @@ uint32_t dp__callee_dom(dp_domains *d, dp_call *c);
 /* Index the function root (appends to d->flat); 0 or -1 (out of memory). */
 int dp__flat_add(dp_domains *d, dp_func *root);
 void dp__flat_free(dp_flat *f);
+/* Reserve room for the nodes, children and domains of sz (a hint). */
+void dp__reserve(dp_domains *d, const struct dp_sizes *sz);
 /* Child i of flat node id: its id (DP_NONE_ID for operators, constructors
    and bodies that are not indexed). */
 static inline uint32_t dp__fkid(const dp_domains *d, uint32_t id, uint32_t i) {
@@ -208,16 +241,30 @@ static inline uint32_t dp__fkid(const dp_domains *d, uint32_t id, uint32_t i) {
   return o < d->flat.koff[id + 1] ? d->flat.kid[o] : DP_NONE_ID;
 }
 /* The domain of child i of flat node id (through d->map when not indexed). */
-uint32_t dp__fkdom(dp_domains *d, uint32_t id, uint32_t i);
+uint32_t dp__fkdom_slow(dp_domains *d, uint32_t id, uint32_t i);
+static inline uint32_t dp__fkdom(dp_domains *d, uint32_t id, uint32_t i) {
+  uint32_t k = dp__fkid(d, id, i);
+  return k != DP_NONE_ID ? d->flat.dom[k] : dp__fkdom_slow(d, id, i);
+}
 /* The domain of a call's callee (DP_NONE_ID for operators and constructors). */
 uint32_t dp__fcallee_dom(dp_domains *d, uint32_t id);
 /* Put every indexed node into d->map (for lookups by expression). */
 int dp__domains_full_map(dp_domains *d);
 
+/* --- conflicts.c --- */
+/* How big the module is, as phase 0b's walk saw it: analysis reserves its
+   arrays from it instead of growing them by doubling (each growth copies
+   everything so far, and holds both copies at once). */
+struct dp_sizes { uint32_t nodes, edges, shared, cons; };
+dp_module *dp__plan_conflicts_sized(dp_module *m, const dp_config *cfg, struct dp_sizes *sz,
+                                    dp_err **err);
+
 /* --- analyze.c --- */
 /* Analysis standing in for phase 0's let / function-body rule (fixmode):
-   NULL without error when phase 0 must run first. */
-dp_domains *dp__plan_analyze_fixed(dp_module *m, const dp_config *cfg, dp_err **err);
+   NULL without error when phase 0 must run first. sz (or NULL): sizes to
+   reserve. */
+dp_domains *dp__plan_analyze_fixed(dp_module *m, const dp_config *cfg, const struct dp_sizes *sz,
+                                   dp_err **err);
 
 /* --- explain.c --- */
 const char *dp__rule_text(int rule);

@@ -32,6 +32,18 @@ static int grow(dp_pmap *m) {
   return 0;
 }
 
+void dp__pmap_reserve(dp_pmap *m, uint32_t n) {
+  if (m->n || (uint64_t)n * 3 >= (uint64_t)1 << 31) return;
+  uint32_t cap = 1024;
+  while ((n + 1) * 3 >= cap * 2) cap *= 2;
+  if (cap <= m->cap) return;
+  struct dp_pslot *s = dp_calloc(cap, sizeof *s);
+  if (!s) return;
+  free(m->slots);
+  m->slots = s;
+  m->cap = cap;
+}
+
 struct dp_pslot *dp__pmap_get(const dp_pmap *m, uintptr_t key) {
   if (!m->cap) return NULL;
   uint32_t j = hash_ptr(key) & (m->cap - 1);
