@@ -38,17 +38,6 @@ static void domains_free(dp_obj *o, dp_worklist *wl) {
 
 void dp__domains_free_fn(dp_obj *o, dp_worklist *wl) { domains_free(o, wl); }
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t size) {
-  if (need <= *cap) return 0;
-  uint32_t c = *cap ? *cap : 64;
-  while (c < need) c *= 2;
-  void *q = dp_realloc(*p, (size_t)c * size);
-  if (!q) return -1;
-  *p = q;
-  *cap = c;
-  return 0;
-}
-
 dp_domains *dp__domains_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   dp_register_free(DP_OBJ_DOMAINS, dp__domains_free_fn);
   dp_domains *d = dp_calloc(1, sizeof *d);
@@ -63,7 +52,7 @@ dp_domains *dp__domains_new(dp_module *m, const dp_config *cfg, dp_err **err) {
     return NULL;
   }
   dp_vdev *free_vd = dp_vdev_unconstrained(d->ctx);
-  if (!free_vd || grow((void **)&d->vdevs, &d->capvdevs, 1, sizeof *d->vdevs) < 0) {
+  if (!free_vd || dp_grow((void **)&d->vdevs, &d->capvdevs, 1, sizeof *d->vdevs) < 0) {
     dp_release(free_vd);
     dp_release(d);
     goto oom;
@@ -85,7 +74,7 @@ uint32_t dp__vdev_index(dp_domains *d, dp_vdev *v) {
   if (!v) return 0;
   for (uint32_t i = d->nvdevs; i-- > 0;)
     if (d->vdevs[i] == v) return i;
-  if (grow((void **)&d->vdevs, &d->capvdevs, d->nvdevs + 1, sizeof *d->vdevs) < 0) {
+  if (dp_grow((void **)&d->vdevs, &d->capvdevs, d->nvdevs + 1, sizeof *d->vdevs) < 0) {
     d->oom = 1;
     return 0;
   }
@@ -109,7 +98,7 @@ uint32_t dp__canon_index(dp_domains *d, dp_vdev *v, dp_err **err) {
 }
 
 static uint32_t new_node(dp_domains *d) {
-  if (grow((void **)&d->nodes, &d->capnodes, d->nnodes + 1, sizeof *d->nodes) < 0) {
+  if (dp_grow((void **)&d->nodes, &d->capnodes, d->nnodes + 1, sizeof *d->nodes) < 0) {
     d->oom = 1;
     return 0;
   }
@@ -127,7 +116,7 @@ uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy) {
   if (d->oom) return 0;
   d->nodes[id].vdev = vdev;
   if (!vdev) return id;
-  if (grow((void **)&d->cons, &d->capcons, d->ncons + 1, sizeof *d->cons) < 0) {
+  if (dp_grow((void **)&d->cons, &d->capcons, d->ncons + 1, sizeof *d->cons) < 0) {
     d->oom = 1;
     return 0;
   }
@@ -138,7 +127,7 @@ uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy) {
 }
 
 uint32_t dp__dom_fn(dp_domains *d, uint32_t arity, const uint32_t *kids) {
-  if (grow((void **)&d->kids, &d->capkids, d->nkids + arity + 2, sizeof *d->kids) < 0) {
+  if (dp_grow((void **)&d->kids, &d->capkids, d->nkids + arity + 2, sizeof *d->kids) < 0) {
     d->oom = 1;
     return 0;
   }
@@ -263,7 +252,7 @@ static uint32_t join_idx(dp_domains *d, uint32_t a, uint32_t b) {
 
 static int push2(dp_domains *d, uint32_t **arr, uint32_t *n, uint32_t *cap, uint32_t a,
                  uint32_t b) {
-  if (grow((void **)arr, cap, *n + 2, sizeof **arr) < 0) return -1;
+  if (dp_grow((void **)arr, cap, *n + 2, sizeof **arr) < 0) return -1;
   (*arr)[(*n)++] = a;
   (*arr)[(*n)++] = b;
   return 0;
@@ -484,7 +473,7 @@ int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev,
 int dp__dom_fully_constrained(dp_domains *d, uint32_t x) {
   uint32_t *stack = NULL, n = 0, cap = 0;
   int ok = 1;
-  if (grow((void **)&stack, &cap, 1, sizeof *stack) < 0) return 0;
+  if (dp_grow((void **)&stack, &cap, 1, sizeof *stack) < 0) return 0;
   stack[n++] = x;
   while (n && ok) {
     uint32_t r = dp__dom_find(d, stack[--n]);
@@ -493,7 +482,7 @@ int dp__dom_fully_constrained(dp_domains *d, uint32_t x) {
       continue;
     }
     uint32_t off = d->nodes[r].aux, ar = d->kids[off];
-    if (grow((void **)&stack, &cap, n + ar + 1, sizeof *stack) < 0) {
+    if (dp_grow((void **)&stack, &cap, n + ar + 1, sizeof *stack) < 0) {
       ok = 0;
       break;
     }

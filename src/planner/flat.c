@@ -15,17 +15,6 @@
 
 typedef struct fframe { uint32_t id, i, n; } fframe;
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t size) {
-  if (need <= *cap) return 0;
-  uint32_t c = *cap ? *cap : 256;
-  while (c < need) c *= 2;
-  void *q = dp_realloc(*p, (size_t)c * size);
-  if (!q) return -1;
-  *p = q;
-  *cap = c;
-  return 0;
-}
-
 static int resize_nodes(dp_flat *f, uint32_t c);
 
 static int grow_nodes(dp_flat *f, uint32_t need) {
@@ -122,8 +111,8 @@ static uint32_t reach(dp_domains *d, uint32_t from, dp_expr *e, int root, fframe
   /* phase 0 rewrites inside primitive bodies, which are not indexed */
   if (prim && d->fixmode) d->needs_rewrite = 1;
   uint32_t nk = prim ? 0 : dp__nchildren(e);
-  if (grow_nodes(f, f->n + 1) < 0 || grow((void **)&f->kid, &f->capkid, f->nkid + nk, sizeof *f->kid) < 0 ||
-      grow((void **)st, capst, *nst + 1, sizeof **st) < 0) {
+  if (grow_nodes(f, f->n + 1) < 0 || dp_grow((void **)&f->kid, &f->capkid, f->nkid + nk, sizeof *f->kid) < 0 ||
+      dp_grow((void **)st, capst, *nst + 1, sizeof **st) < 0) {
     d->oom = 1;
     return DP_NONE_ID;
   }

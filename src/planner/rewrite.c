@@ -122,25 +122,14 @@ typedef struct walk {
   dp_expr **mres, **morig; uint32_t nmres, capmres, capmorig;
 } walk;
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t size) {
-  if (need <= *cap) return 0;
-  uint32_t c = *cap ? *cap : 64;
-  while (c < need) c *= 2;
-  void *q = dp_realloc(*p, (size_t)c * size);
-  if (!q) return -1;
-  *p = q;
-  *cap = c;
-  return 0;
-}
-
 static void drop(dp_expr *res, const dp_expr *orig) {
   if (res != orig) dp_release(res);
 }
 
 /* Remember the result r of a shared node orig (a reference of its own). */
 static int memoize(walk *w, dp_expr *orig, dp_expr *r) {
-  if (grow((void **)&w->mres, &w->capmres, w->nmres + 1, sizeof *w->mres) < 0 ||
-      grow((void **)&w->morig, &w->capmorig, w->nmres + 1, sizeof *w->morig) < 0 ||
+  if (dp_grow((void **)&w->mres, &w->capmres, w->nmres + 1, sizeof *w->mres) < 0 ||
+      dp_grow((void **)&w->morig, &w->capmorig, w->nmres + 1, sizeof *w->morig) < 0 ||
       dp__pmap_put(&w->memo, (uintptr_t)orig, w->nmres, 0) < 0)
     return -1;
   if (r != orig) dp_retain(r);
@@ -151,8 +140,8 @@ static int memoize(walk *w, dp_expr *orig, dp_expr *r) {
 
 /* Hand result r of orig (owned when it differs) to the parent. */
 static int hand(walk *w, dp_expr *orig, dp_expr *r) {
-  if (grow((void **)&w->res, &w->capres, w->nres + 1, sizeof *w->res) < 0 ||
-      grow((void **)&w->ores, &w->capores, w->nres + 1, sizeof *w->ores) < 0) {
+  if (dp_grow((void **)&w->res, &w->capres, w->nres + 1, sizeof *w->res) < 0 ||
+      dp_grow((void **)&w->ores, &w->capores, w->nres + 1, sizeof *w->ores) < 0) {
     drop(r, orig);
     return -1;
   }
@@ -172,7 +161,7 @@ static int reach(walk *w, dp_expr *e) {
       return hand(w, e, r);
     }
   }
-  if (grow((void **)&w->fr, &w->capfr, w->nfr + 1, sizeof *w->fr) < 0) return -1;
+  if (dp_grow((void **)&w->fr, &w->capfr, w->nfr + 1, sizeof *w->fr) < 0) return -1;
   w->fr[w->nfr++] = (wframe){e, 0, n, w->nres};
   return 0;
 }
