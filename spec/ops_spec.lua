@@ -144,4 +144,47 @@ describe("type relations", function()
       {dp.type.storage(), i64, dp.type.tensor({2}, "int64")}))
     assert.are.equal("Tensor[(?, ?), float32]", result("vm.reshape_tensor", {T{6}, dp.type.tensor({2}, "int64")}))
   end)
+
+  -- Every built-in operator has its type rule checked at least once: the
+  -- families above by representatives, the rest of each family here.
+  it("types the rest of the elementwise, comparison and logical operators", function()
+    local a, b = T{2, 1, 4}, T{3, 1}
+    for _, op in ipairs{"floor_divide", "mod"} do
+      assert.are.equal("Tensor[(2, 3, 4), float32]", result(op, {a, b}))
+    end
+    for _, op in ipairs{"not_equal", "less_equal", "greater_equal"} do
+      assert.are.equal("Tensor[(2, 3, 4), bool]", result(op, {a, b}))
+    end
+    local p, q = T({2, 1}, "bool"), T({3}, "bool")
+    for _, op in ipairs{"logical_and", "logical_or"} do
+      assert.are.equal("Tensor[(2, 3), bool]", result(op, {p, q}))
+    end
+    assert.are.equal("Tensor[(2, 1), bool]", result("logical_not", {p}))
+    for _, op in ipairs{"rsqrt", "floor", "ceil", "round", "erf", "copy", "zeros_like", "ones_like",
+                        "nn.log_softmax", "nn.leaky_relu"} do
+      assert.are.equal("Tensor[(2, 1, 4), float32]", result(op, {a}))
+    end
+    assert.truthy(type_error("mod", {T{2, 3}, T{4}}):find("broadcast", 1, true))
+  end)
+
+  it("types the rest of the reductions", function()
+    local x = T{2, 3, 4}
+    for _, op in ipairs{"max", "min", "prod"} do
+      assert.are.equal("Tensor[(2, 4), float32]", result(op, {x}, {axis = {1}}))
+      assert.are.equal("Tensor[(2, 1, 4), float32]", result(op, {x}, {axis = {1}, keepdims = true}))
+      assert.are.equal("float32", result(op, {x}))
+    end
+  end)
+
+  it("types the rest of the pooling operators", function()
+    local x = T{1, 64, 7, 7}
+    assert.are.equal("Tensor[(1, 64, 1, 1), float32]", result("nn.global_max_pool2d", {x}))
+    assert.are.equal("Tensor[(1, 64, 1, 1), float32]",
+                     result("nn.adaptive_avg_pool2d", {x}, {output_size = {1, 1}}))
+    assert.are.equal("Tensor[(1, 64, 2, 3), float32]",
+                     result("nn.adaptive_max_pool2d", {x}, {output_size = {2, 3}}))
+    assert.are.equal("Tensor[(1, 8, 1, 2, 2), float32]",
+                     result("nn.adaptive_max_pool3d", {T{1, 8, 4, 6, 6}}, {output_size = {1, 2, 2}}))
+  end)
 end)
+
