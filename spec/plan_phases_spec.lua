@@ -179,19 +179,23 @@ end)
 
 describe("deep programs", function()
   local n = os.getenv("DEVPLAN_QUICK") and 20000 or 1000000
-  local function let_chain()
+  -- n unary ops, every 10th wrapped in on_device(meta[VirtualDevice][dev]);
+  -- `bind` formats one statement from (index, value text), `name` the value's name.
+  local function chain_text(bind, name, dev, result)
     local parts = {'#[version = "0.0.5"]\ndef @main(%a: ' .. T .. ') {\n'}
     local prev = "%a"
     for i = 0, n - 1 do
-      if i % 10 == 9 then
-        parts[#parts + 1] = ("let %%x%d = on_device(negative(%s), virtual_device=meta[VirtualDevice][0]);\n"):format(i, prev)
-      else
-        parts[#parts + 1] = ("let %%x%d = negative(%s);\n"):format(i, prev)
-      end
-      prev = "%x" .. i
+      local value = ("negative(%s)"):format(prev)
+      if i % 10 == 9 then value = ("on_device(%s, virtual_device=meta[VirtualDevice][%d])"):format(value, dev) end
+      parts[#parts + 1] = bind(i, value)
+      prev = name(i)
     end
-    parts[#parts + 1] = prev .. "\n}\n"
+    parts[#parts + 1] = result(prev) .. "\n}\n"
     return table.concat(parts)
+  end
+  local function let_chain()
+    return chain_text(function(i, v) return ("let %%x%d = %s;\n"):format(i, v) end,
+                      function(i) return "%x" .. i end, 0, function(r) return r end)
   end
   it("plans a " .. n .. "-deep let chain through every phase", function()
     local m = dp.parse(let_chain(), META)
@@ -204,18 +208,9 @@ describe("deep programs", function()
   -- A dataflow chain: graph bindings, each value used once by the next; every
   -- 10th value annotated on the GPU; the result fixed on the CPU.
   local function dataflow_chain()
-    local parts = {'#[version = "0.0.5"]\ndef @main(%a: ' .. T .. ') {\n'}
-    local prev = "%a"
-    for i = 0, n - 1 do
-      if i % 10 == 9 then
-        parts[#parts + 1] = ("%%%d = on_device(negative(%s), virtual_device=meta[VirtualDevice][1]);\n"):format(i, prev)
-      else
-        parts[#parts + 1] = ("%%%d = negative(%s);\n"):format(i, prev)
-      end
-      prev = "%" .. i
-    end
-    parts[#parts + 1] = "on_device(" .. prev .. ", virtual_device=meta[VirtualDevice][0], constrain_result=True)\n}\n"
-    return table.concat(parts)
+    return chain_text(function(i, v) return ("%%%d = %s;\n"):format(i, v) end,
+                      function(i) return "%" .. i end, 1,
+                      function(r) return "on_device(" .. r .. ", virtual_device=meta[VirtualDevice][0], constrain_result=True)" end)
   end
   it("plans a " .. n .. "-deep dataflow chain through every phase, then all phases at once", function()
     local m = dp.parse(dataflow_chain(), META)

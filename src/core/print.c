@@ -135,24 +135,8 @@ static void *grow_array(void *arr, uint32_t *cap, uint32_t need, size_t elem) {
   return a;
 }
 
-/* Room for `extra` more bytes and the NUL in b, doubling (sticky failure,
-   as textbuf.c). Appends below are inline: most are a few bytes. */
-static int tb_grow(dp_tb *b, size_t extra) {
-  if (b->failed) return -1;
-  size_t cap = b->cap ? b->cap : 256;
-  while (cap < b->n + extra + 1) cap *= 2;
-  char *s = realloc(b->s, cap);
-  if (!s) {
-    b->failed = 1;
-    return -1;
-  }
-  b->s = s;
-  b->cap = cap;
-  return 0;
-}
-
 static inline int tb_room(dp_tb *b, size_t extra) {
-  return b->cap - b->n > extra ? 0 : tb_grow(b, extra);
+  return b->cap - b->n > extra ? 0 : dp_tb_reserve(b, extra); /* inline fast path */
 }
 
 static inline void put(dp_tb *b, const char *s, size_t n) {

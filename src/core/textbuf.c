@@ -14,7 +14,7 @@ void dp_tb_init(dp_tb *b) {
   b->failed = 0;
 }
 
-static int reserve(dp_tb *b, size_t extra) {
+int dp_tb_reserve(dp_tb *b, size_t extra) {
   if (b->failed) return -1;
   if (b->n + extra + 1 <= b->cap) return 0;
   size_t cap = b->cap ? b->cap : 64;
@@ -30,7 +30,7 @@ static int reserve(dp_tb *b, size_t extra) {
 }
 
 void dp_tb_putn(dp_tb *b, const char *s, size_t n) {
-  if (reserve(b, n) < 0) return;
+  if (dp_tb_reserve(b, n) < 0) return;
   memcpy(b->s + b->n, s, n);
   b->n += n;
   b->s[b->n] = 0;
@@ -54,7 +54,7 @@ void dp_tb_printf(dp_tb *b, const char *fmt, ...) {
     dp_tb_putn(b, small, (size_t)n);
     return;
   }
-  if (reserve(b, (size_t)n) < 0) return;
+  if (dp_tb_reserve(b, (size_t)n) < 0) return;
   va_start(ap, fmt);
   vsnprintf(b->s + b->n, (size_t)n + 1, fmt, ap);
   va_end(ap);

@@ -15,6 +15,8 @@ typedef struct dp_tb {
 } dp_tb;
 
 void dp_tb_init(dp_tb *b);
+/* Room for `extra` more bytes and the NUL; 0, or -1 (sticky) on out of memory. */
+int dp_tb_reserve(dp_tb *b, size_t extra);
 void dp_tb_putn(dp_tb *b, const char *s, size_t n);
 void dp_tb_puts(dp_tb *b, const char *s);
 void dp_tb_putc(dp_tb *b, char c);
