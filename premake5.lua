@@ -37,7 +37,8 @@ project "devplan_core"
     targetdir "build/asan/lib"   -- instrumented outputs never clobber lib/ and bin/
   configuration {}
 
--- The Lua C module `devplan` (luaopen_devplan), for a stock lua5.4 or busted.
+-- The Lua C module: lib/devplan.so holds `devplan.core` (luaopen_devplan_core), which
+-- lua/devplan/init.lua requires; a stock lua5.4 finds it through its all-in-one loader.
 project "devplan_module"
   kind "SharedLib"
   targetdir "lib"

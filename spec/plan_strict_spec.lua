@@ -125,8 +125,8 @@ def @main(%a: Tensor[(5, 7), float32]) {
     assert.has_error(function() dp.passes.PlanDevices(config, STRICT)("main") end)
   end)
 
-  it("gives the domains with the same option (devplan.passes.domains)", function()
-    local passes = require "devplan.passes"
+  it("gives the domains with the same option (dp.planner.domains)", function()
+    local passes = dp.planner
     local mod = parse(naive_text)
     local d = passes.domains(mod, config)
     local fn = d.module:get("main")

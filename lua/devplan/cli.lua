@@ -10,7 +10,7 @@
 -- the exit status (0 or 1). Errors with a position print as
 -- "file:line:col: message", the source line and a caret.
 local dp = require "devplan"
-local passes = require "devplan.passes"
+
 
 local M = {}
 
@@ -247,7 +247,7 @@ function COMMANDS.plan.run(opts)
   local planned = attempt(opts.file, text, function() return dp.passes.PlanDevices(config, popts)(mod) end)
   local out = tostring(planned)
   if opts["--explain"] then
-    local d = attempt(opts.file, text, passes.domains, mod, config, popts)
+    local d = attempt(opts.file, text, dp.planner.domains, mod, config, popts)
     out = out .. (out:sub(-1) == "\n" and "" or "\n") .. explanation(d)
   end
   emit(out)

@@ -15,13 +15,8 @@ M.is_pattern = is("devplan.Pattern")
 M.is_module = is("devplan.IRModule")
 M.is_typedef = is("devplan.TypeDef")
 M.is_primfn = is("devplan.PrimFn")
-
--- Adds the helpers to the devplan table.
-function M.attach(dp)
-  for k, f in pairs(M) do
-    if k ~= "attach" then dp[k] = f end
-  end
-  return dp
-end
+M.is_target = is("devplan.Target")
+M.is_virtual_device = is("devplan.VirtualDevice")
+M.is_config = is("devplan.CompilationConfig")
 
 return M

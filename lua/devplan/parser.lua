@@ -767,7 +767,7 @@ end
 -- ---------------------------------------------------------------------------
 -- Running a parse: state, builder, error decoration
 
-local dp -- the devplan module (attached)
+local core = require "devplan.core"
 
 local function line_of(s, line)
   local n, start = 1, 1
@@ -797,7 +797,7 @@ local function decorate(err, s, source)
 end
 
 local function as_error(s, source, pos, msg)
-  local b = dp._builder(s, source)
+  local b = core._builder(s, source)
   local ok, err = pcall(b.error, b, "syntax", pos, msg)
   b:close()
   return ok and msg or err
@@ -811,7 +811,7 @@ local function run(text, metatable, opts, body)
   local source = opts and opts.source_name or "<string>"
   local saved = save_state()
   local saved_pending = M._pending
-  local b = dp._builder(text, source)
+  local b = core._builder(text, source)
   begin_state(b, metatable)
   local ok, res = pcall(body, text, b)
   -- (the start of the statement being parsed: the fast path's last end
@@ -862,17 +862,14 @@ function M.parse_file(path, metatable, opts)
   return M.parse(text, metatable, o)
 end
 
--- Installs dp.parse, dp.parse_file, dp.parse_expr, dp.parse_type.
-function M.attach(devplan)
-  dp = devplan
-  local probe = dp._builder("")
+-- The builder's methods and the two grammars (normal and diagnostic), made
+-- once when the module is loaded.
+do
+  local probe = core._builder("")
   BM = getmetatable(probe).__index
   probe:close()
   G, GD = build(false), build(true)
   RUN = make_run(BM.fast_stmt)
-  dp.parse, dp.parse_file, dp.parse_expr, dp.parse_type =
-    M.parse, M.parse_file, M.parse_expr, M.parse_type
-  return dp
 end
 
 return M

@@ -90,24 +90,40 @@ static int docall_n(lua_State *L, int nargs, int nres) {
 
 static int docall(lua_State *L, int nargs) { return docall_n(L, nargs, 0); }
 
-/* Sets dp_lua_root from the executable's own path: <root>/bin/devplan in
-   the source tree, <root>/build/asan/bin/devplan for the sanitizer build,
-   <prefix>/bin/devplan with <prefix>/share/devplan when installed. */
-static void find_root(void) {
-  static char root[PATH_MAX];
+/* The project's Lua files, from the executable's own path: <root>/bin/devplan
+   in the source tree, <root>/build/asan/bin/devplan for the sanitizer build,
+   <prefix>/bin/devplan with <prefix>/share/devplan when installed. The
+   executable is a launcher: like a wrapper script, it puts <root>/lua and
+   <root>/passes first on package.path (the module itself never changes a
+   search path). Nothing is changed when DEVPLAN_ROOT is set to another
+   root, or when no root is found (the default path may have an installed
+   module). */
+static void add_lua_path(lua_State *L) {
   static const char *const up[] = {"/..", "/../../..", "/../share/devplan"};
-  char bin[PATH_MAX], probe[PATH_MAX + 64];
-  if (!realpath("/proc/self/exe", bin)) return;
-  char *slash = strrchr(bin, '/');
-  if (!slash) return;
-  *slash = '\0';
-  for (size_t i = 0; i < sizeof up / sizeof up[0]; i++) {
-    snprintf(probe, sizeof probe, "%s%s/lua/devplan/prelude.lua", bin, up[i]);
-    if (access(probe, R_OK) != 0) continue;
-    snprintf(probe, sizeof probe, "%s%s", bin, up[i]);
-    if (realpath(probe, root)) dp_lua_root = root;
-    return;
+  char bin[PATH_MAX], probe[PATH_MAX + 64], root[PATH_MAX];
+  const char *env = getenv("DEVPLAN_ROOT");
+  int found = 0;
+  if (env && *env) {
+    snprintf(probe, sizeof probe, "%s/lua/devplan/init.lua", env);
+    found = access(probe, R_OK) == 0 && realpath(env, root) != NULL;
   }
+  if (!found && realpath("/proc/self/exe", bin)) {
+    char *slash = strrchr(bin, '/');
+    if (slash) *slash = '\0';
+    for (size_t i = 0; slash && !found && i < sizeof up / sizeof up[0]; i++) {
+      snprintf(probe, sizeof probe, "%s%s/lua/devplan/init.lua", bin, up[i]);
+      if (access(probe, R_OK) != 0) continue;
+      snprintf(probe, sizeof probe, "%s%s", bin, up[i]);
+      found = realpath(probe, root) != NULL;
+    }
+  }
+  if (!found) return;
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "path");
+  lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua;%s/passes/?.lua;%s", root, root, root,
+                  lua_tostring(L, -1));
+  lua_setfield(L, -3, "path");
+  lua_pop(L, 2);
 }
 
 /* arg table as lua.c builds it: script at index 0. */
@@ -168,9 +184,10 @@ static int pmain(lua_State *L) {
   int script = 0, *status = lua_touserdata(L, 3);
   luaL_openlibs(L);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  lua_pushcfunction(L, luaopen_devplan);
-  lua_setfield(L, -2, "devplan");
+  lua_pushcfunction(L, luaopen_devplan_core);
+  lua_setfield(L, -2, "devplan.core");
   lua_pop(L, 1);
+  add_lua_path(L);
   if (argc > 1 && is_subcommand(argv[1])) {
     *status = run_subcommand(L, argv, argc);
     return 0;
@@ -238,7 +255,6 @@ int main(int argc, char **argv) {
   if (argv[0] && argv[0][0]) progname = argv[0];
   int rc = check_options(argc, argv);
   if (rc >= 0) return rc;
-  find_root();
   lua_State *L = luaL_newstate();
   if (!L) {
     fprintf(stderr, "%s: cannot create the Lua state: not enough memory\n", progname);

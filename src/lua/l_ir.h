@@ -83,7 +83,7 @@ int dp_lua_attrkind(const char *name);
 /* Pushes the value of a constant: a number/boolean, or nested tables. */
 void dp_lua_push_const_value(lua_State *L, const dp_const *c);
 
-/* --- patterns, typedefs, primfns, printing (l_module.c) --- */
+/* --- patterns, typedefs, primfns, printing (l_irmodule.c) --- */
 char *dp_lua_pattern_str(const dp_pattern *p);
 /* Pushes the text of the module or expression at idx (flags of print.h);
    raises a Lua argument error for anything else. */

@@ -87,20 +87,14 @@ static int l_capture(lua_State *L) {
   return 1;
 }
 
-static int plan_call(lua_State *L) {
-  dp_config *cfg = check_config(L, lua_upvalueindex(1));
+/* planner.plan(mod, config): every phase in order (dp_plan_devices). */
+static int l_plan(lua_State *L) {
   dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_config *cfg = check_config(L, 2);
   dp_err *err = NULL;
   dp_module *r = dp_plan_devices(m, cfg, &err);
   if (!r) return dp_lua_error(L, err);
   dp_lua_push_owned(L, r);
-  return 1;
-}
-
-static int l_plan_devices(lua_State *L) {
-  check_config(L, 1);
-  lua_pushvalue(L, 1);
-  lua_pushcclosure(L, plan_call, 1);
   return 1;
 }
 
@@ -295,20 +289,9 @@ void dp_lua_open_planner(lua_State *L) {
   lua_pop(L, 1);
 
   static const luaL_Reg planner[] = {
-    {"rewrite", l_rewrite}, {"conflicts", l_conflicts}, {"analyze", l_analyze},
+    {"plan", l_plan}, {"rewrite", l_rewrite}, {"conflicts", l_conflicts}, {"analyze", l_analyze},
     {"default", l_default}, {"capture", l_capture}, {"explain", l_explain},
     {"virtual_devices", l_virtual_devices}, {NULL, NULL}};
   luaL_newlib(L, planner);
   lua_setfield(L, -2, "planner");
-
-  /* dp.passes may be made by another part of the binding: add to it */
-  if (lua_getfield(L, -1, "passes") != LUA_TTABLE) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, -3, "passes");
-  }
-  lua_pushcfunction(L, l_plan_devices);
-  lua_setfield(L, -2, "PlanDevices");
-  lua_pop(L, 1);
 }

@@ -19,7 +19,7 @@ typedef struct dp_lud {
   dp_obj *obj;
 } dp_lud;
 
-/* The context of this Lua state (created by luaopen_devplan). */
+/* The context of this Lua state (created by luaopen_devplan_core). */
 dp_ctx *dp_lua_ctx(lua_State *L);
 
 /* Creates the metatable for objects of `type` (name is its registry name,
@@ -78,10 +78,7 @@ void dp_lua_open_ir(lua_State *L);
 void dp_lua_open_build(lua_State *L);
 void dp_lua_open_planner(lua_State *L);
 
-/* Project root used to find lua/ and passes/ (set by the executable before
-   requiring the module; else found from the module's own path). */
-extern const char *dp_lua_root;
-
-int luaopen_devplan(lua_State *L);
+/* The C half of `require "devplan"` (l_init.c). */
+int luaopen_devplan_core(lua_State *L);
 
 #endif
