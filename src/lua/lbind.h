@@ -77,6 +77,7 @@ void dp_lua_open_device(lua_State *L);
 void dp_lua_open_ir(lua_State *L);
 void dp_lua_open_build(lua_State *L);
 void dp_lua_open_planner(lua_State *L);
+void dp_lua_open_suggest(lua_State *L);
 
 /* Project root used to find lua/ and passes/ (set by the executable before
    requiring the module; else found from the module's own path). */

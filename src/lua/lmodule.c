@@ -66,6 +66,7 @@ int luaopen_devplan(lua_State *L) {
   dp_lua_open_ir(L);
   dp_lua_open_build(L);
   dp_lua_open_planner(L);
+  dp_lua_open_suggest(L);
   /* package.loaded.devplan = table, so the Lua side can require it */
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "loaded");
