@@ -180,6 +180,11 @@ const char *dp_target_kind_suggest(const char *kind) {
 }
 
 dp_err *dp__kind_unknown(const char *name) {
+  if (name && strchr(name, '/'))
+    return dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                      "unknown target kind '%s': it looks like a TVM target tag, and devplan has "
+                      "no tag registry; give the kind and its options (as 'cuda -arch=sm_53')",
+                      name);
   const char *best = dp_target_kind_suggest(name);
   if (best)
     return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "unknown target kind '%s'; did you mean '%s'?",

@@ -241,20 +241,24 @@ dp_target *dp_target_parse(dp_ctx *ctx, const char *text, dp_err **err) {
 
 /* A comma separates targets when it is outside quotes and either inside a
    kind name ("cuda,llvm"), or between words (" , "), or ends a word
-   ("-mcpu=x, cuda"); inside an option value it belongs to the value
-   (-mattr=+avx2,+fma). A JSON target is never split. */
+   ("-mcpu=x, cuda"), or follows a quoted value ("-host='llvm -mcpu=x',c");
+   inside an option value it belongs to the value (-mattr=+avx2,+fma). A
+   JSON target is never split. */
 static uint32_t list_cuts(const char *s, size_t *cuts, uint32_t max) {
   uint32_t n = 0;
-  int in_word = 0, kind_word = 1;
+  int in_word = 0, kind_word = 1, quoted = 0;
   if (is_json(s)) return 0;
   for (size_t i = 0; s[i];) {
     char c = s[i];
+    int after_quote = quoted;
+    quoted = 0;
     if (isspace((unsigned char)c)) {
       if (in_word) in_word = kind_word = 0;
       i++;
     } else if (c == ',') {
       char next = s[i + 1];
-      if (!in_word || kind_word || !next || isspace((unsigned char)next) || next == ',') {
+      if (!in_word || kind_word || after_quote || !next || isspace((unsigned char)next) ||
+          next == ',') {
         if (n < max) cuts[n] = i;
         n++;
         in_word = 0;
@@ -266,10 +270,12 @@ static uint32_t list_cuts(const char *s, size_t *cuts, uint32_t max) {
       if (c == '\'') {
         const char *end = strchr(s + i + 1, '\'');
         i = end ? (size_t)(end - s) + 1 : strlen(s);
+        quoted = 1;
       } else if (c == '"') {
         for (i++; s[i] && s[i] != '"'; i++)
           if (s[i] == '\\' && s[i + 1]) i++;
         if (s[i]) i++;
+        quoted = 1;
       } else {
         i += (c == '\\' && s[i + 1]) ? 2 : 1;
       }

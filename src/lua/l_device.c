@@ -55,7 +55,13 @@ static void fraction(lua_State *L, const char *kind, const char *key, dp_target_
 static void list_value(lua_State *L, const char *kind, const char *key, int anchor,
                        dp_target_opt *o) {
   int list = lua_gettop(L);
-  lua_Integer n = (lua_Integer)lua_rawlen(L, list);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, list), count = 0;
+  lua_pushnil(L);
+  while (lua_next(L, list)) count++, lua_pop(L, 1);
+  if (count != n) /* keys other than 1..n: a map (TVM's test_config_map) */
+    dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                               "target option -%s of kind %s: a table with keys is not an option "
+                               "value (a list of strings is)", key, kind));
   o->kind = DP_OPT_STRLIST;
   o->items = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *o->items, 0);
   lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
