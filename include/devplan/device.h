@@ -84,6 +84,7 @@ typedef struct dp_target {
   dp_target_opt *opts;
   struct dp_target *host;  /* or NULL */
   uint32_t hash;
+  char *text, *brief;      /* dp_target_str and dp_target_brief, made once */
 } dp_target;
 
 /* Device type a target kind runs on ("cuda" -> DP_DEV_CUDA); -1 when the

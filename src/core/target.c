@@ -42,6 +42,8 @@ int dp_target_same_but_host(const dp_target *a, const dp_target *b) {
                     opts_equal(a->opts, a->nopts, b->opts, b->nopts));
 }
 
+static char *target_str(const dp_target *t, int brief);
+
 /* ---------------- interning ---------------- */
 
 typedef struct tkey {
@@ -77,6 +79,8 @@ void dp__target_free_fn(dp_obj *o, dp_worklist *wl) {
   dp_itab_remove(&t->ctx->targets, t->hash, t);
   dp__opts_free(t->opts, t->nopts);
   free(t->kind);
+  free(t->text);
+  free(t->brief);
   dp_release_deferred(wl, t->host);
   dp_release_deferred(wl, t->ctx);
   free(t);
@@ -95,7 +99,14 @@ static dp_target *intern(dp_ctx *ctx, const dp__kind *k, int device_type, dp_tar
   }
   t = calloc(1, sizeof *t);
   char *kind = dp_strdup(k->name);
-  if (!t || !kind || dp_itab_insert(&ctx->targets, h, t) < 0) {
+  if (t) {
+    *t = (dp_target){.kind = kind, .nopts = nopts, .opts = opts, .host = host};
+    /* the strings are made once: printers ask for them for every annotation */
+    t->text = target_str(t, 0);
+    t->brief = target_str(t, 1);
+  }
+  if (!t || !kind || !t->text || !t->brief || dp_itab_insert(&ctx->targets, h, t) < 0) {
+    if (t) free(t->text), free(t->brief);
     free(t);
     free(kind);
     dp__opts_free(opts, nopts);
@@ -105,11 +116,8 @@ static dp_target *intern(dp_ctx *ctx, const dp__kind *k, int device_type, dp_tar
   t->h.rc = 1;
   t->h.type = DP_OBJ_TARGET;
   t->ctx = dp_retain(ctx);
-  t->kind = kind;
   t->device_type = device_type;
-  t->nopts = nopts;
-  t->opts = opts;
-  t->host = dp_retain(host);
+  dp_retain(host);
   t->hash = h;
   return t;
 }
@@ -243,19 +251,13 @@ static char *target_str(const dp_target *t, int brief) {
   dp_tb b;
   dp_tb_init(&b);
   put_target(&b, t, brief);
-  if (t->host) {
-    dp_tb hb;
-    dp_tb_init(&hb);
-    put_target(&hb, t->host, brief); /* a host has no host of its own */
-    char *host = dp_tb_take(&hb);
+  if (t->host) { /* interned already, so its strings are made; it has no host */
     dp_tb_puts(&b, " -host=");
-    if (host) put_value(&b, host);
-    else b.failed = 1;
-    free(host);
+    put_value(&b, brief ? t->host->brief : t->host->text);
   }
   return dp_tb_take(&b);
 }
 
-char *dp_target_str(const dp_target *t) { return target_str(t, 0); }
+char *dp_target_str(const dp_target *t) { return dp_strdup(t ? t->text : ""); }
 
-char *dp_target_brief(const dp_target *t) { return target_str(t, 1); }
+char *dp_target_brief(const dp_target *t) { return dp_strdup(t ? t->brief : ""); }
