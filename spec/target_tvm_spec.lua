@@ -177,8 +177,38 @@ describe("TVM's target tests", function()
     assert.is_true(rawequal(t, dp.Target("llvm -mcpu=arm64 -num-cores=4")))
   end)
 
-  it("TVM's tags are not kinds", function()
-    assert.truthy(err_of(dp.Target, "nvidia/jetson-nano"):find("looks like a TVM target tag", 1, true))
+  it("test_target_tag_0: a tag is its whole configuration", function()
+    local t = dp.Target("nvidia/geforce-rtx-2080-ti")
+    assert.equal("cuda", t.kind)
+    assert.equal("sm_75", t.options.arch)
+    assert.equal(49152, t.options.max_shared_memory_per_block)
+    assert.equal(1024, t.options.max_threads_per_block)
+    assert.equal(32, t.options.thread_warp_size)
+    assert.equal(65536, t.options.registers_per_block)
+    assert.is_true(rawequal(dp.Target("nvidia/tesla-p40"), dp.Target("cuda -arch=sm_61 "
+      .. "-max_shared_memory_per_block=49152 -max_threads_per_block=1024 -registers_per_block=65536")))
+  end)
+
+  it("test_target_host_tags: a tag with its host, and a tag as a host", function()
+    local nano = dp.Target("nvidia/jetson-nano")
+    assert.equal("sm_53", nano.options.arch)
+    assert.equal(32768, nano.options.registers_per_block)
+    assert.equal("llvm", nano.host.kind)
+    assert.equal("aarch64-linux-gnu", nano.host.options.mtriple)
+    assert.equal("cortex-a57", nano.host.options.mcpu)
+    assert.equal(4, nano.host.options["num-cores"])
+    local t = nano:with_host("nvidia/geforce-rtx-2080-ti")
+    assert.equal("cuda", t.host.kind)
+    assert.equal("sm_75", t.host.options.arch)
+    assert.equal("cuda", dp.Target("llvm --host nvidia/tesla-p40").host.kind)
+    -- devplan's targets are never more than two deep
+    assert.truthy(err_of(dp.Target, "cuda --host nvidia/jetson-nano")
+      :find("the target tag 'nvidia/jetson-nano' has a host, and a host target cannot have a host of its own", 1, true))
+  end)
+
+  it("an unknown tag: the closest tag, or what to write instead", function()
+    assert.truthy(err_of(dp.Target, "nvidia/tesla-p41"):find("unknown target tag 'nvidia/tesla-p41'; did you mean 'nvidia/tesla-p40'?", 1, true))
+    assert.truthy(err_of(dp.Target, "acme/npu-9"):find("unknown target tag 'acme/npu-9' (devplan knows TVM's CUDA tags", 1, true))
   end)
 
   it("the same content as a string, a table and JSON is one target, printed canonically", function()
@@ -220,7 +250,7 @@ end)
 
 describe("TVM's CompilationConfig tests", function()
   local cpu = dp.Target("llvm -mcpu arm64")
-  local cuda = dp.Target("cuda")
+  local cuda = dp.Target("nvidia/tesla-p40") -- TVM's TestCudaTarget
   local llvm = dp.Target("llvm")
 
   it("Constructor_Homogeneous_DefaultHost: the host is a default llvm, not a primitive target", function()
@@ -270,7 +300,7 @@ describe("TVM's CompilationConfig tests", function()
     for _, t in ipairs(c.primitive_targets) do if t.kind == "cuda" then found = t end end
     assert.is_true(rawequal(found, cuda:with_host(cpu)))
     -- a target built apart is replaced by the configuration's own
-    local other = dp.Target("cuda"):with_host(dp.Target("llvm"))
+    local other = dp.Target("nvidia/tesla-p40"):with_host(dp.Target("llvm"))
     assert.is_true(rawequal(c:canonical(VD{device_type = "cuda", target = other}).target, found))
     local v = c:canonical(VD{device_type = "cuda"})
     assert.is_true(rawequal(v, c:canonical(VD{device_type = "cuda"})))

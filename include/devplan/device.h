@@ -104,6 +104,15 @@ const char *dp_target_kind_option(const char *kind, uint32_t i, dp_optkind *type
    NULL for an unknown kind. */
 const char *dp_target_kind_keys(const char *kind);
 
+/* TVM's target tags ("nvidia/tesla-p40", "nvidia/jetson-nano", ...: the
+   CUDA tags of TVM's tag registry devplan carries): the i-th tag name (NULL
+   past the last), a tag's configuration in the JSON form (NULL when the
+   name is no tag), and the tag closest to an unknown name, or NULL. A
+   target string that is a tag's name reads as its configuration. */
+const char *dp_target_tag_at(uint32_t i);
+const char *dp_target_tag_config(const char *name);
+const char *dp_target_tag_suggest(const char *name);
+
 /* A host target has no host of its own (an error otherwise), so target
    chains are never deeper than two. */
 

@@ -180,11 +180,16 @@ const char *dp_target_kind_suggest(const char *kind) {
 }
 
 dp_err *dp__kind_unknown(const char *name) {
-  if (name && strchr(name, '/'))
+  if (name && strchr(name, '/')) {
+    const char *tag = dp_target_tag_suggest(name);
+    if (tag)
+      return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "unknown target tag '%s'; did you mean '%s'?", name,
+                        tag);
     return dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
-                      "unknown target kind '%s': it looks like a TVM target tag, and devplan has "
-                      "no tag registry; give the kind and its options (as 'cuda -arch=sm_53')",
+                      "unknown target tag '%s' (devplan knows TVM's CUDA tags, as "
+                      "'nvidia/tesla-p40'; else give the kind and its options, as 'cuda -arch=sm_61')",
                       name);
+  }
   const char *best = dp_target_kind_suggest(name);
   if (best)
     return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "unknown target kind '%s'; did you mean '%s'?",

@@ -197,8 +197,28 @@ static int is_json(const char *text) {
    (at most max of them; returns how many there are). */
 static uint32_t list_cuts(const char *s, size_t *cuts, uint32_t max);
 
+/* The configuration of the tag `text` names (blanks around it allowed), or NULL. */
+static const char *tag_of(const char *text) {
+  while (isspace((unsigned char)*text)) text++;
+  size_t n = strlen(text);
+  while (n && isspace((unsigned char)text[n - 1])) n--;
+  char name[64];
+  if (n == 0 || n >= sizeof name) return NULL;
+  memcpy(name, text, n);
+  name[n] = '\0';
+  return dp_target_tag_config(name);
+}
+
 static dp_target *parse_text(dp_ctx *ctx, const char *text, int depth, dp_err **err) {
   if (is_json(text)) return parse_json(ctx, text, depth, err);
+  const char *tag = tag_of(text);
+  if (tag && depth > 0 && strstr(tag, "\"host\"")) {
+    dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                               "the target tag '%s' has a host, and a host target cannot have a "
+                               "host of its own", text));
+    return NULL;
+  }
+  if (tag) return parse_json(ctx, tag, depth, err);
   size_t cut;
   uint32_t ncuts = list_cuts(text, &cut, 1);
   if (ncuts) {
