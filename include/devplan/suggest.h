@@ -30,6 +30,7 @@
 #define DEVPLAN_SUGGEST_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define DP_SUGGEST_MAXLEN 128
 /* Room for "; did you mean '<longest candidate>'?". */
@@ -56,6 +57,9 @@ char *dp_suggest_hint(const dp_suggest *s, char *buf, size_t n);
 /* The closest of n candidates (an array, NULL entries skipped) within the
    threshold, or NULL. */
 const char *dp_suggest_in(const char *name, const char *const *candidates, size_t n);
+/* The closest of the names at(0), at(1), ... up to the first NULL, within
+   the threshold, or NULL: for a table behind an accessor. */
+const char *dp_suggest_among(const char *name, const char *(*at)(uint32_t i));
 /* The distance between a and b as above; any value above `max` is
    reported as max + 1 (the computation stops early). */
 int dp_suggest_distance(const char *a, const char *b, int max);

@@ -44,9 +44,6 @@ const char *dp_device_type_name(int device_type) {
   return NULL;
 }
 
-const char *dp_device_type_suggest(const char *name) {
-  dp_suggest s;
-  dp_suggest_init(&s, name);
-  for (size_t i = 0; i < NTYPES; i++) dp_suggest_add(&s, device_types[i].name);
-  return dp_suggest_best(&s);
-}
+static const char *name_at(uint32_t i) { return i < NTYPES ? device_types[i].name : NULL; }
+
+const char *dp_device_type_suggest(const char *name) { return dp_suggest_among(name, name_at); }

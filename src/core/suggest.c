@@ -102,3 +102,11 @@ const char *dp_suggest_in(const char *name, const char *const *candidates, size_
   for (size_t i = 0; candidates && i < n; i++) dp_suggest_add(&s, candidates[i]);
   return dp_suggest_best(&s);
 }
+
+const char *dp_suggest_among(const char *name, const char *(*at)(uint32_t i)) {
+  dp_suggest s;
+  const char *cand;
+  dp_suggest_init(&s, name);
+  for (uint32_t i = 0; at && (cand = at(i)); i++) dp_suggest_add(&s, cand);
+  return dp_suggest_best(&s);
+}

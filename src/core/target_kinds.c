@@ -173,10 +173,7 @@ static const dp__optdecl *find_decl(const dp__kind *k, const char *key) {
 }
 
 const char *dp_target_kind_suggest(const char *kind) {
-  dp_suggest s;
-  dp_suggest_init(&s, kind);
-  for (size_t i = 0; i < NKINDS; i++) dp_suggest_add(&s, kinds[i].name);
-  return dp_suggest_best(&s);
+  return dp_suggest_among(kind, dp_target_kind_at);
 }
 
 dp_err *dp__kind_unknown(const char *name) {

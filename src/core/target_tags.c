@@ -58,8 +58,5 @@ const char *dp_target_tag_config(const char *name) {
 }
 
 const char *dp_target_tag_suggest(const char *name) {
-  dp_suggest s;
-  dp_suggest_init(&s, name);
-  for (size_t i = 0; i < NTAGS; i++) dp_suggest_add(&s, tags[i].name);
-  return dp_suggest_best(&s);
+  return dp_suggest_among(name, dp_target_tag_at);
 }

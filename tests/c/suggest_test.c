@@ -47,6 +47,9 @@ void dp_test_suggest(int *passed, int *failed) {
   CHECK(dp_suggest_distance("CUDA", "cuda", 0) == 0);
   CHECK(dp_suggest_distance("conv2d", "nn.conv2d", 2) == 1);
   CHECK(dp_suggest_distance("", "abc", 5) == 3);
+  /* through an accessor */
+  CHECK(!strcmp(dp_suggest_among("ext-dev", dp_target_kind_at), "ext_dev"));
+  CHECK(dp_suggest_among("ext-dev", NULL) == NULL);
   /* the kinds' and device types' own searches */
   CHECK(!strcmp(dp_target_kind_suggest("vulcan"), "vulkan"));
   CHECK(dp_target_kind_suggest("quantum") == NULL);
