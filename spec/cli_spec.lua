@@ -46,7 +46,7 @@ describe("devplan executable", function()
   it("has the devplan module preloaded, and finds the project's Lua files", function()
     local code, out = run([[-e 'local dp = require "devplan"; print(dp.version, tostring(dp.Target("cuda -host=llvm")), package.path:find("/lua/?.lua", 1, true) ~= nil)']])
     assert.equal(0, code)
-    assert.truthy(out:find("cuda -host=llvm\ttrue", 1, true), out)
+    assert.truthy(out:find("cuda -keys=cuda,gpu -arch=sm_50 -max_num_threads=1024 -thread_warp_size=32 -host='llvm -keys=cpu'\ttrue", 1, true), out)
   end)
 
   it("runs -e chunks before the script, with negative arg indices", function()

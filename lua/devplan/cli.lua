@@ -56,7 +56,8 @@ COMMANDS.plan = {
   help = [[
 Parses FILE.relay and runs dp.passes.PlanDevices with the configuration built
 from the targets, then prints the planned module.
-  --target T        a target ("llvm", "cuda", "cuda -host=llvm", ...); repeatable, at least one
+  --target T        a target ("llvm", "cuda", "cuda -host=llvm", ...) or several as tvmc
+                    writes them ("cuda, llvm -mcpu=skylake"); repeatable, at least one
   --host T          the host target (default: from the targets, see planner.md)
   --default DEVTYPE the default device type (cpu, cuda, ...; default: the targets'
                     common device type, else cpu)
@@ -208,10 +209,8 @@ end
 local function make_config(opts, file, text)
   if not opts["--target"] then error(usage_error("plan", "at least one --target is needed"), 0) end
   return attempt(file, text, function()
-    local targets = {}
-    for i, t in ipairs(opts["--target"]) do targets[i] = dp.Target(t) end
     return dp.CompilationConfig{
-      targets = targets,
+      targets = opts["--target"], -- each may be a tvmc list: "cuda, llvm -mcpu=skylake"
       host = opts["--host"] and dp.Target(opts["--host"]) or nil,
       default_device_type = opts["--default"],
     }
