@@ -32,4 +32,9 @@ dp.planner = require "devplan.planner"
 dp.pass = require("devplan.pass").new
 dp.passes = require "devplan.passes"
 
+-- ---- the framework: pipelines, pass contexts, reports, graphs ----
+dp.Sequential = require("devplan.pass").Sequential
+dp.PassContext = require("devplan.context").new
+dp.pipeline = require "devplan.pipeline"
+
 return dp
