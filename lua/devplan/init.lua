@@ -36,5 +36,6 @@ dp.passes = require "devplan.passes"
 dp.Sequential = require("devplan.pass").Sequential
 dp.PassContext = require("devplan.context").new
 dp.pipeline = require "devplan.pipeline"
+dp.graph = require "devplan.graph"
 
 return dp

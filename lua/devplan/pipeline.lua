@@ -10,6 +10,7 @@
 -- written that way prints back exactly.
 --
 --   dp.pipeline.parse(text)            -> pipeline (items: {name =, args = {{key, value}}, col =})
+--   dp.pipeline.text{{name, {{key, value}}?}, ...} -> text of such items
 --   dp.pipeline.build(text_or_pipeline, {config =}?) -> a dp.Sequential pass
 --   dp.pipeline.register{name =, make = function(args, env) return pass end,
 --                        options = {key = "help"}?, help = "..."?, any_key = function(key)?}
@@ -212,6 +213,18 @@ function M.parse(text)
 end
 
 function M.is_pipeline(v) return getmetatable(v) == Pipeline end
+
+-- The text of items {{name, {{key, value}, ...}?}, ...}, checked as parse
+-- checks it: a program writes a pipeline it hands on (the command line,
+-- reproducers).
+function M.text(items)
+  local list = {}
+  for i, it in ipairs(items) do
+    list[i] = {name = it[1], args = it[2], col = 1}
+  end
+  local p = setmetatable({items = list}, Pipeline)
+  return tostring(M.parse(tostring(p)))
+end
 
 -- The passes of a pipeline, made with env (config: the configuration
 -- planning passes start from).

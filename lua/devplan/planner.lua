@@ -53,4 +53,7 @@ function M.domains(mod, config, opts)
   return d
 end
 
+-- dp.planner.report(planned, config?): devices, copies and bytes (lua/devplan/report.lua)
+M.report = require("devplan.report").report
+
 return M
