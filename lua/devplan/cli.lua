@@ -247,13 +247,6 @@ local function read_input(path)
   return text, path
 end
 
-local function palette()
-  return {VirtualDevice = {
-    dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0},
-    dp.VirtualDevice{device_type = "cuda", virtual_device_id = 0},
-  }}
-end
-
 local function run_lua_file(path, what)
   local chunk, why = loadfile(path, "t")
   if not chunk then fail("devplan: " .. why) end
@@ -278,7 +271,7 @@ local function parse_module(opts, command, sources)
   end
   local text, source = read_input(opts.files[1])
   sources[source] = text
-  local meta = opts["--meta"] and load_meta(opts["--meta"]) or palette()
+  local meta = opts["--meta"] and load_meta(opts["--meta"]) or devname.palette()
   local ok, mod = pcall(dp.parse, text, meta, {source_name = source})
   if ok then return mod, text end
   local msg = error_text(mod, sources)

@@ -28,6 +28,15 @@ function M.parse(text)
   return vd
 end
 
+-- The metatable a model without --meta is read with: meta[VirtualDevice][0]
+-- is the CPU and [1] the GPU (id 0 each), as in the conformance palette.
+function M.palette()
+  return {VirtualDevice = {
+    core.VirtualDevice{device_type = "cpu", virtual_device_id = 0},
+    core.VirtualDevice{device_type = "cuda", virtual_device_id = 0},
+  }}
+end
+
 -- The name vd would get on its own: "cuda:1.texture".
 local function base(vd)
   local s = vd.device_type ~= 0 and vd.device_type_name or "any"
