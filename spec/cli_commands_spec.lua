@@ -75,10 +75,12 @@ describe("devplan subcommands", function()
   it("are listed by --help, with the meta palette convention", function()
     local code, out = run("--help")
     assert.equal(0, code)
-    assert.truthy(has(out, "parse FILE.relay [--meta META.lua] [--types]"), out)
-    assert.truthy(has(out, "plan FILE.relay --target T"), out)
+    for _, c in ipairs{"parse ", "plan ", "opt ", "help "} do assert.truthy(has(out, "\n  " .. c), c) end
     assert.truthy(has(out, "meta[VirtualDevice][0] is the CPU"), out)
     assert.truthy(has(out, "-e CODE"), out) -- the script usage is still there
+    local code2, out2 = run("help")
+    assert.equal(0, code2)
+    assert.equal(out, out2)
     code, out = run("plan --help")
     assert.equal(0, code)
     for _, opt in ipairs{"--target", "--host", "--default", "--meta", "--strict", "--explain"} do
@@ -229,13 +231,13 @@ return {VirtualDevice = {dp.VirtualDevice{device_type = "cpu"}, dp.VirtualDevice
     it("reports usage and configuration errors, status 1", function()
       local f = temp(SIMPLE)
       local cases = {
-        {"plan " .. f, "at least one --target is needed"},
+        {"plan " .. f .. " --report xml", "--report takes text or json"},
         {"plan " .. f .. " --target tpu", "unknown target kind 'tpu'"},
         {"plan " .. f .. " --target llvm --default tpu", "unknown device type 'tpu'"},
         {"plan " .. f .. " --target llvm --bogus", "devplan plan: unknown option '--bogus'"},
         {"plan " .. f .. " --target", "--target needs a value"},
         {"plan " .. f .. " " .. f .. " --target llvm", "one file expected"},
-        {"parse", "a FILE.relay is needed"},
+        {"parse", "a FILE is needed"},
         {"parse " .. f .. " --types=yes", "--types takes no value"},
       }
       for _, c in ipairs(cases) do
