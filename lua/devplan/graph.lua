@@ -12,9 +12,9 @@
 -- bytes copied and the two devices. Each global function is a cluster.
 -- Parameters are drawn for functions of at most 12 of them (a model's
 -- weights would crowd the picture), or as opts.params says.
--- Devices come from dp.planner.virtual_devices (the module's own
--- annotations and what planning derives from them), so an unplanned
--- module shows what is known so far and the rest in grey.
+-- Devices come from dp.planner.virtual_devices (where planning puts
+-- each value, with opts.config or the planner's default configuration);
+-- a module that does not plan (a conflict) is drawn in grey.
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 local devname = require "devplan.devname"
