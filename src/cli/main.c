@@ -20,8 +20,8 @@
  * binary). Errors print a traceback and exit with status 1.
  *
  * The project's Lua files are found from /proc/self/exe: <root>/bin/devplan
- * in the source tree uses <root>; <prefix>/bin/devplan when installed uses
- * <prefix>/share/devplan.
+ * in the source tree uses <root>/lua and <root>/passes; <prefix>/bin/devplan
+ * when installed uses <prefix>/share/lua/5.4 (see add_lua_path).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -69,38 +69,54 @@ static int docall_n(lua_State *L, int nargs, int nres) {
 
 static int docall(lua_State *L, int nargs) { return docall_n(L, nargs, 0); }
 
-/* The project's Lua files, from the executable's own path: <root>/bin/devplan
-   in the source tree, <root>/build/asan/bin/devplan for the sanitizer build,
-   <prefix>/bin/devplan with <prefix>/share/devplan when installed. The
-   executable is a launcher: like a wrapper script, it puts <root>/lua and
-   <root>/passes first on package.path (the module itself never changes a
-   search path). Nothing is changed when DEVPLAN_ROOT is set to another
-   root, or when no root is found (the default path may have an installed
-   module). */
+/* The project's Lua files, from the executable's own path. The executable
+   is a launcher: like a wrapper script, it puts the folders of its own Lua
+   files first on package.path (the module itself never changes a search
+   path), so that an executable runs the Lua files it was built or
+   installed with:
+     <root>/bin/devplan             source tree: <root>/lua, <root>/passes
+     <root>/build/asan/bin/devplan  sanitizer build: the same
+     <prefix>/bin/devplan           installed: <prefix>/share/lua/5.4 (passes too)
+   DEVPLAN_ROOT names a source tree to use instead. Nothing is changed when
+   none is found (the default path may have an installed module). */
+static const struct layout {
+  const char *up;     /* from the executable's folder */
+  const char *lua;    /* the folder of devplan/init.lua, from there */
+  const char *passes; /* the folder of the passes, or NULL: the same */
+} layouts[] = {
+  {"/..", "/lua", "/passes"},
+  {"/../../..", "/lua", "/passes"},
+  {"/../share/lua/5.4", "", NULL},
+};
+
+static int find_layout(const char *base, const struct layout *l, char *root) {
+  char probe[PATH_MAX + 64];
+  snprintf(probe, sizeof probe, "%s%s%s/devplan/init.lua", base, l->up, l->lua);
+  if (access(probe, R_OK) != 0) return 0;
+  snprintf(probe, sizeof probe, "%s%s", base, l->up);
+  return realpath(probe, root) != NULL;
+}
+
 static void add_lua_path(lua_State *L) {
-  static const char *const up[] = {"/..", "/../../..", "/../share/devplan"};
-  char bin[PATH_MAX], probe[PATH_MAX + 64], root[PATH_MAX];
+  char bin[PATH_MAX], root[PATH_MAX];
+  const struct layout *found = NULL;
   const char *env = getenv("DEVPLAN_ROOT");
-  int found = 0;
-  if (env && *env) {
-    snprintf(probe, sizeof probe, "%s/lua/devplan/init.lua", env);
-    found = access(probe, R_OK) == 0 && realpath(env, root) != NULL;
-  }
+  static const struct layout tree = {"", "/lua", "/passes"};
+  if (env && *env && find_layout(env, &tree, root)) found = &tree;
   if (!found && realpath("/proc/self/exe", bin)) {
     char *slash = strrchr(bin, '/');
     if (slash) *slash = '\0';
-    for (size_t i = 0; slash && !found && i < sizeof up / sizeof up[0]; i++) {
-      snprintf(probe, sizeof probe, "%s%s/lua/devplan/init.lua", bin, up[i]);
-      if (access(probe, R_OK) != 0) continue;
-      snprintf(probe, sizeof probe, "%s%s", bin, up[i]);
-      found = realpath(probe, root) != NULL;
-    }
+    for (size_t i = 0; slash && !found && i < sizeof layouts / sizeof layouts[0]; i++)
+      if (find_layout(bin, &layouts[i], root)) found = &layouts[i];
   }
   if (!found) return;
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "path");
-  lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua;%s/passes/?.lua;%s", root, root, root,
-                  lua_tostring(L, -1));
+  if (found->passes)
+    lua_pushfstring(L, "%s%s/?.lua;%s%s/?/init.lua;%s%s/?.lua;%s", root, found->lua, root, found->lua,
+                    root, found->passes, lua_tostring(L, -1));
+  else
+    lua_pushfstring(L, "%s%s/?.lua;%s%s/?/init.lua;%s", root, found->lua, root, found->lua, lua_tostring(L, -1));
   lua_setfield(L, -3, "path");
   lua_pop(L, 2);
 }
