@@ -169,8 +169,9 @@ function Report:text()
                       c.bytes and grouped(c.bytes) or "unknown"))
   end
   add("")
-  add(string.format("total: %d calls, %d copies, %s bytes copied, %s bytes resident",
-                    self.totals.calls, self.totals.copies, grouped(self.totals.bytes_copied),
+  add(string.format("total: %d call%s, %d cop%s, %s bytes copied, %s bytes resident",
+                    self.totals.calls, self.totals.calls == 1 and "" or "s",
+                    self.totals.copies, self.totals.copies == 1 and "y" or "ies", grouped(self.totals.bytes_copied),
                     grouped(self.totals.bytes_resident)))
   return table.concat(lines, "\n") .. "\n"
 end

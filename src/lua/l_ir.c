@@ -92,7 +92,9 @@ dp_span dp_lua_opt_span(lua_State *L, int idx) {
 }
 
 dp_span dp_lua_span_opts(lua_State *L, int idx) {
+  static const char *const keys[] = {"span", NULL};
   dp_lua_check_opts(L, idx);
+  dp_lua_check_opt_keys(L, idx, keys, "devplan");
   return dp_lua_opt_span(L, idx);
 }
 
