@@ -4,40 +4,8 @@
 local dp = require "devplan"
 local testing = require "devplan.testing"
 
-local EXE = os.getenv("DEVPLAN_EXE") or "bin/devplan"
-if EXE:find("/", 1, true) and EXE:sub(1, 1) ~= "/" then EXE = assert(os.getenv("PWD")) .. "/" .. EXE end
 local RESNET = testing.shared_dir .. "/models/resnet18.relay"
-
-local temps = {}
-local function temp(text, ext)
-  local base = os.tmpname()
-  local name = base .. (ext or ".relay")
-  local f = assert(io.open(name, "w"))
-  f:write(text)
-  f:close()
-  temps[#temps + 1] = base
-  temps[#temps + 1] = name
-  return name
-end
-
-local function slurp(p)
-  local f = assert(io.open(p))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
--- exit status, standard output, standard error
-local function run(args, input)
-  local out, err = os.tmpname(), os.tmpname()
-  local cmd = EXE .. " " .. args .. " >" .. out .. " 2>" .. err
-  if input then cmd = cmd .. " <" .. temp(input, ".in") end
-  local ok, _, code = os.execute(cmd)
-  local o, e = slurp(out), slurp(err)
-  os.remove(out)
-  os.remove(err)
-  return ok and 0 or code, o, e
-end
+local temp, run, slurp = testing.temp_file, testing.run_devplan, testing.read_file
 
 local function has(s, sub) return s:find(sub, 1, true) ~= nil end
 
@@ -53,7 +21,7 @@ def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
 local config = dp.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cpu"}
 
 describe("devplan opt", function()
-  teardown(function() for _, p in ipairs(temps) do os.remove(p) end end)
+  teardown(testing.remove_temp_files)
 
   it("runs a pipeline and prints what the same pipeline gives in Lua", function()
     local f = temp(SMALL)

@@ -5,7 +5,6 @@
 local dp = require "devplan"
 local testing = require "devplan.testing"
 
-local EXE = os.getenv("DEVPLAN_EXE") or "bin/devplan"
 
 local TWO = [[
 #[version = "0.0.5"]
@@ -19,18 +18,8 @@ def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
 local config = testing.config("cuda")
 
 local function run(args)
-  local p = assert(io.popen(EXE .. " " .. args .. " 2>&1"))
-  local out = p:read("a")
-  local ok, _, code = p:close()
-  return ok and 0 or code, out
-end
-
-local function temp(text)
-  local name = os.tmpname()
-  local f = assert(io.open(name, "w"))
-  f:write(text)
-  f:close()
-  return name
+  local code, out, err = testing.run_devplan(args)
+  return code, out .. err
 end
 
 describe("dp.astext options", function()
@@ -106,8 +95,8 @@ describe("dp.astext options", function()
 end)
 
 describe("devplan --short-devices, --types and colour", function()
-  local f = temp(TWO)
-  teardown(function() os.remove(f) end)
+  local f = testing.temp_file(TWO)
+  teardown(testing.remove_temp_files)
 
   it("--short-devices prints the legend and one parameter per line", function()
     local code, out = run("plan " .. f .. " --target llvm --target cuda --short-devices")

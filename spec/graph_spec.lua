@@ -5,19 +5,13 @@ local dp = require "devplan"
 local testing = require "devplan.testing"
 
 local config = dp.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cpu"}
-local EXE = os.getenv("DEVPLAN_EXE") or "bin/devplan"
 
 local function resnet_planned()
   local mod = dp.parse_file(testing.shared_dir .. "/models/resnet18.relay")
   return dp.pipeline.build("annotate(nn.conv2d=cuda,nn.dense=cuda),plan_devices", {config = config})(mod)
 end
 
-local function slurp(p)
-  local f = assert(io.open(p))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local slurp = testing.read_file
 
 describe("dp.graph", function()
   it("draws calls as nodes coloured by device and copies as marked edges with bytes", function()
@@ -73,9 +67,9 @@ def @main(%a: Tensor[(5, 7), float32]) {
 
   it("is what devplan plan --svg and --dot write", function()
     local dot, svg = os.tmpname() .. ".dot", os.tmpname() .. ".svg"
-    local ok = os.execute(EXE .. " plan " .. testing.shared_dir .. "/models/resnet18.relay"
+    local code, _, err = testing.run_devplan("plan " .. testing.shared_dir .. "/models/resnet18.relay"
       .. " --annotate nn.conv2d=cuda,nn.dense=cuda --dot " .. dot .. " --svg " .. svg .. " -o /dev/null")
-    assert.is_true(ok)
+    assert.equal(0, code, err)
     assert.equal(dp.graph.dot(resnet_planned(), {config = config}), slurp(dot))
     assert.truthy(slurp(svg):find("<svg", 1, true))
     os.remove(dot)
