@@ -140,6 +140,12 @@ describe("devplan plan", function()
     assert.equal(out, out2)
   end)
 
+  it("annotates models that call functions, not only operators (lstm)", function()
+    local code, out, err = run("plan " .. testing.shared_dir .. "/models/lstm.relay --annotate nn.dense=cuda --report text")
+    assert.equal(0, code, err)
+    assert.truthy(has(out, "total: 161 calls"), out)
+  end)
+
   it("takes rules from --rules files, run before planning", function()
     local rules = temp([[
 local dp = require "devplan"
