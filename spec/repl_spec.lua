@@ -27,6 +27,8 @@ describe("the REPL", function()
     assert.truthy(s:eval("dp.Target('tpu')"):find("^unknown target kind 'tpu'"))
     assert.truthy(s:eval("x = = 1"):find("unexpected symbol", 1, true))
     assert.truthy(s:eval("explain('%1')"):find("no model yet", 1, true))
+    assert.truthy(s:eval("model('nothere.relay')"):find("model: cannot open nothere.relay", 1, true))
+    assert.truthy(s:eval("config{default = 'cuda', tragets = {}}"):find("unknown option 'tragets'", 1, true))
     assert.equal("3\n", s:eval("1 + 2"))
   end)
 

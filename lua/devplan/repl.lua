@@ -185,6 +185,8 @@ local function helpers(self)
     if f then
       f:close()
       m = dp.parse_file(src, meta or devname.palette())
+    elseif not src:find("\n") and (src:match("%.relay$") or src:find("/", 1, true)) then
+      error("model: cannot open " .. src, 2)
     else
       m = dp.parse(src, meta or devname.palette())
     end
@@ -197,6 +199,11 @@ local function helpers(self)
     if dp.is_config(c) then env.cfg = c
     else
       c = c or {}
+      for k in pairs(c) do
+        if k ~= "targets" and k ~= "host" and k ~= "default" then
+          error("config: unknown option '" .. tostring(k) .. "' (targets, host, default)", 2)
+        end
+      end
       env.cfg = dp.CompilationConfig{targets = c.targets or {"llvm", "cuda"}, host = c.host,
                                      default_device_type = c.default or "cpu"}
     end
