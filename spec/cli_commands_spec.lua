@@ -7,17 +7,7 @@ local testing = require "devplan.testing"
 local EXE = os.getenv("DEVPLAN_EXE") or "bin/devplan"
 if EXE:find("/", 1, true) and EXE:sub(1, 1) ~= "/" then EXE = assert(os.getenv("PWD")) .. "/" .. EXE end
 
-local temps = {}
-local function temp(text, ext)
-  local base = os.tmpname()
-  local name = base .. (ext or ".relay")
-  local f = assert(io.open(name, "w"))
-  f:write(text)
-  f:close()
-  temps[#temps + 1] = base
-  temps[#temps + 1] = name
-  return name
-end
+local temp = testing.temp_file
 
 -- exit status, standard output, standard error
 local function run(args, cwd)
@@ -70,7 +60,7 @@ local PALETTE = {VirtualDevice = {dp.VirtualDevice{device_type = "cpu", virtual_
 local config = testing.config
 
 describe("devplan subcommands", function()
-  teardown(function() for _, p in ipairs(temps) do os.remove(p) end end)
+  teardown(testing.remove_temp_files)
 
   it("are listed by --help, with the meta palette convention", function()
     local code, out = run("--help")
