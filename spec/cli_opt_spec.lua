@@ -174,6 +174,15 @@ return dp.passes.AnnotateVirtualDevices{["nn.conv2d"] = function() return gpu en
     end
   end)
 
+  it("--explain also says why each copy was inserted, as comments", function()
+    local code, out, err = run("plan " .. RESNET .. " --annotate nn.conv2d=cuda,nn.dense=cuda --explain")
+    assert.equal(0, code, err)
+    assert.truthy(has(out, "\n// @main %90 is a device_copy PlanDevices inserted: it copies a Tensor[(1, 1000), float32]"
+      .. " (4000 bytes) from @cuda to @cpu\n//   the value is made on @cuda:\n//     nn.dense at "), out)
+    assert.truthy(out:find("\n//   and used on @cpu:\n//     nn.bias_add at [^\n]* is on cpu because of the default device"), out)
+    dp.parse(out) -- comments: it still parses
+  end)
+
   it("prints the report as text or JSON instead of the module", function()
     local code, out, err = run("plan " .. RESNET .. " --annotate nn.conv2d=cuda,nn.dense=cuda --report text")
     assert.equal(0, code, err)

@@ -73,4 +73,25 @@ def @main(%a: Tensor[(?, 7), float32]) {
     assert.equal(0, r.devices[1].bytes)
     assert.has_error(function() dp.planner.report(3) end)
   end)
+
+  it("dp.planner.why says why a copy was inserted, in terms of the input", function()
+    local input = dp.parse(TWO, testing.META, {source_name = "two.relay"})
+    local planned = dp.passes.PlanDevices(config)(input)
+    local copy, wrote
+    dp.visit(planned, function(e)
+      if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "device_copy" then copy = e end
+      if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "on_device" and e.attrs.constrain_result then
+        wrote = e
+      end
+    end)
+    local text = dp.planner.why(planned, copy, {input = input, config = config, name = "%3"})
+    assert.truthy(text:find("^%%3 is a device_copy PlanDevices inserted: it copies a Tensor%[%(5, 7%), float32%] %(140 bytes%) from @cuda to @cpu"), text)
+    assert.truthy(text:find("\n  the value is made on @cuda:\n    exp at two.relay:3:8 is on cuda because of the annotation on_device at two.relay:4:8"), text)
+    assert.truthy(text:find("\n  and used on @cpu:\n    negative at two.relay:5:8 is on cpu because of the default device %(configuration%)"), text)
+    -- without the input: the planned module's own reasons
+    assert.truthy(dp.planner.why(planned, copy, {config = config}):find("^it is a device_copy PlanDevices inserted"))
+    assert.truthy(dp.planner.why(planned, wrote, {input = input, config = config}):find("^it is an on_device PlanDevices wrote"))
+    assert.has_error(function() dp.planner.why(planned, copy, {inptu = input}) end)
+    assert.has_error(function() dp.planner.why(3, copy) end)
+  end)
 end)

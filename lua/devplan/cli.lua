@@ -57,7 +57,9 @@ local OPTIONS = {
   ["--strict"] = {kind = "flag",
     help = "no conflict resolution: a value nobody annotated that is demanded on two devices\n"
       .. "is an error naming both constraints, instead of getting a device_copy"},
-  ["--explain"] = {kind = "flag", help = "after the module, each parameter's and result's device and why (// comments)"},
+  ["--explain"] = {kind = "flag",
+    help = "after the module, each parameter's and result's device and why, and why each\n"
+      .. "device_copy was inserted (// comments: the output still parses)"},
   ["-p"] = {kind = "value", arg = "PIPELINE", help = "the passes to run, e.g. 'infer_type,annotate(nn.conv2d=cuda),plan_devices'"},
   ["--print-after-all"] = {kind = "flag", help = "print the module after every pass (to standard error)"},
   ["--print-before-all"] = {kind = "flag", help = "print the module before every pass"},
@@ -388,6 +390,26 @@ local function explanation(d)
   return table.concat(out, "\n") .. "\n"
 end
 
+-- "// " lines: why each device_copy of the planned module was inserted.
+local function copy_explanations(planned, input, config)
+  local _, names = dp.astext(planned, {names = true})
+  local out = {}
+  for _, nf in ipairs(planned:functions()) do
+    local list = {}
+    for name, e in pairs(names[nf[1]] or {}) do
+      if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "device_copy" then
+        list[#list + 1] = {tonumber(name:sub(2)) or 0, name, e}
+      end
+    end
+    table.sort(list, function(a, b) return a[1] < b[1] end)
+    for _, c in ipairs(list) do
+      local text = dp.planner.why(planned, c[3], {input = input, config = config, name = "@" .. nf[1] .. " " .. c[2]})
+      out[#out + 1] = "// " .. text:gsub("\n", "\n// ")
+    end
+  end
+  return #out > 0 and table.concat(out, "\n") .. "\n" or ""
+end
+
 -- The module, its report, its graphs, as the output options say.
 local function emit(opts, mod, config, extra)
   write_graphs(opts, mod, config)
@@ -474,8 +496,10 @@ local function run_pipeline(command, opts, pipeline_text, reproducer)
   if opts["--explain"] then -- the domains PlanDevices planned: of the module the passes before it made
     local annotated = mod
     for i = 1, #p.passes - 1 do annotated = p.passes[i](annotated) end
-    extra = explanation(attempt(sources, dp.planner.domains, annotated, ctx.planned_config or config,
+    local cfg = ctx.planned_config or config
+    extra = explanation(attempt(sources, dp.planner.domains, annotated, cfg,
                                 {resolve_conflicts = not opts["--strict"]}))
+      .. copy_explanations(res, annotated, cfg)
   end
   emit(opts, res, ctx.planned_config or config, extra)
 end

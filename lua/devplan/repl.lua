@@ -102,74 +102,6 @@ local function lookup(self, name)
   return found, where, m
 end
 
-local function is_op(e, name)
-  return e.kind == "call" and e.callee.kind == "op" and e.callee.name == name
-end
-
--- A node of the module before planning with the span and kind of planned
--- node e (planning keeps spans): so reasons can be told in terms of the
--- input, not of the annotations planning wrote.
-local function counterpart(domains, e)
-  if not e.span then return nil end
-  local found
-  dp.visit(domains.module, function(x)
-    if found or not x.span or x.kind ~= e.kind then return end
-    if x.span.line == e.span.line and x.span.col == e.span.col
-        and (x.kind ~= "call" or x.callee.kind ~= "op" or e.callee.kind ~= "op"
-             or x.callee.name == e.callee.name) then
-      found = x
-    end
-  end)
-  return found
-end
-
-local function why_lines(self, e, label)
-  local lines = {}
-  local d = self.domains
-  local x = d and counterpart(d, e)
-  local ex
-  if x and not is_op(x, "device_copy") then ex = d:explain(x)
-  else ex = dp.planner.explain(shown(self), e, self.env.cfg) end
-  lines[#lines + 1] = label .. ex.text
-  for _, s in ipairs(ex.steps) do lines[#lines + 1] = "      " .. s.message end
-  return lines
-end
-
--- The users of e in the module (nodes that have e as a child).
-local function users_of(m, e)
-  local users = {}
-  dp.visit(m, function(x)
-    for _, c in ipairs(dp.children(x)) do
-      if rawequal(c, e) then users[#users + 1] = x end
-    end
-  end)
-  return users
-end
-
-local function describe_copy(self, name, e, m)
-  local report = require "devplan.report"
-  local namer = devname.namer()
-  local v = e.args[1]
-  while is_op(v, "on_device") do v = v.args[1] end
-  local src, dst = e.attrs.src_virtual_device, e.attrs.dst_virtual_device
-  local b = report.bytes_of(e.checked_type)
-  local lines = {string.format("%s is a device_copy PlanDevices inserted: it copies a %s (%s bytes) from @%s to @%s",
-    name, tostring(e.checked_type), b and tostring(b) or "unknown", namer(src), namer(dst))}
-  lines[#lines + 1] = "  the value is made on @" .. namer(src) .. ":"
-  for _, l in ipairs(why_lines(self, v, "    ")) do lines[#lines + 1] = l end
-  local users = users_of(m, e)
-  for _, u in ipairs(users) do
-    while is_op(u, "on_device") and #users_of(m, u) > 0 do u = users_of(m, u)[1] end
-    lines[#lines + 1] = "  and used on @" .. namer(dst) .. ":"
-    for _, l in ipairs(why_lines(self, u, "    ")) do lines[#lines + 1] = l end
-  end
-  if #users == 0 then
-    lines[#lines + 1] = "  and it is the result, which is on @" .. namer(dst) .. ":"
-    for _, l in ipairs(why_lines(self, e, "    ")) do lines[#lines + 1] = l end
-  end
-  return table.concat(lines, "\n")
-end
-
 -- ---------------------------------------------------------------- the helpers of the environment
 
 local function helpers(self)
@@ -190,7 +122,7 @@ local function helpers(self)
     else
       m = dp.parse(src, meta or devname.palette())
     end
-    env.mod, env.planned, self.steps, self.domains = m, nil, nil, nil
+    env.mod, env.planned, self.steps, self.input = m, nil, nil, nil
     say(self, string.format("model: %d function(s), %d calls (show() prints it; mod is the module)",
                             #m:functions(), count_calls(m)))
   end
@@ -207,7 +139,7 @@ local function helpers(self)
       env.cfg = dp.CompilationConfig{targets = c.targets or {"llvm", "cuda"}, host = c.host,
                                      default_device_type = c.default or "cpu"}
     end
-    env.planned, self.steps, self.domains = nil, nil, nil
+    env.planned, self.steps, self.input = nil, nil, nil
     say(self, tostring(env.cfg))
   end
 
@@ -226,14 +158,14 @@ local function helpers(self)
     end
     if next(named) then m = dp.pipeline.annotate_ops(named)(m) end
     if next(fixed) then m = dp.passes.AnnotateVirtualDevices(fixed)(m) end
-    env.mod, env.planned, self.steps, self.domains = m, nil, nil, nil
+    env.mod, env.planned, self.steps, self.input = m, nil, nil, nil
     say(self, string.format("annotated: %d on_device", count_calls(m, "on_device")))
   end
 
   function h.plan()
     local m = need_module(self)
     env.planned = dp.passes.PlanDevices(env.cfg)(m)
-    self.domains = dp.planner.domains(m, env.cfg)
+    self.input = m -- what why() tells reasons in terms of
     self.steps = nil
     local r = dp.planner.report(env.planned, env.cfg)
     say(self, string.format("planned: %d device_copy, %d bytes copied (report() for more, show() to read it;"
@@ -261,7 +193,6 @@ local function helpers(self)
     elseif name == "analyze" or name == "default" then
       if name == "analyze" then s.domains = dp.planner.analyze(s.module, env.cfg)
       else dp.planner.default(s.domains) end
-      self.domains = s.domains
       local _, names = dp.astext(s.module, {names = true})
       local known, total, lines = 0, 0, {}
       local namer = devname.namer()
@@ -291,6 +222,7 @@ local function helpers(self)
         name == "analyze" and " (the rest wait for defaulting)" or "", table.concat(lines, "\n")))
     else
       env.planned = dp.planner.capture(s.domains)
+      self.input = m
       s.done = true
       say(self, "phase 3, capture: the planned module (the next step() starts again)\n" .. short(env.planned))
     end
@@ -309,16 +241,8 @@ local function helpers(self)
 
   function h.explain(name)
     local e, _, m = lookup(self, name)
-    local label = type(name) == "string" and name or "it"
-    if is_op(e, "device_copy") then
-      say(self, describe_copy(self, label, e, m))
-    elseif is_op(e, "on_device") and e.attrs.constrain_result then
-      say(self, label .. " is an on_device PlanDevices wrote: the value inside is computed on its device,\n"
-        .. "  which differs from where it is used (a device_copy follows, or a function result)")
-      say(self, table.concat(why_lines(self, e.args[1], "  "), "\n"))
-    else
-      say(self, table.concat(why_lines(self, e, ""), "\n"))
-    end
+    say(self, dp.planner.why(m, e, {input = env.planned and self.input or nil, config = env.cfg,
+                                    name = type(name) == "string" and name or "it"}))
   end
 
   function h.report()
