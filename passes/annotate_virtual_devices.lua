@@ -30,7 +30,7 @@ function M.new(rules)
       call = function(call)
         local rule = call.callee.kind == "op" and rules[call.callee.name]
         local vd = rule and rule(call)
-        if vd ~= nil then return core.call("on_device", {call}, {virtual_device = vd}) end
+        if vd then return core.call("on_device", {call}, {virtual_device = vd}) end
       end,
     }))
   end)

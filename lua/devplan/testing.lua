@@ -122,6 +122,48 @@ function M.lua_files(dir)
   return names
 end
 
+-- ---- running the devplan executable (specs of the command line) ----
+
+-- A new temporary file holding text (name ending in ext, default
+-- ".relay"); M.remove_temp_files() removes every one made so far.
+local temps = {}
+function M.temp_file(text, ext)
+  local base = os.tmpname()
+  local name = base .. (ext or ".relay")
+  local f = assert(io.open(name, "w"))
+  f:write(text)
+  f:close()
+  temps[#temps + 1] = base
+  temps[#temps + 1] = name
+  return name
+end
+
+function M.remove_temp_files()
+  for _, p in ipairs(temps) do os.remove(p) end
+  temps = {}
+end
+
+-- The executable under test: DEVPLAN_EXE (the sanitizer and valgrind runs
+-- set it), else bin/devplan, as an absolute path.
+M.exe = (function()
+  local exe = os.getenv("DEVPLAN_EXE") or "bin/devplan"
+  if exe:find("/", 1, true) and exe:sub(1, 1) ~= "/" then exe = (os.getenv("PWD") or ".") .. "/" .. exe end
+  return exe
+end)()
+
+-- Runs `devplan ARGS` (a shell fragment), with `input` on standard input
+-- when given; returns the exit status, standard output, standard error.
+function M.run_devplan(args, input)
+  local out, err = os.tmpname(), os.tmpname()
+  local cmd = M.exe .. " " .. args .. " >" .. out .. " 2>" .. err
+  if input then cmd = cmd .. " <" .. M.temp_file(input, ".in") end
+  local ok, _, code = os.execute(cmd)
+  local o, e = M.read_file(out), M.read_file(err)
+  os.remove(out)
+  os.remove(err)
+  return ok and 0 or code, o, e
+end
+
 -- How many calls of the operator `op_name` e holds (an expression or a
 -- module; each distinct node counted once), e.g. count_calls(m, "device_copy").
 function M.count_calls(e, op_name)

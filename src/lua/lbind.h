@@ -63,6 +63,9 @@ dp_obj *dp_lua_testobj(lua_State *L, int idx);
 int dp_lua_error(lua_State *L, dp_err *e);
 /* Push e as a devplan.Error value (frees e). */
 void dp_lua_pusherror(lua_State *L, dp_err *e);
+/* dp.Error{message =, code =, ...} and dp.is_error(v) (see lbind.c). */
+int dp_lua_error_new(lua_State *L);
+int dp_lua_is_error(lua_State *L);
 /* Turn the Lua error value at the top of the stack (from lua_pcall of a
    user callback) into a dp_err (DP_ERR_CALLBACK); pops it. */
 dp_err *dp_lua_toerr(lua_State *L, const char *what);
