@@ -19,9 +19,12 @@
  *                                device_copy, primfn buffer scopes
  *
  * Every phase walks the IR with explicit stacks (1,000,000-deep programs
- * are fine), visits global functions in definition order and never depends
- * on addresses or hash order, so the same input always gives the same
- * output. A conflict (two constraints that cannot both hold) is a
+ * are fine) and never depends on addresses or hash order. Defaulting, the
+ * one phase whose result depends on the order it meets functions in, visits
+ * them callers first (a function nobody calls, such as @main, before those
+ * it calls) and by name where calls do not decide (unrelated functions; a
+ * cycle of calls is entered at its smallest name): the same program gives
+ * the same plan whatever the order of its definitions. A conflict (two constraints that cannot both hold) is a
  * DP_ERR_CONFLICT error whose message names both constraints with their
  * positions and whose notes give the chain of unifications between them.
  */

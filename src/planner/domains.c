@@ -30,6 +30,7 @@ static void domains_free(dp_obj *o, dp_worklist *wl) {
   free(d->work);
   free(d->trail);
   free(d->links);
+  free(d->order);
   dp__pmap_free(&d->map);
   dp__flat_free(&d->flat);
   dp__plan_ops_free(&d->ops);
