@@ -8,7 +8,7 @@ local t = require "devplan.testing"
 local P = t.PALETTE
 local CONFIG = t.config("cuda")
 local META = {VirtualDevice = {P.CPU, P.GPU, P.HOST, P.CPU_SCOPE_A, P.CPU_SCOPE_B}}
-local plan = dp.passes.PlanDevices(CONFIG)
+local plan = t.plan(CONFIG)
 
 -- Plans input (text) and compares with expected (text), then checks the
 -- expected module is a fixed point.

@@ -4,7 +4,7 @@
 --
 --   devplan parse FILE.relay [--meta META.lua] [--types]
 --   devplan plan FILE.relay --target T [--target T ...] [--host T]
---                [--default DEVTYPE] [--meta META.lua] [--strict] [--explain]
+--                [--default DEVTYPE] [--meta META.lua] [--strict] [--explain] [--verify]
 --
 -- Results go to standard output, errors to standard error; M.main returns
 -- the exit status (0 or 1). Errors with a position print as
@@ -50,9 +50,10 @@ Parses FILE.relay (the Relay text format), type-checks it and prints the module.
 
 COMMANDS.plan = {
   usage = "devplan plan FILE.relay --target T [--target T ...] [--host T] [--default DEVTYPE]\n"
-    .. "                    [--meta META.lua] [--strict] [--explain]",
+    .. "                    [--meta META.lua] [--strict] [--explain] [--verify]",
   options = {["--target"] = "list", ["--host"] = "value", ["--default"] = "value",
-             ["--meta"] = "value", ["--strict"] = "flag", ["--explain"] = "flag"},
+             ["--meta"] = "value", ["--strict"] = "flag", ["--explain"] = "flag",
+             ["--verify"] = "flag"},
   help = [[
 Parses FILE.relay and runs dp.passes.PlanDevices with the configuration built
 from the targets, then prints the planned module.
@@ -66,6 +67,9 @@ from the targets, then prints the planned module.
                     naming both constraints, instead of getting a device_copy
   --explain         after the module, for each function parameter and result,
                     its device and why (as // comments)
+  --verify          check the planned module with dp.planner.verify (consistent
+                    devices, the file's annotations respected); a violation is
+                    an error naming the expression and its position
 A conflict prints both constraints with their positions and the chain between
 them, and exits with status 1.
 ]] .. PALETTE_HELP .. "\n" .. META_HELP,
@@ -245,6 +249,9 @@ function COMMANDS.plan.run(opts)
   local mod, text = parse_module(opts)
   local popts = {resolve_conflicts = not opts["--strict"]}
   local planned = attempt(opts.file, text, function() return dp.passes.PlanDevices(config, popts)(mod) end)
+  if opts["--verify"] then
+    attempt(opts.file, text, dp.planner.verify, planned, config, {input = mod, raise = true})
+  end
   local out = tostring(planned)
   if opts["--explain"] then
     local d = attempt(opts.file, text, passes.domains, mod, config, popts)

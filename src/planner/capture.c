@@ -30,7 +30,7 @@ typedef struct cctx {
 } cctx;
 
 static dp_err *no_device(cctx *c, const dp_expr *e) {
-  char *what = dp__describe(c->d, e);
+  char *what = dp__describe(c->d->ctx, e);
   dp_err *err = dp_err_at(c->d->ctx, DP_ERR_VALUE, e->span,
                           "no virtual device was determined for %s (run the defaulting phase "
                           "before capture)", what);

@@ -20,55 +20,18 @@
  * for F functions and E references.
  */
 #include <stdlib.h>
-#include <string.h>
 #include "planner.h"
 
 typedef struct octx {
   dp_domains *d;
   uint32_t n;         /* functions */
-  uint32_t *byname;   /* function indices sorted by name */
-  uint32_t *rank;     /* function index -> position in byname */
+  dp_fnames names;    /* sorted by name: byname, rank */
   uint32_t *eoff;     /* callees of function i: callee[eoff[i] .. eoff[i + 1]) */
   uint32_t *callee;
   uint32_t *indeg;    /* callers not yet placed */
   uint8_t *placed;
   uint32_t *heap, nheap; /* ranks of functions ready to be placed */
 } octx;
-
-typedef struct named { const char *name; uint32_t fn; } named;
-
-static int by_name(const void *a, const void *b) {
-  return strcmp(((const named *)a)->name, ((const named *)b)->name);
-}
-
-/* o->byname and o->rank. */
-static int sort_names(octx *o) {
-  const dp_module *m = o->d->mod;
-  named *v = dp_malloc(o->n * sizeof *v);
-  if (!v) return -1;
-  for (uint32_t i = 0; i < o->n; i++) v[i] = (named){m->funcs[i].global->name, i};
-  qsort(v, o->n, sizeof *v, by_name);
-  for (uint32_t r = 0; r < o->n; r++) {
-    o->byname[r] = v[r].fn;
-    o->rank[v[r].fn] = r;
-  }
-  free(v);
-  return 0;
-}
-
-/* The function named like global g, or DP_NONE_ID (a primfn, unknown). */
-static uint32_t lookup(const octx *o, const dp_global *g) {
-  const dp_module *m = o->d->mod;
-  uint32_t lo = 0, hi = o->n;
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    int c = strcmp(m->funcs[o->byname[mid]].global->name, g->name);
-    if (c == 0) return o->byname[mid];
-    if (c < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return DP_NONE_ID;
-}
 
 /* The call graph: for each reference @g in function i's body, an edge
    i -> g (self references left out). Two passes over the references:
@@ -84,7 +47,7 @@ static int edges(octx *o) {
     for (uint32_t r = 0; r < f->ngref; r++) {
       uint32_t id = f->gref[r];
       while (fn + 1 < f->nfn && id >= f->fnid[fn + 1]) fn++;
-      uint32_t g = lookup(o, (const dp_global *)f->x[id]);
+      uint32_t g = dp__fnames_find(&o->names, ((const dp_global *)f->x[id])->name);
       if (g == DP_NONE_ID || g == fn) continue;
       if (pass == 0) {
         o->eoff[fn + 1]++;
@@ -130,19 +93,19 @@ static uint32_t heap_pop(octx *o) {
 static void sort(octx *o, uint32_t *out) {
   uint32_t nout = 0, next = 0;
   for (uint32_t r = 0; r < o->n; r++)
-    if (o->indeg[o->byname[r]] == 0) heap_push(o, r);
+    if (o->indeg[o->names.byname[r]] == 0) heap_push(o, r);
   while (nout < o->n) {
     if (!o->nheap) {
-      while (o->placed[o->byname[next]]) next++;
+      while (o->placed[o->names.byname[next]]) next++;
       heap_push(o, next);
     }
-    uint32_t fn = o->byname[heap_pop(o)];
+    uint32_t fn = o->names.byname[heap_pop(o)];
     if (o->placed[fn]) continue;
     o->placed[fn] = 1;
     out[nout++] = fn;
     for (uint32_t e = o->eoff[fn]; e < o->eoff[fn + 1]; e++) {
       uint32_t g = o->callee[e];
-      if (--o->indeg[g] == 0 && !o->placed[g]) heap_push(o, o->rank[g]);
+      if (--o->indeg[g] == 0 && !o->placed[g]) heap_push(o, o->names.rank[g]);
     }
   }
 }
@@ -150,24 +113,21 @@ static void sort(octx *o, uint32_t *out) {
 int dp__plan_order(dp_domains *d) {
   const dp_module *m = d->mod;
   if (m->nfuncs < 2 || d->order) return 0;
-  octx o = {d, m->nfuncs, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0};
+  octx o = {.d = d, .n = m->nfuncs};
   uint32_t *out = dp_malloc(o.n * sizeof *out);
-  o.byname = dp_malloc(o.n * sizeof *o.byname);
-  o.rank = dp_malloc(o.n * sizeof *o.rank);
   o.placed = dp_calloc(o.n, 1);
   /* a function is pushed once: when it is ready, or to break a cycle */
   o.heap = dp_malloc(o.n * sizeof *o.heap);
   int rc = -1;
-  if (!out || !o.byname || !o.rank || !o.placed || !o.heap) goto done;
-  if (sort_names(&o) < 0 || edges(&o) < 0) goto done;
+  if (!out || !o.placed || !o.heap || dp__fnames_init(&o.names, m) < 0) goto done;
+  if (edges(&o) < 0) goto done;
   sort(&o, out);
   d->order = out;
   out = NULL;
   rc = 0;
 done:
   free(out);
-  free(o.byname);
-  free(o.rank);
+  dp__fnames_free(&o.names);
   free(o.eoff);
   free(o.callee);
   free(o.indeg);

@@ -270,6 +270,22 @@ uint32_t dp__fcallee_dom(dp_domains *d, uint32_t id);
 /* Put every indexed node into d->map (for lookups by expression). */
 int dp__domains_full_map(dp_domains *d);
 
+/* --- patvars.c --- */
+/* fn(ud, v) for each variable the pattern binds, until fn returns non-zero
+   (returned; -1 also on out of memory). */
+int dp__pattern_vars(dp_pattern *root, int (*fn)(void *ud, dp_var *v), void *ud);
+
+/* --- fnames.c: the module's global functions by name --- */
+typedef struct dp_fnames {
+  const dp_module *m;
+  uint32_t n;
+  uint32_t *byname;  /* function indices sorted by name */
+  uint32_t *rank;    /* function index -> position in byname */
+} dp_fnames;
+int dp__fnames_init(dp_fnames *f, const dp_module *m);          /* 0 or -1 (out of memory) */
+uint32_t dp__fnames_find(const dp_fnames *f, const char *name); /* index, or DP_NONE_ID */
+void dp__fnames_free(dp_fnames *f);
+
 /* --- order.c --- */
 /* d->order from the flat index of all functions: callers before callees,
    by name where the calls do not decide. 0 or -1 (out of memory). */
@@ -296,7 +312,7 @@ dp_domains *dp__plan_analyze_fixed(dp_module *m, const dp_config *cfg, const str
 
 /* --- explain.c --- */
 const char *dp__rule_text(int rule);
-char *dp__describe(dp_domains *d, const dp_expr *e); /* "add at 3:5", malloc'd */
+char *dp__describe(dp_ctx *ctx, const dp_expr *e); /* "add at 3:5", malloc'd */
 dp_err *dp__conflict_error(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why);
 
 #endif
