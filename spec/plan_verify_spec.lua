@@ -419,6 +419,54 @@ describe("every plan passes dp.planner.verify", function()
   end
   listing:close()
 
+  -- programs whose devices are read through functions, branches, tuples and references
+  local tricky = {
+    ["a recursive closure"] = [[
+def @main(%x: {T}, %n: int64) {
+  let %f = fn (%y: {T}, %k: int64) -> {T} {
+    if (less(%k, 1i64)) { %y } else { %f(negative(%y), subtract(%k, 1i64)) }
+  };
+  %0 = on_device(%x, virtual_device={CPU});
+  %f(%0, %n)
+}]],
+    ["a function chosen by an if"] = [[
+def @main(%x: {T}, %c: bool) {
+  let %f = fn (%y: {T}) { negative(%y) };
+  let %g = fn (%y: {T}) { %0 = on_device(%y, virtual_device={CPU}); add(%0, %0) };
+  %1 = if (%c) { %f } else { %g };
+  %1(%x)
+}]],
+    ["a function taken from a tuple"] = [[
+def @main(%x: {T}) {
+  let %f = fn (%y: {T}) { negative(%y) };
+  let %t = (%f, %f);
+  %0 = %t.1;
+  %1 = on_device(%x, virtual_device={GPU});
+  %0(%1)
+}]],
+    ["references"] = [[
+def @main(%x: {T}) {
+  let %r = ref(%x);
+  %0 = ref_read(%r);
+  %1 = on_device(%0, virtual_device={CPU});
+  let %u = ref_write(%r, negative(%1));
+  ref_read(%r)
+}]],
+    ["call_lowered of a function"] = [[
+def @f(%y: {T}) -> {T} { negative(%y) }
+def @main(%x: {T}) {
+  %0 = on_device(%x, virtual_device={CPU});
+  %1 = call_lowered(@f, (%0,));
+  add(%1, %1)
+}]],
+  }
+  for name, text in pairs(tricky) do
+    it(name, function()
+      local planned = t.plan(CONFIG)(parse(text))
+      assert.structurally_equal(t.plan(CONFIG)(planned), planned)
+    end)
+  end
+
   -- (branchy-naive: the size where default planning still resolves it)
   for shape, n in pairs{chain = 3000, let = 3000, branchy = 3000, ["branchy-naive"] = 120} do
     it("generated workload " .. shape, function()

@@ -65,8 +65,9 @@ typedef struct frame {
   dp_expr *e;
   dp_vdev *ctx;
   const dp_expr *in;        /* the input's node it stands for (annotations looked through), or NULL */
-  const dp_primfn *lowered; /* a call_lowered's argument tuple: the primfn */
+  const dp_primfn *pf;      /* a call_lowered's argument tuple: the primfn, if one */
   uint32_t i, n, base;
+  uint8_t lowered;          /* a call_lowered's argument tuple */
 } frame;
 
 typedef struct vwalk {
@@ -254,10 +255,14 @@ static const dp_expr *strip(vwalk *w, const dp_expr *e) {
   return e;
 }
 
+/* call_lowered(@f, (args...)): the planner reads it as @f(args...). */
+static int is_lowered(vwalk *w, const dp_expr *e) {
+  const dp_call *c = (const dp_call *)e;
+  return e->h.kind == DP_CALL && w->ops.call_lowered && c->fn == (dp_expr *)w->ops.call_lowered &&
+         c->nargs == 2 && c->args[0]->h.kind == DP_GLOBAL && c->args[1]->h.kind == DP_TUPLE;
+}
+
 static const dp_primfn *lowered_primfn(vwalk *w, const dp_call *c) {
-  if (c->fn != (dp_expr *)w->ops.call_lowered || !w->ops.call_lowered || c->nargs != 2 ||
-      c->args[0]->h.kind != DP_GLOBAL || c->args[1]->h.kind != DP_TUPLE)
-    return NULL;
   return dp_module_primfn(w->m, ((const dp_global *)c->args[0])->name);
 }
 
@@ -287,7 +292,7 @@ static const dp_expr *child_in(vwalk *w, frame *t, uint32_t i) {
 
 /* First reach of e: a leaf's result right away, a frame for the rest. */
 static void reach(vwalk *w, dp_expr *e, dp_vdev *ctx, const dp_expr *in, int role,
-                  const dp_primfn *lowered) {
+                  int lowered, const dp_primfn *pf) {
   int k = e->h.kind;
   if (k == DP_OP || k == DP_CTOR) {
     push_val(w, (vrec){.carrier = 1});
@@ -349,7 +354,7 @@ static void reach(vwalk *w, dp_expr *e, dp_vdev *ctx, const dp_expr *in, int rol
     w->oom = 1;
     return;
   }
-  w->fr[w->nfr++] = (frame){e, ctx, in, lowered, 0, dp__nchildren(e), w->nval};
+  w->fr[w->nfr++] = (frame){e, ctx, in, pf, 0, dp__nchildren(e), w->nval, (uint8_t)lowered};
 }
 
 /* Pattern variables live where the matched data lives. */
@@ -454,7 +459,7 @@ static dp_vdev *check_op(vwalk *w, frame *t, dp_call *c, const vrec *kids) {
 }
 
 static void check_lowered_args(vwalk *w, frame *t, const vrec *kids) {
-  const dp_primfn *pf = t->lowered;
+  const dp_primfn *pf = t->pf;
   dp_tuple *tu = (dp_tuple *)t->e;
   for (uint32_t i = 0; i < tu->n && i < pf->nargs; i++) {
     const char *s = pf->args[i].scope;
@@ -539,8 +544,13 @@ static vrec post_call(vwalk *w, frame *t, dp_call *c, const vrec *kids) {
     own_context(w, &c->e, dst, t->ctx, "%s copies to %s%s, but its consumer expects %s");
     return r;
   }
-  const dp_primfn *pf = lowered_primfn(w, c);
-  if (c->fn->h.kind == DP_OP && !pf) {
+  int lowered = is_lowered(w, &c->e);
+  const dp_primfn *pf = lowered ? lowered_primfn(w, c) : NULL;
+  if (lowered && !pf) { /* a lowered call of a function: where it returns */
+    r.dev = kids[1].dev ? kids[1].dev : t->ctx;
+    own_context(w, &c->e, r.dev, t->ctx, "%s returns on %s%s, but where it stands %s is "
+                "expected (no on_device says so)");
+  } else if (c->fn->h.kind == DP_OP && !pf) {
     r.dev = check_op(w, t, c, kids);
     own_context(w, &c->e, r.dev, t->ctx, "%s gives its result on %s%s, but where it stands %s "
                 "is expected");
@@ -700,7 +710,9 @@ static void complete(vwalk *w) {
   case DP_FUNC: r = post_func(w, &t, (dp_func *)e, kids); break;
   case DP_LET: expect(w, e, 2, &kids[2], t.ctx, same, (said){"the let", NULL}); break;
   case DP_TUPLE:
-    if (t.lowered) check_lowered_args(w, &t, kids);
+    if (t.lowered) {
+      if (t.pf) check_lowered_args(w, &t, kids);
+    }
     else
       for (uint32_t i = 0; i < t.n; i++) expect(w, e, i, &kids[i], t.ctx, same, (said){"the tuple", NULL});
     break;
@@ -727,7 +739,7 @@ static void verify_fn(vwalk *w, const dp_defn *def, const dp_expr *in) {
   dp_func *f = def->fn;
   w->def = def;
   w->nfr = w->nval = 0;
-  reach(w, &f->e, NULL, in, ROLE_USE, NULL);
+  reach(w, &f->e, NULL, in, ROLE_USE, 0, NULL);
   while (w->nfr && !w->oom) {
     frame *t = &w->fr[w->nfr - 1];
     if (t->i == t->n) {
@@ -739,8 +751,9 @@ static void verify_fn(vwalk *w, const dp_defn *def, const dp_expr *in) {
     dp_expr *k = dp__child(t->e, i);
     int role = (t->e->h.kind == DP_FUNC && i < ((dp_func *)t->e)->nparams) ? ROLE_PARAM
                : (t->e->h.kind == DP_LET && i == 0) ? ROLE_LET : ROLE_USE;
-    const dp_primfn *pf = t->e->h.kind == DP_CALL && i == 2 ? lowered_primfn(w, (dp_call *)t->e) : NULL;
-    reach(w, k, child_ctx(w, t, i), child_in(w, t, i), role, pf);
+    int lowered = i == 2 && is_lowered(w, t->e);
+    const dp_primfn *pf = lowered ? lowered_primfn(w, (dp_call *)t->e) : NULL;
+    reach(w, k, child_ctx(w, t, i), child_in(w, t, i), role, lowered, pf);
   }
 }
 
