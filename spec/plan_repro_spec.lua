@@ -315,6 +315,50 @@ def @b(%k: bool, virtual_device=meta[VirtualDevice][1]) -> float32 {
     end)
   end)
 
+  describe("found on generated programs: PlanDevices' output plans to itself", function()
+    it("a default taken from a device that a later default refines (here its memory scope)", function()
+      -- %p1 follows @main's result, which the copy's default only then puts
+      -- in scope B: defaulting runs again, as planning the output would
+      plans([[
+def @main(%p1: Tensor[(5, 7), float32], %p2: Tensor[(5, 7), float32]) {
+  let %v = device_copy(%p2, src_virtual_device=meta[VirtualDevice][0], dst_virtual_device=meta[VirtualDevice][4]);
+  %p2
+}]], [[
+def @main(%p1 {virtual_device=meta[VirtualDevice][4]}: Tensor[(5, 7), float32],
+          %p2 {virtual_device=meta[VirtualDevice][4]}: Tensor[(5, 7), float32],
+          virtual_device=meta[VirtualDevice][4]) {
+  let %v = %p2;
+  %p2
+}]])
+    end)
+
+    it("phase 0b: a call of a function asks of its arguments its parameters' devices, not its own", function()
+      -- the let value's on_device (fixed by phase 0, as in every planned
+      -- module) put the call on the gpu, and 0b passed that on to %a, which
+      -- @f takes on the cpu: a copy to the gpu, then a conflict
+      plans([[
+def @f(%x {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32], virtual_device=meta[VirtualDevice][1]) -> Tensor[(5, 7), float32] {
+  device_copy(%x, src_virtual_device=meta[VirtualDevice][0], dst_virtual_device=meta[VirtualDevice][1])
+}
+def @main(%a: Tensor[(5, 7), float32]) -> Tensor[(5, 7), float32] {
+  %0 = on_device(%a, virtual_device=meta[VirtualDevice][0], constrain_result=True);
+  let %u = add(%0, %0);
+  let %v = on_device(@f(%a), virtual_device=meta[VirtualDevice][1]);
+  %v
+}]], [[
+def @f(%x {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32], virtual_device=meta[VirtualDevice][1]) -> Tensor[(5, 7), float32] {
+  device_copy(%x, src_virtual_device=meta[VirtualDevice][0], dst_virtual_device=meta[VirtualDevice][1])
+}
+def @main(%a {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32], virtual_device=meta[VirtualDevice][1]) -> Tensor[(5, 7), float32] {
+  %0 = add(%a, %a);
+  let %u = on_device(%0, virtual_device=meta[VirtualDevice][0], constrain_result=True);
+  %1 = @f(%a);
+  let %v = on_device(%1, virtual_device=meta[VirtualDevice][1], constrain_result=True);
+  %v
+}]])
+    end)
+  end)
+
   describe("conflict positions", function()
     -- f_conflict_column_let_value_on_device.lua
     it("a let-value on_device is named at its own column", function()

@@ -40,7 +40,7 @@ typedef struct dp_dnode {
   uint8_t isfn;      /* function domain */
   uint8_t erule;     /* rule of the proof edge to pparent */
   uint8_t crule;     /* constraint rule (0: not a constraint) */
-  uint8_t pad;
+  uint8_t read;      /* roots: a default was taken from this class's device (dp__dom_source) */
   dp_expr *ewhy;     /* expression behind the proof edge */
 } dp_dnode;
 
@@ -145,6 +145,7 @@ struct dp_domains {
   uint32_t *trail; uint32_t ntrail, captrail;
   uint32_t *links; uint32_t nlinks, caplinks;
   int oom;                  /* an allocation failed: the phase reports it */
+  int repass;               /* defaulting refined a device a default was taken from */
 };
 
 /* dp_expr_child / dp_expr_nchildren inline for the kinds a large program
@@ -241,6 +242,9 @@ int dp__set_default(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr 
                     dp_err **err);
 int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev, int rule,
                                        dp_expr *why, dp_err **err);
+/* The device of x's result as the source of a default (a vdev index, 0:
+   free): marked, so that a later refinement of it asks for another pass. */
+uint32_t dp__dom_source(dp_domains *d, uint32_t x);
 int dp__dom_fully_constrained(dp_domains *d, uint32_t x);
 /* The domain of a call's callee; for operators and constructors the
    callee is implicit (params = argument domains, result = call domain):
