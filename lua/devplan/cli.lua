@@ -61,6 +61,9 @@ local OPTIONS = {
   ["--explain"] = {kind = "flag",
     help = "after the module, each parameter's and result's device and why, and why each\n"
       .. "device_copy was inserted (// comments: the output still parses)"},
+  ["--verify"] = {kind = "flag",
+    help = "check the planned module with dp.planner.verify (consistent devices, the file's\n"
+      .. "annotations respected); a violation is an error naming the expression and its position"},
   ["-p"] = {kind = "value", arg = "PIPELINE", help = "the passes to run, e.g. 'infer_type,annotate(nn.conv2d=cuda),plan_devices'"},
   ["--print-after-all"] = {kind = "flag", help = "print the module after every pass (to standard error)"},
   ["--print-before-all"] = {kind = "flag", help = "print the module before every pass"},
@@ -118,10 +121,10 @@ COMMANDS.parse = {
 COMMANDS.plan = {
   summary = "place operators, plan devices (PlanDevices) and print the planned module",
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
-    .. "                    [--default DEVTYPE] [--strict] [--explain] [--report text|json]\n"
+    .. "                    [--default DEVTYPE] [--strict] [--explain] [--verify] [--report text|json]\n"
     .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]",
-  options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--explain", "--report",
-                  "--reproducer"}, CONFIG, OUTPUT, INSTRUMENTS),
+  options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--explain", "--verify",
+                  "--report", "--reproducer"}, CONFIG, OUTPUT, INSTRUMENTS),
   text = "Parses FILE, runs the annotation rules (--rules, then --annotate), then\n"
     .. "dp.passes.PlanDevices with the configuration of the targets, and prints the\n"
     .. "planned module (or its report). The same as\n"
@@ -539,6 +542,7 @@ function COMMANDS.plan.run(opts)
   local ann = annotations(opts)
   if #ann > 0 then items[#items + 1] = {"annotate", ann} end
   items[#items + 1] = {"plan_devices", opts["--strict"] and {{"strict", "true"}} or nil}
+  if opts["--verify"] then items[#items + 1] = {"verify"} end
   if opts["--report"] and opts["--report"] ~= "text" and opts["--report"] ~= "json" then
     fail(usage_error("plan", "--report takes text or json, got '" .. opts["--report"] .. "'").text)
   end

@@ -137,6 +137,9 @@ function Context:run(p, mod)
   if p.plans or p.name == "PlanDevices" then
     self.planned = true
     self.planned_config = p.config or self.config
+    -- what the plan is checked against: the user's annotations of the
+    -- module the planning pass was given hold in the module it made
+    self.planned_input, self.planned_output = mod, res
   end
   ok, err = pcall(each, self, "after", p, mod, res, self)
   if not ok then error(named(err, p, "after pass "), 0) end

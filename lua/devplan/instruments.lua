@@ -84,7 +84,8 @@ local function verifier()
     name = "verify",
     after = function(p, _, res, ctx)
       if is_container(p) then return end
-      verify.check(res, {config = ctx.planned_config or ctx.config, planned = ctx.planned})
+      verify.check(res, {config = ctx.planned_config or ctx.config, planned = ctx.planned,
+                         input = rawequal(res, ctx.planned_output) and ctx.planned_input or nil})
     end,
   }
 end

@@ -3,7 +3,7 @@
 -- helpers that specs (and benchmarks) would otherwise each copy.
 --
 --   assert.structurally_equal(actual, expected)   -- diff: path + both sides
---   assert.plans_to(input_text, expected_text, config, metatable?)
+--   assert.plans_to(input_text, expected_text, config, metatable?)  -- verified too
 --   assert.idempotent(pass, mod)                  -- pass(pass(mod)) == pass(mod)
 --
 -- The palette is the one ../shared/conformance/run.lua builds (targets HOST,
@@ -213,6 +213,21 @@ function M.difference(actual, expected)
   return ("first difference at %s\n  actual:   %s\n  expected: %s"):format(at, side(err.lhs), side(err.rhs))
 end
 
+-- ---------------------------------------------------------------- planning
+
+-- PlanDevices(config, opts) that also verifies every module it plans
+-- (dp.planner.verify against the input, raising a "verify" devplan.Error on
+-- any violation): what the specs plan with, so that every plan the suite
+-- makes is checked. Returns the pass.
+function M.plan(config, opts)
+  local pass = dp.passes.PlanDevices(config, opts)
+  return function(mod)
+    local planned = pass(mod)
+    dp.planner.verify(planned, config, {input = mod, raise = true})
+    return planned
+  end
+end
+
 -- ---------------------------------------------------------------- assertions
 
 local has_luassert, luassert = pcall(require, "luassert")
@@ -230,11 +245,11 @@ local function structurally_equal(_, arguments)
   return diff == nil
 end
 
--- Plans input_text (parsed with the metatable) with PlanDevices(config) and
--- compares the result with expected_text.
+-- Plans input_text (parsed with the metatable) with PlanDevices(config),
+-- verifies the plan (M.plan) and compares it with expected_text.
 local function plans_to(_, arguments)
   local input, expected_text, config, mt = arguments[1], arguments[2], arguments[3], arguments[4]
-  local planned = dp.passes.PlanDevices(config)(dp.parse(input, mt))
+  local planned = M.plan(config)(dp.parse(input, mt))
   local diff = M.difference(planned, dp.parse(expected_text, mt))
   set_message(arguments, (diff or "") .. "\nplanned module:\n" .. tostring(planned))
   return diff == nil

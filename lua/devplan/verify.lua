@@ -3,11 +3,11 @@
 --
 --   type check   dp.infer_type on the whole module again (a "type" error
 --                names the first expression that does not check)
---   plan check   once the module has been planned: dp.planner.verify when
---                the planner has it; otherwise planning again must change
---                nothing (PlanDevices is idempotent on its own output, as
---                TVM's is), so a pass that breaks the placement of a
---                planned module is caught at the pass that did it
+--   plan check   once the module has been planned: dp.planner.verify
+--                (src/planner/verify.c): operator arguments where the call
+--                runs, device_copy ends, annotations that agree with the
+--                bodies and, given the module the planning pass was given,
+--                every user annotation of it respected
 local core = require "devplan.core"
 local pass = require "devplan.pass"
 local planner = require "devplan.planner"
@@ -15,32 +15,19 @@ local ir = require "devplan.ir"
 
 local M = {}
 
-local function plan_check(mod, config)
-  if planner.verify then
-    local ok, why = planner.verify(mod, config)
-    if ok == false then
-      error(core.Error{message = "the plan does not verify: " .. tostring(why), code = "conflict"}, 0)
-    end
-    return
-  end
-  local again = planner.plan(mod, config)
-  if core.structural_equal(again, mod) then return end
-  local ok, diff = pcall(core.assert_structural_equal, mod, again)
-  error(core.Error{
-    message = "the planned module is not stable: planning it again changes it"
-      .. (ok and "" or "\n" .. tostring(diff.formatted or diff)),
-    code = "conflict",
-  }, 0)
+local function plan_check(mod, config, input)
+  planner.verify(mod, config, {input = input, raise = true})
 end
 
 -- Checks mod; raises a devplan.Error. opts: planned (boolean: check the
 -- plan too), config (the configuration it was planned with; default: llvm
--- and cuda as dp.planner's).
+-- and cuda as dp.planner's), input (the module before planning: its
+-- annotations must hold in mod).
 function M.check(mod, opts)
   if not ir.is_module(mod) then error("devplan.verify: a module expected, got " .. type(mod), 2) end
   opts = opts or {}
   core.infer_type(mod)
-  if opts.planned then plan_check(mod, opts.config) end
+  if opts.planned then plan_check(mod, opts.config, opts.input) end
   return mod
 end
 
@@ -61,7 +48,8 @@ function M.pass(config, opts)
   end
   return pass.new("Verify", function(mod, ctx)
     return M.check(mod, {planned = opts.planned or ctx.planned,
-                         config = config or ctx.planned_config or ctx.config})
+                         config = config or ctx.planned_config or ctx.config,
+                         input = rawequal(mod, ctx.planned_output) and ctx.planned_input or nil})
   end, opts)
 end
 

@@ -197,7 +197,7 @@ static int error_tostring(lua_State *L) {
 }
 
 static const char *code_names[] = {NULL, "error", "memory", "value", "type", "syntax",
-                                   "name", "conflict", "callback"};
+                                   "name", "conflict", "callback", "verify"};
 
 /* Fields line and col of the table at the top, when the span has a line. */
 static void set_line_col(lua_State *L, dp_span s) {
@@ -216,7 +216,7 @@ void dp_lua_pusherror(lua_State *L, dp_err *e) {
   free(formatted);
   lua_pushstring(L, e && e->msg ? e->msg : "error");
   lua_setfield(L, -2, "message");
-  lua_pushstring(L, e && e->code >= 1 && e->code <= DP_ERR_CALLBACK ? code_names[e->code] : "error");
+  lua_pushstring(L, e && e->code >= 1 && e->code <= DP_ERR_VERIFY ? code_names[e->code] : "error");
   lua_setfield(L, -2, "code");
   if (e && e->span.line) {
     lua_pushstring(L, e->source ? e->source : "<unknown>");
