@@ -22,7 +22,7 @@ static int obj_gc(lua_State *L) {
 static int ctx_gc(lua_State *L) {
   dp_ctx **p = lua_touserdata(L, 1);
   if (p && *p) {
-    dp_release(*p);
+    dp_ctx_close(*p); /* ops registered from Lua may hold objects of the context */
     *p = NULL;
   }
   return 0;
