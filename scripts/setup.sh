@@ -1,8 +1,10 @@
 #!/bin/sh
 # Installs the Debian packages devplan needs, only those missing.
 # Does nothing when all are present; as root it needs no sudo.
+# `scripts/setup.sh fuzz` also installs clang and libFuzzer (fuzz/build.sh).
 set -e
 PACKAGES="lua5.4 liblua5.4-dev lua-lpeg lua-busted premake4 make gcc libc6-dev valgrind"
+[ "${1:-}" = fuzz ] && PACKAGES="$PACKAGES clang libclang-rt-dev"
 missing=""
 for p in $PACKAGES; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
