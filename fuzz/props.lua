@@ -28,25 +28,22 @@ local M = {}
 
 -- ------------------------------------------------------------ the palette
 
-local HOST = dp.Target("llvm")
-local CPU_T, GPU_T = dp.Target("llvm"):with_host(HOST), dp.Target("cuda"):with_host(HOST)
-local OPENCL_T = dp.Target("opencl"):with_host(HOST)
-
-local function vd(device_type, target, scope)
-  return dp.VirtualDevice{device_type = device_type, virtual_device_id = 0, target = target,
-                          memory_scope = scope}
-end
+-- The conformance palette (devplan.testing), plus an opencl device so that
+-- programs can use three device types.
+local testing = require "devplan.testing"
+local T, P = testing.TARGET, testing.PALETTE
+local OPENCL_T = dp.Target("opencl"):with_host(T.HOST)
 
 -- meta[VirtualDevice][i]: the devices of fuzz/relaygen.lua's M.DEVICES, in order.
 M.META = {
   VirtualDevice = {
-    vd("cpu", CPU_T), vd("cuda", GPU_T), vd("cpu", CPU_T, "scopeA"), vd("cuda", GPU_T, "global"),
-    vd("opencl", OPENCL_T),
+    P.CPU, P.GPU, P.CPU_SCOPE_A, P.GPU_SCOPE_GLOBAL,
+    dp.VirtualDevice{device_type = "opencl", virtual_device_id = 0, target = OPENCL_T},
   },
   ["relay.Constant"] = {dp.const({{1, 2}, {3, 4}}, "float32"), dp.const({5, 7}, "int64")},
 }
 
-M.CONFIG = dp.CompilationConfig{targets = {CPU_T, GPU_T, OPENCL_T}, default_device_type = "cuda"}
+M.CONFIG = testing.config("cuda", {"CPU", "GPU", OPENCL_T})
 
 -- ------------------------------------------------------------ helpers
 
