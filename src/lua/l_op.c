@@ -78,10 +78,10 @@ static dp_type *lua_type_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   lua_pushcfunction(L, rel_body);
   lua_pushlightuserdata(L, &c);
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-    const char *msg = luaL_tolstring(L, -1, NULL);
+    const char *msg = dp_lua_errtext(L); /* inference is under way: nothing may raise here */
     dp_err_set(err, dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "type relation of '%s' failed: %s", name,
                                msg ? msg : "error"));
-    lua_pop(L, 2);
+    lua_pop(L, 1);
     return NULL;
   }
   dp_type *t = dp_retain(dp_lua_test(L, -1, DP_OBJ_TYPE));
