@@ -231,4 +231,24 @@ function Checker:check(text, opts)
   return {property = "raw-error", detail = "inside the checker: " .. describe(res)}
 end
 
+-- For a reproducer script (fuzz/findings/): checks each text with the
+-- palette above; prints what failed and exits 1, or prints "ok" and exits
+-- 0. A text that does not parse is a broken reproducer (exit 2).
+function M.main(...)
+  local checker, status = M.checker(), 0
+  for i, text in ipairs{...} do
+    local failure, res = checker:check(text)
+    if failure then
+      print(("FAILED (text %d) %s: %s"):format(i, failure.property, failure.detail))
+      status = 1
+    elseif res.outcome == "parse-error" then
+      print(("text %d does not parse: %s"):format(i, tostring(res.error)))
+      os.exit(2)
+    else
+      print(("ok (text %d): %s"):format(i, res.outcome))
+    end
+  end
+  os.exit(status)
+end
+
 return M

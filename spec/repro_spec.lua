@@ -1,7 +1,8 @@
--- Every reproducer of ../shared/repro/ as a regression test, run as its
--- header says with the executable under test ($DEVPLAN_EXE: the sanitizer
--- run uses the ASan+UBSan build, so undefined behaviour and leaks count).
--- New files there are picked up automatically.
+-- Every reproducer of ../shared/repro/ (and of fuzz/findings/, what the
+-- program generator found) as a regression test, run as its header says
+-- with the executable under test ($DEVPLAN_EXE: the sanitizer run uses the
+-- ASan+UBSan build, so undefined behaviour and leaks count). New files in
+-- either folder are picked up automatically.
 --
 --   FILE.lua    runs (from the project root) and must exit 0, printing no
 --               failed check ("FAILED", "ok: false") and no raw Lua error
@@ -40,21 +41,35 @@ local OPEN = {
   ["silent_wrap_numbers.relay"] = "parser",
   ["slow_many_defs.lua"] = "parser and planner",
   ["slow_unclosed_nested_call.relay"] = "parser",
+  -- fuzz/findings/ (see the header of each)
+  ["g1_nested_annotations_lose_copy.lua"] = "planner",
+  ["g2_on_device_around_function_value.lua"] = "planner",
+  ["g3_on_device_of_variable_with_scope.lua"] = "planner",
+  ["g4_partial_copy_ends.lua"] = "planner",
+  ["g5_scope_crosses_device_copy.lua"] = "planner",
+  ["g6_conflicts_step_and_function_calls.lua"] = "planner",
+  ["g7_conflict_position_of_rewritten_on_device.lua"] = "planner",
+  ["g8_definition_order.lua"] = "planner",
 }
 
-local DIR = testing.shared_dir .. "/repro"
+local DIRS = {testing.shared_dir .. "/repro", (dp.root or ".") .. "/fuzz/findings"}
 local QUICK = os.getenv("DEVPLAN_QUICK") ~= nil or testing.instrumented
 
+-- {name =, path =} of every reproducer, folder by folder, sorted by name.
 local function files()
   local out = {}
-  local ls = io.popen("ls '" .. DIR .. "' 2>/dev/null")
-  for name in ls:lines() do
-    if (name:match("%.lua$") or name:match("%.relay$")) and name ~= "common.lua" then
-      out[#out + 1] = name
+  for _, dir in ipairs(DIRS) do
+    local names = {}
+    local ls = io.popen("ls '" .. dir .. "' 2>/dev/null")
+    for name in ls:lines() do
+      if (name:match("%.lua$") or name:match("%.relay$")) and name ~= "common.lua" then
+        names[#names + 1] = name
+      end
     end
+    ls:close()
+    table.sort(names)
+    for _, name in ipairs(names) do out[#out + 1] = {name = name, path = dir .. "/" .. name} end
   end
-  ls:close()
-  table.sort(out)
   return out
 end
 
@@ -195,8 +210,7 @@ end
 
 -- ------------------------------------------------------------ the tests
 
-local function check(name)
-  local path = DIR .. "/" .. name
+local function check(name, path)
   local text = testing.read_file(path)
   local slow = name:match("^slow_") ~= nil
   if name:match("%.lua$") then
@@ -209,23 +223,24 @@ local function check(name)
   return why
 end
 
-describe("reproducers of ../shared/repro", function()
+describe("reproducers of ../shared/repro and fuzz/findings", function()
   local list = files()
 
   it("are there to run", function()
-    assert.is_true(#list > 0, "no reproducers in " .. DIR)
+    assert.is_true(#list > 0, "no reproducers in " .. table.concat(DIRS, ", "))
   end)
 
-  for _, name in ipairs(list) do
+  for _, file in ipairs(list) do
+    local name, path = file.name, file.path
     local slow = name:match("^slow_") ~= nil
     if slow and QUICK then
       pending(name .. ": timing is not meaningful under instrumentation")
     else
       local run = OPEN[name] and function()
-        local why = check(name)
+        local why = check(name, path)
         if why then pending(name .. ": fixed in the " .. OPEN[name] .. " branch; still " .. why:sub(1, 300)) end
       end or function()
-        local why = check(name)
+        local why = check(name, path)
         assert.is_nil(why, name .. ": " .. tostring(why))
       end
       it(name, run)
