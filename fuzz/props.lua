@@ -21,7 +21,8 @@
 --   order            the same program with its definitions in another order plans
 --                    every function the same (or fails the same way)
 --   conflict         a conflict error names two distinct positions
---   verify           dp.planner.verify accepts the planned module (when it exists)
+--   verify           dp.planner.verify(planned, config, input) accepts the planned
+--                    module (while the verifier is being written elsewhere: when it exists)
 local dp = require "devplan"
 
 local M = {}
@@ -93,8 +94,9 @@ end
 local Checker = {}
 Checker.__index = Checker
 
--- opts.meta, opts.config (default: the palette above); opts.verify
--- (default dp.planner.verify when it exists).
+-- opts.meta, opts.config (default: the palette above); opts.verify, a
+-- function(planned, input) raising or returning a list of violations
+-- (default: dp.planner.verify with the configuration, when it exists).
 function M.checker(opts)
   opts = opts or {}
   local self = setmetatable({}, Checker)
@@ -105,7 +107,7 @@ function M.checker(opts)
   self.verify = opts.verify
   if self.verify == nil and dp.planner.verify then
     local config = self.config
-    self.verify = function(mod) return dp.planner.verify(mod, config) end
+    self.verify = function(planned, input) return dp.planner.verify(planned, config, input) end
   end
   return self
 end
@@ -139,9 +141,9 @@ function Checker:roundtrip(property, mod)
   return s1
 end
 
-function Checker:verified(mod, what)
+function Checker:verified(planned, input, what)
   if not self.verify then return end
-  local ok, res = pcall(self.verify, mod)
+  local ok, res = pcall(self.verify, planned, input)
   if not ok then fail("verify", what .. ": " .. describe(res)) end
   if type(res) == "table" and not is_error(res) and #res > 0 then
     local lines = {}
@@ -170,7 +172,7 @@ function Checker:plan_mode(pass, mod, what)
   end
   self:roundtrip("roundtrip-output", res)
   self:idempotent(pass, res, what)
-  self:verified(res, what)
+  self:verified(res, mod, what)
   return kind, res
 end
 

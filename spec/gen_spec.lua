@@ -38,7 +38,8 @@ describe("the program generator", function()
       ["constrain_result=True"] = 0, ["constrain_body=False, constrain_result=True"] = 0,
       ["{virtual_device="] = 0, [", virtual_device=meta"] = 0, ["VirtualDevice%("] = 0,
       ["meta%[VirtualDevice%]%[2%]"] = 0, ["meta%[VirtualDevice%]%[3%]"] = 0, ["meta%[VirtualDevice%]%[4%]"] = 0,
-      ["1f%)"] = 0, ["let %%v%d+ = on_device"] = 0,
+      ["1f%)"] = 0, ["let %%v%d+ = on_device"] = 0, ["on_device%(on_device%("] = 0, ["on_device%(fn "] = 0,
+      ["device_copy%(on_device%("] = 0,
     }
     for seed = 1, 400 do
       local text = gen.text(gen.program(seed))
@@ -74,6 +75,46 @@ describe("the program generator", function()
     assert.is_true(gen.size(small) <= 8, "shrunk to size " .. gen.size(small) .. ":\n" .. gen.text(small))
     assert.truthy(gen.text(small):find("device_copy", 1, true))
     assert.is_true((pcall(dp.parse, gen.text(small), props.META)))
+  end)
+end)
+
+describe("the property checker", function()
+  local text = [[
+def @main(%a: Tensor[(5, 7), float32]) {
+  %0 = on_device(negative(%a), virtual_device=meta[VirtualDevice][0]);
+  negative(%0)
+}]]
+
+  it("runs the verifier on every planned module, with the input", function()
+    local seen = {}
+    local checker = props.checker{verify = function(planned, input)
+      seen[#seen + 1] = dp.is_module(planned) and dp.is_module(input)
+      if tostring(planned):find("device_copy", 1, true) then return {"a copy (to see the failure)"} end
+    end}
+    local failure = checker:check(text)
+    assert.are.same({property = "verify", detail = "plan: a copy (to see the failure)"}, failure)
+    assert.are.same({true}, seen)
+    -- the verifier as written elsewhere: used when it exists (the lead makes it unconditional)
+    assert.are.equal(dp.planner.verify ~= nil, props.checker().verify ~= nil)
+  end)
+
+  it("tells a raw error from a devplan.Error, and checks conflicts name two positions", function()
+    local checker = props.checker()
+    assert.is_nil((checker:check(text)))
+    checker.plan = function() error("not a devplan.Error") end
+    local f = checker:check(text)
+    assert.are.equal("raw-error", f.property)
+    assert.truthy(f.detail:find("not a devplan.Error", 1, true), f.detail)
+    checker = props.checker()
+    local conflict = [[
+def @main(%a: Tensor[(5, 7), float32]) {
+  %0 = on_device(%a, virtual_device=meta[VirtualDevice][0], constrain_result=True);
+  %1 = on_device(%a, virtual_device=meta[VirtualDevice][1], constrain_result=True);
+  add(%0, %1)
+}]]
+    local none, res = checker:check(conflict)
+    assert.is_nil(none)
+    assert.are.equal("plan-conflict", res.outcome)
   end)
 end)
 
