@@ -21,6 +21,8 @@
 --   order            the same program with its definitions in another order plans
 --                    every function the same (or fails the same way)
 --   conflict         a conflict error names two distinct positions
+--   plan-error       (opts.only_conflicts: texts that use the palette's devices only, as
+--                    generated ones) planning a module that parsed fails only with a conflict
 --   verify           dp.planner.verify(planned, config, input) accepts the planned
 --                    module (while the verifier is being written elsewhere: when it exists)
 local dp = require "devplan"
@@ -183,13 +185,19 @@ local function by_function(mod)
 end
 
 -- The properties of one text; opts.orders: the same program written with
--- its definitions in other orders.
+-- its definitions in other orders; opts.only_conflicts: see plan-error.
 function Checker:run(text, opts)
+  opts = opts or {}
   local kind, mod = self:parse("parse", text, self.meta)
   if kind == "error" then return {outcome = "parse-error", error = mod} end
   self:roundtrip("roundtrip-input", mod)
   local dkind, planned = self:plan_mode(self.plan, mod, "plan")
   local skind, strict = self:plan_mode(self.plan_strict, mod, "plan strict")
+  for _, r in ipairs{{dkind, planned, "plan"}, {skind, strict, "plan strict"}} do
+    if opts.only_conflicts and r[1] == "error" and r[2].code ~= "conflict" then
+      fail("plan-error", r[3] .. ": a " .. r[2].code .. " error, not a conflict: " .. tostring(r[2]))
+    end
+  end
   if skind == "ok" then
     if dkind ~= "ok" then fail("strict-default", "strict planning succeeds, default fails: " .. tostring(planned)) end
     if not dp.structural_equal(strict, planned) then
@@ -204,7 +212,7 @@ function Checker:run(text, opts)
       or (dkind == "error" and tostring(planned) ~= tostring(planned2)) then
     fail("determinism", "planning the same text twice differs:\n" .. describe(planned) .. "\n---\n" .. describe(planned2))
   end
-  for i, other in ipairs(opts and opts.orders or {}) do
+  for i, other in ipairs(opts.orders or {}) do
     local okind, omod = self:parse("parse order " .. i, other, self.meta)
     if okind == "error" then fail("order", "reordered text does not parse: " .. tostring(omod)) end
     local pkind, oplanned = attempt("plan order " .. i, self.plan, omod)
@@ -239,7 +247,7 @@ end
 function M.main(...)
   local checker, status = M.checker(), 0
   for i, text in ipairs{...} do
-    local failure, res = checker:check(text)
+    local failure, res = checker:check(text, {only_conflicts = true})
     if failure then
       print(("FAILED (text %d) %s: %s"):format(i, failure.property, failure.detail))
       status = 1

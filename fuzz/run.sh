@@ -20,7 +20,7 @@ if [ ! -x "$bin" ] || [ -n "$(find src include fuzz/fuzz_text.c -newer "$bin" -p
 fi
 [ -x bin/devplan ] || bash scripts/build.sh release
 mkdir -p build/fuzz/corpus build/fuzz/artifacts build/fuzz/soft fuzz/corpus
-export DEVPLAN_FUZZ_SOFT=${DEVPLAN_FUZZ_SOFT-idempotence,order,conflict,strict-default,verify}
+export DEVPLAN_FUZZ_SOFT=${DEVPLAN_FUZZ_SOFT-idempotence,order,conflict,strict-default,verify,plan-error}
 export DEVPLAN_FUZZ_SOFT_DIR=build/fuzz/soft
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 common=(-max_len=4096 -timeout=20 -rss_limit_mb=2048 -dict=fuzz/relay.dict -artifact_prefix=build/fuzz/artifacts/)

@@ -10,7 +10,7 @@ local testing = require "devplan.testing"
 -- the planner branch is fixing; reported pending until it is merged.
 local PLANNER_OPEN = true
 local PLANNER_PROPERTIES = {idempotence = true, order = true, conflict = true, ["strict-default"] = true,
-                            verify = true}
+                            verify = true, ["plan-error"] = true}
 
 local DIR = (dp.root or ".") .. "/fuzz/corpus"
 

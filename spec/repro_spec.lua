@@ -50,6 +50,7 @@ local OPEN = {
   ["g6_conflicts_step_and_function_calls.lua"] = "planner",
   ["g7_conflict_position_of_rewritten_on_device.lua"] = "planner",
   ["g8_definition_order.lua"] = "planner",
+  ["g9_conflicts_step_loses_callee_type.lua"] = "planner",
 }
 
 local DIRS = {testing.shared_dir .. "/repro", (dp.root or ".") .. "/fuzz/findings"}
