@@ -37,7 +37,7 @@ local testing = require "devplan.testing"
 local T, P = testing.TARGET, testing.PALETTE
 local OPENCL_T = dp.Target("opencl"):with_host(T.HOST)
 
--- meta[VirtualDevice][i]: the devices of fuzz/relaygen.lua's M.DEVICES, in order.
+-- meta[VirtualDevice][i] as fuzz/relaygen.lua writes them (0 cpu, 1 cuda, 2 and 3 scoped, 4 opencl).
 M.META = {
   VirtualDevice = {
     P.CPU, P.GPU, P.CPU_SCOPE_A, P.GPU_SCOPE_GLOBAL,

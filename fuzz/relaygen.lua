@@ -67,15 +67,8 @@ end
 
 -- ------------------------------------------------------------ devices and types
 
--- meta[VirtualDevice][i] (0-based) is M.DEVICES[i + 1]; specs and scripts
--- build the metatable from these descriptions (fuzz/props.lua).
-M.DEVICES = {
-  {name = "CPU", device_type = "cpu"},
-  {name = "GPU", device_type = "cuda"},
-  {name = "CPU_SCOPE_A", device_type = "cpu", memory_scope = "scopeA"},
-  {name = "GPU_SCOPE_GLOBAL", device_type = "cuda", memory_scope = "global"},
-  {name = "OPENCL", device_type = "opencl"},
-}
+-- Devices are meta[VirtualDevice][i] of fuzz/props.lua's M.META: 0 cpu,
+-- 1 cuda, 2 (cpu, "scopeA"), 3 (cuda, "global"), 4 opencl.
 
 -- Inline forms that leave fields unconstrained (canonicalised by planning).
 local INLINE = {
