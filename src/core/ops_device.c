@@ -68,14 +68,14 @@ static dp_type *alloc_tensor_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nar
       for (uint32_t i = 0; i < n; i++) dims[i] = DP_DIM_ANY;
     }
   }
-  return dp_type_tensor(ctx, dt, n, dims);
+  return dp__rel_tensor(ctx, OP, dt, n, dims, 0, err);
 }
 
 static dp_type *shape_of_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                              const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
   int64_t n = t0->ndim;
-  return dp_type_tensor(ctx, dp__attr_dtype(OP, attrs, "dtype", DP_INT64), 1, &n);
+  return dp__rel_tensor(ctx, OP, dp__attr_dtype(OP, attrs, "dtype", DP_INT64), 1, &n, 0, err);
 }
 
 static dp_type *reshape_tensor_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -92,7 +92,7 @@ static dp_type *reshape_tensor_rel(dp_ctx *ctx, dp_type *const *args, uint32_t n
   }
   for (int i = 0; i < n; i++)
     if (dims[i] < 0) dims[i] = DP_DIM_ANY;
-  return dp_type_tensor(ctx, t0->dtype, (uint32_t)n, dims);
+  return dp__rel_tensor(ctx, OP, t0->dtype, (uint32_t)n, dims, 0, err);
 }
 
 static dp_type *invoke_tvm_op_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,

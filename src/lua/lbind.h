@@ -69,6 +69,9 @@ int dp_lua_is_error(lua_State *L);
 /* Turn the Lua error value at the top of the stack (from lua_pcall of a
    user callback) into a dp_err (DP_ERR_CALLBACK); pops it. */
 dp_err *dp_lua_toerr(lua_State *L, const char *what);
+/* Replaces the error value at the top of the stack by its text and returns
+   it; never raises, even when the value's __tostring does. */
+const char *dp_lua_errtext(lua_State *L);
 
 /* Device types: a name ("cuda") or a number at idx; 0 for nil. Raises on
    unknown names. */
