@@ -4,6 +4,7 @@
 #include "core.h"
 #include "device.h"
 #include "type.h"
+#include "scalar.h"
 #include "attrs.h"
 #include "expr.h"
 #include "op.h"
