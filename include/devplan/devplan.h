@@ -13,4 +13,5 @@
 #include "print.h"
 #include "infer.h"
 #include "plan.h"
+#include "parse.h"
 #endif

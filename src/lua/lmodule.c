@@ -64,7 +64,7 @@ int luaopen_devplan(lua_State *L) {
   lua_setfield(L, -2, "version");
   dp_lua_open_device(L);
   dp_lua_open_ir(L);
-  dp_lua_open_build(L);
+  dp_lua_open_parse(L);
   dp_lua_open_planner(L);
   /* package.loaded.devplan = table, so the Lua side can require it */
   lua_getglobal(L, "package");
