@@ -170,7 +170,7 @@ local function grammar(K, TEXT, A, diag)
   g.params = (V "param" * (tok "COMMA" * V "param")^0 * (tok "COMMA" * V "attr")^0
     + V "attr" * (tok "COMMA" * V "attr")^0)^-1 * T "COMMA"^-1
   local result = (ev(T "ARROW") * V "type")^-1
-  g.fn = act(ev(T "FN") * tok "LPAREN" * V "params" * tok "RPAREN" * result * tok "LBRACE", "fn_open")
+  g.fn = act(ev(T "FN") * tok "LPAREN" * V "params" * tok "RPAREN" * result * ev(tok "LBRACE"), "fn_open")
     * V "body" * act(tok "RBRACE", "fn_close")
 
   -- blocks: statements, then the final expression (the block's value)
@@ -212,7 +212,7 @@ local function grammar(K, TEXT, A, diag)
 
   -- module items
   g.def = act(ev(tok "DEF") * ev(tok "GLOBAL") * tok "LPAREN" * V "params" * tok "RPAREN" * result
-    * tok "LBRACE", "fn_open") * V "body" * act(tok "RBRACE", "def_close")
+    * ev(tok "LBRACE"), "fn_open") * V "body" * act(tok "RBRACE", "def_close")
   local tvars = T "LBRACK" * ev(tok "IDENT") * (tok "COMMA" * ev(tok "IDENT"))^0 * tok "RBRACK"
   g.ctor = act(ev(T "CALLEE") * (V "type" * (tok "COMMA" * V "type")^0)^-1 * tok "RPAREN" + ev(T "IDENT"),
     "ctor")
@@ -257,9 +257,12 @@ local function run(entry, finish, text, metatable, opts)
     if ok then ok, r = pcall(p.syntax_error, p, st.far > 0 and st.far or 1, expected_text(st.expected)) end
   end
   if not ok and type(r) == "string" then
-    -- one of LPeg's own limits (a statement of more values than Lua's stack
-    -- holds, a backtrack stack made smaller by someone else): positioned
-    local what = string_find(r, "captures", 1, true) and "a statement too large to parse (too many values)"
+    -- one of LPeg's own limits, positioned: a statement of more marks than
+    -- Lua's stack holds, of more than 32,767 blocks (LPeg keeps the values
+    -- of match-time captures in a short), a backtrack stack made smaller
+    -- by someone else
+    local what = (string_find(r, "captures", 1, true) or string_find(r, "match-time capture", 1, true))
+      and "a statement too large to parse (too many values or blocks in it)"
       or string_find(r, "backtrack", 1, true) and "nested too deeply" or nil
     if what then ok, r = pcall(p.error_here, p, what) end
   end

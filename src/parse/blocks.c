@@ -235,7 +235,7 @@ static uint32_t def_global(dp_parser *p, uint32_t def, uint32_t tok) {
 /* fn (params, attrs) -> T {   or   def @f(params, attrs) -> T {
    Events: fn (or def and the global), each parameter's variable (its `{`,
    attributes and `}`, its type), each function attribute's key and value,
-   `->` and the result type. */
+   `->` and the result type, the body's `{`. */
 int64_t dp__act_fn_open(dp_parser *p, const int64_t *ev, size_t n) {
   uint32_t tok = (uint32_t)ev[0], global = 0;
   size_t i = 1;
@@ -253,6 +253,8 @@ int64_t dp__act_fn_open(dp_parser *p, const int64_t *ev, size_t n) {
       i++;
       if (dp__read_aval(p, ev, n, &i, &v) != 0) return -1;
       p->attrs[p->nattrs++] = (pattr){t, v};
+    } else if (k == DP_TOK_LBRACE && i + 1 == n) {
+      /* (the body's `{`: it tells where the function's head ends) */
     } else if (k == DP_TOK_ARROW && i + 1 < n) {
       dp_obj *rt = dp__event_obj(p, ev[++i], t);
       if (!rt) return -1;
