@@ -15,6 +15,10 @@
 #include <string.h>
 #include "internal.h"
 
+/* Attribute values are small: the core's list helpers recurse (attrs.h),
+   so lists nest at most this deep, as dp.call's attribute tables. */
+#define DP_ATTR_LIST_DEPTH 32
+
 /* What each meta kind holds. */
 static int meta_fits(const char *kind, const dp_obj *o, const char **want) {
   if (!strcmp(kind, "VirtualDevice")) {
@@ -175,6 +179,10 @@ int dp__read_aval(dp_parser *p, const int64_t *ev, size_t n, size_t *i, dp_aval 
     char k = ev[*i] > 0 ? dp__kind(p, tok) : 0;
     dp_aval v;
     if (k == DP_TOK_LBRACK) { /* a list opens: its items pile up in p->avs above its mark */
+      if (lists == DP_ATTR_LIST_DEPTH) {
+        dp__fail(p, DP_ERR_VALUE, tok, "attribute lists nested too deeply (more than %d levels)", DP_ATTR_LIST_DEPTH);
+        break;
+      }
       if (dp__grow(p, (void **)&p->marks, &p->capmarks, p->nmarks + 1, sizeof *p->marks, tok) != 0) break;
       p->marks[p->nmarks++] = p->navs;
       lists++;

@@ -11,8 +11,9 @@
  *   identifiers   a letter or _, then the same; keywords are their own kinds
  *   heads         a name and the `=` or `(` after it are one token, as the
  *                 grammar always reads them together: `%x =` (BIND), `key =`
- *                 (KEY, any word), `name(` (CALLEE); white space and comments
- *                 may stand between (the token's text is the name)
+ *                 (KEY, any word; not a type's name before a let's `=`),
+ *                 `name(` (CALLEE); white space and comments may stand
+ *                 between (the token's text is the name)
  *   numbers       as TVM's tokenizer reads them: a run of `-` right before a
  *                 digit belongs to the number (an odd run negates: `--10` is
  *                 10); digits, a fraction, an exponent, a suffix (f, f16, f32,
@@ -219,6 +220,13 @@ static size_t head_end(const char *t, size_t len, size_t e, char *c) {
   return 0;
 }
 
+/* A name and `=` make a key, except where a type ends before a let's `=`
+   (`let %x: int8 = ...`, `let %f: fn () -> int8 = ...`). */
+static int key_allowed(const dp_parser *p) {
+  char prev = p->ntok ? p->kinds[p->ntok - 1] : '\0';
+  return prev != DP_TOK_COLON && prev != DP_TOK_ARROW;
+}
+
 /* A character the format does not use: the whole UTF-8 sequence. */
 static size_t invalid_end(const char *t, size_t len, size_t i) {
   unsigned char c = (unsigned char)t[i];
@@ -362,11 +370,11 @@ static size_t lex_one(dp_parser *p, size_t i, size_t *depth, int *rc) {
     }
     char after;
     size_t h = kind != DP_TOK_NUMBER && kind != DP_TOK_META ? head_end(t, len, e, &after) : 0;
-    if (h && after == '=') { /* any word may be an attribute's key */
+    if (h && after == '=' && key_allowed(p)) { /* any word may be an attribute's key */
       *rc = push(p, DP_TOK_KEY, i, e);
       return *rc == 0 ? h : 0;
     }
-    if (h && kind == DP_TOK_IDENT) { /* a name's call */
+    if (h && after == '(' && kind == DP_TOK_IDENT) { /* a name's call */
       if (++*depth > DP_PARSE_MAX_NEST) {
         *rc = lex_error(p, i, "nested too deeply (more than %d levels of brackets)", DP_PARSE_MAX_NEST);
         return 0;
@@ -428,11 +436,12 @@ int dp__lex(dp_parser *p) {
       i = bind ? h : e;
       continue;
     }
-    if ((k & C_ALPHA) && !(k & C_KW) && c != 'i' && c != 'n' && c != 'm' && c != '_') {
+    if ((k & C_ALPHA) && !(k & C_KW) && c != 'i' && c != 'n' && c != 'm' && c != '_' &&
+        depth < DP_PARSE_MAX_NEST) { /* (at the limit, lex_one says a call is too deep) */
       char after; /* (a name that cannot be a keyword, inf, nan, meta or `_`) */
       size_t e = name_end(t, len, i), h = head_end(t, len, e, &after);
-      if (h && after == '(' && depth == DP_PARSE_MAX_NEST) h = 0; /* (its `(` is an error: lex_one's) */
-      else if (h && after == '(') depth++;
+      if (h && after == '=' && !key_allowed(p)) h = 0;
+      if (h && after == '(') depth++;
       if (push(p, !h ? DP_TOK_IDENT : after == '(' ? DP_TOK_CALLEE : DP_TOK_KEY, i, e) != 0)
         return dp__oom(p, 0);
       i = h ? h : e;
