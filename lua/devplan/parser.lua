@@ -113,10 +113,14 @@ local function grammar(K, TEXT, A, diag)
   local g = {}
 
   -- expressions: operators and their precedence are the reader's (reader.c);
-  -- an operand is written out in place (no rule to call: the hot path, and
-  -- each call costs LPeg stack work). A name and its `(` are one token
-  -- (CALLEE), as are an attribute's key and its `=` (KEY).
-  local call = V "args" * ev(tok "RPAREN")
+  -- an operand, a call's arguments (expressions, then attributes) are
+  -- written out in place (no rule to call: the hot path, and each call costs
+  -- LPeg stack work). A name and its `(` are one token (CALLEE), as are an
+  -- attribute's key and its `=` (KEY).
+  local attr = ev(T "KEY") * V "aval"
+  local args = (V "expr" * (ev(tok "COMMA") * V "expr")^0 * (ev(tok "COMMA") * attr)^0
+    + attr * (ev(tok "COMMA") * attr)^0)^-1 * ev(T "COMMA")^-1
+  local call = args * ev(tok "RPAREN")
   local suffix = ev(T "LPAREN") * call + ev(T "DOT") * tok "INDEX"
   local primary = ev(T "VAR") + ev(T "CALLEE") * call + ev(T "IDENT") + ev(T "GLOBAL")
     + ev(T "NUMBER") + ev(T "TRUE") + ev(T "FALSE") + ev(T "META")
@@ -125,11 +129,8 @@ local function grammar(K, TEXT, A, diag)
     + V "fn" + V "if" + V "match" + V "ref" + V "constant"
     + want("an expression")
   local operand = ev(T "MINUS")^0 * primary * suffix^0
+  g.attr = attr
   g.expr = operand * (ev(binop) * operand)^0
-  -- call arguments: expressions, then attributes
-  g.attr = ev(T "KEY") * V "aval"
-  g.args = (V "expr" * (ev(tok "COMMA") * V "expr")^0 * (ev(tok "COMMA") * V "attr")^0
-    + V "attr" * (ev(tok "COMMA") * V "attr")^0)^-1 * ev(T "COMMA")^-1
   g.ref = ev(T "REF") * tok "LPAREN" * V "expr" * ev(tok "RPAREN")
     + ev(T "REF_READ") * tok "LPAREN" * V "expr" * ev(tok "RPAREN")
     + ev(T "REF_WRITE") * tok "LPAREN" * V "expr" * ev(tok "COMMA") * V "expr" * ev(tok "RPAREN")

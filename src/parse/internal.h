@@ -89,6 +89,7 @@ struct dp_parser {
   unsigned char *lens;   /* its length (255: that or more, found again by scanning) */
   uint32_t ntok, captok;
   dp_err *lex_err;       /* the message of the DP_TOK_ERROR token */
+  uint32_t nbinds;       /* BIND tokens (how many names to make room for) */
   /* positions: byte offsets where lines start */
   uint32_t *lines;
   uint32_t nlines, lastline;

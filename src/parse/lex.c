@@ -432,6 +432,7 @@ int dp__lex(dp_parser *p) {
       char after;
       size_t e = name_end(t, len, i + 1), h = head_end(t, len, e, &after);
       int bind = h && after == '=';
+      p->nbinds += bind;
       if (push(p, bind ? DP_TOK_BIND : DP_TOK_VAR, i, e) != 0) return dp__oom(p, 0);
       i = bind ? h : e;
       continue;

@@ -72,7 +72,8 @@ dp_parser *dp_parser_new(dp_ctx *ctx, const char *text, size_t len, const char *
   p->text = text;
   p->len = len;
   p->source = dp_ctx_source(ctx, source ? source : "<string>");
-  if (dp__lex(p) != 0) {
+  /* (a name per binding, room made at once: interning them never rehashes) */
+  if (dp__lex(p) != 0 || dp__scope_reserve(&p->names, p->nbinds + 1024) != 0) {
     dp_parser_free(p);
     return NULL;
   }

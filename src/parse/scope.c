@@ -37,9 +37,8 @@ static int64_t probe(const dp_scope *s, const char *name, size_t len, uint32_t h
   }
 }
 
-/* Double the table (kept at most half full). */
-static int grow_table(dp_scope *s) {
-  uint32_t size = s->tmask ? (s->tmask + 1) * 2 : 1024;
+/* A table of `size` entries (a power of two, more than twice the names). */
+static int rehash(dp_scope *s, uint32_t size) {
   struct dp_scope_entry *t = calloc(size, sizeof *t);
   if (!t) return -1;
   for (uint32_t k = 0; k < s->nslots; k++) {
@@ -51,6 +50,18 @@ static int grow_table(dp_scope *s) {
   s->table = t;
   s->tmask = size - 1;
   return 0;
+}
+
+/* Double the table (kept at most half full). */
+static int grow_table(dp_scope *s) {
+  return rehash(s, s->tmask ? (s->tmask + 1) * 2 : 1024);
+}
+
+int dp__scope_reserve(dp_scope *s, uint32_t n) {
+  uint32_t size = 1024;
+  while (size / 2 <= n && size < (1u << 30)) size *= 2;
+  if (size > s->tmask + 1 && rehash(s, size) != 0) return -1;
+  return dp_grow((void **)&s->slots, &s->capslots, n, sizeof *s->slots);
 }
 
 int64_t dp__scope_find(const dp_scope *s, const char *name, size_t len) {

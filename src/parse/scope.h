@@ -48,6 +48,9 @@ typedef struct dp_scope {
 int64_t dp__scope_intern(dp_scope *s, const char *name, size_t len);
 /* The slot of name[0..len) if it exists, else -1. */
 int64_t dp__scope_find(const dp_scope *s, const char *name, size_t len);
+/* Room for n names in all, so that interning them never rehashes; 0, or -1
+   when out of memory. */
+int dp__scope_reserve(dp_scope *s, uint32_t n);
 /* Bind slot to handle (recorded for undo); with block != 0 the slot is
    also marked as defined in that block. 0, or -1 when out of memory. */
 int dp__scope_bind(dp_scope *s, uint32_t slot, uint32_t handle, uint32_t block);
