@@ -31,13 +31,8 @@ static int meta_fits(const char *kind, const dp_obj *o, const char **want) {
 
 /* Each entry is resolved once: cached under its token's text. */
 dp_obj *dp__meta(dp_parser *p, uint32_t tok) {
-  size_t tlen;
-  const char *text = dp__tok_text(p, tok, &tlen);
-  int64_t slot = dp__scope_intern(&p->names, text, tlen);
-  if (slot < 0) {
-    dp__oom(p, tok);
-    return NULL;
-  }
+  int64_t slot = dp__tok_slot(p, &p->names, tok);
+  if (slot < 0) return NULL;
   if (p->names.slots[slot].handle) return dp_retain(dp__obj(p, p->names.slots[slot].handle));
   const char *name;
   char kind[100];

@@ -78,8 +78,8 @@ static uint32_t new_var(dp_parser *p, uint32_t tok, dp_type *annot, dp_vdev *vd)
 static int bind_name(dp_parser *p, uint32_t tok, uint32_t h, const pblock *b, const char *what) {
   size_t len;
   const char *name = dp__tok_text(p, tok, &len);
-  int64_t slot = dp__scope_intern(&p->names, name, len);
-  if (slot < 0) return dp__oom(p, tok);
+  int64_t slot = dp__tok_slot(p, &p->names, tok);
+  if (slot < 0) return -1;
   if (b && p->names.slots[slot].block == b->id)
     return dp__fail(p, DP_ERR_NAME, tok, "duplicate %s %.*s", what, (int)len, name);
   if (dp__scope_bind(&p->names, (uint32_t)slot, h, b ? b->id : 0) != 0) return dp__oom(p, tok);
@@ -213,11 +213,8 @@ static int param(dp_parser *p, const int64_t *ev, size_t n, size_t *i, pblock *b
 static uint32_t def_global(dp_parser *p, uint32_t def, uint32_t tok) {
   size_t len;
   const char *name = dp__tok_text(p, tok, &len);
-  int64_t slot = dp__scope_intern(&p->names, name, len);
-  if (slot < 0) {
-    dp__oom(p, tok);
-    return 0;
-  }
+  int64_t slot = dp__tok_slot(p, &p->names, tok);
+  if (slot < 0) return 0;
   if (p->names.slots[slot].block) {
     dp__fail(p, DP_ERR_NAME, def, "duplicate definition of %.*s", (int)len, name);
     return 0;

@@ -83,16 +83,25 @@ struct dp_parser {
   const char *text;      /* borrowed */
   size_t len;
   uint32_t source;
+  /* positions: byte offsets where lines start */
+  uint32_t *lines;
+  uint32_t nlines, lastline;
+  dp_module *mod;        /* made with the first item */
+  dp_meta_resolver meta;
+  void *meta_ud;
+  dp_err *err;           /* pending */
+  dp_err *lex_err;       /* the message of the DP_TOK_ERROR token */
+  uint32_t progress;     /* the last token an action reached */
+  int failed;            /* an action failed: the parse is over */
+
+  /* The state of the parse itself: from here to the end, freed and zeroed
+     when the result is taken (drop_parse_state). */
   /* tokens (lex.c) */
   char *kinds;           /* ntok kinds + NUL */
   uint32_t *offs;        /* byte offset of each token */
   unsigned char *lens;   /* its length (255: that or more, found again by scanning) */
   uint32_t ntok, captok;
-  dp_err *lex_err;       /* the message of the DP_TOK_ERROR token */
   uint32_t nbinds;       /* BIND tokens (how many names to make room for) */
-  /* positions: byte offsets where lines start */
-  uint32_t *lines;
-  uint32_t nlines, lastline;
   /* objects: handle h is objs[h - 1] (one reference each) */
   dp_obj **objs;
   uint32_t nobjs, capobjs;
@@ -129,12 +138,7 @@ struct dp_parser {
   char *namebuf;         /* scratch: a NUL-terminated name */
   size_t capname;
   struct pacache *acache; /* recent attribute sets of operator calls (attrval.c) */
-  dp_module *mod;        /* made with the first item */
   dp_attrs *no_attrs;    /* the empty set of operator calls without attributes */
-  dp_meta_resolver meta;
-  void *meta_ud;
-  dp_err *err;           /* pending */
-  uint32_t progress;     /* the last token an action reached */
 };
 
 /* ---- parser.c ---- */
@@ -157,6 +161,9 @@ char *dp__scratch(dp_parser *p, size_t n);
 static inline char dp__kind(const dp_parser *p, uint32_t tok) {
   return tok >= 1 && tok <= p->ntok ? p->kinds[tok - 1] : '\0';
 }
+/* The slot of token tok's text in the names s (made if new); -1 with an
+   error when out of memory. */
+int64_t dp__tok_slot(dp_parser *p, dp_scope *s, uint32_t tok);
 /* dp_grow, failing as out of memory at tok. */
 int dp__grow(dp_parser *p, void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t tok);
 dp_module *dp__module(dp_parser *p, uint32_t tok);
@@ -203,6 +210,9 @@ uint32_t dp__read_expr(dp_parser *p, const int64_t *ev, size_t n, size_t *i, uin
 void dp__reader_reset(dp_parser *p);
 /* The value of a handle event (-h), checked; NULL with an error. */
 dp_obj *dp__event_obj(dp_parser *p, int64_t e, uint32_t near_tok);
+/* Takes obj (a new reference; NULL: failed already) onto the reader's value
+   stack (types.c and patterns.c use it too). */
+int dp__push_val(dp_parser *p, dp_obj *obj, uint32_t tok, int callee);
 
 /* ---- types.c, patterns.c, blocks.c, items.c: the actions ---- */
 int64_t dp__act_type(dp_parser *p, const int64_t *ev, size_t n);

@@ -22,8 +22,8 @@ int64_t dp__act_typedef_open(dp_parser *p, const int64_t *ev, size_t n) {
   uint32_t name = (uint32_t)ev[1];
   size_t len;
   const char *text = dp__tok_text(p, name, &len);
-  int64_t slot = dp__scope_intern(&p->types, text, len);
-  if (slot < 0) return dp__oom(p, name);
+  int64_t slot = dp__tok_slot(p, &p->types, name);
+  if (slot < 0) return -1;
   if (p->types.slots[slot].block)
     return dp__fail(p, DP_ERR_NAME, name, "duplicate definition of type %.*s", (int)len, text);
   dp__scope_set(&p->types, (uint32_t)slot, p->types.slots[slot].handle, 1); /* a type definition */
@@ -35,7 +35,7 @@ int64_t dp__act_typedef_open(dp_parser *p, const int64_t *ev, size_t n) {
     const char *v = dp__tok_text(p, tok, &len);
     const char *cn = dp__cname(p, v, len);
     uint32_t h = cn ? dp__keep(p, dp_type_var_new(p->ctx, cn), NULL, tok) : 0;
-    int64_t s = h ? dp__scope_intern(&p->types, v, len) : -1;
+    int64_t s = h ? dp__tok_slot(p, &p->types, tok) : -1;
     if (s < 0 || dp__scope_bind(&p->types, (uint32_t)s, h, 0) != 0 || td_push(p, h, tok) != 0)
       return p->err ? -1 : dp__oom(p, tok);
   }
@@ -48,8 +48,8 @@ int64_t dp__act_ctor(dp_parser *p, const int64_t *ev, size_t n) {
   uint32_t tok = (uint32_t)ev[0], nin = (uint32_t)n - 1;
   size_t len;
   const char *name = dp__tok_text(p, tok, &len);
-  int64_t slot = dp__scope_intern(&p->names, name, len);
-  if (slot < 0) return dp__oom(p, tok);
+  int64_t slot = dp__tok_slot(p, &p->names, tok);
+  if (slot < 0) return -1;
   uint32_t old = p->names.slots[slot].handle;
   if (old && dp__obj(p, old)->kind == DP_CTOR && dp__obj(p, old)->type == DP_OBJ_EXPR)
     return dp__fail(p, DP_ERR_NAME, tok, "duplicate definition of constructor %.*s", (int)len, name);
@@ -118,8 +118,8 @@ int64_t dp__act_primfn(dp_parser *p, const int64_t *ev, size_t n) {
   uint32_t tok = (uint32_t)ev[0], gtok = (uint32_t)ev[1];
   size_t glen, len;
   const char *gname = dp__tok_text(p, gtok, &glen);
-  int64_t slot = dp__scope_intern(&p->names, gname, glen);
-  if (slot < 0) return dp__oom(p, gtok);
+  int64_t slot = dp__tok_slot(p, &p->names, gtok);
+  if (slot < 0) return -1;
   if (p->names.slots[slot].block)
     return dp__fail(p, DP_ERR_NAME, tok, "duplicate definition of %.*s", (int)glen, gname);
   p->names.slots[slot].block = 1;

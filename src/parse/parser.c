@@ -10,6 +10,7 @@
  * (line, column): a line table made once answers, the line of the previous
  * question tried first (tokens come mostly in order).
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,51 +87,15 @@ static void drop_parse_state(dp_parser *p) {
   dp__reader_reset(p);
   /* later objects hold earlier ones: release in reverse */
   while (p->nobjs > 0) dp_release(p->objs[--p->nobjs]);
-  free(p->objs);
-  p->objs = NULL;
-  p->capobjs = 0;
-  free(p->kinds);
-  free(p->offs);
-  free(p->lens);
-  p->kinds = NULL;
-  p->offs = NULL;
-  p->lens = NULL;
-  p->ntok = p->captok = 0;
   dp__scope_free(&p->names);
   dp__scope_free(&p->types);
-  free(p->grefs);
-  free(p->blocks);
-  free(p->lets);
-  free(p->params);
-  free(p->td_items);
-  free(p->vals);
-  free(p->frames);
-  free(p->ops);
-  free(p->attrs);
-  free(p->avs);
-  free(p->marks);
-  free(p->bytes);
-  free(p->namebuf);
-  p->grefs = NULL;
-  p->blocks = NULL;
-  p->lets = NULL;
-  p->params = NULL;
-  p->td_items = NULL;
-  p->vals = NULL;
-  p->frames = NULL;
-  p->ops = NULL;
-  p->attrs = NULL;
-  p->avs = NULL;
-  p->marks = NULL;
-  p->bytes = NULL;
-  p->namebuf = NULL;
-  p->ngrefs = p->capgrefs = p->nblocks = p->capblocks = p->nlets = p->caplets = 0;
-  p->nparams = p->capparams = p->td_n = p->td_cap = 0;
-  p->capvals = p->capframes = p->capops = p->capattrs = p->capavs = p->nmarks = p->capmarks = 0;
-  p->capbytes = p->capname = 0;
   dp_release(p->no_attrs);
-  p->no_attrs = NULL;
   dp__attrs_cache_free(p);
+  void *arrays[] = {p->objs, p->kinds, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params,
+                    p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
+                    p->namebuf};
+  for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
+  memset((char *)p + offsetof(dp_parser, kinds), 0, sizeof *p - offsetof(dp_parser, kinds));
 }
 
 void dp_parser_free(dp_parser *p) {
@@ -315,6 +280,14 @@ uint32_t dp__keep(dp_parser *p, void *obj, dp_err *err, uint32_t tok) {
   return p->nobjs;
 }
 
+int64_t dp__tok_slot(dp_parser *p, dp_scope *s, uint32_t tok) {
+  size_t len;
+  const char *text = dp__tok_text(p, tok, &len);
+  int64_t slot = dp__scope_intern(s, text, len);
+  if (slot < 0) dp__oom(p, tok);
+  return slot;
+}
+
 int dp__grow(dp_parser *p, void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t tok) {
   if (need <= *cap) return 0;
   return dp_grow(arr, cap, need, elem) == 0 ? 0 : dp__oom(p, tok);
@@ -340,16 +313,26 @@ static const action_fn actions[DP_ACT__COUNT] = {
   [DP_ACT_TYPEDEF_CLOSE] = dp__act_typedef_close, [DP_ACT_PRIMFN] = dp__act_primfn,
 };
 
-int64_t dp_parser_act(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
-  if (p->err || !p->kinds) return -1; /* (a parser failed already is not resumed) */
+/* The events are the grammar's: checked all the same, as the binding lets
+   any Lua code call an action. */
+static int valid(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
+  if (p->failed || !p->kinds) /* (a parse that failed, or ended, is not resumed) */
+    return dp__fail(p, DP_ERR_GENERIC, 0, "parser: the parse has ended");
   if (a < 1 || a >= DP_ACT__COUNT) return dp__fail(p, DP_ERR_GENERIC, 0, "parser: bad action %d", (int)a);
   for (size_t i = 0; i < n; i++) {
     if (ev[i] > (int64_t)p->ntok || -ev[i] > (int64_t)p->nobjs)
       return dp__fail(p, DP_ERR_GENERIC, 0, "parser: bad event %lld", (long long)ev[i]);
     if (ev[i] > 0 && (uint32_t)ev[i] > p->progress) p->progress = (uint32_t)ev[i];
   }
-  int64_t r = actions[a](p, ev, n);
-  if (r < 0) dp__reader_reset(p);
+  return 0;
+}
+
+int64_t dp_parser_act(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
+  int64_t r = valid(p, a, ev, n) == 0 ? actions[a](p, ev, n) : -1;
+  if (r < 0) {
+    dp__reader_reset(p);
+    p->failed = 1;
+  }
   return r;
 }
 
@@ -362,6 +345,7 @@ static void *take(dp_parser *p, int64_t h, dp_objtype type) {
 }
 
 dp_module *dp_parser_module(dp_parser *p, dp_err **err) {
+  if (p->failed && !p->err) dp__fail(p, DP_ERR_GENERIC, 0, "parser: the parse failed");
   if (p->err || dp__check_globals(p) != 0 || !dp__module(p, p->ntok + 1)) {
     dp_err_set(err, dp_parser_error(p));
     return NULL;
@@ -376,26 +360,26 @@ dp_module *dp_parser_module(dp_parser *p, dp_err **err) {
   return m;
 }
 
-dp_expr *dp_parser_expr(dp_parser *p, int64_t h, dp_err **err) {
-  dp_expr *e = p->err ? NULL : take(p, h, DP_OBJ_EXPR);
-  if (!e) {
-    if (!p->err) dp__fail(p, DP_ERR_GENERIC, 0, "parser: no expression");
+/* The value of handle h, of type `type` ("expression", "type": what a
+   missing one is called), as written. */
+static void *result(dp_parser *p, int64_t h, dp_objtype type, const char *what, dp_err **err) {
+  if (p->failed && !p->err) dp__fail(p, DP_ERR_GENERIC, 0, "parser: the parse failed");
+  void *r = p->err ? NULL : take(p, h, type);
+  if (!r) {
+    if (!p->err) dp__fail(p, DP_ERR_GENERIC, 0, "parser: no %s", what);
     dp_err_set(err, dp_parser_error(p));
     return NULL;
   }
   drop_parse_state(p);
-  return e;
+  return r;
+}
+
+dp_expr *dp_parser_expr(dp_parser *p, int64_t h, dp_err **err) {
+  return result(p, h, DP_OBJ_EXPR, "expression", err);
 }
 
 dp_type *dp_parser_type(dp_parser *p, int64_t h, dp_err **err) {
-  dp_type *t = p->err ? NULL : take(p, h, DP_OBJ_TYPE);
-  if (!t) {
-    if (!p->err) dp__fail(p, DP_ERR_GENERIC, 0, "parser: no type");
-    dp_err_set(err, dp_parser_error(p));
-    return NULL;
-  }
-  drop_parse_state(p);
-  return t;
+  return result(p, h, DP_OBJ_TYPE, "type", err);
 }
 
 /* ---------------- excerpts ---------------- */

@@ -12,13 +12,7 @@
 enum { P_CTOR = 1, P_TUPLE };
 
 static int push_pat(dp_parser *p, dp_pattern *pat, uint32_t tok) {
-  if (!pat) return dp__oom(p, tok);
-  if (dp__grow(p, (void **)&p->vals, &p->capvals, p->nvals + 1, sizeof *p->vals, tok) != 0) {
-    dp_release(pat);
-    return -1;
-  }
-  p->vals[p->nvals++] = (rval){(dp_obj *)pat, tok, 0};
-  return 0;
+  return pat ? dp__push_val(p, (dp_obj *)pat, tok, 0) : dp__oom(p, tok);
 }
 
 static dp_ctor *ctor_named(dp_parser *p, uint32_t tok) {

@@ -56,16 +56,20 @@ dp_obj *dp__event_obj(dp_parser *p, int64_t e, uint32_t near_tok) {
 
 /* ---------------- stacks ---------------- */
 
-/* Takes obj (a new reference) onto the value stack. */
-static int push_val(dp_parser *p, dp_obj *obj, uint32_t tok, int callee) {
+int dp__push_val(dp_parser *p, dp_obj *obj, uint32_t tok, int callee) {
   if (!obj) return -1;
   if (dp__grow(p, (void **)&p->vals, &p->capvals, p->nvals + 1, sizeof *p->vals, tok) != 0) {
     dp_release(obj);
     return -1;
   }
   p->vals[p->nvals++] = (rval){obj, tok, (uint8_t)callee};
-  if (p->nframes) p->frames[p->nframes - 1].comma = 0;
   return 0;
+}
+
+/* A value of the expression: its frame's last event is no longer a `,`. */
+static int push_val(dp_parser *p, dp_obj *obj, uint32_t tok, int callee) {
+  if (p->nframes) p->frames[p->nframes - 1].comma = 0;
+  return dp__push_val(p, obj, tok, callee);
 }
 
 static int open_frame(dp_parser *p, int kind, uint32_t tok) {
@@ -264,13 +268,9 @@ static dp_obj *variable(dp_parser *p, uint32_t tok) {
 static dp_obj *global(dp_parser *p, uint32_t tok) {
   size_t len;
   const char *name = dp__tok_text(p, tok, &len);
-  int64_t slot = dp__scope_intern(&p->names, name, len);
-  if (slot < 0) {
-    dp__oom(p, tok);
-    return NULL;
-  }
-  dp_scope_slot *s = &p->names.slots[slot];
-  if (!s->handle) {
+  int64_t slot = dp__tok_slot(p, &p->names, tok);
+  if (slot < 0) return NULL;
+  if (!p->names.slots[slot].handle) {
     const char *cn = dp__cname(p, name + 1, len - 1);
     uint32_t h = cn ? dp__keep(p, dp_global_new(cn, dp__span(p, tok)), NULL, tok) : 0;
     if (!h) return NULL;
@@ -290,11 +290,8 @@ static dp_obj *callee(dp_parser *p, uint32_t tok) {
   const char *name = dp__tok_text(p, tok, &len);
   uint32_t known = dp__scope_get(&p->names, name, len);
   if (known) return dp_retain(dp__obj(p, known));
-  int64_t slot = dp__scope_intern(&p->names, name, len);
-  if (slot < 0) {
-    dp__oom(p, tok);
-    return NULL;
-  }
+  int64_t slot = dp__tok_slot(p, &p->names, tok);
+  if (slot < 0) return NULL;
   if (!p->names.slots[slot].handle) {
     const char *cn = dp__cname(p, name, len);
     if (!cn) {

@@ -25,13 +25,7 @@ static int open_tframe(dp_parser *p, int kind, uint32_t tok) {
 }
 
 static int push_type(dp_parser *p, dp_type *t, uint32_t tok) {
-  if (!t) return dp__oom(p, tok);
-  if (dp__grow(p, (void **)&p->vals, &p->capvals, p->nvals + 1, sizeof *p->vals, tok) != 0) {
-    dp_release(t);
-    return -1;
-  }
-  p->vals[p->nvals++] = (rval){(dp_obj *)t, tok, 0};
-  return 0;
+  return t ? dp__push_val(p, (dp_obj *)t, tok, 0) : dp__oom(p, tok);
 }
 
 /* The types on the stack from `from` (borrowed pointers, in a scratch array). */
