@@ -47,29 +47,18 @@ static const struct {
   {"Storage", 7, DP_TOK_STORAGE},
 };
 
-/* Character classes (ASCII; other bytes are none of these), filled by
-   dp__lex before its first use (every filling writes the same values). */
-enum { C_ALPHA = 1, C_DIGIT = 2, C_SPACE = 4, C_KW = 8 /* starts a keyword */ };
-static unsigned char cls[256];
-
-static void init_classes(void) {
-  if (cls['a']) return;
-  for (int c = 0; c < 256; c++) {
-    unsigned char k = 0;
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_') k |= C_ALPHA;
-    if (c >= '0' && c <= '9') k |= C_DIGIT;
-    if (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v') k |= C_SPACE;
-    cls[c] = k;
-  }
-  for (size_t k = 0; k < sizeof keywords / sizeof keywords[0]; k++)
-    cls[(unsigned char)keywords[k].word[0]] |= C_KW;
+/* Character classes (ASCII; other bytes are none of these). */
+static unsigned offset(char c, char from) { return (unsigned)((unsigned char)c - (unsigned char)from); }
+static int is_digit(char c) { return offset(c, '0') < 10u; }
+static int is_alpha(char c) { return offset((char)(c | 32), 'a') < 26u || c == '_'; }
+static int is_alnum(char c) { return is_alpha(c) || is_digit(c); }
+static int is_space(char c) { return c == ' ' || offset(c, '\t') < 5u; /* \t \n \v \f \r */ }
+/* Can a keyword start with c? (The first letters of keywords[], as bits
+   from 'A': a new keyword's letter goes here too; tests/c/parse_test.c
+   lexes each keyword.) */
+static int starts_keyword(char c) {
+  return offset(c, 'A') < 64u && ((UINT64_C(0xa9938002c2024) >> offset(c, 'A')) & 1);
 }
-
-#define CLS(c) (cls[(unsigned char)(c)])
-static int is_digit(char c) { return CLS(c) & C_DIGIT; }
-static int is_alpha(char c) { return CLS(c) & C_ALPHA; }
-static int is_alnum(char c) { return CLS(c) & (C_ALPHA | C_DIGIT); }
-static int is_space(char c) { return CLS(c) & C_SPACE; }
 
 /* Past white space and comments from i; a block comment never closed
    sets *open to where it starts and gives len. */
@@ -235,14 +224,13 @@ static size_t invalid_end(const char *t, size_t len, size_t i) {
 }
 
 static char keyword(const char *t, size_t n) {
-  if (n < 2 || n > 13 || !(CLS(t[0]) & C_KW)) return 0;
+  if (n < 2 || n > 13 || !starts_keyword(t[0])) return 0;
   for (size_t k = 0; k < sizeof keywords / sizeof keywords[0]; k++)
     if (keywords[k].len == n && memcmp(keywords[k].word, t, n) == 0) return keywords[k].kind;
   return 0;
 }
 
 size_t dp__token_end(const char *t, size_t len, size_t i, char kind) {
-  init_classes();
   switch (kind) {
   case DP_TOK_VAR: case DP_TOK_GLOBAL: case DP_TOK_BIND: return name_end(t, len, i + 1);
   case DP_TOK_CALLEE: case DP_TOK_KEY: return name_end(t, len, i);
@@ -410,7 +398,6 @@ static size_t lex_one(dp_parser *p, size_t i, size_t *depth, int *rc) {
 int dp__lex(dp_parser *p) {
   const char *t = p->text;
   size_t i = 0, len = p->len, depth = 0, open = (size_t)-1;
-  init_classes();
   uint32_t cap = (uint32_t)(len / 4 < 1u << 20 ? len / 4 : 1u << 20) + 16;
   p->kinds = malloc(cap);
   p->offs = malloc(cap * sizeof *p->offs);
@@ -423,12 +410,12 @@ int dp__lex(dp_parser *p) {
     i = len;
   }
   while (i < len) {
-    unsigned char c = (unsigned char)t[i], k = cls[c];
-    if (k & C_SPACE) {
+    char c = t[i];
+    if (is_space(c)) {
       i++;
       continue;
     }
-    if (c == '%' && i + 1 < len && (cls[(unsigned char)t[i + 1]] & (C_ALPHA | C_DIGIT))) {
+    if (c == '%' && i + 1 < len && is_alnum(t[i + 1])) {
       char after;
       size_t e = name_end(t, len, i + 1), h = head_end(t, len, e, &after);
       int bind = h && after == '=';
@@ -437,7 +424,7 @@ int dp__lex(dp_parser *p) {
       i = bind ? h : e;
       continue;
     }
-    if ((k & C_ALPHA) && !(k & C_KW) && c != 'i' && c != 'n' && c != 'm' && c != '_' &&
+    if (is_alpha(c) && !starts_keyword(c) && c != 'i' && c != 'n' && c != 'm' && c != '_' &&
         depth < DP_PARSE_MAX_NEST) { /* (at the limit, lex_one says a call is too deep) */
       char after; /* (a name that cannot be a keyword, inf, nan, meta or `_`) */
       size_t e = name_end(t, len, i), h = head_end(t, len, e, &after);
@@ -450,7 +437,7 @@ int dp__lex(dp_parser *p) {
     }
     if (c == ',' || c == ';' || c == ')') {
       if (c == ')' && depth) depth--;
-      if (push(p, (char)c, i, i + 1) != 0) return dp__oom(p, 0);
+      if (push(p, c, i, i + 1) != 0) return dp__oom(p, 0);
       i++;
       continue;
     }

@@ -31,6 +31,13 @@ static void test_lexer(dp_ctx *ctx, int *passed, int *failed) {
   CHECK(strcmp(kinds_of(p), "bcv,n);lv:i=m;v.k.knnE") == 0);
   dp_parser_free(p);
 
+  /* every keyword is its own kind (the lexer filters names by first letter) */
+  const char *words = "fn let if else match def type extern primfn free_var ref ref_read ref_write "
+                      "Constant True False None VirtualDevice Tensor Storage fnx Let";
+  p = dp_parser_new(ctx, words, strlen(words), "kw");
+  CHECK(p && strcmp(kinds_of(p), "flIeMDYxPwrRWCTKOVQSii") == 0);
+  dp_parser_free(p);
+
   /* a lexical error is the last token; the grammar reports what comes first */
   const char *bad = "def @main() { 1.5i64 }";
   p = dp_parser_new(ctx, bad, strlen(bad), "bad");
