@@ -47,18 +47,35 @@ static const struct {
   {"Storage", 7, DP_TOK_STORAGE},
 };
 
-/* Character classes (ASCII; other bytes are none of these). */
-static unsigned offset(char c, char from) { return (unsigned)((unsigned char)c - (unsigned char)from); }
-static int is_digit(char c) { return offset(c, '0') < 10u; }
-static int is_alpha(char c) { return offset((char)(c | 32), 'a') < 26u || c == '_'; }
-static int is_alnum(char c) { return is_alpha(c) || is_digit(c); }
-static int is_space(char c) { return c == ' ' || offset(c, '\t') < 5u; /* \t \n \v \f \r */ }
-/* Can a keyword start with c? (The first letters of keywords[], as bits
-   from 'A': a new keyword's letter goes here too; tests/c/parse_test.c
-   lexes each keyword.) */
-static int starts_keyword(char c) {
-  return offset(c, 'A') < 64u && ((UINT64_C(0xa9938002c2024) >> offset(c, 'A')) & 1);
-}
+/* Character classes: 1 a letter or _, 2 a digit, 4 white space, 8 the first
+   letter of a keyword (of keywords[]: a new keyword's letter gets 8 too;
+   tests/c/parse_test.c lexes each keyword). ASCII only. */
+enum { C_ALPHA = 1, C_DIGIT = 2, C_SPACE = 4, C_KW = 8 };
+static const unsigned char cls[256] = {
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 4, 4, 4, 4, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0,
+  0, 1, 1, 9, 1, 1, 9, 1, 1, 1, 1, 1, 1, 1, 9, 1,
+  1, 1, 1, 9, 9, 1, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1,
+  0, 1, 1, 1, 9, 9, 9, 1, 1, 9, 1, 1, 9, 9, 1, 1,
+  9, 1, 9, 1, 9, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
+#define CLS(c) (cls[(unsigned char)(c)])
+static int is_digit(char c) { return CLS(c) & C_DIGIT; }
+static int is_alpha(char c) { return CLS(c) & C_ALPHA; }
+static int is_alnum(char c) { return CLS(c) & (C_ALPHA | C_DIGIT); }
+static int is_space(char c) { return CLS(c) & C_SPACE; }
+static int starts_keyword(char c) { return CLS(c) & C_KW; }
 
 /* Past white space and comments from i; a block comment never closed
    sets *open to where it starts and gives len. */
