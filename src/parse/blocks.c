@@ -130,12 +130,13 @@ int64_t dp__act_stmts(dp_parser *p, const int64_t *ev, size_t n) {
     pblock *b = top_block(p);
     if (!b) return -1;
     uint32_t bind = 0, var = 0, first = ev[i] > 0 ? (uint32_t)ev[i] : 0;
-    dp_span span = stmt_span(p, ev[i]);
+    int64_t start = ev[i];
+    dp_span span = b->let_span;
     if (b->let_var) { /* the value of a let whose head came first */
       var = b->let_var;
-      span = b->let_span;
       b->let_var = 0;
     } else if (first && dp__kind(p, first) == DP_TOK_LET) {
+      span = dp__span(p, first);
       if (!(var = let_head(p, ev, n, &i))) return -1;
     } else if (first && dp__kind(p, first) == DP_TOK_BIND) {
       bind = first;
@@ -149,6 +150,7 @@ int64_t dp__act_stmts(dp_parser *p, const int64_t *ev, size_t n) {
     } else if (var) {
       if (push_let(p, var, h, span) != 0) return -1;
     } else if (dp__kind(p, term) == DP_TOK_SEMI) {
+      span = stmt_span(p, start);
       uint32_t u = dp__keep(p, dp_var_new("_", NULL, NULL, span), NULL, first);
       if (!u || push_let(p, u, h, span) != 0) return -1;
     } else {
