@@ -29,15 +29,6 @@ local OPEN = {
   -- its variable up as "%a" and variable names have no '%' (dp.var("a").name
   -- is "a", as TVM's name_hint): it exits 1 whatever the planner does
   ["e_respect_on_device_of_variable_dropped.lua"] = "the reproducer itself looks up '%a'",
-  -- the parser (raw errors, number ranges, linear time)
-  ["raw_lpeg_subcapture_paren.relay"] = "waits for a fix in the parser",
-  ["raw_lpeg_subcapture_tuple_type.relay"] = "waits for a fix in the parser",
-  ["raw_parse_opts_not_table.lua"] = "waits for a fix in the parser",
-  ["raw_proj_index_overflow.relay"] = "waits for a fix in the parser",
-  ["reparse_fail_inf_constant.relay"] = "waits for a fix in the parser",
-  ["silent_wrap_numbers.relay"] = "waits for a fix in the parser",
-  ["slow_many_defs.lua"] = "waits for a fix in the parser and planner",
-  ["slow_unclosed_nested_call.relay"] = "waits for a fix in the parser",
   -- fuzz/findings/ (see the header of each)
   ["g2_on_device_around_function_value.lua"] = "waits for a fix in the planner",
   ["g9_conflicts_step_loses_callee_type.lua"] = "waits for a fix in the planner",

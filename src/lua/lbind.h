@@ -81,7 +81,7 @@ int dp_lua_check_device_type(lua_State *L, int idx);
    the top of the stack. */
 void dp_lua_open_device(lua_State *L);
 void dp_lua_open_ir(lua_State *L);
-void dp_lua_open_build(lua_State *L);
+void dp_lua_open_parse(lua_State *L);
 void dp_lua_open_planner(lua_State *L);
 void dp_lua_open_suggest(lua_State *L);
 

@@ -1,12 +1,12 @@
 /*
- * Scoped names for the parser's builder: an interning hash table of names
- * (open addressing, names in one arena) whose slots carry the current
- * binding, and an undo log that restores shadowed bindings. See l_scope.h.
+ * Names in scope for the parser: an interning hash table of names (open
+ * addressing, names in one arena) whose slots carry the current binding,
+ * and an undo log that restores shadowed bindings. See scope.h.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "devplan/core.h"
-#include "l_scope.h"
+#include "scope.h"
 
 /* FNV-1a of all but the last byte, plus the last byte: names that differ
    only in their last character (%10, %11, ... x18, x19: how generated
@@ -37,9 +37,8 @@ static int64_t probe(const dp_scope *s, const char *name, size_t len, uint32_t h
   }
 }
 
-/* Double the table (kept at most half full). */
-static int grow_table(dp_scope *s) {
-  uint32_t size = s->tmask ? (s->tmask + 1) * 2 : 1024;
+/* A table of `size` entries (a power of two, more than twice the names). */
+static int rehash(dp_scope *s, uint32_t size) {
   struct dp_scope_entry *t = calloc(size, sizeof *t);
   if (!t) return -1;
   for (uint32_t k = 0; k < s->nslots; k++) {
@@ -53,13 +52,25 @@ static int grow_table(dp_scope *s) {
   return 0;
 }
 
-int64_t dp_scope_find(const dp_scope *s, const char *name, size_t len) {
+/* Double the table (kept at most half full). */
+static int grow_table(dp_scope *s) {
+  return rehash(s, s->tmask ? (s->tmask + 1) * 2 : 1024);
+}
+
+int dp__scope_reserve(dp_scope *s, uint32_t n) {
+  uint32_t size = 1024;
+  while (size / 2 <= n && size < (1u << 30)) size *= 2;
+  if (size > s->tmask + 1 && rehash(s, size) != 0) return -1;
+  return dp_grow((void **)&s->slots, &s->capslots, n, sizeof *s->slots);
+}
+
+int64_t dp__scope_find(const dp_scope *s, const char *name, size_t len) {
   if (!s->tmask) return -1;
   uint32_t at;
   return probe(s, name, len, hash_name(name, len), &at);
 }
 
-int64_t dp_scope_intern(dp_scope *s, const char *name, size_t len) {
+int64_t dp__scope_intern(dp_scope *s, const char *name, size_t len) {
   if (len > UINT32_MAX / 2) return -1;
   if ((s->nslots + 1) * 2 > s->tmask && grow_table(s) != 0) return -1;
   uint32_t h = hash_name(name, len), at;
@@ -75,13 +86,13 @@ int64_t dp_scope_intern(dp_scope *s, const char *name, size_t len) {
     s->acap = c;
   }
   memcpy(s->arena + s->alen, name, len);
-  s->slots[s->nslots] = (dp_scope_slot){(uint32_t)s->alen, (uint32_t)len, h, 0, 0, 0};
+  s->slots[s->nslots] = (dp_scope_slot){(uint32_t)s->alen, (uint32_t)len, h, 0, 0};
   s->alen += len;
   s->table[at] = (struct dp_scope_entry){h, ++s->nslots};
   return s->nslots - 1;
 }
 
-int dp_scope_bind(dp_scope *s, uint32_t slot, uint32_t handle, uint32_t block) {
+int dp__scope_bind(dp_scope *s, uint32_t slot, uint32_t handle, uint32_t block) {
   if (dp_grow((void **)&s->undo, &s->capundo, s->nundo + 1, sizeof *s->undo) != 0) return -1;
   dp_scope_slot *sl = &s->slots[slot];
   s->undo[s->nundo++] = (dp_scope_undo){slot, sl->handle, sl->block};
@@ -90,7 +101,7 @@ int dp_scope_bind(dp_scope *s, uint32_t slot, uint32_t handle, uint32_t block) {
   return 0;
 }
 
-void dp_scope_unbind(dp_scope *s, uint32_t mark) {
+void dp__scope_unbind(dp_scope *s, uint32_t mark) {
   while (s->nundo > mark) {
     const dp_scope_undo *u = &s->undo[--s->nundo];
     s->slots[u->slot].handle = u->handle;
@@ -98,7 +109,7 @@ void dp_scope_unbind(dp_scope *s, uint32_t mark) {
   }
 }
 
-void dp_scope_free(dp_scope *s) {
+void dp__scope_free(dp_scope *s) {
   free(s->slots);
   free(s->table);
   free(s->arena);
