@@ -12,4 +12,5 @@
 #include "print.h"
 #include "infer.h"
 #include "plan.h"
+#include "dfpattern.h"
 #endif

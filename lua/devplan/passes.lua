@@ -10,6 +10,8 @@
 --                                 naming both constraints with their
 --                                 positions (and the chain in its notes)
 --   dp.passes.AnnotateVirtualDevices(rules)   passes/annotate_virtual_devices.lua
+--   dp.passes.MergeComposite(rules), dp.passes.MergeAndAnnotate(rules)
+--                                             passes/merge_composite.lua (dp.pattern)
 --
 -- Passes written in Lua live in passes/ (on package.path); they require
 -- "devplan.core" and the Lua parts they need, never "devplan" itself.
@@ -31,5 +33,9 @@ function M.PlanDevices(config, opts)
 end
 
 M.AnnotateVirtualDevices = require("annotate_virtual_devices").new
+
+-- Pattern passes (dp.pattern): passes/merge_composite.lua
+local merge = require "merge_composite"
+M.MergeComposite, M.MergeAndAnnotate = merge.MergeComposite, merge.MergeAndAnnotate
 
 return M

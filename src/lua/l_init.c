@@ -19,5 +19,6 @@ int luaopen_devplan_core(lua_State *L) {
   dp_lua_open_ir(L);
   dp_lua_open_build(L);
   dp_lua_open_planner(L);
+  dp_lua_open_pattern(L);
   return 1;
 }

@@ -77,6 +77,7 @@ void dp_lua_open_device(lua_State *L);
 void dp_lua_open_ir(lua_State *L);
 void dp_lua_open_build(lua_State *L);
 void dp_lua_open_planner(lua_State *L);
+void dp_lua_open_pattern(lua_State *L); /* l_pattern.c: core.pattern, the C half of dp.pattern */
 
 /* The C half of `require "devplan"` (l_init.c). */
 int luaopen_devplan_core(lua_State *L);

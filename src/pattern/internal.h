@@ -1,0 +1,94 @@
+/*
+ * Internals shared by the dataflow pattern files (src/pattern): the
+ * program's layout, the indexed graph of an expression (post order,
+ * consumers, post-dominator tree) and the matcher's state.
+ */
+#ifndef DEVPLAN_PATTERN_INTERNAL_H
+#define DEVPLAN_PATTERN_INTERNAL_H
+
+#include "devplan/dfpattern.h"
+#include "devplan/op.h"
+#include "devplan/print.h"
+#include "../core/ptrmap.h"
+
+#define DFP_NONE UINT32_MAX
+
+struct dp_dfp {
+  uint32_t n, cap;        /* nodes (user's, then re-associated ones), capacity */
+  uint32_t nuser;         /* nodes given to dp_dfp_new */
+  dp_dfp_node *nodes;
+  uint32_t root;
+  int finished;
+  int has_dominator;
+  uint32_t *order;        /* the pattern graph in post order (user nodes from the root) */
+  uint32_t norder;
+  /* a quick test before matching at a root: the root's expression kind
+     (0: any) and, for a call of an operator, that operator */
+  int root_kind;
+  const dp_expr *root_op;
+};
+
+/* ---- the indexed graph of an expression (graph.c) ----
+   Every distinct node reachable from the root except operators,
+   constructors and globals, in post order (children in expr.h order), with
+   its consumers and its immediate post-dominator. */
+typedef struct dfp_graph {
+  uint32_t n;
+  dp_expr **x;             /* post order; x[n-1] is the root */
+  dp_ptrmap index;         /* expression -> index + 1 */
+  uint32_t *ostart;        /* consumers of i: outs[ostart[i] .. ostart[i+1]) */
+  uint32_t *outs;
+  uint32_t *idom;          /* immediate post-dominator (DFP_NONE for the root) */
+  uint32_t *tin, *tout;    /* the post-dominator tree as intervals */
+} dfp_graph;
+
+int dfp_graph_build(dfp_graph *g, dp_expr *root);
+void dfp_graph_free(dfp_graph *g);
+/* Index of e, or DFP_NONE when e is not in the graph. */
+uint32_t dfp_graph_find(const dfp_graph *g, const dp_expr *e);
+/* Does a strictly post-dominate b (every path from b to the root passes a)? */
+int dfp_graph_dominates(const dfp_graph *g, uint32_t a, uint32_t b);
+/* Is e one of the nodes the graph leaves out (operators, constructors, globals)? */
+int dfp_graph_skips(const dp_expr *e);
+
+/* ---- the matcher (match.c) ---- */
+typedef struct dfp_matcher {
+  const dp_dfp *p;
+  const dp_dfp_host *host;
+  const dfp_graph *graph;        /* for dominators (NULL: built on demand over the root) */
+  dfp_graph own;                 /* that graph, when built on demand */
+  int own_built;
+  const dp_dfp_opaque *opaque;
+  /* bindings: a trail of (node, expr), and each node's first binding */
+  dp_dfp_bind *trail;
+  uint32_t ntrail, captrail;
+  uint32_t *first;               /* per node: trail index of its first binding, or DFP_NONE */
+  /* the explicit stack */
+  struct dfp_frame *frames;
+  uint32_t nframes, capframes;
+  int memoize;                   /* TVM's memoize_ flag (off on a dominator's path) */
+  dp_err *err;
+} dfp_matcher;
+
+int dfp_matcher_init(dfp_matcher *m, const dp_dfp *p, const dp_dfp_host *host,
+                     const dfp_graph *graph, const dp_dfp_opaque *opaque);
+void dfp_matcher_free(dfp_matcher *m);
+/* Match at e: 1, 0, -1 (m->err set). The bindings stay in m->trail until
+   dfp_matcher_reset. */
+int dfp_matcher_run(dfp_matcher *m, dp_expr *e);
+void dfp_matcher_reset(dfp_matcher *m);
+
+/* Does the ATTR node's attribute set hold for e (attr.c)? */
+int dfp_attrs_hold(const dp_attrs *want, const dp_expr *e);
+
+/* The opaque set (group.c). */
+int dfp_opaque_has(const dp_dfp_opaque *o, const dp_expr *e);
+
+/* A growable array of pointers. */
+typedef struct dfp_vec {
+  void **items;
+  uint32_t n, cap;
+} dfp_vec;
+int dfp_vec_push(dfp_vec *v, void *x);
+
+#endif
