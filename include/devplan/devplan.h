@@ -13,4 +13,5 @@
 #include "infer.h"
 #include "plan.h"
 #include "dfpattern.h"
+#include "partition.h"
 #endif

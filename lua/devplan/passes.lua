@@ -12,6 +12,7 @@
 --   dp.passes.AnnotateVirtualDevices(rules)   passes/annotate_virtual_devices.lua
 --   dp.passes.MergeComposite(rules), dp.passes.MergeAndAnnotate(rules)
 --                                             passes/merge_composite.lua (dp.pattern)
+--   dp.passes.PartitionByVirtualDevice{by =}  passes/partition_by_virtual_device.lua
 --
 -- Passes written in Lua live in passes/ (on package.path); they require
 -- "devplan.core" and the Lua parts they need, never "devplan" itself.
@@ -37,5 +38,6 @@ M.AnnotateVirtualDevices = require("annotate_virtual_devices").new
 -- Pattern passes (dp.pattern): passes/merge_composite.lua
 local merge = require "merge_composite"
 M.MergeComposite, M.MergeAndAnnotate = merge.MergeComposite, merge.MergeAndAnnotate
+M.PartitionByVirtualDevice = require("partition_by_virtual_device").new
 
 return M

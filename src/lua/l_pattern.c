@@ -11,6 +11,7 @@
  *   core.pattern.opaque() -> opaque set
  *   core.pattern.annotate(body, {{groups, keep, vd}, ...}) -> body
  *   core.pattern.with_body(fn, body) -> fn   core.pattern.raise(code, message)
+ *   core.pattern.partition(mod, config, by) -> mod   (PartitionByVirtualDevice, partition.h)
  *
  * A node descriptor is a table {kind =, kids = {i, ...} (1-based), any =,
  * name =, op = <op>, expr =, type =, dtype =, shape =, index =, attrs =,
@@ -26,6 +27,7 @@
 #include <string.h>
 #include "l_ir.h"
 #include "devplan/dfpattern.h"
+#include "devplan/partition.h"
 
 static const char PROGRAM[] = "devplan.DFProgram";
 static const char GROUPS[] = "devplan.DFGroups";
@@ -540,6 +542,17 @@ static int l_with_body(lua_State *L) {
   return dp_lua_push_new(L, dp_expr_with_children(f, kids), NULL);
 }
 
+/* partition(mod, config, by) -> mod: PartitionByVirtualDevice (partition.h). */
+static int l_partition(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_config *cfg = dp_lua_check(L, 2, DP_OBJ_CONFIG);
+  static const char *const bys[] = {"virtual_device", "target", "device_type", NULL};
+  int by = luaL_checkoption(L, 3, "virtual_device", bys);
+  dp_err *err = NULL;
+  dp_module *r = dp_partition_by_device(m, cfg, (dp_partition_by)by, &err);
+  return dp_lua_push_new(L, r, err);
+}
+
 /* raise(code, message): a devplan.Error, for the Lua passes. */
 static int l_raise(lua_State *L) {
   static const char *const codes[] = {"callback", "value", "name", "type", NULL};
@@ -573,7 +586,7 @@ void dp_lua_open_pattern(lua_State *L) {
   lua_pop(L, 3);
   static const luaL_Reg fns[] = {
     {"compile", l_compile}, {"opaque", l_opaque}, {"annotate", l_annotate}, {"raise", l_raise},
-    {"with_body", l_with_body},
+    {"with_body", l_with_body}, {"partition", l_partition},
     {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_setfield(L, -2, "pattern");
