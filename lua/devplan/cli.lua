@@ -5,6 +5,7 @@
 --   devplan parse FILE.relay [--meta META.lua] [--types]
 --   devplan plan FILE.relay --target T [--target T ...] [--host T]
 --                [--default DEVTYPE] [--meta META.lua] [--strict] [--explain]
+--                [--rules RULES.lua]
 --
 -- Results go to standard output, errors to standard error; M.main returns
 -- the exit status (0 or 1). Errors with a position print as
@@ -50,9 +51,10 @@ Parses FILE.relay (the Relay text format), type-checks it and prints the module.
 
 COMMANDS.plan = {
   usage = "devplan plan FILE.relay --target T [--target T ...] [--host T] [--default DEVTYPE]\n"
-    .. "                    [--meta META.lua] [--strict] [--explain]",
+    .. "                    [--meta META.lua] [--strict] [--explain] [--rules RULES.lua]",
   options = {["--target"] = "list", ["--host"] = "value", ["--default"] = "value",
-             ["--meta"] = "value", ["--strict"] = "flag", ["--explain"] = "flag"},
+             ["--meta"] = "value", ["--strict"] = "flag", ["--explain"] = "flag",
+             ["--rules"] = "value"},
   help = [[
 Parses FILE.relay and runs dp.passes.PlanDevices with the configuration built
 from the targets, then prints the planned module.
@@ -66,6 +68,9 @@ from the targets, then prints the planned module.
                     naming both constraints, instead of getting a device_copy
   --explain         after the module, for each function parameter and result,
                     its device and why (as // comments)
+  --rules RULES.lua a Lua file returning a pass or a list of passes (annotation
+                    rules: dp.passes.MergeAndAnnotate{...}, AnnotateVirtualDevices{...})
+                    run before planning, with the configuration in their context
 A conflict prints both constraints with their positions and the chain between
 them, and exits with status 1.
 ]] .. PALETTE_HELP .. "\n" .. META_HELP,
@@ -238,11 +243,33 @@ local function explanation(d)
   return table.concat(out, "\n") .. "\n"
 end
 
+-- The passes a --rules file returns (a pass or a list of passes).
+local function load_rules(path)
+  local is_pass = require("devplan.pass").is_pass
+  local chunk, why = loadfile(path, "t")
+  if not chunk then error({text = "devplan: " .. why}, 0) end
+  local ok, r = pcall(chunk)
+  if not ok then error({text = "devplan: " .. path .. ": " .. error_text(r):gsub("^devplan: ", "")}, 0) end
+  local list = is_pass(r) and {r} or r
+  if type(list) ~= "table" or #list == 0 then list = nil end
+  for _, p in ipairs(list or {}) do
+    if not is_pass(p) then list = nil; break end
+  end
+  if not list then
+    error({text = "devplan: " .. path .. " must return a pass or a list of passes (dp.passes...), it returned a "
+      .. type(r)}, 0)
+  end
+  return list
+end
+
 function COMMANDS.plan.run(opts)
   opts.command = "plan"
   -- the configuration first: its errors are usage errors, whatever the file
   local config = make_config(opts)
   local mod, text = parse_module(opts)
+  for _, p in ipairs(opts["--rules"] and load_rules(opts["--rules"]) or {}) do
+    mod = attempt(opts.file, text, p, mod, {config = config})
+  end
   local popts = {resolve_conflicts = not opts["--strict"]}
   local planned = attempt(opts.file, text, function() return dp.passes.PlanDevices(config, popts)(mod) end)
   local out = tostring(planned)
