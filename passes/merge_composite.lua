@@ -121,9 +121,9 @@ function M.MergeAndAnnotate(rules)
   return pass.new("MergeAndAnnotate", function(mod)
     each_function(mod, function(name)
       local body = mod[name].body
-      local opaque, sets = C.opaque(), {}
+      local opaque, sets, graph = C.opaque(), {}, C.graph(body)
       for _, rule in ipairs(rs) do
-        local groups = rule.prog:groups(body, opaque, rule.what)
+        local groups = rule.prog:groups(body, opaque, rule.what, graph)
         if #groups > 0 then
           local keep = checked(rule, groups)
           groups:block(opaque, keep)

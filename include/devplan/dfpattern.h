@@ -44,8 +44,9 @@ typedef enum dp_dfpkind {
   DP_DFP_SHAPE,    /* kids: pattern; ndim, shape */
   DP_DFP_DOMINATES,/* kids: parent, path, child */
   DP_DFP_WHERE,    /* kids: pattern; pred (the host's predicate number) */
-  DP_DFP_USE       /* kids: target; matches when the target does (named
+  DP_DFP_USE,      /* kids: target; matches when the target does (named
                       captures, and the reference of a recursive pattern) */
+  DP_DFP_OPKIND    /* an operator whose pattern kind (op.h) is in `kinds` */
 } dp_dfpkind;
 
 enum {
@@ -67,11 +68,16 @@ typedef struct dp_dfp_node {
   int64_t *shape;
   int64_t index;         /* PROJ: -1 any */
   uint32_t pred;         /* WHERE */
+  uint32_t kinds;        /* OPKIND: bit k set for dp_oppattern k */
   /* filled by dp_dfp_finish: TVM's divide/multiply re-association, tried
      when the callee does not match (see match.c) */
   uint8_t reassoc;       /* 0 none, 1 divide(multiply(A, B), C), 2 multiply(.., divide(A, B)) */
   uint8_t commute;       /* callee is the operator add or multiply, two arguments */
   uint32_t alt[2];       /* the re-associated patterns to try */
+  uint8_t fuzzy;         /* a dominator's parent or path: what it matches is no input */
+  uint32_t input_rank;   /* a node that makes group inputs (a leaf, an any-arity call or
+                            tuple): its place in the pattern graph's post order; else
+                            UINT32_MAX */
 } dp_dfp_node;
 
 typedef struct dp_dfp dp_dfp;
@@ -129,16 +135,24 @@ typedef struct dp_dfp_group {
   dp_expr **inputs;       /* what flows in, in TVM's parameter order (distinct) */
   uint32_t ninterior;
   dp_expr **interior;     /* everything from the root down to the inputs, post order
-                             (operators and nodes inside function literals included) */
+                             (nodes inside function literals included; operators,
+                             constructors and globals left out) */
   uint32_t nbinds;
   dp_dfp_bind *binds;     /* the match (as dp_dfp_match) */
-  char *label;            /* TVM's PartitionedFromPattern: "nn.conv2d_nn.relu_" */
 } dp_dfp_group;
+
+/* TVM's PartitionedFromPattern label of a group: its nodes in post order,
+   an operator call "<op>_", another call "Call_", a tuple "Tuple_", a
+   projection "TupleGetItem<i>_", a function literal "Function"
+   ("nn.conv2d_nn.bias_add_nn.relu_"). malloc'd; NULL on out of memory. */
+char *dp_dfp_group_label(const dp_dfp_group *g);
 
 typedef struct dp_dfp_groups {
   uint32_t n;
   dp_dfp_group *items;    /* from the output toward the inputs */
   dp_expr *body;          /* retained: the expressions above are borrowed from it */
+  dp_expr **xpool;        /* the groups' inputs and interiors point in here */
+  dp_dfp_bind *bpool;     /* ... and their bindings in here */
 } dp_dfp_groups;
 
 /* Nodes an earlier grouping took (MergeAndAnnotate keeps its groups in
@@ -152,11 +166,21 @@ void dp_dfp_opaque_free(dp_dfp_opaque *o);
 /* Adds the nodes of group g (its interior). 0, or -1 on out of memory. */
 int dp_dfp_opaque_add(dp_dfp_opaque *o, const dp_dfp_group *g);
 
+/* The indexed graph of a body (its nodes in post order, children,
+   consumers, post-dominators): built by each grouping unless one made
+   here is given, so that several patterns over one body build it once. */
+typedef struct dp_dfp_graph dp_dfp_graph;
+dp_dfp_graph *dp_dfp_graph_new(dp_expr *body, dp_err **err);
+void dp_dfp_graph_free(dp_dfp_graph *g);
+dp_expr *dp_dfp_graph_root(const dp_dfp_graph *g);
+
 /* The groups of p in body (candidate roots from the output toward the
    inputs; overlapping groups and groups whose inner nodes escape are
-   rejected, as TVM). 0, or -1 + error; out is cleared first. */
+   rejected, as TVM). graph: NULL, or the graph of body. 0, or -1 +
+   error; out is cleared first. */
 int dp_dfp_group_matches(const dp_dfp *p, dp_expr *body, const dp_dfp_host *host,
-                 const dp_dfp_opaque *opaque, dp_dfp_groups *out, dp_err **err);
+                         const dp_dfp_opaque *opaque, dp_dfp_graph *graph, dp_dfp_groups *out,
+                         dp_err **err);
 void dp_dfp_groups_clear(dp_dfp_groups *g);
 
 /* ---- what the groups become ---- */

@@ -356,24 +356,8 @@ end
 local C_KIND = {wild = "wild", var = "var", const = "const", expr = "expr", op = "op",
   call = "call", tuple = "tuple", proj = "proj", fn = "fn", ["if"] = "if", let = "let",
   alt = "alt", attr = "attr", type = "type", dtype = "dtype", shape = "shape",
-  dominates = "dominates", where = "where", capture = "use", rec = "use", ref = "use"}
-
--- The descriptors of an op_kind pattern: an alternative of "an operator
--- whose TOpPattern is k" over its kinds, added after the others.
-local function opkind_nodes(p, descs)
-  local function one(kind)
-    descs[#descs + 1] = {kind = "wild"}
-    descs[#descs + 1] = {kind = "attr", kids = {#descs}, attrs = {TOpPattern = KINDS[kind]}}
-    return #descs
-  end
-  local top = one(p.kinds[#p.kinds])
-  for i = #p.kinds - 1, 1, -1 do
-    local left = one(p.kinds[i])
-    descs[#descs + 1] = {kind = "alt", kids = {left, top}}
-    top = #descs
-  end
-  return descs[top]
-end
+  dominates = "dominates", where = "where", capture = "use", rec = "use", ref = "use",
+  opkind = "opkind"}
 
 local compiled = setmetatable({}, {__mode = "k"})
 
@@ -419,8 +403,8 @@ local function compile(p)
     elseif k == "shape" then d.shape = q.shape
     elseif k == "where" then d.pred = q.pred
     elseif k == "opkind" then
-      local top = opkind_nodes(q, descs)
-      for key, v in pairs(top) do d[key] = v end
+      d.kinds = 0
+      for _, kind in ipairs(q.kinds) do d.kinds = d.kinds | (1 << KINDS[kind]) end
     end
   end
   prog = C.compile(descs, 1, {values = values, names = names})

@@ -4,7 +4,7 @@
  *
  *   core.pattern.compile(nodes, root, info) -> program   nodes: descriptors (below)
  *   program:match(e) -> nil | captures      program:find(e) -> {captures, ...}
- *   program:groups(body, opaque?, what?) -> groups
+ *   program:groups(body, opaque?, what?, graph?) -> groups   core.pattern.graph(body)
  *   groups:count(), :root(i), :inputs(i), :label(i), :captures(i),
  *   groups:composite(keep, name) -> body, groups:replace(f) -> body,
  *   groups:block(opaque, keep)
@@ -15,7 +15,7 @@
  *
  * A node descriptor is a table {kind =, kids = {i, ...} (1-based), any =,
  * name =, op = <op>, expr =, type =, dtype =, shape =, index =, attrs =,
- * pred = <function>}. info = {values = {...}, names = {...}}: the Lua value
+ * kinds = <bit set of operator pattern kinds>, pred = <function>}. info = {values = {...}, names = {...}}: the Lua value
  * and capture name of each node, so that captures (a match's bindings) are
  * read back as a table pattern value -> expression and name -> expression.
  *
@@ -32,10 +32,33 @@
 static const char PROGRAM[] = "devplan.DFProgram";
 static const char GROUPS[] = "devplan.DFGroups";
 static const char OPAQUE[] = "devplan.DFOpaque";
+static const char GRAPH[] = "devplan.DFGraph";
 
 typedef struct lprog { dp_dfp *p; } lprog;
 typedef struct lgroups { dp_dfp_groups g; int made; } lgroups;
 typedef struct lopaque { dp_dfp_opaque *o; } lopaque;
+typedef struct lgraph { dp_dfp_graph *g; } lgraph;
+
+static int graph_gc(lua_State *L) {
+  lgraph *u = luaL_checkudata(L, 1, GRAPH);
+  dp_dfp_graph_free(u->g);
+  u->g = NULL;
+  return 0;
+}
+
+/* graph(body) -> the indexed graph of body, for several groupings over it
+   (the userdata keeps the body alive: the graph holds borrowed nodes). */
+static int l_graph(lua_State *L) {
+  dp_expr *body = dp_lua_check_expr(L, 1);
+  lgraph *u = lua_newuserdatauv(L, sizeof *u, 1);
+  u->g = NULL;
+  luaL_setmetatable(L, GRAPH);
+  lua_pushvalue(L, 1);
+  lua_setiuservalue(L, -2, 1);
+  dp_err *err = NULL;
+  if (!(u->g = dp_dfp_graph_new(body, &err))) return dp_lua_error(L, err);
+  return 1;
+}
 
 static int prog_gc(lua_State *L) {
   lprog *u = luaL_checkudata(L, 1, PROGRAM);
@@ -74,7 +97,7 @@ static lgroups *check_groups(lua_State *L, int idx) {
 
 static const char *const KINDS[] = {"wild", "var", "const", "expr", "op", "call", "tuple", "proj",
                                     "fn", "if", "let", "alt", "attr", "type", "dtype", "shape",
-                                    "dominates", "where", "use", NULL};
+                                    "dominates", "where", "use", "opkind", NULL};
 
 /* Field `key` of the descriptor at d, as an object of `type` (NULL when absent). */
 static void *opt_obj(lua_State *L, int d, const char *key, dp_objtype type, int i) {
@@ -143,6 +166,7 @@ static void set_node(lua_State *L, dp_dfp *p, int d, uint32_t n, int i, int pred
   if (lua_getfield(L, d, "index") != LUA_TNIL) x.index = luaL_checkinteger(L, -1);
   if (lua_getfield(L, d, "dtype") == LUA_TSTRING && !(x.dtype = dp_dtype_parse(lua_tostring(L, -1))))
     luaL_error(L, "pattern node %d: unknown dtype '%s'", i, lua_tostring(L, -1));
+  if (lua_getfield(L, d, "kinds") == LUA_TNUMBER) x.kinds = (uint32_t)lua_tointeger(L, -1);
   if (lua_getfield(L, d, "pred") == LUA_TFUNCTION) {
     x.pred = (uint32_t)lua_rawlen(L, preds) + 1;
     lua_pushvalue(L, -1);
@@ -336,23 +360,27 @@ static int prog_find(lua_State *L) {
 
 /* ---------------- groups ---------------- */
 
-/* program:groups(body, opaque?, what?) -> groups */
+/* program:groups(body, opaque?, what?, graph?) -> groups */
 static int prog_groups(lua_State *L) {
   const dp_dfp *p = check_prog(L, 1);
   dp_expr *body = dp_lua_check_expr(L, 2);
   const dp_dfp_opaque *o = lua_isnoneornil(L, 3) ? NULL : ((lopaque *)luaL_checkudata(L, 3, OPAQUE))->o;
-  lua_settop(L, 4);
-  lgroups *u = lua_newuserdatauv(L, sizeof *u, 1); /* 5 */
+  dp_dfp_graph *graph = lua_isnoneornil(L, 5) ? NULL : ((lgraph *)luaL_checkudata(L, 5, GRAPH))->g;
+  if (graph && dp_dfp_graph_root(graph) != body) luaL_argerror(L, 5, "the graph of another body");
+  lua_settop(L, 5);
+  lua_pushnil(L); /* 6: the groups */
+  lgroups *u = lua_newuserdatauv(L, sizeof *u, 1);
+  lua_replace(L, 6);
   memset(u, 0, sizeof *u);
   luaL_setmetatable(L, GROUPS);
   lua_pushvalue(L, 1);
-  lua_setiuservalue(L, 5, 1); /* the program: captures read its info */
+  lua_setiuservalue(L, 6, 1); /* the program: captures read its info */
   lhost h;
   dp_dfp_host host = make_host(L, 1, &h, luaL_optstring(L, 4, NULL));
   dp_err *err = NULL;
-  if (dp_dfp_group_matches(p, body, &host, o, &u->g, &err) < 0) return dp_lua_error(L, err);
+  if (dp_dfp_group_matches(p, body, &host, o, graph, &u->g, &err) < 0) return dp_lua_error(L, err);
   u->made = 1;
-  lua_settop(L, 5);
+  lua_settop(L, 6);
   return 1;
 }
 
@@ -379,8 +407,7 @@ static int groups_inputs(lua_State *L) {
 }
 
 static int groups_label(lua_State *L) {
-  lua_pushstring(L, group_at(L, check_groups(L, 1), 2)->label);
-  return 1;
+  return dp_lua_push_cstr(L, dp_dfp_group_label(group_at(L, check_groups(L, 1), 2)));
 }
 
 static int groups_captures(lua_State *L) {
@@ -583,10 +610,13 @@ void dp_lua_open_pattern(lua_State *L) {
   luaL_newmetatable(L, OPAQUE);
   lua_pushcfunction(L, opaque_gc);
   lua_setfield(L, -2, "__gc");
-  lua_pop(L, 3);
+  luaL_newmetatable(L, GRAPH);
+  lua_pushcfunction(L, graph_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 4);
   static const luaL_Reg fns[] = {
     {"compile", l_compile}, {"opaque", l_opaque}, {"annotate", l_annotate}, {"raise", l_raise},
-    {"with_body", l_with_body}, {"partition", l_partition},
+    {"with_body", l_with_body}, {"partition", l_partition}, {"graph", l_graph},
     {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_setfield(L, -2, "pattern");

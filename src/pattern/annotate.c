@@ -33,9 +33,9 @@ typedef struct member {
 
 /* A wrapper made for input x of one group. */
 typedef struct wrap {
-  const dp_dfp_group *g;
+  const dp_expr *x;
   dp_expr *w;             /* owned */
-  uint32_t next;          /* next wrapper of the same input, or DFP_NONE */
+  uint32_t next;          /* the group's next wrapper, or DFP_NONE */
 } wrap;
 
 typedef struct actx {
@@ -46,7 +46,8 @@ typedef struct actx {
   dp_ptrmap members;      /* top-level node of a group -> member index + 1 */
   member *mem;
   uint32_t nmem, capmem;
-  dp_ptrmap wraps;        /* input -> first wrap index + 1 */
+  uint32_t *first;        /* per set: the number of the set's first group */
+  uint32_t *head;         /* per group (numbered across sets): its first wrapper, or DFP_NONE */
   wrap *wr;
   uint32_t nwr, capwr;
 } actx;
@@ -125,13 +126,12 @@ static int is_input_of(const dp_dfp_group *g, const dp_expr *x) {
 }
 
 /* on_device(x', vd, constrain_body=False, constrain_result=True) for
-   group g's reads of input x (one per group and input). */
+   group g's reads of input x (one per group and input: a group has few
+   inputs, so its wrappers are a short list). */
 static dp_expr *input_wrapper(actx *a, const member *m, dp_expr *x, dp_expr *now) {
-  const dp_dfp_group *g = &a->sets[m->set].groups->items[m->group];
-  void **head = dp_ptrmap_get(&a->wraps, x);
-  uint32_t first = head ? (uint32_t)(uintptr_t)*head - 1 : DFP_NONE;
-  for (uint32_t i = first; i != DFP_NONE; i = a->wr[i].next)
-    if (a->wr[i].g == g) return a->wr[i].w;
+  uint32_t gi = a->first[m->set] + m->group;
+  for (uint32_t i = a->head[gi]; i != DFP_NONE; i = a->wr[i].next)
+    if (a->wr[i].x == x) return a->wr[i].w;
   dp_expr *w = (dp_expr *)dp_call_new(&a->on_device->e, 1, &now, a->places[m->set].input_attrs,
                                       DP_NOSPAN);
   if (!w) return NULL;
@@ -143,8 +143,8 @@ static dp_expr *input_wrapper(actx *a, const member *m, dp_expr *x, dp_expr *now
     }
     a->wr = wr;
   }
-  a->wr[a->nwr] = (wrap){g, w, first};
-  if (dp_ptrmap_put(&a->wraps, x, (void *)(uintptr_t)(++a->nwr)) < 0) return NULL;
+  a->wr[a->nwr] = (wrap){x, w, a->head[gi]};
+  a->head[gi] = a->nwr++;
   return w;
 }
 
@@ -190,8 +190,9 @@ static void actx_free(actx *a) {
   for (uint32_t i = 0; i < a->nwr; i++) dp_release(a->wr[i].w);
   free(a->wr);
   free(a->mem);
+  free(a->first);
+  free(a->head);
   dp_ptrmap_free(&a->members);
-  dp_ptrmap_free(&a->wraps);
 }
 
 dp_expr *dp_dfp_annotate(dp_expr *body, const dp_dfp_placed *sets, uint32_t nsets, dp_err **err) {
@@ -201,10 +202,18 @@ dp_expr *dp_dfp_annotate(dp_expr *body, const dp_dfp_placed *sets, uint32_t nset
   a.nsets = nsets;
   dp_expr *r = NULL;
   a.places = dp_calloc(nsets ? nsets : 1, sizeof *a.places);
-  if (!a.places) {
+  a.first = dp_calloc(nsets ? nsets : 1, sizeof *a.first);
+  uint32_t ngroups = 0;
+  for (uint32_t k = 0; k < nsets; k++) {
+    if (a.first) a.first[k] = ngroups;
+    ngroups += sets[k].groups->n;
+  }
+  a.head = dp_malloc((ngroups ? ngroups : 1) * sizeof *a.head);
+  if (!a.places || !a.first || !a.head) {
     dp_err_set(err, oom());
     goto out;
   }
+  memset(a.head, 0xff, (ngroups ? ngroups : 1) * sizeof *a.head); /* DFP_NONE */
   for (uint32_t k = 0; k < nsets; k++) {
     if (!sets[k].vd) {
       dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "MergeAndAnnotate: a group set has no device"));

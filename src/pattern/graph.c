@@ -1,38 +1,43 @@
 /*
  * The indexed graph of an expression, as TVM's IndexedGraph: every
  * distinct node in post order (children in the order of expr.h), the
- * consumers of each node, and the post-dominator tree (a node's immediate
- * post-dominator is the nearest node every path from it to the root
- * passes). Dominator patterns and the grouper's "does this inner node
- * escape the group" test read it.
+ * children and consumers of each node by index, and the post-dominator
+ * tree (a node's immediate post-dominator is the nearest node every path
+ * from it to the root passes). The grouper walks it; dominator patterns
+ * and the grouper's "does this inner node escape the group" test read the
+ * post-dominators, which are built on first use.
  *
  * Operators, constructors and globals are left out: they are shared by
  * every call that names them, say nothing about dataflow, and would make
- * the dominator computation quadratic. Everything is built with explicit
- * stacks.
+ * the dominator computation quadratic. One hash lookup per edge to a
+ * shared node and one insertion per shared node; everything else is
+ * arrays. Explicit stacks only.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
 
-int dfp_graph_skips(const dp_expr *e) {
-  int k = e->h.kind;
-  return k == DP_OP || k == DP_CTOR || k == DP_GLOBAL;
-}
-
-uint32_t dfp_graph_find(const dfp_graph *g, const dp_expr *e) {
-  void **v = dp_ptrmap_get(&g->index, e);
+uint32_t dfp_graph_find(dfp_graph *g, const dp_expr *e) {
+  if (!g->found.cap && g->n) {
+    /* first lookup: every node by identity (building needed only the
+       shared ones) */
+    for (uint32_t i = 0; i < g->n; i++)
+      if (dp_ptrmap_put(&g->found, g->x[i], (void *)(uintptr_t)(i + 1)) < 0) {
+        dp_ptrmap_free(&g->found);
+        return DFP_NONE;
+      }
+  }
+  void **v = dp_ptrmap_get(&g->found, e);
   return v ? (uint32_t)((uintptr_t)*v - 1) : DFP_NONE;
-}
-
-int dfp_graph_dominates(const dfp_graph *g, uint32_t a, uint32_t b) {
-  if (a == DFP_NONE || b == DFP_NONE || a == b) return 0;
-  return g->tin[a] <= g->tin[b] && g->tout[b] <= g->tout[a];
 }
 
 void dfp_graph_free(dfp_graph *g) {
   free(g->x);
   dp_ptrmap_free(&g->index);
+  dp_ptrmap_free(&g->found);
+  free(g->pre2post);
+  free(g->kstart);
+  free(g->kids);
   free(g->ostart);
   free(g->outs);
   free(g->idom);
@@ -43,73 +48,121 @@ void dfp_graph_free(dfp_graph *g) {
 
 typedef struct gframe {
   dp_expr *e;
-  uint32_t i, n;
+  uint32_t i, n;     /* next child, children */
+  uint32_t pre;      /* pre order number */
+  uint32_t kbase;    /* where its children's numbers start on the scratch list */
 } gframe;
 
-/* Post order of the distinct nodes under root (each once). */
-static int number_nodes(dfp_graph *g, dp_expr *root) {
+typedef struct u32vec {
+  uint32_t *a;
+  uint32_t n, cap;
+} u32vec;
+
+static int u32_push(u32vec *v, uint32_t x) {
+  if (v->n == v->cap) {
+    void *a = v->a;
+    if (dp_grow(&a, &v->cap, v->n + 1, sizeof *v->a) < 0) return -1;
+    v->a = a;
+  }
+  v->a[v->n++] = x;
+  return 0;
+}
+
+/* Discovers node e (not seen yet) and pushes its frame. A node with one
+   reference has one parent, the one we came from: it cannot be reached
+   again, so only shared nodes need to be remembered. */
+static int discover(dfp_graph *g, gframe **st, uint32_t *sp, uint32_t *cap, dp_expr *e,
+                    uint32_t *pre, uint32_t kbase) {
+  if ((e->h.rc > 1 || *pre == 0) && dp_ptrmap_put(&g->index, e, (void *)(uintptr_t)(*pre + 1)) < 0)
+    return -1;
+  if (dp_grow((void **)st, cap, *sp + 1, sizeof **st) < 0) return -1;
+  (*st)[(*sp)++] = (gframe){e, 0, dp_expr_nchildren(e), (*pre)++, kbase};
+  return 0;
+}
+
+/* Post order, with each node's children (pre order numbers for now). */
+static int number_nodes(dfp_graph *g, dp_expr *root, u32vec *kids) {
   gframe *st = NULL;
-  uint32_t sp = 0, cap = 0, capx = 0;
-  void *xs = NULL;
+  uint32_t sp = 0, cap = 0, capx = 0, capk = 0, pre = 0;
+  u32vec scratch = {NULL, 0, 0}, p2p = {NULL, 0, 0};
   int rc = -1;
-  if (dp_ptrmap_put(&g->index, root, (void *)(uintptr_t)0) < 0) goto out;
-  if (dp_grow((void **)&st, &cap, 1, sizeof *st) < 0) goto out;
-  st[sp++] = (gframe){root, 0, dp_expr_nchildren(root)};
+  if (discover(g, &st, &sp, &cap, root, &pre, 0) < 0) goto out;
   while (sp) {
     gframe *f = &st[sp - 1];
     if (f->i < f->n) {
       dp_expr *kid = dp_expr_child(f->e, f->i++);
-      if (dfp_graph_skips(kid) || dp_ptrmap_get(&g->index, kid)) continue;
-      if (dp_ptrmap_put(&g->index, kid, (void *)(uintptr_t)0) < 0) goto out;
-      if (dp_grow((void **)&st, &cap, sp + 1, sizeof *st) < 0) goto out;
-      st[sp++] = (gframe){kid, 0, dp_expr_nchildren(kid)};
+      if (dfp_graph_skips(kid)) continue;
+      void **seen = kid->h.rc > 1 ? dp_ptrmap_get(&g->index, kid) : NULL;
+      if (seen) {
+        if (u32_push(&scratch, (uint32_t)((uintptr_t)*seen - 1)) < 0) goto out;
+        continue;
+      }
+      if (u32_push(&scratch, pre) < 0 || discover(g, &st, &sp, &cap, kid, &pre, scratch.n) < 0)
+        goto out;
     } else {
-      dp_expr *e = f->e;
+      gframe done = *f;
       sp--;
-      if (dp_grow(&xs, &capx, g->n + 1, sizeof(dp_expr *)) < 0) goto out;
-      ((dp_expr **)xs)[g->n] = e;
-      if (dp_ptrmap_put(&g->index, e, (void *)(uintptr_t)(g->n + 1)) < 0) goto out;
-      g->n++;
+      void *xs = g->x, *ks = g->kstart;
+      if (dp_grow(&xs, &capx, g->n + 1, sizeof *g->x) < 0) goto out;
+      g->x = xs;
+      if (dp_grow(&ks, &capk, g->n + 2, sizeof *g->kstart) < 0) goto out;
+      g->kstart = ks;
+      while (p2p.n <= done.pre)
+        if (u32_push(&p2p, DFP_NONE) < 0) goto out;
+      p2p.a[done.pre] = g->n;
+      g->kstart[g->n] = kids->n;
+      for (uint32_t k = done.kbase; k < scratch.n; k++)
+        if (u32_push(kids, scratch.a[k]) < 0) goto out;
+      scratch.n = done.kbase;
+      g->x[g->n++] = done.e;
     }
   }
+  g->kstart[g->n] = kids->n;
+  g->pre2post = p2p.a;
+  p2p.a = NULL;
   rc = 0;
 out:
-  g->x = xs;
   free(st);
+  free(scratch.a);
+  free(p2p.a);
   return rc;
 }
 
-/* Consumers in compressed rows; filled in post order, so each row is
-   sorted, which keeps the dominator intersection below linear on chains. */
-static int link_consumers(dfp_graph *g) {
+/* Children by post order index, and consumers in compressed rows; filled
+   in post order, so each row of consumers is sorted, which keeps the
+   dominator intersection below linear on chains. */
+static int link(dfp_graph *g, u32vec *kids) {
+  for (uint32_t k = 0; k < kids->n; k++) kids->a[k] = g->pre2post[kids->a[k]];
+  g->kids = kids->a;
+  kids->a = NULL;
+  uint32_t total = g->kstart[g->n];
   g->ostart = dp_calloc((size_t)g->n + 1, sizeof *g->ostart);
-  if (!g->ostart) return -1;
-  size_t total = 0;
-  for (uint32_t v = 0; v < g->n; v++) {
-    uint32_t nk = dp_expr_nchildren(g->x[v]);
-    for (uint32_t k = 0; k < nk; k++) {
-      uint32_t c = dfp_graph_find(g, dp_expr_child(g->x[v], k));
-      if (c != DFP_NONE) g->ostart[c + 1]++, total++;
-    }
-  }
-  for (uint32_t v = 0; v < g->n; v++) g->ostart[v + 1] += g->ostart[v];
   g->outs = dp_malloc((total ? total : 1) * sizeof *g->outs);
   uint32_t *fill = dp_malloc(((size_t)g->n + 1) * sizeof *fill);
-  if (!g->outs || !fill) {
+  if (!g->ostart || !g->outs || !fill) {
     free(fill);
     return -1;
   }
+  for (uint32_t k = 0; k < total; k++) g->ostart[g->kids[k] + 1]++;
+  for (uint32_t v = 0; v < g->n; v++) g->ostart[v + 1] += g->ostart[v];
   memcpy(fill, g->ostart, (size_t)g->n * sizeof *fill);
-  for (uint32_t v = 0; v < g->n; v++) {
-    uint32_t nk = dp_expr_nchildren(g->x[v]);
-    for (uint32_t k = 0; k < nk; k++) {
-      uint32_t c = dfp_graph_find(g, dp_expr_child(g->x[v], k));
-      if (c != DFP_NONE) g->outs[fill[c]++] = v;
-    }
-  }
+  for (uint32_t v = 0; v < g->n; v++)
+    for (uint32_t k = g->kstart[v]; k < g->kstart[v + 1]; k++) g->outs[fill[g->kids[k]]++] = v;
   free(fill);
   return 0;
 }
+
+int dfp_graph_build(dfp_graph *g, dp_expr *root) {
+  memset(g, 0, sizeof *g);
+  g->index = DP_PTRMAP_INIT;
+  u32vec kids = {NULL, 0, 0};
+  int rc = number_nodes(g, root, &kids) < 0 || link(g, &kids) < 0 ? -1 : 0;
+  free(kids.a);
+  if (rc < 0) dfp_graph_free(g);
+  return rc;
+}
+
+/* ---------------- post-dominators ---------------- */
 
 /* Immediate post-dominators, root first: a node's is the meeting point of
    its consumers' (Cooper, Harvey and Kennedy's intersection; post order
@@ -180,13 +233,16 @@ out:
   return rc;
 }
 
-int dfp_graph_build(dfp_graph *g, dp_expr *root) {
-  memset(g, 0, sizeof *g);
-  g->index = DP_PTRMAP_INIT;
-  if (number_nodes(g, root) < 0 || link_consumers(g) < 0 || post_dominators(g) < 0 ||
-      tree_intervals(g) < 0) {
-    dfp_graph_free(g);
-    return -1;
+int dfp_graph_dominates(dfp_graph *g, uint32_t a, uint32_t b) {
+  if (a == DFP_NONE || b == DFP_NONE || a == b) return 0;
+  if (!g->tout) {
+    if (post_dominators(g) < 0 || tree_intervals(g) < 0) {
+      free(g->idom);
+      free(g->tin);
+      free(g->tout);
+      g->idom = g->tin = g->tout = NULL;
+      return -1;
+    }
   }
-  return 0;
+  return g->tin[a] <= g->tin[b] && g->tout[b] <= g->tout[a];
 }

@@ -20,6 +20,7 @@ struct dp_dfp {
   uint32_t root;
   int finished;
   int has_dominator;
+  int has_fuzzy;          /* dominators or function patterns: the grouper looks for fuzzy matches */
   uint32_t *order;        /* the pattern graph in post order (user nodes from the root) */
   uint32_t norder;
   /* a quick test before matching at a root: the root's expression kind
@@ -30,14 +31,17 @@ struct dp_dfp {
 
 /* ---- the indexed graph of an expression (graph.c) ----
    Every distinct node reachable from the root except operators,
-   constructors and globals, in post order (children in expr.h order), with
-   its consumers and its immediate post-dominator. */
+   constructors and globals, in post order (children in expr.h order),
+   with its children and consumers by index, and (built on first use) its
+   immediate post-dominator. */
 typedef struct dfp_graph {
   uint32_t n;
   dp_expr **x;             /* post order; x[n-1] is the root */
-  dp_ptrmap index;         /* expression -> index + 1 */
-  uint32_t *ostart;        /* consumers of i: outs[ostart[i] .. ostart[i+1]) */
-  uint32_t *outs;
+  dp_ptrmap index;         /* shared expression -> pre order number + 1 (building) */
+  dp_ptrmap found;         /* expression -> post order index + 1 (first dfp_graph_find) */
+  uint32_t *pre2post;
+  uint32_t *kstart, *kids; /* children of i: kids[kstart[i] .. kstart[i+1]) */
+  uint32_t *ostart, *outs; /* consumers of i, likewise (sorted) */
   uint32_t *idom;          /* immediate post-dominator (DFP_NONE for the root) */
   uint32_t *tin, *tout;    /* the post-dominator tree as intervals */
 } dfp_graph;
@@ -45,17 +49,21 @@ typedef struct dfp_graph {
 int dfp_graph_build(dfp_graph *g, dp_expr *root);
 void dfp_graph_free(dfp_graph *g);
 /* Index of e, or DFP_NONE when e is not in the graph. */
-uint32_t dfp_graph_find(const dfp_graph *g, const dp_expr *e);
-/* Does a strictly post-dominate b (every path from b to the root passes a)? */
-int dfp_graph_dominates(const dfp_graph *g, uint32_t a, uint32_t b);
+uint32_t dfp_graph_find(dfp_graph *g, const dp_expr *e);
+/* Does a strictly post-dominate b (every path from b to the root passes
+   a)? 1, 0, or -1 when the dominator tree cannot be built (out of memory). */
+int dfp_graph_dominates(dfp_graph *g, uint32_t a, uint32_t b);
 /* Is e one of the nodes the graph leaves out (operators, constructors, globals)? */
-int dfp_graph_skips(const dp_expr *e);
+static inline int dfp_graph_skips(const dp_expr *e) {
+  int k = e->h.kind;
+  return k == DP_OP || k == DP_CTOR || k == DP_GLOBAL;
+}
 
 /* ---- the matcher (match.c) ---- */
 typedef struct dfp_matcher {
   const dp_dfp *p;
   const dp_dfp_host *host;
-  const dfp_graph *graph;        /* for dominators (NULL: built on demand over the root) */
+  dfp_graph *graph;              /* for dominators (NULL: built on demand over the root) */
   dfp_graph own;                 /* that graph, when built on demand */
   int own_built;
   const dp_dfp_opaque *opaque;
@@ -67,11 +75,14 @@ typedef struct dfp_matcher {
   struct dfp_frame *frames;
   uint32_t nframes, capframes;
   int memoize;                   /* TVM's memoize_ flag (off on a dominator's path) */
+  int imm;                       /* the result of a leaf matched on the spot */
   dp_err *err;
 } dfp_matcher;
 
 int dfp_matcher_init(dfp_matcher *m, const dp_dfp *p, const dp_dfp_host *host,
-                     const dfp_graph *graph, const dp_dfp_opaque *opaque);
+                     dfp_graph *graph, const dp_dfp_opaque *opaque);
+/* The quick test before a match at e: can p match there at all? */
+int dfp_root_may_match(const dp_dfp *p, const dp_expr *e);
 void dfp_matcher_free(dfp_matcher *m);
 /* Match at e: 1, 0, -1 (m->err set). The bindings stay in m->trail until
    dfp_matcher_reset. */

@@ -33,10 +33,13 @@ typedef struct dfp_frame {
   dp_expr *e;
 } dfp_frame;
 
-enum { PUSHED = 2 };
+/* step() results besides 0/1 (done) and -1 (error): PUSHED, a frame was
+   pushed; AGAIN, the frame called a leaf, whose result is already in
+   m->imm (no frame for leaves: most pattern nodes are). */
+enum { PUSHED = 2, AGAIN = 3 };
 
 int dfp_matcher_init(dfp_matcher *m, const dp_dfp *p, const dp_dfp_host *host,
-                     const dfp_graph *graph, const dp_dfp_opaque *opaque) {
+                     dfp_graph *graph, const dp_dfp_opaque *opaque) {
   memset(m, 0, sizeof *m);
   m->p = p;
   m->host = host;
@@ -94,18 +97,27 @@ static int push(dfp_matcher *m, uint32_t node, dp_expr *e, int path) {
     if (dp_grow(&f, &m->capframes, m->nframes + 1, sizeof *m->frames) < 0) return -1;
     m->frames = f;
   }
-  dfp_frame *f = &m->frames[m->nframes++];
-  memset(f, 0, sizeof *f);
-  f->node = node;
-  f->e = e;
-  f->path = (uint8_t)path;
-  f->wm = m->ntrail;
+  m->frames[m->nframes++] = (dfp_frame){.node = node, .e = e, .path = (uint8_t)path, .wm = m->ntrail};
   return PUSHED;
 }
 
-/* Continue frame fi in state `next` after matching node against e. */
+static int leaf(const dp_dfp_node *x, const dp_expr *e);
+
+/* Continue frame fi in state `next` after matching node against e. A leaf
+   is matched on the spot, as its own frame would: an earlier binding
+   decides, else the test, bound on success. */
 static int call(dfp_matcher *m, uint32_t fi, uint32_t next, uint32_t node, dp_expr *e) {
   m->frames[fi].state = next;
+  const dp_dfp_node *x = &m->p->nodes[node];
+  if (x->nkids == 0 && x->kind != DP_DFP_TUPLE && x->kind != DP_DFP_CALL && x->kind != DP_DFP_FN) {
+    if (m->memoize && m->first[node] != DFP_NONE) {
+      m->imm = m->trail[m->first[node]].expr == e;
+      return AGAIN;
+    }
+    m->imm = leaf(x, e);
+    if (m->imm && bind(m, node, e) < 0) return -1;
+    return AGAIN;
+  }
   return push(m, node, e, 0);
 }
 
@@ -124,6 +136,9 @@ static int leaf(const dp_dfp_node *x, const dp_expr *e) {
   case DP_DFP_VAR:
     return e->h.kind == DP_VAR && (!x->name || strcmp(x->name, ((const dp_var *)e)->name) == 0);
   case DP_DFP_CONST: return e->h.kind == DP_CONST;
+  case DP_DFP_OPKIND:
+    return e->h.kind == DP_OP && ((const dp_op *)e)->pattern >= 0 &&
+           ((x->kinds >> ((const dp_op *)e)->pattern) & 1);
   case DP_DFP_EXPR: /* TVM: structural equality, a variable only equal to itself */
     if (x->expr == e) return 1;
     return x->expr->h.kind != DP_VAR && e->h.kind == x->expr->h.kind && dp_expr_equal(x->expr, e, NULL);
@@ -267,6 +282,7 @@ static int step_dominates(dfp_matcher *m, uint32_t fi, int ret) {
       m->own_built = 1;
       m->graph = &m->own;
     }
+    /* -1 (no memory for the dominator tree) stops the match */
     return dfp_graph_dominates(m->graph, dfp_graph_find(m->graph, f->e),
                                dfp_graph_find(m->graph, m->trail[b].expr));
   }
@@ -339,6 +355,7 @@ static int step(dfp_matcher *m, uint32_t fi, int ret) {
   }
   switch (x->kind) {
   case DP_DFP_WILD: case DP_DFP_VAR: case DP_DFP_CONST: case DP_DFP_EXPR: case DP_DFP_OP:
+  case DP_DFP_OPKIND:
     return leaf(x, e);
   case DP_DFP_CALL: return step_call(m, fi, ret);
   case DP_DFP_FN: return step_fn(m, fi, ret);
@@ -402,16 +419,24 @@ static int complete(dfp_matcher *m, int r) {
   return 0;
 }
 
+int dfp_root_may_match(const dp_dfp *p, const dp_expr *e) {
+  if (p->root_kind && (int)e->h.kind != p->root_kind) return 0;
+  return !p->root_op || ((const dp_call *)e)->fn == p->root_op;
+}
+
 int dfp_matcher_run(dfp_matcher *m, dp_expr *e) {
   const dp_dfp *p = m->p;
-  if (p->root_kind && (int)e->h.kind != p->root_kind) return 0;
-  if (p->root_op && ((const dp_call *)e)->fn != p->root_op) return 0;
+  if (!dfp_root_may_match(p, e)) return 0;
   if (push(m, p->root, e, 0) < 0) goto oom;
   int ret = 0;
   while (m->nframes) {
     int r = step(m, m->nframes - 1, ret);
     if (r == PUSHED) {
       ret = 0;
+      continue;
+    }
+    if (r == AGAIN) {
+      ret = m->imm;
       continue;
     }
     if (r < 0) {

@@ -18,7 +18,10 @@ dp_dfp *dp_dfp_new(uint32_t n) {
     free(p);
     return NULL;
   }
-  for (uint32_t i = 0; i < n; i++) p->nodes[i].kind = DP_DFP_WILD;
+  for (uint32_t i = 0; i < n; i++) {
+    p->nodes[i].kind = DP_DFP_WILD;
+    p->nodes[i].input_rank = DFP_NONE;
+  }
   p->n = p->nuser = n;
   p->root = DFP_NONE;
   return p;
@@ -58,6 +61,7 @@ static int kids_fit(const dp_dfp_node *x) {
   int any = x->flags & DP_DFPF_ANY;
   switch (x->kind) {
   case DP_DFP_WILD: case DP_DFP_VAR: case DP_DFP_CONST: case DP_DFP_EXPR: case DP_DFP_OP:
+  case DP_DFP_OPKIND:
     return x->nkids == 0;
   case DP_DFP_CALL: case DP_DFP_FN: return any ? x->nkids == 1 : x->nkids >= 1;
   case DP_DFP_TUPLE: return any ? x->nkids == 0 : 1;
@@ -106,6 +110,7 @@ int dp_dfp_set(dp_dfp *p, uint32_t i, const dp_dfp_node *proto, dp_err **err) {
   dp_retain(x.type);
   dp_retain(x.attrs);
   clear_node(&p->nodes[i]);
+  x.input_rank = DFP_NONE;
   p->nodes[i] = x;
   return 0;
 }
@@ -144,6 +149,7 @@ static uint32_t synth(dp_dfp *p, uint32_t callee, uint32_t a, uint32_t b) {
   }
   dp_dfp_node *x = &p->nodes[p->n];
   memset(x, 0, sizeof *x);
+  x->input_rank = DFP_NONE;
   x->kids = dp_malloc(3 * sizeof *x->kids);
   if (!x->kids) return DFP_NONE;
   x->kind = DP_DFP_CALL;
@@ -215,8 +221,16 @@ static int order_graph(dp_dfp *p) {
         stack[sp++] = 0;
       }
     } else {
+      const dp_dfp_node *x = &p->nodes[i];
+      int any = x->flags & DP_DFPF_ANY;
+      if (x->nkids == 0 || (any && (x->kind == DP_DFP_CALL || x->kind == DP_DFP_TUPLE)))
+        p->nodes[i].input_rank = p->norder;
       p->order[p->norder++] = i;
-      if (p->nodes[i].kind == DP_DFP_DOMINATES) p->has_dominator = 1;
+      if (p->nodes[i].kind == DP_DFP_DOMINATES) {
+        p->has_dominator = p->has_fuzzy = 1;
+        p->nodes[p->nodes[i].kids[0]].fuzzy = p->nodes[p->nodes[i].kids[1]].fuzzy = 1;
+      }
+      if (p->nodes[i].kind == DP_DFP_FN) p->has_fuzzy = 1;
       sp -= 2;
     }
   }

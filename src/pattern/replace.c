@@ -98,8 +98,13 @@ static dp_func *composite_fn(const dp_dfp_group *g, const char *name, dp_err **e
   dp_rewriter rw = {param_for, keep_rebuilt, &x};
   body = dp_rewrite(g->root, &rw, err);
   if (!body) goto out;
-  attrs = composite_attrs(name, g->label, err);
-  if (!attrs) goto out;
+  char *label = dp_dfp_group_label(g);
+  attrs = label ? composite_attrs(name, label, err) : NULL;
+  free(label);
+  if (!attrs) {
+    if (!label) dp_err_set(err, oom());
+    goto out;
+  }
   fn = dp_func_new(g->ninputs, params, body, NULL, attrs, NULL, DP_NOSPAN);
   if (!fn) goto oom;
   goto out;
