@@ -4,9 +4,10 @@
  * device so that the planner runs each of their calls there and copies
  * only what crosses the group's boundary:
  * - every call of a group (in the group's own dataflow, not inside a
- *   function literal it holds), and its root whatever it is, becomes
- *   on_device(x, virtual_device=vd): the call runs on vd, its result may
- *   be copied wherever its users are;
+ *   function literal it holds), and its root whatever it is, is read from
+ *   outside the group through on_device(x, virtual_device=vd): the call
+ *   runs on vd, its result may be copied wherever its users are; the
+ *   group's own nodes read it directly, so each side has its own domain;
  * - every input of a group that no group computes is read, by the
  *   group's nodes only, through on_device(input, virtual_device=vd,
  *   constrain_body=False, constrain_result=True): it arrives on vd, and is
@@ -28,7 +29,8 @@ typedef struct place {
 
 typedef struct member {
   uint32_t set, group;
-  uint8_t wrapped;        /* the group wraps this node in on_device */
+  uint8_t wrapped;        /* read from outside the group through on_device */
+  dp_expr *raw;           /* the rebuilt node the group's own nodes read (owned) */
 } member;
 
 /* A wrapper made for input x of one group. */
@@ -98,7 +100,7 @@ static int add_members(actx *a, uint32_t k, uint32_t gi) {
       if (dp_grow(&m, &a->capmem, a->nmem + 1, sizeof *a->mem) < 0) goto out;
       a->mem = m;
     }
-    a->mem[a->nmem] = (member){k, gi, (uint8_t)wraps_node(g, e)};
+    a->mem[a->nmem] = (member){k, gi, (uint8_t)wraps_node(g, e), NULL};
     if (dp_ptrmap_put(&a->members, e, (void *)(uintptr_t)(++a->nmem)) < 0) goto out;
     if (e->h.kind == DP_FUNC) continue;
     for (uint32_t c = 0; c < dp_expr_nchildren(e); c++) {
@@ -150,7 +152,7 @@ static dp_expr *input_wrapper(actx *a, const member *m, dp_expr *x, dp_expr *now
 
 static dp_expr *a_post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   actx *a = ud;
-  const member *m = member_of(a, orig);
+  member *m = (member *)member_of(a, orig);
   if (!m) return dp_retain(rebuilt);
   const dp_dfp_group *g = &a->sets[m->set].groups->items[m->group];
   uint32_t n = dp_expr_nchildren(orig);
@@ -161,19 +163,20 @@ static dp_expr *a_post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) 
     dp_expr *x = dp_expr_child(orig, c);
     kids[c] = dp_expr_child(rebuilt, c);
     const member *xm = member_of(a, x);
-    if (!is_input_of(g, x) || (xm && xm->wrapped) || orig->h.kind == DP_FUNC) continue;
+    if (xm && xm->set == m->set && xm->group == m->group && xm->raw) {
+      kids[c] = xm->raw; /* inside the group: no wrapper between its nodes */
+      continue;
+    }
+    if (!is_input_of(g, x) || (xm && xm->wrapped) || orig->h.kind == DP_FUNC ||
+        (orig->h.kind == DP_LET && c == 0))
+      continue;
     if (!(kids[c] = input_wrapper(a, m, x, kids[c]))) goto oom;
   }
-  r = dp_expr_with_children(rebuilt, kids);
-  if (!r) goto oom;
-  if (m->wrapped) {
-    dp_expr *w = (dp_expr *)dp_call_new(&a->on_device->e, 1, &r, a->places[m->set].body_attrs,
-                                        orig->span);
-    dp_release(r);
-    r = w;
-    if (!r) goto oom;
-  }
+  if (!(m->raw = dp_expr_with_children(rebuilt, kids))) goto oom;
   if (kids != small) free(kids);
+  if (!m->wrapped) return dp_retain(m->raw);
+  r = (dp_expr *)dp_call_new(&a->on_device->e, 1, &m->raw, a->places[m->set].body_attrs, orig->span);
+  if (!r) dp_err_set(err, oom());
   return r;
 oom:
   if (kids != small) free(kids);
@@ -189,6 +192,7 @@ static void actx_free(actx *a) {
   free(a->places);
   for (uint32_t i = 0; i < a->nwr; i++) dp_release(a->wr[i].w);
   free(a->wr);
+  for (uint32_t i = 0; i < a->nmem; i++) dp_release(a->mem[i].raw);
   free(a->mem);
   free(a->first);
   free(a->head);
