@@ -52,6 +52,7 @@ typedef struct pctx {
   dp_partition_by by;
   dp_module *out;
   const char *fname;
+  uint32_t next_name[64]; /* per device type: the next hoisted function's number */
   dp_err *err;
   /* the graph, in post order */
   uint32_t n;
@@ -374,14 +375,17 @@ static int list_regions(pctx *c) {
   return 0;
 }
 
-/* A fresh global name <function>_<device type>_<n>. */
+/* A fresh global name <function>_<device type>_<n>, n counting per device
+   type from where the last one stopped. */
 static dp_global *fresh_global(pctx *c, dp_vdev *vd) {
-  const char *dev = vd ? dp_device_type_name(vd->device_type) : NULL;
+  int t = vd && vd->device_type > 0 && vd->device_type < 64 ? vd->device_type : 0;
+  const char *dev = t ? dp_device_type_name(t) : NULL;
   char name[256];
-  for (uint32_t k = 0;; k++) {
-    snprintf(name, sizeof name, "%.200s_%s_%u", c->fname, dev ? dev : "device", k);
+  for (;; c->next_name[t]++) {
+    snprintf(name, sizeof name, "%.200s_%s_%u", c->fname, dev ? dev : "device", c->next_name[t]);
     if (!dp_module_func(c->out, name) && !dp_module_primfn(c->out, name)) break;
   }
+  c->next_name[t]++;
   return dp_global_new(name, DP_NOSPAN);
 }
 
@@ -601,7 +605,7 @@ static void pctx_clear(pctx *c) {
   dp_module *out = c->out;
   dp_partition_by by = c->by;
   dp_err *err = c->err;
-  memset(c, 0, sizeof *c);
+  memset(c, 0, sizeof *c); /* the name counters too: they count per function */
   c->d = d;
   c->out = out;
   c->by = by;
