@@ -101,7 +101,8 @@ describe("MergeAndAnnotate", function()
   it("annotates and plans a " .. N .. "-call chain", function()
     local x = dp.var("x", dp.type.tensor({4}, "float32"), {virtual_device = CPU})
     local e = x
-    for i = 1, N do
+    local n = N - N % 3 -- whole triples: negative, exp, add
+    for i = 1, n do
       local k = i % 3
       e = k == 1 and dp.call("negative", {e}) or k == 2 and dp.call("exp", {e}) or dp.call("add", {e, x})
     end
@@ -109,6 +110,6 @@ describe("MergeAndAnnotate", function()
     local pair = P.op("exp")(P.op("negative")(W()))
     local planned = dp.passes.PlanDevices(cfg)(dp.passes.MergeAndAnnotate{{name = "pair", pattern = pair, device = GPU}}(mod))
     -- each pair runs on the GPU between two adds on the CPU: one copy in, one out
-    assert.equal(2 * (N // 3), t.count_calls(planned, "device_copy"))
+    assert.equal(2 * (n // 3), t.count_calls(planned, "device_copy"))
   end)
 end)
