@@ -53,21 +53,6 @@ typedef struct gframe {
   uint32_t kbase;    /* where its children's numbers start on the scratch list */
 } gframe;
 
-typedef struct u32vec {
-  uint32_t *a;
-  uint32_t n, cap;
-} u32vec;
-
-static int u32_push(u32vec *v, uint32_t x) {
-  if (v->n == v->cap) {
-    void *a = v->a;
-    if (dp_grow(&a, &v->cap, v->n + 1, sizeof *v->a) < 0) return -1;
-    v->a = a;
-  }
-  v->a[v->n++] = x;
-  return 0;
-}
-
 /* Discovers node e (not seen yet) and pushes its frame. A node with one
    reference has one parent, the one we came from: it cannot be reached
    again, so only shared nodes need to be remembered. */
@@ -81,10 +66,10 @@ static int discover(dfp_graph *g, gframe **st, uint32_t *sp, uint32_t *cap, dp_e
 }
 
 /* Post order, with each node's children (pre order numbers for now). */
-static int number_nodes(dfp_graph *g, dp_expr *root, u32vec *kids) {
+static int number_nodes(dfp_graph *g, dp_expr *root, dfp_u32s *kids) {
   gframe *st = NULL;
   uint32_t sp = 0, cap = 0, capx = 0, capk = 0, pre = 0;
-  u32vec scratch = {NULL, 0, 0}, p2p = {NULL, 0, 0};
+  dfp_u32s scratch = {NULL, 0, 0}, p2p = {NULL, 0, 0};
   int rc = -1;
   if (discover(g, &st, &sp, &cap, root, &pre, 0) < 0) goto out;
   while (sp) {
@@ -94,10 +79,10 @@ static int number_nodes(dfp_graph *g, dp_expr *root, u32vec *kids) {
       if (dfp_graph_skips(kid)) continue;
       void **seen = kid->h.rc > 1 ? dp_ptrmap_get(&g->index, kid) : NULL;
       if (seen) {
-        if (u32_push(&scratch, (uint32_t)((uintptr_t)*seen - 1)) < 0) goto out;
+        if (dfp_u32s_push(&scratch, (uint32_t)((uintptr_t)*seen - 1)) < 0) goto out;
         continue;
       }
-      if (u32_push(&scratch, pre) < 0 || discover(g, &st, &sp, &cap, kid, &pre, scratch.n) < 0)
+      if (dfp_u32s_push(&scratch, pre) < 0 || discover(g, &st, &sp, &cap, kid, &pre, scratch.n) < 0)
         goto out;
     } else {
       gframe done = *f;
@@ -108,11 +93,11 @@ static int number_nodes(dfp_graph *g, dp_expr *root, u32vec *kids) {
       if (dp_grow(&ks, &capk, g->n + 2, sizeof *g->kstart) < 0) goto out;
       g->kstart = ks;
       while (p2p.n <= done.pre)
-        if (u32_push(&p2p, DFP_NONE) < 0) goto out;
+        if (dfp_u32s_push(&p2p, DFP_NONE) < 0) goto out;
       p2p.a[done.pre] = g->n;
       g->kstart[g->n] = kids->n;
       for (uint32_t k = done.kbase; k < scratch.n; k++)
-        if (u32_push(kids, scratch.a[k]) < 0) goto out;
+        if (dfp_u32s_push(kids, scratch.a[k]) < 0) goto out;
       scratch.n = done.kbase;
       g->x[g->n++] = done.e;
     }
@@ -131,7 +116,7 @@ out:
 /* Children by post order index, and consumers in compressed rows; filled
    in post order, so each row of consumers is sorted, which keeps the
    dominator intersection below linear on chains. */
-static int link(dfp_graph *g, u32vec *kids) {
+static int link(dfp_graph *g, dfp_u32s *kids) {
   for (uint32_t k = 0; k < kids->n; k++) kids->a[k] = g->pre2post[kids->a[k]];
   g->kids = kids->a;
   kids->a = NULL;
@@ -155,7 +140,7 @@ static int link(dfp_graph *g, u32vec *kids) {
 int dfp_graph_build(dfp_graph *g, dp_expr *root) {
   memset(g, 0, sizeof *g);
   g->index = DP_PTRMAP_INIT;
-  u32vec kids = {NULL, 0, 0};
+  dfp_u32s kids = {NULL, 0, 0};
   int rc = number_nodes(g, root, &kids) < 0 || link(g, &kids) < 0 ? -1 : 0;
   free(kids.a);
   if (rc < 0) dfp_graph_free(g);

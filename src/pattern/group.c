@@ -31,6 +31,16 @@ int dfp_vec_push(dfp_vec *v, void *x) {
   return 0;
 }
 
+int dfp_u32s_push(dfp_u32s *v, uint32_t x) {
+  if (v->n == v->cap) {
+    void *a = v->a;
+    if (dp_grow(&a, &v->cap, v->n + 1, sizeof *v->a) < 0) return -1;
+    v->a = a;
+  }
+  v->a[v->n++] = x;
+  return 0;
+}
+
 /* ---------------- the opaque set ---------------- */
 
 struct dp_dfp_opaque {

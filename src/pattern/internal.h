@@ -95,11 +95,17 @@ int dfp_attrs_hold(const dp_attrs *want, const dp_expr *e);
 /* The opaque set (group.c). */
 int dfp_opaque_has(const dp_dfp_opaque *o, const dp_expr *e);
 
-/* A growable array of pointers. */
+/* Growable arrays of pointers and of indices (group.c). */
 typedef struct dfp_vec {
   void **items;
   uint32_t n, cap;
 } dfp_vec;
 int dfp_vec_push(dfp_vec *v, void *x);
+
+typedef struct dfp_u32s {
+  uint32_t *a;
+  uint32_t n, cap;
+} dfp_u32s;
+int dfp_u32s_push(dfp_u32s *v, uint32_t x);
 
 #endif

@@ -32,11 +32,6 @@
 enum { C_LEAF = 0, C_WRAP, C_MEMBER, C_BARRIER };
 #define MULTI UINT32_MAX
 
-typedef struct rvec {
-  uint32_t *a;
-  uint32_t n, cap;
-} rvec;
-
 typedef struct region {
   dp_global *global;     /* the hoisted function (owned) */
   uint32_t first, nmem;  /* its members: mem[first .. first + nmem) */
@@ -65,7 +60,7 @@ typedef struct pctx {
   /* regions: union-find over node indices */
   uint32_t *uf, *remaining, *stamp, clock;
   uint8_t *closed, *hascall, *isout;
-  rvec *restr;
+  dfp_u32s *restr;
   /* hoisted regions */
   uint32_t *rid;        /* rep -> region number + 1 */
   region *regs;
@@ -233,21 +228,11 @@ static uint32_t find(pctx *c, uint32_t v) {
   return v;
 }
 
-static int rpush(rvec *r, uint32_t id) {
-  if (r->n == r->cap) {
-    void *a = r->a;
-    if (dp_grow(&a, &r->cap, r->n + 1, sizeof *r->a) < 0) return -1;
-    r->a = a;
-  }
-  r->a[r->n++] = id;
-  return 0;
-}
-
 /* Adds region r (a representative) to acc unless closed or there already. */
-static int add_restr(pctx *c, rvec *acc, uint32_t r) {
+static int add_restr(pctx *c, dfp_u32s *acc, uint32_t r) {
   if (c->closed[r] || c->stamp[r] == c->clock) return 0;
   c->stamp[r] = c->clock;
-  return rpush(acc, r);
+  return dfp_u32s_push(acc, r);
 }
 
 static int same_place(const pctx *c, uint32_t a, uint32_t b) {
@@ -256,7 +241,7 @@ static int same_place(const pctx *c, uint32_t a, uint32_t b) {
 }
 
 /* One member or barrier v, in topological order. */
-static int visit(pctx *c, uint32_t v, rvec *parents, rvec *acc) {
+static int visit(pctx *c, uint32_t v, dfp_u32s *parents, dfp_u32s *acc) {
   dp_expr *e = c->x[v];
   parents->n = acc->n = 0;
   c->clock++;
@@ -266,12 +251,12 @@ static int visit(pctx *c, uint32_t v, rvec *parents, rvec *acc) {
     uint32_t r = find(c, p);
     if (c->stamp[r] != c->clock) {
       c->stamp[r] = c->clock;
-      if (rpush(parents, r) < 0) return -1;
+      if (dfp_u32s_push(parents, r) < 0) return -1;
     }
   }
   c->clock++; /* the stamp now marks acc */
   for (uint32_t i = 0; i < parents->n; i++) {
-    rvec *pr = &c->restr[parents->a[i]];
+    dfp_u32s *pr = &c->restr[parents->a[i]];
     for (uint32_t j = 0; j < pr->n; j++)
       if (add_restr(c, acc, find(c, pr->a[j])) < 0) return -1;
   }
@@ -284,11 +269,11 @@ static int visit(pctx *c, uint32_t v, rvec *parents, rvec *acc) {
     c->remaining[v] += c->remaining[p];
     c->hascall[v] |= c->hascall[p];
     free(c->restr[p].a);
-    c->restr[p] = (rvec){NULL, 0, 0};
+    c->restr[p] = (dfp_u32s){NULL, 0, 0};
   }
   free(c->restr[v].a);
   c->restr[v] = *acc;
-  *acc = (rvec){NULL, 0, 0};
+  *acc = (dfp_u32s){NULL, 0, 0};
   /* v's reads are done: regions with no reader left are closed */
   for (uint32_t k = 0; k < nkids(e); k++) {
     uint32_t p = producer(c, v, k);
@@ -308,7 +293,7 @@ static int make_regions(pctx *c) {
       }
   uint32_t root = c->base[c->n - 1];
   if (flows(c, root)) c->remaining[root]++; /* the function's result: never closed */
-  rvec parents = {NULL, 0, 0}, acc = {NULL, 0, 0};
+  dfp_u32s parents = {NULL, 0, 0}, acc = {NULL, 0, 0};
   int rc = 0;
   for (uint32_t v = 0; v < c->n && rc == 0; v++) {
     if (!flows(c, v)) continue;
