@@ -107,7 +107,8 @@ function M.MergeComposite(rules)
           local merged = groups:composite(checked(rule, groups), rule.name)
           if not rawequal(merged, body) then
             -- typed again before the next rule: its checks read the types
-            mod = core.infer_type(mod:with_function(name, C.with_body(mod[name], merged)))
+            mod = mod:with_function(name, C.with_body(mod[name], merged))
+            core.infer_expr(mod[name], mod)
           end
         end
       end
@@ -131,7 +132,8 @@ function M.MergeAndAnnotate(rules)
         end
       end
       if #sets > 0 then
-        mod = core.infer_type(mod:with_function(name, C.with_body(mod[name], C.annotate(body, sets))))
+        mod = mod:with_function(name, C.with_body(mod[name], C.annotate(body, sets)))
+        core.infer_expr(mod[name], mod)
       end
     end)
     return mod

@@ -448,7 +448,7 @@ local function check_rules(rules, who)
   local out = {}
   for i, r in ipairs(rules) do
     if type(r) ~= "table" then error(("%s: rule %d must be {pattern, function}"):format(who, i), 3) end
-    local p, f = r[1] or r.pattern, r[2] or r.rewrite
+    local p, f = r[1], r[2]
     check_pattern(p, who, "the pattern of rule " .. i, 3)
     if type(f) ~= "function" then
       error(("%s: rule %d needs a function(captures) returning the replacement"):format(who, i), 3)
@@ -510,7 +510,7 @@ function M.rewrite(x, rules, opts)
     local body = rewrite_body(f[2].body, rs, o, function(b)
       if rawequal(b, mod[name].body) then return b end
       mod = mod:with_function(name, C.with_body(mod[name], b))
-      if typed then core.infer_type(mod) end
+      if typed then core.infer_expr(mod[name], mod) end
       return mod[name].body
     end)
     if not rawequal(body, mod[name].body) then mod = mod:with_function(name, C.with_body(mod[name], body)) end
