@@ -52,13 +52,14 @@ project "devplan_module"
     targetdir "build/asan/lib"
   configuration {}
 
--- The executable: embedded Lua 5.4 with the module preloaded.
+-- The executable: embedded Lua 5.4 with the module preloaded; the REPL's line
+-- editing is libedit (Debian: libedit-dev), see src/cli/term.c.
 project "devplan"
   kind "ConsoleApp"
   targetdir "bin"
   includedirs { LUA_INC }
   files { "src/cli/*.c", "src/lua/*.c" }
-  links { "devplan_core", LUA_LIB, "m", "dl" }
+  links { "devplan_core", LUA_LIB, "edit", "m", "dl" }
   linkoptions { "-Wl,-E" }
   configuration "asan"
     targetdir "build/asan/bin"

@@ -14,7 +14,8 @@
 -- the pass either way. "result B/call" is the heap the planned module
 -- keeps after the pass (0 without the counter): peak minus result is the
 -- planner's own working memory. The last column is the time of each size over the previous
--- size's (1M/100k should stay within 12x, i.e. near-linear).
+-- size's (1M/100k should stay within 12x, i.e. near-linear). "verify s" is
+-- dp.planner.verify on the planned module, with the input.
 -- Usage: bin/devplan bench/plan.lua [N ...]   (default 10000 100000 1000000)
 --        DEVPLAN_BENCH_REPEAT=3 (default 1), DEVPLAN_BENCH_SHAPES="chain let"
 local dp = require "devplan"
@@ -70,9 +71,24 @@ for s in (os.getenv("DEVPLAN_BENCH_SHAPES") or "chain let branchy"):gmatch("%S+"
 end
 
 local HEAP = os.getenv("DEVPLAN_HEAP_PEAK") ~= nil
-print(("%-8s %10s %10s %12s %12s %10s %10s"):format("shape", "calls", "plan s",
+-- The planned module checked by dp.planner.verify against the input (CPU
+-- seconds, best of REPEAT): the verifier must stay linear too.
+local function verify_secs(mod)
+  local planned = dp.passes.PlanDevices(config)(mod)
+  local best = math.huge
+  for _ = 1, REPEAT do
+    full_gc()
+    local t0 = os.clock()
+    local _, total = dp.planner.verify(planned, config, {input = mod})
+    best = math.min(best, os.clock() - t0)
+    assert(total == 0, "the plan does not verify")
+  end
+  return best
+end
+
+print(("%-8s %10s %10s %12s %12s %10s %10s %10s"):format("shape", "calls", "plan s",
   HEAP and "heap B/call" or "rss B/call", "result B/call",
-  "ns/call", "x prev"))
+  "ns/call", "x prev", "verify s"))
 for _, shape in ipairs(shapes) do
   local prev_secs
   for _, n in ipairs(sizes) do
@@ -85,8 +101,8 @@ for _, shape in ipairs(shapes) do
       if p > peak then peak, kept = p, k end
     end
     local ratio = prev_secs and ("%10.1f"):format(best / prev_secs) or ("%10s"):format("-")
-    print(("%-8s %10d %10.3f %12.0f %12.0f %10.0f %s"):format(shape, n, best, peak / n,
-      kept / n, best * 1e9 / n, ratio))
+    print(("%-8s %10d %10.3f %12.0f %12.0f %10.0f %s %10.3f"):format(shape, n, best, peak / n,
+      kept / n, best * 1e9 / n, ratio, verify_secs(mod)))
     prev_secs = best
     mod = nil
     full_gc()

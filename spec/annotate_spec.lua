@@ -16,7 +16,7 @@ describe("AnnotateVirtualDevices", function()
       local annotated = dp.passes.AnnotateVirtualDevices(rules)(plain)
       local expected = dp.parse(t.read_file(dir .. name .. ".annotated.relay"), t.META)
       assert.structurally_equal(annotated, expected)
-      local planned = dp.passes.PlanDevices(t.config("cpu"))(annotated)
+      local planned = t.plan(t.config("cpu"))(annotated)
       assert.structurally_equal(planned, dp.parse(t.read_file(dir .. name .. ".planned.relay"), t.META))
     end)
   end

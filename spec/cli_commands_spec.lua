@@ -7,17 +7,7 @@ local testing = require "devplan.testing"
 local EXE = os.getenv("DEVPLAN_EXE") or "bin/devplan"
 if EXE:find("/", 1, true) and EXE:sub(1, 1) ~= "/" then EXE = assert(os.getenv("PWD")) .. "/" .. EXE end
 
-local temps = {}
-local function temp(text, ext)
-  local base = os.tmpname()
-  local name = base .. (ext or ".relay")
-  local f = assert(io.open(name, "w"))
-  f:write(text)
-  f:close()
-  temps[#temps + 1] = base
-  temps[#temps + 1] = name
-  return name
-end
+local temp = testing.temp_file
 
 -- exit status, standard output, standard error
 local function run(args, cwd)
@@ -70,15 +60,17 @@ local PALETTE = {VirtualDevice = {dp.VirtualDevice{device_type = "cpu", virtual_
 local config = testing.config
 
 describe("devplan subcommands", function()
-  teardown(function() for _, p in ipairs(temps) do os.remove(p) end end)
+  teardown(testing.remove_temp_files)
 
   it("are listed by --help, with the meta palette convention", function()
     local code, out = run("--help")
     assert.equal(0, code)
-    assert.truthy(has(out, "parse FILE.relay [--meta META.lua] [--types]"), out)
-    assert.truthy(has(out, "plan FILE.relay --target T"), out)
+    for _, c in ipairs{"parse ", "plan ", "opt ", "help "} do assert.truthy(has(out, "\n  " .. c), c) end
     assert.truthy(has(out, "meta[VirtualDevice][0] is the CPU"), out)
     assert.truthy(has(out, "-e CODE"), out) -- the script usage is still there
+    local code2, out2 = run("help")
+    assert.equal(0, code2)
+    assert.equal(out, out2)
     code, out = run("plan --help")
     assert.equal(0, code)
     for _, opt in ipairs{"--target", "--host", "--default", "--meta", "--strict", "--explain"} do
@@ -229,13 +221,13 @@ return {VirtualDevice = {dp.VirtualDevice{device_type = "cpu"}, dp.VirtualDevice
     it("reports usage and configuration errors, status 1", function()
       local f = temp(SIMPLE)
       local cases = {
-        {"plan " .. f, "at least one --target is needed"},
+        {"plan " .. f .. " --report xml", "--report takes text or json"},
         {"plan " .. f .. " --target tpu", "unknown target kind 'tpu'"},
         {"plan " .. f .. " --target llvm --default tpu", "unknown device type 'tpu'"},
         {"plan " .. f .. " --target llvm --bogus", "devplan plan: unknown option '--bogus'"},
         {"plan " .. f .. " --target", "--target needs a value"},
         {"plan " .. f .. " " .. f .. " --target llvm", "one file expected"},
-        {"parse", "a FILE.relay is needed"},
+        {"parse", "a FILE is needed"},
         {"parse " .. f .. " --types=yes", "--types takes no value"},
       }
       for _, c in ipairs(cases) do

@@ -14,23 +14,28 @@ describe("CompilationConfig", function()
   describe("rule 1: the host target", function()
     it("is the host given explicitly, without a host of its own", function()
       local c = config{targets = {"cuda -host=c"}, host = dp.Target("llvm -mcpu=skylake")}
-      assert.equal("llvm -mcpu=skylake", tostring(c.host_target))
+      assert.is_true(rawequal(dp.Target("llvm -mcpu=skylake"), c.host_target))
+      assert.is_true(rawequal(dp.Target("llvm"), config{targets = {"cuda"}, host = "llvm -host=c"}.host_target))
     end)
     it("else the host of the first target that has one", function()
-      local c = config{targets = {"cuda", "opencl -host='llvm -mcpu=a'", "vulkan -host=c"}}
-      assert.equal("llvm -mcpu=a", tostring(c.host_target))
+      local c = config{targets = {"cuda", "opencl -host='llvm -mcpu=a'", "vulkan -host=c"},
+                       default_device_type = "cuda"}
+      assert.is_true(rawequal(dp.Target("llvm -mcpu=a"), c.host_target))
     end)
     it("else the first cpu target, without its host", function()
-      local c = config{targets = {"cuda", "c -mcpu=x", "llvm"}}
-      assert.equal("c -mcpu=x", tostring(c.host_target))
+      local c = config{targets = {"cuda", "c -mcpu=x -host=llvm", "llvm"}, host = nil}
+      assert.is_true(rawequal(dp.Target("llvm"), c.host_target)) -- a host given by a target comes first
+      c = config{targets = {"cuda", "c -mcpu=x", "llvm"}}
+      assert.is_true(rawequal(dp.Target("c -mcpu=x"), c.host_target))
     end)
     it("else the first hexagon target", function()
       local c = config{targets = {"cuda", "hexagon -mcpu=v68"}, default_device_type = "cuda"}
-      assert.equal("hexagon -mcpu=v68", tostring(c.host_target))
+      assert.is_true(rawequal(dp.Target("hexagon -mcpu=v68"), c.host_target))
     end)
     it("else a default llvm target", function()
-      local c = config{targets = {"cuda", "opencl"}}
+      local c = config{targets = {"cuda", "opencl"}, default_device_type = "cuda"}
       assert.is_true(rawequal(dp.Target("llvm"), c.host_target))
+      assert.equal(2, #c.primitive_targets) -- the host is not a primitive target
     end)
   end)
 
@@ -46,8 +51,8 @@ describe("CompilationConfig", function()
       local c = config{targets = {"llvm -mcpu=a", "cuda -host=c"}, host = "llvm"}
       local p = c.primitive_targets
       assert.equal(2, #p)
-      assert.equal("llvm -mcpu=a -host=llvm", tostring(p[1]))
-      assert.equal("cuda -host=llvm", tostring(p[2]))
+      assert.is_true(rawequal(dp.Target("llvm -mcpu=a -host=llvm"), p[1]))
+      assert.is_true(rawequal(dp.Target("cuda -host=llvm"), p[2]))
       assert.is_true(rawequal(p[2].host, c.host_target))
     end)
     it("two targets of one kind are an error naming both", function()
@@ -70,10 +75,34 @@ describe("CompilationConfig", function()
       assert.equal(2, config{targets = {"cuda", "nvptx"}}.default_device_type)
     end)
     it("else cpu", function()
-      local c = config{targets = {"opencl", "cuda"}}
+      local c = config{targets = {"cuda", "llvm"}}
       assert.equal(1, c.default_device_type)
-      -- no cpu primitive target: the host target serves the cpu
-      assert.is_true(rawequal(c.default_virtual_device, c.host_virtual_device))
+      assert.is_true(rawequal(c.default_virtual_device.target, c.primitive_targets[2]))
+    end)
+    it("served by no target is an error, as in TVM: the host does not stand in", function()
+      -- TVM's CompilationConfig.Constructor_DefaultNoMatchingPrimitiveTarget
+      local msg, e = err_of(config, {targets = {"cuda", "ext_dev"}})
+      assert.truthy(msg:find("no target for the default device type cpu (targets: cuda -host=llvm, "
+                             .. "ext_dev -host=llvm; host: llvm)", 1, true), msg)
+      assert.equal("value", e.code)
+      assert.truthy(err_of(config, {targets = {"opencl", "cuda"}}):find("default device type cpu", 1, true))
+      -- Constructor_NoMatchingPrimitiveTarget
+      assert.truthy(err_of(config, {targets = {"cuda"}, default_device_type = "metal"})
+        :find("no target for the default device type metal (targets: cuda -host=llvm; host: llvm)", 1, true))
+      assert.truthy(err_of(config, {targets = {"cuda"}, default_device_type = 99})
+        :find("no target for the default device type 99", 1, true))
+    end)
+    it("is invalid when 0, -1 or not a device type", function()
+      -- TVM's CompilationConfig.Constructor_InvalidAttribute (kInvalidDeviceType)
+      for _, bad in ipairs{0, -1} do
+        local msg, e = err_of(config, {targets = {"cuda"}, default_device_type = bad})
+        assert.truthy(msg:find("invalid default device type " .. bad, 1, true), msg)
+        assert.equal("value", e.code)
+      end
+      assert.truthy(err_of(config, {targets = {"cuda"}, default_device_type = "cdua"})
+        :find("unknown device type 'cdua'; did you mean 'cuda'?", 1, true))
+      assert.truthy(err_of(config, {targets = {"cuda"}, default_device_type = 1.5}):find("must be an integer", 1, true))
+      assert.truthy(err_of(config, {targets = {"cuda"}, default_device_type = {}}):find("must be a name or a number", 1, true))
     end)
   end)
 
@@ -122,6 +151,45 @@ describe("CompilationConfig", function()
     end)
   end)
 
+  describe("targets as tvmc's comma-separated list", function()
+    it("one string holds several targets; commas inside option values stay there", function()
+      local c = config{targets = "cuda, llvm -mcpu=skylake -mattr=+avx2,+fma"}
+      local p = c.primitive_targets
+      assert.equal(2, #p)
+      assert.equal("cuda", p[1].kind)
+      assert.same({"+avx2", "+fma"}, p[2].options.mattr)
+      assert.is_true(rawequal(c.host_target, dp.Target("llvm -mcpu=skylake -mattr=+avx2,+fma")))
+      local d = config{targets = "cuda,llvm"}
+      assert.is_true(rawequal(d.primitive_targets[1], config{targets = {"cuda", "llvm"}}.primitive_targets[1]))
+      assert.equal(2, #config{targets = "cuda -libs=cublas,cudnn ,llvm"}.primitive_targets)
+      assert.equal(2, #config{targets = "cuda -host='llvm -mattr=+a,+b',opencl -model='a, b'", default_device_type = "cuda"}.primitive_targets)
+    end)
+    it("a string in the list may hold several too (the command line's --target)", function()
+      local c = config{targets = {"cuda,opencl", dp.Target("llvm")}}
+      assert.equal(3, #c.primitive_targets)
+      assert.equal("llvm", c.primitive_targets[3].kind)
+    end)
+    it("an empty place in the list is an error", function()
+      assert.truthy(err_of(config, {targets = "cuda,,llvm"})
+        :find("malformed list of targets 'cuda,,llvm': no target at offset 5", 1, true))
+      assert.truthy(err_of(config, {targets = "cuda,"}):find("no target at offset 5", 1, true))
+      assert.truthy(err_of(config, {targets = ""}):find("no target at offset 0", 1, true))
+      assert.truthy(err_of(config, {targets = "cuda, cdua"}):find("did you mean 'cuda'?", 1, true))
+      assert.truthy(err_of(config, {targets = 3}):find("'targets' must be a list of targets or a string", 1, true))
+    end)
+    it("a single target cannot be several", function()
+      assert.truthy(err_of(dp.Target, "cuda,llvm"):find("'cuda,llvm' is a list of targets", 1, true))
+      assert.truthy(err_of(dp.Target, "llvm -mcpu=x, cuda"):find("is a list of targets", 1, true))
+    end)
+  end)
+
+  it("rule 6: a device type no primitive target serves is an error, the host's own included", function()
+    local c = config{targets = {"cuda"}}
+    assert.equal("llvm", c.host_target.kind)
+    local msg = err_of(c.canonical, c, VD{device_type = "cpu"})
+    assert.truthy(msg:find("no target for device type cpu (targets: cuda -host=llvm; host: llvm)", 1, true), msg)
+  end)
+
   describe("errors", function()
     it("no targets", function()
       assert.truthy(err_of(config, {targets = {}}):find("no targets given", 1, true))
@@ -129,7 +197,7 @@ describe("CompilationConfig", function()
     end)
     it("no target for the default device type", function()
       local msg = err_of(config, {targets = {"llvm"}, default_device_type = "cuda"})
-      assert.truthy(msg:find("no target for device type cuda (targets: llvm -host=llvm; host: llvm)", 1, true), msg)
+      assert.truthy(msg:find("no target for the default device type cuda (targets: llvm -host=llvm; host: llvm)", 1, true), msg)
     end)
     it("bad fields", function()
       assert.truthy(err_of(config, {targets = {"llvm"}, default = "cuda"}):find("unknown field 'default'", 1, true))

@@ -9,7 +9,7 @@ local function err_of(f, ...)
 end
 
 describe("Target", function()
-  it("parses a kind and typed options and prints them back sorted", function()
+  it("parses a kind and typed options and prints TVM's canonical string", function()
     local t = dp.Target("cuda -max_num_threads=1024 -arch=sm_80")
     assert.equal("cuda", t.kind)
     assert.equal(2, t.device_type)
@@ -17,31 +17,40 @@ describe("Target", function()
     assert.equal(1024, t.options.max_num_threads)
     assert.equal(math.type(t.options.max_num_threads), "integer")
     assert.equal("sm_80", t.options.arch)
-    assert.equal("cuda -arch=sm_80 -max_num_threads=1024", tostring(t))
+    -- keys first, then the options sorted, the kind's defaults included
+    assert.equal("cuda -keys=cuda,gpu -arch=sm_80 -max_num_threads=1024 -thread_warp_size=32", tostring(t))
   end)
 
-  it("gives each kind its device type", function()
-    local expected = {llvm = 1, c = 1, cuda = 2, nvptx = 2, rocm = 10, opencl = 4, vulkan = 7,
-                      metal = 8, hexagon = 16, webgpu = 15, ext_dev = 12}
-    for kind, dt in pairs(expected) do
-      assert.equal(dt, dp.Target(kind).device_type, kind)
-      assert.equal(kind, tostring(dp.Target(kind)))
+  it("gives each kind its device type and keys", function()
+    local expected = {llvm = {1, "cpu"}, c = {1, "cpu"}, cuda = {2, "cuda,gpu"}, nvptx = {2, "cuda,gpu"},
+                      rocm = {10, "rocm,gpu"}, opencl = {4, "opencl,gpu"}, vulkan = {7, "vulkan,gpu"},
+                      metal = {8, "metal,gpu"}, hexagon = {16, "hexagon,cpu"}, webgpu = {15, "webgpu,gpu"},
+                      ext_dev = {12, nil}, stackvm = {1, "cpu"}, hybrid = {1, nil}, sdaccel = {4, "sdaccel,hls"},
+                      aocl = {32, "aocl,hls"}, aocl_sw_emu = {32, "aocl,hls"}}
+    for kind, e in pairs(expected) do
+      local t = dp.Target(kind)
+      assert.equal(e[1], t.device_type, kind)
+      assert.equal(e[2], t.options.keys and table.concat(t.options.keys, ","), kind)
+      assert.is_true(rawequal(t, dp.Target(tostring(t))), kind)
     end
+    assert.equal("ext_dev", tostring(dp.Target("ext_dev")))
+    assert.equal("llvm -keys=cpu", tostring(dp.Target("llvm")))
   end)
 
-  it("types booleans and lists as the kind declares", function()
+  it("types booleans and lists as the kind declares, booleans printed 1/0 as TVM does", function()
     local t = dp.Target("llvm -mcpu=skylake -mattr=+avx2,+fma -fast-math=true -num-cores=4")
     assert.equal("skylake", t.options.mcpu)
     assert.same({"+avx2", "+fma"}, t.options.mattr)
     assert.is_true(t.options["fast-math"])
     assert.equal(4, t.options["num-cores"])
-    assert.equal("llvm -fast-math=true -mattr=+avx2,+fma -mcpu=skylake -num-cores=4", tostring(t))
+    assert.equal("llvm -keys=cpu -fast-math=1 -mattr=+avx2,+fma -mcpu=skylake -num-cores=4", tostring(t))
     assert.is_false(dp.Target("vulkan -supports_float16=0").options.supports_float16)
   end)
 
-  it("keeps undeclared options as strings", function()
-    local t = dp.Target("cuda -my_flag=7")
-    assert.equal("7", t.options.my_flag)
+  it("rejects options the kind does not declare", function()
+    local msg, e = err_of(dp.Target, "cuda -my_flag=7")
+    assert.truthy(msg:find("unknown option '-my_flag' for target kind 'cuda' (its options: -mcpu, -arch,", 1, true), msg)
+    assert.equal("value", e.code)
   end)
 
   it("is interned: equal descriptions give the same value", function()
@@ -54,17 +63,21 @@ describe("Target", function()
     assert.is_true(rawequal(a, d))
     assert.is_false(rawequal(a, dp.Target("cuda -arch=sm_86")))
     assert.is_true(rawequal(a, dp.Target(a)))
+    -- a default given explicitly is the default
+    assert.is_true(rawequal(dp.Target("cuda"), dp.Target("cuda -keys=cuda,gpu -thread_warp_size=32 -arch=sm_50")))
   end)
 
   it("prints the host inline and round-trips", function()
     local host = dp.Target("llvm -mcpu=skylake")
     local t = dp.Target("cuda"):with_host(host)
-    assert.equal("cuda -host='llvm -mcpu=skylake'", tostring(t))
+    assert.equal("cuda -keys=cuda,gpu -arch=sm_50 -max_num_threads=1024 -thread_warp_size=32"
+                 .. " -host='llvm -keys=cpu -mcpu=skylake'", tostring(t))
     assert.is_true(rawequal(t.host, host))
     assert.is_true(rawequal(t, dp.Target(tostring(t))))
-    assert.equal("cuda -host=llvm", tostring(dp.Target("cuda -host=llvm")))
+    assert.is_true(rawequal(dp.Target("cuda -host=llvm").host, dp.Target("llvm")))
     for _, s in ipairs{"llvm -mcpu=skylake -host=llvm", "cuda -arch=sm_80 -host='llvm -mattr=+a,+b'",
-                       "c -tag=\"it's a tag\"", "llvm -model='a b' -host=\"c -tag='x y'\""} do
+                       "c -tag=\"it's a tag\"", "llvm -model='a b' -host=\"c -tag='x y'\"",
+                       "vulkan -device_name='GPU with spaces' -host='llvm -model=\"a b\"'"} do
       local t1 = dp.Target(s)
       assert.is_true(rawequal(t1, dp.Target(tostring(t1))), s)
     end
@@ -73,9 +86,10 @@ describe("Target", function()
   it("with_host replaces or removes the host", function()
     local t = dp.Target("cuda -host=llvm")
     local c = dp.Target("c")
-    assert.equal("cuda -host=c", tostring(t:with_host(c)))
-    assert.equal("cuda -host=c", tostring(t:with_host("c")))
-    assert.equal("cuda", tostring(t:with_host(nil)))
+    assert.is_true(rawequal(t:with_host(c).host, c))
+    assert.is_true(rawequal(t:with_host("c"), t:with_host(c)))
+    assert.is_true(rawequal(t:with_host(nil), dp.Target("cuda")))
+    assert.is_nil(t:with_host(nil).host)
     assert.is_true(rawequal(t, dp.Target("cuda"):with_host(dp.Target("llvm"))))
   end)
 
@@ -86,11 +100,12 @@ describe("Target", function()
     assert.is_true(rawequal(a, dp.Target{kind = "cuda", host = {kind = "llvm"}}))
     local l = dp.Target{kind = "llvm", mattr = {"+avx2", "+fma"}, ["fast-math"] = true}
     assert.is_true(rawequal(l, dp.Target("llvm -mattr=+avx2,+fma -fast-math=true")))
+    assert.is_true(rawequal(l, dp.Target{kind = "llvm", mattr = {"+avx2", "+fma"}, ["fast-math"] = 1}))
   end)
 
   it("reads the JSON form, host as string or object", function()
     local t = dp.Target('{"kind": "cuda", "max_num_threads": 1024, "host": "llvm -mcpu=skylake"}')
-    assert.equal("cuda -max_num_threads=1024 -host='llvm -mcpu=skylake'", tostring(t))
+    assert.is_true(rawequal(t, dp.Target("cuda -host='llvm -mcpu=skylake'")))
     local u = dp.Target([[ {"kind":"cuda","max_num_threads":1024,
                             "host":{"kind":"llvm","mcpu":"skylake"}} ]])
     assert.is_true(rawequal(t, u))
@@ -101,28 +116,60 @@ describe("Target", function()
     assert.is_true(rawequal(l, dp.Target(tostring(l))))
   end)
 
+  it("has a brief form in VirtualDevice literals: what construction derives is left out", function()
+    local v = dp.VirtualDevice{target = "cuda -arch=sm_80 -host='llvm -mcpu=a'"}
+    assert.equal([[VirtualDevice(device_type=cuda, target="cuda -arch=sm_80 -host='llvm -mcpu=a'")]], tostring(v))
+    assert.equal('VirtualDevice(device_type=cpu, target="llvm -keys=arm_cpu -device=arm_cpu")',
+                 tostring(dp.VirtualDevice{target = "llvm -keys=arm_cpu -device=arm_cpu"}))
+    assert.equal('VirtualDevice(device_type=opencl, target="opencl -device=mali")',
+                 tostring(dp.VirtualDevice{target = "opencl -device=mali"}))
+  end)
+
   describe("errors say what is wrong", function()
-    it("unknown kind", function()
+    it("unknown kind, with the closest kind or the list", function()
       local msg, e = err_of(dp.Target, "fpga -x=1")
-      assert.truthy(msg:find("unknown target kind 'fpga'", 1, true))
+      assert.truthy(msg:find("unknown target kind 'fpga' (known kinds: llvm, c, cuda,", 1, true), msg)
       assert.equal("value", e.code)
+      assert.truthy(err_of(dp.Target, "cdua"):find("unknown target kind 'cdua'; did you mean 'cuda'?", 1, true))
       assert.truthy(err_of(dp.Target, {kind = "tpu"}):find("unknown target kind 'tpu'", 1, true))
+      assert.truthy(err_of(dp.Target, {kind = "LLVM"}):find("did you mean 'llvm'?", 1, true))
       assert.truthy(err_of(dp.Target, ""):find("empty target", 1, true))
     end)
     it("malformed options", function()
-      assert.truthy(err_of(dp.Target, "cuda -arch"):find("expected an option -key=value, got '-arch'", 1, true))
-      assert.truthy(err_of(dp.Target, "cuda arch=sm_80"):find("got 'arch=sm_80'", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda -arch"):find("target option -arch of kind cuda needs a value (-arch=...)", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda arch=sm_80"):find("expected an option -key=value, got 'arch=sm_80'", 1, true))
       assert.truthy(err_of(dp.Target, "cuda -=3"):find("expected an option", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda ---arch=x"):find("expected an option", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda -arch="):find("option -arch has no value", 1, true))
       assert.truthy(err_of(dp.Target, "-arch=sm_80"):find("must start with a kind", 1, true))
       assert.truthy(err_of(dp.Target, "cuda -max_num_threads=lots")
         :find("-max_num_threads of kind cuda expects an integer, got 'lots'", 1, true))
       assert.truthy(err_of(dp.Target, "llvm -fast-math=maybe"):find("expects a boolean", 1, true))
-      assert.truthy(err_of(dp.Target, "cuda -arch=a -arch=b"):find("-arch given twice", 1, true))
+      assert.truthy(err_of(dp.Target, "llvm -fast-math=2"):find("expects a boolean", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda -arch=sm_80 -arch=sm_86"):find("-arch given twice", 1, true))
       assert.truthy(err_of(dp.Target, "cuda -host='llvm"):find("unterminated quote", 1, true))
       assert.truthy(err_of(dp.Target, "cuda -host=fpga"):find("unknown target kind 'fpga'", 1, true))
-      assert.truthy(err_of(dp.Target, {kind = "cuda", max_num_threads = 1.5}):find("expects an integer", 1, true))
-      assert.truthy(err_of(dp.Target, {kind = "cuda", arch = 80}):find("expects a string", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda -host=llvm --host c"):find("-host given twice", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda --host"):find("-host needs a target", 1, true))
+      assert.truthy(err_of(dp.Target, {kind = "cuda", max_num_threads = 1.5})
+        :find("target option -max_num_threads of kind cuda expects an integer, got 1.5", 1, true))
+      assert.truthy(err_of(dp.Target, {kind = "cuda", arch = 80}):find("-arch of kind cuda expects a string, got 80", 1, true))
+      assert.truthy(err_of(dp.Target, {kind = "cuda", max_num_threads = "1024"}):find("expects an integer, got '1024'", 1, true))
+      assert.truthy(err_of(dp.Target, {kind = "llvm", mattr = "+a"}):find("expects a list of strings", 1, true))
+      assert.truthy(err_of(dp.Target, {kind = "llvm", mattr = {"+a", 3}}):find("a list holds strings only", 1, true))
+      assert.truthy(err_of(dp.Target, {kind = "llvm", mattr = {"+a,+b"}}):find("has a ','", 1, true))
+      assert.truthy(err_of(dp.Target, {kind = "llvm", mcpu = print}):find("got function", 1, true))
+      assert.truthy(err_of(dp.Target, {kind = "cuda", [1] = "x"}):find("option names must be strings", 1, true))
       assert.truthy(err_of(dp.Target, "cuda -b@d=1"):find("malformed target option name", 1, true))
+      assert.truthy(err_of(dp.Target, "cuda -kind=llvm"):find("'kind' is not an option", 1, true))
+    end)
+    it("values TVM's target parsers reject", function()
+      assert.truthy(err_of(dp.Target, "cuda -arch=80"):find("-arch of kind cuda must be sm_<number> (as sm_80), got '80'", 1, true))
+      assert.truthy(err_of(dp.Target, "nvptx -mcpu=x"):find("must be sm_<number>", 1, true))
+      assert.truthy(err_of(dp.Target, "nvptx -mtriple=aarch64"):find("-mtriple of kind nvptx must be nvptx64-nvidia-cuda", 1, true))
+      assert.truthy(err_of(dp.Target, "rocm -mcpu=sm_80"):find("must be gfx<version>", 1, true))
+      assert.truthy(err_of(dp.Target, "llvm -target_device_type=99"):find("99 is not a known device type", 1, true))
+      assert.equal("sm_90a", dp.Target("cuda -arch=sm_90a").options.arch)
     end)
     it("a host cannot have a host", function()
       assert.truthy(err_of(dp.Target, "cuda -host='llvm -host=c'"):find("cannot have a host", 1, true))
@@ -138,14 +185,19 @@ describe("Target", function()
         {'{"max_num_threads": 1024}', 'missing "kind"'},
         {'{}', 'missing "kind"'},
         {'{"kind": 3}', '"kind" must be a string'},
+        {'{"kind": "cuda", "kind": "llvm"}', '"kind" given twice'},
         {'{"kind": "cuda", "x": null}', "null is not an option value"},
+        {'{"kind": "llvm", "libs": {"a": "b"}}', "an object is not an option value"},
         {'{"kind": "cuda", "x": "a\\qb"}', "bad escape"},
         {'{"kind": "cuda", "x": 01}', "expected ',' or '}'"},
         {'{"kind": "cuda", "x": "abc', "unterminated string"},
         {'{"kind": "cuda",\n "x": [1]}', "line 2, column 8: a list option holds strings only"},
         {'{"kind": "cuda", "host": {"kind": "llvm", "host": "c"}}', "cannot have a host"},
+        {'{"kind": "cuda", "host": 3}', '"host" must be a target string or object'},
         {'{"kind": "cuda", "max_num_threads": "many"}', "expects an integer"},
-        {'{"kind": "cuda", "max_num_threads": 1e3}', "expects an integer"},
+        {'{"kind": "cuda", "max_num_threads": 1e3}', "a number option value must be an integer"},
+        {'{"kind": "cuda", "max_num_threads": 99999999999999999999}', "must be an integer (in the int64 range)"},
+        {'{"kind": "cuda", "archh": "sm_80"}', "unknown option '-archh' for target kind 'cuda'; did you mean '-arch'?"},
       }
       for _, c in ipairs(cases) do
         local msg = err_of(dp.Target, c[1])

@@ -74,7 +74,7 @@ local function check_flat(run)
 end
 
 describe("memory under repeated transformations", function()
-  local plan = dp.passes.PlanDevices(testing.config("cpu"))
+  local plan = testing.plan(testing.config("cpu"))
 
   it("rewrites every call " .. ROUNDS .. " times with flat memory", function()
     check_flat(function(mod)

@@ -8,7 +8,7 @@ local read = testing.read_file
 
 describe("models", function()
   local config = testing.config("cpu")
-  local plan = dp.passes.PlanDevices(config)
+  local plan = testing.plan(config)
   for _, name in ipairs{"resnet18", "dcgan"} do
     it(name .. " plans as TVM did", function()
       assert.plans_to(read(DIR .. name .. ".annotated.relay"), read(DIR .. name .. ".planned.relay"),

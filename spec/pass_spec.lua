@@ -8,10 +8,12 @@ describe("dp.pass", function()
     local seen
     local p = dp.pass("count", function(m, ctx) seen = ctx; return m end)
     assert.equal(mod, p(mod))
-    assert.same({}, seen)
-    local ctx = {answer = 42}
+    assert.equal("devplan.PassContext", getmetatable(seen).__name) -- a fresh one
+    local ctx = dp.PassContext{options = {answer = 42}}
     p(mod, ctx)
     assert.equal(ctx, seen)
+    assert.equal(42, seen.options.answer)
+    assert.has_error(function() p(mod, {answer = 42}) end, "devplan.pass: 'count' runs in a dp.PassContext, got a table")
   end)
 
   it("prints its name and options in key order", function()

@@ -12,7 +12,7 @@ describe("conformance", function()
   for _, f in ipairs(names) do
     local case = dofile(CASES .. "/" .. f)
     it(case.name, function()
-      local plan = dp.passes.PlanDevices(testing.config("cuda", case.targets))
+      local plan = testing.plan(testing.config("cuda", case.targets))
       local mt = testing.metatable_for(case)
       local actual = plan(dp.parse(testing.text(case.input), mt))
       if case.expected then

@@ -6,7 +6,7 @@ local testing = require "devplan.testing"
 local CPU, GPU = testing.PALETTE.CPU, testing.PALETTE.GPU
 local META = testing.META
 local CONFIG = testing.config("cuda")
-local plan = dp.passes.PlanDevices(CONFIG)
+local plan = testing.plan(CONFIG)
 local T = "Tensor[(5, 7), float32]"
 
 local function parse(body, params)
@@ -204,6 +204,7 @@ describe("deep programs", function()
     dp.planner.default(d)
     local out = dp.planner.capture(d)
     assert.is_true(rawequal(out.main.virtual_device, CONFIG:canonical(CPU)))
+    dp.planner.verify(out, CONFIG, {input = m, raise = true})
   end)
   -- A dataflow chain: graph bindings, each value used once by the next; every
   -- 10th value annotated on the GPU; the result fixed on the CPU.
@@ -220,7 +221,8 @@ describe("deep programs", function()
     local out = dp.planner.capture(d)
     assert.is_true(rawequal(out.main.virtual_device, CONFIG:canonical(CPU)))
     assert.is_true(rawequal(out.main.params[1].virtual_device, CONFIG:canonical(GPU)))
-    assert.is_true(dp.structural_equal(out, dp.passes.PlanDevices(CONFIG)(m)))
+    dp.planner.verify(out, CONFIG, {input = m, raise = true})
+    assert.is_true(dp.structural_equal(out, plan(m)))
   end)
 end)
 

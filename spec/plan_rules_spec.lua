@@ -11,9 +11,12 @@ local META = {VirtualDevice = {CPU, GPU, HOST}, ["relay.Constant"] = {dp.const({
 
 -- The domains after analysis and defaulting, and the module they describe.
 local function domains(text)
-  local m = dp.planner.rewrite(dp.parse(text, META), CONFIG)
+  local input = dp.parse(text, META)
+  local m = dp.planner.rewrite(input, CONFIG)
   local d = dp.planner.analyze(m, CONFIG)
   dp.planner.default(d)
+  -- the plan these domains give is consistent
+  dp.planner.verify(dp.planner.capture(d), CONFIG, {input = input, raise = true})
   return d, m
 end
 
@@ -119,7 +122,7 @@ def @main(%x: Tensor[(5, 7), float32]) {
   end)
 
   it("an operator is polymorphic: two calls of add may sit on two devices", function()
-    local planned = dp.passes.PlanDevices(CONFIG)(dp.parse([==[
+    local planned = t.plan(CONFIG)(dp.parse([==[
 def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
   %0 = add(%a, %a);
   %1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);
@@ -132,7 +135,7 @@ def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
   end)
 
   it("a tuple's fields share its device: two fixed devices in one tuple are a conflict", function()
-    local ok, err = pcall(dp.passes.PlanDevices(CONFIG), dp.parse([==[
+    local ok, err = pcall(t.plan(CONFIG), dp.parse([==[
 def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
   %0 = on_device(%a, virtual_device=meta[VirtualDevice][0], constrain_result=True);
   %1 = on_device(%b, virtual_device=meta[VirtualDevice][1], constrain_result=True);

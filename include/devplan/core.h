@@ -96,7 +96,8 @@ typedef enum dp_errcode {
   DP_ERR_SYNTAX,   /* text input */
   DP_ERR_NAME,     /* unknown or duplicate name */
   DP_ERR_CONFLICT, /* planner: constraints that cannot be unified */
-  DP_ERR_CALLBACK  /* a user callback (e.g. Lua) raised an error */
+  DP_ERR_CALLBACK, /* a user callback (e.g. Lua) raised an error */
+  DP_ERR_VERIFY    /* planner: a planned module that is not consistent (dp_plan_verify) */
 } dp_errcode;
 
 /* A note attached to an error: another position that explains it

@@ -22,51 +22,135 @@ enum {
   DP_DEV_HEXAGON = 16
 };
 
-/* "cpu" -> 1 ...; -1 when unknown. */
+/* A device type name or number ("cpu", "cuda", "2") -> its number; -1 when
+   unknown. The names are TVM's (tvm.runtime.Device): the DLPack names of the
+   enum above, the target kinds that name a device type ("llvm", "c",
+   "stackvm", "nvptx", "cl", "sdaccel"...), "gpu" for cuda, and TVM's own
+   device types above DLPack's (aocl = 32, sdaccel = 33, opengl = 34,
+   microdev = 35). */
 int dp_device_type_parse(const char *name);
 /* 1 -> "cpu" ...; NULL when unknown. */
 const char *dp_device_type_name(int device_type);
+/* The known device type name closest to an unknown `name` (suggest.h), or NULL. */
+const char *dp_device_type_suggest(const char *name);
 
-/* ---------------- targets ---------------- */
+/* ---------------- targets ----------------
 
-typedef enum dp_optkind { DP_OPT_STR, DP_OPT_INT, DP_OPT_BOOL, DP_OPT_STRLIST } dp_optkind;
+   A target is what TVM's Target is: a kind, typed options (TVM's "keys"
+   and attributes) and an optional host. Each kind declares its options as
+   TVM registers them (their names, types and defaults; seed 003), and
+   building a target does what TVM's Target constructor does:
+
+   - an option the kind does not declare is an error naming the option and
+     the kind (with a "did you mean"); a value of the wrong type is an error;
+   - the kind's defaults are filled in (cuda: max_num_threads=1024,
+     thread_warp_size=32, ...), and what TVM's target parsers derive when no
+     device is present to query (cuda -arch=sm_50; nvptx -mcpu=sm_20 and
+     its fixed -mtriple; rocm -mcpu=gfx900 and its fixed -mtriple);
+   - "keys" is the list given, else the kind's default keys (cuda: cuda,
+     gpu); the value of "device" comes after the given keys (before the
+     defaults); duplicates are removed;
+   - "from_device" (a device to query) is accepted and dropped: devplan
+     queries no device; "target_device_type" overrides the kind's device type;
+   - an empty string or empty list means the option is not set.
+
+   Options are DP_OPT_STR, DP_OPT_INT (int64), DP_OPT_BOOL or DP_OPT_STRLIST
+   (items without ',' so the string form reads them back). When building,
+   DP_OPT_TEXT stands for a value written in a target string, read as the
+   declared type says: integers in decimal; booleans true/false in any case,
+   1 or 0; lists comma-separated (empty items dropped); blanks around a
+   value removed. A typed value (from a table or JSON) must have the
+   declared type: a boolean option also takes the integers 0 and 1. */
+
+typedef enum dp_optkind {
+  DP_OPT_STR, DP_OPT_INT, DP_OPT_BOOL, DP_OPT_STRLIST, DP_OPT_TEXT
+} dp_optkind;
 
 typedef struct dp_target_opt {
   char *key;
   dp_optkind kind;
-  char *str;      /* DP_OPT_STR; also the raw text for DP_OPT_STRLIST ("a,b") */
-  int64_t num;    /* DP_OPT_INT, DP_OPT_BOOL */
+  char *str;       /* DP_OPT_STR, DP_OPT_TEXT */
+  int64_t num;     /* DP_OPT_INT, DP_OPT_BOOL */
+  uint32_t nitems; /* DP_OPT_STRLIST */
+  char **items;
 } dp_target_opt;
 
 typedef struct dp_target {
   dp_obj h;
   dp_ctx *ctx;
   char *kind;              /* "llvm", "cuda", ... */
-  int device_type;         /* fixed by the kind */
-  uint32_t nopts;          /* sorted by key */
+  int device_type;         /* the kind's, unless target_device_type says otherwise */
+  uint32_t nopts;          /* sorted by key; "keys" among them */
   dp_target_opt *opts;
   struct dp_target *host;  /* or NULL */
   uint32_t hash;
+  char *text, *brief;      /* dp_target_str and dp_target_brief, made once */
 } dp_target;
 
 /* Device type a target kind runs on ("cuda" -> DP_DEV_CUDA); -1 when the
-   kind is unknown. Kinds: llvm, c (cpu); cuda, nvptx (cuda); rocm; opencl;
+   kind is unknown. Kinds: llvm, c, stackvm, hybrid (cpu); cuda, nvptx
+   (cuda); rocm; opencl, sdaccel (opencl); aocl, aocl_sw_emu (aocl);
    vulkan; metal; hexagon; webgpu; ext_dev. */
 int dp_target_kind_device_type(const char *kind);
+/* The i-th kind name (NULL past the last) and the known kind closest to an
+   unknown one (suggest.h), or NULL. */
+const char *dp_target_kind_at(uint32_t i);
+const char *dp_target_kind_suggest(const char *kind);
+/* The i-th option a kind declares (NULL past the last, or for an unknown
+   kind): its name, type and default (a target string value, or NULL). */
+const char *dp_target_kind_option(const char *kind, uint32_t i, dp_optkind *type,
+                                  const char **dflt);
+/* The kind's default keys, comma-separated ("cuda,gpu"; "" for none), or
+   NULL for an unknown kind. */
+const char *dp_target_kind_keys(const char *kind);
+
+/* TVM's target tags ("nvidia/tesla-p40", "nvidia/jetson-nano", ...: the
+   CUDA tags of TVM's tag registry devplan carries): the i-th tag name (NULL
+   past the last), a tag's configuration in the JSON form (NULL when the
+   name is no tag), and the tag closest to an unknown name, or NULL. A
+   target string that is a tag's name reads as its configuration. */
+const char *dp_target_tag_at(uint32_t i);
+const char *dp_target_tag_config(const char *name);
+const char *dp_target_tag_suggest(const char *name);
+
 /* A host target has no host of its own (an error otherwise), so target
    chains are never deeper than two. */
 
-/* "cuda -arch=sm_80", "llvm -mcpu=skylake -host=...": a kind and options;
-   or a JSON object string '{"kind": "cuda", "max_num_threads": 1024, "host": ...}'. */
+/* One target from text: the string form "cuda -arch=sm_80 -host=llvm" as
+   TVM reads it (options "-key=value", "-key value", "--key=value", a bare
+   "-key" for a true boolean; the host as "-host=..." or "--host ...",
+   quoted when it has options: -host='llvm -mcpu=skylake'; values quoted
+   with '...' or "..."), or TVM's JSON object form '{"kind": "cuda",
+   "max_num_threads": 1024, "host": ...}' (as Target.export() writes it;
+   "tag": "" is accepted). Several comma-separated targets are an error. */
 dp_target *dp_target_parse(dp_ctx *ctx, const char *text, dp_err **err);
-/* From fields: opts may be NULL; host may be NULL. Options are typed by the
-   kind's declared options (an undeclared option is kept as a string). */
+/* A list of targets as tvmc's --target reads it: "cuda, llvm -mcpu=x" or
+   "cuda,llvm". A comma separates targets inside a kind name, at the end of
+   a word or at the start of one; a comma inside an option value belongs to
+   the value (-mattr=+avx2,+fma). Returns a malloc'd array of *n new
+   references (free with dp_targets_free), or NULL + error. */
+dp_target **dp_targets_parse(dp_ctx *ctx, const char *text, uint32_t *n, dp_err **err);
+void dp_targets_free(dp_target **targets, uint32_t n);
+/* From fields: opts may be NULL; host may be NULL. Checks, types and
+   completes the options as described above. */
 dp_target *dp_target_make(dp_ctx *ctx, const char *kind, const dp_target_opt *opts,
                           uint32_t nopts, dp_target *host, dp_err **err);
 /* The same target with `host` as its host (NULL removes it). */
 dp_target *dp_target_with_host(dp_target *t, dp_target *host, dp_err **err);
-/* String form, parseable by dp_target_parse: "cuda -arch=sm_80 -host=llvm". malloc'd. */
+/* True when a and b have the same kind and options (hosts aside). */
+int dp_target_same_but_host(const dp_target *a, const dp_target *b);
+/* The canonical string TVM prints (TargetNode::str): the kind, "-keys=..."
+   first, then the options sorted by name with booleans as 1/0, lists
+   comma-joined, values with blanks quoted '...'; then, so the string reads
+   back to the same target, " -host=..." when there is a host.
+   dp_target_parse of it gives the same (interned) target. malloc'd. */
 char *dp_target_str(const dp_target *t);
+/* The brief string: the same without the options construction derives
+   (defaults, default keys), so "cuda -host=llvm" rather than the canonical
+   "cuda -keys=cuda,gpu -arch=sm_50 ... -host='llvm -keys=cpu'". It too
+   reads back to the same target. The text format's VirtualDevice literal
+   and messages use it. malloc'd. */
+char *dp_target_brief(const dp_target *t);
 /* Value of an option, or NULL. */
 const dp_target_opt *dp_target_opt_get(const dp_target *t, const char *key);
 

@@ -3,6 +3,7 @@
 #define DEVPLAN_H
 #include "core.h"
 #include "device.h"
+#include "suggest.h"
 #include "type.h"
 #include "attrs.h"
 #include "expr.h"

@@ -19,9 +19,12 @@
  *                                device_copy, primfn buffer scopes
  *
  * Every phase walks the IR with explicit stacks (1,000,000-deep programs
- * are fine), visits global functions in definition order and never depends
- * on addresses or hash order, so the same input always gives the same
- * output. A conflict (two constraints that cannot both hold) is a
+ * are fine) and never depends on addresses or hash order. Defaulting, the
+ * one phase whose result depends on the order it meets functions in, visits
+ * them callers first (a function nobody calls, such as @main, before those
+ * it calls) and by name where calls do not decide (unrelated functions; a
+ * cycle of calls is entered at its smallest name): the same program gives
+ * the same plan whatever the order of its definitions. A conflict (two constraints that cannot both hold) is a
  * DP_ERR_CONFLICT error whose message names both constraints with their
  * positions and whose notes give the chain of unifications between them.
  */
@@ -49,6 +52,42 @@ dp_module *dp_plan_capture(dp_domains *d, dp_err **err);
 /* All phases in order: rewrite, conflicts, analyze, default, capture. The
    output carries checked types where the input did. */
 dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err);
+
+/* ---- the verifier ---- */
+
+/* One inconsistency of a planned module. */
+typedef struct dp_violation {
+  const char *kind;   /* "argument", "context", "copy", "annotation", "input" (static) */
+  char *msg;          /* one sentence naming the expression and its position (owned) */
+  dp_span span;       /* the expression's position (line 0 if none) */
+  dp_expr *expr;      /* the expression (retained); NULL for a missing function */
+  dp_vdev *expected;  /* the device its context or annotation asks for (retained), or NULL */
+  dp_vdev *actual;    /* the device it lives on (retained), or NULL */
+} dp_violation;
+
+typedef struct dp_violations {
+  uint32_t n;         /* kept (at most the limit) */
+  uint64_t total;     /* found */
+  dp_violation *v;
+} dp_violations;
+
+/* Checks a planned module from the module alone, reading its devices as a
+   later pass does (function and parameter virtual_device, fixed on_device,
+   device_copy ends), independently of the planner's domains: every operator
+   call's arguments live where the call runs; every device_copy's source is
+   its argument's device, its destination its consumer's, and the two
+   differ; function and parameter annotations agree with the bodies; every
+   expression that is not a variable, global, function or on_device lives
+   where its context says (else a reader would misplace it). With input
+   (the module that was planned; NULL: none), every annotation of the input
+   is respected: on_device, device_copy ends, parameter and function
+   virtual_device. Devices are compared canonicalised by cfg. Keeps the first
+   `limit` violations (0: all) and counts all. One walk of each function,
+   linear in the module, any depth. 0 (out filled, n == 0 when consistent),
+   or -1 + error (out of memory). */
+int dp_plan_verify(dp_module *planned, const dp_config *cfg, dp_module *input, uint32_t limit,
+                   dp_violations *out, dp_err **err);
+void dp_violations_clear(dp_violations *v);
 
 /* ---- the domains, for scripts between analysis and capture ---- */
 

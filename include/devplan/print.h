@@ -8,13 +8,36 @@
 #include "module.h"
 
 enum {
-  DP_PRINT_TYPES = 1  /* add the checked types as comments: `/ * ty=... * /` */
+  DP_PRINT_TYPES = 1,         /* add the checked types as comments: `/ * ty=... * /` */
+  DP_PRINT_SHORT_DEVICES = 2, /* a virtual device prints as a short name (`@cpu`,
+                                 `@cuda:1.texture`), each named once in a legend of
+                                 `//` comments at the top: for reading, the text no
+                                 longer re-parses */
+  DP_PRINT_PARAM_LINES = 4    /* a function of two or more parameters has each on
+                                 a line of its own */
 };
 
-/* Text of a module / expression; re-parses to an equal module. malloc'd;
-   *len (if not NULL) receives the length. NULL on out of memory. */
+/* Text of a module / expression; re-parses to an equal module (unless
+   DP_PRINT_SHORT_DEVICES). malloc'd; *len (if not NULL) receives the
+   length. NULL on out of memory. */
 char *dp_print_module(const dp_module *m, int flags, size_t *len);
 char *dp_print_expr(const dp_expr *e, int flags, size_t *len);
+
+/* Told each printed name as it is given: a graph binding `%3` or a
+   variable `%x` (its binding or first use) of function `fn` ("" when a
+   bare expression is printed). Lets a reader find the node behind a name
+   it sees in the text. */
+typedef void (*dp_print_name_fn)(void *ud, const char *fn, const dp_expr *e, const char *name);
+
+typedef struct dp_print_opts {
+  int flags;                /* DP_PRINT_* */
+  dp_print_name_fn on_name; /* NULL: no names reported */
+  void *ud;
+} dp_print_opts;
+
+/* dp_print_module / dp_print_expr with options (o NULL: none). */
+char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *len);
+char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len);
 char *dp_print_type(const dp_type *t);
 
 /* The first difference found by structural equality. */

@@ -1,91 +1,167 @@
--- The subcommands of the devplan executable (src/cli/main.c runs
--- M.main(name, args...) when its first argument is a subcommand name and
--- not an existing file):
+-- The commands of the devplan executable (src/cli/main.c runs
+-- M.main(name, args...) when its first argument is a command, an unknown
+-- word, or a model file given without a command):
 --
---   devplan parse FILE.relay [--meta META.lua] [--types]
---   devplan plan FILE.relay --target T [--target T ...] [--host T]
---                [--default DEVTYPE] [--meta META.lua] [--strict] [--explain]
---                [--rules RULES.lua]
+--   devplan help [COMMAND]
+--   devplan parse FILE [output options]
+--   devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [configuration] [output options]
+--   devplan opt FILE -p PIPELINE [configuration] [output options]
+--   devplan opt --run-reproducer FILE
 --
--- Results go to standard output, errors to standard error; M.main returns
--- the exit status (0 or 1). Errors with a position print as
--- "file:line:col: message", the source line and a caret.
+-- FILE may be `-` (standard input); `-o OUT` writes the result to OUT
+-- (`-` standard output, the default). Results go to standard output,
+-- errors to standard error; M.main returns the exit status (0 or 1).
+-- Errors with a position print as "file:line:col: message", the source
+-- line and a caret.
 local dp = require "devplan"
-
+local devname = require "devplan.devname"
+local suggest = require "devplan.suggest"
 
 local M = {}
 
--- Without --meta, meta[VirtualDevice][0] and [1] are the CPU and the GPU
--- of the conformance palette (../shared/conformance/run.lua); planning
--- gives them the targets of the configuration.
+-- devplan.term is the executable's terminal module (src/cli/term.c): not
+-- there under a stock lua5.4, where output is never coloured.
+local has_term, term = pcall(require, "devplan.term")
+
+-- ---------------------------------------------------------------- options
+
+-- name -> {kind = "flag" | "value" | "list", arg = "VALUE", help = text}
+local OPTIONS = {
+  ["-o"] = {kind = "value", arg = "OUT", help = "write the result to OUT ('-': standard output, the default)"},
+  ["--meta"] = {kind = "value", arg = "META.lua", help = "the metatable for meta[...] references (see below)"},
+  ["--types"] = {kind = "flag", help = "print the checked types as /* ty=... */ comments"},
+  ["--short-devices"] = {kind = "flag",
+    help = "name devices @cpu, @cuda, @cuda:1.texture (one legend at the top) and put each\n"
+      .. "parameter on a line of its own; for reading: the text no longer re-parses"},
+  ["--color"] = {kind = "flag", help = "colour the module text even when not on a terminal"},
+  ["--no-color"] = {kind = "flag", help = "never colour (the default is colour on a terminal, none in a pipe)"},
+  ["--report"] = {kind = "value", arg = "text|json",
+    help = "print the placement report instead of the module: per device the calls and\n"
+      .. "bytes resident, every device_copy with its value, devices, type and bytes, totals"},
+  ["--dot"] = {kind = "value", arg = "FILE", help = "also write the dataflow graph (Graphviz text), nodes coloured by device"},
+  ["--svg"] = {kind = "value", arg = "FILE", help = "also draw the dataflow graph as SVG (runs Graphviz's dot)"},
+  ["--target"] = {kind = "list", arg = "T",
+    help = "a target (llvm, cuda, 'cuda -host=llvm', ...) or several as tvmc writes them\n"
+      .. "('cuda, llvm -mcpu=skylake'); repeatable (default: llvm and cuda)"},
+  ["--host"] = {kind = "value", arg = "T", help = "the host target (default: from the targets, see planner.md)"},
+  ["--default"] = {kind = "value", arg = "DEVTYPE",
+    help = "the default device type for values nothing placed (cpu, cuda, ...; default:\n"
+      .. "the targets' common device type, else cpu)"},
+  ["--annotate"] = {kind = "list", arg = "OP=DEVICE",
+    help = "run every call of operator OP on DEVICE (cpu, cuda, cuda:1, cuda:1.texture);\n"
+      .. "repeatable, or OP=DEVICE,OP=DEVICE"},
+  ["--rules"] = {kind = "list", arg = "FILE.lua",
+    help = "annotation rules: FILE.lua returns a pass or a list of passes, run before\n"
+      .. "planning (dp.passes.AnnotateVirtualDevices{...}, MergeAndAnnotate, your own)"},
+  ["--load"] = {kind = "list", arg = "FILE.lua",
+    help = "run FILE.lua first: it may register passes (dp.pipeline.register) and operators"},
+  ["--strict"] = {kind = "flag",
+    help = "no conflict resolution: a value nobody annotated that is demanded on two devices\n"
+      .. "is an error naming both constraints, instead of getting a device_copy"},
+  ["--explain"] = {kind = "flag",
+    help = "after the module, each parameter's and result's device and why, and why each\n"
+      .. "device_copy was inserted (// comments: the output still parses)"},
+  ["--verify"] = {kind = "flag",
+    help = "check the planned module with dp.planner.verify (consistent devices, the file's\n"
+      .. "annotations respected); a violation is an error naming the expression and its position"},
+  ["-p"] = {kind = "value", arg = "PIPELINE", help = "the passes to run, e.g. 'infer_type,annotate(nn.conv2d=cuda),plan_devices'"},
+  ["--print-after-all"] = {kind = "flag", help = "print the module after every pass (to standard error)"},
+  ["--print-before-all"] = {kind = "flag", help = "print the module before every pass"},
+  ["--print-after"] = {kind = "list", arg = "PASS", help = "print the module after the named pass; repeatable"},
+  ["--print-before"] = {kind = "list", arg = "PASS", help = "print the module before the named pass; repeatable"},
+  ["--print-changed"] = {kind = "flag", help = "print the module after every pass that changed it"},
+  ["--time-passes"] = {kind = "flag", help = "print the CPU seconds of every pass (to standard error)"},
+  ["--verify-each"] = {kind = "flag", help = "type-check after every pass, and check the plan once planned"},
+  ["--reproducer"] = {kind = "value", arg = "FILE",
+    help = "where a failing pipeline writes its reproducer (opt: default a new file in the\n"
+      .. "temporary folder; plan: only when given)"},
+  ["--run-reproducer"] = {kind = "value", arg = "FILE", help = "replay a reproducer that a failing run wrote"},
+  ["--list-passes"] = {kind = "flag", help = "list the passes a pipeline can name (after --load)"},
+}
+OPTIONS["--pipeline"] = OPTIONS["-p"]
+
+local OUTPUT = {"-o", "--types", "--short-devices", "--color", "--no-color", "--dot", "--svg"}
+local CONFIG = {"--target", "--host", "--default"}
+local INSTRUMENTS = {"--print-after-all", "--print-before-all", "--print-after", "--print-before",
+                     "--print-changed", "--time-passes", "--verify-each"}
+
+local function join(...)
+  local r = {}
+  for _, list in ipairs{...} do for _, v in ipairs(list) do r[#r + 1] = v end end
+  return r
+end
+
 local PALETTE_HELP = [[
 Without --meta, meta[VirtualDevice][0] is the CPU (device_type=cpu, id 0) and
 meta[VirtualDevice][1] the GPU (device_type=cuda, id 0), as in the conformance
 palette; planning gives them the --target of their device type. Anything else
-(more devices, memory scopes, meta[relay.Constant]) needs --meta.]]
-
-local META_HELP = [[
-META.lua is a Lua file returning the metatable, e.g.
+(more devices, memory scopes, meta[relay.Constant]) needs --meta META.lua, a Lua
+file returning the metatable, e.g.
   local dp = require "devplan"
   return {VirtualDevice = {dp.VirtualDevice{device_type = "cpu"}},
           ["relay.Constant"] = {dp.const({1, 2}, "int64")}}]]
 
-local function palette()
-  return {VirtualDevice = {
-    dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0},
-    dp.VirtualDevice{device_type = "cuda", virtual_device_id = 0},
-  }}
-end
-
 local COMMANDS = {}
+local COMMAND_ORDER = {"parse", "plan", "opt", "help"}
+
+COMMANDS.help = {
+  summary = "the commands, or one command's options",
+  usage = "devplan help [COMMAND]",
+  options = {},
+  operands = "?",
+}
 
 COMMANDS.parse = {
-  usage = "devplan parse FILE.relay [--meta META.lua] [--types]",
-  options = {["--meta"] = "value", ["--types"] = "flag"},
-  help = [[
-Parses FILE.relay (the Relay text format), type-checks it and prints the module.
-  --meta META.lua  the metatable for meta[...] references
-  --types          print the checked types as /* ty=... */ comments
-]] .. PALETTE_HELP .. "\n" .. META_HELP,
+  summary = "parse a module, type-check it and print it",
+  usage = "devplan parse FILE [--meta META.lua] [--types] [--short-devices] [-o OUT] [--dot FILE] [--svg FILE]",
+  options = join({"--meta"}, OUTPUT),
+  text = "Parses FILE (the Relay text format; '-' reads standard input), type-checks it\nand prints the module.",
 }
 
 COMMANDS.plan = {
-  usage = "devplan plan FILE.relay --target T [--target T ...] [--host T] [--default DEVTYPE]\n"
-    .. "                    [--meta META.lua] [--strict] [--explain] [--rules RULES.lua]",
-  options = {["--target"] = "list", ["--host"] = "value", ["--default"] = "value",
-             ["--meta"] = "value", ["--strict"] = "flag", ["--explain"] = "flag",
-             ["--rules"] = "value"},
-  help = [[
-Parses FILE.relay and runs dp.passes.PlanDevices with the configuration built
-from the targets, then prints the planned module.
-  --target T        a target ("llvm", "cuda", "cuda -host=llvm", ...); repeatable, at least one
-  --host T          the host target (default: from the targets, see planner.md)
-  --default DEVTYPE the default device type (cpu, cuda, ...; default: the targets'
-                    common device type, else cpu)
-  --meta META.lua   the metatable for meta[...] references
-  --strict          no conflict resolution ({resolve_conflicts = false}): a value
-                    nobody annotated that is demanded on two devices is an error
-                    naming both constraints, instead of getting a device_copy
-  --explain         after the module, for each function parameter and result,
-                    its device and why (as // comments)
-  --rules RULES.lua a Lua file returning a pass or a list of passes (annotation
-                    rules: dp.passes.MergeAndAnnotate{...}, AnnotateVirtualDevices{...})
-                    run before planning, with the configuration in their context
-A conflict prints both constraints with their positions and the chain between
-them, and exits with status 1.
-]] .. PALETTE_HELP .. "\n" .. META_HELP,
+  summary = "place operators, plan devices (PlanDevices) and print the planned module",
+  usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
+    .. "                    [--default DEVTYPE] [--strict] [--explain] [--verify] [--report text|json]\n"
+    .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]",
+  options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--explain", "--verify",
+                  "--report", "--reproducer"}, CONFIG, OUTPUT, INSTRUMENTS),
+  text = "Parses FILE, runs the annotation rules (--rules, then --annotate), then\n"
+    .. "dp.passes.PlanDevices with the configuration of the targets, and prints the\n"
+    .. "planned module (or its report). The same as\n"
+    .. "  devplan opt FILE -p 'annotate(rules=FILE.lua),annotate(OP=DEVICE),plan_devices'\n"
+    .. "A conflict prints both constraints with their positions and the chain between\n"
+    .. "them, and exits with status 1.",
 }
 
--- A usage error: the message, and where to find the help.
+COMMANDS.opt = {
+  summary = "run a pipeline of passes on a module (as mlir-opt)",
+  usage = "devplan opt FILE -p PIPELINE [--load FILE.lua ...] [--target T ...] [-o OUT]\n"
+    .. "                   [--print-after-all] [--time-passes] [--verify-each] [--report text|json]\n"
+    .. "       devplan opt --run-reproducer FILE",
+  options = join({"-p", "--pipeline", "--load", "--meta", "--report", "--reproducer", "--run-reproducer",
+                  "--list-passes"}, CONFIG, OUTPUT, INSTRUMENTS),
+  text = "Parses FILE and runs PIPELINE on it: registered pass names separated by commas,\n"
+    .. "each with optional key=value arguments, e.g.\n"
+    .. "  infer_type,annotate(rules=rules.lua),plan_devices(default=cuda),verify\n"
+    .. "(--list-passes lists the names). When a pass fails, the input module and the\n"
+    .. "pipeline are written to a reproducer file that --run-reproducer replays.",
+}
+
+-- ---------------------------------------------------------------- arguments
+
 local function usage_error(name, msg)
-  return {usage = true, text = "devplan " .. name .. ": " .. msg
-    .. "\nusage: " .. COMMANDS[name].usage .. "\n(devplan " .. name .. " --help for more)"}
+  return {text = "devplan " .. name .. ": " .. msg .. "\nusage: " .. COMMANDS[name].usage
+    .. "\n(devplan help " .. name .. " for more)"}
 end
 
--- args -> {file = ..., ["--opt"] = value | true | {values}}, or nil + error.
+local function takes(name, opt)
+  for _, o in ipairs(COMMANDS[name].options) do if o == opt then return true end end
+  return false
+end
+
+-- args -> {files = {...}, ["--opt"] = value | true | {values}}, or nil + error.
 local function parse_args(name, args)
-  local spec = COMMANDS[name].options
-  local r, i = {}, 1
+  local r, i = {files = {}}, 1
   while i <= #args do
     local a = args[i]
     local key, val = a:match("^(%-%-[^=]+)=(.*)$")
@@ -93,9 +169,12 @@ local function parse_args(name, args)
     if a == "-h" or a == "--help" then
       r.help = true
     elseif a:sub(1, 1) == "-" and a ~= "-" then
-      local kind = spec[key]
-      if not kind then return nil, usage_error(name, "unknown option '" .. key .. "'") end
-      if kind == "flag" then
+      local spec = takes(name, key) and OPTIONS[key]
+      if not spec then
+        return nil, usage_error(name, "unknown option '" .. key .. "'" .. suggest.hint(key, COMMANDS[name].options))
+      end
+      if key == "--pipeline" then key = "-p" end
+      if spec.kind == "flag" then
         if val then return nil, usage_error(name, key .. " takes no value") end
         r[key] = true
       else
@@ -104,7 +183,7 @@ local function parse_args(name, args)
           val = args[i]
           if val == nil then return nil, usage_error(name, key .. " needs a value") end
         end
-        if kind == "list" then
+        if spec.kind == "list" then
           r[key] = r[key] or {}
           table.insert(r[key], val)
         elseif r[key] then
@@ -113,18 +192,17 @@ local function parse_args(name, args)
           r[key] = val
         end
       end
-    elseif r.file then
-      return nil, usage_error(name, "one file expected, got '" .. r.file .. "' and '" .. a .. "'")
     else
-      r.file = a
+      r.files[#r.files + 1] = a
     end
     i = i + 1
   end
-  if not r.help and not r.file then return nil, usage_error(name, "a FILE.relay is needed") end
   return r
 end
 
--- ---- errors ----
+-- ---------------------------------------------------------------- errors
+
+local function fail(text) error({text = text}, 0) end
 
 local function line_of(text, n)
   local i = 1
@@ -134,16 +212,17 @@ local function line_of(text, n)
   end
 end
 
--- A devplan.Error's text; for errors of the file's own text that do not
--- show it yet (the planner's), the source line and a caret after the first
--- line, as the parser shows them.
-local function error_text(err, file, text)
+-- A devplan.Error's text; for errors in a text we have (the input file,
+-- the pipeline) that do not show their line yet, the line and a caret
+-- after the first line, as the parser shows them.
+local function error_text(err, sources)
   if type(err) ~= "table" or type(err.formatted) ~= "string" then
     return "devplan: " .. tostring(err)
   end
   local s = err.formatted
   if not err.line then return "devplan: " .. s end
-  if text and err.source == file and err.col and not s:find("\n%s*%^\n") and not s:find("\n%s*%^$") then
+  local text = sources and sources[err.source]
+  if text and err.col and not s:find("\n%s*%^\n") and not s:find("\n%s*%^$") then
     local l = line_of(text, err.line)
     if l and #l <= 200 then
       local caret = l:sub(1, err.col - 1):gsub("[^\t]", " ") .. "^"
@@ -154,73 +233,144 @@ local function error_text(err, file, text)
   return s
 end
 
-local function read_file(path)
-  local f, why = io.open(path, "rb")
-  if not f then error({text = "devplan: cannot open " .. tostring(why)}, 0) end
-  local text = f:read("a")
-  f:close()
-  if not text then error({text = "devplan: cannot read " .. path}, 0) end
-  return text
+-- Runs f(...), turning errors into {text =} failures.
+local function attempt(sources, f, ...)
+  local ok, res = pcall(f, ...)
+  if ok then return res end
+  if type(res) == "table" and res.text then error(res, 0) end
+  error({text = error_text(res, sources), err = res}, 0)
 end
 
--- The metatable a META.lua file returns.
-local function load_meta(path)
+-- ---------------------------------------------------------------- input
+
+local function read_input(path)
+  if path == "-" then return io.stdin:read("a") or "", "<stdin>" end
+  local f, why = io.open(path, "rb")
+  if not f then fail("devplan: cannot open " .. tostring(why)) end
+  local text = f:read("a")
+  f:close()
+  if not text then fail("devplan: cannot read " .. path) end
+  return text, path
+end
+
+local function run_lua_file(path, what)
   local chunk, why = loadfile(path, "t")
-  if not chunk then error({text = "devplan: " .. why}, 0) end
-  local ok, meta = pcall(chunk)
-  if not ok then error({text = "devplan: " .. path .. ": " .. error_text(meta):gsub("^devplan: ", "")}, 0) end
+  if not chunk then fail("devplan: " .. why) end
+  local ok, res = pcall(chunk)
+  if not ok then fail("devplan: " .. what .. " " .. path .. ": " .. error_text(res):gsub("^devplan: ", "")) end
+  return res
+end
+
+local function load_meta(path)
+  local meta = run_lua_file(path, "--meta")
   if type(meta) ~= "table" then
-    error({text = "devplan: " .. path .. " must return the metatable (a table), it returned a "
-      .. type(meta)}, 0)
+    fail("devplan: " .. path .. " must return the metatable (a table), it returned a " .. type(meta))
   end
   return meta
 end
 
--- Runs f(...) turning devplan errors into {text =} failures.
-local function attempt(file, text, f, ...)
-  local ok, res = pcall(f, ...)
-  if ok then return res end
-  if type(res) == "table" and res.text then error(res, 0) end
-  error({text = error_text(res, file, text), err = res}, 0)
-end
-
-local function parse_module(opts)
-  local text = read_file(opts.file)
-  local meta = opts["--meta"] and load_meta(opts["--meta"]) or palette()
-  local ok, mod = pcall(dp.parse, text, meta, {source_name = opts.file})
+-- The module of opts' input file; sources[name] = its text (for carets).
+local function parse_module(opts, command, sources)
+  if #opts.files == 0 then fail(usage_error(command, "a FILE is needed ('-' for standard input)").text) end
+  if #opts.files > 1 then
+    fail(usage_error(command, "one file expected, got '" .. opts.files[1] .. "' and '" .. opts.files[2] .. "'").text)
+  end
+  local text, source = read_input(opts.files[1])
+  sources[source] = text
+  local meta = opts["--meta"] and load_meta(opts["--meta"]) or devname.palette()
+  local ok, mod = pcall(dp.parse, text, meta, {source_name = source})
   if ok then return mod, text end
-  local msg = error_text(mod, opts.file, text)
+  local msg = error_text(mod, sources)
   if not opts["--meta"] and type(mod) == "table" and type(mod.message) == "string"
       and mod.message:find("^meta%[") then
     msg = msg .. "\nnote: without --meta only meta[VirtualDevice][0] (cpu) and [1] (cuda) exist;"
-      .. " give the metadata with --meta META.lua (see devplan " .. (opts.command or "parse") .. " --help)"
+      .. " give the metadata with --meta META.lua (see devplan help " .. command .. ")"
   end
   error({text = msg, err = mod}, 0)
 end
 
-local function emit(s)
-  io.stdout:write(s)
-  if s:sub(-1) ~= "\n" then io.stdout:write("\n") end
-end
-
--- ---- the subcommands ----
-
-function COMMANDS.parse.run(opts)
-  local mod = parse_module(opts)
-  emit(opts["--types"] and dp.astext(mod, {types = true}) or tostring(mod))
-end
-
-local function make_config(opts, file, text)
-  if not opts["--target"] then error(usage_error("plan", "at least one --target is needed"), 0) end
-  return attempt(file, text, function()
-    local targets = {}
-    for i, t in ipairs(opts["--target"]) do targets[i] = dp.Target(t) end
+local function make_config(opts)
+  return attempt(nil, function()
     return dp.CompilationConfig{
-      targets = targets,
+      -- each may be a tvmc list: "cuda, llvm -mcpu=skylake"
+      targets = opts["--target"] or {"llvm", "cuda"},
       host = opts["--host"] and dp.Target(opts["--host"]) or nil,
-      default_device_type = opts["--default"],
+      default_device_type = opts["--default"] or (not opts["--target"] and "cpu" or nil),
     }
   end)
+end
+
+-- ---------------------------------------------------------------- output
+
+local ESC = string.char(27)
+local function sgr(code, s) return ESC .. "[" .. code .. "m" .. s .. ESC .. "[0m" end
+local DEVICE_COLOURS = {"36", "33", "35", "32", "34", "31"}
+
+-- The module text with colours: comments dim, keywords bold, copies red,
+-- each device in its colour.
+local function colourize(text)
+  local devs, ndev = {}, 0
+  local function dev(name)
+    if not devs[name] then
+      ndev = ndev + 1
+      devs[name] = DEVICE_COLOURS[(ndev - 1) % #DEVICE_COLOURS + 1]
+    end
+    return sgr("1;" .. devs[name], name)
+  end
+  local out = {}
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    local legend = line:match("^// (@[%w_.:#]+) = ")
+    if legend then
+      line = "// " .. dev(legend) .. sgr("2", line:sub(#legend + 4))
+    elseif line:match("^%s*//") then
+      line = sgr("2", line)
+    else
+      line = line:gsub("(/%*.-%*/)", function(c) return sgr("2", c) end)
+      line = line:gsub("virtual_device=(@[%w_.:#]+)", function(d) return "virtual_device=" .. dev(d) end)
+      line = line:gsub("%f[%w_](device_copy)%f[^%w_]", function(w) return sgr("1;31", w) end)
+      line = line:gsub("%f[%w_](on_device)%f[^%w_]", function(w) return sgr("35", w) end)
+      line = line:gsub("^(%s*)(def) (@[%w_]+)", function(sp, k, g) return sp .. sgr("1", k) .. " " .. sgr("1;34", g) end)
+      line = line:gsub("%f[%w_](fn) %(", function(k) return sgr("1", k) .. " (" end)
+    end
+    out[#out + 1] = line
+  end
+  out[#out] = nil
+  return table.concat(out, "\n") .. (text:sub(-1) == "\n" and "\n" or "")
+end
+
+local function print_options(opts)
+  return {types = opts["--types"] or nil, short_devices = opts["--short-devices"] or nil,
+          param_lines = opts["--short-devices"] or nil}
+end
+
+local function write_output(opts, s)
+  if s:sub(-1) ~= "\n" then s = s .. "\n" end
+  local out = opts["-o"]
+  if out and out ~= "-" then
+    local f, why = io.open(out, "wb")
+    if not f then fail("devplan: cannot write " .. tostring(why)) end
+    f:write(s)
+    f:close()
+  else
+    io.stdout:write(s)
+  end
+end
+
+-- Should the module text on standard output be coloured?
+local function coloured(opts)
+  if opts["--no-color"] or (opts["-o"] and opts["-o"] ~= "-") then return false end
+  if opts["--color"] then return true end
+  return has_term and term.isatty(1) and (os.getenv("TERM") or "dumb") ~= "dumb"
+end
+
+local function write_graphs(opts, mod, config)
+  if opts["--dot"] then
+    local f, why = io.open(opts["--dot"], "w")
+    if not f then fail("devplan: cannot write " .. tostring(why)) end
+    f:write(dp.graph.dot(mod, {config = config}))
+    f:close()
+  end
+  if opts["--svg"] then attempt(nil, dp.graph.svg, mod, opts["--svg"], {config = config}) end
 end
 
 -- "// " lines: for each function of the planned domains, each parameter's
@@ -243,48 +393,313 @@ local function explanation(d)
   return table.concat(out, "\n") .. "\n"
 end
 
--- The passes a --rules file returns (a pass or a list of passes).
-local function load_rules(path)
-  local is_pass = require("devplan.pass").is_pass
-  local chunk, why = loadfile(path, "t")
-  if not chunk then error({text = "devplan: " .. why}, 0) end
-  local ok, r = pcall(chunk)
-  if not ok then error({text = "devplan: " .. path .. ": " .. error_text(r):gsub("^devplan: ", "")}, 0) end
-  local list = is_pass(r) and {r} or r
-  if type(list) ~= "table" or #list == 0 then list = nil end
-  for _, p in ipairs(list or {}) do
-    if not is_pass(p) then list = nil; break end
+-- "// " lines: why each device_copy of the planned module was inserted.
+local function copy_explanations(planned, input, config)
+  local _, names = dp.astext(planned, {names = true})
+  local out = {}
+  for _, nf in ipairs(planned:functions()) do
+    local list = {}
+    for name, e in pairs(names[nf[1]] or {}) do
+      if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "device_copy" then
+        list[#list + 1] = {tonumber(name:sub(2)) or 0, name, e}
+      end
+    end
+    table.sort(list, function(a, b) return a[1] < b[1] end)
+    for _, c in ipairs(list) do
+      local text = dp.planner.why(planned, c[3], {input = input, config = config, name = "@" .. nf[1] .. " " .. c[2]})
+      out[#out + 1] = "// " .. text:gsub("\n", "\n// ")
+    end
   end
-  if not list then
-    error({text = "devplan: " .. path .. " must return a pass or a list of passes (dp.passes...), it returned a "
-      .. type(r)}, 0)
+  return #out > 0 and table.concat(out, "\n") .. "\n" or ""
+end
+
+-- The module, its report, its graphs, as the output options say.
+local function emit(opts, mod, config, extra)
+  write_graphs(opts, mod, config)
+  local report = opts["--report"]
+  if report then
+    local r = attempt(nil, dp.planner.report, mod, config)
+    write_output(opts, report == "json" and r:json() or r:text())
+    return
+  end
+  local text = dp.astext(mod, print_options(opts))
+  if extra then text = text .. (text:sub(-1) == "\n" and "" or "\n") .. extra end
+  if coloured(opts) then text = colourize(text) end
+  write_output(opts, text)
+end
+
+-- ---------------------------------------------------------------- pipelines
+
+local function context_options(opts, config)
+  local print_after
+  if opts["--print-after-all"] then print_after = "all"
+  elseif opts["--print-changed"] then print_after = "changed"
+  else print_after = opts["--print-after"] end
+  return {
+    config = config,
+    print_before = opts["--print-before-all"] and "all" or opts["--print-before"],
+    print_after = print_after,
+    print_options = print_options(opts),
+    output = io.stderr,
+    time = opts["--time-passes"] or nil,
+    verify_each = opts["--verify-each"] or nil,
+  }
+end
+
+local function absolute(path)
+  if path:sub(1, 1) == "/" then return path end
+  return (os.getenv("PWD") or ".") .. "/" .. path
+end
+
+-- The reproducer: the arguments that matter, the pipeline and the input
+-- module, as Relay text with `//` header lines (devplan opt --run-reproducer).
+local function write_reproducer(path, opts, pipeline_text, mod, err)
+  local lines = {"// devplan reproducer: replay with  devplan opt --run-reproducer " .. path,
+                 "// pipeline: " .. pipeline_text}
+  for _, key in ipairs{"--target", "--host", "--default", "--load"} do
+    local v = opts[key]
+    for _, x in ipairs(type(v) == "table" and v or {v}) do
+      lines[#lines + 1] = "// arg: " .. key
+      lines[#lines + 1] = "// arg: " .. (key == "--load" and absolute(x) or x)
+    end
+  end
+  lines[#lines + 1] = "// error: " .. (error_text(err):gsub("^devplan: ", ""):match("^[^\n]*"))
+  local f = io.open(path, "w")
+  if not f then return false end
+  f:write(table.concat(lines, "\n"), "\n", tostring(mod))
+  f:close()
+  return true
+end
+
+local function load_files(opts)
+  for _, path in ipairs(opts["--load"] or {}) do run_lua_file(path, "--load") end
+end
+
+-- Runs pipeline text on the input; writes the result. reproducer: nil
+-- (none) or a path (true: a new temporary file).
+local function run_pipeline(command, opts, pipeline_text, reproducer)
+  local sources = {pipeline = pipeline_text}
+  local config = make_config(opts)
+  local p = attempt(sources, dp.pipeline.build, pipeline_text, {config = config})
+  local mod = parse_module(opts, command, sources)
+  local ctx = attempt(sources, dp.PassContext, context_options(opts, config))
+  local ok, res = pcall(p, mod, ctx)
+  if opts["--time-passes"] then io.stderr:write(ctx:timing_report()) end
+  if not ok then
+    local text = error_text(res, sources)
+    if reproducer then
+      local path = reproducer == true and os.tmpname() or reproducer
+      if write_reproducer(path, opts, pipeline_text, mod, res) then
+        text = text .. "\nreproducer written to " .. path .. "; replay with: devplan opt --run-reproducer " .. path
+      end
+    end
+    error({text = text, err = res}, 0)
+  end
+  local extra
+  if opts["--explain"] then -- the domains PlanDevices planned: of the module the passes before it made
+    local annotated = mod
+    for i = 1, #p.passes - 1 do annotated = p.passes[i](annotated) end
+    local cfg = ctx.planned_config or config
+    extra = explanation(attempt(sources, dp.planner.domains, annotated, cfg,
+                                {resolve_conflicts = not opts["--strict"]}))
+      .. copy_explanations(res, annotated, cfg)
+  end
+  emit(opts, res, ctx.planned_config or config, extra)
+end
+
+-- ---------------------------------------------------------------- the commands
+
+function COMMANDS.parse.run(opts)
+  local sources = {}
+  local mod = parse_module(opts, "parse", sources)
+  emit(opts, mod, nil)
+end
+
+-- "nn.conv2d=cuda,nn.dense=cuda" -> {{op, device}...}, checked.
+local function annotations(opts)
+  local list = {}
+  for _, spec in ipairs(opts["--annotate"] or {}) do
+    for item in spec:gmatch("[^,]+") do
+      local op, dev = item:match("^%s*([^=%s]+)%s*=%s*(%S+)%s*$")
+      if not op then fail(usage_error("plan", "--annotate wants OP=DEVICE (e.g. nn.conv2d=cuda), got '" .. item .. "'").text) end
+      if not pcall(dp.op.get, op) then
+        fail("devplan plan: --annotate " .. item .. ": unknown operator '" .. op .. "'" .. suggest.hint(op, dp.op.names()))
+      end
+      local vd, why = devname.parse(dev)
+      if not vd then fail("devplan plan: --annotate " .. item .. ": " .. why) end
+      list[#list + 1] = {op, dev}
+    end
   end
   return list
 end
 
 function COMMANDS.plan.run(opts)
-  opts.command = "plan"
-  -- the configuration first: its errors are usage errors, whatever the file
-  local config = make_config(opts)
-  local mod, text = parse_module(opts)
-  for _, p in ipairs(opts["--rules"] and load_rules(opts["--rules"]) or {}) do
-    mod = attempt(opts.file, text, p, mod, {config = config})
+  load_files(opts)
+  local items = {}
+  for _, path in ipairs(opts["--rules"] or {}) do
+    items[#items + 1] = {"annotate", {{"rules", path}}}
   end
-  local popts = {resolve_conflicts = not opts["--strict"]}
-  local planned = attempt(opts.file, text, function() return dp.passes.PlanDevices(config, popts)(mod) end)
-  local out = tostring(planned)
-  if opts["--explain"] then
-    local d = attempt(opts.file, text, dp.planner.domains, mod, config, popts)
-    out = out .. (out:sub(-1) == "\n" and "" or "\n") .. explanation(d)
+  local ann = annotations(opts)
+  if #ann > 0 then items[#items + 1] = {"annotate", ann} end
+  items[#items + 1] = {"plan_devices", opts["--strict"] and {{"strict", "true"}} or nil}
+  if opts["--verify"] then items[#items + 1] = {"verify"} end
+  if opts["--report"] and opts["--report"] ~= "text" and opts["--report"] ~= "json" then
+    fail(usage_error("plan", "--report takes text or json, got '" .. opts["--report"] .. "'").text)
   end
-  emit(out)
+  run_pipeline("plan", opts, dp.pipeline.text(items), opts["--reproducer"])
 end
 
--- Runs subcommand `name` with its arguments; returns the exit status.
-function M.main(name, ...)
+local function list_passes()
+  local lines = {"passes a pipeline can name:"}
+  for _, name in ipairs(dp.pipeline.names()) do
+    local e = dp.pipeline.entry(name)
+    local keys = {}
+    for k in pairs(e.options) do keys[#keys + 1] = k .. "=" end
+    table.sort(keys)
+    lines[#lines + 1] = string.format("  %-14s %s%s", name, e.help,
+                                      #keys > 0 and " (" .. table.concat(keys, ", ") .. ")" or "")
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- The header of a reproducer: pipeline text and the arguments.
+local function read_reproducer(path)
+  local text = read_input(path)
+  local pipeline_text = text:match("\n// pipeline: ([^\n]*)") or text:match("^// pipeline: ([^\n]*)")
+  if not text:find("^// devplan reproducer") or not pipeline_text then
+    fail("devplan opt: " .. path .. " is not a devplan reproducer (it starts with '// devplan reproducer')")
+  end
+  local args = {}
+  for a in text:gmatch("\n// arg: ([^\n]*)") do args[#args + 1] = a end
+  return pipeline_text, args
+end
+
+function COMMANDS.opt.run(opts)
+  if opts["--run-reproducer"] then
+    if opts["-p"] or #opts.files > 0 then
+      fail(usage_error("opt", "--run-reproducer takes the pipeline and the module from the file").text)
+    end
+    local path = opts["--run-reproducer"]
+    local pipeline_text, args = read_reproducer(path)
+    local r = assert(parse_args("opt", args))
+    for k, v in pairs(r) do if k ~= "files" then opts[k] = v end end
+    opts.files = {path}
+    load_files(opts)
+    return run_pipeline("opt", opts, pipeline_text, nil)
+  end
+  load_files(opts)
+  if opts["--list-passes"] then
+    io.stdout:write(list_passes())
+    return
+  end
+  if not opts["-p"] then fail(usage_error("opt", "a pipeline is needed: -p PIPELINE").text) end
+  if opts["--report"] and opts["--report"] ~= "text" and opts["--report"] ~= "json" then
+    fail(usage_error("opt", "--report takes text or json, got '" .. opts["--report"] .. "'").text)
+  end
+  run_pipeline("opt", opts, opts["-p"], opts["--reproducer"] or true)
+end
+
+local function option_lines(name)
+  local lines = {}
+  for _, o in ipairs(COMMANDS[name].options) do
+    local spec = OPTIONS[o]
+    if o ~= "--pipeline" then
+      local head = "  " .. o .. (spec.arg and (" " .. spec.arg) or "")
+      local help = spec.help:gsub("\n", "\n" .. string.rep(" ", 24))
+      if #head < 23 then lines[#lines + 1] = head .. string.rep(" ", 24 - #head) .. help
+      else lines[#lines + 1] = head .. "\n" .. string.rep(" ", 24) .. help end
+    end
+  end
+  return table.concat(lines, "\n")
+end
+
+-- The usage of the executable: commands, scripts, the REPL.
+function M.usage()
+  local lines = {
+    "usage: devplan COMMAND [ARGS...]      (devplan help COMMAND for its options)",
+    "       devplan [options] [SCRIPT [ARGS...]]",
+    "       devplan                        (on a terminal: the REPL)",
+    "",
+    "Commands:",
+  }
+  for _, name in ipairs(COMMAND_ORDER) do
+    lines[#lines + 1] = string.format("  %-8s %s", name, COMMANDS[name].summary)
+  end
+  for _, l in ipairs{
+    "",
+    "First steps (on ../shared/models/resnet18.relay):",
+    "  devplan plan resnet18.relay --annotate nn.conv2d=cuda --short-devices   # place, plan, read",
+    "  devplan plan resnet18.relay --annotate nn.conv2d=cuda --report text     # the copies and bytes",
+    "  devplan plan resnet18.relay --annotate nn.conv2d=cuda --svg plan.svg    # a picture",
+    "",
+    "Scripts: Lua 5.4 with the devplan module (require \"devplan\").",
+    "  -e CODE        run CODE (may be repeated; runs before SCRIPT)",
+    "  -              run the script read from standard input",
+    "  -v, --version  print the version;  -h, --help  print this help;  --  stop handling options",
+    "SCRIPT gets its arguments in `arg` (arg[0] is the script) and as `...`.",
+    "With no arguments, devplan is a REPL when standard input is a terminal, and",
+    "runs the script read from standard input otherwise (as lua does).",
+    "",
+    PALETTE_HELP,
+    "Errors print as file:line:col: message with the source line and a caret; exit status 1.",
+  } do lines[#lines + 1] = l end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+function COMMANDS.help.run(opts)
+  local name = opts.files[1]
+  if not name then
+    io.stdout:write(M.usage())
+    return
+  end
   local cmd = COMMANDS[name]
   if not cmd then
-    io.stderr:write("devplan: unknown command '" .. tostring(name) .. "'\n")
+    fail("devplan help: unknown command '" .. name .. "'" .. suggest.hint(name, COMMAND_ORDER)
+      .. " (commands: " .. table.concat(COMMAND_ORDER, ", ") .. ")")
+  end
+  local parts = {"usage: " .. cmd.usage, ""}
+  if cmd.text then parts[#parts + 1] = cmd.text .. "\n" end
+  if #cmd.options > 0 then parts[#parts + 1] = "Options:\n" .. option_lines(name) .. "\n" end
+  if name ~= "help" then parts[#parts + 1] = PALETTE_HELP end
+  io.stdout:write(table.concat(parts, "\n"), "\n")
+end
+
+-- ---------------------------------------------------------------- routing
+
+local function is_file(path)
+  local f = io.open(path, "rb")
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- What the executable should do with first argument `a`: "command" (a
+-- command name, or a word or a model file that deserves a suggestion) or
+-- "script". An existing file named like a command runs as a script.
+function M.route(a)
+  if COMMANDS[a] and not is_file(a) then return "command" end
+  if is_file(a) then return a:match("%.relay$") and "command" or "script" end
+  if not a:find("[/.]") then return "command" end
+  return "script"
+end
+
+-- What to say for a first argument that is no command.
+local function not_a_command(name)
+  if name:match("%.relay$") then
+    return "devplan: '" .. name .. "' is a model, not a Lua script: say what to do with it, e.g.\n"
+      .. "  devplan parse " .. name .. "\n"
+      .. "  devplan plan " .. name .. " --annotate nn.conv2d=cuda\n"
+      .. "  devplan opt " .. name .. " -p PIPELINE\n"
+      .. "(devplan help for the commands)"
+  end
+  return "devplan: unknown command '" .. name .. "'" .. suggest.hint(name, COMMAND_ORDER)
+    .. " (commands: " .. table.concat(COMMAND_ORDER, ", ") .. "; a script needs a path: ./" .. name .. ")"
+end
+
+-- Runs command `name` with its arguments; returns the exit status.
+function M.main(name, ...)
+  local cmd = COMMANDS[name]
+  if not cmd or is_file(name) and name:match("%.relay$") then
+    io.stderr:write(not_a_command(tostring(name)), "\n")
     return 1
   end
   local opts, uerr = parse_args(name, {...})
@@ -292,10 +707,7 @@ function M.main(name, ...)
     io.stderr:write(uerr.text, "\n")
     return 1
   end
-  if opts.help then
-    io.stdout:write("usage: ", cmd.usage, "\n", cmd.help, "\n")
-    return 0
-  end
+  if opts.help then return M.main("help", name) end
   local ok, err = pcall(cmd.run, opts)
   if ok then return 0 end
   if type(err) ~= "table" or not err.text then error(err, 0) end -- a bug: traceback

@@ -10,13 +10,16 @@ local core = require "devplan.core"
 local dp = {}
 for name, value in pairs(core) do dp[name] = value end
 
--- The project root the Lua files were loaded from (lua/devplan/init.lua
--- two folders down), e.g. to find lua/devplan/API.md.
+-- Where devplan's own files are: the source tree the Lua files were loaded
+-- from (lua/devplan/init.lua two folders down), or when installed
+-- (PREFIX/share/lua/5.4/devplan/init.lua) PREFIX/share/devplan, which holds
+-- the examples, README.md and API.md.
 do
   local file = debug.getinfo(1, "S").source:match("^@(.*)$") or ""
   if file:sub(1, 1) ~= "/" and os.getenv("PWD") then file = os.getenv("PWD") .. "/" .. file end
   file = file:gsub("/%./", "/")
-  dp.root = file:match("^(.*)/lua/devplan/init%.lua$")
+  local prefix = file:match("^(.*)/share/lua/5%.4/devplan/init%.lua$")
+  dp.root = prefix and (prefix .. "/share/devplan") or file:match("^(.*)/lua/devplan/init%.lua$")
 end
 
 local ir = require "devplan.ir"
@@ -32,5 +35,11 @@ dp.planner = require "devplan.planner"
 dp.pattern = require "devplan.pattern"   -- replaces core.pattern, its C half
 dp.pass = require("devplan.pass").new
 dp.passes = require "devplan.passes"
+
+-- ---- the framework: pipelines, pass contexts, reports, graphs ----
+dp.Sequential = require("devplan.pass").Sequential
+dp.PassContext = require("devplan.context").new
+dp.pipeline = require "devplan.pipeline"
+dp.graph = require "devplan.graph"
 
 return dp

@@ -2,20 +2,34 @@
 -- function from a module to a module.
 --
 --   local p = dp.pass("my_pass", function(mod, ctx) ... return mod end)
---   local out = p(mod)            -- run it (ctx: a pass context, or {})
+--   local out = p(mod)             -- run it in a fresh dp.PassContext
+--   local out = p(mod, ctx)        -- run it in ctx (instruments, configuration)
 --   p.name, p.options, tostring(p) --> "my_pass"
+--
+--   local both = dp.Sequential{annotate, dp.passes.PlanDevices(config)}
+--   both(mod)                      -- each pass in turn, in one context
 --
 -- Every pass of dp.passes is one of these. Options are shown by tostring
 -- as name(key=value, ...) in key order, so a pass prints the same way
--- every time.
+-- every time. Running goes through a pass context (devplan.context), so
+-- instruments see every pass, nested ones included, and an error names
+-- the pass that raised it.
 local M = {}
 
 local Pass = {}
 Pass.__index = Pass
 Pass.__name = "devplan.Pass"
 
+-- context requires this file for is_pass: it is required when first run
+local function context() return require "devplan.context" end
+
 function Pass.__call(self, mod, ctx)
-  return self.run(mod, ctx or {})
+  local c = context()
+  if ctx == nil then ctx = c.new() end
+  if not c.is_context(ctx) then
+    error("devplan.pass: '" .. self.name .. "' runs in a dp.PassContext, got a " .. type(ctx), 2)
+  end
+  return ctx:run(self, mod)
 end
 
 local function option_text(v)
@@ -25,6 +39,11 @@ local function option_text(v)
 end
 
 function Pass.__tostring(self)
+  if self.passes then
+    local parts = {}
+    for i, p in ipairs(self.passes) do parts[i] = tostring(p) end
+    return self.name .. "{" .. table.concat(parts, ", ") .. "}"
+  end
   local keys = {}
   for k in pairs(self.options) do keys[#keys + 1] = tostring(k) end
   if #keys == 0 then return self.name end
@@ -52,6 +71,32 @@ end
 -- Is v a pass?
 function M.is_pass(v)
   return getmetatable(v) == Pass
+end
+
+-- dp.Sequential{p1, p2, ...}: one pass running each in turn, in the
+-- context it runs in. `passes` is copied; p.passes lists them.
+function M.Sequential(passes)
+  if type(passes) ~= "table" then
+    error("devplan.Sequential: a list of passes expected, got " .. type(passes), 2)
+  end
+  local list = {}
+  for k in pairs(passes) do
+    if math.type(k) ~= "integer" or k < 1 or k > #passes then
+      error("devplan.Sequential: a list of passes expected, got the key '" .. tostring(k) .. "'", 2)
+    end
+  end
+  for i, p in ipairs(passes) do
+    if not M.is_pass(p) then
+      error("devplan.Sequential: item " .. i .. " is a " .. type(p) .. ", not a pass (dp.pass)", 2)
+    end
+    list[i] = p
+  end
+  local seq = M.new("Sequential", function(mod, ctx)
+    for _, p in ipairs(list) do mod = ctx:run(p, mod) end
+    return mod
+  end)
+  seq.passes = list
+  return seq
 end
 
 return M

@@ -13,6 +13,7 @@
 --   dp.passes.MergeComposite(rules), dp.passes.MergeAndAnnotate(rules)
 --                                             passes/merge_composite.lua (dp.pattern)
 --   dp.passes.PartitionByVirtualDevice{by =}  passes/partition_by_virtual_device.lua
+--   dp.passes.InferType(), dp.passes.Verify(config?, opts?)  (below)
 --
 -- Passes written in Lua live in passes/ (on package.path); they require
 -- "devplan.core" and the Lua parts they need, never "devplan" itself.
@@ -30,7 +31,9 @@ function M.PlanDevices(config, opts)
   else
     run = function(mod) return planner.capture(planner.domains(mod, config, opts)) end
   end
-  return pass.new("PlanDevices", run, opts)
+  local p = pass.new("PlanDevices", run, opts)
+  p.config = config -- what the verifier checks the plan against
+  return p
 end
 
 M.AnnotateVirtualDevices = require("annotate_virtual_devices").new
@@ -39,5 +42,12 @@ M.AnnotateVirtualDevices = require("annotate_virtual_devices").new
 local merge = require "merge_composite"
 M.MergeComposite, M.MergeAndAnnotate = merge.MergeComposite, merge.MergeAndAnnotate
 M.PartitionByVirtualDevice = require("partition_by_virtual_device").new
+
+-- ---- the framework's passes (lua/devplan/verify.lua, pipelines) ----
+local core = require "devplan.core"
+--   dp.passes.InferType()   type-check the module (dp.infer_type)
+function M.InferType() return pass.new("InferType", core.infer_type) end
+--   dp.passes.Verify(config?, {planned =}?)   lua/devplan/verify.lua
+M.Verify = require("devplan.verify").pass
 
 return M

@@ -53,4 +53,10 @@ function M.domains(mod, config, opts)
   return d
 end
 
+-- dp.planner.report(planned, config?): devices, copies and bytes (lua/devplan/report.lua)
+M.report = require("devplan.report").report
+-- dp.planner.why(planned, e, {input =, config =, name =}?): why a planned value is
+-- where it is; for a device_copy, why it was inserted (lua/devplan/why.lua)
+M.why = require("devplan.why").why
+
 return M

@@ -3,7 +3,7 @@
 -- helpers that specs (and benchmarks) would otherwise each copy.
 --
 --   assert.structurally_equal(actual, expected)   -- diff: path + both sides
---   assert.plans_to(input_text, expected_text, config, metatable?)
+--   assert.plans_to(input_text, expected_text, config, metatable?)  -- verified too
 --   assert.idempotent(pass, mod)                  -- pass(pass(mod)) == pass(mod)
 --
 -- The palette is the one ../shared/conformance/run.lua builds (targets HOST,
@@ -122,6 +122,48 @@ function M.lua_files(dir)
   return names
 end
 
+-- ---- running the devplan executable (specs of the command line) ----
+
+-- A new temporary file holding text (name ending in ext, default
+-- ".relay"); M.remove_temp_files() removes every one made so far.
+local temps = {}
+function M.temp_file(text, ext)
+  local base = os.tmpname()
+  local name = base .. (ext or ".relay")
+  local f = assert(io.open(name, "w"))
+  f:write(text)
+  f:close()
+  temps[#temps + 1] = base
+  temps[#temps + 1] = name
+  return name
+end
+
+function M.remove_temp_files()
+  for _, p in ipairs(temps) do os.remove(p) end
+  temps = {}
+end
+
+-- The executable under test: DEVPLAN_EXE (the sanitizer and valgrind runs
+-- set it), else bin/devplan, as an absolute path.
+M.exe = (function()
+  local exe = os.getenv("DEVPLAN_EXE") or "bin/devplan"
+  if exe:find("/", 1, true) and exe:sub(1, 1) ~= "/" then exe = (os.getenv("PWD") or ".") .. "/" .. exe end
+  return exe
+end)()
+
+-- Runs `devplan ARGS` (a shell fragment), with `input` on standard input
+-- when given; returns the exit status, standard output, standard error.
+function M.run_devplan(args, input)
+  local out, err = os.tmpname(), os.tmpname()
+  local cmd = M.exe .. " " .. args .. " >" .. out .. " 2>" .. err
+  if input then cmd = cmd .. " <" .. M.temp_file(input, ".in") end
+  local ok, _, code = os.execute(cmd)
+  local o, e = M.read_file(out), M.read_file(err)
+  os.remove(out)
+  os.remove(err)
+  return ok and 0 or code, o, e
+end
+
 -- How many calls of the operator `op_name` e holds (an expression or a
 -- module; each distinct node counted once), e.g. count_calls(m, "device_copy").
 function M.count_calls(e, op_name)
@@ -171,6 +213,21 @@ function M.difference(actual, expected)
   return ("first difference at %s\n  actual:   %s\n  expected: %s"):format(at, side(err.lhs), side(err.rhs))
 end
 
+-- ---------------------------------------------------------------- planning
+
+-- PlanDevices(config, opts) that also verifies every module it plans
+-- (dp.planner.verify against the input, raising a "verify" devplan.Error on
+-- any violation): what the specs plan with, so that every plan the suite
+-- makes is checked. Returns the pass.
+function M.plan(config, opts)
+  local pass = dp.passes.PlanDevices(config, opts)
+  return function(mod)
+    local planned = pass(mod)
+    dp.planner.verify(planned, config, {input = mod, raise = true})
+    return planned
+  end
+end
+
 -- ---------------------------------------------------------------- assertions
 
 local has_luassert, luassert = pcall(require, "luassert")
@@ -188,11 +245,11 @@ local function structurally_equal(_, arguments)
   return diff == nil
 end
 
--- Plans input_text (parsed with the metatable) with PlanDevices(config) and
--- compares the result with expected_text.
+-- Plans input_text (parsed with the metatable) with PlanDevices(config),
+-- verifies the plan (M.plan) and compares it with expected_text.
 local function plans_to(_, arguments)
   local input, expected_text, config, mt = arguments[1], arguments[2], arguments[3], arguments[4]
-  local planned = dp.passes.PlanDevices(config)(dp.parse(input, mt))
+  local planned = M.plan(config)(dp.parse(input, mt))
   local diff = M.difference(planned, dp.parse(expected_text, mt))
   set_message(arguments, (diff or "") .. "\nplanned module:\n" .. tostring(planned))
   return diff == nil

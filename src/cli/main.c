@@ -1,12 +1,16 @@
 /*
  * The devplan executable: Lua 5.4 with the devplan module preloaded.
  *
+ *   devplan COMMAND [ARGS...]        (help, parse, plan, opt: lua/devplan/cli.lua)
  *   devplan [options] [SCRIPT [ARGS...]]
- *   devplan COMMAND [ARGS...]        (COMMAND: parse, plan)
+ *   devplan                          the REPL on a terminal (lua/devplan/repl.lua);
+ *                                    otherwise the script on standard input, as lua
  *
- * A first argument that names a subcommand and is not an existing file
- * runs the subcommand, written in Lua (lua/devplan/cli.lua); its result is
- * the exit status.
+ * The first argument goes to the command line's router (cli.route): a
+ * command name runs the command, and so does a word that is no file or a
+ * model file given without a command (the command line then suggests the
+ * right command instead of running the file as Lua); anything else is a
+ * script. The command's result is the exit status.
  *
  * Runs SCRIPT with `arg` set as the stock `lua` does (arg[0] the script,
  * arg[1..] its arguments, negative indices the interpreter and its options)
@@ -16,8 +20,8 @@
  * binary). Errors print a traceback and exit with status 1.
  *
  * The project's Lua files are found from /proc/self/exe: <root>/bin/devplan
- * in the source tree uses <root>; <prefix>/bin/devplan when installed uses
- * <prefix>/share/devplan.
+ * in the source tree uses <root>/lua and <root>/passes; <prefix>/bin/devplan
+ * when installed uses <prefix>/share/lua/5.4 (see add_lua_path).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -28,34 +32,9 @@
 #include <lauxlib.h>
 #include <lualib.h>
 #include "../lua/lbind.h"
+#include "term.h"
 
 static const char *progname = "devplan";
-
-static void usage(FILE *out) {
-  fprintf(out,
-          "usage: %s [options] [SCRIPT [ARGS...]]\n"
-          "Runs a Lua 5.4 script with the devplan module available (require \"devplan\").\n"
-          "Options:\n"
-          "  -e CODE      run CODE (may be repeated; runs before SCRIPT)\n"
-          "  -v, --version  print the version\n"
-          "  -h, --help   print this help\n"
-          "  --           stop handling options\n"
-          "  -            run the script read from standard input\n"
-          "SCRIPT gets its arguments in `arg` (arg[0] is the script) and as `...`.\n"
-          "\n"
-          "       %s COMMAND [ARGS...]   (COMMAND --help for its options)\n"
-          "Commands:\n"
-          "  parse FILE.relay [--meta META.lua] [--types]\n"
-          "          parse a module and print it\n"
-          "  plan FILE.relay --target T [--target T ...] [--host T] [--default DEVTYPE]\n"
-          "       [--meta META.lua] [--strict] [--explain]\n"
-          "          plan devices (PlanDevices) and print the planned module;\n"
-          "          --strict: no conflict resolution, --explain: why each device\n"
-          "Without --meta, meta[VirtualDevice][0] is the CPU (device_type=cpu, id 0) and\n"
-          "meta[VirtualDevice][1] the GPU (device_type=cuda, id 0); anything else needs --meta.\n"
-          "Errors print as file:line:col: message with the source line; exit status 1.\n",
-          progname, progname);
-}
 
 /* Message handler: the error with a traceback. devplan.Error tables and
    other values with __tostring print through it. */
@@ -90,38 +69,54 @@ static int docall_n(lua_State *L, int nargs, int nres) {
 
 static int docall(lua_State *L, int nargs) { return docall_n(L, nargs, 0); }
 
-/* The project's Lua files, from the executable's own path: <root>/bin/devplan
-   in the source tree, <root>/build/asan/bin/devplan for the sanitizer build,
-   <prefix>/bin/devplan with <prefix>/share/devplan when installed. The
-   executable is a launcher: like a wrapper script, it puts <root>/lua and
-   <root>/passes first on package.path (the module itself never changes a
-   search path). Nothing is changed when DEVPLAN_ROOT is set to another
-   root, or when no root is found (the default path may have an installed
-   module). */
+/* The project's Lua files, from the executable's own path. The executable
+   is a launcher: like a wrapper script, it puts the folders of its own Lua
+   files first on package.path (the module itself never changes a search
+   path), so that an executable runs the Lua files it was built or
+   installed with:
+     <root>/bin/devplan             source tree: <root>/lua, <root>/passes
+     <root>/build/asan/bin/devplan  sanitizer build: the same
+     <prefix>/bin/devplan           installed: <prefix>/share/lua/5.4 (passes too)
+   DEVPLAN_ROOT names a source tree to use instead. Nothing is changed when
+   none is found (the default path may have an installed module). */
+static const struct layout {
+  const char *up;     /* from the executable's folder */
+  const char *lua;    /* the folder of devplan/init.lua, from there */
+  const char *passes; /* the folder of the passes, or NULL: the same */
+} layouts[] = {
+  {"/..", "/lua", "/passes"},
+  {"/../../..", "/lua", "/passes"},
+  {"/../share/lua/5.4", "", NULL},
+};
+
+static int find_layout(const char *base, const struct layout *l, char *root) {
+  char probe[PATH_MAX + 64];
+  snprintf(probe, sizeof probe, "%s%s%s/devplan/init.lua", base, l->up, l->lua);
+  if (access(probe, R_OK) != 0) return 0;
+  snprintf(probe, sizeof probe, "%s%s", base, l->up);
+  return realpath(probe, root) != NULL;
+}
+
 static void add_lua_path(lua_State *L) {
-  static const char *const up[] = {"/..", "/../../..", "/../share/devplan"};
-  char bin[PATH_MAX], probe[PATH_MAX + 64], root[PATH_MAX];
+  char bin[PATH_MAX], root[PATH_MAX];
+  const struct layout *found = NULL;
   const char *env = getenv("DEVPLAN_ROOT");
-  int found = 0;
-  if (env && *env) {
-    snprintf(probe, sizeof probe, "%s/lua/devplan/init.lua", env);
-    found = access(probe, R_OK) == 0 && realpath(env, root) != NULL;
-  }
+  static const struct layout tree = {"", "/lua", "/passes"};
+  if (env && *env && find_layout(env, &tree, root)) found = &tree;
   if (!found && realpath("/proc/self/exe", bin)) {
     char *slash = strrchr(bin, '/');
     if (slash) *slash = '\0';
-    for (size_t i = 0; slash && !found && i < sizeof up / sizeof up[0]; i++) {
-      snprintf(probe, sizeof probe, "%s%s/lua/devplan/init.lua", bin, up[i]);
-      if (access(probe, R_OK) != 0) continue;
-      snprintf(probe, sizeof probe, "%s%s", bin, up[i]);
-      found = realpath(probe, root) != NULL;
-    }
+    for (size_t i = 0; slash && !found && i < sizeof layouts / sizeof layouts[0]; i++)
+      if (find_layout(bin, &layouts[i], root)) found = &layouts[i];
   }
   if (!found) return;
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "path");
-  lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua;%s/passes/?.lua;%s", root, root, root,
-                  lua_tostring(L, -1));
+  if (found->passes)
+    lua_pushfstring(L, "%s%s/?.lua;%s%s/?/init.lua;%s%s/?.lua;%s", root, found->lua, root, found->lua,
+                    root, found->passes, lua_tostring(L, -1));
+  else
+    lua_pushfstring(L, "%s%s/?.lua;%s%s/?/init.lua;%s", root, found->lua, root, found->lua, lua_tostring(L, -1));
   lua_setfield(L, -3, "path");
   lua_pop(L, 2);
 }
@@ -149,32 +144,61 @@ static int run_script(lua_State *L, char **argv, int argc, int script) {
   return report(L, status);
 }
 
-/* Subcommands (lua/devplan/cli.lua); a file of the same name wins, so
-   scripts named like a subcommand still run. */
-static int is_subcommand(const char *a) {
-  static const char *const names[] = {"parse", "plan"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    if (strcmp(a, names[i]) == 0) return access(a, F_OK) != 0;
-  return 0;
-}
-
-/* Runs subcommand argv[1] with argv[2..]: cli.main's result is the exit
-   status; an error inside it (a bug) prints a traceback, status 1. */
-static int run_subcommand(lua_State *L, char **argv, int argc) {
+/* Calls require('devplan.cli')[fn](args...) and leaves its one result
+   on the stack; a Lua error prints with its traceback and returns 1. */
+static int call_cli(lua_State *L, const char *fn, char **args, int nargs) {
   static const char chunk[] =
+    "local fn = ...\n"
     "require 'devplan'\n"
-    "return require('devplan.cli').main(...)\n";
-  create_arg_table(L, argv, argc, 1);
+    "return require('devplan.cli')[fn](select(2, ...))\n";
   int status = luaL_loadbuffer(L, chunk, sizeof chunk - 1, "=devplan");
   if (status == LUA_OK) {
-    luaL_checkstack(L, argc + 3, "too many arguments");
-    for (int i = 1; i < argc; i++) lua_pushstring(L, argv[i]);
-    status = docall_n(L, argc - 1, 1);
+    luaL_checkstack(L, nargs + 4, "too many arguments");
+    lua_pushstring(L, fn);
+    for (int i = 0; i < nargs; i++) lua_pushstring(L, args[i]);
+    status = docall_n(L, nargs + 1, 1);
   }
-  if (report(L, status) != LUA_OK) return 1;
+  return report(L, status) == LUA_OK ? 0 : 1;
+}
+
+/* Is argv[1] for the command line (cli.route says "command")? */
+static int is_command(lua_State *L, char *arg) {
+  if (call_cli(L, "route", &arg, 1) != 0) return 0;
+  int yes = lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "command") == 0;
+  lua_pop(L, 1);
+  return yes;
+}
+
+/* Runs command argv[1] with argv[2..]: cli.main's result is the exit
+   status; an error inside it (a bug) prints a traceback, status 1. */
+static int run_subcommand(lua_State *L, char **argv, int argc) {
+  create_arg_table(L, argv, argc, 1);
+  if (call_cli(L, "main", argv + 1, argc - 1) != 0) return 1;
   int code = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 1;
   lua_pop(L, 1);
   return code;
+}
+
+/* The usage (cli.usage) on out. */
+static int print_usage(lua_State *L, FILE *out) {
+  if (call_cli(L, "usage", NULL, 0) != 0) return 1;
+  fputs(lua_tostring(L, -1) ? lua_tostring(L, -1) : "", out);
+  lua_pop(L, 1);
+  return 0;
+}
+
+/* No arguments: the REPL on a terminal, else the script on standard input. */
+static int run_without_arguments(lua_State *L, char **argv, int argc) {
+  if (isatty(0)) {
+    create_arg_table(L, argv, argc, 0);
+    static const char chunk[] = "return require('devplan.repl').run()\n";
+    int status = luaL_loadbuffer(L, chunk, sizeof chunk - 1, "=devplan");
+    if (status == LUA_OK) status = docall(L, 0);
+    return report(L, status) == LUA_OK ? 0 : 1;
+  }
+  char *dash[] = {argv[0], "-", NULL};
+  create_arg_table(L, dash, 2, 1);
+  return run_script(L, dash, 2, 1) == LUA_OK ? 0 : 1;
 }
 
 /* The body, run protected so that errors while setting up are reported too. */
@@ -186,9 +210,15 @@ static int pmain(lua_State *L) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
   lua_pushcfunction(L, luaopen_devplan_core);
   lua_setfield(L, -2, "devplan.core");
+  lua_pushcfunction(L, luaopen_devplan_term);
+  lua_setfield(L, -2, "devplan.term");
   lua_pop(L, 1);
   add_lua_path(L);
-  if (argc > 1 && is_subcommand(argv[1])) {
+  if (argc < 2) {
+    *status = run_without_arguments(L, argv, argc);
+    return 0;
+  }
+  if (argv[1][0] != '-' && is_command(L, argv[1])) {
     *status = run_subcommand(L, argv, argc);
     return 0;
   }
@@ -198,6 +228,10 @@ static int pmain(lua_State *L) {
     const char *a = argv[i];
     if (a[0] != '-' || strcmp(a, "-") == 0) break;
     if (strcmp(a, "--") == 0) { i++; break; }
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      *status = print_usage(L, stdout);
+      return 0;
+    }
     if (strcmp(a, "-e") == 0) { i++; continue; }
   }
   script = i < argc ? i : 0;
@@ -220,32 +254,23 @@ static int pmain(lua_State *L) {
 
 /* Checks the options before any Lua runs; returns -1 to go on, else an exit code. */
 static int check_options(int argc, char **argv) {
-  if (argc < 2) {
-    usage(stdout);
-    return 0;
-  }
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (a[0] != '-' || strcmp(a, "-") == 0 || strcmp(a, "--") == 0) break;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    }
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return -1; /* printed from Lua: cli.usage */
     if (!strcmp(a, "-v") || !strcmp(a, "--version")) {
       printf("devplan %s (%s)\n", DP_VERSION, LUA_RELEASE);
       return 0;
     }
     if (!strcmp(a, "-e")) {
       if (i + 1 >= argc) {
-        fprintf(stderr, "%s: -e needs an argument\n", progname);
-        usage(stderr);
+        fprintf(stderr, "%s: -e needs an argument (devplan --help for the usage)\n", progname);
         return 1;
       }
       i++;
       continue;
     }
-    fprintf(stderr, "%s: unknown option '%s'\n", progname, a);
-    usage(stderr);
+    fprintf(stderr, "%s: unknown option '%s' (devplan --help for the usage)\n", progname, a);
     return 1;
   }
   return -1;

@@ -5,11 +5,12 @@
  * device type and default virtual device, and canonical(vd), which every
  * virtual device entering planning goes through.
  *
- * Two readings of rule 6 that planner.md leaves open: a target matches a
+ * One reading of rule 6 that planner.md leaves open: a target matches a
  * primitive target when kind and options agree even if the hosts differ
- * (the user's Target("cuda") is the configuration's "cuda -host=llvm"); and
- * a device type with no primitive target falls back to the host target when
- * that has the device type.
+ * (the user's Target("cuda") is the configuration's "cuda -host=llvm").
+ * As in TVM (FindPrimitiveTargetForDeviceOrFail), a device type no
+ * primitive target serves is an error, the default device type's included;
+ * the host target does not stand in for a missing cpu target.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ static char *targets_text(const dp_config *c) {
   size_t len = 0;
   char *out = dp_strdup("");
   for (uint32_t i = 0; out && i < c->ntargets; i++) {
-    char *s = dp_target_str(c->primitive_targets[i]);
+    char *s = dp_target_brief(c->primitive_targets[i]);
     char *grown = s ? realloc(out, len + strlen(s) + 3) : NULL;
     if (!grown) {
       free(s);
@@ -49,6 +50,20 @@ static char *targets_text(const dp_config *c) {
 
 static int host_capable(int device_type) {
   return device_type == DP_DEV_CPU || device_type == DP_DEV_HEXAGON;
+}
+
+/* "no target for [the default] device type X (targets: ...; host: ...)" */
+static dp_err *no_target_error(const dp_config *c, int device_type, const char *which) {
+  char *known = targets_text(c), *host = dp_target_brief(c->host_target);
+  const char *name = dp_device_type_name(device_type);
+  char num[16];
+  if (!name) snprintf(num, sizeof num, "%d", device_type), name = num;
+  dp_err *e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                         "CompilationConfig: no target for %sdevice type %s (targets: %s; host: %s)",
+                         which, name, known ? known : "?", host ? host : "?");
+  free(host);
+  free(known);
+  return e;
 }
 
 /* Rule 1: the given host; else the host of the first target that has one;
@@ -73,7 +88,7 @@ static int primitive_targets(dp_config *c, dp_target *const *targets, uint32_t n
   for (uint32_t i = 0; i < n; i++) {
     for (uint32_t j = 0; j < i; j++) {
       if (strcmp(targets[i]->kind, targets[j]->kind)) continue;
-      char *a = dp_target_str(targets[j]), *b = dp_target_str(targets[i]);
+      char *a = dp_target_brief(targets[j]), *b = dp_target_brief(targets[i]);
       dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                                  "CompilationConfig: two targets of kind '%s' ('%s' and '%s'); "
                                  "give at most one target per kind",
@@ -86,6 +101,13 @@ static int primitive_targets(dp_config *c, dp_target *const *targets, uint32_t n
     if (!c->primitive_targets[i]) return -1;
     c->ntargets = i + 1;
   }
+  return 0;
+}
+
+/* Whether a primitive target has the device type (rule 6 finds one). */
+static int serves(const dp_config *c, int device_type) {
+  for (uint32_t i = 0; i < c->ntargets; i++)
+    if (c->primitive_targets[i]->device_type == device_type) return 1;
   return 0;
 }
 
@@ -113,7 +135,9 @@ static dp_err *check_inputs(dp_ctx *ctx, dp_target *const *targets, uint32_t n, 
   if (host && host->ctx != ctx)
     return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: host belongs to another context");
   if (default_device_type < 0)
-    return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: bad default device type %d",
+    return dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                      "CompilationConfig: invalid default device type %d (device types are 1 "
+                      "and up: cpu = 1, cuda = 2, ...)",
                       default_device_type);
   return NULL;
 }
@@ -138,6 +162,10 @@ dp_config *dp_config_make(dp_ctx *ctx, dp_target *const *targets, uint32_t ntarg
   c->host_vdev = dp_vdev_make(ctx, c->host_target->device_type, 0, c->host_target, "", err);
   if (!c->host_vdev || primitive_targets(c, targets, ntargets, err) < 0) goto fail;
   c->default_device_type = default_type(targets, ntargets, default_device_type);
+  if (!serves(c, c->default_device_type)) {
+    dp_err_set(err, no_target_error(c, c->default_device_type, "the default "));
+    goto fail;
+  }
   if (!(dflt = dp_vdev_make(ctx, c->default_device_type, 0, NULL, "", err))) goto fail;
   c->default_vdev = dp_config_canonical(c, dflt, err);
   dp_release(dflt);
@@ -154,32 +182,9 @@ static dp_target *same_target(const dp_config *c, const dp_target *t) {
   if (t == c->host_target) return c->host_target;
   for (uint32_t i = 0; i < c->ntargets; i++)
     if (t == c->primitive_targets[i]) return c->primitive_targets[i];
-  for (uint32_t i = 0; i < c->ntargets; i++) {
-    dp_target *p = c->primitive_targets[i];
-    if (p->nopts != t->nopts || strcmp(p->kind, t->kind)) continue;
-    /* compare without the hosts: same kind and options */
-    int eq = 1;
-    for (uint32_t k = 0; k < p->nopts && eq; k++) {
-      const dp_target_opt *x = &p->opts[k], *y = &t->opts[k];
-      eq = !strcmp(x->key, y->key) && x->kind == y->kind && x->num == y->num &&
-           !strcmp(x->str ? x->str : "", y->str ? y->str : "");
-    }
-    if (eq) return p;
-  }
+  for (uint32_t i = 0; i < c->ntargets; i++)
+    if (dp_target_same_but_host(c->primitive_targets[i], t)) return c->primitive_targets[i];
   return NULL;
-}
-
-static dp_err *no_target_error(const dp_config *c, int device_type) {
-  char *known = targets_text(c), *host = dp_target_str(c->host_target);
-  const char *name = dp_device_type_name(device_type);
-  char num[16];
-  if (!name) snprintf(num, sizeof num, "%d", device_type), name = num;
-  dp_err *e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
-                         "CompilationConfig: no target for device type %s (targets: %s; host: %s)",
-                         name, known ? known : "?", host ? host : "?");
-  free(host);
-  free(known);
-  return e;
 }
 
 dp_vdev *dp_config_canonical(const dp_config *cfg, dp_vdev *vd, dp_err **err) {
@@ -195,11 +200,8 @@ dp_vdev *dp_config_canonical(const dp_config *cfg, dp_vdev *vd, dp_err **err) {
     for (uint32_t i = 0; i < cfg->ntargets && !target; i++)
       if (cfg->primitive_targets[i]->device_type == vd->device_type)
         target = cfg->primitive_targets[i];
-    /* No primitive target of that type: the host target still serves its own
-       device type (so rule 4's "else cpu" works with only accelerator targets). */
-    if (!target && cfg->host_target->device_type == vd->device_type) target = cfg->host_target;
     if (!target) {
-      dp_err_set(err, no_target_error(cfg, vd->device_type));
+      dp_err_set(err, no_target_error(cfg, vd->device_type, ""));
       return NULL;
     }
   }

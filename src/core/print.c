@@ -87,6 +87,8 @@ typedef struct pframe {
 typedef struct printer {
   int flags;
   const char *def_name;
+  const dp_print_opts *opts; /* for on_name; never NULL */
+  dp__devnames *devnames;    /* DP_PRINT_SHORT_DEVICES */
   int failed;
   dp_pmap map; /* node -> index, of nodes held more than once; variable
                  -> 1 + offset of its name in the names array */
@@ -401,6 +403,26 @@ static uint32_t alloc_name(printer *p, const char *hint) {
   return (uint32_t)o + 1;
 }
 
+/* Tells opts->on_name the name `%...` of e: a variable's (offset off in the
+   names array, off 0 for a graph binding) or e's binding number. */
+static void report_name(printer *p, const dp_expr *e, uint32_t off) {
+  char d[16], *s = d;
+  d[0] = '%';
+  if (off) {
+    size_t n = strlen(p->nm + off - 1);
+    if (!(s = malloc(n + 2))) {
+      p->failed = 1;
+      return;
+    }
+    s[0] = '%';
+    memcpy(s + 1, p->nm + off - 1, n + 1);
+  } else {
+    d[1 + fmt_u32(d + 1, p->next_temp - 1)] = 0;
+  }
+  p->opts->on_name(p->opts->ud, p->def_name ? p->def_name : "", e, s);
+  if (s != d) free(s);
+}
+
 /* Name of variable v, given at its binding (or first use if free). The
    pointer is good until the next name is given. A variable is mostly used
    soon after its binding: a small cache spares most map lookups. */
@@ -409,7 +431,7 @@ static const char *var_name(printer *p, const dp_var *v) {
   if (p->vcache[h].v == v) return p->nm + p->vcache[h].off - 1;
   int fresh;
   uint64_t *off = dp_pmap_upsert(&p->map, v, 0, &fresh);
-  if (off && !*off) *off = alloc_name(p, v->name);
+  if (off && !*off && (*off = alloc_name(p, v->name)) && p->opts->on_name) report_name(p, &v->e, *off);
   if (!off || !*off) {
     p->failed = 1;
     return "x";
@@ -583,8 +605,26 @@ static void put_kid(printer *p, dp_tb *b, uint32_t i, uint32_t k) {
   if (n->aux) put(b, p->src->s + at, n->aux);
 }
 
+/* `@cuda`: the short name of vd (DP_PRINT_SHORT_DEVICES). */
+static void put_devname(printer *p, dp_tb *b, const dp_vdev *vd) {
+  const char *name = dp__devname(p->devnames, vd);
+  if (!name) {
+    p->failed = 1;
+    return;
+  }
+  putc_(b, '@');
+  puts_(b, name);
+}
+
 static void put_vdev(printer *p, dp_tb *b, const dp_vdev *vd, const char *pre, const char *post) {
   if (!vd || dp_vdev_is_fully_unconstrained(vd)) return;
+  if (p->flags & DP_PRINT_SHORT_DEVICES) {
+    puts_(b, pre);
+    puts_(b, "virtual_device=");
+    put_devname(p, b, vd);
+    puts_(b, post);
+    return;
+  }
   char *s = dp_vdev_str(vd);
   if (!s) {
     p->failed = 1;
@@ -609,6 +649,10 @@ static void put_var_decl(printer *p, dp_tb *b, const dp_var *v, int is_param) {
 }
 
 static void put_aval(printer *p, dp_tb *b, const dp_aval *v) {
+  if (v->kind == DP_AV_VDEV && v->u.vdev && (p->flags & DP_PRINT_SHORT_DEVICES)) {
+    put_devname(p, b, v->u.vdev);
+    return;
+  }
   if (v->kind == DP_AV_EXPR && v->u.expr && v->u.expr->h.kind == DP_CONST) {
     dp__put_const(b, (const dp_const *)v->u.expr);
     return;
@@ -651,6 +695,10 @@ static void put_scope(printer *p, dp_tb *b, uint32_t s, uint32_t i, uint32_t k) 
 static void put_func_head(printer *p, dp_tb *b, uint32_t i) {
   const pnode *n = &p->nodes[i];
   const dp_func *f = (const dp_func *)n->e;
+  /* DP_PRINT_PARAM_LINES: `,` and a new line indented two levels past the head's */
+  int lines = (p->flags & DP_PRINT_PARAM_LINES) && f->nparams > 1;
+  uint32_t ind = p->scopes[n->home].indent + 2;
+  const char *sep = lines ? ",\n" : ", ";
   if ((n->flags & F_ROOT) && p->def_name) {
     put(b, "def @", 5);
     puts_(b, p->def_name);
@@ -659,10 +707,17 @@ static void put_func_head(printer *p, dp_tb *b, uint32_t i) {
     put(b, "fn (", 4);
   }
   for (uint32_t k = 0; k < f->nparams; k++) {
-    if (k) put(b, ", ", 2);
+    if (k) puts_(b, sep);
+    if (k && lines) indent(b, ind);
     put_var_decl(p, b, f->params[k], 1);
   }
-  put_vdev(p, b, f->vdev, f->nparams ? ", " : "", "");
+  if (lines && f->vdev && !dp_vdev_is_fully_unconstrained(f->vdev)) {
+    puts_(b, sep);
+    indent(b, ind);
+    put_vdev(p, b, f->vdev, "", "");
+  } else {
+    put_vdev(p, b, f->vdev, f->nparams ? ", " : "", "");
+  }
   int first = !f->nparams && !(f->vdev && !dp_vdev_is_fully_unconstrained(f->vdev));
   put_attrs(p, b, f->attrs, first);
   putc_(b, ')');
@@ -872,6 +927,7 @@ static void finish(printer *p, uint32_t i, size_t mark) {
   pnode *n = &p->nodes[i];
   n->flags |= F_BOUND;
   n->aux = p->next_temp++;
+  if (p->opts->on_name) report_name(p, n->e, 0);
   dp_tb *b = lines_of(p, n->home);
   p->src = stk;
   p->cur = mark;
@@ -1000,10 +1056,14 @@ done:
   return rc;
 }
 
-int dp__print_root(dp_tb *out, const dp_expr *root, const char *def_name, int flags) {
+int dp__print_root(dp_tb *out, const dp_expr *root, const char *def_name,
+                   const dp_print_opts *o, dp__devnames *dn) {
+  static const dp_print_opts none = {0, NULL, NULL};
   printer p;
   memset(&p, 0, sizeof p);
-  p.flags = flags;
+  p.opts = o ? o : &none;
+  p.flags = p.opts->flags;
+  p.devnames = dn;
   p.def_name = def_name;
   dp_pmap_init(&p.map);
   int rc = run(&p, out, root);

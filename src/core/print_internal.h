@@ -40,10 +40,27 @@ struct dp_tb;
    `Constant(Tensor[(2), int64], [3, 2])` (flat row-major values). */
 void dp__put_const(struct dp_tb *b, const dp_const *c);
 
+/* Short names of the virtual devices a text uses (DP_PRINT_SHORT_DEVICES,
+   print_devices.c), in order of first use. Zero-initialised when empty. */
+typedef struct dp__devnames {
+  const dp_vdev **vdevs;
+  char **names;
+  uint32_t n, cap;
+} dp__devnames;
+
+/* vd's short name (without the `@`), given on first use; NULL on out of memory. */
+const char *dp__devname(dp__devnames *d, const dp_vdev *vd);
+/* One `// @name = VirtualDevice(...)` line per named device; 0, or -1 on out of memory. */
+int dp__devlegend(struct dp_tb *b, const dp__devnames *d);
+void dp__devnames_free(dp__devnames *d);
+
 /* Print root into b: an expression, or when def_name is not NULL a global
    definition `def @name(...) {...}` of the function root. Names and graph
-   binding numbers start afresh. 0, or -1 on out of memory. */
-int dp__print_root(struct dp_tb *b, const dp_expr *root, const char *def_name, int flags);
+   binding numbers start afresh; device names (DP_PRINT_SHORT_DEVICES) are
+   given in dn, shared by the functions of a module. 0, or -1 on out of
+   memory. */
+int dp__print_root(struct dp_tb *b, const dp_expr *root, const char *def_name,
+                   const dp_print_opts *o, dp__devnames *dn);
 
 /* dp_print_expr cut to at most `maxlines` lines ("..." marks the cut). */
 char *dp__print_short(const dp_expr *e, int maxlines);

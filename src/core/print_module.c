@@ -60,27 +60,74 @@ static void put_typedef(dp_tb *b, const dp_typedef *td) {
   dp_tb_puts(b, "}\n");
 }
 
-char *dp_print_module(const dp_module *m, int flags, size_t *len) {
-  dp_tb b;
+/* The functions after the header: each a `def`; device names shared. */
+static int put_functions(dp_tb *b, const dp_module *m, const dp_print_opts *o, dp__devnames *dn) {
+  for (uint32_t i = 0; i < m->nfuncs && !b->failed; i++) {
+    if (dp__print_root(b, &m->funcs[i].fn->e, m->funcs[i].global->name, o, dn) < 0) return -1;
+    dp_tb_putc(b, '\n');
+  }
+  return b->failed ? -1 : 0;
+}
+
+/* With short device names the legend goes first, but the names are known
+   only once everything is printed: the text is written after it then. */
+static char *finish_text(dp_tb *head, dp_tb *body, const dp__devnames *dn, size_t *len) {
+  if (dn->n && dp__devlegend(head, dn) < 0) head->failed = 1;
+  dp_tb_putn(head, body->s ? body->s : "", body->n);
+  dp_tb_free(body);
+  if (len) *len = head->n;
+  return dp_tb_take(head);
+}
+
+char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *len) {
+  dp_tb b, body;
+  dp__devnames dn = {0};
+  int shortdev = o && (o->flags & DP_PRINT_SHORT_DEVICES);
   dp_tb_init(&b);
+  dp_tb_init(&body);
   dp_tb_puts(&b, "#[version = \"0.0.5\"]\n");
   for (uint32_t i = 0; i < m->nprims; i++) put_primfn(&b, m->prims[i]);
   for (uint32_t i = 0; i < m->ntypedefs; i++) put_typedef(&b, m->typedefs[i]);
-  for (uint32_t i = 0; i < m->nfuncs && !b.failed; i++) {
-    if (dp__print_root(&b, &m->funcs[i].fn->e, m->funcs[i].global->name, flags) < 0) {
-      dp_tb_free(&b);
-      return NULL;
+  char *text = NULL;
+  if (put_functions(shortdev ? &body : &b, m, o, &dn) == 0) {
+    if (shortdev) {
+      text = finish_text(&b, &body, &dn, len);
+    } else {
+      if (len) *len = b.n;
+      text = dp_tb_take(&b);
     }
-    dp_tb_putc(&b, '\n');
   }
-  if (len) *len = b.n;
-  return dp_tb_take(&b);
+  dp_tb_free(&b);
+  dp_tb_free(&body);
+  dp__devnames_free(&dn);
+  return text;
+}
+
+char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len) {
+  dp_tb b, body;
+  dp__devnames dn = {0};
+  dp_tb_init(&b);
+  dp_tb_init(&body);
+  char *text = NULL;
+  if (dp__print_root(&body, e, NULL, o, &dn) == 0) text = finish_text(&b, &body, &dn, len);
+  dp_tb_free(&b);
+  dp_tb_free(&body);
+  dp__devnames_free(&dn);
+  return text;
+}
+
+char *dp_print_module(const dp_module *m, int flags, size_t *len) {
+  dp_print_opts o = {flags, NULL, NULL};
+  return dp_print_module_with(m, &o, len);
 }
 
 char *dp_print_expr(const dp_expr *e, int flags, size_t *len) {
   dp_tb b;
-  dp_tb_init(&b);
-  if (dp__print_root(&b, e, NULL, flags) < 0) {
+  dp_print_opts o = {flags, NULL, NULL};
+  dp__devnames dn = {0};
+  if (flags & DP_PRINT_SHORT_DEVICES) return dp_print_expr_with(e, &o, len);
+  dp_tb_init(&b); /* the common case writes straight to the result */
+  if (dp__print_root(&b, e, NULL, &o, &dn) < 0) {
     dp_tb_free(&b);
     return NULL;
   }

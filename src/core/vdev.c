@@ -67,7 +67,7 @@ static dp_err *check_fields(dp_ctx *ctx, int *device_type, int id, const dp_targ
     return NULL;
   }
   if (*device_type == target->device_type) return NULL;
-  char *ts = dp_target_str(target);
+  char *ts = dp_target_brief(target);
   dp_err *e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                          "virtual device: device type %s disagrees with target '%s' (device type %s)",
                          type_text(*device_type, b1, sizeof b1), ts ? ts : target->kind,
@@ -164,7 +164,7 @@ static size_t quoted(char *out, const char *s) {
 
 char *dp_vdev_str(const dp_vdev *v) {
   if (!v) return dp_strdup("VirtualDevice()");
-  char *ts = v->target ? dp_target_str(v->target) : NULL;
+  char *ts = v->target ? dp_target_brief(v->target) : NULL;
   if (v->target && !ts) return NULL;
   size_t cap = 128 + 2 * (strlen(v->memory_scope) + (ts ? strlen(ts) : 0));
   char *out = malloc(cap), b[16];

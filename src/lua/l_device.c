@@ -22,53 +22,94 @@ static int value_error(lua_State *L, const char *fmt, const char *a, const char 
 
 static dp_target *to_target(lua_State *L, int idx);
 
-/* One option value at the top of the stack into *o (strings stay on the
-   stack or in the anchor table at `anchor`). */
-static void option_value(lua_State *L, const char *key, int anchor, dp_target_opt *o) {
+/* The declared type of option key for kind, or -1. */
+static int declared_type(const char *kind, const char *key) {
+  dp_optkind type;
+  const char *name;
+  for (uint32_t i = 0; (name = dp_target_kind_option(kind, i, &type, NULL)); i++)
+    if (!strcmp(name, key)) return (int)type;
+  return -1;
+}
+
+static const char *type_words(int type) {
+  switch (type) {
+  case DP_OPT_INT: return "an integer";
+  case DP_OPT_BOOL: return "a boolean";
+  case DP_OPT_STRLIST: return "a list of strings";
+  default: return "a string";
+  }
+}
+
+/* A fraction: the core has no such value, so the error is made here (an
+   undeclared option is left to the core, which names it). */
+static void fraction(lua_State *L, const char *kind, const char *key, dp_target_opt *o) {
+  int type = declared_type(kind, key);
+  if (type >= 0)
+    dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                               "target option -%s of kind %s expects %s, got %s", key, kind,
+                               type_words(type), lua_tostring(L, -1)));
+  o->kind = DP_OPT_INT;
+}
+
+/* A list option: items borrowed from the list (anchored by the table). */
+static void list_value(lua_State *L, const char *kind, const char *key, int anchor,
+                       dp_target_opt *o) {
+  int list = lua_gettop(L);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, list), count = 0;
+  lua_pushnil(L);
+  while (lua_next(L, list)) count++, lua_pop(L, 1);
+  if (count != n) /* keys other than 1..n: a map (TVM's test_config_map) */
+    dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                               "target option -%s of kind %s: a table with keys is not an option "
+                               "value (a list of strings is)", key, kind));
+  o->kind = DP_OPT_STRLIST;
+  o->items = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *o->items, 0);
+  lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
+  for (lua_Integer i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, list, i) != LUA_TSTRING)
+      dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                                 "target option -%s of kind %s: a list holds strings only, got %s",
+                                 key, kind, luaL_typename(L, -1)));
+    o->items[i - 1] = (char *)lua_tostring(L, -1);
+    lua_pop(L, 1);
+  }
+  o->nitems = (uint32_t)n;
+}
+
+/* One option value at the top of the stack into *o (strings stay in the
+   table; arrays made here are userdata in the anchor table). */
+static void option_value(lua_State *L, const char *kind, const char *key, int anchor,
+                         dp_target_opt *o) {
   o->key = (char *)key;
   switch (lua_type(L, -1)) {
   case LUA_TSTRING: o->kind = DP_OPT_STR; o->str = (char *)lua_tostring(L, -1); return;
   case LUA_TBOOLEAN: o->kind = DP_OPT_BOOL; o->num = lua_toboolean(L, -1); return;
   case LUA_TNUMBER:
-    if (lua_isinteger(L, -1)) {
-      o->kind = DP_OPT_INT;
-      o->num = lua_tointeger(L, -1);
-      return;
-    }
-    o->kind = DP_OPT_STR; /* a fraction: typing reports it for integer options */
-    lua_pushvalue(L, -1);
-    o->str = (char *)lua_tostring(L, -1);
-    lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
+    if (!lua_isinteger(L, -1)) return fraction(L, kind, key, o);
+    o->kind = DP_OPT_INT;
+    o->num = lua_tointeger(L, -1);
     return;
-  case LUA_TTABLE: {
-    luaL_Buffer b;
-    int n = (int)lua_rawlen(L, -1), list = lua_gettop(L);
-    luaL_buffinit(L, &b);
-    for (int i = 1; i <= n; i++) {
-      if (i > 1) luaL_addchar(&b, ','); /* before the push: buffer use stays balanced */
-      if (lua_rawgeti(L, list, i) != LUA_TSTRING)
-        value_error(L, "target option %s: a list option holds strings only%s", key, NULL);
-      luaL_addvalue(&b);
-    }
-    luaL_pushresult(&b);
-    o->kind = DP_OPT_STRLIST;
-    o->str = (char *)lua_tostring(L, -1);
-    lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
-    return;
-  }
+  case LUA_TTABLE: list_value(L, kind, key, anchor, o); return;
   default:
-    value_error(L, "target option %s: expects a string, number, boolean or list, got %s", key,
-                luaL_typename(L, -1));
+    dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                               "target option -%s of kind %s: expects a string, integer, boolean "
+                               "or list, got %s", key, kind, luaL_typename(L, -1)));
   }
 }
 
-/* dp.Target{kind = "cuda", host = ..., arch = "sm_80", ...} */
+/* dp.Target{kind = "cuda", host = ..., arch = "sm_80", keys = {...}, ...} */
 static dp_target *target_from_table(lua_State *L, int idx) {
   idx = lua_absindex(L, idx);
+  dp_err *e = NULL;
   if (lua_getfield(L, idx, "kind") != LUA_TSTRING)
-    value_error(L, "Target{...}: the field 'kind' must be a string%s", "", NULL);
+    dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                               "Target{...}: the field 'kind' must be a string"));
   const char *kind = lua_tostring(L, -1); /* anchored by the table */
   lua_pop(L, 1);
+  if (dp_target_kind_device_type(kind) < 0) {
+    dp_target_make(dp_lua_ctx(L), kind, NULL, 0, NULL, &e); /* fails: the core's message */
+    dp_lua_error(L, e);
+  }
   lua_getfield(L, idx, "host");
   dp_target *host = lua_isnil(L, -1) ? NULL : to_target(L, lua_gettop(L));
   int hostslot = lua_gettop(L);
@@ -77,18 +118,17 @@ static dp_target *target_from_table(lua_State *L, int idx) {
   while (lua_next(L, idx)) cap++, lua_pop(L, 1);
   dp_target_opt *opts = lua_newuserdatauv(L, (cap ? cap : 1) * sizeof *opts, 0);
   memset(opts, 0, (cap ? cap : 1) * sizeof *opts);
-  lua_newtable(L); /* anchor for strings made here */
+  lua_newtable(L); /* anchor for arrays made here */
   int anchor = lua_gettop(L);
   uint32_t n = 0;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     if (lua_type(L, -2) != LUA_TSTRING)
-      value_error(L, "Target{...}: option names must be strings%s", "", NULL);
+      dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "Target{...}: option names must be strings"));
     const char *key = lua_tostring(L, -2);
-    if (strcmp(key, "kind") && strcmp(key, "host")) option_value(L, key, anchor, &opts[n++]);
+    if (strcmp(key, "kind") && strcmp(key, "host")) option_value(L, kind, key, anchor, &opts[n++]);
     lua_pop(L, 1);
   }
-  dp_err *e = NULL;
   dp_target *t = dp_target_make(dp_lua_ctx(L), kind, opts, n, host, &e);
   if (!t) dp_lua_error(L, e);
   lua_settop(L, hostslot - 1);
@@ -135,6 +175,14 @@ static int target_tostring(lua_State *L) {
   return dp_lua_push_cstr(L, dp_target_str(dp_lua_check(L, 1, DP_OBJ_TARGET)));
 }
 
+static void push_items(lua_State *L, const dp_target_opt *o) {
+  lua_createtable(L, (int)o->nitems, 0);
+  for (uint32_t i = 0; i < o->nitems; i++) {
+    lua_pushstring(L, o->items[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+}
+
 static void push_options(lua_State *L, const dp_target *t) {
   lua_createtable(L, 0, (int)t->nopts);
   for (uint32_t i = 0; i < t->nopts; i++) {
@@ -142,18 +190,7 @@ static void push_options(lua_State *L, const dp_target *t) {
     if (o->kind == DP_OPT_INT) lua_pushinteger(L, o->num);
     else if (o->kind == DP_OPT_BOOL) lua_pushboolean(L, (int)o->num);
     else if (o->kind == DP_OPT_STR) lua_pushstring(L, o->str);
-    else {
-      /* a list: split the raw "a,b" form */
-      lua_newtable(L);
-      const char *p = o->str;
-      for (int k = 1; *p; k++) {
-        const char *c = strchr(p, ',');
-        size_t len = c ? (size_t)(c - p) : strlen(p);
-        lua_pushlstring(L, p, len);
-        lua_rawseti(L, -2, k);
-        p += len + (c != NULL);
-      }
-    }
+    else push_items(L, o);
     lua_setfield(L, -2, o->key);
   }
 }
@@ -184,8 +221,13 @@ static int device_type_arg(lua_State *L, int idx) {
   }
   if (lua_type(L, idx) != LUA_TSTRING)
     value_error(L, "device_type must be a name or a number, got %s", luaL_typename(L, idx), NULL);
-  int t = dp_device_type_parse(lua_tostring(L, idx));
-  if (t < 0) value_error(L, "unknown device type '%s'%s", lua_tostring(L, idx), NULL);
+  const char *name = lua_tostring(L, idx);
+  int t = dp_device_type_parse(name);
+  if (t < 0) {
+    const char *best = dp_device_type_suggest(name);
+    if (best) value_error(L, "unknown device type '%s'; did you mean '%s'?", name, best);
+    value_error(L, "unknown device type '%s'%s", name, NULL);
+  }
   return t;
 }
 
@@ -272,7 +314,49 @@ static int vdev_index(lua_State *L) {
 
 /* ---------------- compilation configuration ---------------- */
 
-/* dp.CompilationConfig{targets = {...}, host = t?, default_device_type = d?} */
+/* The targets of a configuration at idx (a list of targets, or one string
+   of comma-separated targets; a string in the list may hold several too)
+   appended to the list at `out`. */
+static void config_targets(lua_State *L, int idx, int out) {
+  if (lua_type(L, idx) == LUA_TSTRING) {
+    uint32_t n;
+    dp_err *e = NULL;
+    dp_target **ts = dp_targets_parse(dp_lua_ctx(L), lua_tostring(L, idx), &n, &e);
+    if (!ts) dp_lua_error(L, e);
+    for (uint32_t i = 0; i < n; i++) {
+      dp_lua_push(L, ts[i]);
+      lua_rawseti(L, out, (lua_Integer)lua_rawlen(L, out) + 1);
+    }
+    dp_targets_free(ts, n);
+    return;
+  }
+  if (!lua_istable(L, idx))
+    value_error(L, "CompilationConfig: 'targets' must be a list of targets or a string%s", "", NULL);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+  for (lua_Integer i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, idx, i) == LUA_TSTRING) {
+      config_targets(L, lua_gettop(L), out);
+    } else {
+      to_target(L, lua_gettop(L));
+      lua_rawseti(L, out, (lua_Integer)lua_rawlen(L, out) + 1);
+      continue;
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* The default device type at idx: nil when not given (0); else a device
+   type, 0 and -1 being invalid here. */
+static int default_device_type(lua_State *L, int idx) {
+  if (lua_isnil(L, idx)) return 0;
+  int t = device_type_arg(L, idx);
+  if (t <= 0)
+    value_error(L, "CompilationConfig: invalid default device type %s (device types are 1 and up: "
+                "cpu = 1, cuda = 2, ...)%s", luaL_tolstring(L, idx, NULL), NULL);
+  return t;
+}
+
+/* dp.CompilationConfig{targets = {...} or "cuda,llvm", host = t?, default_device_type = d?} */
 static int config_new(lua_State *L) {
   static const char *const fields[] = {"targets", "host", "default_device_type", NULL};
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -281,17 +365,16 @@ static int config_new(lua_State *L) {
   lua_getfield(L, 1, "targets");             /* 2 */
   lua_getfield(L, 1, "host");                /* 3 */
   lua_getfield(L, 1, "default_device_type"); /* 4 */
-  if (!lua_isnil(L, 2) && !lua_istable(L, 2))
-    value_error(L, "CompilationConfig: 'targets' must be a list of targets%s", "", NULL);
-  int n = lua_isnil(L, 2) ? 0 : (int)lua_rawlen(L, 2);
+  lua_newtable(L);                           /* 5: the targets, anchored */
+  if (!lua_isnil(L, 2)) config_targets(L, 2, 5);
   dp_target *host = lua_isnil(L, 3) ? NULL : to_target(L, 3);
-  int dtype = device_type_arg(L, 4);
-  dp_target **ts = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *ts, 0); /* 5 */
-  lua_createtable(L, n, 0);                                                   /* 6: anchors */
+  int dtype = default_device_type(L, 4);
+  int n = (int)lua_rawlen(L, 5);
+  dp_target **ts = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *ts, 0); /* 6 */
   for (int i = 1; i <= n; i++) {
-    lua_rawgeti(L, 2, i);
-    ts[i - 1] = to_target(L, lua_gettop(L));
-    lua_rawseti(L, 6, i);
+    lua_rawgeti(L, 5, i);
+    ts[i - 1] = dp_lua_test(L, -1, DP_OBJ_TARGET);
+    lua_pop(L, 1);
   }
   dp_err *e = NULL;
   dp_config *c = dp_config_make(dp_lua_ctx(L), ts, (uint32_t)n, host, dtype, &e);
@@ -312,7 +395,7 @@ static int config_tostring(lua_State *L) {
   luaL_buffinit(L, &b);
   luaL_addstring(&b, "CompilationConfig(targets=[");
   for (uint32_t i = 0; i < c->ntargets; i++) {
-    char *s = dp_target_str(c->primitive_targets[i]);
+    char *s = dp_target_brief(c->primitive_targets[i]);
     if (i) luaL_addstring(&b, ", ");
     luaL_addchar(&b, '"');
     luaL_addstring(&b, s ? s : "?");
@@ -342,6 +425,49 @@ static int config_index(lua_State *L) {
   return 1;
 }
 
+/* ---------------- the kinds ---------------- */
+
+static const char *type_key(dp_optkind t) {
+  switch (t) {
+  case DP_OPT_INT: return "int";
+  case DP_OPT_BOOL: return "bool";
+  case DP_OPT_STRLIST: return "list";
+  default: return "string";
+  }
+}
+
+/* dp.target_kinds() -> { {name =, device_type =, keys = {...}, options = {name = type}}, ... } */
+static int target_kinds(lua_State *L) {
+  const char *kind, *opt;
+  lua_newtable(L);
+  for (uint32_t i = 0; (kind = dp_target_kind_at(i)); i++) {
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, kind);
+    lua_setfield(L, -2, "name");
+    lua_pushinteger(L, dp_target_kind_device_type(kind));
+    lua_setfield(L, -2, "device_type");
+    lua_newtable(L);
+    const char *keys = dp_target_kind_keys(kind);
+    for (int k = 1; *keys; k++) {
+      const char *comma = strchr(keys, ',');
+      size_t len = comma ? (size_t)(comma - keys) : strlen(keys);
+      lua_pushlstring(L, keys, len);
+      lua_rawseti(L, -2, k);
+      keys += len + (comma != NULL);
+    }
+    lua_setfield(L, -2, "keys");
+    lua_newtable(L);
+    dp_optkind type;
+    for (uint32_t j = 0; (opt = dp_target_kind_option(kind, j, &type, NULL)); j++) {
+      lua_pushstring(L, type_key(type));
+      lua_setfield(L, -2, opt);
+    }
+    lua_setfield(L, -2, "options");
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
 /* ---------------- debug ---------------- */
 
 static int debug_counts(lua_State *L) {
@@ -363,6 +489,8 @@ void dp_lua_open_device(lua_State *L) {
   dp_lua_newclass(L, DP_OBJ_CONFIG, "devplan.CompilationConfig", config_index, config_tostring);
   lua_pushcfunction(L, target_new);
   lua_setfield(L, -2, "Target");
+  lua_pushcfunction(L, target_kinds);
+  lua_setfield(L, -2, "target_kinds");
   lua_newtable(L); /* dp.VirtualDevice: callable, with join and default */
   lua_pushcfunction(L, vdev_join);
   lua_setfield(L, -2, "join");

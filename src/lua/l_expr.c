@@ -19,7 +19,9 @@ static int l_var(lua_State *L) {
   if (lua_type(L, 2) == LUA_TTABLE && lua_isnone(L, 3)) opts = 2;
   lua_settop(L, 3); /* fixed slots */
   dp_type *annot = opts == 3 ? dp_lua_opt_type(L, 2) : NULL;
+  static const char *const keys[] = {"virtual_device", "span", NULL};
   dp_lua_check_opts(L, opts);
+  dp_lua_check_opt_keys(L, opts, keys, "devplan.var");
   dp_lua_opt_field(L, opts, "virtual_device");
   dp_vdev *vd = dp_lua_opt_vdev(L, -1, "virtual_device");
   dp_span span = dp_lua_opt_span(L, opts);
@@ -72,7 +74,9 @@ static int l_fn(lua_State *L) {
   uint32_t n;
   void **params = dp_lua_check_list(L, 1, DP_OBJ_EXPR, DP_VAR, "params", small, 16, &n);
   dp_expr *body = dp_lua_check_expr(L, 2);
+  static const char *const keys[] = {"ret_type", "virtual_device", "attrs", "span", NULL};
   dp_lua_check_opts(L, 3);
+  dp_lua_check_opt_keys(L, 3, keys, "devplan.fn");
   dp_lua_opt_field(L, 3, "ret_type");
   dp_type *ret = lua_isnil(L, -1) ? NULL : dp_lua_test(L, -1, DP_OBJ_TYPE);
   if (!lua_isnil(L, -1) && !ret) luaL_argerror(L, 3, "ret_type must be a Type");

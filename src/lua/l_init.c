@@ -15,10 +15,15 @@ int luaopen_devplan_core(lua_State *L) {
   lua_newtable(L);
   lua_pushstring(L, DP_VERSION);
   lua_setfield(L, -2, "version");
+  lua_pushcfunction(L, dp_lua_error_new);
+  lua_setfield(L, -2, "Error");
+  lua_pushcfunction(L, dp_lua_is_error);
+  lua_setfield(L, -2, "is_error");
   dp_lua_open_device(L);
   dp_lua_open_ir(L);
   dp_lua_open_build(L);
   dp_lua_open_planner(L);
   dp_lua_open_pattern(L);
+  dp_lua_open_suggest(L);
   return 1;
 }

@@ -25,6 +25,32 @@ void dp_lua_check_opts(lua_State *L, int idx) {
     luaL_typeerror(L, idx, "table of options");
 }
 
+void dp_lua_check_opt_keys(lua_State *L, int idx, const char *const keys[], const char *who) {
+  if (lua_type(L, idx) != LUA_TTABLE) return;
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    int known = 0;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      const char *k = lua_tostring(L, -1);
+      for (size_t i = 0; keys[i] && !known; i++) known = strcmp(k, keys[i]) == 0;
+    }
+    if (!known) {
+      luaL_Buffer b;
+      luaL_buffinit(L, &b);
+      for (size_t i = 0; keys[i]; i++) {
+        luaL_addstring(&b, i ? ", " : "");
+        luaL_addstring(&b, keys[i]);
+      }
+      luaL_pushresult(&b);
+      const char *list = lua_tostring(L, -1);
+      const char *key = luaL_tolstring(L, -2, NULL);
+      luaL_argerror(L, idx, lua_pushfstring(L, "%s: unknown option '%s' (options: %s)", who, key, list));
+    }
+  }
+}
+
 int dp_lua_opt_field(lua_State *L, int idx, const char *key) {
   if (lua_type(L, idx) != LUA_TTABLE) {
     lua_pushnil(L);
@@ -66,7 +92,9 @@ dp_span dp_lua_opt_span(lua_State *L, int idx) {
 }
 
 dp_span dp_lua_span_opts(lua_State *L, int idx) {
+  static const char *const keys[] = {"span", NULL};
   dp_lua_check_opts(L, idx);
+  dp_lua_check_opt_keys(L, idx, keys, "devplan");
   return dp_lua_opt_span(L, idx);
 }
 

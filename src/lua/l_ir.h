@@ -28,6 +28,10 @@ dp_span dp_lua_opt_span(lua_State *L, int idx);
 void dp_lua_push_span(lua_State *L, dp_span s);
 /* Raises a Lua argument error unless idx is none, nil or a table. */
 void dp_lua_check_opts(lua_State *L, int idx);
+/* Raises an argument error naming `who` when the option table at idx (if
+   a table) has a key not in `keys` (NULL-terminated): unknown options are
+   errors, never ignored. */
+void dp_lua_check_opt_keys(lua_State *L, int idx, const char *const keys[], const char *who);
 /* Field `key` of the option table at idx pushed (nil when absent). */
 int dp_lua_opt_field(lua_State *L, int idx, const char *key);
 /* Pushes t[i] of the table at idx, or t[key] when t[i] is nil: entries

@@ -481,13 +481,112 @@ static int module_tostring(lua_State *L) {
   return dp_lua_push_printed(L, 1, 0);
 }
 
-/* dp.astext(module_or_expr, {types = true}?) */
+/* The names a print reported (dp_print_opts.on_name), kept in a userdata
+   whose __gc frees them, so that a Lua error while they become a table
+   leaks nothing. */
+typedef struct printed_names {
+  struct pname { char *fn, *name; const dp_expr *e; } *items;
+  size_t n, cap;
+  int failed;
+} printed_names;
+
+static void free_names(printed_names *pn) {
+  for (size_t i = 0; i < pn->n; i++) {
+    free(pn->items[i].fn);
+    free(pn->items[i].name);
+  }
+  free(pn->items);
+  pn->items = NULL;
+  pn->n = 0;
+}
+
+static int names_gc(lua_State *L) {
+  free_names(lua_touserdata(L, 1));
+  return 0;
+}
+
+static void on_name(void *ud, const char *fn, const dp_expr *e, const char *name) {
+  printed_names *pn = ud;
+  if (pn->failed) return;
+  if (pn->n == pn->cap) {
+    size_t cap = pn->cap ? pn->cap * 2 : 64;
+    struct pname *it = realloc(pn->items, cap * sizeof *it);
+    if (!it) {
+      pn->failed = 1;
+      return;
+    }
+    pn->items = it;
+    pn->cap = cap;
+  }
+  struct pname *it = &pn->items[pn->n];
+  it->fn = dp_strdup(fn);
+  it->name = dp_strdup(name);
+  it->e = e;
+  if (it->fn && it->name) pn->n++;
+  else {
+    free(it->fn);
+    free(it->name);
+    pn->failed = 1;
+  }
+}
+
+/* {fn = {["%3"] = expr, ["%x"] = var}}: names of a bare expression under "". */
+static void push_names(lua_State *L, printed_names *pn) {
+  lua_newtable(L);
+  for (size_t i = 0; i < pn->n; i++) {
+    if (lua_getfield(L, -1, pn->items[i].fn) != LUA_TTABLE) {
+      lua_pop(L, 1);
+      lua_newtable(L);
+      lua_pushvalue(L, -1);
+      lua_setfield(L, -3, pn->items[i].fn);
+    }
+    dp_lua_push(L, (void *)pn->items[i].e);
+    lua_setfield(L, -2, pn->items[i].name);
+    lua_pop(L, 1);
+  }
+}
+
+static const char *const ASTEXT_OPTIONS[] = {"types", "short_devices", "param_lines", "names", NULL};
+
+/* dp.astext(module_or_expr, {types =, short_devices =, param_lines =, names =}?)
+   -> text (, names when opts.names) */
 static int l_astext(lua_State *L) {
   lua_settop(L, 2); /* fixed slots: scratch buffers go above */
   dp_lua_check_opts(L, 2);
-  int flags = 0;
-  if (dp_lua_opt_field(L, 2, "types") != LUA_TNIL && lua_toboolean(L, -1)) flags |= DP_PRINT_TYPES;
-  return dp_lua_push_printed(L, 1, flags);
+  dp_lua_check_opt_keys(L, 2, ASTEXT_OPTIONS, "devplan.astext");
+  static const struct { const char *key; int flag; } flags[] = {
+    {"types", DP_PRINT_TYPES}, {"short_devices", DP_PRINT_SHORT_DEVICES},
+    {"param_lines", DP_PRINT_PARAM_LINES}};
+  dp_print_opts o = {0, NULL, NULL};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    if (dp_lua_opt_field(L, 2, flags[i].key) != LUA_TNIL && lua_toboolean(L, -1)) o.flags |= flags[i].flag;
+    lua_pop(L, 1);
+  }
+  int want_names = dp_lua_opt_field(L, 2, "names") != LUA_TNIL && lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  if (!want_names) return dp_lua_push_printed(L, 1, o.flags);
+  dp_obj *obj = dp_lua_testobj(L, 1);
+  if (!obj || (obj->type != DP_OBJ_MODULE && obj->type != DP_OBJ_EXPR))
+    return luaL_typeerror(L, 1, "IRModule or expression");
+  printed_names *pn = lua_newuserdatauv(L, sizeof *pn, 0); /* slot 3 */
+  memset(pn, 0, sizeof *pn);
+  lua_newtable(L);
+  lua_pushcfunction(L, names_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  o.on_name = on_name;
+  o.ud = pn;
+  size_t len = 0;
+  char *s = obj->type == DP_OBJ_MODULE ? dp_print_module_with((dp_module *)obj, &o, &len)
+                                       : dp_print_expr_with((dp_expr *)obj, &o, &len);
+  if (s && pn->failed) {
+    free(s);
+    s = NULL;
+  }
+  dp_lua_push_lstr(L, s, len);
+  push_names(L, pn);
+  free_names(pn);
+  return 2;
 }
 
 /* ---------------- structural equality ---------------- */

@@ -2,7 +2,8 @@
  * Lua binding of the planner (plan.h): dp.passes.PlanDevices(config), the
  * phases one by one under dp.planner (rewrite, conflicts, analyze, default,
  * capture), the domains userdata (lookup, unify, constrain, set_default,
- * fully_constrained, explain) and dp.planner.explain / virtual_devices.
+ * fully_constrained, explain), dp.planner.explain / virtual_devices and
+ * dp.planner.verify.
  */
 #include <string.h>
 #include "lbind.h"
@@ -144,6 +145,19 @@ static int d_fully_constrained(lua_State *L) {
   return 1;
 }
 
+/* Fields line, col and source of the table at the top, when span has a line. */
+static void set_position(lua_State *L, dp_ctx *ctx, dp_span span) {
+  if (!span.line) return;
+  lua_pushinteger(L, span.line);
+  lua_setfield(L, -2, "line");
+  lua_pushinteger(L, span.col);
+  lua_setfield(L, -2, "col");
+  if (span.source) {
+    lua_pushstring(L, dp_ctx_source_name(ctx, span.source));
+    lua_setfield(L, -2, "source");
+  }
+}
+
 static void push_explain(lua_State *L, dp_domains *d, dp_explain *x) {
   lua_createtable(L, 0, 6);
   dp_lua_push(L, x->vdev);
@@ -152,16 +166,7 @@ static void push_explain(lua_State *L, dp_domains *d, dp_explain *x) {
   lua_setfield(L, -2, "rule");
   lua_pushstring(L, x->text);
   lua_setfield(L, -2, "text");
-  if (x->span.line) {
-    lua_pushinteger(L, x->span.line);
-    lua_setfield(L, -2, "line");
-    lua_pushinteger(L, x->span.col);
-    lua_setfield(L, -2, "col");
-    if (x->span.source) {
-      lua_pushstring(L, dp_ctx_source_name(dp_domains_module(d)->ctx, x->span.source));
-      lua_setfield(L, -2, "source");
-    }
-  }
+  set_position(L, dp_domains_module(d)->ctx, x->span);
   lua_createtable(L, (int)x->nsteps, 0);
   for (uint32_t i = 0; i < x->nsteps; i++) {
     lua_createtable(L, 0, 3);
@@ -271,6 +276,97 @@ static int l_virtual_devices(lua_State *L) {
   return 1;
 }
 
+/* ---- the verifier ---- */
+
+/* opts of dp.planner.verify: input (module), raise (boolean), limit (integer >= 1). */
+typedef struct vopts { dp_module *input; int raise; lua_Integer limit; } vopts;
+
+static vopts verify_opts(lua_State *L, int idx) {
+  vopts o = {NULL, 0, 100};
+  if (lua_isnoneornil(L, idx)) return o;
+  luaL_checktype(L, idx, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
+    if (strcmp(k, "input") == 0) {
+      o.input = dp_lua_test(L, -1, DP_OBJ_MODULE);
+      if (!o.input) luaL_error(L, "bad option 'input' to 'verify' (a module expected)");
+    } else if (strcmp(k, "raise") == 0) {
+      if (!lua_isboolean(L, -1)) luaL_error(L, "bad option 'raise' to 'verify' (a boolean expected)");
+      o.raise = lua_toboolean(L, -1);
+    } else if (strcmp(k, "limit") == 0) {
+      if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1)
+        luaL_error(L, "bad option 'limit' to 'verify' (an integer >= 1 expected)");
+      o.limit = lua_tointeger(L, -1);
+    } else {
+      luaL_error(L, "bad option '%s' to 'verify' (input, raise or limit expected)", k);
+    }
+    lua_pop(L, 1);
+  }
+  return o;
+}
+
+static void push_violation(lua_State *L, dp_module *m, const dp_violation *v) {
+  lua_createtable(L, 0, 8);
+  lua_pushstring(L, v->kind);
+  lua_setfield(L, -2, "kind");
+  lua_pushstring(L, v->msg);
+  lua_setfield(L, -2, "message");
+  if (v->expr) {
+    dp_lua_push(L, v->expr);
+    lua_setfield(L, -2, "expr");
+  }
+  set_position(L, m->ctx, v->span);
+  if (v->expected) {
+    dp_lua_push(L, v->expected);
+    lua_setfield(L, -2, "expected");
+  }
+  if (v->actual) {
+    dp_lua_push(L, v->actual);
+    lua_setfield(L, -2, "actual");
+  }
+}
+
+/* The violations as one "verify" error: the first in the message, each in
+   a note with its position. */
+static dp_err *violations_error(dp_module *m, const dp_violations *vs) {
+  const dp_violation *f = &vs->v[0];
+  dp_err *e = dp_err_at(m->ctx, DP_ERR_VERIFY, f->span, "the planned module is not consistent "
+                        "(%llu violation%s): %s", (unsigned long long)vs->total,
+                        vs->total == 1 ? "" : "s", f->msg);
+  for (uint32_t i = 0; i < vs->n; i++) dp_err_note(e, vs->v[i].span, "%s", vs->v[i].msg);
+  if (vs->total > vs->n)
+    dp_err_note(e, DP_NOSPAN, "... and %llu more", (unsigned long long)(vs->total - vs->n));
+  return e;
+}
+
+/* dp.planner.verify(planned, config?, {input =, raise =, limit =}?) ->
+   list of violations (empty when consistent), total found. */
+static int l_verify(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  vopts o = verify_opts(L, 3);
+  dp_config *cfg = opt_config(L, 2);
+  dp_err *err = NULL;
+  dp_violations vs;
+  int rc = dp_plan_verify(m, cfg, o.input, (uint32_t)(o.limit > UINT32_MAX ? UINT32_MAX : o.limit),
+                          &vs, &err);
+  dp_release(cfg);
+  if (rc < 0) return dp_lua_error(L, err);
+  if (o.raise && vs.n) {
+    dp_err *e = violations_error(m, &vs);
+    dp_violations_clear(&vs);
+    return dp_lua_error(L, e);
+  }
+  lua_createtable(L, (int)vs.n, 0);
+  for (uint32_t i = 0; i < vs.n; i++) {
+    push_violation(L, m, &vs.v[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_pushinteger(L, (lua_Integer)vs.total);
+  dp_violations_clear(&vs);
+  return 2;
+}
+
 void dp__domains_free_fn(dp_obj *o, dp_worklist *wl);
 
 void dp_lua_open_planner(lua_State *L) {
@@ -291,7 +387,7 @@ void dp_lua_open_planner(lua_State *L) {
   static const luaL_Reg planner[] = {
     {"plan", l_plan}, {"rewrite", l_rewrite}, {"conflicts", l_conflicts}, {"analyze", l_analyze},
     {"default", l_default}, {"capture", l_capture}, {"explain", l_explain},
-    {"virtual_devices", l_virtual_devices}, {NULL, NULL}};
+    {"virtual_devices", l_virtual_devices}, {"verify", l_verify}, {NULL, NULL}};
   luaL_newlib(L, planner);
   lua_setfield(L, -2, "planner");
 }

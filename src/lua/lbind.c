@@ -197,7 +197,7 @@ static int error_tostring(lua_State *L) {
 }
 
 static const char *code_names[] = {NULL, "error", "memory", "value", "type", "syntax",
-                                   "name", "conflict", "callback"};
+                                   "name", "conflict", "callback", "verify"};
 
 /* Fields line and col of the table at the top, when the span has a line. */
 static void set_line_col(lua_State *L, dp_span s) {
@@ -216,7 +216,7 @@ void dp_lua_pusherror(lua_State *L, dp_err *e) {
   free(formatted);
   lua_pushstring(L, e && e->msg ? e->msg : "error");
   lua_setfield(L, -2, "message");
-  lua_pushstring(L, e && e->code >= 1 && e->code <= DP_ERR_CALLBACK ? code_names[e->code] : "error");
+  lua_pushstring(L, e && e->code >= 1 && e->code <= DP_ERR_VERIFY ? code_names[e->code] : "error");
   lua_setfield(L, -2, "code");
   if (e && e->span.line) {
     lua_pushstring(L, e->source ? e->source : "<unknown>");
@@ -240,6 +240,96 @@ void dp_lua_pusherror(lua_State *L, dp_err *e) {
   }
   lua_setmetatable(L, -2);
   dp_err_free(e);
+}
+
+/* The string on top appended to the string at slot acc (popped). */
+static void cat(lua_State *L, int acc) {
+  lua_pushvalue(L, acc);
+  lua_insert(L, -2);
+  lua_concat(L, 2);
+  lua_replace(L, acc);
+}
+
+/* "line:col: " of the table at idx appended to acc, when it has an integer line. */
+static void cat_position(lua_State *L, int acc, int idx) {
+  lua_getfield(L, idx, "line");
+  lua_getfield(L, idx, "col");
+  if (lua_isinteger(L, -2)) {
+    lua_pushfstring(L, "%d:%d: ", (int)lua_tointeger(L, -2), lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : 0);
+    cat(L, acc);
+  }
+  lua_pop(L, 2);
+}
+
+static const char *string_field(lua_State *L, int idx, const char *key, const char *dflt) {
+  int t = lua_getfield(L, idx, key);
+  const char *s = t == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+  lua_pop(L, 1); /* the table keeps the string alive */
+  if (t != LUA_TSTRING && t != LUA_TNIL)
+    luaL_error(L, "devplan.Error: field '%s' must be a string, got %s", key, lua_typename(L, t));
+  return s ? s : dflt;
+}
+
+/* dp.Error{message =, code = "error", source =, line =, col =, notes = {{message =, line =, col =}}}:
+   the table made a devplan.Error (not raised), its `formatted` text as
+   dp_err_format writes it. For passes and tools written in Lua. */
+int dp_lua_error_new(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 1);
+  const char *msg = string_field(L, 1, "message", NULL);
+  if (!msg) return luaL_argerror(L, 1, "devplan.Error: a string 'message' is needed");
+  const char *code = string_field(L, 1, "code", "error");
+  int known = 0;
+  for (size_t i = 1; i < sizeof code_names / sizeof code_names[0] && !known; i++)
+    known = strcmp(code, code_names[i]) == 0;
+  if (!known) return luaL_argerror(L, 1, lua_pushfstring(L, "devplan.Error: unknown code '%s'", code));
+  lua_pushstring(L, code);
+  lua_setfield(L, 1, "code");
+  lua_pushliteral(L, ""); /* slot 2: the formatted text */
+  lua_getfield(L, 1, "line");
+  int positioned = lua_isinteger(L, -1);
+  lua_pop(L, 1);
+  if (positioned) {
+    lua_pushstring(L, string_field(L, 1, "source", "<unknown>"));
+    cat(L, 2);
+    lua_pushliteral(L, ":");
+    cat(L, 2);
+    cat_position(L, 2, 1);
+  }
+  lua_pushstring(L, msg);
+  cat(L, 2);
+  if (lua_getfield(L, 1, "notes") == LUA_TTABLE) { /* slot 3 */
+    for (lua_Integer i = 1; lua_rawgeti(L, 3, i) == LUA_TTABLE; i++) { /* slot 4 */
+      lua_pushliteral(L, "\n  ");
+      cat(L, 2);
+      cat_position(L, 2, 4);
+      lua_pushstring(L, string_field(L, 4, "message", ""));
+      cat(L, 2);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+  } else {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_setfield(L, 1, "notes");
+  }
+  lua_setfield(L, 1, "formatted");
+  if (luaL_newmetatable(L, ERROR_META)) {
+    lua_pushcfunction(L, error_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushstring(L, "devplan.Error");
+    lua_setfield(L, -2, "__name");
+  }
+  lua_setmetatable(L, 1);
+  return 1;
+}
+
+/* dp.is_error(v): is v a devplan.Error? */
+int dp_lua_is_error(lua_State *L) {
+  luaL_checkany(L, 1);
+  int is = lua_getmetatable(L, 1) && luaL_getmetatable(L, ERROR_META) != LUA_TNIL && lua_rawequal(L, -1, -2);
+  lua_pushboolean(L, is);
+  return 1;
 }
 
 int dp_lua_error(lua_State *L, dp_err *e) {

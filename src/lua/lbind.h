@@ -63,6 +63,9 @@ dp_obj *dp_lua_testobj(lua_State *L, int idx);
 int dp_lua_error(lua_State *L, dp_err *e);
 /* Push e as a devplan.Error value (frees e). */
 void dp_lua_pusherror(lua_State *L, dp_err *e);
+/* dp.Error{message =, code =, ...} and dp.is_error(v) (see lbind.c). */
+int dp_lua_error_new(lua_State *L);
+int dp_lua_is_error(lua_State *L);
 /* Turn the Lua error value at the top of the stack (from lua_pcall of a
    user callback) into a dp_err (DP_ERR_CALLBACK); pops it. */
 dp_err *dp_lua_toerr(lua_State *L, const char *what);
@@ -78,6 +81,7 @@ void dp_lua_open_ir(lua_State *L);
 void dp_lua_open_build(lua_State *L);
 void dp_lua_open_planner(lua_State *L);
 void dp_lua_open_pattern(lua_State *L); /* l_pattern.c: core.pattern, the C half of dp.pattern */
+void dp_lua_open_suggest(lua_State *L);
 
 /* The C half of `require "devplan"` (l_init.c). */
 int luaopen_devplan_core(lua_State *L);

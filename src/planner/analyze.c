@@ -13,7 +13,6 @@
  * with a DP_ERR_CONFLICT error (explain.c writes it).
  */
 #include <stdlib.h>
-#include <string.h>
 #include "planner.h"
 
 typedef struct actx {
@@ -172,27 +171,18 @@ static int analyze_func(actx *a, uint32_t id, dp_func *fn) {
   return 0;
 }
 
-/* Pattern variables collapse onto the matched data (explicit stack). */
+/* Pattern variables collapse onto the matched data. */
+typedef struct patctx { actx *a; uint32_t data; dp_expr *why; } patctx;
+
+static int pattern_var(void *ud, dp_var *v) {
+  patctx *p = ud;
+  return unify(p->a, p->data, dp__dom_of(p->a->d, &v->e), R_MATCH_PAT, p->why);
+}
+
 static int analyze_pattern(actx *a, uint32_t data, dp_pattern *root, dp_expr *why) {
-  dp_pattern *small[32], **stack = small;
-  uint32_t n = 0, cap = 32;
-  int rc = 0;
-  stack[n++] = root;
-  while (n && rc == 0) {
-    dp_pattern *p = stack[--n];
-    if (p->h.kind == DP_PAT_VAR && p->var)
-      rc = unify(a, data, dp__dom_of(a->d, &p->var->e), R_MATCH_PAT, why);
-    if (n + p->n > cap) {
-      dp_pattern **s = dp_malloc((n + p->n) * 2 * sizeof *s);
-      if (!s) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), why);
-      memcpy(s, stack, n * sizeof *s);
-      if (stack != small) free(stack);
-      stack = s;
-      cap = (n + p->n) * 2;
-    }
-    for (uint32_t i = p->n; i-- > 0;) stack[n++] = p->sub[i];
-  }
-  if (stack != small) free(stack);
+  patctx p = {a, data, why};
+  int rc = dp__pattern_vars(root, pattern_var, &p);
+  if (rc < 0 && !a->err) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), why);
   return rc;
 }
 

@@ -3,12 +3,14 @@
  * module, so that a later pass recovers every device lexically.
  *
  * - parameters get their virtual_device, functions their result device;
- * - the original on_device calls are removed, device_copy calls whose
- *   source and destination agree are removed, the others rebuilt with
- *   canonical devices;
+ * - the original on_device calls are removed; a device_copy gets as ends
+ *   the planned devices of its argument and of itself (which refine what
+ *   was written: TVM kept the written ends, which could then disagree with
+ *   their neighbours), and is removed when they are equal;
  * - where a child's device differs from what its context expects, a
  *   device_copy(on_device(child, src, fixed), src, dst) is inserted (one
- *   per use, as TVM does);
+ *   per use, as TVM does); so also between nested on_device calls on
+ *   different devices, which TVM lost;
  * - let values, and call arguments whose device differs from the call's,
  *   are wrapped in a fixed on_device (never variables, globals, functions,
  *   operators or constructors);
@@ -28,7 +30,7 @@ typedef struct cctx {
 } cctx;
 
 static dp_err *no_device(cctx *c, const dp_expr *e) {
-  char *what = dp__describe(c->d, e);
+  char *what = dp__describe(c->d->ctx, e);
   dp_err *err = dp_err_at(c->d->ctx, DP_ERR_VALUE, e->span,
                           "no virtual device was determined for %s (run the defaulting phase "
                           "before capture)", what);
@@ -36,23 +38,77 @@ static dp_err *no_device(cctx *c, const dp_expr *e) {
   return err;
 }
 
-/* The device of child i of flat node id, looking through on_device as
-   capture removes them. */
-static dp_vdev *vd_of(cctx *c, uint32_t id, uint32_t i, dp_err **err) {
+/* The domain of e, child i of flat node parent (DP_NONE_ID: not indexed),
+   and e's flat id in *kid (DP_NONE_ID when e is not indexed). */
+static uint32_t dom_at(cctx *c, uint32_t parent, uint32_t i, dp_expr *e, uint32_t *kid) {
+  *kid = parent == DP_NONE_ID ? DP_NONE_ID : dp__fkid(c->d, parent, i);
+  return *kid != DP_NONE_ID ? c->d->flat.dom[*kid] : dp__dom_of(c->d, e);
+}
+
+static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *child_vd,
+                      dp_expr *orig, dp_expr *rebuilt, dp_err **err);
+static dp_vdev *dom_vd(cctx *c, uint32_t dom, const dp_expr *e, dp_err **err);
+
+/* One level of an on_device chain: the expression and its domain. */
+typedef struct level { dp_expr *e; uint32_t dom; } level;
+
+/* Room for one more level (the first 8 live in the caller's frame). */
+static int level_room(level **lv, uint32_t n, uint32_t *cap, level *small) {
+  if (n < *cap) return 0;
+  level *g = dp_realloc(*lv == small ? NULL : *lv, (size_t)*cap * 2 * sizeof *g);
+  if (!g) return -1;
+  if (*lv == small) memcpy(g, small, n * sizeof *g);
+  *lv = g;
+  *cap *= 2;
+  return 0;
+}
+
+/* The rewritten child i of flat node id (rebuilt: its rewritten form, from
+   which capture removed every on_device), reconciled along the child's
+   chain of nested on_device calls: where one puts its body on another
+   device than its own result has, a copy goes there (TVM looked through
+   one on_device only, and lost the copies between nested ones). *vd is the
+   device the result lives on: the body's of the outermost on_device (as
+   TVM's look-through: the parent reconciles that last step with what it
+   expects), or with `full` the child's own device. For a child that is no
+   on_device call, its device. A list, not recursion: a chain may be a
+   million calls deep. */
+static dp_expr *through(cctx *c, uint32_t id, uint32_t i, dp_expr *rebuilt, int full,
+                        dp_vdev **vd, dp_err **err) {
   dp_domains *d = c->d;
+  level small[8], *lv = small;
+  uint32_t n = 0, cap = 8, kid;
   dp_ondev p;
   dp_expr *x = dp__child(d->flat.x[id], i);
-  uint32_t dom;
-  if (dp__on_device_props(&d->ops, x, &p)) {
-    uint32_t k = dp__fkid(d, id, i);
-    x = p.body;
-    dom = k != DP_NONE_ID ? dp__fkdom(d, k, 1) : dp__dom_of(d, x);
-  } else {
-    dom = dp__fkdom(d, id, i);
+  lv[n++] = (level){x, dom_at(c, id, i, x, &kid)};
+  while (dp__on_device_props(&d->ops, lv[n - 1].e, &p)) {
+    if (level_room(&lv, n, &cap, small) < 0) {
+      if (lv != small) free(lv);
+      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      return NULL;
+    }
+    lv[n].e = p.body;
+    lv[n].dom = dom_at(c, kid, 1, p.body, &kid);
+    n++;
   }
-  dp_vdev *v = dp__dom_vdev(d, dom);
-  if (!v) dp_err_set(err, no_device(c, x));
-  return v;
+  /* lv[0] is the child, lv[n-1] the expression under all its on_device
+     calls: transitions from the inside out, up to lv[1] (lv[0] if full) */
+  dp_expr *res = dp_retain(rebuilt);
+  dp_vdev *cur = dom_vd(c, lv[n - 1].dom, lv[n - 1].e, err);
+  for (uint32_t k = n - 1; k-- > (full ? 0u : 1u) && res && cur;) {
+    dp_vdev *to = dom_vd(c, lv[k].dom, lv[k].e, err);
+    dp_expr *t = to ? child(c, to, to, cur, lv[k + 1].e, res, err) : NULL;
+    dp_release(res);
+    res = t;
+    cur = to;
+  }
+  if (lv != small) free(lv);
+  if (!res || !cur) {
+    dp_release(res);
+    return NULL;
+  }
+  *vd = cur;
+  return res;
 }
 
 static dp_vdev *dom_vd(cctx *c, uint32_t dom, const dp_expr *e, dp_err **err) {
@@ -85,13 +141,29 @@ static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *chi
   return res;
 }
 
+/* Child i of flat node id (rewritten: rebuilt) where its context expects
+   `expected` and a reader infers `lexical`. */
+static dp_expr *reconcile(cctx *c, dp_vdev *lexical, dp_vdev *expected, uint32_t id, uint32_t i,
+                          dp_expr *rebuilt, dp_err **err) {
+  dp_expr *orig = dp__child(c->d->flat.x[id], i);
+  if (orig->h.kind == DP_OP || orig->h.kind == DP_CTOR) return dp_retain(rebuilt);
+  dp_vdev *cv;
+  if (orig->h.kind != DP_CALL || ((dp_call *)orig)->fn != (dp_expr *)c->d->ops.on_device) {
+    /* most children are no on_device: no chain to follow */
+    cv = dom_vd(c, dp__fkdom(c->d, id, i), orig, err);
+    return cv ? child(c, lexical, expected, cv, orig, rebuilt, err) : NULL;
+  }
+  dp_expr *t = through(c, id, i, rebuilt, 0, &cv, err);
+  if (!t) return NULL;
+  dp_expr *r = child(c, lexical, expected, cv, orig, t, err);
+  dp_release(t);
+  return r;
+}
+
 /* Child i of flat node id, expected on its parent's device. */
 static dp_expr *same(cctx *c, dp_vdev *pv, uint32_t id, uint32_t i, dp_expr *rebuilt,
                      dp_err **err) {
-  dp_expr *orig = dp__child(c->d->flat.x[id], i);
-  if (orig->h.kind == DP_OP || orig->h.kind == DP_CTOR) return dp_retain(rebuilt);
-  dp_vdev *cv = vd_of(c, id, i, err);
-  return cv ? child(c, pv, pv, cv, orig, rebuilt, err) : NULL;
+  return reconcile(c, pv, pv, id, i, rebuilt, err);
 }
 
 static dp_expr *typed(dp_expr *e, const dp_expr *orig) {
@@ -133,10 +205,15 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
   dp_vdev *src, *dst;
   if (dp__on_device_props(&d->ops, &orig->e, &p)) return dp_retain(out_kid(c, id, 1));
   if (dp__device_copy_props(&d->ops, &orig->e, &body, &src, &dst)) {
-    uint32_t s = dp__canon_index(d, src, err), t = dp__canon_index(d, dst, err);
-    if (s == DP_NONE_ID || t == DP_NONE_ID) return NULL;
-    if (s == t) return dp_retain(out_kid(c, id, 1));
-    return child(c, d->vdevs[t], d->vdevs[t], d->vdevs[s], body, out_kid(c, id, 1), err);
+    /* the ends are the planned devices of the argument and of the copy,
+       which refine what was written (an end without a memory scope, or
+       none at all); equal ends: a no-op copy, removed */
+    dp_vdev *sv, *tv = dom_vd(c, d->flat.dom[id], &orig->e, err);
+    dp_expr *arg = tv ? through(c, id, 1, out_kid(c, id, 1), 1, &sv, err) : NULL;
+    if (!arg || sv == tv) return arg;
+    dp_expr *r = child(c, tv, tv, sv, body, arg, err);
+    dp_release(arg);
+    return r;
   }
   dp_vdev *cv = dom_vd(c, d->flat.dom[id], &orig->e, err);
   if (!cv) return NULL;
@@ -165,9 +242,8 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
   for (uint32_t i = 0; i < n && k[i]; i++) {
     uint32_t pd = f == DP_NONE_ID ? dp__fkdom(d, aid, abase + i) : dp__dom_kid(d, f, i);
     dp_vdev *pv = dom_vd(c, pd, oargs[i], err);
-    dp_vdev *av = pv ? vd_of(c, aid, abase + i, err) : NULL;
     dp_expr *na = lowered ? ntup->fields[i] : out_kid(c, id, 1 + i);
-    k[i + 1] = av ? child(c, cv, pv, av, oargs[i], na, err) : NULL;
+    k[i + 1] = pv ? reconcile(c, cv, pv, aid, abase + i, na, err) : NULL;
   }
   dp_expr *r;
   if (lowered) { /* call_lowered(@f, (args)): rebuild the tuple */
@@ -252,10 +328,9 @@ static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
     dp_let *o = (dp_let *)orig;
     dp_vdev *xv = dom_vd(c, dp__fkdom(d, id, 0), &o->var->e, err);
     dp_vdev *lv = xv ? dom_vd(c, d->flat.dom[id], orig, err) : NULL;
-    dp_vdev *vv = lv ? vd_of(c, id, 1, err) : NULL;
-    if (!vv) return NULL;
-    dp_expr *k[3] = {dp_retain(out_kid(c, id, 0)),
-                     child(c, NULL, xv, vv, o->value, out_kid(c, id, 1), err), NULL};
+    if (!lv) return NULL;
+    dp_expr *k[3] = {dp_retain(out_kid(c, id, 0)), reconcile(c, NULL, xv, id, 1, out_kid(c, id, 1), err),
+                     NULL};
     if (k[1]) k[2] = same(c, lv, id, 2, out_kid(c, id, 2), err);
     return with_kids(orig, k, 3, err);
   }

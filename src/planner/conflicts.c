@@ -3,8 +3,13 @@
  * planner.md). One depth-first, left-to-right walk of each function body
  * (explicit stack) carries the device each call demands of its arguments:
  * an on_device that constrains its body demands its device, a device_copy
- * its source device, the memory/VM dialect nothing, any other call what
- * was demanded of the call itself. A node keeps the first demand it meets,
+ * its source device, the memory/VM dialect nothing, an operator or
+ * constructor call what was demanded of the call itself, and a call of a
+ * function (a global, a function value) what its parameters are annotated
+ * with, if anything: where a call runs says nothing about where the function
+ * takes its arguments (planner.md passed the call's demand on to them, so
+ * that PlanDevices' own output, whose let values and arguments carry fixed
+ * on_device calls, could be a conflict when planned again). A node keeps the first demand it meets,
  * joined with later demands that join; a later demand that cannot join
  * marks that call argument (never an on_device call), and a device_copy
  * from the node's device to the demanded one is inserted there. Without
@@ -23,6 +28,7 @@ typedef struct kctx {
   item *st; uint32_t n, cap;
   mark *marks; uint32_t nmarks, capmarks;
   dp_pmap callmarks;      /* call -> first mark + 1 */
+  dp_fnames names;        /* the module's functions by name (callees' parameters) */
   /* sizes for analysis: distinct nodes expanded, children (pushed, and let
      variables and parameters, which are not), constraint domains */
   uint32_t nvisit, npush, ncons;
@@ -76,6 +82,25 @@ static int is_dialect(const struct dp_plan_ops *o, const dp_expr *fn) {
          fn == (dp_expr *)o->invoke_tvm_op || fn == (dp_expr *)o->call_lowered;
 }
 
+/* The function a call's callee is, when known: a global function, a
+   function value written in place. */
+static const dp_func *callee_fn(kctx *k, const dp_expr *callee) {
+  if (callee->h.kind == DP_FUNC) return (const dp_func *)callee;
+  if (callee->h.kind != DP_GLOBAL) return NULL;
+  uint32_t i = dp__fnames_find(&k->names, ((const dp_global *)callee)->name);
+  return i == DP_NONE_ID ? NULL : k->d->mod->funcs[i].fn;
+}
+
+/* Push a function call's arguments with their parameters' annotations. */
+static int expand_fn_call(kctx *k, dp_call *c, const dp_func *f) {
+  int rc = 0;
+  for (uint32_t i = c->nargs; i-- > 0 && rc == 0;) {
+    dp_vdev *pv = f && i < f->nparams ? f->params[i]->vdev : NULL;
+    rc = push(k, c->args[i], pv ? canon(k, pv) : 0, c, i);
+  }
+  return rc ? rc : push(k, c->fn, 0, NULL, 0);
+}
+
 /* Push e's children (reversed, so they pop left to right) with their demands. */
 static int expand(kctx *k, dp_expr *e, uint32_t demand) {
   const struct dp_plan_ops *o = &k->d->ops;
@@ -96,6 +121,8 @@ static int expand(kctx *k, dp_expr *e, uint32_t demand) {
   switch (e->h.kind) {
   case DP_CALL: {
     dp_call *c = (dp_call *)e;
+    int fk = c->fn->h.kind;
+    if (fk != DP_OP && fk != DP_CTOR) return expand_fn_call(k, c, callee_fn(k, c->fn));
     int plain = !is_dialect(o, c->fn);
     for (uint32_t i = c->nargs; i-- > 0 && rc == 0;)
       rc = push(k, c->args[i], plain ? demand : 0, plain ? c : NULL, i);
@@ -189,6 +216,11 @@ dp_module *dp__plan_conflicts_sized(dp_module *m, const dp_config *cfg, struct d
   dp_module *out = NULL;
   k.d = dp__domains_new(m, cfg, err);
   if (!k.d) return NULL;
+  if (dp__fnames_init(&k.names, m) < 0) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    dp_release(k.d);
+    return NULL;
+  }
   for (uint32_t i = 0; i < m->nfuncs; i++)
     if (walk(&k, m->funcs[i].fn) < 0 || k.d->oom) {
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
@@ -216,6 +248,7 @@ dp_module *dp__plan_conflicts_sized(dp_module *m, const dp_config *cfg, struct d
   }
 done:
   if (sz) *sz = (struct dp_sizes){k.nvisit, k.npush, k.d->map.n, k.ncons};
+  dp__fnames_free(&k.names);
   free(k.st);
   free(k.marks);
   dp__pmap_free(&k.callmarks);

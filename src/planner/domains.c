@@ -30,6 +30,7 @@ static void domains_free(dp_obj *o, dp_worklist *wl) {
   free(d->work);
   free(d->trail);
   free(d->links);
+  free(d->order);
   dp__pmap_free(&d->map);
   dp__flat_free(&d->flat);
   dp__plan_ops_free(&d->ops);
@@ -273,6 +274,7 @@ static uint32_t link_roots(dp_domains *d, uint32_t rx, uint32_t ry, uint32_t vde
   d->nodes[ry].parent = rx;
   d->nodes[rx].size += d->nodes[ry].size;
   d->nodes[rx].vdev = vdev;
+  d->nodes[rx].read |= d->nodes[ry].read; /* (not undone: one pass more at worst) */
   return rx;
 }
 
@@ -414,6 +416,7 @@ static int default_first(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_
   if (cur) want = default_index(d, cur, vdev);
   if (want == DP_NONE_ID) return -1;
   if (want == cur) return 0;
+  if (d->nodes[r].read) d->repass = 1;
   uint32_t c = dp__dom_first(d, want, rule, why);
   return dp__unify(d, r, c, rule, why, 0, err) < 0 ? -1 : 0;
 }
@@ -464,10 +467,16 @@ int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev,
   if (!d->nodes[r].isfn) return dp__set_default(d, r, vdev, rule, why, err);
   uint32_t ar = dp__dom_arity(d, r);
   if (dp__set_default(d, dp__dom_kid(d, r, ar), vdev, rule, why, err) < 0) return -1;
-  uint32_t rv = d->nodes[dp__dom_result(d, r)].vdev;
+  uint32_t rv = dp__dom_source(d, r);
   for (uint32_t i = 0; i < ar; i++)
     if (dp__set_default(d, dp__dom_kid(d, r, i), rv, R_DEF_PARAM, why, err) < 0) return -1;
   return 0;
+}
+
+uint32_t dp__dom_source(dp_domains *d, uint32_t x) {
+  uint32_t r = dp__dom_result(d, x);
+  d->nodes[r].read = 1;
+  return d->nodes[r].vdev;
 }
 
 int dp__dom_fully_constrained(dp_domains *d, uint32_t x) {

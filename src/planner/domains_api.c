@@ -22,7 +22,7 @@ int dp_domains_has(const dp_domains *d, const dp_expr *e) {
 
 static int known(dp_domains *d, dp_expr *e, dp_err **err) {
   if (dp_domains_has(d, e)) return 1;
-  char *w = dp__describe(d, e);
+  char *w = dp__describe(d->ctx, e);
   dp_err_set(err, dp_err_at(d->ctx, DP_ERR_VALUE, e->span,
                             "%s is not an expression of the analysed module", w));
   free(w);

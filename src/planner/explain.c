@@ -76,7 +76,7 @@ const char *dp__rule_text(int rule) {
   return rule >= 0 && rule < R__COUNT && rule_texts[rule] ? rule_texts[rule] : "unknown";
 }
 
-char *dp__describe(dp_domains *d, const dp_expr *e) {
+char *dp__describe(dp_ctx *ctx, const dp_expr *e) {
   char what[200], buf[320];
   if (!e) return dp_strdup("(no expression)");
   switch (e->h.kind) {
@@ -95,7 +95,7 @@ char *dp__describe(dp_domains *d, const dp_expr *e) {
   }
   if (e->span.line)
     snprintf(buf, sizeof buf, "%s at %s%s%u:%u", what,
-             e->span.source ? dp_ctx_source_name(d->ctx, e->span.source) : "",
+             e->span.source ? dp_ctx_source_name(ctx, e->span.source) : "",
              e->span.source ? ":" : "", e->span.line, e->span.col);
   else
     snprintf(buf, sizeof buf, "%s", what);
@@ -116,7 +116,7 @@ static int rule_prefix_len(const char *text, const char *w) {
 }
 
 static char *reason(dp_domains *d, int rule, dp_expr *why) {
-  char *w = why ? dp__describe(d, why) : NULL;
+  char *w = why ? dp__describe(d->ctx, why) : NULL;
   const char *text = dp__rule_text(rule);
   size_t n = strlen(text) + (w ? strlen(w) : 0) + 4;
   char *s = dp_malloc(n);
@@ -253,7 +253,7 @@ dp_explain *dp_domains_explain(dp_domains *d, dp_expr *e, dp_err **err) {
   dp_ondev p;
   if (!dp_domains_has(d, e) && dp__on_device_props(&d->ops, e, &p)) e = p.body;
   if (!dp_domains_has(d, e)) {
-    char *w = dp__describe(d, e);
+    char *w = dp__describe(d->ctx, e);
     dp_err_set(err, dp_err_at(d->ctx, DP_ERR_VALUE, e->span, "%s is not part of the planned module", w));
     free(w);
     return NULL;
@@ -265,7 +265,7 @@ dp_explain *dp_domains_explain(dp_domains *d, dp_expr *e, dp_err **err) {
   uint32_t r = dp__dom_find(d, n);
   x->vdev = dp_retain(d->vdevs[d->nodes[r].vdev]);
   uint32_t *path = NULL, len = nearest_constraint(d, n, DP_NONE_ID, &path);
-  char *dev = dp__vdev_short(x->vdev), *w = dp__describe(d, e);
+  char *dev = dp__vdev_short(x->vdev), *w = dp__describe(d->ctx, e);
   char buf[1024];
   if (!len || d->nodes[r].vdev == 0) {
     x->rule = dp_strdup(d->nodes[r].vdev ? "unknown" : "free");

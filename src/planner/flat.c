@@ -69,6 +69,9 @@ void dp__reserve(dp_domains *d, const struct dp_sizes *sz) {
 }
 
 void dp__flat_free(dp_flat *f) {
+  free(f->fnid);
+  free(f->fnpost);
+  free(f->gref);
   free(f->x);
   free(f->dom);
   free(f->koff);
@@ -135,7 +138,26 @@ static uint32_t reach(dp_domains *d, uint32_t from, dp_expr *e, int root, fframe
     }
   }
   (*st)[(*nst)++] = (fframe){id, 0, nk};
+  if (k == DP_GLOBAL) { /* an edge of the call graph (order.c) */
+    if (dp_grow((void **)&f->gref, &f->capgref, f->ngref + 1, sizeof *f->gref) < 0) d->oom = 1;
+    else f->gref[f->ngref++] = id;
+  }
   return id;
+}
+
+/* Open the range of the next function (and close it: entry nfn + 1). */
+static int fn_range(dp_domains *d) {
+  dp_flat *f = &d->flat;
+  uint32_t cap = f->capfn;
+  if (dp_grow((void **)&f->fnid, &f->capfn, f->nfn + 2, sizeof *f->fnid) < 0) return -1;
+  if (cap != f->capfn || !f->fnpost) {
+    void *p = dp_realloc(f->fnpost, (size_t)f->capfn * sizeof *f->fnpost);
+    if (!p) return -1;
+    f->fnpost = p;
+  }
+  f->fnid[f->nfn] = f->n;
+  f->fnpost[f->nfn] = f->npost;
+  return 0;
 }
 
 static int fn_typed(const dp_expr *e) {
@@ -146,8 +168,8 @@ static int fn_typed(const dp_expr *e) {
    it. A let value or function body that is an on_device constraining its
    body only becomes fixed (FL_FIX) where phase 0 would make it a fixed
    on_device of the same body; anything else phase 0 changes (projections
-   of such calls, a body phase 0 would not wrap or would merge, a shared
-   call, function types) needs phase 0 itself. */
+   of such calls, a body phase 0 would drop the annotation of or merge or
+   nest, a shared call, function types) needs phase 0 itself. */
 static void fix_check(dp_domains *d, dp_expr *parent, uint32_t i, dp_expr *e, uint32_t kid) {
   dp_ondev p, q;
   if (!dp__on_device_props(&d->ops, e, &p) || !p.cbody || p.cresult || !p.vd) return;
@@ -158,9 +180,8 @@ static void fix_check(dp_domains *d, dp_expr *parent, uint32_t i, dp_expr *e, ui
   }
   if (!(pk == DP_LET && i == 1) && !(pk == DP_FUNC && i == ((dp_func *)parent)->nparams)) return;
   int bk = p.body->h.kind;
-  if (e->h.rc > 1 || bk == DP_OP || bk == DP_CTOR || bk == DP_GLOBAL || bk == DP_VAR ||
-      bk == DP_FUNC || dp__on_device_props(&d->ops, p.body, &q) || fn_typed(e) ||
-      fn_typed(p.body) || kid == DP_NONE_ID) {
+  if (e->h.rc > 1 || bk == DP_OP || bk == DP_CTOR || dp__on_device_props(&d->ops, p.body, &q) ||
+      fn_typed(e) || fn_typed(p.body) || kid == DP_NONE_ID) {
     d->needs_rewrite = 1;
     return;
   }
@@ -177,6 +198,10 @@ int dp__flat_add(dp_domains *d, dp_func *root) {
   dp_flat *f = &d->flat;
   fframe *st = NULL;
   uint32_t nst = 0, capst = 0, from = f->n;
+  if (fn_range(d) < 0) {
+    d->oom = 1;
+    return -1;
+  }
   reach(d, from, &root->e, 1, &st, &nst, &capst);
   while (nst && !d->oom) {
     fframe *t = &st[nst - 1];
@@ -204,6 +229,9 @@ int dp__flat_add(dp_domains *d, dp_func *root) {
     }
   }
   free(st);
+  f->nfn++;
+  f->fnid[f->nfn] = f->n;
+  f->fnpost[f->nfn] = f->npost;
   return d->oom ? -1 : 0;
 }
 

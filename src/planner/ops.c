@@ -133,8 +133,8 @@ static dp_expr *typed(dp_expr *e, const dp_expr *like) {
   return e;
 }
 
-dp_expr *dp__on_device(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
-                       int cresult, dp_err **err) {
+dp_expr *dp__on_device_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
+                          int cresult, dp_span span, dp_err **err) {
   if (vd && dp_vdev_is_fully_unconstrained(vd)) vd = NULL;
   int kind = 1 + (cbody ? 2 : 0) + (cresult ? 1 : 0);
   dp_attrs *a = dp_retain(cached(ops, vd, NULL, kind));
@@ -153,7 +153,7 @@ dp_expr *dp__on_device(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd
     if (!a) return NULL;
     remember(ops, vd, NULL, kind, a);
   }
-  dp_call *c = dp_call_new((dp_expr *)ops->on_device, 1, &body, a, body->span);
+  dp_call *c = dp_call_new((dp_expr *)ops->on_device, 1, &body, a, span);
   dp_release(a);
   if (!c) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
@@ -162,21 +162,41 @@ dp_expr *dp__on_device(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd
   return typed(&c->e, body);
 }
 
+dp_expr *dp__on_device(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
+                       int cresult, dp_err **err) {
+  return dp__on_device_at(ops, body, vd, cbody, cresult, body->span, err);
+}
+
+/* on_device(body, vd) fixed, at span. An on_device body that constrains
+   its own body to the same device merges into one (both say the same);
+   on another device it stays inside: the value changes device there, and
+   capture puts a copy at that point. */
+static dp_expr *fixed(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, dp_span span,
+                      dp_err **err) {
+  dp_ondev p;
+  if (dp__on_device_props(ops, body, &p) && p.cbody && p.vd == vd)
+    return dp__on_device_at(ops, p.body, vd, 1, 1, span, err);
+  return dp__on_device_at(ops, body, vd, 1, 1, span, err);
+}
+
+dp_expr *dp__on_device_fixed_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd,
+                                dp_span span, dp_err **err) {
+  int k = body->h.kind;
+  if (!vd || dp_vdev_is_fully_unconstrained(vd) || k == DP_OP || k == DP_CTOR)
+    return dp_retain(body);
+  return fixed(ops, body, vd, span, err);
+}
+
 /* TVM's MaybeOnDeviceFixed: no annotation on what carries its own device
    (variables, globals, functions) or is device polymorphic (operators,
-   constructors); nested on_device calls merge. */
+   constructors). */
 dp_expr *dp__maybe_on_device_fixed(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd,
                                    dp_err **err) {
   int k = body->h.kind;
   if (!vd || dp_vdev_is_fully_unconstrained(vd) || k == DP_OP || k == DP_CTOR || k == DP_GLOBAL ||
       k == DP_VAR || k == DP_FUNC)
     return dp_retain(body);
-  dp_ondev p;
-  if (dp__on_device_props(ops, body, &p)) {
-    /* the outer constraint is fixed, so it wins (TVM's MaybeOnDevice) */
-    return dp__on_device(ops, p.body, vd, 1, 1, err);
-  }
-  return dp__on_device(ops, body, vd, 1, 1, err);
+  return fixed(ops, body, vd, body->span, err);
 }
 
 dp_expr *dp__device_copy(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *src,

@@ -40,7 +40,7 @@ typedef struct dp_dnode {
   uint8_t isfn;      /* function domain */
   uint8_t erule;     /* rule of the proof edge to pparent */
   uint8_t crule;     /* constraint rule (0: not a constraint) */
-  uint8_t pad;
+  uint8_t read;      /* roots: a default was taken from this class's device (dp__dom_source) */
   dp_expr *ewhy;     /* expression behind the proof edge */
 } dp_dnode;
 
@@ -101,6 +101,12 @@ typedef struct dp_flat {
   uint32_t *post;    /* ids in post order */
   uint8_t *flag;     /* PM_* flags */
   uint32_t n, cap, nkid, capkid, npost;
+  /* per indexed function (definition order): its first id and its first
+     index in post; entry [nfn] closes the last range */
+  uint32_t *fnid, *fnpost;
+  uint32_t nfn, capfn;
+  uint32_t *gref;    /* ids of the global nodes, in id order (order.c's call graph) */
+  uint32_t ngref, capgref;
 } dp_flat;
 
 struct dp_domains {
@@ -126,6 +132,8 @@ struct dp_domains {
   dp_pmap map;              /* expr (and global name ids) -> domain; complete once map_full */
   dp_flat flat;             /* analysis' index of the module (flat.c) */
   int map_full;             /* every flat node is in map (dp__domains_full_map) */
+  uint32_t *order;          /* the global functions (indices) in the order defaulting
+                               visits them (order.c); NULL: definition order */
   int xshared;              /* a node is indexed in two functions (it has two flat ids) */
   /* dp_plan_devices without phase 0's module: analysis treats the
      on_device calls phase 0 would fix (let values, function bodies) as
@@ -137,6 +145,7 @@ struct dp_domains {
   uint32_t *trail; uint32_t ntrail, captrail;
   uint32_t *links; uint32_t nlinks, caplinks;
   int oom;                  /* an allocation failed: the phase reports it */
+  int repass;               /* defaulting refined a device a default was taken from */
 };
 
 /* dp_expr_child / dp_expr_nchildren inline for the kinds a large program
@@ -184,10 +193,21 @@ int dp__device_copy_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_ex
    call_lowered(@f, (a, b)) is @f(a, b). Returns the argument count. */
 uint32_t dp__any_call(const struct dp_plan_ops *ops, const dp_call *c, dp_expr **callee,
                       dp_expr *const **args);
+/* on_device(body, ...) at body's span (dp__on_device) or at span. */
 dp_expr *dp__on_device(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
                        int cresult, dp_err **err);
+dp_expr *dp__on_device_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
+                          int cresult, dp_span span, dp_err **err);
+/* Capture's annotation (TVM's MaybeOnDeviceFixed): a fixed on_device,
+   none around variables, globals, functions, operators, constructors. */
 dp_expr *dp__maybe_on_device_fixed(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd,
                                    dp_err **err);
+/* Phase 0's annotation of a let value or function body written
+   on_device(body, vd): fixed, whatever body is (a variable, global or
+   function included: the constraint must not be lost), at the span of the
+   annotation the user wrote; none around operators and constructors. */
+dp_expr *dp__on_device_fixed_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd,
+                                dp_span span, dp_err **err);
 dp_expr *dp__device_copy(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *src,
                          dp_vdev *dst, dp_err **err);
 int dp__is_primitive(const dp_func *f);
@@ -222,6 +242,9 @@ int dp__set_default(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr 
                     dp_err **err);
 int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev, int rule,
                                        dp_expr *why, dp_err **err);
+/* The device of x's result as the source of a default (a vdev index, 0:
+   free): marked, so that a later refinement of it asks for another pass. */
+uint32_t dp__dom_source(dp_domains *d, uint32_t x);
 int dp__dom_fully_constrained(dp_domains *d, uint32_t x);
 /* The domain of a call's callee; for operators and constructors the
    callee is implicit (params = argument domains, result = call domain):
@@ -251,6 +274,31 @@ uint32_t dp__fcallee_dom(dp_domains *d, uint32_t id);
 /* Put every indexed node into d->map (for lookups by expression). */
 int dp__domains_full_map(dp_domains *d);
 
+/* --- patvars.c --- */
+/* fn(ud, v) for each variable the pattern binds, until fn returns non-zero
+   (returned; -1 also on out of memory). */
+int dp__pattern_vars(dp_pattern *root, int (*fn)(void *ud, dp_var *v), void *ud);
+
+/* --- fnames.c: the module's global functions by name --- */
+typedef struct dp_fnames {
+  const dp_module *m;
+  uint32_t n;
+  uint32_t *byname;  /* function indices sorted by name */
+  uint32_t *rank;    /* function index -> position in byname */
+} dp_fnames;
+int dp__fnames_init(dp_fnames *f, const dp_module *m);          /* 0 or -1 (out of memory) */
+uint32_t dp__fnames_find(const dp_fnames *f, const char *name); /* index, or DP_NONE_ID */
+void dp__fnames_free(dp_fnames *f);
+
+/* --- order.c --- */
+/* d->order from the flat index of all functions: callers before callees,
+   by name where the calls do not decide. 0 or -1 (out of memory). */
+int dp__plan_order(dp_domains *d);
+/* The k-th function to visit in that order (an index of d->mod->funcs). */
+static inline uint32_t dp__fn_at(const dp_domains *d, uint32_t k) {
+  return d->order ? d->order[k] : k;
+}
+
 /* --- conflicts.c --- */
 /* How big the module is, as phase 0b's walk saw it: analysis reserves its
    arrays from it instead of growing them by doubling (each growth copies
@@ -268,7 +316,7 @@ dp_domains *dp__plan_analyze_fixed(dp_module *m, const dp_config *cfg, const str
 
 /* --- explain.c --- */
 const char *dp__rule_text(int rule);
-char *dp__describe(dp_domains *d, const dp_expr *e); /* "add at 3:5", malloc'd */
+char *dp__describe(dp_ctx *ctx, const dp_expr *e); /* "add at 3:5", malloc'd */
 dp_err *dp__conflict_error(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why);
 
 #endif

@@ -3,7 +3,12 @@
  * function:
  * - an on_device (body constrained, result not) that is a let value or a
  *   function body becomes fixed (constrain_result=True): the let variable
- *   and the function result then cannot drift to another device;
+ *   and the function result then cannot drift to another device. Unlike
+ *   TVM, whose rewrite dropped the annotation when its body was a
+ *   variable, global or function, the constraint stays whatever the body
+ *   is; an on_device body on another device stays nested (a copy goes
+ *   between them), on the same device it merges. The fixed call keeps the
+ *   position of the annotation the user wrote, for conflict messages;
  * - on_device(e).0 becomes on_device(e.0): copy the projection, not the
  *   whole tuple;
  * - call_lowered(@prim, (a, b)) to a primfn gets its arguments and result
@@ -69,14 +74,14 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *e, dp_err **err) {
     dp_proj *np = dp_proj_new(p.body, pr->index, e->span);
     if (!np) break;
     if (e->type) np->e.type = dp_retain(e->type);
-    dp_expr *res = dp__on_device(ops, &np->e, p.vd, p.cbody, p.cresult, err);
+    dp_expr *res = dp__on_device_at(ops, &np->e, p.vd, p.cbody, p.cresult, pr->tuple->span, err);
     dp_release(np);
     return res;
   }
   case DP_LET: {
     dp_let *l = (dp_let *)e;
     if (!is_normal(ops, l->value, &p)) break;
-    dp_expr *v = dp__maybe_on_device_fixed(ops, p.body, p.vd, err);
+    dp_expr *v = dp__on_device_fixed_at(ops, p.body, p.vd, l->value->span, err);
     if (!v) return NULL;
     dp_expr *kids[3] = {&l->var->e, v, l->body};
     dp_expr *res = dp_expr_with_children(e, kids);
@@ -87,7 +92,7 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *e, dp_err **err) {
   case DP_FUNC: {
     dp_func *f = (dp_func *)e;
     if (!is_normal(ops, f->body, &p)) break;
-    dp_expr *b = dp__maybe_on_device_fixed(ops, p.body, p.vd, err);
+    dp_expr *b = dp__on_device_fixed_at(ops, p.body, p.vd, f->body->span, err);
     if (!b) return NULL;
     dp_func *nf = dp_func_new(f->nparams, f->params, b, f->ret, f->attrs, f->vdev, e->span);
     dp_release(b);

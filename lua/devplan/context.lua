@@ -1,0 +1,155 @@
+-- dp.PassContext: where passes run. It carries the configuration, free
+-- options for passes, and instruments: tables of callbacks around every
+-- pass that runs in it (nested passes included).
+--
+--   local ctx = dp.PassContext{
+--     config = config,               -- what planning passes use (ctx.config)
+--     options = {...},               -- anything passes want to read (ctx.options)
+--     time = true,                   -- seconds per pass: ctx.timings, ctx:timing_report()
+--     print_before = "all" | {names},
+--     print_after = "all" | "changed" | {names},
+--     print_options = {short_devices = true, ...},   -- dp.astext options
+--     output = io.stderr | function(text),           -- where printing goes
+--     verify_each = true,            -- type check (and the planner's verifier once
+--                                    --  planned) after every pass
+--     instruments = { {should_run =, before =, after =, failed =}, ... },
+--   }
+--   local out = dp.Sequential{...}(mod, ctx)
+--
+-- An error raised in a pass (or by an instrument after it) comes out as a
+-- devplan.Error with `pass` set to the name of the innermost pass that
+-- failed and a note saying so; errors that were not devplan.Errors become
+-- "callback" errors with the original message.
+local core = require "devplan.core"
+local ir = require "devplan.ir"
+local pass = require "devplan.pass"
+local instruments = require "devplan.instruments"
+
+local M = {}
+
+local Context = {}
+Context.__index = Context
+Context.__name = "devplan.PassContext"
+
+local OPTIONS = {
+  config = true, options = true, time = true, print_before = true, print_after = true,
+  print_options = true, output = true, verify_each = true, instruments = true,
+}
+
+local function check_options(opts)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    error("devplan.PassContext: options must be a table, got " .. type(opts), 3)
+  end
+  for k in pairs(opts) do
+    if not OPTIONS[k] then
+      local names = {}
+      for n in pairs(OPTIONS) do names[#names + 1] = n end
+      table.sort(names)
+      error("devplan.PassContext: unknown option '" .. tostring(k) .. "' (options: "
+        .. table.concat(names, ", ") .. ")", 3)
+    end
+  end
+  if opts.config ~= nil and not ir.is_config(opts.config) then
+    error("devplan.PassContext: config must be a CompilationConfig, got " .. type(opts.config), 3)
+  end
+  if opts.options ~= nil and type(opts.options) ~= "table" then
+    error("devplan.PassContext: options.options must be a table, got " .. type(opts.options), 3)
+  end
+  return opts
+end
+
+-- A new context.
+function M.new(opts)
+  opts = check_options(opts)
+  local ctx = setmetatable({
+    config = opts.config,
+    options = opts.options or {},
+    timings = {},   -- {pass =, seconds =, depth =} in the order passes finished
+    depth = 0,      -- how many passes are running (nesting)
+    planned = false, -- set once a planning pass ran: the verifier then checks the plan
+  }, Context)
+  local ok, list = pcall(instruments.from_options, opts)
+  if not ok then error("devplan.PassContext: " .. tostring(list), 2) end
+  ctx.instruments = list
+  return ctx
+end
+
+function M.is_context(v)
+  return getmetatable(v) == Context
+end
+
+-- The error err raised in (or right after) pass p, made a devplan.Error
+-- naming p; an error that already names an inner pass is kept as it is.
+local function named(err, p, when)
+  if core.is_error(err) then
+    if err.pass then return err end
+    err.pass = p.name
+    err.notes = err.notes or {}
+    table.insert(err.notes, {message = (when or "in pass ") .. tostring(p)})
+    return core.Error(err)
+  end
+  return core.Error{
+    message = "pass " .. tostring(p) .. " failed: " .. tostring(err),
+    code = "callback",
+    pass = p.name,
+    cause = err,
+  }
+end
+
+-- before: in order; after and failed: in reverse (brackets around the pass)
+local function each(ctx, event, ...)
+  local list, n = ctx.instruments, #ctx.instruments
+  for i = 1, n do
+    local inst = event == "before" and list[i] or list[n + 1 - i]
+    local f = inst[event]
+    if f then f(...) end
+  end
+end
+
+-- Runs pass p on mod in this context: should_run, before, the pass, after
+-- (each instrument in order); returns the new module.
+function Context:run(p, mod)
+  if not pass.is_pass(p) then
+    error("devplan.PassContext:run: a pass expected, got " .. type(p), 2)
+  end
+  if not ir.is_module(mod) then
+    error("devplan.PassContext:run: pass " .. tostring(p) .. " needs an IRModule, got " .. type(mod), 2)
+  end
+  for _, inst in ipairs(self.instruments) do
+    if inst.should_run and inst.should_run(p, mod, self) == false then return mod end
+  end
+  local ok, err = pcall(each, self, "before", p, mod, self)
+  if not ok then error(named(err, p, "before pass "), 0) end
+  self.depth = self.depth + 1
+  local res
+  ok, res = pcall(p.run, mod, self)
+  self.depth = self.depth - 1
+  if ok and not ir.is_module(res) then
+    ok, res = false, core.Error{message = "pass " .. tostring(p) .. " returned a "
+      .. type(res) .. ", not an IRModule", code = "value"}
+  end
+  if not ok then
+    res = named(res, p)
+    pcall(each, self, "failed", p, res, self)
+    error(res, 0)
+  end
+  if p.plans or p.name == "PlanDevices" then
+    self.planned = true
+    self.planned_config = p.config or self.config
+    -- what the plan is checked against: the user's annotations of the
+    -- module the planning pass was given hold in the module it made
+    self.planned_input, self.planned_output = mod, res
+  end
+  ok, err = pcall(each, self, "after", p, mod, res, self)
+  if not ok then error(named(err, p, "after pass "), 0) end
+  return res
+end
+
+-- The timings as text: one line per pass run (nested ones indented),
+-- seconds and share of the total of the outermost passes.
+function Context:timing_report()
+  return instruments.timing_text(self.timings)
+end
+
+return M

@@ -1,0 +1,113 @@
+-- dp.planner.why(planned, e, {input =, config =, name =}?): why a value of a
+-- planned module is where it is, including the values PlanDevices made.
+--
+--   a device_copy   why it was inserted: where the copied value is made and
+--                   why, and where its users are and why
+--   an on_device with constrain_result (PlanDevices writes these)
+--                   what it marks, and why the value inside is on its device
+--   anything else   dp.planner.explain's reason and steps
+--
+-- Reasons are told in terms of the module before planning when `input` is
+-- given (the module PlanDevices was run on, annotations included): its
+-- domains are analysed (dp.planner.domains) and each planned node is
+-- matched to the input node of the same position and kind (planning keeps
+-- positions), so the reason is the annotation or defaulting rule of the
+-- input rather than the annotations planning wrote. Without `input`, or for
+-- nodes without a position, the planned module's own reasons are given.
+-- Returns the text (lines joined by "\n").
+local core = require "devplan.core"
+local ir = require "devplan.ir"
+local devname = require "devplan.devname"
+local report = require "devplan.report"
+
+local M = {}
+
+local function is_op(e, name)
+  return e.kind == "call" and e.callee.kind == "op" and e.callee.name == name
+end
+
+-- The node of the input's domains with the position and kind of planned node e.
+local function counterpart(domains, e)
+  if not e.span then return nil end
+  local found
+  core.visit(domains.module, function(x)
+    if found or not x.span or x.kind ~= e.kind then return end
+    if x.span.line == e.span.line and x.span.col == e.span.col
+        and (x.kind ~= "call" or x.callee.kind ~= "op" or e.callee.kind ~= "op"
+             or x.callee.name == e.callee.name) then
+      found = x
+    end
+  end)
+  return found
+end
+
+-- The users of e in m (nodes that have e as a child).
+local function users_of(m, e)
+  local users = {}
+  core.visit(m, function(x)
+    for _, c in ipairs(core.children(x)) do
+      if rawequal(c, e) then users[#users + 1] = x end
+    end
+  end)
+  return users
+end
+
+local function reason_lines(ctx, e, indent, out)
+  local x = ctx.domains and counterpart(ctx.domains, e)
+  local ex
+  if x and not is_op(x, "device_copy") then ex = ctx.domains:explain(x)
+  else ex = core.planner.explain(ctx.planned, e, ctx.config) end
+  out[#out + 1] = indent .. ex.text
+  for _, s in ipairs(ex.steps) do out[#out + 1] = indent .. "  " .. s.message end
+end
+
+local function copy_lines(ctx, name, e, out)
+  local namer = devname.namer()
+  local v = e.args[1]
+  while is_op(v, "on_device") do v = v.args[1] end
+  local src, dst = e.attrs.src_virtual_device, e.attrs.dst_virtual_device
+  local b = report.bytes_of(e.checked_type)
+  out[#out + 1] = string.format("%s is a device_copy PlanDevices inserted: it copies a %s (%s bytes) from @%s to @%s",
+    name, tostring(e.checked_type), b and tostring(b) or "unknown", namer(src), namer(dst))
+  out[#out + 1] = "  the value is made on @" .. namer(src) .. ":"
+  reason_lines(ctx, v, "    ", out)
+  local users = users_of(ctx.planned, e)
+  for _, u in ipairs(users) do
+    while is_op(u, "on_device") and #users_of(ctx.planned, u) > 0 do u = users_of(ctx.planned, u)[1] end
+    out[#out + 1] = "  and used on @" .. namer(dst) .. ":"
+    reason_lines(ctx, u, "    ", out)
+  end
+  if #users == 0 then
+    out[#out + 1] = "  and it is the result, which is on @" .. namer(dst) .. ":"
+    reason_lines(ctx, e, "    ", out)
+  end
+end
+
+local OPTIONS = {input = true, config = true, name = true}
+
+function M.why(planned, e, opts)
+  if not ir.is_module(planned) then error("devplan.planner.why: a planned IRModule expected, got " .. type(planned), 2) end
+  if not ir.is_expr(e) then error("devplan.planner.why: an expression expected, got " .. type(e), 2) end
+  opts = opts or {}
+  if type(opts) ~= "table" then error("devplan.planner.why: options must be a table", 2) end
+  for k in pairs(opts) do
+    if not OPTIONS[k] then error("devplan.planner.why: unknown option '" .. tostring(k) .. "' (input, config, name)", 2) end
+  end
+  local ctx = {planned = planned, config = opts.config,
+               -- devplan.planner requires this file: it is loaded by the time why runs
+               domains = opts.input and require("devplan.planner").domains(opts.input, opts.config)}
+  local name = opts.name or "it"
+  local out = {}
+  if is_op(e, "device_copy") then
+    copy_lines(ctx, name, e, out)
+  elseif is_op(e, "on_device") and e.attrs.constrain_result then
+    out[#out + 1] = name .. " is an on_device PlanDevices wrote: the value inside is computed on its device,"
+    out[#out + 1] = "  which differs from where it is used (a device_copy follows, or a function result)"
+    reason_lines(ctx, e.args[1], "  ", out)
+  else
+    reason_lines(ctx, e, "", out)
+  end
+  return table.concat(out, "\n")
+end
+
+return M
