@@ -91,7 +91,7 @@ def @main(%a: Tensor[(5, 7), float32]) { %0 = negative(%a); negative(%0) }]])
     assert.equal("negative@GPU", annotations(annotate(free)))
     -- the configuration may come from the pass context instead
     local ctx_pass = dp.passes.AnnotateVirtualDevices{negative = function() return {GPU, CPU} end}
-    assert.equal("negative@GPU", annotations(ctx_pass(free, {config = t.config("cpu")})))
+    assert.equal("negative@GPU", annotations(ctx_pass(free, dp.PassContext{config = t.config("cpu")})))
   end)
 
   it("candidates need a configuration; bad rules are clear errors", function()
