@@ -35,7 +35,9 @@ describe("MergeAndAnnotate", function()
       %0 = negative(%x); %1 = nn.conv2d(%0, %w); %2 = nn.relu(%1); %3 = add(%2, %x);
       %4 = nn.conv2d(%3, %w); %5 = nn.relu(%4); %6 = exp(%5); tanh(%6) }]])
     local annotate = dp.passes.MergeAndAnnotate{{name = "conv_relu", pattern = conv_relu, device = GPU}}
-    local planned = dp.passes.PlanDevices(cfg)(annotate(mod))
+    local annotated = annotate(mod)
+    local planned = dp.passes.PlanDevices(cfg)(annotated)
+    assert.same({}, (dp.planner.verify(planned, cfg, {input = annotated})), "a consistent plan that keeps the annotations")
     -- add reads %x (on the CPU), so it runs there; exp and tanh are free: TVM's
     -- defaulting gives them @main's result device, the default CPU
     assert.equal("negative@CPU nn.conv2d@GPU nn.relu@GPU add@CPU nn.conv2d@GPU nn.relu@GPU exp@CPU tanh@CPU",

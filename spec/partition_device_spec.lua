@@ -53,6 +53,7 @@ describe("PartitionByVirtualDevice", function()
     end
     -- planning the partitioned module changes nothing: it is a planned module
     assert.structurally_equal(dp.passes.PlanDevices(cfg)(parted), parted)
+    assert.same({}, (dp.planner.verify(parted, cfg)))
     assert.equal("PartitionByVirtualDevice(by=virtual_device)", tostring(partition))
   end)
 
@@ -123,6 +124,7 @@ describe("PartitionByVirtualDevice", function()
     local planned = dp.passes.PlanDevices(cfg)(mod)
     local parted = partition(planned)
     assert.equal(N // 10000 + 1, #parted:functions())
+    assert.same({}, (dp.planner.verify(parted, cfg)))
   end)
 end)
 
