@@ -7,9 +7,10 @@
  * and the grouper's "does this inner node escape the group" test read the
  * post-dominators, which are built on first use.
  *
- * Operators, constructors and globals are left out: they are shared by
- * every call that names them, say nothing about dataflow, and would make
- * the dominator computation quadratic. One hash lookup per edge to a
+ * Operators, constructors and globals are left out (their child slots say
+ * DFP_NONE): they are shared by every call that names them, say nothing
+ * about dataflow, and would make the dominator computation quadratic. A
+ * graph may also leave function literals unentered (the partitioner's). One hash lookup per edge to a
  * shared node and one insertion per shared node; everything else is
  * arrays. Explicit stacks only.
  */
@@ -53,6 +54,11 @@ typedef struct gframe {
   uint32_t kbase;    /* where its children's numbers start on the scratch list */
 } gframe;
 
+/* The child slots followed: none of an unentered function literal. */
+static uint32_t slots(const dfp_graph *g, const dp_expr *e) {
+  return e->h.kind == DP_FUNC && !g->enter_fns ? 0 : dp_expr_nchildren(e);
+}
+
 /* Discovers node e (not seen yet) and pushes its frame. A node with one
    reference has one parent, the one we came from: it cannot be reached
    again, so only shared nodes need to be remembered. */
@@ -61,7 +67,9 @@ static int discover(dfp_graph *g, gframe **st, uint32_t *sp, uint32_t *cap, dp_e
   if ((e->h.rc > 1 || *pre == 0) && dp_ptrmap_put(&g->index, e, (void *)(uintptr_t)(*pre + 1)) < 0)
     return -1;
   if (dp_grow((void **)st, cap, *sp + 1, sizeof **st) < 0) return -1;
-  (*st)[(*sp)++] = (gframe){e, 0, dp_expr_nchildren(e), (*pre)++, kbase};
+  (*st)[*sp] = (gframe){e, 0, slots(g, e), *pre, kbase};
+  (*sp)++;
+  (*pre)++;
   return 0;
 }
 
@@ -76,7 +84,10 @@ static int number_nodes(dfp_graph *g, dp_expr *root, dfp_u32s *kids) {
     gframe *f = &st[sp - 1];
     if (f->i < f->n) {
       dp_expr *kid = dp_expr_child(f->e, f->i++);
-      if (dfp_graph_skips(kid)) continue;
+      if (dfp_graph_skips(kid)) {
+        if (dfp_u32s_push(&scratch, DFP_NONE) < 0) goto out;
+        continue;
+      }
       void **seen = kid->h.rc > 1 ? dp_ptrmap_get(&g->index, kid) : NULL;
       if (seen) {
         if (dfp_u32s_push(&scratch, (uint32_t)((uintptr_t)*seen - 1)) < 0) goto out;
@@ -117,7 +128,8 @@ out:
    in post order, so each row of consumers is sorted, which keeps the
    dominator intersection below linear on chains. */
 static int link(dfp_graph *g, dfp_u32s *kids) {
-  for (uint32_t k = 0; k < kids->n; k++) kids->a[k] = g->pre2post[kids->a[k]];
+  for (uint32_t k = 0; k < kids->n; k++)
+    if (kids->a[k] != DFP_NONE) kids->a[k] = g->pre2post[kids->a[k]];
   g->kids = kids->a;
   kids->a = NULL;
   uint32_t total = g->kstart[g->n];
@@ -128,18 +140,21 @@ static int link(dfp_graph *g, dfp_u32s *kids) {
     free(fill);
     return -1;
   }
-  for (uint32_t k = 0; k < total; k++) g->ostart[g->kids[k] + 1]++;
+  for (uint32_t k = 0; k < total; k++)
+    if (g->kids[k] != DFP_NONE) g->ostart[g->kids[k] + 1]++;
   for (uint32_t v = 0; v < g->n; v++) g->ostart[v + 1] += g->ostart[v];
   memcpy(fill, g->ostart, (size_t)g->n * sizeof *fill);
   for (uint32_t v = 0; v < g->n; v++)
-    for (uint32_t k = g->kstart[v]; k < g->kstart[v + 1]; k++) g->outs[fill[g->kids[k]]++] = v;
+    for (uint32_t k = g->kstart[v]; k < g->kstart[v + 1]; k++)
+      if (g->kids[k] != DFP_NONE) g->outs[fill[g->kids[k]]++] = v;
   free(fill);
   return 0;
 }
 
-int dfp_graph_build(dfp_graph *g, dp_expr *root) {
+int dfp_graph_build(dfp_graph *g, dp_expr *root, int enter_fns) {
   memset(g, 0, sizeof *g);
   g->index = DP_PTRMAP_INIT;
+  g->enter_fns = enter_fns;
   dfp_u32s kids = {NULL, 0, 0};
   int rc = number_nodes(g, root, &kids) < 0 || link(g, &kids) < 0 ? -1 : 0;
   free(kids.a);

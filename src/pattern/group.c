@@ -73,7 +73,7 @@ struct dp_dfp_graph {
 
 dp_dfp_graph *dp_dfp_graph_new(dp_expr *body, dp_err **err) {
   dp_dfp_graph *x = dp_calloc(1, sizeof *x);
-  if (!x || dfp_graph_build(&x->g, body) < 0) {
+  if (!x || dfp_graph_build(&x->g, body, 1) < 0) {
     free(x);
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return NULL;
@@ -226,7 +226,7 @@ static int extract(grouper *gr, uint32_t root) {
     if (k < g->kstart[v + 1]) {
       gr->xstack[sp - 1]++;
       uint32_t kid = g->kids[k];
-      if (gr->mark[kid] == gr->stamp || is_input(gr, g->x[kid])) continue;
+      if (kid == DFP_NONE || gr->mark[kid] == gr->stamp || is_input(gr, g->x[kid])) continue;
       gr->mark[kid] = gr->stamp;
       if (dp_grow((void **)&gr->xstack, &gr->capx, sp + 2, sizeof *gr->xstack) < 0) return -1;
       gr->xstack[sp++] = kid;
@@ -329,7 +329,7 @@ static int mark_partitioned(grouper *gr, uint32_t v) {
     if (gr->skip[k]) continue;
     gr->skip[k] = 1;
     for (uint32_t c = g->kstart[k]; c < g->kstart[k + 1] && rc == 0; c++)
-      rc = dfp_vec_push(&stack, (void *)(uintptr_t)g->kids[c]);
+      if (g->kids[c] != DFP_NONE) rc = dfp_vec_push(&stack, (void *)(uintptr_t)g->kids[c]);
   }
   free(stack.items);
   return rc;

@@ -32,21 +32,24 @@ struct dp_dfp {
 /* ---- the indexed graph of an expression (graph.c) ----
    Every distinct node reachable from the root except operators,
    constructors and globals, in post order (children in expr.h order),
-   with its children and consumers by index, and (built on first use) its
-   immediate post-dominator. */
+   with its children (one per child slot: DFP_NONE for a node left out)
+   and consumers by index, and (built on first use) its immediate
+   post-dominator. enter_fns 0: function literals under the root are
+   nodes without children. */
 typedef struct dfp_graph {
   uint32_t n;
   dp_expr **x;             /* post order; x[n-1] is the root */
   dp_ptrmap index;         /* shared expression -> pre order number + 1 (building) */
   dp_ptrmap found;         /* expression -> post order index + 1 (first dfp_graph_find) */
   uint32_t *pre2post;
-  uint32_t *kstart, *kids; /* children of i: kids[kstart[i] .. kstart[i+1]) */
+  uint32_t *kstart, *kids; /* child slots of i: kids[kstart[i] .. kstart[i+1]) */
   uint32_t *ostart, *outs; /* consumers of i, likewise (sorted) */
   uint32_t *idom;          /* immediate post-dominator (DFP_NONE for the root) */
   uint32_t *tin, *tout;    /* the post-dominator tree as intervals */
+  int enter_fns;
 } dfp_graph;
 
-int dfp_graph_build(dfp_graph *g, dp_expr *root);
+int dfp_graph_build(dfp_graph *g, dp_expr *root, int enter_fns);
 void dfp_graph_free(dfp_graph *g);
 /* Index of e, or DFP_NONE when e is not in the graph. */
 uint32_t dfp_graph_find(dfp_graph *g, const dp_expr *e);

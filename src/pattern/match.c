@@ -278,7 +278,7 @@ static int step_dominates(dfp_matcher *m, uint32_t fi, int ret) {
     uint32_t b = m->first[x->kids[0]];
     if (b == DFP_NONE) return 0;
     if (!m->graph) {
-      if (dfp_graph_build(&m->own, m->frames[0].e) < 0) return -1;
+      if (dfp_graph_build(&m->own, m->frames[0].e, 1) < 0) return -1;
       m->own_built = 1;
       m->graph = &m->own;
     }
@@ -519,7 +519,7 @@ int dp_dfp_find(const dp_dfp *p, dp_expr *root, const dp_dfp_host *host, dp_dfp_
     return -1;
   }
   if (p->has_dominator) {
-    if (dfp_graph_build(&g, root) < 0) goto oom;
+    if (dfp_graph_build(&g, root, 1) < 0) goto oom;
     have_graph = 1;
   }
   if (dfp_matcher_init(&c.m, p, host, have_graph ? &g : NULL, NULL) < 0) goto oom;

@@ -36,7 +36,7 @@ typedef struct region {
   dp_global *global;     /* the hoisted function (owned) */
   uint32_t first, nmem;  /* its members: mem[first .. first + nmem) */
   uint32_t nout;
-  dp_expr **inputs;      /* borrowed from the module */
+  uint32_t *inputs;      /* what flows in: node indices */
   uint32_t ninputs;
   dp_expr *call;         /* the call in the caller (owned) */
   uint8_t state;         /* caller walk: 0 new, 1 open, 2 done */
@@ -49,10 +49,10 @@ typedef struct pctx {
   const char *fname;
   uint32_t next_name[64]; /* per device type: the next hoisted function's number */
   dp_err *err;
-  /* the graph, in post order */
-  uint32_t n;
-  dp_expr **x;
-  dp_ptrmap index;      /* expression -> index + 1 */
+  /* the graph, in post order (function literals not entered) */
+  dfp_graph g;
+  uint32_t n;           /* g.n */
+  dp_expr **x;          /* g.x */
   uint8_t *cls;
   uint32_t *base;       /* the node under any on_device wrappers */
   uint32_t *block;      /* let body / branch the node is in (MULTI: several) */
@@ -75,54 +75,9 @@ static void set_oom(pctx *c) {
   if (!c->err) c->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
 }
 
-static uint32_t idx_of(const pctx *c, const dp_expr *e) {
-  void **v = dp_ptrmap_get(&c->index, e);
-  return v ? (uint32_t)((uintptr_t)*v - 1) : DFP_NONE;
-}
-
-/* Children followed: none for a function literal (not entered). */
-static uint32_t nkids(const dp_expr *e) {
-  return e->h.kind == DP_FUNC ? 0 : dp_expr_nchildren(e);
-}
-
-/* ---------------- the graph ---------------- */
-
-typedef struct gfr {
-  dp_expr *e;
-  uint32_t i, n;
-} gfr;
-
-static int build_graph(pctx *c, dp_expr *body) {
-  gfr *st = NULL;
-  uint32_t sp = 0, cap = 0, capx = 0;
-  int rc = -1;
-  if (dp_ptrmap_put(&c->index, body, NULL) < 0 || dp_grow((void **)&st, &cap, 1, sizeof *st) < 0)
-    goto out;
-  st[sp++] = (gfr){body, 0, nkids(body)};
-  while (sp) {
-    gfr *f = &st[sp - 1];
-    if (f->i < f->n) {
-      dp_expr *k = dp_expr_child(f->e, f->i++);
-      if (dfp_graph_skips(k) || dp_ptrmap_get(&c->index, k)) continue;
-      if (dp_ptrmap_put(&c->index, k, NULL) < 0 || dp_grow((void **)&st, &cap, sp + 1, sizeof *st) < 0)
-        goto out;
-      st[sp++] = (gfr){k, 0, nkids(k)};
-    } else {
-      dp_expr *e = f->e;
-      sp--;
-      void *xs = c->x;
-      if (dp_grow(&xs, &capx, c->n + 1, sizeof *c->x) < 0) goto out;
-      c->x = xs;
-      c->x[c->n] = e;
-      if (dp_ptrmap_put(&c->index, e, (void *)(uintptr_t)(c->n + 1)) < 0) goto out;
-      c->n++;
-    }
-  }
-  rc = 0;
-out:
-  free(st);
-  return rc;
-}
+/* Child slot k of node v: a node index, or DFP_NONE (an operator, a global). */
+static uint32_t kid(const pctx *c, uint32_t v, uint32_t k) { return c->g.kids[c->g.kstart[v] + k]; }
+static uint32_t nslots(const pctx *c, uint32_t v) { return c->g.kstart[v + 1] - c->g.kstart[v]; }
 
 static int alloc_arrays(pctx *c) {
   uint32_t n = c->n ? c->n : 1;
@@ -155,8 +110,8 @@ static void assign_blocks(pctx *c) {
   c->block[c->n - 1] = 1;
   for (uint32_t v = c->n; v-- > 0;) {
     dp_expr *e = c->x[v];
-    for (uint32_t k = 0; k < nkids(e); k++) {
-      uint32_t ci = idx_of(c, dp_expr_child(e, k));
+    for (uint32_t k = 0; k < nslots(c, v); k++) {
+      uint32_t ci = kid(c, v, k);
       if (ci == DFP_NONE) continue;
       int opens = (e->h.kind == DP_LET && k == 2) || (e->h.kind == DP_IF && k > 0) ||
                   (e->h.kind == DP_MATCH && k > 0);
@@ -187,7 +142,7 @@ static void classify(pctx *c) {
     c->base[v] = v;
     c->uf[v] = v;
     if (dp_is_op_call(e, "on_device")) {
-      uint32_t a = idx_of(c, ((dp_call *)e)->args[0]);
+      uint32_t a = kid(c, v, 1);
       c->cls[v] = C_WRAP;
       c->base[v] = a == DFP_NONE ? v : c->base[a];
       continue;
@@ -203,14 +158,14 @@ static void classify(pctx *c) {
       }
       dp_release(vd);
     }
-    c->cls[v] = nkids(e) ? C_BARRIER : C_LEAF;
+    c->cls[v] = nslots(c, v) ? C_BARRIER : C_LEAF;
   }
 }
 
 /* The node child k of v reads (under its wrappers), or DFP_NONE when it
    is a leaf, an operator or a global. */
 static uint32_t producer(const pctx *c, uint32_t v, uint32_t k) {
-  uint32_t ci = idx_of(c, dp_expr_child(c->x[v], k));
+  uint32_t ci = kid(c, v, k);
   if (ci == DFP_NONE) return DFP_NONE;
   uint32_t b = c->base[ci];
   return c->cls[b] == C_MEMBER || c->cls[b] == C_BARRIER ? b : DFP_NONE;
@@ -242,10 +197,10 @@ static int same_place(const pctx *c, uint32_t a, uint32_t b) {
 
 /* One member or barrier v, in topological order. */
 static int visit(pctx *c, uint32_t v, dfp_u32s *parents, dfp_u32s *acc) {
-  dp_expr *e = c->x[v];
+  uint32_t ns = nslots(c, v);
   parents->n = acc->n = 0;
   c->clock++;
-  for (uint32_t k = 0; k < nkids(e); k++) {
+  for (uint32_t k = 0; k < ns; k++) {
     uint32_t p = producer(c, v, k);
     if (p == DFP_NONE) continue;
     uint32_t r = find(c, p);
@@ -275,7 +230,7 @@ static int visit(pctx *c, uint32_t v, dfp_u32s *parents, dfp_u32s *acc) {
   c->restr[v] = *acc;
   *acc = (dfp_u32s){NULL, 0, 0};
   /* v's reads are done: regions with no reader left are closed */
-  for (uint32_t k = 0; k < nkids(e); k++) {
+  for (uint32_t k = 0; k < ns; k++) {
     uint32_t p = producer(c, v, k);
     if (p == DFP_NONE) continue;
     uint32_t r = find(c, p);
@@ -287,7 +242,7 @@ static int visit(pctx *c, uint32_t v, dfp_u32s *parents, dfp_u32s *acc) {
 static int make_regions(pctx *c) {
   for (uint32_t v = 0; v < c->n; v++)
     if (flows(c, v))
-      for (uint32_t k = 0; k < nkids(c->x[v]); k++) {
+      for (uint32_t k = 0; k < nslots(c, v); k++) {
         uint32_t p = producer(c, v, k);
         if (p != DFP_NONE) c->remaining[p]++;
       }
@@ -347,7 +302,7 @@ static int list_regions(pctx *c) {
   if (hoisted(c, root)) c->isout[root] = 1;
   for (uint32_t v = 0; v < c->n; v++) {
     if (!flows(c, v)) continue;
-    for (uint32_t k = 0; k < nkids(c->x[v]); k++) {
+    for (uint32_t k = 0; k < nslots(c, v); k++) {
       uint32_t p = producer(c, v, k);
       if (hoisted(c, p) && !(c->cls[v] == C_MEMBER && find(c, v) == find(c, p))) c->isout[p] = 1;
     }
@@ -376,12 +331,13 @@ static dp_global *fresh_global(pctx *c, dp_vdev *vd) {
 
 typedef struct fbuild {
   dfp_vec params;       /* dp_var * (owned) */
-  dfp_vec inputs;       /* dp_expr * (borrowed) */
+  dfp_u32s inputs;      /* node indices */
   dp_ptrmap seen;       /* input -> param index + 1 */
 } fbuild;
 
-/* The parameter standing for input x (one per distinct input). */
-static dp_expr *param_for(pctx *c, fbuild *b, dp_expr *x, dp_vdev *fallback) {
+/* The parameter standing for input xi (one per distinct input). */
+static dp_expr *param_for(pctx *c, fbuild *b, uint32_t xi, dp_vdev *fallback) {
+  dp_expr *x = c->x[xi];
   void **s = dp_ptrmap_get(&b->seen, x);
   if (s) return b->params.items[(uintptr_t)*s - 1];
   char name[32];
@@ -390,7 +346,7 @@ static dp_expr *param_for(pctx *c, fbuild *b, dp_expr *x, dp_vdev *fallback) {
   dp_vdev *vd = dp_domains_lookup(c->d, x, NULL);
   dp_var *p = dp_var_new(name, x->type, vd ? vd : fallback, DP_NOSPAN);
   dp_release(vd);
-  if (!p || dfp_vec_push(&b->params, p) < 0 || dfp_vec_push(&b->inputs, x) < 0 ||
+  if (!p || dfp_vec_push(&b->params, p) < 0 || dfp_u32s_push(&b->inputs, xi) < 0 ||
       dp_ptrmap_put(&b->seen, x, (void *)(uintptr_t)b->params.n) < 0) {
     if (p && (b->params.n == 0 || b->params.items[b->params.n - 1] != p)) dp_release(p);
     return NULL;
@@ -403,18 +359,17 @@ static dp_expr *param_for(pctx *c, fbuild *b, dp_expr *x, dp_vdev *fallback) {
    through a parameter. */
 static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
   dp_expr *e = c->x[m];
-  uint32_t n = nkids(e);
+  uint32_t n = nslots(c, m);
   dp_expr *small[8], **kids = n <= 8 ? small : dp_malloc(n * sizeof *kids);
   if (!kids) return NULL;
   dp_expr *r = NULL;
   for (uint32_t k = 0; k < n; k++) {
-    dp_expr *x = dp_expr_child(e, k);
-    uint32_t xi = idx_of(c, x);
+    uint32_t xi = kid(c, m, k);
     uint32_t xb = xi == DFP_NONE ? DFP_NONE : c->base[xi];
-    if (xi == DFP_NONE) kids[k] = x;
+    if (xi == DFP_NONE) kids[k] = dp_expr_child(e, k);
     else if (hoisted(c, xb) && find(c, xb) == find(c, m)) kids[k] = c->inner[xb];
     else if (c->x[xb]->h.kind == DP_CONST) kids[k] = c->x[xb];
-    else if (!(kids[k] = param_for(c, b, x, vd))) goto out;
+    else if (!(kids[k] = param_for(c, b, xi, vd))) goto out;
   }
   r = dp_expr_with_children(e, kids);
 out:
@@ -444,14 +399,14 @@ static int make_function(pctx *c, region *g) {
   fn = dp_func_new(b.params.n, (dp_var *const *)b.params.items, body, NULL, NULL, vd, DP_NOSPAN);
   g->global = fn ? fresh_global(c, vd) : NULL;
   if (!g->global || dp_module_add_func(c->out, g->global, fn, &c->err) < 0) goto out;
-  g->inputs = (dp_expr **)b.inputs.items;
+  g->inputs = b.inputs.a;
   g->ninputs = b.inputs.n;
-  b.inputs.items = NULL;
+  b.inputs.a = NULL;
   rc = 0;
 out:
   for (uint32_t i = 0; i < b.params.n; i++) dp_release(b.params.items[i]);
   free(b.params.items);
-  free(b.inputs.items);
+  free(b.inputs.a);
   dp_ptrmap_free(&b.seen);
   free(outs);
   dp_release(body);
@@ -471,7 +426,7 @@ static dp_expr *out_of(pctx *c, uint32_t m) {
 }
 
 typedef struct cfr {
-  dp_expr *e;       /* an expression of the caller, or NULL for a region */
+  uint32_t v;       /* a node of the caller, when g is NULL */
   region *g;
   uint32_t i, n;
 } cfr;
@@ -479,89 +434,80 @@ typedef struct cfr {
 typedef struct walk {
   cfr *st;
   uint32_t sp, cap;
-  dp_ptrmap done;   /* expression -> new version (owned) */
-  dp_ptrmap open;
+  uint8_t *state;   /* per node: 0 new, 1 open, 2 done */
+  dp_expr **newx;   /* per node: its new version (owned) */
 } walk;
 
-/* The new version of x as read by the caller (x already done). */
-static dp_expr *read_new(pctx *c, walk *w, dp_expr *x) {
-  uint32_t xi = idx_of(c, x);
-  if (xi == DFP_NONE || x->h.kind == DP_FUNC) return x;
+/* What the caller reads for slot k of node v (done already). */
+static dp_expr *read_new(pctx *c, walk *w, uint32_t xi, dp_expr *x) {
+  if (xi == DFP_NONE) return x;
   if (hoisted(c, xi)) return out_of(c, xi);
-  void **v = dp_ptrmap_get(&w->done, x);
-  return v ? *v : NULL;
+  return w->newx[xi];
 }
 
-/* Pushes what x needs first: its region, or itself. 0 done already,
+/* Pushes what node xi needs first: its region, or itself. 0 done already,
    1 pushed, -1 error (a cycle would be a bug: regions never form one). */
-static int need(pctx *c, walk *w, dp_expr *x) {
-  uint32_t xi = idx_of(c, x);
-  if (xi == DFP_NONE || x->h.kind == DP_FUNC) return 0;
-  cfr f = {NULL, NULL, 0, 0};
-  if (hoisted(c, xi)) {
-    region *g = region_of(c, xi);
-    if (g->state == 2) return 0;
-    if (g->state == 1) goto cycle;
-    g->state = 1;
-    f.g = g;
-    f.n = g->ninputs;
-  } else {
-    if (dp_ptrmap_get(&w->done, x)) return 0;
-    if (dp_ptrmap_get(&w->open, x)) goto cycle;
-    if (dp_ptrmap_put(&w->open, x, NULL) < 0) return -1;
-    f.e = x;
-    f.n = nkids(x);
+static int need(pctx *c, walk *w, uint32_t xi) {
+  if (xi == DFP_NONE) return 0;
+  cfr f = {xi, NULL, 0, 0};
+  uint8_t *state = hoisted(c, xi) ? &(f.g = region_of(c, xi))->state : &w->state[xi];
+  if (*state == 2) return 0;
+  if (*state == 1) {
+    c->err = dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "PartitionByVirtualDevice: the pieces of @%s form a cycle",
+                        c->fname);
+    return -1;
   }
+  *state = 1;
+  f.n = f.g ? f.g->ninputs : nslots(c, xi);
   if (dp_grow((void **)&w->st, &w->cap, w->sp + 1, sizeof *w->st) < 0) return -1;
   w->st[w->sp++] = f;
   return 1;
-cycle:
-  c->err = dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "PartitionByVirtualDevice: the pieces of @%s form a cycle",
-                      c->fname);
-  return -1;
 }
 
 static int finish(pctx *c, walk *w, cfr *f) {
-  dp_expr *const *from = f->g ? f->g->inputs : NULL;
   dp_expr *small[8], **kids = f->n <= 8 ? small : dp_malloc(f->n * sizeof *kids);
   if (!kids) return -1;
-  for (uint32_t k = 0; k < f->n; k++) kids[k] = read_new(c, w, from ? from[k] : dp_expr_child(f->e, k));
+  for (uint32_t k = 0; k < f->n; k++) {
+    uint32_t xi = f->g ? f->g->inputs[k] : kid(c, f->v, k);
+    kids[k] = read_new(c, w, xi, xi == DFP_NONE ? dp_expr_child(c->x[f->v], k) : c->x[xi]);
+  }
   int rc = -1;
   if (f->g) {
     f->g->call = (dp_expr *)dp_call_new(&f->g->global->e, f->n, kids, NULL, DP_NOSPAN);
     f->g->state = 2;
     rc = f->g->call ? 0 : -1;
   } else {
-    dp_expr *r = dp_expr_with_children(f->e, kids);
-    dp_ptrmap_remove(&w->open, f->e);
-    rc = r && dp_ptrmap_put(&w->done, f->e, r) >= 0 ? 0 : -1;
-    if (rc < 0) dp_release(r);
+    w->newx[f->v] = dp_expr_with_children(c->x[f->v], kids);
+    w->state[f->v] = 2;
+    rc = w->newx[f->v] ? 0 : -1;
   }
   if (kids != small) free(kids);
   return rc;
 }
 
-static dp_expr *rebuild_caller(pctx *c, dp_expr *body) {
-  walk w = {NULL, 0, 0, DP_PTRMAP_INIT, DP_PTRMAP_INIT};
+/* The caller's body, in a topological order of its graph with each region
+   contracted to its call. */
+static dp_expr *rebuild_caller(pctx *c) {
+  walk w = {NULL, 0, 0, dp_calloc(c->n, 1), dp_calloc(c->n, sizeof(dp_expr *))};
+  uint32_t root = c->n - 1;
   dp_expr *r = NULL;
-  int rc = need(c, &w, body);
+  int rc = w.state && w.newx ? need(c, &w, root) : -1;
   while (rc >= 0 && w.sp) {
     cfr *f = &w.st[w.sp - 1];
     if (f->i < f->n) {
-      dp_expr *x = f->g ? f->g->inputs[f->i] : dp_expr_child(f->e, f->i);
+      uint32_t xi = f->g ? f->g->inputs[f->i] : kid(c, f->v, f->i);
       f->i++;
-      rc = need(c, &w, x);
+      rc = need(c, &w, xi);
     } else {
       cfr done = *f;
       w.sp--;
       rc = finish(c, &w, &done);
     }
   }
-  if (rc >= 0) r = dp_retain(read_new(c, &w, body));
-  for (uint32_t i = 0; i < w.done.cap; i++)
-    if (w.done.slots[i].key) dp_release(w.done.slots[i].val);
-  dp_ptrmap_free(&w.done);
-  dp_ptrmap_free(&w.open);
+  if (rc >= 0) r = dp_retain(read_new(c, &w, root, c->x[root]));
+  for (uint32_t i = 0; w.newx && i < c->n; i++) dp_release(w.newx[i]);
+  free(w.newx);
+  free(w.state);
   free(w.st);
   if (!r) set_oom(c);
   return r;
@@ -581,8 +527,7 @@ static void pctx_clear(pctx *c) {
     free(c->regs[i].inputs);
   }
   free(c->regs);
-  free(c->x);
-  dp_ptrmap_free(&c->index);
+  dfp_graph_free(&c->g);
   free(c->cls); free(c->closed); free(c->hascall); free(c->isout); free(c->base); free(c->block);
   free(c->key); free(c->uf); free(c->remaining); free(c->stamp); free(c->restr); free(c->rid);
   free(c->mem); free(c->outpos); free(c->inner); free(c->outexpr);
@@ -602,14 +547,17 @@ static void pctx_clear(pctx *c) {
 static int partition_fn(pctx *c, const char *name, dp_func *fn) {
   c->fname = name;
   int rc = -1;
-  if (build_graph(c, fn->body) < 0 || alloc_arrays(c) < 0) goto oom;
+  if (dfp_graph_build(&c->g, fn->body, 0) < 0) goto oom;
+  c->n = c->g.n;
+  c->x = c->g.x;
+  if (alloc_arrays(c) < 0) goto oom;
   assign_blocks(c);
   classify(c);
   if (make_regions(c) < 0 || list_regions(c) < 0) goto oom;
   for (uint32_t i = 0; i < c->nregs; i++)
     if (make_function(c, &c->regs[i]) < 0) goto oom;
   if (c->nregs) {
-    dp_expr *body = rebuild_caller(c, fn->body);
+    dp_expr *body = rebuild_caller(c);
     if (!body) goto done;
     dp_expr *small[17], **kids = fn->nparams < 16 ? small : dp_malloc((fn->nparams + 1) * sizeof *kids);
     dp_expr *nf = NULL;
