@@ -15,4 +15,6 @@
 #include "infer.h"
 #include "plan.h"
 #include "parse.h"
+#include "dfpattern.h"
+#include "partition.h"
 #endif

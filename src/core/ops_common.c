@@ -100,7 +100,7 @@ static int register_one(dp_ctx *ctx, const dp_opdef *d, dp_err **err) {
   free(scratch);
   if (!op) return -1;
   op->ud = op; /* built-in relations read defaults from their own schema */
-  return 0;
+  return dp_op_set_pattern(op, d->pattern) < 0 ? -1 : 0;
 }
 
 int dp__register_opdefs(dp_ctx *ctx, const dp_opdef *defs, size_t n, dp_err **err) {

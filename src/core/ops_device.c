@@ -118,15 +118,15 @@ static dp_type *call_lowered_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nar
 
 static const dp_opdef defs[] = {
   {"on_device", 1, DP_OPF_IDENTITY,
-   "virtual_device:vdev constrain_body:bool=True constrain_result:bool=False", identity_rel},
-  {"device_copy", 1, DP_OPF_IDENTITY, "src_virtual_device:vdev dst_virtual_device:vdev", identity_rel},
-  {"memory.alloc_storage", -1, 0, "virtual_device:vdev dtype_hint:dtype=float32", alloc_storage_rel},
+   "virtual_device:vdev constrain_body:bool=True constrain_result:bool=False", identity_rel, K_OPAQUE},
+  {"device_copy", 1, DP_OPF_IDENTITY, "src_virtual_device:vdev dst_virtual_device:vdev", identity_rel, K_OPAQUE},
+  {"memory.alloc_storage", -1, 0, "virtual_device:vdev dtype_hint:dtype=float32", alloc_storage_rel, K_OPAQUE},
   {"memory.alloc_tensor", 3, 0, "dtype:dtype=float32 const_shape:any=None assert_shape:ints=None",
-   alloc_tensor_rel},
-  {"vm.shape_of", 1, 0, "dtype:dtype=", shape_of_rel},
-  {"vm.reshape_tensor", 2, 0, "newshape:ints=None", reshape_tensor_rel},
-  {"vm.invoke_tvm_op", 3, 0, "", invoke_tvm_op_rel},
-  {"call_lowered", 2, 0, NULL, call_lowered_rel},
+   alloc_tensor_rel, K_OPAQUE},
+  {"vm.shape_of", 1, 0, "dtype:dtype=", shape_of_rel, K_OPAQUE},
+  {"vm.reshape_tensor", 2, 0, "newshape:ints=None", reshape_tensor_rel, K_OPAQUE},
+  {"vm.invoke_tvm_op", 3, 0, "", invoke_tvm_op_rel, K_OPAQUE},
+  {"call_lowered", 2, 0, NULL, call_lowered_rel, K_OPAQUE},
 };
 
 int dp__register_device_ops(dp_ctx *ctx, dp_err **err) {

@@ -23,7 +23,16 @@ typedef struct dp_opdef {
   uint32_t flags;
   const char *schema;
   dp_type_rel rel;
+  int pattern;           /* dp_oppattern: TVM's TOpPattern for this operator */
 } dp_opdef;
+
+/* Short names for the operator tables. */
+#define K_ELEMWISE DP_OPP_ELEMWISE
+#define K_BROADCAST DP_OPP_BROADCAST
+#define K_INJECTIVE DP_OPP_INJECTIVE
+#define K_REDUCE DP_OPP_COMM_REDUCE
+#define K_OUT_FUSABLE DP_OPP_OUT_ELEMWISE_FUSABLE
+#define K_OPAQUE DP_OPP_OPAQUE
 
 int dp__register_opdefs(dp_ctx *ctx, const dp_opdef *defs, size_t n, dp_err **err);
 

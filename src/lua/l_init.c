@@ -23,6 +23,7 @@ int luaopen_devplan_core(lua_State *L) {
   dp_lua_open_ir(L);
   dp_lua_open_parse(L);
   dp_lua_open_planner(L);
+  dp_lua_open_pattern(L);
   dp_lua_open_suggest(L);
   return 1;
 }

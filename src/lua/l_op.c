@@ -162,8 +162,19 @@ static int build_fields(lua_State *L, int idx, dp_attr_field *fs, uint32_t n) {
   return 0;
 }
 
+/* spec.pattern (at idx): nil, or an operator pattern kind name. */
+static int check_pattern(lua_State *L, int idx) {
+  if (lua_isnil(L, idx)) return DP_OPP_NONE;
+  const char *name = lua_tostring(L, idx);
+  int k = lua_type(L, idx) == LUA_TSTRING ? dp_oppattern_parse(name) : -2;
+  if (k == -2)
+    luaL_argerror(L, 2, "pattern must be an operator pattern kind: \"elemwise\", \"broadcast\", "
+                        "\"injective\", \"comm_reduce\", \"out_elemwise_fusable\", \"tuple\" or \"opaque\"");
+  return k;
+}
+
 /* dp.op.register(name, {num_inputs =, attrs = {{name =, kind =, default =}...},
-   type_rel = function(arg_types, attrs) return Type end}) -> op */
+   type_rel = function(arg_types, attrs) return Type end, pattern = "elemwise"?}) -> op */
 static int l_register(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -177,6 +188,9 @@ static int l_register(lua_State *L) {
   if (!lua_isfunction(L, 4)) luaL_argerror(L, 2, "type_rel must be a function");
   lua_getfield(L, 2, "attrs"); /* 5 */
   uint32_t nf = check_fields(L, 5);
+  lua_getfield(L, 2, "pattern");
+  int pattern = check_pattern(L, -1);
+  lua_pop(L, 1);
   if (dp_op_get(dp_lua_ctx(L), name))
     return dp_lua_error(L, dp_err_new(DP_ERR_NAME, DP_NOSPAN, "operator '%s' is already registered", name));
   dp_attr_field *fs = nf ? lua_newuserdatauv(L, nf * sizeof *fs, 0) : NULL;
@@ -198,6 +212,7 @@ static int l_register(lua_State *L) {
   dp_op *op = dp_op_register(dp_lua_ctx(L), name, (int)ni, 0, fs, nf, lua_type_rel, ud, rel_free, &err);
   if (!op) return dp_lua_error(L, err); /* the registry freed fs defaults and ud */
   ud->op = op;
+  dp_op_set_pattern(op, pattern); /* checked above: cannot fail */
   dp_lua_push(L, op);
   return 1;
 }

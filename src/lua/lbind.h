@@ -83,6 +83,7 @@ void dp_lua_open_device(lua_State *L);
 void dp_lua_open_ir(lua_State *L);
 void dp_lua_open_parse(lua_State *L);
 void dp_lua_open_planner(lua_State *L);
+void dp_lua_open_pattern(lua_State *L); /* l_pattern.c: core.pattern, the C half of dp.pattern */
 void dp_lua_open_suggest(lua_State *L);
 
 /* The C half of `require "devplan"` (l_init.c). */
