@@ -110,6 +110,9 @@ typedef struct printer {
   nslot *names; /* the names in use (open addressing) */
   uint32_t nnames, capnames;
   int names_exact; /* generated names (`x1`) are in `names` too: see alloc_name */
+  const dp_var **frees; /* free variables met at a use in a def (declared at the end) */
+  uint32_t nfrees, capfrees;
+  size_t body_start;    /* where a def's body starts in the output */
   uint32_t next_temp;
   uint32_t nbinders; /* let variables and parameters: most names */
   struct { const dp_type *t; char *s; } tcache[64];
@@ -423,15 +426,24 @@ static void report_name(printer *p, const dp_expr *e, uint32_t off) {
   if (s != d) free(s);
 }
 
-/* Name of variable v, given at its binding (or first use if free). The
-   pointer is good until the next name is given. A variable is mostly used
-   soon after its binding: a small cache spares most map lookups. */
-static const char *var_name(printer *p, const dp_var *v) {
+/* Name of variable v, given at its binding (or first use if free: binders
+   are named before anything under them is printed, so a variable first met
+   at a use is free, and a def declares it). The pointer is good until the
+   next name is given. A variable is mostly used soon after its binding: a
+   small cache spares most map lookups. */
+static const char *name_of(printer *p, const dp_var *v, int use) {
   uint32_t h = (uint32_t)((uintptr_t)v >> 4) & 255;
   if (p->vcache[h].v == v) return p->nm + p->vcache[h].off - 1;
   int fresh;
   uint64_t *off = dp_pmap_upsert(&p->map, v, 0, &fresh);
-  if (off && !*off && (*off = alloc_name(p, v->name)) && p->opts->on_name) report_name(p, &v->e, *off);
+  if (off && !*off && (*off = alloc_name(p, v->name))) {
+    if (p->opts->on_name) report_name(p, &v->e, *off);
+    if (use && p->def_name) {
+      const dp_var **f = grow_array(p->frees, &p->capfrees, p->nfrees + 1, sizeof *f);
+      if (f) (p->frees = f)[p->nfrees++] = v;
+      else p->failed = 1;
+    }
+  }
   if (!off || !*off) {
     p->failed = 1;
     return "x";
@@ -440,6 +452,9 @@ static const char *var_name(printer *p, const dp_var *v) {
   p->vcache[h].off = (uint32_t)*off;
   return p->nm + *off - 1;
 }
+
+static const char *var_name(printer *p, const dp_var *v) { return name_of(p, v, 1); }
+static const char *binder_name(printer *p, const dp_var *v) { return name_of(p, v, 0); }
 
 /* ---------------- pass 1: discover ---------------- */
 
@@ -702,10 +717,15 @@ static void put_func_head(printer *p, dp_tb *b, uint32_t i) {
   if ((n->flags & F_ROOT) && p->def_name) {
     put(b, "def @", 5);
     puts_(b, p->def_name);
-    putc_(b, '(');
   } else {
-    put(b, "fn (", 4);
+    put(b, "fn ", 3);
   }
+  for (uint32_t k = 0; k < f->ntparams; k++) { /* `[A, B]`, as TVM */
+    put(b, k ? ", " : "[", k ? 2 : 1);
+    puts_(b, type_text(p, f->tparams[k]));
+  }
+  if (f->ntparams) putc_(b, ']');
+  putc_(b, '(');
   for (uint32_t k = 0; k < f->nparams; k++) {
     if (k) puts_(b, sep);
     if (k && lines) indent(b, ind);
@@ -764,7 +784,7 @@ static void walk_pattern(printer *p, dp_tb *b, const dp_pattern *pat, int bind) 
     const dp_pattern *q = f->p;
     if (q->h.kind == DP_PAT_WILD || q->h.kind == DP_PAT_VAR) {
       if (q->h.kind == DP_PAT_VAR && bind) {
-        var_name(p, q->var);
+        binder_name(p, q->var);
       } else if (q->h.kind == DP_PAT_VAR) {
         put_var_decl(p, b, q->var, 0);
       } else if (!bind) {
@@ -946,11 +966,12 @@ static void before_child(printer *p, uint32_t i, uint32_t k, size_t mark) {
   const dp_expr *e = p->nodes[i].e;
   uint32_t kind = KIND_OF(&p->nodes[i]);
   if (kind == DP_FUNC && k < ((const dp_func *)e)->nparams) {
-    var_name(p, ((const dp_func *)e)->params[k]);
+    binder_name(p, ((const dp_func *)e)->params[k]);
   } else if (kind == DP_FUNC && p->scopes[p->nodes[i].inner].direct) {
     put_func_head(p, p->out, i); /* its body's lines follow it there */
+    p->body_start = p->out->n;
   } else if (kind == DP_LET && k == 0) {
-    var_name(p, ((const dp_let *)e)->var);
+    binder_name(p, ((const dp_let *)e)->var);
   } else if (kind == DP_LET && k == 2) {
     /* the value's inline text, if any, is on the stack from mark */
     dp_tb *b = lines_of(p, p->nodes[i].inner);
@@ -1010,12 +1031,22 @@ static void printer_free(printer *p) {
   free(p->scopes);
   free(p->names);
   free(p->nm);
+  free(p->frees);
   dp_tb_free(&p->side);
   dp_pmap_free(&p->map);
 }
 
+/* `free_var %x: T;` (as TVM declares a free variable), indented. */
+static void put_free_var(printer *p, dp_tb *b, const dp_var *v, uint32_t ind) {
+  indent(b, ind);
+  put(b, "free_var ", 9);
+  put_var_decl(p, b, v, 0);
+  put(b, ";\n", 2);
+}
+
 /* Free variables of a bare expression take their names first, so that a
-   bound variable with the same hint is the one renamed. */
+   bound variable with the same hint is the one renamed, and are declared
+   first. */
 static void name_free_vars(printer *p, const dp_expr *root) {
   uint32_t n = 0;
   dp_var **fv = dp_free_vars((dp_expr *)root, &n);
@@ -1024,7 +1055,24 @@ static void name_free_vars(printer *p, const dp_expr *root) {
     return;
   }
   for (uint32_t i = 0; i < n; i++) var_name(p, fv[i]);
+  for (uint32_t i = 0; i < n && !(p->flags & DP__PRINT_NO_DECLS); i++) put_free_var(p, p->out, fv[i], 0);
   free(fv);
+}
+
+/* The free variables a def's body used, declared where the body starts
+   (known only once printed: rare, so the text moves once). */
+static void declare_frees(printer *p, dp_tb *out) {
+  dp_tb d;
+  dp_tb_init(&d);
+  for (uint32_t i = 0; i < p->nfrees; i++) put_free_var(p, &d, p->frees[i], 1);
+  if (d.failed || dp_tb_reserve(out, d.n) < 0) {
+    p->failed = 1;
+  } else {
+    memmove(out->s + p->body_start + d.n, out->s + p->body_start, out->n - p->body_start + 1);
+    memcpy(out->s + p->body_start, d.s, d.n);
+    out->n += d.n;
+  }
+  dp_tb_free(&d);
 }
 
 /* The lines of the outermost scope, and of the body of a root function
@@ -1047,6 +1095,7 @@ static int run(printer *p, dp_tb *out, const dp_expr *root) {
     if (!p->def_name) name_free_vars(p, root);
     place_all(p, 0);
     if (p->failed || print_nodes(p, 0) < 0) goto done;
+    if (p->nfrees && !(p->flags & DP__PRINT_NO_DECLS)) declare_frees(p, out);
   }
   rc = p->failed || out->failed ? -1 : 0;
 done:

@@ -34,6 +34,10 @@ int dp_pmap_put(dp_pmap *m, const void *key, uint64_t val);
    tells which); NULL on out of memory. One probe sequence for both. */
 uint64_t *dp_pmap_upsert(dp_pmap *m, const void *key, uint64_t val, int *fresh);
 
+/* A print flag of the core's own messages (above the public DP_PRINT_*):
+   no `free_var` declarations, for an expression quoted in a message. */
+#define DP__PRINT_NO_DECLS (1 << 16)
+
 struct dp_tb;
 /* Append constant c as a literal: a scalar literal (`1f`, `3i64`, `True`)
    when the text format has one, else the devplan extension

@@ -140,7 +140,7 @@ char *dp_print_type(const dp_type *t) {
 }
 
 char *dp__print_short(const dp_expr *e, int maxlines) {
-  char *s = dp_print_expr(e, 0, NULL);
+  char *s = dp_print_expr(e, DP__PRINT_NO_DECLS, NULL);
   if (!s) return NULL;
   char *p = s;
   for (int i = 0; i < maxlines && p; i++) {

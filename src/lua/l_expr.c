@@ -6,6 +6,7 @@
  * only borrowed pointers, then makes the node; the core retains children.
  * Each call costs one userdata and no Lua table beyond the arguments.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "l_ir.h"
 
@@ -48,6 +49,37 @@ static dp_expr *check_callee(lua_State *L, int idx) {
   return e;
 }
 
+/* TVM's OnDevice helper, which dp.call("on_device", ...) stands for: an
+   on_device that constrains neither its body nor its result gets the fully
+   unconstrained device (TVM's parser, and devplan's, keep the device
+   written: a free on_device of a function body still names it). Takes
+   attrs; a new set, or attrs itself when nothing changes. */
+static dp_attrs *on_device_attrs(lua_State *L, const dp_op *op, dp_attrs *attrs) {
+  const dp_aval *body = dp_op_attr(op, attrs, "constrain_body");
+  const dp_aval *result = dp_op_attr(op, attrs, "constrain_result");
+  const dp_aval *vd = dp_attrs_get(attrs, "virtual_device");
+  if (!body || !result || body->u.i || result->u.i || !vd || vd->kind != DP_AV_VDEV ||
+      dp_vdev_is_fully_unconstrained(vd->u.vdev))
+    return attrs;
+  dp_attr small[8], *items = attrs->n <= 8 ? small : malloc(attrs->n * sizeof *items);
+  dp_vdev *free_vd = items ? dp_vdev_unconstrained(dp_lua_ctx(L)) : NULL;
+  dp_err *err = NULL;
+  dp_attrs *r = NULL;
+  if (free_vd) {
+    for (uint32_t i = 0; i < attrs->n; i++) {
+      items[i].key = attrs->items[i].key;
+      items[i].val = strcmp(attrs->items[i].key, "virtual_device") ? dp_av_copy(&attrs->items[i].val)
+                                                                    : dp_av_vdev(free_vd);
+    }
+    r = dp_op_attrs(op, attrs->n, items, &err);
+  }
+  dp_release(free_vd);
+  if (items != small) free(items);
+  dp_release(attrs);
+  if (!r) dp_lua_error(L, err ? err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return r;
+}
+
 /* dp.call(callee, {args}, {attrs}?, {span =}?) */
 static int l_call(lua_State *L) {
   lua_settop(L, 4); /* fixed slots: scratch buffers go above */
@@ -62,6 +94,7 @@ static int l_call(lua_State *L) {
                                op->num_inputs, op->num_inputs == 1 ? "" : "s", n));
   dp_span span = dp_lua_span_opts(L, 4);
   dp_attrs *attrs = dp_lua_make_attrs(L, 3, op); /* last: takes C references */
+  if (op && attrs && !strcmp(op->name, "on_device")) attrs = on_device_attrs(L, op, attrs);
   dp_call *c = dp_call_new(fn, n, (dp_expr *const *)args, attrs, span);
   dp_release(attrs);
   return dp_lua_push_new(L, c, NULL);

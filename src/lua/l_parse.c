@@ -36,6 +36,7 @@ static const char *const action_names[DP_ACT__COUNT] = {
   [DP_ACT_CLAUSE_CLOSE] = "clause_close", [DP_ACT_TYPE] = "type",
   [DP_ACT_TYPEDEF_OPEN] = "typedef_open", [DP_ACT_CTOR] = "ctor",
   [DP_ACT_TYPEDEF_CLOSE] = "typedef_close", [DP_ACT_PRIMFN] = "primfn",
+  [DP_ACT_TPARAMS] = "tparams", [DP_ACT_MAIN_CLOSE] = "main_close",
 };
 
 static void close_parser(lparser *lp) {

@@ -37,6 +37,8 @@ typedef struct pblock {
   /* functions */
   uint32_t params;       /* its first parameter in p->params */
   uint32_t ret, attrs, vdev, global; /* handles, 0: none */
+  uint32_t tps, ntps;    /* its type parameters: p->tps[tps..tps + ntps) */
+  uint32_t tmark;        /* type names undo mark when opened */
   /* clauses */
   uint32_t pattern;
 } pblock;
@@ -116,6 +118,11 @@ struct dp_parser {
   uint32_t nlets, caplets;
   uint32_t *params;
   uint32_t nparams, capparams;
+  /* type parameters of the open functions (handles); the last tpending
+     were read by DP_ACT_TPARAMS for the function whose head comes next,
+     the type names' undo mark before them in tp_mark */
+  uint32_t *tps;
+  uint32_t ntps, captps, tpending, tp_mark;
   /* the open type definition (items.c) */
   uint32_t td_tok, td_mark, td_ntvars;
   uint32_t *td_items;    /* type variables, then constructors (handles) */
@@ -231,6 +238,8 @@ int64_t dp__act_typedef_open(dp_parser *p, const int64_t *ev, size_t n);
 int64_t dp__act_ctor(dp_parser *p, const int64_t *ev, size_t n);
 int64_t dp__act_typedef_close(dp_parser *p, const int64_t *ev, size_t n);
 int64_t dp__act_primfn(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_tparams(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_main_close(dp_parser *p, const int64_t *ev, size_t n);
 /* Every global referenced is defined (module end). */
 int dp__check_globals(dp_parser *p);
 

@@ -23,6 +23,10 @@
  *   meta[KIND][N] one token (white space allowed inside), as TVM condenses it
  *   #[version = "..."] one token; #[metadata] ends the tokens (its section
  *                 follows)
+ *   `(` of a block a `(` right before `let`, `%x =` or `free_var` is
+ *                 LPBLOCK: it opens a block (TVM prints a let that is no
+ *                 scope's result so), which the grammar tells from a tuple
+ *                 by this one token
  * A lexical error (a comment or string never closed, a malformed number or
  * meta reference, brackets nested deeper than DP_PARSE_MAX_NEST) becomes the
  * last token, DP_TOK_ERROR, with its message in p->lex_err: the grammar
@@ -294,6 +298,11 @@ static inline int push(dp_parser *p, char kind, size_t off, size_t end) {
   return 0;
 }
 
+/* A `(` just before a token that starts a statement opens a block. */
+static inline void mark_block_paren(dp_parser *p) {
+  if (p->ntok && p->kinds[p->ntok - 1] == DP_TOK_LPAREN) p->kinds[p->ntok - 1] = DP_TOK_LPBLOCK;
+}
+
 /* The error token: the message is kept for when the grammar reaches it.
    0, or -1 on out of memory. */
 static int lex_error(dp_parser *p, size_t off, const char *fmt, ...) {
@@ -369,6 +378,7 @@ static size_t lex_one(dp_parser *p, size_t i, size_t *depth, int *rc) {
     kind = DP_TOK_NUMBER;
   } else if (is_alpha(c)) {
     kind = word(t, len, i, &e);
+    if (kind == DP_TOK_LET || kind == DP_TOK_FREE_VAR) mark_block_paren(p);
     if (!kind) {
       *rc = lex_error(p, i, "a meta reference is written meta[KIND][INDEX]");
       return 0;
@@ -437,6 +447,7 @@ int dp__lex(dp_parser *p) {
       size_t e = name_end(t, len, i + 1), h = head_end(t, len, e, &after);
       int bind = h && after == '=';
       p->nbinds += bind;
+      if (bind) mark_block_paren(p);
       if (push(p, bind ? DP_TOK_BIND : DP_TOK_VAR, i, e) != 0) return dp__oom(p, 0);
       i = bind ? h : e;
       continue;

@@ -37,7 +37,7 @@ static const struct {
   {"INDEX", DP_TOK_INDEX, "an index"},
   {"STRING", DP_TOK_STRING, "a string"}, {"META", DP_TOK_META, "a meta reference"},
   {"UNDERSCORE", DP_TOK_UNDERSCORE, "'_'"}, {"HEADER", DP_TOK_HEADER, "a version header"},
-  {"METADATA", DP_TOK_METADATA, "the metadata section"},
+  {"METADATA", DP_TOK_METADATA, "the metadata section"}, {"LPBLOCK", DP_TOK_LPBLOCK, "'('"},
   {"INVALID", DP_TOK_INVALID, "a character"}, {"ERROR", DP_TOK_ERROR, "an error"},
   {"FN", DP_TOK_FN, "'fn'"}, {"LET", DP_TOK_LET, "'let'"}, {"IF", DP_TOK_IF, "'if'"},
   {"ELSE", DP_TOK_ELSE, "'else'"}, {"MATCH", DP_TOK_MATCH, "'match'"}, {"DEF", DP_TOK_DEF, "'def'"},
@@ -91,7 +91,7 @@ static void drop_parse_state(dp_parser *p) {
   dp__scope_free(&p->types);
   dp_release(p->no_attrs);
   dp__attrs_cache_free(p);
-  void *arrays[] = {p->objs, p->kinds, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params,
+  void *arrays[] = {p->objs, p->kinds, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
                     p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
                     p->namebuf};
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
@@ -311,6 +311,7 @@ static const action_fn actions[DP_ACT__COUNT] = {
   [DP_ACT_CLAUSE_CLOSE] = dp__act_clause_close, [DP_ACT_TYPE] = dp__act_type,
   [DP_ACT_TYPEDEF_OPEN] = dp__act_typedef_open, [DP_ACT_CTOR] = dp__act_ctor,
   [DP_ACT_TYPEDEF_CLOSE] = dp__act_typedef_close, [DP_ACT_PRIMFN] = dp__act_primfn,
+  [DP_ACT_TPARAMS] = dp__act_tparams, [DP_ACT_MAIN_CLOSE] = dp__act_main_close,
 };
 
 /* The events are the grammar's: checked all the same, as the binding lets

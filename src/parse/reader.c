@@ -358,7 +358,15 @@ static int operand(dp_parser *p, const int64_t *ev, size_t n, size_t *i) {
   case DP_TOK_VAR: return push_val(p, variable(p, tok), tok, 0);
   case DP_TOK_GLOBAL: return push_val(p, global(p, tok), tok, 0);
   case DP_TOK_NUMBER: case DP_TOK_TRUE: case DP_TOK_FALSE: return push_val(p, dp__scalar(p, tok), tok, 0);
-  case DP_TOK_IDENT: return push_val(p, callee(p, tok), tok, 1);
+  case DP_TOK_IDENT: {
+    dp_obj *c = callee(p, tok);
+    if (c && c->kind == DP_CTOR && ((dp_ctor *)c)->ninputs == 0) { /* `Nil`: a call, as TVM reads it */
+      dp_obj *call = make_call(p, (dp_expr *)c, NULL, 0, p->nattrs, tok);
+      dp_release(c);
+      return push_val(p, call, tok, 0);
+    }
+    return push_val(p, c, tok, 1);
+  }
   case DP_TOK_CALLEE: /* a name and its `(`: a call opens (2: an operand is expected) */
     if (push_val(p, callee(p, tok), tok, 1) != 0) return -1;
     return open_call(p, tok) == 0 ? 2 : -1;
