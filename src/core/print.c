@@ -48,11 +48,14 @@ enum {
   F_BOUND = 32,   /* printed as a graph binding: aux is its number */
   USE1 = 64,      /* uses, counted up to 2 in two bits */
   USES = 3 * USE1,
-  KIND = 8        /* the node's kind is in the bits from here: the passes
+  KIND = 8,       /* the node's kind is in the 8 bits from here: the passes
                      that need no more than it spare a cache miss on the IR */
+  F_ELSEIF = 1 << 16 /* an if that is the else branch of an if, used there
+                        only: printed `} else if (...) {` by the if that
+                        heads the chain (its scopes are that if's home's) */
 };
 
-#define KIND_OF(n) ((n)->flags >> KIND)
+#define KIND_OF(n) (((n)->flags >> KIND) & 0xff)
 
 typedef struct pnode {
   const dp_expr *e;
@@ -287,10 +290,27 @@ static const char *type_text(printer *p, const dp_type *t) {
   return s;
 }
 
+/* The comment after a node: its checked type (DP_PRINT_TYPES) and its
+   source position (DP_PRINT_SPANS), `/ * ty=T span=src:3:9 * /` as TVM. */
 static void put_type_comment(printer *p, dp_tb *b, const dp_expr *e) {
-  if (!(p->flags & DP_PRINT_TYPES) || !e->type) return;
-  put(b, " /* ty=", 7);
-  puts_(b, type_text(p, e->type));
+  int ty = (p->flags & DP_PRINT_TYPES) && e->type;
+  int sp = (p->flags & DP_PRINT_SPANS) && (e->span.source || e->span.line);
+  if (!ty && !sp) return;
+  put(b, " /* ", 4);
+  if (ty) {
+    put(b, "ty=", 3);
+    puts_(b, type_text(p, e->type));
+  }
+  if (sp) {
+    char d[24];
+    put(b, ty ? " span=" : "span=", ty ? 6 : 5);
+    puts_(b, p->opts->ctx ? dp_ctx_source_name(p->opts->ctx, e->span.source) : "<unknown>");
+    d[0] = ':';
+    size_t k = 1 + fmt_u32(d + 1, e->span.line);
+    d[k++] = ':';
+    k += fmt_u32(d + k, e->span.col);
+    put(b, d, k);
+  }
   put(b, " */", 3);
 }
 
@@ -328,6 +348,8 @@ static int names_room(printer *p) {
 static uint32_t name_hash(const char *s, size_t n) { return dp_hash_bytes(0, s, n); }
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
+static int is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static int is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
 /* Put every name given so far into the set (see alloc_name). */
 static int make_exact(printer *p) {
@@ -349,9 +371,11 @@ static int make_exact(printer *p) {
 }
 
 /* A fresh printed name from hint: `a`, then `a1`, `a2`, ... (as TVM); the
-   name is identifier characters only, never starting with a digit (those
-   would read as graph bindings `%0`). Returns 1 + its offset in the names
-   array, 0 on out of memory.
+   name keeps what the lexer reads as one name (identifier characters, and
+   a `.` or `/` before a letter: `conv1.weight`, `base/x`), the rest becomes
+   `_`, and it never starts with a digit (that would read as a graph
+   binding `%0`). Returns 1 + its offset in the names array, 0 on out of
+   memory.
    While no base name ends in a digit, a generated name `a<k>` cannot equal
    a base name, nor one generated from another base (the digits split the
    same way), nor one from the same base (k only grows): so generated names
@@ -372,7 +396,7 @@ static uint32_t alloc_name(printer *p, const char *hint) {
   if (n == 0 || is_digit(hint[0])) *w++ = n ? 'v' : 'x';
   for (size_t i = 0; i < n; i++) {
     char c = hint[i];
-    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_';
+    int ok = is_name_char(c) || (i && w > s && (c == '.' || c == '/') && i + 1 < n && is_name_start(hint[i + 1]));
     *w++ = ok ? c : '_';
   }
   *w = 0;
@@ -539,7 +563,16 @@ static void place_children(printer *p, uint32_t i) {
     p->nodes[i].inner = s;
     use_in(p, kid(p, i, 0), h, 0);
     use_in(p, kid(p, i, 1), s, F_TRY | F_TAIL);
-    use_in(p, kid(p, i, 2), s + 1, F_TRY | F_TAIL);
+    /* an else branch that is an if used only here continues the chain at
+       this if's level, so that a long `else if` chain prints flat (and in
+       linear time); what it binds is bound before the chain's head */
+    uint32_t e = kid(p, i, 2);
+    if (e < ATOM_VAR && KIND_OF(&p->nodes[e]) == DP_IF && (p->nodes[e].flags & USES) == USE1) {
+      p->nodes[e].flags |= F_ELSEIF;
+      use_in(p, e, h, F_TRY | F_TAIL);
+    } else {
+      use_in(p, e, s + 1, F_TRY | F_TAIL);
+    }
     return;
   }
   case DP_MATCH: /* the data, then a clause's right side each */
@@ -759,17 +792,28 @@ static void put_func(printer *p, dp_tb *b, uint32_t i) {
   putc_(b, '}');
 }
 
+/* An if and the `else if` links of its chain (F_ELSEIF: their texts lie
+   in order among the head's). */
 static void put_if(printer *p, dp_tb *b, uint32_t i) {
-  uint32_t home = p->nodes[i].home, s = p->nodes[i].inner;
+  uint32_t ind = p->scopes[p->nodes[i].home].indent;
   put(b, "if (", 4);
-  put_kid(p, b, i, 0);
-  put(b, ") {\n", 4);
-  put_scope(p, b, s, i, 1);
-  indent(b, p->scopes[home].indent);
-  put(b, "} else {\n", 9);
-  put_scope(p, b, s + 1, i, 2);
-  indent(b, p->scopes[home].indent);
-  putc_(b, '}');
+  for (;;) {
+    uint32_t s = p->nodes[i].inner, e = kid(p, i, 2);
+    put_kid(p, b, i, 0);
+    put(b, ") {\n", 4);
+    put_scope(p, b, s, i, 1);
+    indent(b, ind);
+    if (e < ATOM_VAR && (p->nodes[e].flags & F_ELSEIF)) {
+      put(b, "} else if (", 11);
+      i = e;
+      continue;
+    }
+    put(b, "} else {\n", 9);
+    put_scope(p, b, s + 1, i, 2);
+    indent(b, ind);
+    putc_(b, '}');
+    return;
+  }
 }
 
 /* Patterns, with an explicit stack (they may nest deeply). With `bind`,
@@ -861,6 +905,8 @@ static void put_let(printer *p, dp_tb *b, uint32_t i) {
 static void put_call(printer *p, dp_tb *b, uint32_t i) {
   const dp_call *c = (const dp_call *)p->nodes[i].e;
   put_kid(p, b, i, 0);
+  if (c->fn->h.kind == DP_CTOR && !c->nargs && !((const dp_ctor *)c->fn)->ninputs)
+    return; /* `Nil`, as TVM prints (and reads) a constructor of no fields */
   putc_(b, '(');
   for (uint32_t k = 0; k < c->nargs; k++) {
     if (k) put(b, ", ", 2);
@@ -925,6 +971,7 @@ static void put_node(printer *p, dp_tb *b, uint32_t i) {
 static void finish(printer *p, uint32_t i, size_t mark) {
   dp_tb *stk = p->stk;
   p->nodes[i].flags |= F_DONE;
+  if (p->nodes[i].flags & F_ELSEIF) return; /* its texts stay for the chain's head */
   if (is_inline(&p->nodes[i])) {
     /* the root's text ends the output (after the outermost scope's lines) */
     dp_tb *dst = p->nodes[i].flags & F_ROOT ? p->out : stk;
@@ -1005,6 +1052,9 @@ static int print_nodes(printer *p, uint32_t root) {
       continue;
     }
     uint32_t k = f->k++;
+    /* a call's arguments are bound before its callee, as TVM prints them
+       (no child of a call is inline, so no text depends on the order) */
+    if (KIND_OF(&p->nodes[i]) == DP_CALL) k = k + 1 < p->nodes[i].nc ? k + 1 : 0;
     before_child(p, i, k, mark);
     uint32_t ci = kid(p, i, k);
     if (ci >= ATOM_VAR || (p->nodes[ci].flags & F_DONE)) continue;
@@ -1107,7 +1157,7 @@ done:
 
 int dp__print_root(dp_tb *out, const dp_expr *root, const char *def_name,
                    const dp_print_opts *o, dp__devnames *dn) {
-  static const dp_print_opts none = {0, NULL, NULL};
+  static const dp_print_opts none = {0, NULL, NULL, NULL};
   printer p;
   memset(&p, 0, sizeof p);
   p.opts = o ? o : &none;

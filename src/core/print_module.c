@@ -22,10 +22,13 @@ static void put_type(dp_tb *b, const dp_type *t) {
 
 static void put_buffer(dp_tb *b, const dp_buffer *buf) {
   put_type(b, buf->type);
-  if (buf->scope && buf->scope[0]) dp_tb_printf(b, " scope=\"%s\"", buf->scope);
+  if (buf->scope && buf->scope[0]) {
+    dp_tb_puts(b, " scope=");
+    dp_tb_put_quoted(b, buf->scope);
+  }
 }
 
-/* primfn @gem(T scope="a", T) -> T scope="a"; */
+/* primfn @gem(T scope="a", T) -> T scope="a"; (without the newline) */
 static void put_primfn(dp_tb *b, const dp_primfn *pf) {
   dp_tb_printf(b, "primfn @%s(", pf->name);
   for (uint32_t i = 0; i < pf->nargs; i++) {
@@ -34,7 +37,14 @@ static void put_primfn(dp_tb *b, const dp_primfn *pf) {
   }
   dp_tb_puts(b, ") -> ");
   put_buffer(b, &pf->result);
-  dp_tb_puts(b, ";\n");
+  dp_tb_putc(b, ';');
+}
+
+char *dp_print_primfn(const dp_primfn *pf) {
+  dp_tb b;
+  dp_tb_init(&b);
+  put_primfn(&b, pf);
+  return dp_tb_take(&b);
 }
 
 /* type List[A] {
@@ -80,13 +90,22 @@ static char *finish_text(dp_tb *head, dp_tb *body, const dp__devnames *dn, size_
 }
 
 char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *len) {
+  dp_print_opts own;
+  if (o && !o->ctx) { /* spans resolve through the module's context */
+    own = *o;
+    own.ctx = m->ctx;
+    o = &own;
+  }
   dp_tb b, body;
   dp__devnames dn = {0};
   int shortdev = o && (o->flags & DP_PRINT_SHORT_DEVICES);
   dp_tb_init(&b);
   dp_tb_init(&body);
   dp_tb_puts(&b, "#[version = \"0.0.5\"]\n");
-  for (uint32_t i = 0; i < m->nprims; i++) put_primfn(&b, m->prims[i]);
+  for (uint32_t i = 0; i < m->nprims; i++) {
+    put_primfn(&b, m->prims[i]);
+    dp_tb_putc(&b, '\n');
+  }
   for (uint32_t i = 0; i < m->ntypedefs; i++) put_typedef(&b, m->typedefs[i]);
   char *text = NULL;
   if (put_functions(shortdev ? &body : &b, m, o, &dn) == 0) {
@@ -106,6 +125,15 @@ char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *l
 char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len) {
   dp_tb b, body;
   dp__devnames dn = {0};
+  if (!o || !(o->flags & DP_PRINT_SHORT_DEVICES)) { /* the common case writes straight to the result */
+    dp_tb_init(&b);
+    if (dp__print_root(&b, e, NULL, o, &dn) < 0) {
+      dp_tb_free(&b);
+      return NULL;
+    }
+    if (len) *len = b.n;
+    return dp_tb_take(&b);
+  }
   dp_tb_init(&b);
   dp_tb_init(&body);
   char *text = NULL;
@@ -117,22 +145,13 @@ char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len) 
 }
 
 char *dp_print_module(const dp_module *m, int flags, size_t *len) {
-  dp_print_opts o = {flags, NULL, NULL};
+  dp_print_opts o = {flags, NULL, NULL, NULL};
   return dp_print_module_with(m, &o, len);
 }
 
 char *dp_print_expr(const dp_expr *e, int flags, size_t *len) {
-  dp_tb b;
-  dp_print_opts o = {flags, NULL, NULL};
-  dp__devnames dn = {0};
-  if (flags & DP_PRINT_SHORT_DEVICES) return dp_print_expr_with(e, &o, len);
-  dp_tb_init(&b); /* the common case writes straight to the result */
-  if (dp__print_root(&b, e, NULL, &o, &dn) < 0) {
-    dp_tb_free(&b);
-    return NULL;
-  }
-  if (len) *len = b.n;
-  return dp_tb_take(&b);
+  dp_print_opts o = {flags, NULL, NULL, NULL};
+  return dp_print_expr_with(e, &o, len);
 }
 
 char *dp_print_type(const dp_type *t) {

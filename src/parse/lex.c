@@ -6,8 +6,9 @@
  *
  * What a token is is decided here, and only here (dp__token_end finds a
  * token's end again with the same scanners):
- *   %name @name   letters, digits and _, with dotted parts that start with
- *                 a letter (so that %x.0 stays a projection)
+ *   %name @name   letters, digits and _, with parts after a `.` or `/` that
+ *                 start with a letter (%x.0 stays a projection; `%a/%b` a
+ *                 division; TVM names values `conv1.weight`, `base/x`)
  *   identifiers   a letter or _, then the same; keywords are their own kinds
  *   heads         a name and the `=` or `(` after it are one token, as the
  *                 grammar always reads them together: `%x =` (BIND), `key =`
@@ -103,10 +104,11 @@ static size_t skip_space(const char *t, size_t len, size_t i, size_t *open) {
   }
 }
 
-/* Letters, digits and _, with dotted parts that start with a letter. */
+/* Letters, digits and _, with parts after `.` or `/` that start with a
+   letter. */
 static inline size_t name_end(const char *t, size_t len, size_t i) {
   while (i < len && is_alnum(t[i])) i++;
-  while (i + 1 < len && t[i] == '.' && is_alpha(t[i + 1])) {
+  while (i + 1 < len && (t[i] == '.' || t[i] == '/') && is_alpha(t[i + 1])) {
     i += 2;
     while (i < len && is_alnum(t[i])) i++;
   }
