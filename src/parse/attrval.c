@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "devplan/suggest.h"
 #include "internal.h"
 
 /* Attribute values are small: the core's list helpers recurse (attrs.h),
@@ -69,6 +70,24 @@ dp_obj *dp__meta(dp_parser *p, uint32_t tok) {
   return o;
 }
 
+/* A VirtualDevice field that is unknown (with a suggestion), given twice,
+   or given a value of the wrong kind. */
+static int vdev_field_error(dp_parser *p, uint32_t key, uint32_t val) {
+  static const char *const fields[] = {"device_type", "virtual_device_id", "target", "memory_scope"};
+  static const char *const wants[] = {"a device type name or number", "an integer", "a target string",
+                                      "a string"};
+  size_t klen;
+  const char *k = dp__tok_text(p, key, &klen);
+  const char *name = dp__cname(p, k, klen);
+  if (!name) return dp__oom(p, key);
+  for (size_t f = 0; f < 4; f++)
+    if (!strcmp(name, fields[f]))
+      return dp__fail(p, DP_ERR_VALUE, val, "VirtualDevice field '%s' takes %s, once", name, wants[f]);
+  char hint[DP_SUGGEST_HINT];
+  return dp__fail(p, DP_ERR_NAME, key, "unknown VirtualDevice field '%s'%s", name,
+                  dp__hint_in(name, dp_suggest_in(name, fields, 4), hint));
+}
+
 /* VirtualDevice(field=value, ...): from ev[*i] (the VDEV event) over each
    field's key and value to its `)`. */
 static int read_vdev(dp_parser *p, const int64_t *ev, size_t n, size_t *i, dp_aval *out) {
@@ -88,10 +107,14 @@ static int read_vdev(dp_parser *p, const int64_t *ev, size_t n, size_t *i, dp_av
       } else {
         size_t vlen;
         const char *v = dp__tok_text(p, val, &vlen);
-        const char *name = dp__cname(p, v, vlen);
+        const char *name = vk == DP_TOK_STRING ? dp__string_value(p, val) : dp__cname(p, v, vlen);
         device_type = name ? dp_device_type_parse(name) : -1;
         if (!name) rc = dp__oom(p, val);
-        else if (device_type < 0) rc = dp__fail(p, DP_ERR_NAME, val, "unknown device type '%s'", name);
+        else if (device_type < 0) {
+          char hint[DP_SUGGEST_HINT];
+          rc = dp__fail(p, DP_ERR_NAME, val, "unknown device type '%s'%s", name,
+                        dp__hint_in(name, dp_device_type_suggest(name), hint));
+        }
       }
     } else if (klen == 17 && !memcmp(k, "virtual_device_id", 17) && vk == DP_TOK_NUMBER) {
       rc = dp__number_int(p, val, -1, INT32_MAX, "virtual_device_id", &id);
@@ -105,9 +128,7 @@ static int read_vdev(dp_parser *p, const int64_t *ev, size_t n, size_t *i, dp_av
       scope = s ? dp_strdup(s) : NULL;
       if (!scope) rc = dp__oom(p, val);
     } else {
-      const char *name = dp__cname(p, k, klen);
-      rc = dp__fail(p, DP_ERR_NAME, key, "unknown VirtualDevice field '%s' (or a value of the wrong kind)",
-                    name ? name : "?");
+      rc = vdev_field_error(p, key, val);
     }
   }
   dp_vdev *vd = NULL;

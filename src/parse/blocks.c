@@ -22,6 +22,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "devplan/suggest.h"
 #include "internal.h"
 
 static pblock *top_block(dp_parser *p) {
@@ -189,6 +190,16 @@ int64_t dp__act_block_close(dp_parser *p, const int64_t *ev, size_t n) {
 
 /* ---------------- functions ---------------- */
 
+/* An attribute of a parameter (or a buffer) other than the only one known. */
+int dp__unknown_attr(dp_parser *p, uint32_t key, const char *what, const char *known) {
+  size_t len;
+  const char *k = dp__tok_text(p, key, &len);
+  const char *name = dp__cname(p, k, len);
+  char hint[DP_SUGGEST_HINT];
+  if (!name) return dp__oom(p, key);
+  return dp__fail(p, DP_ERR_NAME, key, "unknown %s '%s' (only %s)%s", what, name, known, dp__hint_in(name, known, hint));
+}
+
 /* A parameter's variable from ev[*i]: `{attrs}` (virtual_device only) and
    a type may follow; bound in block b. Left on its last event. Its
    handle, or 0 on error. */
@@ -206,7 +217,7 @@ static uint32_t param_var(dp_parser *p, const int64_t *ev, size_t n, size_t *i, 
       (*i)++;
       if (dp__read_aval(p, ev, n, i, &v) != 0) break;
       if (len != 14 || memcmp(k, "virtual_device", 14) != 0)
-        rc = dp__fail(p, DP_ERR_NAME, key, "unknown parameter attribute '%.*s'", (int)len, k);
+        rc = dp__unknown_attr(p, key, "parameter attribute", "virtual_device");
       else if (v.kind != DP_AV_VDEV)
         rc = dp__fail(p, DP_ERR_VALUE, key, "virtual_device must be a virtual device");
       else if (!vd)

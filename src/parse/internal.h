@@ -171,6 +171,18 @@ static inline char dp__kind(const dp_parser *p, uint32_t tok) {
 /* The slot of token tok's text in the names s (made if new); -1 with an
    error when out of memory. */
 int64_t dp__tok_slot(dp_parser *p, dp_scope *s, uint32_t tok);
+/* What dp__hint offers as candidates: variables in scope, globals
+   defined, constructors (of p->names), types and type variables in scope
+   (of p->types). */
+enum { HINT_VAR, HINT_GLOBAL, HINT_CTOR, HINT_TYPE };
+/* "; did you mean 'NAME'?" or "" for the unknown name (NUL-terminated),
+   into hint (DP_SUGGEST_HINT bytes): the closest candidate of `what`,
+   and for HINT_TYPE the dtypes too. */
+const char *dp__hint(const dp_parser *p, int what, const char *name, char *hint);
+/* The same among n given candidates (best: the closest, or NULL: none). */
+const char *dp__hint_in(const char *name, const char *best, char *hint);
+/* "unknown WHAT 'key' (only KNOWN); did you mean 'KNOWN'?" at key. */
+int dp__unknown_attr(dp_parser *p, uint32_t key, const char *what, const char *known);
 /* dp_grow, failing as out of memory at tok. */
 int dp__grow(dp_parser *p, void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t tok);
 dp_module *dp__module(dp_parser *p, uint32_t tok);

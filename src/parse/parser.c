@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "devplan/suggest.h"
 #include "internal.h"
 
 static const struct {
@@ -260,6 +261,50 @@ dp_err *dp_parser_error_here(dp_parser *p, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   return dp_err_at(p->ctx, DP_ERR_SYNTAX, dp__span(p, p->progress + 1), "%s", msg);
+}
+
+/* ---------------- did you mean ---------------- */
+
+/* Offers the scope name of slot k (copied: scope names are not
+   NUL-terminated) to s, keeping the best one in best. */
+static void offer(dp_suggest *s, const dp_scope *sc, uint32_t k, char *cand, char *best) {
+  const dp_scope_slot *sl = &sc->slots[k];
+  if (sl->len > DP_SUGGEST_MAXLEN) return;
+  memcpy(cand, dp__scope_name(sc, k), sl->len);
+  cand[sl->len] = '\0';
+  dp_suggest_add(s, cand);
+  if (s->best == cand) {
+    memcpy(best, cand, sl->len + 1);
+    s->best = best;
+  }
+}
+
+static int is_candidate(const dp_parser *p, int what, const dp_scope_slot *sl, const char *name) {
+  const dp_obj *o = sl->handle ? p->objs[sl->handle - 1] : NULL;
+  switch (what) {
+  case HINT_VAR: return name[0] == '%' && o && o->type == DP_OBJ_EXPR && o->kind == DP_VAR;
+  case HINT_GLOBAL: return name[0] == '@' && sl->block;
+  case HINT_CTOR: return o && o->type == DP_OBJ_EXPR && o->kind == DP_CTOR;
+  default: return sl->handle || sl->block;
+  }
+}
+
+const char *dp__hint_in(const char *name, const char *best, char *hint) {
+  dp_suggest s;
+  dp_suggest_init(&s, name);
+  dp_suggest_add(&s, best);
+  return dp_suggest_hint(&s, hint, DP_SUGGEST_HINT);
+}
+
+const char *dp__hint(const dp_parser *p, int what, const char *name, char *hint) {
+  const dp_scope *sc = what == HINT_TYPE ? &p->types : &p->names;
+  char cand[DP_SUGGEST_MAXLEN + 1], best[DP_SUGGEST_MAXLEN + 1];
+  dp_suggest s;
+  dp_suggest_init(&s, name);
+  for (uint32_t k = 0; k < sc->nslots; k++)
+    if (is_candidate(p, what, &sc->slots[k], dp__scope_name(sc, k))) offer(&s, sc, k, cand, best);
+  if (what == HINT_TYPE) dp_suggest_add(&s, dp_dtype_suggest(name)); /* (a dtype's name is static) */
+  return dp_suggest_hint(&s, hint, DP_SUGGEST_HINT);
 }
 
 /* ---------------- handles ---------------- */
