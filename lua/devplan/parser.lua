@@ -45,7 +45,7 @@ local P, S, V, B = lpeg.P, lpeg.S, lpeg.V, lpeg.B
 local Cp, Cc, Cmt, Carg = lpeg.Cp, lpeg.Cc, lpeg.Cmt, lpeg.Carg
 local match = lpeg.match
 local concat = table.concat
-local error, pcall, pairs, ipairs, type = error, pcall, pairs, ipairs, type
+local error, pcall, pairs, ipairs, type, tostring = error, pcall, pairs, ipairs, type, tostring
 local io_open, string_find = io.open, string.find
 
 local _ENV = nil
@@ -296,6 +296,27 @@ local function run(entry, finish, text, metatable, opts)
   return r
 end
 
+-- The options every entry point takes (as the rest of the API: an unknown
+-- key is an argument error naming the known ones).
+local OPTIONS = {source_name = "string"}
+
+local function check_opts(fname, i, opts, level)
+  if opts == nil then return end
+  if type(opts) ~= "table" then
+    error(("bad argument #%d to '%s' (table expected, got %s)"):format(i, fname, type(opts)), level + 1)
+  end
+  for k, v in pairs(opts) do
+    if not OPTIONS[k] then
+      error(("bad argument #%d to '%s' (devplan.%s: unknown option '%s' (options: source_name))")
+        :format(i, fname, fname, tostring(k)), level + 1)
+    end
+    if type(v) ~= OPTIONS[k] then
+      error(("bad argument #%d to '%s' (option '%s' must be a %s, got %s)")
+        :format(i, fname, k, OPTIONS[k], type(v)), level + 1)
+    end
+  end
+end
+
 local function check_args(fname, text, metatable, opts, nmeta)
   if type(text) ~= "string" then
     error(("bad argument #1 to '%s' (string expected, got %s)"):format(fname, type(text)), 3)
@@ -303,10 +324,7 @@ local function check_args(fname, text, metatable, opts, nmeta)
   if nmeta and metatable ~= nil and type(metatable) ~= "table" then
     error(("bad argument #2 to '%s' (table expected, got %s)"):format(fname, type(metatable)), 3)
   end
-  local i = nmeta and 3 or 2
-  if opts ~= nil and type(opts) ~= "table" then
-    error(("bad argument #%d to '%s' (table expected, got %s)"):format(i, fname, type(opts)), 3)
-  end
+  check_opts(fname, nmeta and 3 or 2, opts, 3)
 end
 
 function M.parse(text, metatable, opts)
@@ -328,9 +346,7 @@ function M.parse_file(path, metatable, opts)
   if type(path) ~= "string" then
     error(("bad argument #1 to 'parse_file' (string expected, got %s)"):format(type(path)), 2)
   end
-  if opts ~= nil and type(opts) ~= "table" then
-    error(("bad argument #3 to 'parse_file' (table expected, got %s)"):format(type(opts)), 2)
-  end
+  check_opts("parse_file", 3, opts, 2)
   local f, why = io_open(path, "rb")
   if not f then error("devplan.parse_file: " .. why, 2) end
   local text = f:read("a")
