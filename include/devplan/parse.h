@@ -96,8 +96,12 @@ typedef struct dp_parser dp_parser;
    whose stack grows with each nesting level (parser.lua sizes LPeg's). */
 #define DP_PARSE_MAX_NEST 50000
 
-/* Resolves meta[kind][index]: a new reference to a virtual device or a
-   constant expression, or NULL with *err set (its position is added). */
+/* Resolves meta[kind][index] from a metatable: a new reference to a
+   virtual device or a constant expression; NULL with *err set (its
+   position is added) for an entry that is wrong or out of range; NULL and
+   no error when the metatable has no list `kind`: the text's own metadata
+   section (meta.h) is asked then. A metatable given wins over the text's
+   section for the kinds it has. */
 typedef dp_obj *(*dp_meta_resolver)(void *ud, const char *kind, int64_t index, dp_err **err);
 
 /* Lexes text (kept borrowed: it must outlive the parser) named source in

@@ -342,6 +342,18 @@ function M.parse_type(text, opts)
   return run("type_text", function(p, h) return p:type(h) end, text, nil, opts)
 end
 
+-- Whether a module's text ends with a metadata section (`#[metadata]`, as
+-- TVM's printer writes with show_meta_data=True): the command line then
+-- takes the devices from there, not from its palette. (The lexer decides:
+-- a `#[metadata]` inside a comment or a string is none.)
+function M.has_metadata(text)
+  if type(text) ~= "string" or not string_find(text, "metadata", 1, true) then return false end
+  local p = core._parser(text, "<string>", nil)
+  local kinds = p:tokens()
+  p:close()
+  return kinds:sub(-1) == core._token_kinds.METADATA
+end
+
 function M.parse_file(path, metatable, opts)
   if type(path) ~= "string" then
     error(("bad argument #1 to 'parse_file' (string expected, got %s)"):format(type(path)), 2)

@@ -92,6 +92,7 @@ typedef struct printer {
   const char *def_name;
   const dp_print_opts *opts; /* for on_name; never NULL */
   dp__devnames *devnames;    /* DP_PRINT_SHORT_DEVICES */
+  dp__metaw *meta;           /* DP_PRINT_META */
   int failed;
   dp_pmap map; /* node -> index, of nodes held more than once; variable
                  -> 1 + offset of its name in the names array */
@@ -605,6 +606,26 @@ static void place_all(printer *p, uint32_t root) {
 
 /* ---------------- pass 3: print ---------------- */
 
+/* `meta[KIND][i]` for a virtual device or a constant (DP_PRINT_META). */
+static void put_meta(printer *p, dp_tb *b, const void *obj, int is_const) {
+  int64_t i = p->meta ? dp__metaw_add(p->meta, obj, is_const) : -1;
+  if (i < 0) {
+    p->failed = 1;
+    return;
+  }
+  char d[16];
+  puts_(b, is_const ? "meta[relay.Constant][" : "meta[VirtualDevice][");
+  put(b, d, fmt_u32(d, (uint32_t)i));
+  putc_(b, ']');
+}
+
+/* A constant: a meta reference (DP_PRINT_META: all but scalars, as TVM),
+   or inline. */
+static void put_const(printer *p, dp_tb *b, const dp_const *c) {
+  if ((p->flags & DP_PRINT_META) && c->ndim) put_meta(p, b, c, 1);
+  else dp__put_const(b, c);
+}
+
 /* Append atomic expression c: a variable's name, a global, ... */
 static void put_atom(printer *p, dp_tb *b, const dp_expr *c) {
   switch (c->h.kind) {
@@ -619,7 +640,7 @@ static void put_atom(printer *p, dp_tb *b, const dp_expr *c) {
   case DP_OP: puts_(b, ((const dp_op *)c)->name); return;
   case DP_CTOR: puts_(b, ((const dp_ctor *)c)->name); return;
   case DP_CONST:
-    dp__put_const(b, (const dp_const *)c);
+    put_const(p, b, (const dp_const *)c);
     put_type_comment(p, b, c);
     return;
   default: p->failed = 1;
@@ -666,10 +687,11 @@ static void put_devname(printer *p, dp_tb *b, const dp_vdev *vd) {
 
 static void put_vdev(printer *p, dp_tb *b, const dp_vdev *vd, const char *pre, const char *post) {
   if (!vd || dp_vdev_is_fully_unconstrained(vd)) return;
-  if (p->flags & DP_PRINT_SHORT_DEVICES) {
+  if (p->flags & (DP_PRINT_SHORT_DEVICES | DP_PRINT_META)) {
     puts_(b, pre);
     puts_(b, "virtual_device=");
-    put_devname(p, b, vd);
+    if (p->flags & DP_PRINT_SHORT_DEVICES) put_devname(p, b, vd);
+    else put_meta(p, b, vd, 0);
     puts_(b, post);
     return;
   }
@@ -701,8 +723,12 @@ static void put_aval(printer *p, dp_tb *b, const dp_aval *v) {
     put_devname(p, b, v->u.vdev);
     return;
   }
+  if (v->kind == DP_AV_VDEV && v->u.vdev && (p->flags & DP_PRINT_META)) {
+    put_meta(p, b, v->u.vdev, 0);
+    return;
+  }
   if (v->kind == DP_AV_EXPR && v->u.expr && v->u.expr->h.kind == DP_CONST) {
-    dp__put_const(b, (const dp_const *)v->u.expr);
+    put_const(p, b, (const dp_const *)v->u.expr);
     return;
   }
   /* a float written without a suffix is a float32 attribute: TVM prints
@@ -1156,13 +1182,14 @@ done:
 }
 
 int dp__print_root(dp_tb *out, const dp_expr *root, const char *def_name,
-                   const dp_print_opts *o, dp__devnames *dn) {
+                   const dp_print_opts *o, dp__devnames *dn, dp__metaw *mw) {
   static const dp_print_opts none = {0, NULL, NULL, NULL};
   printer p;
   memset(&p, 0, sizeof p);
   p.opts = o ? o : &none;
   p.flags = p.opts->flags;
   p.devnames = dn;
+  p.meta = mw;
   p.def_name = def_name;
   dp_pmap_init(&p.map);
   int rc = run(&p, out, root);

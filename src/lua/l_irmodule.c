@@ -523,7 +523,7 @@ static void push_names(lua_State *L, printed_names *pn) {
   }
 }
 
-static const char *const ASTEXT_OPTIONS[] = {"types", "short_devices", "param_lines", "names", "spans", NULL};
+static const char *const ASTEXT_OPTIONS[] = {"types", "short_devices", "param_lines", "names", "spans", "meta", NULL};
 
 /* dp.astext(module_or_expr, {types =, short_devices =, param_lines =, names =}?)
    -> text (, names when opts.names) */
@@ -533,7 +533,7 @@ static int l_astext(lua_State *L) {
   dp_lua_check_opt_keys(L, 2, ASTEXT_OPTIONS, "devplan.astext");
   static const struct { const char *key; int flag; } flags[] = {
     {"types", DP_PRINT_TYPES}, {"short_devices", DP_PRINT_SHORT_DEVICES},
-    {"param_lines", DP_PRINT_PARAM_LINES}, {"spans", DP_PRINT_SPANS}};
+    {"param_lines", DP_PRINT_PARAM_LINES}, {"spans", DP_PRINT_SPANS}, {"meta", DP_PRINT_META}};
   dp_print_opts o = {0, NULL, NULL, dp_lua_ctx(L)};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
     if (dp_lua_opt_field(L, 2, flags[i].key) != LUA_TNIL && lua_toboolean(L, -1)) o.flags |= flags[i].flag;

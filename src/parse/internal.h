@@ -91,6 +91,9 @@ struct dp_parser {
   dp_module *mod;        /* made with the first item */
   dp_meta_resolver meta;
   void *meta_ud;
+  int meta_given;        /* the resolver has a metatable to look in */
+  struct dp_meta *metadata; /* the text's own section, once read */
+  int meta_failed;
   dp_err *err;           /* pending */
   dp_err *lex_err;       /* the message of the DP_TOK_ERROR token */
   uint32_t progress;     /* the last token an action reached */
@@ -216,8 +219,11 @@ int dp__read_aval(dp_parser *p, const int64_t *ev, size_t n, size_t *i, dp_aval 
    schema, the culprit named) or of a function; they are consumed. *out NULL
    when there are none and fn is not an operator. */
 int dp__attrs_take(dp_parser *p, dp_expr *fn, uint32_t from, uint32_t tok, dp_attrs **out);
-/* The value behind meta token tok: a new reference and its type. */
-dp_obj *dp__meta(dp_parser *p, uint32_t tok);
+/* The value behind meta token tok (*out owned): from the metatable given
+   to the parser, else from the text's own metadata section. */
+int dp__meta_value(dp_parser *p, uint32_t tok, dp_aval *out);
+/* Reads the text's metadata section, if it has one and it is not read yet. */
+int dp__meta_load(dp_parser *p);
 void dp__attrs_cache_free(dp_parser *p);
 
 /* ---- reader.c ---- */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "devplan/meta.h"
 #include "devplan/suggest.h"
 #include "internal.h"
 
@@ -103,6 +104,7 @@ void dp_parser_free(dp_parser *p) {
   if (!p) return;
   drop_parse_state(p);
   dp_release(p->mod);
+  dp_meta_free(p->metadata);
   dp_err_free(p->lex_err);
   dp_err_free(p->err);
   free(p->lines);
@@ -118,6 +120,7 @@ const char *dp_parser_tokens(const dp_parser *p, size_t *n) {
 void dp_parser_set_meta(dp_parser *p, dp_meta_resolver fn, void *ud) {
   p->meta = fn;
   p->meta_ud = ud;
+  p->meta_given = fn != NULL;
 }
 
 /* ---------------- positions ---------------- */
@@ -392,7 +395,9 @@ static void *take(dp_parser *p, int64_t h, dp_objtype type) {
 
 dp_module *dp_parser_module(dp_parser *p, dp_err **err) {
   if (p->failed && !p->err) dp__fail(p, DP_ERR_GENERIC, 0, "parser: the parse failed");
-  if (p->err || dp__check_globals(p) != 0 || !dp__module(p, p->ntok + 1)) {
+  /* (the metadata section is read even when nothing refers to it: what
+     devplan cannot represent there is an error, not dropped) */
+  if (p->err || dp__meta_load(p) != 0 || dp__check_globals(p) != 0 || !dp__module(p, p->ntok + 1)) {
     dp_err_set(err, dp_parser_error(p));
     return NULL;
   }

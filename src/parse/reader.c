@@ -321,15 +321,16 @@ static dp_obj *callee(dp_parser *p, uint32_t tok) {
 }
 
 static dp_obj *meta_expr(dp_parser *p, uint32_t tok) {
-  dp_obj *o = dp__meta(p, tok);
-  if (o && !(o->type == DP_OBJ_EXPR && o->kind == DP_CONST)) {
+  dp_aval v;
+  if (dp__meta_value(p, tok, &v) != 0) return NULL;
+  if (v.kind != DP_AV_EXPR) {
     size_t len;
     const char *t = dp__tok_text(p, tok, &len);
     dp__fail(p, DP_ERR_VALUE, tok, "%.*s is not an expression", (int)len, t);
-    dp_release(o);
+    dp_av_clear(&v);
     return NULL;
   }
-  return o;
+  return (dp_obj *)v.u.expr; /* (the value's reference) */
 }
 
 static dp_obj *projection(dp_parser *p, uint32_t tok) {
