@@ -100,14 +100,14 @@ static int l_call(lua_State *L) {
   return dp_lua_push_new(L, c, NULL);
 }
 
-/* dp.fn({params}, body, {ret_type =, virtual_device =, attrs =, span =}?) */
+/* dp.fn({params}, body, {ret_type =, virtual_device =, attrs =, type_params =, span =}?) */
 static int l_fn(lua_State *L) {
   lua_settop(L, 3); /* fixed slots: scratch buffers go above */
-  void *small[16];
-  uint32_t n;
+  void *small[16], *tsmall[8];
+  uint32_t n, ntp;
   void **params = dp_lua_check_list(L, 1, DP_OBJ_EXPR, DP_VAR, "params", small, 16, &n);
   dp_expr *body = dp_lua_check_expr(L, 2);
-  static const char *const keys[] = {"ret_type", "virtual_device", "attrs", "span", NULL};
+  static const char *const keys[] = {"ret_type", "virtual_device", "attrs", "type_params", "span", NULL};
   dp_lua_check_opts(L, 3);
   dp_lua_check_opt_keys(L, 3, keys, "devplan.fn");
   dp_lua_opt_field(L, 3, "ret_type");
@@ -116,9 +116,15 @@ static int l_fn(lua_State *L) {
   dp_lua_opt_field(L, 3, "virtual_device");
   dp_vdev *vd = dp_lua_opt_vdev(L, -1, "virtual_device");
   dp_span span = dp_lua_opt_span(L, 3);
+  dp_lua_opt_field(L, 3, "type_params");
+  void **tps = dp_lua_opt_type_params(L, lua_gettop(L), tsmall, 8, &ntp);
+  for (uint32_t i = 0; i < ntp; i++)
+    for (uint32_t k = 0; k < i; k++)
+      if (tps[k] == tps[i]) luaL_argerror(L, 3, "type_params: a type variable given twice");
   dp_lua_opt_field(L, 3, "attrs");
   dp_attrs *attrs = dp_lua_make_attrs(L, -1, NULL);
-  dp_func *f = dp_func_new(n, (dp_var *const *)params, body, ret, attrs, vd, span);
+  dp_func *f = dp_func_new_generic(ntp, (dp_type *const *)tps, n, (dp_var *const *)params, body, ret, attrs, vd,
+                                   span);
   dp_release(attrs);
   return dp_lua_push_new(L, f, NULL);
 }
@@ -269,6 +275,7 @@ static int field_call_fn(lua_State *L, dp_expr *e, const char *k) {
   if (IS(k, "params")) dp_lua_push_list(L, (void *const *)f->params, f->nparams);
   else if (IS(k, "body")) dp_lua_push(L, f->body);
   else if (IS(k, "ret_type")) dp_lua_push(L, f->ret);
+  else if (IS(k, "type_params")) dp_lua_push_list(L, (void *const *)f->tparams, f->ntparams);
   else if (IS(k, "virtual_device")) dp_lua_push(L, f->vdev);
   else if (IS(k, "attrs")) dp_lua_push_attrs(L, f->attrs);
   else return 0;
