@@ -74,6 +74,25 @@ if [ -d ../shared/conformance ]; then
   fi
 fi
 
+# TVM's own parser, printer and device tests as data (issue 9): a case is
+# "ok" or "DIFF" (a documented deliberate difference) when it passes.
+if [ -f ../shared/conformance/tvm-peer/run.lua ]; then
+  echo "== TVM's tests (../shared/conformance/tvm-peer/run.lua)"
+  # shellcheck disable=SC2086
+  $WRAP "$EXE" ../shared/conformance/tvm-peer/run.lua . 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+  ok=$(grep -c -E '^(ok|DIFF) ' "$log")
+  bad=$(grep -c '^FAIL ' "$log")
+  add_counts "$ok" "$bad"
+  if ! tail -1 "$log" | grep -q '^total: '; then
+    echo "!! tvm-peer runner did not finish (exit status $status)"
+    add_counts 0 1
+  elif [ "$status" -ne 0 ] && [ "$bad" -eq 0 ]; then
+    echo "!! tvm-peer runner: exit status $status with no failing case"
+    add_counts 0 1
+  fi
+fi
+
 for prog in "${TEST_PROGRAMS[@]}"; do
   echo "== $prog"
   # shellcheck disable=SC2086
