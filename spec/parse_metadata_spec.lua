@@ -9,12 +9,7 @@ local testing = require "devplan.testing"
 local ROOT = dp.root or "."
 local FILE = ROOT .. "/spec/data/tvm_meta_cuda.relay"
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = testing.read_file
 
 local function err_of(f, ...)
   local ok, e = pcall(f, ...)
