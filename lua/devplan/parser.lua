@@ -212,7 +212,7 @@ local function grammar(K, TEXT, A, diag)
   -- or `free_var` as LPBLOCK
   g.pblock = act(ev(T "LPBLOCK"), "block_open") * V "body" * act(tok "RPAREN", "block_close")
   -- if (c) {...} else if (c2) {...} else {...}: a chain read in a loop
-  local cond = ev(tok "LPAREN") * V "expr" * ev(tok "RPAREN")
+  local cond = ev(tok "LPAREN") * V "expr" * ev(tok "RPAREN") + V "pblock"
   g["if"] = ev(T "IF") * cond * V "block" * (tok "ELSE" * ev(T "IF") * cond * V "block")^0
     * tok "ELSE" * V "block"
   -- match (c) { pattern => rhs, ... }: a clause's pattern is an action (its
