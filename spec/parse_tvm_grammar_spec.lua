@@ -49,6 +49,8 @@ describe("TVM's grammar", function()
     assert.truthy(text:find("%0 = (\n    let %x = add(%a, %a);", 1, true), text)
     local e = dp.parse_expr("(let %y = 1; free_var %z: int32; add(%y, %z))")
     assert.are.equal("let", e.kind)
+    -- a condition too, as TVM's ParseExpr reads one
+    assert.are.equal("let", dp.parse_expr("if (let %c = True; %c) { 1 } else { 2 }").cond.kind)
     -- the block's names end with it
     assert.truthy(tostring(err_of(dp.parse_expr, "%0 = (let %y = 1; %y); %y")):find("unknown variable %y", 1, true))
   end)
