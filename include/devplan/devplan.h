@@ -15,4 +15,5 @@
 #include "infer.h"
 #include "plan.h"
 #include "parse.h"
+#include "meta.h"
 #endif
