@@ -57,41 +57,49 @@ for spec in spec/*_spec.lua; do
   fi
 done
 
-if [ -d ../shared/conformance ]; then
-  echo "== conformance (../shared/conformance/run.lua)"
+# run_cases NAME PASSED DONE CMD...: a runner of ../shared/conformance cases.
+# Each failing case prints a "FAIL ..." line; PASSED says how passing ones
+# are counted: "lines" ("ok ..." lines, and "DIFF ..." ones: a documented
+# deliberate difference from TVM), or "last" (the "N passed, N failed" line
+# it ends with). DONE is a pattern its last line matches when it finished.
+# A runner that did not finish, or failed with no failing case, counts one
+# failure.
+run_cases() {
+  local name=$1 how=$2 done_re=$3 status ok bad last
+  shift 3
+  echo "== $name"
   # shellcheck disable=SC2086
-  $WRAP "$EXE" ../shared/conformance/run.lua 2>&1 | tee "$log"
+  $WRAP "$@" 2>&1 | tee "$log"
   status=${PIPESTATUS[0]}
-  ok=$(grep -c '^ok ' "$log")
-  bad=$(grep -c '^FAIL ' "$log")
-  add_counts "$ok" "$bad"
-  if ! tail -1 "$log" | grep -q '^[0-9]* passed, [0-9]* failed$'; then
-    echo "!! conformance runner did not finish (exit status $status)"
-    add_counts 0 1
-  elif [ "$status" -ne 0 ] && [ "$bad" -eq 0 ]; then
-    echo "!! conformance runner: exit status $status with no failing case"
-    add_counts 0 1
-  fi
-fi
-
-if [ -f ../shared/conformance/patterns/run.lua ]; then
-  echo "== pattern conformance (../shared/conformance/patterns/run.lua)"
-  # shellcheck disable=SC2086
-  $WRAP "$EXE" ../shared/conformance/patterns/run.lua 2>&1 | tee "$log"
-  status=${PIPESTATUS[0]}
-  # the runner prints a FAIL line per failing case and ends with "N passed, N failed"
   bad=$(grep -c '^FAIL ' "$log")
   last=$(tail -1 "$log")
-  if [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    add_counts "${BASH_REMATCH[1]}" "$bad"
-    if [ "$status" -ne 0 ] && [ "$bad" -eq 0 ]; then
-      echo "!! pattern conformance runner: exit status $status with no failing case"
-      add_counts 0 1
-    fi
-  else
-    echo "!! pattern conformance runner did not finish (exit status $status)"
+  if [ "$how" = lines ]; then ok=$(grep -c -E '^(ok|DIFF) ' "$log")
+  elif [[ "$last" =~ ^([0-9]+)\ passed,\ [0-9]+\ failed$ ]]; then ok=${BASH_REMATCH[1]}
+  else ok=0
+  fi
+  add_counts "$ok" "$bad"
+  if ! [[ "$last" =~ $done_re ]]; then
+    echo "!! $name: the runner did not finish (exit status $status)"
+    add_counts 0 1
+  elif [ "$status" -ne 0 ] && [ "$bad" -eq 0 ]; then
+    echo "!! $name: exit status $status with no failing case"
     add_counts 0 1
   fi
+}
+
+COUNTS='^[0-9]+ passed, [0-9]+ failed$'
+if [ -f ../shared/conformance/run.lua ]; then
+  run_cases "conformance (../shared/conformance/run.lua)" lines "$COUNTS" \
+    "$EXE" ../shared/conformance/run.lua
+fi
+if [ -f ../shared/conformance/patterns/run.lua ]; then
+  run_cases "pattern conformance (../shared/conformance/patterns/run.lua)" last "$COUNTS" \
+    "$EXE" ../shared/conformance/patterns/run.lua
+fi
+# TVM's own parser, printer and device tests as data (issue 9)
+if [ -f ../shared/conformance/tvm-peer/run.lua ]; then
+  run_cases "TVM's tests (../shared/conformance/tvm-peer/run.lua)" lines '^total: ' \
+    "$EXE" ../shared/conformance/tvm-peer/run.lua .
 fi
 
 for prog in "${TEST_PROGRAMS[@]}"; do

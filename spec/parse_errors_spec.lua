@@ -84,7 +84,7 @@ describe("parser errors", function()
       "meta%[VirtualDevice%]%[2%] is out of range %(the metatable has 1 VirtualDevice entry%)", "name",
       {VirtualDevice = {CPU}})
     check(def("  on_device(%a, virtual_device=meta[VirtualDevice][0])"), 2, 32,
-      "the metatable has no 'VirtualDevice' list", "name")
+      "no metatable was given and the text has no metadata section", "name")
     check(def("  add(%a, meta[relay.Constant][0])"), 2, 11, "the metatable has no 'relay.Constant' list",
       "name", {VirtualDevice = {CPU}})
     check(def("  add(%a, meta[relay.Constant][0])"), 2, 11, "is not a constant", "value",

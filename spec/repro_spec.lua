@@ -32,7 +32,6 @@ local OPEN = {
   -- fuzz/findings/ (see the header of each)
   ["g2_on_device_around_function_value.lua"] = "waits for a fix in the planner",
   ["g9_conflicts_step_loses_callee_type.lua"] = "waits for a fix in the planner",
-  ["p1_primfn_scope_not_escaped.relay"] = "waits for a fix in the printer (parser)",
 }
 
 local DIRS = {testing.shared_dir .. "/repro", (dp.root or ".") .. "/fuzz/findings"}

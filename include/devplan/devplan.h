@@ -17,4 +17,5 @@
 #include "parse.h"
 #include "dfpattern.h"
 #include "partition.h"
+#include "meta.h"
 #endif

@@ -74,6 +74,9 @@ typedef struct dp_func {
   dp_type *ret;      /* result type annotation or NULL */
   dp_attrs *attrs;   /* other attributes (Primitive=1, Compiler="..."), or NULL */
   dp_vdev *vdev;     /* virtual_device attribute or NULL */
+  uint32_t ntparams; /* type parameters `def @f[A, B](...)`: a polymorphic
+                        function, instantiated afresh at each call */
+  dp_type **tparams; /* ntparams type variables (DP_TY_VAR; points into the node) */
   uint32_t nparams;
   dp_var *params[];
 } dp_func;
@@ -153,6 +156,11 @@ dp_call *dp_call_new(dp_expr *fn, uint32_t nargs, dp_expr *const *args, dp_attrs
                      dp_span span);
 dp_func *dp_func_new(uint32_t nparams, dp_var *const *params, dp_expr *body, dp_type *ret,
                      dp_attrs *attrs, dp_vdev *vdev, dp_span span);
+/* A function with type parameters (each a DP_TY_VAR, distinct; retained):
+   dp_func_new is this with none. */
+dp_func *dp_func_new_generic(uint32_t ntparams, dp_type *const *tparams, uint32_t nparams,
+                             dp_var *const *params, dp_expr *body, dp_type *ret,
+                             dp_attrs *attrs, dp_vdev *vdev, dp_span span);
 dp_let *dp_let_new(dp_var *var, dp_expr *value, dp_expr *body, dp_span span);
 dp_tuple *dp_tuple_new(uint32_t n, dp_expr *const *fields, dp_span span);
 dp_proj *dp_proj_new(dp_expr *tuple, uint32_t index, dp_span span);
@@ -177,7 +185,8 @@ dp_expr *dp_expr_child(const dp_expr *e, uint32_t i);
 /* A node like e with its children replaced by kids (dp_expr_nchildren(e) of
    them, in the order above; LET and FUNC var slots must be DP_VAR). Returns
    e itself, retained, when every child is the same pointer. Span, attrs,
-   annotations and (when children are unchanged) the checked type are kept. */
+   annotations, a function's type parameters and (when children are
+   unchanged) the checked type are kept. */
 dp_expr *dp_expr_with_children(dp_expr *e, dp_expr *const *kids);
 
 /* Set the checked type (retains t, releases the previous one; NULL clears).

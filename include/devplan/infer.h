@@ -11,7 +11,10 @@
  *   named "?" (a lone `Nil` is List[?]), as TVM leaves them;
  * - operator nodes (DP_OP) get no type (each call is typed by the operator's
  *   relation); a constructor node gets its polymorphic type
- *   fn[A](A, List[A]) -> List[A], and each use is instantiated afresh;
+ *   fn[A](A, List[A]) -> List[A], and each use is instantiated afresh; so
+ *   does a function with type parameters (`def @id[A](%x: A) -> A`): its
+ *   type is fn [A](A) -> A, and each call instantiates A afresh (inside its
+ *   body A is rigid);
  * - on_device / device_copy (DP_OPF_IDENTITY) have exactly their argument's
  *   type; call_lowered(@prim, (args)) has the primfn's result buffer type;
  * - errors are DP_ERR_TYPE: "<what>: <why>" at the node's span (or its

@@ -49,6 +49,7 @@ enum dp_token {
   DP_TOK_UNDERSCORE = '_',
   DP_TOK_HEADER = 'H',     /* #[version = "0.0.5"] */
   DP_TOK_METADATA = 'Z',   /* #[metadata]: the last token; the section follows it */
+  DP_TOK_LPBLOCK = 'B',    /* a `(` that opens a block: before `let`, `%x =` or `free_var` */
   DP_TOK_INVALID = 'X',    /* a character the format does not use */
   DP_TOK_ERROR = '!',      /* a lexical error (the last token; dp_parser has its message) */
   /* keywords */
@@ -83,6 +84,8 @@ typedef enum dp_parse_action {
   DP_ACT_CTOR,           /* a constructor of the open type definition */
   DP_ACT_TYPEDEF_CLOSE,  /* the definition joins the module */
   DP_ACT_PRIMFN,         /* `primfn @f(...) -> T;` */
+  DP_ACT_TPARAMS,        /* `[A, B]` of a function: type parameters, in scope until it closes */
+  DP_ACT_MAIN_CLOSE,     /* a module's closing expression: its @main */
   DP_ACT__COUNT
 } dp_parse_action;
 
@@ -93,8 +96,12 @@ typedef struct dp_parser dp_parser;
    whose stack grows with each nesting level (parser.lua sizes LPeg's). */
 #define DP_PARSE_MAX_NEST 50000
 
-/* Resolves meta[kind][index]: a new reference to a virtual device or a
-   constant expression, or NULL with *err set (its position is added). */
+/* Resolves meta[kind][index] from a metatable: a new reference to a
+   virtual device or a constant expression; NULL with *err set (its
+   position is added) for an entry that is wrong or out of range; NULL and
+   no error when the metatable has no list `kind`: the text's own metadata
+   section (meta.h) is asked then. A metatable given wins over the text's
+   section for the kinds it has. */
 typedef dp_obj *(*dp_meta_resolver)(void *ud, const char *kind, int64_t index, dp_err **err);
 
 /* Lexes text (kept borrowed: it must outlive the parser) named source in

@@ -13,8 +13,15 @@ enum {
                                  `@cuda:1.texture`), each named once in a legend of
                                  `//` comments at the top: for reading, the text no
                                  longer re-parses */
-  DP_PRINT_PARAM_LINES = 4    /* a function of two or more parameters has each on
+  DP_PRINT_PARAM_LINES = 4,   /* a function of two or more parameters has each on
                                  a line of its own */
+  DP_PRINT_SPANS = 8,         /* each node's source position as TVM prints spans:
+                                 `/ * span=model.relay:3:9 * /` (with the type when
+                                 DP_PRINT_TYPES: `/ * ty=T span=... * /`); the source
+                                 name is found in dp_print_opts.ctx */
+  DP_PRINT_META = 16          /* tensor constants and virtual devices as meta[KIND][i]
+                                 references, the #[metadata] section (TVM's JSON)
+                                 after the text */
 };
 
 /* Text of a module / expression; re-parses to an equal module (unless
@@ -33,12 +40,15 @@ typedef struct dp_print_opts {
   int flags;                /* DP_PRINT_* */
   dp_print_name_fn on_name; /* NULL: no names reported */
   void *ud;
+  const dp_ctx *ctx;        /* the sources of spans (DP_PRINT_SPANS); NULL: a module's own */
 } dp_print_opts;
 
 /* dp_print_module / dp_print_expr with options (o NULL: none). */
 char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *len);
 char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len);
 char *dp_print_type(const dp_type *t);
+/* `primfn @gem(Tensor[(2), float32] scope="a", ...) -> T scope="b";` malloc'd. */
+char *dp_print_primfn(const dp_primfn *pf);
 
 /* The first difference found by structural equality. */
 typedef struct dp_diff {

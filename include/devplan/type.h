@@ -30,6 +30,9 @@ dp_dtype dp_dtype_parse(const char *s);
 const char *dp_dtype_str(dp_dtype d, char *buf);
 /* Byte size of one element (bool: 1). */
 size_t dp_dtype_bytes(dp_dtype d);
+/* The scalar dtype name ("float32", "int8", "bool", ...) closest to an
+   unknown one (suggest.h), or NULL. */
+const char *dp_dtype_suggest(const char *name);
 
 typedef enum dp_typekind {
   DP_TY_TENSOR = 1, /* Tensor[(d0, ..), dtype]; a scalar has ndim 0 */

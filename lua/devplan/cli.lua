@@ -15,6 +15,7 @@
 -- line and a caret.
 local dp = require "devplan"
 local devname = require "devplan.devname"
+local parser = require "devplan.parser"
 local suggest = require "devplan.suggest"
 
 local M = {}
@@ -30,6 +31,10 @@ local OPTIONS = {
   ["-o"] = {kind = "value", arg = "OUT", help = "write the result to OUT ('-': standard output, the default)"},
   ["--meta"] = {kind = "value", arg = "META.lua", help = "the metatable for meta[...] references (see below)"},
   ["--types"] = {kind = "flag", help = "print the checked types as /* ty=... */ comments"},
+  ["--show-meta-data"] = {kind = "flag",
+    help = "print tensor constants and virtual devices as meta[...] references with a\n"
+      .. "#[metadata] section after the module, as TVM's astext(show_meta_data=True)"},
+  ["--spans"] = {kind = "flag", help = "print each node's source position as /* span=FILE:LINE:COL */ (as TVM)"},
   ["--short-devices"] = {kind = "flag",
     help = "name devices @cpu, @cuda, @cuda:1.texture (one legend at the top) and put each\n"
       .. "parameter on a line of its own; for reading: the text no longer re-parses"},
@@ -80,7 +85,8 @@ local OPTIONS = {
 }
 OPTIONS["--pipeline"] = OPTIONS["-p"]
 
-local OUTPUT = {"-o", "--types", "--short-devices", "--color", "--no-color", "--dot", "--svg"}
+local OUTPUT = {"-o", "--types", "--short-devices", "--show-meta-data", "--spans", "--color", "--no-color",
+                "--dot", "--svg"}
 local CONFIG = {"--target", "--host", "--default"}
 local INSTRUMENTS = {"--print-after-all", "--print-before-all", "--print-after", "--print-before",
                      "--print-changed", "--time-passes", "--verify-each"}
@@ -92,11 +98,13 @@ local function join(...)
 end
 
 local PALETTE_HELP = [[
-Without --meta, meta[VirtualDevice][0] is the CPU (device_type=cpu, id 0) and
-meta[VirtualDevice][1] the GPU (device_type=cuda, id 0), as in the conformance
-palette; planning gives them the --target of their device type. Anything else
-(more devices, memory scopes, meta[relay.Constant]) needs --meta META.lua, a Lua
-file returning the metatable, e.g.
+meta[...] references resolve from --meta META.lua, else from the file's own
+#[metadata] section (what TVM prints with show_meta_data=True). A file with
+neither gets the conformance palette: meta[VirtualDevice][0] is the CPU
+(device_type=cpu, id 0) and meta[VirtualDevice][1] the GPU (device_type=cuda,
+id 0); planning gives them the --target of their device type. Anything else
+(more devices, memory scopes, meta[relay.Constant]) needs a metadata section or
+--meta META.lua, a Lua file returning the metatable, e.g.
   local dp = require "devplan"
   return {VirtualDevice = {dp.VirtualDevice{device_type = "cpu"}},
           ["relay.Constant"] = {dp.const({1, 2}, "int64")}}]]
@@ -113,7 +121,8 @@ COMMANDS.help = {
 
 COMMANDS.parse = {
   summary = "parse a module, type-check it and print it",
-  usage = "devplan parse FILE [--meta META.lua] [--types] [--short-devices] [-o OUT] [--dot FILE] [--svg FILE]",
+  usage = "devplan parse FILE [--meta META.lua] [--types] [--short-devices] [--show-meta-data] [--spans]\n"
+    .. "                    [-o OUT] [--dot FILE] [--svg FILE]",
   options = join({"--meta"}, OUTPUT),
   text = "Parses FILE (the Relay text format; '-' reads standard input), type-checks it\nand prints the module.",
 }
@@ -277,11 +286,14 @@ local function parse_module(opts, command, sources)
   end
   local text, source = read_input(opts.files[1])
   sources[source] = text
-  local meta = opts["--meta"] and load_meta(opts["--meta"]) or devname.palette()
+  -- the devices of meta[...]: --meta, else the file's own metadata section,
+  -- else (a file without one) the palette
+  local own = not opts["--meta"] and parser.has_metadata(text)
+  local meta = opts["--meta"] and load_meta(opts["--meta"]) or not own and devname.palette() or nil
   local ok, mod = pcall(dp.parse, text, meta, {source_name = source})
   if ok then return mod, text end
   local msg = error_text(mod, sources)
-  if not opts["--meta"] and type(mod) == "table" and type(mod.message) == "string"
+  if not opts["--meta"] and not own and type(mod) == "table" and type(mod.message) == "string"
       and mod.message:find("^meta%[") then
     msg = msg .. "\nnote: without --meta only meta[VirtualDevice][0] (cpu) and [1] (cuda) exist;"
       .. " give the metadata with --meta META.lua (see devplan help " .. command .. ")"
@@ -340,7 +352,8 @@ end
 
 local function print_options(opts)
   return {types = opts["--types"] or nil, short_devices = opts["--short-devices"] or nil,
-          param_lines = opts["--short-devices"] or nil}
+          param_lines = opts["--short-devices"] or nil, meta = opts["--show-meta-data"] or nil,
+          spans = opts["--spans"] or nil}
 end
 
 local function write_output(opts, s)
@@ -423,7 +436,11 @@ local function emit(opts, mod, config, extra)
     return
   end
   local text = dp.astext(mod, print_options(opts))
-  if extra then text = text .. (text:sub(-1) == "\n" and "" or "\n") .. extra end
+  if extra then -- (before a metadata section: the JSON ends the text)
+    local at = text:find("\n#[metadata]\n", 1, true) or #text + 1
+    local head = text:sub(1, at - 1)
+    text = head .. (head:sub(-1) == "\n" and "" or "\n") .. extra .. text:sub(at)
+  end
   if coloured(opts) then text = colourize(text) end
   write_output(opts, text)
 end

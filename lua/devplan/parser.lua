@@ -45,7 +45,7 @@ local P, S, V, B = lpeg.P, lpeg.S, lpeg.V, lpeg.B
 local Cp, Cc, Cmt, Carg = lpeg.Cp, lpeg.Cc, lpeg.Cmt, lpeg.Carg
 local match = lpeg.match
 local concat = table.concat
-local error, pcall, pairs, ipairs, type = error, pcall, pairs, ipairs, type
+local error, pcall, pairs, ipairs, type, tostring = error, pcall, pairs, ipairs, type, tostring
 local io_open, string_find = io.open, string.find
 
 local _ENV = nil
@@ -127,7 +127,7 @@ local function grammar(K, TEXT, A, diag)
     + ev(T "NUMBER") + ev(T "TRUE") + ev(T "FALSE") + ev(T "META")
     + ev(T "LPAREN") * (V "expr" * (ev(T "COMMA") * V "expr")^0 * ev(T "COMMA")^-1)^-1
       * ev(tok "RPAREN")
-    + V "fn" + V "if" + V "match" + V "ref" + V "constant"
+    + V "fn" + V "if" + V "match" + V "ref" + V "constant" + V "pblock"
     + want("an expression")
   local operand = ev(T "MINUS")^0 * primary * suffix^0
   g.attr = attr
@@ -150,8 +150,11 @@ local function grammar(K, TEXT, A, diag)
   g.constant = ev(T "CONSTANT") * tok "LPAREN" * V "type" * tok "COMMA" * ev(tok "LBRACK")
     * (V "cval" * (tok "COMMA" * V "cval")^0)^-1 * tok "RBRACK" * ev(tok "RPAREN")
 
-  -- types: one action for the whole type; `fn (..) -> fn (..) -> T` is a loop
+  -- types: one action for the whole type; `fn (..) -> fn (..) -> T` is a loop.
+  -- An annotation may be `_`, a type left to inference (no event: as if
+  -- there were no annotation)
   g.type = act(V "tsyntax", "type")
+  g.atype = T "UNDERSCORE" + V "type"
   g.tsyntax = (ev(T "FN") * tok "LPAREN" * (V "tsyntax" * (tok "COMMA" * V "tsyntax")^0)^-1
       * tok "RPAREN" * ev(tok "ARROW"))^0 * V "tprimary"
   g.dim = ev(T "NUMBER") + ev(T "QUESTION") + want("a dimension")
@@ -168,27 +171,34 @@ local function grammar(K, TEXT, A, diag)
   -- attributes; the head is an action (the parameters come into scope)
   g.param = ev(T "VAR")
     * (ev(T "LBRACE") * (V "attr" * (tok "COMMA" * V "attr")^0)^-1 * ev(tok "RBRACE"))^-1
-    * (T "COLON" * V "type")^-1
+    * (T "COLON" * V "atype")^-1
   g.params = (V "param" * (tok "COMMA" * V "param")^0 * (tok "COMMA" * V "attr")^0
     + V "attr" * (tok "COMMA" * V "attr")^0)^-1 * T "COMMA"^-1
-  local result = (ev(T "ARROW") * V "type")^-1
-  g.fn = act(ev(T "FN") * tok "LPAREN" * V "params" * tok "RPAREN" * result * ev(tok "LBRACE"), "fn_open")
-    * V "body" * act(tok "RBRACE", "fn_close")
+  local result = (T "ARROW" * T "UNDERSCORE" + ev(T "ARROW") * V "type")^-1
+  -- type parameters `[A, B]`: an action of their own, so that they are in
+  -- scope in the parameters' types (read before the function's head is)
+  g.tparams = act(T "LBRACK" * ev(tok "IDENT") * (tok "COMMA" * ev(tok "IDENT"))^0 * tok "RBRACK", "tparams")
+  g.fn = act(ev(T "FN") * V "tparams"^-1 * tok "LPAREN" * V "params" * tok "RPAREN" * result
+    * ev(tok "LBRACE"), "fn_open") * V "body" * act(tok "RBRACE", "fn_close")
 
   -- blocks: statements, then the final expression (the block's value)
   -- (`%x =` is one token, BIND; with a type, `%x: T =`)
-  local let_lhs = ev(T "LET") * (T "BIND" + tok "VAR" * T "COLON" * V "type" * tok "EQ")
+  -- `free_var %x: T;` declares a free variable (as a parameter is written)
+  local let_lhs = ev(T "LET") * (T "BIND" + tok "VAR" * T "COLON" * V "atype" * tok "EQ")
   local stmt = let_lhs * V "expr" * ev(tok "SEMI")
     + ev(T "BIND") * V "expr" * ev(tok "SEMI")
-    -- (read once, then ended by `;`, or by the block's end as its final one)
-    + V "expr" * (ev(tok "SEMI") + ends(#tok "RBRACE") + ends(-P(1)))
+    + ev(T "FREE_VAR") * V "param" * ev(tok "SEMI")
+    -- (read once, then ended by `;`, or by the block's end as its final
+    -- one: a `}`, the `)` of a parenthesised block, the end of the text)
+    + V "expr" * (ev(tok "SEMI") + ends(#tok "RBRACE") + ends(#T "RPAREN") + ends(-P(1) + #T "METADATA"))
   -- a block ends after its final expression: not after a `;`, nor empty
   local block_end = -B(T "SEMI") * -B(T "LBRACE") * B(P(1)) + want("an expression")
+  local opens = set {"LBRACE", "LPBLOCK"}
   if diag then
     g.body = stmt^0 * block_end
   else
     -- a statement with no block inside (no `{` before its end) holds no scope
-    local simple = #((1 - set {"LBRACE", "SEMI", "RBRACE"})^0 * -T "LBRACE") * stmt
+    local simple = #((1 - set {"LBRACE", "LPBLOCK", "SEMI", "RBRACE"})^0 * -opens) * stmt
     g.body = (act(simple * simple^-63, "stmts")
       + act(let_lhs, "let_head") * act(V "expr" * ev(tok "SEMI"), "stmts")
       + act(stmt, "stmts"))^0 * block_end
@@ -197,14 +207,18 @@ local function grammar(K, TEXT, A, diag)
     return act(ev(lbrace), "block_open") * V "body" * act(tok "RBRACE", "block_close")
   end
   g.block = block(tok "LBRACE")
+  -- a block in parentheses, `(let %x = ...; %x)` (as TVM prints a let that
+  -- is not a scope's result): the lexer marks a `(` before `let`, `%x =`
+  -- or `free_var` as LPBLOCK
+  g.pblock = act(ev(T "LPBLOCK"), "block_open") * V "body" * act(tok "RPAREN", "block_close")
   -- if (c) {...} else if (c2) {...} else {...}: a chain read in a loop
-  local cond = ev(tok "LPAREN") * V "expr" * ev(tok "RPAREN")
+  local cond = ev(tok "LPAREN") * V "expr" * ev(tok "RPAREN") + V "pblock"
   g["if"] = ev(T "IF") * cond * V "block" * (tok "ELSE" * ev(T "IF") * cond * V "block")^0
     * tok "ELSE" * V "block"
   -- match (c) { pattern => rhs, ... }: a clause's pattern is an action (its
   -- variables come into scope), its right-hand side another
   local patterns = (V "pattern" * (tok "COMMA" * V "pattern")^0)^-1
-  g.pattern = ev(T "UNDERSCORE") + ev(T "VAR") * (T "COLON" * V "type")^-1
+  g.pattern = ev(T "UNDERSCORE") + ev(T "VAR") * (T "COLON" * V "atype")^-1
     + ev(T "LPAREN") * patterns * T "COMMA"^-1 * ev(tok "RPAREN")
     + ev(T "CALLEE") * patterns * ev(tok "RPAREN") + ev(T "IDENT")
     + want("a pattern")
@@ -213,21 +227,30 @@ local function grammar(K, TEXT, A, diag)
     * (V "clause" * (tok "COMMA" * V "clause")^0 * T "COMMA"^-1)^-1 * ev(tok "RBRACE")
 
   -- module items
-  g.def = act(ev(tok "DEF") * ev(tok "GLOBAL") * tok "LPAREN" * V "params" * tok "RPAREN" * result
-    * ev(tok "LBRACE"), "fn_open") * V "body" * act(tok "RBRACE", "def_close")
+  g.def = act(ev(tok "DEF") * ev(tok "GLOBAL") * V "tparams"^-1 * tok "LPAREN" * V "params" * tok "RPAREN"
+    * result * ev(tok "LBRACE"), "fn_open") * V "body" * act(tok "RBRACE", "def_close")
   local tvars = T "LBRACK" * ev(tok "IDENT") * (tok "COMMA" * ev(tok "IDENT"))^0 * tok "RBRACK"
   g.ctor = act(ev(T "CALLEE") * (V "type" * (tok "COMMA" * V "type")^0)^-1 * tok "RPAREN" + ev(T "IDENT"),
     "ctor")
-  g.typedef = act(ev(tok "TYPE") * ev(tok("IDENT", "a type name")) * tvars^-1, "typedef_open")
+  local tdhead = ev(tok "TYPE") * ev(tok("IDENT", "a type name")) * tvars^-1
+  g.typedef = act(tdhead, "typedef_open")
     * (T "LBRACE" * (V "ctor" * (tok "COMMA" * V "ctor")^0 * T "COMMA"^-1)^-1 * tok "RBRACE" + T "SEMI"^-1)
     * act(P(true), "typedef_close")
+    -- `extern type T[A]`: a type without constructors (as TVM)
+    + T "EXTERN" * act(tdhead, "typedef_open") * T "SEMI"^-1 * act(P(true), "typedef_close")
   g.buffer = V "type" * (ev(T "KEY") * ev(tok "STRING"))^-1
   g.primfn = act(ev(tok "PRIMFN") * ev(tok "GLOBAL") * tok "LPAREN"
     * (V "buffer" * (tok "COMMA" * V "buffer")^0)^-1 * tok "RPAREN" * ev(tok "ARROW") * V "buffer"
     * tok "SEMI", "primfn")
 
   -- entry points: a module, an expression (a block over the whole text), a type
-  g.module = T "HEADER"^-1 * (V "def" + V "typedef" + V "primfn")^0 * T "METADATA"^-1 * the_end
+  -- a module's text may end with an expression, its @main (as TVM's
+  -- IRModule.from_expr: a function, or one made of the free variables),
+  -- after its type definitions and primfns, instead of defs
+  local item = set {"DEF", "TYPE", "EXTERN", "PRIMFN", "METADATA"}
+  g.main = #(1 - item) * act(P(true), "block_open") * V "body" * act(P(true), "main_close")
+  g.module = T "HEADER"^-1 * (V "typedef" + V "primfn")^0 * (V "main" + (V "def" + V "typedef" + V "primfn")^0)
+    * T "METADATA"^-1 * the_end
   g.expr_text = act(P(true), "block_open") * V "body" * the_end * act(P(true), "block_close")
   g.type_text = V "type" * the_end
   local entries = {}
@@ -273,6 +296,27 @@ local function run(entry, finish, text, metatable, opts)
   return r
 end
 
+-- The options every entry point takes (as the rest of the API: an unknown
+-- key is an argument error naming the known ones).
+local OPTIONS = {source_name = "string"}
+
+local function check_opts(fname, i, opts, level)
+  if opts == nil then return end
+  if type(opts) ~= "table" then
+    error(("bad argument #%d to '%s' (table expected, got %s)"):format(i, fname, type(opts)), level + 1)
+  end
+  for k, v in pairs(opts) do
+    if not OPTIONS[k] then
+      error(("bad argument #%d to '%s' (devplan.%s: unknown option '%s' (options: source_name))")
+        :format(i, fname, fname, tostring(k)), level + 1)
+    end
+    if type(v) ~= OPTIONS[k] then
+      error(("bad argument #%d to '%s' (option '%s' must be a %s, got %s)")
+        :format(i, fname, k, OPTIONS[k], type(v)), level + 1)
+    end
+  end
+end
+
 local function check_args(fname, text, metatable, opts, nmeta)
   if type(text) ~= "string" then
     error(("bad argument #1 to '%s' (string expected, got %s)"):format(fname, type(text)), 3)
@@ -280,10 +324,7 @@ local function check_args(fname, text, metatable, opts, nmeta)
   if nmeta and metatable ~= nil and type(metatable) ~= "table" then
     error(("bad argument #2 to '%s' (table expected, got %s)"):format(fname, type(metatable)), 3)
   end
-  local i = nmeta and 3 or 2
-  if opts ~= nil and type(opts) ~= "table" then
-    error(("bad argument #%d to '%s' (table expected, got %s)"):format(i, fname, type(opts)), 3)
-  end
+  check_opts(fname, nmeta and 3 or 2, opts, 3)
 end
 
 function M.parse(text, metatable, opts)
@@ -301,13 +342,23 @@ function M.parse_type(text, opts)
   return run("type_text", function(p, h) return p:type(h) end, text, nil, opts)
 end
 
+-- Whether a module's text ends with a metadata section (`#[metadata]`, as
+-- TVM's printer writes with show_meta_data=True): the command line then
+-- takes the devices from there, not from its palette. (The lexer decides:
+-- a `#[metadata]` inside a comment or a string is none.)
+function M.has_metadata(text)
+  if type(text) ~= "string" or not string_find(text, "metadata", 1, true) then return false end
+  local p = core._parser(text, "<string>", nil)
+  local kinds = p:tokens()
+  p:close()
+  return kinds:sub(-1) == core._token_kinds.METADATA
+end
+
 function M.parse_file(path, metatable, opts)
   if type(path) ~= "string" then
     error(("bad argument #1 to 'parse_file' (string expected, got %s)"):format(type(path)), 2)
   end
-  if opts ~= nil and type(opts) ~= "table" then
-    error(("bad argument #3 to 'parse_file' (table expected, got %s)"):format(type(opts)), 2)
-  end
+  check_opts("parse_file", 3, opts, 2)
   local f, why = io_open(path, "rb")
   if not f then error("devplan.parse_file: " .. why, 2) end
   local text = f:read("a")

@@ -122,27 +122,13 @@ int dp_av_equal(const dp_aval *a, const dp_aval *b) {
 
 /* ---------------- text ---------------- */
 
-static void put_str(dp_tb *b, const char *s) {
-  dp_tb_putc(b, '"');
-  for (; *s; s++) {
-    switch (*s) {
-    case '"': dp_tb_puts(b, "\\\""); break;
-    case '\\': dp_tb_puts(b, "\\\\"); break;
-    case '\n': dp_tb_puts(b, "\\n"); break;
-    case '\t': dp_tb_puts(b, "\\t"); break;
-    default: dp_tb_putc(b, *s);
-    }
-  }
-  dp_tb_putc(b, '"');
-}
-
 static int put_av(dp_tb *b, const dp_aval *v) {
   switch (v->kind) {
   case DP_AV_NONE: dp_tb_puts(b, "None"); return 0;
   case DP_AV_BOOL: dp_tb_puts(b, v->u.i ? "True" : "False"); return 0;
   case DP_AV_INT: dp__put_int(b, v->u.i, v->dtype); return 0;
   case DP_AV_FLOAT: dp__put_real(b, v->u.f, v->dtype, 0); return 0;
-  case DP_AV_STR: put_str(b, v->u.s); return 0;
+  case DP_AV_STR: dp_tb_put_quoted(b, v->u.s); return 0;
   case DP_AV_LIST:
     dp_tb_putc(b, '[');
     for (uint32_t i = 0; i < v->n; i++) {

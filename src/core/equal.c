@@ -273,6 +273,9 @@ static int pattern_eq(eq *q, uint32_t r, uint32_t clause, const dp_pattern *a,
 
 static int func_eq(eq *q, uint32_t r, const dp_func *a, const dp_func *b) {
   if (a->nparams != b->nparams) return differ(q, r, ".params", NULL, NULL);
+  if (a->ntparams != b->ntparams) return differ(q, r, ".type_params", NULL, NULL);
+  for (uint32_t i = 0; i < a->ntparams; i++) /* (before the types that mention them) */
+    if (!pair_with(q, &q->ta, &q->tb, a->tparams[i], b->tparams[i], 1)) return 0;
   if (!vdev_eq(a->vdev, b->vdev))
     return differ(q, r, ".virtual_device", vdev_or_none(a->vdev), vdev_or_none(b->vdev));
   if (!type_eq(q, a->ret, b->ret))

@@ -123,12 +123,18 @@ dp_call *dp_call_new(dp_expr *fn, uint32_t nargs, dp_expr *const *args, dp_attrs
   return c;
 }
 
-dp_func *dp_func_new(uint32_t nparams, dp_var *const *params, dp_expr *body, dp_type *ret,
-                     dp_attrs *attrs, dp_vdev *vdev, dp_span span) {
+dp_func *dp_func_new_generic(uint32_t ntparams, dp_type *const *tparams, uint32_t nparams,
+                             dp_var *const *params, dp_expr *body, dp_type *ret,
+                             dp_attrs *attrs, dp_vdev *vdev, dp_span span) {
   if (!body || !all_set((dp_expr *const *)params, nparams)) return NULL;
   for (uint32_t i = 0; i < nparams; i++)
     if (params[i]->e.h.kind != DP_VAR) return NULL;
-  dp_func *f = new_node(sizeof *f + nparams * sizeof(dp_var *), DP_FUNC, span);
+  for (uint32_t i = 0; i < ntparams; i++) {
+    if (!tparams[i] || tparams[i]->h.kind != DP_TY_VAR) return NULL;
+    for (uint32_t k = 0; k < i; k++)
+      if (tparams[k] == tparams[i]) return NULL;
+  }
+  dp_func *f = new_node(sizeof *f + nparams * sizeof(dp_var *) + ntparams * sizeof(dp_type *), DP_FUNC, span);
   if (!f) return NULL;
   f->body = dp_retain(body);
   f->ret = dp_retain(ret);
@@ -137,7 +143,15 @@ dp_func *dp_func_new(uint32_t nparams, dp_var *const *params, dp_expr *body, dp_
   f->nparams = nparams;
   if (nparams) memcpy(f->params, params, nparams * sizeof *params);
   retain_all((dp_expr **)f->params, nparams);
+  f->ntparams = ntparams;
+  f->tparams = ntparams ? (dp_type **)(f->params + nparams) : NULL;
+  for (uint32_t i = 0; i < ntparams; i++) f->tparams[i] = dp_retain(tparams[i]);
   return f;
+}
+
+dp_func *dp_func_new(uint32_t nparams, dp_var *const *params, dp_expr *body, dp_type *ret,
+                     dp_attrs *attrs, dp_vdev *vdev, dp_span span) {
+  return dp_func_new_generic(0, NULL, nparams, params, body, ret, attrs, vdev, span);
 }
 
 dp_let *dp_let_new(dp_var *var, dp_expr *value, dp_expr *body, dp_span span) {
@@ -319,11 +333,14 @@ static void free_extras(dp_expr *e, dp_worklist *wl) {
     dp_release_deferred(wl, ((dp_var *)e)->vdev);
     break;
   case DP_CALL: dp_release_deferred(wl, ((dp_call *)e)->attrs); break;
-  case DP_FUNC:
-    dp_release_deferred(wl, ((dp_func *)e)->ret);
-    dp_release_deferred(wl, ((dp_func *)e)->attrs);
-    dp_release_deferred(wl, ((dp_func *)e)->vdev);
+  case DP_FUNC: {
+    dp_func *f = (dp_func *)e;
+    dp_release_deferred(wl, f->ret);
+    dp_release_deferred(wl, f->attrs);
+    dp_release_deferred(wl, f->vdev);
+    for (uint32_t i = 0; i < f->ntparams; i++) dp_release_deferred(wl, f->tparams[i]);
     break;
+  }
   case DP_MATCH: {
     dp_match *m = (dp_match *)e;
     for (uint32_t i = 0; i < m->n; i++) dp_release_deferred(wl, m->clauses[i].pat);

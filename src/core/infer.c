@@ -35,6 +35,7 @@
 #include "devplan/op.h"
 #include "devplan/print.h"
 #include "internal.h"
+#include "print_internal.h"
 #include "tsolve.h"
 
 typedef struct pending {
@@ -128,7 +129,7 @@ static void describe(const dp_expr *e, char *buf, size_t n) {
   else snprintf(buf, n, "call");
   int small = 1;
   for (uint32_t i = 0; i < c->nargs; i++) small = small && is_leaf(c->args[i]);
-  char *text = small ? dp_print_expr(e, 0, NULL) : NULL;
+  char *text = small ? dp_print_expr(e, DP__PRINT_NO_DECLS, NULL) : NULL;
   if (text && strlen(text) <= 80 && !strchr(text, '\n')) {
     size_t len = strlen(buf);
     snprintf(buf + len, n - len, " `%s`", text);
@@ -326,7 +327,8 @@ static dp_type *signature(infer *I, dp_func *fn) {
       return NULL;
     }
   dp_type *ret = fn->ret ? fn->ret : dp__ts_fresh(&I->ts);
-  dp_type *sig = ret ? dp_type_func(I->ctx, 0, NULL, fn->nparams, ps, ret) : NULL;
+  /* (a polymorphic function's type parameters: each call instantiates them) */
+  dp_type *sig = ret ? dp_type_func(I->ctx, fn->ntparams, fn->tparams, fn->nparams, ps, ret) : NULL;
   if (ps != local) free(ps);
   if (sig && dp_ptrmap_put(&I->sigs, fn, sig) < 0) {
     dp_release(sig);
@@ -672,7 +674,8 @@ static int type_func(infer *I, dp_func *fn) {
   dp_type *body = r == 0 ? ty(I, fn->body) : NULL;
   if (!body) r = -1;
   if (r == 0 && fn->ret && unify(I, &fn->e, body, fn->ret) < 0) r = -1;
-  if (r == 0) r = set_type(I, &fn->e, dp_type_func(I->ctx, 0, NULL, fn->nparams, ps, fn->ret ? fn->ret : body));
+  if (r == 0)
+    r = set_type(I, &fn->e, dp_type_func(I->ctx, fn->ntparams, fn->tparams, fn->nparams, ps, fn->ret ? fn->ret : body));
   if (ps != local) free(ps);
   return r;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "devplan/suggest.h"
 #include "ops_internal.h"
 
 static int op_name_eq(const void *obj, const void *key) {
@@ -230,8 +231,12 @@ static int place_items(const dp_op *op, uint32_t n, dp_attr *items, int *slot, d
   for (uint32_t i = 0; i < n; i++) {
     int k = field_index(op, items[i].key);
     if (k < 0) {
-      dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
-                                 "unknown attribute '%s' for operator %s", items[i].key, op->name));
+      dp_suggest s;
+      char hint[DP_SUGGEST_HINT];
+      dp_suggest_init(&s, items[i].key);
+      for (uint32_t f = 0; f < op->nfields; f++) dp_suggest_add(&s, op->fields[f].name);
+      dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "unknown attribute '%s' for operator %s%s",
+                                 items[i].key, op->name, dp_suggest_hint(&s, hint, sizeof hint)));
       return -1;
     }
     if (slot[k] >= 0) {

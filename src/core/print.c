@@ -48,11 +48,14 @@ enum {
   F_BOUND = 32,   /* printed as a graph binding: aux is its number */
   USE1 = 64,      /* uses, counted up to 2 in two bits */
   USES = 3 * USE1,
-  KIND = 8        /* the node's kind is in the bits from here: the passes
+  KIND = 8,       /* the node's kind is in the 8 bits from here: the passes
                      that need no more than it spare a cache miss on the IR */
+  F_ELSEIF = 1 << 16 /* an if that is the else branch of an if, used there
+                        only: printed `} else if (...) {` by the if that
+                        heads the chain (its scopes are that if's home's) */
 };
 
-#define KIND_OF(n) ((n)->flags >> KIND)
+#define KIND_OF(n) (((n)->flags >> KIND) & 0xff)
 
 typedef struct pnode {
   const dp_expr *e;
@@ -89,6 +92,7 @@ typedef struct printer {
   const char *def_name;
   const dp_print_opts *opts; /* for on_name; never NULL */
   dp__devnames *devnames;    /* DP_PRINT_SHORT_DEVICES */
+  dp__metaw *meta;           /* DP_PRINT_META */
   int failed;
   dp_pmap map; /* node -> index, of nodes held more than once; variable
                  -> 1 + offset of its name in the names array */
@@ -110,6 +114,9 @@ typedef struct printer {
   nslot *names; /* the names in use (open addressing) */
   uint32_t nnames, capnames;
   int names_exact; /* generated names (`x1`) are in `names` too: see alloc_name */
+  const dp_var **frees; /* free variables met at a use in a def (declared at the end) */
+  uint32_t nfrees, capfrees;
+  size_t body_start;    /* where a def's body starts in the output */
   uint32_t next_temp;
   uint32_t nbinders; /* let variables and parameters: most names */
   struct { const dp_type *t; char *s; } tcache[64];
@@ -284,10 +291,27 @@ static const char *type_text(printer *p, const dp_type *t) {
   return s;
 }
 
+/* The comment after a node: its checked type (DP_PRINT_TYPES) and its
+   source position (DP_PRINT_SPANS), `/ * ty=T span=src:3:9 * /` as TVM. */
 static void put_type_comment(printer *p, dp_tb *b, const dp_expr *e) {
-  if (!(p->flags & DP_PRINT_TYPES) || !e->type) return;
-  put(b, " /* ty=", 7);
-  puts_(b, type_text(p, e->type));
+  int ty = (p->flags & DP_PRINT_TYPES) && e->type;
+  int sp = (p->flags & DP_PRINT_SPANS) && (e->span.source || e->span.line);
+  if (!ty && !sp) return;
+  put(b, " /* ", 4);
+  if (ty) {
+    put(b, "ty=", 3);
+    puts_(b, type_text(p, e->type));
+  }
+  if (sp) {
+    char d[24];
+    put(b, ty ? " span=" : "span=", ty ? 6 : 5);
+    puts_(b, p->opts->ctx ? dp_ctx_source_name(p->opts->ctx, e->span.source) : "<unknown>");
+    d[0] = ':';
+    size_t k = 1 + fmt_u32(d + 1, e->span.line);
+    d[k++] = ':';
+    k += fmt_u32(d + k, e->span.col);
+    put(b, d, k);
+  }
   put(b, " */", 3);
 }
 
@@ -325,6 +349,8 @@ static int names_room(printer *p) {
 static uint32_t name_hash(const char *s, size_t n) { return dp_hash_bytes(0, s, n); }
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
+static int is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static int is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
 /* Put every name given so far into the set (see alloc_name). */
 static int make_exact(printer *p) {
@@ -346,9 +372,11 @@ static int make_exact(printer *p) {
 }
 
 /* A fresh printed name from hint: `a`, then `a1`, `a2`, ... (as TVM); the
-   name is identifier characters only, never starting with a digit (those
-   would read as graph bindings `%0`). Returns 1 + its offset in the names
-   array, 0 on out of memory.
+   name keeps what the lexer reads as one name (identifier characters, and
+   a `.` or `/` before a letter: `conv1.weight`, `base/x`), the rest becomes
+   `_`, and it never starts with a digit (that would read as a graph
+   binding `%0`). Returns 1 + its offset in the names array, 0 on out of
+   memory.
    While no base name ends in a digit, a generated name `a<k>` cannot equal
    a base name, nor one generated from another base (the digits split the
    same way), nor one from the same base (k only grows): so generated names
@@ -369,7 +397,7 @@ static uint32_t alloc_name(printer *p, const char *hint) {
   if (n == 0 || is_digit(hint[0])) *w++ = n ? 'v' : 'x';
   for (size_t i = 0; i < n; i++) {
     char c = hint[i];
-    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || is_digit(c) || c == '_';
+    int ok = is_name_char(c) || (i && w > s && (c == '.' || c == '/') && i + 1 < n && is_name_start(hint[i + 1]));
     *w++ = ok ? c : '_';
   }
   *w = 0;
@@ -423,15 +451,24 @@ static void report_name(printer *p, const dp_expr *e, uint32_t off) {
   if (s != d) free(s);
 }
 
-/* Name of variable v, given at its binding (or first use if free). The
-   pointer is good until the next name is given. A variable is mostly used
-   soon after its binding: a small cache spares most map lookups. */
-static const char *var_name(printer *p, const dp_var *v) {
+/* Name of variable v, given at its binding (or first use if free: binders
+   are named before anything under them is printed, so a variable first met
+   at a use is free, and a def declares it). The pointer is good until the
+   next name is given. A variable is mostly used soon after its binding: a
+   small cache spares most map lookups. */
+static const char *name_of(printer *p, const dp_var *v, int use) {
   uint32_t h = (uint32_t)((uintptr_t)v >> 4) & 255;
   if (p->vcache[h].v == v) return p->nm + p->vcache[h].off - 1;
   int fresh;
   uint64_t *off = dp_pmap_upsert(&p->map, v, 0, &fresh);
-  if (off && !*off && (*off = alloc_name(p, v->name)) && p->opts->on_name) report_name(p, &v->e, *off);
+  if (off && !*off && (*off = alloc_name(p, v->name))) {
+    if (p->opts->on_name) report_name(p, &v->e, *off);
+    if (use && p->def_name) {
+      const dp_var **f = grow_array(p->frees, &p->capfrees, p->nfrees + 1, sizeof *f);
+      if (f) (p->frees = f)[p->nfrees++] = v;
+      else p->failed = 1;
+    }
+  }
   if (!off || !*off) {
     p->failed = 1;
     return "x";
@@ -440,6 +477,9 @@ static const char *var_name(printer *p, const dp_var *v) {
   p->vcache[h].off = (uint32_t)*off;
   return p->nm + *off - 1;
 }
+
+static const char *var_name(printer *p, const dp_var *v) { return name_of(p, v, 1); }
+static const char *binder_name(printer *p, const dp_var *v) { return name_of(p, v, 0); }
 
 /* ---------------- pass 1: discover ---------------- */
 
@@ -524,7 +564,16 @@ static void place_children(printer *p, uint32_t i) {
     p->nodes[i].inner = s;
     use_in(p, kid(p, i, 0), h, 0);
     use_in(p, kid(p, i, 1), s, F_TRY | F_TAIL);
-    use_in(p, kid(p, i, 2), s + 1, F_TRY | F_TAIL);
+    /* an else branch that is an if used only here continues the chain at
+       this if's level, so that a long `else if` chain prints flat (and in
+       linear time); what it binds is bound before the chain's head */
+    uint32_t e = kid(p, i, 2);
+    if (e < ATOM_VAR && KIND_OF(&p->nodes[e]) == DP_IF && (p->nodes[e].flags & USES) == USE1) {
+      p->nodes[e].flags |= F_ELSEIF;
+      use_in(p, e, h, F_TRY | F_TAIL);
+    } else {
+      use_in(p, e, s + 1, F_TRY | F_TAIL);
+    }
     return;
   }
   case DP_MATCH: /* the data, then a clause's right side each */
@@ -557,6 +606,26 @@ static void place_all(printer *p, uint32_t root) {
 
 /* ---------------- pass 3: print ---------------- */
 
+/* `meta[KIND][i]` for a virtual device or a constant (DP_PRINT_META). */
+static void put_meta(printer *p, dp_tb *b, const void *obj, int is_const) {
+  int64_t i = p->meta ? dp__metaw_add(p->meta, obj, is_const) : -1;
+  if (i < 0) {
+    p->failed = 1;
+    return;
+  }
+  char d[16];
+  puts_(b, is_const ? "meta[relay.Constant][" : "meta[VirtualDevice][");
+  put(b, d, fmt_u32(d, (uint32_t)i));
+  putc_(b, ']');
+}
+
+/* A constant: a meta reference (DP_PRINT_META: all but scalars, as TVM),
+   or inline. */
+static void put_const(printer *p, dp_tb *b, const dp_const *c) {
+  if ((p->flags & DP_PRINT_META) && c->ndim) put_meta(p, b, c, 1);
+  else dp__put_const(b, c);
+}
+
 /* Append atomic expression c: a variable's name, a global, ... */
 static void put_atom(printer *p, dp_tb *b, const dp_expr *c) {
   switch (c->h.kind) {
@@ -571,7 +640,7 @@ static void put_atom(printer *p, dp_tb *b, const dp_expr *c) {
   case DP_OP: puts_(b, ((const dp_op *)c)->name); return;
   case DP_CTOR: puts_(b, ((const dp_ctor *)c)->name); return;
   case DP_CONST:
-    dp__put_const(b, (const dp_const *)c);
+    put_const(p, b, (const dp_const *)c);
     put_type_comment(p, b, c);
     return;
   default: p->failed = 1;
@@ -618,10 +687,11 @@ static void put_devname(printer *p, dp_tb *b, const dp_vdev *vd) {
 
 static void put_vdev(printer *p, dp_tb *b, const dp_vdev *vd, const char *pre, const char *post) {
   if (!vd || dp_vdev_is_fully_unconstrained(vd)) return;
-  if (p->flags & DP_PRINT_SHORT_DEVICES) {
+  if (p->flags & (DP_PRINT_SHORT_DEVICES | DP_PRINT_META)) {
     puts_(b, pre);
     puts_(b, "virtual_device=");
-    put_devname(p, b, vd);
+    if (p->flags & DP_PRINT_SHORT_DEVICES) put_devname(p, b, vd);
+    else put_meta(p, b, vd, 0);
     puts_(b, post);
     return;
   }
@@ -653,8 +723,12 @@ static void put_aval(printer *p, dp_tb *b, const dp_aval *v) {
     put_devname(p, b, v->u.vdev);
     return;
   }
+  if (v->kind == DP_AV_VDEV && v->u.vdev && (p->flags & DP_PRINT_META)) {
+    put_meta(p, b, v->u.vdev, 0);
+    return;
+  }
   if (v->kind == DP_AV_EXPR && v->u.expr && v->u.expr->h.kind == DP_CONST) {
-    dp__put_const(b, (const dp_const *)v->u.expr);
+    put_const(p, b, (const dp_const *)v->u.expr);
     return;
   }
   /* a float written without a suffix is a float32 attribute: TVM prints
@@ -702,10 +776,15 @@ static void put_func_head(printer *p, dp_tb *b, uint32_t i) {
   if ((n->flags & F_ROOT) && p->def_name) {
     put(b, "def @", 5);
     puts_(b, p->def_name);
-    putc_(b, '(');
   } else {
-    put(b, "fn (", 4);
+    put(b, "fn ", 3);
   }
+  for (uint32_t k = 0; k < f->ntparams; k++) { /* `[A, B]`, as TVM */
+    put(b, k ? ", " : "[", k ? 2 : 1);
+    puts_(b, type_text(p, f->tparams[k]));
+  }
+  if (f->ntparams) putc_(b, ']');
+  putc_(b, '(');
   for (uint32_t k = 0; k < f->nparams; k++) {
     if (k) puts_(b, sep);
     if (k && lines) indent(b, ind);
@@ -739,17 +818,28 @@ static void put_func(printer *p, dp_tb *b, uint32_t i) {
   putc_(b, '}');
 }
 
+/* An if and the `else if` links of its chain (F_ELSEIF: their texts lie
+   in order among the head's). */
 static void put_if(printer *p, dp_tb *b, uint32_t i) {
-  uint32_t home = p->nodes[i].home, s = p->nodes[i].inner;
+  uint32_t ind = p->scopes[p->nodes[i].home].indent;
   put(b, "if (", 4);
-  put_kid(p, b, i, 0);
-  put(b, ") {\n", 4);
-  put_scope(p, b, s, i, 1);
-  indent(b, p->scopes[home].indent);
-  put(b, "} else {\n", 9);
-  put_scope(p, b, s + 1, i, 2);
-  indent(b, p->scopes[home].indent);
-  putc_(b, '}');
+  for (;;) {
+    uint32_t s = p->nodes[i].inner, e = kid(p, i, 2);
+    put_kid(p, b, i, 0);
+    put(b, ") {\n", 4);
+    put_scope(p, b, s, i, 1);
+    indent(b, ind);
+    if (e < ATOM_VAR && (p->nodes[e].flags & F_ELSEIF)) {
+      put(b, "} else if (", 11);
+      i = e;
+      continue;
+    }
+    put(b, "} else {\n", 9);
+    put_scope(p, b, s + 1, i, 2);
+    indent(b, ind);
+    putc_(b, '}');
+    return;
+  }
 }
 
 /* Patterns, with an explicit stack (they may nest deeply). With `bind`,
@@ -764,7 +854,7 @@ static void walk_pattern(printer *p, dp_tb *b, const dp_pattern *pat, int bind) 
     const dp_pattern *q = f->p;
     if (q->h.kind == DP_PAT_WILD || q->h.kind == DP_PAT_VAR) {
       if (q->h.kind == DP_PAT_VAR && bind) {
-        var_name(p, q->var);
+        binder_name(p, q->var);
       } else if (q->h.kind == DP_PAT_VAR) {
         put_var_decl(p, b, q->var, 0);
       } else if (!bind) {
@@ -841,6 +931,8 @@ static void put_let(printer *p, dp_tb *b, uint32_t i) {
 static void put_call(printer *p, dp_tb *b, uint32_t i) {
   const dp_call *c = (const dp_call *)p->nodes[i].e;
   put_kid(p, b, i, 0);
+  if (c->fn->h.kind == DP_CTOR && !c->nargs && !((const dp_ctor *)c->fn)->ninputs)
+    return; /* `Nil`, as TVM prints (and reads) a constructor of no fields */
   putc_(b, '(');
   for (uint32_t k = 0; k < c->nargs; k++) {
     if (k) put(b, ", ", 2);
@@ -905,6 +997,7 @@ static void put_node(printer *p, dp_tb *b, uint32_t i) {
 static void finish(printer *p, uint32_t i, size_t mark) {
   dp_tb *stk = p->stk;
   p->nodes[i].flags |= F_DONE;
+  if (p->nodes[i].flags & F_ELSEIF) return; /* its texts stay for the chain's head */
   if (is_inline(&p->nodes[i])) {
     /* the root's text ends the output (after the outermost scope's lines) */
     dp_tb *dst = p->nodes[i].flags & F_ROOT ? p->out : stk;
@@ -946,11 +1039,12 @@ static void before_child(printer *p, uint32_t i, uint32_t k, size_t mark) {
   const dp_expr *e = p->nodes[i].e;
   uint32_t kind = KIND_OF(&p->nodes[i]);
   if (kind == DP_FUNC && k < ((const dp_func *)e)->nparams) {
-    var_name(p, ((const dp_func *)e)->params[k]);
+    binder_name(p, ((const dp_func *)e)->params[k]);
   } else if (kind == DP_FUNC && p->scopes[p->nodes[i].inner].direct) {
     put_func_head(p, p->out, i); /* its body's lines follow it there */
+    p->body_start = p->out->n;
   } else if (kind == DP_LET && k == 0) {
-    var_name(p, ((const dp_let *)e)->var);
+    binder_name(p, ((const dp_let *)e)->var);
   } else if (kind == DP_LET && k == 2) {
     /* the value's inline text, if any, is on the stack from mark */
     dp_tb *b = lines_of(p, p->nodes[i].inner);
@@ -984,6 +1078,9 @@ static int print_nodes(printer *p, uint32_t root) {
       continue;
     }
     uint32_t k = f->k++;
+    /* a call's arguments are bound before its callee, as TVM prints them
+       (no child of a call is inline, so no text depends on the order) */
+    if (KIND_OF(&p->nodes[i]) == DP_CALL) k = k + 1 < p->nodes[i].nc ? k + 1 : 0;
     before_child(p, i, k, mark);
     uint32_t ci = kid(p, i, k);
     if (ci >= ATOM_VAR || (p->nodes[ci].flags & F_DONE)) continue;
@@ -1010,12 +1107,22 @@ static void printer_free(printer *p) {
   free(p->scopes);
   free(p->names);
   free(p->nm);
+  free(p->frees);
   dp_tb_free(&p->side);
   dp_pmap_free(&p->map);
 }
 
+/* `free_var %x: T;` (as TVM declares a free variable), indented. */
+static void put_free_var(printer *p, dp_tb *b, const dp_var *v, uint32_t ind) {
+  indent(b, ind);
+  put(b, "free_var ", 9);
+  put_var_decl(p, b, v, 0);
+  put(b, ";\n", 2);
+}
+
 /* Free variables of a bare expression take their names first, so that a
-   bound variable with the same hint is the one renamed. */
+   bound variable with the same hint is the one renamed, and are declared
+   first. */
 static void name_free_vars(printer *p, const dp_expr *root) {
   uint32_t n = 0;
   dp_var **fv = dp_free_vars((dp_expr *)root, &n);
@@ -1024,7 +1131,24 @@ static void name_free_vars(printer *p, const dp_expr *root) {
     return;
   }
   for (uint32_t i = 0; i < n; i++) var_name(p, fv[i]);
+  for (uint32_t i = 0; i < n && !(p->flags & DP__PRINT_NO_DECLS); i++) put_free_var(p, p->out, fv[i], 0);
   free(fv);
+}
+
+/* The free variables a def's body used, declared where the body starts
+   (known only once printed: rare, so the text moves once). */
+static void declare_frees(printer *p, dp_tb *out) {
+  dp_tb d;
+  dp_tb_init(&d);
+  for (uint32_t i = 0; i < p->nfrees; i++) put_free_var(p, &d, p->frees[i], 1);
+  if (d.failed || dp_tb_reserve(out, d.n) < 0) {
+    p->failed = 1;
+  } else {
+    memmove(out->s + p->body_start + d.n, out->s + p->body_start, out->n - p->body_start + 1);
+    memcpy(out->s + p->body_start, d.s, d.n);
+    out->n += d.n;
+  }
+  dp_tb_free(&d);
 }
 
 /* The lines of the outermost scope, and of the body of a root function
@@ -1047,6 +1171,7 @@ static int run(printer *p, dp_tb *out, const dp_expr *root) {
     if (!p->def_name) name_free_vars(p, root);
     place_all(p, 0);
     if (p->failed || print_nodes(p, 0) < 0) goto done;
+    if (p->nfrees && !(p->flags & DP__PRINT_NO_DECLS)) declare_frees(p, out);
   }
   rc = p->failed || out->failed ? -1 : 0;
 done:
@@ -1057,13 +1182,14 @@ done:
 }
 
 int dp__print_root(dp_tb *out, const dp_expr *root, const char *def_name,
-                   const dp_print_opts *o, dp__devnames *dn) {
-  static const dp_print_opts none = {0, NULL, NULL};
+                   const dp_print_opts *o, dp__devnames *dn, dp__metaw *mw) {
+  static const dp_print_opts none = {0, NULL, NULL, NULL};
   printer p;
   memset(&p, 0, sizeof p);
   p.opts = o ? o : &none;
   p.flags = p.opts->flags;
   p.devnames = dn;
+  p.meta = mw;
   p.def_name = def_name;
   dp_pmap_init(&p.map);
   int rc = run(&p, out, root);

@@ -34,6 +34,10 @@ int dp_pmap_put(dp_pmap *m, const void *key, uint64_t val);
    tells which); NULL on out of memory. One probe sequence for both. */
 uint64_t *dp_pmap_upsert(dp_pmap *m, const void *key, uint64_t val, int *fresh);
 
+/* A print flag of the core's own messages (above the public DP_PRINT_*):
+   no `free_var` declarations, for an expression quoted in a message. */
+#define DP__PRINT_NO_DECLS (1 << 16)
+
 struct dp_tb;
 /* Append constant c as a literal: a scalar literal (`1f`, `3i64`, `True`)
    when the text format has one, else the devplan extension
@@ -62,13 +66,32 @@ const char *dp__devname(dp__devnames *d, const dp_vdev *vd);
 int dp__devlegend(struct dp_tb *b, const dp__devnames *d);
 void dp__devnames_free(dp__devnames *d);
 
+/* The objects a text refers to as meta[KIND][i] (DP_PRINT_META), in order
+   of first use per kind, and the metadata section that holds them
+   (meta_write.c). Zero-initialised by dp__metaw_init. */
+typedef struct dp__metaw {
+  dp_pmap index;              /* object -> its index in its kind */
+  const dp_vdev **vdevs;      /* meta[VirtualDevice] */
+  uint32_t nvdevs, capvdevs;
+  const dp_const **consts;    /* meta[relay.Constant] */
+  uint32_t nconsts, capconsts;
+} dp__metaw;
+
+void dp__metaw_init(dp__metaw *w);
+void dp__metaw_free(dp__metaw *w);
+/* The index of a virtual device or (is_const) a constant, given on first
+   use; -1 on out of memory. */
+int64_t dp__metaw_add(dp__metaw *w, const void *obj, int is_const);
+/* The section's JSON (TVM's save_json layout); 0, or -1 on out of memory. */
+int dp__metaw_write(struct dp_tb *b, const dp__metaw *w);
+
 /* Print root into b: an expression, or when def_name is not NULL a global
    definition `def @name(...) {...}` of the function root. Names and graph
    binding numbers start afresh; device names (DP_PRINT_SHORT_DEVICES) are
-   given in dn, shared by the functions of a module. 0, or -1 on out of
-   memory. */
+   given in dn, and meta references (DP_PRINT_META) in mw, shared by the
+   functions of a module. 0, or -1 on out of memory. */
 int dp__print_root(struct dp_tb *b, const dp_expr *root, const char *def_name,
-                   const dp_print_opts *o, dp__devnames *dn);
+                   const dp_print_opts *o, dp__devnames *dn, dp__metaw *mw);
 
 /* dp_print_expr cut to at most `maxlines` lines ("..." marks the cut). */
 char *dp__print_short(const dp_expr *e, int maxlines);

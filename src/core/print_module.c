@@ -22,10 +22,13 @@ static void put_type(dp_tb *b, const dp_type *t) {
 
 static void put_buffer(dp_tb *b, const dp_buffer *buf) {
   put_type(b, buf->type);
-  if (buf->scope && buf->scope[0]) dp_tb_printf(b, " scope=\"%s\"", buf->scope);
+  if (buf->scope && buf->scope[0]) {
+    dp_tb_puts(b, " scope=");
+    dp_tb_put_quoted(b, buf->scope);
+  }
 }
 
-/* primfn @gem(T scope="a", T) -> T scope="a"; */
+/* primfn @gem(T scope="a", T) -> T scope="a"; (without the newline) */
 static void put_primfn(dp_tb *b, const dp_primfn *pf) {
   dp_tb_printf(b, "primfn @%s(", pf->name);
   for (uint32_t i = 0; i < pf->nargs; i++) {
@@ -34,7 +37,14 @@ static void put_primfn(dp_tb *b, const dp_primfn *pf) {
   }
   dp_tb_puts(b, ") -> ");
   put_buffer(b, &pf->result);
-  dp_tb_puts(b, ";\n");
+  dp_tb_putc(b, ';');
+}
+
+char *dp_print_primfn(const dp_primfn *pf) {
+  dp_tb b;
+  dp_tb_init(&b);
+  put_primfn(&b, pf);
+  return dp_tb_take(&b);
 }
 
 /* type List[A] {
@@ -60,79 +70,94 @@ static void put_typedef(dp_tb *b, const dp_typedef *td) {
   dp_tb_puts(b, "}\n");
 }
 
-/* The functions after the header: each a `def`; device names shared. */
-static int put_functions(dp_tb *b, const dp_module *m, const dp_print_opts *o, dp__devnames *dn) {
+/* What the functions of one text share: device names (short devices),
+   meta entries (meta). */
+typedef struct session {
+  dp__devnames dn;
+  dp__metaw mw;
+} session;
+
+/* The functions after the header: each a `def`. */
+static int put_functions(dp_tb *b, const dp_module *m, const dp_print_opts *o, session *s) {
   for (uint32_t i = 0; i < m->nfuncs && !b->failed; i++) {
-    if (dp__print_root(b, &m->funcs[i].fn->e, m->funcs[i].global->name, o, dn) < 0) return -1;
+    if (dp__print_root(b, &m->funcs[i].fn->e, m->funcs[i].global->name, o, &s->dn, &s->mw) < 0) return -1;
     dp_tb_putc(b, '\n');
   }
   return b->failed ? -1 : 0;
 }
 
-/* With short device names the legend goes first, but the names are known
-   only once everything is printed: the text is written after it then. */
-static char *finish_text(dp_tb *head, dp_tb *body, const dp__devnames *dn, size_t *len) {
-  if (dn->n && dp__devlegend(head, dn) < 0) head->failed = 1;
-  dp_tb_putn(head, body->s ? body->s : "", body->n);
-  dp_tb_free(body);
-  if (len) *len = head->n;
-  return dp_tb_take(head);
+/* The text out (a head, then body when the head has a legend: the device
+   names are known only once everything is printed), and the metadata
+   section after it (as TVM: a newline, #[metadata], the JSON). Frees body. */
+static char *finish_text(dp_tb *out, dp_tb *body, session *s, const dp_print_opts *o, size_t *len) {
+  if (body) {
+    if (s->dn.n && dp__devlegend(out, &s->dn) < 0) out->failed = 1;
+    dp_tb_putn(out, body->s ? body->s : "", body->n);
+    dp_tb_free(body);
+  }
+  if (o && (o->flags & DP_PRINT_META) && (s->mw.nvdevs || s->mw.nconsts)) {
+    dp_tb_puts(out, "\n#[metadata]\n");
+    if (dp__metaw_write(out, &s->mw) < 0) out->failed = 1;
+  }
+  dp__devnames_free(&s->dn);
+  dp__metaw_free(&s->mw);
+  if (len) *len = out->n;
+  return dp_tb_take(out);
 }
 
 char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *len) {
+  dp_print_opts own;
+  if (o && !o->ctx) { /* spans resolve through the module's context */
+    own = *o;
+    own.ctx = m->ctx;
+    o = &own;
+  }
   dp_tb b, body;
-  dp__devnames dn = {0};
+  session s;
+  memset(&s, 0, sizeof s);
   int shortdev = o && (o->flags & DP_PRINT_SHORT_DEVICES);
+  dp__metaw_init(&s.mw);
   dp_tb_init(&b);
   dp_tb_init(&body);
   dp_tb_puts(&b, "#[version = \"0.0.5\"]\n");
-  for (uint32_t i = 0; i < m->nprims; i++) put_primfn(&b, m->prims[i]);
-  for (uint32_t i = 0; i < m->ntypedefs; i++) put_typedef(&b, m->typedefs[i]);
-  char *text = NULL;
-  if (put_functions(shortdev ? &body : &b, m, o, &dn) == 0) {
-    if (shortdev) {
-      text = finish_text(&b, &body, &dn, len);
-    } else {
-      if (len) *len = b.n;
-      text = dp_tb_take(&b);
-    }
+  for (uint32_t i = 0; i < m->nprims; i++) {
+    put_primfn(&b, m->prims[i]);
+    dp_tb_putc(&b, '\n');
   }
+  for (uint32_t i = 0; i < m->ntypedefs; i++) put_typedef(&b, m->typedefs[i]);
+  if (put_functions(shortdev ? &body : &b, m, o, &s) == 0) return finish_text(&b, shortdev ? &body : NULL, &s, o, len);
   dp_tb_free(&b);
   dp_tb_free(&body);
-  dp__devnames_free(&dn);
-  return text;
+  dp__devnames_free(&s.dn);
+  dp__metaw_free(&s.mw);
+  return NULL;
 }
 
 char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len) {
   dp_tb b, body;
-  dp__devnames dn = {0};
-  dp_tb_init(&b);
+  session s;
+  memset(&s, 0, sizeof s);
+  int shortdev = o && (o->flags & DP_PRINT_SHORT_DEVICES);
+  dp__metaw_init(&s.mw);
+  dp_tb_init(&b); /* (the common case writes straight to the result) */
   dp_tb_init(&body);
-  char *text = NULL;
-  if (dp__print_root(&body, e, NULL, o, &dn) == 0) text = finish_text(&b, &body, &dn, len);
+  if (dp__print_root(shortdev ? &body : &b, e, NULL, o, &s.dn, &s.mw) == 0)
+    return finish_text(&b, shortdev ? &body : NULL, &s, o, len);
   dp_tb_free(&b);
   dp_tb_free(&body);
-  dp__devnames_free(&dn);
-  return text;
+  dp__devnames_free(&s.dn);
+  dp__metaw_free(&s.mw);
+  return NULL;
 }
 
 char *dp_print_module(const dp_module *m, int flags, size_t *len) {
-  dp_print_opts o = {flags, NULL, NULL};
+  dp_print_opts o = {flags, NULL, NULL, NULL};
   return dp_print_module_with(m, &o, len);
 }
 
 char *dp_print_expr(const dp_expr *e, int flags, size_t *len) {
-  dp_tb b;
-  dp_print_opts o = {flags, NULL, NULL};
-  dp__devnames dn = {0};
-  if (flags & DP_PRINT_SHORT_DEVICES) return dp_print_expr_with(e, &o, len);
-  dp_tb_init(&b); /* the common case writes straight to the result */
-  if (dp__print_root(&b, e, NULL, &o, &dn) < 0) {
-    dp_tb_free(&b);
-    return NULL;
-  }
-  if (len) *len = b.n;
-  return dp_tb_take(&b);
+  dp_print_opts o = {flags, NULL, NULL, NULL};
+  return dp_print_expr_with(e, &o, len);
 }
 
 char *dp_print_type(const dp_type *t) {
@@ -140,7 +165,7 @@ char *dp_print_type(const dp_type *t) {
 }
 
 char *dp__print_short(const dp_expr *e, int maxlines) {
-  char *s = dp_print_expr(e, 0, NULL);
+  char *s = dp_print_expr(e, DP__PRINT_NO_DECLS, NULL);
   if (!s) return NULL;
   char *p = s;
   for (int i = 0; i < maxlines && p; i++) {

@@ -40,6 +40,20 @@ void dp_tb_puts(dp_tb *b, const char *s) { dp_tb_putn(b, s, strlen(s)); }
 
 void dp_tb_putc(dp_tb *b, char c) { dp_tb_putn(b, &c, 1); }
 
+void dp_tb_put_quoted(dp_tb *b, const char *s) {
+  dp_tb_putc(b, '"');
+  for (; *s; s++) {
+    switch (*s) {
+    case '"': dp_tb_puts(b, "\\\""); break;
+    case '\\': dp_tb_puts(b, "\\\\"); break;
+    case '\n': dp_tb_puts(b, "\\n"); break;
+    case '\t': dp_tb_puts(b, "\\t"); break;
+    default: dp_tb_putc(b, *s);
+    }
+  }
+  dp_tb_putc(b, '"');
+}
+
 void dp_tb_printf(dp_tb *b, const char *fmt, ...) {
   char small[128];
   va_list ap;

@@ -21,6 +21,9 @@ void dp_tb_putn(dp_tb *b, const char *s, size_t n);
 void dp_tb_puts(dp_tb *b, const char *s);
 void dp_tb_putc(dp_tb *b, char c);
 void dp_tb_printf(dp_tb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s as the text format's string: double-quoted, `"` `\` newline and tab
+   escaped (what the lexer reads back to s). */
+void dp_tb_put_quoted(dp_tb *b, const char *s);
 /* The malloc'd string (NUL-terminated), or NULL when an append failed.
    The buffer is reset either way. */
 char *dp_tb_take(dp_tb *b);

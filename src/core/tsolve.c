@@ -1,16 +1,13 @@
 /*
  * The type solver of inference: unknowns are type variables made here and
  * recorded in `vars`; binding one to a type is union-find (find follows the
- * chain). Unification works on an explicit stack of pairs. Resolution
- * rebuilds a type with its unknowns substituted; it recurses over the type's
- * structure (not over the program), with a depth limit that turns
- * absurdly nested types into an error instead of a crash.
+ * chain). Unification works on an explicit stack of pairs, resolution
+ * (a type rebuilt with its unknowns substituted) on an explicit stack of
+ * types: types nest as deep as the text does.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "tsolve.h"
-
-#define MAX_TYPE_DEPTH 2000
 
 void dp__ts_init(dp_tsolver *s, dp_ctx *ctx) {
   memset(s, 0, sizeof *s);
@@ -223,8 +220,6 @@ typedef struct mapper {
   dp_type *const *from, *const *to;
 } mapper;
 
-static dp_type *map_type(mapper *m, dp_type *t, int depth, dp_err **err);
-
 /* Rebuild t from mapped components (kids[0..n) then ret for functions). */
 static dp_type *rebuild(mapper *m, dp_type *t, dp_type **kids, uint32_t n, dp_type *ret) {
   dp_ctx *ctx = m->s->ctx;
@@ -240,67 +235,92 @@ static dp_type *rebuild(mapper *m, dp_type *t, dp_type **kids, uint32_t n, dp_ty
   }
 }
 
-static dp_type *map_composite(mapper *m, dp_type *t, int depth, dp_err **err) {
-  dp_type *const *src;
-  uint32_t n = components(t, &src);
-  dp_type *local[8], **kids = n <= 8 ? local : malloc(n * sizeof *kids);
-  dp_type *ret = NULL, *res = NULL;
-  if (!kids) goto oom;
-  int same = 1;
-  uint32_t done = 0;
-  for (; done < n; done++) {
-    kids[done] = map_type(m, src[done], depth + 1, err);
-    if (!kids[done]) goto out;
-    same = same && kids[done] == src[done];
+/* A leaf's image (a new reference), or NULL when t has components to map
+   first; *t follows a bound unknown to its binding. */
+static dp_type *map_leaf(mapper *m, dp_type **t) {
+  for (;;) {
+    dp_type *x = *t;
+    if (x->h.kind == DP_TY_TENSOR || x->h.kind == DP_TY_STORAGE) return dp_retain(x);
+    if (x->h.kind != DP_TY_VAR) return NULL;
+    for (uint32_t i = 0; i < m->n; i++)
+      if (m->from[i] == x) return dp_retain(m->to[i]);
+    if (!m->complete) return dp_retain(x);
+    dp_type *b = dp__ts_find(m->s, x);
+    if (b == x) {
+      if (dp__ts_is_unknown(m->s, x)) *m->complete = 0;
+      return dp_retain(x);
+    }
+    *t = b;
   }
-  if (t->h.kind == DP_TY_FUNC) {
-    ret = map_type(m, ((dp_func_type *)t)->ret, depth + 1, err);
-    if (!ret) goto out;
-    same = same && ret == ((dp_func_type *)t)->ret;
-  }
-  res = same ? dp_retain(t) : rebuild(m, t, kids, n, ret);
-  if (!res) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-out:
-  for (uint32_t i = 0; i < done; i++) dp_release(kids[i]);
-  dp_release(ret);
-  if (kids != local) free(kids);
-  return res;
-oom:
-  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-  return NULL;
 }
 
-static dp_type *map_type(mapper *m, dp_type *t, int depth, dp_err **err) {
-  if (depth > MAX_TYPE_DEPTH) {
-    dp_err_set(err, dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "type nested too deeply (over %d levels)",
-                               MAX_TYPE_DEPTH));
-    return NULL;
-  }
-  switch (t->h.kind) {
-  case DP_TY_TENSOR:
-  case DP_TY_STORAGE: return dp_retain(t);
-  case DP_TY_VAR: {
-    for (uint32_t i = 0; i < m->n; i++)
-      if (m->from[i] == t) return dp_retain(m->to[i]);
-    if (!m->complete) return dp_retain(t);
-    dp_type *b = dp__ts_find(m->s, t);
-    if (b == t) {
-      if (dp__ts_is_unknown(m->s, t)) *m->complete = 0;
-      return dp_retain(t);
+/* One type being mapped: its components' images gather on the value
+   stack from `base`. */
+typedef struct mframe {
+  dp_type *t;
+  uint32_t next, n, base;
+} mframe;
+
+/* The image of t (a new reference): an explicit stack, so a type nests as
+   deep as the parser reads it (types are DAGs of interned nodes; a shared
+   part is mapped once per occurrence, as it is written). */
+static dp_type *map_type(mapper *m, dp_type *t, dp_err **err) {
+  mframe *fs = NULL;
+  dp_type **vals = NULL;
+  uint32_t nf = 0, capf = 0, nv = 0, capv = 0;
+  dp_type *res = NULL;
+  int ok = dp_grow((void **)&fs, &capf, 1, sizeof *fs) == 0;
+  if (ok) fs[nf++] = (mframe){t, 0, UINT32_MAX, 0};
+  while (ok && nf) {
+    mframe *f = &fs[nf - 1];
+    dp_type *img = NULL;
+    if (f->n == UINT32_MAX) { /* first visit */
+      if (!(img = map_leaf(m, &f->t))) {
+        dp_type *const *kids;
+        f->n = components(f->t, &kids) + (f->t->h.kind == DP_TY_FUNC);
+        f->base = nv;
+      }
     }
-    return map_type(m, b, depth + 1, err);
+    if (!img && f->next < f->n) {
+      dp_type *const *kids;
+      uint32_t nk = components(f->t, &kids), k = f->next++;
+      dp_type *c = k < nk ? kids[k] : ((dp_func_type *)f->t)->ret;
+      if (!(ok = dp_grow((void **)&fs, &capf, nf + 1, sizeof *fs) == 0)) break;
+      fs[nf++] = (mframe){c, 0, UINT32_MAX, 0};
+      continue;
+    }
+    if (!img) { /* its components are mapped: the same type when none changed */
+      dp_type *const *kids;
+      uint32_t nk = components(f->t, &kids), same = 1;
+      dp_type *ret = f->t->h.kind == DP_TY_FUNC ? vals[f->base + nk] : NULL;
+      for (uint32_t i = 0; i < nk; i++) same = same && vals[f->base + i] == kids[i];
+      same = same && (!ret || ret == ((dp_func_type *)f->t)->ret);
+      img = same ? dp_retain(f->t) : rebuild(m, f->t, vals + f->base, nk, ret);
+      while (nv > f->base) dp_release(vals[--nv]);
+      if (!(ok = img != NULL)) break;
+    }
+    nf--;
+    if (!(ok = dp_grow((void **)&vals, &capv, nv + 1, sizeof *vals) == 0)) {
+      dp_release(img);
+      break;
+    }
+    vals[nv++] = img;
   }
-  default: return map_composite(m, t, depth, err);
-  }
+  if (ok && nv == 1) res = vals[--nv];
+  while (nv) dp_release(vals[--nv]);
+  free(vals);
+  free(fs);
+  if (!res) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return res;
 }
 
 dp_type *dp__ts_resolve(dp_tsolver *s, dp_type *t, int *complete, dp_err **err) {
   mapper m = {s, complete, 0, NULL, NULL};
-  return map_type(&m, t, 0, err);
+  return map_type(&m, t, err);
 }
 
 dp_type *dp__ts_instantiate(dp_tsolver *s, dp_type *t, uint32_t n, dp_type *const *from,
                             dp_type *const *to, dp_err **err) {
   mapper m = {s, NULL, n, from, to};
-  return map_type(&m, t, 0, err);
+  return map_type(&m, t, err);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "devplan/suggest.h"
 #include "textbuf.h"
 #include "devplan/type.h"
 
@@ -56,6 +57,15 @@ dp_dtype dp_dtype_parse(const char *s) {
     return DP_DTYPE(code, bits, lanes);
   }
   return 0;
+}
+
+static const char *const dtype_names[] = {
+  "float32", "float16", "float64", "bfloat16", "int8", "int16", "int32", "int64",
+  "uint8", "uint16", "uint32", "uint64", "bool",
+};
+
+const char *dp_dtype_suggest(const char *name) {
+  return dp_suggest_in(name, dtype_names, sizeof dtype_names / sizeof dtype_names[0]);
 }
 
 const char *dp_dtype_str(dp_dtype d, char *buf) {

@@ -48,8 +48,8 @@ dp_expr *dp_expr_with_children(dp_expr *e, dp_expr *const *kids) {
   case DP_FUNC: {
     const dp_func *f = (const dp_func *)e;
     if (!all_vars(kids, f->nparams)) return NULL;
-    return (dp_expr *)dp_func_new(f->nparams, (dp_var *const *)kids, kids[f->nparams], f->ret,
-                                  f->attrs, f->vdev, sp);
+    return (dp_expr *)dp_func_new_generic(f->ntparams, f->tparams, f->nparams, (dp_var *const *)kids,
+                                          kids[f->nparams], f->ret, f->attrs, f->vdev, sp);
   }
   case DP_LET:
     if (kids[0]->h.kind != DP_VAR) return NULL;

@@ -6,6 +6,7 @@
  * only borrowed pointers, then makes the node; the core retains children.
  * Each call costs one userdata and no Lua table beyond the arguments.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "l_ir.h"
 
@@ -48,6 +49,37 @@ static dp_expr *check_callee(lua_State *L, int idx) {
   return e;
 }
 
+/* TVM's OnDevice helper, which dp.call("on_device", ...) stands for: an
+   on_device that constrains neither its body nor its result gets the fully
+   unconstrained device (TVM's parser, and devplan's, keep the device
+   written: a free on_device of a function body still names it). Takes
+   attrs; a new set, or attrs itself when nothing changes. */
+static dp_attrs *on_device_attrs(lua_State *L, const dp_op *op, dp_attrs *attrs) {
+  const dp_aval *body = dp_op_attr(op, attrs, "constrain_body");
+  const dp_aval *result = dp_op_attr(op, attrs, "constrain_result");
+  const dp_aval *vd = dp_attrs_get(attrs, "virtual_device");
+  if (!body || !result || body->u.i || result->u.i || !vd || vd->kind != DP_AV_VDEV ||
+      dp_vdev_is_fully_unconstrained(vd->u.vdev))
+    return attrs;
+  dp_attr small[8], *items = attrs->n <= 8 ? small : malloc(attrs->n * sizeof *items);
+  dp_vdev *free_vd = items ? dp_vdev_unconstrained(dp_lua_ctx(L)) : NULL;
+  dp_err *err = NULL;
+  dp_attrs *r = NULL;
+  if (free_vd) {
+    for (uint32_t i = 0; i < attrs->n; i++) {
+      items[i].key = attrs->items[i].key;
+      items[i].val = strcmp(attrs->items[i].key, "virtual_device") ? dp_av_copy(&attrs->items[i].val)
+                                                                    : dp_av_vdev(free_vd);
+    }
+    r = dp_op_attrs(op, attrs->n, items, &err);
+  }
+  dp_release(free_vd);
+  if (items != small) free(items);
+  dp_release(attrs);
+  if (!r) dp_lua_error(L, err ? err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return r;
+}
+
 /* dp.call(callee, {args}, {attrs}?, {span =}?) */
 static int l_call(lua_State *L) {
   lua_settop(L, 4); /* fixed slots: scratch buffers go above */
@@ -62,19 +94,20 @@ static int l_call(lua_State *L) {
                                op->num_inputs, op->num_inputs == 1 ? "" : "s", n));
   dp_span span = dp_lua_span_opts(L, 4);
   dp_attrs *attrs = dp_lua_make_attrs(L, 3, op); /* last: takes C references */
+  if (op && attrs && !strcmp(op->name, "on_device")) attrs = on_device_attrs(L, op, attrs);
   dp_call *c = dp_call_new(fn, n, (dp_expr *const *)args, attrs, span);
   dp_release(attrs);
   return dp_lua_push_new(L, c, NULL);
 }
 
-/* dp.fn({params}, body, {ret_type =, virtual_device =, attrs =, span =}?) */
+/* dp.fn({params}, body, {ret_type =, virtual_device =, attrs =, type_params =, span =}?) */
 static int l_fn(lua_State *L) {
   lua_settop(L, 3); /* fixed slots: scratch buffers go above */
-  void *small[16];
-  uint32_t n;
+  void *small[16], *tsmall[8];
+  uint32_t n, ntp;
   void **params = dp_lua_check_list(L, 1, DP_OBJ_EXPR, DP_VAR, "params", small, 16, &n);
   dp_expr *body = dp_lua_check_expr(L, 2);
-  static const char *const keys[] = {"ret_type", "virtual_device", "attrs", "span", NULL};
+  static const char *const keys[] = {"ret_type", "virtual_device", "attrs", "type_params", "span", NULL};
   dp_lua_check_opts(L, 3);
   dp_lua_check_opt_keys(L, 3, keys, "devplan.fn");
   dp_lua_opt_field(L, 3, "ret_type");
@@ -83,9 +116,15 @@ static int l_fn(lua_State *L) {
   dp_lua_opt_field(L, 3, "virtual_device");
   dp_vdev *vd = dp_lua_opt_vdev(L, -1, "virtual_device");
   dp_span span = dp_lua_opt_span(L, 3);
+  dp_lua_opt_field(L, 3, "type_params");
+  void **tps = dp_lua_opt_type_params(L, lua_gettop(L), tsmall, 8, &ntp);
+  for (uint32_t i = 0; i < ntp; i++)
+    for (uint32_t k = 0; k < i; k++)
+      if (tps[k] == tps[i]) luaL_argerror(L, 3, "type_params: a type variable given twice");
   dp_lua_opt_field(L, 3, "attrs");
   dp_attrs *attrs = dp_lua_make_attrs(L, -1, NULL);
-  dp_func *f = dp_func_new(n, (dp_var *const *)params, body, ret, attrs, vd, span);
+  dp_func *f = dp_func_new_generic(ntp, (dp_type *const *)tps, n, (dp_var *const *)params, body, ret, attrs, vd,
+                                   span);
   dp_release(attrs);
   return dp_lua_push_new(L, f, NULL);
 }
@@ -236,6 +275,7 @@ static int field_call_fn(lua_State *L, dp_expr *e, const char *k) {
   if (IS(k, "params")) dp_lua_push_list(L, (void *const *)f->params, f->nparams);
   else if (IS(k, "body")) dp_lua_push(L, f->body);
   else if (IS(k, "ret_type")) dp_lua_push(L, f->ret);
+  else if (IS(k, "type_params")) dp_lua_push_list(L, (void *const *)f->tparams, f->ntparams);
   else if (IS(k, "virtual_device")) dp_lua_push(L, f->vdev);
   else if (IS(k, "attrs")) dp_lua_push_attrs(L, f->attrs);
   else return 0;

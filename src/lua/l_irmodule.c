@@ -124,30 +124,6 @@ static char *typedef_str(const dp_typedef *td) {
   return sb_done(&b);
 }
 
-static void buffer_str(sbuf *b, const dp_buffer *buf) {
-  sb_type(b, buf->type);
-  if (buf->scope && buf->scope[0]) {
-    sb_add(b, " scope=\"");
-    sb_add(b, buf->scope);
-    sb_add(b, "\"");
-  }
-}
-
-static char *primfn_str(const dp_primfn *pf) {
-  sbuf b = {0};
-  sb_add(&b, "primfn @");
-  sb_add(&b, pf->name);
-  sb_add(&b, "(");
-  for (uint32_t i = 0; i < pf->nargs; i++) {
-    if (i) sb_add(&b, ", ");
-    buffer_str(&b, &pf->args[i]);
-  }
-  sb_add(&b, ") -> ");
-  buffer_str(&b, &pf->result);
-  sb_add(&b, ";");
-  return sb_done(&b);
-}
-
 /* ---------------- type definitions ---------------- */
 
 typedef struct ctor_spec {
@@ -294,7 +270,7 @@ static int primfn_index(lua_State *L) {
 }
 
 static int primfn_tostring(lua_State *L) {
-  return dp_lua_push_cstr(L, primfn_str(dp_lua_check(L, 1, DP_OBJ_PRIMFN)));
+  return dp_lua_push_cstr(L, dp_print_primfn(dp_lua_check(L, 1, DP_OBJ_PRIMFN)));
 }
 
 /* ---------------- modules ---------------- */
@@ -468,10 +444,11 @@ static int module_index(lua_State *L) {
 
 int dp_lua_push_printed(lua_State *L, int idx, int flags) {
   dp_obj *o = dp_lua_testobj(L, idx);
+  dp_print_opts opts = {flags, NULL, NULL, dp_lua_ctx(L)};
   size_t len = 0;
   char *s;
-  if (o && o->type == DP_OBJ_MODULE) s = dp_print_module((dp_module *)o, flags, &len);
-  else if (o && o->type == DP_OBJ_EXPR) s = dp_print_expr((dp_expr *)o, flags, &len);
+  if (o && o->type == DP_OBJ_MODULE) s = dp_print_module_with((dp_module *)o, &opts, &len);
+  else if (o && o->type == DP_OBJ_EXPR) s = dp_print_expr_with((dp_expr *)o, &opts, &len);
   else return luaL_typeerror(L, idx, "IRModule or expression");
   return dp_lua_push_lstr(L, s, len);
 }
@@ -546,7 +523,7 @@ static void push_names(lua_State *L, printed_names *pn) {
   }
 }
 
-static const char *const ASTEXT_OPTIONS[] = {"types", "short_devices", "param_lines", "names", NULL};
+static const char *const ASTEXT_OPTIONS[] = {"types", "short_devices", "param_lines", "names", "spans", "meta", NULL};
 
 /* dp.astext(module_or_expr, {types =, short_devices =, param_lines =, names =}?)
    -> text (, names when opts.names) */
@@ -556,8 +533,8 @@ static int l_astext(lua_State *L) {
   dp_lua_check_opt_keys(L, 2, ASTEXT_OPTIONS, "devplan.astext");
   static const struct { const char *key; int flag; } flags[] = {
     {"types", DP_PRINT_TYPES}, {"short_devices", DP_PRINT_SHORT_DEVICES},
-    {"param_lines", DP_PRINT_PARAM_LINES}};
-  dp_print_opts o = {0, NULL, NULL};
+    {"param_lines", DP_PRINT_PARAM_LINES}, {"spans", DP_PRINT_SPANS}, {"meta", DP_PRINT_META}};
+  dp_print_opts o = {0, NULL, NULL, dp_lua_ctx(L)};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
     if (dp_lua_opt_field(L, 2, flags[i].key) != LUA_TNIL && lua_toboolean(L, -1)) o.flags |= flags[i].flag;
     lua_pop(L, 1);

@@ -36,6 +36,7 @@ static const char *const action_names[DP_ACT__COUNT] = {
   [DP_ACT_CLAUSE_CLOSE] = "clause_close", [DP_ACT_TYPE] = "type",
   [DP_ACT_TYPEDEF_OPEN] = "typedef_open", [DP_ACT_CTOR] = "ctor",
   [DP_ACT_TYPEDEF_CLOSE] = "typedef_close", [DP_ACT_PRIMFN] = "primfn",
+  [DP_ACT_TPARAMS] = "tparams", [DP_ACT_MAIN_CLOSE] = "main_close",
 };
 
 static void close_parser(lparser *lp) {
@@ -82,8 +83,7 @@ static dp_obj *resolve_meta(void *ud, const char *kind, int64_t index, dp_err **
   dp_obj *o = NULL;
   lua_getiuservalue(L, 3, 2);
   if (lua_type(L, -1) != LUA_TTABLE || lua_getfield(L, -1, kind) != LUA_TTABLE) {
-    *err = dp_err_new(DP_ERR_NAME, DP_NOSPAN, "meta[%s][%lld]: the metatable has no '%s' list", kind,
-                      (long long)index, kind);
+    *err = NULL; /* no such list: the text's own metadata is asked */
   } else {
     lua_Unsigned n = lua_rawlen(L, -1);
     if (index >= 0 && (lua_Unsigned)index < n) lua_rawgeti(L, -1, (lua_Integer)index + 1);
@@ -116,7 +116,7 @@ static int p_new(lua_State *L) {
   lua_setiuservalue(L, -2, 2);
   lp->p = dp_parser_new(dp_lua_ctx(L), text, len, source);
   if (!lp->p) return luaL_error(L, "devplan: out of memory");
-  dp_parser_set_meta(lp->p, resolve_meta, lp);
+  if (lua_type(L, 3) == LUA_TTABLE) dp_parser_set_meta(lp->p, resolve_meta, lp);
   return 1;
 }
 

@@ -13,60 +13,123 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "devplan/suggest.h"
+#include "devplan/meta.h"
 #include "internal.h"
 
 /* Attribute values are small: the core's list helpers recurse (attrs.h),
    so lists nest at most this deep, as dp.call's attribute tables. */
 #define DP_ATTR_LIST_DEPTH 32
 
-/* What each meta kind holds. */
-static int meta_fits(const char *kind, const dp_obj *o, const char **want) {
+/* What the two kinds the text format names hold (entries of other kinds,
+   from a metadata section, are attribute values). */
+static int meta_fits(const char *kind, const dp_aval *v, const char **want) {
   if (!strcmp(kind, "VirtualDevice")) {
     *want = "virtual device";
-    return o->type == DP_OBJ_VDEV;
+    return v->kind == DP_AV_VDEV;
   }
-  *want = "constant";
-  return !strcmp(kind, "relay.Constant") && o->type == DP_OBJ_EXPR && o->kind == DP_CONST;
+  if (!strcmp(kind, "relay.Constant")) {
+    *want = "constant";
+    return v->kind == DP_AV_EXPR && v->u.expr->h.kind == DP_CONST;
+  }
+  return 1;
 }
 
-/* Each entry is resolved once: cached under its token's text. */
-dp_obj *dp__meta(dp_parser *p, uint32_t tok) {
+/* The text's own metadata section (after #[metadata], the last token),
+   read once; 0 when read or when there is none. */
+int dp__meta_load(dp_parser *p) {
+  if (p->metadata || p->meta_failed || !p->ntok || p->kinds[p->ntok - 1] != DP_TOK_METADATA) return p->meta_failed ? -1 : 0;
+  size_t off = p->offs[p->ntok - 1], start = dp__token_end(p->text, p->len, off, DP_TOK_METADATA);
+  dp_err *err = NULL;
+  if (!(p->metadata = dp_meta_read(p->ctx, p->text, start, p->len - start, p->source, &err))) {
+    p->meta_failed = 1;
+    return dp__fail_core(p, err, p->ntok);
+  }
+  return 0;
+}
+
+/* meta[KIND][INDEX] as an object (a virtual device, a constant) from the
+   metatable given to the parser: NULL and no error when that has no list
+   KIND (the text's metadata is asked then). */
+static dp_obj *from_metatable(dp_parser *p, uint32_t tok, const char *kind, int64_t index) {
+  dp_err *err = NULL;
+  dp_obj *o = p->meta ? p->meta(p->meta_ud, kind, index, &err) : NULL;
+  if (!o && err) dp__fail_core(p, err, tok);
+  return o;
+}
+
+int dp__meta_value(dp_parser *p, uint32_t tok, dp_aval *out) {
   int64_t slot = dp__tok_slot(p, &p->names, tok);
-  if (slot < 0) return NULL;
-  if (p->names.slots[slot].handle) return dp_retain(dp__obj(p, p->names.slots[slot].handle));
+  if (slot < 0) return -1;
+  if (p->names.slots[slot].handle) { /* resolved before */
+    dp_obj *o = dp__obj(p, p->names.slots[slot].handle);
+    *out = o->type == DP_OBJ_VDEV ? dp_av_vdev((dp_vdev *)o) : dp_av_expr((dp_expr *)o);
+    return 0;
+  }
   const char *name;
   char kind[100];
   int64_t index;
-  if (dp__meta_parts(p, tok, &name, &index) != 0) return NULL;
+  if (dp__meta_parts(p, tok, &name, &index) != 0) return -1;
   snprintf(kind, sizeof kind, "%s", name);
-  if (!p->meta) {
-    dp__fail(p, DP_ERR_NAME, tok, "meta[%s][%lld]: no metatable was given", kind, (long long)index);
-    return NULL;
+  dp_obj *o = from_metatable(p, tok, kind, index);
+  if (p->err) return -1;
+  int found = 0;
+  if (o) {
+    *out = o->type == DP_OBJ_VDEV ? dp_av_vdev((dp_vdev *)o)
+           : o->type == DP_OBJ_EXPR ? dp_av_expr((dp_expr *)o) : dp_av_none();
+    dp_release(o);
+    found = 1;
+  } else {
+    const dp_aval *v = NULL;
+    dp_err *err = NULL;
+    if (dp__meta_load(p) != 0) return -1;
+    found = p->metadata ? dp_meta_get(p->metadata, kind, index, &v, &err) : 0;
+    if (found < 0) return dp__fail_core(p, err, tok);
+    if (found) *out = dp_av_copy(v);
+    if (found && !out->kind) return dp__oom(p, tok);
   }
-  dp_err *err = NULL;
-  dp_obj *o = p->meta(p->meta_ud, kind, index, &err);
-  if (!o) {
-    dp__fail_core(p, err, tok);
-    return NULL;
+  if (!found) {
+    const char *why = p->metadata ? (p->meta_given ? "neither the metatable nor the text's metadata has a '%s' list"
+                                                   : "the text's metadata has no '%s' list")
+                      : p->meta_given ? "the metatable has no '%s' list, and the text no metadata section"
+                                      : "no metatable was given and the text has no metadata section%.0s";
+    char msg[256];
+    snprintf(msg, sizeof msg, why, kind);
+    return dp__fail(p, DP_ERR_NAME, tok, "meta[%s][%lld]: %s", kind, (long long)index, msg);
   }
   const char *want;
-  if (strcmp(kind, "VirtualDevice") && strcmp(kind, "relay.Constant")) {
-    dp_release(o);
-    dp__fail(p, DP_ERR_NAME, tok, "unknown meta kind '%s'", kind);
-    return NULL;
+  if (!meta_fits(kind, out, &want)) {
+    dp_av_clear(out);
+    return dp__fail(p, DP_ERR_VALUE, tok, "meta[%s][%lld] is not a %s", kind, (long long)index, want);
   }
-  if (!meta_fits(kind, o, &want)) {
-    dp_release(o);
-    dp__fail(p, DP_ERR_VALUE, tok, "meta[%s][%lld] is not a %s", kind, (long long)index, want);
-    return NULL;
+  if (out->kind == DP_AV_VDEV || out->kind == DP_AV_EXPR) { /* resolved once: cached under its text */
+    dp_obj *obj = out->kind == DP_AV_VDEV ? (dp_obj *)out->u.vdev : (dp_obj *)out->u.expr;
+    uint32_t h = dp__keep(p, dp_retain(obj), NULL, tok);
+    if (!h) {
+      dp_av_clear(out);
+      return -1;
+    }
+    dp__scope_set(&p->names, (uint32_t)slot, h, 0);
   }
-  uint32_t h = dp__keep(p, dp_retain(o), NULL, tok);
-  if (!h) {
-    dp_release(o);
-    return NULL;
-  }
-  dp__scope_set(&p->names, (uint32_t)slot, h, 0);
-  return o;
+  return 0;
+}
+
+/* A VirtualDevice field that is unknown (with a suggestion), given twice,
+   or given a value of the wrong kind. */
+static int vdev_field_error(dp_parser *p, uint32_t key, uint32_t val) {
+  static const char *const fields[] = {"device_type", "virtual_device_id", "target", "memory_scope"};
+  static const char *const wants[] = {"a device type name or number", "an integer", "a target string",
+                                      "a string"};
+  size_t klen;
+  const char *k = dp__tok_text(p, key, &klen);
+  const char *name = dp__cname(p, k, klen);
+  if (!name) return dp__oom(p, key);
+  for (size_t f = 0; f < 4; f++)
+    if (!strcmp(name, fields[f]))
+      return dp__fail(p, DP_ERR_VALUE, val, "VirtualDevice field '%s' takes %s, once", name, wants[f]);
+  char hint[DP_SUGGEST_HINT];
+  return dp__fail(p, DP_ERR_NAME, key, "unknown VirtualDevice field '%s'%s", name,
+                  dp__hint_in(name, dp_suggest_in(name, fields, 4), hint));
 }
 
 /* VirtualDevice(field=value, ...): from ev[*i] (the VDEV event) over each
@@ -88,10 +151,14 @@ static int read_vdev(dp_parser *p, const int64_t *ev, size_t n, size_t *i, dp_av
       } else {
         size_t vlen;
         const char *v = dp__tok_text(p, val, &vlen);
-        const char *name = dp__cname(p, v, vlen);
+        const char *name = vk == DP_TOK_STRING ? dp__string_value(p, val) : dp__cname(p, v, vlen);
         device_type = name ? dp_device_type_parse(name) : -1;
         if (!name) rc = dp__oom(p, val);
-        else if (device_type < 0) rc = dp__fail(p, DP_ERR_NAME, val, "unknown device type '%s'", name);
+        else if (device_type < 0) {
+          char hint[DP_SUGGEST_HINT];
+          rc = dp__fail(p, DP_ERR_NAME, val, "unknown device type '%s'%s", name,
+                        dp__hint_in(name, dp_device_type_suggest(name), hint));
+        }
       }
     } else if (klen == 17 && !memcmp(k, "virtual_device_id", 17) && vk == DP_TOK_NUMBER) {
       rc = dp__number_int(p, val, -1, INT32_MAX, "virtual_device_id", &id);
@@ -105,9 +172,7 @@ static int read_vdev(dp_parser *p, const int64_t *ev, size_t n, size_t *i, dp_av
       scope = s ? dp_strdup(s) : NULL;
       if (!scope) rc = dp__oom(p, val);
     } else {
-      const char *name = dp__cname(p, k, klen);
-      rc = dp__fail(p, DP_ERR_NAME, key, "unknown VirtualDevice field '%s' (or a value of the wrong kind)",
-                    name ? name : "?");
+      rc = vdev_field_error(p, key, val);
     }
   }
   dp_vdev *vd = NULL;
@@ -144,13 +209,7 @@ static int read_scalar(dp_parser *p, const int64_t *ev, size_t n, size_t *i, dp_
     *out = s ? dp_av_str(s) : (dp_aval){0};
     return out->kind ? 0 : dp__oom(p, tok);
   }
-  case DP_TOK_META: {
-    dp_obj *o = dp__meta(p, tok);
-    if (!o) return -1;
-    *out = o->type == DP_OBJ_VDEV ? dp_av_vdev((dp_vdev *)o) : dp_av_expr((dp_expr *)o);
-    dp_release(o);
-    return 0;
-  }
+  case DP_TOK_META: return dp__meta_value(p, tok, out);
   case DP_TOK_VDEV: return read_vdev(p, ev, n, i, out);
   case DP_TOK_CONSTANT: {
     dp_obj *t = *i + 2 < n ? dp__event_obj(p, ev[*i + 1], tok) : NULL;

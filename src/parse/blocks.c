@@ -10,7 +10,10 @@
  *     %n = E;           a graph binding: %n names E's node (sharing)
  *     let %x: T = E;    a let; %x is in scope in E (a recursive function)
  *     E;                a let of an unused variable `_`
- *     E                 the block's final expression, before its `}`
+ *     free_var %x: T;   a free variable, in scope from here (no node: the
+ *                       expression simply has %x free, as TVM's parser)
+ *     E                 the block's final expression, before its `}` (or
+ *                       the `)` of a block in parentheses, or the text's end)
  * and the block's expression is its lets around its final expression.
  * Statements come in batches (the grammar gives every statement without a
  * block inside it, up to 64 of them, to one action), or one at a time; a
@@ -19,6 +22,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "devplan/suggest.h"
 #include "internal.h"
 
 static pblock *top_block(dp_parser *p) {
@@ -124,6 +128,17 @@ static dp_span stmt_span(dp_parser *p, int64_t first) {
   return o && o->type == DP_OBJ_EXPR ? ((dp_expr *)o)->span : DP_NOSPAN;
 }
 
+static uint32_t param_var(dp_parser *p, const int64_t *ev, size_t n, size_t *i, pblock *b);
+
+/* `free_var %x {attrs}: T;` from ev[*i] (the free_var): the variable is
+   bound in block b; *i goes past the `;`. */
+static int free_var(dp_parser *p, const int64_t *ev, size_t n, size_t *i, pblock *b) {
+  (*i)++;
+  if (*i >= n || !param_var(p, ev, n, i, b)) return p->err ? -1 : dp__fail(p, DP_ERR_GENERIC, 0, "parser: free_var");
+  *i += 2; /* (its last event, then the `;`) */
+  return 0;
+}
+
 int64_t dp__act_stmts(dp_parser *p, const int64_t *ev, size_t n) {
   size_t i = 0;
   while (i < n) {
@@ -141,6 +156,9 @@ int64_t dp__act_stmts(dp_parser *p, const int64_t *ev, size_t n) {
     } else if (first && dp__kind(p, first) == DP_TOK_BIND) {
       bind = first;
       i++;
+    } else if (first && dp__kind(p, first) == DP_TOK_FREE_VAR) {
+      if (free_var(p, ev, n, &i, b) != 0) return -1;
+      continue;
     }
     uint32_t term, h = dp__read_expr(p, ev, n, &i, &term);
     if (!h) return -1;
@@ -172,9 +190,20 @@ int64_t dp__act_block_close(dp_parser *p, const int64_t *ev, size_t n) {
 
 /* ---------------- functions ---------------- */
 
-/* A parameter from ev[*i] (its variable): `{attrs}` (virtual_device only)
-   and a type may follow. Left on its last event. */
-static int param(dp_parser *p, const int64_t *ev, size_t n, size_t *i, pblock *b) {
+/* An attribute of a parameter (or a buffer) other than the only one known. */
+int dp__unknown_attr(dp_parser *p, uint32_t key, const char *what, const char *known) {
+  size_t len;
+  const char *k = dp__tok_text(p, key, &len);
+  const char *name = dp__cname(p, k, len);
+  char hint[DP_SUGGEST_HINT];
+  if (!name) return dp__oom(p, key);
+  return dp__fail(p, DP_ERR_NAME, key, "unknown %s '%s' (only %s)%s", what, name, known, dp__hint_in(name, known, hint));
+}
+
+/* A parameter's variable from ev[*i]: `{attrs}` (virtual_device only) and
+   a type may follow; bound in block b. Left on its last event. Its
+   handle, or 0 on error. */
+static uint32_t param_var(dp_parser *p, const int64_t *ev, size_t n, size_t *i, pblock *b) {
   uint32_t tok = (uint32_t)ev[*i];
   dp_vdev *vd = NULL;
   dp_type *annot = NULL;
@@ -188,7 +217,7 @@ static int param(dp_parser *p, const int64_t *ev, size_t n, size_t *i, pblock *b
       (*i)++;
       if (dp__read_aval(p, ev, n, i, &v) != 0) break;
       if (len != 14 || memcmp(k, "virtual_device", 14) != 0)
-        rc = dp__fail(p, DP_ERR_NAME, key, "unknown parameter attribute '%.*s'", (int)len, k);
+        rc = dp__unknown_attr(p, key, "parameter attribute", "virtual_device");
       else if (v.kind != DP_AV_VDEV)
         rc = dp__fail(p, DP_ERR_VALUE, key, "virtual_device must be a virtual device");
       else if (!vd)
@@ -205,9 +234,43 @@ static int param(dp_parser *p, const int64_t *ev, size_t n, size_t *i, pblock *b
   }
   uint32_t h = rc == 0 ? new_var(p, tok, annot, vd) : 0;
   dp_release(vd);
-  if (!h || bind_name(p, tok, h, b, "parameter") != 0) return -1;
+  if (!h || bind_name(p, tok, h, b, b->kind == B_FN ? "parameter" : "definition of") != 0) return 0;
+  return h;
+}
+
+/* A parameter of the function of block b (see param_var). */
+static int param(dp_parser *p, const int64_t *ev, size_t n, size_t *i, pblock *b) {
+  uint32_t tok = (uint32_t)ev[*i], h = param_var(p, ev, n, i, b);
+  if (!h) return -1;
   if (dp__grow(p, (void **)&p->params, &p->capparams, p->nparams + 1, sizeof *p->params, tok) != 0) return -1;
   p->params[p->nparams++] = h;
+  return 0;
+}
+
+/* `[A, B]`: type variables, in scope for the function whose head follows
+   (fn_open takes them). Events: the names. */
+int64_t dp__act_tparams(dp_parser *p, const int64_t *ev, size_t n) {
+  p->tp_mark = p->types.nundo;
+  p->tpending = (uint32_t)n;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t tok = (uint32_t)ev[i];
+    size_t len;
+    const char *text = dp__tok_text(p, tok, &len);
+    int64_t slot = dp__tok_slot(p, &p->types, tok);
+    if (slot < 0) return -1;
+    for (size_t k = 0; k < i; k++) {
+      size_t klen;
+      const char *other = dp__tok_text(p, (uint32_t)ev[k], &klen);
+      if (klen == len && !memcmp(other, text, len))
+        return dp__fail(p, DP_ERR_NAME, tok, "duplicate type parameter %.*s", (int)len, text);
+    }
+    const char *cn = dp__cname(p, text, len);
+    uint32_t h = cn ? dp__keep(p, dp_type_var_new(p->ctx, cn), NULL, tok) : 0;
+    if (!h || dp__scope_bind(&p->types, (uint32_t)slot, h, 0) != 0 ||
+        dp__grow(p, (void **)&p->tps, &p->captps, p->ntps + 1, sizeof *p->tps, tok) != 0)
+      return p->err ? -1 : dp__oom(p, tok);
+    p->tps[p->ntps++] = h;
+  }
   return 0;
 }
 
@@ -239,7 +302,13 @@ int64_t dp__act_fn_open(dp_parser *p, const int64_t *ev, size_t n) {
   uint32_t tok = (uint32_t)ev[0], global = 0;
   size_t i = 1;
   if (dp__kind(p, tok) == DP_TOK_DEF && !(global = def_global(p, tok, (uint32_t)ev[i++]))) return -1;
-  if (!open_block(p, B_FN, tok)) return -1;
+  pblock *fb = open_block(p, B_FN, tok);
+  if (!fb) return -1;
+  /* its type parameters, read just before (in scope in the head) */
+  fb->ntps = p->tpending;
+  fb->tps = p->ntps - p->tpending;
+  fb->tmark = p->tpending ? p->tp_mark : p->types.nundo;
+  p->tpending = 0;
   uint32_t attrs_from = p->nattrs, ret = 0;
   for (; i < n; i++) {
     uint32_t t = (uint32_t)ev[i];
@@ -295,16 +364,21 @@ static dp_func *close_fn(dp_parser *p) {
   if (!body) return NULL;
   uint32_t np = p->nparams - b.params;
   dp_var *small[8], **params = np <= 8 ? small : malloc(np * sizeof *params);
+  dp_type *tsmall[8], **tps = b.ntps <= 8 ? tsmall : malloc(b.ntps * sizeof *tps);
   dp_func *f = NULL;
-  if (params) {
+  if (params && tps) {
     for (uint32_t i = 0; i < np; i++) params[i] = (dp_var *)dp__obj(p, p->params[b.params + i]);
-    f = dp_func_new(np, params, body, b.ret ? (dp_type *)dp__obj(p, b.ret) : NULL,
-                    b.attrs ? (dp_attrs *)dp__obj(p, b.attrs) : NULL,
-                    b.vdev ? (dp_vdev *)dp__obj(p, b.vdev) : NULL, dp__span(p, b.tok));
-    if (params != small) free(params);
+    for (uint32_t i = 0; i < b.ntps; i++) tps[i] = (dp_type *)dp__obj(p, p->tps[b.tps + i]);
+    f = dp_func_new_generic(b.ntps, tps, np, params, body, b.ret ? (dp_type *)dp__obj(p, b.ret) : NULL,
+                            b.attrs ? (dp_attrs *)dp__obj(p, b.attrs) : NULL,
+                            b.vdev ? (dp_vdev *)dp__obj(p, b.vdev) : NULL, dp__span(p, b.tok));
   }
+  if (params != small) free(params);
+  if (tps != tsmall) free(tps);
   dp_release(body);
   p->nparams = b.params;
+  p->ntps = b.tps;
+  dp__scope_unbind(&p->types, b.tmark);
   if (!f) dp__oom(p, b.tok);
   return f;
 }
@@ -325,6 +399,40 @@ int64_t dp__act_def_close(dp_parser *p, const int64_t *ev, size_t n) {
   dp_release(f);
   if (rc != 0) return m ? dp__fail_core(p, err, b.tok) : -1;
   return 0;
+}
+
+/* A module's text that ends with an expression: it is @main, a function as
+   written, or any other expression as the body of a function of its free
+   variables (TVM's IRModule.from_expr). */
+int64_t dp__act_main_close(dp_parser *p, const int64_t *ev, size_t n) {
+  (void)ev, (void)n;
+  uint32_t tok = p->nblocks ? p->blocks[p->nblocks - 1].tok : 0;
+  dp_expr *e = close_block(p);
+  if (!e) return -1;
+  dp_func *f = NULL;
+  if (e->h.kind == DP_FUNC) {
+    f = (dp_func *)dp_retain(e);
+  } else {
+    uint32_t nfree = 0;
+    dp_var **fv = dp_free_vars(e, &nfree);
+    f = fv ? dp_func_new(nfree, fv, e, NULL, NULL, NULL, e->span) : NULL;
+    free(fv);
+  }
+  dp_release(e);
+  int64_t slot = f ? dp__scope_intern(&p->names, "@main", 5) : -1;
+  dp_module *m = slot >= 0 ? dp__module(p, tok) : NULL;
+  int rc = -1;
+  if (m && p->names.slots[slot].block) {
+    dp__fail(p, DP_ERR_NAME, tok, "the text ends with an expression, but @main is defined already");
+  } else if (m) {
+    uint32_t g = p->names.slots[slot].handle;
+    if (!g) g = dp__keep(p, dp_global_new("main", f->e.span), NULL, tok);
+    dp_err *err = NULL;
+    if (g && (rc = dp_module_add_func(m, (dp_global *)dp__obj(p, g), f, &err)) != 0) dp__fail_core(p, err, tok);
+    if (g) dp__scope_set(&p->names, (uint32_t)slot, g, 1);
+  }
+  dp_release(f);
+  return rc == 0 ? 0 : p->err ? -1 : dp__oom(p, tok);
 }
 
 /* ---------------- match clauses ---------------- */

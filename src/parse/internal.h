@@ -37,6 +37,8 @@ typedef struct pblock {
   /* functions */
   uint32_t params;       /* its first parameter in p->params */
   uint32_t ret, attrs, vdev, global; /* handles, 0: none */
+  uint32_t tps, ntps;    /* its type parameters: p->tps[tps..tps + ntps) */
+  uint32_t tmark;        /* type names undo mark when opened */
   /* clauses */
   uint32_t pattern;
 } pblock;
@@ -89,6 +91,9 @@ struct dp_parser {
   dp_module *mod;        /* made with the first item */
   dp_meta_resolver meta;
   void *meta_ud;
+  int meta_given;        /* the resolver has a metatable to look in */
+  struct dp_meta *metadata; /* the text's own section, once read */
+  int meta_failed;
   dp_err *err;           /* pending */
   dp_err *lex_err;       /* the message of the DP_TOK_ERROR token */
   uint32_t progress;     /* the last token an action reached */
@@ -116,6 +121,11 @@ struct dp_parser {
   uint32_t nlets, caplets;
   uint32_t *params;
   uint32_t nparams, capparams;
+  /* type parameters of the open functions (handles); the last tpending
+     were read by DP_ACT_TPARAMS for the function whose head comes next,
+     the type names' undo mark before them in tp_mark */
+  uint32_t *tps;
+  uint32_t ntps, captps, tpending, tp_mark;
   /* the open type definition (items.c) */
   uint32_t td_tok, td_mark, td_ntvars;
   uint32_t *td_items;    /* type variables, then constructors (handles) */
@@ -164,6 +174,18 @@ static inline char dp__kind(const dp_parser *p, uint32_t tok) {
 /* The slot of token tok's text in the names s (made if new); -1 with an
    error when out of memory. */
 int64_t dp__tok_slot(dp_parser *p, dp_scope *s, uint32_t tok);
+/* What dp__hint offers as candidates: variables in scope, globals
+   defined, constructors (of p->names), types and type variables in scope
+   (of p->types). */
+enum { HINT_VAR, HINT_GLOBAL, HINT_CTOR, HINT_TYPE };
+/* "; did you mean 'NAME'?" or "" for the unknown name (NUL-terminated),
+   into hint (DP_SUGGEST_HINT bytes): the closest candidate of `what`,
+   and for HINT_TYPE the dtypes too. */
+const char *dp__hint(const dp_parser *p, int what, const char *name, char *hint);
+/* The same among n given candidates (best: the closest, or NULL: none). */
+const char *dp__hint_in(const char *name, const char *best, char *hint);
+/* "unknown WHAT 'key' (only KNOWN); did you mean 'KNOWN'?" at key. */
+int dp__unknown_attr(dp_parser *p, uint32_t key, const char *what, const char *known);
 /* dp_grow, failing as out of memory at tok. */
 int dp__grow(dp_parser *p, void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t tok);
 dp_module *dp__module(dp_parser *p, uint32_t tok);
@@ -197,8 +219,11 @@ int dp__read_aval(dp_parser *p, const int64_t *ev, size_t n, size_t *i, dp_aval 
    schema, the culprit named) or of a function; they are consumed. *out NULL
    when there are none and fn is not an operator. */
 int dp__attrs_take(dp_parser *p, dp_expr *fn, uint32_t from, uint32_t tok, dp_attrs **out);
-/* The value behind meta token tok: a new reference and its type. */
-dp_obj *dp__meta(dp_parser *p, uint32_t tok);
+/* The value behind meta token tok (*out owned): from the metatable given
+   to the parser, else from the text's own metadata section. */
+int dp__meta_value(dp_parser *p, uint32_t tok, dp_aval *out);
+/* Reads the text's metadata section, if it has one and it is not read yet. */
+int dp__meta_load(dp_parser *p);
 void dp__attrs_cache_free(dp_parser *p);
 
 /* ---- reader.c ---- */
@@ -231,6 +256,8 @@ int64_t dp__act_typedef_open(dp_parser *p, const int64_t *ev, size_t n);
 int64_t dp__act_ctor(dp_parser *p, const int64_t *ev, size_t n);
 int64_t dp__act_typedef_close(dp_parser *p, const int64_t *ev, size_t n);
 int64_t dp__act_primfn(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_tparams(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_main_close(dp_parser *p, const int64_t *ev, size_t n);
 /* Every global referenced is defined (module end). */
 int dp__check_globals(dp_parser *p);
 

@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "devplan/suggest.h"
 #include "internal.h"
 
 static int td_push(dp_parser *p, uint32_t h, uint32_t tok) {
@@ -140,7 +141,7 @@ int64_t dp__act_primfn(dp_parser *p, const int64_t *ev, size_t n) {
     } else if (dp__kind(p, t) == DP_TOK_KEY && i + 1 < n && nb) {
       const char *k = dp__tok_text(p, t, &len);
       if (len != 5 || memcmp(k, "scope", 5) != 0) {
-        rc = dp__fail(p, DP_ERR_NAME, t, "unknown buffer attribute '%.*s' (only scope)", (int)len, k);
+        rc = dp__unknown_attr(p, t, "buffer attribute", "scope");
       } else {
         const char *s = dp__string_value(p, (uint32_t)ev[++i]);
         if (!s || !(scopes[nb - 1] = dp_strdup(s))) rc = dp__oom(p, t);
@@ -179,5 +180,8 @@ int dp__check_globals(dp_parser *p) {
   }
   if (!first) return 0;
   const dp_scope_slot *s = &p->names.slots[first - 1];
-  return dp__fail(p, DP_ERR_NAME, at, "unknown global %.*s", (int)s->len, dp__scope_name(&p->names, first - 1));
+  char hint[DP_SUGGEST_HINT];
+  const char *cn = dp__cname(p, dp__scope_name(&p->names, first - 1), s->len);
+  return dp__fail(p, DP_ERR_NAME, at, "unknown global %.*s%s", (int)s->len, dp__scope_name(&p->names, first - 1),
+                  cn ? dp__hint(p, HINT_GLOBAL, cn, hint) : "");
 }

@@ -6,8 +6,9 @@
  *
  * What a token is is decided here, and only here (dp__token_end finds a
  * token's end again with the same scanners):
- *   %name @name   letters, digits and _, with dotted parts that start with
- *                 a letter (so that %x.0 stays a projection)
+ *   %name @name   letters, digits and _, with parts after a `.` or `/` that
+ *                 start with a letter (%x.0 stays a projection; `%a/%b` a
+ *                 division; TVM names values `conv1.weight`, `base/x`)
  *   identifiers   a letter or _, then the same; keywords are their own kinds
  *   heads         a name and the `=` or `(` after it are one token, as the
  *                 grammar always reads them together: `%x =` (BIND), `key =`
@@ -23,6 +24,10 @@
  *   meta[KIND][N] one token (white space allowed inside), as TVM condenses it
  *   #[version = "..."] one token; #[metadata] ends the tokens (its section
  *                 follows)
+ *   `(` of a block a `(` right before `let`, `%x =` or `free_var` is
+ *                 LPBLOCK: it opens a block (TVM prints a let that is no
+ *                 scope's result so), which the grammar tells from a tuple
+ *                 by this one token
  * A lexical error (a comment or string never closed, a malformed number or
  * meta reference, brackets nested deeper than DP_PARSE_MAX_NEST) becomes the
  * last token, DP_TOK_ERROR, with its message in p->lex_err: the grammar
@@ -99,10 +104,11 @@ static size_t skip_space(const char *t, size_t len, size_t i, size_t *open) {
   }
 }
 
-/* Letters, digits and _, with dotted parts that start with a letter. */
+/* Letters, digits and _, with parts after `.` or `/` that start with a
+   letter. */
 static inline size_t name_end(const char *t, size_t len, size_t i) {
   while (i < len && is_alnum(t[i])) i++;
-  while (i + 1 < len && t[i] == '.' && is_alpha(t[i + 1])) {
+  while (i + 1 < len && (t[i] == '.' || t[i] == '/') && is_alpha(t[i + 1])) {
     i += 2;
     while (i < len && is_alnum(t[i])) i++;
   }
@@ -294,6 +300,11 @@ static inline int push(dp_parser *p, char kind, size_t off, size_t end) {
   return 0;
 }
 
+/* A `(` just before a token that starts a statement opens a block. */
+static inline void mark_block_paren(dp_parser *p) {
+  if (p->ntok && p->kinds[p->ntok - 1] == DP_TOK_LPAREN) p->kinds[p->ntok - 1] = DP_TOK_LPBLOCK;
+}
+
 /* The error token: the message is kept for when the grammar reaches it.
    0, or -1 on out of memory. */
 static int lex_error(dp_parser *p, size_t off, const char *fmt, ...) {
@@ -369,6 +380,7 @@ static size_t lex_one(dp_parser *p, size_t i, size_t *depth, int *rc) {
     kind = DP_TOK_NUMBER;
   } else if (is_alpha(c)) {
     kind = word(t, len, i, &e);
+    if (kind == DP_TOK_LET || kind == DP_TOK_FREE_VAR) mark_block_paren(p);
     if (!kind) {
       *rc = lex_error(p, i, "a meta reference is written meta[KIND][INDEX]");
       return 0;
@@ -437,6 +449,7 @@ int dp__lex(dp_parser *p) {
       size_t e = name_end(t, len, i + 1), h = head_end(t, len, e, &after);
       int bind = h && after == '=';
       p->nbinds += bind;
+      if (bind) mark_block_paren(p);
       if (push(p, bind ? DP_TOK_BIND : DP_TOK_VAR, i, e) != 0) return dp__oom(p, 0);
       i = bind ? h : e;
       continue;

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "devplan/meta.h"
+#include "devplan/suggest.h"
 #include "internal.h"
 
 static const struct {
@@ -37,7 +39,7 @@ static const struct {
   {"INDEX", DP_TOK_INDEX, "an index"},
   {"STRING", DP_TOK_STRING, "a string"}, {"META", DP_TOK_META, "a meta reference"},
   {"UNDERSCORE", DP_TOK_UNDERSCORE, "'_'"}, {"HEADER", DP_TOK_HEADER, "a version header"},
-  {"METADATA", DP_TOK_METADATA, "the metadata section"},
+  {"METADATA", DP_TOK_METADATA, "the metadata section"}, {"LPBLOCK", DP_TOK_LPBLOCK, "'('"},
   {"INVALID", DP_TOK_INVALID, "a character"}, {"ERROR", DP_TOK_ERROR, "an error"},
   {"FN", DP_TOK_FN, "'fn'"}, {"LET", DP_TOK_LET, "'let'"}, {"IF", DP_TOK_IF, "'if'"},
   {"ELSE", DP_TOK_ELSE, "'else'"}, {"MATCH", DP_TOK_MATCH, "'match'"}, {"DEF", DP_TOK_DEF, "'def'"},
@@ -91,7 +93,7 @@ static void drop_parse_state(dp_parser *p) {
   dp__scope_free(&p->types);
   dp_release(p->no_attrs);
   dp__attrs_cache_free(p);
-  void *arrays[] = {p->objs, p->kinds, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params,
+  void *arrays[] = {p->objs, p->kinds, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
                     p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
                     p->namebuf};
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
@@ -102,6 +104,7 @@ void dp_parser_free(dp_parser *p) {
   if (!p) return;
   drop_parse_state(p);
   dp_release(p->mod);
+  dp_meta_free(p->metadata);
   dp_err_free(p->lex_err);
   dp_err_free(p->err);
   free(p->lines);
@@ -117,6 +120,7 @@ const char *dp_parser_tokens(const dp_parser *p, size_t *n) {
 void dp_parser_set_meta(dp_parser *p, dp_meta_resolver fn, void *ud) {
   p->meta = fn;
   p->meta_ud = ud;
+  p->meta_given = fn != NULL;
 }
 
 /* ---------------- positions ---------------- */
@@ -262,6 +266,50 @@ dp_err *dp_parser_error_here(dp_parser *p, const char *fmt, ...) {
   return dp_err_at(p->ctx, DP_ERR_SYNTAX, dp__span(p, p->progress + 1), "%s", msg);
 }
 
+/* ---------------- did you mean ---------------- */
+
+/* Offers the scope name of slot k (copied: scope names are not
+   NUL-terminated) to s, keeping the best one in best. */
+static void offer(dp_suggest *s, const dp_scope *sc, uint32_t k, char *cand, char *best) {
+  const dp_scope_slot *sl = &sc->slots[k];
+  if (sl->len > DP_SUGGEST_MAXLEN) return;
+  memcpy(cand, dp__scope_name(sc, k), sl->len);
+  cand[sl->len] = '\0';
+  dp_suggest_add(s, cand);
+  if (s->best == cand) {
+    memcpy(best, cand, sl->len + 1);
+    s->best = best;
+  }
+}
+
+static int is_candidate(const dp_parser *p, int what, const dp_scope_slot *sl, const char *name) {
+  const dp_obj *o = sl->handle ? p->objs[sl->handle - 1] : NULL;
+  switch (what) {
+  case HINT_VAR: return name[0] == '%' && o && o->type == DP_OBJ_EXPR && o->kind == DP_VAR;
+  case HINT_GLOBAL: return name[0] == '@' && sl->block;
+  case HINT_CTOR: return o && o->type == DP_OBJ_EXPR && o->kind == DP_CTOR;
+  default: return sl->handle || sl->block;
+  }
+}
+
+const char *dp__hint_in(const char *name, const char *best, char *hint) {
+  dp_suggest s;
+  dp_suggest_init(&s, name);
+  dp_suggest_add(&s, best);
+  return dp_suggest_hint(&s, hint, DP_SUGGEST_HINT);
+}
+
+const char *dp__hint(const dp_parser *p, int what, const char *name, char *hint) {
+  const dp_scope *sc = what == HINT_TYPE ? &p->types : &p->names;
+  char cand[DP_SUGGEST_MAXLEN + 1], best[DP_SUGGEST_MAXLEN + 1];
+  dp_suggest s;
+  dp_suggest_init(&s, name);
+  for (uint32_t k = 0; k < sc->nslots; k++)
+    if (is_candidate(p, what, &sc->slots[k], dp__scope_name(sc, k))) offer(&s, sc, k, cand, best);
+  if (what == HINT_TYPE) dp_suggest_add(&s, dp_dtype_suggest(name)); /* (a dtype's name is static) */
+  return dp_suggest_hint(&s, hint, DP_SUGGEST_HINT);
+}
+
 /* ---------------- handles ---------------- */
 
 uint32_t dp__keep(dp_parser *p, void *obj, dp_err *err, uint32_t tok) {
@@ -311,6 +359,7 @@ static const action_fn actions[DP_ACT__COUNT] = {
   [DP_ACT_CLAUSE_CLOSE] = dp__act_clause_close, [DP_ACT_TYPE] = dp__act_type,
   [DP_ACT_TYPEDEF_OPEN] = dp__act_typedef_open, [DP_ACT_CTOR] = dp__act_ctor,
   [DP_ACT_TYPEDEF_CLOSE] = dp__act_typedef_close, [DP_ACT_PRIMFN] = dp__act_primfn,
+  [DP_ACT_TPARAMS] = dp__act_tparams, [DP_ACT_MAIN_CLOSE] = dp__act_main_close,
 };
 
 /* The events are the grammar's: checked all the same, as the binding lets
@@ -346,7 +395,9 @@ static void *take(dp_parser *p, int64_t h, dp_objtype type) {
 
 dp_module *dp_parser_module(dp_parser *p, dp_err **err) {
   if (p->failed && !p->err) dp__fail(p, DP_ERR_GENERIC, 0, "parser: the parse failed");
-  if (p->err || dp__check_globals(p) != 0 || !dp__module(p, p->ntok + 1)) {
+  /* (the metadata section is read even when nothing refers to it: what
+     devplan cannot represent there is an error, not dropped) */
+  if (p->err || dp__meta_load(p) != 0 || dp__check_globals(p) != 0 || !dp__module(p, p->ntok + 1)) {
     dp_err_set(err, dp_parser_error(p));
     return NULL;
   }

@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "devplan/suggest.h"
 #include "internal.h"
 
 enum { P_CTOR = 1, P_TUPLE };
@@ -21,7 +22,10 @@ static dp_ctor *ctor_named(dp_parser *p, uint32_t tok) {
   uint32_t h = dp__scope_get(&p->names, name, len);
   dp_obj *o = h ? dp__obj(p, h) : NULL;
   if (!o || o->type != DP_OBJ_EXPR || o->kind != DP_CTOR) {
-    dp__fail(p, DP_ERR_NAME, tok, "unknown constructor '%.*s'", (int)len, name);
+    char hint[DP_SUGGEST_HINT];
+    const char *cn = dp__cname(p, name, len);
+    dp__fail(p, DP_ERR_NAME, tok, "unknown constructor '%.*s'%s", (int)len, name,
+             cn ? dp__hint(p, HINT_CTOR, cn, hint) : "");
     return NULL;
   }
   return (dp_ctor *)o;

@@ -33,6 +33,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "devplan/suggest.h"
 #include "internal.h"
 
 enum { F_ROOT = 1, F_GROUP, F_CALL, F_IF, F_MATCH, F_REF, F_REF_READ, F_REF_WRITE };
@@ -84,7 +85,13 @@ static rframe *top_frame(dp_parser *p) { return &p->frames[p->nframes - 1]; }
 
 static dp_obj *op_named(dp_parser *p, const char *name, uint32_t tok) {
   dp_op *op = dp_op_get(p->ctx, name);
-  if (!op) dp__fail(p, DP_ERR_NAME, tok, "unknown operator '%s'", name);
+  if (!op) {
+    dp_suggest s;
+    char hint[DP_SUGGEST_HINT];
+    dp_suggest_init(&s, name);
+    for (uint32_t i = 0, n = dp_op_count(p->ctx); i < n; i++) dp_suggest_add(&s, dp_op_at(p->ctx, i)->name);
+    dp__fail(p, DP_ERR_NAME, tok, "unknown operator '%s'%s", name, dp_suggest_hint(&s, hint, sizeof hint));
+  }
   return (dp_obj *)op;
 }
 
@@ -259,7 +266,9 @@ static dp_obj *variable(dp_parser *p, uint32_t tok) {
   const char *name = dp__tok_text(p, tok, &len);
   uint32_t h = dp__scope_get(&p->names, name, len);
   if (!h) {
-    dp__fail(p, DP_ERR_NAME, tok, "unknown variable %.*s", (int)len, name);
+    char hint[DP_SUGGEST_HINT];
+    const char *cn = dp__cname(p, name, len);
+    dp__fail(p, DP_ERR_NAME, tok, "unknown variable %.*s%s", (int)len, name, cn ? dp__hint(p, HINT_VAR, cn, hint) : "");
     return NULL;
   }
   return dp_retain(dp__obj(p, h));
@@ -299,7 +308,8 @@ static dp_obj *callee(dp_parser *p, uint32_t tok) {
       return NULL;
     }
     if (cn[0] >= 'A' && cn[0] <= 'Z' && !memchr(cn, '.', len)) {
-      dp__fail(p, DP_ERR_NAME, tok, "unknown constructor '%s'", cn);
+      char hint[DP_SUGGEST_HINT];
+      dp__fail(p, DP_ERR_NAME, tok, "unknown constructor '%s'%s", cn, dp__hint(p, HINT_CTOR, cn, hint));
       return NULL;
     }
     dp_obj *op = op_named(p, cn, tok);
@@ -311,15 +321,16 @@ static dp_obj *callee(dp_parser *p, uint32_t tok) {
 }
 
 static dp_obj *meta_expr(dp_parser *p, uint32_t tok) {
-  dp_obj *o = dp__meta(p, tok);
-  if (o && !(o->type == DP_OBJ_EXPR && o->kind == DP_CONST)) {
+  dp_aval v;
+  if (dp__meta_value(p, tok, &v) != 0) return NULL;
+  if (v.kind != DP_AV_EXPR) {
     size_t len;
     const char *t = dp__tok_text(p, tok, &len);
     dp__fail(p, DP_ERR_VALUE, tok, "%.*s is not an expression", (int)len, t);
-    dp_release(o);
+    dp_av_clear(&v);
     return NULL;
   }
-  return o;
+  return (dp_obj *)v.u.expr; /* (the value's reference) */
 }
 
 static dp_obj *projection(dp_parser *p, uint32_t tok) {
@@ -358,7 +369,15 @@ static int operand(dp_parser *p, const int64_t *ev, size_t n, size_t *i) {
   case DP_TOK_VAR: return push_val(p, variable(p, tok), tok, 0);
   case DP_TOK_GLOBAL: return push_val(p, global(p, tok), tok, 0);
   case DP_TOK_NUMBER: case DP_TOK_TRUE: case DP_TOK_FALSE: return push_val(p, dp__scalar(p, tok), tok, 0);
-  case DP_TOK_IDENT: return push_val(p, callee(p, tok), tok, 1);
+  case DP_TOK_IDENT: {
+    dp_obj *c = callee(p, tok);
+    if (c && c->kind == DP_CTOR && ((dp_ctor *)c)->ninputs == 0) { /* `Nil`: a call, as TVM reads it */
+      dp_obj *call = make_call(p, (dp_expr *)c, NULL, 0, p->nattrs, tok);
+      dp_release(c);
+      return push_val(p, call, tok, 0);
+    }
+    return push_val(p, c, tok, 1);
+  }
   case DP_TOK_CALLEE: /* a name and its `(`: a call opens (2: an operand is expected) */
     if (push_val(p, callee(p, tok), tok, 1) != 0) return -1;
     return open_call(p, tok) == 0 ? 2 : -1;

@@ -10,8 +10,10 @@
  * type definition, a dtype), with `]` closing its arguments when a `[`
  * follows it (List[A]).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "devplan/suggest.h"
 #include "internal.h"
 
 enum { T_TENSOR = 1, T_TUPLE, T_FN, T_REF, T_ADT };
@@ -67,7 +69,8 @@ static dp_type *named(dp_parser *p, uint32_t tok) {
   if (slot >= 0 && p->types.slots[slot].block) return dp_type_adt(p->ctx, name, 0, NULL);
   dp_dtype dt = dp_dtype_parse(name);
   if (dt) return dp_type_tensor(p->ctx, dt, 0, NULL);
-  dp__fail(p, DP_ERR_NAME, tok, "unknown type '%s'", name);
+  char hint[DP_SUGGEST_HINT];
+  dp__fail(p, DP_ERR_NAME, tok, "unknown type '%s'%s", name, dp__hint(p, HINT_TYPE, name, hint));
   return NULL;
 }
 
@@ -77,7 +80,10 @@ static int close_tensor(dp_parser *p, rframe *f, uint32_t tok) {
   const char *name = dp__cname(p, text, len);
   dp_dtype dt = name ? dp_dtype_parse(name) : 0;
   if (!name) return dp__oom(p, tok);
-  if (!dt) return dp__fail(p, DP_ERR_NAME, tok, "unknown type '%s'", name);
+  if (!dt) {
+    char hint[DP_SUGGEST_HINT];
+    return dp__fail(p, DP_ERR_NAME, tok, "unknown type '%s'%s", name, dp__hint_in(name, dp_dtype_suggest(name), hint));
+  }
   uint32_t nd = p->navs - f->attrbase;
   int64_t small[8], *dims = nd <= 8 ? small : malloc(nd * sizeof *dims);
   if (!dims) return dp__oom(p, tok);
@@ -112,8 +118,9 @@ static int close_tframe(dp_parser *p, uint32_t tok) {
     const char *name = dp__cname(p, text, len);
     int64_t slot = dp__scope_find(&p->types, text, len);
     if (name && (slot < 0 || !p->types.slots[slot].block)) {
+      char hint[DP_SUGGEST_HINT];
       if (ts != small) free(ts);
-      return dp__fail(p, DP_ERR_NAME, f.tok, "unknown type '%s'", name);
+      return dp__fail(p, DP_ERR_NAME, f.tok, "unknown type '%s'%s", name, dp__hint(p, HINT_TYPE, name, hint));
     }
     t = name ? dp_type_adt(p->ctx, name, m, ts) : NULL;
   } else {
