@@ -21,16 +21,34 @@ local function err_of(f, ...)
 end
 
 describe("phase 0 (rewrite)", function()
-  it("fixes an on_device that is a let value", function()
-    local m = dp.planner.rewrite(parse("let %x = on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0]);\n%x"), CONFIG)
-    local v = m.main.body.value
-    assert.equal("call", v.kind)
+  local LET = "let %x = on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0]);\nnegative(%x)"
+  it("leaves an on_device let value for analysis to read as fixed (no spine rebuilt)", function()
+    local m = parse(LET)
+    assert.is_true(rawequal(dp.planner.rewrite(m, CONFIG), m))
+    -- fixed: the let variable is on the CPU even before defaulting
+    local d = dp.planner.analyze(m, CONFIG)
+    assert.is_true(rawequal(d:lookup(m.main.body.var), CONFIG:canonical(CPU)))
+  end)
+  it("fixes an on_device let value that is used elsewhere too", function()
+    local m = parse("%0 = on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0]);\n" ..
+                    "let %x = %0;\nadd(%x, %0)")
+    local v = dp.planner.rewrite(m, CONFIG).main.body.value
     assert.equal("on_device", v.callee.name)
     assert.is_true(v.attrs.constrain_result)
   end)
-  it("fixes an on_device at a function body's top", function()
-    local m = dp.planner.rewrite(parse("on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0])"), CONFIG)
-    assert.is_true(m.main.body.attrs.constrain_result)
+  it("merges nested on_device let values on one device", function()
+    local m = parse("let %x = on_device(on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0]), " ..
+                    "virtual_device=meta[VirtualDevice][0]);\nnegative(%x)")
+    local v = dp.planner.rewrite(m, CONFIG).main.body.value
+    assert.is_true(v.attrs.constrain_result)
+    assert.equal("call", v.args[1].kind)
+    assert.equal("add", v.args[1].callee.name)
+  end)
+  it("reads an on_device at a function body's top as fixed", function()
+    local m = parse("on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0])")
+    assert.is_true(rawequal(dp.planner.rewrite(m, CONFIG), m))
+    local d = dp.planner.analyze(m, CONFIG)
+    assert.is_true(rawequal(d:lookup(m.main), CONFIG:canonical(CPU)))
   end)
   it("moves on_device below a projection", function()
     local m = dp.planner.rewrite(parse("%0 = (%a, %b);\n%1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);\n%1.0"), CONFIG)

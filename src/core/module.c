@@ -3,7 +3,8 @@
  *
  * A module holds its parts by reference: copying a module to change one
  * function shares every other part. Global functions and primfns share
- * the `@` namespace; type definitions and constructors have their own.
+ * the `@` namespace (one hash index finds both); type definitions and
+ * constructors have their own.
  * Arrays grow by doubling when their length reaches a power of two, so no
  * capacity field is needed.
  */
@@ -132,20 +133,57 @@ void dp__module_free_fn(dp_obj *o, dp_worklist *wl) {
   free(m->funcs);
   free(m->typedefs);
   free(m->prims);
+  free(m->names);
   dp_release_deferred(wl, m->ctx);
   free(m);
 }
 
-static int find_func(const dp_module *m, const char *name) {
-  for (uint32_t i = 0; i < m->nfuncs; i++)
-    if (strcmp(m->funcs[i].global->name, name) == 0) return (int)i;
-  return -1;
+/* ---------------- the `@` names ---------------- */
+
+#define PRIM_BIT 0x80000000u
+
+static const char *slot_name(const dp_module *m, uint32_t v) {
+  uint32_t i = (v & ~PRIM_BIT) - 1;
+  return v & PRIM_BIT ? m->prims[i]->name : m->funcs[i].global->name;
 }
 
-static int find_prim(const dp_module *m, const char *name) {
-  for (uint32_t i = 0; i < m->nprims; i++)
-    if (strcmp(m->prims[i]->name, name) == 0) return (int)i;
-  return -1;
+/* The slot of name in the table (empty when absent). */
+static uint32_t *name_slot(const dp_module *m, const char *name) {
+  uint32_t i = dp_hash_bytes(0, name, strlen(name)) & m->names_mask;
+  while (m->names[i] && strcmp(slot_name(m, m->names[i]), name) != 0) i = (i + 1) & m->names_mask;
+  return &m->names[i];
+}
+
+/* Index of the function (prim 0) or primfn (prim 1) named name, or -1. */
+static int find_name(const dp_module *m, const char *name, int prim) {
+  if (!m->names_mask) return -1;
+  uint32_t v = *name_slot(m, name);
+  if (!v || !(v & PRIM_BIT) != !prim) return -1;
+  return (int)((v & ~PRIM_BIT) - 1);
+}
+
+static int find_func(const dp_module *m, const char *name) { return find_name(m, name, 0); }
+static int find_prim(const dp_module *m, const char *name) { return find_name(m, name, 1); }
+
+/* Records a name just appended (v = its slot value), the table kept at most
+   half full. 0, or -1 on out of memory. */
+static int add_name(dp_module *m, uint32_t v) {
+  uint32_t n = m->nfuncs + m->nprims; /* (the new one counted) */
+  if (2 * n > m->names_mask) {
+    uint32_t size = m->names_mask ? (m->names_mask + 1) * 2 : 64;
+    uint32_t *old = m->names, omask = m->names_mask;
+    m->names = calloc(size, sizeof *m->names);
+    if (!m->names) {
+      m->names = old;
+      return -1;
+    }
+    m->names_mask = size - 1;
+    for (uint32_t i = 0; old && i <= omask; i++)
+      if (old[i]) *name_slot(m, slot_name(m, old[i])) = old[i];
+    free(old);
+  }
+  *name_slot(m, slot_name(m, v)) = v;
+  return 0;
 }
 
 static int oom(dp_err **err) {
@@ -159,9 +197,15 @@ int dp_module_add_func(dp_module *m, dp_global *g, dp_func *fn, dp_err **err) {
   if (find_func(m, g->name) >= 0 || find_prim(m, g->name) >= 0)
     return set_err(err, ctx_of(m), DP_ERR_NAME, g->e.span, "@%s is already defined", g->name);
   if (grow((void **)&m->funcs, m->nfuncs, sizeof *m->funcs) < 0) return oom(err);
-  m->funcs[m->nfuncs].global = dp_retain(g);
-  m->funcs[m->nfuncs].fn = dp_retain(fn);
+  m->funcs[m->nfuncs].global = g;
+  m->funcs[m->nfuncs].fn = fn;
   m->nfuncs++;
+  if (add_name(m, m->nfuncs) != 0) {
+    m->nfuncs--;
+    return oom(err);
+  }
+  dp_retain(g);
+  dp_retain(fn);
   return 0;
 }
 
@@ -185,7 +229,12 @@ int dp_module_add_primfn(dp_module *m, dp_primfn *pf, dp_err **err) {
   if (find_func(m, pf->name) >= 0 || find_prim(m, pf->name) >= 0)
     return set_err(err, ctx_of(m), DP_ERR_NAME, pf->span, "@%s is already defined", pf->name);
   if (grow((void **)&m->prims, m->nprims, sizeof *m->prims) < 0) return oom(err);
-  m->prims[m->nprims++] = dp_retain(pf);
+  m->prims[m->nprims++] = pf;
+  if (add_name(m, m->nprims | PRIM_BIT) != 0) {
+    m->nprims--;
+    return oom(err);
+  }
+  dp_retain(pf);
   return 0;
 }
 
@@ -198,10 +247,8 @@ dp_module *dp_module_copy(const dp_module *m) {
     if (grow((void **)&c->typedefs, c->ntypedefs, sizeof *c->typedefs) < 0) goto fail;
     c->typedefs[c->ntypedefs++] = dp_retain(m->typedefs[i]);
   }
-  for (uint32_t i = 0; i < m->nprims; i++) {
-    if (grow((void **)&c->prims, c->nprims, sizeof *c->prims) < 0) goto fail;
-    c->prims[c->nprims++] = dp_retain(m->prims[i]);
-  }
+  for (uint32_t i = 0; i < m->nprims; i++)
+    if (dp_module_add_primfn(c, m->prims[i], NULL) < 0) goto fail;
   return c;
 fail:
   dp_release(c);
@@ -261,4 +308,8 @@ dp_ctor *dp_module_ctor(const dp_module *m, const char *name) {
 dp_primfn *dp_module_primfn(const dp_module *m, const char *name) {
   int i = m && name ? find_prim(m, name) : -1;
   return i < 0 ? NULL : m->prims[i];
+}
+
+int dp_module_func_index(const dp_module *m, const char *name) {
+  return m && name ? find_func(m, name) : -1;
 }
