@@ -85,17 +85,17 @@ static dp_expr *through(cctx *c, uint32_t id, uint32_t i, dp_expr *rebuilt, int 
                         dp_vdev **vd, dp_err **err) {
   level small[8], *lv = small;
   uint32_t n = 0, cap = 8, kid;
-  dp_ondev p;
   dp_expr *x = dp__child(c->ix->x[id], i);
   lv[n++] = (level){x, dom_at(c, id, i, x, &kid)};
-  while (dp__on_device_props(&c->ix->ops, lv[n - 1].e, &p)) {
+  dp_expr *body;
+  while ((body = dp__on_device_body(&c->ix->ops, lv[n - 1].e))) {
     if (level_room(&lv, n, &cap, small) < 0) {
       if (lv != small) free(lv);
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return NULL;
     }
-    lv[n].e = p.body;
-    lv[n].dom = dom_at(c, kid, 1, p.body, &kid);
+    lv[n].e = body;
+    lv[n].dom = dom_at(c, kid, 1, body, &kid);
     n++;
   }
   /* lv[0] is the child, lv[n-1] the expression under all its on_device
@@ -165,8 +165,7 @@ static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *chi
 }
 
 static int is_on_device(cctx *c, const dp_expr *e) {
-  dp_ondev p;
-  return dp__on_device_props(&c->ix->ops, e, &p);
+  return dp__on_device_body(&c->ix->ops, e) != NULL;
 }
 
 /* Child i of node id (rewritten: rebuilt) where its context expects

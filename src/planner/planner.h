@@ -74,6 +74,8 @@ typedef struct dp_ondev {
   int cbody, cresult;
 } dp_ondev;
 int dp__on_device_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_ondev *p);
+/* The body of an on_device call (its attributes unread), or NULL. */
+dp_expr *dp__on_device_body(const struct dp_plan_ops *ops, const dp_expr *e);
 int dp__device_copy_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_expr **body,
                           dp_vdev **src, dp_vdev **dst);
 /* "Normal" on_device: constrains its body to a device, not its result. */

@@ -100,11 +100,31 @@ static int attr_bool(const dp_op *op, const dp_attrs *a, const char *key, int df
   return v->u.i != 0;
 }
 
+dp_expr *dp__on_device_body(const struct dp_plan_ops *ops, const dp_expr *e) {
+  if (!is_call_of(e, ops->on_device) || ((const dp_call *)e)->nargs != 1) return NULL;
+  return ((const dp_call *)e)->args[0];
+}
+
+/* An attribute set the planner built says what it is without a lookup by
+   name: capture reads back the annotations it has just made. */
+static int built(const struct dp_plan_ops *ops, const dp_attrs *a, dp_ondev *p) {
+  const struct dp_attr_cache *c = ops->cache;
+  for (uint32_t i = 0; c && i < c->n; i++)
+    if (c->e[i].attrs == a && c->e[i].kind < 8) {
+      p->vd = c->e[i].a;
+      p->cbody = (c->e[i].kind - 1) >> 1 & 1;
+      p->cresult = (c->e[i].kind - 1) & 1;
+      return 1;
+    }
+  return 0;
+}
+
 int dp__on_device_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_ondev *p) {
   if (!is_call_of(e, ops->on_device)) return 0;
   const dp_call *c = (const dp_call *)e;
   if (c->nargs != 1) return 0;
   p->body = c->args[0];
+  if (built(ops, c->attrs, p)) return 1;
   p->vd = attr_vdev(ops->on_device, c->attrs, "virtual_device");
   if (p->vd && dp_vdev_is_fully_unconstrained(p->vd)) p->vd = NULL;
   p->cbody = attr_bool(ops->on_device, c->attrs, "constrain_body", 1);
