@@ -99,11 +99,3 @@ dp_index *dp__conflicts(dp_index *ix, dp_err **err) {
   dp__index_free(ix);
   return next;
 }
-
-dp_module *dp_plan_conflicts(dp_module *m, const dp_config *cfg, dp_err **err) {
-  dp_index *ix = dp__index_new(m, cfg, err);
-  if (ix) ix = dp__conflicts(ix, err);
-  dp_module *out = ix ? dp_retain(ix->mod) : NULL;
-  dp__index_free(ix);
-  return out;
-}

@@ -24,6 +24,24 @@ dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err) {
   return out;
 }
 
+/* The phases one by one (plan.h), each on a module of its own. */
+static dp_module *one(dp_module *m, const dp_config *cfg, dp_index *(*phase)(dp_index *, dp_err **),
+                      dp_err **err) {
+  dp_index *ix = dp__index_new(m, cfg, err);
+  if (ix) ix = phase(ix, err);
+  dp_module *out = ix ? dp_retain(ix->mod) : NULL;
+  dp__index_free(ix);
+  return out;
+}
+
+dp_module *dp_plan_rewrite(dp_module *m, const dp_config *cfg, dp_err **err) {
+  return one(m, cfg, dp__rewrite, err);
+}
+
+dp_module *dp_plan_conflicts(dp_module *m, const dp_config *cfg, dp_err **err) {
+  return one(m, cfg, dp__conflicts, err);
+}
+
 dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err) {
   dp_index *ix = dp__index_new(m, cfg, err);
   return ix ? dp__analyze(ix, 1, err) : NULL;

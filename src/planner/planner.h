@@ -14,6 +14,12 @@
  * and the rules of the special operators (rules.c), which analysis,
  * phase 0b and the verifier read from one table. Each phase keeps its own
  * state in its own file.
+ *
+ * Where devplan reads planner.md differently, on purpose (plan.h says
+ * why): phase 0's fixed let values and function bodies are read in place
+ * by analysis (dp__fixed_in_place); phase 0b asks each argument of a call
+ * of a function for its parameter's annotation instead of passing the
+ * call's own demand on (index.c, demand_of).
  */
 #ifndef DEVPLAN_PLANNER_H
 #define DEVPLAN_PLANNER_H
