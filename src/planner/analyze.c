@@ -271,8 +271,15 @@ static int primfn_domain(actx *a, dp_primfn *pf) {
    given theirs first). */
 static void fresh_domains(dp_domains *d) {
   dp_index *ix = d->ix;
-  for (uint32_t id = 0; id < ix->n; id++)
-    if (ix->x[id]->h.kind != DP_GLOBAL) d->dom[id] = dp__dom_new(d, ix->x[id]);
+  for (uint32_t id = 0; id < ix->n; id++) {
+    const dp_expr *e = ix->x[id];
+    int k = e->h.kind;
+    if (k == DP_GLOBAL) continue;
+    /* most nodes are first order: a free domain, whatever else their type says */
+    int first = k != DP_FUNC && !(e->type && e->type->h.kind == DP_TY_FUNC) &&
+                !(k == DP_VAR && !e->type && ((const dp_var *)e)->annot);
+    d->dom[id] = first ? dp__dom_first(d, 0, 0, NULL) : dp__dom_new(d, e);
+  }
   for (uint32_t k = 0; k < ix->ndups; k += 2) d->dom[ix->dups[k]] = d->dom[ix->dups[k + 1]];
   for (uint32_t r = 0; r < ix->ngref; r++) {
     uint32_t id = ix->gref[r];

@@ -203,6 +203,18 @@ static void release_all(dp_expr **kids, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) dp_release(kids[i]);
 }
 
+/* orig with other kids: calls and lets (most of a program) built here,
+   without comparing the children again. */
+static dp_expr *rebuild(dp_expr *orig, dp_expr **kids) {
+  if (orig->h.kind == DP_CALL) {
+    const dp_call *c = (const dp_call *)orig;
+    return (dp_expr *)dp_call_new(kids[0], c->nargs, kids + 1, c->attrs, orig->span);
+  }
+  if (orig->h.kind == DP_LET && kids[0]->h.kind == DP_VAR)
+    return (dp_expr *)dp_let_new((dp_var *)kids[0], kids[1], kids[2], orig->span);
+  return dp_expr_with_children(orig, kids);
+}
+
 /* orig with kids (new references, released here): orig itself where every
    kid is its child as it was. */
 static dp_expr *with_kids(dp_expr *orig, dp_expr **kids, uint32_t n, dp_err **err) {
@@ -214,7 +226,7 @@ static dp_expr *with_kids(dp_expr *orig, dp_expr **kids, uint32_t n, dp_err **er
     }
     same += kids[i] == dp__child(orig, i);
   }
-  dp_expr *r = same == n ? dp_retain(orig) : dp_expr_with_children(orig, kids);
+  dp_expr *r = same == n ? dp_retain(orig) : rebuild(orig, kids);
   release_all(kids, n);
   if (!r) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return typed(r, orig);

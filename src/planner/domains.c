@@ -425,10 +425,14 @@ static int stack_room(uint32_t **stack, uint32_t *cap, uint32_t *small, uint32_t
 
 int dp__set_default(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
                     dp_err **err) {
+  uint32_t r0 = dp__dom_find(d, x);
+  if (!d->nodes[r0].isfn) {
+    /* most defaults find the class decided already */
+    uint32_t cur = d->nodes[r0].vdev;
+    return cur == vdev || vdev == 0 ? 0 : default_first(d, r0, vdev, rule, why, err);
+  }
   uint32_t small[16], *stack = small, n = 0, cap = 16;
   int rc = 0;
-  uint32_t r0 = dp__dom_find(d, x);
-  if (!d->nodes[r0].isfn) return default_first(d, r0, vdev, rule, why, err);
   stack[n++] = x;
   while (n && rc == 0) {
     uint32_t r = dp__dom_find(d, stack[--n]);

@@ -57,11 +57,12 @@ static int resize(dp_index *ix, uint32_t c) {
   return 0;
 }
 
-/* Room for one more id (+1: koff[n] closes). Growth by half: a million-node
-   module must not hold twice its size. */
+/* Room for one more id (+1: koff[n] closes). Doubling, so that the arrays
+   are copied about once in all (each copy of six arrays of a million
+   entries is a cost of its own); trim() gives the slack back at the end. */
 static int room(dp_index *ix) {
   if (ix->n + 2 <= ix->cap) return 0;
-  uint64_t c = ix->cap ? (uint64_t)ix->cap + ix->cap / 2 : 1024;
+  uint64_t c = ix->cap ? (uint64_t)ix->cap * 2 : 1024;
   return c > UINT32_MAX / 2 ? -1 : resize(ix, (uint32_t)c);
 }
 

@@ -94,12 +94,6 @@ static dp_vdev *attr_vdev(const dp_op *op, const dp_attrs *a, const char *key) {
   return v->u.vdev;
 }
 
-static int attr_bool(const dp_op *op, const dp_attrs *a, const char *key, int dflt) {
-  const dp_aval *v = dp_op_attr(op, a, key);
-  if (!v || (v->kind != DP_AV_BOOL && v->kind != DP_AV_INT)) return dflt;
-  return v->u.i != 0;
-}
-
 dp_expr *dp__on_device_body(const struct dp_plan_ops *ops, const dp_expr *e) {
   if (!is_call_of(e, ops->on_device) || ((const dp_call *)e)->nargs != 1) return NULL;
   return ((const dp_call *)e)->args[0];
@@ -125,10 +119,20 @@ int dp__on_device_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_onde
   if (c->nargs != 1) return 0;
   p->body = c->args[0];
   if (built(ops, c->attrs, p)) return 1;
-  p->vd = attr_vdev(ops->on_device, c->attrs, "virtual_device");
+  /* one pass over the set, not a lookup by name per field (on_device's
+     defaults, as registered: no device, body constrained, result not) */
+  p->vd = NULL;
+  p->cbody = 1;
+  p->cresult = 0;
+  for (uint32_t i = 0; c->attrs && i < c->attrs->n; i++) {
+    const char *k = c->attrs->items[i].key;
+    const dp_aval *v = &c->attrs->items[i].val;
+    int flag = v->kind == DP_AV_BOOL || v->kind == DP_AV_INT;
+    if (strcmp(k, "virtual_device") == 0) p->vd = v->kind == DP_AV_VDEV ? v->u.vdev : NULL;
+    else if (flag && strcmp(k, "constrain_body") == 0) p->cbody = v->u.i != 0;
+    else if (flag && strcmp(k, "constrain_result") == 0) p->cresult = v->u.i != 0;
+  }
   if (p->vd && dp_vdev_is_fully_unconstrained(p->vd)) p->vd = NULL;
-  p->cbody = attr_bool(ops->on_device, c->attrs, "constrain_body", 1);
-  p->cresult = attr_bool(ops->on_device, c->attrs, "constrain_result", 0);
   return 1;
 }
 
