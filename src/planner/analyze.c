@@ -292,6 +292,7 @@ static void fresh_domains(dp_domains *d) {
 static int analyze(actx *a) {
   dp_domains *d = a->d;
   dp_module *m = d->ix->mod;
+  if (dp__index_map(d->ix) < 0) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
   for (uint32_t i = 0; i < m->nprims && !a->err; i++) primfn_domain(a, m->prims[i]);
   if (a->err) return -1;
   fresh_domains(d);
@@ -311,6 +312,7 @@ dp_domains *dp__analyze(dp_index *ix, int proofs, dp_err **err) {
     dp_release(d);
     return NULL;
   }
+  dp__index_drop_map(ix); /* defaulting and capture go by id */
   return d;
 }
 

@@ -25,6 +25,8 @@
 #include <string.h>
 #include "planner.h"
 
+_Static_assert(R__COUNT <= 64, "dp_dnode.crule has 6 bits");
+
 static void domains_free(dp_obj *o, dp_worklist *wl) {
   dp_domains *d = (dp_domains *)o;
   if (d->owner) dp_release_deferred(wl, d->owner);
@@ -125,9 +127,8 @@ uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy) {
     d->oom = 1;
     return 0;
   }
-  d->cons[d->ncons] = (dp_cons){vdev, cwhy};
-  d->nodes[id].aux = d->ncons++;
-  d->nodes[id].crule = (uint8_t)crule;
+  d->cons[d->ncons++] = (dp_cons){id, vdev, cwhy};
+  d->nodes[id].crule = (uint32_t)crule;
   return id;
 }
 
@@ -178,7 +179,12 @@ static uint32_t dom_of_global(dp_domains *d, const dp_global *g) {
 }
 
 uint32_t dp__dom_of(dp_domains *d, dp_expr *e) {
-  struct dp_pslot *s = dp__pmap_get(&d->ix->map, (uintptr_t)e);
+  struct dp_pslot *s = NULL;
+  /* (operators and constructors are never numbered) */
+  if (e->h.kind != DP_OP && e->h.kind != DP_CTOR) {
+    if (dp__index_map(d->ix) < 0) d->oom = 1;
+    s = dp__pmap_get(&d->ix->map, (uintptr_t)e);
+  }
   if (s) return d->dom[s->val];
   if ((s = dp__pmap_get(&d->extra, (uintptr_t)e))) return s->val;
   uint32_t id = dp__dom_new(d, e);
@@ -252,8 +258,15 @@ static int push2(uint32_t **arr, uint32_t *n, uint32_t *cap, uint32_t a, uint32_
   return 0;
 }
 
-/* Link two roots; the trail keeps (child, old root device, old root size). */
-static uint32_t link_roots(dp_domains *d, uint32_t rx, uint32_t ry, uint32_t vdev) {
+static void grow_size(dp_dnode *root, const dp_dnode *other) {
+  uint32_t n = root->size + other->size;
+  root->size = n > DP_DSIZE_MAX ? DP_DSIZE_MAX : n;
+}
+
+/* Link two roots, the smaller class under the larger; the trail keeps
+   (child, old root value, old root size). A function root keeps its own
+   kids (set_val 0). */
+static void link_roots(dp_domains *d, uint32_t rx, uint32_t ry, uint32_t vdev, int set_val) {
   if (d->nodes[rx].size < d->nodes[ry].size) {
     uint32_t t = rx;
     rx = ry;
@@ -262,22 +275,21 @@ static uint32_t link_roots(dp_domains *d, uint32_t rx, uint32_t ry, uint32_t vde
   if (push2(&d->trail, &d->ntrail, &d->captrail, ry, d->nodes[rx].vdev) < 0 ||
       push2(&d->trail, &d->ntrail, &d->captrail, d->nodes[rx].size, 0) < 0) {
     d->oom = 1;
-    return rx;
+    return;
   }
   d->nodes[ry].parent = rx;
-  d->nodes[rx].size += d->nodes[ry].size;
-  d->nodes[rx].vdev = vdev;
+  grow_size(&d->nodes[rx], &d->nodes[ry]);
+  if (set_val) d->nodes[rx].vdev = vdev;
   d->nodes[rx].read |= d->nodes[ry].read; /* (not undone: one pass more at worst) */
-  return rx;
 }
 
 static void undo(dp_domains *d) {
   while (d->ntrail >= 4) {
     d->ntrail -= 4;
-    uint32_t child = d->trail[d->ntrail], vdev = d->trail[d->ntrail + 1];
+    uint32_t child = d->trail[d->ntrail], val = d->trail[d->ntrail + 1];
     uint32_t size = d->trail[d->ntrail + 2];
     uint32_t root = d->nodes[child].parent;
-    d->nodes[root].vdev = vdev;
+    d->nodes[root].vdev = val;
     d->nodes[root].size = size;
     d->nodes[child].parent = child;
   }
@@ -332,7 +344,7 @@ static int unify_slow(dp_domains *d, uint32_t a, uint32_t b, uint32_t *fx, uint3
         *fy = y;
         return -1;
       }
-      link_roots(d, rx, ry, v);
+      link_roots(d, rx, ry, v, 1);
     } else if (X->isfn && Y->isfn) {
       uint32_t ax = d->kids[X->aux], ay = d->kids[Y->aux];
       if (ax != ay) {
@@ -341,7 +353,7 @@ static int unify_slow(dp_domains *d, uint32_t a, uint32_t b, uint32_t *fx, uint3
         return -1;
       }
       uint32_t offx = X->aux, offy = Y->aux;
-      link_roots(d, rx, ry, 0);
+      link_roots(d, rx, ry, 0, 0);
       for (uint32_t i = 0; i <= ax; i++)
         if (push2(&d->work, &d->nwork, &d->capwork, d->kids[offx + 1 + i], d->kids[offy + 1 + i]) < 0)
           d->oom = 1;
@@ -371,7 +383,7 @@ int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, int
       rb = t;
     }
     d->nodes[rb].parent = ra;
-    d->nodes[ra].size += d->nodes[rb].size;
+    grow_size(&d->nodes[ra], &d->nodes[rb]);
     d->nodes[ra].vdev = v;
     d->nodes[ra].read |= d->nodes[rb].read;
     if (d->proof) proof_link(d, a, b, rule, why);
@@ -508,4 +520,14 @@ void dp__domains_log(dp_domains *d, int op, int rule, dp_expr *a, dp_expr *b, ui
     return;
   }
   d->log[d->nlog++] = (dp_op_log){(uint8_t)op, rule, a, b, vdev};
+}
+
+const dp_cons *dp__dom_cons(const dp_domains *d, uint32_t x) {
+  uint32_t lo = 0, hi = d->ncons;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (d->cons[mid].dom < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < d->ncons && d->cons[lo].dom == x ? &d->cons[lo] : NULL;
 }

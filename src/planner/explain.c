@@ -133,9 +133,9 @@ static uint32_t nearest_constraint(dp_domains *d, uint32_t x, uint32_t avoid, ui
       /* explaining (no device to avoid): a real constraint beats a default
          that only filled in fields such as the virtual device id */
       int bad = avoid == DP_NONE_ID ? (nu->crule < R_DEF_RESULT || nu->crule > R_DEF_CALL)
-                                    : (avoid == 0 || d->cons[nu->aux].vdev == 0);
+                                    : (avoid == 0 || dp__dom_cons(d, u)->vdev == 0);
       if (!bad && avoid != DP_NONE_ID) {
-        dp_vdev *j = dp_vdev_join(d->dev->v[d->cons[nu->aux].vdev], d->dev->v[avoid]);
+        dp_vdev *j = dp_vdev_join(d->dev->v[dp__dom_cons(d, u)->vdev], d->dev->v[avoid]);
         bad = j == NULL;
         dp_release(j);
       }
@@ -197,7 +197,7 @@ static void note_steps(dp_domains *d, dp_err *e, const uint32_t *path, uint32_t 
 
 static char *constraint_text(dp_domains *d, uint32_t c, dp_span *span) {
   dp_dnode *n = &d->nodes[c];
-  dp_expr *cwhy = n->crule ? d->cons[n->aux].why : NULL;
+  dp_expr *cwhy = n->crule ? dp__dom_cons(d, c)->why : NULL;
   *span = cwhy ? cwhy->span : DP_NOSPAN;
   return reason(d, n->crule, cwhy);
 }
@@ -272,7 +272,7 @@ static dp_explain *explain_with_proofs(dp_domains *d, dp_expr *e, dp_err **err) 
   } else {
     dp_dnode *c = &d->nodes[path[len - 1]];
     x->rule = dp_strdup(rule_name(c->crule));
-    dp_expr *cwhy = c->crule ? d->cons[c->aux].why : NULL;
+    dp_expr *cwhy = c->crule ? dp__dom_cons(d, path[len - 1])->why : NULL;
     x->span = cwhy ? cwhy->span : DP_NOSPAN;
     char *ct = reason(d, c->crule, cwhy);
     snprintf(buf, sizeof buf, "%s is on %s because of %s%s", w, dev, ct ? ct : "?",

@@ -410,15 +410,33 @@ void dp__index_free(dp_index *ix) {
   free(ix);
 }
 
-uint32_t dp__index_id(dp_index *ix, const dp_expr *e) {
-  if (!ix->full) { /* lookups by expression need every node in the map */
-    for (uint32_t id = 0; id < ix->n; id++) {
-      if (ix->flag[id] & F_SHARED) continue; /* there already */
-      /* (put: a node under a node numbered in two functions has two ids) */
-      if (dp__pmap_put(&ix->map, (uintptr_t)ix->x[id], id, 0) < 0) return DP_NONE_ID;
-    }
-    ix->full = 1;
+/* The map again, after dp__index_drop_map: every node (the latest id of a
+   node numbered twice). 0, or -1 on out of memory. */
+static int full_map(dp_index *ix) {
+  if (ix->full) return 0;
+  for (uint32_t id = 0; id < ix->n; id++) {
+    /* shared nodes are there already, unless the map was dropped; (put: a
+       node under a node numbered in two functions has two ids) */
+    if ((ix->flag[id] & F_SHARED) && !ix->dropped) continue;
+    if (dp__pmap_put(&ix->map, (uintptr_t)ix->x[id], id, 0) < 0) return -1;
   }
+  ix->full = 1;
+  ix->dropped = 0;
+  return 0;
+}
+
+int dp__index_map(dp_index *ix) {
+  return ix->dropped ? full_map(ix) : 0;
+}
+
+void dp__index_drop_map(dp_index *ix) {
+  dp__pmap_free(&ix->map);
+  ix->full = 0;
+  ix->dropped = 1;
+}
+
+uint32_t dp__index_id(dp_index *ix, const dp_expr *e) {
+  if (full_map(ix) < 0) return DP_NONE_ID; /* lookups by expression need every node */
   struct dp_pslot *s = dp__pmap_get(&ix->map, (uintptr_t)e);
   return s ? s->val : DP_NONE_ID;
 }

@@ -194,6 +194,7 @@ typedef struct dp_index {
   uint32_t *dups; uint32_t ndups, capdups;   /* (id, earlier id) pairs of F_DUP nodes */
   dp_pmap map;             /* shared node -> latest id (aux: phase 0b's demand + 1) */
   int full;                /* map holds every node (dp__index_id) */
+  int dropped;             /* map freed after analysis (dp__index_drop_map) */
   uint32_t nrewrite;       /* nodes phase 0 rewrites */
   dp_mark *marks; uint32_t nmarks, capmarks; /* phase 0b's copies */
   uint32_t nann;           /* annotations (constraint domains analysis makes) */
@@ -204,6 +205,11 @@ dp_index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err);
 void dp__index_free(dp_index *ix);
 /* e's id (its latest, for a node numbered twice), or DP_NONE_ID. */
 uint32_t dp__index_id(dp_index *ix, const dp_expr *e);
+/* After analysis the phases find nodes by id alone: the map is freed (a
+   million shared nodes hold tens of megabytes), and made again, with every
+   node, when something asks by expression (dp__index_map: 0 or -1). */
+void dp__index_drop_map(dp_index *ix);
+int dp__index_map(dp_index *ix);
 /* Child i of id: its id (DP_NONE_ID: not numbered). */
 static inline uint32_t dp__kid(const dp_index *ix, uint32_t id, uint32_t i) {
   uint32_t o = ix->koff[id] + i;
@@ -250,21 +256,26 @@ enum {
   R__COUNT
 };
 
-/* One domain (20 bytes: a million-call program has millions). A class
+/* One domain (12 bytes: a million-call program has millions). A class
    (union-find root) holds the class's device; a function domain lists its
    parameter and result domains in kids; a constraint's own device and
    reason are in cons (few domains are constraints). */
 typedef struct dp_dnode {
   uint32_t parent;   /* union-find parent (itself for a root) */
-  uint32_t size;     /* class size (roots) */
-  uint32_t vdev;     /* roots: device index (0: free) */
-  uint32_t aux;      /* function domain: offset in kids; constraint: index in cons */
-  uint8_t isfn;      /* function domain */
-  uint8_t crule;     /* constraint rule (0: not a constraint) */
-  uint8_t read;      /* roots: a default was taken from this class's device */
+  union {
+    uint32_t vdev;   /* first order, roots: device index (0: free) */
+    uint32_t aux;    /* function domain: offset in kids */
+  };
+  uint32_t size : 24; /* roots: class size, union by size (saturates at DP_DSIZE_MAX) */
+  uint32_t isfn : 1;  /* function domain */
+  uint32_t read : 1;  /* roots: a default was taken from this class's device */
+  uint32_t crule : 6; /* constraint rule (0: not a constraint) */
 } dp_dnode;
+#define DP_DSIZE_MAX 0xFFFFFFu
 
-typedef struct dp_cons { uint32_t vdev; dp_expr *why; } dp_cons;
+/* A constraint domain (dom) with its own device and the expression behind
+   it; made in domain order, so found by binary search (dp__dom_cons). */
+typedef struct dp_cons { uint32_t dom, vdev; dp_expr *why; } dp_cons;
 
 /* The proof forest (explanations, conflict messages): an undirected
    spanning tree of every class whose edges say why two domains were
@@ -326,6 +337,8 @@ int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev,
 /* The device of x's result as the source of a default: marked, so that a
    later refinement of it asks for another pass (default.c). */
 uint32_t dp__dom_source(dp_domains *d, uint32_t x);
+/* The constraint of domain x (its crule is set). */
+const dp_cons *dp__dom_cons(const dp_domains *d, uint32_t x);
 int dp__dom_fully_constrained(dp_domains *d, uint32_t x);
 /* The domain of child i of id. */
 static inline uint32_t dp__kdom(dp_domains *d, uint32_t id, uint32_t i) {
