@@ -45,8 +45,9 @@ static int fail_at(actx *a, dp_err *e, const dp_expr *at) {
 
 static int unify(actx *a, uint32_t x, uint32_t y, int rule, dp_expr *why) {
   dp_err *e = NULL;
-  if (dp__unify(a->d, x, y, rule, why, 0, &e) < 0) return fail_at(a, e, why);
-  return 0;
+  int rc = dp__unify(a->d, x, y, rule, why, &e);
+  if (rc > 0) e = dp__conflict_error(a->d); /* (the first one stops the phase) */
+  return rc ? fail_at(a, e, why) : 0;
 }
 
 #define DOM(a, id) ((a)->d->dom[id])

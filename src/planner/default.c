@@ -36,8 +36,9 @@ static int is_free_on_device(const dp_index *ix, uint32_t id) {
 
 static int free_on_device(dctx *c, uint32_t id) {
   dp_domains *d = c->d;
-  int rc = dp__unify(d, d->dom[id], dp__kdom(d, id, 1), R_FREE_ON_DEVICE, c->ix->x[id], 1, &c->err);
-  return rc < 0 ? -1 : 0;
+  /* a failed try (1) changes nothing */
+  return dp__unify(d, d->dom[id], dp__kdom(d, id, 1), R_FREE_ON_DEVICE, c->ix->x[id], &c->err) < 0
+             ? -1 : 0;
 }
 
 static int default_call(dctx *c, uint32_t id, dp_call *call) {
@@ -47,12 +48,11 @@ static int default_call(dctx *c, uint32_t id, dp_call *call) {
     return dp__set_result_default_then_params(d, f, c->dflt, R_DEF_CALL, &call->e, &c->err);
   /* operators and constructors: params are the arguments' domains */
   uint32_t me = d->dom[id];
-  if (dp__set_default(d, me, c->dflt, R_DEF_CALL, &call->e, &c->err) < 0) return -1;
+  int rc = dp__set_default(d, me, c->dflt, R_DEF_CALL, &call->e, &c->err);
   uint32_t rv = dp__dom_source(d, me);
-  for (uint32_t i = 0; i < call->nargs; i++)
-    if (dp__set_default(d, dp__kdom(d, id, 1 + i), rv, R_DEF_CALL, &call->e, &c->err) < 0)
-      return -1;
-  return 0;
+  for (uint32_t i = 0; i < call->nargs && rc == 0; i++)
+    rc = dp__set_default(d, dp__kdom(d, id, 1 + i), rv, R_DEF_CALL, &call->e, &c->err);
+  return rc;
 }
 
 /* TVM's defaulting rules for one node. */
@@ -73,11 +73,12 @@ static int default_node(dctx *c, uint32_t id) {
   }
   default: break;
   }
+  if (rc > 0) c->err = dp__conflict_error(d);
   if (rc == 0 && d->oom) {
     c->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
     rc = -1;
   }
-  return rc < 0 ? -1 : 0;
+  return rc ? -1 : 0;
 }
 
 static int run(dctx *c, const uint32_t *order) {

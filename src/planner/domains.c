@@ -18,8 +18,10 @@
  * undirected spanning tree of every class whose edges say why two domains
  * were unified; explanations and conflict messages walk it from an
  * expression to the constraint that decided it. PlanDevices plans with
- * proofs off (they cost a third of the domains' memory); explain.c builds
- * them when asked by replaying analysis and what followed (the log).
+ * proofs off (they would be more than half of the domains' memory);
+ * explain.c builds them when asked by replaying analysis and what followed
+ * (the log). The domains never call into explain.c: a conflict is a return
+ * value, with where it is in d->failed, and the phase asks for its words.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -369,8 +371,7 @@ static int unify_slow(dp_domains *d, uint32_t a, uint32_t b, uint32_t *fx, uint3
   return d->oom ? -1 : 0;
 }
 
-int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, int optional,
-              dp_err **err) {
+int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err) {
   uint32_t ra = dp__dom_find(d, a), rb = dp__dom_find(d, b);
   if (ra == rb) return 0;
   dp_dnode *A = &d->nodes[ra], *B = &d->nodes[rb];
@@ -396,9 +397,11 @@ int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, int
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return -1;
     }
-    if (optional) return 1;
-    dp_err_set(err, dp__conflict_error(d, fx, fy, rule, why));
-    return -1;
+    d->failed.a = fx;
+    d->failed.b = fy;
+    d->failed.rule = rule;
+    d->failed.why = why;
+    return 1;
   }
   for (uint32_t i = 0; i < d->nlinks; i += 2) proof_link(d, d->links[i], d->links[i + 1], rule, why);
   return 0;
@@ -418,7 +421,7 @@ static int default_first(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_
   if (want == cur) return 0;
   if (d->nodes[r].read) d->repass = 1;
   uint32_t c = dp__dom_first(d, want, rule, why);
-  return dp__unify(d, r, c, rule, why, 0, err) < 0 ? -1 : 0;
+  return dp__unify(d, r, c, rule, why, err);
 }
 
 /* A work stack that starts in the caller's frame (most domains are first
@@ -470,11 +473,11 @@ int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev,
   uint32_t r = dp__dom_find(d, x);
   if (!d->nodes[r].isfn) return dp__set_default(d, r, vdev, rule, why, err);
   uint32_t ar = dp__dom_arity(d, r);
-  if (dp__set_default(d, dp__dom_kid(d, r, ar), vdev, rule, why, err) < 0) return -1;
+  int rc = dp__set_default(d, dp__dom_kid(d, r, ar), vdev, rule, why, err);
   uint32_t rv = dp__dom_source(d, r);
-  for (uint32_t i = 0; i < ar; i++)
-    if (dp__set_default(d, dp__dom_kid(d, r, i), rv, R_DEF_PARAM, why, err) < 0) return -1;
-  return 0;
+  for (uint32_t i = 0; i < ar && rc == 0; i++)
+    rc = dp__set_default(d, dp__dom_kid(d, r, i), rv, R_DEF_PARAM, why, err);
+  return rc;
 }
 
 uint32_t dp__dom_source(dp_domains *d, uint32_t x) {

@@ -3,7 +3,7 @@
  * constraints and defaults by expression, for scripts that run between
  * analysis and capture, and the walk that lists every expression's device.
  * Each change is logged before it is applied, so that explain.c can replay
- * it (dp__domains_apply serves both).
+ * it (dp__domains_apply serves both); a conflict is worded by explain.c.
  */
 #include <stdlib.h>
 #include "planner.h"
@@ -35,19 +35,23 @@ static int oom(dp_domains *d, dp_err **err) {
   return -1;
 }
 
+/* The result of a domains operation (0, 1: a conflict, -1) as 0 or -1 + error. */
+static int done(dp_domains *d, int rc, dp_err **err) {
+  if (rc > 0) dp_err_set(err, dp__conflict_error(d));
+  return rc ? -1 : oom(d, err);
+}
+
 int dp__domains_apply(dp_domains *d, const dp_op_log *op, dp_err **err) {
   switch (op->op) {
   case LOG_DEFAULT: return dp_plan_default(d, err);
   case LOG_UNIFY: return dp_domains_unify(d, op->a, op->b, err);
   case LOG_CONSTRAIN: {
     uint32_t k = dp__dom_first(d, op->vdev, R_USER_CONSTRAIN, op->a);
-    if (dp__unify(d, dp__dom_result(d, dp__dom_of(d, op->a)), k, R_USER_CONSTRAIN, op->a, 0, err) < 0)
-      return -1;
-    return oom(d, err);
+    return done(d, dp__unify(d, dp__dom_result(d, dp__dom_of(d, op->a)), k, R_USER_CONSTRAIN, op->a, err),
+                err);
   }
   case LOG_SET_DEFAULT:
-    if (dp__set_default(d, dp__dom_of(d, op->a), op->vdev, R_USER_DEFAULT, op->a, err) < 0) return -1;
-    return oom(d, err);
+    return done(d, dp__set_default(d, dp__dom_of(d, op->a), op->vdev, R_USER_DEFAULT, op->a, err), err);
   default: return 0;
   }
 }
@@ -72,11 +76,11 @@ int dp_domains_unify(dp_domains *d, dp_expr *a, dp_expr *b, dp_err **err) {
   if (!known(d, a, err) || !known(d, b, err)) return -1;
   uint32_t n = d->nlog;
   dp__domains_log(d, LOG_UNIFY, R_USER_UNIFY, a, b, 0);
-  if (dp__unify(d, dp__dom_of(d, a), dp__dom_of(d, b), R_USER_UNIFY, a, 0, err) < 0) {
+  if (done(d, dp__unify(d, dp__dom_of(d, a), dp__dom_of(d, b), R_USER_UNIFY, a, err), err) < 0) {
     d->nlog = n; /* undone */
     return -1;
   }
-  return oom(d, err);
+  return 0;
 }
 
 int dp_domains_constrain(dp_domains *d, dp_expr *e, dp_vdev *vd, dp_err **err) {

@@ -241,7 +241,10 @@ static int replay(dp_domains *s, const dp_domains *d, uint32_t n, dp_err **err) 
 
 /* Without proofs, the conflict is met again on a replay that keeps them:
    analysis is deterministic, and d's log ends with what failed. */
-dp_err *dp__conflict_error(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why) {
+dp_err *dp__conflict_error(dp_domains *d) {
+  uint32_t a = d->failed.a, b = d->failed.b;
+  int rule = d->failed.rule;
+  dp_expr *why = d->failed.why;
   if (d->proof) return conflict_with_proofs(d, a, b, rule, why);
   dp_err *e = NULL;
   dp_domains *s = dp__domains_shadow(d, &e);

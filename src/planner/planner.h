@@ -307,6 +307,7 @@ struct dp_domains {
   uint32_t *work; uint32_t nwork, capwork;
   uint32_t *trail; uint32_t ntrail, captrail;
   uint32_t *links; uint32_t nlinks, caplinks;
+  struct { uint32_t a, b; int rule; dp_expr *why; } failed; /* the last conflict (dp__unify) */
   int oom;                  /* an allocation failed: the phase reports it */
   int repass;               /* a class a default was taken from was refined (default.c) */
 };
@@ -326,10 +327,11 @@ uint32_t dp__dom_arity(dp_domains *d, uint32_t x);     /* 0 for first-order */
 uint32_t dp__dom_kid(dp_domains *d, uint32_t x, uint32_t i); /* i == arity: result */
 uint32_t dp__dom_dev(dp_domains *d, uint32_t x);       /* result device index (0: free) */
 dp_vdev *dp__dom_vdev(dp_domains *d, uint32_t x);      /* result device, NULL free (borrowed) */
-/* Unify; rule/why say why. optional: a failure leaves everything as it
-   was and returns 1 without error. Returns 0, 1 (optional failure) or -1. */
-int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, int optional,
-              dp_err **err);
+/* Unify; rule/why say why. 0; 1 when the two cannot be one (a conflict:
+   everything is left as it was, d->failed says where, and the caller asks
+   explain.c for the error, or goes on); -1 + error (out of memory). */
+int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err);
+/* TVM's SetDefault and its function form; 0, 1 (a conflict) or -1, as dp__unify. */
 int dp__set_default(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
                     dp_err **err);
 int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev, int rule,
@@ -370,7 +372,8 @@ uint32_t *dp__plan_order(const dp_index *ix);
 
 /* ================= explain.c ================= */
 const char *dp__rule_text(int rule);
-dp_err *dp__conflict_error(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why);
+/* The error of the conflict d->failed records (after dp__unify returned 1). */
+dp_err *dp__conflict_error(dp_domains *d);
 
 /* ================= diagnostics text (describe.c) ================= */
 /* "add at 3:5", malloc'd. */
