@@ -27,12 +27,14 @@ solution "devplan"
     linkoptions { "-fsanitize=address,undefined" }
   configuration {}
 
--- The C core (IR, types, devices, configuration) and the planner: no Lua headers here.
+-- The C core (IR, types, devices, configuration), the planner, the parser's C half
+-- (src/parse: lexer and builder; its grammar is lua/devplan/parser.lua) and the
+-- dataflow pattern matcher (src/pattern): no Lua headers here.
 project "devplan_core"
   kind "StaticLib"
   targetdir "lib"
   targetname "devplan_core"
-  files { "src/core/*.c", "src/planner/*.c", "include/devplan/*.h" }
+  files { "src/core/*.c", "src/planner/*.c", "src/parse/*.c", "src/pattern/*.c", "include/devplan/*.h" }
   configuration "asan"
     targetdir "build/asan/lib"   -- instrumented outputs never clobber lib/ and bin/
   configuration {}

@@ -1,39 +1,196 @@
--- AnnotateVirtualDevices: per-operator device rules, written in Lua on top
--- of dp.rewrite. Each call of an operator named in `rules` is wrapped in
--- on_device(call, virtual_device=rules[name](call)); a rule may return nil
--- to leave that call alone. The planner then places everything else.
+-- AnnotateVirtualDevices: device rules per operator, per operator pattern
+-- kind, or for every operator, written in Lua on top of dp.rewrite. Each
+-- call a rule applies to is wrapped in on_device(call, virtual_device=vd);
+-- the planner then places everything else.
 --
 --   local annotate = dp.passes.AnnotateVirtualDevices{
---     ["nn.conv2d"] = function(call) return gpu end,
---     ["nn.dense"] = function(call) return gpu end,
+--     ["nn.conv2d"] = function(call) return gpu end,      -- one operator
+--     ["kind:elemwise"] = function(call) return gpu end,  -- any elementwise operator
+--     ["*"] = function(call) return cpu end,              -- any other operator
 --   }
 --   local annotated = annotate(mod)
+--
+-- The most specific rule decides: the operator's own, else its kind's
+-- ("kind:" .. TOpPattern name: elemwise, broadcast, injective, comm_reduce,
+-- out_elemwise_fusable, tuple, opaque), else "*" (never for on_device and
+-- device_copy, which only their own rules name). A rule returns:
+--   nil                 leave the call alone;
+--   a VirtualDevice     place the call there;
+--   {vd1, vd2, ...}     candidates in order of preference (RFC 0038): the
+--                       call goes to the first one the planner accepts
+--                       without a conflict, given the other annotations
+--                       (dp.planner.analyze of the module, then d:constrain
+--                       of each call's candidates in program order). This
+--                       needs the configuration: {config = cfg} as the
+--                       pass's options, or ctx.config in the pass context.
+-- annotate.resolve(mod, ctx?) returns the annotated module and the
+-- decisions (one per call with candidates, in program order: {call =,
+-- device =, index =, rejected = {{device =, why =}, ...}, text =});
+-- annotate.explain(mod, call, ctx?) the decision about one call of mod (nil
+-- when no rule gave it candidates), whose text says which candidate won
+-- and why.
 local core = require "devplan.core"
+local ir = require "devplan.ir"
 local pass = require "devplan.pass"
 
 local M = {}
 
--- The pass for `rules` (operator name -> function(call) returning a
--- virtual device or nil).
-function M.new(rules)
+local KINDS = {elemwise = true, broadcast = true, injective = true, comm_reduce = true,
+               out_elemwise_fusable = true, tuple = true, opaque = true}
+
+local function check_rules(rules, level)
   if type(rules) ~= "table" then
-    error("AnnotateVirtualDevices: a table of operator name -> function expected, got " .. type(rules), 2)
+    error("AnnotateVirtualDevices: a table of operator name -> function expected, got " .. type(rules), level + 1)
   end
   for name, rule in pairs(rules) do
-    core.op.get(name) -- raises a "name" error for an unknown operator
+    if type(name) ~= "string" then
+      error("AnnotateVirtualDevices: rule keys are operator names, \"kind:<kind>\" or \"*\"", level + 1)
+    end
+    local kind = name:match("^kind:(.*)$")
+    if kind then
+      if not KINDS[kind] then
+        error("AnnotateVirtualDevices: unknown operator pattern kind '" .. kind .. "' in rule '" .. name
+          .. "' (elemwise, broadcast, injective, comm_reduce, out_elemwise_fusable, tuple, opaque)", level + 1)
+      end
+    elseif name ~= "*" then
+      core.op.get(name) -- raises a "name" error for an unknown operator
+    end
     if type(rule) ~= "function" then
-      error("AnnotateVirtualDevices: the rule for '" .. tostring(name) .. "' must be a function", 2)
+      error("AnnotateVirtualDevices: the rule for '" .. name .. "' must be a function", level + 1)
     end
   end
-  return pass.new("AnnotateVirtualDevices", function(mod)
-    return core.infer_type(core.rewrite(mod, {
-      call = function(call)
-        local rule = call.callee.kind == "op" and rules[call.callee.name]
-        local vd = rule and rule(call)
+end
+
+local DEVICE_OPS = {on_device = true, device_copy = true}
+
+local function rule_for(rules, call)
+  if call.callee.kind ~= "op" then return nil end
+  local op = call.callee
+  local own = rules[op.name]
+  if own then return own, op.name end
+  if DEVICE_OPS[op.name] then return nil end
+  local kind = op.pattern and "kind:" .. op.pattern
+  if kind and rules[kind] then return rules[kind], kind end
+  if rules["*"] then return rules["*"], "*" end
+  return nil
+end
+
+-- What a rule returned: a device, a list of candidates, or nil.
+local function devices_of(r, key, call)
+  if r == nil or ir.is_virtual_device(r) then return r end
+  if type(r) == "table" and getmetatable(r) == nil then
+    for i, vd in ipairs(r) do
+      if not ir.is_virtual_device(vd) then
+        error(("AnnotateVirtualDevices: candidate %d of the rule '%s' (for %s) is not a VirtualDevice")
+          :format(i, key, call.callee.name), 0)
+      end
+    end
+    if #r == 0 then return nil end
+    if #r == 1 then return r[1] end
+    return r
+  end
+  error(("AnnotateVirtualDevices: the rule '%s' (for %s) must return a VirtualDevice, a list of them "
+    .. "or nil, got %s"):format(key, call.callee.name, type(r)), 0)
+end
+
+local function where(call)
+  local s = call.span
+  return call.callee.name .. (s and (" at " .. s.line .. ":" .. s.col) or "")
+end
+
+local function first_line(err)
+  local msg = type(err) == "table" and (err.message or err.formatted) or tostring(err)
+  return (tostring(msg):match("^[^\n]*"))
+end
+
+-- The first candidate of each call the planner's analysis accepts, in
+-- program order, each constraining the next.
+local function weigh(mod, pending, cfg)
+  local ok, d = pcall(core.planner.analyze, mod, cfg)
+  if not ok then
+    core.pattern.raise("value", "AnnotateVirtualDevices: cannot weigh candidates, the annotated module "
+      .. "does not plan: " .. first_line(d))
+  end
+  local decisions = {}
+  for _, p in ipairs(pending) do
+    local dec = {call = p.original, rejected = {}}
+    for i, vd in ipairs(p.list) do
+      local took, why = pcall(d.constrain, d, p.call, vd)
+      if took then
+        dec.device, dec.index = vd, i
+        break
+      end
+      dec.rejected[#dec.rejected + 1] = {device = vd, why = first_line(why)}
+    end
+    local parts = {}
+    for _, r in ipairs(dec.rejected) do
+      parts[#parts + 1] = ("candidate %d (%s) conflicts: %s"):format(#parts + 1, tostring(r.device), r.why)
+    end
+    if dec.device then
+      dec.text = ("%s runs on %s, candidate %d of %d"):format(where(p.call), tostring(dec.device),
+        dec.index, #p.list)
+      if #parts > 0 then dec.text = dec.text .. ": " .. table.concat(parts, "; ") end
+    else
+      dec.text = ("%s: no candidate fits (%s); left to the planner"):format(where(p.call),
+        table.concat(parts, "; "))
+    end
+    decisions[#decisions + 1] = dec
+  end
+  return decisions
+end
+
+-- The pass for `rules`; opts: {config = CompilationConfig} for candidates.
+function M.new(rules, opts)
+  check_rules(rules, 2)
+  if opts ~= nil and type(opts) ~= "table" then
+    error("AnnotateVirtualDevices: options must be a table {config =}, got " .. type(opts), 2)
+  end
+  opts = opts or {}
+  for k in pairs(opts) do
+    if k ~= "config" then error("AnnotateVirtualDevices: unknown option '" .. tostring(k) .. "'", 2) end
+  end
+  if opts.config ~= nil and not ir.is_config(opts.config) then
+    error("AnnotateVirtualDevices: config must be a CompilationConfig, got " .. type(opts.config), 2)
+  end
+
+  local function resolve(mod, ctx)
+    local pending = {}
+    local out = core.infer_type(core.rewrite(mod, {
+      call = function(call, original)
+        local rule, key = rule_for(rules, call)
+        local r = rule and devices_of(rule(call), key, call)
+        if ir.is_virtual_device(r) then return core.call("on_device", {call}, {virtual_device = r}) end
+        if r then pending[#pending + 1] = {call = call, original = original, list = r} end
+      end,
+    }))
+    if #pending == 0 then return out, {} end
+    local cfg = opts.config or (ctx and ir.is_config(ctx.config) and ctx.config)
+    if not cfg then
+      core.pattern.raise("value", "AnnotateVirtualDevices: a rule returned candidates; weighing them needs "
+        .. "the configuration: AnnotateVirtualDevices(rules, {config = config})")
+    end
+    local decisions = weigh(out, pending, cfg)
+    local chosen = {}
+    for i, dec in ipairs(decisions) do chosen[pending[i].call] = dec.device end
+    out = core.infer_type(core.rewrite(out, {
+      call = function(call, original)
+        local vd = chosen[original]
         if vd then return core.call("on_device", {call}, {virtual_device = vd}) end
       end,
     }))
-  end)
+    return out, decisions
+  end
+
+  local p = pass.new("AnnotateVirtualDevices", function(mod, ctx) return (resolve(mod, ctx)) end)
+  p.resolve = resolve
+  function p.explain(mod, call, ctx)
+    local _, decisions = resolve(mod, ctx)
+    for _, dec in ipairs(decisions) do
+      if rawequal(dec.call, call) then return dec end
+    end
+    return nil
+  end
+  return p
 end
 
 return M

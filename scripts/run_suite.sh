@@ -74,6 +74,26 @@ if [ -d ../shared/conformance ]; then
   fi
 fi
 
+if [ -f ../shared/conformance/patterns/run.lua ]; then
+  echo "== pattern conformance (../shared/conformance/patterns/run.lua)"
+  # shellcheck disable=SC2086
+  $WRAP "$EXE" ../shared/conformance/patterns/run.lua 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+  # the runner prints a FAIL line per failing case and ends with "N passed, N failed"
+  bad=$(grep -c '^FAIL ' "$log")
+  last=$(tail -1 "$log")
+  if [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    add_counts "${BASH_REMATCH[1]}" "$bad"
+    if [ "$status" -ne 0 ] && [ "$bad" -eq 0 ]; then
+      echo "!! pattern conformance runner: exit status $status with no failing case"
+      add_counts 0 1
+    fi
+  else
+    echo "!! pattern conformance runner did not finish (exit status $status)"
+    add_counts 0 1
+  fi
+fi
+
 for prog in "${TEST_PROGRAMS[@]}"; do
   echo "== $prog"
   # shellcheck disable=SC2086

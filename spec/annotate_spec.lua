@@ -39,4 +39,73 @@ def @main(%a: Tensor[(5, 7), float32]) { %0 = negative(%a); negative(%0) }]])
     assert.is_false(ok)
     assert.truthy(tostring(err):find("must be a function", 1, true))
   end)
+
+  local function parse(text) return dp.parse('#[version = "0.0.5"]\n' .. text, t.META) end
+  local CPU = t.PALETTE.CPU
+
+  -- The device each operator call was annotated with (its on_device), in post order.
+  local function annotations(mod)
+    local out = {}
+    dp.visit(mod.main.body, function(e)
+      if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "on_device" then
+        local c = e.args[1]
+        out[#out + 1] = c.callee.name .. "@" .. (rawequal(e.attrs.virtual_device, GPU) and "GPU" or "CPU")
+      end
+    end)
+    return table.concat(out, " ")
+  end
+
+  it("the operator's own rule, else its kind's, else \"*\"", function()
+    local m = parse("def @main(%a: Tensor[(5, 7), float32]) { %0 = negative(%a); %1 = add(%0, %a); %2 = reshape(%1, newshape=[35]); exp(%2) }")
+    local out = dp.passes.AnnotateVirtualDevices{
+      exp = function() return CPU end,
+      ["kind:elemwise"] = function() return GPU end,
+      ["*"] = function() return CPU end,
+    }(m)
+    assert.equal("negative@GPU add@CPU reshape@CPU exp@CPU", annotations(out))
+    -- "*" never wraps on_device / device_copy
+    local again = dp.passes.AnnotateVirtualDevices{["*"] = function() return CPU end}(out)
+    assert.equal(t.count_calls(out, "on_device") + 4, t.count_calls(again, "on_device"))
+  end)
+
+  it("candidates: the first the planner accepts wins, and explain says why", function()
+    local m = parse([[def @main(%a: Tensor[(5, 7), float32], %b {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32]) {
+      %0 = negative(%a); %1 = add(%0, %b); %2 = on_device(%1, virtual_device=meta[VirtualDevice][0], constrain_result=True); exp(%2) }]])
+    local npu = dp.VirtualDevice{device_type = "ext_dev"}
+    local annotate = dp.passes.AnnotateVirtualDevices({
+      negative = function() return {npu, GPU, CPU} end,
+    }, {config = t.config("cpu")})
+    local out, decisions = annotate.resolve(m)
+    assert.equal("negative@CPU add@CPU", annotations(out), "add: the module's own annotation")
+    assert.equal(1, #decisions)
+    assert.equal(3, decisions[1].index)
+    assert.equal(CPU, decisions[1].device)
+    assert.equal(2, #decisions[1].rejected)
+    local why = annotate.explain(m, m.main.body.args[1].args[1].args[1])
+    assert.truthy(why.text:find("negative at 3:12 runs on", 1, true), why.text)
+    assert.truthy(why.text:find("candidate 3 of 3", 1, true), why.text)
+    assert.truthy(why.text:find("no target for device type ext_dev", 1, true), why.text)
+    assert.truthy(why.text:find("conflicting virtual devices", 1, true), why.text)
+    -- without the NPU in the way, the first candidate the planner takes is the GPU
+    local free = parse("def @main(%a: Tensor[(5, 7), float32]) { negative(%a) }")
+    assert.equal("negative@GPU", annotations(annotate(free)))
+    -- the configuration may come from the pass context instead
+    local ctx_pass = dp.passes.AnnotateVirtualDevices{negative = function() return {GPU, CPU} end}
+    assert.equal("negative@GPU", annotations(ctx_pass(free, dp.PassContext{config = t.config("cpu")})))
+  end)
+
+  it("candidates need a configuration; bad rules are clear errors", function()
+    local free = parse("def @main(%a: Tensor[(5, 7), float32]) { negative(%a) }")
+    local ok, err = pcall(dp.passes.AnnotateVirtualDevices{negative = function() return {GPU, CPU} end}, free)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("needs the configuration", 1, true), tostring(err))
+    ok, err = pcall(dp.passes.AnnotateVirtualDevices{negative = function() return 5 end}, free)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("must return a VirtualDevice, a list of them or nil", 1, true), tostring(err))
+    ok, err = pcall(dp.passes.AnnotateVirtualDevices, {["kind:fancy"] = on_gpu})
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("unknown operator pattern kind 'fancy'", 1, true), tostring(err))
+    assert.has_error(function() dp.passes.AnnotateVirtualDevices({}, {colour = 1}) end)
+    assert.has_error(function() dp.passes.AnnotateVirtualDevices({}, {config = 5}) end)
+  end)
 end)

@@ -202,9 +202,11 @@ def @main(%a: Tensor[(5, 7), float32] /* ty=Tensor[(5, 7), float32] */, // a
     assert.are.same({source = "m.relay", line = 1, col = 11}, f.params[1].span)
   end)
 
-  it("parses a single expression with dp.parse_expr", function()
+  it("parses a single expression with dp.parse_expr, untyped until dp.infer_expr (as TVM)", function()
     local e = dp.parse_expr("let %x = 1f; add(%x, %x)")
     assert.are.equal("let", e.kind)
+    assert.is_nil(e.checked_type)
+    assert.are.equal("float32", tostring(dp.infer_expr(e)))
     assert.are.equal("float32", tostring(e.checked_type))
   end)
 

@@ -79,6 +79,12 @@ typedef struct dp_ctx dp_ctx;
 
 /* A new context with the built-in operators registered (rc = 1). */
 dp_ctx *dp_ctx_new(void);
+/* The owner's end of a context: empties the operator registry (calls that
+   hold an operator keep it) and drops the owner's reference. Use it instead
+   of dp_release(ctx) when operators were registered with an object (virtual
+   device, constant) as an attribute default: such a default retains the
+   context, so only closing breaks that cycle. */
+void dp_ctx_close(dp_ctx *ctx);
 /* Id of a source name ("model.relay", "<string>"), interned in the context. */
 uint32_t dp_ctx_source(dp_ctx *ctx, const char *name);
 /* The name behind a source id, or "<unknown>". */

@@ -5,6 +5,7 @@
 #include "device.h"
 #include "suggest.h"
 #include "type.h"
+#include "scalar.h"
 #include "attrs.h"
 #include "expr.h"
 #include "op.h"
@@ -13,4 +14,7 @@
 #include "print.h"
 #include "infer.h"
 #include "plan.h"
+#include "parse.h"
+#include "dfpattern.h"
+#include "partition.h"
 #endif

@@ -37,6 +37,25 @@ typedef struct dp_attr_field {
 typedef dp_type *(*dp_type_rel)(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                                 const dp_attrs *attrs, void *ud, dp_err **err);
 
+/* TVM's operator pattern kind (TOpPattern, OpPatternKind), with TVM's
+   values: what fusion and the pattern language (`TOpPattern`) read. */
+typedef enum dp_oppattern {
+  DP_OPP_NONE = -1,             /* not registered (an operator from Lua without one) */
+  DP_OPP_ELEMWISE = 0,          /* one output element from the same input element */
+  DP_OPP_BROADCAST = 1,         /* elementwise with broadcasting */
+  DP_OPP_INJECTIVE = 2,         /* each output element from one input element (reshape) */
+  DP_OPP_COMM_REDUCE = 3,       /* commutative reduction (sum) */
+  DP_OPP_OUT_ELEMWISE_FUSABLE = 4, /* complex op whose output takes elementwise fusion (conv2d) */
+  DP_OPP_TUPLE = 7,             /* produces a tuple */
+  DP_OPP_OPAQUE = 8             /* nothing fuses with it */
+} dp_oppattern;
+
+/* "elemwise", "broadcast", "injective", "comm_reduce", "out_elemwise_fusable",
+   "tuple", "opaque"; NULL for DP_OPP_NONE or an unknown value. */
+const char *dp_oppattern_name(int kind);
+/* The kind of a name above; -2 when the name is unknown. */
+int dp_oppattern_parse(const char *name);
+
 enum {
   DP_OPF_IDENTITY = 1 /* result type = type of the first argument, unified
                          even when unknown (on_device, device_copy) */
@@ -54,7 +73,13 @@ typedef struct dp_op {
   void *ud;
   void (*ud_free)(void *ud);
   uint32_t id;             /* registration order */
+  int pattern;             /* dp_oppattern; DP_OPP_NONE until set */
 } dp_op;
+
+/* The operator pattern kind of op (DP_OPP_NONE when it has none). A new
+   operator has none; set it once after registering (dp_op_set_pattern
+   returns -1 for a value that is not a dp_oppattern). */
+int dp_op_set_pattern(dp_op *op, int kind);
 
 /* Look up an operator by name (borrowed; NULL when unknown). */
 dp_op *dp_op_get(dp_ctx *ctx, const char *name);

@@ -32,6 +32,7 @@ dp.parse, dp.parse_file = parser.parse, parser.parse_file
 dp.parse_expr, dp.parse_type = parser.parse_expr, parser.parse_type
 
 dp.planner = require "devplan.planner"
+dp.pattern = require "devplan.pattern"   -- replaces core.pattern, its C half
 dp.pass = require("devplan.pass").new
 dp.passes = require "devplan.passes"
 

@@ -10,6 +10,9 @@
 --                                 naming both constraints with their
 --                                 positions (and the chain in its notes)
 --   dp.passes.AnnotateVirtualDevices(rules)   passes/annotate_virtual_devices.lua
+--   dp.passes.MergeComposite(rules), dp.passes.MergeAndAnnotate(rules)
+--                                             passes/merge_composite.lua (dp.pattern)
+--   dp.passes.PartitionByVirtualDevice{by =}  passes/partition_by_virtual_device.lua
 --   dp.passes.InferType(), dp.passes.Verify(config?, opts?)  (below)
 --
 -- Passes written in Lua live in passes/ (on package.path); they require
@@ -34,6 +37,11 @@ function M.PlanDevices(config, opts)
 end
 
 M.AnnotateVirtualDevices = require("annotate_virtual_devices").new
+
+-- Pattern passes (dp.pattern): passes/merge_composite.lua
+local merge = require "merge_composite"
+M.MergeComposite, M.MergeAndAnnotate = merge.MergeComposite, merge.MergeAndAnnotate
+M.PartitionByVirtualDevice = require("partition_by_virtual_device").new
 
 -- ---- the framework's passes (lua/devplan/verify.lua, pipelines) ----
 local core = require "devplan.core"

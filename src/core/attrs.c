@@ -12,6 +12,7 @@
 #include <string.h>
 #include "internal.h"
 #include "textbuf.h"
+#include "print_internal.h"
 #include "devplan/attrs.h"
 #include "devplan/expr.h"
 #include "devplan/device.h"
@@ -121,43 +122,6 @@ int dp_av_equal(const dp_aval *a, const dp_aval *b) {
 
 /* ---------------- text ---------------- */
 
-/* Shortest decimal form that reads back as the same double. */
-static void put_double(dp_tb *b, double f) {
-  char buf[40];
-  if (isinf(f)) {
-    dp_tb_puts(b, f < 0 ? "-inf" : "inf");
-    return;
-  }
-  if (isnan(f)) {
-    dp_tb_puts(b, "nan");
-    return;
-  }
-  for (int prec = 1; prec <= 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*g", prec, f);
-    if (strtod(buf, NULL) == f) break;
-  }
-  dp_tb_puts(b, buf);
-}
-
-static void put_float(dp_tb *b, double f, dp_dtype dt) {
-  size_t start = b->n;
-  put_double(b, f);
-  if (dt == DP_FLOAT32) {
-    dp_tb_putc(b, 'f');
-  } else if (DP_DTYPE_CODE(dt) == DP_DT_FLOAT && dt) {
-    dp_tb_printf(b, "f%d", DP_DTYPE_BITS(dt));
-  } else if (!b->failed && !strpbrk(b->s + start, ".eni")) {
-    dp_tb_puts(b, ".0"); /* no suffix: keep it a float when read back */
-  }
-}
-
-static void put_int(dp_tb *b, int64_t i, dp_dtype dt) {
-  dp_tb_printf(b, "%lld", (long long)i);
-  if (!dt || dt == DP_INT32) return;
-  if (DP_DTYPE_CODE(dt) == DP_DT_INT) dp_tb_printf(b, "i%d", DP_DTYPE_BITS(dt));
-  else if (DP_DTYPE_CODE(dt) == DP_DT_UINT) dp_tb_printf(b, "u%d", DP_DTYPE_BITS(dt));
-}
-
 static void put_str(dp_tb *b, const char *s) {
   dp_tb_putc(b, '"');
   for (; *s; s++) {
@@ -172,44 +136,12 @@ static void put_str(dp_tb *b, const char *s) {
   dp_tb_putc(b, '"');
 }
 
-/* One integer element of `bits` bits; -1 for an unusual width. */
-static int read_int(const void *p, int is_signed, int bits, int64_t *out) {
-  switch (bits) {
-  case 8: *out = is_signed ? (int64_t)*(const int8_t *)p : (int64_t)*(const uint8_t *)p; return 0;
-  case 16: *out = is_signed ? (int64_t)*(const int16_t *)p : (int64_t)*(const uint16_t *)p; return 0;
-  case 32: *out = is_signed ? (int64_t)*(const int32_t *)p : (int64_t)*(const uint32_t *)p; return 0;
-  case 64: *out = *(const int64_t *)p; return 0;
-  default: return -1;
-  }
-}
-
-/* A scalar constant as a literal; 0 when e is not one. */
-static int put_scalar_const(dp_tb *b, const dp_expr *e) {
-  if (!e || e->h.kind != DP_CONST || ((const dp_const *)e)->ndim != 0) return 0;
-  const dp_const *c = (const dp_const *)e;
-  int code = DP_DTYPE_CODE(c->dtype), bits = DP_DTYPE_BITS(c->dtype);
-  if (DP_DTYPE_LANES(c->dtype) != 1) return 0;
-  if (code == DP_DT_BOOL) {
-    dp_tb_puts(b, *(const uint8_t *)c->data ? "True" : "False");
-  } else if (code == DP_DT_FLOAT && (bits == 32 || bits == 64)) {
-    double f = bits == 32 ? *(const float *)c->data : *(const double *)c->data;
-    put_float(b, f, c->dtype);
-  } else if (code == DP_DT_INT || code == DP_DT_UINT) {
-    int64_t v;
-    if (read_int(c->data, code == DP_DT_INT, bits, &v) < 0) return 0;
-    put_int(b, v, c->dtype);
-  } else {
-    return 0;
-  }
-  return 1;
-}
-
 static int put_av(dp_tb *b, const dp_aval *v) {
   switch (v->kind) {
   case DP_AV_NONE: dp_tb_puts(b, "None"); return 0;
   case DP_AV_BOOL: dp_tb_puts(b, v->u.i ? "True" : "False"); return 0;
-  case DP_AV_INT: put_int(b, v->u.i, v->dtype); return 0;
-  case DP_AV_FLOAT: put_float(b, v->u.f, v->dtype); return 0;
+  case DP_AV_INT: dp__put_int(b, v->u.i, v->dtype); return 0;
+  case DP_AV_FLOAT: dp__put_real(b, v->u.f, v->dtype, 0); return 0;
   case DP_AV_STR: put_str(b, v->u.s); return 0;
   case DP_AV_LIST:
     dp_tb_putc(b, '[');
@@ -226,13 +158,15 @@ static int put_av(dp_tb *b, const dp_aval *v) {
     free(s);
     return 0;
   }
-  case DP_AV_EXPR: return put_scalar_const(b, v->u.expr) ? 0 : -1;
+  case DP_AV_EXPR:
+    if (!v->u.expr || v->u.expr->h.kind != DP_CONST) return -1;
+    dp__put_const(b, (const dp_const *)v->u.expr);
+    return 0;
   default: return -1;
   }
 }
 
-/* NULL on out of memory, and for a tensor constant (the printer writes
-   those as meta references itself). */
+/* NULL on out of memory. */
 char *dp_av_str_of(const dp_aval *v) {
   dp_tb b;
   dp_tb_init(&b);

@@ -7,19 +7,29 @@
 #include <string.h>
 #include "internal.h"
 
+/* Takes the operator registry out of ctx; the ops (still retained) are
+   returned for the caller to release. */
+static dp_op **take_registry(dp_ctx *ctx, uint32_t *n) {
+  dp_op **ops = ctx->ops;
+  *n = ctx->nops;
+  for (uint32_t i = 0; i < *n; i++) ops[i]->ctx = NULL; /* calls may still hold the op */
+  ctx->ops = NULL;
+  ctx->nops = ctx->capops = 0;
+  dp_itab_free(&ctx->opnames);
+  return ops;
+}
+
 static void ctx_free(dp_obj *o, dp_worklist *wl) {
   dp_ctx *ctx = (dp_ctx *)o;
-  for (uint32_t i = 0; i < ctx->nops; i++) {
-    ctx->ops[i]->ctx = NULL; /* calls may still hold the op */
-    dp_release_deferred(wl, ctx->ops[i]);
-  }
-  free(ctx->ops);
+  uint32_t n;
+  dp_op **ops = take_registry(ctx, &n);
+  for (uint32_t i = 0; i < n; i++) dp_release_deferred(wl, ops[i]);
+  free(ops);
   for (uint32_t i = 0; i < ctx->nsources; i++) free(ctx->sources[i]);
   free(ctx->sources);
   dp_itab_free(&ctx->targets);
   dp_itab_free(&ctx->vdevs);
   dp_itab_free(&ctx->types);
-  dp_itab_free(&ctx->opnames);
   free(ctx);
 }
 
@@ -41,6 +51,21 @@ dp_ctx *dp_ctx_new(void) {
 }
 
 void dp__ctx_free_fn(dp_obj *o, dp_worklist *wl) { ctx_free(o, wl); }
+
+/* An operator's attribute defaults may hold objects of its context (a
+   virtual device, a constant), and those retain the context: a cycle
+   through the registry that reference counting alone never frees. The
+   owner ends it here, after which the registry is empty. The registry is
+   taken out before the ops are released, so nothing can find a half-freed
+   op by name meanwhile. */
+void dp_ctx_close(dp_ctx *ctx) {
+  if (!ctx) return;
+  uint32_t n;
+  dp_op **ops = take_registry(ctx, &n);
+  for (uint32_t i = 0; i < n; i++) dp_release(ops[i]);
+  free(ops);
+  dp_release(ctx);
+}
 
 uint32_t dp_ctx_source(dp_ctx *ctx, const char *name) {
   if (!name) name = "<string>";

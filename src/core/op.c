@@ -27,6 +27,26 @@ dp_op *dp_op_at(dp_ctx *ctx, uint32_t i) {
   return ctx && i < ctx->nops ? ctx->ops[i] : NULL;
 }
 
+static const char *const pattern_names[] = {
+  "elemwise", "broadcast", "injective", "comm_reduce", "out_elemwise_fusable", NULL, NULL,
+  "tuple", "opaque"};
+
+const char *dp_oppattern_name(int kind) {
+  return kind >= 0 && kind <= DP_OPP_OPAQUE ? pattern_names[kind] : NULL;
+}
+
+int dp_oppattern_parse(const char *name) {
+  for (int k = 0; name && k <= DP_OPP_OPAQUE; k++)
+    if (pattern_names[k] && strcmp(pattern_names[k], name) == 0) return k;
+  return -2;
+}
+
+int dp_op_set_pattern(dp_op *op, int kind) {
+  if (!op || (kind != DP_OPP_NONE && !dp_oppattern_name(kind))) return -1;
+  op->pattern = kind;
+  return 0;
+}
+
 static void clear_fields(dp_attr_field *fields, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) dp_av_clear(&fields[i].dflt);
 }
@@ -97,6 +117,7 @@ dp_op *dp_op_register(dp_ctx *ctx, const char *name, int num_inputs, uint32_t fl
   op->ctx = ctx;
   op->num_inputs = num_inputs;
   op->flags = flags;
+  op->pattern = DP_OPP_NONE;
   op->rel = rel;
   op->name = dp_strdup(name);
   if (!op->name) goto oom;

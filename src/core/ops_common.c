@@ -100,7 +100,7 @@ static int register_one(dp_ctx *ctx, const dp_opdef *d, dp_err **err) {
   free(scratch);
   if (!op) return -1;
   op->ud = op; /* built-in relations read defaults from their own schema */
-  return 0;
+  return dp_op_set_pattern(op, d->pattern) < 0 ? -1 : 0;
 }
 
 int dp__register_opdefs(dp_ctx *ctx, const dp_opdef *defs, size_t n, dp_err **err) {
@@ -145,7 +145,8 @@ static const dp_aval *attr(const dp_op *op, const dp_attrs *a, const char *key) 
 int64_t dp__attr_int(const dp_op *op, const dp_attrs *a, const char *key, int64_t dflt) {
   const dp_aval *v = attr(op, a, key);
   if (v && (v->kind == DP_AV_INT || v->kind == DP_AV_BOOL)) return v->u.i;
-  if (v && v->kind == DP_AV_FLOAT) return (int64_t)v->u.f;
+  /* a float converts only when int64 holds it (the cast is undefined otherwise) */
+  if (v && v->kind == DP_AV_FLOAT && v->u.f >= -0x1p63 && v->u.f < 0x1p63) return (int64_t)v->u.f;
   return dflt;
 }
 
@@ -186,6 +187,17 @@ int dp__attr_ints(const dp_op *op, const dp_attrs *a, const char *key, int64_t *
     out[i] = v->u.items[i].u.i;
   }
   return (int)v->n;
+}
+
+dp_type *dp__rel_tensor(dp_ctx *ctx, const dp_op *op, dp_dtype dtype, uint32_t ndim,
+                        const int64_t *dims, int ovf, dp_err **err) {
+  if (ovf) return dp__rel_fail(err, op, "the output shape does not fit in int64 (sizes too large)");
+  for (uint32_t i = 0; i < ndim; i++)
+    if (dims[i] < DP_DIM_ANY)
+      return dp__rel_fail(err, op, "output dimension %u would be %lld", i, (long long)dims[i]);
+  dp_type *t = dp_type_tensor(ctx, dtype, ndim, dims);
+  if (!t) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return t;
 }
 
 int dp__norm_axis(int64_t axis, uint32_t ndim) {

@@ -68,14 +68,14 @@ static dp_type *alloc_tensor_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nar
       for (uint32_t i = 0; i < n; i++) dims[i] = DP_DIM_ANY;
     }
   }
-  return dp_type_tensor(ctx, dt, n, dims);
+  return dp__rel_tensor(ctx, OP, dt, n, dims, 0, err);
 }
 
 static dp_type *shape_of_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                              const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
   int64_t n = t0->ndim;
-  return dp_type_tensor(ctx, dp__attr_dtype(OP, attrs, "dtype", DP_INT64), 1, &n);
+  return dp__rel_tensor(ctx, OP, dp__attr_dtype(OP, attrs, "dtype", DP_INT64), 1, &n, 0, err);
 }
 
 static dp_type *reshape_tensor_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -92,7 +92,7 @@ static dp_type *reshape_tensor_rel(dp_ctx *ctx, dp_type *const *args, uint32_t n
   }
   for (int i = 0; i < n; i++)
     if (dims[i] < 0) dims[i] = DP_DIM_ANY;
-  return dp_type_tensor(ctx, t0->dtype, (uint32_t)n, dims);
+  return dp__rel_tensor(ctx, OP, t0->dtype, (uint32_t)n, dims, 0, err);
 }
 
 static dp_type *invoke_tvm_op_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -118,15 +118,15 @@ static dp_type *call_lowered_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nar
 
 static const dp_opdef defs[] = {
   {"on_device", 1, DP_OPF_IDENTITY,
-   "virtual_device:vdev constrain_body:bool=True constrain_result:bool=False", identity_rel},
-  {"device_copy", 1, DP_OPF_IDENTITY, "src_virtual_device:vdev dst_virtual_device:vdev", identity_rel},
-  {"memory.alloc_storage", -1, 0, "virtual_device:vdev dtype_hint:dtype=float32", alloc_storage_rel},
+   "virtual_device:vdev constrain_body:bool=True constrain_result:bool=False", identity_rel, K_OPAQUE},
+  {"device_copy", 1, DP_OPF_IDENTITY, "src_virtual_device:vdev dst_virtual_device:vdev", identity_rel, K_OPAQUE},
+  {"memory.alloc_storage", -1, 0, "virtual_device:vdev dtype_hint:dtype=float32", alloc_storage_rel, K_OPAQUE},
   {"memory.alloc_tensor", 3, 0, "dtype:dtype=float32 const_shape:any=None assert_shape:ints=None",
-   alloc_tensor_rel},
-  {"vm.shape_of", 1, 0, "dtype:dtype=", shape_of_rel},
-  {"vm.reshape_tensor", 2, 0, "newshape:ints=None", reshape_tensor_rel},
-  {"vm.invoke_tvm_op", 3, 0, "", invoke_tvm_op_rel},
-  {"call_lowered", 2, 0, NULL, call_lowered_rel},
+   alloc_tensor_rel, K_OPAQUE},
+  {"vm.shape_of", 1, 0, "dtype:dtype=", shape_of_rel, K_OPAQUE},
+  {"vm.reshape_tensor", 2, 0, "newshape:ints=None", reshape_tensor_rel, K_OPAQUE},
+  {"vm.invoke_tvm_op", 3, 0, "", invoke_tvm_op_rel, K_OPAQUE},
+  {"call_lowered", 2, 0, NULL, call_lowered_rel, K_OPAQUE},
 };
 
 int dp__register_device_ops(dp_ctx *ctx, dp_err **err) {

@@ -23,7 +23,16 @@ typedef struct dp_opdef {
   uint32_t flags;
   const char *schema;
   dp_type_rel rel;
+  int pattern;           /* dp_oppattern: TVM's TOpPattern for this operator */
 } dp_opdef;
+
+/* Short names for the operator tables. */
+#define K_ELEMWISE DP_OPP_ELEMWISE
+#define K_BROADCAST DP_OPP_BROADCAST
+#define K_INJECTIVE DP_OPP_INJECTIVE
+#define K_REDUCE DP_OPP_COMM_REDUCE
+#define K_OUT_FUSABLE DP_OPP_OUT_ELEMWISE_FUSABLE
+#define K_OPAQUE DP_OPP_OPAQUE
 
 int dp__register_opdefs(dp_ctx *ctx, const dp_opdef *defs, size_t n, dp_err **err);
 
@@ -56,9 +65,38 @@ int dp__norm_axis(int64_t axis, uint32_t ndim);
 /* Short printed form of a type for messages (static buffer, truncated). */
 const char *dp__type_brief(const dp_type *t, char *buf, size_t n);
 
-/* Dimension arithmetic that keeps `?` (DP_DIM_ANY) unknown. */
-static inline int64_t dp__dim_mul(int64_t a, int64_t b) {
-  return a < 0 || b < 0 ? DP_DIM_ANY : a * b;
+/* ---- checked shape arithmetic ----
+   Every computation on dimensions and shape attributes goes through these,
+   so that no relation can overflow, whatever the sizes written: a result
+   outside int64 sets the sticky flag *ovf (and gives 0). A relation
+   computes its whole shape, then builds it with dp__rel_tensor, which turns
+   a set flag into a type error. */
+static inline int64_t dp__add(int64_t a, int64_t b, int *ovf) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) { *ovf = 1; return 0; }
+  return r;
 }
+static inline int64_t dp__sub(int64_t a, int64_t b, int *ovf) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) { *ovf = 1; return 0; }
+  return r;
+}
+static inline int64_t dp__mul(int64_t a, int64_t b, int *ovf) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) { *ovf = 1; return 0; }
+  return r;
+}
+/* The same on dimensions, keeping `?` (DP_DIM_ANY, or any negative) unknown. */
+static inline int64_t dp__dim_add(int64_t a, int64_t b, int *ovf) {
+  return a < 0 || b < 0 ? DP_DIM_ANY : dp__add(a, b, ovf);
+}
+static inline int64_t dp__dim_mul(int64_t a, int64_t b, int *ovf) {
+  return a < 0 || b < 0 ? DP_DIM_ANY : dp__mul(a, b, ovf);
+}
+/* The tensor type a relation computed, or a type error naming op when its
+   arithmetic overflowed (ovf), a dimension is negative (other than `?`)
+   or memory ran out: never NULL without an error. */
+dp_type *dp__rel_tensor(dp_ctx *ctx, const dp_op *op, dp_dtype dtype, uint32_t ndim,
+                        const int64_t *dims, int ovf, dp_err **err);
 
 #endif

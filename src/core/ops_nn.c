@@ -30,13 +30,14 @@ static int layout_axes(const dp_op *op, const char *layout, uint32_t ndim, const
 }
 
 /* Total padding per spatial dim from 1, nsp or 2*nsp values (TVM's rule). */
-static int padding(const dp_op *op, const dp_attrs *attrs, int nsp, int64_t *pad, dp_err **err) {
+static int padding(const dp_op *op, const dp_attrs *attrs, int nsp, int64_t *pad, int *ovf,
+                   dp_err **err) {
   int64_t p[6];
   int np = dp__attr_ints(op, attrs, "padding", p, 6);
   for (int i = 0; i < nsp; i++) {
-    if (np == 1) pad[i] = 2 * p[0];
-    else if (np == nsp) pad[i] = 2 * p[i];
-    else if (np == 2 * nsp) pad[i] = p[i] + p[i + nsp];
+    if (np == 1) pad[i] = dp__mul(2, p[0], ovf);
+    else if (np == nsp) pad[i] = dp__mul(2, p[i], ovf);
+    else if (np == 2 * nsp) pad[i] = dp__add(p[i], p[i + nsp], ovf);
     else if (np < 0) pad[i] = 0;
     else {
       dp__rel_fail(err, op, "padding must have 1, %d or %d values", nsp, 2 * nsp);
@@ -61,10 +62,29 @@ static int per_dim(const dp_op *op, const dp_attrs *attrs, const char *key, int 
   return -1;
 }
 
-static int64_t window_out(int64_t in, int64_t pad, int64_t k, int64_t dil, int64_t stride, int ceil) {
-  if (in < 0 || k < 0) return DP_DIM_ANY;
-  int64_t dk = (k - 1) * dil + 1, span = in + pad - dk;
-  return (ceil ? (span + stride - 1) / stride : span / stride) + 1;
+/* Output size of a sliding window (convolution, pooling) over in + pad
+   values; stride and dil are positive (per_dim). A window wider than the
+   padded input is an error, not a negative size. */
+static int window_out(const dp_op *op, int64_t in, int64_t pad, int64_t k, int64_t dil,
+                      int64_t stride, int ceil, int64_t *out, int *ovf, dp_err **err) {
+  if (k == 0 || k < DP_DIM_ANY) {
+    dp__rel_fail(err, op, "window size %lld must be positive", (long long)k);
+    return -1;
+  }
+  if (in < 0 || k < 0) {
+    *out = DP_DIM_ANY;
+    return 0;
+  }
+  int64_t dk = dp__add(dp__mul(k - 1, dil, ovf), 1, ovf), padded = dp__add(in, pad, ovf);
+  int64_t span = dp__sub(padded, dk, ovf);
+  if (*ovf) return 0; /* reported by dp__rel_tensor */
+  if (span < 0) {
+    dp__rel_fail(err, op, "window of %lld is wider than the padded input of %lld", (long long)dk,
+                 (long long)padded);
+    return -1;
+  }
+  *out = (ceil ? dp__add(span, stride - 1, ovf) / stride : span / stride) + 1;
+  return 0;
 }
 
 /* nn.conv2d and nn.conv3d: nsp spatial dims named by sp. */
@@ -82,14 +102,18 @@ static dp_type *conv_common(dp_ctx *ctx, dp_type *const *args, const dp_attrs *a
     return dp__rel_fail(err, op, "kernel_layout \"%s\" does not fit a weight of rank %u", kl, w->ndim);
   int64_t groups = dp__attr_int(op, attrs, "groups", 1), ks[3], stride[3], dil[3], pad[3];
   int64_t chan = dp__attr_int(op, attrs, "channels", w->dims[wo]);
-  int nk = dp__attr_ints(op, attrs, "kernel_size", ks, 3);
+  int nk = dp__attr_ints(op, attrs, "kernel_size", ks, 3), ovf = 0;
   if (groups <= 0) return dp__rel_fail(err, op, "groups must be positive");
   if (per_dim(op, attrs, "strides", nsp, stride, err) < 0 || per_dim(op, attrs, "dilation", nsp, dil, err) < 0 ||
-      padding(op, attrs, nsp, pad, err) < 0)
+      padding(op, attrs, nsp, pad, &ovf, err) < 0)
     return NULL;
   if (nk >= 0 && nk != nsp) return dp__rel_fail(err, op, "kernel_size must have %d values", nsp);
-  int64_t cin = d->dims[dc], wcin = w->dims[wi];
-  if (cin >= 0 && wcin >= 0 && cin != wcin * groups)
+  int govf = 0;
+  int64_t cin = d->dims[dc], wcin = w->dims[wi], need = dp__dim_mul(wcin, groups, &govf);
+  if (govf)
+    return dp__rel_fail(err, op, "%lld channels x %lld groups does not fit in int64",
+                        (long long)wcin, (long long)groups);
+  if (cin >= 0 && need >= 0 && cin != need)
     return dp__rel_fail(err, op, "data has %lld channels but the weight expects %lld x %lld groups",
                         (long long)cin, (long long)wcin, (long long)groups);
   if (chan >= 0 && w->dims[wo] >= 0 && chan != w->dims[wo])
@@ -105,9 +129,11 @@ static dp_type *conv_common(dp_ctx *ctx, dp_type *const *args, const dp_attrs *a
         return dp__rel_fail(err, op, "kernel_size %lld differs from the weight's %lld", (long long)ks[i], (long long)k);
       k = ks[i];
     }
-    out[ds[i]] = window_out(d->dims[ds[i]], pad[i], k, dil[i], stride[i], 0);
+    if (window_out(op, d->dims[ds[i]], pad[i], k, dil[i], stride[i], 0, &out[ds[i]], &ovf, err) < 0)
+      return NULL;
   }
-  return dp_type_tensor(ctx, dp__attr_dtype(op, attrs, "out_dtype", d->dtype), d->ndim, out);
+  dp_dtype dt = dp__attr_dtype(op, attrs, "out_dtype", d->dtype);
+  return dp__rel_tensor(ctx, op, dt, d->ndim, out, ovf, err);
 }
 
 static dp_type *conv2d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -134,9 +160,10 @@ static dp_type *conv2d_transpose_rel(dp_ctx *ctx, dp_type *const *args, uint32_t
   if (t1->ndim != 4 || wh < 2 || ww < 2)
     return dp__rel_fail(err, OP, "kernel_layout \"%s\" does not fit a weight of rank %u", kl, t1->ndim);
   int64_t groups = dp__attr_int(OP, attrs, "groups", 1), ks[2], stride[2], dil[2], pad[2], opad[2];
+  int ovf = 0;
   if (groups <= 0) return dp__rel_fail(err, OP, "groups must be positive");
   if (per_dim(OP, attrs, "strides", 2, stride, err) < 0 || per_dim(OP, attrs, "dilation", 2, dil, err) < 0 ||
-      padding(OP, attrs, 2, pad, err) < 0)
+      padding(OP, attrs, 2, pad, &ovf, err) < 0)
     return NULL;
   int no = dp__attr_ints(OP, attrs, "output_padding", opad, 2);
   if (no == 1) opad[1] = opad[0];
@@ -147,17 +174,24 @@ static dp_type *conv2d_transpose_rel(dp_ctx *ctx, dp_type *const *args, uint32_t
   if (cin >= 0 && t1->dims[0] >= 0 && cin != t1->dims[0])
     return dp__rel_fail(err, OP, "data has %lld channels but the weight expects %lld",
                         (long long)cin, (long long)t1->dims[0]);
-  int64_t chan = dp__attr_int(OP, attrs, "channels", dp__dim_mul(t1->dims[1], groups));
+  int64_t chan = dp__attr_int(OP, attrs, "channels", dp__dim_mul(t1->dims[1], groups, &ovf));
   int64_t out[4];
   memcpy(out, t0->dims, sizeof out);
   out[dc] = chan;
   int wsp[2] = {wh, ww};
   for (int i = 0; i < 2; i++) {
     int64_t k = nk >= 0 ? ks[i] : t1->dims[wsp[i]], in = t0->dims[ds[i]];
-    out[ds[i]] = in < 0 || k < 0 ? DP_DIM_ANY
-                                 : (in - 1) * stride[i] - pad[i] + (k - 1) * dil[i] + 1 + opad[i];
+    if (in < 0 || k < 0) {
+      out[ds[i]] = DP_DIM_ANY;
+      continue;
+    }
+    /* (in - 1) * stride - pad + (k - 1) * dil + 1 + output_padding */
+    int64_t grown = dp__sub(dp__mul(in - 1, stride[i], &ovf), pad[i], &ovf);
+    int64_t window = dp__add(dp__mul(k - 1, dil[i], &ovf), 1, &ovf);
+    out[ds[i]] = dp__add(dp__add(grown, window, &ovf), opad[i], &ovf);
   }
-  return dp_type_tensor(ctx, dp__attr_dtype(OP, attrs, "out_dtype", t0->dtype), 4, out);
+  dp_dtype dt = dp__attr_dtype(OP, attrs, "out_dtype", t0->dtype);
+  return dp__rel_tensor(ctx, OP, dt, 4, out, ovf, err);
 }
 
 static dp_type *dense_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -174,14 +208,15 @@ static dp_type *dense_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   int64_t out[DP_MAXDIM];
   memcpy(out, t0->dims, t0->ndim * sizeof out[0]);
   out[t0->ndim - 1] = units;
-  return dp_type_tensor(ctx, dp__attr_dtype(OP, attrs, "out_dtype", t0->dtype), t0->ndim, out);
+  dp_dtype dt = dp__attr_dtype(OP, attrs, "out_dtype", t0->dtype);
+  return dp__rel_tensor(ctx, OP, dt, t0->ndim, out, 0, err);
 }
 
 /* A 1-D tensor of the data's channel count: what bias, gamma, beta, mean
    and variance must be. */
-static dp_type *channel_vector(dp_ctx *ctx, const dp_tensor_type *d, int axis) {
-  int64_t c = d->dims[axis];
-  return dp_type_tensor(ctx, d->dtype, 1, &c);
+static dp_type *channel_vector(dp_ctx *ctx, const dp_tensor_type *d, int axis, const dp_op *op,
+                               dp_err **err) {
+  return dp__rel_tensor(ctx, op, d->dtype, 1, &d->dims[axis], 0, err);
 }
 
 static int check_vector(dp_type *vec, dp_type *got, uint32_t i, const dp_op *op, dp_err **err) {
@@ -200,7 +235,7 @@ static dp_type *bias_add_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   TENSOR(0);
   int ax = dp__norm_axis(dp__attr_int(OP, attrs, "axis", 1), t0->ndim);
   if (ax < 0) return dp__rel_fail(err, OP, "axis out of range for rank %u", t0->ndim);
-  dp_type *vec = channel_vector(ctx, t0, ax);
+  dp_type *vec = channel_vector(ctx, t0, ax, OP, err);
   if (!vec) return NULL;
   int bad = check_vector(vec, args[1], 1, OP, err);
   dp_release(vec);
@@ -212,7 +247,7 @@ static dp_type *batch_norm_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs
   TENSOR(0);
   int ax = dp__norm_axis(dp__attr_int(OP, attrs, "axis", 1), t0->ndim);
   if (ax < 0) return dp__rel_fail(err, OP, "axis out of range for rank %u", t0->ndim);
-  dp_type *vec = channel_vector(ctx, t0, ax);
+  dp_type *vec = channel_vector(ctx, t0, ax, OP, err);
   if (!vec) return NULL;
   for (uint32_t i = 1; i < 5; i++)
     if (check_vector(vec, args[i], i, OP, err) < 0) {
@@ -239,17 +274,21 @@ static dp_type *pool2d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   if (layout_axes(OP, dp__attr_str(OP, attrs, "layout", ""), t0->ndim, "HW", &dn, &dc, ds, err) < 0)
     return NULL;
   int64_t ps[2], stride[2], dil[2], pad[2];
-  int np = dp__attr_ints(OP, attrs, "pool_size", ps, 2);
+  int np = dp__attr_ints(OP, attrs, "pool_size", ps, 2), ovf = 0;
   if (np == 1) ps[1] = ps[0];
   else if (np != 2) return dp__rel_fail(err, OP, "pool_size must have 1 or 2 values");
   if (per_dim(OP, attrs, "strides", 2, stride, err) < 0 || per_dim(OP, attrs, "dilation", 2, dil, err) < 0 ||
-      padding(OP, attrs, 2, pad, err) < 0)
+      padding(OP, attrs, 2, pad, &ovf, err) < 0)
     return NULL;
   int ceil = dp__attr_bool(OP, attrs, "ceil_mode", 0);
   int64_t out[4];
   memcpy(out, t0->dims, sizeof out);
-  for (int i = 0; i < 2; i++) out[ds[i]] = window_out(t0->dims[ds[i]], pad[i], ps[i], dil[i], stride[i], ceil);
-  return dp_type_tensor(ctx, t0->dtype, 4, out);
+  for (int i = 0; i < 2; i++) {
+    if (ps[i] <= 0) return dp__rel_fail(err, OP, "pool_size must be positive");
+    if (window_out(OP, t0->dims[ds[i]], pad[i], ps[i], dil[i], stride[i], ceil, &out[ds[i]], &ovf, err) < 0)
+      return NULL;
+  }
+  return dp__rel_tensor(ctx, OP, t0->dtype, 4, out, ovf, err);
 }
 
 static dp_type *global_pool2d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -261,7 +300,7 @@ static dp_type *global_pool2d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t na
   int64_t out[4];
   memcpy(out, t0->dims, sizeof out);
   out[ds[0]] = out[ds[1]] = 1;
-  return dp_type_tensor(ctx, t0->dtype, 4, out);
+  return dp__rel_tensor(ctx, OP, t0->dtype, 4, out, 0, err);
 }
 
 /* Adaptive pooling: output_size empty keeps the input size, one value
@@ -278,7 +317,7 @@ static dp_type *adaptive_pool(dp_ctx *ctx, dp_type *const *args, const dp_attrs 
   if (n > 1 && n != nsp) return dp__rel_fail(err, op, "output_size must have 1 or %d values", nsp);
   memcpy(out, d->dims, d->ndim * sizeof out[0]);
   for (int i = 0; i < nsp && n > 0; i++) out[ds[i]] = n == 1 ? os[0] : os[i];
-  return dp_type_tensor(ctx, d->dtype, d->ndim, out);
+  return dp__rel_tensor(ctx, op, d->dtype, d->ndim, out, 0, err);
 }
 
 static dp_type *adaptive_pool2d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -296,8 +335,9 @@ static dp_type *batch_flatten_rel(dp_ctx *ctx, dp_type *const *args, uint32_t na
   TENSOR(0);
   if (t0->ndim < 1) return dp__rel_fail(err, OP, "expects a tensor of rank >= 1");
   int64_t out[2] = {t0->dims[0], 1};
-  for (uint32_t i = 1; i < t0->ndim; i++) out[1] = dp__dim_mul(out[1], t0->dims[i]);
-  return dp_type_tensor(ctx, t0->dtype, 2, out);
+  int ovf = 0;
+  for (uint32_t i = 1; i < t0->ndim; i++) out[1] = dp__dim_mul(out[1], t0->dims[i], &ovf);
+  return dp__rel_tensor(ctx, OP, t0->dtype, 2, out, ovf, err);
 }
 
 static dp_type *softmax_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -327,31 +367,31 @@ static dp_type *same_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   "layout:str=NCHW out_layout:str= ceil_mode:bool=False"
 
 static const dp_opdef defs[] = {
-  {"nn.conv2d", 2, 0, CONV2D_ATTRS, conv2d_rel},
-  {"nn.conv2d_transpose", 2, 0, CONV2DT_ATTRS, conv2d_transpose_rel},
-  {"nn.conv3d", 2, 0, CONV3D_ATTRS, conv3d_rel},
-  {"nn.dense", 2, 0, "units:int_or_none=None out_dtype:dtype=", dense_rel},
+  {"nn.conv2d", 2, 0, CONV2D_ATTRS, conv2d_rel, K_OUT_FUSABLE},
+  {"nn.conv2d_transpose", 2, 0, CONV2DT_ATTRS, conv2d_transpose_rel, K_OUT_FUSABLE},
+  {"nn.conv3d", 2, 0, CONV3D_ATTRS, conv3d_rel, K_OUT_FUSABLE},
+  {"nn.dense", 2, 0, "units:int_or_none=None out_dtype:dtype=", dense_rel, K_OUT_FUSABLE},
   {"nn.batch_norm", 5, 0, "axis:int=1 epsilon:float=1e-5 center:bool=True scale:bool=True",
-   batch_norm_rel},
-  {"nn.dropout", 1, 0, "rate:float=0.5", dropout_rel},
-  {"nn.max_pool2d", 1, 0, POOL_ATTRS, pool2d_rel},
-  {"nn.avg_pool2d", 1, 0, POOL_ATTRS " count_include_pad:bool=False", pool2d_rel},
-  {"nn.global_avg_pool2d", 1, 0, "layout:str=NCHW out_layout:str=", global_pool2d_rel},
-  {"nn.global_max_pool2d", 1, 0, "layout:str=NCHW out_layout:str=", global_pool2d_rel},
+   batch_norm_rel, K_OUT_FUSABLE},
+  {"nn.dropout", 1, 0, "rate:float=0.5", dropout_rel, K_OPAQUE},
+  {"nn.max_pool2d", 1, 0, POOL_ATTRS, pool2d_rel, K_OUT_FUSABLE},
+  {"nn.avg_pool2d", 1, 0, POOL_ATTRS " count_include_pad:bool=False", pool2d_rel, K_OUT_FUSABLE},
+  {"nn.global_avg_pool2d", 1, 0, "layout:str=NCHW out_layout:str=", global_pool2d_rel, K_OUT_FUSABLE},
+  {"nn.global_max_pool2d", 1, 0, "layout:str=NCHW out_layout:str=", global_pool2d_rel, K_OUT_FUSABLE},
   {"nn.adaptive_avg_pool2d", 1, 0, "output_size:ints=[] layout:str=NCHW out_layout:str=",
-   adaptive_pool2d_rel},
+   adaptive_pool2d_rel, K_OUT_FUSABLE},
   {"nn.adaptive_max_pool2d", 1, 0, "output_size:ints=[] layout:str=NCHW out_layout:str=",
-   adaptive_pool2d_rel},
+   adaptive_pool2d_rel, K_OUT_FUSABLE},
   {"nn.adaptive_avg_pool3d", 1, 0, "output_size:ints=[] layout:str=NCDHW out_layout:str=",
-   adaptive_pool3d_rel},
+   adaptive_pool3d_rel, K_OUT_FUSABLE},
   {"nn.adaptive_max_pool3d", 1, 0, "output_size:ints=[] layout:str=NCDHW out_layout:str=",
-   adaptive_pool3d_rel},
-  {"nn.batch_flatten", 1, 0, "", batch_flatten_rel},
-  {"nn.bias_add", 2, 0, "axis:int=1", bias_add_rel},
-  {"nn.softmax", 1, 0, "axis:int=-1", softmax_rel},
-  {"nn.log_softmax", 1, 0, "axis:int=-1", softmax_rel},
-  {"nn.relu", 1, 0, "", same_rel},
-  {"nn.leaky_relu", 1, 0, "alpha:float=0.25", same_rel},
+   adaptive_pool3d_rel, K_OUT_FUSABLE},
+  {"nn.batch_flatten", 1, 0, "", batch_flatten_rel, K_INJECTIVE},
+  {"nn.bias_add", 2, 0, "axis:int=1", bias_add_rel, K_BROADCAST},
+  {"nn.softmax", 1, 0, "axis:int=-1", softmax_rel, K_OPAQUE},
+  {"nn.log_softmax", 1, 0, "axis:int=-1", softmax_rel, K_OPAQUE},
+  {"nn.relu", 1, 0, "", same_rel, K_ELEMWISE},
+  {"nn.leaky_relu", 1, 0, "alpha:float=0.25", same_rel, K_ELEMWISE},
 };
 
 int dp__register_nn_ops(dp_ctx *ctx, dp_err **err) {

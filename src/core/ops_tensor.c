@@ -44,7 +44,7 @@ static dp_type *broadcast(dp_ctx *ctx, dp_type *const *args, const dp_op *op, dp
                           dp__type_brief(args[0], sa, sizeof sa), dp__type_brief(args[1], sb, sizeof sb));
     dims[n - 1 - i] = r;
   }
-  return dp_type_tensor(ctx, out ? out : a->dtype, n, dims);
+  return dp__rel_tensor(ctx, op, out ? out : a->dtype, n, dims, 0, err);
 }
 
 static dp_type *broadcast_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -62,7 +62,7 @@ static dp_type *cast_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   TENSOR(0);
   dp_dtype d = dp__attr_dtype(OP, attrs, "dtype", 0);
   if (!d) return dp__rel_fail(err, OP, "needs a dtype attribute");
-  return dp_type_tensor(ctx, d, t0->ndim, t0->dims);
+  return dp__rel_tensor(ctx, OP, d, t0->ndim, t0->dims, 0, err);
 }
 
 /* Reduction axes (None: all), as a mark per dimension. */
@@ -97,7 +97,7 @@ static dp_type *reduce_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
     if (!mark[i]) dims[n++] = t0->dims[i];
     else if (keep) dims[n++] = 1;
   }
-  return dp_type_tensor(ctx, t0->dtype, n, dims);
+  return dp__rel_tensor(ctx, OP, t0->dtype, n, dims, 0, err);
 }
 
 /* ---------------- shape operators ---------------- */
@@ -112,6 +112,7 @@ static dp_type *concatenate_rel(dp_ctx *ctx, dp_type *const *args, uint32_t narg
   int ax = dp__norm_axis(dp__attr_int(OP, attrs, "axis", 0), first->ndim);
   if (ax < 0) return dp__rel_fail(err, OP, "axis out of range for rank %u", first->ndim);
   int64_t dims[DP_MAXDIM];
+  int ovf = 0;
   memcpy(dims, first->dims, first->ndim * sizeof dims[0]);
   for (uint32_t k = 1; k < tt->n; k++) {
     const dp_tensor_type *t = dp__arg_tensor(tt->fields, k, OP, err);
@@ -120,7 +121,7 @@ static dp_type *concatenate_rel(dp_ctx *ctx, dp_type *const *args, uint32_t narg
       return dp__rel_fail(err, OP, "field %u differs in rank or dtype from field 0", k);
     for (uint32_t i = 0; i < t->ndim; i++) {
       if ((int)i == ax) {
-        dims[i] = dims[i] < 0 || t->dims[i] < 0 ? DP_DIM_ANY : dims[i] + t->dims[i];
+        dims[i] = dp__dim_add(dims[i], t->dims[i], &ovf);
         continue;
       }
       if (dims[i] == DP_DIM_ANY) dims[i] = t->dims[i];
@@ -129,7 +130,7 @@ static dp_type *concatenate_rel(dp_ctx *ctx, dp_type *const *args, uint32_t narg
                             (long long)t->dims[i], i, (long long)dims[i]);
     }
   }
-  return dp_type_tensor(ctx, first->dtype, first->ndim, dims);
+  return dp__rel_tensor(ctx, OP, first->dtype, first->ndim, dims, ovf, err);
 }
 
 static dp_type *split_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -156,16 +157,22 @@ static dp_type *split_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   int64_t dims[DP_MAXDIM];
   memcpy(dims, t0->dims, t0->ndim * sizeof dims[0]);
   for (uint32_t p = 0; p < nparts; p++) {
+    int ovf = 0;
     if (sections) dims[ax] = dim < 0 ? DP_DIM_ANY : dim / (int64_t)nparts;
+    else if (dim < 0 && p + 1 == nparts) dims[ax] = DP_DIM_ANY;
     else {
       int64_t begin = p ? idx[p - 1] : 0, end = p + 1 < nparts ? idx[p] : dim;
-      dims[ax] = dim < 0 && p + 1 == nparts ? DP_DIM_ANY : end - begin;
-      if (dims[ax] < 0 && !(dim < 0 && p + 1 == nparts)) {
+      dims[ax] = dp__sub(end, begin, &ovf);
+      if (ovf || dims[ax] < 0) {
         for (uint32_t q = 0; q < p; q++) dp_release(fields[q]);
         return dp__rel_fail(err, OP, "indices must be increasing and within the axis");
       }
     }
-    fields[p] = dp_type_tensor(ctx, t0->dtype, t0->ndim, dims);
+    fields[p] = dp__rel_tensor(ctx, OP, t0->dtype, t0->ndim, dims, 0, err);
+    if (!fields[p]) {
+      for (uint32_t q = 0; q < p; q++) dp_release(fields[q]);
+      return NULL;
+    }
   }
   dp_type *res = dp_type_tuple(ctx, nparts, fields);
   for (uint32_t p = 0; p < nparts; p++) dp_release(fields[p]);
@@ -173,16 +180,16 @@ static dp_type *split_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
 }
 
 /* Product of known dims; -1 if any is unknown. */
-static int64_t known_size(const int64_t *dims, uint32_t n) {
+static int64_t known_size(const int64_t *dims, uint32_t n, int *ovf) {
   int64_t s = 1;
-  for (uint32_t i = 0; i < n; i++) s = dp__dim_mul(s, dims[i]);
+  for (uint32_t i = 0; i < n; i++) s = dp__dim_mul(s, dims[i], ovf);
   return s;
 }
 
 /* TVM's reshape special values: 0 copy, -1 infer, -2 copy the rest,
    -3 merge two, -4 split one into the next two values. */
 static int reshape_dims(const int64_t *in, uint32_t nin, const int64_t *ns, int nn, int allowzero,
-                        int64_t *out, uint32_t *nout) {
+                        int64_t *out, uint32_t *nout, int *ovf) {
   uint32_t src = 0, n = 0;
   int infer = -1;
   for (int i = 0; i < nn; i++) {
@@ -191,13 +198,15 @@ static int reshape_dims(const int64_t *in, uint32_t nin, const int64_t *ns, int 
     if (v > 0 || (v == 0 && allowzero)) { out[n++] = v; src++; }
     else if (v == 0) { if (src >= nin) return -1; out[n++] = in[src++]; }
     else if (v == -1) { if (infer >= 0) return -1; infer = (int)n; out[n++] = 1; src++; }
-    else if (v == -2) { while (src < nin && n < DP_MAXDIM) out[n++] = in[src++]; }
-    else if (v == -3) {
+    else if (v == -2) {
+      if (nin > src && nin - src > DP_MAXDIM - n) return -1;
+      while (src < nin) out[n++] = in[src++];
+    } else if (v == -3) {
       if (src + 1 >= nin) return -1;
-      out[n++] = dp__dim_mul(in[src], in[src + 1]);
+      out[n++] = dp__dim_mul(in[src], in[src + 1], ovf);
       src += 2;
     } else if (v == -4) {
-      if (i + 2 >= nn || src >= nin) return -1;
+      if (i + 2 >= nn || src >= nin || n + 2 > DP_MAXDIM) return -1;
       int64_t d = in[src++], a = ns[i + 1], b = ns[i + 2];
       if (a == -1) a = d < 0 || b <= 0 ? DP_DIM_ANY : d / b;
       if (b == -1) b = d < 0 || a <= 0 ? DP_DIM_ANY : d / a;
@@ -207,9 +216,9 @@ static int reshape_dims(const int64_t *in, uint32_t nin, const int64_t *ns, int 
     } else return -1;
   }
   if (infer >= 0) {
-    int64_t total = known_size(in, nin), rest = 1;
+    int64_t total = known_size(in, nin, ovf), rest = 1;
     for (uint32_t i = 0; i < n; i++)
-      if ((int)i != infer) rest = dp__dim_mul(rest, out[i]);
+      if ((int)i != infer) rest = dp__dim_mul(rest, out[i], ovf);
     out[infer] = total < 0 || rest <= 0 ? DP_DIM_ANY : total / rest;
   }
   *nout = n;
@@ -219,20 +228,23 @@ static int reshape_dims(const int64_t *in, uint32_t nin, const int64_t *ns, int 
 static dp_type *reshape_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                             const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
-  int64_t ns[DP_MAXDIM], out[DP_MAXDIM];
+  /* -4 a b gives two dims for three values: room for a newshape of rank DP_MAXDIM */
+  int64_t ns[2 * DP_MAXDIM], out[DP_MAXDIM];
   uint32_t nout;
-  int nn = dp__attr_ints(OP, attrs, "newshape", ns, DP_MAXDIM);
+  int nn = dp__attr_ints(OP, attrs, "newshape", ns, 2 * DP_MAXDIM), ovf = 0;
+  if (nn < 0 && dp_op_attr(OP, attrs, "newshape"))
+    return dp__rel_fail(err, OP, "newshape has more than %d values", 2 * DP_MAXDIM);
   if (nn < 0) return dp__rel_fail(err, OP, "needs a newshape attribute");
   if (reshape_dims(t0->dims, t0->ndim, ns, nn, (int)dp__attr_int(OP, attrs, "allowzero", 0), out,
-                   &nout) < 0)
+                   &nout, &ovf) < 0)
     return dp__rel_fail(err, OP, "bad newshape for an input of rank %u", t0->ndim);
-  int64_t a = known_size(t0->dims, t0->ndim), b = known_size(out, nout);
-  if (a >= 0 && b >= 0 && a != b) {
+  int64_t a = known_size(t0->dims, t0->ndim, &ovf), b = known_size(out, nout, &ovf);
+  if (!ovf && a >= 0 && b >= 0 && a != b) {
     char s[128];
     return dp__rel_fail(err, OP, "cannot reshape %s (%lld elements) to %lld elements",
                         dp__type_brief(args[0], s, sizeof s), (long long)a, (long long)b);
   }
-  return dp_type_tensor(ctx, t0->dtype, nout, out);
+  return dp__rel_tensor(ctx, OP, t0->dtype, nout, out, ovf, err);
 }
 
 static dp_type *reshape_like_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -253,10 +265,11 @@ static dp_type *reshape_like_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nar
   for (int64_t i = 0; i < lb; i++) dims[n++] = t0->dims[i];
   for (int64_t i = rb; i < re; i++) dims[n++] = t1->dims[i];
   for (int64_t i = le; i < t0->ndim; i++) dims[n++] = t0->dims[i];
-  int64_t a = known_size(t0->dims, t0->ndim), b = known_size(dims, n);
-  if (a >= 0 && b >= 0 && a != b)
+  int ovf = 0;
+  int64_t a = known_size(t0->dims, t0->ndim, &ovf), b = known_size(dims, n, &ovf);
+  if (!ovf && a >= 0 && b >= 0 && a != b)
     return dp__rel_fail(err, OP, "element counts differ (%lld and %lld)", (long long)a, (long long)b);
-  return dp_type_tensor(ctx, t0->dtype, n, dims);
+  return dp__rel_tensor(ctx, OP, t0->dtype, n, dims, ovf, err);
 }
 
 static dp_type *init_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -264,7 +277,8 @@ static dp_type *init_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   int64_t dims[DP_MAXDIM];
   int n = dp__attr_ints(OP, attrs, "shape", dims, DP_MAXDIM);
   if (n < 0) return dp__rel_fail(err, OP, "needs a shape attribute");
-  return dp_type_tensor(ctx, dp__attr_dtype(OP, attrs, "dtype", DP_FLOAT32), (uint32_t)n, dims);
+  dp_dtype dt = dp__attr_dtype(OP, attrs, "dtype", DP_FLOAT32);
+  return dp__rel_tensor(ctx, OP, dt, (uint32_t)n, dims, 0, err);
 }
 
 static dp_type *transpose_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -276,7 +290,7 @@ static dp_type *transpose_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   int n = dp__attr_ints(OP, attrs, "axes", axes, DP_MAXDIM);
   if (n < 0) {
     for (uint32_t i = 0; i < t0->ndim; i++) dims[i] = t0->dims[t0->ndim - 1 - i];
-    return dp_type_tensor(ctx, t0->dtype, t0->ndim, dims);
+    return dp__rel_tensor(ctx, OP, t0->dtype, t0->ndim, dims, 0, err);
   }
   if ((uint32_t)n != t0->ndim) return dp__rel_fail(err, OP, "axes must have %u entries", t0->ndim);
   for (int i = 0; i < n; i++) {
@@ -284,7 +298,7 @@ static dp_type *transpose_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
     if (ax < 0 || seen[ax]++) return dp__rel_fail(err, OP, "axes must be a permutation");
     dims[i] = t0->dims[ax];
   }
-  return dp_type_tensor(ctx, t0->dtype, t0->ndim, dims);
+  return dp__rel_tensor(ctx, OP, t0->dtype, t0->ndim, dims, 0, err);
 }
 
 static dp_type *squeeze_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -305,7 +319,7 @@ static dp_type *squeeze_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   uint32_t m = 0;
   for (uint32_t i = 0; i < t0->ndim; i++)
     if (!drop[i]) dims[m++] = t0->dims[i];
-  return dp_type_tensor(ctx, t0->dtype, m, dims);
+  return dp__rel_tensor(ctx, OP, t0->dtype, m, dims, 0, err);
 }
 
 static dp_type *expand_dims_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -313,8 +327,10 @@ static dp_type *expand_dims_rel(dp_ctx *ctx, dp_type *const *args, uint32_t narg
   TENSOR(0);
   int64_t axis = dp__attr_int(OP, attrs, "axis", 0), k = dp__attr_int(OP, attrs, "num_newaxis", 1);
   if (axis < 0) axis += t0->ndim + 1;
-  if (axis < 0 || axis > t0->ndim || k < 0 || t0->ndim + k > DP_MAXDIM)
-    return dp__rel_fail(err, OP, "axis out of range for rank %u", t0->ndim);
+  if (axis < 0 || axis > t0->ndim) return dp__rel_fail(err, OP, "axis out of range for rank %u", t0->ndim);
+  if (k < 0 || t0->ndim > DP_MAXDIM || k > DP_MAXDIM - (int64_t)t0->ndim)
+    return dp__rel_fail(err, OP, "num_newaxis=%lld on rank %u exceeds rank %d", (long long)k, t0->ndim,
+                        DP_MAXDIM);
   int64_t dims[DP_MAXDIM];
   uint32_t n = 0;
   for (uint32_t i = 0; i < t0->ndim + 1; i++) {
@@ -322,7 +338,7 @@ static dp_type *expand_dims_rel(dp_ctx *ctx, dp_type *const *args, uint32_t narg
       for (int64_t j = 0; j < k; j++) dims[n++] = 1;
     if (i < t0->ndim) dims[n++] = t0->dims[i];
   }
-  return dp_type_tensor(ctx, t0->dtype, n, dims);
+  return dp__rel_tensor(ctx, OP, t0->dtype, n, dims, 0, err);
 }
 
 /* ---------------- layout_transform ---------------- */
@@ -339,8 +355,9 @@ static int parse_layout(const char *s, layout *l) {
   l->n = 0;
   while (*s) {
     int64_t f = 0;
-    while (isdigit((unsigned char)*s)) f = f * 10 + (*s++ - '0');
-    if (!isalpha((unsigned char)*s) || l->n == DP_MAXDIM) return -1;
+    int ovf = 0;
+    while (isdigit((unsigned char)*s)) f = dp__add(dp__mul(f, 10, &ovf), *s++ - '0', &ovf);
+    if (ovf || !isalpha((unsigned char)*s) || l->n == DP_MAXDIM) return -1;
     if (isupper((unsigned char)*s) ? f != 0 : f <= 0) return -1;
     l->axis[l->n] = *s++;
     l->factor[l->n++] = f;
@@ -363,6 +380,7 @@ static dp_type *layout_transform_rel(dp_ctx *ctx, dp_type *const *args, uint32_t
     return dp__rel_fail(err, OP, "bad layout string");
   if (src.n != t0->ndim) return dp__rel_fail(err, OP, "src_layout has %u axes, data has rank %u", src.n, t0->ndim);
   int64_t dims[DP_MAXDIM];
+  int ovf = 0;
   for (uint32_t i = 0; i < dst.n; i++) {
     char a = dst.axis[i];
     if (dst.factor[i]) { dims[i] = dst.factor[i]; continue; }
@@ -370,7 +388,7 @@ static dp_type *layout_transform_rel(dp_ctx *ctx, dp_type *const *args, uint32_t
     int found = 0;
     for (uint32_t j = 0; j < src.n; j++)
       if (src.axis[j] == a) {
-        size = dp__dim_mul(t0->dims[j], sub_factor(&src, a));
+        size = dp__dim_mul(t0->dims[j], sub_factor(&src, a), &ovf);
         found = 1;
       }
     if (!found) return dp__rel_fail(err, OP, "axis %c of dst_layout is not in src_layout", a);
@@ -379,62 +397,62 @@ static dp_type *layout_transform_rel(dp_ctx *ctx, dp_type *const *args, uint32_t
       return dp__rel_fail(err, OP, "axis %c of size %lld does not split by %lld", a, (long long)size, (long long)f);
     dims[i] = size < 0 ? DP_DIM_ANY : size / f;
   }
-  return dp_type_tensor(ctx, t0->dtype, dst.n, dims);
+  return dp__rel_tensor(ctx, OP, t0->dtype, dst.n, dims, ovf, err);
 }
 
 static const dp_opdef defs[] = {
-  {"add", 2, 0, "", broadcast_rel},
-  {"subtract", 2, 0, "", broadcast_rel},
-  {"multiply", 2, 0, "", broadcast_rel},
-  {"divide", 2, 0, "", broadcast_rel},
-  {"power", 2, 0, "", broadcast_rel},
-  {"maximum", 2, 0, "", broadcast_rel},
-  {"minimum", 2, 0, "", broadcast_rel},
-  {"floor_divide", 2, 0, "", broadcast_rel},
-  {"mod", 2, 0, "", broadcast_rel},
-  {"logical_and", 2, 0, "", broadcast_rel},
-  {"logical_or", 2, 0, "", broadcast_rel},
-  {"equal", 2, 0, "", compare_rel},
-  {"not_equal", 2, 0, "", compare_rel},
-  {"less", 2, 0, "", compare_rel},
-  {"less_equal", 2, 0, "", compare_rel},
-  {"greater", 2, 0, "", compare_rel},
-  {"greater_equal", 2, 0, "", compare_rel},
-  {"negative", 1, 0, "", same_rel},
-  {"exp", 1, 0, "", same_rel},
-  {"log", 1, 0, "", same_rel},
-  {"sqrt", 1, 0, "", same_rel},
-  {"rsqrt", 1, 0, "", same_rel},
-  {"abs", 1, 0, "", same_rel},
-  {"floor", 1, 0, "", same_rel},
-  {"ceil", 1, 0, "", same_rel},
-  {"round", 1, 0, "", same_rel},
-  {"erf", 1, 0, "", same_rel},
-  {"sigmoid", 1, 0, "", same_rel},
-  {"tanh", 1, 0, "", same_rel},
-  {"logical_not", 1, 0, "", same_rel},
-  {"copy", 1, 0, "", same_rel},
-  {"zeros_like", 1, 0, "", same_rel},
-  {"ones_like", 1, 0, "", same_rel},
-  {"clip", 1, 0, "a_min:float a_max:float", same_rel},
-  {"cast", 1, 0, "dtype:dtype", cast_rel},
-  {"sum", 1, 0, "axis:ints=None keepdims:bool=False exclude:bool=False", reduce_rel},
-  {"mean", 1, 0, "axis:ints=None keepdims:bool=False exclude:bool=False", reduce_rel},
-  {"max", 1, 0, "axis:ints=None keepdims:bool=False exclude:bool=False", reduce_rel},
-  {"min", 1, 0, "axis:ints=None keepdims:bool=False exclude:bool=False", reduce_rel},
-  {"prod", 1, 0, "axis:ints=None keepdims:bool=False exclude:bool=False", reduce_rel},
-  {"concatenate", 1, 0, "axis:int=0", concatenate_rel},
-  {"split", 1, 0, "indices_or_sections:int_or_ints axis:int=0", split_rel},
-  {"reshape", 1, 0, "newshape:ints allowzero:int=0", reshape_rel},
+  {"add", 2, 0, "", broadcast_rel, K_BROADCAST},
+  {"subtract", 2, 0, "", broadcast_rel, K_BROADCAST},
+  {"multiply", 2, 0, "", broadcast_rel, K_BROADCAST},
+  {"divide", 2, 0, "", broadcast_rel, K_BROADCAST},
+  {"power", 2, 0, "", broadcast_rel, K_BROADCAST},
+  {"maximum", 2, 0, "", broadcast_rel, K_BROADCAST},
+  {"minimum", 2, 0, "", broadcast_rel, K_BROADCAST},
+  {"floor_divide", 2, 0, "", broadcast_rel, K_BROADCAST},
+  {"mod", 2, 0, "", broadcast_rel, K_BROADCAST},
+  {"logical_and", 2, 0, "", broadcast_rel, K_BROADCAST},
+  {"logical_or", 2, 0, "", broadcast_rel, K_BROADCAST},
+  {"equal", 2, 0, "", compare_rel, K_BROADCAST},
+  {"not_equal", 2, 0, "", compare_rel, K_BROADCAST},
+  {"less", 2, 0, "", compare_rel, K_BROADCAST},
+  {"less_equal", 2, 0, "", compare_rel, K_BROADCAST},
+  {"greater", 2, 0, "", compare_rel, K_BROADCAST},
+  {"greater_equal", 2, 0, "", compare_rel, K_BROADCAST},
+  {"negative", 1, 0, "", same_rel, K_ELEMWISE},
+  {"exp", 1, 0, "", same_rel, K_ELEMWISE},
+  {"log", 1, 0, "", same_rel, K_ELEMWISE},
+  {"sqrt", 1, 0, "", same_rel, K_ELEMWISE},
+  {"rsqrt", 1, 0, "", same_rel, K_ELEMWISE},
+  {"abs", 1, 0, "", same_rel, K_ELEMWISE},
+  {"floor", 1, 0, "", same_rel, K_ELEMWISE},
+  {"ceil", 1, 0, "", same_rel, K_ELEMWISE},
+  {"round", 1, 0, "", same_rel, K_ELEMWISE},
+  {"erf", 1, 0, "", same_rel, K_ELEMWISE},
+  {"sigmoid", 1, 0, "", same_rel, K_ELEMWISE},
+  {"tanh", 1, 0, "", same_rel, K_ELEMWISE},
+  {"logical_not", 1, 0, "", same_rel, K_ELEMWISE},
+  {"copy", 1, 0, "", same_rel, K_ELEMWISE},
+  {"zeros_like", 1, 0, "", same_rel, K_ELEMWISE},
+  {"ones_like", 1, 0, "", same_rel, K_ELEMWISE},
+  {"clip", 1, 0, "a_min:float a_max:float", same_rel, K_ELEMWISE},
+  {"cast", 1, 0, "dtype:dtype", cast_rel, K_ELEMWISE},
+  {"sum", 1, 0, "axis:ints=None keepdims:bool=False exclude:bool=False", reduce_rel, K_REDUCE},
+  {"mean", 1, 0, "axis:ints=None keepdims:bool=False exclude:bool=False", reduce_rel, K_REDUCE},
+  {"max", 1, 0, "axis:ints=None keepdims:bool=False exclude:bool=False", reduce_rel, K_REDUCE},
+  {"min", 1, 0, "axis:ints=None keepdims:bool=False exclude:bool=False", reduce_rel, K_REDUCE},
+  {"prod", 1, 0, "axis:ints=None keepdims:bool=False exclude:bool=False", reduce_rel, K_REDUCE},
+  {"concatenate", 1, 0, "axis:int=0", concatenate_rel, K_INJECTIVE},
+  {"split", 1, 0, "indices_or_sections:int_or_ints axis:int=0", split_rel, K_INJECTIVE},
+  {"reshape", 1, 0, "newshape:ints allowzero:int=0", reshape_rel, K_INJECTIVE},
   {"reshape_like", 2, 0,
    "lhs_begin:int=0 lhs_end:int_or_none=None rhs_begin:int=0 rhs_end:int_or_none=None",
-   reshape_like_rel},
-  {"zeros", 0, 0, "shape:ints dtype:dtype=", init_rel},
-  {"ones", 0, 0, "shape:ints dtype:dtype=", init_rel},
-  {"transpose", 1, 0, "axes:ints=None", transpose_rel},
-  {"squeeze", 1, 0, "axis:ints=None", squeeze_rel},
-  {"expand_dims", 1, 0, "axis:int num_newaxis:int=1", expand_dims_rel},
-  {"layout_transform", 1, 0, "src_layout:str dst_layout:str", layout_transform_rel},
+   reshape_like_rel, K_INJECTIVE},
+  {"zeros", 0, 0, "shape:ints dtype:dtype=", init_rel, K_ELEMWISE},
+  {"ones", 0, 0, "shape:ints dtype:dtype=", init_rel, K_ELEMWISE},
+  {"transpose", 1, 0, "axes:ints=None", transpose_rel, K_INJECTIVE},
+  {"squeeze", 1, 0, "axis:ints=None", squeeze_rel, K_INJECTIVE},
+  {"expand_dims", 1, 0, "axis:int num_newaxis:int=1", expand_dims_rel, K_BROADCAST},
+  {"layout_transform", 1, 0, "src_layout:str dst_layout:str", layout_transform_rel, K_INJECTIVE},
 };
 
 int dp__register_tensor_ops(dp_ctx *ctx, dp_err **err) {

@@ -39,6 +39,14 @@ struct dp_tb;
    when the text format has one, else the devplan extension
    `Constant(Tensor[(2), int64], [3, 2])` (flat row-major values). */
 void dp__put_const(struct dp_tb *b, const dp_const *c);
+/* Numbers as the text format writes them (print_const.c). A real: the
+   shortest decimal that reads back to f (to the same float when single),
+   `inf`, `-inf`, `nan` or `-nan`, then dt's suffix (`f` for float32, `f16`,
+   `f64`; with dt 0, `.0` when the digits alone would read as an integer).
+   An integer: its digits (unsigned for a uint dtype), then `i64`, `u8`, ...
+   (nothing for int32 and for 0). */
+void dp__put_real(struct dp_tb *b, double f, dp_dtype dt, int single);
+void dp__put_int(struct dp_tb *b, int64_t v, dp_dtype dt);
 
 /* Short names of the virtual devices a text uses (DP_PRINT_SHORT_DEVICES,
    print_devices.c), in order of first use. Zero-initialised when empty. */

@@ -271,7 +271,8 @@ out:
 static int rw_complete(rewrite *w) {
   frame f = *TOP(&w->frames, frame);
   w->frames.n--;
-  dp_expr **kids = (dp_expr **)w->results.items + (w->results.n - f.n);
+  /* no children: the results stack may be unallocated (NULL + 0 is undefined) */
+  dp_expr **kids = f.n ? (dp_expr **)w->results.items + (w->results.n - f.n) : NULL;
   dp_expr *rebuilt = dp_expr_with_children(f.e, kids);
   for (uint32_t i = 0; i < f.n; i++) dp_release(kids[i]);
   w->results.n -= f.n;

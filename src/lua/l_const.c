@@ -6,101 +6,37 @@
  * The element buffer is a scratch userdata, so a bad element found half
  * way raises without leaking.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "l_ir.h"
 
 #define MAX_NDIM 64
 
-/* ---------------- half-precision conversions ---------------- */
-
-static uint16_t f32_to_f16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000, e = (x >> 23) & 0xff, m = x & 0x7fffff;
-  if (e == 0xff) return (uint16_t)(sign | 0x7c00 | (m ? 0x200 : 0));
-  int ee = (int)e - 127 + 15;
-  if (ee >= 31) return (uint16_t)(sign | 0x7c00);
-  if (ee <= 0) {
-    if (ee < -10) return (uint16_t)sign;
-    m |= 0x800000;
-    uint32_t shift = (uint32_t)(14 - ee);
-    uint32_t h = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-  }
-  uint32_t h = sign | ((uint32_t)ee << 10) | (m >> 13), rem = m & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
-  return (uint16_t)h;
-}
-
-static float f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
-  if (e == 0) {
-    float f = ldexpf((float)m, -24);
-    return sign ? -f : f;
-  }
-  if (e == 31) x = sign | 0x7f800000 | (m << 13);
-  else x = sign | ((e - 15 + 127) << 23) | (m << 13);
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
-
-static uint16_t f32_to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
-  x += 0x7fff + ((x >> 16) & 1);
-  return (uint16_t)(x >> 16);
-}
-
-static float bf16_to_f32(uint16_t h) {
-  uint32_t x = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
-
 /* ---------------- Lua -> elements ---------------- */
 
-/* Stores the Lua value at idx as element i of buf; returns an error
-   message or NULL. */
+/* Stores the Lua value at idx as element i of buf (through the core's
+   element conversions, scalar.h); returns an error message or NULL. */
 static const char *store(lua_State *L, int idx, dp_dtype dt, void *buf, size_t i) {
-  int code = DP_DTYPE_CODE(dt), bits = DP_DTYPE_BITS(dt);
+  int code = DP_DTYPE_CODE(dt);
   int t = lua_type(L, idx);
   if (code == DP_DT_BOOL) {
-    if (t == LUA_TBOOLEAN) ((uint8_t *)buf)[i] = (uint8_t)lua_toboolean(L, idx);
-    else if (t == LUA_TNUMBER) ((uint8_t *)buf)[i] = lua_tonumber(L, idx) != 0;
+    if (t == LUA_TBOOLEAN) dp_elem_set_int(dt, buf, i, lua_toboolean(L, idx));
+    else if (t == LUA_TNUMBER) dp_elem_set_int(dt, buf, i, lua_tonumber(L, idx) != 0);
     else return "a boolean";
     return NULL;
   }
   if (t != LUA_TNUMBER) return "a number";
   if (code == DP_DT_FLOAT || code == DP_DT_BFLOAT) {
-    double d = lua_tonumber(L, idx);
-    if (code == DP_DT_BFLOAT) ((uint16_t *)buf)[i] = f32_to_bf16((float)d);
-    else if (bits == 16) ((uint16_t *)buf)[i] = f32_to_f16((float)d);
-    else if (bits == 32) ((float *)buf)[i] = (float)d;
-    else ((double *)buf)[i] = d;
+    dp_elem_set_real(dt, buf, i, lua_tonumber(L, idx));
     return NULL;
   }
   int isint;
   lua_Integer v = lua_tointegerx(L, idx, &isint);
   if (!isint) return "an integer";
   if (code == DP_DT_UINT && v < 0) return "a non-negative integer";
-  if (bits < 64) {
-    lua_Integer lo = code == DP_DT_UINT ? 0 : -((lua_Integer)1 << (bits - 1));
-    lua_Integer hi = code == DP_DT_UINT ? ((lua_Integer)1 << bits) - 1
-                                        : ((lua_Integer)1 << (bits - 1)) - 1;
-    if (v < lo || v > hi) return "an integer in the dtype's range";
-  }
-  switch (bits) {
-  case 8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-  case 16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
-  case 32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-  default: ((uint64_t *)buf)[i] = (uint64_t)v; break;
-  }
+  if (!dp_dtype_fits_int(dt, v < 0, v < 0 ? 0 - (uint64_t)v : (uint64_t)v))
+    return "an integer in the dtype's range";
+  dp_elem_set_int(dt, buf, i, v);
   return NULL;
 }
 
@@ -176,6 +112,7 @@ static int l_const(lua_State *L) {
   dp_dtype dt = dp_dtype_parse(name);
   if (!dt) luaL_argerror(L, 2, lua_pushfstring(L, "unknown dtype '%s'", name));
   if (DP_DTYPE_LANES(dt) != 1) luaL_argerror(L, 2, "vector dtypes are not constants");
+  if (!dp_elem_bytes(dt)) luaL_argerror(L, 2, lua_pushfstring(L, "no constants of dtype '%s'", name));
   dp_span span = dp_lua_span_opts(L, 3);
   fill_state s;
   int64_t dims[MAX_NDIM];
@@ -198,21 +135,13 @@ static int l_const(lua_State *L) {
 /* ---------------- elements -> Lua ---------------- */
 
 static void push_elem(lua_State *L, const dp_const *c, size_t i) {
-  int code = DP_DTYPE_CODE(c->dtype), bits = DP_DTYPE_BITS(c->dtype);
-  const void *p = c->data;
-  if (code == DP_DT_BOOL) lua_pushboolean(L, ((const uint8_t *)p)[i]);
-  else if (code == DP_DT_BFLOAT) lua_pushnumber(L, bf16_to_f32(((const uint16_t *)p)[i]));
-  else if (code == DP_DT_FLOAT && bits == 16) lua_pushnumber(L, f16_to_f32(((const uint16_t *)p)[i]));
-  else if (code == DP_DT_FLOAT && bits == 32) lua_pushnumber(L, ((const float *)p)[i]);
-  else if (code == DP_DT_FLOAT) lua_pushnumber(L, ((const double *)p)[i]);
-  else if (code == DP_DT_INT && bits == 8) lua_pushinteger(L, ((const int8_t *)p)[i]);
-  else if (code == DP_DT_INT && bits == 16) lua_pushinteger(L, ((const int16_t *)p)[i]);
-  else if (code == DP_DT_INT && bits == 32) lua_pushinteger(L, ((const int32_t *)p)[i]);
-  else if (code == DP_DT_INT) lua_pushinteger(L, ((const int64_t *)p)[i]);
-  else if (bits == 8) lua_pushinteger(L, ((const uint8_t *)p)[i]);
-  else if (bits == 16) lua_pushinteger(L, ((const uint16_t *)p)[i]);
-  else if (bits == 32) lua_pushinteger(L, ((const uint32_t *)p)[i]);
-  else lua_pushinteger(L, (lua_Integer)((const uint64_t *)p)[i]);
+  double f;
+  int64_t v;
+  int r = dp_elem_get(c->dtype, c->data, i, &f, &v);
+  if (r > 0) lua_pushnumber(L, f);
+  else if (r < 0) lua_pushnil(L);
+  else if (DP_DTYPE_CODE(c->dtype) == DP_DT_BOOL) lua_pushboolean(L, (int)v);
+  else lua_pushinteger(L, (lua_Integer)v);
 }
 
 /* Nested tables for dimensions depth.. (depth <= ndim, bounded). */

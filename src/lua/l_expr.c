@@ -275,6 +275,7 @@ static int field_leaf(lua_State *L, dp_expr *e, const char *k) {
     dp_op *op = (dp_op *)e;
     if (IS(k, "name")) lua_pushstring(L, op->name);
     else if (IS(k, "num_inputs")) lua_pushinteger(L, op->num_inputs);
+    else if (IS(k, "pattern")) lua_pushstring(L, dp_oppattern_name(op->pattern));
     else return 0;
     return 1;
   }

@@ -21,8 +21,9 @@ int luaopen_devplan_core(lua_State *L) {
   lua_setfield(L, -2, "is_error");
   dp_lua_open_device(L);
   dp_lua_open_ir(L);
-  dp_lua_open_build(L);
+  dp_lua_open_parse(L);
   dp_lua_open_planner(L);
+  dp_lua_open_pattern(L);
   dp_lua_open_suggest(L);
   return 1;
 }

@@ -620,32 +620,36 @@ static void describe_side(lua_State *L, int idx) {
 static int l_assert_structural_equal(lua_State *L) {
   lua_settop(L, 3); /* fixed slots: scratch buffers go above */
   luaL_checkany(L, 2);
+  /* arguments first: nothing may raise while the diff's C strings are held */
+  const char *msg = luaL_optstring(L, 3, NULL);
   dp_diff d = {NULL, NULL, NULL};
   if (equal_objs(L, &d)) {
     dp_diff_clear(&d);
     return 0;
   }
-  const char *msg = luaL_optstring(L, 3, NULL);
   if (!d.lhs) {
+    lua_pushstring(L, d.path ? d.path : "");
+    dp_diff_clear(&d);
     describe_side(L, 1);
     describe_side(L, 2);
   } else {
+    lua_pushstring(L, d.path ? d.path : "");
     lua_pushstring(L, d.lhs);
     lua_pushstring(L, d.rhs ? d.rhs : "");
+    dp_diff_clear(&d);
   }
-  const char *path = d.path ? d.path : "";
+  const char *path = lua_tostring(L, -3);
   dp_err *e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                          "%s%snot structurally equal%s%s\n  lhs: %s\n  rhs: %s", msg ? msg : "",
                          msg ? ": " : "", path[0] ? " at " : "", path, lua_tostring(L, -2),
                          lua_tostring(L, -1));
   dp_lua_pusherror(L, e);
-  lua_pushstring(L, path);
+  lua_pushvalue(L, -4);
   lua_setfield(L, -2, "path");
   lua_pushvalue(L, -3);
   lua_setfield(L, -2, "lhs");
   lua_pushvalue(L, -2);
   lua_setfield(L, -2, "rhs");
-  dp_diff_clear(&d);
   return lua_error(L);
 }
 

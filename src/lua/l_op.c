@@ -78,10 +78,10 @@ static dp_type *lua_type_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   lua_pushcfunction(L, rel_body);
   lua_pushlightuserdata(L, &c);
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-    const char *msg = luaL_tolstring(L, -1, NULL);
+    const char *msg = dp_lua_errtext(L); /* inference is under way: nothing may raise here */
     dp_err_set(err, dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "type relation of '%s' failed: %s", name,
                                msg ? msg : "error"));
-    lua_pop(L, 2);
+    lua_pop(L, 1);
     return NULL;
   }
   dp_type *t = dp_retain(dp_lua_test(L, -1, DP_OBJ_TYPE));
@@ -111,6 +111,13 @@ static int l_names(lua_State *L) {
   return 1;
 }
 
+/* Pushes t[name] of the table at idx without metamethods: both passes
+   over spec.attrs must see the same values, and pass 2 must not raise. */
+static int raw_field(lua_State *L, int idx, const char *name) {
+  lua_pushstring(L, name);
+  return lua_rawget(L, idx < 0 ? idx - 1 : idx);
+}
+
 /* Pass 1 over spec.attrs (at idx): checks, and anchors strings in place. */
 static uint32_t check_fields(lua_State *L, int idx) {
   if (lua_isnil(L, idx)) return 0;
@@ -121,13 +128,14 @@ static uint32_t check_fields(lua_State *L, int idx) {
     lua_rawgeti(L, idx, (lua_Integer)i);
     int f = lua_gettop(L);
     if (!lua_istable(L, f)) luaL_error(L, "dp.op.register: attrs[%d] must be {name =, kind =}", (int)i);
-    if (lua_getfield(L, f, "name") != LUA_TSTRING)
+    if (raw_field(L, f, "name") != LUA_TSTRING)
       luaL_error(L, "dp.op.register: attrs[%d].name must be a string", (int)i);
-    const char *kind = lua_getfield(L, f, "kind") == LUA_TNIL ? "any" : lua_tostring(L, -1);
+    int kt = raw_field(L, f, "kind");
+    const char *kind = kt == LUA_TNIL ? "any" : kt == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
     if (!kind || dp_lua_attrkind(kind) < 0)
       luaL_error(L, "dp.op.register: attrs[%d].kind: unknown kind '%s'", (int)i,
                  kind ? kind : luaL_typename(L, -1));
-    if (lua_getfield(L, f, "default") != LUA_TNIL) dp_lua_check_aval(L, -1, lua_tostring(L, f + 1));
+    if (raw_field(L, f, "default") != LUA_TNIL) dp_lua_check_aval(L, -1, lua_tostring(L, f + 1));
     lua_settop(L, f - 1);
   }
   return (uint32_t)n;
@@ -137,11 +145,11 @@ static uint32_t check_fields(lua_State *L, int idx) {
 static int build_fields(lua_State *L, int idx, dp_attr_field *fs, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
     lua_rawgeti(L, idx, (lua_Integer)i + 1);
-    lua_getfield(L, -1, "name");
+    raw_field(L, -1, "name");
     fs[i].name = lua_tostring(L, -1); /* held by the spec table */
-    lua_getfield(L, -2, "kind");
+    raw_field(L, -2, "kind");
     fs[i].kind = (dp_attrkind)(lua_isnil(L, -1) ? 0 : dp_lua_attrkind(lua_tostring(L, -1)));
-    lua_getfield(L, -3, "default");
+    raw_field(L, -3, "default");
     fs[i].has_default = !lua_isnil(L, -1);
     int rc = fs[i].has_default ? dp_lua_to_aval(L, -1, fs[i].kind, &fs[i].dflt) : 0;
     if (!fs[i].has_default) fs[i].dflt = dp_av_none();
@@ -154,8 +162,19 @@ static int build_fields(lua_State *L, int idx, dp_attr_field *fs, uint32_t n) {
   return 0;
 }
 
+/* spec.pattern (at idx): nil, or an operator pattern kind name. */
+static int check_pattern(lua_State *L, int idx) {
+  if (lua_isnil(L, idx)) return DP_OPP_NONE;
+  const char *name = lua_tostring(L, idx);
+  int k = lua_type(L, idx) == LUA_TSTRING ? dp_oppattern_parse(name) : -2;
+  if (k == -2)
+    luaL_argerror(L, 2, "pattern must be an operator pattern kind: \"elemwise\", \"broadcast\", "
+                        "\"injective\", \"comm_reduce\", \"out_elemwise_fusable\", \"tuple\" or \"opaque\"");
+  return k;
+}
+
 /* dp.op.register(name, {num_inputs =, attrs = {{name =, kind =, default =}...},
-   type_rel = function(arg_types, attrs) return Type end}) -> op */
+   type_rel = function(arg_types, attrs) return Type end, pattern = "elemwise"?}) -> op */
 static int l_register(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -169,6 +188,9 @@ static int l_register(lua_State *L) {
   if (!lua_isfunction(L, 4)) luaL_argerror(L, 2, "type_rel must be a function");
   lua_getfield(L, 2, "attrs"); /* 5 */
   uint32_t nf = check_fields(L, 5);
+  lua_getfield(L, 2, "pattern");
+  int pattern = check_pattern(L, -1);
+  lua_pop(L, 1);
   if (dp_op_get(dp_lua_ctx(L), name))
     return dp_lua_error(L, dp_err_new(DP_ERR_NAME, DP_NOSPAN, "operator '%s' is already registered", name));
   dp_attr_field *fs = nf ? lua_newuserdatauv(L, nf * sizeof *fs, 0) : NULL;
@@ -190,6 +212,7 @@ static int l_register(lua_State *L) {
   dp_op *op = dp_op_register(dp_lua_ctx(L), name, (int)ni, 0, fs, nf, lua_type_rel, ud, rel_free, &err);
   if (!op) return dp_lua_error(L, err); /* the registry freed fs defaults and ud */
   ud->op = op;
+  dp_op_set_pattern(op, pattern); /* checked above: cannot fail */
   dp_lua_push(L, op);
   return 1;
 }

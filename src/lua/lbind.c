@@ -22,7 +22,7 @@ static int obj_gc(lua_State *L) {
 static int ctx_gc(lua_State *L) {
   dp_ctx **p = lua_touserdata(L, 1);
   if (p && *p) {
-    dp_release(*p);
+    dp_ctx_close(*p); /* ops registered from Lua may hold objects of the context */
     *p = NULL;
   }
   return 0;
@@ -337,11 +337,29 @@ int dp_lua_error(lua_State *L, dp_err *e) {
   return lua_error(L);
 }
 
+static int tostring_body(lua_State *L) {
+  luaL_tolstring(L, 1, NULL);
+  return 1;
+}
+
+/* A user's error value may have a __tostring that raises: converting it
+   must not throw past the C code that caught the error. */
+const char *dp_lua_errtext(lua_State *L) {
+  if (lua_type(L, -1) == LUA_TSTRING) return lua_tostring(L, -1);
+  lua_pushcfunction(L, tostring_body);
+  lua_insert(L, -2);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK || lua_type(L, -1) != LUA_TSTRING) {
+    lua_pop(L, 1);
+    lua_pushliteral(L, "(an error value that cannot be printed)");
+  }
+  return lua_tostring(L, -1);
+}
+
 dp_err *dp_lua_toerr(lua_State *L, const char *what) {
-  const char *msg = luaL_tolstring(L, -1, NULL);
+  const char *msg = dp_lua_errtext(L);
   dp_err *e = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "%s%s%s", what ? what : "",
                          what ? ": " : "", msg ? msg : "error");
-  lua_pop(L, 2);
+  lua_pop(L, 1);
   return e;
 }
 

@@ -69,6 +69,9 @@ int dp_lua_is_error(lua_State *L);
 /* Turn the Lua error value at the top of the stack (from lua_pcall of a
    user callback) into a dp_err (DP_ERR_CALLBACK); pops it. */
 dp_err *dp_lua_toerr(lua_State *L, const char *what);
+/* Replaces the error value at the top of the stack by its text and returns
+   it; never raises, even when the value's __tostring does. */
+const char *dp_lua_errtext(lua_State *L);
 
 /* Device types: a name ("cuda") or a number at idx; 0 for nil. Raises on
    unknown names. */
@@ -78,8 +81,9 @@ int dp_lua_check_device_type(lua_State *L, int idx);
    the top of the stack. */
 void dp_lua_open_device(lua_State *L);
 void dp_lua_open_ir(lua_State *L);
-void dp_lua_open_build(lua_State *L);
+void dp_lua_open_parse(lua_State *L);
 void dp_lua_open_planner(lua_State *L);
+void dp_lua_open_pattern(lua_State *L); /* l_pattern.c: core.pattern, the C half of dp.pattern */
 void dp_lua_open_suggest(lua_State *L);
 
 /* The C half of `require "devplan"` (l_init.c). */

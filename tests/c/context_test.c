@@ -44,3 +44,29 @@ void dp_test_contexts(int *passed, int *failed) {
   dp_release(ta2);
   dp_release(tb); /* the last references: both contexts are freed here */
 }
+
+/* An operator whose attribute default is a virtual device of its own
+   context: the default retains the context, so only dp_ctx_close frees
+   them (LeakSanitizer and valgrind check the rest). */
+void dp_test_context_close(int *passed, int *failed);
+
+void dp_test_context_close(int *passed, int *failed) {
+  dp_ctx *ctx = dp_ctx_new();
+  CHECK(ctx != NULL);
+  if (!ctx) return;
+  dp_vdev *cpu = dp_vdev_make(ctx, DP_DEV_CPU, 0, NULL, "", NULL);
+  dp_attr_field f = {.name = "where", .kind = DP_AK_VDEV, .has_default = 1, .dflt = dp_av_vdev(cpu)};
+  dp_op *op = dp_op_register(ctx, "test.with_vdev_default", 1, DP_OPF_IDENTITY, &f, 1, NULL, NULL,
+                             NULL, NULL);
+  CHECK(op != NULL);
+  dp_release(cpu); /* the op's default now holds the only reference */
+  size_t nvdevs = 0;
+  dp_ctx_counts(ctx, NULL, &nvdevs, NULL);
+  CHECK(nvdevs == 1);
+  dp_retain(ctx); /* to look at the context after its owner closed it */
+  dp_ctx_close(ctx);
+  dp_ctx_counts(ctx, NULL, &nvdevs, NULL);
+  CHECK(nvdevs == 0);              /* the registry (and the default) went */
+  CHECK(dp_op_get(ctx, "add") == NULL);
+  dp_release(ctx);                 /* the last reference: freed here */
+}

@@ -565,6 +565,8 @@ static void test_deep(long n) {
 void dp_test_infer(int *passed, int *failed);    /* tests/c/infer_test.c */
 void dp_test_contexts(int *passed, int *failed); /* tests/c/context_test.c */
 void dp_test_suggest(int *passed, int *failed);  /* tests/c/suggest_test.c */
+void dp_test_context_close(int *passed, int *failed); /* tests/c/context_test.c */
+void dp_test_parse(int *passed, int *failed);    /* tests/c/parse_test.c */
 
 int main(void) {
   long n = getenv("DEVPLAN_QUICK") ? 20000 : 1000000;
@@ -583,6 +585,8 @@ int main(void) {
   dp_test_infer(&passed, &failed);
   dp_test_contexts(&passed, &failed);
   dp_test_suggest(&passed, &failed);
+  dp_test_context_close(&passed, &failed);
+  dp_test_parse(&passed, &failed);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }

@@ -1,0 +1,129 @@
+-- Runs generated programs (fuzz/relaygen.lua) through the properties of
+-- fuzz/props.lua, shrinks each failing one to a small reproducer and
+-- writes it to a file.
+--
+--   bin/devplan fuzz/gen_run.lua [--n N] [--seed S] [--out DIR] [--depth D]
+--                                [--no-shrink] [--max-failures K] [--quiet]
+--   bin/devplan fuzz/gen_run.lua --file PROGRAM.relay     (check one text)
+--
+-- Seeds S .. S+N-1 (defaults: N 1000, S 1). Failures go to DIR (default
+-- fuzz/failures/) as PROPERTY-SEED.relay, the shrunk program with a header
+-- saying what failed; for the "order" property the reordered text is in
+-- PROPERTY-SEED.order.relay. The summary counts outcomes and failures by
+-- property; the exit status is 1 when any program failed.
+local dp = require "devplan"
+package.path = dp.root .. "/fuzz/?.lua;" .. package.path
+local gen = require "relaygen"
+local props = require "props"
+
+local opts = {n = 1000, seed = 1, out = dp.root .. "/fuzz/failures", shrink = true, max_failures = 50}
+local i = 1
+while i <= #arg do
+  local a = arg[i]
+  local function value()
+    i = i + 1
+    return arg[i] or error("gen_run: " .. a .. " needs a value")
+  end
+  if a == "--n" then opts.n = math.tointeger(tonumber(value()))
+  elseif a == "--seed" then opts.seed = math.tointeger(tonumber(value()))
+  elseif a == "--out" then opts.out = value()
+  elseif a == "--depth" then opts.depth = math.tointeger(tonumber(value()))
+  elseif a == "--file" then opts.file = value()
+  elseif a == "--max-failures" then opts.max_failures = math.tointeger(tonumber(value()))
+  elseif a == "--no-shrink" then opts.shrink = false
+  elseif a == "--quiet" then opts.quiet = true
+  else error("gen_run: unknown option " .. a) end
+  i = i + 1
+end
+
+local checker = props.checker()
+
+local function read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+if opts.file then
+  local failure, res = checker:check(read(opts.file))
+  if failure then
+    print(("FAIL %s: %s"):format(failure.property, failure.detail))
+    os.exit(1)
+  end
+  print("ok: " .. res.outcome)
+  os.exit(0)
+end
+
+local function texts(prog, seed)
+  local orders = {}
+  for k, order in ipairs(gen.orders(prog, seed)) do orders[k] = gen.text(prog, order) end
+  return gen.text(prog), orders
+end
+
+local function check(prog, seed)
+  local text, orders = texts(prog, seed)
+  return checker:check(text, {orders = orders, only_conflicts = true})
+end
+
+local function shrink(prog, seed, property)
+  return gen.shrink(prog, function(cand)
+    local f = check(cand, seed)
+    return f ~= nil and f.property == property
+  end)
+end
+
+local function write(path, s)
+  local f = assert(io.open(path, "wb"))
+  f:write(s)
+  f:close()
+end
+
+local function report(seed, prog, failure)
+  os.execute("mkdir -p '" .. opts.out .. "'")
+  local small = opts.shrink and shrink(prog, seed, failure.property) or prog
+  local f2 = check(small, seed) or failure
+  local text, orders = texts(small, seed)
+  local header = ("// property %s failed on generated program seed %d (fuzz/relaygen.lua), shrunk.\n"
+    .. "// %s\n// Check: bin/devplan fuzz/gen_run.lua --seed %d --n 1   (meta: fuzz/props.lua M.META)\n")
+    :format(f2.property, seed, (f2.detail:gsub("\n", "\n// ")), seed)
+  local base = ("%s/%s-%d"):format(opts.out, f2.property, seed)
+  write(base .. ".relay", header .. text)
+  if f2.property == "order" then
+    for k, o in ipairs(orders) do write(("%s.order%d.relay"):format(base, k), header .. o) end
+  end
+  return base .. ".relay", f2
+end
+
+local outcomes, failures, nfail = {}, {}, 0
+local t0 = os.clock()
+for seed = opts.seed, opts.seed + opts.n - 1 do
+  local prog = gen.program(seed, {depth = opts.depth})
+  local failure, res = check(prog, seed)
+  if failure then
+    nfail = nfail + 1
+    failures[failure.property] = (failures[failure.property] or 0) + 1
+    if nfail <= opts.max_failures then
+      local path, f2 = report(seed, prog, failure)
+      print(("FAIL seed %d %s -> %s\n  %s"):format(seed, failure.property, path,
+        (f2.detail:sub(1, 300):gsub("\n", "\n  "))))
+    end
+  else
+    outcomes[res.outcome] = (outcomes[res.outcome] or 0) + 1
+  end
+  if not opts.quiet and (seed - opts.seed + 1) % 1000 == 0 then
+    io.stderr:write(("%d programs, %d failed, %.0f s\n"):format(seed - opts.seed + 1, nfail, os.clock() - t0))
+  end
+end
+
+local function sorted_keys(t)
+  local ks = {}
+  for k in pairs(t) do ks[#ks + 1] = k end
+  table.sort(ks)
+  return ks
+end
+print(("%d programs (seeds %d..%d), %.1f s"):format(opts.n, opts.seed, opts.seed + opts.n - 1, os.clock() - t0))
+for _, k in ipairs(sorted_keys(outcomes)) do print(("  %-20s %d"):format(k, outcomes[k])) end
+for _, k in ipairs(sorted_keys(failures)) do print(("  FAILED %-13s %d"):format(k, failures[k])) end
+print(("%d passed, %d failed"):format(opts.n - nfail, nfail))
+os.exit(nfail == 0 and 0 or 1)

@@ -1,0 +1,263 @@
+-- The properties every input must have, checked on Relay text by the
+-- program generator's runner (fuzz/gen_run.lua), the coverage-guided
+-- fuzzer's harness (fuzz/fuzz_text.c) and the suite's specs:
+--
+--   local props = require "props"                 -- fuzz/ on package.path
+--   local checker = props.checker()               -- the palette below, or {meta =, config =}
+--   local failure = checker:check(text, {orders = {text2, ...}})
+--   -- nil when every property holds, else {property =, detail =}
+--
+-- Properties (the names failures carry):
+--   raw-error        parsing, printing and planning give a result or a devplan.Error,
+--                    never another error (a raw Lua error is a bug)
+--   error-position   a syntax, name or type error in text names its line and column
+--   roundtrip-input  the parsed module prints, re-parses without a metatable to a
+--                    structurally equal module, and prints the same again
+--   strict-default   where strict planning ({resolve_conflicts = false}) succeeds,
+--                    default planning succeeds with the same module
+--   idempotence      planning a planned module again changes nothing (both modes)
+--   roundtrip-output the planned module re-parses to itself and prints the same
+--   determinism      parsing and planning the text again gives the same text
+--   order            the same program with its definitions in another order plans
+--                    every function the same (or fails the same way)
+--   conflict         a conflict error names two distinct positions
+--   plan-error       (opts.only_conflicts: texts that use the palette's devices only, as
+--                    generated ones) planning a module that parsed fails only with a conflict
+--   verify           dp.planner.verify(planned, config, input) accepts the planned
+--                    module, and every annotation of the input holds in it
+local dp = require "devplan"
+
+local M = {}
+
+-- ------------------------------------------------------------ the palette
+
+-- The conformance palette (devplan.testing), plus an opencl device so that
+-- programs can use three device types.
+local testing = require "devplan.testing"
+local T, P = testing.TARGET, testing.PALETTE
+local OPENCL_T = dp.Target("opencl"):with_host(T.HOST)
+
+-- meta[VirtualDevice][i] as fuzz/relaygen.lua writes them (0 cpu, 1 cuda, 2 and 3 scoped, 4 opencl).
+M.META = {
+  VirtualDevice = {
+    P.CPU, P.GPU, P.CPU_SCOPE_A, P.GPU_SCOPE_GLOBAL,
+    dp.VirtualDevice{device_type = "opencl", virtual_device_id = 0, target = OPENCL_T},
+  },
+  ["relay.Constant"] = {dp.const({{1, 2}, {3, 4}}, "float32"), dp.const({5, 7}, "int64")},
+}
+
+M.CONFIG = testing.config("cuda", {"CPU", "GPU", OPENCL_T})
+
+-- ------------------------------------------------------------ helpers
+
+local function is_error(v)
+  return type(v) == "table" and type(v.code) == "string" and type(v.message) == "string"
+end
+
+local function describe(v)
+  if is_error(v) then return "devplan.Error(" .. v.code .. "): " .. tostring(v) end
+  return type(v) .. ": " .. tostring(v)
+end
+
+-- Runs f(...) protected: "ok", result | "error", devplan.Error | raises a failure.
+local Fail = {}
+local function fail(property, detail)
+  error(setmetatable({property = property, detail = detail}, Fail), 0)
+end
+
+local function attempt(what, f, ...)
+  local ok, res = pcall(f, ...)
+  if ok then return "ok", res end
+  if getmetatable(res) == Fail then error(res, 0) end
+  if not is_error(res) then fail("raw-error", what .. ": " .. describe(res)) end
+  return "error", res
+end
+
+local function positions(err)
+  local seen, n = {}, 0
+  local function add(line, col)
+    if line and col and line > 0 then
+      local k = line .. ":" .. col
+      if not seen[k] then seen[k] = true; n = n + 1 end
+    end
+  end
+  add(err.line, err.col)
+  for _, note in ipairs(err.notes or {}) do add(note.line, note.col) end
+  for l, c in tostring(err):gmatch(":(%d+):(%d+)") do add(tonumber(l), tonumber(c)) end
+  return n
+end
+
+local function same_error(a, b)
+  return a.code == b.code
+end
+
+-- ------------------------------------------------------------ the checker
+
+local Checker = {}
+Checker.__index = Checker
+
+-- opts.meta, opts.config (default: the palette above); opts.verify, a
+-- function(planned, input) raising or returning a list of violations
+-- (default: dp.planner.verify with the configuration and the input).
+function M.checker(opts)
+  opts = opts or {}
+  local self = setmetatable({}, Checker)
+  self.meta = opts.meta or M.META
+  self.config = opts.config or M.CONFIG
+  self.plan = dp.passes.PlanDevices(self.config)
+  self.plan_strict = dp.passes.PlanDevices(self.config, {resolve_conflicts = false})
+  self.verify = opts.verify
+  if self.verify == nil then
+    local config = self.config
+    self.verify = function(planned, input) return (dp.planner.verify(planned, config, {input = input})) end
+  end
+  return self
+end
+
+function Checker:parse(what, text, meta)
+  local kind, res = attempt(what, dp.parse, text, meta)
+  if kind == "error" and (res.code == "syntax" or res.code == "name" or res.code == "type")
+      and not (res.line and res.line > 0) then
+    fail("error-position", what .. ": " .. describe(res))
+  end
+  return kind, res
+end
+
+function Checker:print(what, mod)
+  local _, s = attempt(what, tostring, mod)
+  if type(s) ~= "string" then fail("raw-error", what .. " printed as " .. type(s)) end
+  return s
+end
+
+-- m prints, re-parses (no metatable) to an equal module, which prints the same.
+function Checker:roundtrip(property, mod)
+  local s1 = self:print(property .. " print", mod)
+  local kind, m2 = self:parse(property .. " re-parse", s1, nil)
+  if kind == "error" then fail(property, "printed text does not parse: " .. tostring(m2) .. "\n" .. s1) end
+  if not dp.structural_equal(mod, m2) then
+    local _, diff = pcall(dp.assert_structural_equal, m2, mod)
+    fail(property, "re-parsed module differs: " .. tostring(diff))
+  end
+  local s2 = self:print(property .. " print again", m2)
+  if s1 ~= s2 then fail(property, "prints differently after re-parsing:\n" .. s1 .. "\n---\n" .. s2) end
+  return s1
+end
+
+function Checker:verified(planned, input, what)
+  local ok, res = pcall(self.verify, planned, input)
+  if not ok then fail("verify", what .. ": " .. describe(res)) end
+  if type(res) == "table" and not is_error(res) and #res > 0 then
+    local lines = {}
+    for i, v in ipairs(res) do lines[i] = tostring(type(v) == "table" and (v.message or v.text) or v) end
+    fail("verify", what .. ": " .. table.concat(lines, "\n"))
+  end
+end
+
+function Checker:idempotent(pass, planned, what)
+  local kind, again = attempt(what .. " re-plan", pass, planned)
+  if kind == "error" then fail("idempotence", what .. ": planning the output again fails: " .. tostring(again)) end
+  if not dp.structural_equal(again, planned) then
+    local _, diff = pcall(dp.assert_structural_equal, again, planned)
+    fail("idempotence", what .. ": planning the output again changes it: " .. tostring(diff))
+  end
+end
+
+-- Plans mod in one mode: "ok", planned | "error", err; checks the output.
+function Checker:plan_mode(pass, mod, what)
+  local kind, res = attempt(what, pass, mod)
+  if kind == "error" then
+    if res.code == "conflict" and positions(res) < 2 then
+      fail("conflict", what .. ": a conflict naming fewer than two positions: " .. tostring(res))
+    end
+    return kind, res
+  end
+  self:roundtrip("roundtrip-output", res)
+  self:idempotent(pass, res, what)
+  self:verified(res, mod, what)
+  return kind, res
+end
+
+local function by_function(mod)
+  local out = {}
+  for _, f in ipairs(mod:functions()) do out[f[1]] = f[2] end
+  return out
+end
+
+-- The properties of one text; opts.orders: the same program written with
+-- its definitions in other orders; opts.only_conflicts: see plan-error.
+function Checker:run(text, opts)
+  opts = opts or {}
+  local kind, mod = self:parse("parse", text, self.meta)
+  if kind == "error" then return {outcome = "parse-error", error = mod} end
+  self:roundtrip("roundtrip-input", mod)
+  local dkind, planned = self:plan_mode(self.plan, mod, "plan")
+  local skind, strict = self:plan_mode(self.plan_strict, mod, "plan strict")
+  for _, r in ipairs{{dkind, planned, "plan"}, {skind, strict, "plan strict"}} do
+    if opts.only_conflicts and r[1] == "error" and r[2].code ~= "conflict" then
+      fail("plan-error", r[3] .. ": a " .. r[2].code .. " error, not a conflict: " .. tostring(r[2]))
+    end
+  end
+  if skind == "ok" then
+    if dkind ~= "ok" then fail("strict-default", "strict planning succeeds, default fails: " .. tostring(planned)) end
+    if not dp.structural_equal(strict, planned) then
+      local _, diff = pcall(dp.assert_structural_equal, strict, planned)
+      fail("strict-default", "strict and default plans differ: " .. tostring(diff))
+    end
+  end
+  -- the same text again, parsed and planned afresh
+  local _, mod2 = self:parse("parse again", text, self.meta)
+  local dkind2, planned2 = attempt("plan again", self.plan, mod2)
+  if dkind2 ~= dkind or (dkind == "ok" and self:print("print", planned) ~= self:print("print", planned2))
+      or (dkind == "error" and tostring(planned) ~= tostring(planned2)) then
+    fail("determinism", "planning the same text twice differs:\n" .. describe(planned) .. "\n---\n" .. describe(planned2))
+  end
+  for i, other in ipairs(opts.orders or {}) do
+    local okind, omod = self:parse("parse order " .. i, other, self.meta)
+    if okind == "error" then fail("order", "reordered text does not parse: " .. tostring(omod)) end
+    local pkind, oplanned = attempt("plan order " .. i, self.plan, omod)
+    if pkind ~= dkind or (pkind == "error" and not same_error(planned, oplanned)) then
+      fail("order", ("definition order %d: %s, in the original order: %s"):format(i, describe(oplanned), describe(planned)))
+    end
+    if pkind == "ok" then
+      local a, b = by_function(planned), by_function(oplanned)
+      for name, f in pairs(a) do
+        if not dp.structural_equal(f, b[name]) then
+          local _, diff = pcall(dp.assert_structural_equal, b[name], f)
+          fail("order", ("definition order %d plans @%s differently: %s"):format(i, name, tostring(diff)))
+        end
+      end
+    end
+  end
+  return {outcome = dkind == "ok" and "planned" or ("plan-" .. planned.code), strict = skind}
+end
+
+-- nil when every property holds, else {property =, detail =}; the second
+-- result says what happened ({outcome = "planned" | "parse-error" | "plan-conflict" ...}).
+function Checker:check(text, opts)
+  local ok, res = pcall(self.run, self, text, opts)
+  if ok then return nil, res end
+  if getmetatable(res) == Fail then return {property = res.property, detail = res.detail} end
+  return {property = "raw-error", detail = "inside the checker: " .. describe(res)}
+end
+
+-- For a reproducer script (fuzz/findings/): checks each text with the
+-- palette above; prints what failed and exits 1, or prints "ok" and exits
+-- 0. A text that does not parse is a broken reproducer (exit 2).
+function M.main(...)
+  local checker, status = M.checker(), 0
+  for i, text in ipairs{...} do
+    local failure, res = checker:check(text, {only_conflicts = true})
+    if failure then
+      print(("FAILED (text %d) %s: %s"):format(i, failure.property, failure.detail))
+      status = 1
+    elseif res.outcome == "parse-error" then
+      print(("text %d does not parse: %s"):format(i, tostring(res.error)))
+      os.exit(2)
+    else
+      print(("ok (text %d): %s"):format(i, res.outcome))
+    end
+  end
+  os.exit(status)
+end
+
+return M

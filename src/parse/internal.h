@@ -1,0 +1,237 @@
+/*
+ * Internals of the parser's C half (src/parse/): the parser object and the
+ * functions its files share. Names are dp__ (internal).
+ *
+ *   lex.c       text -> token kinds and offsets
+ *   parser.c    the object: handles, positions, errors, results
+ *   scope.c     names in scope (scope.h)
+ *   literal.c   numbers, scalar literals and Constant(...) values
+ *   attrval.c   attribute values, attribute sets, VirtualDevice(...)
+ *   reader.c    expressions: the explicit-stack reader of events
+ *   types.c     types
+ *   patterns.c  match patterns
+ *   blocks.c    statements, blocks, functions, match clauses
+ *   items.c     module items: type definitions, constructors, primfn, globals
+ */
+#ifndef DEVPLAN_PARSE_INTERNAL_H
+#define DEVPLAN_PARSE_INTERNAL_H
+
+#include <stdarg.h>
+#include "devplan/devplan.h"
+#include "devplan/parse.h"
+#include "scope.h"
+
+/* An open block: `{ ... }` of a function, a branch or a clause, or the
+   whole text of dp.parse_expr. Graph bindings are the block's own (a name
+   defined twice in a block is an error); lets wait here for the block's
+   final expression, which they then enclose. */
+typedef struct pblock {
+  uint8_t kind;          /* B_BLOCK, B_FN, B_CLAUSE */
+  uint32_t id;           /* distinct per block (duplicate definitions) */
+  uint32_t mark;         /* names undo mark when opened */
+  uint32_t lets;         /* its first pending let */
+  uint32_t final;        /* handle of the final expression, 0 until read */
+  uint32_t let_var;      /* a let whose value comes in the next action, 0: none */
+  dp_span let_span;
+  uint32_t tok;          /* the opening token */
+  /* functions */
+  uint32_t params;       /* its first parameter in p->params */
+  uint32_t ret, attrs, vdev, global; /* handles, 0: none */
+  /* clauses */
+  uint32_t pattern;
+} pblock;
+
+enum { B_BLOCK = 1, B_FN, B_CLAUSE };
+
+typedef struct plet {
+  uint32_t var, val;     /* handles */
+  dp_span span;
+} plet;
+
+/* The expression reader's stacks (reader.c), kept in the parser so that
+   an error anywhere leaves nothing to free but the parser. */
+typedef struct rval {
+  dp_obj *obj;           /* owned */
+  uint32_t tok;          /* where it starts */
+  uint8_t callee;        /* an operator or constructor named by an identifier */
+} rval;
+
+typedef struct rframe {
+  uint8_t kind;          /* F_ROOT, F_GROUP, F_CALL, F_IF, F_MATCH, F_REF, ... */
+  uint8_t comma;         /* the last event was a ',' */
+  uint32_t tok;          /* the token that opened it (its span) */
+  uint32_t base;         /* p->vals height above which its values are */
+  uint32_t opbase;       /* p->ops height */
+  uint32_t attrbase;     /* p->attrs height */
+  rval callee;           /* F_CALL: the callee (owned) */
+} rframe;
+
+typedef struct rop {
+  char kind;             /* the operator's token kind; DP_TOK_MINUS also unary */
+  uint8_t prec;
+  uint8_t unary;
+  uint32_t tok;
+} rop;
+
+typedef struct pattr {
+  uint32_t key;          /* the key's token */
+  dp_aval val;           /* owned */
+} pattr;
+
+struct dp_parser {
+  dp_ctx *ctx;           /* retained */
+  const char *text;      /* borrowed */
+  size_t len;
+  uint32_t source;
+  /* positions: byte offsets where lines start */
+  uint32_t *lines;
+  uint32_t nlines, lastline;
+  dp_module *mod;        /* made with the first item */
+  dp_meta_resolver meta;
+  void *meta_ud;
+  dp_err *err;           /* pending */
+  dp_err *lex_err;       /* the message of the DP_TOK_ERROR token */
+  uint32_t progress;     /* the last token an action reached */
+  int failed;            /* an action failed: the parse is over */
+
+  /* The state of the parse itself: from here to the end, freed and zeroed
+     when the result is taken (drop_parse_state). */
+  /* tokens (lex.c) */
+  char *kinds;           /* ntok kinds + NUL */
+  uint32_t *offs;        /* byte offset of each token */
+  unsigned char *lens;   /* its length (255: that or more, found again by scanning) */
+  uint32_t ntok, captok;
+  uint32_t nbinds;       /* BIND tokens (how many names to make room for) */
+  /* objects: handle h is objs[h - 1] (one reference each) */
+  dp_obj **objs;
+  uint32_t nobjs, capobjs;
+  /* names: values (%x, @f, identifiers, meta entries) and types */
+  dp_scope names, types;
+  struct pgref { uint32_t slot, tok; } *grefs; /* globals referenced, first use */
+  uint32_t ngrefs, capgrefs;
+  /* blocks, their lets, function parameters */
+  pblock *blocks;
+  uint32_t nblocks, capblocks, nextblock;
+  plet *lets;
+  uint32_t nlets, caplets;
+  uint32_t *params;
+  uint32_t nparams, capparams;
+  /* the open type definition (items.c) */
+  uint32_t td_tok, td_mark, td_ntvars;
+  uint32_t *td_items;    /* type variables, then constructors (handles) */
+  uint32_t td_n, td_cap;
+  /* reader stacks */
+  rval *vals;
+  uint32_t nvals, capvals;
+  rframe *frames;
+  uint32_t nframes, capframes;
+  rop *ops;
+  uint32_t nops, capops;
+  pattr *attrs;
+  uint32_t nattrs, capattrs;
+  dp_aval *avs;          /* attribute list items being read (attrval.c) */
+  uint32_t navs, capavs;
+  uint32_t *marks;       /* where each open list's items start in avs */
+  uint32_t nmarks, capmarks;
+  unsigned char *bytes;  /* scratch: constant elements */
+  size_t capbytes;
+  char *namebuf;         /* scratch: a NUL-terminated name */
+  size_t capname;
+  struct pacache *acache; /* recent attribute sets of operator calls (attrval.c) */
+  dp_attrs *no_attrs;    /* the empty set of operator calls without attributes */
+};
+
+/* ---- parser.c ---- */
+/* Sets p->err (unless one is pending) at token tok; returns -1. */
+int dp__fail(dp_parser *p, dp_errcode code, uint32_t tok, const char *fmt, ...);
+int dp__oom(dp_parser *p, uint32_t tok);
+/* An error of the core (NULL: out of memory) at tok unless it has a position. */
+int dp__fail_core(dp_parser *p, dp_err *err, uint32_t tok);
+dp_span dp__span(dp_parser *p, uint32_t tok);
+/* Keeps a new reference (obj NULL: err is the failure); its handle, or 0. */
+uint32_t dp__keep(dp_parser *p, void *obj, dp_err *err, uint32_t tok);
+static inline dp_obj *dp__obj(const dp_parser *p, uint32_t h) { return p->objs[h - 1]; }
+/* The token's text and length (its kind decides where it ends). */
+const char *dp__tok_text(const dp_parser *p, uint32_t tok, size_t *len);
+/* A NUL-terminated copy of text[0..len) in the parser's buffer; NULL: oom. */
+const char *dp__cname(dp_parser *p, const char *text, size_t len);
+/* That buffer with room for at least n bytes; NULL: oom. */
+char *dp__scratch(dp_parser *p, size_t n);
+/* Kind of token tok; NUL past the end. */
+static inline char dp__kind(const dp_parser *p, uint32_t tok) {
+  return tok >= 1 && tok <= p->ntok ? p->kinds[tok - 1] : '\0';
+}
+/* The slot of token tok's text in the names s (made if new); -1 with an
+   error when out of memory. */
+int64_t dp__tok_slot(dp_parser *p, dp_scope *s, uint32_t tok);
+/* dp_grow, failing as out of memory at tok. */
+int dp__grow(dp_parser *p, void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t tok);
+dp_module *dp__module(dp_parser *p, uint32_t tok);
+
+/* ---- lex.c ---- */
+int dp__lex(dp_parser *p);
+/* End offset of the token of the given kind that starts at off. */
+size_t dp__token_end(const char *text, size_t len, size_t off, char kind);
+/* The string token tok decoded (escapes), NUL-terminated in the parser's buffer. */
+const char *dp__string_value(dp_parser *p, uint32_t tok);
+/* meta[KIND][INDEX]: the kind into the parser's buffer and the index; -1 with
+   an error when the index is out of range. */
+int dp__meta_parts(dp_parser *p, uint32_t tok, const char **kind, int64_t *index);
+
+/* ---- literal.c ---- */
+/* A scalar literal expression (number, True, False). */
+dp_obj *dp__scalar(dp_parser *p, uint32_t tok);
+/* Number token tok as an attribute value. */
+int dp__number_aval(dp_parser *p, uint32_t tok, dp_aval *out);
+/* A non-negative integer token (dimension, index) no larger than max. */
+int dp__number_index(dp_parser *p, uint32_t tok, int64_t max, const char *what, int64_t *out);
+/* A signed integer token within [lo, hi]. */
+int dp__number_int(dp_parser *p, uint32_t tok, int64_t lo, int64_t hi, const char *what, int64_t *out);
+/* Constant(TYPE, [v, ...]): the type, and the token of `[`. */
+dp_obj *dp__const_literal(dp_parser *p, dp_type *t, uint32_t ctok, uint32_t lbrack);
+
+/* ---- attrval.c ---- */
+/* Reads one attribute value from ev[*i] (left on its last event). */
+int dp__read_aval(dp_parser *p, const int64_t *ev, size_t n, size_t *i, dp_aval *out);
+/* Attributes p->attrs[from..] of a call of fn (checked against an operator's
+   schema, the culprit named) or of a function; they are consumed. *out NULL
+   when there are none and fn is not an operator. */
+int dp__attrs_take(dp_parser *p, dp_expr *fn, uint32_t from, uint32_t tok, dp_attrs **out);
+/* The value behind meta token tok: a new reference and its type. */
+dp_obj *dp__meta(dp_parser *p, uint32_t tok);
+void dp__attrs_cache_free(dp_parser *p);
+
+/* ---- reader.c ---- */
+/* Reads one expression from ev[*i]: up to a terminator event (`;`, a `}`
+   or the end of the text where the expression ends), which it consumes and
+   returns in *term (0: the events ended). Its handle, or 0 on error. */
+uint32_t dp__read_expr(dp_parser *p, const int64_t *ev, size_t n, size_t *i, uint32_t *term);
+/* Empties the reader's stacks (after an error). */
+void dp__reader_reset(dp_parser *p);
+/* The value of a handle event (-h), checked; NULL with an error. */
+dp_obj *dp__event_obj(dp_parser *p, int64_t e, uint32_t near_tok);
+/* Takes obj (a new reference; NULL: failed already) onto the reader's value
+   stack (types.c and patterns.c use it too). */
+int dp__push_val(dp_parser *p, dp_obj *obj, uint32_t tok, int callee);
+
+/* ---- types.c, patterns.c, blocks.c, items.c: the actions ---- */
+int64_t dp__act_type(dp_parser *p, const int64_t *ev, size_t n);
+/* Reads a pattern; its variables are appended to p->params (handles). */
+uint32_t dp__read_pattern(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_stmts(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_let_head(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_block_open(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_block_close(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_fn_open(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_fn_close(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_def_close(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_clause_open(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_clause_close(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_typedef_open(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_ctor(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_typedef_close(dp_parser *p, const int64_t *ev, size_t n);
+int64_t dp__act_primfn(dp_parser *p, const int64_t *ev, size_t n);
+/* Every global referenced is defined (module end). */
+int dp__check_globals(dp_parser *p);
+
+#endif

@@ -1,0 +1,411 @@
+/*
+ * The parser object: what a parse holds (tokens, handles, names, blocks,
+ * the reader's stacks), positions and errors, the dispatch of actions, and
+ * the results.
+ *
+ * Handles: every value an action gives back, every variable and every value
+ * bound to a name is kept in objs with one reference (handle h is objs[h -
+ * 1]), so that an error at any point leaves a parser whose release frees
+ * everything. Positions are token indices until an error or a node needs a
+ * (line, column): a line table made once answers, the line of the previous
+ * question tried first (tokens come mostly in order).
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+static const struct {
+  const char *name;
+  char kind;
+  const char *text;
+} token_kinds[] = {
+  {"LPAREN", DP_TOK_LPAREN, "'('"}, {"RPAREN", DP_TOK_RPAREN, "')'"},
+  {"LBRACK", DP_TOK_LBRACK, "'['"}, {"RBRACK", DP_TOK_RBRACK, "']'"},
+  {"LBRACE", DP_TOK_LBRACE, "'{'"}, {"RBRACE", DP_TOK_RBRACE, "'}'"},
+  {"COMMA", DP_TOK_COMMA, "','"}, {"SEMI", DP_TOK_SEMI, "';'"}, {"COLON", DP_TOK_COLON, "':'"},
+  {"EQ", DP_TOK_EQ, "'='"}, {"DOT", DP_TOK_DOT, "'.'"}, {"QUESTION", DP_TOK_QUESTION, "'?'"},
+  {"PLUS", DP_TOK_PLUS, "'+'"}, {"MINUS", DP_TOK_MINUS, "'-'"}, {"STAR", DP_TOK_STAR, "'*'"},
+  {"SLASH", DP_TOK_SLASH, "'/'"}, {"LT", DP_TOK_LT, "'<'"}, {"GT", DP_TOK_GT, "'>'"},
+  {"LE", DP_TOK_LE, "'<='"}, {"GE", DP_TOK_GE, "'>='"}, {"EQEQ", DP_TOK_EQEQ, "'=='"},
+  {"NE", DP_TOK_NE, "'!='"}, {"ARROW", DP_TOK_ARROW, "'->'"}, {"FATARROW", DP_TOK_FATARROW, "'=>'"},
+  {"VAR", DP_TOK_VAR, "a variable"}, {"BIND", DP_TOK_BIND, "'%name ='"},
+  {"CALLEE", DP_TOK_CALLEE, "a call"}, {"KEY", DP_TOK_KEY, "an attribute"},
+  {"GLOBAL", DP_TOK_GLOBAL, "a global name ('@name')"},
+  {"IDENT", DP_TOK_IDENT, "a name"}, {"NUMBER", DP_TOK_NUMBER, "a number"},
+  {"INDEX", DP_TOK_INDEX, "an index"},
+  {"STRING", DP_TOK_STRING, "a string"}, {"META", DP_TOK_META, "a meta reference"},
+  {"UNDERSCORE", DP_TOK_UNDERSCORE, "'_'"}, {"HEADER", DP_TOK_HEADER, "a version header"},
+  {"METADATA", DP_TOK_METADATA, "the metadata section"},
+  {"INVALID", DP_TOK_INVALID, "a character"}, {"ERROR", DP_TOK_ERROR, "an error"},
+  {"FN", DP_TOK_FN, "'fn'"}, {"LET", DP_TOK_LET, "'let'"}, {"IF", DP_TOK_IF, "'if'"},
+  {"ELSE", DP_TOK_ELSE, "'else'"}, {"MATCH", DP_TOK_MATCH, "'match'"}, {"DEF", DP_TOK_DEF, "'def'"},
+  {"TYPE", DP_TOK_TYPE, "'type'"}, {"EXTERN", DP_TOK_EXTERN, "'extern'"},
+  {"PRIMFN", DP_TOK_PRIMFN, "'primfn'"}, {"FREE_VAR", DP_TOK_FREE_VAR, "'free_var'"},
+  {"REF", DP_TOK_REF, "'ref'"}, {"REF_READ", DP_TOK_REF_READ, "'ref_read'"},
+  {"REF_WRITE", DP_TOK_REF_WRITE, "'ref_write'"}, {"CONSTANT", DP_TOK_CONSTANT, "'Constant'"},
+  {"TRUE", DP_TOK_TRUE, "'True'"}, {"FALSE", DP_TOK_FALSE, "'False'"}, {"NONE", DP_TOK_NONE, "'None'"},
+  {"VDEV", DP_TOK_VDEV, "'VirtualDevice'"}, {"TENSOR", DP_TOK_TENSOR, "'Tensor'"},
+  {"STORAGE", DP_TOK_STORAGE, "'Storage'"},
+};
+
+#define NKINDS (sizeof token_kinds / sizeof token_kinds[0])
+
+const char *dp_token_kind_name(int i, char *kind) {
+  if (i < 0 || (size_t)i >= NKINDS) return NULL;
+  *kind = token_kinds[i].kind;
+  return token_kinds[i].name;
+}
+
+const char *dp_token_kind_text(char kind) {
+  for (size_t i = 0; i < NKINDS; i++)
+    if (token_kinds[i].kind == kind) return token_kinds[i].text;
+  return "a token";
+}
+
+/* ---------------- life cycle ---------------- */
+
+dp_parser *dp_parser_new(dp_ctx *ctx, const char *text, size_t len, const char *source) {
+  dp_parser *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->ctx = dp_retain(ctx);
+  p->text = text;
+  p->len = len;
+  p->source = dp_ctx_source(ctx, source ? source : "<string>");
+  /* (a name per binding, room made at once: interning them never rehashes) */
+  if (dp__lex(p) != 0 || dp__scope_reserve(&p->names, p->nbinds + 1024) != 0) {
+    dp_parser_free(p);
+    return NULL;
+  }
+  return p;
+}
+
+/* What only parsing needs: tokens, names, handles, scratch. Freed before
+   type inference, so that its peak memory does not add to the parser's. */
+static void drop_parse_state(dp_parser *p) {
+  dp__reader_reset(p);
+  /* later objects hold earlier ones: release in reverse */
+  while (p->nobjs > 0) dp_release(p->objs[--p->nobjs]);
+  dp__scope_free(&p->names);
+  dp__scope_free(&p->types);
+  dp_release(p->no_attrs);
+  dp__attrs_cache_free(p);
+  void *arrays[] = {p->objs, p->kinds, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params,
+                    p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
+                    p->namebuf};
+  for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
+  memset((char *)p + offsetof(dp_parser, kinds), 0, sizeof *p - offsetof(dp_parser, kinds));
+}
+
+void dp_parser_free(dp_parser *p) {
+  if (!p) return;
+  drop_parse_state(p);
+  dp_release(p->mod);
+  dp_err_free(p->lex_err);
+  dp_err_free(p->err);
+  free(p->lines);
+  dp_release(p->ctx);
+  free(p);
+}
+
+const char *dp_parser_tokens(const dp_parser *p, size_t *n) {
+  *n = p->ntok;
+  return p->kinds ? p->kinds : "";
+}
+
+void dp_parser_set_meta(dp_parser *p, dp_meta_resolver fn, void *ud) {
+  p->meta = fn;
+  p->meta_ud = ud;
+}
+
+/* ---------------- positions ---------------- */
+
+static int make_lines(dp_parser *p) {
+  uint32_t cap = 0, n = 0;
+  uint32_t *lines = NULL;
+  if (dp_grow((void **)&lines, &cap, 1, sizeof *lines) != 0) return -1;
+  lines[n++] = 0;
+  for (const char *s = p->text, *end = p->text + p->len; (s = memchr(s, '\n', (size_t)(end - s)));) {
+    s++;
+    if (dp_grow((void **)&lines, &cap, n + 1, sizeof *lines) != 0) {
+      free(lines);
+      return -1;
+    }
+    lines[n++] = (uint32_t)(s - p->text);
+  }
+  p->lines = lines;
+  p->nlines = n;
+  return 0;
+}
+
+static dp_span span_at_offset(dp_parser *p, size_t off) {
+  if (!p->lines && make_lines(p) != 0) return DP_NOSPAN;
+  uint32_t i = p->lastline, n = p->nlines;
+  if (!(p->lines[i] <= off && (i + 1 == n || off < p->lines[i + 1]))) {
+    if (i + 1 < n && p->lines[i + 1] <= off && (i + 2 == n || off < p->lines[i + 2])) {
+      i++;
+    } else {
+      uint32_t lo = 0, hi = n - 1;
+      while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (p->lines[mid] <= off) lo = mid; else hi = mid - 1;
+      }
+      i = lo;
+    }
+    p->lastline = i;
+  }
+  return (dp_span){p->source, i + 1, (uint32_t)(off - p->lines[i]) + 1};
+}
+
+/* The span of token tok (past the last: the end of the text). */
+dp_span dp__span(dp_parser *p, uint32_t tok) {
+  size_t off = tok >= 1 && tok <= p->ntok && p->offs ? p->offs[tok - 1] : p->len;
+  return span_at_offset(p, off);
+}
+
+const char *dp__tok_text(const dp_parser *p, uint32_t tok, size_t *len) {
+  size_t off = p->offs[tok - 1];
+  *len = p->lens[tok - 1];
+  if (*len == 255) *len = dp__token_end(p->text, p->len, off, p->kinds[tok - 1]) - off;
+  return p->text + off;
+}
+
+char *dp__scratch(dp_parser *p, size_t n) {
+  if (n > p->capname) {
+    size_t c = n + 64;
+    char *s = realloc(p->namebuf, c);
+    if (!s) return NULL;
+    p->namebuf = s;
+    p->capname = c;
+  }
+  return p->namebuf;
+}
+
+const char *dp__cname(dp_parser *p, const char *text, size_t len) {
+  char *s = dp__scratch(p, len + 1);
+  if (!s) return NULL;
+  memmove(s, text, len);
+  s[len] = '\0';
+  return s;
+}
+
+/* ---------------- errors ---------------- */
+
+int dp__fail(dp_parser *p, dp_errcode code, uint32_t tok, const char *fmt, ...) {
+  if (p->err) return -1;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  p->err = dp_err_at(p->ctx, code, dp__span(p, tok), "%s", msg);
+  return -1;
+}
+
+int dp__oom(dp_parser *p, uint32_t tok) {
+  return dp__fail(p, DP_ERR_MEMORY, tok, "out of memory");
+}
+
+int dp__fail_core(dp_parser *p, dp_err *err, uint32_t tok) {
+  if (!err) return dp__oom(p, tok);
+  if (p->err) {
+    dp_err_free(err);
+    return -1;
+  }
+  if (err->span.line == 0 && err->code != DP_ERR_MEMORY) {
+    dp_err *e = dp_err_at(p->ctx, err->code, dp__span(p, tok), "%s", err->msg);
+    dp_err_free(err);
+    err = e;
+  }
+  p->err = err;
+  return -1;
+}
+
+dp_err *dp_parser_error(dp_parser *p) {
+  dp_err *e = p->err;
+  p->err = NULL;
+  return e ? e : dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "parser: no error pending");
+}
+
+/* How the token at tok reads in "found ...". */
+static void found_text(dp_parser *p, size_t tok, char *buf, size_t n) {
+  if (tok < 1 || tok > p->ntok) {
+    snprintf(buf, n, "end of input");
+    return;
+  }
+  size_t len;
+  const char *s = dp__tok_text(p, (uint32_t)tok, &len);
+  if (p->kinds[tok - 1] == DP_TOK_METADATA) len = 2;
+  if (len > 40) len = 40;
+  snprintf(buf, n, "'%.*s'", (int)len, s);
+}
+
+dp_err *dp_parser_syntax_error(dp_parser *p, size_t tok, const char *expected) {
+  if (tok >= 1 && tok <= p->ntok && p->kinds[tok - 1] == DP_TOK_ERROR && p->lex_err) {
+    dp_err *e = p->lex_err;
+    p->lex_err = NULL;
+    return e;
+  }
+  char found[64];
+  found_text(p, tok, found, sizeof found);
+  return dp_err_at(p->ctx, DP_ERR_SYNTAX, dp__span(p, (uint32_t)tok), "expected %s, found %s",
+                   expected, found);
+}
+
+dp_err *dp_parser_error_here(dp_parser *p, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return dp_err_at(p->ctx, DP_ERR_SYNTAX, dp__span(p, p->progress + 1), "%s", msg);
+}
+
+/* ---------------- handles ---------------- */
+
+uint32_t dp__keep(dp_parser *p, void *obj, dp_err *err, uint32_t tok) {
+  if (!obj) {
+    dp__fail_core(p, err, tok);
+    return 0;
+  }
+  dp_err_free(err);
+  if (p->nobjs == p->capobjs &&
+      dp_grow((void **)&p->objs, &p->capobjs, p->nobjs + 1, sizeof *p->objs) != 0) {
+    dp_release(obj);
+    dp__oom(p, tok);
+    return 0;
+  }
+  p->objs[p->nobjs++] = obj;
+  return p->nobjs;
+}
+
+int64_t dp__tok_slot(dp_parser *p, dp_scope *s, uint32_t tok) {
+  size_t len;
+  const char *text = dp__tok_text(p, tok, &len);
+  int64_t slot = dp__scope_intern(s, text, len);
+  if (slot < 0) dp__oom(p, tok);
+  return slot;
+}
+
+int dp__grow(dp_parser *p, void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t tok) {
+  if (need <= *cap) return 0;
+  return dp_grow(arr, cap, need, elem) == 0 ? 0 : dp__oom(p, tok);
+}
+
+dp_module *dp__module(dp_parser *p, uint32_t tok) {
+  if (!p->mod) p->mod = dp_module_new(p->ctx);
+  if (!p->mod) dp__oom(p, tok);
+  return p->mod;
+}
+
+/* ---------------- actions ---------------- */
+
+typedef int64_t (*action_fn)(dp_parser *p, const int64_t *ev, size_t n);
+
+static const action_fn actions[DP_ACT__COUNT] = {
+  [DP_ACT_STMTS] = dp__act_stmts, [DP_ACT_LET_HEAD] = dp__act_let_head,
+  [DP_ACT_BLOCK_OPEN] = dp__act_block_open, [DP_ACT_BLOCK_CLOSE] = dp__act_block_close,
+  [DP_ACT_FN_OPEN] = dp__act_fn_open, [DP_ACT_FN_CLOSE] = dp__act_fn_close,
+  [DP_ACT_DEF_CLOSE] = dp__act_def_close, [DP_ACT_CLAUSE_OPEN] = dp__act_clause_open,
+  [DP_ACT_CLAUSE_CLOSE] = dp__act_clause_close, [DP_ACT_TYPE] = dp__act_type,
+  [DP_ACT_TYPEDEF_OPEN] = dp__act_typedef_open, [DP_ACT_CTOR] = dp__act_ctor,
+  [DP_ACT_TYPEDEF_CLOSE] = dp__act_typedef_close, [DP_ACT_PRIMFN] = dp__act_primfn,
+};
+
+/* The events are the grammar's: checked all the same, as the binding lets
+   any Lua code call an action. */
+static int valid(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
+  if (p->failed || !p->kinds) /* (a parse that failed, or ended, is not resumed) */
+    return dp__fail(p, DP_ERR_GENERIC, 0, "parser: the parse has ended");
+  if (a < 1 || a >= DP_ACT__COUNT) return dp__fail(p, DP_ERR_GENERIC, 0, "parser: bad action %d", (int)a);
+  for (size_t i = 0; i < n; i++) {
+    if (ev[i] > (int64_t)p->ntok || -ev[i] > (int64_t)p->nobjs)
+      return dp__fail(p, DP_ERR_GENERIC, 0, "parser: bad event %lld", (long long)ev[i]);
+    if (ev[i] > 0 && (uint32_t)ev[i] > p->progress) p->progress = (uint32_t)ev[i];
+  }
+  return 0;
+}
+
+int64_t dp_parser_act(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
+  int64_t r = valid(p, a, ev, n) == 0 ? actions[a](p, ev, n) : -1;
+  if (r < 0) {
+    dp__reader_reset(p);
+    p->failed = 1;
+  }
+  return r;
+}
+
+/* ---------------- results ---------------- */
+
+/* Take the result out of the handles before they are released. */
+static void *take(dp_parser *p, int64_t h, dp_objtype type) {
+  if (h < 1 || h > p->nobjs || p->objs[h - 1]->type != type) return NULL;
+  return dp_retain(p->objs[h - 1]);
+}
+
+dp_module *dp_parser_module(dp_parser *p, dp_err **err) {
+  if (p->failed && !p->err) dp__fail(p, DP_ERR_GENERIC, 0, "parser: the parse failed");
+  if (p->err || dp__check_globals(p) != 0 || !dp__module(p, p->ntok + 1)) {
+    dp_err_set(err, dp_parser_error(p));
+    return NULL;
+  }
+  drop_parse_state(p);
+  dp_module *m = p->mod;
+  p->mod = NULL;
+  if (dp_infer_module(m, err) != 0) {
+    dp_release(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* The value of handle h, of type `type` ("expression", "type": what a
+   missing one is called), as written. */
+static void *result(dp_parser *p, int64_t h, dp_objtype type, const char *what, dp_err **err) {
+  if (p->failed && !p->err) dp__fail(p, DP_ERR_GENERIC, 0, "parser: the parse failed");
+  void *r = p->err ? NULL : take(p, h, type);
+  if (!r) {
+    if (!p->err) dp__fail(p, DP_ERR_GENERIC, 0, "parser: no %s", what);
+    dp_err_set(err, dp_parser_error(p));
+    return NULL;
+  }
+  drop_parse_state(p);
+  return r;
+}
+
+dp_expr *dp_parser_expr(dp_parser *p, int64_t h, dp_err **err) {
+  return result(p, h, DP_OBJ_EXPR, "expression", err);
+}
+
+dp_type *dp_parser_type(dp_parser *p, int64_t h, dp_err **err) {
+  return result(p, h, DP_OBJ_TYPE, "type", err);
+}
+
+/* ---------------- excerpts ---------------- */
+
+char *dp_parser_excerpt(const dp_parser *p, dp_span s) {
+  if (s.source != p->source || s.line == 0 || !p->lines || s.line > p->nlines) return NULL;
+  size_t start = p->lines[s.line - 1];
+  size_t end = s.line < p->nlines ? p->lines[s.line] - 1 : p->len;
+  if (end > start && p->text[end - 1] == '\r') end--;
+  size_t n = end - start, col = s.col, from = 0, shown = n;
+  if (col > n + 1) col = n + 1;
+  if (n > 120) { /* a long line: a window of 120 characters around the column */
+    from = col > 61 ? col - 61 : 0;
+    shown = n - from < 120 ? n - from : 120;
+  }
+  char *out = malloc(2 * (shown + 8) + 2);
+  if (!out) return NULL;
+  size_t k = 0;
+  if (from) k += (size_t)sprintf(out, "...");
+  memcpy(out + k, p->text + start + from, shown);
+  k += shown;
+  if (from + shown < n) k += (size_t)sprintf(out + k, "...");
+  size_t line_end = k, caret = col - 1 - from + (from ? 3 : 0);
+  out[k++] = '\n';
+  for (size_t i = 0; i < caret && i < line_end; i++) out[k++] = out[i] == '\t' ? '\t' : ' ';
+  out[k++] = '^';
+  out[k] = '\0';
+  return out;
+}

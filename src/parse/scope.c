@@ -1,0 +1,118 @@
+/*
+ * Names in scope for the parser: an interning hash table of names (open
+ * addressing, names in one arena) whose slots carry the current binding,
+ * and an undo log that restores shadowed bindings. See scope.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "devplan/core.h"
+#include "scope.h"
+
+/* FNV-1a of all but the last byte, plus the last byte: names that differ
+   only in their last character (%10, %11, ... x18, x19: how generated
+   programs name values) land in neighbouring buckets, so that a long
+   program touches the table in order instead of at random (the table is
+   kept half empty, so these short runs do not collide). */
+static uint32_t hash_name(const char *p, size_t n) {
+  uint32_t h = 2166136261u;
+  if (n == 0) return h;
+  for (size_t i = 0; i + 1 < n; i++) h = (h ^ (unsigned char)p[i]) * 16777619u;
+  h ^= h >> 15; /* (the low bits choose the bucket: mix the high ones in) */
+  return h + (unsigned char)p[n - 1];
+}
+
+static int64_t probe(const dp_scope *s, const char *name, size_t len, uint32_t h, uint32_t *at) {
+  uint32_t i = h & s->tmask;
+  for (;;) {
+    const struct dp_scope_entry *e = &s->table[i];
+    if (e->slot == 0) {
+      *at = i;
+      return -1;
+    }
+    if (e->hash == h) {
+      const dp_scope_slot *sl = &s->slots[e->slot - 1];
+      if (sl->len == len && memcmp(s->arena + sl->off, name, len) == 0) return e->slot - 1;
+    }
+    i = (i + 1) & s->tmask;
+  }
+}
+
+/* A table of `size` entries (a power of two, more than twice the names). */
+static int rehash(dp_scope *s, uint32_t size) {
+  struct dp_scope_entry *t = calloc(size, sizeof *t);
+  if (!t) return -1;
+  for (uint32_t k = 0; k < s->nslots; k++) {
+    uint32_t h = s->slots[k].hash, i = h & (size - 1);
+    while (t[i].slot) i = (i + 1) & (size - 1);
+    t[i] = (struct dp_scope_entry){h, k + 1};
+  }
+  free(s->table);
+  s->table = t;
+  s->tmask = size - 1;
+  return 0;
+}
+
+/* Double the table (kept at most half full). */
+static int grow_table(dp_scope *s) {
+  return rehash(s, s->tmask ? (s->tmask + 1) * 2 : 1024);
+}
+
+int dp__scope_reserve(dp_scope *s, uint32_t n) {
+  uint32_t size = 1024;
+  while (size / 2 <= n && size < (1u << 30)) size *= 2;
+  if (size > s->tmask + 1 && rehash(s, size) != 0) return -1;
+  return dp_grow((void **)&s->slots, &s->capslots, n, sizeof *s->slots);
+}
+
+int64_t dp__scope_find(const dp_scope *s, const char *name, size_t len) {
+  if (!s->tmask) return -1;
+  uint32_t at;
+  return probe(s, name, len, hash_name(name, len), &at);
+}
+
+int64_t dp__scope_intern(dp_scope *s, const char *name, size_t len) {
+  if (len > UINT32_MAX / 2) return -1;
+  if ((s->nslots + 1) * 2 > s->tmask && grow_table(s) != 0) return -1;
+  uint32_t h = hash_name(name, len), at;
+  int64_t k = probe(s, name, len, h, &at);
+  if (k >= 0) return k;
+  if (dp_grow((void **)&s->slots, &s->capslots, s->nslots + 1, sizeof *s->slots) != 0) return -1;
+  if (s->alen + len > s->acap) {
+    size_t c = s->acap ? s->acap : 4096;
+    while (c < s->alen + len) c *= 2;
+    char *a = realloc(s->arena, c);
+    if (!a) return -1;
+    s->arena = a;
+    s->acap = c;
+  }
+  memcpy(s->arena + s->alen, name, len);
+  s->slots[s->nslots] = (dp_scope_slot){(uint32_t)s->alen, (uint32_t)len, h, 0, 0};
+  s->alen += len;
+  s->table[at] = (struct dp_scope_entry){h, ++s->nslots};
+  return s->nslots - 1;
+}
+
+int dp__scope_bind(dp_scope *s, uint32_t slot, uint32_t handle, uint32_t block) {
+  if (dp_grow((void **)&s->undo, &s->capundo, s->nundo + 1, sizeof *s->undo) != 0) return -1;
+  dp_scope_slot *sl = &s->slots[slot];
+  s->undo[s->nundo++] = (dp_scope_undo){slot, sl->handle, sl->block};
+  sl->handle = handle;
+  if (block) sl->block = block;
+  return 0;
+}
+
+void dp__scope_unbind(dp_scope *s, uint32_t mark) {
+  while (s->nundo > mark) {
+    const dp_scope_undo *u = &s->undo[--s->nundo];
+    s->slots[u->slot].handle = u->handle;
+    s->slots[u->slot].block = u->block;
+  }
+}
+
+void dp__scope_free(dp_scope *s) {
+  free(s->slots);
+  free(s->table);
+  free(s->arena);
+  free(s->undo);
+  memset(s, 0, sizeof *s);
+}

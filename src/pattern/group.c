@@ -1,0 +1,431 @@
+/*
+ * Grouping: the matches of one pattern in a function body, as TVM's
+ * PatternGrouper (dataflow_matcher.cc) finds them, for MergeComposite,
+ * the rewriter and MergeAndAnnotate.
+ *
+ * Candidate roots are tried from the output toward the inputs (reverse
+ * post order), each node not yet in a group; the first match wins, so an
+ * optional part makes the larger group. A group is everything from the
+ * root down to its inputs: the expressions that leaf patterns (and the
+ * arguments or fields of an any-arity call or tuple) matched, except
+ * operators, function literals, what a dominator's parent and path or a
+ * matched function's body matched, and constants that a const or constant
+ * expr pattern matched (those stay inside). A group is rejected when one
+ * of its inner nodes is already in a group, or is used outside the group
+ * by a node the root does not post-dominate.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "../core/textbuf.h"
+#include "devplan/visit.h"
+
+int dfp_vec_push(dfp_vec *v, void *x) {
+  if (v->n == v->cap) {
+    void *items = v->items;
+    if (dp_grow(&items, &v->cap, v->n + 1, sizeof *v->items) < 0) return -1;
+    v->items = items;
+  }
+  v->items[v->n++] = x;
+  return 0;
+}
+
+int dfp_u32s_push(dfp_u32s *v, uint32_t x) {
+  if (v->n == v->cap) {
+    void *a = v->a;
+    if (dp_grow(&a, &v->cap, v->n + 1, sizeof *v->a) < 0) return -1;
+    v->a = a;
+  }
+  v->a[v->n++] = x;
+  return 0;
+}
+
+/* ---------------- the opaque set ---------------- */
+
+struct dp_dfp_opaque {
+  dp_ptrmap set;
+};
+
+dp_dfp_opaque *dp_dfp_opaque_new(void) { return dp_calloc(1, sizeof(dp_dfp_opaque)); }
+
+void dp_dfp_opaque_free(dp_dfp_opaque *o) {
+  if (!o) return;
+  dp_ptrmap_free(&o->set);
+  free(o);
+}
+
+int dp_dfp_opaque_add(dp_dfp_opaque *o, const dp_dfp_group *g) {
+  for (uint32_t i = 0; i < g->ninterior; i++)
+    if (dp_ptrmap_put(&o->set, g->interior[i], NULL) < 0) return -1;
+  return 0;
+}
+
+int dfp_opaque_has(const dp_dfp_opaque *o, const dp_expr *e) {
+  return o && dp_ptrmap_get(&o->set, e) != NULL;
+}
+
+/* ---------------- the graph, shared by several groupings ---------------- */
+
+struct dp_dfp_graph {
+  dfp_graph g;
+};
+
+dp_dfp_graph *dp_dfp_graph_new(dp_expr *body, dp_err **err) {
+  dp_dfp_graph *x = dp_calloc(1, sizeof *x);
+  if (!x || dfp_graph_build(&x->g, body, 1) < 0) {
+    free(x);
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return NULL;
+  }
+  return x;
+}
+
+void dp_dfp_graph_free(dp_dfp_graph *x) {
+  if (!x) return;
+  dfp_graph_free(&x->g);
+  free(x);
+}
+
+dp_expr *dp_dfp_graph_root(const dp_dfp_graph *x) { return x->g.n ? x->g.x[x->g.n - 1] : NULL; }
+
+/* ---------------- groups ---------------- */
+
+void dp_dfp_groups_clear(dp_dfp_groups *gs) {
+  free(gs->items);
+  free(gs->xpool);
+  free(gs->bpool);
+  dp_release(gs->body);
+  memset(gs, 0, sizeof *gs);
+}
+
+typedef struct grouper {
+  const dp_dfp *p;
+  dfp_graph *g;
+  dfp_matcher m;
+  const dp_dfp_opaque *opaque;
+  uint32_t *gid;        /* per graph node: group id + 1 (0: none) */
+  uint8_t *skip;        /* per graph node: in a function made from an earlier pattern */
+  uint32_t *mark;       /* per graph node: the stamp of the group being made, when inside it */
+  uint32_t stamp;
+  uint32_t number;      /* TVM's graph_number_: every group made, taken or not */
+  uint32_t cap;
+  dp_dfp_groups *out;
+  /* the pools the groups point into, filled as offsets until the end */
+  uint32_t nx, capx_pool, nb, capb_pool;
+  /* scratch of the group being made */
+  dp_ptrmap fuzzy;
+  dfp_vec in;           /* inputs (dp_expr *) */
+  dfp_vec interior;     /* post order indices, as pointers' worth of integers */
+  dfp_vec sorted;       /* trail positions of the bindings that make inputs */
+  uint32_t *xstack;     /* extraction stack: (node, next kid) pairs */
+  uint32_t capx;
+} grouper;
+
+/* ---- what is not an input: fuzzy matches ---- */
+
+static int fuzzy_post(void *ud, dp_expr *e) {
+  return dp_ptrmap_put(&((grouper *)ud)->fuzzy, e, NULL) < 0 ? -1 : 0;
+}
+
+/* TVM's fuzzy matches: what a dominator's parent and path matched, and
+   every node of a matched function literal's body. */
+static int find_fuzzy(grouper *gr) {
+  const dfp_matcher *m = &gr->m;
+  const dp_dfp *p = gr->p;
+  if (!p->has_fuzzy) return 0;
+  for (uint32_t t = 0; t < m->ntrail; t++) {
+    uint32_t node = m->trail[t].node;
+    dp_expr *e = m->trail[t].expr;
+    if (p->nodes[node].fuzzy && dp_ptrmap_put(&gr->fuzzy, e, NULL) < 0) return -1;
+    if (p->nodes[node].kind == DP_DFP_FN && e->h.kind == DP_FUNC) {
+      dp_visitor v = {NULL, fuzzy_post, gr};
+      if (dp_visit(((dp_func *)e)->body, &v) < 0) return -1;
+    }
+  }
+  return 0;
+}
+
+/* ---- inputs ---- */
+
+/* TVM's EmbedConst: a constant matched by const, or by a constant expr,
+   stays inside the group. */
+static int embeds(const grouper *gr, const dp_expr *e, uint32_t node) {
+  const dp_dfp_node *x = &gr->p->nodes[node];
+  if (e->h.kind != DP_CONST) return 0;
+  return x->kind == DP_DFP_CONST || (x->kind == DP_DFP_EXPR && x->expr->h.kind == DP_CONST);
+}
+
+static int is_input(const grouper *gr, const dp_expr *e) {
+  for (uint32_t i = 0; i < gr->in.n; i++)
+    if (gr->in.items[i] == e) return 1;
+  return 0;
+}
+
+/* A group has few inputs: a list, not a set. */
+static int make_input(grouper *gr, dp_expr *e, uint32_t node) {
+  if (e->h.kind == DP_OP || e->h.kind == DP_FUNC || embeds(gr, e, node)) return 0;
+  if (gr->fuzzy.n && dp_ptrmap_get(&gr->fuzzy, e)) return 0;
+  if (is_input(gr, e)) return 0;
+  return dfp_vec_push(&gr->in, e);
+}
+
+/* The inputs one binding makes: a leaf's match, the arguments or fields
+   of an any-arity call or tuple. */
+static int inputs_of(grouper *gr, const dp_dfp_bind *b) {
+  const dp_dfp_node *x = &gr->p->nodes[b->node];
+  dp_expr *e = b->expr;
+  if (x->nkids == 0 && x->kind != DP_DFP_TUPLE) return make_input(gr, e, b->node);
+  if (x->kind == DP_DFP_CALL && e->h.kind == DP_CALL) {
+    for (uint32_t a = 0; a < ((dp_call *)e)->nargs; a++)
+      if (make_input(gr, ((dp_call *)e)->args[a], b->node) < 0) return -1;
+  } else if (x->kind == DP_DFP_TUPLE && e->h.kind == DP_TUPLE) {
+    for (uint32_t a = 0; a < ((dp_tuple *)e)->n; a++)
+      if (make_input(gr, ((dp_tuple *)e)->fields[a], b->node) < 0) return -1;
+  }
+  return 0;
+}
+
+/* In the pattern graph's post order (then in binding order): leaves make
+   inputs of what they matched, an any-arity call or tuple of its
+   arguments or fields. The bindings that make inputs are few: sorted by
+   insertion. */
+static int find_inputs(grouper *gr) {
+  const dp_dfp *p = gr->p;
+  const dfp_matcher *m = &gr->m;
+  gr->sorted.n = 0;
+  for (uint32_t t = 0; t < m->ntrail; t++) {
+    uint32_t node = m->trail[t].node;
+    if (p->nodes[node].input_rank == DFP_NONE) continue;
+    if (dfp_vec_push(&gr->sorted, (void *)(uintptr_t)t) < 0) return -1;
+    for (uint32_t i = gr->sorted.n - 1; i > 0; i--) {
+      uint32_t a = (uint32_t)(uintptr_t)gr->sorted.items[i - 1];
+      if (p->nodes[m->trail[a].node].input_rank <= p->nodes[node].input_rank) break;
+      gr->sorted.items[i] = gr->sorted.items[i - 1];
+      gr->sorted.items[i - 1] = (void *)(uintptr_t)t;
+    }
+  }
+  for (uint32_t i = 0; i < gr->sorted.n; i++)
+    if (inputs_of(gr, &m->trail[(uintptr_t)gr->sorted.items[i]]) < 0) return -1;
+  return 0;
+}
+
+/* ---- the group's nodes (TVM's MatchExtractor) ---- */
+
+/* Everything from the root down to the inputs, in post order, each node
+   once (operators, constructors and globals left out): by index. */
+static int extract(grouper *gr, uint32_t root) {
+  const dfp_graph *g = gr->g;
+  uint32_t sp = 0;
+  gr->mark[root] = gr->stamp;
+  if (dp_grow((void **)&gr->xstack, &gr->capx, 2, sizeof *gr->xstack) < 0) return -1;
+  gr->xstack[sp++] = root;
+  gr->xstack[sp++] = g->kstart[root];
+  while (sp) {
+    uint32_t v = gr->xstack[sp - 2], k = gr->xstack[sp - 1];
+    if (k < g->kstart[v + 1]) {
+      gr->xstack[sp - 1]++;
+      uint32_t kid = g->kids[k];
+      if (kid == DFP_NONE || gr->mark[kid] == gr->stamp || is_input(gr, g->x[kid])) continue;
+      gr->mark[kid] = gr->stamp;
+      if (dp_grow((void **)&gr->xstack, &gr->capx, sp + 2, sizeof *gr->xstack) < 0) return -1;
+      gr->xstack[sp++] = kid;
+      gr->xstack[sp++] = g->kstart[kid];
+    } else {
+      sp -= 2;
+      if (dfp_vec_push(&gr->interior, (void *)(uintptr_t)v) < 0) return -1;
+    }
+  }
+  return 0;
+}
+
+/* TVM's two rejections: an inner node already in a group (overlap), or
+   used outside the group by a node the root does not post-dominate.
+   1 accept, 0 reject, -1 out of memory. */
+static int acceptable(grouper *gr, uint32_t root) {
+  dfp_graph *g = gr->g;
+  for (uint32_t i = 0; i < gr->interior.n; i++) {
+    uint32_t k = (uint32_t)(uintptr_t)gr->interior.items[i];
+    int kind = g->x[k]->h.kind;
+    if (kind == DP_FUNC || kind == DP_CONST) continue;
+    if (gr->gid[k]) return 0;
+    if (k == root) continue;
+    for (uint32_t o = g->ostart[k]; o < g->ostart[k + 1]; o++) {
+      uint32_t user = g->outs[o];
+      if (gr->mark[user] == gr->stamp) continue;
+      int d = dfp_graph_dominates(g, root, user);
+      if (d <= 0) return d;
+    }
+  }
+  return 1;
+}
+
+/* Keeps the group: its arrays go into the pools (offsets for now: the
+   pools move as they grow; dp_dfp_group_matches fixes the pointers). */
+static int keep_group(grouper *gr, dp_expr *root, uint32_t number) {
+  dp_dfp_groups *out = gr->out;
+  uint32_t nin = gr->in.n, nint = gr->interior.n, nb = gr->m.ntrail;
+  if (out->n == gr->cap) {
+    void *items = out->items;
+    if (dp_grow(&items, &gr->cap, out->n + 1, sizeof *out->items) < 0) return -1;
+    out->items = items;
+  }
+  void *xp = out->xpool, *bp = out->bpool;
+  if (dp_grow(&xp, &gr->capx_pool, gr->nx + nin + nint, sizeof *out->xpool) < 0) return -1;
+  out->xpool = xp;
+  if (dp_grow(&bp, &gr->capb_pool, gr->nb + nb, sizeof *out->bpool) < 0) return -1;
+  out->bpool = bp;
+  dp_dfp_group g = {root, number, nin, (dp_expr **)(uintptr_t)gr->nx, nint,
+                    (dp_expr **)(uintptr_t)(gr->nx + nin), nb, (dp_dfp_bind *)(uintptr_t)gr->nb};
+  memcpy(out->xpool + gr->nx, gr->in.items, nin * sizeof(dp_expr *));
+  gr->nx += nin;
+  for (uint32_t i = 0; i < nint; i++) {
+    uint32_t k = (uint32_t)(uintptr_t)gr->interior.items[i];
+    out->xpool[gr->nx++] = gr->g->x[k];
+    gr->gid[k] = out->n + 1;
+  }
+  memcpy(out->bpool + gr->nb, gr->m.trail, nb * sizeof(dp_dfp_bind));
+  gr->nb += nb;
+  out->items[out->n++] = g;
+  return 0;
+}
+
+/* The groups' offsets into the pools become pointers. */
+static void fix_pointers(dp_dfp_groups *out) {
+  for (uint32_t i = 0; i < out->n; i++) {
+    dp_dfp_group *g = &out->items[i];
+    g->inputs = out->xpool + (uintptr_t)g->inputs;
+    g->interior = out->xpool + (uintptr_t)g->interior;
+    g->binds = out->bpool + (uintptr_t)g->binds;
+  }
+}
+
+/* TVM's CreateGroup for the match just made at root. */
+static int make_group(grouper *gr, uint32_t root) {
+  uint32_t number = gr->number++;
+  gr->stamp++;
+  if (gr->fuzzy.n) dp_ptrmap_free(&gr->fuzzy);
+  gr->in.n = gr->interior.n = 0;
+  if (find_fuzzy(gr) < 0 || find_inputs(gr) < 0) return -1;
+  /* a root that is its own input (a lone wildcard) groups nothing: TVM
+     never rewrites it */
+  if (is_input(gr, gr->g->x[root])) return 0;
+  if (extract(gr, root) < 0) return -1;
+  int ok = acceptable(gr, root);
+  if (ok <= 0) return ok;
+  return keep_group(gr, gr->g->x[root], number);
+}
+
+/* Nodes inside a function literal that an earlier pattern made
+   (PartitionedFromPattern): never roots. */
+static int mark_partitioned(grouper *gr, uint32_t v) {
+  const dfp_graph *g = gr->g;
+  dp_func *f = (dp_func *)g->x[v];
+  if (!f->attrs || !dp_attrs_get(f->attrs, "PartitionedFromPattern")) return 0;
+  dfp_vec stack = {NULL, 0, 0};
+  int rc = dfp_vec_push(&stack, (void *)(uintptr_t)v);
+  while (rc == 0 && stack.n) {
+    uint32_t k = (uint32_t)(uintptr_t)stack.items[--stack.n];
+    if (gr->skip[k]) continue;
+    gr->skip[k] = 1;
+    for (uint32_t c = g->kstart[k]; c < g->kstart[k + 1] && rc == 0; c++)
+      if (g->kids[c] != DFP_NONE) rc = dfp_vec_push(&stack, (void *)(uintptr_t)g->kids[c]);
+  }
+  free(stack.items);
+  return rc;
+}
+
+static void grouper_free(grouper *gr) {
+  dfp_matcher_free(&gr->m);
+  free(gr->gid);
+  free(gr->skip);
+  free(gr->mark);
+  dp_ptrmap_free(&gr->fuzzy);
+  free(gr->in.items);
+  free(gr->interior.items);
+  free(gr->sorted.items);
+  free(gr->xstack);
+}
+
+int dp_dfp_group_matches(const dp_dfp *p, dp_expr *body, const dp_dfp_host *host,
+                         const dp_dfp_opaque *opaque, dp_dfp_graph *graph, dp_dfp_groups *out,
+                         dp_err **err) {
+  memset(out, 0, sizeof *out);
+  if (!p || !p->finished || !body || (graph && dp_dfp_graph_root(graph) != body)) {
+    dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                               "dp_dfp_group_matches: no program, or a graph of another body"));
+    return -1;
+  }
+  out->body = dp_retain(body);
+  grouper gr;
+  memset(&gr, 0, sizeof gr);
+  dp_dfp_graph *own = NULL;
+  gr.p = p;
+  gr.out = out;
+  gr.opaque = opaque;
+  int rc = -1;
+  if (!graph && !(graph = own = dp_dfp_graph_new(body, err))) goto fail;
+  gr.g = &graph->g;
+  if (dfp_matcher_init(&gr.m, p, host, gr.g, opaque) < 0) goto oom;
+  uint32_t n = gr.g->n ? gr.g->n : 1;
+  gr.gid = dp_calloc(n, sizeof *gr.gid);
+  gr.skip = dp_calloc(n, 1);
+  gr.mark = dp_calloc(n, sizeof *gr.mark);
+  if (!gr.gid || !gr.skip || !gr.mark) goto oom;
+  for (uint32_t v = gr.g->n; v-- > 0;) {
+    dp_expr *e = gr.g->x[v];
+    if (gr.gid[v] || gr.skip[v]) continue;
+    if (e->h.kind == DP_FUNC && mark_partitioned(&gr, v) < 0) goto oom;
+    if (gr.skip[v] || !dfp_root_may_match(p, e) || (opaque && dfp_opaque_has(opaque, e))) continue;
+    int r = dfp_matcher_run(&gr.m, e);
+    if (r < 0) {
+      dp_err_set(err, gr.m.err);
+      gr.m.err = NULL;
+      goto fail;
+    }
+    if (r > 0 && make_group(&gr, v) < 0) goto oom;
+    dfp_matcher_reset(&gr.m);
+  }
+  fix_pointers(out);
+  rc = 0;
+  goto done;
+oom:
+  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+fail:
+  dp_dfp_groups_clear(out);
+done:
+  grouper_free(&gr);
+  dp_dfp_graph_free(own);
+  return rc;
+}
+
+/* TVM's PartitionedFromPattern label: the group's nodes in post order, an
+   operator call as "<op>_", another call "Call_", a tuple "Tuple_", a
+   projection "TupleGetItem<i>_", a function literal "Function". */
+char *dp_dfp_group_label(const dp_dfp_group *g) {
+  dp_tb b;
+  dp_tb_init(&b);
+  for (uint32_t i = 0; i < g->ninterior; i++) {
+    const dp_expr *e = g->interior[i];
+    switch (e->h.kind) {
+    case DP_CALL: {
+      const dp_expr *fn = ((const dp_call *)e)->fn;
+      if (fn->h.kind == DP_OP) {
+        dp_tb_puts(&b, ((const dp_op *)fn)->name);
+        dp_tb_putc(&b, '_');
+      } else {
+        dp_tb_puts(&b, "Call_");
+      }
+      break;
+    }
+    case DP_TUPLE: dp_tb_puts(&b, "Tuple_"); break;
+    case DP_PROJ: dp_tb_printf(&b, "TupleGetItem%u_", ((const dp_proj *)e)->index); break;
+    case DP_FUNC: dp_tb_puts(&b, "Function"); break;
+    case DP_LET: dp_tb_puts(&b, "Let_"); break;
+    case DP_IF: dp_tb_puts(&b, "If_"); break;
+    case DP_MATCH: dp_tb_puts(&b, "Match_"); break;
+    default: break;
+    }
+  }
+  return dp_tb_take(&b);
+}

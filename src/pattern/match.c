@@ -1,0 +1,540 @@
+/*
+ * The matcher: does a pattern program match an expression at its root?
+ * TVM's DFPatternMatcher (dataflow_matcher.cc) as a state machine over an
+ * explicit stack of frames, so neither the pattern nor the IR depth
+ * touches the C stack.
+ *
+ * Semantics kept from TVM:
+ * - a node is bound to what it matched when its match completes; reached
+ *   again, it matches only that very expression (sharing by identity);
+ *   a failed match undoes the bindings made since it started;
+ * - a call matches its callee first, then its arguments in order; for the
+ *   operators add and multiply a failed argument list is tried once more
+ *   reversed; when the callee does not match, divide/multiply patterns are
+ *   tried re-associated (program.c made those patterns);
+ * - a dominator pattern matches its child, then walks the path back from
+ *   it (MatchesPath) with bindings unchecked on the path (TVM's memoize_
+ *   flag off), then asks that the parent lie below the child in the
+ *   post-dominator tree.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "devplan/visit.h"
+
+typedef struct dfp_frame {
+  uint32_t node;     /* pattern node (for a path frame: the dominator node) */
+  uint32_t state;
+  uint32_t i, n;     /* loop counter and bound */
+  uint32_t wm, wm2;  /* trail watermarks */
+  uint32_t count;    /* path frame: inputs seen */
+  uint8_t path;      /* a MatchesPath frame: neither binds nor undoes */
+  uint8_t nobind;    /* completed from an earlier binding: nothing to record */
+  dp_expr *e;
+} dfp_frame;
+
+/* step() results besides 0/1 (done) and -1 (error): PUSHED, a frame was
+   pushed; AGAIN, the frame called a leaf, whose result is already in
+   m->imm (no frame for leaves: most pattern nodes are). */
+enum { PUSHED = 2, AGAIN = 3 };
+
+int dfp_matcher_init(dfp_matcher *m, const dp_dfp *p, const dp_dfp_host *host,
+                     dfp_graph *graph, const dp_dfp_opaque *opaque) {
+  memset(m, 0, sizeof *m);
+  m->p = p;
+  m->host = host;
+  m->graph = graph;
+  m->opaque = opaque;
+  m->memoize = 1;
+  m->first = dp_malloc((p->n ? p->n : 1) * sizeof *m->first);
+  if (!m->first) return -1;
+  for (uint32_t i = 0; i < p->n; i++) m->first[i] = DFP_NONE;
+  return 0;
+}
+
+void dfp_matcher_free(dfp_matcher *m) {
+  free(m->first);
+  free(m->trail);
+  free(m->frames);
+  if (m->own_built) dfp_graph_free(&m->own);
+  dp_err_free(m->err);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---------------- bindings ---------------- */
+
+static int bind(dfp_matcher *m, uint32_t node, dp_expr *e) {
+  if (m->ntrail == m->captrail) {
+    void *t = m->trail;
+    if (dp_grow(&t, &m->captrail, m->ntrail + 1, sizeof *m->trail) < 0) return -1;
+    m->trail = t;
+  }
+  if (m->first[node] == DFP_NONE) m->first[node] = m->ntrail;
+  m->trail[m->ntrail++] = (dp_dfp_bind){node, e};
+  return 0;
+}
+
+/* TVM's ClearMap: forget the bindings made since watermark wm. */
+static void clear_to(dfp_matcher *m, uint32_t wm) {
+  while (m->ntrail > wm) {
+    m->ntrail--;
+    uint32_t node = m->trail[m->ntrail].node;
+    if (m->first[node] == m->ntrail) m->first[node] = DFP_NONE;
+  }
+}
+
+void dfp_matcher_reset(dfp_matcher *m) {
+  clear_to(m, 0);
+  m->nframes = 0;
+  m->memoize = 1;
+}
+
+/* ---------------- frames ---------------- */
+
+static int push(dfp_matcher *m, uint32_t node, dp_expr *e, int path) {
+  if (m->nframes == m->capframes) {
+    void *f = m->frames;
+    if (dp_grow(&f, &m->capframes, m->nframes + 1, sizeof *m->frames) < 0) return -1;
+    m->frames = f;
+  }
+  m->frames[m->nframes++] = (dfp_frame){.node = node, .e = e, .path = (uint8_t)path, .wm = m->ntrail};
+  return PUSHED;
+}
+
+static int leaf(const dp_dfp_node *x, const dp_expr *e);
+
+/* Continue frame fi in state `next` after matching node against e. A leaf
+   is matched on the spot, as its own frame would: an earlier binding
+   decides, else the test, bound on success. */
+static int call(dfp_matcher *m, uint32_t fi, uint32_t next, uint32_t node, dp_expr *e) {
+  m->frames[fi].state = next;
+  const dp_dfp_node *x = &m->p->nodes[node];
+  if (x->nkids == 0 && x->kind != DP_DFP_TUPLE && x->kind != DP_DFP_CALL && x->kind != DP_DFP_FN) {
+    if (m->memoize && m->first[node] != DFP_NONE) {
+      m->imm = m->trail[m->first[node]].expr == e;
+      return AGAIN;
+    }
+    m->imm = leaf(x, e);
+    if (m->imm && bind(m, node, e) < 0) return -1;
+    return AGAIN;
+  }
+  return push(m, node, e, 0);
+}
+
+/* Kinds that look inside an expression: an opaque one (an earlier group)
+   never matches them, as the call of a composite function would not. */
+static int is_structural(int kind) {
+  return kind == DP_DFP_CALL || kind == DP_DFP_TUPLE || kind == DP_DFP_PROJ ||
+         kind == DP_DFP_FN || kind == DP_DFP_IF || kind == DP_DFP_LET || kind == DP_DFP_DOMINATES;
+}
+
+/* ---------------- leaves and type tests ---------------- */
+
+static int leaf(const dp_dfp_node *x, const dp_expr *e) {
+  switch (x->kind) {
+  case DP_DFP_WILD: return 1;
+  case DP_DFP_VAR:
+    return e->h.kind == DP_VAR && (!x->name || strcmp(x->name, ((const dp_var *)e)->name) == 0);
+  case DP_DFP_CONST: return e->h.kind == DP_CONST;
+  case DP_DFP_OPKIND:
+    return e->h.kind == DP_OP && ((const dp_op *)e)->pattern >= 0 &&
+           ((x->kinds >> ((const dp_op *)e)->pattern) & 1);
+  case DP_DFP_EXPR: /* TVM: structural equality, a variable only equal to itself */
+    if (x->expr == e) return 1;
+    return x->expr->h.kind != DP_VAR && e->h.kind == x->expr->h.kind && dp_expr_equal(x->expr, e, NULL);
+  case DP_DFP_OP: return x->expr == e;
+  default: return 0;
+  }
+}
+
+static const dp_tensor_type *tensor_of(const dp_expr *e) {
+  return e->type && e->type->h.kind == DP_TY_TENSOR ? (const dp_tensor_type *)e->type : NULL;
+}
+
+static int type_holds(const dp_dfp_node *x, const dp_expr *e) {
+  const dp_tensor_type *t = tensor_of(e);
+  switch (x->kind) {
+  case DP_DFP_TYPE: return e->type && dp_type_equal(x->type, e->type);
+  case DP_DFP_DTYPE: return t && t->dtype == x->dtype;
+  case DP_DFP_SHAPE:
+    if (!t || t->ndim != x->ndim) return 0;
+    for (uint32_t k = 0; k < t->ndim; k++)
+      if (t->dims[k] != x->shape[k]) return 0;
+    return 1;
+  default: return 0;
+  }
+}
+
+/* ---------------- structured nodes ---------------- */
+
+/* Sequence: match kid k0 + i against child c0 + i of e for i < n; the
+   frame's i counts. Entered with state s (first time: i = 0). */
+static int sequence(dfp_matcher *m, uint32_t fi, int ret, uint32_t s, uint32_t k0, uint32_t c0) {
+  dfp_frame *f = &m->frames[fi];
+  if (f->i > 0 && !ret) return 0;
+  if (f->i == f->n) return 1;
+  const dp_dfp_node *x = &m->p->nodes[f->node];
+  uint32_t i = f->i++;
+  return call(m, fi, s, x->kids[k0 + i], dp_expr_child(f->e, c0 + i));
+}
+
+static int step_call(dfp_matcher *m, uint32_t fi, int ret) {
+  dfp_frame *f = &m->frames[fi];
+  const dp_dfp_node *x = &m->p->nodes[f->node];
+  const dp_call *c = (const dp_call *)f->e;
+  switch (f->state) {
+  case 0:
+    if (f->e->h.kind != DP_CALL) return 0;
+    return call(m, fi, 1, x->kids[0], c->fn);
+  case 1: /* callee done */
+    if (!ret) break;
+    if (x->flags & DP_DFPF_ANY) return 1;
+    f->wm2 = m->ntrail;
+    if (c->nargs != x->nkids - 1) goto args_failed;
+    f->n = c->nargs;
+    f->i = 0;
+    f->state = 2;
+    /* fall through */
+  case 2: /* arguments in order */
+    if (f->i > 0 && !ret) goto args_failed;
+    if (f->i == f->n) return 1;
+    f->i++;
+    return call(m, fi, 2, x->kids[f->i], c->args[f->i - 1]);
+  case 3: /* arguments reversed (add, multiply) */
+    if (f->i > 0 && !ret) {
+      clear_to(m, f->wm2);
+      return 0;
+    }
+    if (f->i == 2) return 1;
+    f->i++;
+    return call(m, fi, 3, x->kids[3 - f->i], c->args[f->i - 1]);
+  case 4: /* a re-associated pattern done */
+    if (ret) return 1;
+    clear_to(m, f->wm);
+    if (x->reassoc == 1 && f->i == 1) {
+      f->i = 2;
+      return call(m, fi, 4, x->alt[1], f->e);
+    }
+    return 0;
+  }
+  /* the callee did not match: TVM tries divide/multiply re-associated */
+  clear_to(m, f->wm);
+  if (x->reassoc == 1 && dp_is_op_call(f->e, "multiply") && c->nargs == 2 &&
+      (dp_is_op_call(c->args[0], "divide") || dp_is_op_call(c->args[1], "divide"))) {
+    f->i = 1;
+    return call(m, fi, 4, x->alt[0], f->e);
+  }
+  if (x->reassoc == 2 && dp_is_op_call(f->e, "divide") && c->nargs == 2 &&
+      (dp_is_op_call(c->args[0], "multiply") || dp_is_op_call(c->args[1], "multiply"))) {
+    f->i = 3;
+    return call(m, fi, 4, x->alt[0], f->e);
+  }
+  return 0;
+args_failed:
+  clear_to(m, f->wm2);
+  if (!x->commute || c->nargs != 2) return 0;
+  f->i = 1; /* pattern argument 2 against argument 1, then 1 against 2 */
+  return call(m, fi, 3, x->kids[2], c->args[0]);
+}
+
+static int step_fn(dfp_matcher *m, uint32_t fi, int ret) {
+  dfp_frame *f = &m->frames[fi];
+  const dp_dfp_node *x = &m->p->nodes[f->node];
+  const dp_func *fn = (const dp_func *)f->e;
+  switch (f->state) {
+  case 0:
+    if (f->e->h.kind != DP_FUNC) return 0;
+    if (x->flags & DP_DFPF_ANY) return call(m, fi, 2, x->kids[0], fn->body);
+    if (fn->nparams != x->nkids - 1) return 0;
+    f->n = fn->nparams;
+    f->state = 1;
+    /* fall through */
+  case 1:
+    if (f->i > 0 && !ret) return 0;
+    if (f->i < f->n) {
+      f->i++;
+      return call(m, fi, 1, x->kids[f->i - 1], &fn->params[f->i - 1]->e);
+    }
+    return call(m, fi, 2, x->kids[x->nkids - 1], fn->body);
+  default:
+    return ret;
+  }
+}
+
+/* The dominator pattern: child, then the path back to the parent, then
+   the parent must lie below e in the post-dominator tree. */
+static int step_dominates(dfp_matcher *m, uint32_t fi, int ret) {
+  dfp_frame *f = &m->frames[fi];
+  const dp_dfp_node *x = &m->p->nodes[f->node];
+  switch (f->state) {
+  case 0: return call(m, fi, 1, x->kids[2], f->e);
+  case 1:
+    if (!ret) return 0;
+    f->state = 2;
+    return push(m, f->node, f->e, 1);
+  default: {
+    m->memoize = 1;
+    if (!ret) return 0;
+    uint32_t b = m->first[x->kids[0]];
+    if (b == DFP_NONE) return 0;
+    if (!m->graph) {
+      if (dfp_graph_build(&m->own, m->frames[0].e, 1) < 0) return -1;
+      m->own_built = 1;
+      m->graph = &m->own;
+    }
+    /* -1 (no memory for the dominator tree) stops the match */
+    return dfp_graph_dominates(m->graph, dfp_graph_find(m->graph, f->e),
+                               dfp_graph_find(m->graph, m->trail[b].expr));
+  }
+  }
+}
+
+/* The inputs MatchesPath follows: data inputs, leaving out a call's callee
+   and its variable and constant arguments, a function's parameters and a
+   let's variable. Returns the next one from child index *i, or NULL. */
+static dp_expr *path_input(const dp_expr *e, uint32_t *i) {
+  uint32_t n = dp_expr_nchildren(e);
+  for (; *i < n; (*i)++) {
+    dp_expr *c = dp_expr_child(e, *i);
+    if (dfp_graph_skips(c)) continue;
+    if (e->h.kind == DP_CALL && (*i == 0 || c->h.kind == DP_VAR || c->h.kind == DP_CONST)) continue;
+    if (e->h.kind == DP_FUNC && *i < ((const dp_func *)e)->nparams) continue;
+    if (e->h.kind == DP_LET && *i == 0) continue;
+    return c;
+  }
+  return NULL;
+}
+
+/* TVM's MatchesPath(e): every input of e is the parent, or is on the path
+   and satisfies this again; at least one input. */
+static int step_path(dfp_matcher *m, uint32_t fi, int ret) {
+  dfp_frame *f = &m->frames[fi];
+  const dp_dfp_node *x = &m->p->nodes[f->node];
+  uint32_t i = f->i;
+  dp_expr *in = path_input(f->e, &i);
+  switch (f->state) {
+  case 1: /* parent tried */
+    if (!ret) {
+      m->memoize = 0;
+      return call(m, fi, 2, x->kids[1], in);
+    }
+    f->i++;
+    break;
+  case 2: /* path tried */
+    if (!ret) return 0;
+    f->state = 3;
+    return push(m, f->node, in, 1);
+  case 3: /* the path below done */
+    if (!ret) return 0;
+    f->i++;
+    break;
+  }
+  i = f->i;
+  in = path_input(f->e, &i);
+  f->i = i;
+  if (!in) return f->count > 0;
+  f->count++;
+  m->memoize = 1;
+  return call(m, fi, 1, x->kids[0], in);
+}
+
+/* One step of frame fi, `ret` being the result of the frame it called
+   last: 0/1 when the frame is done, PUSHED when it called another, -1 on
+   error. */
+static int step(dfp_matcher *m, uint32_t fi, int ret) {
+  dfp_frame *f = &m->frames[fi];
+  if (f->path) return step_path(m, fi, ret);
+  const dp_dfp_node *x = &m->p->nodes[f->node];
+  dp_expr *e = f->e;
+  if (f->state == 0) {
+    if (m->memoize && m->first[f->node] != DFP_NONE) {
+      f->nobind = 1;
+      return m->trail[m->first[f->node]].expr == e;
+    }
+    if (m->opaque && is_structural(x->kind) && dfp_opaque_has(m->opaque, e)) return 0;
+  }
+  switch (x->kind) {
+  case DP_DFP_WILD: case DP_DFP_VAR: case DP_DFP_CONST: case DP_DFP_EXPR: case DP_DFP_OP:
+  case DP_DFP_OPKIND:
+    return leaf(x, e);
+  case DP_DFP_CALL: return step_call(m, fi, ret);
+  case DP_DFP_FN: return step_fn(m, fi, ret);
+  case DP_DFP_DOMINATES: return step_dominates(m, fi, ret);
+  case DP_DFP_TUPLE:
+    if (f->state == 0) {
+      if (e->h.kind != DP_TUPLE) return 0;
+      if (x->flags & DP_DFPF_ANY) return 1;
+      if (((const dp_tuple *)e)->n != x->nkids) return 0;
+      f->n = x->nkids;
+    }
+    return sequence(m, fi, ret, 1, 0, 0);
+  case DP_DFP_PROJ:
+    if (f->state == 0) {
+      if (e->h.kind != DP_PROJ) return 0;
+      if (x->index >= 0 && (uint32_t)x->index != ((const dp_proj *)e)->index) return 0;
+      return call(m, fi, 1, x->kids[0], ((const dp_proj *)e)->tuple);
+    }
+    return ret;
+  case DP_DFP_IF: case DP_DFP_LET:
+    if (f->state == 0) {
+      if (e->h.kind != (x->kind == DP_DFP_IF ? DP_IF : DP_LET)) return 0;
+      f->n = 3;
+    }
+    return sequence(m, fi, ret, 1, 0, 0);
+  case DP_DFP_ALT:
+    if (f->state == 0) return call(m, fi, 1, x->kids[0], e);
+    if (f->state == 1 && !ret) return call(m, fi, 2, x->kids[1], e);
+    return ret;
+  case DP_DFP_USE:
+    return f->state == 0 ? call(m, fi, 1, x->kids[0], e) : ret;
+  case DP_DFP_TYPE: case DP_DFP_DTYPE: case DP_DFP_SHAPE:
+    if (f->state == 0) return type_holds(x, e) ? call(m, fi, 1, x->kids[0], e) : 0;
+    return ret;
+  case DP_DFP_ATTR:
+    if (f->state == 0) return call(m, fi, 1, x->kids[0], e);
+    if (!ret) return 0;
+    if (m->opaque && dfp_opaque_has(m->opaque, e)) return !x->attrs || x->attrs->n == 0;
+    return dfp_attrs_hold(x->attrs, e);
+  case DP_DFP_WHERE: {
+    if (f->state == 0) return call(m, fi, 1, x->kids[0], e);
+    if (!ret) return 0;
+    if (!m->host || !m->host->pred) return 0;
+    int r = m->host->pred(m->host->ud, x->pred, e, &m->err);
+    if (r < 0 && !m->err) m->err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "a pattern predicate failed");
+    return r < 0 ? -1 : r > 0;
+  }
+  default:
+    return 0;
+  }
+}
+
+/* Frame fi is done with result r: record or undo its bindings, pop it. */
+static int complete(dfp_matcher *m, int r) {
+  dfp_frame *f = &m->frames[m->nframes - 1];
+  if (!f->path && !f->nobind) {
+    if (!r) clear_to(m, f->wm);
+    else if (!(m->p->nodes[f->node].flags & DP_DFPF_UNBOUND) && bind(m, f->node, f->e) < 0) return -1;
+  }
+  m->nframes--;
+  return 0;
+}
+
+int dfp_root_may_match(const dp_dfp *p, const dp_expr *e) {
+  if (p->root_kind && (int)e->h.kind != p->root_kind) return 0;
+  return !p->root_op || ((const dp_call *)e)->fn == p->root_op;
+}
+
+int dfp_matcher_run(dfp_matcher *m, dp_expr *e) {
+  const dp_dfp *p = m->p;
+  if (!dfp_root_may_match(p, e)) return 0;
+  if (push(m, p->root, e, 0) < 0) goto oom;
+  int ret = 0;
+  while (m->nframes) {
+    int r = step(m, m->nframes - 1, ret);
+    if (r == PUSHED) {
+      ret = 0;
+      continue;
+    }
+    if (r == AGAIN) {
+      ret = m->imm;
+      continue;
+    }
+    if (r < 0) {
+      if (!m->err) goto oom;
+      dfp_matcher_reset(m);
+      return -1;
+    }
+    if (complete(m, r) < 0) goto oom;
+    ret = r;
+  }
+  m->memoize = 1;
+  return ret;
+oom:
+  dfp_matcher_reset(m);
+  if (!m->err) m->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+  return -1;
+}
+
+int dp_dfp_match(const dp_dfp *p, dp_expr *e, const dp_dfp_host *host, dp_dfp_bind **binds,
+                 uint32_t *nbinds, dp_err **err) {
+  dfp_matcher m;
+  if (binds) *binds = NULL;
+  if (nbinds) *nbinds = 0;
+  if (!p || !p->finished || !e) {
+    dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "dp_dfp_match: no program or expression"));
+    return -1;
+  }
+  if (dfp_matcher_init(&m, p, host, NULL, NULL) < 0) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return -1;
+  }
+  int r = dfp_matcher_run(&m, e);
+  if (r < 0) {
+    dp_err_set(err, m.err);
+    m.err = NULL;
+  } else if (r > 0 && binds) {
+    *binds = dp_malloc((m.ntrail ? m.ntrail : 1) * sizeof **binds);
+    if (!*binds) {
+      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      r = -1;
+    } else {
+      memcpy(*binds, m.trail, m.ntrail * sizeof **binds);
+      if (nbinds) *nbinds = m.ntrail;
+    }
+  }
+  dfp_matcher_free(&m);
+  return r;
+}
+
+/* ---------------- every match under a root ---------------- */
+
+typedef struct findctx {
+  dfp_matcher m;
+  dp_dfp_found_fn found;
+  void *ud;
+  dp_err *err;
+} findctx;
+
+static int find_post(void *ud, dp_expr *e) {
+  findctx *c = ud;
+  int r = dfp_matcher_run(&c->m, e);
+  if (r > 0 && c->found(c->ud, e, c->m.trail, c->m.ntrail, &c->err) < 0) {
+    if (!c->err) c->err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "stopped");
+    r = -1;
+  } else if (r < 0) {
+    c->err = c->m.err;
+    c->m.err = NULL;
+  }
+  dfp_matcher_reset(&c->m);
+  return r < 0 ? -1 : 0;
+}
+
+int dp_dfp_find(const dp_dfp *p, dp_expr *root, const dp_dfp_host *host, dp_dfp_found_fn found,
+                void *ud, dp_err **err) {
+  findctx c = {.found = found, .ud = ud};
+  dfp_graph g;
+  int have_graph = 0, rc = -1;
+  if (!p || !p->finished || !root) {
+    dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "dp_dfp_find: no program or expression"));
+    return -1;
+  }
+  if (p->has_dominator) {
+    if (dfp_graph_build(&g, root, 1) < 0) goto oom;
+    have_graph = 1;
+  }
+  if (dfp_matcher_init(&c.m, p, host, have_graph ? &g : NULL, NULL) < 0) goto oom;
+  dp_visitor v = {NULL, find_post, &c};
+  if (dp_visit(root, &v) < 0) {
+    if (!c.err) c.err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+    dp_err_set(err, c.err);
+  } else {
+    rc = 0;
+  }
+  dfp_matcher_free(&c.m);
+  if (have_graph) dfp_graph_free(&g);
+  return rc;
+oom:
+  if (have_graph) dfp_graph_free(&g);
+  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return -1;
+}

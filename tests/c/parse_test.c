@@ -1,0 +1,126 @@
+/*
+ * C checks of the parser's C half used from C alone (no grammar, no Lua):
+ * the lexer's tokens, actions driven by hand-written events, positioned
+ * errors, and the element conversions of scalar.h the parser shares with
+ * dp.const.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "devplan/devplan.h"
+
+#define CHECK(cond) do { if (cond) (*passed)++; else { (*failed)++; \
+  printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+
+void dp_test_parse(int *passed, int *failed);
+
+static const char *kinds_of(dp_parser *p) {
+  size_t n;
+  return dp_parser_tokens(p, &n);
+}
+
+static void test_lexer(dp_ctx *ctx, int *passed, int *failed) {
+  const char *text = "%0 = add(%a, -3i64) /* ty=T /* nested */ */; // c\n"
+                     "let %x: int8 = meta [ relay.Constant ] [ 0 ];\n%x.0.1 --10 inff ==";
+  dp_parser *p = dp_parser_new(ctx, text, strlen(text), "t");
+  CHECK(p != NULL);
+  if (!p) return;
+  /* %0 = | add( | %a | , | -3i64 | ) | ; | let | %x | : | int8 | = | meta | ; |
+     %x | . | 0 | . | 1 | --10 | inff | == */
+  CHECK(strcmp(kinds_of(p), "bcv,n);lv:i=m;v.k.knnE") == 0);
+  dp_parser_free(p);
+
+  /* every keyword is its own kind (the lexer filters names by first letter) */
+  const char *words = "fn let if else match def type extern primfn free_var ref ref_read ref_write "
+                      "Constant True False None VirtualDevice Tensor Storage fnx Let";
+  p = dp_parser_new(ctx, words, strlen(words), "kw");
+  CHECK(p && strcmp(kinds_of(p), "flIeMDYxPwrRWCTKOVQSii") == 0);
+  dp_parser_free(p);
+
+  /* a lexical error is the last token; the grammar reports what comes first */
+  const char *bad = "def @main() { 1.5i64 }";
+  p = dp_parser_new(ctx, bad, strlen(bad), "bad");
+  CHECK(p && strcmp(kinds_of(p), "Dg(){!") == 0);
+  if (p) {
+    dp_err *e = dp_parser_syntax_error(p, 6, "an expression");
+    CHECK(e && e->span.line == 1 && e->span.col == 15 && strstr(e->msg, "an integer was expected"));
+    dp_err_free(e);
+    e = dp_parser_syntax_error(p, 3, "a name");
+    CHECK(e && strcmp(e->msg, "expected a name, found '('") == 0);
+    dp_err_free(e);
+    dp_parser_free(p);
+  }
+}
+
+/* Events: token indices, as the grammar would mark them. */
+static void test_actions(dp_ctx *ctx, int *passed, int *failed) {
+  const char *text = "Tensor[(2, ?), float32]";
+  dp_parser *p = dp_parser_new(ctx, text, strlen(text), "t");
+  CHECK(p && strcmp(kinds_of(p), "Q[(n,?),i]") == 0);
+  if (!p) return;
+  int64_t ev[] = {1, 4, 6, 9}; /* Tensor, 2, ?, float32 */
+  int64_t h = dp_parser_act(p, DP_ACT_TYPE, ev, 4);
+  CHECK(h > 0);
+  dp_err *err = NULL;
+  dp_type *t = dp_parser_type(p, h, &err);
+  char *s = t ? dp_type_str(t) : NULL;
+  CHECK(s && strcmp(s, "Tensor[(2, ?), float32]") == 0);
+  free(s);
+  dp_release(t);
+  dp_parser_free(p);
+
+  /* a number out of its dtype's range, at its token */
+  text = "Tensor[(99999999999999999999), int8]";
+  p = dp_parser_new(ctx, text, strlen(text), "t");
+  if (!p) return;
+  int64_t ev2[] = {1, 4, 6};
+  CHECK(dp_parser_act(p, DP_ACT_TYPE, ev2, 3) == -1);
+  err = dp_parser_error(p);
+  CHECK(err && err->code == DP_ERR_VALUE && err->span.col == 9 && strstr(err->msg, "out of range"));
+  dp_err_free(err);
+  /* a failed parse is not resumed */
+  CHECK(dp_parser_act(p, DP_ACT_TYPE, ev2, 3) == -1);
+  dp_err_free(dp_parser_error(p));
+  dp_parser_free(p);
+}
+
+static void test_scalars(int *passed, int *failed) {
+  /* one rounding, to nearest even, from the double */
+  CHECK(dp_f16_from_double(1.000732421875) == 0x3c01);
+  CHECK(dp_f16_from_double(1.0 + 0x1p-11) == 0x3c00);            /* a tie: to even */
+  CHECK(dp_f16_from_double(1.0 + 0x1p-11 + 0x1p-30) == 0x3c01);  /* above the tie */
+  CHECK(dp_f16_from_double(65504.0) == 0x7bff);
+  CHECK(dp_f16_from_double(65520.0) == 0x7c00);                  /* rounds past the largest */
+  CHECK(dp_f16_from_double(0x1p-24) == 0x0001);                  /* smallest subnormal */
+  CHECK(dp_f16_from_double(0x1p-25) == 0x0000);                  /* a tie: to even */
+  CHECK(dp_f16_from_double(-0.0) == 0x8000);
+  CHECK((dp_f16_from_double(NAN) & 0x7e00) == 0x7e00);
+  CHECK(dp_f16_to_double(0x3c01) == 1.0009765625);
+  CHECK(dp_bf16_from_double(1.0 + 0x1p-8) == 0x3f80);            /* a tie: to even */
+  CHECK(dp_bf16_from_double(1.0 + 0x1p-8 + 0x1p-20) == 0x3f81);
+  CHECK(dp_bf16_to_double(0x3f81) == 1.0078125);
+  CHECK(dp_dtype_fits_int(DP_DTYPE(DP_DT_INT, 8, 1), 1, 128));
+  CHECK(!dp_dtype_fits_int(DP_DTYPE(DP_DT_INT, 8, 1), 0, 128));
+  CHECK(dp_dtype_fits_int(DP_DTYPE(DP_DT_UINT, 64, 1), 0, UINT64_MAX));
+  CHECK(!dp_dtype_fits_real(DP_DTYPE(DP_DT_FLOAT, 16, 1), 65505.0));
+  CHECK(dp_dtype_fits_real(DP_DTYPE(DP_DT_FLOAT, 16, 1), INFINITY));
+  unsigned char buf[8];
+  double f;
+  int64_t v;
+  CHECK(dp_elem_set_int(DP_DTYPE(DP_DT_INT, 8, 1), buf, 0, -5) == 0 &&
+        dp_elem_get(DP_DTYPE(DP_DT_INT, 8, 1), buf, 0, &f, &v) == 0 && v == -5);
+  CHECK(dp_elem_set_real(DP_DTYPE(DP_DT_FLOAT, 16, 1), buf, 0, 1.000732421875) == 0 &&
+        dp_elem_get(DP_DTYPE(DP_DT_FLOAT, 16, 1), buf, 0, &f, &v) == 1 && f == 1.0009765625);
+  CHECK(dp_elem_bytes(DP_DTYPE(DP_DT_INT, 4, 1)) == 0);
+}
+
+void dp_test_parse(int *passed, int *failed) {
+  dp_ctx *ctx = dp_ctx_new();
+  CHECK(ctx != NULL);
+  if (!ctx) return;
+  test_lexer(ctx, passed, failed);
+  test_actions(ctx, passed, failed);
+  test_scalars(passed, failed);
+  dp_release(ctx);
+}
