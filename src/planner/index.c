@@ -236,7 +236,8 @@ static const dp_func *callee_fn(dp_index *ix, const dp_expr *callee) {
 static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int quiet) {
   dp_index *ix = w->ix;
   uint32_t id = ix->n;
-  if (room(ix) < 0 || dp_grow((void **)&w->st, &w->capst, w->nst + 1, sizeof *w->st) < 0) {
+  if ((id + 2 > ix->cap && room(ix) < 0) ||
+      (w->nst == w->capst && dp_grow((void **)&w->st, &w->capst, w->nst + 1, sizeof *w->st) < 0)) {
     w->oom = 1;
     return DP_NONE_ID;
   }
@@ -244,17 +245,19 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
   ix->x[id] = e;
   ix->flag[id] = shared ? F_SHARED : 0;
   ix->ann[id] = 0;
-  ix->what[id] = (uint8_t)decode(ix, id, e);
-  uint32_t nk = ix->what[id] == W_PRIM_FUNC ? 0 : dp__nchildren(e);
-  if (dp_grow((void **)&ix->kid, &ix->capkid, ix->nkid + nk, sizeof *ix->kid) < 0) {
+  int what = decode(ix, id, e);
+  ix->what[id] = (uint8_t)what;
+  uint32_t nk = what == W_PRIM_FUNC ? 0 : dp__nchildren(e);
+  if (ix->nkid + nk > ix->capkid &&
+      dp_grow((void **)&ix->kid, &ix->capkid, ix->nkid + nk, sizeof *ix->kid) < 0) {
     w->oom = 1;
     return DP_NONE_ID;
   }
+  /* (each kid slot is written when the walk reaches that child) */
   ix->koff[id] = ix->nkid;
-  for (uint32_t i = 0; i < nk; i++) ix->kid[ix->nkid + i] = DP_NONE_ID;
   ix->nkid += nk;
   ix->koff[id + 1] = ix->nkid;
-  const dp_func *callee = ix->what[id] == W_FN_CALL ? callee_fn(ix, ((dp_call *)e)->fn) : NULL;
+  const dp_func *callee = what == W_FN_CALL ? callee_fn(ix, ((dp_call *)e)->fn) : NULL;
   w->st[w->nst++] = (frame){id, 0, nk, demand, callee, (uint8_t)quiet};
   if (e->h.kind == DP_GLOBAL && push_u32(&ix->gref, &ix->ngref, &ix->capgref, id) < 0) w->oom = 1;
   return id;
@@ -308,10 +311,12 @@ static void child_flags(dp_index *ix, uint32_t id, uint32_t i, uint32_t k) {
   dp_expr *e = ix->x[id];
   dp_ondev p;
   if (k == DP_NONE_ID) return;
-  int fixpos = (e->h.kind == DP_LET && i == 1) ||
-               (e->h.kind == DP_FUNC && i == ((dp_func *)e)->nparams);
-  if (e->h.kind == DP_FUNC && i < ((dp_func *)e)->nparams) ix->flag[k] |= F_PARAM;
   if (ix->what[id] == W_LOWERED && i == 2) ix->flag[k] |= F_LOWERED_ARGS;
+  int fixpos = e->h.kind == DP_LET && i == 1;
+  if (e->h.kind == DP_FUNC) {
+    if (i < ((dp_func *)e)->nparams) ix->flag[k] |= F_PARAM;
+    else fixpos = 1;
+  }
   if (!fixpos || ix->what[k] != W_ON_DEVICE || !dp__is_normal_on_device(&ix->ops, ix->x[k], &p))
     return;
   /* phase 0's fixed let value or function body: analysis reads it as
