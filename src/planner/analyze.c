@@ -299,7 +299,8 @@ static int analyze(actx *a) {
   fresh_domains(d);
   for (uint32_t k = 0; k < d->ix->npost && !d->oom; k++)
     if (analyze_node(a, d->ix->post[k]) < 0) return -1;
-  if (d->oom) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
+  if (d->oom || d->dev->oom)
+    return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
   d->analysed = 1;
   return 0;
 }

@@ -91,8 +91,10 @@ static uint32_t decode_call(dp_index *ix, uint32_t id, dp_call *c) {
     return W_ON_DEVICE;
   }
   if (dp__device_copy_props(o, &c->e, &body, &src, &dst)) {
-    if (dp_grow((void **)&ix->copies, &ix->capcopies, ix->ncopies + 1, sizeof *ix->copies) < 0)
-      return W_PLAIN; /* (oom: noticed by the caller through dev.oom) */
+    if (dp_grow((void **)&ix->copies, &ix->capcopies, ix->ncopies + 1, sizeof *ix->copies) < 0) {
+      ix->dev.oom = 1; /* (the walk stops on it) */
+      return W_PLAIN;
+    }
     ix->copies[ix->ncopies] = (dp_copy_ends){src ? canon(ix, src) : 0, dst ? canon(ix, dst) : 0};
     ix->ann[id] = ix->ncopies++;
     ix->nann += 2;
