@@ -305,8 +305,8 @@ static int analyze(actx *a) {
   return 0;
 }
 
-dp_domains *dp__analyze(dp_index *ix, int proofs, dp_err **err) {
-  dp_domains *d = dp__domains_new(ix, proofs, err);
+dp_domains *dp__analyze(dp_index *ix, dp_err **err) {
+  dp_domains *d = dp__domains_new(ix, err);
   if (!d) return NULL;
   actx a = {d, ix, NULL};
   if (analyze(&a) < 0) {

@@ -17,10 +17,10 @@
  * With proofs on, each link is also recorded in a proof forest: an
  * undirected spanning tree of every class whose edges say why two domains
  * were unified; explanations and conflict messages walk it from an
- * expression to the constraint that decided it. PlanDevices plans with
- * proofs off (they would be more than half of the domains' memory);
- * explain.c builds them when asked by replaying analysis and what followed
- * (the log). The domains never call into explain.c: a conflict is a return
+ * expression to the constraint that decided it. Analysis keeps no proofs
+ * (they would be more than half of the domains' memory): explain.c builds
+ * them when asked, on new domains (dp__domains_shadow) that replay analysis
+ * and what followed it (the log). The domains never call into explain.c: a conflict is a return
  * value, with where it is in d->failed, and the phase asks for its words.
  */
 #include <stdlib.h>
@@ -48,7 +48,7 @@ static void domains_free(dp_obj *o, dp_worklist *wl) {
 
 void dp__domains_free_fn(dp_obj *o, dp_worklist *wl) { domains_free(o, wl); }
 
-dp_domains *dp__domains_new(dp_index *ix, int proofs, dp_err **err) {
+dp_domains *dp__domains_new(dp_index *ix, dp_err **err) {
   dp_register_free(DP_OBJ_DOMAINS, dp__domains_free_fn);
   dp_domains *d = dp_calloc(1, sizeof *d);
   if (!d) {
@@ -67,8 +67,7 @@ dp_domains *dp__domains_new(dp_index *ix, int proofs, dp_err **err) {
   d->capnodes = want > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)want;
   d->nodes = dp_malloc((size_t)d->capnodes * sizeof *d->nodes);
   d->dom = dp_malloc((size_t)(ix->n ? ix->n : 1) * sizeof *d->dom);
-  if (proofs) d->proof = dp_malloc((size_t)d->capnodes * sizeof *d->proof);
-  if (!d->nodes || !d->dom || (proofs && !d->proof)) {
+  if (!d->nodes || !d->dom) {
     dp_release(d);
     goto oom;
   }

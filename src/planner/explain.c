@@ -8,10 +8,11 @@
  * domain to the nearest constraint of its class is the chain of steps that
  * carried the device there.
  *
- * Requires: domains. Domains planned without proofs (PlanDevices) get
+ * Requires: domains. Domains keep no proofs after analysis; they get
  * them here, when a conflict or an explanation asks: new domains over the
  * same index replay analysis and the log of what followed it, with proofs
- * on, and answer. The domains never call in here except for that error.
+ * on, and answer. The domains never call in here: the phases ask for the
+ * error of a conflict the domains return.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,8 +5,7 @@
  * index on when they change nothing (the usual case), and a new module's
  * when they insert something. Analysis takes the index into the domains,
  * which defaulting completes and capture writes back. Every phase drops
- * what it was given on an error, so nothing is left behind. PlanDevices
- * keeps no proofs (explain.c rebuilds them when asked).
+ * what it was given on an error, so nothing is left behind.
  */
 #include "planner.h"
 
@@ -15,7 +14,7 @@ dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err) {
   if (ix) ix = dp__rewrite(ix, err);           /* phase 0: fixed annotations */
   if (ix) ix = dp__conflicts(ix, err);         /* phase 0b: conflicting demands */
   if (!ix) return NULL;
-  dp_domains *d = dp__analyze(ix, 0, err);     /* phase 1: the domains */
+  dp_domains *d = dp__analyze(ix, err);        /* phase 1: the domains */
   if (!d) return NULL;
   dp_module *out = NULL;
   if (dp_plan_default(d, err) == 0)            /* phase 2: defaults */
@@ -44,5 +43,5 @@ dp_module *dp_plan_conflicts(dp_module *m, const dp_config *cfg, dp_err **err) {
 
 dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err) {
   dp_index *ix = dp__index_new(m, cfg, err);
-  return ix ? dp__analyze(ix, 1, err) : NULL;
+  return ix ? dp__analyze(ix, err) : NULL;
 }

@@ -279,8 +279,8 @@ typedef struct dp_cons { uint32_t dom, vdev; dp_expr *why; } dp_cons;
 
 /* The proof forest (explanations, conflict messages): an undirected
    spanning tree of every class whose edges say why two domains were
-   unified. Kept only where an explanation may be asked for (proofs on);
-   else explain.c builds it again by replaying analysis and what followed. */
+   unified. Kept only by the domains explain.c builds to answer a question
+   (dp__domains_shadow), which replay analysis and what followed it. */
 typedef struct dp_proof { uint32_t parent; uint8_t rule; dp_expr *why; } dp_proof;
 
 /* What happened to the domains after analysis, in order: replayed to build
@@ -313,8 +313,8 @@ struct dp_domains {
 };
 
 void dp__domains_free_fn(dp_obj *o, dp_worklist *wl);
-/* New domains over ix (taking it); proofs: keep the proof forest. */
-dp_domains *dp__domains_new(dp_index *ix, int proofs, dp_err **err);
+/* New domains over ix (taking it), without proofs. */
+dp_domains *dp__domains_new(dp_index *ix, dp_err **err);
 uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy);
 uint32_t dp__dom_fn(dp_domains *d, uint32_t arity, const uint32_t *kids);
 uint32_t dp__dom_for_type(dp_domains *d, const dp_type *t, uint32_t vdev, int crule,
@@ -364,7 +364,7 @@ dp_index *dp__rewrite(dp_index *ix, dp_err **err);
 dp_index *dp__conflicts(dp_index *ix, dp_err **err);
 /* Phase 1: the domains of ix (consumed); dp__analyze_again runs it on
    fresh domains (explain.c's replay). */
-dp_domains *dp__analyze(dp_index *ix, int proofs, dp_err **err);
+dp_domains *dp__analyze(dp_index *ix, dp_err **err);
 int dp__analyze_again(dp_domains *d, dp_err **err);
 /* The global functions in the order defaulting visits them (order.c):
    callers first, then by name. A new array of ix->nfn indices, or NULL. */
