@@ -30,11 +30,12 @@
 #include <string.h>
 #include "planner.h"
 
+/* 16 bytes: a million-deep chain keeps a million of them */
 typedef struct frame {
-  uint32_t id, i, n;
+  uint32_t id, i;
+  uint32_t n : 31;          /* children */
+  uint32_t quiet : 1;       /* phase 0b reached this subtree already (another function) */
   uint32_t demand;          /* phase 0b: what was demanded of this node */
-  const dp_func *callee;    /* W_FN_CALL: the function called, when known */
-  uint8_t quiet;            /* phase 0b reached this subtree already (another function) */
 } frame;
 
 typedef struct walk {
@@ -180,6 +181,13 @@ static int demand_again(walk *w, uint32_t id, struct dp_pslot *s, uint32_t d, ui
   return 0;
 }
 
+/* The function a call's callee is, when known. */
+static const dp_func *callee_fn(dp_index *ix, const dp_expr *callee) {
+  if (callee->h.kind == DP_FUNC) return (const dp_func *)callee;
+  if (callee->h.kind != DP_GLOBAL) return NULL;
+  return dp_module_func(ix->mod, ((const dp_global *)callee)->name);
+}
+
 /* What frame t demands of its child i, and the call argument it is (call,
    pos), if any. Binding positions (let variables, parameters) demand
    nothing: DP_NONE_ID. */
@@ -207,7 +215,7 @@ static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, u
        PlanDevices' own output a conflict when planned again) */
     if (i == 0) return 0;
     *call = t->id, *pos = i - 1;
-    const dp_func *f = t->callee;
+    const dp_func *f = callee_fn(ix, ((const dp_call *)e)->fn);
     dp_vdev *pv = f && i - 1 < f->nparams ? f->params[i - 1]->vdev : NULL;
     uint32_t d = pv ? canon(ix, pv) : 0;
     return d == DP_NONE_ID ? 0 : d;
@@ -226,13 +234,6 @@ static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, u
 }
 
 /* ---- the walk ---- */
-
-/* The function a call's callee is, when known. */
-static const dp_func *callee_fn(dp_index *ix, const dp_expr *callee) {
-  if (callee->h.kind == DP_FUNC) return (const dp_func *)callee;
-  if (callee->h.kind != DP_GLOBAL) return NULL;
-  return dp_module_func(ix->mod, ((const dp_global *)callee)->name);
-}
 
 /* A new id for e, its frame pushed. */
 static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int quiet) {
@@ -259,8 +260,7 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
   ix->koff[id] = ix->nkid;
   ix->nkid += nk;
   ix->koff[id + 1] = ix->nkid;
-  const dp_func *callee = what == W_FN_CALL ? callee_fn(ix, ((dp_call *)e)->fn) : NULL;
-  w->st[w->nst++] = (frame){id, 0, nk, demand, callee, (uint8_t)quiet};
+  w->st[w->nst++] = (frame){id, 0, nk, (uint32_t)(quiet != 0), demand};
   if (e->h.kind == DP_GLOBAL && push_u32(&ix->gref, &ix->ngref, &ix->capgref, id) < 0) w->oom = 1;
   return id;
 }
