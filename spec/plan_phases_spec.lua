@@ -256,9 +256,41 @@ describe("phase 0b (conflicting demands)", function()
     assert.is_true(rawequal(planned.main.params[1].virtual_device, CONFIG:canonical(CPU)))
     dp.assert_structural_equal(plan(planned), planned)
   end)
+  it("keeps the checked types of what it rebuilds (a closure called through an on_device)", function()
+    -- (fuzz finding g9: the rebuilt on_device of a closure lost its type, and
+    -- analysis said "the callee of this call does not take 1 argument")
+    local m = parse("let %v = device_copy(%a, src_virtual_device=meta[VirtualDevice][0], " ..
+                    "dst_virtual_device=meta[VirtualDevice][0]);\n" ..
+                    "%0 = fn (%p: " .. T .. ") -> " .. T .. " {\n" ..
+                    "  on_device(exp(%a), virtual_device=meta[VirtualDevice][1], constrain_result=True)\n};\n" ..
+                    "(on_device(%0, virtual_device=meta[VirtualDevice][1]))(%a)", "%a: " .. T)
+    local planned = plan(m)
+    assert.is_true(copies(planned) >= 1)
+    dp.assert_structural_equal(plan(planned), planned)
+  end)
   it("returns the module unchanged when nothing conflicts", function()
     local m = parse("add(%a, %b)")
     assert.is_true(rawequal(dp.planner.conflicts(m, CONFIG), m))
+  end)
+end)
+
+describe("a function value under an on_device", function()
+  -- a function cannot be copied: a call through the annotation calls the
+  -- function itself, so its parameters take the call's arguments
+  it("a call through it is a conflict, not a plan passing an argument on another device", function()
+    local m = parse("%1 = on_device(%a, virtual_device=meta[VirtualDevice][0], constrain_result=True);\n" ..
+                    "%0 = fn (%p: " .. T .. ") -> " .. T .. " { negative(%p) };\n" ..
+                    "(on_device(%0, virtual_device=meta[VirtualDevice][1]))(%1)", "%a: " .. T)
+    local e = err_of(plan, m)
+    assert.equal("conflict", e.code)
+  end)
+  it("where its argument is free, the argument goes where the parameter is", function()
+    local m = parse("%0 = fn (%p: " .. T .. ") -> " .. T .. " { negative(%p) };\n" ..
+                    "(on_device(%0, virtual_device=meta[VirtualDevice][1]))(%a)", "%a: " .. T)
+    local config = testing.config("cpu") -- (not where a default would put it anyway)
+    local planned = testing.plan(config)(m)
+    assert.is_true(rawequal(planned.main.params[1].virtual_device, config:canonical(GPU)))
+    dp.assert_structural_equal(testing.plan(config)(planned), planned)
   end)
 end)
 

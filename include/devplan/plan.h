@@ -18,7 +18,7 @@
  *                                function virtual devices, fixed on_device,
  *                                device_copy, primfn buffer scopes
  *
- * dp_plan_devices is exactly these phases in order. Two readings differ
+ * dp_plan_devices is exactly these phases in order. Three readings differ
  * from planner.md's wording, on purpose:
  * - phase 0's fixed let value or function body is read as fixed by
  *   analysis where it stands, and phase 0 rewrites only where that would
@@ -31,7 +31,12 @@
  *   function value) for its parameter's annotation instead of passing the
  *   call's demand on (planner.md passed it on, which made PlanDevices' own
  *   output, whose arguments carry fixed on_device calls, a conflict when
- *   planned again).
+ *   planned again);
+ * - an on_device of a function value is where its body is (no copy can
+ *   move a function): a call through the annotation calls the function
+ *   itself, its parameters take the call's arguments (reading the
+ *   annotation's result as free let such a call pass an argument on one
+ *   device to a parameter on another, with no copy and no error).
  *
  * Every phase walks the IR with explicit stacks (1,000,000-deep programs
  * are fine) and never depends on addresses or hash order. Defaulting, the

@@ -16,7 +16,8 @@
  * tuple / projection / if / match / reference rules, and the virtual_device
  * annotations on parameters and functions. Phase 0's fixed let values and
  * function bodies are read here in place (F_FIXED): an on_device there
- * constrains its result too.
+ * constrains its result too. An on_device of a function value is where its
+ * body is: a function cannot be copied (plan.h).
  *
  * The first constraint that cannot hold stops the phase with a
  * DP_ERR_CONFLICT error (explain.c words it); the domains are left as they
@@ -70,6 +71,13 @@ static int constrain(actx *a, const dp_expr *x, uint32_t xd, uint32_t v, int rul
 
 static int call_on_device(actx *a, uint32_t id, dp_call *c) {
   uint32_t ann = a->ix->ann[id], v = dp__ann_dev(ann);
+  /* a function value is where its body is: no copy can move a function, so
+     a call through the annotation calls the function itself (else its
+     parameters would be free of the call's arguments, and a plan could
+     pass an argument on one device to a parameter on another) */
+  uint32_t body = KDOM(a, id, 1);
+  if (a->d->nodes[dp__dom_find(a->d, body)].isfn && unify(a, DOM(a, id), body, R_ON_DEVICE, &c->e) < 0)
+    return -1;
   if (v == ON_DEV) { /* the configuration has no such device: say why */
     dp_ondev p;
     dp__on_device_props(&a->ix->ops, &c->e, &p);
@@ -78,7 +86,7 @@ static int call_on_device(actx *a, uint32_t id, dp_call *c) {
   if (!v) return 0;
   /* one constraint domain serves both sides, as TVM's target_domain */
   uint32_t k = dp__dom_for_type(a->d, c->args[0]->type, v, R_ON_DEVICE, &c->e);
-  if ((ann & ON_CBODY) && unify(a, KDOM(a, id, 1), k, R_ON_DEVICE, &c->e) < 0) return -1;
+  if ((ann & ON_CBODY) && unify(a, body, k, R_ON_DEVICE, &c->e) < 0) return -1;
   int fixed = (ann & ON_CRESULT) || ((a->ix->flag[id] & F_FIXED) && (ann & ON_CBODY));
   if (fixed && unify(a, DOM(a, id), k, R_ON_DEVICE, &c->e) < 0) return -1;
   return 0;

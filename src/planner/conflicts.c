@@ -31,7 +31,13 @@ typedef struct kctx {
 static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   kctx *k = ud;
   struct dp_pslot *s = orig->h.kind == DP_CALL ? dp__pmap_get(&k->callmarks, (uintptr_t)orig) : NULL;
-  if (!s) return dp_retain(rebuilt);
+  if (!s) {
+    /* a node rebuilt above a copy keeps its checked type: analysis gives a
+       function-typed value (a closure under an on_device, say) a function
+       domain from it */
+    if (!rebuilt->type && orig->type) rebuilt->type = dp_retain(orig->type);
+    return dp_retain(rebuilt);
+  }
   uint32_t n = dp__nchildren(rebuilt);
   dp_expr **kids = dp_calloc(n, sizeof *kids);
   if (!kids) goto oom;

@@ -19,7 +19,8 @@
  * why): phase 0's fixed let values and function bodies are read in place
  * by analysis (dp__fixed_in_place); phase 0b asks each argument of a call
  * of a function for its parameter's annotation instead of passing the
- * call's own demand on (index.c, demand_of).
+ * call's own demand on (index.c, demand_of); an on_device of a function
+ * value is where its body is (analyze.c, call_on_device).
  */
 #ifndef DEVPLAN_PLANNER_H
 #define DEVPLAN_PLANNER_H
@@ -215,8 +216,7 @@ static inline uint32_t dp__kid(const dp_index *ix, uint32_t id, uint32_t i) {
   uint32_t o = ix->koff[id] + i;
   return o < ix->koff[id + 1] ? ix->kid[o] : DP_NONE_ID;
 }
-/* The ids of the children of a call_lowered's callee and arguments: the
-   callee is child 1, the arguments the tuple's (child 2) fields. */
+/* The device of a W_ON_DEVICE node's ann (ON_DEV: not canonical). */
 static inline uint32_t dp__ann_dev(uint32_t ann) { return ann & ON_DEV; }
 
 /* dp_expr_child / dp_expr_nchildren inline for the kinds a large program
