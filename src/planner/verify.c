@@ -646,6 +646,13 @@ static void input_child(vwalk *w, dp_expr *out, uint32_t k, const dp_expr *in, c
   }
   /* the same device failing the same annotation: said once */
   if (w->out->total != before && r->core == r->dev) return;
+  /* a projection of an on_device (phase 0: on_device(t).0 is on_device(t.0))
+     lives where that on_device says (input_node checks it); an annotation
+     around it constrains the result of that on_device, which a copy may
+     follow */
+  if (core->h.kind == DP_PROJ &&
+      dp__is_normal_on_device(&w->ops, ((const dp_proj *)core)->tuple, &p))
+    return;
   const dp_expr *inner = x;
   while (is_annotation(w, ((const dp_call *)inner)->args[0])) inner = ((const dp_call *)inner)->args[0];
   if (dp__on_device_props(&w->ops, inner, &p)) {
