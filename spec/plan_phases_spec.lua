@@ -21,16 +21,34 @@ local function err_of(f, ...)
 end
 
 describe("phase 0 (rewrite)", function()
-  it("fixes an on_device that is a let value", function()
-    local m = dp.planner.rewrite(parse("let %x = on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0]);\n%x"), CONFIG)
-    local v = m.main.body.value
-    assert.equal("call", v.kind)
+  local LET = "let %x = on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0]);\nnegative(%x)"
+  it("leaves an on_device let value for analysis to read as fixed (no spine rebuilt)", function()
+    local m = parse(LET)
+    assert.is_true(rawequal(dp.planner.rewrite(m, CONFIG), m))
+    -- fixed: the let variable is on the CPU even before defaulting
+    local d = dp.planner.analyze(m, CONFIG)
+    assert.is_true(rawequal(d:lookup(m.main.body.var), CONFIG:canonical(CPU)))
+  end)
+  it("fixes an on_device let value that is used elsewhere too", function()
+    local m = parse("%0 = on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0]);\n" ..
+                    "let %x = %0;\nadd(%x, %0)")
+    local v = dp.planner.rewrite(m, CONFIG).main.body.value
     assert.equal("on_device", v.callee.name)
     assert.is_true(v.attrs.constrain_result)
   end)
-  it("fixes an on_device at a function body's top", function()
-    local m = dp.planner.rewrite(parse("on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0])"), CONFIG)
-    assert.is_true(m.main.body.attrs.constrain_result)
+  it("merges nested on_device let values on one device", function()
+    local m = parse("let %x = on_device(on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0]), " ..
+                    "virtual_device=meta[VirtualDevice][0]);\nnegative(%x)")
+    local v = dp.planner.rewrite(m, CONFIG).main.body.value
+    assert.is_true(v.attrs.constrain_result)
+    assert.equal("call", v.args[1].kind)
+    assert.equal("add", v.args[1].callee.name)
+  end)
+  it("reads an on_device at a function body's top as fixed", function()
+    local m = parse("on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0])")
+    assert.is_true(rawequal(dp.planner.rewrite(m, CONFIG), m))
+    local d = dp.planner.analyze(m, CONFIG)
+    assert.is_true(rawequal(d:lookup(m.main), CONFIG:canonical(CPU)))
   end)
   it("moves on_device below a projection", function()
     local m = dp.planner.rewrite(parse("%0 = (%a, %b);\n%1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);\n%1.0"), CONFIG)
@@ -238,8 +256,61 @@ describe("phase 0b (conflicting demands)", function()
     assert.is_true(rawequal(planned.main.params[1].virtual_device, CONFIG:canonical(CPU)))
     dp.assert_structural_equal(plan(planned), planned)
   end)
+  it("keeps the checked types of what it rebuilds (a closure called through an on_device)", function()
+    -- (fuzz finding g9: the rebuilt on_device of a closure lost its type, and
+    -- analysis said "the callee of this call does not take 1 argument")
+    local m = parse("let %v = device_copy(%a, src_virtual_device=meta[VirtualDevice][0], " ..
+                    "dst_virtual_device=meta[VirtualDevice][0]);\n" ..
+                    "%0 = fn (%p: " .. T .. ") -> " .. T .. " {\n" ..
+                    "  on_device(exp(%a), virtual_device=meta[VirtualDevice][1], constrain_result=True)\n};\n" ..
+                    "(on_device(%0, virtual_device=meta[VirtualDevice][1]))(%a)", "%a: " .. T)
+    local planned = plan(m)
+    assert.is_true(copies(planned) >= 1)
+    dp.assert_structural_equal(plan(planned), planned)
+  end)
   it("returns the module unchanged when nothing conflicts", function()
     local m = parse("add(%a, %b)")
     assert.is_true(rawequal(dp.planner.conflicts(m, CONFIG), m))
+  end)
+end)
+
+describe("a function value under an on_device", function()
+  -- a function cannot be copied: a call through the annotation calls the
+  -- function itself, so its parameters take the call's arguments
+  it("a call through it is a conflict, not a plan passing an argument on another device", function()
+    local m = parse("%1 = on_device(%a, virtual_device=meta[VirtualDevice][0], constrain_result=True);\n" ..
+                    "%0 = fn (%p: " .. T .. ") -> " .. T .. " { negative(%p) };\n" ..
+                    "(on_device(%0, virtual_device=meta[VirtualDevice][1]))(%1)", "%a: " .. T)
+    local e = err_of(plan, m)
+    assert.equal("conflict", e.code)
+  end)
+  it("where its argument is free, the argument goes where the parameter is", function()
+    local m = parse("%0 = fn (%p: " .. T .. ") -> " .. T .. " { negative(%p) };\n" ..
+                    "(on_device(%0, virtual_device=meta[VirtualDevice][1]))(%a)", "%a: " .. T)
+    local config = testing.config("cpu") -- (not where a default would put it anyway)
+    local planned = testing.plan(config)(m)
+    assert.is_true(rawequal(planned.main.params[1].virtual_device, config:canonical(GPU)))
+    dp.assert_structural_equal(testing.plan(config)(planned), planned)
+  end)
+end)
+
+describe("explanations of domains a script changed", function()
+  it("name the script's default through its unification, and survive a conflict", function()
+    local m = parse("%0 = negative(%a);\n%1 = negative(%b);\n(%0, %1)")
+    local d = dp.planner.analyze(m, CONFIG)
+    local a, b = m.main.params[1], m.main.params[2]
+    d:unify(a, b)
+    d:set_default(a, CPU)
+    local x = d:explain(b)
+    assert.equal("script default", x.rule)
+    assert.is_true(#x.steps >= 1)
+    -- a conflicting constraint names the script's default, and changes nothing
+    local e = err_of(d.constrain, d, b, GPU)
+    assert.equal("conflict", e.code)
+    assert.truthy(tostring(e):find("script's default", 1, true), tostring(e))
+    assert.is_true(rawequal(d:lookup(b), CONFIG:canonical(CPU)))
+    assert.equal("script default", d:explain(b).rule)
+    dp.planner.default(d)
+    assert.equal("script default", d:explain(b).rule)
   end)
 end)

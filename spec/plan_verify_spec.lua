@@ -452,6 +452,12 @@ def @main(%x: {T}) {
   let %u = ref_write(%r, negative(%1));
   ref_read(%r)
 }]],
+    -- (phase 0 moves the inner annotation below the projection: the outer one
+    -- then holds for the inner one's result, after a copy)
+    ["a projection of an on_device under another annotation"] = [[
+def @main(%x: {T}) {
+  on_device((on_device((%x, %x), virtual_device={CPU})).0, virtual_device={GPU})
+}]],
     ["call_lowered of a function"] = [[
 def @f(%y: {T}) -> {T} { negative(%y) }
 def @main(%x: {T}) {

@@ -178,6 +178,9 @@ dp_pattern *dp_pat_wild(dp_span span);
 dp_pattern *dp_pat_var(dp_var *var, dp_span span);
 dp_pattern *dp_pat_ctor(dp_ctor *ctor, uint32_t n, dp_pattern *const *sub, dp_span span);
 dp_pattern *dp_pat_tuple(uint32_t n, dp_pattern *const *sub, dp_span span);
+/* fn(ud, v) for each variable the pattern binds, in order, until fn returns
+   non-zero (returned; -1 also on out of memory). */
+int dp_pattern_vars(dp_pattern *root, int (*fn)(void *ud, dp_var *v), void *ud);
 
 /* ---- uniform child access ---- */
 uint32_t dp_expr_nchildren(const dp_expr *e);

@@ -76,6 +76,8 @@ dp_global *dp_module_global(const dp_module *m, const char *name);
 dp_typedef *dp_module_typedef(const dp_module *m, const char *name);
 dp_ctor *dp_module_ctor(const dp_module *m, const char *name);
 dp_primfn *dp_module_primfn(const dp_module *m, const char *name);
+/* The index in m->funcs of the function named name, or -1 (constant time). */
+int dp_module_func_index(const dp_module *m, const char *name);
 
 dp_typedef *dp_typedef_new(const char *name, uint32_t ntparams, dp_type *const *tparams,
                            uint32_t nctors, dp_ctor *const *ctors, dp_span span);

@@ -18,14 +18,36 @@
  *                                function virtual devices, fixed on_device,
  *                                device_copy, primfn buffer scopes
  *
+ * dp_plan_devices is exactly these phases in order. Three readings differ
+ * from planner.md's wording, on purpose:
+ * - phase 0's fixed let value or function body is read as fixed by
+ *   analysis where it stands, and phase 0 rewrites only where that would
+ *   not say the same (an annotation with other references, of an operator,
+ *   of another on_device, of a function): rewriting it would rebuild the
+ *   whole spine above it, every let of a let chain, for the same plan. So
+ *   dp_plan_rewrite returns its module unchanged where only such forms
+ *   occur, and analysis expects phase 0's module;
+ * - phase 0b asks each argument of a call of a function (a global, a
+ *   function value) for its parameter's annotation instead of passing the
+ *   call's demand on (planner.md passed it on, which made PlanDevices' own
+ *   output, whose arguments carry fixed on_device calls, a conflict when
+ *   planned again);
+ * - an on_device of a function value is where its body is (no copy can
+ *   move a function): a call through the annotation calls the function
+ *   itself, its parameters take the call's arguments (reading the
+ *   annotation's result as free let such a call pass an argument on one
+ *   device to a parameter on another, with no copy and no error).
+ *
  * Every phase walks the IR with explicit stacks (1,000,000-deep programs
  * are fine) and never depends on addresses or hash order. Defaulting, the
  * one phase whose result depends on the order it meets functions in, visits
  * them callers first (a function nobody calls, such as @main, before those
  * it calls) and by name where calls do not decide (unrelated functions; a
  * cycle of calls is entered at its smallest name): the same program gives
- * the same plan whatever the order of its definitions. A conflict (two constraints that cannot both hold) is a
- * DP_ERR_CONFLICT error whose message names both constraints with their
+ * the same plan whatever the order of its definitions. (The rules stay order
+ * dependent by design, as TVM's: the first rule to reach a free value
+ * decides it; what devplan fixes is the order.) A conflict (two
+ * constraints that cannot both hold) is a DP_ERR_CONFLICT error whose message names both constraints with their
  * positions and whose notes give the chain of unifications between them.
  */
 #ifndef DEVPLAN_PLAN_H
@@ -41,7 +63,9 @@ typedef struct dp_domains dp_domains;
 dp_module *dp_plan_rewrite(dp_module *m, const dp_config *cfg, dp_err **err);
 /* Phase 0b: insert copies for conflicting demands on unannotated values. */
 dp_module *dp_plan_conflicts(dp_module *m, const dp_config *cfg, dp_err **err);
-/* Phase 1: the domains of every expression of m (m is retained). */
+/* Phase 1: the domains of every expression of m (m is retained). The
+   explanations of the domains (and of a conflict) are built when asked, by
+   replaying analysis and whatever changed the domains since. */
 dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err);
 /* Phase 2: free on_device unification, then TVM's defaulting rules with
    the configuration's default virtual device. 0, or -1 + error. */

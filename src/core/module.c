@@ -309,3 +309,7 @@ dp_primfn *dp_module_primfn(const dp_module *m, const char *name) {
   int i = m && name ? find_prim(m, name) : -1;
   return i < 0 ? NULL : m->prims[i];
 }
+
+int dp_module_func_index(const dp_module *m, const char *name) {
+  return m && name ? find_func(m, name) : -1;
+}

@@ -16,9 +16,15 @@
  *   operators or constructors);
  * - primfn buffers take the memory scopes that flowed into them.
  *
- * Each node's children are handled in the node's own post-order callback
- * of an explicit-stack rewrite (dp_rewrite), from the original child (its
- * domain) and the rebuilt child (its rewritten form).
+ * Requires: the domains after defaulting (every numbered node's domain
+ * constrained) and their index. Leaves: a new module (the input's
+ * functions are not changed); the domains stay usable.
+ *
+ * Each function's nodes are rewritten in post order (the index's), each
+ * once, from its children's rewritten forms and the devices of their
+ * domains, resolved once per node before the walk. A node whose children
+ * all come back as they were, and which needs no change itself, is kept
+ * (no new node): most of a large program's nodes are such.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +32,9 @@
 
 typedef struct cctx {
   dp_domains *d;
-  dp_expr **out;  /* flat id -> rewritten node (owned) */
+  dp_index *ix;
+  uint32_t *dev;  /* id -> device index (0: none was determined) */
+  dp_expr **out;  /* id -> rewritten node (owned) */
 } cctx;
 
 static dp_err *no_device(cctx *c, const dp_expr *e) {
@@ -38,11 +46,11 @@ static dp_err *no_device(cctx *c, const dp_expr *e) {
   return err;
 }
 
-/* The domain of e, child i of flat node parent (DP_NONE_ID: not indexed),
-   and e's flat id in *kid (DP_NONE_ID when e is not indexed). */
+/* The domain of e, child i of node parent (DP_NONE_ID: not numbered),
+   and e's id in *kid (DP_NONE_ID when e is not numbered). */
 static uint32_t dom_at(cctx *c, uint32_t parent, uint32_t i, dp_expr *e, uint32_t *kid) {
-  *kid = parent == DP_NONE_ID ? DP_NONE_ID : dp__fkid(c->d, parent, i);
-  return *kid != DP_NONE_ID ? c->d->flat.dom[*kid] : dp__dom_of(c->d, e);
+  *kid = parent == DP_NONE_ID ? DP_NONE_ID : dp__kid(c->ix, parent, i);
+  return *kid != DP_NONE_ID ? c->d->dom[*kid] : dp__dom_of(c->d, e);
 }
 
 static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *child_vd,
@@ -63,7 +71,7 @@ static int level_room(level **lv, uint32_t n, uint32_t *cap, level *small) {
   return 0;
 }
 
-/* The rewritten child i of flat node id (rebuilt: its rewritten form, from
+/* The rewritten child i of node id (rebuilt: its rewritten form, from
    which capture removed every on_device), reconciled along the child's
    chain of nested on_device calls: where one puts its body on another
    device than its own result has, a copy goes there (TVM looked through
@@ -75,20 +83,19 @@ static int level_room(level **lv, uint32_t n, uint32_t *cap, level *small) {
    million calls deep. */
 static dp_expr *through(cctx *c, uint32_t id, uint32_t i, dp_expr *rebuilt, int full,
                         dp_vdev **vd, dp_err **err) {
-  dp_domains *d = c->d;
   level small[8], *lv = small;
   uint32_t n = 0, cap = 8, kid;
-  dp_ondev p;
-  dp_expr *x = dp__child(d->flat.x[id], i);
+  dp_expr *x = dp__child(c->ix->x[id], i);
   lv[n++] = (level){x, dom_at(c, id, i, x, &kid)};
-  while (dp__on_device_props(&d->ops, lv[n - 1].e, &p)) {
+  dp_expr *body;
+  while ((body = dp__on_device_body(&c->ix->ops, lv[n - 1].e))) {
     if (level_room(&lv, n, &cap, small) < 0) {
       if (lv != small) free(lv);
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return NULL;
     }
-    lv[n].e = p.body;
-    lv[n].dom = dom_at(c, kid, 1, p.body, &kid);
+    lv[n].e = body;
+    lv[n].dom = dom_at(c, kid, 1, body, &kid);
     n++;
   }
   /* lv[0] is the child, lv[n-1] the expression under all its on_device
@@ -117,12 +124,28 @@ static dp_vdev *dom_vd(cctx *c, uint32_t dom, const dp_expr *e, dp_err **err) {
   return v;
 }
 
+/* The device of node id (resolved before the walk). */
+static dp_vdev *id_vd(cctx *c, uint32_t id, dp_err **err) {
+  if (!c->dev[id]) {
+    dp_err_set(err, no_device(c, c->ix->x[id]));
+    return NULL;
+  }
+  return c->d->dev->v[c->dev[id]];
+}
+
+/* The device of child i of node id. */
+static dp_vdev *kid_vd(cctx *c, uint32_t id, uint32_t i, dp_err **err) {
+  uint32_t k = dp__kid(c->ix, id, i);
+  return k != DP_NONE_ID ? id_vd(c, k, err)
+                         : dom_vd(c, dp__kdom(c->d, id, i), dp__child(c->ix->x[id], i), err);
+}
+
 /* TVM's VisitChild: reconcile the child's device with what its context
    expects (copy) and with what a reader infers lexically (on_device).
    lexical NULL: unconstrained (let values, always annotated). */
 static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *child_vd,
                       dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
-  const struct dp_plan_ops *ops = &c->d->ops;
+  const struct dp_plan_ops *ops = &c->ix->ops;
   if (orig->h.kind == DP_OP || orig->h.kind == DP_CTOR) return dp_retain(rebuilt);
   dp_expr *res = dp_retain(rebuilt), *t;
   if (child_vd != expected) {
@@ -141,16 +164,21 @@ static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *chi
   return res;
 }
 
-/* Child i of flat node id (rewritten: rebuilt) where its context expects
+static int is_on_device(cctx *c, const dp_expr *e) {
+  return dp__on_device_body(&c->ix->ops, e) != NULL;
+}
+
+/* Child i of node id (rewritten: rebuilt) where its context expects
    `expected` and a reader infers `lexical`. */
 static dp_expr *reconcile(cctx *c, dp_vdev *lexical, dp_vdev *expected, uint32_t id, uint32_t i,
                           dp_expr *rebuilt, dp_err **err) {
-  dp_expr *orig = dp__child(c->d->flat.x[id], i);
+  dp_expr *orig = dp__child(c->ix->x[id], i);
   if (orig->h.kind == DP_OP || orig->h.kind == DP_CTOR) return dp_retain(rebuilt);
   dp_vdev *cv;
-  if (orig->h.kind != DP_CALL || ((dp_call *)orig)->fn != (dp_expr *)c->d->ops.on_device) {
+  uint32_t k = dp__kid(c->ix, id, i);
+  if (k == DP_NONE_ID ? !is_on_device(c, orig) : c->ix->what[k] != W_ON_DEVICE) {
     /* most children are no on_device: no chain to follow */
-    cv = dom_vd(c, dp__fkdom(c->d, id, i), orig, err);
+    cv = kid_vd(c, id, i, err);
     return cv ? child(c, lexical, expected, cv, orig, rebuilt, err) : NULL;
   }
   dp_expr *t = through(c, id, i, rebuilt, 0, &cv, err);
@@ -160,7 +188,7 @@ static dp_expr *reconcile(cctx *c, dp_vdev *lexical, dp_vdev *expected, uint32_t
   return r;
 }
 
-/* Child i of flat node id, expected on its parent's device. */
+/* Child i of node id, expected on its parent's device. */
 static dp_expr *same(cctx *c, dp_vdev *pv, uint32_t id, uint32_t i, dp_expr *rebuilt,
                      dp_err **err) {
   return reconcile(c, pv, pv, id, i, rebuilt, err);
@@ -175,14 +203,30 @@ static void release_all(dp_expr **kids, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) dp_release(kids[i]);
 }
 
-/* orig rebuilt with kids (new references, released here). */
+/* orig with other kids: calls and lets (most of a program) built here,
+   without comparing the children again. */
+static dp_expr *rebuild(dp_expr *orig, dp_expr **kids) {
+  if (orig->h.kind == DP_CALL) {
+    const dp_call *c = (const dp_call *)orig;
+    return (dp_expr *)dp_call_new(kids[0], c->nargs, kids + 1, c->attrs, orig->span);
+  }
+  if (orig->h.kind == DP_LET && kids[0]->h.kind == DP_VAR)
+    return (dp_expr *)dp_let_new((dp_var *)kids[0], kids[1], kids[2], orig->span);
+  return dp_expr_with_children(orig, kids);
+}
+
+/* orig with kids (new references, released here): orig itself where every
+   kid is its child as it was. */
 static dp_expr *with_kids(dp_expr *orig, dp_expr **kids, uint32_t n, dp_err **err) {
-  for (uint32_t i = 0; i < n; i++)
+  uint32_t same = 0;
+  for (uint32_t i = 0; i < n; i++) {
     if (!kids[i]) {
       release_all(kids, n);
       return NULL;
     }
-  dp_expr *r = dp_expr_with_children(orig, kids);
+    same += kids[i] == dp__child(orig, i);
+  }
+  dp_expr *r = same == n ? dp_retain(orig) : rebuild(orig, kids);
   release_all(kids, n);
   if (!r) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return typed(r, orig);
@@ -192,44 +236,46 @@ static dp_expr **kid_array(uint32_t n, dp_expr **small, uint32_t nsmall) {
   return n <= nsmall ? small : dp_calloc(n, sizeof(dp_expr *));
 }
 
-/* The rewritten form of child i of flat node id (borrowed). */
+/* The rewritten form of child i of node id (borrowed). */
 static dp_expr *out_kid(cctx *c, uint32_t id, uint32_t i) {
-  uint32_t k = dp__fkid(c->d, id, i);
-  return k != DP_NONE_ID ? c->out[k] : dp__child(c->d->flat.x[id], i);
+  uint32_t k = dp__kid(c->ix, id, i);
+  return k != DP_NONE_ID ? c->out[k] : dp__child(c->ix->x[id], i);
+}
+
+/* A device_copy: its ends are the planned devices of its argument and of
+   itself, which refine what was written (an end without a memory scope,
+   or none at all); equal ends: a no-op copy, removed. */
+static dp_expr *capture_copy(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
+  dp_vdev *sv, *tv = id_vd(c, id, err);
+  dp_expr *arg = tv ? through(c, id, 1, out_kid(c, id, 1), 1, &sv, err) : NULL;
+  if (!arg || sv == tv) return arg;
+  dp_expr *r = child(c, tv, tv, sv, orig->args[0], arg, err);
+  dp_release(arg);
+  return r;
 }
 
 static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
   dp_domains *d = c->d;
-  dp_ondev p;
-  dp_expr *body;
-  dp_vdev *src, *dst;
-  if (dp__on_device_props(&d->ops, &orig->e, &p)) return dp_retain(out_kid(c, id, 1));
-  if (dp__device_copy_props(&d->ops, &orig->e, &body, &src, &dst)) {
-    /* the ends are the planned devices of the argument and of the copy,
-       which refine what was written (an end without a memory scope, or
-       none at all); equal ends: a no-op copy, removed */
-    dp_vdev *sv, *tv = dom_vd(c, d->flat.dom[id], &orig->e, err);
-    dp_expr *arg = tv ? through(c, id, 1, out_kid(c, id, 1), 1, &sv, err) : NULL;
-    if (!arg || sv == tv) return arg;
-    dp_expr *r = child(c, tv, tv, sv, body, arg, err);
-    dp_release(arg);
-    return r;
+  switch (c->ix->what[id]) {
+  case W_ON_DEVICE: return dp_retain(out_kid(c, id, 1)); /* the original ones go */
+  case W_COPY: return capture_copy(c, id, orig, err);
+  default: break;
   }
-  dp_vdev *cv = dom_vd(c, d->flat.dom[id], &orig->e, err);
+  dp_vdev *cv = id_vd(c, id, err);
   if (!cv) return NULL;
   dp_expr *ocallee;
   dp_expr *const *oargs;
-  uint32_t n = dp__any_call(&d->ops, orig, &ocallee, &oargs);
+  uint32_t n = dp__any_call(&c->ix->ops, orig, &ocallee, &oargs);
   int lowered = ocallee != orig->fn;
   /* lowered: the callee is child 1 and the arguments are the tuple's */
   uint32_t aid = id, abase = 1;
   dp_tuple *ntup = NULL;
   if (lowered) {
-    uint32_t tk = dp__fkid(d, id, 2);
+    uint32_t tk = dp__kid(c->ix, id, 2);
     ntup = (dp_tuple *)out_kid(c, id, 2);
     if (tk != DP_NONE_ID) aid = tk, abase = 0;
   }
-  uint32_t f = dp__fcallee_dom(d, id);
+  uint32_t f = dp__callee_dom(d, id);
   dp_expr *small[9] = {0}, **k = kid_array(n + 1, small, 9);
   if (!k) goto oom;
   dp_expr *ncallee = out_kid(c, id, lowered ? 1 : 0);
@@ -240,8 +286,8 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
     k[0] = rv ? child(c, cv, cv, rv, ocallee, ncallee, err) : NULL;
   }
   for (uint32_t i = 0; i < n && k[i]; i++) {
-    uint32_t pd = f == DP_NONE_ID ? dp__fkdom(d, aid, abase + i) : dp__dom_kid(d, f, i);
-    dp_vdev *pv = dom_vd(c, pd, oargs[i], err);
+    dp_vdev *pv = f == DP_NONE_ID ? kid_vd(c, aid, abase + i, err)
+                                  : dom_vd(c, dp__dom_kid(d, f, i), oargs[i], err);
     dp_expr *na = lowered ? ntup->fields[i] : out_kid(c, id, 1 + i);
     k[i + 1] = pv ? reconcile(c, cv, pv, aid, abase + i, na, err) : NULL;
   }
@@ -274,7 +320,7 @@ oom:
 }
 
 static dp_expr *capture_func(cctx *c, uint32_t id, dp_func *orig, dp_err **err) {
-  dp_vdev *rv = dom_vd(c, c->d->flat.dom[id], &orig->e, err);
+  dp_vdev *rv = id_vd(c, id, err);
   if (!rv) return NULL;
   dp_expr *body = same(c, rv, id, orig->nparams, out_kid(c, id, orig->nparams), err);
   if (!body) return NULL;
@@ -294,7 +340,7 @@ static dp_expr *capture_func(cctx *c, uint32_t id, dp_func *orig, dp_err **err) 
 }
 
 static dp_expr *capture_param(cctx *c, uint32_t id, dp_var *v, dp_err **err) {
-  dp_vdev *vd = dom_vd(c, c->d->flat.dom[id], &v->e, err);
+  dp_vdev *vd = id_vd(c, id, err);
   if (!vd) return NULL;
   if (v->vdev == vd) return dp_retain(&v->e);
   dp_var *n = dp_var_new(v->name, v->annot, vd, v->e.span);
@@ -302,32 +348,32 @@ static dp_expr *capture_param(cctx *c, uint32_t id, dp_var *v, dp_err **err) {
   return typed(&n->e, &v->e);
 }
 
+/* Is node id a parameter (in this function or, for a node numbered in
+   several, in any of them)? */
 static int is_param(cctx *c, uint32_t id) {
-  dp_domains *d = c->d;
-  if (d->flat.flag[id] & PM_PARAM) return 1;
-  /* a node with one flat id has its parameter mark there */
-  if (!(d->flat.flag[id] & PM_SHARED) || !d->xshared) return 0;
-  struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)d->flat.x[id]);
-  return s && (s->flags & PM_PARAM);
+  const dp_index *ix = c->ix;
+  if (ix->flag[id] & F_PARAM) return 1;
+  if (!(ix->flag[id] & F_SHARED) || !ix->ndups) return 0;
+  for (uint32_t k = 0; k < ix->ndups; k++)
+    if (ix->x[ix->dups[k]] == ix->x[id] && (ix->flag[ix->dups[k]] & F_PARAM)) return 1;
+  return 0;
 }
 
-/* The rewritten form of flat node id (new reference), from its children's
+/* The rewritten form of node id (new reference), from its children's
    (c->out). */
 static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
-  dp_domains *d = c->d;
-  dp_expr *orig = d->flat.x[id];
+  dp_expr *orig = c->ix->x[id];
   switch (orig->h.kind) {
   case DP_VAR:
     if (is_param(c, id)) return capture_param(c, id, (dp_var *)orig, err);
     return dp_retain(orig);
   case DP_CALL: return capture_call(c, id, (dp_call *)orig, err);
   case DP_FUNC:
-    if (dp__is_primitive((dp_func *)orig)) return dp_retain(orig);
+    if (c->ix->what[id] == W_PRIM_FUNC) return dp_retain(orig);
     return capture_func(c, id, (dp_func *)orig, err);
   case DP_LET: {
-    dp_let *o = (dp_let *)orig;
-    dp_vdev *xv = dom_vd(c, dp__fkdom(d, id, 0), &o->var->e, err);
-    dp_vdev *lv = xv ? dom_vd(c, d->flat.dom[id], orig, err) : NULL;
+    dp_vdev *xv = kid_vd(c, id, 0, err);
+    dp_vdev *lv = xv ? id_vd(c, id, err) : NULL;
     if (!lv) return NULL;
     dp_expr *k[3] = {dp_retain(out_kid(c, id, 0)), reconcile(c, NULL, xv, id, 1, out_kid(c, id, 1), err),
                      NULL};
@@ -343,11 +389,11 @@ static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
       return NULL;
     }
     dp_expr *r;
-    if (d->flat.flag[id] & PM_LOWERED_ARGS) {
+    if (c->ix->flag[id] & F_LOWERED_ARGS) {
       for (uint32_t i = 0; i < n; i++) k[i] = dp_retain(out_kid(c, id, i));
       r = with_kids(orig, k, n, err);
     } else {
-      dp_vdev *pv = dom_vd(c, d->flat.dom[id], orig, err);
+      dp_vdev *pv = id_vd(c, id, err);
       for (uint32_t i = 0; i < n; i++)
         k[i] = pv && (i == 0 || k[i - 1]) ? same(c, pv, id, i, out_kid(c, id, i), err) : NULL;
       r = with_kids(orig, k, n, err);
@@ -361,7 +407,7 @@ static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
 
 /* primfn buffers take the memory scopes that flowed into them. */
 static int capture_primfn(cctx *c, dp_module *out, dp_primfn *pf, dp_err **err) {
-  struct dp_pslot *s = dp__pmap_get(&c->d->map, (uintptr_t)pf);
+  struct dp_pslot *s = dp__pmap_get(&c->d->extra, (uintptr_t)pf);
   if (!s) return 0;
   dp_buffer *b = dp_calloc(pf->nargs + 1, sizeof *b);
   if (!b) return -1;
@@ -384,20 +430,21 @@ static int capture_primfn(cctx *c, dp_module *out, dp_primfn *pf, dp_err **err) 
   return rc;
 }
 
-/* One function: its flat nodes in post order [from, to), each rewritten
-   once from its children's results. A node that is not shared has one
-   parent, so its result is dropped as soon as the parent is built. */
-static dp_expr *capture_function(cctx *c, uint32_t from, uint32_t to, dp_err **err) {
-  dp_domains *d = c->d;
+/* One function: its nodes in post order (the range of function fn), each
+   rewritten once from its children's results; the root comes last. A node
+   that is not shared has one parent, so its result is dropped as soon as
+   the parent is built. */
+static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
+  const dp_index *ix = c->ix;
   dp_expr *r = NULL;
-  for (uint32_t k = from; k < to; k++) {
-    uint32_t id = d->flat.post[k];
+  for (uint32_t k = ix->fnpost[fn]; k < ix->fnpost[fn + 1]; k++) {
+    uint32_t id = ix->post[k];
     r = capture_node(c, id, err);
     if (!r) return NULL;
     c->out[id] = r;
-    for (uint32_t j = d->flat.koff[id]; j < d->flat.koff[id + 1]; j++) {
-      uint32_t kid = d->flat.kid[j];
-      if (kid != DP_NONE_ID && !(d->flat.flag[kid] & PM_SHARED) && c->out[kid]) {
+    for (uint32_t j = ix->koff[id]; j < ix->koff[id + 1]; j++) {
+      uint32_t kid = ix->kid[j];
+      if (kid != DP_NONE_ID && !(ix->flag[kid] & F_SHARED) && c->out[kid]) {
         dp_release(c->out[kid]);
         c->out[kid] = NULL;
       }
@@ -406,25 +453,17 @@ static dp_expr *capture_function(cctx *c, uint32_t from, uint32_t to, dp_err **e
   return r ? dp_retain(r) : NULL;
 }
 
-/* Functions are found in the flat index in definition order: each one's
-   post order ends with its root. */
 dp_module *dp_plan_capture(dp_domains *d, dp_err **err) {
-  cctx c = {d, NULL};
-  dp_module *m = d->mod, *out = dp_module_copy(m);
+  dp_index *ix = d->ix;
+  cctx c = {d, ix, NULL, NULL};
+  dp_module *m = ix->mod, *out = dp_module_copy(m);
   if (!out) goto oom;
-  c.out = dp_calloc(d->flat.n ? d->flat.n : 1, sizeof *c.out);
-  if (!c.out) goto oom;
-  uint32_t from = 0;
+  c.out = dp_calloc(ix->n ? ix->n : 1, sizeof *c.out);
+  c.dev = dp_malloc((ix->n ? ix->n : 1) * sizeof *c.dev);
+  if (!c.out || !c.dev) goto oom;
+  for (uint32_t id = 0; id < ix->n; id++) c.dev[id] = dp__dom_dev(d, d->dom[id]);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
-    uint32_t to = from;
-    while (to < d->flat.npost && d->flat.x[d->flat.post[to]] != &m->funcs[i].fn->e) to++;
-    if (to == d->flat.npost) {
-      dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
-                                 "capture: the domains do not index this module"));
-      goto fail;
-    }
-    dp_expr *f = capture_function(&c, from, to + 1, err);
-    from = to + 1;
+    dp_expr *f = capture_function(&c, i, err);
     if (!f) goto fail;
     int rc = f->h.kind == DP_FUNC ? dp_module_set_func(out, m->funcs[i].global->name, (dp_func *)f, err) : -1;
     dp_release(f);
@@ -441,7 +480,8 @@ fail:
   out = NULL;
 done:
   if (c.out)
-    for (uint32_t i = 0; i < d->flat.n; i++) dp_release(c.out[i]);
+    for (uint32_t i = 0; i < ix->n; i++) dp_release(c.out[i]);
   free(c.out);
+  free(c.dev);
   return out;
 }

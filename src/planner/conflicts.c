@@ -12,184 +12,41 @@
  * on_device calls, could be a conflict when planned again). A node keeps the first demand it meets,
  * joined with later demands that join; a later demand that cannot join
  * marks that call argument (never an on_device call), and a device_copy
- * from the node's device to the demanded one is inserted there. Without
- * marks the module is returned unchanged. The walk also counts what it
- * saw (dp__plan_conflicts_sized), so that analysis can size its arrays
- * once instead of growing them.
+ * from the node's device to the demanded one is inserted there.
+ *
+ * Requires: the index of the module (index.c), whose walk carried the
+ * demands and made the marks (dp_index.marks). Leaves: that index when
+ * there are none (the module is returned unchanged, not walked again),
+ * else the index of the module with the copies.
  */
 #include <stdlib.h>
 #include "planner.h"
 
-typedef struct item { dp_expr *e; uint32_t demand; dp_call *parent; uint32_t pos; } item;
-typedef struct mark { dp_call *call; uint32_t pos, src, dst, next; } mark;
-
 typedef struct kctx {
-  dp_domains *d;          /* its vdev table, canonicalisation and map (demand + 1) */
-  item *st; uint32_t n, cap;
-  mark *marks; uint32_t nmarks, capmarks;
-  dp_pmap callmarks;      /* call -> first mark + 1 */
-  dp_fnames names;        /* the module's functions by name (callees' parameters) */
-  /* sizes for analysis: distinct nodes expanded, children (pushed, and let
-     variables and parameters, which are not), constraint domains */
-  uint32_t nvisit, npush, ncons;
+  dp_index *ix;
+  dp_pmap callmarks;      /* call -> its first mark + 1; marks of one call chain through next */
+  uint32_t *next;         /* mark -> the call's next mark + 1 */
 } kctx;
-
-static int push(kctx *k, dp_expr *e, uint32_t demand, dp_call *parent, uint32_t pos) {
-  if (k->n == k->cap) {
-    uint32_t cap = k->cap ? k->cap * 2 : 256;
-    item *s = dp_realloc(k->st, cap * sizeof *s);
-    if (!s) return -1;
-    k->st = s;
-    k->cap = cap;
-  }
-  k->st[k->n++] = (item){e, demand, parent, pos};
-  k->npush++;
-  return 0;
-}
-
-static uint32_t canon(kctx *k, dp_vdev *v) {
-  uint32_t i = dp__canon_index(k->d, v, NULL);
-  return i == DP_NONE_ID ? 0 : i;
-}
-
-static uint32_t join(kctx *k, uint32_t a, uint32_t b) {
-  if (a == b || b == 0) return a;
-  if (a == 0) return b;
-  dp_vdev *j = dp_vdev_join(k->d->vdevs[a], k->d->vdevs[b]);
-  if (!j) return DP_NONE_ID;
-  uint32_t i = canon(k, j);
-  dp_release(j);
-  return i;
-}
-
-static int add_mark(kctx *k, dp_call *c, uint32_t pos, uint32_t src, uint32_t dst) {
-  if (k->nmarks == k->capmarks) {
-    uint32_t cap = k->capmarks ? k->capmarks * 2 : 16;
-    mark *m = dp_realloc(k->marks, cap * sizeof *m);
-    if (!m) return -1;
-    k->marks = m;
-    k->capmarks = cap;
-  }
-  struct dp_pslot *s = dp__pmap_get(&k->callmarks, (uintptr_t)c);
-  k->marks[k->nmarks] = (mark){c, pos, src, dst, s ? s->val : 0};
-  k->nmarks++;
-  return dp__pmap_put(&k->callmarks, (uintptr_t)c, k->nmarks, 0);
-}
-
-static int is_dialect(const struct dp_plan_ops *o, const dp_expr *fn) {
-  return fn == (dp_expr *)o->alloc_storage || fn == (dp_expr *)o->alloc_tensor ||
-         fn == (dp_expr *)o->shape_of || fn == (dp_expr *)o->reshape_tensor ||
-         fn == (dp_expr *)o->invoke_tvm_op || fn == (dp_expr *)o->call_lowered;
-}
-
-/* The function a call's callee is, when known: a global function, a
-   function value written in place. */
-static const dp_func *callee_fn(kctx *k, const dp_expr *callee) {
-  if (callee->h.kind == DP_FUNC) return (const dp_func *)callee;
-  if (callee->h.kind != DP_GLOBAL) return NULL;
-  uint32_t i = dp__fnames_find(&k->names, ((const dp_global *)callee)->name);
-  return i == DP_NONE_ID ? NULL : k->d->mod->funcs[i].fn;
-}
-
-/* Push a function call's arguments with their parameters' annotations. */
-static int expand_fn_call(kctx *k, dp_call *c, const dp_func *f) {
-  int rc = 0;
-  for (uint32_t i = c->nargs; i-- > 0 && rc == 0;) {
-    dp_vdev *pv = f && i < f->nparams ? f->params[i]->vdev : NULL;
-    rc = push(k, c->args[i], pv ? canon(k, pv) : 0, c, i);
-  }
-  return rc ? rc : push(k, c->fn, 0, NULL, 0);
-}
-
-/* Push e's children (reversed, so they pop left to right) with their demands. */
-static int expand(kctx *k, dp_expr *e, uint32_t demand) {
-  const struct dp_plan_ops *o = &k->d->ops;
-  dp_ondev p;
-  dp_expr *body;
-  dp_vdev *src, *dst;
-  int rc = 0;
-  if (dp__on_device_props(o, e, &p)) {
-    k->ncons++;
-    k->npush++; /* the operator */
-    return push(k, p.body, p.cbody && p.vd ? canon(k, p.vd) : 0, NULL, 0);
-  }
-  if (dp__device_copy_props(o, e, &body, &src, &dst)) {
-    k->ncons += 2;
-    k->npush++;
-    return push(k, body, src ? canon(k, src) : 0, NULL, 0);
-  }
-  switch (e->h.kind) {
-  case DP_CALL: {
-    dp_call *c = (dp_call *)e;
-    int fk = c->fn->h.kind;
-    if (fk != DP_OP && fk != DP_CTOR) return expand_fn_call(k, c, callee_fn(k, c->fn));
-    int plain = !is_dialect(o, c->fn);
-    for (uint32_t i = c->nargs; i-- > 0 && rc == 0;)
-      rc = push(k, c->args[i], plain ? demand : 0, plain ? c : NULL, i);
-    return rc ? rc : push(k, c->fn, 0, NULL, 0);
-  }
-  case DP_FUNC: {
-    dp_func *f = (dp_func *)e;
-    if (dp__is_primitive(f)) return 0;
-    k->npush += f->nparams;
-    k->ncons += 1 + f->nparams;
-    return push(k, f->body, f->vdev ? canon(k, f->vdev) : 0, NULL, 0);
-  }
-  case DP_LET: {
-    dp_let *l = (dp_let *)e;
-    k->npush++;
-    if (push(k, l->body, demand, NULL, 0) < 0) return -1;
-    return push(k, l->value, 0, NULL, 0);
-  }
-  default: {
-    uint32_t n = dp__nchildren(e);
-    for (uint32_t i = n; i-- > 0 && rc == 0;) rc = push(k, dp__child(e, i), demand, NULL, 0);
-    return rc;
-  }
-  }
-}
-
-static int walk(kctx *k, dp_func *f) {
-  if (push(k, &f->e, 0, NULL, 0) < 0) return -1;
-  while (k->n) {
-    item it = k->st[--k->n];
-    dp_expr *e = it.e;
-    int kind = e->h.kind;
-    if (kind == DP_OP || kind == DP_CTOR || kind == DP_GLOBAL) continue;
-    int first_order = kind != DP_FUNC && !(e->type && e->type->h.kind == DP_TY_FUNC);
-    /* a node that is not shared is reached once: no need to remember it */
-    int shared = e->h.rc > 1 || e == &f->e;
-    struct dp_pslot *s = shared ? dp__pmap_get(&k->d->map, (uintptr_t)e) : NULL;
-    if (s) {
-      if (!first_order) continue;
-      uint32_t cur = s->val - 1, j = join(k, cur, it.demand);
-      if (j != DP_NONE_ID) s->val = j + 1;
-      else if (it.parent && !dp__on_device_props(&k->d->ops, e, &(dp_ondev){0}) &&
-               add_mark(k, it.parent, it.pos, cur, it.demand) < 0)
-        return -1;
-      continue;
-    }
-    if (shared && dp__pmap_add(&k->d->map, (uintptr_t)e, (first_order ? it.demand : 0) + 1, 0) < 0)
-      return -1;
-    k->nvisit++;
-    if (expand(k, e, it.demand) < 0) return -1;
-  }
-  return 0;
-}
 
 static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   kctx *k = ud;
   struct dp_pslot *s = orig->h.kind == DP_CALL ? dp__pmap_get(&k->callmarks, (uintptr_t)orig) : NULL;
-  if (!s) return dp_retain(rebuilt);
+  if (!s) {
+    /* a node rebuilt above a copy keeps its checked type: analysis gives a
+       function-typed value (a closure under an on_device, say) a function
+       domain from it */
+    if (!rebuilt->type && orig->type) rebuilt->type = dp_retain(orig->type);
+    return dp_retain(rebuilt);
+  }
   uint32_t n = dp__nchildren(rebuilt);
   dp_expr **kids = dp_calloc(n, sizeof *kids);
   if (!kids) goto oom;
   for (uint32_t i = 0; i < n; i++) kids[i] = dp_retain(dp__child(rebuilt, i));
   dp_expr *r = NULL;
-  for (uint32_t m = s->val; m; m = k->marks[m - 1].next) {
-    mark *mk = &k->marks[m - 1];
-    dp_expr *c = dp__device_copy(&k->d->ops, kids[1 + mk->pos], k->d->vdevs[mk->src],
-                                 k->d->vdevs[mk->dst], err);
+  const dp_devices *dv = &k->ix->dev;
+  for (uint32_t m = s->val; m; m = k->next[m - 1]) {
+    dp_mark *mk = &k->ix->marks[m - 1];
+    dp_expr *c = dp__device_copy(&k->ix->ops, kids[1 + mk->pos], dv->v[mk->src], dv->v[mk->dst], err);
     if (!c) goto done;
     dp_release(kids[1 + mk->pos]);
     kids[1 + mk->pos] = c;
@@ -206,52 +63,45 @@ oom:
   return NULL;
 }
 
-dp_module *dp_plan_conflicts(dp_module *m, const dp_config *cfg, dp_err **err) {
-  return dp__plan_conflicts_sized(m, cfg, NULL, err);
-}
-
-dp_module *dp__plan_conflicts_sized(dp_module *m, const dp_config *cfg, struct dp_sizes *sz,
-                                    dp_err **err) {
-  kctx k = {0};
-  dp_module *out = NULL;
-  k.d = dp__domains_new(m, cfg, err);
-  if (!k.d) return NULL;
-  if (dp__fnames_init(&k.names, m) < 0) {
-    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-    dp_release(k.d);
-    return NULL;
+/* The module with the copies the marks ask for (new reference). */
+static dp_module *with_copies(kctx *k, dp_err **err) {
+  dp_index *ix = k->ix;
+  dp_module *m = ix->mod;
+  /* a call's marks chained from the last made (the copies nest in that order) */
+  for (uint32_t i = 0; i < ix->nmarks; i++) {
+    dp_expr *call = ix->x[ix->marks[i].call];
+    struct dp_pslot *s = dp__pmap_get(&k->callmarks, (uintptr_t)call);
+    k->next[i] = s ? s->val : 0;
+    if (s) s->val = i + 1;
+    else if (dp__pmap_add(&k->callmarks, (uintptr_t)call, i + 1, 0) < 0) goto oom;
   }
-  for (uint32_t i = 0; i < m->nfuncs; i++)
-    if (walk(&k, m->funcs[i].fn) < 0 || k.d->oom) {
-      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-      goto done;
-    }
-  if (k.nmarks == 0) {
-    out = dp_retain(m);
-    goto done;
-  }
-  out = dp_module_copy(m);
-  if (!out) {
-    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-    goto done;
-  }
-  dp_rewriter rw = {NULL, post, &k};
+  dp_module *out = dp_module_copy(m);
+  if (!out) goto oom;
+  dp_rewriter rw = {NULL, post, k};
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = dp_rewrite(&m->funcs[i].fn->e, &rw, err);
     int rc = f ? dp_module_set_func(out, m->funcs[i].global->name, (dp_func *)f, err) : -1;
     dp_release(f);
     if (rc < 0) {
       dp_release(out);
-      out = NULL;
-      break;
+      return NULL;
     }
   }
-done:
-  if (sz) *sz = (struct dp_sizes){k.nvisit, k.npush, k.d->map.n, k.ncons};
-  dp__fnames_free(&k.names);
-  free(k.st);
-  free(k.marks);
-  dp__pmap_free(&k.callmarks);
-  dp_release(k.d);
   return out;
+oom:
+  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return NULL;
+}
+
+dp_index *dp__conflicts(dp_index *ix, dp_err **err) {
+  if (!ix->nmarks) return ix;
+  kctx k = {ix, {0}, dp_malloc(ix->nmarks * sizeof *k.next)};
+  dp_module *out = k.next ? with_copies(&k, err) : NULL;
+  if (!k.next) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  dp_index *next = out ? dp__index_new(out, ix->dev.cfg, err) : NULL;
+  dp_release(out);
+  free(k.next);
+  dp__pmap_free(&k.callmarks);
+  dp__index_free(ix);
+  return next;
 }

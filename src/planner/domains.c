@@ -1,114 +1,121 @@
 /*
- * Domains: union-find over first-order domains (a virtual device, maybe
- * free) and function domains fn(D1..Dn):Dr (planner.md "Domains").
+ * Domains: union-find over first-order domains (a device index, 0 while
+ * free) and function domains fn(D1..Dn):Dr (planner.md "Domains"), the
+ * state between analysis and capture (DP_OBJ_DOMAINS). Every numbered node
+ * has one (dom[id]); what the numbering leaves out (primfns, pattern
+ * variables never used) has one in `extra`.
  *
- * Unification joins devices field by field (dp_vdev_join, canonicalised
- * through the configuration) and unifies function domains argument-wise; a
- * first-order domain met by a function domain collapses it (all its
- * parameters and result unify with the first-order one). It runs on an
- * explicit work list, keeps a trail so a failed unification is undone
- * (domains stay usable after a conflict, and phase 2's optional
- * unification needs it), and, once it succeeds, records each link in a
- * proof forest: an undirected spanning tree of every class whose edges say
- * why two domains were unified. Explanations and conflict messages walk
- * that forest from an expression to the constraint that decided it.
+ * Unification joins devices field by field (devices.c) and unifies
+ * function domains argument-wise; a first-order domain met by a function
+ * domain collapses it (all its parameters and result unify with the
+ * first-order one). It runs on an explicit work list and keeps a trail, so
+ * a failed unification is undone (domains stay usable after a conflict,
+ * phase 2's optional unification needs it, and a later pass may go on
+ * after a conflict). The common case, two first-order classes of which
+ * one is free or both agree, links the roots and nothing else.
+ *
+ * With proofs on, each link is also recorded in a proof forest: an
+ * undirected spanning tree of every class whose edges say why two domains
+ * were unified; explanations and conflict messages walk it from an
+ * expression to the constraint that decided it. Analysis keeps no proofs
+ * (they would be more than half of the domains' memory): explain.c builds
+ * them when asked, on new domains (dp__domains_shadow) that replay analysis
+ * and what followed it (the log). The domains never call into explain.c: a conflict is a return
+ * value, with where it is in d->failed, and the phase asks for its words.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "planner.h"
 
+_Static_assert(R__COUNT <= 64, "dp_dnode.crule has 6 bits");
+
 static void domains_free(dp_obj *o, dp_worklist *wl) {
   dp_domains *d = (dp_domains *)o;
-  for (uint32_t i = 0; i < d->nvdevs; i++) dp_release_deferred(wl, d->vdevs[i]);
-  for (uint32_t i = 0; i < d->ncanon; i++) dp_release_deferred(wl, d->canon_key[i]);
-  dp_release_deferred(wl, d->mod);
-  dp_release_deferred(wl, d->cfg);
-  free(d->vdevs);
+  if (d->owner) dp_release_deferred(wl, d->owner);
+  else dp__index_free(d->ix);
   free(d->nodes);
   free(d->cons);
   free(d->kids);
+  free(d->dom);
+  free(d->proof);
+  free(d->log);
   free(d->work);
   free(d->trail);
   free(d->links);
-  free(d->order);
-  dp__pmap_free(&d->map);
-  dp__flat_free(&d->flat);
-  dp__plan_ops_free(&d->ops);
+  dp__pmap_free(&d->extra);
   free(d);
 }
 
 void dp__domains_free_fn(dp_obj *o, dp_worklist *wl) { domains_free(o, wl); }
 
-dp_domains *dp__domains_new(dp_module *m, const dp_config *cfg, dp_err **err) {
+dp_domains *dp__domains_new(dp_index *ix, dp_err **err) {
   dp_register_free(DP_OBJ_DOMAINS, dp__domains_free_fn);
   dp_domains *d = dp_calloc(1, sizeof *d);
-  if (!d) goto oom;
+  if (!d) {
+    dp__index_free(ix);
+    goto oom;
+  }
   d->h.rc = 1;
   d->h.type = DP_OBJ_DOMAINS;
-  d->mod = dp_retain(m);
-  d->cfg = dp_retain((dp_config *)cfg);
-  d->ctx = m->ctx;
-  if (dp__plan_ops(d->ctx, &d->ops, err) < 0) {
-    dp_release(d);
-    return NULL;
-  }
-  dp_vdev *free_vd = dp_vdev_unconstrained(d->ctx);
-  if (!free_vd || dp_grow((void **)&d->vdevs, &d->capvdevs, 1, sizeof *d->vdevs) < 0) {
-    dp_release(free_vd);
-    dp_release(d);
-    goto oom;
-  }
-  d->vdevs[d->nvdevs++] = free_vd;
-  d->host = dp__vdev_index(d, cfg->host_vdev);
-  dp__dom_first(d, 0, 0, NULL); /* node 0: what a failed allocation hands out */
-  if (d->oom) {
+  d->ix = ix;
+  d->dev = &ix->dev;
+  d->ctx = ix->mod->ctx;
+  /* one domain per node, a constraint per annotation (at most two), and
+     a few more: sized once, not doubled (a doubling copies everything and
+     holds both copies at once) */
+  uint64_t want = (uint64_t)ix->n + 2 * (uint64_t)ix->nann + ix->n / 16 + 64;
+  d->capnodes = want > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)want;
+  d->nodes = dp_malloc((size_t)d->capnodes * sizeof *d->nodes);
+  d->dom = dp_malloc((size_t)(ix->n ? ix->n : 1) * sizeof *d->dom);
+  if (!d->nodes || !d->dom) {
     dp_release(d);
     goto oom;
   }
+  dp__dom_first(d, 0, 0, NULL); /* domain 0: what a failed allocation hands out */
   return d;
 oom:
   dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return NULL;
 }
 
-uint32_t dp__vdev_index(dp_domains *d, dp_vdev *v) {
-  if (!v) return 0;
-  for (uint32_t i = d->nvdevs; i-- > 0;)
-    if (d->vdevs[i] == v) return i;
-  if (dp_grow((void **)&d->vdevs, &d->capvdevs, d->nvdevs + 1, sizeof *d->vdevs) < 0) {
-    d->oom = 1;
-    return 0;
+dp_domains *dp__domains_shadow(dp_domains *owner, dp_err **err) {
+  dp_domains *d = dp_calloc(1, sizeof *d);
+  if (!d) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return NULL;
   }
-  d->vdevs[d->nvdevs] = dp_retain(v);
-  return d->nvdevs++;
-}
-
-uint32_t dp__canon_index(dp_domains *d, dp_vdev *v, dp_err **err) {
-  if (!v || dp_vdev_is_fully_unconstrained(v)) return 0;
-  for (uint32_t k = 0; k < d->ncanon; k++)
-    if (d->canon_key[k] == v) return d->canon_val[k];
-  dp_vdev *c = dp_config_canonical(d->cfg, v, err);
-  if (!c) return DP_NONE_ID;
-  uint32_t i = dp__vdev_index(d, c);
-  dp_release(c);
-  if (d->ncanon < 8 && !d->oom) {
-    d->canon_key[d->ncanon] = dp_retain(v);
-    d->canon_val[d->ncanon++] = i;
+  d->h.rc = 1;
+  d->h.type = DP_OBJ_DOMAINS;
+  d->owner = dp_retain(owner);
+  d->ix = owner->ix;
+  d->dev = owner->dev;
+  d->ctx = owner->ctx;
+  d->capnodes = owner->nnodes + 64;
+  d->nodes = dp_malloc((size_t)d->capnodes * sizeof *d->nodes);
+  d->proof = dp_malloc((size_t)d->capnodes * sizeof *d->proof);
+  d->dom = dp_malloc((size_t)(d->ix->n ? d->ix->n : 1) * sizeof *d->dom);
+  if (!d->nodes || !d->proof || !d->dom) {
+    dp_release(d);
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return NULL;
   }
-  return i;
+  dp__dom_first(d, 0, 0, NULL);
+  return d;
 }
 
 static uint32_t new_node(dp_domains *d) {
-  if (dp_grow((void **)&d->nodes, &d->capnodes, d->nnodes + 1, sizeof *d->nodes) < 0) {
-    d->oom = 1;
-    return 0;
+  if (d->nnodes == d->capnodes) {
+    uint32_t cap = d->capnodes;
+    if (dp_grow((void **)&d->nodes, &cap, d->nnodes + 1, sizeof *d->nodes) < 0 ||
+        (d->proof && !(d->proof = dp_realloc(d->proof, (size_t)cap * sizeof *d->proof)))) {
+      d->oom = 1;
+      return 0;
+    }
+    d->capnodes = cap;
   }
   uint32_t id = d->nnodes++;
-  dp_dnode *n = &d->nodes[id];
-  memset(n, 0, sizeof *n);
-  n->parent = id;
-  n->size = 1;
-  n->pparent = DP_NONE_ID;
+  d->nodes[id] = (dp_dnode){.parent = id, .size = 1};
+  if (d->proof) d->proof[id] = (dp_proof){DP_NONE_ID, 0, NULL};
   return id;
 }
 
@@ -121,9 +128,8 @@ uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy) {
     d->oom = 1;
     return 0;
   }
-  d->cons[d->ncons] = (dp_cons){vdev, cwhy};
-  d->nodes[id].aux = d->ncons++;
-  d->nodes[id].crule = (uint8_t)crule;
+  d->cons[d->ncons++] = (dp_cons){id, vdev, cwhy};
+  d->nodes[id].crule = (uint32_t)crule;
   return id;
 }
 
@@ -161,45 +167,49 @@ uint32_t dp__dom_for_type(dp_domains *d, const dp_type *t, uint32_t vdev, int cr
   return id;
 }
 
-static uint32_t dom_of_global(dp_domains *d, dp_global *g) {
-  dp_func *f = dp_module_func(d->mod, g->name);
-  if (f) return dp__dom_of(d, &f->e);
-  dp_primfn *pf = dp_module_primfn(d->mod, g->name);
+static uint32_t dom_of_global(dp_domains *d, const dp_global *g) {
+  const dp_index *ix = d->ix;
+  int f = dp_module_func_index(ix->mod, g->name);
+  if (f >= 0 && (uint32_t)f < ix->nfn) return d->dom[ix->fnid[f]]; /* its root's */
+  dp_primfn *pf = dp_module_primfn(ix->mod, g->name);
   if (pf) {
-    struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)pf);
+    struct dp_pslot *s = dp__pmap_get(&d->extra, (uintptr_t)pf);
     if (s) return s->val;
   }
   return dp__dom_for_type(d, g->e.type, 0, 0, NULL);
 }
 
 uint32_t dp__dom_of(dp_domains *d, dp_expr *e) {
-  struct dp_pslot *s = dp__pmap_get(&d->map, (uintptr_t)e);
-  if (s && s->val != DP_NONE_ID) return s->flags & PM_ID ? d->flat.dom[s->val] : s->val;
+  struct dp_pslot *s = NULL;
+  /* (operators and constructors are never numbered) */
+  if (e->h.kind != DP_OP && e->h.kind != DP_CTOR) {
+    if (dp__index_map(d->ix) < 0) d->oom = 1;
+    s = dp__pmap_get(&d->ix->map, (uintptr_t)e);
+  }
+  if (s) return d->dom[s->val];
+  if ((s = dp__pmap_get(&d->extra, (uintptr_t)e))) return s->val;
   uint32_t id = dp__dom_new(d, e);
-  if (dp__pmap_put(&d->map, (uintptr_t)e, id, 0) < 0) d->oom = 1;
+  if (dp__pmap_add(&d->extra, (uintptr_t)e, id, 0) < 0) d->oom = 1;
   return id;
 }
 
-uint32_t dp__dom_new(dp_domains *d, dp_expr *e) {
-  uint32_t id;
-  if (e->h.kind == DP_GLOBAL) {
-    id = dom_of_global(d, (dp_global *)e);
-  } else if (e->h.kind == DP_FUNC && (!e->type || e->type->h.kind != DP_TY_FUNC)) {
-    dp_func *f = (dp_func *)e;
+uint32_t dp__dom_new(dp_domains *d, const dp_expr *e) {
+  if (e->h.kind == DP_GLOBAL) return dom_of_global(d, (const dp_global *)e);
+  if (e->h.kind == DP_FUNC && (!e->type || e->type->h.kind != DP_TY_FUNC)) {
+    const dp_func *f = (const dp_func *)e;
     uint32_t small[8], *k = f->nparams < 7 ? small : dp_malloc((f->nparams + 1) * sizeof *k);
     if (!k) {
       d->oom = 1;
       return 0;
     }
     for (uint32_t i = 0; i <= f->nparams; i++) k[i] = dp__dom_first(d, 0, 0, NULL);
-    id = dp__dom_fn(d, f->nparams, k);
+    uint32_t id = dp__dom_fn(d, f->nparams, k);
     if (k != small) free(k);
-  } else {
-    const dp_type *t = e->type;
-    if (!t && e->h.kind == DP_VAR) t = ((dp_var *)e)->annot;
-    id = dp__dom_for_type(d, t, 0, 0, NULL);
+    return id;
   }
-  return id;
+  const dp_type *t = e->type;
+  if (!t && e->h.kind == DP_VAR) t = ((const dp_var *)e)->annot;
+  return dp__dom_for_type(d, t, 0, 0, NULL);
 }
 
 static uint32_t find_nc(const dp_domains *d, uint32_t x) {
@@ -233,192 +243,184 @@ uint32_t dp__dom_result(dp_domains *d, uint32_t x) {
   return r;
 }
 
+uint32_t dp__dom_dev(dp_domains *d, uint32_t x) {
+  return d->nodes[dp__dom_result(d, x)].vdev;
+}
+
 dp_vdev *dp__dom_vdev(dp_domains *d, uint32_t x) {
-  uint32_t v = d->nodes[dp__dom_result(d, x)].vdev;
-  return v ? d->vdevs[v] : NULL;
+  uint32_t v = dp__dom_dev(d, x);
+  return v ? d->dev->v[v] : NULL;
 }
 
-/* Join two device indices; DP_NONE_ID when a constrained field disagrees. */
-static uint32_t join_idx(dp_domains *d, uint32_t a, uint32_t b) {
-  if (a == b || b == 0) return a;
-  if (a == 0) return b;
-  dp_vdev *j = dp_vdev_join(d->vdevs[a], d->vdevs[b]);
-  if (!j) return DP_NONE_ID;
-  dp_vdev *c = dp_config_canonical(d->cfg, j, NULL);
-  uint32_t i = dp__vdev_index(d, c ? c : j);
-  dp_release(c);
-  dp_release(j);
-  return i;
-}
-
-static int push2(dp_domains *d, uint32_t **arr, uint32_t *n, uint32_t *cap, uint32_t a,
-                 uint32_t b) {
+static int push2(uint32_t **arr, uint32_t *n, uint32_t *cap, uint32_t a, uint32_t b) {
   if (dp_grow((void **)arr, cap, *n + 2, sizeof **arr) < 0) return -1;
   (*arr)[(*n)++] = a;
   (*arr)[(*n)++] = b;
   return 0;
 }
 
-/* Link two roots; the trail keeps (child, old root device, old root size). */
-static uint32_t link_roots(dp_domains *d, uint32_t rx, uint32_t ry, uint32_t vdev) {
+static void grow_size(dp_dnode *root, const dp_dnode *other) {
+  uint32_t n = root->size + other->size;
+  root->size = n > DP_DSIZE_MAX ? DP_DSIZE_MAX : n;
+}
+
+/* Link two roots, the smaller class under the larger; the trail keeps
+   (child, old root value, old root size). A function root keeps its own
+   kids (set_val 0). */
+static void link_roots(dp_domains *d, uint32_t rx, uint32_t ry, uint32_t vdev, int set_val) {
   if (d->nodes[rx].size < d->nodes[ry].size) {
     uint32_t t = rx;
     rx = ry;
     ry = t;
   }
-  if (push2(d, &d->trail, &d->ntrail, &d->captrail, ry, d->nodes[rx].vdev) < 0 ||
-      push2(d, &d->trail, &d->ntrail, &d->captrail, d->nodes[rx].size, 0) < 0) {
+  if (push2(&d->trail, &d->ntrail, &d->captrail, ry, d->nodes[rx].vdev) < 0 ||
+      push2(&d->trail, &d->ntrail, &d->captrail, d->nodes[rx].size, 0) < 0) {
     d->oom = 1;
-    return rx;
+    return;
   }
   d->nodes[ry].parent = rx;
-  d->nodes[rx].size += d->nodes[ry].size;
-  d->nodes[rx].vdev = vdev;
+  grow_size(&d->nodes[rx], &d->nodes[ry]);
+  if (set_val) d->nodes[rx].vdev = vdev;
   d->nodes[rx].read |= d->nodes[ry].read; /* (not undone: one pass more at worst) */
-  return rx;
 }
 
 static void undo(dp_domains *d) {
   while (d->ntrail >= 4) {
     d->ntrail -= 4;
-    uint32_t child = d->trail[d->ntrail], vdev = d->trail[d->ntrail + 1];
+    uint32_t child = d->trail[d->ntrail], val = d->trail[d->ntrail + 1];
     uint32_t size = d->trail[d->ntrail + 2];
     uint32_t root = d->nodes[child].parent;
-    d->nodes[root].vdev = vdev;
+    d->nodes[root].vdev = val;
     d->nodes[root].size = size;
     d->nodes[child].parent = child;
   }
 }
+
+/* ---- the proof forest ---- */
 
 /* Is the proof path from y shorter than the one from x? Walks both in
    lockstep, so the cost is the shorter of the two: a chain of a million
    unifications must not make each new link walk the whole chain. */
 static int proof_shorter(const dp_domains *d, uint32_t x, uint32_t y) {
   for (;;) {
-    if (d->nodes[y].pparent == DP_NONE_ID) return d->nodes[x].pparent != DP_NONE_ID;
-    if (d->nodes[x].pparent == DP_NONE_ID) return 0;
-    x = d->nodes[x].pparent;
-    y = d->nodes[y].pparent;
+    if (d->proof[y].parent == DP_NONE_ID) return d->proof[x].parent != DP_NONE_ID;
+    if (d->proof[x].parent == DP_NONE_ID) return 0;
+    x = d->proof[x].parent;
+    y = d->proof[y].parent;
   }
 }
 
+/* An edge x - y: x's tree is re-rooted at x, which then hangs under y. */
 static void proof_link(dp_domains *d, uint32_t x, uint32_t y, int rule, dp_expr *why) {
   if (proof_shorter(d, x, y)) {
     uint32_t t = x;
     x = y;
     y = t;
   }
-  uint32_t prev = y, cur = x;
-  uint8_t prule = (uint8_t)rule;
-  dp_expr *pwhy = why;
-  while (cur != DP_NONE_ID) {
-    dp_dnode *n = &d->nodes[cur];
-    uint32_t next = n->pparent;
-    uint8_t nr = n->erule;
-    dp_expr *nw = n->ewhy;
-    n->pparent = prev;
-    n->erule = prule;
-    n->ewhy = pwhy;
-    prev = cur;
-    prule = nr;
-    pwhy = nw;
-    cur = next;
+  dp_proof carry = {y, (uint8_t)rule, why};
+  for (uint32_t cur = x; cur != DP_NONE_ID;) {
+    dp_proof old = d->proof[cur];
+    d->proof[cur] = carry;
+    carry = (dp_proof){cur, old.rule, old.why};
+    cur = old.parent;
   }
 }
 
-int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, int optional,
-              dp_err **err) {
+/* ---- unification ---- */
+
+/* The general case: function domains, collapses, a join to compute; all
+   undone on failure. */
+static int unify_slow(dp_domains *d, uint32_t a, uint32_t b, uint32_t *fx, uint32_t *fy) {
   d->nwork = d->ntrail = d->nlinks = 0;
-  if (push2(d, &d->work, &d->nwork, &d->capwork, a, b) < 0) d->oom = 1;
-  uint32_t fx = DP_NONE_ID, fy = DP_NONE_ID;
+  if (push2(&d->work, &d->nwork, &d->capwork, a, b) < 0) d->oom = 1;
   while (d->nwork && !d->oom) {
     uint32_t y = d->work[--d->nwork], x = d->work[--d->nwork];
     uint32_t rx = find_nc(d, x), ry = find_nc(d, y);
     if (rx == ry) continue;
     dp_dnode *X = &d->nodes[rx], *Y = &d->nodes[ry];
     if (!X->isfn && !Y->isfn) {
-      uint32_t v = join_idx(d, X->vdev, Y->vdev);
+      uint32_t v = dp__dev_join(d->dev, X->vdev, Y->vdev);
       if (v == DP_NONE_ID) {
-        fx = x;
-        fy = y;
-        break;
+        *fx = x;
+        *fy = y;
+        return -1;
       }
-      link_roots(d, rx, ry, v);
+      link_roots(d, rx, ry, v, 1);
     } else if (X->isfn && Y->isfn) {
       uint32_t ax = d->kids[X->aux], ay = d->kids[Y->aux];
       if (ax != ay) {
-        fx = x;
-        fy = y;
-        break;
+        *fx = x;
+        *fy = y;
+        return -1;
       }
       uint32_t offx = X->aux, offy = Y->aux;
-      link_roots(d, rx, ry, 0);
+      link_roots(d, rx, ry, 0, 0);
       for (uint32_t i = 0; i <= ax; i++)
-        if (push2(d, &d->work, &d->nwork, &d->capwork, d->kids[offx + 1 + i],
-                  d->kids[offy + 1 + i]) < 0)
+        if (push2(&d->work, &d->nwork, &d->capwork, d->kids[offx + 1 + i], d->kids[offy + 1 + i]) < 0)
           d->oom = 1;
     } else {
       uint32_t h = X->isfn ? rx : ry, f = X->isfn ? y : x;
       uint32_t off = d->nodes[h].aux;
       for (uint32_t i = 0; i <= d->kids[off]; i++)
-        if (push2(d, &d->work, &d->nwork, &d->capwork, d->kids[off + 1 + i], f) < 0) d->oom = 1;
+        if (push2(&d->work, &d->nwork, &d->capwork, d->kids[off + 1 + i], f) < 0) d->oom = 1;
       continue;
     }
-    if (push2(d, &d->links, &d->nlinks, &d->caplinks, x, y) < 0) d->oom = 1;
+    if (d->proof && push2(&d->links, &d->nlinks, &d->caplinks, x, y) < 0) d->oom = 1;
   }
-  if (d->oom || fx != DP_NONE_ID) {
+  return d->oom ? -1 : 0;
+}
+
+int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err) {
+  uint32_t ra = dp__dom_find(d, a), rb = dp__dom_find(d, b);
+  if (ra == rb) return 0;
+  dp_dnode *A = &d->nodes[ra], *B = &d->nodes[rb];
+  /* the fast path: two first-order classes that agree (or one is free) */
+  if (!A->isfn && !B->isfn && (A->vdev == B->vdev || !A->vdev || !B->vdev)) {
+    uint32_t v = A->vdev ? A->vdev : B->vdev;
+    if (A->size < B->size) {
+      uint32_t t = ra;
+      ra = rb;
+      rb = t;
+    }
+    d->nodes[rb].parent = ra;
+    grow_size(&d->nodes[ra], &d->nodes[rb]);
+    d->nodes[ra].vdev = v;
+    d->nodes[ra].read |= d->nodes[rb].read;
+    if (d->proof) proof_link(d, a, b, rule, why);
+    return 0;
+  }
+  uint32_t fx = DP_NONE_ID, fy = DP_NONE_ID;
+  if (unify_slow(d, a, b, &fx, &fy) < 0) {
     undo(d);
     if (d->oom) {
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return -1;
     }
-    if (optional) return 1;
-    dp_err_set(err, dp__conflict_error(d, fx, fy, rule, why));
-    return -1;
+    d->failed.a = fx;
+    d->failed.b = fy;
+    d->failed.rule = rule;
+    d->failed.why = why;
+    return 1;
   }
   for (uint32_t i = 0; i < d->nlinks; i += 2) proof_link(d, d->links[i], d->links[i + 1], rule, why);
   return 0;
 }
 
-int dp__unify_collapsed(dp_domains *d, uint32_t first, uint32_t any, int rule, dp_expr *why,
-                        dp_err **err) {
-  return dp__unify(d, first, any, rule, why, 0, err);
-}
-
-/* The canonical default of device cur by device vdev (indices). The
-   answer depends on the two devices only, and defaulting asks the same few
-   pairs for every node: the last answers are kept (interning a device per
-   node was most of the defaulting phase). */
-static uint32_t default_index(dp_domains *d, uint32_t cur, uint32_t vdev) {
-  for (uint32_t k = 0; k < d->ndflt; k++)
-    if (d->dflt[k][0] == cur && d->dflt[k][1] == vdev) return d->dflt[k][2];
-  dp_vdev *v = dp_vdev_default(d->vdevs[cur], d->vdevs[vdev]);
-  if (!v) {
-    d->oom = 1;
-    return DP_NONE_ID;
-  }
-  uint32_t want = dp__canon_index(d, v, NULL);
-  if (want == DP_NONE_ID) want = dp__vdev_index(d, v);
-  dp_release(v);
-  if (d->oom) return DP_NONE_ID;
-  uint32_t k = d->ndflt < 8 ? d->ndflt++ : (cur + vdev) % 8;
-  d->dflt[k][0] = cur;
-  d->dflt[k][1] = vdev;
-  d->dflt[k][2] = want;
-  return want;
-}
+/* ---- defaults ---- */
 
 static int default_first(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
                          dp_err **err) {
   uint32_t r = dp__dom_find(d, x), cur = d->nodes[r].vdev;
   if (cur == vdev || vdev == 0) return 0;
-  uint32_t want = vdev;
-  if (cur) want = default_index(d, cur, vdev);
-  if (want == DP_NONE_ID) return -1;
+  uint32_t want = dp__dev_default(d->dev, cur, vdev);
+  if (d->dev->oom) {
+    d->oom = 1;
+    return -1;
+  }
   if (want == cur) return 0;
   if (d->nodes[r].read) d->repass = 1;
   uint32_t c = dp__dom_first(d, want, rule, why);
-  return dp__unify(d, r, c, rule, why, 0, err) < 0 ? -1 : 0;
+  return dp__unify(d, r, c, rule, why, err);
 }
 
 /* A work stack that starts in the caller's frame (most domains are first
@@ -437,10 +439,14 @@ static int stack_room(uint32_t **stack, uint32_t *cap, uint32_t *small, uint32_t
 
 int dp__set_default(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
                     dp_err **err) {
+  uint32_t r0 = dp__dom_find(d, x);
+  if (!d->nodes[r0].isfn) {
+    /* most defaults find the class decided already */
+    uint32_t cur = d->nodes[r0].vdev;
+    return cur == vdev || vdev == 0 ? 0 : default_first(d, r0, vdev, rule, why, err);
+  }
   uint32_t small[16], *stack = small, n = 0, cap = 16;
   int rc = 0;
-  uint32_t r0 = dp__dom_find(d, x);
-  if (!d->nodes[r0].isfn) return default_first(d, r0, vdev, rule, why, err);
   stack[n++] = x;
   while (n && rc == 0) {
     uint32_t r = dp__dom_find(d, stack[--n]);
@@ -466,11 +472,11 @@ int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev,
   uint32_t r = dp__dom_find(d, x);
   if (!d->nodes[r].isfn) return dp__set_default(d, r, vdev, rule, why, err);
   uint32_t ar = dp__dom_arity(d, r);
-  if (dp__set_default(d, dp__dom_kid(d, r, ar), vdev, rule, why, err) < 0) return -1;
+  int rc = dp__set_default(d, dp__dom_kid(d, r, ar), vdev, rule, why, err);
   uint32_t rv = dp__dom_source(d, r);
-  for (uint32_t i = 0; i < ar; i++)
-    if (dp__set_default(d, dp__dom_kid(d, r, i), rv, R_DEF_PARAM, why, err) < 0) return -1;
-  return 0;
+  for (uint32_t i = 0; i < ar && rc == 0; i++)
+    rc = dp__set_default(d, dp__dom_kid(d, r, i), rv, R_DEF_PARAM, why, err);
+  return rc;
 }
 
 uint32_t dp__dom_source(dp_domains *d, uint32_t x) {
@@ -480,31 +486,50 @@ uint32_t dp__dom_source(dp_domains *d, uint32_t x) {
 }
 
 int dp__dom_fully_constrained(dp_domains *d, uint32_t x) {
-  uint32_t *stack = NULL, n = 0, cap = 0;
+  uint32_t small[16], *stack = small, n = 0, cap = 16;
   int ok = 1;
-  if (dp_grow((void **)&stack, &cap, 1, sizeof *stack) < 0) return 0;
   stack[n++] = x;
   while (n && ok) {
     uint32_t r = dp__dom_find(d, stack[--n]);
     if (!d->nodes[r].isfn) {
-      ok = dp_vdev_is_fully_constrained(d->vdevs[d->nodes[r].vdev]);
+      ok = dp_vdev_is_fully_constrained(d->dev->v[d->nodes[r].vdev]);
       continue;
     }
     uint32_t off = d->nodes[r].aux, ar = d->kids[off];
-    if (dp_grow((void **)&stack, &cap, n + ar + 1, sizeof *stack) < 0) {
+    if (stack_room(&stack, &cap, small, n + ar + 1) < 0) {
       ok = 0;
       break;
     }
     for (uint32_t i = 0; i <= ar; i++) stack[n++] = d->kids[off + 1 + i];
   }
-  free(stack);
+  if (stack != small) free(stack);
   return ok;
 }
 
-uint32_t dp__callee_dom(dp_domains *d, dp_call *c) {
-  dp_expr *callee;
-  dp_expr *const *args;
-  dp__any_call(&d->ops, c, &callee, &args);
-  if (callee->h.kind == DP_OP || callee->h.kind == DP_CTOR) return DP_NONE_ID;
-  return dp__dom_of(d, callee);
+uint32_t dp__callee_dom(dp_domains *d, uint32_t id) {
+  const dp_index *ix = d->ix;
+  /* call_lowered(@f, (args)): @f is child 1 */
+  uint32_t i = ix->what[id] == W_LOWERED ? 1 : 0;
+  if (!i && ix->what[id] != W_FN_CALL) return DP_NONE_ID;
+  int k = dp__child(ix->x[id], i)->h.kind;
+  return k == DP_OP || k == DP_CTOR ? DP_NONE_ID : dp__kdom(d, id, i);
+}
+
+void dp__domains_log(dp_domains *d, int op, int rule, dp_expr *a, dp_expr *b, uint32_t vdev) {
+  if (!d->analysed) return;
+  if (dp_grow((void **)&d->log, &d->caplog, d->nlog + 1, sizeof *d->log) < 0) {
+    d->oom = 1;
+    return;
+  }
+  d->log[d->nlog++] = (dp_op_log){(uint8_t)op, rule, a, b, vdev};
+}
+
+const dp_cons *dp__dom_cons(const dp_domains *d, uint32_t x) {
+  uint32_t lo = 0, hi = d->ncons;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (d->cons[mid].dom < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < d->ncons && d->cons[lo].dom == x ? &d->cons[lo] : NULL;
 }

@@ -7,6 +7,12 @@
  * carry the reason of each unification, so the path from an expression's
  * domain to the nearest constraint of its class is the chain of steps that
  * carried the device there.
+ *
+ * Requires: domains. Domains keep no proofs after analysis; they get
+ * them here, when a conflict or an explanation asks: new domains over the
+ * same index replay analysis and the log of what followed it, with proofs
+ * on, and answer. The domains never call in here: the phases ask for the
+ * error of a conflict the domains return.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,32 +82,6 @@ const char *dp__rule_text(int rule) {
   return rule >= 0 && rule < R__COUNT && rule_texts[rule] ? rule_texts[rule] : "unknown";
 }
 
-char *dp__describe(dp_ctx *ctx, const dp_expr *e) {
-  char what[200], buf[320];
-  if (!e) return dp_strdup("(no expression)");
-  switch (e->h.kind) {
-  case DP_VAR: snprintf(what, sizeof what, "%%%s", ((const dp_var *)e)->name); break;
-  case DP_GLOBAL: snprintf(what, sizeof what, "@%s", ((const dp_global *)e)->name); break;
-  case DP_CALL: {
-    const dp_expr *fn = ((const dp_call *)e)->fn;
-    if (fn->h.kind == DP_OP) snprintf(what, sizeof what, "%s", ((const dp_op *)fn)->name);
-    else if (fn->h.kind == DP_GLOBAL) snprintf(what, sizeof what, "call of @%s", ((const dp_global *)fn)->name);
-    else if (fn->h.kind == DP_VAR) snprintf(what, sizeof what, "call of %%%s", ((const dp_var *)fn)->name);
-    else snprintf(what, sizeof what, "call");
-    break;
-  }
-  case DP_FUNC: snprintf(what, sizeof what, "fn"); break;
-  default: snprintf(what, sizeof what, "%s", dp_exprkind_name(e->h.kind)); break;
-  }
-  if (e->span.line)
-    snprintf(buf, sizeof buf, "%s at %s%s%u:%u", what,
-             e->span.source ? dp_ctx_source_name(ctx, e->span.source) : "",
-             e->span.source ? ":" : "", e->span.line, e->span.col);
-  else
-    snprintf(buf, sizeof buf, "%s", what);
-  return dp_strdup(buf);
-}
-
 /* Length of the rule text to print before the description w: without its
    last word when w starts with that word ("the source of device_copy" +
    "device_copy at 3:5" reads "the source of device_copy at 3:5"). */
@@ -138,7 +118,7 @@ static uint32_t nearest_constraint(dp_domains *d, uint32_t x, uint32_t avoid, ui
   if (!from || !queue || !head || !next) goto done;
   for (uint32_t i = 0; i < n; i++) head[i] = from[i] = DP_NONE_ID;
   for (uint32_t i = 0; i < n; i++) { /* children lists of the proof tree, this class only */
-    uint32_t p = d->nodes[i].pparent;
+    uint32_t p = d->proof[i].parent;
     if (p != DP_NONE_ID && dp__dom_find(d, i) == root) {
       next[i] = head[p];
       head[p] = i;
@@ -154,9 +134,9 @@ static uint32_t nearest_constraint(dp_domains *d, uint32_t x, uint32_t avoid, ui
       /* explaining (no device to avoid): a real constraint beats a default
          that only filled in fields such as the virtual device id */
       int bad = avoid == DP_NONE_ID ? (nu->crule < R_DEF_RESULT || nu->crule > R_DEF_CALL)
-                                    : (avoid == 0 || d->cons[nu->aux].vdev == 0);
+                                    : (avoid == 0 || dp__dom_cons(d, u)->vdev == 0);
       if (!bad && avoid != DP_NONE_ID) {
-        dp_vdev *j = dp_vdev_join(d->vdevs[d->cons[nu->aux].vdev], d->vdevs[avoid]);
+        dp_vdev *j = dp_vdev_join(d->dev->v[dp__dom_cons(d, u)->vdev], d->dev->v[avoid]);
         bad = j == NULL;
         dp_release(j);
       }
@@ -166,7 +146,7 @@ static uint32_t nearest_constraint(dp_domains *d, uint32_t x, uint32_t avoid, ui
         break;
       }
     }
-    uint32_t nb[1] = {nu->pparent};
+    uint32_t nb[1] = {d->proof[u].parent};
     if (nb[0] != DP_NONE_ID && from[nb[0]] == DP_NONE_ID) {
       from[nb[0]] = u;
       queue[qt++] = nb[0];
@@ -197,11 +177,11 @@ done:
   return len;
 }
 
-/* The proof edge between neighbours u and v (one is the other's pparent). */
+/* The proof edge between neighbours u and v (one is the other's parent). */
 static void edge_of(dp_domains *d, uint32_t u, uint32_t v, int *rule, dp_expr **why) {
-  dp_dnode *n = d->nodes[u].pparent == v ? &d->nodes[u] : &d->nodes[v];
-  *rule = n->erule;
-  *why = n->ewhy;
+  dp_proof *n = d->proof[u].parent == v ? &d->proof[u] : &d->proof[v];
+  *rule = n->rule;
+  *why = n->why;
 }
 
 static void note_steps(dp_domains *d, dp_err *e, const uint32_t *path, uint32_t len, int reverse) {
@@ -218,19 +198,19 @@ static void note_steps(dp_domains *d, dp_err *e, const uint32_t *path, uint32_t 
 
 static char *constraint_text(dp_domains *d, uint32_t c, dp_span *span) {
   dp_dnode *n = &d->nodes[c];
-  dp_expr *cwhy = n->crule ? d->cons[n->aux].why : NULL;
+  dp_expr *cwhy = n->crule ? dp__dom_cons(d, c)->why : NULL;
   *span = cwhy ? cwhy->span : DP_NOSPAN;
   return reason(d, n->crule, cwhy);
 }
 
-dp_err *dp__conflict_error(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why) {
+static dp_err *conflict_with_proofs(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why) {
   uint32_t va = d->nodes[dp__dom_result(d, a)].vdev, vb = d->nodes[dp__dom_result(d, b)].vdev;
   uint32_t *pa = NULL, *pb = NULL;
   uint32_t la = nearest_constraint(d, a, vb, &pa), lb = nearest_constraint(d, b, va, &pb);
   dp_span sa = DP_NOSPAN, sb = DP_NOSPAN;
   char *ca = la ? constraint_text(d, pa[la - 1], &sa) : dp_strdup("an earlier unification");
   char *cb = lb ? constraint_text(d, pb[lb - 1], &sb) : dp_strdup("an earlier unification");
-  char *da = dp__vdev_short(d->vdevs[va]), *db = dp__vdev_short(d->vdevs[vb]);
+  char *da = dp__vdev_short(d->dev->v[va]), *db = dp__vdev_short(d->dev->v[vb]);
   char *at = reason(d, rule, why);
   dp_err *e = dp_err_at(d->ctx, DP_ERR_CONFLICT, why ? why->span : DP_NOSPAN,
                         "conflicting virtual devices at %s: it must be on %s because of %s; "
@@ -249,21 +229,44 @@ dp_err *dp__conflict_error(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_e
   return e;
 }
 
-dp_explain *dp_domains_explain(dp_domains *d, dp_expr *e, dp_err **err) {
-  dp_ondev p;
-  if (!dp_domains_has(d, e) && dp__on_device_props(&d->ops, e, &p)) e = p.body;
-  if (!dp_domains_has(d, e)) {
-    char *w = dp__describe(d->ctx, e);
-    dp_err_set(err, dp_err_at(d->ctx, DP_ERR_VALUE, e->span, "%s is not part of the planned module", w));
-    free(w);
-    return NULL;
-  }
+/* ---- proofs on demand ---- */
+
+/* Replays on s (fresh, proofs on) what made d: analysis, then the first n
+   entries of d's log. 0, or -1 + the first error met. */
+static int replay(dp_domains *s, const dp_domains *d, uint32_t n, dp_err **err) {
+  if (dp__analyze_again(s, err) < 0) return -1;
+  for (uint32_t i = 0; i < n; i++)
+    if (dp__domains_apply(s, &d->log[i], err) < 0) return -1;
+  return 0;
+}
+
+/* Without proofs, the conflict is met again on a replay that keeps them:
+   analysis is deterministic, and d's log ends with what failed. */
+dp_err *dp__conflict_error(dp_domains *d) {
+  uint32_t a = d->failed.a, b = d->failed.b;
+  int rule = d->failed.rule;
+  dp_expr *why = d->failed.why;
+  if (d->proof) return conflict_with_proofs(d, a, b, rule, why);
+  dp_err *e = NULL;
+  dp_domains *s = dp__domains_shadow(d, &e);
+  int rc = s ? replay(s, d, d->nlog, &e) : -1;
+  dp_release(s);
+  if (rc < 0 && e && e->code == DP_ERR_CONFLICT) return e;
+  dp_err_free(e);
+  char *at = dp__describe(d->ctx, why);
+  e = dp_err_at(d->ctx, DP_ERR_CONFLICT, why ? why->span : DP_NOSPAN,
+                "conflicting virtual devices at %s", at ? at : "?");
+  free(at);
+  return e;
+}
+
+static dp_explain *explain_with_proofs(dp_domains *d, dp_expr *e, dp_err **err) {
   dp_explain *x = dp_calloc(1, sizeof *x);
   if (!x) goto oom;
   uint32_t n = dp__dom_of(d, e);
   while (d->nodes[dp__dom_find(d, n)].isfn) n = dp__dom_kid(d, n, dp__dom_arity(d, n));
   uint32_t r = dp__dom_find(d, n);
-  x->vdev = dp_retain(d->vdevs[d->nodes[r].vdev]);
+  x->vdev = dp_retain(d->dev->v[d->nodes[r].vdev]);
   uint32_t *path = NULL, len = nearest_constraint(d, n, DP_NONE_ID, &path);
   char *dev = dp__vdev_short(x->vdev), *w = dp__describe(d->ctx, e);
   char buf[1024];
@@ -273,7 +276,7 @@ dp_explain *dp_domains_explain(dp_domains *d, dp_expr *e, dp_err **err) {
   } else {
     dp_dnode *c = &d->nodes[path[len - 1]];
     x->rule = dp_strdup(rule_name(c->crule));
-    dp_expr *cwhy = c->crule ? d->cons[c->aux].why : NULL;
+    dp_expr *cwhy = c->crule ? dp__dom_cons(d, path[len - 1])->why : NULL;
     x->span = cwhy ? cwhy->span : DP_NOSPAN;
     char *ct = reason(d, c->crule, cwhy);
     snprintf(buf, sizeof buf, "%s is on %s because of %s%s", w, dev, ct ? ct : "?",
@@ -302,4 +305,24 @@ void dp_explain_free(dp_explain *x) {
   for (uint32_t i = 0; i < x->nsteps; i++) free(x->steps[i].msg);
   free(x->steps);
   free(x);
+}
+
+dp_explain *dp_domains_explain(dp_domains *d, dp_expr *e, dp_err **err) {
+  dp_ondev p;
+  if (!dp_domains_has(d, e) && dp__on_device_props(&d->ix->ops, e, &p)) e = p.body;
+  if (!dp_domains_has(d, e)) {
+    char *w = dp__describe(d->ctx, e);
+    dp_err_set(err, dp_err_at(d->ctx, DP_ERR_VALUE, e->span, "%s is not part of the planned module", w));
+    free(w);
+    return NULL;
+  }
+  if (d->proof) return explain_with_proofs(d, e, err);
+  dp_domains *s = dp__domains_shadow(d, err);
+  if (s && replay(s, d, d->nlog, err) < 0) {
+    dp_release(s);
+    s = NULL;
+  }
+  dp_explain *x = s ? explain_with_proofs(s, e, err) : NULL;
+  dp_release(s);
+  return x;
 }

@@ -14,18 +14,20 @@
  * So a value passed from a caller takes the caller's defaults, and the same
  * program gives the same plan whatever the order of its definitions.
  *
- * Requires: the flat index of every function (analysis), with its function
- * ranges and global references. Leaves: d->order (NULL for one function).
+ * Requires: the index (index.c): its function ranges and global
+ * references. Leaves: the order, an array of function indices.
  * Kahn's topological sort with a heap keyed by name rank: O((F + E) log F)
  * for F functions and E references.
  */
 #include <stdlib.h>
+#include <string.h>
 #include "planner.h"
 
 typedef struct octx {
-  dp_domains *d;
+  const dp_index *ix;
   uint32_t n;         /* functions */
-  dp_fnames names;    /* sorted by name: byname, rank */
+  uint32_t *byname;   /* function indices sorted by name */
+  uint32_t *rank;     /* function index -> position in byname */
   uint32_t *eoff;     /* callees of function i: callee[eoff[i] .. eoff[i + 1]) */
   uint32_t *callee;
   uint32_t *indeg;    /* callers not yet placed */
@@ -37,7 +39,7 @@ typedef struct octx {
    i -> g (self references left out). Two passes over the references:
    count, then fill. */
 static int edges(octx *o) {
-  const dp_flat *f = &o->d->flat;
+  const dp_index *f = o->ix;
   o->eoff = dp_calloc(o->n + 1, sizeof *o->eoff);
   o->callee = dp_malloc((f->ngref ? f->ngref : 1) * sizeof *o->callee);
   o->indeg = dp_calloc(o->n, sizeof *o->indeg);
@@ -47,8 +49,9 @@ static int edges(octx *o) {
     for (uint32_t r = 0; r < f->ngref; r++) {
       uint32_t id = f->gref[r];
       while (fn + 1 < f->nfn && id >= f->fnid[fn + 1]) fn++;
-      uint32_t g = dp__fnames_find(&o->names, ((const dp_global *)f->x[id])->name);
-      if (g == DP_NONE_ID || g == fn) continue;
+      /* (g: an index of m->funcs, < nfn) */
+      int g = dp_module_func_index(f->mod, ((const dp_global *)f->x[id])->name);
+      if (g < 0 || (uint32_t)g == fn) continue;
       if (pass == 0) {
         o->eoff[fn + 1]++;
         o->indeg[g]++;
@@ -93,46 +96,67 @@ static uint32_t heap_pop(octx *o) {
 static void sort(octx *o, uint32_t *out) {
   uint32_t nout = 0, next = 0;
   for (uint32_t r = 0; r < o->n; r++)
-    if (o->indeg[o->names.byname[r]] == 0) heap_push(o, r);
+    if (o->indeg[o->byname[r]] == 0) heap_push(o, r);
   while (nout < o->n) {
     if (!o->nheap) {
-      while (o->placed[o->names.byname[next]]) next++;
+      while (o->placed[o->byname[next]]) next++;
       heap_push(o, next);
     }
-    uint32_t fn = o->names.byname[heap_pop(o)];
+    uint32_t fn = o->byname[heap_pop(o)];
     if (o->placed[fn]) continue;
     o->placed[fn] = 1;
     out[nout++] = fn;
     for (uint32_t e = o->eoff[fn]; e < o->eoff[fn + 1]; e++) {
       uint32_t g = o->callee[e];
-      if (--o->indeg[g] == 0 && !o->placed[g]) heap_push(o, o->names.rank[g]);
+      if (--o->indeg[g] == 0 && !o->placed[g]) heap_push(o, o->rank[g]);
     }
   }
 }
 
-int dp__plan_order(dp_domains *d) {
-  const dp_module *m = d->mod;
-  if (m->nfuncs < 2 || d->order) return 0;
-  octx o = {.d = d, .n = m->nfuncs};
-  uint32_t *out = dp_malloc(o.n * sizeof *out);
+/* Function indices sorted by name, and each one's rank in that order. */
+typedef struct named { const char *name; uint32_t fn; } named;
+
+static int by_name(const void *a, const void *b) {
+  return strcmp(((const named *)a)->name, ((const named *)b)->name);
+}
+
+static int sort_names(octx *o) {
+  const dp_module *m = o->ix->mod;
+  named *v = dp_malloc(o->n * sizeof *v);
+  o->byname = dp_malloc(o->n * sizeof *o->byname);
+  o->rank = dp_malloc(o->n * sizeof *o->rank);
+  if (!v || !o->byname || !o->rank) {
+    free(v);
+    return -1;
+  }
+  for (uint32_t i = 0; i < o->n; i++) v[i] = (named){m->funcs[i].global->name, i};
+  qsort(v, o->n, sizeof *v, by_name);
+  for (uint32_t r = 0; r < o->n; r++) {
+    o->byname[r] = v[r].fn;
+    o->rank[v[r].fn] = r;
+  }
+  free(v);
+  return 0;
+}
+
+uint32_t *dp__plan_order(const dp_index *ix) {
+  octx o = {.ix = ix, .n = ix->nfn};
+  uint32_t *out = dp_malloc((o.n ? o.n : 1) * sizeof *out);
   o.placed = dp_calloc(o.n, 1);
   /* a function is pushed once: when it is ready, or to break a cycle */
-  o.heap = dp_malloc(o.n * sizeof *o.heap);
-  int rc = -1;
-  if (!out || !o.placed || !o.heap || dp__fnames_init(&o.names, m) < 0) goto done;
-  if (edges(&o) < 0) goto done;
-  sort(&o, out);
-  d->order = out;
-  out = NULL;
-  rc = 0;
-done:
-  free(out);
-  dp__fnames_free(&o.names);
+  o.heap = dp_malloc((o.n ? o.n : 1) * sizeof *o.heap);
+  if (!out || !o.placed || !o.heap || sort_names(&o) < 0 || edges(&o) < 0) {
+    free(out);
+    out = NULL;
+  } else {
+    sort(&o, out);
+  }
+  free(o.byname);
+  free(o.rank);
   free(o.eoff);
   free(o.callee);
   free(o.indeg);
   free(o.placed);
   free(o.heap);
-  if (rc < 0) d->oom = 1;
-  return rc;
+  return out;
 }

@@ -1,45 +1,47 @@
 /*
- * PlanDevices: the phases in order (plan.h). Each phase makes a new module
- * (or the domains) and drops the previous one, so an error in any phase
- * leaves nothing behind.
+ * PlanDevices: the phases in order (plan.h, planner.md).
  *
- * Phase 0 mostly makes let values and function bodies that are on_device
- * calls fixed, which rebuilds the whole spine above each of them (a let
- * chain: every let). So the pass first runs without it, analysis treating
- * those calls as fixed (dp__plan_analyze_fixed); where phase 0 would do
- * more, or anything fails (so that errors read exactly as phase 0's module
- * gives them), the phases run again in order.
+ * The module is numbered once (index.c); phases 0 and 0b hand the same
+ * index on when they change nothing (the usual case), and a new module's
+ * when they insert something. Analysis takes the index into the domains,
+ * which defaulting completes and capture writes back. Every phase drops
+ * what it was given on an error, so nothing is left behind.
  */
 #include "planner.h"
 
-static dp_module *from_domains(dp_domains *d, dp_err **err) {
+dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err) {
+  dp_index *ix = dp__index_new(m, cfg, err);   /* every node numbered, once */
+  if (ix) ix = dp__rewrite(ix, err);           /* phase 0: fixed annotations */
+  if (ix) ix = dp__conflicts(ix, err);         /* phase 0b: conflicting demands */
+  if (!ix) return NULL;
+  dp_domains *d = dp__analyze(ix, err);        /* phase 1: the domains */
+  if (!d) return NULL;
   dp_module *out = NULL;
-  if (dp_plan_default(d, err) == 0) out = dp_plan_capture(d, err);
+  if (dp_plan_default(d, err) == 0)            /* phase 2: defaults */
+    out = dp_plan_capture(d, err);             /* phase 3: the planned module */
   dp_release(d);
   return out;
 }
 
-/* Without phase 0's module; NULL (an error or not) when it is needed. */
-static dp_module *without_rewrite(dp_module *m, const dp_config *cfg, dp_err **err) {
-  struct dp_sizes sz;
-  dp_module *c = dp__plan_conflicts_sized(m, cfg, &sz, err);
-  if (!c) return NULL;
-  dp_domains *d = dp__plan_analyze_fixed(c, cfg, &sz, err);
-  dp_release(c);
-  return d ? from_domains(d, err) : NULL;
+/* The phases one by one (plan.h), each on a module of its own. */
+static dp_module *one(dp_module *m, const dp_config *cfg, dp_index *(*phase)(dp_index *, dp_err **),
+                      dp_err **err) {
+  dp_index *ix = dp__index_new(m, cfg, err);
+  if (ix) ix = phase(ix, err);
+  dp_module *out = ix ? dp_retain(ix->mod) : NULL;
+  dp__index_free(ix);
+  return out;
 }
 
-dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err) {
-  dp_err *e = NULL;
-  dp_module *fast = without_rewrite(m, cfg, &e);
-  if (fast) return fast;
-  dp_err_free(e);
-  dp_module *r = dp_plan_rewrite(m, cfg, err);
-  if (!r) return NULL;
-  dp_module *c = dp_plan_conflicts(r, cfg, err);
-  dp_release(r);
-  if (!c) return NULL;
-  dp_domains *d = dp_plan_analyze(c, cfg, err);
-  dp_release(c);
-  return d ? from_domains(d, err) : NULL;
+dp_module *dp_plan_rewrite(dp_module *m, const dp_config *cfg, dp_err **err) {
+  return one(m, cfg, dp__rewrite, err);
+}
+
+dp_module *dp_plan_conflicts(dp_module *m, const dp_config *cfg, dp_err **err) {
+  return one(m, cfg, dp__conflicts, err);
+}
+
+dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err) {
+  dp_index *ix = dp__index_new(m, cfg, err);
+  return ix ? dp__analyze(ix, err) : NULL;
 }

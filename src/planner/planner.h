@@ -1,7 +1,26 @@
 /*
- * Internals shared by the planner's files: the domains (union-find with a
- * proof forest for explanations), the expression-to-domain map, the special
- * operators, and helpers that read and build on_device / device_copy calls.
+ * The planner's internals. PlanDevices (plan.c) is five phases in order,
+ * one file each, over three pieces they share, one file each:
+ *
+ *   devices.c  the device table: the canonical virtual devices of a plan,
+ *              by index (0: unconstrained), with join and default
+ *   index.c    the node numbering: every node of every global function
+ *              numbered once, in one walk, with its children, the post
+ *              order, its on_device / device_copy attributes decoded, what
+ *              phase 0 must rewrite and phase 0b's demands
+ *   domains.c  the union-find of domains over those devices (the state
+ *              between analysis and capture, DP_OBJ_DOMAINS)
+ *
+ * and the rules of the special operators (rules.c), which analysis,
+ * phase 0b and the verifier read from one table. Each phase keeps its own
+ * state in its own file.
+ *
+ * Where devplan reads planner.md differently, on purpose (plan.h says
+ * why): phase 0's fixed let values and function bodies are read in place
+ * by analysis (dp__fixed_in_place); phase 0b asks each argument of a call
+ * of a function for its parameter's annotation instead of passing the
+ * call's own demand on (index.c, demand_of); an on_device of a function
+ * value is where its body is (analyze.c, call_on_device).
  */
 #ifndef DEVPLAN_PLANNER_H
 #define DEVPLAN_PLANNER_H
@@ -10,147 +29,198 @@
 
 #define DP_NONE_ID UINT32_MAX
 
-struct dp_sizes; /* conflicts.c */
+/* ================= rules.c: the special operators ================= */
 
-/* Why a domain got a device, or why two domains were unified. The text of
-   each rule is in domains.c (rule_text). */
+/* How a node is read by the phases (dp_index.what): decoded once, when it
+   is numbered. */
 enum {
-  R_NONE = 0,
-  /* constraints (a domain created with a device) */
-  R_ON_DEVICE, R_COPY_SRC, R_COPY_DST, R_PARAM_ANNOT, R_FUNC_ANNOT, R_HOST_ARG,
-  R_ALLOC_DEV, R_PRIMFN_ARG, R_PRIMFN_RESULT, R_DEF_RESULT, R_DEF_PARAM, R_DEF_LET,
-  R_DEF_CALL, R_USER_CONSTRAIN, R_USER_DEFAULT,
-  /* unification steps */
-  R_ARG, R_RESULT, R_CALLEE, R_LET_VAR, R_LET_BODY, R_FUNC_BODY, R_FUNC_PARAM, R_TUPLE,
-  R_PROJ, R_IF_COND, R_IF_BRANCH, R_MATCH_DATA, R_MATCH_PAT, R_MATCH_RHS, R_REF,
-  R_GLOBAL, R_FREE_ON_DEVICE, R_CTOR, R_USER_UNIFY, R_COLLAPSE,
-  R__COUNT
+  W_PLAIN = 0,        /* anything that is none of the below */
+  W_ON_DEVICE,        /* on_device(body): ann = device | cbody | cresult */
+  W_COPY,             /* device_copy(body): ann = index in dp_index.copies */
+  W_OP_CALL,          /* a call of an operator: ann = rule (R_OP_*) */
+  W_CTOR_CALL,        /* a call of a constructor */
+  W_FN_CALL,          /* a call of anything else (global, variable, function value) */
+  W_LOWERED,          /* call_lowered(@f, (args)): a call of @f */
+  W_PRIM_FUNC,        /* a function with Primitive=1 (not planned, not descended) */
 };
 
-/* One domain node (32 bytes: a million-call program has millions). A
-   class (union-find root) holds the class's device; a function domain
-   lists its parameter and result domains in `kids`; a constraint's own
-   device and reason are in `cons` (few nodes are constraints). */
-typedef struct dp_dnode {
-  uint32_t parent;   /* union-find parent (itself for a root) */
-  uint32_t size;     /* class size (roots) */
-  uint32_t vdev;     /* roots: index in d->vdevs (0: free) */
-  uint32_t aux;      /* function node: index in d->kids; constraint: index in d->cons */
-  uint32_t pparent;  /* proof forest parent, DP_NONE_ID at a proof root */
-  uint8_t isfn;      /* function domain */
-  uint8_t erule;     /* rule of the proof edge to pparent */
-  uint8_t crule;     /* constraint rule (0: not a constraint) */
-  uint8_t read;      /* roots: a default was taken from this class's device (dp__dom_source) */
-  dp_expr *ewhy;     /* expression behind the proof edge */
-} dp_dnode;
+/* The special operators of planner.md's table, and the ordinary ones. One
+   table says, for each, where its arguments live and where its result
+   lives; analysis states it as unifications, phase 0b reads which
+   arguments take the call's demand, the verifier checks it. */
+enum { OP_ORDINARY, OP_ALLOC_STORAGE, OP_ALLOC_TENSOR, OP_SHAPE_OF, OP_RESHAPE_TENSOR,
+       OP_INVOKE_TVM_OP, OP_CALL_LOWERED, OP__COUNT };
+enum { ARG_CALL, ARG_HOST, ARG_FREE };      /* an argument lives where the call runs, on the host, anywhere */
+enum { RES_CALL, RES_HOST, RES_ATTR };      /* the result: where the call runs, the host, its virtual_device */
+typedef struct dp_op_rule {
+  const char *name;
+  uint8_t first;      /* argument 0's rule */
+  uint8_t rest;       /* the other arguments' rule */
+  uint8_t result;
+} dp_op_rule;
+extern const dp_op_rule dp__op_rules[OP__COUNT];
+static inline int dp__arg_rule(const dp_op_rule *r, uint32_t i) { return i == 0 ? r->first : r->rest; }
 
-/* A constraint node's own device and the expression behind it. */
-typedef struct dp_cons {
-  uint32_t vdev;
-  dp_expr *why;
-} dp_cons;
+struct dp_attr_cache; /* rules.c */
+struct dp_plan_ops {
+  dp_op *on_device, *device_copy;
+  dp_op *special[OP__COUNT];  /* [OP_ORDINARY] unused; NULL when not registered */
+  struct dp_attr_cache *cache; /* attribute sets built, by device pair (dp__plan_ops_free) */
+};
 
-/* Open-addressing map from a pointer key to a domain id (+ flags). */
+int dp__plan_ops(dp_ctx *ctx, struct dp_plan_ops *ops, dp_err **err);
+void dp__plan_ops_free(struct dp_plan_ops *ops);
+/* The rule of an operator (OP_ORDINARY for every operator not special). */
+int dp__op_rule(const struct dp_plan_ops *ops, const dp_op *op);
+
+/* An on_device call's attributes, read by name (the index decodes each
+   call once; the verifier and phase 0 read them through this). */
+typedef struct dp_ondev {
+  dp_expr *body;
+  dp_vdev *vd;       /* borrowed; NULL when unconstrained */
+  int cbody, cresult;
+} dp_ondev;
+int dp__on_device_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_ondev *p);
+/* The body of an on_device call (its attributes unread), or NULL. */
+dp_expr *dp__on_device_body(const struct dp_plan_ops *ops, const dp_expr *e);
+int dp__device_copy_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_expr **body,
+                          dp_vdev **src, dp_vdev **dst);
+/* "Normal" on_device: constrains its body to a device, not its result. */
+int dp__is_normal_on_device(const struct dp_plan_ops *ops, const dp_expr *e, dp_ondev *p);
+/* Phase 0's rule for an on_device that is a let value or a function body:
+   it is fixed. Analysis reads that in place (rewriting it would rebuild
+   the whole spine above it), except where reading in place would not say
+   the same: a node with other references (phase 0's fixed one is for this
+   position only), an annotation of an operator or constructor (phase 0
+   drops it), of another on_device (phase 0 merges the two when they say
+   the same device), or of a function; phase 0 runs where there is such a
+   one (or another of its forms). */
+int dp__fixed_in_place(const struct dp_plan_ops *ops, const dp_expr *value);
+/* call_lowered(@f, (args)) (a call of @f): the callee and arguments as if
+   it were not lowered. Returns the argument count. */
+int dp__is_lowered(const struct dp_plan_ops *ops, const dp_call *c);
+uint32_t dp__any_call(const struct dp_plan_ops *ops, const dp_call *c, dp_expr **callee,
+                      dp_expr *const **args);
+int dp__is_primitive(const dp_func *f);
+
+/* The annotations the planner builds (typed like what they wrap). */
+dp_expr *dp__on_device_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
+                          int cresult, dp_span span, dp_err **err);
+/* Capture's annotation (TVM's MaybeOnDeviceFixed): a fixed on_device,
+   none around variables, globals, functions, operators, constructors. */
+dp_expr *dp__maybe_on_device_fixed(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd,
+                                   dp_err **err);
+/* Phase 0's fixed annotation of a let value or function body. */
+dp_expr *dp__on_device_fixed_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd,
+                                dp_span span, dp_err **err);
+dp_expr *dp__device_copy(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *src,
+                         dp_vdev *dst, dp_err **err);
+
+/* ================= devices.c: the device table ================= */
+
+typedef struct dp_devices {
+  dp_ctx *ctx;
+  dp_config *cfg;             /* retained */
+  dp_vdev **v;                /* retained; [0] the unconstrained device */
+  uint32_t n, cap;
+  uint32_t host, dflt;        /* the configuration's host and default devices */
+  /* the last few answers: a million nodes ask about a handful of devices */
+  dp_vdev *ckey[8]; uint32_t cval[8], nc;   /* annotation device -> canonical index */
+  uint32_t djoin[8][3], njoin;              /* (a, b) -> join */
+  uint32_t ddflt[8][3], ndflt;              /* (cur, by) -> default */
+  int oom;
+} dp_devices;
+
+int dp__devices_init(dp_devices *t, dp_ctx *ctx, const dp_config *cfg, dp_err **err);
+void dp__devices_free(dp_devices *t);
+uint32_t dp__dev_index(dp_devices *t, dp_vdev *v);  /* interned as is; 0 for NULL */
+/* The canonical device of an annotation through the configuration;
+   DP_NONE_ID + error when the configuration has none. */
+uint32_t dp__dev_canon(dp_devices *t, dp_vdev *v, dp_err **err);
+/* Join (DP_NONE_ID when a constrained field disagrees) and TVM's Default. */
+uint32_t dp__dev_join(dp_devices *t, uint32_t a, uint32_t b);
+uint32_t dp__dev_default(dp_devices *t, uint32_t cur, uint32_t by);
+static inline dp_vdev *dp__dev(const dp_devices *t, uint32_t i) { return t->v[i]; }
+
+/* ================= pmap.c: pointer -> id ================= */
+
 typedef struct dp_pmap {
-  struct dp_pslot { uintptr_t key; uint32_t val; uint32_t flags; } *slots;
+  struct dp_pslot { uintptr_t key; uint32_t val; uint32_t aux; } *slots;
   uint32_t cap, n;
 } dp_pmap;
+struct dp_pslot *dp__pmap_get(const dp_pmap *m, uintptr_t key);
+/* put of a key known to be absent */
+int dp__pmap_add(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t aux);
+int dp__pmap_put(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t aux);
+void dp__pmap_free(dp_pmap *m);
 
-/* PM_ID: in d->map, val is the node's (latest) flat id, its domain
-   flat.dom[val]; without it val is the domain itself. */
-enum { PM_VISITED = 1, PM_PARAM = 2, PM_LOWERED_ARGS = 4, PM_SHARED = 8, PM_ID = 16 };
-/* flat.flag only, set by analysis so that defaulting reads the flags
-   instead of every node of the module again: a free on_device call (body
-   and result unconstrained); a node with a defaulting rule (a call, a let,
-   a function that is not primitive). */
-enum { FL_FREE_ONDEV = 32, FL_DEFAULTS = 64, FL_FIX = 128 };
+/* ================= index.c: the node numbering ================= */
 
-/* Attribute sets the planner builds, made once per device pair and reused:
-   capture annotates most nodes of a module with a handful of distinct
-   on_device / device_copy attribute sets. */
-#define DP_ATTR_CACHE 16
-struct dp_attr_cache {
-  struct { dp_vdev *a, *b; int kind; dp_attrs *attrs; } e[DP_ATTR_CACHE];
-  uint32_t n;
-  /* the last on_device attribute set read (retained, so its address is
-     not reused) and what it says: reading it costs three lookups by name,
-     and every phase reads the same few sets again and again */
-  dp_attrs *pattrs;
-  dp_vdev *pvd;
-  int pcbody, pcresult;
+enum { /* dp_index.flag */
+  F_SHARED = 1,        /* other references may reach it: found through the map */
+  F_PARAM = 2,         /* a function's parameter */
+  F_LOWERED_ARGS = 4,  /* call_lowered's argument tuple */
+  F_FIXED = 8,         /* an on_device phase 0 fixes (a let value, a function body) */
+  F_DUP = 16,          /* numbered in an earlier function too: the same domain (dups) */
 };
+enum { ON_CBODY = 1u << 30, ON_CRESULT = 1u << 31, ON_DEV = ON_CBODY - 1 };
 
-struct dp_plan_ops {
-  dp_op *on_device, *device_copy, *alloc_storage, *alloc_tensor, *shape_of,
-      *reshape_tensor, *invoke_tvm_op, *call_lowered;
-  struct dp_attr_cache *cache; /* owned by whoever called dp__plan_ops (dp__plan_ops_free) */
-};
+/* A device_copy's written ends (device indices, DP_NONE_ID: not canonical). */
+typedef struct dp_copy_ends { uint32_t src, dst; } dp_copy_ends;
+/* Phase 0b: at argument pos of call, a copy from src to dst. */
+typedef struct dp_mark { uint32_t call, pos, src, dst; } dp_mark;
 
-/* The flat index (flat.c), built by analysis: every node of every global
-   function gets a dense id in visit (pre) order, one id per distinct node
-   of a function, as dp_visit reaches it. Operators and constructors get
-   none (their id is DP_NONE_ID). Default and capture walk these arrays
-   instead of the IR, so a node's domain and children cost no pointer-map
-   lookup; only shared nodes (rc > 1) go through d->map, which maps them to
-   their flat id (PM_ID). */
-typedef struct dp_flat {
-  dp_expr **x;       /* id -> node (borrowed: the module holds it) */
-  uint32_t *dom;     /* id -> domain */
-  uint32_t *koff;    /* id -> first child id in kid; koff[n] = nkid */
-  uint32_t *kid;     /* children ids in dp_expr_child order (none for primitive bodies) */
-  uint32_t *post;    /* ids in post order */
-  uint8_t *flag;     /* PM_* flags */
-  uint32_t n, cap, nkid, capkid, npost;
-  /* per indexed function (definition order): its first id and its first
-     index in post; entry [nfn] closes the last range */
-  uint32_t *fnid, *fnpost;
-  uint32_t nfn, capfn;
-  uint32_t *gref;    /* ids of the global nodes, in id order (order.c's call graph) */
-  uint32_t ngref, capgref;
-} dp_flat;
-
-struct dp_domains {
-  dp_obj h;                 /* DP_OBJ_DOMAINS */
-  dp_module *mod;           /* retained */
-  dp_config *cfg;           /* retained */
-  dp_ctx *ctx;
+typedef struct dp_index {
+  dp_module *mod;          /* retained */
   struct dp_plan_ops ops;
-  dp_dnode *nodes;
-  uint32_t nnodes, capnodes;
-  dp_cons *cons;             /* constraints (dp_dnode.aux of a constraint) */
-  uint32_t ncons, capcons;
-  uint32_t *kids;           /* function domains: arity, params..., result */
-  uint32_t nkids, capkids;
-  dp_vdev **vdevs;          /* distinct devices seen (retained); [0] is the unconstrained one */
-  uint32_t nvdevs, capvdevs;
-  uint32_t host;            /* vdev index of the host device */
-  /* canonical index of the last few annotation devices (retained keys):
-     canonicalising through the configuration costs a lookup and an intern */
-  dp_vdev *canon_key[8];
-  uint32_t canon_val[8], ncanon;
-  uint32_t dflt[8][3], ndflt;  /* last defaults: (device, default) -> result (domains.c) */
-  dp_pmap map;              /* expr (and global name ids) -> domain; complete once map_full */
-  dp_flat flat;             /* analysis' index of the module (flat.c) */
-  int map_full;             /* every flat node is in map (dp__domains_full_map) */
-  uint32_t *order;          /* the global functions (indices) in the order defaulting
-                               visits them (order.c); NULL: definition order */
-  int xshared;              /* a node is indexed in two functions (it has two flat ids) */
-  /* dp_plan_devices without phase 0's module: analysis treats the
-     on_device calls phase 0 would fix (let values, function bodies) as
-     fixed (FL_FIX); needs_rewrite: the module needs a rewrite this cannot
-     stand in for (phase 0 must run) */
-  int fixmode, needs_rewrite;
-  /* scratch for unify */
-  uint32_t *work; uint32_t nwork, capwork;
-  uint32_t *trail; uint32_t ntrail, captrail;
-  uint32_t *links; uint32_t nlinks, caplinks;
-  int oom;                  /* an allocation failed: the phase reports it */
-  int repass;               /* defaulting refined a device a default was taken from */
-};
+  dp_devices dev;
+  uint32_t n, cap;         /* ids */
+  dp_expr **x;             /* id -> node (borrowed: the module holds it) */
+  uint32_t *koff;          /* id -> first child in kid; koff[n] closes */
+  uint32_t *kid;           /* children's ids in dp_expr_child order (DP_NONE_ID: operators,
+                              constructors, and the bodies of primitive functions: none) */
+  uint32_t nkid, capkid;
+  uint32_t *post;          /* ids in post order */
+  uint32_t npost;
+  uint8_t *what;           /* W_* */
+  uint8_t *flag;           /* F_* */
+  uint32_t *ann;           /* W_ON_DEVICE: device | ON_CBODY | ON_CRESULT (device ON_DEV when
+                              the configuration has no canonical one); W_COPY: index in copies;
+                              W_OP_CALL: the operator's rule (OP_*) */
+  dp_copy_ends *copies; uint32_t ncopies, capcopies;
+  /* per global function, definition order: first id and first post index
+     (entry nfn closes) */
+  uint32_t *fnid, *fnpost, nfn;
+  uint32_t *gref; uint32_t ngref, capgref;   /* ids of global references (order.c) */
+  uint32_t *dups; uint32_t ndups, capdups;   /* (id, earlier id) pairs of F_DUP nodes */
+  dp_pmap map;             /* shared node -> latest id (aux: phase 0b's demand + 1) */
+  int full;                /* map holds every node (dp__index_id) */
+  int dropped;             /* map freed after analysis (dp__index_drop_map) */
+  uint32_t nrewrite;       /* nodes phase 0 rewrites */
+  dp_mark *marks; uint32_t nmarks, capmarks; /* phase 0b's copies */
+  uint32_t nann;           /* annotations (constraint domains analysis makes) */
+} dp_index;
+
+/* Number every global function of m (one walk each); NULL + error. */
+dp_index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err);
+void dp__index_free(dp_index *ix);
+/* e's id (its latest, for a node numbered twice), or DP_NONE_ID. */
+uint32_t dp__index_id(dp_index *ix, const dp_expr *e);
+/* After analysis the phases find nodes by id alone: the map is freed (a
+   million shared nodes hold tens of megabytes), and made again, with every
+   node, when something asks by expression (dp__index_map: 0 or -1). */
+void dp__index_drop_map(dp_index *ix);
+int dp__index_map(dp_index *ix);
+/* Child i of id: its id (DP_NONE_ID: not numbered). */
+static inline uint32_t dp__kid(const dp_index *ix, uint32_t id, uint32_t i) {
+  uint32_t o = ix->koff[id] + i;
+  return o < ix->koff[id + 1] ? ix->kid[o] : DP_NONE_ID;
+}
+/* The device of a W_ON_DEVICE node's ann (ON_DEV: not canonical). */
+static inline uint32_t dp__ann_dev(uint32_t ann) { return ann & ON_DEV; }
 
 /* dp_expr_child / dp_expr_nchildren inline for the kinds a large program
-   is made of (calls, lets): the planner asks for children of every node in
-   every phase, and the out-of-line calls were a measurable part of it. */
+   is made of (calls, lets): every phase asks for them. */
 static inline dp_expr *dp__child(const dp_expr *e, uint32_t i) {
   if (e->h.kind == DP_CALL) {
     const dp_call *c = (const dp_call *)e;
@@ -169,154 +239,146 @@ static inline uint32_t dp__nchildren(const dp_expr *e) {
   return dp_expr_nchildren(e);
 }
 
-/* --- pmap.c --- */
-int dp__pmap_put(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t flags);
-/* put of a key known to be absent (one probe sequence instead of two) */
-int dp__pmap_add(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t flags);
-struct dp_pslot *dp__pmap_get(const dp_pmap *m, uintptr_t key);
-/* Room for n keys in an empty map (a hint: nothing on failure). */
-void dp__pmap_reserve(dp_pmap *m, uint32_t n);
-void dp__pmap_free(dp_pmap *m);
+/* ================= domains.c: the union-find ================= */
 
-/* --- ops.c: special operators and on_device / device_copy helpers --- */
-int dp__plan_ops(dp_ctx *ctx, struct dp_plan_ops *ops, dp_err **err);
-void dp__plan_ops_free(struct dp_plan_ops *ops);
-typedef struct dp_ondev {
-  dp_expr *body;
-  dp_vdev *vd;       /* borrowed, may be fully unconstrained */
-  int cbody, cresult;
-} dp_ondev;
-int dp__on_device_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_ondev *p);
-int dp__device_copy_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_expr **body,
-                          dp_vdev **src, dp_vdev **dst);
-/* The callee and arguments of a call as if it were not lowered:
-   call_lowered(@f, (a, b)) is @f(a, b). Returns the argument count. */
-uint32_t dp__any_call(const struct dp_plan_ops *ops, const dp_call *c, dp_expr **callee,
-                      dp_expr *const **args);
-/* on_device(body, ...) at body's span (dp__on_device) or at span. */
-dp_expr *dp__on_device(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
-                       int cresult, dp_err **err);
-dp_expr *dp__on_device_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
-                          int cresult, dp_span span, dp_err **err);
-/* Capture's annotation (TVM's MaybeOnDeviceFixed): a fixed on_device,
-   none around variables, globals, functions, operators, constructors. */
-dp_expr *dp__maybe_on_device_fixed(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd,
-                                   dp_err **err);
-/* Phase 0's annotation of a let value or function body written
-   on_device(body, vd): fixed, whatever body is (a variable, global or
-   function included: the constraint must not be lost), at the span of the
-   annotation the user wrote; none around operators and constructors. */
-dp_expr *dp__on_device_fixed_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd,
-                                dp_span span, dp_err **err);
-dp_expr *dp__device_copy(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *src,
-                         dp_vdev *dst, dp_err **err);
-int dp__is_primitive(const dp_func *f);
-/* Short device text for messages ("cuda", "cpu scope \"a\""), malloc'd. */
-char *dp__vdev_short(const dp_vdev *v);
+/* Why a domain got a device, or why two domains were unified. The text of
+   each rule is in explain.c. */
+enum {
+  R_NONE = 0,
+  /* constraints (a domain created with a device) */
+  R_ON_DEVICE, R_COPY_SRC, R_COPY_DST, R_PARAM_ANNOT, R_FUNC_ANNOT, R_HOST_ARG,
+  R_ALLOC_DEV, R_PRIMFN_ARG, R_PRIMFN_RESULT, R_DEF_RESULT, R_DEF_PARAM, R_DEF_LET,
+  R_DEF_CALL, R_USER_CONSTRAIN, R_USER_DEFAULT,
+  /* unification steps */
+  R_ARG, R_RESULT, R_CALLEE, R_LET_VAR, R_LET_BODY, R_FUNC_BODY, R_FUNC_PARAM, R_TUPLE,
+  R_PROJ, R_IF_COND, R_IF_BRANCH, R_MATCH_DATA, R_MATCH_PAT, R_MATCH_RHS, R_REF,
+  R_GLOBAL, R_FREE_ON_DEVICE, R_CTOR, R_USER_UNIFY, R_COLLAPSE,
+  R__COUNT
+};
 
-/* --- domains.c --- */
+/* One domain (12 bytes: a million-call program has millions). A class
+   (union-find root) holds the class's device; a function domain lists its
+   parameter and result domains in kids; a constraint's own device and
+   reason are in cons (few domains are constraints). */
+typedef struct dp_dnode {
+  uint32_t parent;   /* union-find parent (itself for a root) */
+  union {
+    uint32_t vdev;   /* first order, roots: device index (0: free) */
+    uint32_t aux;    /* function domain: offset in kids */
+  };
+  uint32_t size : 24; /* roots: class size, union by size (saturates at DP_DSIZE_MAX) */
+  uint32_t isfn : 1;  /* function domain */
+  uint32_t read : 1;  /* roots: a default was taken from this class's device */
+  uint32_t crule : 6; /* constraint rule (0: not a constraint) */
+} dp_dnode;
+#define DP_DSIZE_MAX 0xFFFFFFu
+
+/* A constraint domain (dom) with its own device and the expression behind
+   it; made in domain order, so found by binary search (dp__dom_cons). */
+typedef struct dp_cons { uint32_t dom, vdev; dp_expr *why; } dp_cons;
+
+/* The proof forest (explanations, conflict messages): an undirected
+   spanning tree of every class whose edges say why two domains were
+   unified. Kept only by the domains explain.c builds to answer a question
+   (dp__domains_shadow), which replay analysis and what followed it. */
+typedef struct dp_proof { uint32_t parent; uint8_t rule; dp_expr *why; } dp_proof;
+
+/* What happened to the domains after analysis, in order: replayed to build
+   the proof forest when it was not kept. */
+typedef struct dp_op_log { uint8_t op; int rule; dp_expr *a, *b; uint32_t vdev; } dp_op_log;
+enum { LOG_DEFAULT, LOG_UNIFY, LOG_CONSTRAIN, LOG_SET_DEFAULT };
+
+struct dp_domains {
+  dp_obj h;                 /* DP_OBJ_DOMAINS */
+  dp_index *ix;             /* the analysed module's numbering (owned, or owner's) */
+  dp_domains *owner;        /* explain.c's replay: the domains whose index this borrows */
+  dp_devices *dev;          /* &ix->dev */
+  dp_ctx *ctx;
+  dp_dnode *nodes; uint32_t nnodes, capnodes;
+  dp_cons *cons; uint32_t ncons, capcons;
+  uint32_t *kids; uint32_t nkids, capkids;   /* function domains: arity, params..., result */
+  uint32_t *dom;            /* id -> domain */
+  dp_pmap extra;            /* domains of what the index does not number (primfns,
+                               pattern variables never used, operators of lookups) */
+  dp_proof *proof;          /* per domain, or NULL (proofs off) */
+  dp_op_log *log; uint32_t nlog, caplog;
+  int analysed;             /* analysis completed (the log starts) */
+  /* scratch for unify */
+  uint32_t *work; uint32_t nwork, capwork;
+  uint32_t *trail; uint32_t ntrail, captrail;
+  uint32_t *links; uint32_t nlinks, caplinks;
+  struct { uint32_t a, b; int rule; dp_expr *why; } failed; /* the last conflict (dp__unify) */
+  int oom;                  /* an allocation failed: the phase reports it */
+  int repass;               /* a class a default was taken from was refined (default.c) */
+};
+
 void dp__domains_free_fn(dp_obj *o, dp_worklist *wl);
-dp_domains *dp__domains_new(dp_module *m, const dp_config *cfg, dp_err **err);
-uint32_t dp__vdev_index(dp_domains *d, dp_vdev *v);   /* DP_NONE_ID on out of memory */
+/* New domains over ix (taking it), without proofs. */
+dp_domains *dp__domains_new(dp_index *ix, dp_err **err);
 uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy);
 uint32_t dp__dom_fn(dp_domains *d, uint32_t arity, const uint32_t *kids);
 uint32_t dp__dom_for_type(dp_domains *d, const dp_type *t, uint32_t vdev, int crule,
                           dp_expr *cwhy);
-uint32_t dp__dom_of(dp_domains *d, dp_expr *e);       /* made free on first use */
-uint32_t dp__dom_new(dp_domains *d, dp_expr *e);      /* a fresh domain for e's type, not in map */
+uint32_t dp__dom_new(dp_domains *d, const dp_expr *e); /* a fresh free domain for e's type */
+uint32_t dp__dom_of(dp_domains *d, dp_expr *e);        /* e's domain (a fresh one if none) */
 uint32_t dp__dom_find(dp_domains *d, uint32_t x);
-uint32_t dp__dom_result(dp_domains *d, uint32_t x);   /* root of the result domain */
-uint32_t dp__dom_arity(dp_domains *d, uint32_t x);    /* 0 for first-order */
+uint32_t dp__dom_result(dp_domains *d, uint32_t x);    /* root of the result domain */
+uint32_t dp__dom_arity(dp_domains *d, uint32_t x);     /* 0 for first-order */
 uint32_t dp__dom_kid(dp_domains *d, uint32_t x, uint32_t i); /* i == arity: result */
-dp_vdev *dp__dom_vdev(dp_domains *d, uint32_t x);     /* result device, NULL free (borrowed) */
-/* Unify; rule/why say why. optional: a failure leaves everything as it
-   was and returns 1 without error. Returns 0, 1 (optional failure) or -1. */
-int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, int optional,
-              dp_err **err);
-/* Unify a first-order domain with a maybe-function one, collapsing it. */
-int dp__unify_collapsed(dp_domains *d, uint32_t first, uint32_t any, int rule, dp_expr *why,
-                        dp_err **err);
-/* Canonical device through the configuration, as a vdev index. */
-uint32_t dp__canon_index(dp_domains *d, dp_vdev *v, dp_err **err);
+uint32_t dp__dom_dev(dp_domains *d, uint32_t x);       /* result device index (0: free) */
+dp_vdev *dp__dom_vdev(dp_domains *d, uint32_t x);      /* result device, NULL free (borrowed) */
+/* Unify; rule/why say why. 0; 1 when the two cannot be one (a conflict:
+   everything is left as it was, d->failed says where, and the caller asks
+   explain.c for the error, or goes on); -1 + error (out of memory). */
+int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err);
+/* TVM's SetDefault and its function form; 0, 1 (a conflict) or -1, as dp__unify. */
 int dp__set_default(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
                     dp_err **err);
 int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev, int rule,
                                        dp_expr *why, dp_err **err);
-/* The device of x's result as the source of a default (a vdev index, 0:
-   free): marked, so that a later refinement of it asks for another pass. */
+/* The device of x's result as the source of a default: marked, so that a
+   later refinement of it asks for another pass (default.c). */
 uint32_t dp__dom_source(dp_domains *d, uint32_t x);
+/* The constraint of domain x (its crule is set). */
+const dp_cons *dp__dom_cons(const dp_domains *d, uint32_t x);
 int dp__dom_fully_constrained(dp_domains *d, uint32_t x);
-/* The domain of a call's callee; for operators and constructors the
-   callee is implicit (params = argument domains, result = call domain):
-   returns DP_NONE_ID then. */
-uint32_t dp__callee_dom(dp_domains *d, dp_call *c);
-
-/* --- flat.c --- */
-/* Index the function root (appends to d->flat); 0 or -1 (out of memory). */
-int dp__flat_add(dp_domains *d, dp_func *root);
-void dp__flat_free(dp_flat *f);
-/* Reserve room for the nodes, children and domains of sz (a hint). */
-void dp__reserve(dp_domains *d, const struct dp_sizes *sz);
-/* Child i of flat node id: its id (DP_NONE_ID for operators, constructors
-   and bodies that are not indexed). */
-static inline uint32_t dp__fkid(const dp_domains *d, uint32_t id, uint32_t i) {
-  uint32_t o = d->flat.koff[id] + i;
-  return o < d->flat.koff[id + 1] ? d->flat.kid[o] : DP_NONE_ID;
-}
-/* The domain of child i of flat node id (through d->map when not indexed). */
-uint32_t dp__fkdom_slow(dp_domains *d, uint32_t id, uint32_t i);
-static inline uint32_t dp__fkdom(dp_domains *d, uint32_t id, uint32_t i) {
-  uint32_t k = dp__fkid(d, id, i);
-  return k != DP_NONE_ID ? d->flat.dom[k] : dp__fkdom_slow(d, id, i);
+/* The domain of child i of id. */
+static inline uint32_t dp__kdom(dp_domains *d, uint32_t id, uint32_t i) {
+  uint32_t k = dp__kid(d->ix, id, i);
+  return k != DP_NONE_ID ? d->dom[k] : dp__dom_of(d, dp__child(d->ix->x[id], i));
 }
 /* The domain of a call's callee (DP_NONE_ID for operators and constructors). */
-uint32_t dp__fcallee_dom(dp_domains *d, uint32_t id);
-/* Put every indexed node into d->map (for lookups by expression). */
-int dp__domains_full_map(dp_domains *d);
+uint32_t dp__callee_dom(dp_domains *d, uint32_t id);
+/* A post-analysis change, logged before it is applied (explain.c replays
+   the log); dp__domains_apply applies one (0, or -1 + error). */
+void dp__domains_log(dp_domains *d, int op, int rule, dp_expr *a, dp_expr *b, uint32_t vdev);
+int dp__domains_apply(dp_domains *d, const dp_op_log *op, dp_err **err);
+/* New domains with proofs over d's index (for explain.c's replay). */
+dp_domains *dp__domains_shadow(dp_domains *d, dp_err **err);
 
-/* --- patvars.c --- */
-/* fn(ud, v) for each variable the pattern binds, until fn returns non-zero
-   (returned; -1 also on out of memory). */
-int dp__pattern_vars(dp_pattern *root, int (*fn)(void *ud, dp_var *v), void *ud);
+/* ================= the phases (plan.h has the public ones) ================= */
 
-/* --- fnames.c: the module's global functions by name --- */
-typedef struct dp_fnames {
-  const dp_module *m;
-  uint32_t n;
-  uint32_t *byname;  /* function indices sorted by name */
-  uint32_t *rank;    /* function index -> position in byname */
-} dp_fnames;
-int dp__fnames_init(dp_fnames *f, const dp_module *m);          /* 0 or -1 (out of memory) */
-uint32_t dp__fnames_find(const dp_fnames *f, const char *name); /* index, or DP_NONE_ID */
-void dp__fnames_free(dp_fnames *f);
+/* Phase 0 and 0b on an index: the index itself when nothing changes (the
+   module is not walked again), else the new module's. ix is consumed. */
+dp_index *dp__rewrite(dp_index *ix, dp_err **err);
+dp_index *dp__conflicts(dp_index *ix, dp_err **err);
+/* Phase 1: the domains of ix (consumed); dp__analyze_again runs it on
+   fresh domains (explain.c's replay). */
+dp_domains *dp__analyze(dp_index *ix, dp_err **err);
+int dp__analyze_again(dp_domains *d, dp_err **err);
+/* The global functions in the order defaulting visits them (order.c):
+   callers first, then by name. A new array of ix->nfn indices, or NULL. */
+uint32_t *dp__plan_order(const dp_index *ix);
 
-/* --- order.c --- */
-/* d->order from the flat index of all functions: callers before callees,
-   by name where the calls do not decide. 0 or -1 (out of memory). */
-int dp__plan_order(dp_domains *d);
-/* The k-th function to visit in that order (an index of d->mod->funcs). */
-static inline uint32_t dp__fn_at(const dp_domains *d, uint32_t k) {
-  return d->order ? d->order[k] : k;
-}
-
-/* --- conflicts.c --- */
-/* How big the module is, as phase 0b's walk saw it: analysis reserves its
-   arrays from it instead of growing them by doubling (each growth copies
-   everything so far, and holds both copies at once). */
-struct dp_sizes { uint32_t nodes, edges, shared, cons; };
-dp_module *dp__plan_conflicts_sized(dp_module *m, const dp_config *cfg, struct dp_sizes *sz,
-                                    dp_err **err);
-
-/* --- analyze.c --- */
-/* Analysis standing in for phase 0's let / function-body rule (fixmode):
-   NULL without error when phase 0 must run first. sz (or NULL): sizes to
-   reserve. */
-dp_domains *dp__plan_analyze_fixed(dp_module *m, const dp_config *cfg, const struct dp_sizes *sz,
-                                   dp_err **err);
-
-/* --- explain.c --- */
+/* ================= explain.c ================= */
 const char *dp__rule_text(int rule);
-char *dp__describe(dp_ctx *ctx, const dp_expr *e); /* "add at 3:5", malloc'd */
-dp_err *dp__conflict_error(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why);
+/* The error of the conflict d->failed records (after dp__unify returned 1). */
+dp_err *dp__conflict_error(dp_domains *d);
+
+/* ================= diagnostics text (describe.c) ================= */
+/* "add at 3:5", malloc'd. */
+char *dp__describe(dp_ctx *ctx, const dp_expr *e);
+/* Short device text for messages ("cuda", "cpu (memory scope \"a\")"), malloc'd. */
+char *dp__vdev_short(const dp_vdev *v);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * The planner's pointer map: expression (or other key) -> domain id and
- * flags. Open addressing with linear probing; never iterated, so the
+ * The planner's pointer map: node (or other key) -> an id and an
+ * auxiliary word. Open addressing with linear probing; never iterated, so the
  * output cannot depend on its order.
  */
 #include <stdlib.h>
@@ -32,18 +32,6 @@ static int grow(dp_pmap *m) {
   return 0;
 }
 
-void dp__pmap_reserve(dp_pmap *m, uint32_t n) {
-  if (m->n || (uint64_t)n * 3 >= (uint64_t)1 << 31) return;
-  uint32_t cap = 1024;
-  while ((n + 1) * 3 >= cap * 2) cap *= 2;
-  if (cap <= m->cap) return;
-  struct dp_pslot *s = dp_calloc(cap, sizeof *s);
-  if (!s) return;
-  free(m->slots);
-  m->slots = s;
-  m->cap = cap;
-}
-
 struct dp_pslot *dp__pmap_get(const dp_pmap *m, uintptr_t key) {
   if (!m->cap) return NULL;
   uint32_t j = hash_ptr(key) & (m->cap - 1);
@@ -54,24 +42,24 @@ struct dp_pslot *dp__pmap_get(const dp_pmap *m, uintptr_t key) {
   return NULL;
 }
 
-int dp__pmap_put(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t flags) {
+int dp__pmap_put(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t aux) {
   struct dp_pslot *s = dp__pmap_get(m, key);
   if (s) {
     s->val = val;
-    s->flags |= flags;
+    s->aux = aux;
     return 0;
   }
-  return dp__pmap_add(m, key, val, flags);
+  return dp__pmap_add(m, key, val, aux);
 }
 
-int dp__pmap_add(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t flags) {
+int dp__pmap_add(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t aux) {
   /* keep the load under 2/3 */
   if ((m->n + 1) * 3 >= m->cap * 2 && grow(m) < 0) return -1;
   uint32_t j = hash_ptr(key) & (m->cap - 1);
   while (m->slots[j].key) j = (j + 1) & (m->cap - 1);
   m->slots[j].key = key;
   m->slots[j].val = val;
-  m->slots[j].flags = flags;
+  m->slots[j].aux = aux;
   m->n++;
   return 0;
 }

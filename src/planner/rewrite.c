@@ -15,11 +15,21 @@
  *   wrapped in unconstrained on_device calls (a copy is allowed there, when
  *   the primfn's memory scopes do not match).
  *
+ * Where the only such forms are let values and function bodies analysis
+ * can read as fixed where they stand (dp__fixed_in_place: one reference,
+ * not of an operator, outside primitive functions, which analysis does not
+ * read), phase 0 leaves the module as it is: rewriting them would rebuild
+ * the whole spine above each, a let chain's every let, for the same
+ * constraints. When it rewrites, it rewrites them all.
+ *
+ * Requires: the index of the module (index.c), which counted the nodes
+ * phase 0 rewrites. Leaves: that index when there are none (the module is
+ * not walked at all), else the index of the rewritten module.
+ *
  * The walk rebuilds only the spine above a changed node: an unchanged node
- * is its own result (no allocation, no reference), and a module where
- * nothing changes is returned as it is. Only shared nodes with children are
- * memoized (variables never change here, and a node with one parent is
- * reached once), so a let chain costs no pointer-map lookup.
+ * is its own result (no allocation, no reference). Only shared nodes with
+ * children are memoized (variables never change here, and a node with one
+ * parent is reached once), so a let chain costs no pointer-map lookup.
  */
 #include <stdlib.h>
 #include "planner.h"
@@ -30,11 +40,11 @@ typedef struct rctx {
 } rctx;
 
 static int is_normal(const struct dp_plan_ops *ops, dp_expr *e, dp_ondev *p) {
-  return dp__on_device_props(ops, e, p) && p->cbody && !p->cresult && p->vd;
+  return dp__is_normal_on_device(ops, e, p);
 }
 
 static dp_expr *copy_ok(const struct dp_plan_ops *ops, dp_expr *e, dp_err **err) {
-  return dp__on_device(ops, e, NULL, 0, 0, err);
+  return dp__on_device_at(ops, e, NULL, 0, 0, e->span, err);
 }
 
 static dp_expr *lowered(rctx *r, dp_call *c, dp_err **err) {
@@ -101,8 +111,7 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *e, dp_err **err) {
   }
   case DP_CALL: {
     dp_call *c = (dp_call *)e;
-    if (ops->call_lowered && c->fn == (dp_expr *)ops->call_lowered && c->nargs == 2 &&
-        c->args[0]->h.kind == DP_GLOBAL && c->args[1]->h.kind == DP_TUPLE &&
+    if (dp__is_lowered(ops, c) && c->args[0]->h.kind == DP_GLOBAL &&
         dp_module_primfn(r->m, ((dp_global *)c->args[0])->name))
       return lowered(r, c, err);
     break;
@@ -232,11 +241,9 @@ static void walk_free(walk *w) {
   dp__pmap_free(&w->memo);
 }
 
-dp_module *dp_plan_rewrite(dp_module *m, const dp_config *cfg, dp_err **err) {
-  (void)cfg;
-  struct dp_plan_ops ops;
-  if (dp__plan_ops(m->ctx, &ops, err) < 0) return NULL;
-  rctx r = {&ops, m};
+/* The rewritten module (new reference; m itself when nothing changed). */
+static dp_module *rewrite_module(dp_module *m, const struct dp_plan_ops *ops, dp_err **err) {
+  rctx r = {ops, m};
   walk w = {0};
   w.r = &r;
   dp_module *out = NULL;
@@ -255,11 +262,18 @@ dp_module *dp_plan_rewrite(dp_module *m, const dp_config *cfg, dp_err **err) {
     if (rc < 0) goto fail;
   }
   walk_free(&w);
-  dp__plan_ops_free(&ops);
   return out ? out : dp_retain(m);
 fail:
   walk_free(&w);
-  dp__plan_ops_free(&ops);
   dp_release(out);
   return NULL;
+}
+
+dp_index *dp__rewrite(dp_index *ix, dp_err **err) {
+  if (!ix->nrewrite) return ix;
+  dp_module *out = rewrite_module(ix->mod, &ix->ops, err);
+  dp_index *next = out ? dp__index_new(out, ix->dev.cfg, err) : NULL;
+  dp_release(out);
+  dp__index_free(ix);
+  return next;
 }

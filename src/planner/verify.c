@@ -75,7 +75,6 @@ typedef struct vwalk {
   const dp_config *cfg;
   dp_ctx *ctx;
   struct dp_plan_ops ops;
-  dp_fnames names;
   frame *fr; uint32_t nfr, capfr;
   vrec *val; uint32_t nval, capval;      /* results of the children awaiting their parent */
   vrec *recs; uint32_t nrecs, caprecs;   /* shared nodes and bound variables */
@@ -258,8 +257,7 @@ static const dp_expr *strip(vwalk *w, const dp_expr *e) {
 /* call_lowered(@f, (args...)): the planner reads it as @f(args...). */
 static int is_lowered(vwalk *w, const dp_expr *e) {
   const dp_call *c = (const dp_call *)e;
-  return e->h.kind == DP_CALL && w->ops.call_lowered && c->fn == (dp_expr *)w->ops.call_lowered &&
-         c->nargs == 2 && c->args[0]->h.kind == DP_GLOBAL && c->args[1]->h.kind == DP_TUPLE;
+  return e->h.kind == DP_CALL && dp__is_lowered(&w->ops, c) && c->args[0]->h.kind == DP_GLOBAL;
 }
 
 static const dp_primfn *lowered_primfn(vwalk *w, const dp_call *c) {
@@ -328,9 +326,8 @@ static void reach(vwalk *w, dp_expr *e, dp_vdev *ctx, const dp_expr *in, int rol
     push_val(w, v);
     return;
   case DP_GLOBAL: {
-    uint32_t f = dp__fnames_find(&w->names, ((dp_global *)e)->name);
-    if (f != DP_NONE_ID) {
-      v.fn = w->m->funcs[f].fn;
+    v.fn = dp_module_func(w->m, ((dp_global *)e)->name);
+    if (v.fn) {
       v.dev = v.core = canon(w, v.fn->vdev, &v.fn->e);
     }
     push_val(w, v);
@@ -369,7 +366,7 @@ static int pattern_var(void *ud, dp_var *v) {
 static void bind_patterns(vwalk *w, const dp_match *m, dp_vdev *data) {
   patctx p = {w, data};
   for (uint32_t c = 0; c < m->n && !w->oom; c++)
-    if (dp__pattern_vars(m->clauses[c].pat, pattern_var, &p) < 0) w->oom = 1;
+    if (dp_pattern_vars(m->clauses[c].pat, pattern_var, &p) < 0) w->oom = 1;
 }
 
 /* Before child i of frame t: variables bound by what came before it. */
@@ -431,31 +428,25 @@ static void own_context(vwalk *w, dp_expr *e, dp_vdev *dev, dp_vdev *ctx, const 
   free(d);
 }
 
-/* Operator calls: planner.md's table, read from the other side. */
+/* Operator calls: planner.md's table (rules.c), read from the other side. */
 static dp_vdev *check_op(vwalk *w, frame *t, dp_call *c, const vrec *kids) {
-  const struct dp_plan_ops *o = &w->ops;
   dp_op *op = (dp_op *)c->fn;
+  const dp_op_rule *r = &dp__op_rules[dp__op_rule(&w->ops, op)];
   dp_vdev *host = canon(w, w->cfg->host_vdev, &c->e), *ctx = t->ctx;
-  const char *arg_fmt = "%s lives on %s, but %s on %s";
-  const char *host_fmt = "%s lives on %s, but %s it on the host, %s";
-  uint32_t from = 0, host_from = c->nargs;
-  dp_vdev *dev = ctx;
-  if (op == o->shape_of) {
-    from = c->nargs, dev = host;
-  } else if (op == o->alloc_storage) {
-    const dp_aval *v = dp_op_attr(op, c->attrs, "virtual_device");
-    from = c->nargs, host_from = 0;
-    if (v && v->kind == DP_AV_VDEV) dev = canon(w, v->u.vdev, &c->e);
-  } else if (op == o->alloc_tensor || op == o->reshape_tensor) {
-    host_from = 1;
-  } else if (op == o->invoke_tvm_op) {
-    from = 1;
+  for (uint32_t i = 0; i < c->nargs; i++) {
+    int rule = dp__arg_rule(r, i);
+    if (rule == ARG_CALL)
+      expect(w, &c->e, 1 + i, &kids[1 + i], ctx, "%s lives on %s, but %s on %s", (said){"%s runs", op->name});
+    else if (rule == ARG_HOST)
+      expect(w, &c->e, 1 + i, &kids[1 + i], host, "%s lives on %s, but %s it on the host, %s",
+             (said){"%s needs", op->name});
   }
-  for (uint32_t i = from; i < host_from && i < c->nargs; i++)
-    expect(w, &c->e, 1 + i, &kids[1 + i], ctx, arg_fmt, (said){"%s runs", op->name});
-  for (uint32_t i = host_from; i < c->nargs; i++)
-    expect(w, &c->e, 1 + i, &kids[1 + i], host, host_fmt, (said){"%s needs", op->name});
-  return dev;
+  if (r->result == RES_HOST) return host;
+  if (r->result == RES_ATTR) {
+    const dp_aval *v = dp_op_attr(op, c->attrs, "virtual_device");
+    return v && v->kind == DP_AV_VDEV ? canon(w, v->u.vdev, &c->e) : ctx;
+  }
+  return ctx;
 }
 
 static void check_lowered_args(vwalk *w, frame *t, const vrec *kids) {
@@ -655,6 +646,13 @@ static void input_child(vwalk *w, dp_expr *out, uint32_t k, const dp_expr *in, c
   }
   /* the same device failing the same annotation: said once */
   if (w->out->total != before && r->core == r->dev) return;
+  /* a projection of an on_device (phase 0: on_device(t).0 is on_device(t.0))
+     lives where that on_device says (input_node checks it); an annotation
+     around it constrains the result of that on_device, which a copy may
+     follow */
+  if (core->h.kind == DP_PROJ &&
+      dp__is_normal_on_device(&w->ops, ((const dp_proj *)core)->tuple, &p))
+    return;
   const dp_expr *inner = x;
   while (is_annotation(w, ((const dp_call *)inner)->args[0])) inner = ((const dp_call *)inner)->args[0];
   if (dp__on_device_props(&w->ops, inner, &p)) {
@@ -759,24 +757,18 @@ static void verify_fn(vwalk *w, const dp_defn *def, const dp_expr *in) {
 
 /* The input's functions, each with its planned one. */
 static void verify_module(vwalk *w, dp_module *input) {
-  dp_fnames in_names = {0};
-  if (input && dp__fnames_init(&in_names, input) < 0) {
-    w->oom = 1;
-    return;
-  }
   for (uint32_t i = 0; i < w->m->nfuncs && !w->oom; i++) {
     const char *name = w->m->funcs[i].global->name;
-    uint32_t j = input ? dp__fnames_find(&in_names, name) : DP_NONE_ID;
-    if (input && j == DP_NONE_ID)
+    dp_func *in = input ? dp_module_func(input, name) : NULL;
+    if (input && !in)
       violate(w, "input", &w->m->funcs[i].fn->e, NULL, NULL, "@%s is not a function of the input",
               name);
-    verify_fn(w, &w->m->funcs[i], j == DP_NONE_ID ? NULL : &input->funcs[j].fn->e);
+    verify_fn(w, &w->m->funcs[i], in ? &in->e : NULL);
   }
   for (uint32_t j = 0; input && j < input->nfuncs && !w->oom; j++)
-    if (dp__fnames_find(&w->names, input->funcs[j].global->name) == DP_NONE_ID)
+    if (!dp_module_func(w->m, input->funcs[j].global->name))
       violate(w, "input", NULL, NULL, NULL, "@%s of the input is not in the planned module",
               input->funcs[j].global->name);
-  dp__fnames_free(&in_names);
 }
 
 int dp_plan_verify(dp_module *planned, const dp_config *cfg, dp_module *input, uint32_t limit,
@@ -784,9 +776,7 @@ int dp_plan_verify(dp_module *planned, const dp_config *cfg, dp_module *input, u
   *out = (dp_violations){0};
   vwalk w = {.m = planned, .cfg = cfg, .ctx = planned->ctx, .out = out, .limit = limit};
   if (dp__plan_ops(planned->ctx, &w.ops, err) < 0) return -1;
-  if (dp__fnames_init(&w.names, planned) < 0) w.oom = 1;
-  else verify_module(&w, input);
-  dp__fnames_free(&w.names);
+  verify_module(&w, input);
   dp__plan_ops_free(&w.ops);
   for (uint32_t i = 0; i < w.ncv; i++) dp_release(w.cv[i]);
   free(w.cv);

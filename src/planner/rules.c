@@ -1,29 +1,47 @@
 /*
  * The planner's special operators (on_device, device_copy, the memory and
- * VM dialect, call_lowered): looking them up, reading their attributes and
- * building the annotations capture inserts. New nodes get the checked type
+ * VM dialect, call_lowered): their rules (one table for analysis, phase 0b
+ * and the verifier), reading their attributes and building the
+ * annotations phase 0 and capture insert. New nodes get the checked type
  * of what they wrap (on_device and device_copy are identities on types), so
  * the planned module stays typed and can be planned again.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "planner.h"
 
+/* planner.md's table. Ordinary operators are device polymorphic: one fresh
+   device per call site, shared by the arguments and the result. */
+const dp_op_rule dp__op_rules[OP__COUNT] = {
+  [OP_ORDINARY] = {NULL, ARG_CALL, ARG_CALL, RES_CALL},
+  [OP_ALLOC_STORAGE] = {"memory.alloc_storage", ARG_HOST, ARG_HOST, RES_ATTR},
+  [OP_ALLOC_TENSOR] = {"memory.alloc_tensor", ARG_CALL, ARG_HOST, RES_CALL},
+  [OP_SHAPE_OF] = {"vm.shape_of", ARG_FREE, ARG_FREE, RES_HOST},
+  [OP_RESHAPE_TENSOR] = {"vm.reshape_tensor", ARG_CALL, ARG_HOST, RES_CALL},
+  [OP_INVOKE_TVM_OP] = {"vm.invoke_tvm_op", ARG_FREE, ARG_CALL, RES_CALL},
+  /* (a call_lowered not of the form call_lowered(@f, (args)) is read as
+     an ordinary operator; phase 0b passes no demand through either) */
+  [OP_CALL_LOWERED] = {"call_lowered", ARG_CALL, ARG_CALL, RES_CALL},
+};
+
+/* The attribute sets the planner builds, one per device pair and kind:
+   capture annotates most nodes of a module with a handful of them. */
+#define DP_ATTR_CACHE 16
+struct dp_attr_cache {
+  struct { dp_vdev *a, *b; int kind; dp_attrs *attrs; } e[DP_ATTR_CACHE];
+  uint32_t n;
+};
+
 int dp__plan_ops(dp_ctx *ctx, struct dp_plan_ops *ops, dp_err **err) {
-  static const char *names[] = {"on_device", "device_copy", "memory.alloc_storage",
-                                "memory.alloc_tensor", "vm.shape_of", "vm.reshape_tensor",
-                                "vm.invoke_tvm_op", "call_lowered"};
-  dp_op **slots[] = {&ops->on_device, &ops->device_copy, &ops->alloc_storage,
-                     &ops->alloc_tensor, &ops->shape_of, &ops->reshape_tensor,
-                     &ops->invoke_tvm_op, &ops->call_lowered};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    *slots[i] = dp_op_get(ctx, names[i]);
-    if (!*slots[i] && i < 2) {
-      dp_err_set(err, dp_err_new(DP_ERR_NAME, DP_NOSPAN, "operator %s is not registered", names[i]));
-      return -1;
-    }
+  *ops = (struct dp_plan_ops){0};
+  ops->on_device = dp_op_get(ctx, "on_device");
+  ops->device_copy = dp_op_get(ctx, "device_copy");
+  if (!ops->on_device || !ops->device_copy) {
+    dp_err_set(err, dp_err_new(DP_ERR_NAME, DP_NOSPAN, "operator %s is not registered",
+                               ops->on_device ? "device_copy" : "on_device"));
+    return -1;
   }
+  for (int i = 1; i < OP__COUNT; i++) ops->special[i] = dp_op_get(ctx, dp__op_rules[i].name);
   ops->cache = dp_calloc(1, sizeof *ops->cache);
   if (!ops->cache) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
@@ -32,10 +50,15 @@ int dp__plan_ops(dp_ctx *ctx, struct dp_plan_ops *ops, dp_err **err) {
   return 0;
 }
 
+int dp__op_rule(const struct dp_plan_ops *ops, const dp_op *op) {
+  for (int i = 1; i < OP__COUNT; i++)
+    if (op == ops->special[i]) return i;
+  return OP_ORDINARY;
+}
+
 void dp__plan_ops_free(struct dp_plan_ops *ops) {
   if (!ops->cache) return;
   for (uint32_t i = 0; i < ops->cache->n; i++) dp_release(ops->cache->e[i].attrs);
-  dp_release(ops->cache->pattrs);
   free(ops->cache);
   ops->cache = NULL;
 }
@@ -71,10 +94,23 @@ static dp_vdev *attr_vdev(const dp_op *op, const dp_attrs *a, const char *key) {
   return v->u.vdev;
 }
 
-static int attr_bool(const dp_op *op, const dp_attrs *a, const char *key, int dflt) {
-  const dp_aval *v = dp_op_attr(op, a, key);
-  if (!v || (v->kind != DP_AV_BOOL && v->kind != DP_AV_INT)) return dflt;
-  return v->u.i != 0;
+dp_expr *dp__on_device_body(const struct dp_plan_ops *ops, const dp_expr *e) {
+  if (!is_call_of(e, ops->on_device) || ((const dp_call *)e)->nargs != 1) return NULL;
+  return ((const dp_call *)e)->args[0];
+}
+
+/* An attribute set the planner built says what it is without a lookup by
+   name: capture reads back the annotations it has just made. */
+static int built(const struct dp_plan_ops *ops, const dp_attrs *a, dp_ondev *p) {
+  const struct dp_attr_cache *c = ops->cache;
+  for (uint32_t i = 0; c && i < c->n; i++)
+    if (c->e[i].attrs == a && c->e[i].kind < 8) {
+      p->vd = c->e[i].a;
+      p->cbody = (c->e[i].kind - 1) >> 1 & 1;
+      p->cresult = (c->e[i].kind - 1) & 1;
+      return 1;
+    }
+  return 0;
 }
 
 int dp__on_device_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_ondev *p) {
@@ -82,25 +118,37 @@ int dp__on_device_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_onde
   const dp_call *c = (const dp_call *)e;
   if (c->nargs != 1) return 0;
   p->body = c->args[0];
-  struct dp_attr_cache *m = ops->cache;
-  if (m && c->attrs && m->pattrs == c->attrs) {
-    p->vd = m->pvd;
-    p->cbody = m->pcbody;
-    p->cresult = m->pcresult;
-    return 1;
+  if (built(ops, c->attrs, p)) return 1;
+  /* one pass over the set, not a lookup by name per field (on_device's
+     defaults, as registered: no device, body constrained, result not) */
+  p->vd = NULL;
+  p->cbody = 1;
+  p->cresult = 0;
+  for (uint32_t i = 0; c->attrs && i < c->attrs->n; i++) {
+    const char *k = c->attrs->items[i].key;
+    const dp_aval *v = &c->attrs->items[i].val;
+    int flag = v->kind == DP_AV_BOOL || v->kind == DP_AV_INT;
+    if (strcmp(k, "virtual_device") == 0) p->vd = v->kind == DP_AV_VDEV ? v->u.vdev : NULL;
+    else if (flag && strcmp(k, "constrain_body") == 0) p->cbody = v->u.i != 0;
+    else if (flag && strcmp(k, "constrain_result") == 0) p->cresult = v->u.i != 0;
   }
-  p->vd = attr_vdev(ops->on_device, c->attrs, "virtual_device");
   if (p->vd && dp_vdev_is_fully_unconstrained(p->vd)) p->vd = NULL;
-  p->cbody = attr_bool(ops->on_device, c->attrs, "constrain_body", 1);
-  p->cresult = attr_bool(ops->on_device, c->attrs, "constrain_result", 0);
-  if (m && c->attrs) {
-    dp_release(m->pattrs);
-    m->pattrs = dp_retain(c->attrs);
-    m->pvd = p->vd; /* held by the attribute set */
-    m->pcbody = p->cbody;
-    m->pcresult = p->cresult;
-  }
   return 1;
+}
+
+int dp__is_normal_on_device(const struct dp_plan_ops *ops, const dp_expr *e, dp_ondev *p) {
+  return dp__on_device_props(ops, e, p) && p->cbody && !p->cresult && p->vd;
+}
+
+static int fn_typed(const dp_expr *e) {
+  return e->type && e->type->h.kind == DP_TY_FUNC;
+}
+
+int dp__fixed_in_place(const struct dp_plan_ops *ops, const dp_expr *value) {
+  const dp_expr *body = ((const dp_call *)value)->args[0];
+  dp_ondev p;
+  return value->h.rc == 1 && body->h.kind != DP_OP && body->h.kind != DP_CTOR &&
+         !dp__on_device_props(ops, body, &p) && !fn_typed(value) && !fn_typed(body);
 }
 
 int dp__device_copy_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_expr **body,
@@ -114,10 +162,14 @@ int dp__device_copy_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_ex
   return 1;
 }
 
+int dp__is_lowered(const struct dp_plan_ops *ops, const dp_call *c) {
+  return is_call_of(&c->e, ops->special[OP_CALL_LOWERED]) && c->nargs == 2 &&
+         c->args[1]->h.kind == DP_TUPLE;
+}
+
 uint32_t dp__any_call(const struct dp_plan_ops *ops, const dp_call *c, dp_expr **callee,
                       dp_expr *const **args) {
-  if (is_call_of(&c->e, ops->call_lowered) && c->nargs == 2 &&
-      c->args[1]->h.kind == DP_TUPLE) {
+  if (dp__is_lowered(ops, c)) {
     const dp_tuple *t = (const dp_tuple *)c->args[1];
     *callee = c->args[0];
     *args = t->fields;
@@ -160,11 +212,6 @@ dp_expr *dp__on_device_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev 
     return NULL;
   }
   return typed(&c->e, body);
-}
-
-dp_expr *dp__on_device(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
-                       int cresult, dp_err **err) {
-  return dp__on_device_at(ops, body, vd, cbody, cresult, body->span, err);
 }
 
 /* on_device(body, vd) fixed, at span. An on_device body that constrains
@@ -226,16 +273,4 @@ int dp__is_primitive(const dp_func *f) {
   if (!v) return 0;
   if (v->kind == DP_AV_INT || v->kind == DP_AV_BOOL) return v->u.i != 0;
   return 1;
-}
-
-char *dp__vdev_short(const dp_vdev *v) {
-  char buf[256];
-  if (!v || dp_vdev_is_fully_unconstrained(v)) return dp_strdup("an unconstrained device");
-  const char *dt = v->device_type ? dp_device_type_name(v->device_type) : NULL;
-  int n = snprintf(buf, sizeof buf, "%s", dt ? dt : (v->device_type ? "?" : "any device"));
-  if (v->virtual_device_id > 0)
-    n += snprintf(buf + n, sizeof buf - n, ":%d", v->virtual_device_id);
-  if (v->memory_scope && v->memory_scope[0])
-    snprintf(buf + n, sizeof buf - n, " (memory scope \"%s\")", v->memory_scope);
-  return dp_strdup(buf);
 }

@@ -1,0 +1,449 @@
+/*
+ * The node numbering every phase shares. One walk per global function
+ * (an explicit stack, depth first, children in dp_expr_child order) gives
+ * each distinct node a dense id in pre order and records, per id, the
+ * node, its children's ids, its place in the post order, how the phases
+ * read it (what: on_device, device_copy, which call) with its annotation
+ * decoded once (devices canonicalised through the configuration), and
+ * flags (shared, parameter, call_lowered arguments, phase 0's fixed
+ * positions). The phases then run over these arrays: a node is found by
+ * pointer only where it is shared (other references may reach it), which
+ * is the only hash lookup; attributes are never read by name again.
+ *
+ * The same walk does two phases' reading:
+ * - phase 0 (rewrite.c): it counts the nodes phase 0 rewrites (nrewrite);
+ *   none, and phase 0 returns the index as it is, without a walk;
+ * - phase 0b (conflicts.c): it carries the device each call demands of
+ *   its arguments, top down, and marks where a node already reached with
+ *   one demand meets another it cannot join (marks); none, and phase 0b
+ *   returns the index as it is. (The demand walk reaches what the numbering
+ *   reaches, in the same order, less binding positions: let variables and
+ *   parameters are reached at their first use.)
+ *
+ * Requires: a module (operators registered) and a configuration.
+ * Leaves: dp_index (planner.h). Operators and constructors get no id, nor
+ * do the bodies of primitive functions (not planned). A node shared by two
+ * functions gets an id in each (F_DUP, dups: one domain for both), so that
+ * each function's ids form one range.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "planner.h"
+
+/* 16 bytes: a million-deep chain keeps a million of them */
+typedef struct frame {
+  uint32_t id, i;
+  uint32_t n : 31;          /* children */
+  uint32_t quiet : 1;       /* phase 0b reached this subtree already (another function) */
+  uint32_t demand;          /* phase 0b: what was demanded of this node */
+} frame;
+
+typedef struct walk {
+  dp_index *ix;
+  frame *st; uint32_t nst, capst;
+  uint32_t from;            /* the first id of the function being numbered */
+  int oom;
+} walk;
+
+/* ---- growing the arrays ---- */
+
+static int resize(dp_index *ix, uint32_t c) {
+  void *p;
+#define RE(field) \
+  if (!(p = dp_realloc(ix->field, (size_t)c * sizeof *ix->field))) return -1; \
+  ix->field = p;
+  RE(x) RE(koff) RE(post) RE(what) RE(flag) RE(ann)
+#undef RE
+  ix->cap = c;
+  return 0;
+}
+
+/* Room for one more id (+1: koff[n] closes). Doubling, so that the arrays
+   are copied about once in all (each copy of six arrays of a million
+   entries is a cost of its own); trim() gives the slack back at the end. */
+static int room(dp_index *ix) {
+  if (ix->n + 2 <= ix->cap) return 0;
+  uint64_t c = ix->cap ? (uint64_t)ix->cap * 2 : 1024;
+  return c > UINT32_MAX / 2 ? -1 : resize(ix, (uint32_t)c);
+}
+
+static int push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t v) {
+  if (dp_grow((void **)a, cap, *n + 1, sizeof **a) < 0) return -1;
+  (*a)[(*n)++] = v;
+  return 0;
+}
+
+/* ---- decoding a node ---- */
+
+static uint32_t canon(dp_index *ix, dp_vdev *v) {
+  return dp__dev_canon(&ix->dev, v, NULL);
+}
+
+static uint32_t decode_call(dp_index *ix, uint32_t id, dp_call *c) {
+  const struct dp_plan_ops *o = &ix->ops;
+  dp_ondev p;
+  dp_expr *body;
+  dp_vdev *src, *dst;
+  if (dp__on_device_props(o, &c->e, &p)) {
+    uint32_t d = p.vd ? canon(ix, p.vd) : 0;
+    ix->ann[id] = (d == DP_NONE_ID ? ON_DEV : d) | (p.cbody ? ON_CBODY : 0) |
+                  (p.cresult ? ON_CRESULT : 0);
+    ix->nann++;
+    return W_ON_DEVICE;
+  }
+  if (dp__device_copy_props(o, &c->e, &body, &src, &dst)) {
+    if (dp_grow((void **)&ix->copies, &ix->capcopies, ix->ncopies + 1, sizeof *ix->copies) < 0) {
+      ix->dev.oom = 1; /* (the walk stops on it) */
+      return W_PLAIN;
+    }
+    ix->copies[ix->ncopies] = (dp_copy_ends){src ? canon(ix, src) : 0, dst ? canon(ix, dst) : 0};
+    ix->ann[id] = ix->ncopies++;
+    ix->nann += 2;
+    return W_COPY;
+  }
+  if (dp__is_lowered(o, c)) {
+    if (c->args[0]->h.kind == DP_GLOBAL && dp_module_primfn(ix->mod, ((dp_global *)c->args[0])->name))
+      ix->nrewrite++; /* phase 0: arguments and result may be copied */
+    return W_LOWERED;
+  }
+  if (c->fn->h.kind == DP_OP) {
+    ix->ann[id] = (uint32_t)dp__op_rule(o, (dp_op *)c->fn);
+    return W_OP_CALL;
+  }
+  return c->fn->h.kind == DP_CTOR ? W_CTOR_CALL : W_FN_CALL;
+}
+
+/* Phase 0's forms in a primitive function's body, which is not numbered
+   (nor read in place by analysis): each is a rewrite. */
+typedef struct pscan { const struct dp_plan_ops *ops; dp_module *m; uint32_t n; } pscan;
+
+static int scan_pre(void *ud, dp_expr *e) {
+  pscan *s = ud;
+  dp_ondev p;
+  switch (e->h.kind) {
+  case DP_LET: s->n += dp__is_normal_on_device(s->ops, ((dp_let *)e)->value, &p); break;
+  case DP_FUNC: s->n += dp__is_normal_on_device(s->ops, ((dp_func *)e)->body, &p); break;
+  case DP_PROJ: s->n += dp__is_normal_on_device(s->ops, ((dp_proj *)e)->tuple, &p); break;
+  case DP_CALL: {
+    dp_call *c = (dp_call *)e;
+    s->n += dp__is_lowered(s->ops, c) && c->args[0]->h.kind == DP_GLOBAL &&
+            dp_module_primfn(s->m, ((dp_global *)c->args[0])->name) != NULL;
+    break;
+  }
+  default: break;
+  }
+  return 1;
+}
+
+static int scan_primitive(dp_index *ix, dp_func *f) {
+  pscan s = {&ix->ops, ix->mod, 0};
+  dp_visitor v = {scan_pre, NULL, &s};
+  if (dp_visit(f->body, &v) < 0) return -1;
+  ix->nrewrite += s.n;
+  return 0;
+}
+
+static uint32_t decode(dp_index *ix, uint32_t id, dp_expr *e) {
+  dp_ondev p;
+  switch (e->h.kind) {
+  case DP_CALL: return decode_call(ix, id, (dp_call *)e);
+  case DP_FUNC:
+    if (!dp__is_primitive((dp_func *)e)) return W_PLAIN;
+    if (scan_primitive(ix, (dp_func *)e) < 0) ix->dev.oom = 1;
+    return W_PRIM_FUNC;
+  case DP_PROJ: /* phase 0: on_device(e).0 becomes on_device(e.0) */
+    ix->nrewrite += dp__is_normal_on_device(&ix->ops, ((dp_proj *)e)->tuple, &p);
+    return W_PLAIN;
+  default: return W_PLAIN;
+  }
+}
+
+/* ---- phase 0b's demands ---- */
+
+static int first_order(const dp_expr *e) {
+  return e->h.kind != DP_FUNC && !(e->type && e->type->h.kind == DP_TY_FUNC);
+}
+
+/* A node reached again with demand d from argument pos of call (DP_NONE_ID:
+   no call): joined with what it has, or a mark (a copy goes there). */
+static int demand_again(walk *w, uint32_t id, struct dp_pslot *s, uint32_t d, uint32_t call,
+                        uint32_t pos) {
+  dp_index *ix = w->ix;
+  if (!first_order(ix->x[id])) return 0;
+  uint32_t cur = s->aux - 1, j = dp__dev_join(&ix->dev, cur, d);
+  if (j != DP_NONE_ID) {
+    s->aux = j + 1;
+    return 0;
+  }
+  if (call == DP_NONE_ID || ix->what[id] == W_ON_DEVICE) return 0;
+  if (dp_grow((void **)&ix->marks, &ix->capmarks, ix->nmarks + 1, sizeof *ix->marks) < 0) return -1;
+  ix->marks[ix->nmarks++] = (dp_mark){call, pos, cur, d};
+  return 0;
+}
+
+/* The function a call's callee is, when known. */
+static const dp_func *callee_fn(dp_index *ix, const dp_expr *callee) {
+  if (callee->h.kind == DP_FUNC) return (const dp_func *)callee;
+  if (callee->h.kind != DP_GLOBAL) return NULL;
+  return dp_module_func(ix->mod, ((const dp_global *)callee)->name);
+}
+
+/* What frame t demands of its child i, and the call argument it is (call,
+   pos), if any. Binding positions (let variables, parameters) demand
+   nothing: DP_NONE_ID. */
+static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, uint32_t *pos) {
+  dp_index *ix = w->ix;
+  dp_expr *e = ix->x[t->id];
+  *call = *pos = DP_NONE_ID;
+  switch (ix->what[t->id]) {
+  case W_ON_DEVICE: {
+    uint32_t a = ix->ann[t->id], d = dp__ann_dev(a);
+    return (a & ON_CBODY) && d != ON_DEV ? d : 0;
+  }
+  case W_COPY: {
+    uint32_t s = ix->copies[ix->ann[t->id]].src;
+    return s == DP_NONE_ID ? 0 : s;
+  }
+  case W_OP_CALL:
+  case W_CTOR_CALL: /* ordinary operators and constructors pass it on */
+    if (i == 0 || (ix->what[t->id] == W_OP_CALL && ix->ann[t->id] != OP_ORDINARY)) return 0;
+    *call = t->id, *pos = i - 1;
+    return t->demand;
+  case W_FN_CALL: {
+    /* a function takes its arguments where its parameters say, whatever
+       the call's own demand (planner.md passed that on, which made
+       PlanDevices' own output a conflict when planned again) */
+    if (i == 0) return 0;
+    *call = t->id, *pos = i - 1;
+    const dp_func *f = callee_fn(ix, ((const dp_call *)e)->fn);
+    dp_vdev *pv = f && i - 1 < f->nparams ? f->params[i - 1]->vdev : NULL;
+    uint32_t d = pv ? canon(ix, pv) : 0;
+    return d == DP_NONE_ID ? 0 : d;
+  }
+  case W_LOWERED: return 0;
+  default: break;
+  }
+  if (e->h.kind == DP_LET) return i == 0 ? DP_NONE_ID : i == 1 ? 0 : t->demand;
+  if (e->h.kind == DP_FUNC) {
+    dp_func *f = (dp_func *)e;
+    if (i < f->nparams) return DP_NONE_ID;
+    uint32_t d = f->vdev ? canon(ix, f->vdev) : 0;
+    return d == DP_NONE_ID ? 0 : d;
+  }
+  return t->demand;
+}
+
+/* ---- the walk ---- */
+
+/* A new id for e, its frame pushed. */
+static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int quiet) {
+  dp_index *ix = w->ix;
+  uint32_t id = ix->n;
+  if ((id + 2 > ix->cap && room(ix) < 0) ||
+      (w->nst == w->capst && dp_grow((void **)&w->st, &w->capst, w->nst + 1, sizeof *w->st) < 0)) {
+    w->oom = 1;
+    return DP_NONE_ID;
+  }
+  ix->n++;
+  ix->x[id] = e;
+  ix->flag[id] = shared ? F_SHARED : 0;
+  ix->ann[id] = 0;
+  int what = decode(ix, id, e);
+  ix->what[id] = (uint8_t)what;
+  uint32_t nk = what == W_PRIM_FUNC ? 0 : dp__nchildren(e);
+  if (ix->nkid + nk > ix->capkid &&
+      dp_grow((void **)&ix->kid, &ix->capkid, ix->nkid + nk, sizeof *ix->kid) < 0) {
+    w->oom = 1;
+    return DP_NONE_ID;
+  }
+  /* (each kid slot is written when the walk reaches that child) */
+  ix->koff[id] = ix->nkid;
+  ix->nkid += nk;
+  ix->koff[id + 1] = ix->nkid;
+  w->st[w->nst++] = (frame){id, 0, nk, (uint32_t)(quiet != 0), demand};
+  if (e->h.kind == DP_GLOBAL && push_u32(&ix->gref, &ix->ngref, &ix->capgref, id) < 0) w->oom = 1;
+  return id;
+}
+
+/* Reach e, child of frame t (NULL: the function's root) with demand d
+   (DP_NONE_ID: a binding position) from argument pos of call: its id,
+   new (and its frame pushed) or found. */
+static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, uint32_t pos,
+                      int quiet) {
+  dp_index *ix = w->ix;
+  int k = e->h.kind;
+  if (k == DP_OP || k == DP_CTOR) return DP_NONE_ID;
+  /* globals take no demand (phase 0b skips them) */
+  if (k == DP_GLOBAL) d = DP_NONE_ID;
+  int shared = root || e->h.rc > 1;
+  if (!shared) return number(w, e, 0, d == DP_NONE_ID ? 0 : d, quiet);
+  struct dp_pslot *s = dp__pmap_get(&ix->map, (uintptr_t)e);
+  if (s && s->val >= w->from) { /* reached again in this function */
+    if (!quiet && d != DP_NONE_ID) {
+      if (s->aux == 0) s->aux = (first_order(e) ? d : 0) + 1; /* its first use */
+      else if (demand_again(w, s->val, s, d, call, pos) < 0) w->oom = 1;
+    }
+    return s->val;
+  }
+  int again = 0; /* phase 0b reached it in an earlier function */
+  if (s && !quiet && d != DP_NONE_ID) {
+    if (s->aux == 0) s->aux = (first_order(e) ? d : 0) + 1;
+    else if (demand_again(w, s->val, s, d, call, pos) < 0) w->oom = 1;
+    again = 1;
+  }
+  uint32_t old = s ? s->val : DP_NONE_ID, aux = s ? s->aux : 0;
+  uint32_t id = number(w, e, 1, d == DP_NONE_ID ? 0 : d, quiet || again);
+  if (id == DP_NONE_ID) return id;
+  if (old != DP_NONE_ID) {
+    ix->flag[id] |= F_DUP;
+    if (push_u32(&ix->dups, &ix->ndups, &ix->capdups, id) < 0 ||
+        push_u32(&ix->dups, &ix->ndups, &ix->capdups, old) < 0)
+      w->oom = 1;
+    s = dp__pmap_get(&ix->map, (uintptr_t)e);
+    s->val = id;
+  } else {
+    if (!quiet && d != DP_NONE_ID) aux = (first_order(e) ? d : 0) + 1;
+    if (dp__pmap_add(&ix->map, (uintptr_t)e, id, aux) < 0) w->oom = 1;
+  }
+  return id;
+}
+
+/* Flags a parent gives its child i (id k). */
+static void child_flags(dp_index *ix, uint32_t id, uint32_t i, uint32_t k) {
+  dp_expr *e = ix->x[id];
+  dp_ondev p;
+  if (k == DP_NONE_ID) return;
+  if (ix->what[id] == W_LOWERED && i == 2) ix->flag[k] |= F_LOWERED_ARGS;
+  int fixpos = e->h.kind == DP_LET && i == 1;
+  if (e->h.kind == DP_FUNC) {
+    if (i < ((dp_func *)e)->nparams) ix->flag[k] |= F_PARAM;
+    else fixpos = 1;
+  }
+  if (!fixpos || ix->what[k] != W_ON_DEVICE || !dp__is_normal_on_device(&ix->ops, ix->x[k], &p))
+    return;
+  /* phase 0's fixed let value or function body: analysis reads it as
+     fixed, and phase 0 rewrites it (all of them) where that would not say
+     the same. (After phase 0 the module has none of those, whatever other
+     references a node has then: a later phase's module shares it.) */
+  ix->flag[k] |= F_FIXED;
+  if (!dp__fixed_in_place(&ix->ops, ix->x[k])) ix->nrewrite++;
+}
+
+static int number_fn(walk *w, dp_func *root) {
+  dp_index *ix = w->ix;
+  w->from = ix->n;
+  w->nst = 0;
+  reach(w, &root->e, 1, 0, DP_NONE_ID, DP_NONE_ID, 0);
+  while (w->nst && !w->oom) {
+    frame *t = &w->st[w->nst - 1];
+    if (t->i < t->n) {
+      uint32_t id = t->id, i = t->i++, call, pos;
+      uint32_t d = t->quiet ? DP_NONE_ID : demand_of(w, t, i, &call, &pos);
+      uint32_t k = reach(w, dp__child(ix->x[id], i), 0, d, call, pos, t->quiet);
+      /* (reach may have moved w->st: t is not used after it) */
+      ix->kid[ix->koff[id] + i] = k;
+      child_flags(ix, id, i, k);
+      continue;
+    }
+    w->nst--;
+    ix->post[ix->npost++] = t->id;
+  }
+  return w->oom || ix->dev.oom ? -1 : 0;
+}
+
+/* Each array to its final size: what a million-node module keeps through
+   every phase should not carry the growth slack. */
+static void trim(dp_index *ix) {
+  uint32_t c = ix->n + 1;
+  if (c < ix->cap) resize(ix, c); /* (a failed shrink keeps the larger arrays) */
+  if (ix->nkid && ix->nkid < ix->capkid) {
+    void *p = dp_realloc(ix->kid, (size_t)ix->nkid * sizeof *ix->kid);
+    if (p) ix->kid = p, ix->capkid = ix->nkid;
+  }
+}
+
+dp_index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
+  dp_index *ix = dp_calloc(1, sizeof *ix);
+  if (!ix) goto oom;
+  ix->mod = dp_retain(m);
+  if (dp__plan_ops(m->ctx, &ix->ops, err) < 0 || dp__devices_init(&ix->dev, m->ctx, cfg, err) < 0) {
+    dp__index_free(ix);
+    return NULL;
+  }
+  ix->fnid = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnid);
+  ix->fnpost = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnpost);
+  if (!ix->fnid || !ix->fnpost || room(ix) < 0) goto fail;
+  walk w = {ix, NULL, 0, 0, 0, 0};
+  for (uint32_t f = 0; f < m->nfuncs; f++) {
+    ix->fnid[f] = ix->n;
+    ix->fnpost[f] = ix->npost;
+    if (number_fn(&w, m->funcs[f].fn) < 0) {
+      free(w.st);
+      goto fail;
+    }
+    ix->nfn++;
+  }
+  ix->fnid[ix->nfn] = ix->n;
+  ix->fnpost[ix->nfn] = ix->npost;
+  free(w.st);
+  trim(ix);
+  return ix;
+fail:
+  dp__index_free(ix);
+oom:
+  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return NULL;
+}
+
+void dp__index_free(dp_index *ix) {
+  if (!ix) return;
+  free(ix->x);
+  free(ix->koff);
+  free(ix->kid);
+  free(ix->post);
+  free(ix->what);
+  free(ix->flag);
+  free(ix->ann);
+  free(ix->copies);
+  free(ix->fnid);
+  free(ix->fnpost);
+  free(ix->gref);
+  free(ix->dups);
+  free(ix->marks);
+  dp__pmap_free(&ix->map);
+  dp__devices_free(&ix->dev);
+  dp__plan_ops_free(&ix->ops);
+  dp_release(ix->mod);
+  free(ix);
+}
+
+/* The map again, after dp__index_drop_map: every node (the latest id of a
+   node numbered twice). 0, or -1 on out of memory. */
+static int full_map(dp_index *ix) {
+  if (ix->full) return 0;
+  for (uint32_t id = 0; id < ix->n; id++) {
+    /* shared nodes are there already, unless the map was dropped; (put: a
+       node under a node numbered in two functions has two ids) */
+    if ((ix->flag[id] & F_SHARED) && !ix->dropped) continue;
+    if (dp__pmap_put(&ix->map, (uintptr_t)ix->x[id], id, 0) < 0) return -1;
+  }
+  ix->full = 1;
+  ix->dropped = 0;
+  return 0;
+}
+
+int dp__index_map(dp_index *ix) {
+  return ix->dropped ? full_map(ix) : 0;
+}
+
+void dp__index_drop_map(dp_index *ix) {
+  dp__pmap_free(&ix->map);
+  ix->full = 0;
+  ix->dropped = 1;
+}
+
+uint32_t dp__index_id(dp_index *ix, const dp_expr *e) {
+  if (full_map(ix) < 0) return DP_NONE_ID; /* lookups by expression need every node */
+  struct dp_pslot *s = dp__pmap_get(&ix->map, (uintptr_t)e);
+  return s ? s->val : DP_NONE_ID;
+}
