@@ -24,14 +24,10 @@ local testing = require "devplan.testing"
 local proc = dofile((dp.root or ".") .. "/spec/support/proc.lua")
 
 local OPEN = {
-  -- the planner (wrong plans and conflicts)
   -- the plan is right (spec/plan_repro_spec.lua checks it), but the file looks
   -- its variable up as "%a" and variable names have no '%' (dp.var("a").name
   -- is "a", as TVM's name_hint): it exits 1 whatever the planner does
   ["e_respect_on_device_of_variable_dropped.lua"] = "the reproducer itself looks up '%a'",
-  -- fuzz/findings/ (see the header of each)
-  ["g2_on_device_around_function_value.lua"] = "waits for a fix in the planner",
-  ["g9_conflicts_step_loses_callee_type.lua"] = "waits for a fix in the planner",
 }
 
 local DIRS = {testing.shared_dir .. "/repro", (dp.root or ".") .. "/fuzz/findings"}
