@@ -359,6 +359,30 @@ def @main(%a {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32], v
     end)
   end)
 
+  describe("type parameters survive planning", function()
+    -- rewrite (phase 0) and capture rebuilt functions without their type
+    -- parameters: `def @id(%x: A)` no longer parsed
+    local ID = "def @id[A](%x: A) -> A {\n"
+    local MAIN = "def @main(%i: Tensor[(2), float32]) { @id(%i) }"
+    local function check(text)
+      local mod = dp.parse(text, META)
+      local phase0 = dp.planner.rewrite(mod, CONFIG)
+      assert.equal(1, #phase0:get("id").type_params)
+      local planned = plan(mod)
+      assert.equal(1, #planned:get("id").type_params)
+      local again = dp.parse(tostring(planned))
+      assert.structurally_equal(again, planned)
+      assert.structurally_equal(plan(again), planned)
+    end
+
+    it("by capture", function() check(ID .. "  %x\n}\n" .. MAIN) end)
+
+    it("by phase 0 (a function body it rewrites)", function()
+      check(ID .. "  on_device(on_device(%x, virtual_device=meta[VirtualDevice][0]), "
+        .. "virtual_device=meta[VirtualDevice][0])\n}\n" .. MAIN)
+    end)
+  end)
+
   describe("conflict positions", function()
     -- f_conflict_column_let_value_on_device.lua
     it("a let-value on_device is named at its own column", function()

@@ -328,7 +328,8 @@ static dp_expr *capture_func(cctx *c, uint32_t id, dp_func *orig, dp_err **err) 
   dp_func *f = NULL;
   if (ps) {
     for (uint32_t i = 0; i < orig->nparams; i++) ps[i] = (dp_var *)out_kid(c, id, i);
-    f = dp_func_new(orig->nparams, ps, body, orig->ret, orig->attrs, rv, orig->e.span);
+    f = dp_func_new_generic(orig->ntparams, orig->tparams, orig->nparams, ps, body, orig->ret,
+                            orig->attrs, rv, orig->e.span); /* type parameters kept */
     if (ps != small) free(ps);
   }
   dp_release(body);

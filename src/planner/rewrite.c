@@ -104,7 +104,8 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *e, dp_err **err) {
     if (!is_normal(ops, f->body, &p)) break;
     dp_expr *b = dp__on_device_fixed_at(ops, p.body, p.vd, f->body->span, err);
     if (!b) return NULL;
-    dp_func *nf = dp_func_new(f->nparams, f->params, b, f->ret, f->attrs, f->vdev, e->span);
+    dp_func *nf = dp_func_new_generic(f->ntparams, f->tparams, f->nparams, f->params, b, f->ret,
+                                      f->attrs, f->vdev, e->span); /* type parameters kept */
     dp_release(b);
     if (nf && orig->type) nf->e.type = dp_retain(orig->type);
     return nf ? &nf->e : NULL;
