@@ -284,6 +284,41 @@ def @main(%a: {T}) {
     assert.same({}, vs)
   end)
 
+  -- the input's annotated value stands inside the chain the planner made
+  -- at that position, not always at its top: no false report
+  it("accepts a copy phase 0b put after an input device_copy", function()
+    -- generated seed 3060: relu(%3) took %3 (a copy to cuda) on the cpu
+    local input = parse([[
+def @main(%a1 {virtual_device={CPU}}: {T}, %a2: {T}, virtual_device={CPU}) -> {T} {
+  %3 = device_copy(multiply(exp(%a1), %a1), src_virtual_device={CPU}, dst_virtual_device={GPU});
+  let %v4 = on_device(on_device(multiply(device_copy(%3, src_virtual_device={GPU}, dst_virtual_device={CPU}), nn.relu(%3)), virtual_device={CPU}), virtual_device=VirtualDevice(device_type=cpu));
+  %a1
+}]])
+    local planned = t.plan(CONFIG)(input)
+    assert.same({}, (dp.planner.verify(planned, CONFIG, {input = input})))
+    -- (the copy the input wrote is there, with the planner's after it)
+    local _, copies = tostring(planned):gsub("device_copy%(", "")
+    assert.equal(3, copies)
+  end)
+
+  it("accepts an input copy that went (equal ends) under a copy the planner made", function()
+    -- fuzz corpus 424e9825...: on_device(device_copy(%z, src=cpu), scopeA, fixed)
+    -- as an argument of a primfn whose buffer is in another scope
+    local config = t.config("cuda")
+    local meta = {VirtualDevice = {P.CPU_SCOPE_A, P.GPU, P.CPU}}
+    local input = dp.parse([[
+primfn @gem(Tensor[(2, 2), float32] scope="scopeB") -> Tensor[(2, 2), float32] scope="scopeB";
+def @main(%z {virtual_device=meta[VirtualDevice][2]}: Tensor[(2, 2), float32]) {
+  %0 = device_copy(%z, src_virtual_device=meta[VirtualDevice][2]);
+  %1 = on_device(%0, virtual_device=meta[VirtualDevice][0], constrain_result=True);
+  %2 = call_lowered(@gem, (%1,));
+  on_device(%2, virtual_device=meta[VirtualDevice][1], constrain_result=True)
+}]], meta)
+    local planned = dp.passes.PlanDevices(config)(input)
+    assert.same({}, (dp.planner.verify(planned, config, {input = input})))
+    assert.truthy(tostring(planned):find('memory_scope="scopeB"', 1, true))
+  end)
+
   it("finds a module that is not the input planned", function()
     local vs = verify([[
 def @main(%a {virtual_device={GPU}}: {T}, virtual_device={GPU}) {

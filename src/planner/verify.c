@@ -625,6 +625,29 @@ static void input_ann(vwalk *w, dp_expr *at, const dp_expr *use, const dp_expr *
   free(dw);
 }
 
+/* The device of the value at some level of the planned chain at (its
+   on_device and device_copy calls, outermost first, then the expression
+   under them, whose device is r->core) that refines want (an annotation of
+   the input, at ann); else r->dev. The planner puts copies outside an
+   annotation (phase 0b before a consumer, capture where a context expects
+   another device) and drops a copy between equal ends, so the value the
+   input annotated stands at some level of the chain, not always the
+   outermost. */
+static dp_vdev *chain_value(vwalk *w, dp_expr *at, const dp_expr *ann, dp_vdev *want,
+                            const vrec *r) {
+  dp_vdev *cw = canon(w, want, (dp_expr *)ann);
+  if (!cw || refines(r->dev, cw)) return r->dev;
+  for (const dp_expr *x = at; is_annotation(w, x); x = ((const dp_call *)x)->args[0]) {
+    dp_ondev p;
+    dp_expr *body;
+    dp_vdev *src, *dst, *v = NULL;
+    if (dp__on_device_props(&w->ops, x, &p)) v = p.cresult ? p.vd : NULL;
+    else if (dp__device_copy_props(&w->ops, x, &body, &src, &dst)) v = dst;
+    if (v && refines(canon(w, v, (dp_expr *)x), cw)) return canon(w, v, (dp_expr *)x);
+  }
+  return refines(r->core, cw) ? r->core : r->dev;
+}
+
 /* The annotations of the input's child k of in (the output's child has
    result r) hold: the outermost one for the value at that position, the
    innermost for the expression under them. pos_fixed: a let value or
@@ -640,9 +663,9 @@ static void input_child(vwalk *w, dp_expr *out, uint32_t k, const dp_expr *in, c
   uint64_t before = w->out->total;
   if (dp__on_device_props(&w->ops, x, &p)) {
     if (p.cresult || (pos_fixed && p.cbody))
-      input_ann(w, at, out, x, "the value of ", core, p.vd, r->dev);
+      input_ann(w, at, out, x, "the value of ", core, p.vd, chain_value(w, at, x, p.vd, r));
   } else if (dp__device_copy_props(&w->ops, x, &body, &src, &dst)) {
-    input_ann(w, at, out, x, "the value of ", core, dst, r->dev);
+    input_ann(w, at, out, x, "the value of ", core, dst, chain_value(w, at, x, dst, r));
   }
   /* the same device failing the same annotation: said once */
   if (w->out->total != before && r->core == r->dev) return;
