@@ -170,14 +170,23 @@ function M.new(rules, opts)
         .. "the configuration: AnnotateVirtualDevices(rules, {config = config})")
     end
     local decisions = weigh(out, pending, cfg)
-    local chosen = {}
-    for i, dec in ipairs(decisions) do chosen[pending[i].call] = dec.device end
+    local chosen, made = {}, {}
+    for i, dec in ipairs(decisions) do chosen[pending[i].call] = dec end
     out = core.infer_type(core.rewrite(out, {
       call = function(call, original)
-        local vd = chosen[original]
-        if vd then return core.call("on_device", {call}, {virtual_device = vd}) end
+        local dec = chosen[original]
+        if dec and dec.device then
+          local annotation = core.call("on_device", {call}, {virtual_device = dec.device})
+          made[#made + 1] = {annotation, dec}
+          return annotation
+        end
       end,
     }))
+    -- each annotation carries its decision: dp.planner.explain says which
+    -- candidate won and why where the annotation decides a device
+    for _, m in ipairs(made) do
+      core.planner.reason(out, m[1], "AnnotateVirtualDevices chose it: " .. m[2].text)
+    end
     return out, decisions
   end
 

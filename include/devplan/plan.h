@@ -146,6 +146,8 @@ typedef struct dp_explain {
   char *rule;         /* "on_device", "default for function result", ...; "free" when unconstrained */
   char *text;         /* one sentence a user reads */
   dp_span span;       /* position of the constraint (line 0 if none) */
+  dp_expr *why;       /* the expression behind the constraint (an on_device, a
+                         parameter, ...; retained), or NULL */
   uint32_t nsteps;
   dp_note *steps;     /* owned */
 } dp_explain;

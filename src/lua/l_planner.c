@@ -158,14 +158,91 @@ static void set_position(lua_State *L, dp_ctx *ctx, dp_span span) {
   }
 }
 
+/* ---- reasons an annotation carries (dp.planner.reason) ---- */
+
+/* The registry's table of reasons: [1] annotation -> text, [2] module ->
+   list of its annotations (which keeps them, as Lua values, as long as the
+   module; [1] forgets an annotation nothing keeps). Both weak-keyed. */
+static const char REASONS_KEY[] = "devplan.planner.reasons";
+
+static void push_reasons(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, REASONS_KEY) == LUA_TTABLE) return;
+  lua_pop(L, 1);
+  lua_createtable(L, 2, 0);
+  for (int i = 1; i <= 2; i++) {
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_rawseti(L, -2, i);
+  }
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, REASONS_KEY);
+}
+
+/* dp.planner.reason(mod, annotation, text): the annotation (an expression
+   of mod) was written for this reason; explanations whose constraint it is
+   say so (field reason). A pass that decides devices (AnnotateVirtualDevices'
+   candidates) records its decisions with it. */
+static int l_reason(lua_State *L) {
+  dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_lua_check(L, 2, DP_OBJ_EXPR);
+  luaL_checkstring(L, 3);
+  push_reasons(L);
+  lua_rawgeti(L, -1, 1);
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, 3);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  lua_rawgeti(L, -1, 2);
+  if (lua_pushvalue(L, 1), lua_rawget(L, -2) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, -4);
+  }
+  lua_pushvalue(L, 2);
+  lua_rawseti(L, -2, (lua_Integer)luaL_len(L, -2) + 1);
+  lua_pop(L, 3);
+  return 0;
+}
+
+/* The reason recorded for expression e, pushed (nil when none). */
+static void push_reason_of(lua_State *L, dp_expr *e) {
+  push_reasons(L);
+  lua_rawgeti(L, -1, 1);
+  dp_lua_push(L, e);
+  lua_rawget(L, -2);
+  lua_replace(L, -3);
+  lua_pop(L, 1);
+}
+
 static void push_explain(lua_State *L, dp_domains *d, dp_explain *x) {
   lua_createtable(L, 0, 6);
   dp_lua_push(L, x->vdev);
   lua_setfield(L, -2, "device");
   lua_pushstring(L, x->rule);
   lua_setfield(L, -2, "rule");
-  lua_pushstring(L, x->text);
-  lua_setfield(L, -2, "text");
+  if (x->why) {
+    dp_lua_push(L, x->why);
+    lua_setfield(L, -2, "constraint");
+    push_reason_of(L, x->why);
+  } else {
+    lua_pushnil(L);
+  }
+  if (lua_isstring(L, -1)) { /* the text says the annotation's reason too */
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -3, "reason");
+    lua_pushfstring(L, "%s; %s", x->text, lua_tostring(L, -1));
+    lua_setfield(L, -3, "text");
+    lua_pop(L, 1);
+  } else {
+    lua_pop(L, 1);
+    lua_pushstring(L, x->text);
+    lua_setfield(L, -2, "text");
+  }
   set_position(L, dp_domains_module(d)->ctx, x->span);
   lua_createtable(L, (int)x->nsteps, 0);
   for (uint32_t i = 0; i < x->nsteps; i++) {
@@ -387,7 +464,8 @@ void dp_lua_open_planner(lua_State *L) {
   static const luaL_Reg planner[] = {
     {"plan", l_plan}, {"rewrite", l_rewrite}, {"conflicts", l_conflicts}, {"analyze", l_analyze},
     {"default", l_default}, {"capture", l_capture}, {"explain", l_explain},
-    {"virtual_devices", l_virtual_devices}, {"verify", l_verify}, {NULL, NULL}};
+    {"virtual_devices", l_virtual_devices}, {"verify", l_verify}, {"reason", l_reason},
+    {NULL, NULL}};
   luaL_newlib(L, planner);
   lua_setfield(L, -2, "planner");
 }

@@ -278,6 +278,7 @@ static dp_explain *explain_with_proofs(dp_domains *d, dp_expr *e, dp_err **err) 
     x->rule = dp_strdup(rule_name(c->crule));
     dp_expr *cwhy = c->crule ? dp__dom_cons(d, path[len - 1])->why : NULL;
     x->span = cwhy ? cwhy->span : DP_NOSPAN;
+    x->why = cwhy ? dp_retain(cwhy) : NULL;
     char *ct = reason(d, c->crule, cwhy);
     snprintf(buf, sizeof buf, "%s is on %s because of %s%s", w, dev, ct ? ct : "?",
              len > 1 ? ", through the steps below" : "");
@@ -300,6 +301,7 @@ oom:
 void dp_explain_free(dp_explain *x) {
   if (!x) return;
   dp_release(x->vdev);
+  dp_release(x->why);
   free(x->rule);
   free(x->text);
   for (uint32_t i = 0; i < x->nsteps; i++) free(x->steps[i].msg);
