@@ -381,6 +381,26 @@ def @main(%a {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32], v
       check(ID .. "  on_device(on_device(%x, virtual_device=meta[VirtualDevice][0]), "
         .. "virtual_device=meta[VirtualDevice][0])\n}\n" .. MAIN)
     end)
+    it("phase 0b: a parameter's own virtual_device is its first demand", function()
+      -- generated seed 101749: the first use's demand (cuda) stood for %a, and
+      -- the copy went to the use that agreed with its annotation (a conflict
+      -- naming %a's position twice)
+      plans([[
+def @h1(%x {virtual_device=meta[VirtualDevice][1]}: Tensor[(5, 7), float32], %y {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32]) -> Tensor[(5, 7), float32] {
+  %y
+}
+def @main(%a {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32]) -> Tensor[(5, 7), float32] {
+  @h1(%a, %a)
+}]], [[
+def @h1(%x {virtual_device=meta[VirtualDevice][1]}: Tensor[(5, 7), float32], %y {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32], virtual_device=meta[VirtualDevice][0]) -> Tensor[(5, 7), float32] {
+  %y
+}
+def @main(%a {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32], virtual_device=meta[VirtualDevice][0]) -> Tensor[(5, 7), float32] {
+  %0 = device_copy(%a, src_virtual_device=meta[VirtualDevice][0], dst_virtual_device=meta[VirtualDevice][1]);
+  %1 = on_device(%0, virtual_device=meta[VirtualDevice][1], constrain_result=True);
+  @h1(%1, %a)
+}]])
+    end)
   end)
 
   describe("conflict positions", function()

@@ -303,6 +303,14 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
     s->val = id;
   } else {
     if (!quiet && d != DP_NONE_ID) aux = (first_order(e) ? d : 0) + 1;
+    /* a parameter's own virtual_device is its first demand: a use that asks
+       for another device then gets the copy (else the first use's demand
+       stood for the parameter, and the copy went to the use that agreed
+       with its annotation, naming the parameter's position twice) */
+    if (!quiet && d == DP_NONE_ID && k == DP_VAR && ((dp_var *)e)->vdev && first_order(e)) {
+      uint32_t v = canon(ix, ((dp_var *)e)->vdev);
+      if (v != DP_NONE_ID) aux = v + 1;
+    }
     if (dp__pmap_add(&ix->map, (uintptr_t)e, id, aux) < 0) w->oom = 1;
   }
   return id;
