@@ -161,4 +161,48 @@ void dp_explain_free(dp_explain *x);
 typedef int (*dp_vdev_fn)(void *ud, const char *global, dp_expr *e, dp_vdev *vd);
 int dp_domains_each(dp_domains *d, dp_vdev_fn fn, void *ud, dp_err **err);
 
+/* ---- the placement optimiser on its own (src/planner/place_solve.c) ---- */
+
+/* A placement problem apart from the IR (min_bytes placement builds one
+   from the domains): variables (free classes), labels (devices), unary
+   costs (compute), forbidden labels, and nets: a value made by one
+   variable and read by others, which costs its weight (bytes) times the
+   pair factor once per label among its readers other than its maker's
+   (one copy per value and destination). Costs are integers >= 0;
+   DP_PLACE_INF is "cannot". */
+#define DP_PLACE_INF (INT64_MAX / 4)
+typedef struct dp_place_pin_range { uint32_t src, off, n; int64_t w; } dp_place_pin_range;
+typedef struct dp_place_problem {
+  uint32_t nvars, nlabels;     /* nlabels in [1, 64] */
+  uint32_t dflt;               /* the label free variables start from (ties keep it) */
+  uint32_t *fixed;             /* per variable: its label, or UINT32_MAX (free) */
+  uint64_t *allowed;           /* per variable: the labels it may take (bit mask) */
+  int64_t *unary;              /* nvars * nlabels (malloc'd by the caller), or NULL */
+  double *pair;                /* nlabels * nlabels: cost of a unit of weight copied from
+                                  a to b (malloc'd by the caller), or NULL: 1 */
+  dp_place_pin_range *nets; uint32_t nnets, capnets;  /* a net: maker, its readers in pins[off..off+n), weight */
+  uint32_t *pins; uint32_t npins, cappins;
+  uint32_t *stamp;             /* (scratch) */
+  int oom;
+} dp_place_problem;
+
+/* 0, or -1 (out of memory, or nlabels outside [1, 64]). */
+int dp_place_init(dp_place_problem *p, uint32_t nvars, uint32_t nlabels, uint32_t dflt);
+void dp_place_free(dp_place_problem *p);                 /* frees unary and pair too */
+/* A net: src's value, of weight w, read by readers[0..n) (repeats and src
+   itself are dropped). 0, or -1 (out of memory). */
+int dp_place_net(dp_place_problem *p, uint32_t src, const uint32_t *readers, uint32_t n, int64_t w);
+int64_t dp_place_copy_cost(const dp_place_problem *p, int64_t w, uint32_t a, uint32_t b);
+/* The cost of a labelling (DP_PLACE_INF when a variable has a label it may
+   not take). */
+int64_t dp_place_energy(const dp_place_problem *p, const uint32_t *label);
+/* The cost of variable v's nets and unary cost under label, with v on l
+   instead: what v's placement weighs either way (explanations). */
+int64_t dp_place_energy_at(const dp_place_problem *p, const uint32_t *label, uint32_t v, uint32_t l);
+/* Minimises the cost: with two labels exactly (one minimum s-t cut), with
+   more by alpha-expansion (place_solve.c states the bound). label[v] is
+   filled; returns 0, 1 (some variable may take no label: UINT32_MAX for
+   it) or -1 (out of memory); *cost gets the total. */
+int dp_place_solve(dp_place_problem *p, uint32_t *label, int64_t *cost);
+
 #endif

@@ -445,6 +445,7 @@ static int l_verify(lua_State *L) {
 }
 
 void dp__domains_free_fn(dp_obj *o, dp_worklist *wl);
+void dp_lua_open_place(lua_State *L); /* l_place.c */
 
 void dp_lua_open_planner(lua_State *L) {
   dp_register_free(DP_OBJ_DOMAINS, dp__domains_free_fn);
@@ -467,5 +468,6 @@ void dp_lua_open_planner(lua_State *L) {
     {"virtual_devices", l_virtual_devices}, {"verify", l_verify}, {"reason", l_reason},
     {NULL, NULL}};
   luaL_newlib(L, planner);
+  dp_lua_open_place(L);
   lua_setfield(L, -2, "planner");
 }

@@ -375,6 +375,24 @@ const char *dp__rule_text(int rule);
 /* The error of the conflict d->failed records (after dp__unify returned 1). */
 dp_err *dp__conflict_error(dp_domains *d);
 
+/* ================= maxflow.c: minimum s-t cut ================= */
+
+#define DP_FLOW_INF DP_PLACE_INF
+typedef struct dp_flow dp_flow;
+dp_flow *dp__flow_new(void);
+void dp__flow_free(dp_flow *g);
+void dp__flow_reset(dp_flow *g);                  /* no nodes, no arcs (memory kept) */
+uint32_t dp__flow_node(dp_flow *g);               /* a new node (0, 1, ...) */
+uint32_t dp__flow_count(const dp_flow *g);        /* nodes so far */
+/* Capacity from the source to v and from v to the sink (added up). */
+void dp__flow_terminal(dp_flow *g, uint32_t v, int64_t from_source, int64_t to_sink);
+/* An arc u -> v of capacity cap, and v -> u of rcap. */
+void dp__flow_arc(dp_flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap);
+/* The minimum cut: side[v] = 0 (source side) or 1 (sink side) for every
+   node; returns its capacity, or -1 (out of memory). Ties go to the source
+   side. */
+int64_t dp__flow_solve(dp_flow *g, uint8_t *side);
+
 /* ================= diagnostics text (describe.c) ================= */
 /* "add at 3:5", malloc'd. */
 char *dp__describe(dp_ctx *ctx, const dp_expr *e);

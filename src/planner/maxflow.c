@@ -1,0 +1,337 @@
+/*
+ * Minimum s-t cut by push-relabel (Goldberg-Tarjan), the first phase only:
+ * a maximum preflow, from which the cut is read (the nodes that still
+ * reach the sink in the residual graph are the sink side). Highest-label
+ * selection, the gap heuristic and global relabelling (a breadth-first
+ * search from the sink, every O(n + m) work), as in Cherkassky and
+ * Goldberg's HIPR. Everything is arrays and explicit queues: no recursion,
+ * any graph size the memory holds; deterministic (node and arc order).
+ *
+ * The placement optimiser (place_solve.c) builds one graph per move:
+ * nodes, arcs with a capacity each way, and terminal capacities that
+ * accumulate per node (the source and sink are not nodes of the caller's
+ * numbering). Capacities are non-negative int64; DP_FLOW_INF marks an arc
+ * no cut may cross (the optimiser keeps the finite ones far below it).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "planner.h"
+
+struct dp_flow {
+  uint32_t n, capn;          /* the caller's nodes */
+  int64_t *trs, *trt;        /* from the source, to the sink */
+  uint32_t *au, *av;         /* arcs u -> v (cap) with v -> u (rcap) */
+  int64_t *ac, *arc;
+  uint32_t na, capa;
+  int oom;
+};
+
+dp_flow *dp__flow_new(void) { return dp_calloc(1, sizeof(dp_flow)); }
+
+void dp__flow_free(dp_flow *g) {
+  if (!g) return;
+  free(g->trs);
+  free(g->trt);
+  free(g->au);
+  free(g->av);
+  free(g->ac);
+  free(g->arc);
+  free(g);
+}
+
+uint32_t dp__flow_count(const dp_flow *g) { return g->n; }
+
+void dp__flow_reset(dp_flow *g) {
+  g->n = g->na = 0;
+  g->oom = 0;
+}
+
+uint32_t dp__flow_node(dp_flow *g) {
+  if (g->n == g->capn) {
+    uint32_t c = g->capn;
+    if (dp_grow((void **)&g->trs, &c, g->n + 1, sizeof *g->trs) < 0) goto oom;
+    void *p = dp_realloc(g->trt, (size_t)c * sizeof *g->trt);
+    if (!p) goto oom;
+    g->trt = p;
+    g->capn = c;
+  }
+  g->trs[g->n] = g->trt[g->n] = 0;
+  return g->n++;
+oom:
+  g->oom = 1;
+  return 0;
+}
+
+static int64_t sat_add(int64_t a, int64_t b) {
+  return a > DP_FLOW_INF - b ? DP_FLOW_INF : a + b;
+}
+
+void dp__flow_terminal(dp_flow *g, uint32_t v, int64_t from_source, int64_t to_sink) {
+  if (g->oom) return;
+  g->trs[v] = sat_add(g->trs[v], from_source);
+  g->trt[v] = sat_add(g->trt[v], to_sink);
+}
+
+void dp__flow_arc(dp_flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap) {
+  if (g->oom || (cap == 0 && rcap == 0) || u == v) return;
+  if (g->na == g->capa) {
+    uint32_t c = g->capa;
+    if (dp_grow((void **)&g->au, &c, g->na + 1, sizeof *g->au) < 0) goto oom;
+    void *p;
+    if (!(p = dp_realloc(g->av, (size_t)c * sizeof *g->av))) goto oom;
+    g->av = p;
+    if (!(p = dp_realloc(g->ac, (size_t)c * sizeof *g->ac))) goto oom;
+    g->ac = p;
+    if (!(p = dp_realloc(g->arc, (size_t)c * sizeof *g->arc))) goto oom;
+    g->arc = p;
+    g->capa = c;
+  }
+  g->au[g->na] = u;
+  g->av[g->na] = v;
+  g->ac[g->na] = cap;
+  g->arc[g->na] = rcap;
+  g->na++;
+  return;
+oom:
+  g->oom = 1;
+}
+
+/* ---- the solver's own graph: CSR with paired arcs ---- */
+
+typedef struct pr {
+  uint32_t N, s, t;
+  uint32_t *first;           /* N + 1 */
+  uint32_t *head, *rev;      /* per arc */
+  int64_t *cap;              /* residual capacity */
+  int64_t *ex;               /* excess */
+  uint32_t *d, *cur;         /* label, current arc */
+  /* buckets by label: active nodes (singly linked), all nodes below N
+     (doubly linked, for the gap heuristic) */
+  uint32_t *bact, *ball, *anext, *nnext, *nprev;
+  int64_t amax, dmax;        /* highest label with an active / any node (-1: none) */
+  uint64_t work;
+  uint32_t *queue;
+} pr;
+
+#define NIL UINT32_MAX
+
+static void pr_free(pr *p) {
+  free(p->first);
+  free(p->head);
+  free(p->rev);
+  free(p->cap);
+  free(p->ex);
+  free(p->d);
+  free(p->cur);
+  free(p->bact);
+  free(p->ball);
+  free(p->anext);
+  free(p->nnext);
+  free(p->nprev);
+  free(p->queue);
+}
+
+/* The CSR of g's arcs plus the terminal arcs (a node with both terminal
+   capacities keeps only their difference: min of the two is paid by
+   every cut). */
+static int pr_build(pr *p, const dp_flow *g) {
+  uint32_t n = g->n, N = n + 2, s = n, t = n + 1;
+  uint64_t m = 2 * (uint64_t)g->na;
+  for (uint32_t v = 0; v < n; v++) m += 2 * ((g->trs[v] > g->trt[v]) + (g->trt[v] > g->trs[v]));
+  if (m > UINT32_MAX - 1) return -1;
+  p->N = N;
+  p->s = s;
+  p->t = t;
+  p->first = dp_calloc((size_t)N + 1, sizeof *p->first);
+  p->head = dp_malloc((m ? m : 1) * sizeof *p->head);
+  p->rev = dp_malloc((m ? m : 1) * sizeof *p->rev);
+  p->cap = dp_malloc((m ? m : 1) * sizeof *p->cap);
+  p->ex = dp_calloc(N, sizeof *p->ex);
+  p->d = dp_malloc((size_t)N * sizeof *p->d);
+  p->cur = dp_malloc((size_t)N * sizeof *p->cur);
+  p->bact = dp_malloc((size_t)(2 * N + 1) * sizeof *p->bact);
+  p->ball = dp_malloc((size_t)(2 * N + 1) * sizeof *p->ball);
+  p->anext = dp_malloc((size_t)N * sizeof *p->anext);
+  p->nnext = dp_malloc((size_t)N * sizeof *p->nnext);
+  p->nprev = dp_malloc((size_t)N * sizeof *p->nprev);
+  p->queue = dp_malloc((size_t)N * sizeof *p->queue);
+  if (!p->first || !p->head || !p->rev || !p->cap || !p->ex || !p->d || !p->cur || !p->bact ||
+      !p->ball || !p->anext || !p->nnext || !p->nprev || !p->queue)
+    return -1;
+  /* degrees, then offsets, then the arcs in place (counting sort by tail) */
+  for (uint32_t a = 0; a < g->na; a++) {
+    p->first[g->au[a] + 1]++;
+    p->first[g->av[a] + 1]++;
+  }
+  for (uint32_t v = 0; v < n; v++) {
+    if (g->trs[v] > g->trt[v]) p->first[s + 1]++, p->first[v + 1]++;
+    if (g->trt[v] > g->trs[v]) p->first[v + 1]++, p->first[t + 1]++;
+  }
+  for (uint32_t v = 0; v < N; v++) p->first[v + 1] += p->first[v];
+  uint32_t *pos = p->cur; /* (free until the solve starts) */
+  memcpy(pos, p->first, (size_t)N * sizeof *pos);
+#define PAIR(u, v, c, rc)                                       \
+  do {                                                         \
+    uint32_t x = pos[u]++, y = pos[v]++;                        \
+    p->head[x] = (v), p->rev[x] = y, p->cap[x] = (c);           \
+    p->head[y] = (u), p->rev[y] = x, p->cap[y] = (rc);          \
+  } while (0)
+  for (uint32_t v = 0; v < n; v++) {
+    if (g->trs[v] > g->trt[v]) PAIR(s, v, g->trs[v] - g->trt[v], 0);
+    if (g->trt[v] > g->trs[v]) PAIR(v, t, g->trt[v] - g->trs[v], 0);
+  }
+  for (uint32_t a = 0; a < g->na; a++) PAIR(g->au[a], g->av[a], g->ac[a], g->arc[a]);
+#undef PAIR
+  return 0;
+}
+
+static void add_all(pr *p, uint32_t v) {
+  uint32_t k = p->d[v];
+  p->nprev[v] = NIL;
+  p->nnext[v] = p->ball[k];
+  if (p->ball[k] != NIL) p->nprev[p->ball[k]] = v;
+  p->ball[k] = v;
+  if ((int64_t)k > p->dmax) p->dmax = k;
+}
+
+static void remove_all(pr *p, uint32_t v) {
+  uint32_t k = p->d[v];
+  if (p->nprev[v] != NIL) p->nnext[p->nprev[v]] = p->nnext[v];
+  else p->ball[k] = p->nnext[v];
+  if (p->nnext[v] != NIL) p->nprev[p->nnext[v]] = p->nprev[v];
+}
+
+static void add_active(pr *p, uint32_t v) {
+  uint32_t k = p->d[v];
+  p->anext[v] = p->bact[k];
+  p->bact[k] = v;
+  if ((int64_t)k > p->amax) p->amax = k;
+}
+
+/* Exact distances to the sink in the residual graph (N: none), and the
+   buckets made again from them. */
+static void global_relabel(pr *p) {
+  uint32_t N = p->N;
+  for (uint32_t v = 0; v < N; v++) p->d[v] = N;
+  for (uint32_t k = 0; k <= 2 * N; k++) p->bact[k] = p->ball[k] = NIL;
+  p->amax = p->dmax = -1;
+  uint32_t qh = 0, qt = 0;
+  p->d[p->t] = 0;
+  p->queue[qt++] = p->t;
+  while (qh < qt) {
+    uint32_t v = p->queue[qh++];
+    for (uint32_t a = p->first[v]; a < p->first[v + 1]; a++) {
+      uint32_t w = p->head[a];
+      if (p->d[w] == N && w != p->s && p->cap[p->rev[a]] > 0) {
+        p->d[w] = p->d[v] + 1;
+        p->queue[qt++] = w;
+      }
+    }
+  }
+  for (uint32_t v = 0; v < N; v++) {
+    p->cur[v] = p->first[v];
+    if (v == p->s || v == p->t || p->d[v] >= N) continue;
+    add_all(p, v);
+    if (p->ex[v] > 0) add_active(p, v);
+  }
+  p->work = 0;
+}
+
+/* v's label has no other node: nothing above it reaches the sink. */
+static void gap(pr *p, uint32_t k) {
+  uint32_t N = p->N;
+  for (int64_t j = k; j <= p->dmax; j++) {
+    for (uint32_t v = p->ball[j]; v != NIL; v = p->nnext[v]) p->d[v] = N;
+    p->ball[j] = NIL;
+  }
+  p->dmax = (int64_t)k - 1;
+}
+
+static void relabel(pr *p, uint32_t v) {
+  uint32_t N = p->N, old = p->d[v], best = N, ba = p->first[v];
+  p->work += 12 + p->first[v + 1] - p->first[v];
+  remove_all(p, v);
+  if (p->ball[old] == NIL) { /* v was alone: a gap */
+    p->d[v] = N;
+    gap(p, old);
+    return;
+  }
+  for (uint32_t a = p->first[v]; a < p->first[v + 1]; a++)
+    if (p->cap[a] > 0 && p->d[p->head[a]] + 1 < best) {
+      best = p->d[p->head[a]] + 1;
+      ba = a;
+    }
+  p->d[v] = best;
+  p->cur[v] = ba;
+  if (best < N) add_all(p, v);
+}
+
+static void discharge(pr *p, uint32_t v) {
+  uint32_t N = p->N;
+  while (p->ex[v] > 0 && p->d[v] < N) {
+    uint32_t a = p->cur[v], end = p->first[v + 1];
+    for (; a < end; a++) {
+      uint32_t w = p->head[a];
+      if (p->cap[a] <= 0 || p->d[w] + 1 != p->d[v]) continue;
+      int64_t delta = p->ex[v] < p->cap[a] ? p->ex[v] : p->cap[a];
+      if (p->ex[w] == 0 && w != p->t && w != p->s) add_active(p, w);
+      p->cap[a] -= delta;
+      p->cap[p->rev[a]] += delta;
+      p->ex[v] -= delta;
+      p->ex[w] += delta;
+      if (p->ex[v] == 0) break;
+    }
+    p->cur[v] = a < end ? a : p->first[v];
+    if (a == end) relabel(p, v);
+  }
+}
+
+/* The sink side: nodes that reach the sink in the residual graph. */
+static void cut(pr *p, uint8_t *side, uint32_t n) {
+  uint32_t N = p->N, qh = 0, qt = 0;
+  for (uint32_t v = 0; v < N; v++) p->d[v] = 0;
+  p->d[p->t] = 1;
+  p->queue[qt++] = p->t;
+  while (qh < qt) {
+    uint32_t v = p->queue[qh++];
+    for (uint32_t a = p->first[v]; a < p->first[v + 1]; a++) {
+      uint32_t w = p->head[a];
+      if (!p->d[w] && p->cap[p->rev[a]] > 0) {
+        p->d[w] = 1;
+        p->queue[qt++] = w;
+      }
+    }
+  }
+  for (uint32_t v = 0; v < n; v++) side[v] = (uint8_t)p->d[v];
+}
+
+int64_t dp__flow_solve(dp_flow *g, uint8_t *side) {
+  if (g->oom) return -1;
+  pr p = {0};
+  int64_t flow = -1;
+  if (pr_build(&p, g) < 0) goto done;
+  for (uint32_t a = p.first[p.s]; a < p.first[p.s + 1]; a++) { /* saturate the source's arcs */
+    int64_t c = p.cap[a];
+    p.cap[a] = 0;
+    p.cap[p.rev[a]] += c;
+    p.ex[p.head[a]] += c;
+  }
+  global_relabel(&p);
+  uint64_t every = 6 * (uint64_t)p.N + p.first[p.N] / 2;
+  while (p.amax >= 0) {
+    uint32_t v = p.bact[p.amax];
+    if (v == NIL) {
+      p.amax--;
+      continue;
+    }
+    p.bact[p.amax] = p.anext[v];
+    if (p.d[v] != p.amax || p.ex[v] <= 0) continue; /* (stale: relabelled by a gap) */
+    discharge(&p, v);
+    if (p.work > every) global_relabel(&p);
+  }
+  cut(&p, side, g->n);
+  flow = p.ex[p.t];
+done:
+  pr_free(&p);
+  return flow;
+}

@@ -1,0 +1,327 @@
+/*
+ * The placement optimiser, apart from the IR (planner.h, dp_place_problem): give
+ * every variable a label (a device) so that the sum of unary costs
+ * (compute time; a label a variable may not take is forbidden) and net
+ * costs is least. A net is a value: made by one variable, read by others;
+ * it costs, for each label among its readers other than its maker's, the
+ * copy of its weight from the maker's label to that one: one copy per value
+ * and destination device, as ShareCopies leaves a plan.
+ *
+ * Method: alpha-expansion (Boykov, Veksler, Zabih 2001). A move takes a
+ * label alpha and lets every variable keep its label or switch to alpha;
+ * the best move is a minimum s-t cut (maxflow.c). A net's cost in a move
+ * is a sum of terms "the maker keeps and some reader switches" and "some
+ * reader of label l keeps (and the maker switches)", each a graph gadget
+ * with one auxiliary node (Kolmogorov and Zabih's construction for such
+ * terms; a net of one reader is a pair of arcs).
+ *
+ * - Two labels: one move, from every free variable on the default label to
+ *   the other, ranges over every labelling, and every term is exact: the
+ *   result is a minimum (the tests compare it with brute force).
+ * - More labels: moves over each label in turn until a round improves
+ *   nothing. When a copy costs the same per unit of weight between any two
+ *   labels (bytes, or one bandwidth), every move is exact and the result
+ *   x satisfies, against a minimum x*,
+ *       E(x) <= E_unary(x*) + 2 * min(K - 1, P - 1) * E_copy(x*)
+ *   with K labels and P the most variables of one net (a value and its
+ *   readers): each net cut by x* is crossed by at most min(K, P) - 1
+ *   copies in the move towards each of its x*-labels and costs at least
+ *   half a copy per x*-label (for nets of one reader this is the factor 2
+ *   of Boykov et al. for the Potts model). With per-pair costs a term "some
+ *   reader keeps label l and the maker switches to alpha" whose copy gets
+ *   cheaper is not submodular; it is counted at its price before the move
+ *   (an overestimate), and a move is taken only when the exact total goes
+ *   down: the result is still a local minimum of the moves as modelled,
+ *   without the bound.
+ *
+ * Every loop is over arrays; deterministic (variables, nets and labels in
+ * order; ties keep the current label).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "planner.h"
+
+#define ST_S (UINT32_MAX - 1) /* keeps its label in this move */
+#define ST_T (UINT32_MAX - 2) /* is alpha after this move */
+
+int dp_place_init(dp_place_problem *m, uint32_t nvars, uint32_t nlabels, uint32_t dflt) {
+  *m = (dp_place_problem){0};
+  m->nvars = nvars;
+  m->nlabels = nlabels;
+  m->dflt = dflt;
+  size_t n = nvars ? nvars : 1;
+  m->fixed = dp_malloc(n * sizeof *m->fixed);
+  m->allowed = dp_malloc(n * sizeof *m->allowed);
+  m->stamp = dp_malloc(n * sizeof *m->stamp);
+  if (!m->fixed || !m->allowed || !m->stamp || nlabels == 0 || nlabels > 64) {
+    dp_place_free(m);
+    return -1;
+  }
+  uint64_t all = nlabels == 64 ? UINT64_MAX : ((uint64_t)1 << nlabels) - 1;
+  for (uint32_t v = 0; v < nvars; v++) {
+    m->fixed[v] = DP_NONE_ID;
+    m->allowed[v] = all;
+    m->stamp[v] = DP_NONE_ID;
+  }
+  return 0;
+}
+
+void dp_place_free(dp_place_problem *m) {
+  free(m->fixed);
+  free(m->allowed);
+  free(m->unary);
+  free(m->pair);
+  free(m->nets);
+  free(m->pins);
+  free(m->stamp);
+  *m = (dp_place_problem){0};
+}
+
+int dp_place_net(dp_place_problem *m, uint32_t src, const uint32_t *readers, uint32_t n, int64_t w) {
+  if (w <= 0 || n == 0) return 0;
+  if (dp_grow((void **)&m->nets, &m->capnets, m->nnets + 1, sizeof *m->nets) < 0 ||
+      dp_grow((void **)&m->pins, &m->cappins, m->npins + n, sizeof *m->pins) < 0) {
+    m->oom = 1;
+    return -1;
+  }
+  uint32_t off = m->npins, k = 0, id = m->nnets;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t r = readers[i];
+    if (r == src || m->stamp[r] == id) continue;
+    m->stamp[r] = id;
+    m->pins[off + k++] = r;
+  }
+  if (k == 0) return 0;
+  m->npins += k;
+  m->nets[m->nnets++] = (dp_place_pin_range){src, off, k, w};
+  return 0;
+}
+
+static int64_t sat_add(int64_t a, int64_t b) {
+  return a > DP_FLOW_INF - b ? DP_FLOW_INF : a + b;
+}
+
+int64_t dp_place_copy_cost(const dp_place_problem *m, int64_t w, uint32_t a, uint32_t b) {
+  if (a == b) return 0;
+  if (!m->pair) return w;
+  double c = (double)w * m->pair[(size_t)a * m->nlabels + b];
+  return c >= (double)DP_FLOW_INF ? DP_FLOW_INF : c <= 0 ? 0 : (int64_t)llround(c);
+}
+
+/* The labels among a net's readers (a mask). */
+static uint64_t reader_labels(const dp_place_problem *m, const dp_place_pin_range *nt, const uint32_t *label) {
+  uint64_t mask = 0;
+  for (uint32_t i = 0; i < nt->n; i++) mask |= (uint64_t)1 << label[m->pins[nt->off + i]];
+  return mask;
+}
+
+static int64_t net_cost(const dp_place_problem *m, const dp_place_pin_range *nt, const uint32_t *label) {
+  uint32_t lp = label[nt->src];
+  uint64_t mask = reader_labels(m, nt, label) & ~((uint64_t)1 << lp);
+  int64_t e = 0;
+  for (uint32_t l = 0; mask; l++, mask >>= 1)
+    if (mask & 1) e = sat_add(e, dp_place_copy_cost(m, nt->w, lp, l));
+  return e;
+}
+
+int64_t dp_place_energy(const dp_place_problem *m, const uint32_t *label) {
+  int64_t e = 0;
+  for (uint32_t v = 0; v < m->nvars; v++) {
+    if (label[v] >= m->nlabels || !((m->allowed[v] >> label[v]) & 1)) return DP_FLOW_INF;
+    if (m->unary) e = sat_add(e, m->unary[(size_t)v * m->nlabels + label[v]]);
+  }
+  for (uint32_t k = 0; k < m->nnets; k++) e = sat_add(e, net_cost(m, &m->nets[k], label));
+  return e;
+}
+
+int64_t dp_place_energy_at(const dp_place_problem *m, const uint32_t *label, uint32_t v, uint32_t l) {
+  /* (a labelling with v moved, read through a copy of the few labels that
+     matter: v's own nets are found by a scan, fine for an explanation) */
+  uint32_t *lab = dp_malloc((size_t)(m->nvars ? m->nvars : 1) * sizeof *lab);
+  if (!lab) return -1;
+  memcpy(lab, label, (size_t)m->nvars * sizeof *lab);
+  lab[v] = l;
+  int64_t e = 0;
+  if (!((m->allowed[v] >> l) & 1)) e = DP_FLOW_INF;
+  else if (m->unary) e = m->unary[(size_t)v * m->nlabels + l];
+  for (uint32_t k = 0; k < m->nnets; k++) {
+    const dp_place_pin_range *nt = &m->nets[k];
+    int in = nt->src == v;
+    for (uint32_t i = 0; i < nt->n && !in; i++) in = m->pins[nt->off + i] == v;
+    if (in) e = sat_add(e, net_cost(m, nt, lab));
+  }
+  free(lab);
+  return e;
+}
+
+/* ---- one expansion move ---- */
+
+typedef struct mv {
+  const dp_place_problem *m;
+  const uint32_t *label;
+  uint32_t alpha;
+  uint32_t *state;   /* per variable: its node, ST_S or ST_T */
+  dp_flow *g;
+} mv;
+
+/* [p keeps and some reader is alpha] * w */
+static void gadget_keep_to_alpha(mv *c, uint32_t p, const dp_place_pin_range *nt, int64_t w) {
+  if (w <= 0 || p == ST_T) return;
+  uint32_t nfree = 0, last = 0;
+  for (uint32_t i = 0; i < nt->n; i++) {
+    uint32_t st = c->state[c->m->pins[nt->off + i]];
+    if (st == ST_T) { /* a reader is alpha whatever the move: [p keeps] * w */
+      if (p != ST_S) dp__flow_terminal(c->g, p, 0, w);
+      return;
+    }
+    if (st != ST_S) nfree++, last = st;
+  }
+  if (nfree == 0) return;
+  if (nfree == 1) {
+    if (p == ST_S) dp__flow_terminal(c->g, last, w, 0);
+    else dp__flow_arc(c->g, p, last, w, 0);
+    return;
+  }
+  uint32_t a = dp__flow_node(c->g);
+  if (p == ST_S) dp__flow_terminal(c->g, a, w, 0);
+  else dp__flow_arc(c->g, p, a, w, 0);
+  for (uint32_t i = 0; i < nt->n; i++) {
+    uint32_t st = c->state[c->m->pins[nt->off + i]];
+    if (st != ST_S) dp__flow_arc(c->g, a, st, DP_FLOW_INF, 0);
+  }
+}
+
+/* [p is alpha and some reader of label l keeps it] * w (p == ST_T: [some
+   reader of label l keeps it] * w) */
+static void gadget_kept_reader(mv *c, uint32_t p, const dp_place_pin_range *nt, uint32_t l, int64_t w) {
+  if (w <= 0 || p == ST_S) return;
+  uint32_t nfree = 0, last = 0;
+  for (uint32_t i = 0; i < nt->n; i++) {
+    uint32_t r = c->m->pins[nt->off + i], st = c->state[r];
+    if (c->label[r] != l) continue;
+    if (st == ST_S) { /* keeps l whatever the move: [p is alpha] * w */
+      if (p != ST_T) dp__flow_terminal(c->g, p, w, 0);
+      return;
+    }
+    nfree++, last = st;
+  }
+  if (nfree == 0) return;
+  if (nfree == 1) {
+    if (p == ST_T) dp__flow_terminal(c->g, last, 0, w);
+    else dp__flow_arc(c->g, last, p, w, 0);
+    return;
+  }
+  uint32_t b = dp__flow_node(c->g);
+  for (uint32_t i = 0; i < nt->n; i++) {
+    uint32_t r = c->m->pins[nt->off + i];
+    if (c->label[r] == l) dp__flow_arc(c->g, c->state[r], b, DP_FLOW_INF, 0);
+  }
+  if (p == ST_T) dp__flow_terminal(c->g, b, 0, w);
+  else dp__flow_arc(c->g, b, p, w, 0);
+}
+
+/* A net's cost in the move (place_solve.c's header). */
+static void move_net(mv *c, const dp_place_pin_range *nt) {
+  const dp_place_problem *m = c->m;
+  uint32_t lp = c->label[nt->src], ps = c->state[nt->src], alpha = c->alpha;
+  if (lp != alpha) gadget_keep_to_alpha(c, ps, nt, dp_place_copy_cost(m, nt->w, lp, alpha));
+  uint64_t mask = reader_labels(m, nt, c->label) & ~((uint64_t)1 << alpha);
+  for (uint32_t l = 0; mask; l++, mask >>= 1) {
+    if (!(mask & 1)) continue;
+    int64_t a = lp != l ? dp_place_copy_cost(m, nt->w, lp, l) : 0;
+    int64_t b = dp_place_copy_cost(m, nt->w, alpha, l);
+    if (ps == ST_T) {
+      gadget_kept_reader(c, ST_T, nt, l, b);
+    } else {
+      gadget_kept_reader(c, ST_T, nt, l, a);
+      if (ps != ST_S && b > a) gadget_kept_reader(c, ps, nt, l, b - a);
+    }
+  }
+}
+
+/* The best move towards alpha from label (into next). 0, or -1. */
+static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha, uint32_t *state,
+                uint8_t **side, uint32_t *capside, dp_flow *g, uint32_t *next) {
+  dp__flow_reset(g);
+  for (uint32_t v = 0; v < m->nvars; v++) {
+    uint32_t l = label[v];
+    if (l == alpha) state[v] = ST_T;
+    else if (m->fixed[v] != DP_NONE_ID || !((m->allowed[v] >> alpha) & 1)) state[v] = ST_S;
+    else {
+      state[v] = dp__flow_node(g);
+      if (m->unary) {
+        const int64_t *u = &m->unary[(size_t)v * m->nlabels];
+        dp__flow_terminal(g, state[v], u[alpha], u[l]);
+      }
+    }
+  }
+  mv c = {m, label, alpha, state, g};
+  for (uint32_t k = 0; k < m->nnets; k++) move_net(&c, &m->nets[k]);
+  /* the side of every node of the graph (auxiliary ones included) */
+  uint32_t nodes = dp__flow_count(g) + 1;
+  if (nodes > *capside) {
+    uint8_t *s = dp_realloc(*side, nodes);
+    if (!s) return -1;
+    *side = s;
+    *capside = nodes;
+  }
+  if (dp__flow_solve(g, *side) < 0) return -1;
+  for (uint32_t v = 0; v < m->nvars; v++)
+    next[v] = state[v] < ST_T && (*side)[state[v]] ? alpha : label[v];
+  return 0;
+}
+
+/* The starting labelling: fixed variables theirs, free ones the default
+   label (or the first they may take). 1 when some variable may take none. */
+static int start(const dp_place_problem *m, uint32_t *label) {
+  int none = 0;
+  for (uint32_t v = 0; v < m->nvars; v++) {
+    uint64_t a = m->allowed[v];
+    if (m->fixed[v] != DP_NONE_ID) label[v] = m->fixed[v];
+    else if ((a >> m->dflt) & 1) label[v] = m->dflt;
+    else if (a) label[v] = (uint32_t)__builtin_ctzll(a);
+    else label[v] = DP_NONE_ID, none = 1;
+  }
+  return none;
+}
+
+int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
+  if (m->oom) return -1;
+  if (start(m, label)) return 1;
+  int64_t cur = dp_place_energy(m, label);
+  if (m->nlabels == 1 || m->nvars == 0) {
+    *energy = cur;
+    return 0;
+  }
+  uint32_t *state = dp_malloc((size_t)m->nvars * sizeof *state);
+  uint32_t *next = dp_malloc((size_t)m->nvars * sizeof *next);
+  uint8_t *side = NULL;
+  uint32_t capside = 0;
+  dp_flow *g = dp__flow_new();
+  int rc = -1;
+  if (!state || !next || !g) goto done;
+  /* two labels: the one move from the default label to the other is exact */
+  uint32_t rounds = m->nlabels == 2 ? 1 : 32;
+  for (uint32_t round = 0, better = 1; round < rounds && better; round++) {
+    better = 0;
+    for (uint32_t alpha = 0; alpha < m->nlabels; alpha++) {
+      if (m->nlabels == 2 && alpha == m->dflt) continue;
+      if (move(m, label, alpha, state, &side, &capside, g, next) < 0) goto done;
+      int64_t e = dp_place_energy(m, next);
+      if (e < cur) {
+        memcpy(label, next, (size_t)m->nvars * sizeof *label);
+        cur = e;
+        better = 1;
+      }
+    }
+  }
+  *energy = cur;
+  rc = 0;
+done:
+  free(state);
+  free(next);
+  free(side);
+  dp__flow_free(g);
+  return rc;
+}
