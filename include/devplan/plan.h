@@ -77,6 +77,62 @@ dp_module *dp_plan_capture(dp_domains *d, dp_err **err);
    output carries checked types where the input did. */
 dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err);
 
+/* ---- options: where devplan goes further than TVM ----
+   PlanDevices' default (all zero) is TVM's output; each option changes
+   what it does on purpose. */
+
+enum { DP_PLACE_TVM = 0, DP_PLACE_MIN_BYTES = 1 };
+
+/* What placement by cost may ask of its caller (the Lua binding sets them
+   from Lua functions). Each returns 0, or -1 with *err set (an error a
+   user's function threw: planning stops with it). */
+typedef struct dp_place_hooks {
+  void *ud;
+  /* May call (an operator call) run on vd? *ok 0 or 1. NULL: everywhere. */
+  int (*can_run)(void *ud, dp_expr *call, dp_vdev *vd, int *ok, dp_err **err);
+  /* The seconds call takes on vd (>= 0). NULL: no compute cost. */
+  int (*compute)(void *ud, dp_expr *call, dp_vdev *vd, double *seconds, dp_err **err);
+  /* Bytes per second copied from src to dst (> 0). NULL with compute: 1e10. */
+  int (*bandwidth)(void *ud, dp_vdev *src, dp_vdev *dst, double *bytes_per_second,
+                   dp_err **err);
+} dp_place_hooks;
+
+typedef struct dp_plan_opts {
+  int strict;          /* skip phase 0b: a value demanded on two devices is a conflict */
+  int all_conflicts;   /* analysis goes on after a conflict: every one is reported */
+  int placement;       /* DP_PLACE_TVM: TVM's defaulting; DP_PLACE_MIN_BYTES: every value
+                          nobody constrained where it minimises the bytes copied (one
+                          copy per value and destination device), or with compute costs
+                          the time (compute + bytes / bandwidth); annotations stay hard */
+  const dp_place_hooks *hooks;  /* for placement; NULL: bytes, every device runs everything */
+} dp_plan_opts;
+
+/* Every conflict of a module (all_conflicts): errors (DP_ERR_CONFLICT, each
+   naming both constraints with positions, the chain in its notes), one
+   per pair of constraints, in source order. */
+typedef struct dp_conflicts { uint32_t n; dp_err **v; } dp_conflicts;
+void dp_conflicts_clear(dp_conflicts *c);
+
+/* Phases 0, 0b (not when strict or placing: placement puts those copies),
+   1, placement (min_bytes), 2: the domains capture writes back. NULL +
+   error; with all_conflicts the error sums up every conflict, each of which
+   goes to *all (NULL: not wanted). o NULL: TVM's PlanDevices. */
+dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
+                            dp_conflicts *all, dp_err **err);
+/* dp_plan_domains, then capture. */
+dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
+                                dp_conflicts *all, dp_err **err);
+
+/* ---- ShareCopies ---- */
+
+/* One device_copy per value and pair of devices in each function of a
+   planned module: the copies of one value between the same two devices
+   become one node, which the text format binds where it dominates its uses
+   (the scope that holds them all). Copies that are not the planner's form
+   (device_copy of a value, its on_device looked through) are kept. The
+   result plans to itself. New reference, or NULL + error. */
+dp_module *dp_plan_share_copies(dp_module *planned, dp_err **err);
+
 /* ---- the verifier ---- */
 
 /* One inconsistency of a planned module. */

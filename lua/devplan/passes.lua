@@ -1,7 +1,7 @@
 -- dp.passes: the built-in passes, each a pass value (devplan.pass).
 --
 --   dp.passes.PlanDevices(config, opts?)
---       TVM's PlanDevices (every phase of dp.planner in order). Option:
+--       TVM's PlanDevices (every phase of dp.planner in order). Options:
 --       resolve_conflicts = true  (default) TVM's semantics: phase 0b
 --                                 inserts a device_copy where a value nobody
 --                                 annotated is demanded on two devices
@@ -9,6 +9,12 @@
 --                                 such a module is a "conflict" devplan.Error
 --                                 naming both constraints with their
 --                                 positions (and the chain in its notes)
+--       all_conflicts = true      every independent conflict at once: one
+--                                 error, each conflict in err.errors
+--       placement = "min_bytes"   values nobody constrained placed to copy
+--                                 the fewest bytes (capability, compute_cost,
+--                                 bandwidth: planner.lua)
+--   dp.passes.ShareCopies()   one device_copy per value and pair of devices
 --   dp.passes.AnnotateVirtualDevices(rules)   passes/annotate_virtual_devices.lua
 --   dp.passes.MergeComposite(rules), dp.passes.MergeAndAnnotate(rules)
 --                                             passes/merge_composite.lua (dp.pattern)
@@ -26,14 +32,20 @@ function M.PlanDevices(config, opts)
   opts = planner.check_options(opts, "devplan.passes.PlanDevices", 2)
   planner.check_config(config, "devplan.passes.PlanDevices", 2)
   local run
-  if opts.resolve_conflicts ~= false then
+  if planner.is_tvm(opts) then
     run = function(mod) return planner.plan(mod, config) end
   else
-    run = function(mod) return planner.capture(planner.domains(mod, config, opts)) end
+    run = function(mod) return planner.plan_with(mod, config, opts) end
   end
   local p = pass.new("PlanDevices", run, opts)
   p.config = config -- what the verifier checks the plan against
   return p
+end
+
+-- ShareCopies: one device_copy per value and pair of devices (of a planned
+-- module; src/planner/share.c). PlanDevices copies once per use, as TVM.
+function M.ShareCopies()
+  return pass.new("ShareCopies", planner.share_copies)
 end
 
 M.AnnotateVirtualDevices = require("annotate_virtual_devices").new

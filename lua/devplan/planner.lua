@@ -6,13 +6,28 @@
 --   dp.planner.explain, dp.planner.virtual_devices
 --   dp.planner.domains(mod, config, opts) the domains after defaulting, as
 --       dp.passes.PlanDevices(config, opts) would capture them
+--   dp.planner.plan_with(mod, config, opts) PlanDevices with options
+--   dp.planner.share_copies(planned)      ShareCopies
+--   dp.planner.solve_placement(problem)   the placement optimiser on its own
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 
 local M = {}
 for name, fn in pairs(core.planner) do M[name] = fn end
 
-local OPTIONS = {resolve_conflicts = "boolean"}
+-- PlanDevices' options and the types they take (src/lua/l_place.c reads them):
+--   resolve_conflicts  boolean   (default true) TVM's phase 0b; false: strict
+--   all_conflicts      boolean   every independent conflict in one error (err.errors)
+--   placement          "tvm" | "min_bytes"   TVM's defaulting (default), or every
+--                                 value nobody constrained placed to minimise the
+--                                 bytes copied (src/planner/place.c)
+--   capability         function(call, vd) -> boolean   (min_bytes) may call run on vd
+--   compute_cost       function(call, vd) -> seconds   (min_bytes) time joins bytes
+--   bandwidth          number | function(src, dst) -> bytes per second  (min_bytes)
+local OPTIONS = {resolve_conflicts = {"boolean"}, all_conflicts = {"boolean"}, placement = {"string"},
+                 capability = {"function"}, compute_cost = {"function"},
+                 bandwidth = {"number", "function"}}
+local PLACEMENTS = {tvm = true, min_bytes = true}
 
 -- PlanDevices' options, checked: unknown keys and wrong types are errors.
 function M.check_options(opts, who, level)
@@ -25,11 +40,22 @@ function M.check_options(opts, who, level)
     if not want then
       error(who .. ": unknown option '" .. tostring(k) .. "'", level + 1)
     end
-    if type(v) ~= want then
-      error(who .. ": option '" .. k .. "' must be a " .. want .. ", got " .. type(v), level + 1)
+    if type(v) ~= want[1] and type(v) ~= want[2] then
+      error(who .. ": option '" .. k .. "' must be a " .. table.concat(want, " or ") .. ", got " .. type(v), level + 1)
     end
   end
+  if opts.placement ~= nil and not PLACEMENTS[opts.placement] then
+    error(who .. ": option 'placement' must be \"tvm\" or \"min_bytes\", got \"" .. opts.placement .. "\"", level + 1)
+  end
+  if (opts.capability or opts.compute_cost or opts.bandwidth) and opts.placement ~= "min_bytes" then
+    error(who .. ": options capability, compute_cost and bandwidth need placement = \"min_bytes\"", level + 1)
+  end
   return opts
+end
+
+-- Are these options PlanDevices as TVM (nothing further)?
+function M.is_tvm(opts)
+  return next(opts) == nil or (next(opts, next(opts)) == nil and opts.resolve_conflicts == true)
 end
 
 function M.check_config(config, who, level)
@@ -38,19 +64,16 @@ function M.check_config(config, who, level)
   end
 end
 
--- Phases 0, (0b), 1 and 2: the domains a planned module is captured from.
--- resolve_conflicts = false skips phase 0b (strict planning).
+-- Phases 0, (0b), 1, (placement) and 2: the domains a planned module is
+-- captured from, with PlanDevices' options (resolve_conflicts = false skips
+-- phase 0b: strict planning).
 function M.domains(mod, config, opts)
   opts = M.check_options(opts, "devplan.planner.domains", 2)
   if not ir.is_module(mod) then
     error("devplan.planner.domains: a module expected, got " .. type(mod), 2)
   end
   M.check_config(config, "devplan.planner.domains", 2)
-  local m = M.rewrite(mod, config)
-  if opts.resolve_conflicts ~= false then m = M.conflicts(m, config) end
-  local d = M.analyze(m, config)
-  M.default(d)
-  return d
+  return M.domains_with(mod, config, opts)
 end
 
 -- dp.planner.report(planned, config?): devices, copies and bytes (lua/devplan/report.lua)

@@ -185,7 +185,211 @@ static int l_solve_placement(lua_State *L) {
   return 2;
 }
 
+
+/* ---- PlanDevices' options (plan.h, dp_plan_opts) ----
+
+   {resolve_conflicts =, all_conflicts =, placement = "tvm" | "min_bytes",
+    capability = function(call, vd) -> boolean, compute_cost = function(call,
+    vd) -> seconds, bandwidth = bytes per second | function(src, dst) ->
+    bytes per second}. The hooks call the Lua functions protected: an error
+   a user's function throws becomes the planner's error, and planning
+   frees what it made. */
+
+typedef struct hooks {
+  dp_place_hooks h;
+  lua_State *L;
+  int cap, comp, bw;      /* stack indices of the functions (0: none) */
+  double bwconst;         /* bandwidth given as a number (0: none) */
+} hooks;
+
+/* (fn, a, b) with a and b light pointers to core objects: fn(a, b). */
+static int hook_body(lua_State *L) {
+  for (int i = 2; i <= 3; i++) {
+    dp_lua_push(L, lua_touserdata(L, i));
+    lua_replace(L, i);
+  }
+  lua_call(L, 2, 1);
+  return 1;
+}
+
+/* Calls the function at idx with a and b; its result at the top, or -1 +
+   err (what: the option's name). */
+static int call_hook(lua_State *L, int idx, void *a, void *b, const char *what, dp_err **err) {
+  if (!lua_checkstack(L, 4)) {
+    *err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+    return -1;
+  }
+  lua_pushcfunction(L, hook_body);
+  lua_pushvalue(L, idx);
+  lua_pushlightuserdata(L, a);
+  lua_pushlightuserdata(L, b);
+  if (lua_pcall(L, 3, 1, 0) != LUA_OK) {
+    *err = dp_lua_toerr(L, what);
+    return -1;
+  }
+  return 0;
+}
+
+static int h_can_run(void *ud, dp_expr *call, dp_vdev *vd, int *ok, dp_err **err) {
+  hooks *h = ud;
+  if (call_hook(h->L, h->cap, call, vd, "capability", err) < 0) return -1;
+  *ok = lua_toboolean(h->L, -1);
+  lua_pop(h->L, 1);
+  return 0;
+}
+
+static int number_result(lua_State *L, const char *what, double *out, dp_err **err) {
+  int isnum = lua_type(L, -1) == LUA_TNUMBER;
+  *out = isnum ? lua_tonumber(L, -1) : 0;
+  lua_pop(L, 1);
+  if (isnum) return 0;
+  *err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "%s must return a number", what);
+  return -1;
+}
+
+static int h_compute(void *ud, dp_expr *call, dp_vdev *vd, double *s, dp_err **err) {
+  hooks *h = ud;
+  if (call_hook(h->L, h->comp, call, vd, "compute_cost", err) < 0) return -1;
+  return number_result(h->L, "compute_cost", s, err);
+}
+
+static int h_bandwidth(void *ud, dp_vdev *src, dp_vdev *dst, double *bps, dp_err **err) {
+  hooks *h = ud;
+  if (!h->bw) {
+    *bps = h->bwconst;
+    return 0;
+  }
+  if (call_hook(h->L, h->bw, src, dst, "bandwidth", err) < 0) return -1;
+  return number_result(h->L, "bandwidth", bps, err);
+}
+
+/* A function option t[k] pushed (its stack index), or 0 when absent. */
+static int fn_option(lua_State *L, int t, const char *k) {
+  int ty = lua_getfield(L, t, k);
+  if (ty == LUA_TFUNCTION) return lua_gettop(L);
+  if (ty != LUA_TNIL) luaL_error(L, "option '%s' must be a function", k);
+  lua_pop(L, 1);
+  return 0;
+}
+
+static int bool_option(lua_State *L, int t, const char *k, int dflt) {
+  int ty = lua_getfield(L, t, k), v = dflt;
+  if (ty == LUA_TBOOLEAN) v = lua_toboolean(L, -1);
+  else if (ty != LUA_TNIL) luaL_error(L, "option '%s' must be a boolean", k);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* The options at idx (a table or nil) into o and h (whose functions are
+   pushed on the stack, where they stay while planning). */
+static void read_opts(lua_State *L, int idx, dp_plan_opts *o, hooks *h) {
+  *o = (dp_plan_opts){0};
+  *h = (hooks){.L = L};
+  if (lua_isnoneornil(L, idx)) return;
+  luaL_checktype(L, idx, LUA_TTABLE);
+  idx = lua_absindex(L, idx);
+  o->strict = !bool_option(L, idx, "resolve_conflicts", 1);
+  o->all_conflicts = bool_option(L, idx, "all_conflicts", 0);
+  if (lua_getfield(L, idx, "placement") == LUA_TSTRING) {
+    const char *p = lua_tostring(L, -1);
+    if (strcmp(p, "min_bytes") == 0) o->placement = DP_PLACE_MIN_BYTES;
+    else if (strcmp(p, "tvm") != 0) luaL_error(L, "option 'placement' must be \"tvm\" or \"min_bytes\", got \"%s\"", p);
+  } else if (!lua_isnil(L, -1)) {
+    luaL_error(L, "option 'placement' must be a string (\"tvm\" or \"min_bytes\")");
+  }
+  lua_pop(L, 1);
+  h->cap = fn_option(L, idx, "capability");
+  h->comp = fn_option(L, idx, "compute_cost");
+  int ty = lua_getfield(L, idx, "bandwidth");
+  if (ty == LUA_TNUMBER) {
+    h->bwconst = lua_tonumber(L, -1);
+    if (!(h->bwconst > 0)) luaL_error(L, "option 'bandwidth' must be a number of bytes per second > 0");
+    lua_pop(L, 1);
+  } else if (ty == LUA_TFUNCTION) {
+    h->bw = lua_gettop(L);
+  } else {
+    if (ty != LUA_TNIL) luaL_error(L, "option 'bandwidth' must be a number or a function");
+    lua_pop(L, 1);
+  }
+  if ((h->cap || h->comp || h->bw || h->bwconst) && o->placement == DP_PLACE_TVM)
+    luaL_error(L, "options capability, compute_cost and bandwidth need placement = \"min_bytes\"");
+  h->h.ud = h;
+  h->h.can_run = h->cap ? h_can_run : NULL;
+  h->h.compute = h->comp ? h_compute : NULL;
+  h->h.bandwidth = h->bw || h->bwconst ? h_bandwidth : NULL;
+  o->hooks = &h->h;
+}
+
+/* Raises err; with the conflicts of all_conflicts as its field `errors`. */
+static int raise_conflicts(lua_State *L, dp_err *err, dp_conflicts *all) {
+  dp_lua_pusherror(L, err);
+  if (all->n) {
+    lua_createtable(L, (int)all->n, 0);
+    for (uint32_t i = 0; i < all->n; i++) {
+      dp_lua_pusherror(L, all->v[i]);
+      all->v[i] = NULL;
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "errors");
+  }
+  dp_conflicts_clear(all);
+  return lua_error(L);
+}
+
+/* The configuration at idx (a CompilationConfig). */
+static dp_config *config_at(lua_State *L, int idx) {
+  return dp_lua_check(L, idx, DP_OBJ_CONFIG);
+}
+
+/* planner.plan_with(mod, config, opts) -> planned module. */
+static int l_plan_with(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_config *cfg = config_at(L, 2);
+  dp_plan_opts o;
+  hooks h;
+  read_opts(L, 3, &o, &h);
+  dp_err *err = NULL;
+  dp_conflicts all = {0};
+  dp_module *r = dp_plan_devices_opts(m, cfg, &o, &all, &err);
+  if (!r) return raise_conflicts(L, err, &all);
+  dp_lua_push_owned(L, r);
+  return 1;
+}
+
+/* The domains after phases 0-2 with the options at opts_idx (config at
+   cfg_idx: a configuration; the caller made sure), raising on error. */
+dp_domains *dp_lua_planned_domains(lua_State *L, dp_module *m, dp_config *cfg, int opts_idx) {
+  dp_plan_opts o;
+  hooks h;
+  read_opts(L, opts_idx, &o, &h);
+  dp_err *err = NULL;
+  dp_conflicts all = {0};
+  dp_domains *d = dp_plan_domains(m, cfg, &o, &all, &err);
+  if (!d) raise_conflicts(L, err, &all);
+  return d;
+}
+
+/* planner.domains_with(mod, config, opts) -> domains after defaulting. */
+static int l_domains_with(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_domains *d = dp_lua_planned_domains(L, m, config_at(L, 2), 3);
+  dp_lua_push_owned(L, d);
+  return 1;
+}
+
+/* planner.share_copies(planned) -> module (dp.passes.ShareCopies). */
+static int l_share_copies(lua_State *L) {
+  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_err *err = NULL;
+  dp_module *r = dp_plan_share_copies(m, &err);
+  if (!r) return dp_lua_error(L, err);
+  dp_lua_push_owned(L, r);
+  return 1;
+}
+
 void dp_lua_open_place(lua_State *L) {
-  lua_pushcfunction(L, l_solve_placement);
-  lua_setfield(L, -2, "solve_placement");
+  static const luaL_Reg fns[] = {
+    {"solve_placement", l_solve_placement}, {"plan_with", l_plan_with},
+    {"domains_with", l_domains_with}, {"share_copies", l_share_copies}, {NULL, NULL}};
+  luaL_setfuncs(L, fns, 0);
 }

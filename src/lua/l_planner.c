@@ -296,22 +296,15 @@ static int d_tostring(lua_State *L) {
 /* ---- explain / virtual_devices on a module ---- */
 
 /* Phases 0-2 of mod: the domains a question about mod is answered from. */
+/* (l_place.c: the options of PlanDevices at opts_idx) */
+dp_domains *dp_lua_planned_domains(lua_State *L, dp_module *m, dp_config *cfg, int opts_idx);
+
 static dp_domains *planned_domains(lua_State *L, dp_module *m, int cfg_idx) {
+  lua_settop(L, cfg_idx + 1); /* (the options' slot, nil when not given) */
   dp_config *cfg = opt_config(L, cfg_idx);
-  dp_err *err = NULL;
-  dp_domains *d = NULL;
-  dp_module *r = dp_plan_rewrite(m, cfg, &err), *c = NULL;
-  if (r) c = dp_plan_conflicts(r, cfg, &err);
-  if (c) d = dp_plan_analyze(c, cfg, &err);
-  dp_release(r);
-  dp_release(c);
-  dp_release(cfg);
-  if (d && dp_plan_default(d, &err) < 0) {
-    dp_release(d);
-    d = NULL;
-  }
-  if (!d) dp_lua_error(L, err);
-  return d;
+  /* (the configuration stays on the stack: the options may raise) */
+  dp_lua_push_owned(L, cfg);
+  return dp_lua_planned_domains(L, m, cfg, cfg_idx + 1);
 }
 
 static int l_explain(lua_State *L) {

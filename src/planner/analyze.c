@@ -21,9 +21,15 @@
  *
  * The first constraint that cannot hold stops the phase with a
  * DP_ERR_CONFLICT error (explain.c words it); the domains are left as they
- * were before it (a failed unification is undone), so a caller that
- * wanted every conflict could record it and go on (analyze_node returns
- * at the node).
+ * were before it (a failed unification is undone). With ix->collect (all
+ * conflicts) each is recorded in d->conf and analysis goes on: explain.c
+ * words them all afterwards.
+ *
+ * With ix->relax (placement by cost), where PlanDevices unifies a value with
+ * its reader across a place capture can put a copy on (an argument of a
+ * call of an ordinary operator, a constructor or a function; the body and
+ * the result of an on_device that does not fix both), analysis records a
+ * flow instead (d->flows) and place.c decides both ends.
  */
 #include <stdlib.h>
 #include "planner.h"
@@ -44,11 +50,45 @@ static int fail_at(actx *a, dp_err *e, const dp_expr *at) {
   return -1;
 }
 
+static int oom_at(actx *a, const dp_expr *at) {
+  return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), at);
+}
+
 static int unify(actx *a, uint32_t x, uint32_t y, int rule, dp_expr *why) {
   dp_err *e = NULL;
-  int rc = dp__unify(a->d, x, y, rule, why, &e);
-  if (rc > 0) e = dp__conflict_error(a->d); /* (the first one stops the phase) */
+  dp_domains *d = a->d;
+  int rc = dp__unify(d, x, y, rule, why, &e);
+  if (rc > 0 && a->ix->collect) { /* every conflict: recorded (undone), and on */
+    if (dp_grow((void **)&d->conf, &d->capconf, d->nconf + 1, sizeof *d->conf) < 0) return oom_at(a, why);
+    d->conf[d->nconf++] = (dp_failed){d->failed.a, d->failed.b, d->failed.rule, d->failed.why};
+    return 0;
+  }
+  if (rc > 0) e = dp__conflict_error(d); /* (the first one stops the phase) */
   return rc ? fail_at(a, e, why) : 0;
+}
+
+/* The value node id stands for: its on_device calls looked through. */
+static uint32_t value_of(const dp_index *ix, uint32_t id) {
+  while (id != DP_NONE_ID && ix->what[id] == W_ON_DEVICE) {
+    uint32_t k = dp__kid(ix, id, 1);
+    if (k == DP_NONE_ID) break;
+    id = k;
+  }
+  return id;
+}
+
+/* The value of node id (domain src) is read in domain dst. PlanDevices
+   unifies them (the reader runs where the value lives); placing by cost, a
+   copy may sit between them: a flow for place.c, unless either is a
+   function (no copy moves a function) or the node is not numbered. */
+static int flow(actx *a, uint32_t id, uint32_t src, uint32_t dst, int rule, dp_expr *why) {
+  dp_domains *d = a->d;
+  if (!a->ix->relax || id == DP_NONE_ID || d->nodes[dp__dom_find(d, src)].isfn ||
+      d->nodes[dp__dom_find(d, dst)].isfn)
+    return unify(a, src, dst, rule, why);
+  if (dp_grow((void **)&d->flows, &d->capflows, d->nflows + 1, sizeof *d->flows) < 0) return oom_at(a, why);
+  d->flows[d->nflows++] = (dp_flowrec){value_of(a->ix, id), src, dst};
+  return 0;
 }
 
 #define DOM(a, id) ((a)->d->dom[id])
@@ -83,12 +123,20 @@ static int call_on_device(actx *a, uint32_t id, dp_call *c) {
     dp__on_device_props(&a->ix->ops, &c->e, &p);
     return canon(a, p.vd, &c->e, &v);
   }
-  if (!v) return 0;
+  int fixed = (ann & ON_CRESULT) || ((a->ix->flag[id] & F_FIXED) && (ann & ON_CBODY));
+  /* placing by cost, the argument of a call that an on_device puts on a
+     device is on it: the copy, if any, goes on the argument's flow */
+  int relaxed_arg = a->ix->relax && (ann & ON_CBODY) && (a->ix->flag[id] & F_ARG);
+  int one = v && (ann & ON_CBODY) && (fixed || relaxed_arg); /* body and result on v */
+  if (!one) { /* the body and the result may differ: a copy between */
+    if (a->ix->relax && flow(a, dp__kid(a->ix, id, 1), body, DOM(a, id), R_FREE_ON_DEVICE, &c->e) < 0)
+      return -1;
+    if (!v) return 0;
+  }
   /* one constraint domain serves both sides, as TVM's target_domain */
   uint32_t k = dp__dom_for_type(a->d, c->args[0]->type, v, R_ON_DEVICE, &c->e);
   if ((ann & ON_CBODY) && unify(a, body, k, R_ON_DEVICE, &c->e) < 0) return -1;
-  int fixed = (ann & ON_CRESULT) || ((a->ix->flag[id] & F_FIXED) && (ann & ON_CBODY));
-  if (fixed && unify(a, DOM(a, id), k, R_ON_DEVICE, &c->e) < 0) return -1;
+  if ((fixed || relaxed_arg) && unify(a, DOM(a, id), k, R_ON_DEVICE, &c->e) < 0) return -1;
   return 0;
 }
 
@@ -115,7 +163,13 @@ static int call_op(actx *a, uint32_t id, dp_call *c) {
   uint32_t host = a->d->dev->host;
   for (uint32_t i = 0; i < c->nargs; i++) {
     int rule = dp__arg_rule(r, i);
-    if (rule == ARG_CALL && unify(a, KDOM(a, id, 1 + i), DOM(a, id), R_ARG, &c->e) < 0) return -1;
+    if (rule == ARG_CALL) {
+      /* an ordinary operator's arguments may be copied to it (placing) */
+      int rc = a->ix->ann[id] == OP_ORDINARY
+                   ? flow(a, dp__kid(a->ix, id, 1 + i), KDOM(a, id, 1 + i), DOM(a, id), R_ARG, &c->e)
+                   : unify(a, KDOM(a, id, 1 + i), DOM(a, id), R_ARG, &c->e);
+      if (rc < 0) return -1;
+    }
     if (rule == ARG_HOST && constrain(a, c->args[i], KDOM(a, id, 1 + i), host, R_HOST_ARG, &c->e) < 0)
       return -1;
   }
@@ -148,7 +202,9 @@ static int call_fn(actx *a, uint32_t id, dp_call *c) {
   for (uint32_t i = 0; i < n; i++) {
     uint32_t ad = !lowered ? KDOM(a, id, 1 + i)
                   : tup != DP_NONE_ID ? KDOM(a, tup, i) : dp__dom_of(d, args[i]);
-    if (unify(a, ad, dp__dom_kid(d, f, i), R_ARG, &c->e) < 0) return -1;
+    int rc = lowered ? unify(a, ad, dp__dom_kid(d, f, i), R_ARG, &c->e)
+                     : flow(a, dp__kid(a->ix, id, 1 + i), ad, dp__dom_kid(d, f, i), R_ARG, &c->e);
+    if (rc < 0) return -1;
   }
   return unify(a, DOM(a, id), dp__dom_kid(d, f, n), R_RESULT, &c->e);
 }
@@ -160,7 +216,8 @@ static int analyze_call(actx *a, uint32_t id, dp_call *c) {
   case W_OP_CALL: return call_op(a, id, c);
   case W_CTOR_CALL:
     for (uint32_t i = 0; i < c->nargs; i++)
-      if (unify(a, KDOM(a, id, 1 + i), DOM(a, id), R_CTOR, &c->e) < 0) return -1;
+      if (flow(a, dp__kid(a->ix, id, 1 + i), KDOM(a, id, 1 + i), DOM(a, id), R_CTOR, &c->e) < 0)
+        return -1;
     return 0;
   default: return call_fn(a, id, c);
   }

@@ -285,9 +285,15 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
     dp_vdev *rv = dom_vd(c, f, ocallee, err);
     k[0] = rv ? child(c, cv, cv, rv, ocallee, ncallee, err) : NULL;
   }
+  /* an argument is expected where its parameter is (a function's), where
+     the call runs (an ordinary operator's, a constructor's: one domain with
+     the call, unless placement by cost put a copy there), or where it
+     lives (the memory dialect's host and free arguments) */
+  int at_call = c->ix->what[id] == W_CTOR_CALL ||
+                (c->ix->what[id] == W_OP_CALL && c->ix->ann[id] == OP_ORDINARY);
   for (uint32_t i = 0; i < n && k[i]; i++) {
-    dp_vdev *pv = f == DP_NONE_ID ? kid_vd(c, aid, abase + i, err)
-                                  : dom_vd(c, dp__dom_kid(d, f, i), oargs[i], err);
+    dp_vdev *pv = f != DP_NONE_ID ? dom_vd(c, dp__dom_kid(d, f, i), oargs[i], err)
+                  : at_call ? cv : kid_vd(c, aid, abase + i, err);
     dp_expr *na = lowered ? ntup->fields[i] : out_kid(c, id, 1 + i);
     k[i + 1] = pv ? reconcile(c, cv, pv, aid, abase + i, na, err) : NULL;
   }

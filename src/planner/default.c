@@ -84,7 +84,9 @@ static int default_node(dctx *c, uint32_t id) {
 static int run(dctx *c, const uint32_t *order) {
   const dp_index *ix = c->ix;
   dp_domains *d = c->d;
-  for (uint32_t k = 0; k < ix->nfn; k++) {
+  /* (placing by cost decided free on_device calls: their body and result
+     are a flow) */
+  for (uint32_t k = 0; k < ix->nfn && !ix->relax; k++) {
     uint32_t fn = order ? order[k] : k;
     for (uint32_t j = ix->fnpost[fn]; j < ix->fnpost[fn + 1]; j++)
       if (is_free_on_device(ix, ix->post[j]) && free_on_device(c, ix->post[j]) < 0) return -1;

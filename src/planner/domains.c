@@ -42,6 +42,9 @@ static void domains_free(dp_obj *o, dp_worklist *wl) {
   free(d->work);
   free(d->trail);
   free(d->links);
+  free(d->flows);
+  free(d->conf);
+  dp__place_free(d->place);
   dp__pmap_free(&d->extra);
   free(d);
 }

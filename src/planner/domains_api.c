@@ -52,6 +52,7 @@ int dp__domains_apply(dp_domains *d, const dp_op_log *op, dp_err **err) {
   }
   case LOG_SET_DEFAULT:
     return done(d, dp__set_default(d, dp__dom_of(d, op->a), op->vdev, R_USER_DEFAULT, op->a, err), err);
+  case LOG_PLACE: return dp__place_replay(d, err);
   default: return 0;
   }
 }

@@ -36,6 +36,7 @@ static const char *const rule_texts[R__COUNT] = {
   [R_DEF_CALL] = "the default device (configuration) for the callee of",
   [R_USER_CONSTRAIN] = "a script's constraint on",
   [R_USER_DEFAULT] = "a script's default for",
+  [R_PLACEMENT] = "the placement by cost of",
   [R_ARG] = "an argument of",
   [R_RESULT] = "the result of",
   [R_CALLEE] = "the callee of",
@@ -74,6 +75,7 @@ static const char *rule_name(int rule) {
   case R_DEF_CALL: return "default callee";
   case R_USER_CONSTRAIN: return "script constraint";
   case R_USER_DEFAULT: return "script default";
+  case R_PLACEMENT: return "placement";
   default: return "unknown";
   }
 }
@@ -105,75 +107,114 @@ static char *reason(dp_domains *d, int rule, dp_expr *why) {
   return s;
 }
 
-/* BFS in x's proof tree to the nearest constraint node; `avoid` (a device
-   index, or DP_NONE_ID) prefers a constraint whose device cannot join it.
-   Fills path[] with the nodes from x to the constraint; returns its length
-   (0: none found). */
-static uint32_t nearest_constraint(dp_domains *d, uint32_t x, uint32_t avoid, uint32_t **path) {
-  uint32_t root = dp__dom_find(d, x), n = d->nnodes;
-  uint32_t *from = dp_malloc((size_t)n * sizeof *from), *queue = dp_malloc((size_t)n * sizeof *queue);
-  uint32_t *head = dp_malloc((size_t)n * sizeof *head), *next = dp_malloc((size_t)n * sizeof *next);
-  uint32_t found = DP_NONE_ID, any = DP_NONE_ID, len = 0;
-  *path = NULL;
-  if (!from || !queue || !head || !next) goto done;
-  for (uint32_t i = 0; i < n; i++) head[i] = from[i] = DP_NONE_ID;
-  for (uint32_t i = 0; i < n; i++) { /* children lists of the proof tree, this class only */
-    uint32_t p = d->proof[i].parent;
-    if (p != DP_NONE_ID && dp__dom_find(d, i) == root) {
-      next[i] = head[p];
-      head[p] = i;
+/* The proof forest's children lists, and the breadth-first search's
+   arrays, made once for any number of searches (every conflict of a
+   module): a search visits x's class only (proof edges join unified
+   domains), marked with a stamp instead of clearing. */
+typedef struct pindex {
+  uint32_t *head, *next, *from, *queue, *stamp;
+  uint32_t n, cur;
+} pindex;
+
+static void pindex_free(pindex *p) {
+  free(p->head);
+  free(p->next);
+  free(p->from);
+  free(p->queue);
+  free(p->stamp);
+}
+
+static int pindex_init(pindex *p, dp_domains *d) {
+  uint32_t n = d->nnodes;
+  *p = (pindex){0};
+  p->n = n;
+  p->head = dp_malloc((size_t)n * sizeof *p->head);
+  p->next = dp_malloc((size_t)n * sizeof *p->next);
+  p->from = dp_malloc((size_t)n * sizeof *p->from);
+  p->queue = dp_malloc((size_t)n * sizeof *p->queue);
+  p->stamp = dp_calloc(n, sizeof *p->stamp);
+  if (!p->head || !p->next || !p->from || !p->queue || !p->stamp) {
+    pindex_free(p);
+    return -1;
+  }
+  for (uint32_t i = 0; i < n; i++) p->head[i] = DP_NONE_ID;
+  for (uint32_t i = n; i-- > 0;) {
+    uint32_t q = d->proof[i].parent;
+    if (q != DP_NONE_ID) {
+      p->next[i] = p->head[q];
+      p->head[q] = i;
     }
   }
-  uint32_t qh = 0, qt = 0;
-  queue[qt++] = x;
-  from[x] = x;
+  return 0;
+}
+
+/* Is constraint node u one to stop at? `avoid` (a device index, or
+   DP_NONE_ID) prefers a constraint whose device cannot join it. */
+static int wanted(dp_domains *d, uint32_t u, uint32_t avoid) {
+  dp_dnode *nu = &d->nodes[u];
+  /* explaining (no device to avoid): a real constraint beats a default
+     that only filled in fields such as the virtual device id */
+  if (avoid == DP_NONE_ID) return nu->crule < R_DEF_RESULT || nu->crule > R_DEF_CALL;
+  if (avoid == 0 || dp__dom_cons(d, u)->vdev == 0) return 1;
+  dp_vdev *j = dp_vdev_join(d->dev->v[dp__dom_cons(d, u)->vdev], d->dev->v[avoid]);
+  dp_release(j);
+  return j == NULL;
+}
+
+/* BFS in x's proof tree to the nearest constraint node (wanted first, else
+   the first met). Fills path[] with the nodes from x to the constraint;
+   returns its length (0: none found). */
+static uint32_t nearest(pindex *p, dp_domains *d, uint32_t x, uint32_t avoid, uint32_t **path) {
+  uint32_t found = DP_NONE_ID, any = DP_NONE_ID, len = 0, qh = 0, qt = 0, st = ++p->cur;
+  *path = NULL;
+  p->queue[qt++] = x;
+  p->from[x] = x;
+  p->stamp[x] = st;
   while (qh < qt) {
-    uint32_t u = queue[qh++];
-    dp_dnode *nu = &d->nodes[u];
-    if (nu->crule) {
-      /* explaining (no device to avoid): a real constraint beats a default
-         that only filled in fields such as the virtual device id */
-      int bad = avoid == DP_NONE_ID ? (nu->crule < R_DEF_RESULT || nu->crule > R_DEF_CALL)
-                                    : (avoid == 0 || dp__dom_cons(d, u)->vdev == 0);
-      if (!bad && avoid != DP_NONE_ID) {
-        dp_vdev *j = dp_vdev_join(d->dev->v[dp__dom_cons(d, u)->vdev], d->dev->v[avoid]);
-        bad = j == NULL;
-        dp_release(j);
-      }
+    uint32_t u = p->queue[qh++];
+    if (d->nodes[u].crule) {
       if (any == DP_NONE_ID) any = u;
-      if (bad) {
+      if (wanted(d, u, avoid)) {
         found = u;
         break;
       }
     }
-    uint32_t nb[1] = {d->proof[u].parent};
-    if (nb[0] != DP_NONE_ID && from[nb[0]] == DP_NONE_ID) {
-      from[nb[0]] = u;
-      queue[qt++] = nb[0];
+    uint32_t up = d->proof[u].parent;
+    if (up != DP_NONE_ID && p->stamp[up] != st) {
+      p->stamp[up] = st;
+      p->from[up] = u;
+      p->queue[qt++] = up;
     }
-    for (uint32_t c = head[u]; c != DP_NONE_ID; c = next[c])
-      if (from[c] == DP_NONE_ID) {
-        from[c] = u;
-        queue[qt++] = c;
+    for (uint32_t c = p->head[u]; c != DP_NONE_ID; c = p->next[c])
+      if (p->stamp[c] != st) {
+        p->stamp[c] = st;
+        p->from[c] = u;
+        p->queue[qt++] = c;
       }
   }
   if (found == DP_NONE_ID) found = any;
-  if (found != DP_NONE_ID) {
-    for (uint32_t u = found;; u = from[u]) {
-      queue[len++] = u;
-      if (u == x) break;
-    }
-    *path = dp_malloc(len * sizeof **path);
-    if (*path)
-      for (uint32_t i = 0; i < len; i++) (*path)[i] = queue[len - 1 - i];
-    else
-      len = 0;
+  if (found == DP_NONE_ID) return 0;
+  for (uint32_t u = found;; u = p->from[u]) {
+    len++;
+    if (u == x) break;
   }
-done:
-  free(from);
-  free(queue);
-  free(head);
-  free(next);
+  *path = dp_malloc(len * sizeof **path);
+  if (!*path) return 0;
+  uint32_t i = len;
+  for (uint32_t u = found;; u = p->from[u]) {
+    (*path)[--i] = u;
+    if (u == x) break;
+  }
+  return len;
+}
+
+/* One search on an index of its own (an explanation, one conflict). */
+static uint32_t nearest_constraint(dp_domains *d, uint32_t x, uint32_t avoid, uint32_t **path) {
+  pindex p;
+  *path = NULL;
+  if (pindex_init(&p, d) < 0) return 0;
+  uint32_t len = nearest(&p, d, x, avoid, path);
+  pindex_free(&p);
   return len;
 }
 
@@ -203,10 +244,16 @@ static char *constraint_text(dp_domains *d, uint32_t c, dp_span *span) {
   return reason(d, n->crule, cwhy);
 }
 
-static dp_err *conflict_with_proofs(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why) {
+/* The constraints found for a conflict (dp__conflict_errors compares them). */
+typedef struct ends { uint32_t ca, cb; } ends;
+
+static dp_err *conflict_with_proofs(dp_domains *d, pindex *px, uint32_t a, uint32_t b, int rule,
+                                    dp_expr *why, ends *found) {
   uint32_t va = d->nodes[dp__dom_result(d, a)].vdev, vb = d->nodes[dp__dom_result(d, b)].vdev;
   uint32_t *pa = NULL, *pb = NULL;
-  uint32_t la = nearest_constraint(d, a, vb, &pa), lb = nearest_constraint(d, b, va, &pb);
+  uint32_t la = px ? nearest(px, d, a, vb, &pa) : nearest_constraint(d, a, vb, &pa);
+  uint32_t lb = px ? nearest(px, d, b, va, &pb) : nearest_constraint(d, b, va, &pb);
+  if (found) *found = (ends){la ? pa[la - 1] : DP_NONE_ID, lb ? pb[lb - 1] : DP_NONE_ID};
   dp_span sa = DP_NOSPAN, sb = DP_NOSPAN;
   char *ca = la ? constraint_text(d, pa[la - 1], &sa) : dp_strdup("an earlier unification");
   char *cb = lb ? constraint_text(d, pb[lb - 1], &sb) : dp_strdup("an earlier unification");
@@ -246,7 +293,7 @@ dp_err *dp__conflict_error(dp_domains *d) {
   uint32_t a = d->failed.a, b = d->failed.b;
   int rule = d->failed.rule;
   dp_expr *why = d->failed.why;
-  if (d->proof) return conflict_with_proofs(d, a, b, rule, why);
+  if (d->proof) return conflict_with_proofs(d, NULL, a, b, rule, why, NULL);
   dp_err *e = NULL;
   dp_domains *s = dp__domains_shadow(d, &e);
   int rc = s ? replay(s, d, d->nlog, &e) : -1;
@@ -258,6 +305,131 @@ dp_err *dp__conflict_error(dp_domains *d) {
                 "conflicting virtual devices at %s", at ? at : "?");
   free(at);
   return e;
+}
+
+/* ---- every conflict at once ---- */
+
+typedef struct found_conflict {
+  dp_err *err;
+  dp_expr *ka, *kb;   /* the two constraints' expressions (the pair says the root cause) */
+  int ra, rb;
+  dp_span at;         /* where the two meet */
+  uint32_t order;
+} found_conflict;
+
+static int span_cmp(dp_span a, dp_span b) {
+  if (a.source != b.source) return a.source < b.source ? -1 : 1;
+  if (a.line != b.line) return a.line < b.line ? -1 : 1;
+  if (a.col != b.col) return a.col < b.col ? -1 : 1;
+  return 0;
+}
+
+static int cmp_found(const void *x, const void *y) {
+  const found_conflict *a = x, *b = y;
+  int c = span_cmp(a->at, b->at);
+  return c ? c : a->order < b->order ? -1 : a->order > b->order;
+}
+
+static int same_pair(const found_conflict *a, const found_conflict *b) {
+  return a->ka == b->ka && a->kb == b->kb && a->ra == b->ra && a->rb == b->rb;
+}
+
+/* By pair of constraints, then as met (the first of a pair is kept). */
+static int cmp_pair(const void *x, const void *y) {
+  const found_conflict *a = x, *b = y;
+  if (a->ka != b->ka) return (uintptr_t)a->ka < (uintptr_t)b->ka ? -1 : 1;
+  if (a->kb != b->kb) return (uintptr_t)a->kb < (uintptr_t)b->kb ? -1 : 1;
+  if (a->ra != b->ra) return a->ra < b->ra ? -1 : 1;
+  if (a->rb != b->rb) return a->rb < b->rb ? -1 : 1;
+  return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* The constraint behind node c: its expression and rule (none: NULL, 0). */
+static void constraint_of(dp_domains *d, uint32_t c, dp_expr **e, int *rule) {
+  *e = NULL;
+  *rule = 0;
+  if (c == DP_NONE_ID || !d->nodes[c].crule) return;
+  *rule = d->nodes[c].crule;
+  *e = dp__dom_cons(d, c)->why;
+}
+
+/* The conflicts d (without proofs) recorded, worded on a replay that keeps
+   proofs (analysis is deterministic: the replay meets the same ones), one
+   per pair of constraints, in source order. */
+static int word_conflicts(dp_domains *s, found_conflict **out, uint32_t *nout) {
+  pindex px;
+  *out = NULL;
+  *nout = 0;
+  if (pindex_init(&px, s) < 0) return -1;
+  found_conflict *f = dp_calloc(s->nconf ? s->nconf : 1, sizeof *f);
+  if (!f) {
+    pindex_free(&px);
+    return -1;
+  }
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->nconf; i++) {
+    const dp_failed *c = &s->conf[i];
+    ends e;
+    dp_err *err = conflict_with_proofs(s, &px, c->a, c->b, c->rule, c->why, &e);
+    found_conflict fc = {err, NULL, NULL, 0, 0, c->why ? c->why->span : DP_NOSPAN, i};
+    constraint_of(s, e.ca, &fc.ka, &fc.ra);
+    constraint_of(s, e.cb, &fc.kb, &fc.rb);
+    if ((uintptr_t)fc.ka > (uintptr_t)fc.kb || (fc.ka == fc.kb && fc.ra > fc.rb)) { /* either way */
+      dp_expr *t = fc.ka; fc.ka = fc.kb; fc.kb = t;
+      int r = fc.ra; fc.ra = fc.rb; fc.rb = r;
+    }
+    f[n++] = fc;
+  }
+  pindex_free(&px);
+  /* one root cause, one error: the same two constraints again are dropped
+     (the first met kept) */
+  qsort(f, n, sizeof *f, cmp_pair);
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (k && f[i].ka && f[i].kb && same_pair(&f[k - 1], &f[i])) dp_err_free(f[i].err);
+    else f[k++] = f[i];
+  }
+  n = k;
+  qsort(f, n, sizeof *f, cmp_found);
+  *out = f;
+  *nout = n;
+  return 0;
+}
+
+#define NOTES_SHOWN 20
+
+int dp__conflict_errors(dp_domains *d, dp_conflicts *all, dp_err **err) {
+  dp_err *e = NULL;
+  dp_domains *s = dp__domains_shadow(d, &e);
+  found_conflict *f = NULL;
+  uint32_t n = 0;
+  if (s && dp__analyze_again(s, &e) == 0 && word_conflicts(s, &f, &n) < 0)
+    e = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+  dp_release(s);
+  if (e || n == 0) {
+    free(f);
+    dp_err_set(err, e ? e : dp_err_new(DP_ERR_CONFLICT, DP_NOSPAN, "conflicting virtual devices"));
+    return -1;
+  }
+  dp_err *sum = dp_err_new(DP_ERR_CONFLICT, f[0].err->span, "%u conflict%s: %s", n,
+                           n == 1 ? "" : "s", f[0].err->msg);
+  if (f[0].err->source) sum->source = dp_strdup(f[0].err->source);
+  if (n == 1) /* the one conflict, as it is, with its chain */
+    for (uint32_t k = 0; k < f[0].err->nnotes; k++)
+      dp_err_note(sum, f[0].err->notes[k].span, "%s", f[0].err->notes[k].msg);
+  for (uint32_t i = 1; i < n && i < NOTES_SHOWN; i++) dp_err_note(sum, f[i].err->span, "%s", f[i].err->msg);
+  if (n > NOTES_SHOWN) dp_err_note(sum, DP_NOSPAN, "and %u more", n - NOTES_SHOWN);
+  if (all) {
+    all->v = dp_malloc(n * sizeof *all->v);
+    if (all->v) all->n = n;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    if (all && all->v) all->v[i] = f[i].err;
+    else dp_err_free(f[i].err);
+  }
+  free(f);
+  dp_err_set(err, sum);
+  return -1;
 }
 
 static dp_explain *explain_with_proofs(dp_domains *d, dp_expr *e, dp_err **err) {
@@ -279,7 +451,9 @@ static dp_explain *explain_with_proofs(dp_domains *d, dp_expr *e, dp_err **err) 
     dp_expr *cwhy = c->crule ? dp__dom_cons(d, path[len - 1])->why : NULL;
     x->span = cwhy ? cwhy->span : DP_NOSPAN;
     x->why = cwhy ? dp_retain(cwhy) : NULL;
-    char *ct = reason(d, c->crule, cwhy);
+    /* a placement by cost says what it weighed, both ways */
+    char *ct = c->crule == R_PLACEMENT ? dp__place_reason(d, path[len - 1]) : NULL;
+    if (!ct) ct = reason(d, c->crule, cwhy);
     snprintf(buf, sizeof buf, "%s is on %s because of %s%s", w, dev, ct ? ct : "?",
              len > 1 ? ", through the steps below" : "");
     free(ct);

@@ -322,6 +322,9 @@ static void child_flags(dp_index *ix, uint32_t id, uint32_t i, uint32_t k) {
   dp_ondev p;
   if (k == DP_NONE_ID) return;
   if (ix->what[id] == W_LOWERED && i == 2) ix->flag[k] |= F_LOWERED_ARGS;
+  if (i > 0 && (ix->what[id] == W_FN_CALL || ix->what[id] == W_CTOR_CALL ||
+                (ix->what[id] == W_OP_CALL && ix->ann[id] == OP_ORDINARY)))
+    ix->flag[k] |= F_ARG;
   int fixpos = e->h.kind == DP_LET && i == 1;
   if (e->h.kind == DP_FUNC) {
     if (i < ((dp_func *)e)->nparams) ix->flag[k] |= F_PARAM;

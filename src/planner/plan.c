@@ -7,6 +7,7 @@
  * which defaulting completes and capture writes back. Every phase drops
  * what it was given on an error, so nothing is left behind.
  */
+#include <stdlib.h>
 #include "planner.h"
 
 dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err) {
@@ -19,6 +20,47 @@ dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err) {
   dp_module *out = NULL;
   if (dp_plan_default(d, err) == 0)            /* phase 2: defaults */
     out = dp_plan_capture(d, err);             /* phase 3: the planned module */
+  dp_release(d);
+  return out;
+}
+
+void dp_conflicts_clear(dp_conflicts *c) {
+  for (uint32_t i = 0; i < c->n; i++) dp_err_free(c->v[i]);
+  free(c->v);
+  *c = (dp_conflicts){0};
+}
+
+/* The phases with options (plan.h): where devplan goes further than TVM.
+   Placement by cost reads the module without phase 0b: the copies 0b would
+   insert are what it decides. */
+dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
+                            dp_conflicts *all, dp_err **err) {
+  static const dp_plan_opts tvm = {0};
+  if (!o) o = &tvm;
+  if (all) *all = (dp_conflicts){0};
+  dp_index *ix = dp__index_new(m, cfg, err);
+  if (ix) ix = dp__rewrite(ix, err);
+  if (ix && !o->strict && o->placement == DP_PLACE_TVM) ix = dp__conflicts(ix, err);
+  if (!ix) return NULL;
+  ix->relax = o->placement != DP_PLACE_TVM;
+  ix->collect = o->all_conflicts != 0;
+  dp_domains *d = dp__analyze(ix, err);
+  if (!d) return NULL;
+  int rc = 0;
+  if (d->nconf) rc = dp__conflict_errors(d, all, err);
+  else if (o->placement != DP_PLACE_TVM) rc = dp__place(d, o->hooks, err);
+  if (rc == 0) rc = dp_plan_default(d, err);
+  if (rc < 0) {
+    dp_release(d);
+    return NULL;
+  }
+  return d;
+}
+
+dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
+                                dp_conflicts *all, dp_err **err) {
+  dp_domains *d = dp_plan_domains(m, cfg, o, all, err);
+  dp_module *out = d ? dp_plan_capture(d, err) : NULL;
   dp_release(d);
   return out;
 }

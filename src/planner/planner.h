@@ -162,6 +162,7 @@ enum { /* dp_index.flag */
   F_LOWERED_ARGS = 4,  /* call_lowered's argument tuple */
   F_FIXED = 8,         /* an on_device phase 0 fixes (a let value, a function body) */
   F_DUP = 16,          /* numbered in an earlier function too: the same domain (dups) */
+  F_ARG = 32,          /* an argument of a call of an operator, constructor or function */
 };
 enum { ON_CBODY = 1u << 30, ON_CRESULT = 1u << 31, ON_DEV = ON_CBODY - 1 };
 
@@ -199,6 +200,11 @@ typedef struct dp_index {
   uint32_t nrewrite;       /* nodes phase 0 rewrites */
   dp_mark *marks; uint32_t nmarks, capmarks; /* phase 0b's copies */
   uint32_t nann;           /* annotations (constraint domains analysis makes) */
+  /* how analysis reads the module (set by dp_plan_domains, seen by replays):
+     relax: placement by cost (place.c): a call's arguments are not unified
+     with where it runs but recorded as flows a copy may sit on; collect:
+     a conflict is recorded and analysis goes on (all conflicts) */
+  uint8_t relax, collect;
 } dp_index;
 
 /* Number every global function of m (one walk each); NULL + error. */
@@ -248,7 +254,7 @@ enum {
   /* constraints (a domain created with a device) */
   R_ON_DEVICE, R_COPY_SRC, R_COPY_DST, R_PARAM_ANNOT, R_FUNC_ANNOT, R_HOST_ARG,
   R_ALLOC_DEV, R_PRIMFN_ARG, R_PRIMFN_RESULT, R_DEF_RESULT, R_DEF_PARAM, R_DEF_LET,
-  R_DEF_CALL, R_USER_CONSTRAIN, R_USER_DEFAULT,
+  R_DEF_CALL, R_USER_CONSTRAIN, R_USER_DEFAULT, R_PLACEMENT,
   /* unification steps */
   R_ARG, R_RESULT, R_CALLEE, R_LET_VAR, R_LET_BODY, R_FUNC_BODY, R_FUNC_PARAM, R_TUPLE,
   R_PROJ, R_IF_COND, R_IF_BRANCH, R_MATCH_DATA, R_MATCH_PAT, R_MATCH_RHS, R_REF,
@@ -286,7 +292,15 @@ typedef struct dp_proof { uint32_t parent; uint8_t rule; dp_expr *why; } dp_proo
 /* What happened to the domains after analysis, in order: replayed to build
    the proof forest when it was not kept. */
 typedef struct dp_op_log { uint8_t op; int rule; dp_expr *a, *b; uint32_t vdev; } dp_op_log;
-enum { LOG_DEFAULT, LOG_UNIFY, LOG_CONSTRAIN, LOG_SET_DEFAULT };
+enum { LOG_DEFAULT, LOG_UNIFY, LOG_CONSTRAIN, LOG_SET_DEFAULT, LOG_PLACE };
+
+/* Where a copy may sit when placing by cost: the value of node `value`
+   (its on_device calls looked through) made in domain src and read in
+   domain dst (analysis.c, ix->relax). */
+typedef struct dp_flowrec { uint32_t value, src, dst; } dp_flowrec;
+/* A unification that failed, kept to go on (ix->collect). */
+typedef struct dp_failed { uint32_t a, b; int rule; dp_expr *why; } dp_failed;
+struct dp_placement; /* place.c */
 
 struct dp_domains {
   dp_obj h;                 /* DP_OBJ_DOMAINS */
@@ -310,6 +324,9 @@ struct dp_domains {
   struct { uint32_t a, b; int rule; dp_expr *why; } failed; /* the last conflict (dp__unify) */
   int oom;                  /* an allocation failed: the phase reports it */
   int repass;               /* a class a default was taken from was refined (default.c) */
+  dp_flowrec *flows; uint32_t nflows, capflows;  /* ix->relax: analysis' flows */
+  dp_failed *conf; uint32_t nconf, capconf;      /* ix->collect: the conflicts met */
+  struct dp_placement *place;                    /* place.c's decisions (owner only) */
 };
 
 void dp__domains_free_fn(dp_obj *o, dp_worklist *wl);
@@ -370,10 +387,25 @@ int dp__analyze_again(dp_domains *d, dp_err **err);
    callers first, then by name. A new array of ix->nfn indices, or NULL. */
 uint32_t *dp__plan_order(const dp_index *ix);
 
+/* Placement by cost (place.c), between analysis and defaulting: every free
+   class a flow reaches gets the device that minimises the bytes copied
+   (or the time). 0, or -1 + error. */
+int dp__place(dp_domains *d, const dp_place_hooks *h, dp_err **err);
+/* Replays the owner's decisions on its shadow (explain.c). */
+int dp__place_replay(dp_domains *d, dp_err **err);
+void dp__place_free(struct dp_placement *p);
+/* What placing domain cons (an R_PLACEMENT constraint) weighed: the
+   sentence after "because of" (malloc'd), or NULL. */
+char *dp__place_reason(dp_domains *d, uint32_t cons);
+
 /* ================= explain.c ================= */
 const char *dp__rule_text(int rule);
 /* The error of the conflict d->failed records (after dp__unify returned 1). */
 dp_err *dp__conflict_error(dp_domains *d);
+/* The errors of the conflicts analysis collected (d->conf): one per pair
+   of constraints, in source order, each with both constraints and the
+   chain; a summary error (*err) and each in *all (may be NULL). -1. */
+int dp__conflict_errors(dp_domains *d, dp_conflicts *all, dp_err **err);
 
 /* ================= maxflow.c: minimum s-t cut ================= */
 

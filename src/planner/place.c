@@ -1,0 +1,450 @@
+/*
+ * Placement by cost (PlanDevices' placement = "min_bytes"), between
+ * analysis and defaulting: every class of domains that nobody constrained
+ * and that a copy could reach gets the device that minimises the bytes
+ * copied (or, with compute costs, the time: compute + bytes / bandwidth).
+ * Where devplan goes further than TVM: TVM's defaulting rules give such a
+ * value the device the first rule to reach it says.
+ *
+ * Requires: domains analysed with ix->relax (analyze.c): the places where
+ * PlanDevices would unify a value with its reader but capture can put a
+ * copy are flows (d->flows: the value's node, the domain it is made in,
+ * the domain it is read in). Leaves: each such free class constrained to
+ * its device (rule R_PLACEMENT, the class's first expression as why), the
+ * decisions kept (d->place) for explanations and replays; defaulting then
+ * fixes what is left (classes no flow reaches) by TVM's rules.
+ *
+ * The problem given to the optimiser (place_solve.c): a variable per class
+ * a flow touches (constrained classes are fixed at their device, filled in
+ * from the default); a net per value and making class, read by the classes
+ * of its readers, of the value's bytes (its checked type): one copy per
+ * value and destination device, as ShareCopies leaves a plan; the devices
+ * a class may take: the configuration's (one per primitive target, and the
+ * default), less those the capability hook refuses a call of it.
+ * Annotations are never moved: a class an annotation reaches is fixed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "planner.h"
+
+struct dp_placement {
+  dp_place_problem p;
+  uint32_t *label;            /* per variable */
+  uint32_t labdev[64];        /* label -> device index */
+  uint32_t nlab, nsel;        /* labels; the first nsel a free class may take */
+  int time;                   /* costs in picoseconds (compute, bandwidth), else bytes */
+  /* the decisions, in the order made: class domain, variable, why, the
+     constraint domain made (increasing) */
+  uint32_t *dom, *var, *cons;
+  dp_expr **why;
+  uint32_t n;
+};
+
+void dp__place_free(struct dp_placement *pl) {
+  if (!pl) return;
+  dp_place_free(&pl->p);
+  free(pl->label);
+  free(pl->dom);
+  free(pl->var);
+  free(pl->cons);
+  free(pl->why);
+  free(pl);
+}
+
+typedef struct pctx {
+  dp_domains *d;
+  dp_index *ix;
+  const dp_place_hooks *h;
+  struct dp_placement *pl;
+  uint32_t *var_of;           /* domain (root) -> variable */
+  /* per variable, as found (the problem's fixed and allowed are sized for
+     every domain until the count is known): root, first expression */
+  uint32_t *vroot;
+  dp_expr **vwhy;
+  uint8_t *vtouched;          /* in a net, or with costs of its own */
+  uint32_t nv, capv;
+  dp_err *err;
+} pctx;
+
+/* Bytes of a value of type t (0 when unknown: no dimension may be ?). */
+static int64_t type_bytes(const dp_type *t) {
+  if (!t) return 0;
+  if (t->h.kind == DP_TY_TENSOR) {
+    const dp_tensor_type *tt = (const dp_tensor_type *)t;
+    int64_t n = (int64_t)dp_dtype_bytes(tt->dtype);
+    for (uint32_t i = 0; i < tt->ndim; i++) {
+      if (tt->dims[i] < 0 || (tt->dims[i] > 0 && n > INT64_MAX / 4 / tt->dims[i])) return 0;
+      n *= tt->dims[i];
+    }
+    return n;
+  }
+  if (t->h.kind == DP_TY_TUPLE) { /* (types nest as deep as written: recursion is fine) */
+    const dp_tuple_type *tt = (const dp_tuple_type *)t;
+    int64_t n = 0;
+    for (uint32_t i = 0; i < tt->n; i++) n += type_bytes(tt->fields[i]);
+    return n;
+  }
+  return 0;
+}
+
+static int64_t value_bytes(const dp_expr *e) {
+  const dp_type *t = e->type;
+  if (!t && e->h.kind == DP_VAR) t = ((const dp_var *)e)->annot;
+  return type_bytes(t);
+}
+
+static int oom(pctx *c) {
+  if (!c->err) c->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+  return -1;
+}
+
+/* The label of device index dev (added when new; fixed labels only). */
+static uint32_t label_of(pctx *c, uint32_t dev) {
+  struct dp_placement *pl = c->pl;
+  for (uint32_t l = 0; l < pl->nlab; l++)
+    if (pl->labdev[l] == dev) return l;
+  if (pl->nlab == 64) {
+    c->err = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "placement by cost: more than 64 devices");
+    return DP_NONE_ID;
+  }
+  pl->labdev[pl->nlab] = dev;
+  return pl->nlab++;
+}
+
+/* The configuration's devices: the default first, then one per primitive
+   target (device type, id 0, target), canonical. */
+static int selectable(pctx *c) {
+  dp_devices *dv = c->d->dev;
+  const dp_config *cfg = dv->cfg;
+  label_of(c, dv->dflt);
+  for (uint32_t i = 0; i < cfg->ntargets; i++) {
+    dp_err *e = NULL;
+    dp_vdev *vd = dp_vdev_make(dv->ctx, 0, 0, cfg->primitive_targets[i], NULL, &e);
+    uint32_t k = vd ? dp__dev_canon(dv, vd, NULL) : DP_NONE_ID;
+    dp_release(vd);
+    dp_err_free(e);
+    if (k != DP_NONE_ID && k && label_of(c, k) == DP_NONE_ID) return -1;
+  }
+  c->pl->nsel = c->pl->nlab;
+  return dv->oom ? oom(c) : 0;
+}
+
+/* The variable of domain dom's class (new when first met), or DP_NONE_ID
+   + c->err. */
+static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
+  dp_domains *d = c->d;
+  dp_place_problem *p = &c->pl->p;
+  uint32_t r = dp__dom_find(d, dom);
+  if (c->var_of[r] != DP_NONE_ID) return c->var_of[r];
+  if (c->nv == c->capv) {
+    uint32_t cap = c->capv;
+    if (dp_grow((void **)&c->vroot, &cap, c->nv + 1, sizeof *c->vroot) < 0) return oom(c), DP_NONE_ID;
+    void *q;
+    if (!(q = dp_realloc(c->vwhy, (size_t)cap * sizeof *c->vwhy))) return oom(c), DP_NONE_ID;
+    c->vwhy = q;
+    if (!(q = dp_realloc(c->vtouched, (size_t)cap * sizeof *c->vtouched))) return oom(c), DP_NONE_ID;
+    c->vtouched = q;
+    c->capv = cap;
+  }
+  uint32_t v = c->nv, dev = d->nodes[r].vdev;
+  if (dev) { /* an annotation reached it: fixed, at its device as defaulting fills it in */
+    uint32_t l = label_of(c, dp__dev_default(d->dev, dev, d->dev->dflt));
+    if (l == DP_NONE_ID) return DP_NONE_ID;
+    p->fixed[v] = l;
+  } else {
+    p->allowed[v] = ((uint64_t)1 << c->pl->nsel) - 1;
+  }
+  c->nv++;
+  c->vroot[v] = r;
+  c->vwhy[v] = why;
+  c->vtouched[v] = 0;
+  c->var_of[r] = v;
+  return v;
+}
+
+/* ---- nets: the flows of one value and making class ---- */
+
+typedef struct fkey { uint64_t k; uint32_t i; } fkey;
+
+static int cmp_flow(const void *a, const void *b) {
+  const fkey *x = a, *y = b;
+  if (x->k != y->k) return x->k < y->k ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* One net per (value, making class): the flows sorted by both. */
+static int nets(pctx *c) {
+  dp_domains *d = c->d;
+  uint32_t n = d->nflows;
+  if (!n) return 0;
+  fkey *key = dp_malloc((size_t)n * sizeof *key);
+  uint32_t *readers = dp_malloc((size_t)n * sizeof *readers);
+  if (!key || !readers) {
+    free(key);
+    free(readers);
+    return oom(c);
+  }
+  for (uint32_t i = 0; i < n; i++)
+    key[i] = (fkey){(uint64_t)d->flows[i].value << 32 | dp__dom_find(d, d->flows[i].src), i};
+  qsort(key, n, sizeof *key, cmp_flow);
+  int rc = 0;
+  for (uint32_t i = 0; i < n && rc == 0;) {
+    uint32_t j = i, k = 0;
+    const dp_flowrec *f0 = &d->flows[key[i].i];
+    dp_expr *value = c->ix->x[f0->value];
+    uint32_t src = var_for(c, f0->src, value);
+    if (src == DP_NONE_ID) rc = -1;
+    for (; j < n && key[j].k == key[i].k && rc == 0; j++) {
+      uint32_t r = var_for(c, d->flows[key[j].i].dst, c->ix->x[f0->value]);
+      if (r == DP_NONE_ID) rc = -1;
+      else readers[k++] = r;
+    }
+    if (rc == 0) {
+      for (uint32_t q = 0; q < k; q++) c->vtouched[readers[q]] = 1;
+      c->vtouched[src] = 1;
+      if (dp_place_net(&c->pl->p, src, readers, k, value_bytes(value)) < 0) rc = oom(c);
+    }
+    i = j;
+  }
+  free(key);
+  free(readers);
+  return rc;
+}
+
+/* ---- what calls cost and where they can run ---- */
+
+static int hook_failed(pctx *c, dp_err *e, const dp_expr *call) {
+  if (e && e->span.line == 0 && call->span.line) {
+    e->span = call->span;
+    if (!e->source) e->source = dp_strdup(dp_ctx_source_name(c->d->ctx, call->span.source));
+  }
+  c->err = e ? e : dp_err_new(DP_ERR_CALLBACK, call->span, "placement: a hook failed");
+  return -1;
+}
+
+static int no_device(pctx *c, dp_expr *call, const char *why) {
+  char *w = dp__describe(c->d->ctx, call);
+  c->err = dp_err_at(c->d->ctx, DP_ERR_VALUE, call->span, "placement by cost: %s %s", w ? w : "?", why);
+  free(w);
+  return -1;
+}
+
+static int can_run(pctx *c, dp_expr *call, dp_vdev *vd, int *ok) {
+  dp_err *e = NULL;
+  *ok = 1;
+  return c->h->can_run && c->h->can_run(c->h->ud, call, vd, ok, &e) < 0 ? hook_failed(c, e, call) : 0;
+}
+
+/* The capability and compute cost of the call node id, for its class's
+   variable (only classes a flow touched: others are defaulting's). */
+static int call_costs(pctx *c, uint32_t id) {
+  dp_domains *d = c->d;
+  struct dp_placement *pl = c->pl;
+  dp_place_problem *p = &pl->p;
+  uint32_t v = c->var_of[dp__dom_find(d, d->dom[id])];
+  if (v == DP_NONE_ID) return 0;
+  dp_expr *call = c->ix->x[id];
+  int ok;
+  if (p->fixed[v] != DP_NONE_ID) { /* an annotation put it there: it must run there */
+    dp_vdev *vd = d->dev->v[pl->labdev[p->fixed[v]]];
+    if (can_run(c, call, vd, &ok) < 0) return -1;
+    if (ok) return 0;
+    char *dv = dp__vdev_short(vd), buf[200];
+    snprintf(buf, sizeof buf, "cannot run on %s (the capability function says so), where an "
+             "annotation puts it", dv ? dv : "?");
+    free(dv);
+    return no_device(c, call, buf);
+  }
+  for (uint32_t l = 0; l < pl->nsel; l++) {
+    dp_vdev *vd = d->dev->v[pl->labdev[l]];
+    if (can_run(c, call, vd, &ok) < 0) return -1;
+    if (!ok) p->allowed[v] &= ~((uint64_t)1 << l);
+    if (c->h->compute) {
+      double s = 0;
+      dp_err *e = NULL;
+      if (c->h->compute(c->h->ud, call, vd, &s, &e) < 0) return hook_failed(c, e, call);
+      if (!(s >= 0) || s > 1e6)
+        return no_device(c, call, "has a compute cost that is not a number of seconds in [0, 1e6]");
+      p->unary[(size_t)v * pl->nlab + l] += (int64_t)(s * 1e12 + 0.5);
+    }
+  }
+  c->vtouched[v] = 1;
+  if (!p->allowed[v])
+    return no_device(c, call, "can run on no device of the configuration (the capability "
+                     "function refuses each)");
+  return 0;
+}
+
+/* Picoseconds per byte between each pair of labels. */
+static int pair_costs(pctx *c) {
+  struct dp_placement *pl = c->pl;
+  const dp_place_hooks *h = c->h;
+  uint32_t K = pl->nlab;
+  pl->p.pair = dp_calloc((size_t)K * K, sizeof *pl->p.pair);
+  if (!pl->p.pair) return oom(c);
+  for (uint32_t a = 0; a < K; a++)
+    for (uint32_t b = 0; b < K; b++) {
+      if (a == b) continue;
+      double bw = 1e10;
+      if (h->bandwidth) {
+        dp_err *e = NULL;
+        dp_vdev *va = c->d->dev->v[pl->labdev[a]], *vb = c->d->dev->v[pl->labdev[b]];
+        if (h->bandwidth(h->ud, va, vb, &bw, &e) < 0) {
+          c->err = e ? e : dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "placement: the bandwidth hook failed");
+          return -1;
+        }
+        if (!(bw > 0)) {
+          c->err = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "placement by cost: a bandwidth must be a "
+                              "number of bytes per second > 0");
+          return -1;
+        }
+      }
+      pl->p.pair[(size_t)a * K + b] = 1e12 / bw;
+    }
+  return 0;
+}
+
+/* Capabilities, compute costs and bandwidths, from the hooks. */
+static int costs(pctx *c) {
+  dp_index *ix = c->ix;
+  struct dp_placement *pl = c->pl;
+  const dp_place_hooks *h = c->h;
+  pl->time = h->compute || h->bandwidth;
+  if (h->compute) {
+    pl->p.unary = dp_calloc((size_t)(c->nv ? c->nv : 1) * pl->nlab, sizeof *pl->p.unary);
+    if (!pl->p.unary) return oom(c);
+  }
+  if (h->can_run || h->compute)
+    for (uint32_t id = 0; id < ix->n; id++)
+      if (ix->what[id] == W_OP_CALL && ix->ann[id] == OP_ORDINARY && call_costs(c, id) < 0) return -1;
+  return pl->time ? pair_costs(c) : 0;
+}
+
+/* ---- the decisions ---- */
+
+static int decide(pctx *c) {
+  dp_domains *d = c->d;
+  struct dp_placement *pl = c->pl;
+  const dp_place_problem *p = &pl->p;
+  uint32_t n = 0;
+  for (uint32_t v = 0; v < c->nv; v++) n += p->fixed[v] == DP_NONE_ID && c->vtouched[v];
+  pl->dom = dp_malloc((n ? n : 1) * sizeof *pl->dom);
+  pl->var = dp_malloc((n ? n : 1) * sizeof *pl->var);
+  pl->cons = dp_malloc((n ? n : 1) * sizeof *pl->cons);
+  pl->why = dp_malloc((n ? n : 1) * sizeof *pl->why);
+  if (!pl->dom || !pl->var || !pl->cons || !pl->why) return oom(c);
+  for (uint32_t v = 0; v < c->nv; v++) {
+    if (p->fixed[v] != DP_NONE_ID || !c->vtouched[v]) continue;
+    uint32_t k = dp__dom_first(d, pl->labdev[pl->label[v]], R_PLACEMENT, c->vwhy[v]);
+    dp_err *e = NULL;
+    if (d->oom || dp__unify(d, c->vroot[v], k, R_PLACEMENT, c->vwhy[v], &e) != 0) {
+      dp_err_free(e);
+      return oom(c); /* (a free class takes any device: only memory can fail) */
+    }
+    pl->dom[pl->n] = c->vroot[v];
+    pl->var[pl->n] = v;
+    pl->cons[pl->n] = k;
+    pl->why[pl->n++] = c->vwhy[v];
+  }
+  return 0;
+}
+
+static int solve(pctx *c) {
+  struct dp_placement *pl = c->pl;
+  dp_place_problem *p = &pl->p;
+  p->nvars = c->nv;
+  p->nlabels = pl->nlab;
+  pl->label = dp_malloc((c->nv ? c->nv : 1) * sizeof *pl->label);
+  if (!pl->label) return oom(c);
+  int64_t total = 0;
+  int rc = dp_place_solve(p, pl->label, &total);
+  if (rc < 0) return oom(c);
+  if (rc > 0) { /* (call_costs reports a class no device can take first) */
+    c->err = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "placement by cost: a value can go on no device");
+    return -1;
+  }
+  return 0;
+}
+
+int dp__place(dp_domains *d, const dp_place_hooks *h, dp_err **err) {
+  static const dp_place_hooks none = {0};
+  pctx c = {.d = d, .ix = d->ix, .h = h ? h : &none, .pl = dp_calloc(1, sizeof(struct dp_placement))};
+  int rc = -1;
+  if (!c.pl || !(c.var_of = dp_malloc((size_t)(d->nnodes ? d->nnodes : 1) * sizeof *c.var_of))) {
+    oom(&c);
+    goto done;
+  }
+  for (uint32_t i = 0; i < d->nnodes; i++) c.var_of[i] = DP_NONE_ID;
+  /* the variables are found as the nets are made: the problem is sized
+     for a variable per domain, its labels counted when all are known */
+  if (dp_place_init(&c.pl->p, d->nnodes, 64, 0) < 0) {
+    oom(&c);
+    goto done;
+  }
+  if (selectable(&c) < 0 || nets(&c) < 0 || costs(&c) < 0 || solve(&c) < 0 || decide(&c) < 0)
+    goto done;
+  dp__domains_log(d, LOG_PLACE, R_PLACEMENT, NULL, NULL, 0);
+  d->place = c.pl;
+  c.pl = NULL;
+  rc = 0;
+done:
+  dp__place_free(c.pl);
+  free(c.var_of);
+  free(c.vroot);
+  free(c.vwhy);
+  free(c.vtouched);
+  if (rc < 0) dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return rc;
+}
+
+/* ---- replays and explanations ---- */
+
+int dp__place_replay(dp_domains *d, dp_err **err) {
+  const struct dp_placement *pl = (d->owner ? d->owner : d)->place;
+  if (!pl) return 0;
+  for (uint32_t i = 0; i < pl->n; i++) {
+    uint32_t k = dp__dom_first(d, pl->labdev[pl->label[pl->var[i]]], R_PLACEMENT, pl->why[i]);
+    if (d->oom || dp__unify(d, pl->dom[i], k, R_PLACEMENT, pl->why[i], err) < 0) {
+      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static void cost_text(char *buf, size_t n, const struct dp_placement *pl, int64_t e) {
+  if (e >= DP_PLACE_INF) snprintf(buf, n, "cannot run there");
+  else if (pl->time) snprintf(buf, n, "%.6g s of compute and copies", (double)e / 1e12);
+  else snprintf(buf, n, "%lld byte%s copied", (long long)e, e == 1 ? "" : "s");
+}
+
+char *dp__place_reason(dp_domains *d, uint32_t cons) {
+  const dp_domains *o = d->owner ? d->owner : d;
+  const struct dp_placement *pl = o->place;
+  if (!pl) return NULL;
+  uint32_t lo = 0, hi = pl->n;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (pl->cons[mid] < cons) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == pl->n || pl->cons[lo] != cons) return NULL;
+  uint32_t v = pl->var[lo], chosen = pl->label[v];
+  size_t cap = 256 + 160 * (size_t)pl->nsel, len = 0;
+  char *s = dp_malloc(cap), c[96];
+  if (!s) return NULL;
+  char *dv = dp__vdev_short(d->dev->v[pl->labdev[chosen]]);
+  cost_text(c, sizeof c, pl, dp_place_energy_at(&pl->p, pl->label, v, chosen));
+  len += (size_t)snprintf(s + len, cap - len, "the placement by cost (min_bytes), which chose %s: "
+                          "its values and inputs cost %s there", dv ? dv : "?", c);
+  free(dv);
+  for (uint32_t l = 0; l < pl->nsel && len < cap; l++) {
+    if (l == chosen) continue;
+    char *ov = dp__vdev_short(d->dev->v[pl->labdev[l]]);
+    cost_text(c, sizeof c, pl, dp_place_energy_at(&pl->p, pl->label, v, l));
+    len += (size_t)snprintf(s + len, cap - len, ", %s on %s", c, ov ? ov : "?");
+    free(ov);
+  }
+  return s;
+}
