@@ -103,15 +103,20 @@ static dp_target *target_from_table(lua_State *L, int idx) {
   dp_err *e = NULL;
   if (lua_getfield(L, idx, "kind") != LUA_TSTRING)
     dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
-                               "Target{...}: the field 'kind' must be a string"));
+                               "Target{...}: the field 'kind' must be a target kind name (\"cuda\", "
+                               "\"llvm\", ...), got %s", luaL_typename(L, -1)));
   const char *kind = lua_tostring(L, -1); /* anchored by the table */
   lua_pop(L, 1);
   if (dp_target_kind_device_type(kind) < 0) {
     dp_target_make(dp_lua_ctx(L), kind, NULL, 0, NULL, &e); /* fails: the core's message */
     dp_lua_error(L, e);
   }
-  lua_getfield(L, idx, "host");
-  dp_target *host = lua_isnil(L, -1) ? NULL : to_target(L, lua_gettop(L));
+  int ht = lua_getfield(L, idx, "host");
+  if (ht != LUA_TNIL && ht != LUA_TSTRING && ht != LUA_TTABLE && !dp_lua_test(L, -1, DP_OBJ_TARGET))
+    dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                               "Target{...}: the field 'host' must be a Target, a target string or "
+                               "a table, got %s", luaL_typename(L, -1)));
+  dp_target *host = ht == LUA_TNIL ? NULL : to_target(L, lua_gettop(L));
   int hostslot = lua_gettop(L);
   size_t cap = 0;
   lua_pushnil(L);
@@ -123,8 +128,11 @@ static dp_target *target_from_table(lua_State *L, int idx) {
   uint32_t n = 0;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    if (lua_type(L, -2) != LUA_TSTRING)
-      dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "Target{...}: option names must be strings"));
+    if (lua_type(L, -2) != LUA_TSTRING) {
+      const char *type = luaL_typename(L, -2);
+      dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "Target{...}: option names must be strings, "
+                                 "got the %s key %s", type, luaL_tolstring(L, -2, NULL)));
+    }
     const char *key = lua_tostring(L, -2);
     if (strcmp(key, "kind") && strcmp(key, "host")) option_value(L, kind, key, anchor, &opts[n++]);
     lua_pop(L, 1);
@@ -231,14 +239,28 @@ static int device_type_arg(lua_State *L, int idx) {
   return t;
 }
 
+/* A key of the table argument (#1 to dp.<what>) that is not one of known:
+   API misuse, so an argument error naming the key, the closest known one
+   and all of them. */
 static void check_fields(lua_State *L, int idx, const char *what, const char *const *known) {
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
-    int ok = 0;
-    if (lua_type(L, -1) == LUA_TSTRING)
-      for (const char *const *k = known; *k && !ok; k++) ok = !strcmp(*k, lua_tostring(L, -1));
-    if (!ok) value_error(L, "%s: unknown field '%s'", what, luaL_tolstring(L, -1, NULL));
+    int ok = 0, is_string = lua_type(L, -1) == LUA_TSTRING;
+    for (const char *const *k = known; is_string && *k && !ok; k++) ok = !strcmp(*k, lua_tostring(L, -1));
+    if (ok) continue;
+    const char *key = luaL_tolstring(L, -1, NULL);
+    size_t n = 0;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (; known[n]; n++) {
+      luaL_addstring(&b, n ? ", " : "");
+      luaL_addstring(&b, known[n]);
+    }
+    luaL_pushresult(&b);
+    const char *best = is_string ? dp_suggest_in(key, known, n) : NULL;
+    luaL_error(L, "bad argument #1 to '%s' (unknown key '%s'%s%s%s known keys: %s)", what, key,
+               best ? "; did you mean '" : "", best ? best : "", best ? "'?" : ";", lua_tostring(L, -1));
   }
 }
 
