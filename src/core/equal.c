@@ -136,15 +136,15 @@ static int type_eq(eq *q, const dp_type *a, const dp_type *b) {
 
 /* ---------------- differences ---------------- */
 
-static void put_path(eq *q, dp_tb *b, uint32_t r) {
-  dp_tb_puts(b, q->root);
+static void put_path(eq *q, dp__tb *b, uint32_t r) {
+  dp__tb_puts(b, q->root);
   for (uint32_t i = 1; i <= r; i++) {
     const pairrec *p = &q->recs[i];
-    dp_tb_printf(b, ".%s", label_names[p->label]);
+    dp__tb_printf(b, ".%s", label_names[p->label]);
     if (p->label == L_ARGS || p->label == L_PARAMS || p->label == L_FIELDS)
-      dp_tb_printf(b, "[%u]", p->index);
+      dp__tb_printf(b, "[%u]", p->index);
     else if (p->label == L_RHS)
-      dp_tb_printf(b, "[%u].rhs", p->index);
+      dp__tb_printf(b, "[%u].rhs", p->index);
   }
 }
 
@@ -152,11 +152,11 @@ static void put_path(eq *q, dp_tb *b, uint32_t r) {
    la/lb (may be NULL: the pair printed) are the two sides, taken over. */
 static int differ(eq *q, uint32_t r, const char *what, char *la, char *lb) {
   if (q->diff && !q->diff->path) {
-    dp_tb b;
-    dp_tb_init(&b);
+    dp__tb b;
+    dp__tb_init(&b);
     put_path(q, &b, r);
-    if (what) dp_tb_puts(&b, what);
-    q->diff->path = dp_tb_take(&b);
+    if (what) dp__tb_puts(&b, what);
+    q->diff->path = dp__tb_take(&b);
     q->diff->lhs = la ? la : dp__print_short(q->recs[r].a, 6);
     q->diff->rhs = lb ? lb : dp__print_short(q->recs[r].b, 6);
     return 0;
@@ -177,7 +177,7 @@ static char *vdev_or_none(const dp_vdev *v) {
 static char *aval_or_absent(const dp_aval *v) {
   if (!v) return dp_strdup("(absent)");
   if (v->kind == DP_AV_EXPR && v->u.expr) return dp__print_short(v->u.expr, 3);
-  return dp_av_str_of(v);
+  return dp_av_str(v);
 }
 
 /* ---------------- the walk ---------------- */
@@ -328,7 +328,7 @@ static int node_eq(eq *q, uint32_t r) {
       if (!pattern_eq(q, r, i, x->clauses[i].pat, y->clauses[i].pat)) return 0;
     return 1;
   }
-  case DP_IF: case DP_REF_NEW: case DP_REF_READ: case DP_REF_WRITE: return 1;
+  case DP_IF: case DP_REF_CREATE: case DP_REF_READ: case DP_REF_WRITE: return 1;
   default: return differ(q, r, NULL, NULL, NULL);
   }
 }
@@ -370,8 +370,8 @@ static int child_pair(const pairrec *p, uint32_t k, pairrec *c) {
     if (k == 0) return CHILD(x->data, y->data, L_DATA, 0);
     return k <= x->n && CHILD(x->clauses[k - 1].rhs, y->clauses[k - 1].rhs, L_RHS, k - 1);
   }
-  case DP_REF_NEW:
-    return k == 0 && CHILD(((const dp_ref_new *)a)->value, ((const dp_ref_new *)b)->value, L_VALUE, 0);
+  case DP_REF_CREATE:
+    return k == 0 && CHILD(((const dp_ref_create *)a)->value, ((const dp_ref_create *)b)->value, L_VALUE, 0);
   case DP_REF_READ:
     return k == 0 && CHILD(((const dp_ref_read *)a)->ref, ((const dp_ref_read *)b)->ref, L_REF, 0);
   case DP_REF_WRITE: {

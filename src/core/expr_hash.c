@@ -25,7 +25,7 @@ static uint64_t type_hash(const dp_type *t) {
 
 static uint64_t attrs_hash(const dp_attrs *a) {
   uint64_t h = 0;
-  for (uint32_t i = 0; a && i < a->n; i++) h += dp_hash_str(0, a->items[i].key);
+  for (uint32_t i = 0; a && i < a->n; i++) h += dp__hash_string(0, a->items[i].key);
   return h;
 }
 
@@ -48,14 +48,14 @@ static uint64_t own_hash(hasher *s, const dp_expr *e) {
     const dp_var *v = (const dp_var *)e;
     return mix(mix(h, s->nvars++), type_hash(v->annot));
   }
-  case DP_GLOBAL: return mix(h, dp_hash_str(0, ((const dp_global *)e)->name));
-  case DP_CTOR: return mix(h, dp_hash_str(0, ((const dp_ctor *)e)->name));
+  case DP_GLOBAL: return mix(h, dp__hash_string(0, ((const dp_global *)e)->name));
+  case DP_CTOR: return mix(h, dp__hash_string(0, ((const dp_ctor *)e)->name));
   case DP_OP: return mix(h, (uint64_t)(uintptr_t)e);
   case DP_CONST: {
     const dp_const *c = (const dp_const *)e;
     h = mix(mix(h, c->dtype), c->ndim);
-    h = mix(h, dp_hash_bytes(0, c->shape, c->ndim * sizeof *c->shape));
-    return mix(h, dp_hash_bytes(0, c->data, c->nbytes));
+    h = mix(h, dp__hash_bytes(0, c->shape, c->ndim * sizeof *c->shape));
+    return mix(h, dp__hash_bytes(0, c->data, c->nbytes));
   }
   case DP_CALL: h = mix(h, attrs_hash(((const dp_call *)e)->attrs)); break;
   case DP_FUNC: {

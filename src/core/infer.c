@@ -87,7 +87,7 @@ typedef struct infer {
   dp_module *m;
   int expr_mode;       /* dp_infer_expr: free variables keep their checked type */
   int in_nodes;        /* working types in the nodes (outermost run), else in `types` */
-  dp_tsolver ts;
+  dp__tsolver ts;
   dp_ptrmap types;     /* map mode: expr -> type (retained) */
   dp_expr **order;     /* typed nodes, in the order they were typed (node mode: tagged with
                           KEPT_TAG when F_KEPT, as restore() needs it after flags are cleared) */
@@ -823,8 +823,8 @@ static int post(infer *I, dp_expr *e) {
   case DP_PROJ: return type_proj(I, (dp_proj *)e);
   case DP_IF: return type_if(I, (dp_if *)e);
   case DP_MATCH: return type_match(I, (dp_match *)e);
-  case DP_REF_NEW: {
-    dp_type *v = ty(I, ((dp_ref_new *)e)->value);
+  case DP_REF_CREATE: {
+    dp_type *v = ty(I, ((dp_ref_create *)e)->value);
     return v ? set_type(I, e, dp_type_ref(I->ctx, v)) : -1;
   }
   case DP_REF_READ: return type_ref_read(I, (dp_ref_read *)e);

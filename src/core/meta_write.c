@@ -222,7 +222,7 @@ static int by_key(const void *a, const void *b) {
   return strcmp(((const jattr *)a)->key, ((const jattr *)b)->key);
 }
 
-static void put_node(dp_jw *w, jnode *n) {
+static void put_node(dp__jw *w, jnode *n) {
   char num[24];
   dp__jw_item(w);
   dp__jw_begin(w, '{', 1);
@@ -257,7 +257,7 @@ static void put_node(dp_jw *w, jnode *n) {
     for (uint32_t i = 0; i < n->ndata; i++) {
       dp__jw_item(w);
       snprintf(num, sizeof num, "%u", n->data[i]);
-      dp_tb_puts(w->b, num);
+      dp__tb_puts(w->b, num);
     }
     dp__jw_end(w, ']');
   }
@@ -266,7 +266,7 @@ static void put_node(dp_jw *w, jnode *n) {
 
 /* TVM's NDArray format: magic, reserved, device (cpu 0), ndim, dtype
    (DLPack codes), shape, byte size, bytes; all little-endian. */
-static void put_array(dp_tb *b, const dp_const *c) {
+static void put_array(dp__tb *b, const dp_const *c) {
   size_t n = 40 + 8 * (size_t)c->ndim + c->nbytes, at = 0;
   unsigned char *buf = malloc(n);
   if (!buf) {
@@ -287,21 +287,21 @@ static void put_array(dp_tb *b, const dp_const *c) {
   LE(c->nbytes, 8);
 #undef LE
   memcpy(buf + at, c->data, c->nbytes);
-  dp_tb_putc(b, '"');
+  dp__tb_putc(b, '"');
   dp__b64_encode(b, buf, n);
-  dp_tb_putc(b, '"');
+  dp__tb_putc(b, '"');
   free(buf);
 }
 
-int dp__metaw_write(dp_tb *b, const dp__metaw *mw) {
+int dp__metaw_write(dp__tb *b, const dp__metaw *mw) {
   graph g = {0};
   dp_pmap_init(&g.index);
   build(&g, mw);
-  dp_jw w = {b, 0, {0}, {0}};
+  dp__jw w = {b, 0, {0}, {0}};
   if (!g.failed) {
     dp__jw_begin(&w, '{', 1);
     dp__jw_key(&w, "root");
-    dp_tb_puts(b, "1");
+    dp__tb_puts(b, "1");
     dp__jw_key(&w, "nodes");
     dp__jw_begin(&w, '[', 1);
     for (uint32_t i = 0; i < g.n; i++) put_node(&w, &g.nodes[i]);

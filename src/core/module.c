@@ -149,7 +149,7 @@ static const char *slot_name(const dp_module *m, uint32_t v) {
 
 /* The slot of name in the table (empty when absent). */
 static uint32_t *name_slot(const dp_module *m, const char *name) {
-  uint32_t i = dp_hash_bytes(0, name, strlen(name)) & m->names_mask;
+  uint32_t i = dp__hash_bytes(0, name, strlen(name)) & m->names_mask;
   while (m->names[i] && strcmp(slot_name(m, m->names[i]), name) != 0) i = (i + 1) & m->names_mask;
   return &m->names[i];
 }

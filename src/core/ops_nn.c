@@ -93,7 +93,7 @@ static dp_type *conv_common(dp_ctx *ctx, dp_type *const *args, const dp_attrs *a
   int nsp = (int)strlen(sp), dn, dc, ds[3], wo, wi, ws[3];
   const dp_tensor_type *d = dp__arg_tensor(args, 0, op, err), *w;
   if (!d || !(w = dp__arg_tensor(args, 1, op, err))) return NULL;
-  const char *dl = dp__attr_str(op, attrs, "data_layout", ""), *kl = dp__attr_str(op, attrs, "kernel_layout", "");
+  const char *dl = dp__attr_string(op, attrs, "data_layout", ""), *kl = dp__attr_string(op, attrs, "kernel_layout", "");
   if (layout_axes(op, dl, d->ndim, sp, &dn, &dc, ds, err) < 0) return NULL;
   wo = axis_of(kl, 'O', w->ndim);
   wi = axis_of(kl, 'I', w->ndim);
@@ -154,7 +154,7 @@ static dp_type *conv2d_transpose_rel(dp_ctx *ctx, dp_type *const *args, uint32_t
   TENSOR(0);
   TENSOR(1);
   int dn, dc, ds[2];
-  const char *dl = dp__attr_str(OP, attrs, "data_layout", ""), *kl = dp__attr_str(OP, attrs, "kernel_layout", "");
+  const char *dl = dp__attr_string(OP, attrs, "data_layout", ""), *kl = dp__attr_string(OP, attrs, "kernel_layout", "");
   if (layout_axes(OP, dl, t0->ndim, "HW", &dn, &dc, ds, err) < 0) return NULL;
   int wh = axis_of(kl, 'H', t1->ndim), ww = axis_of(kl, 'W', t1->ndim);
   if (t1->ndim != 4 || wh < 2 || ww < 2)
@@ -198,14 +198,14 @@ static dp_type *dense_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                           const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
   TENSOR(1);
-  if (t0->ndim < 1 || t0->ndim > DP_MAXDIM || t1->ndim != 2)
+  if (t0->ndim < 1 || t0->ndim > DP__MAXDIM || t1->ndim != 2)
     return dp__rel_fail(err, OP, "expects data of rank >= 1 and a weight of rank 2");
   int64_t k = t0->dims[t0->ndim - 1], units = dp__attr_int(OP, attrs, "units", t1->dims[0]);
   if (k >= 0 && t1->dims[1] >= 0 && k != t1->dims[1])
     return dp__rel_fail(err, OP, "data has %lld input features, weight %lld", (long long)k, (long long)t1->dims[1]);
   if (units >= 0 && t1->dims[0] >= 0 && units != t1->dims[0])
     return dp__rel_fail(err, OP, "units=%lld but the weight has %lld rows", (long long)units, (long long)t1->dims[0]);
-  int64_t out[DP_MAXDIM];
+  int64_t out[DP__MAXDIM];
   memcpy(out, t0->dims, t0->ndim * sizeof out[0]);
   out[t0->ndim - 1] = units;
   dp_dtype dt = dp__attr_dtype(OP, attrs, "out_dtype", t0->dtype);
@@ -271,7 +271,7 @@ static dp_type *pool2d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                            const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
   int dn, dc, ds[2];
-  if (layout_axes(OP, dp__attr_str(OP, attrs, "layout", ""), t0->ndim, "HW", &dn, &dc, ds, err) < 0)
+  if (layout_axes(OP, dp__attr_string(OP, attrs, "layout", ""), t0->ndim, "HW", &dn, &dc, ds, err) < 0)
     return NULL;
   int64_t ps[2], stride[2], dil[2], pad[2];
   int np = dp__attr_ints(OP, attrs, "pool_size", ps, 2), ovf = 0;
@@ -295,7 +295,7 @@ static dp_type *global_pool2d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t na
                                   const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
   int dn, dc, ds[2];
-  if (layout_axes(OP, dp__attr_str(OP, attrs, "layout", ""), t0->ndim, "HW", &dn, &dc, ds, err) < 0)
+  if (layout_axes(OP, dp__attr_string(OP, attrs, "layout", ""), t0->ndim, "HW", &dn, &dc, ds, err) < 0)
     return NULL;
   int64_t out[4];
   memcpy(out, t0->dims, sizeof out);
@@ -310,7 +310,7 @@ static dp_type *adaptive_pool(dp_ctx *ctx, dp_type *const *args, const dp_attrs 
   const dp_tensor_type *d = dp__arg_tensor(args, 0, op, err);
   if (!d) return NULL;
   int nsp = (int)strlen(sp), dn, dc, ds[3];
-  if (layout_axes(op, dp__attr_str(op, attrs, "layout", ""), d->ndim, sp, &dn, &dc, ds, err) < 0)
+  if (layout_axes(op, dp__attr_string(op, attrs, "layout", ""), d->ndim, sp, &dn, &dc, ds, err) < 0)
     return NULL;
   int64_t os[3], out[5];
   int n = dp__attr_ints(op, attrs, "output_size", os, 3);
@@ -366,7 +366,7 @@ static dp_type *same_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
 #define POOL_ATTRS "pool_size:ints strides:ints=[1,1] dilation:ints=[1,1] padding:ints=[0,0] " \
   "layout:str=NCHW out_layout:str= ceil_mode:bool=False"
 
-static const dp_opdef defs[] = {
+static const dp__opdef defs[] = {
   {"nn.conv2d", 2, 0, CONV2D_ATTRS, conv2d_rel, K_OUT_FUSABLE},
   {"nn.conv2d_transpose", 2, 0, CONV2DT_ATTRS, conv2d_transpose_rel, K_OUT_FUSABLE},
   {"nn.conv3d", 2, 0, CONV3D_ATTRS, conv3d_rel, K_OUT_FUSABLE},

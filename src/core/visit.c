@@ -58,7 +58,7 @@ dp_expr *dp_expr_with_children(dp_expr *e, dp_expr *const *kids) {
   case DP_PROJ: return (dp_expr *)dp_proj_new(kids[0], ((const dp_proj *)e)->index, sp);
   case DP_IF: return (dp_expr *)dp_if_new(kids[0], kids[1], kids[2], sp);
   case DP_MATCH: return rebuild_match((const dp_match *)e, kids);
-  case DP_REF_NEW: return (dp_expr *)dp_ref_new_new(kids[0], sp);
+  case DP_REF_CREATE: return (dp_expr *)dp_ref_create_new(kids[0], sp);
   case DP_REF_READ: return (dp_expr *)dp_ref_read_new(kids[0], sp);
   case DP_REF_WRITE: return (dp_expr *)dp_ref_write_new(kids[0], kids[1], sp);
   default: return dp_retain(e);

@@ -76,8 +76,8 @@ static dp_expr *keep_rebuilt(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err *
 }
 
 static dp_attrs *composite_attrs(const char *name, const char *label, dp_err **err) {
-  dp_attr items[2] = {{(char *)"Composite", dp_av_str(name)},
-                      {(char *)"PartitionedFromPattern", dp_av_str(label)}};
+  dp_attr items[2] = {{(char *)"Composite", dp_av_string(name)},
+                      {(char *)"PartitionedFromPattern", dp_av_string(label)}};
   return dp_attrs_make(2, items, err);
 }
 

@@ -35,15 +35,15 @@
 #include "planner.h"
 
 typedef struct rctx {
-  const struct dp_plan_ops *ops;
+  const struct dp__plan_ops *ops;
   dp_module *m;
 } rctx;
 
-static int is_normal(const struct dp_plan_ops *ops, dp_expr *e, dp_ondev *p) {
+static int is_normal(const struct dp__plan_ops *ops, dp_expr *e, dp__ondev *p) {
   return dp__is_normal_on_device(ops, e, p);
 }
 
-static dp_expr *copy_ok(const struct dp_plan_ops *ops, dp_expr *e, dp_err **err) {
+static dp_expr *copy_ok(const struct dp__plan_ops *ops, dp_expr *e, dp_err **err) {
   return dp__on_device_at(ops, e, NULL, 0, 0, e->span, err);
 }
 
@@ -75,8 +75,8 @@ done:
 
 static dp_expr *post(void *ud, dp_expr *orig, dp_expr *e, dp_err **err) {
   rctx *r = ud;
-  const struct dp_plan_ops *ops = r->ops;
-  dp_ondev p;
+  const struct dp__plan_ops *ops = r->ops;
+  dp__ondev p;
   switch (e->h.kind) {
   case DP_PROJ: {
     dp_proj *pr = (dp_proj *)e;
@@ -242,7 +242,7 @@ static void walk_free(walk *w) {
 }
 
 /* The rewritten module (new reference; m itself when nothing changed). */
-static dp_module *rewrite_module(dp_module *m, const struct dp_plan_ops *ops, dp_err **err) {
+static dp_module *rewrite_module(dp_module *m, const struct dp__plan_ops *ops, dp_err **err) {
   rctx r = {ops, m};
   walk w = {0};
   w.r = &r;
@@ -269,10 +269,10 @@ fail:
   return NULL;
 }
 
-dp_index *dp__rewrite(dp_index *ix, dp_err **err) {
+dp__index *dp__rewrite(dp__index *ix, dp_err **err) {
   if (!ix->nrewrite) return ix;
   dp_module *out = rewrite_module(ix->mod, &ix->ops, err);
-  dp_index *next = out ? dp__index_new(out, ix->dev.cfg, err) : NULL;
+  dp__index *next = out ? dp__index_new(out, ix->dev.cfg, err) : NULL;
   dp_release(out);
   dp__index_free(ix);
   return next;

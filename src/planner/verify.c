@@ -74,7 +74,7 @@ typedef struct vwalk {
   dp_module *m;
   const dp_config *cfg;
   dp_ctx *ctx;
-  struct dp_plan_ops ops;
+  struct dp__plan_ops ops;
   frame *fr; uint32_t nfr, capfr;
   vrec *val; uint32_t nval, capval;      /* results of the children awaiting their parent */
   vrec *recs; uint32_t nrecs, caprecs;   /* shared nodes and bound variables */
@@ -267,7 +267,7 @@ static const dp_primfn *lowered_primfn(vwalk *w, const dp_call *c) {
 /* The context of child i of frame t. */
 static dp_vdev *child_ctx(vwalk *w, frame *t, uint32_t i) {
   dp_expr *e = t->e;
-  dp_ondev p;
+  dp__ondev p;
   dp_expr *body;
   dp_vdev *src, *dst;
   if (e->h.kind == DP_FUNC) {
@@ -431,7 +431,7 @@ static void own_context(vwalk *w, dp_expr *e, dp_vdev *dev, dp_vdev *ctx, const 
 /* Operator calls: planner.md's table (rules.c), read from the other side. */
 static dp_vdev *check_op(vwalk *w, frame *t, dp_call *c, const vrec *kids) {
   dp_op *op = (dp_op *)c->fn;
-  const dp_op_rule *r = &dp__op_rules[dp__op_rule(&w->ops, op)];
+  const dp__oprule *r = &dp__op_rules[dp__op_rule(&w->ops, op)];
   dp_vdev *host = canon(w, w->cfg->host_vdev, &c->e), *ctx = t->ctx;
   for (uint32_t i = 0; i < c->nargs; i++) {
     int rule = dp__arg_rule(r, i);
@@ -508,7 +508,7 @@ static void check_copy(vwalk *w, dp_call *c, const vrec *body, dp_vdev *src, dp_
 
 static vrec post_call(vwalk *w, frame *t, dp_call *c, const vrec *kids) {
   vrec r = {.ctx = t->ctx, .dev = t->ctx};
-  dp_ondev p;
+  dp__ondev p;
   dp_expr *body;
   dp_vdev *src, *dst;
   if (dp__on_device_props(&w->ops, &c->e, &p)) {
@@ -633,7 +633,7 @@ static void input_child(vwalk *w, dp_expr *out, uint32_t k, const dp_expr *in, c
                         int pos_fixed) {
   const dp_expr *x = dp_expr_child(in, k), *core = strip(w, x);
   dp_expr *at = dp__child(out, k);
-  dp_ondev p;
+  dp__ondev p;
   dp_expr *body;
   dp_vdev *src, *dst;
   if (!is_annotation(w, x) || core->h.kind == DP_OP || core->h.kind == DP_CTOR) return;
@@ -665,7 +665,7 @@ static void input_child(vwalk *w, dp_expr *out, uint32_t k, const dp_expr *in, c
 static void input_node(vwalk *w, frame *t, const vrec *self, const vrec *kids) {
   const dp_expr *in = t->in;
   dp_expr *e = t->e;
-  dp_ondev p;
+  dp__ondev p;
   if (e->h.kind == DP_PROJ && dp__on_device_props(&w->ops, ((const dp_proj *)in)->tuple, &p) &&
       p.cbody && !p.cresult && p.vd) {
     /* phase 0: on_device(t).0 is on_device(t.0): the projection is annotated */

@@ -17,6 +17,8 @@ void dp_test_contexts(int *passed, int *failed) {
   dp_ctx *a = dp_ctx_new(), *b = dp_ctx_new();
   CHECK(a && b && a != b);
   if (!a || !b) return;
+  CHECK(!dp_op_get(a, "add")); /* empty until the built-ins are asked for */
+  CHECK(dp_register_builtin_ops(a, NULL) == 0 && dp_register_builtin_ops(b, NULL) == 0);
   dp_target *ta = dp_target_parse(a, "cuda -arch=sm_80", NULL);
   dp_target *ta2 = dp_target_parse(a, "cuda -arch=sm_80", NULL);
   dp_target *tb = dp_target_parse(b, "cuda -arch=sm_80", NULL);
