@@ -7,6 +7,24 @@
 # What is not a rename (an API that changed shape) is listed at the end, as
 # comments, with the hand edit it needs.
 
+# --- one pointer map (src/core/ptrmap.h) replaces src/planner/pmap.c (git rm it) ---
+# (first: these match the planner's text as it was)
+/^\/\* ================= pmap.c: pointer -> id ================= \*\/$/,/^void dp__pmap_free(dp_pmap \*m);$/c\
+/* ================= the pointer map: src/core/ptrmap.h ================= */\
+#include "../core/ptrmap.h"
+s/\bstruct dp_pslot\b/dp__ptrslot/g
+s/\bdp_pmap\b/dp__ptrmap/g
+s/\bdp__pmap_get(\([^,]*\), (uintptr_t)/dp__ptrmap_find(\1, /g
+s/\bdp__pmap_\(add\|put\)(\([^,]*\), (uintptr_t)/dp__ptrmap_set(\2, /g
+s/\bdp__pmap_free\b/dp__ptrmap_free/g
+# the core's two other maps (print_map.c, the first ptrmap.c) are gone too; a get now
+# gives the slot (dp__ptrslot: read ->ptr, ->word, or ->val and ->aux), not a void **
+s/\bdp_ptrmap_get\b/dp__ptrmap_find/g
+s/\bdp_ptrmap_put\b/dp__ptrmap_put/g
+s/\bdp_ptrmap_free\b/dp__ptrmap_free/g
+s/\bdp_ptrmap\b/dp__ptrmap/g
+s/\bDP_PTRMAP_INIT\b/DP__PTRMAP_INIT/g
+
 # --- the binding's helpers are internal to src/lua ---
 s/\bdp_lua_check_device_type\b/dp__lua_check_device_type/g
 s/\bdp_lua_pusherror\b/dp__lua_push_error/g

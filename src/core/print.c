@@ -94,7 +94,7 @@ typedef struct printer {
   dp__devnames *devnames;    /* DP_PRINT_SHORT_DEVICES */
   dp__metaw *meta;           /* DP_PRINT_META */
   int failed;
-  dp_pmap map; /* node -> index, of nodes held more than once; variable
+  dp__ptrmap map; /* node -> index, of nodes held more than once; variable
                  -> 1 + offset of its name in the names array */
   pnode *nodes;
   uint32_t n, cap;
@@ -188,12 +188,13 @@ static uint32_t node_of(printer *p, const dp_expr *e, int *fresh) {
   if (!nodes) return NONODE;
   p->nodes = nodes;
   if (e->h.rc != 1) {
-    uint64_t *v = dp_pmap_upsert(&p->map, e, p->n, &f);
+    dp__ptrslot *v = dp__ptrmap_insert(&p->map, e, &f);
     if (!v) return NONODE;
     if (!f) {
       if (fresh) *fresh = 0;
-      return (uint32_t)*v;
+      return (uint32_t)v->word;
     }
+    v->word = p->n;
   }
   if (fresh) *fresh = 1;
   nodes[p->n] = (pnode){.e = e, .home = NOSCOPE, .inner = NOSCOPE, .edge = NONODE,
@@ -357,7 +358,7 @@ static int make_exact(printer *p) {
   p->names_exact = 1;
   for (uint32_t i = 0; i < p->map.cap; i++) {
     const dp_expr *v = p->map.slots[i].key;
-    uint32_t off = (uint32_t)p->map.slots[i].val;
+    uint32_t off = (uint32_t)p->map.slots[i].word;
     if (!v || v->h.kind != DP_VAR || !off) continue;
     if (names_room(p) < 0) return -1;
     const char *s = p->nm + off - 1;
@@ -460,7 +461,8 @@ static const char *name_of(printer *p, const dp_var *v, int use) {
   uint32_t h = (uint32_t)((uintptr_t)v >> 4) & 255;
   if (p->vcache[h].v == v) return p->nm + p->vcache[h].off - 1;
   int fresh;
-  uint64_t *off = dp_pmap_upsert(&p->map, v, 0, &fresh);
+  dp__ptrslot *slot = dp__ptrmap_insert(&p->map, v, &fresh);
+  uint64_t *off = slot ? &slot->word : NULL;
   if (off && !*off && (*off = alloc_name(p, v->name))) {
     if (p->opts->on_name) report_name(p, &v->e, *off);
     if (use && p->def_name) {
@@ -1109,7 +1111,7 @@ static void printer_free(printer *p) {
   free(p->nm);
   free(p->frees);
   dp__tb_free(&p->side);
-  dp_pmap_free(&p->map);
+  dp__ptrmap_free(&p->map);
 }
 
 /* `free_var %x: T;` (as TVM declares a free variable), indented. */
@@ -1167,7 +1169,7 @@ static int run(printer *p, dp__tb *out, const dp_expr *root) {
     put_atom(p, out, root);
   } else {
     if (new_scopes(p, 1, NOSCOPE, 0) == NOSCOPE || discover(p, root) < 0) goto done;
-    if (dp_pmap_reserve(&p->map, p->nbinders) < 0) goto done;
+    if (dp__ptrmap_reserve(&p->map, p->nbinders) < 0) goto done;
     if (!p->def_name) name_free_vars(p, root);
     place_all(p, 0);
     if (p->failed || print_nodes(p, 0) < 0) goto done;
@@ -1191,7 +1193,7 @@ int dp__print_root(dp__tb *out, const dp_expr *root, const char *def_name,
   p.devnames = dn;
   p.meta = mw;
   p.def_name = def_name;
-  dp_pmap_init(&p.map);
+  p.map = DP__PTRMAP_INIT;
   int rc = run(&p, out, root);
   printer_free(&p);
   return rc;

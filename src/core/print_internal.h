@@ -1,38 +1,14 @@
 /*
  * Internals shared by the printer and structural equality (not installed):
- * a pointer-keyed hash map used to give each distinct node of a DAG one
- * slot, and the short printed form used in difference reports.
+ * the short printed form used in difference reports, the metadata writer.
  */
 #ifndef DEVPLAN_PRINT_INTERNAL_H
 #define DEVPLAN_PRINT_INTERNAL_H
 
 #include <stdint.h>
 #include "devplan/print.h"
+#include "ptrmap.h"
 
-/* Open addressing, linear probing; keys are never removed. Values are
-   uint64_t so the map serves as node -> index and as node -> node. */
-typedef struct dp_pmap_slot {
-  const void *key; /* NULL: empty */
-  uint64_t val;
-} dp_pmap_slot;
-
-typedef struct dp_pmap {
-  dp_pmap_slot *slots; /* key and value together: one cache miss a probe */
-  uint32_t cap, n;
-} dp_pmap;
-
-void dp_pmap_init(dp_pmap *m);
-void dp_pmap_free(dp_pmap *m);
-/* Room for `more` keys without growing (a walk that knows how many keys
-   it will add spares the rehashes); 0, or -1 on out of memory. */
-int dp_pmap_reserve(dp_pmap *m, uint32_t more);
-/* Pointer to the value of key, or NULL when absent. */
-uint64_t *dp_pmap_get(const dp_pmap *m, const void *key);
-/* Insert (or overwrite); 0, or -1 on out of memory. */
-int dp_pmap_put(dp_pmap *m, const void *key, uint64_t val);
-/* The value of key, inserting key with value `val` when absent (*fresh
-   tells which); NULL on out of memory. One probe sequence for both. */
-uint64_t *dp_pmap_upsert(dp_pmap *m, const void *key, uint64_t val, int *fresh);
 
 /* A print flag of the core's own messages (above the public DP_PRINT_*):
    no `free_var` declarations, for an expression quoted in a message. */
@@ -70,7 +46,7 @@ void dp__devnames_free(dp__devnames *d);
    of first use per kind, and the metadata section that holds them
    (meta_write.c). Zero-initialised by dp__metaw_init. */
 typedef struct dp__metaw {
-  dp_pmap index;              /* object -> its index in its kind */
+  dp__ptrmap index;             /* object -> its index in its kind */
   const dp_vdev **vdevs;      /* meta[VirtualDevice] */
   uint32_t nvdevs, capvdevs;
   const dp_const **consts;    /* meta[relay.Constant] */

@@ -16,8 +16,8 @@ void dp__ts_init(dp__tsolver *s, dp_ctx *ctx) {
 
 void dp__ts_free(dp__tsolver *s) {
   for (uint32_t i = 0; i < s->vars.cap; i++)
-    if (s->vars.slots[i].key) dp_release(s->vars.slots[i].val);
-  dp_ptrmap_free(&s->vars);
+    if (s->vars.slots[i].key) dp_release(s->vars.slots[i].ptr);
+  dp__ptrmap_free(&s->vars);
   for (uint32_t i = 0; i < s->nkeep; i++) dp_release(s->keep[i]);
   free(s->keep);
   memset(s, 0, sizeof *s);
@@ -41,19 +41,19 @@ dp_type *dp__ts_keep(dp__tsolver *s, dp_type *t) {
 
 dp_type *dp__ts_fresh(dp__tsolver *s) {
   dp_type *v = dp__ts_keep(s, dp_type_var_new(s->ctx, "?"));
-  if (v && dp_ptrmap_put(&s->vars, v, NULL) < 0) return NULL;
+  if (v && !dp__ptrmap_insert(&s->vars, v, NULL)) return NULL;
   return v;
 }
 
 int dp__ts_is_unknown(const dp__tsolver *s, const dp_type *t) {
-  return t && t->h.kind == DP_TY_VAR && dp_ptrmap_get(&s->vars, t) != NULL;
+  return t && t->h.kind == DP_TY_VAR && dp__ptrmap_find(&s->vars, t) != NULL;
 }
 
 dp_type *dp__ts_find(dp__tsolver *s, dp_type *t) {
   while (t && t->h.kind == DP_TY_VAR) {
-    void **slot = dp_ptrmap_get(&s->vars, t);
-    if (!slot || !*slot) return t;
-    t = *slot;
+    dp__ptrslot *slot = dp__ptrmap_find(&s->vars, t);
+    if (!slot || !slot->ptr) return t;
+    t = slot->ptr;
   }
   return t;
 }
@@ -164,7 +164,10 @@ static int step(pairs *st, dp_type *x, dp_type *y) {
 
 static int bind(dp__tsolver *s, dp_type *v, dp_type *t) {
   if (occurs(s, v, t)) return 0;
-  return dp_ptrmap_put(&s->vars, v, dp_retain(t)) < 0 ? -1 : 1;
+  dp__ptrslot *slot = dp__ptrmap_insert(&s->vars, v, NULL);
+  if (!slot) return -1;
+  slot->ptr = dp_retain(t);
+  return 1;
 }
 
 static void mismatch(dp__tsolver *s, dp_type *a, dp_type *b, dp_type *x, dp_type *y, int infinite,

@@ -11,7 +11,7 @@
 
 typedef struct dp__tsolver {
   dp_ctx *ctx;
-  dp_ptrmap vars;        /* solver var -> binding (retained) or NULL when unbound */
+  dp__ptrmap vars;       /* solver var -> binding (retained) or NULL when unbound */
   dp_type **keep;        /* types kept alive until the solver goes (vars, instances) */
   uint32_t nkeep, capkeep;
 } dp__tsolver;

@@ -23,19 +23,19 @@ uint32_t dp__dfp_graph_find(dp__dfp_graph *g, const dp_expr *e) {
     /* first lookup: every node by identity (building needed only the
        shared ones) */
     for (uint32_t i = 0; i < g->n; i++)
-      if (dp_ptrmap_put(&g->found, g->x[i], (void *)(uintptr_t)(i + 1)) < 0) {
-        dp_ptrmap_free(&g->found);
+      if (dp__ptrmap_put(&g->found, g->x[i], (void *)(uintptr_t)(i + 1)) < 0) {
+        dp__ptrmap_free(&g->found);
         return DP__DFP_NONE;
       }
   }
-  void **v = dp_ptrmap_get(&g->found, e);
-  return v ? (uint32_t)((uintptr_t)*v - 1) : DP__DFP_NONE;
+  dp__ptrslot *v = dp__ptrmap_find(&g->found, e);
+  return v ? (uint32_t)((uintptr_t)v->ptr - 1) : DP__DFP_NONE;
 }
 
 void dp__dfp_graph_free(dp__dfp_graph *g) {
   free(g->x);
-  dp_ptrmap_free(&g->index);
-  dp_ptrmap_free(&g->found);
+  dp__ptrmap_free(&g->index);
+  dp__ptrmap_free(&g->found);
   free(g->pre2post);
   free(g->kstart);
   free(g->kids);
@@ -64,7 +64,7 @@ static uint32_t slots(const dp__dfp_graph *g, const dp_expr *e) {
    again, so only shared nodes need to be remembered. */
 static int discover(dp__dfp_graph *g, gframe **st, uint32_t *sp, uint32_t *cap, dp_expr *e,
                     uint32_t *pre, uint32_t kbase) {
-  if ((e->h.rc > 1 || *pre == 0) && dp_ptrmap_put(&g->index, e, (void *)(uintptr_t)(*pre + 1)) < 0)
+  if ((e->h.rc > 1 || *pre == 0) && dp__ptrmap_put(&g->index, e, (void *)(uintptr_t)(*pre + 1)) < 0)
     return -1;
   if (dp_grow((void **)st, cap, *sp + 1, sizeof **st) < 0) return -1;
   (*st)[*sp] = (gframe){e, 0, slots(g, e), *pre, kbase};
@@ -88,9 +88,9 @@ static int number_nodes(dp__dfp_graph *g, dp_expr *root, dp__dfp_u32s *kids) {
         if (dp__dfp_u32s_push(&scratch, DP__DFP_NONE) < 0) goto out;
         continue;
       }
-      void **seen = kid->h.rc > 1 ? dp_ptrmap_get(&g->index, kid) : NULL;
+      dp__ptrslot *seen = kid->h.rc > 1 ? dp__ptrmap_find(&g->index, kid) : NULL;
       if (seen) {
-        if (dp__dfp_u32s_push(&scratch, (uint32_t)((uintptr_t)*seen - 1)) < 0) goto out;
+        if (dp__dfp_u32s_push(&scratch, (uint32_t)((uintptr_t)seen->ptr - 1)) < 0) goto out;
         continue;
       }
       if (dp__dfp_u32s_push(&scratch, pre) < 0 || discover(g, &st, &sp, &cap, kid, &pre, scratch.n) < 0)
@@ -153,7 +153,7 @@ static int link(dp__dfp_graph *g, dp__dfp_u32s *kids) {
 
 int dp__dfp_graph_build(dp__dfp_graph *g, dp_expr *root, int enter_fns) {
   memset(g, 0, sizeof *g);
-  g->index = DP_PTRMAP_INIT;
+  g->index = DP__PTRMAP_INIT;
   g->enter_fns = enter_fns;
   dp__dfp_u32s kids = {NULL, 0, 0};
   int rc = number_nodes(g, root, &kids) < 0 || link(g, &kids) < 0 ? -1 : 0;

@@ -44,25 +44,25 @@ int dp__dfp_u32s_push(dp__dfp_u32s *v, uint32_t x) {
 /* ---------------- the opaque set ---------------- */
 
 struct dp_dfp_opaque {
-  dp_ptrmap set;
+  dp__ptrmap set;
 };
 
 dp_dfp_opaque *dp_dfp_opaque_new(void) { return dp_calloc(1, sizeof(dp_dfp_opaque)); }
 
 void dp_dfp_opaque_free(dp_dfp_opaque *o) {
   if (!o) return;
-  dp_ptrmap_free(&o->set);
+  dp__ptrmap_free(&o->set);
   free(o);
 }
 
 int dp_dfp_opaque_add(dp_dfp_opaque *o, const dp_dfp_group *g) {
   for (uint32_t i = 0; i < g->ninterior; i++)
-    if (dp_ptrmap_put(&o->set, g->interior[i], NULL) < 0) return -1;
+    if (dp__ptrmap_put(&o->set, g->interior[i], NULL) < 0) return -1;
   return 0;
 }
 
 int dp__dfp_opaque_has(const dp_dfp_opaque *o, const dp_expr *e) {
-  return o && dp_ptrmap_get(&o->set, e) != NULL;
+  return o && dp__ptrmap_find(&o->set, e) != NULL;
 }
 
 /* ---------------- the graph, shared by several groupings ---------------- */
@@ -114,7 +114,7 @@ typedef struct grouper {
   /* the pools the groups point into, filled as offsets until the end */
   uint32_t nx, capx_pool, nb, capb_pool;
   /* scratch of the group being made */
-  dp_ptrmap fuzzy;
+  dp__ptrmap fuzzy;
   dp__dfp_vec in;           /* inputs (dp_expr *) */
   dp__dfp_vec interior;     /* post order indices, as pointers' worth of integers */
   dp__dfp_vec sorted;       /* trail positions of the bindings that make inputs */
@@ -125,7 +125,7 @@ typedef struct grouper {
 /* ---- what is not an input: fuzzy matches ---- */
 
 static int fuzzy_post(void *ud, dp_expr *e) {
-  return dp_ptrmap_put(&((grouper *)ud)->fuzzy, e, NULL) < 0 ? -1 : 0;
+  return dp__ptrmap_put(&((grouper *)ud)->fuzzy, e, NULL) < 0 ? -1 : 0;
 }
 
 /* TVM's fuzzy matches: what a dominator's parent and path matched, and
@@ -137,7 +137,7 @@ static int find_fuzzy(grouper *gr) {
   for (uint32_t t = 0; t < m->ntrail; t++) {
     uint32_t node = m->trail[t].node;
     dp_expr *e = m->trail[t].expr;
-    if (p->nodes[node].fuzzy && dp_ptrmap_put(&gr->fuzzy, e, NULL) < 0) return -1;
+    if (p->nodes[node].fuzzy && dp__ptrmap_put(&gr->fuzzy, e, NULL) < 0) return -1;
     if (p->nodes[node].kind == DP_DFP_FN && e->h.kind == DP_FUNC) {
       dp_visitor v = {NULL, fuzzy_post, gr};
       if (dp_visit(((dp_func *)e)->body, &v) < 0) return -1;
@@ -165,7 +165,7 @@ static int is_input(const grouper *gr, const dp_expr *e) {
 /* A group has few inputs: a list, not a set. */
 static int make_input(grouper *gr, dp_expr *e, uint32_t node) {
   if (e->h.kind == DP_OP || e->h.kind == DP_FUNC || embeds(gr, e, node)) return 0;
-  if (gr->fuzzy.n && dp_ptrmap_get(&gr->fuzzy, e)) return 0;
+  if (gr->fuzzy.n && dp__ptrmap_find(&gr->fuzzy, e)) return 0;
   if (is_input(gr, e)) return 0;
   return dp__dfp_vec_push(&gr->in, e);
 }
@@ -304,7 +304,7 @@ static void fix_pointers(dp_dfp_groups *out) {
 static int make_group(grouper *gr, uint32_t root) {
   uint32_t number = gr->number++;
   gr->stamp++;
-  if (gr->fuzzy.n) dp_ptrmap_free(&gr->fuzzy);
+  if (gr->fuzzy.n) dp__ptrmap_free(&gr->fuzzy);
   gr->in.n = gr->interior.n = 0;
   if (find_fuzzy(gr) < 0 || find_inputs(gr) < 0) return -1;
   /* a root that is its own input (a lone wildcard) groups nothing: TVM
@@ -340,7 +340,7 @@ static void grouper_free(grouper *gr) {
   free(gr->gid);
   free(gr->skip);
   free(gr->mark);
-  dp_ptrmap_free(&gr->fuzzy);
+  dp__ptrmap_free(&gr->fuzzy);
   free(gr->in.items);
   free(gr->interior.items);
   free(gr->sorted.items);

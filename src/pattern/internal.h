@@ -39,8 +39,8 @@ struct dp_dfp {
 typedef struct dp__dfp_graph {
   uint32_t n;
   dp_expr **x;             /* post order; x[n-1] is the root */
-  dp_ptrmap index;         /* shared expression -> pre order number + 1 (building) */
-  dp_ptrmap found;         /* expression -> post order index + 1 (first dp__dfp_graph_find) */
+  dp__ptrmap index;         /* shared expression -> pre order number + 1 (building) */
+  dp__ptrmap found;         /* expression -> post order index + 1 (first dp__dfp_graph_find) */
   uint32_t *pre2post;
   uint32_t *kstart, *kids; /* child slots of i: kids[kstart[i] .. kstart[i+1]) */
   uint32_t *ostart, *outs; /* consumers of i, likewise (sorted) */

@@ -332,14 +332,14 @@ static dp_global *fresh_global(pctx *c, dp_vdev *vd) {
 typedef struct fbuild {
   dp__dfp_vec params;       /* dp_var * (owned) */
   dp__dfp_u32s inputs;      /* node indices */
-  dp_ptrmap seen;       /* input -> param index + 1 */
+  dp__ptrmap seen;       /* input -> param index + 1 */
 } fbuild;
 
 /* The parameter standing for input xi (one per distinct input). */
 static dp_expr *param_for(pctx *c, fbuild *b, uint32_t xi, dp_vdev *fallback) {
   dp_expr *x = c->x[xi];
-  void **s = dp_ptrmap_get(&b->seen, x);
-  if (s) return b->params.items[(uintptr_t)*s - 1];
+  dp__ptrslot *s = dp__ptrmap_find(&b->seen, x);
+  if (s) return b->params.items[(uintptr_t)s->ptr - 1];
   char name[32];
   if (x->h.kind == DP_VAR) snprintf(name, sizeof name, "%.30s", ((dp_var *)x)->name);
   else snprintf(name, sizeof name, "p%u", b->params.n);
@@ -347,7 +347,7 @@ static dp_expr *param_for(pctx *c, fbuild *b, uint32_t xi, dp_vdev *fallback) {
   dp_var *p = dp_var_new(name, x->type, vd ? vd : fallback, DP_NOSPAN);
   dp_release(vd);
   if (!p || dp__dfp_vec_push(&b->params, p) < 0 || dp__dfp_u32s_push(&b->inputs, xi) < 0 ||
-      dp_ptrmap_put(&b->seen, x, (void *)(uintptr_t)b->params.n) < 0) {
+      dp__ptrmap_put(&b->seen, x, (void *)(uintptr_t)b->params.n) < 0) {
     if (p && (b->params.n == 0 || b->params.items[b->params.n - 1] != p)) dp_release(p);
     return NULL;
   }
@@ -378,7 +378,7 @@ out:
 }
 
 static int make_function(pctx *c, region *g) {
-  fbuild b = {{NULL, 0, 0}, {NULL, 0, 0}, DP_PTRMAP_INIT};
+  fbuild b = {{NULL, 0, 0}, {NULL, 0, 0}, DP__PTRMAP_INIT};
   dp_expr **outs = dp_malloc(g->nout * sizeof *outs);
   dp_vdev *vd = NULL;
   dp_expr *body = NULL;
@@ -407,7 +407,7 @@ out:
   for (uint32_t i = 0; i < b.params.n; i++) dp_release(b.params.items[i]);
   free(b.params.items);
   free(b.inputs.a);
-  dp_ptrmap_free(&b.seen);
+  dp__ptrmap_free(&b.seen);
   free(outs);
   dp_release(body);
   dp_release(fn);

@@ -269,7 +269,7 @@ static int primfn_domain(actx *a, dp_primfn *pf) {
     }
     k[i] = dp__dom_first(d, v, i < pf->nargs ? R_PRIMFN_ARG : R_PRIMFN_RESULT, NULL);
   }
-  if (rc == 0 && dp__pmap_put(&d->extra, (uintptr_t)pf, dp__dom_fn(d, pf->nargs, k), 0) < 0)
+  if (rc == 0 && dp__ptrmap_set(&d->extra, pf, dp__dom_fn(d, pf->nargs, k), 0) < 0)
     d->oom = 1;
   if (k != small) free(k);
   return rc;

@@ -407,7 +407,7 @@ static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
 
 /* primfn buffers take the memory scopes that flowed into them. */
 static int capture_primfn(cctx *c, dp_module *out, dp_primfn *pf, dp_err **err) {
-  struct dp_pslot *s = dp__pmap_get(&c->d->extra, (uintptr_t)pf);
+  dp__ptrslot *s = dp__ptrmap_find(&c->d->extra, pf);
   if (!s) return 0;
   dp_buffer *b = dp_calloc(pf->nargs + 1, sizeof *b);
   if (!b) return -1;

@@ -24,13 +24,13 @@
 
 typedef struct kctx {
   dp__index *ix;
-  dp_pmap callmarks;      /* call -> its first mark + 1; marks of one call chain through next */
+  dp__ptrmap callmarks;      /* call -> its first mark + 1; marks of one call chain through next */
   uint32_t *next;         /* mark -> the call's next mark + 1 */
 } kctx;
 
 static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   kctx *k = ud;
-  struct dp_pslot *s = orig->h.kind == DP_CALL ? dp__pmap_get(&k->callmarks, (uintptr_t)orig) : NULL;
+  dp__ptrslot *s = orig->h.kind == DP_CALL ? dp__ptrmap_find(&k->callmarks, orig) : NULL;
   if (!s) {
     /* a node rebuilt above a copy keeps its checked type: analysis gives a
        function-typed value (a closure under an on_device, say) a function
@@ -70,10 +70,10 @@ static dp_module *with_copies(kctx *k, dp_err **err) {
   /* a call's marks chained from the last made (the copies nest in that order) */
   for (uint32_t i = 0; i < ix->nmarks; i++) {
     dp_expr *call = ix->x[ix->marks[i].call];
-    struct dp_pslot *s = dp__pmap_get(&k->callmarks, (uintptr_t)call);
+    dp__ptrslot *s = dp__ptrmap_find(&k->callmarks, call);
     k->next[i] = s ? s->val : 0;
     if (s) s->val = i + 1;
-    else if (dp__pmap_add(&k->callmarks, (uintptr_t)call, i + 1, 0) < 0) goto oom;
+    else if (dp__ptrmap_set(&k->callmarks, call, i + 1, 0) < 0) goto oom;
   }
   dp_module *out = dp_module_copy(m);
   if (!out) goto oom;
@@ -101,7 +101,7 @@ dp__index *dp__conflicts(dp__index *ix, dp_err **err) {
   dp__index *next = out ? dp__index_new(out, ix->dev.cfg, err) : NULL;
   dp_release(out);
   free(k.next);
-  dp__pmap_free(&k.callmarks);
+  dp__ptrmap_free(&k.callmarks);
   dp__index_free(ix);
   return next;
 }

@@ -42,7 +42,7 @@ static void domains_free(dp_obj *o, dp_worklist *wl) {
   free(d->work);
   free(d->trail);
   free(d->links);
-  dp__pmap_free(&d->extra);
+  dp__ptrmap_free(&d->extra);
   free(d);
 }
 
@@ -178,23 +178,23 @@ static uint32_t dom_of_global(dp_domains *d, const dp_global *g) {
   if (f >= 0 && (uint32_t)f < ix->nfn) return d->dom[ix->fnid[f]]; /* its root's */
   dp_primfn *pf = dp_module_primfn(ix->mod, g->name);
   if (pf) {
-    struct dp_pslot *s = dp__pmap_get(&d->extra, (uintptr_t)pf);
+    dp__ptrslot *s = dp__ptrmap_find(&d->extra, pf);
     if (s) return s->val;
   }
   return dp__dom_for_type(d, g->e.type, 0, 0, NULL);
 }
 
 uint32_t dp__dom_of(dp_domains *d, dp_expr *e) {
-  struct dp_pslot *s = NULL;
+  dp__ptrslot *s = NULL;
   /* (operators and constructors are never numbered) */
   if (e->h.kind != DP_OP && e->h.kind != DP_CTOR) {
     if (dp__index_map(d->ix) < 0) d->oom = 1;
-    s = dp__pmap_get(&d->ix->map, (uintptr_t)e);
+    s = dp__ptrmap_find(&d->ix->map, e);
   }
   if (s) return d->dom[s->val];
-  if ((s = dp__pmap_get(&d->extra, (uintptr_t)e))) return s->val;
+  if ((s = dp__ptrmap_find(&d->extra, e))) return s->val;
   uint32_t id = dp__dom_new(d, e);
-  if (dp__pmap_add(&d->extra, (uintptr_t)e, id, 0) < 0) d->oom = 1;
+  if (dp__ptrmap_set(&d->extra, e, id, 0) < 0) d->oom = 1;
   return id;
 }
 

@@ -17,7 +17,7 @@ int dp_domains_has(const dp_domains *d, const dp_expr *e) {
   if (e->h.kind == DP_GLOBAL) return dp_module_func(m, ((const dp_global *)e)->name) != NULL ||
                                      dp_module_primfn(m, ((const dp_global *)e)->name) != NULL;
   if (dp__index_id(d->ix, e) != DP__NONE_ID) return 1;
-  return dp__pmap_get(&d->extra, (uintptr_t)e) != NULL;
+  return dp__ptrmap_find(&d->extra, e) != NULL;
 }
 
 static int known(dp_domains *d, dp_expr *e, dp_err **err) {

@@ -166,7 +166,7 @@ static int first_order(const dp_expr *e) {
 
 /* A node reached again with demand d from argument pos of call (DP__NONE_ID:
    no call): joined with what it has, or a mark (a copy goes there). */
-static int demand_again(walk *w, uint32_t id, struct dp_pslot *s, uint32_t d, uint32_t call,
+static int demand_again(walk *w, uint32_t id, dp__ptrslot *s, uint32_t d, uint32_t call,
                         uint32_t pos) {
   dp__index *ix = w->ix;
   if (!first_order(ix->x[id])) return 0;
@@ -277,7 +277,7 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
   if (k == DP_GLOBAL) d = DP__NONE_ID;
   int shared = root || e->h.rc > 1;
   if (!shared) return number(w, e, 0, d == DP__NONE_ID ? 0 : d, quiet);
-  struct dp_pslot *s = dp__pmap_get(&ix->map, (uintptr_t)e);
+  dp__ptrslot *s = dp__ptrmap_find(&ix->map, e);
   if (s && s->val >= w->from) { /* reached again in this function */
     if (!quiet && d != DP__NONE_ID) {
       if (s->aux == 0) s->aux = (first_order(e) ? d : 0) + 1; /* its first use */
@@ -299,11 +299,11 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
     if (push_u32(&ix->dups, &ix->ndups, &ix->capdups, id) < 0 ||
         push_u32(&ix->dups, &ix->ndups, &ix->capdups, old) < 0)
       w->oom = 1;
-    s = dp__pmap_get(&ix->map, (uintptr_t)e);
+    s = dp__ptrmap_find(&ix->map, e);
     s->val = id;
   } else {
     if (!quiet && d != DP__NONE_ID) aux = (first_order(e) ? d : 0) + 1;
-    if (dp__pmap_add(&ix->map, (uintptr_t)e, id, aux) < 0) w->oom = 1;
+    if (dp__ptrmap_set(&ix->map, e, id, aux) < 0) w->oom = 1;
   }
   return id;
 }
@@ -410,7 +410,7 @@ void dp__index_free(dp__index *ix) {
   free(ix->gref);
   free(ix->dups);
   free(ix->marks);
-  dp__pmap_free(&ix->map);
+  dp__ptrmap_free(&ix->map);
   dp__devices_free(&ix->dev);
   dp__plan_ops_free(&ix->ops);
   dp_release(ix->mod);
@@ -425,7 +425,7 @@ static int full_map(dp__index *ix) {
     /* shared nodes are there already, unless the map was dropped; (put: a
        node under a node numbered in two functions has two ids) */
     if ((ix->flag[id] & F_SHARED) && !ix->dropped) continue;
-    if (dp__pmap_put(&ix->map, (uintptr_t)ix->x[id], id, 0) < 0) return -1;
+    if (dp__ptrmap_set(&ix->map, ix->x[id], id, 0) < 0) return -1;
   }
   ix->full = 1;
   ix->dropped = 0;
@@ -437,13 +437,13 @@ int dp__index_map(dp__index *ix) {
 }
 
 void dp__index_drop_map(dp__index *ix) {
-  dp__pmap_free(&ix->map);
+  dp__ptrmap_free(&ix->map);
   ix->full = 0;
   ix->dropped = 1;
 }
 
 uint32_t dp__index_id(dp__index *ix, const dp_expr *e) {
   if (full_map(ix) < 0) return DP__NONE_ID; /* lookups by expression need every node */
-  struct dp_pslot *s = dp__pmap_get(&ix->map, (uintptr_t)e);
+  dp__ptrslot *s = dp__ptrmap_find(&ix->map, e);
   return s ? s->val : DP__NONE_ID;
 }

@@ -142,17 +142,8 @@ uint32_t dp__dev_join(dp__devices *t, uint32_t a, uint32_t b);
 uint32_t dp__dev_default(dp__devices *t, uint32_t cur, uint32_t by);
 static inline dp_vdev *dp__dev(const dp__devices *t, uint32_t i) { return t->v[i]; }
 
-/* ================= pmap.c: pointer -> id ================= */
-
-typedef struct dp_pmap {
-  struct dp_pslot { uintptr_t key; uint32_t val; uint32_t aux; } *slots;
-  uint32_t cap, n;
-} dp_pmap;
-struct dp_pslot *dp__pmap_get(const dp_pmap *m, uintptr_t key);
-/* put of a key known to be absent */
-int dp__pmap_add(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t aux);
-int dp__pmap_put(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t aux);
-void dp__pmap_free(dp_pmap *m);
+/* ================= the pointer map: src/core/ptrmap.h ================= */
+#include "../core/ptrmap.h"
 
 /* ================= index.c: the node numbering ================= */
 
@@ -193,7 +184,7 @@ typedef struct dp__index {
   uint32_t *fnid, *fnpost, nfn;
   uint32_t *gref; uint32_t ngref, capgref;   /* ids of global references (order.c) */
   uint32_t *dups; uint32_t ndups, capdups;   /* (id, earlier id) pairs of F_DUP nodes */
-  dp_pmap map;             /* shared node -> latest id (aux: phase 0b's demand + 1) */
+  dp__ptrmap map;             /* shared node -> latest id (aux: phase 0b's demand + 1) */
   int full;                /* map holds every node (dp__index_id) */
   int dropped;             /* map freed after analysis (dp__index_drop_map) */
   uint32_t nrewrite;       /* nodes phase 0 rewrites */
@@ -298,7 +289,7 @@ struct dp_domains {
   dp__cons *cons; uint32_t ncons, capcons;
   uint32_t *kids; uint32_t nkids, capkids;   /* function domains: arity, params..., result */
   uint32_t *dom;            /* id -> domain */
-  dp_pmap extra;            /* domains of what the index does not number (primfns,
+  dp__ptrmap extra;            /* domains of what the index does not number (primfns,
                                pattern variables never used, operators of lookups) */
   dp__proof *proof;          /* per domain, or NULL (proofs off) */
   dp__op_log *log; uint32_t nlog, caplog;

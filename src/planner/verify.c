@@ -78,8 +78,8 @@ typedef struct vwalk {
   frame *fr; uint32_t nfr, capfr;
   vrec *val; uint32_t nval, capval;      /* results of the children awaiting their parent */
   vrec *recs; uint32_t nrecs, caprecs;   /* shared nodes and bound variables */
-  dp_pmap seen;                          /* node -> index in recs */
-  dp_pmap canon;                         /* device -> index in cv */
+  dp__ptrmap seen;                          /* node -> index in recs */
+  dp__ptrmap canon;                         /* device -> index in cv */
   dp_vdev **cv; uint32_t ncv, capcv;     /* canonical devices (held; NULL: none) */
   const dp_defn *def;    /* the global function being walked */
   dp_violations *out;
@@ -178,7 +178,7 @@ static void mismatch(vwalk *w, const char *kind, dp_expr *e, dp_vdev *want, dp_v
 
 static dp_vdev *canon(vwalk *w, dp_vdev *v, dp_expr *e) {
   if (!v) return NULL;
-  struct dp_pslot *s = dp__pmap_get(&w->canon, (uintptr_t)v);
+  dp__ptrslot *s = dp__ptrmap_find(&w->canon, v);
   if (s) return w->cv[s->val];
   dp_err *err = NULL;
   dp_vdev *c = dp_config_canonical(w->cfg, v, &err);
@@ -191,7 +191,7 @@ static dp_vdev *canon(vwalk *w, dp_vdev *v, dp_expr *e) {
     dp_err_free(err);
   }
   if (dp_grow((void **)&w->cv, &w->capcv, w->ncv + 1, sizeof *w->cv) < 0 ||
-      dp__pmap_put(&w->canon, (uintptr_t)v, w->ncv, 0) < 0) {
+      dp__ptrmap_set(&w->canon, v, w->ncv, 0) < 0) {
     dp_release(c);
     w->oom = 1;
     return NULL;
@@ -221,13 +221,13 @@ static void push_val(vwalk *w, vrec r) {
 
 /* Remember r for node e (shared, or a variable bound here). */
 static void remember(vwalk *w, const void *e, vrec r) {
-  struct dp_pslot *s = dp__pmap_get(&w->seen, (uintptr_t)e);
+  dp__ptrslot *s = dp__ptrmap_find(&w->seen, e);
   if (s) {
     w->recs[s->val] = r;
     return;
   }
   if (dp_grow((void **)&w->recs, &w->caprecs, w->nrecs + 1, sizeof *w->recs) < 0 ||
-      dp__pmap_add(&w->seen, (uintptr_t)e, w->nrecs, 0) < 0) {
+      dp__ptrmap_set(&w->seen, e, w->nrecs, 0) < 0) {
     w->oom = 1;
     return;
   }
@@ -235,7 +235,7 @@ static void remember(vwalk *w, const void *e, vrec r) {
 }
 
 static vrec *known(vwalk *w, const void *e) {
-  struct dp_pslot *s = dp__pmap_get(&w->seen, (uintptr_t)e);
+  dp__ptrslot *s = dp__ptrmap_find(&w->seen, e);
   return s ? &w->recs[s->val] : NULL;
 }
 
@@ -783,8 +783,8 @@ int dp_plan_verify(dp_module *planned, const dp_config *cfg, dp_module *input, u
   free(w.fr);
   free(w.val);
   free(w.recs);
-  dp__pmap_free(&w.seen);
-  dp__pmap_free(&w.canon);
+  dp__ptrmap_free(&w.seen);
+  dp__ptrmap_free(&w.canon);
   if (w.oom) {
     dp_violations_clear(out);
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
