@@ -103,3 +103,8 @@ s/\bdp_print_type\b/dp_type_str/g
 # defined in src/planner/domains.c, which registers the type on first use.
 /^ *dp_register_free(DP_OBJ_DOMAINS, dp__domains_free_fn);$/d
 s/\bDP_OBJ_DOMAINS\b/dp_domains_objtype()/g
+
+# --- nothing internal in the public headers ---
+s/\bDP_DFPF_UNBOUND\b/DP__DFPF_UNBOUND/g
+# dp_module's name index is opaque (struct dp__names *names, module.c):
+# m->names_mask and m->names[i] were only read in module.c.

@@ -7,9 +7,15 @@
  * work list (never recursion on the C stack), so freeing a 1,000,000-deep
  * expression chain is safe.
  *
+ * Each object has a type (dp_objtype): the core's own are fixed; a layer
+ * above (the planner's state) registers its own with a name and a free
+ * function, so the core never names them.
+ *
  * A dp_ctx owns the interning tables (targets, virtual devices, types), the
- * operator registry and the table of source names. Interned objects retain
- * their context, so a context lives until the last object made in it goes.
+ * operator registry and the table of source names. A new context is empty:
+ * Relay's operators are a layer above it (op.h, dp_register_builtin_ops).
+ * Interned objects retain their context, so a context lives until the last
+ * object made in it goes.
  *
  * No function of the core aborts or exits on bad input: a function that can
  * fail returns NULL (or a negative number) and, when `err` is not NULL,

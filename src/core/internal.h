@@ -31,6 +31,18 @@ typedef struct dp__objtype {
   dp_free_fn free_fn; /* NULL: plain free() */
 } dp__objtype;
 extern dp__objtype dp__objtypes[DP__OBJTYPE_MAX];
+/* The free function of each of the core's types, in its own file. */
+void dp__ctx_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__target_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__vdev_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__config_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__type_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__expr_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__pattern_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__attrs_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__typedef_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__primfn_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__module_free_fn(dp_obj *o, dp_worklist *wl);
 
 /* Frees an op node whose last reference went (called by the expression
    free function, expr.c, after it released e.type): the op's own fields

@@ -8,18 +8,6 @@
  */
 #include "internal.h"
 
-void dp__ctx_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__target_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__vdev_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__config_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__type_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__expr_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__pattern_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__attrs_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__typedef_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__primfn_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__module_free_fn(dp_obj *o, dp_worklist *wl);
-
 dp__objtype dp__objtypes[DP__OBJTYPE_MAX] = {
   [DP_OBJ_CTX] = {"context", dp__ctx_free_fn},
   [DP_OBJ_TARGET] = {"Target", dp__target_free_fn},

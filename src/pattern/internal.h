@@ -12,6 +12,8 @@
 #include "../core/ptrmap.h"
 
 #define DP__DFP_NONE UINT32_MAX
+/* dp_dfp_node.flags bit of a node made by re-association (never bound). */
+#define DP__DFPF_UNBOUND 2
 
 struct dp_dfp {
   uint32_t n, cap;        /* nodes (user's, then re-associated ones), capacity */

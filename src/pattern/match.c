@@ -413,7 +413,7 @@ static int complete(dp__dfp_matcher *m, int r) {
   dp__dfp_frame *f = &m->frames[m->nframes - 1];
   if (!f->path && !f->nobind) {
     if (!r) clear_to(m, f->wm);
-    else if (!(m->p->nodes[f->node].flags & DP_DFPF_UNBOUND) && bind(m, f->node, f->e) < 0) return -1;
+    else if (!(m->p->nodes[f->node].flags & DP__DFPF_UNBOUND) && bind(m, f->node, f->e) < 0) return -1;
   }
   m->nframes--;
   return 0;

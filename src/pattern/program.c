@@ -153,7 +153,7 @@ static uint32_t synth(dp_dfp *p, uint32_t callee, uint32_t a, uint32_t b) {
   x->kids = dp_malloc(3 * sizeof *x->kids);
   if (!x->kids) return DP__DFP_NONE;
   x->kind = DP_DFP_CALL;
-  x->flags = DP_DFPF_UNBOUND;
+  x->flags = DP__DFPF_UNBOUND;
   x->nkids = 3;
   x->kids[0] = callee;
   x->kids[1] = a;

@@ -72,3 +72,37 @@ void dp_test_context_close(int *passed, int *failed) {
   CHECK(dp_op_get(ctx, "add") == NULL);
   dp_release(ctx);                 /* the last reference: freed here */
 }
+
+/* An object type registered from outside the core: named, and freed by its
+   own function when its last reference goes (with what it holds). */
+typedef struct boxed {
+  dp_obj h;
+  dp_obj *held;
+} boxed;
+
+static int nfreed;
+
+static void boxed_free(dp_obj *o, dp_worklist *wl) {
+  dp_release_deferred(wl, ((boxed *)o)->held);
+  free(o);
+  nfreed++;
+}
+
+void dp_test_objtypes(int *passed, int *failed);
+
+void dp_test_objtypes(int *passed, int *failed) {
+  CHECK(strcmp(dp_objtype_name(DP_OBJ_VDEV), "VirtualDevice") == 0);
+  CHECK(dp_objtype_name(0) == NULL && dp_objtype_name(255) == NULL);
+  int type = dp_objtype_register("Boxed", boxed_free);
+  CHECK(type >= DP_OBJ__CORE_END && strcmp(dp_objtype_name(type), "Boxed") == 0);
+  CHECK(dp_objtype_register("Other", boxed_free) == type + 1);
+  dp_ctx *ctx = dp_ctx_new();
+  boxed *b = calloc(1, sizeof *b);
+  CHECK(ctx && b);
+  if (!ctx || !b) return;
+  b->h.rc = 1;
+  b->h.type = (uint8_t)type;
+  b->held = (dp_obj *)ctx; /* takes the reference: freeing b frees the context */
+  dp_release(b);
+  CHECK(nfreed == 1);
+}
