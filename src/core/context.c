@@ -84,11 +84,15 @@ const char *dp_ctx_source_name(const dp_ctx *ctx, uint32_t id) {
 }
 
 /* Here rather than in error.c: errors are a layer below the context. */
+dp_err *dp__err_vat(dp_ctx *ctx, dp_errcode code, dp_span span, const char *fmt, va_list ap) {
+  const char *source = ctx && span.source ? dp_ctx_source_name(ctx, span.source) : NULL;
+  return dp__err_v(code, span, source, fmt, ap);
+}
+
 dp_err *dp_err_at(dp_ctx *ctx, dp_errcode code, dp_span span, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  const char *source = ctx && span.source ? dp_ctx_source_name(ctx, span.source) : NULL;
-  dp_err *e = dp__err_v(code, span, source, fmt, ap);
+  dp_err *e = dp__err_vat(ctx, code, span, fmt, ap);
   va_end(ap);
   return e;
 }

@@ -52,6 +52,9 @@ void dp__op_free(dp_op *op);
 /* dp_err_new with a va_list and the span's source name (copied; NULL:
    none), for dp_err_at (error.c). Never NULL. */
 dp_err *dp__err_v(dp_errcode code, dp_span span, const char *source, const char *fmt, va_list ap);
+/* dp_err_at with a va_list (context.c), for the core's and the parser's own
+   printf-like error functions. */
+dp_err *dp__err_vat(dp_ctx *ctx, dp_errcode code, dp_span span, const char *fmt, va_list ap);
 
 uint32_t dp__hash_bytes(uint32_t h, const void *p, size_t n);
 uint32_t dp__hash_string(uint32_t h, const char *s);

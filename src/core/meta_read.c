@@ -73,13 +73,13 @@ static dp_span span_at(const reader *r, size_t off) {
 static int fail(reader *r, uint32_t j, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(reader *r, uint32_t j, const char *fmt, ...) {
   if (r->err) return -1;
-  char msg[400];
+  char with_prefix[256];
+  snprintf(with_prefix, sizeof with_prefix, "metadata: %s", fmt); /* fmt's own %s stay */
+  size_t off = j < r->d.n ? r->d.v[j].off - (r->d.v[j].kind == DP__J_STR) : 0;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  r->err = dp__err_vat(r->ctx, DP_ERR_VALUE, span_at(r, off), with_prefix, ap);
   va_end(ap);
-  size_t off = j < r->d.n ? r->d.v[j].off - (r->d.v[j].kind == DP__J_STR) : 0;
-  r->err = dp_err_at(r->ctx, DP_ERR_VALUE, span_at(r, off), "metadata: %s", msg);
   return -1;
 }
 

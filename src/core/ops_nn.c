@@ -136,14 +136,15 @@ static dp_type *conv_common(dp_ctx *ctx, dp_type *const *args, const dp_attrs *a
   return dp__rel_tensor(ctx, op, dt, d->ndim, out, ovf, err);
 }
 
-static dp_type *conv2d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
-                           const dp_attrs *attrs, void *ud, dp_err **err) {
-  return conv_common(ctx, args, attrs, OP, "HW", err);
+/* The spatial axes of an operator's layout: the 3-d family's (nn.conv3d,
+   nn.adaptive_avg_pool3d, ...) are depth, height and width. */
+static const char *spatial_axes(const dp_op *op) {
+  return strstr(op->name, "3d") ? "DHW" : "HW";
 }
 
-static dp_type *conv3d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
-                           const dp_attrs *attrs, void *ud, dp_err **err) {
-  return conv_common(ctx, args, attrs, OP, "DHW", err);
+static dp_type *conv_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
+                         const dp_attrs *attrs, void *ud, dp_err **err) {
+  return conv_common(ctx, args, attrs, OP, spatial_axes(OP), err);
 }
 
 /* The weight of a transposed convolution holds (in channels, out channels
@@ -230,30 +231,36 @@ static int check_vector(dp_type *vec, dp_type *got, uint32_t i, const dp_op *op,
   return -1;
 }
 
+/* The channel vector of args[0] at its `axis` attribute, once args[1] to
+   args[last] are checked to be such vectors (bias_add: the bias;
+   batch_norm: gamma, beta, mean, variance). NULL with *err otherwise. */
+static dp_type *channel_args(dp_ctx *ctx, dp_type *const *args, uint32_t last,
+                             const dp_attrs *attrs, const dp_op *op, dp_err **err) {
+  const dp_tensor_type *t0 = dp__arg_tensor(args, 0, op, err);
+  if (!t0) return NULL;
+  int ax = dp__norm_axis(dp__attr_int(op, attrs, "axis", 1), t0->ndim);
+  if (ax < 0) return dp__rel_fail(err, op, "axis out of range for rank %u", t0->ndim);
+  dp_type *vec = channel_vector(ctx, t0, ax, op, err);
+  for (uint32_t i = 1; vec && i <= last; i++)
+    if (check_vector(vec, args[i], i, op, err) < 0) {
+      dp_release(vec);
+      vec = NULL;
+    }
+  return vec;
+}
+
 static dp_type *bias_add_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                              const dp_attrs *attrs, void *ud, dp_err **err) {
-  TENSOR(0);
-  int ax = dp__norm_axis(dp__attr_int(OP, attrs, "axis", 1), t0->ndim);
-  if (ax < 0) return dp__rel_fail(err, OP, "axis out of range for rank %u", t0->ndim);
-  dp_type *vec = channel_vector(ctx, t0, ax, OP, err);
+  dp_type *vec = channel_args(ctx, args, 1, attrs, OP, err);
   if (!vec) return NULL;
-  int bad = check_vector(vec, args[1], 1, OP, err);
   dp_release(vec);
-  return bad ? NULL : dp_retain(args[0]);
+  return dp_retain(args[0]);
 }
 
 static dp_type *batch_norm_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                                const dp_attrs *attrs, void *ud, dp_err **err) {
-  TENSOR(0);
-  int ax = dp__norm_axis(dp__attr_int(OP, attrs, "axis", 1), t0->ndim);
-  if (ax < 0) return dp__rel_fail(err, OP, "axis out of range for rank %u", t0->ndim);
-  dp_type *vec = channel_vector(ctx, t0, ax, OP, err);
+  dp_type *vec = channel_args(ctx, args, 4, attrs, OP, err);
   if (!vec) return NULL;
-  for (uint32_t i = 1; i < 5; i++)
-    if (check_vector(vec, args[i], i, OP, err) < 0) {
-      dp_release(vec);
-      return NULL;
-    }
   dp_type *fields[3] = {args[0], vec, vec};
   dp_type *res = dp_type_tuple(ctx, 3, fields);
   dp_release(vec);
@@ -320,14 +327,9 @@ static dp_type *adaptive_pool(dp_ctx *ctx, dp_type *const *args, const dp_attrs 
   return dp__rel_tensor(ctx, op, d->dtype, d->ndim, out, 0, err);
 }
 
-static dp_type *adaptive_pool2d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
-                                    const dp_attrs *attrs, void *ud, dp_err **err) {
-  return adaptive_pool(ctx, args, attrs, OP, "HW", err);
-}
-
-static dp_type *adaptive_pool3d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
-                                    const dp_attrs *attrs, void *ud, dp_err **err) {
-  return adaptive_pool(ctx, args, attrs, OP, "DHW", err);
+static dp_type *adaptive_pool_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
+                                  const dp_attrs *attrs, void *ud, dp_err **err) {
+  return adaptive_pool(ctx, args, attrs, OP, spatial_axes(OP), err);
 }
 
 static dp_type *batch_flatten_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -367,9 +369,9 @@ static dp_type *same_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   "layout:str=NCHW out_layout:str= ceil_mode:bool=False"
 
 static const dp__opdef defs[] = {
-  {"nn.conv2d", 2, 0, CONV2D_ATTRS, conv2d_rel, K_OUT_FUSABLE},
+  {"nn.conv2d", 2, 0, CONV2D_ATTRS, conv_rel, K_OUT_FUSABLE},
   {"nn.conv2d_transpose", 2, 0, CONV2DT_ATTRS, conv2d_transpose_rel, K_OUT_FUSABLE},
-  {"nn.conv3d", 2, 0, CONV3D_ATTRS, conv3d_rel, K_OUT_FUSABLE},
+  {"nn.conv3d", 2, 0, CONV3D_ATTRS, conv_rel, K_OUT_FUSABLE},
   {"nn.dense", 2, 0, "units:int_or_none=None out_dtype:dtype=", dense_rel, K_OUT_FUSABLE},
   {"nn.batch_norm", 5, 0, "axis:int=1 epsilon:float=1e-5 center:bool=True scale:bool=True",
    batch_norm_rel, K_OUT_FUSABLE},
@@ -379,13 +381,13 @@ static const dp__opdef defs[] = {
   {"nn.global_avg_pool2d", 1, 0, "layout:str=NCHW out_layout:str=", global_pool2d_rel, K_OUT_FUSABLE},
   {"nn.global_max_pool2d", 1, 0, "layout:str=NCHW out_layout:str=", global_pool2d_rel, K_OUT_FUSABLE},
   {"nn.adaptive_avg_pool2d", 1, 0, "output_size:ints=[] layout:str=NCHW out_layout:str=",
-   adaptive_pool2d_rel, K_OUT_FUSABLE},
+   adaptive_pool_rel, K_OUT_FUSABLE},
   {"nn.adaptive_max_pool2d", 1, 0, "output_size:ints=[] layout:str=NCHW out_layout:str=",
-   adaptive_pool2d_rel, K_OUT_FUSABLE},
+   adaptive_pool_rel, K_OUT_FUSABLE},
   {"nn.adaptive_avg_pool3d", 1, 0, "output_size:ints=[] layout:str=NCDHW out_layout:str=",
-   adaptive_pool3d_rel, K_OUT_FUSABLE},
+   adaptive_pool_rel, K_OUT_FUSABLE},
   {"nn.adaptive_max_pool3d", 1, 0, "output_size:ints=[] layout:str=NCDHW out_layout:str=",
-   adaptive_pool3d_rel, K_OUT_FUSABLE},
+   adaptive_pool_rel, K_OUT_FUSABLE},
   {"nn.batch_flatten", 1, 0, "", batch_flatten_rel, K_INJECTIVE},
   {"nn.bias_add", 2, 0, "axis:int=1", bias_add_rel, K_BROADCAST},
   {"nn.softmax", 1, 0, "axis:int=-1", softmax_rel, K_OPAQUE},

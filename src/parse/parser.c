@@ -17,6 +17,7 @@
 #include "devplan/meta.h"
 #include "devplan/suggest.h"
 #include "internal.h"
+#include "../core/internal.h" /* dp__err_vat */
 
 static const struct {
   const char *name;
@@ -198,12 +199,10 @@ const char *dp__cname(dp_parser *p, const char *text, size_t len) {
 
 int dp__fail(dp_parser *p, dp_errcode code, uint32_t tok, const char *fmt, ...) {
   if (p->err) return -1;
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  p->err = dp__err_vat(p->ctx, code, dp__span(p, tok), fmt, ap);
   va_end(ap);
-  p->err = dp_err_at(p->ctx, code, dp__span(p, tok), "%s", msg);
   return -1;
 }
 
