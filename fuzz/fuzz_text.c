@@ -104,7 +104,7 @@ static void setup_failed(const char *what) {
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   read_soft();
   atexit(print_soft);
-  dp_lua_root = find_root();
+  dp__lua_root = find_root();
   L = luaL_newstate();
   if (!L) return 2;
   luaL_openlibs(L);
@@ -116,7 +116,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   lua_pushstring(L, "devplan");
   if (lua_pcall(L, 1, 0, 0) != LUA_OK) setup_failed("require 'devplan'");
   if (luaL_loadbuffer(L, setup, sizeof setup - 1, "=fuzz_text") != LUA_OK) setup_failed("loading the setup");
-  lua_pushstring(L, dp_lua_root);
+  lua_pushstring(L, dp__lua_root);
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) setup_failed("the setup");
   check_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   return 0;
