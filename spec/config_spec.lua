@@ -1,12 +1,9 @@
 -- CompilationConfig: rules 1-6 of planner.md, and its errors.
 local dp = require "devplan"
+local testing = require "devplan.testing"
 local VD = dp.VirtualDevice
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e), e
-end
+local err_of = testing.error_of
 
 local function config(t) return dp.CompilationConfig(t) end
 

@@ -1,12 +1,9 @@
 -- Targets and virtual devices (planner.md "Devices and targets", seed 000,
 -- seed 003 for target kinds, seed 004 for virtual_device_id).
 local dp = require "devplan"
+local testing = require "devplan.testing"
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e), e
-end
+local err_of = testing.error_of
 
 describe("Target", function()
   it("parses a kind and typed options and prints TVM's canonical string", function()

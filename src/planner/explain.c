@@ -106,20 +106,20 @@ static char *reason(dp_domains *d, int rule, dp_expr *why) {
 }
 
 /* BFS in x's proof tree to the nearest constraint node; `avoid` (a device
-   index, or DP_NONE_ID) prefers a constraint whose device cannot join it.
+   index, or DP__NONE_ID) prefers a constraint whose device cannot join it.
    Fills path[] with the nodes from x to the constraint; returns its length
    (0: none found). */
 static uint32_t nearest_constraint(dp_domains *d, uint32_t x, uint32_t avoid, uint32_t **path) {
   uint32_t root = dp__dom_find(d, x), n = d->nnodes;
   uint32_t *from = dp_malloc((size_t)n * sizeof *from), *queue = dp_malloc((size_t)n * sizeof *queue);
   uint32_t *head = dp_malloc((size_t)n * sizeof *head), *next = dp_malloc((size_t)n * sizeof *next);
-  uint32_t found = DP_NONE_ID, any = DP_NONE_ID, len = 0;
+  uint32_t found = DP__NONE_ID, any = DP__NONE_ID, len = 0;
   *path = NULL;
   if (!from || !queue || !head || !next) goto done;
-  for (uint32_t i = 0; i < n; i++) head[i] = from[i] = DP_NONE_ID;
+  for (uint32_t i = 0; i < n; i++) head[i] = from[i] = DP__NONE_ID;
   for (uint32_t i = 0; i < n; i++) { /* children lists of the proof tree, this class only */
     uint32_t p = d->proof[i].parent;
-    if (p != DP_NONE_ID && dp__dom_find(d, i) == root) {
+    if (p != DP__NONE_ID && dp__dom_find(d, i) == root) {
       next[i] = head[p];
       head[p] = i;
     }
@@ -129,36 +129,36 @@ static uint32_t nearest_constraint(dp_domains *d, uint32_t x, uint32_t avoid, ui
   from[x] = x;
   while (qh < qt) {
     uint32_t u = queue[qh++];
-    dp_dnode *nu = &d->nodes[u];
+    dp__dnode *nu = &d->nodes[u];
     if (nu->crule) {
       /* explaining (no device to avoid): a real constraint beats a default
          that only filled in fields such as the virtual device id */
-      int bad = avoid == DP_NONE_ID ? (nu->crule < R_DEF_RESULT || nu->crule > R_DEF_CALL)
+      int bad = avoid == DP__NONE_ID ? (nu->crule < R_DEF_RESULT || nu->crule > R_DEF_CALL)
                                     : (avoid == 0 || dp__dom_cons(d, u)->vdev == 0);
-      if (!bad && avoid != DP_NONE_ID) {
+      if (!bad && avoid != DP__NONE_ID) {
         dp_vdev *j = dp_vdev_join(d->dev->v[dp__dom_cons(d, u)->vdev], d->dev->v[avoid]);
         bad = j == NULL;
         dp_release(j);
       }
-      if (any == DP_NONE_ID) any = u;
+      if (any == DP__NONE_ID) any = u;
       if (bad) {
         found = u;
         break;
       }
     }
     uint32_t nb[1] = {d->proof[u].parent};
-    if (nb[0] != DP_NONE_ID && from[nb[0]] == DP_NONE_ID) {
+    if (nb[0] != DP__NONE_ID && from[nb[0]] == DP__NONE_ID) {
       from[nb[0]] = u;
       queue[qt++] = nb[0];
     }
-    for (uint32_t c = head[u]; c != DP_NONE_ID; c = next[c])
-      if (from[c] == DP_NONE_ID) {
+    for (uint32_t c = head[u]; c != DP__NONE_ID; c = next[c])
+      if (from[c] == DP__NONE_ID) {
         from[c] = u;
         queue[qt++] = c;
       }
   }
-  if (found == DP_NONE_ID) found = any;
-  if (found != DP_NONE_ID) {
+  if (found == DP__NONE_ID) found = any;
+  if (found != DP__NONE_ID) {
     for (uint32_t u = found;; u = from[u]) {
       queue[len++] = u;
       if (u == x) break;
@@ -179,7 +179,7 @@ done:
 
 /* The proof edge between neighbours u and v (one is the other's parent). */
 static void edge_of(dp_domains *d, uint32_t u, uint32_t v, int *rule, dp_expr **why) {
-  dp_proof *n = d->proof[u].parent == v ? &d->proof[u] : &d->proof[v];
+  dp__proof *n = d->proof[u].parent == v ? &d->proof[u] : &d->proof[v];
   *rule = n->rule;
   *why = n->why;
 }
@@ -197,7 +197,7 @@ static void note_steps(dp_domains *d, dp_err *e, const uint32_t *path, uint32_t 
 }
 
 static char *constraint_text(dp_domains *d, uint32_t c, dp_span *span) {
-  dp_dnode *n = &d->nodes[c];
+  dp__dnode *n = &d->nodes[c];
   dp_expr *cwhy = n->crule ? dp__dom_cons(d, c)->why : NULL;
   *span = cwhy ? cwhy->span : DP_NOSPAN;
   return reason(d, n->crule, cwhy);
@@ -267,14 +267,14 @@ static dp_explain *explain_with_proofs(dp_domains *d, dp_expr *e, dp_err **err) 
   while (d->nodes[dp__dom_find(d, n)].isfn) n = dp__dom_kid(d, n, dp__dom_arity(d, n));
   uint32_t r = dp__dom_find(d, n);
   x->vdev = dp_retain(d->dev->v[d->nodes[r].vdev]);
-  uint32_t *path = NULL, len = nearest_constraint(d, n, DP_NONE_ID, &path);
+  uint32_t *path = NULL, len = nearest_constraint(d, n, DP__NONE_ID, &path);
   char *dev = dp__vdev_short(x->vdev), *w = dp__describe(d->ctx, e);
   char buf[1024];
   if (!len || d->nodes[r].vdev == 0) {
     x->rule = dp_strdup(d->nodes[r].vdev ? "unknown" : "free");
     snprintf(buf, sizeof buf, "%s is on %s: no constraint decided it", w, dev);
   } else {
-    dp_dnode *c = &d->nodes[path[len - 1]];
+    dp__dnode *c = &d->nodes[path[len - 1]];
     x->rule = dp_strdup(rule_name(c->crule));
     dp_expr *cwhy = c->crule ? dp__dom_cons(d, path[len - 1])->why : NULL;
     x->span = cwhy ? cwhy->span : DP_NOSPAN;
@@ -308,7 +308,7 @@ void dp_explain_free(dp_explain *x) {
 }
 
 dp_explain *dp_domains_explain(dp_domains *d, dp_expr *e, dp_err **err) {
-  dp_ondev p;
+  dp__ondev p;
   if (!dp_domains_has(d, e) && dp__on_device_props(&d->ix->ops, e, &p)) e = p.body;
   if (!dp_domains_has(d, e)) {
     char *w = dp__describe(d->ctx, e);
