@@ -104,19 +104,24 @@ static void setup_failed(const char *what) {
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   read_soft();
   atexit(print_soft);
-  dp_lua_root = find_root();
+  const char *root = find_root();
   L = luaL_newstate();
   if (!L) return 2;
   luaL_openlibs(L);
+  /* as bin/devplan in the tree: devplan.core compiled in, the Lua side from root */
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-  lua_pushcfunction(L, luaopen_devplan);
-  lua_setfield(L, -2, "devplan");
+  lua_pushcfunction(L, luaopen_devplan_core);
+  lua_setfield(L, -2, "devplan.core");
+  lua_pop(L, 1);
+  lua_getglobal(L, "package");
+  lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua;%s/passes/?.lua", root, root, root);
+  lua_setfield(L, -2, "path");
   lua_pop(L, 1);
   lua_getglobal(L, "require");
   lua_pushstring(L, "devplan");
   if (lua_pcall(L, 1, 0, 0) != LUA_OK) setup_failed("require 'devplan'");
   if (luaL_loadbuffer(L, setup, sizeof setup - 1, "=fuzz_text") != LUA_OK) setup_failed("loading the setup");
-  lua_pushstring(L, dp_lua_root);
+  lua_pushstring(L, root);
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) setup_failed("the setup");
   check_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   return 0;

@@ -3,14 +3,18 @@
 -- writes it to a file.
 --
 --   bin/devplan fuzz/gen_run.lua [--n N] [--seed S] [--out DIR] [--depth D]
---                                [--no-shrink] [--max-failures K] [--quiet]
+--                                [--no-shrink] [--max-failures K] [--per-cause K] [--quiet]
 --   bin/devplan fuzz/gen_run.lua --file PROGRAM.relay     (check one text)
 --
--- Seeds S .. S+N-1 (defaults: N 1000, S 1). Failures go to DIR (default
+-- Seeds S .. S+N-1 (defaults: N 1000, S 1). Only the first K failures
+-- (default 50), and with --per-cause the first K of each cause, are shrunk
+-- and written. Failures go to DIR (default
 -- fuzz/failures/) as PROPERTY-SEED.relay, the shrunk program with a header
 -- saying what failed; for the "order" property the reordered text is in
 -- PROPERTY-SEED.order.relay. The summary counts outcomes and failures by
--- property; the exit status is 1 when any program failed.
+-- property, and failures by cause (the first line of what failed, with
+-- positions, names and numbers left out) with the first seed of each;
+-- the exit status is 1 when any program failed.
 local dp = require "devplan"
 package.path = dp.root .. "/fuzz/?.lua;" .. package.path
 local gen = require "relaygen"
@@ -30,6 +34,7 @@ while i <= #arg do
   elseif a == "--depth" then opts.depth = math.tointeger(tonumber(value()))
   elseif a == "--file" then opts.file = value()
   elseif a == "--max-failures" then opts.max_failures = math.tointeger(tonumber(value()))
+  elseif a == "--per-cause" then opts.per_cause = math.tointeger(tonumber(value()))
   elseif a == "--no-shrink" then opts.shrink = false
   elseif a == "--quiet" then opts.quiet = true
   else error("gen_run: unknown option " .. a) end
@@ -95,7 +100,16 @@ local function report(seed, prog, failure)
   return base .. ".relay", f2
 end
 
-local outcomes, failures, nfail = {}, {}, 0
+-- What a failure says, without what differs between programs.
+local function cause(failure)
+  local line = failure.detail:match("^[^\n]*")
+  line = line:gsub("<string>:%d+:%d+:? ?", ""):gsub("at %d+:%d+", "")
+  line = line:gsub("%%[%w_.]+", "%%x"):gsub("@[%w_]+", "@f"):gsub("%d+", "N")
+  line = line:gsub('memory scope "[^"]*"', 'memory scope "S"')
+  return failure.property .. ": " .. line:sub(1, 160)
+end
+
+local outcomes, failures, nfail, causes, written = {}, {}, 0, {}, 0
 local t0 = os.clock()
 for seed = opts.seed, opts.seed + opts.n - 1 do
   local prog = gen.program(seed, {depth = opts.depth})
@@ -103,7 +117,11 @@ for seed = opts.seed, opts.seed + opts.n - 1 do
   if failure then
     nfail = nfail + 1
     failures[failure.property] = (failures[failure.property] or 0) + 1
-    if nfail <= opts.max_failures then
+    local c = cause(failure)
+    causes[c] = causes[c] or {n = 0, seed = seed}
+    causes[c].n = causes[c].n + 1
+    if written < opts.max_failures and causes[c].n <= (opts.per_cause or math.maxinteger) then
+      written = written + 1
       local path, f2 = report(seed, prog, failure)
       print(("FAIL seed %d %s -> %s\n  %s"):format(seed, failure.property, path,
         (f2.detail:sub(1, 300):gsub("\n", "\n  "))))
@@ -116,14 +134,11 @@ for seed = opts.seed, opts.seed + opts.n - 1 do
   end
 end
 
-local function sorted_keys(t)
-  local ks = {}
-  for k in pairs(t) do ks[#ks + 1] = k end
-  table.sort(ks)
-  return ks
-end
+local sorted_keys = require("devplan.testing").sorted_keys
 print(("%d programs (seeds %d..%d), %.1f s"):format(opts.n, opts.seed, opts.seed + opts.n - 1, os.clock() - t0))
 for _, k in ipairs(sorted_keys(outcomes)) do print(("  %-20s %d"):format(k, outcomes[k])) end
 for _, k in ipairs(sorted_keys(failures)) do print(("  FAILED %-13s %d"):format(k, failures[k])) end
+if nfail > 0 then print("by cause (count, first seed):") end
+for _, k in ipairs(sorted_keys(causes)) do print(("  %5d  %-8d %s"):format(causes[k].n, causes[k].seed, k)) end
 print(("%d passed, %d failed"):format(opts.n - nfail, nfail))
 os.exit(nfail == 0 and 0 or 1)

@@ -70,7 +70,10 @@ for path in models:lines() do
 end
 models:close()
 
+-- depths 1 to 3 in turn: small programs of each construct (ADTs, match,
+-- references, primfns, the memory and VM operators) make small seeds
 for seed = 1, ngen do
-  write(("gen-%d.relay"):format(seed), gen.text(gen.program(seed)))
+  local depth = 1 + (seed - 1) % 3
+  write(("gen-%d-d%d.relay"):format(seed, depth), gen.text(gen.program(seed, {depth = depth})))
 end
 print(("wrote %d seeds to %s"):format(count, dir))

@@ -9,14 +9,7 @@ local temp, run, slurp = testing.temp_file, testing.run_devplan, testing.read_fi
 
 local function has(s, sub) return s:find(sub, 1, true) ~= nil end
 
-local SMALL = [[
-#[version = "0.0.5"]
-def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
-  %0 = negative(%a);
-  %1 = exp(%b);
-  add(%0, %1)
-}
-]]
+local SMALL = testing.SMALL_MODULE
 
 local config = dp.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cpu"}
 

@@ -1,12 +1,9 @@
 -- CompilationConfig: rules 1-6 of planner.md, and its errors.
 local dp = require "devplan"
+local testing = require "devplan.testing"
 local VD = dp.VirtualDevice
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e), e
-end
+local err_of = testing.error_of
 
 local function config(t) return dp.CompilationConfig(t) end
 
@@ -200,7 +197,11 @@ describe("CompilationConfig", function()
       assert.truthy(msg:find("no target for the default device type cuda (targets: llvm -host=llvm; host: llvm)", 1, true), msg)
     end)
     it("bad fields", function()
-      assert.truthy(err_of(config, {targets = {"llvm"}, default = "cuda"}):find("unknown field 'default'", 1, true))
+      local msg, e = err_of(config, {targets = {"llvm"}, default = "cuda"})
+      assert.equal("string", type(e)) -- API misuse: an argument error
+      assert.truthy(msg:find("bad argument #1 to 'CompilationConfig' (unknown key 'default'; known keys: targets, "
+        .. "host, default_device_type)", 1, true), msg)
+      assert.truthy(err_of(config, {target = {"llvm"}}):find("unknown key 'target'; did you mean 'targets'?", 1, true))
       assert.truthy(err_of(config, {targets = {"tpu"}}):find("unknown target kind 'tpu'", 1, true))
       assert.truthy(err_of(config, {targets = {"llvm"}, default_device_type = "nope"})
         :find("unknown device type 'nope'", 1, true))

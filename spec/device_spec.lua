@@ -1,12 +1,9 @@
 -- Targets and virtual devices (planner.md "Devices and targets", seed 000,
 -- seed 003 for target kinds, seed 004 for virtual_device_id).
 local dp = require "devplan"
+local testing = require "devplan.testing"
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e), e
-end
+local err_of = testing.error_of
 
 describe("Target", function()
   it("parses a kind and typed options and prints TVM's canonical string", function()
@@ -159,7 +156,17 @@ describe("Target", function()
       assert.truthy(err_of(dp.Target, {kind = "llvm", mattr = {"+a", 3}}):find("a list holds strings only", 1, true))
       assert.truthy(err_of(dp.Target, {kind = "llvm", mattr = {"+a,+b"}}):find("has a ','", 1, true))
       assert.truthy(err_of(dp.Target, {kind = "llvm", mcpu = print}):find("got function", 1, true))
-      assert.truthy(err_of(dp.Target, {kind = "cuda", [1] = "x"}):find("option names must be strings", 1, true))
+      assert.truthy(err_of(dp.Target, {kind = "cuda", [1] = "x"})
+        :find("option names must be strings, got the number key 1", 1, true))
+      -- misuse of the table form names the field and what it got, also inside another table
+      assert.truthy(err_of(dp.Target, {kindd = "cuda"}):find("the field 'kind' must be a target kind name", 1, true))
+      assert.truthy(err_of(dp.Target, {kind = 5}):find("got number", 1, true))
+      local msg, e = err_of(dp.Target, {kind = "cuda", host = 5})
+      assert.equal("Target{...}: the field 'host' must be a Target, a target string or a table, got number", msg)
+      assert.equal("value", e.code)
+      assert.equal(msg, (err_of(dp.VirtualDevice, {target = {kind = "cuda", host = 5}})))
+      assert.truthy(err_of(dp.Target, {kind = "cuda", archh = "sm_80"})
+        :find("unknown option '-archh' for target kind 'cuda'; did you mean '-arch'?", 1, true))
       assert.truthy(err_of(dp.Target, "cuda -b@d=1"):find("malformed target option name", 1, true))
       assert.truthy(err_of(dp.Target, "cuda -kind=llvm"):find("'kind' is not an option", 1, true))
     end)
@@ -254,7 +261,15 @@ describe("VirtualDevice", function()
     assert.equal("value", e.code)
     assert.truthy(err_of(dp.VirtualDevice, {device_type = "gpu9"}):find("unknown device type 'gpu9'", 1, true))
     assert.truthy(err_of(dp.VirtualDevice, {virtual_device_id = -2}):find("-1 (unconstrained) or >= 0", 1, true))
-    assert.truthy(err_of(dp.VirtualDevice, {device = "cpu"}):find("unknown field 'device'", 1, true))
+    -- an unknown key is API misuse: an argument error naming it, the closest key and all of them
+    local msg, e2 = err_of(dp.VirtualDevice, {device = "cpu"})
+    assert.equal("string", type(e2))
+    assert.truthy(msg:find("bad argument #1 to 'VirtualDevice' (unknown key 'device'; known keys: device_type, "
+      .. "virtual_device_id, target, memory_scope)", 1, true), msg)
+    assert.truthy(err_of(dp.VirtualDevice, {devce_type = "cpu"}):find("bad argument #1 to 'VirtualDevice' (unknown key "
+      .. "'devce_type'; did you mean 'device_type'? known keys: device_type, virtual_device_id, target, memory_scope)",
+      1, true))
+    assert.truthy(err_of(dp.VirtualDevice, {"cpu"}):find("unknown key '1'", 1, true))
     assert.truthy(err_of(dp.VirtualDevice, {memory_scope = 3}):find("memory_scope must be a string", 1, true))
   end)
 

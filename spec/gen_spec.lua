@@ -8,12 +8,33 @@ local props = require "props"
 
 local N = os.getenv("DEVPLAN_QUICK") and 60 or 300
 
--- The planner's own properties, failing on defects the planner branch is
--- fixing (see the report of fuzz/gen_run.lua): counted and reported
--- pending until that branch is merged; then set PLANNER_OPEN = false.
-local PLANNER_OPEN = false
+-- The planner's own properties.
 local PLANNER_PROPERTIES = {idempotence = true, order = true, conflict = true, ["strict-default"] = true,
                             verify = true, ["plan-error"] = true}
+
+-- Planner defects known open, each with its reproducer in fuzz/findings/ (on
+-- spec/repro_spec.lua's OPEN list too): a failure of a planner property whose
+-- detail matches the pattern (and whose program has `only`, when given) is
+-- counted and reported pending; any other failure fails. Remove an entry
+-- once its finding passes.
+local OPEN_CAUSES = {
+  {finding = "g10_host_positions_take_memory_scope.lua", pattern = "needs it on the host"},
+  {finding = "g10_host_positions_take_memory_scope.lua",
+   pattern = "gives its result on cpu, but where it stands cpu %(memory scope"},
+  {finding = "g11_alloc_storage_device_left_partial.lua",
+   pattern = "^plan[^\n]*: memory%.alloc_storage at [^\n]* gives its result on VirtualDevice%("},
+  {finding = "g12_verifier_and_call_lowered_wrappers.lua", only = "call_lowered",
+   pattern = "in the input, but the planned module has it on"},
+  {finding = "g13_conflict_names_an_inserted_copy.lua",
+   pattern = "a conflict naming fewer than two positions: [^\n]*because of the source of device_copy"},
+}
+
+local function open_cause(failure, text)
+  if not PLANNER_PROPERTIES[failure.property] then return nil end
+  for _, c in ipairs(OPEN_CAUSES) do
+    if failure.detail:find(c.pattern) and (not c.only or text:find(c.only, 1, true)) then return c.finding end
+  end
+end
 
 local function texts(prog, seed)
   local orders = {}
@@ -40,6 +61,15 @@ describe("the program generator", function()
       ["meta%[VirtualDevice%]%[2%]"] = 0, ["meta%[VirtualDevice%]%[3%]"] = 0, ["meta%[VirtualDevice%]%[4%]"] = 0,
       ["1f%)"] = 0, ["let %%v%d+ = on_device"] = 0, ["on_device%(on_device%("] = 0, ["on_device%(fn "] = 0,
       ["device_copy%(on_device%("] = 0,
+      -- ADTs, match with nested patterns, references, primfns and the memory and VM operators
+      ["type List%[A%]"] = 0, ["Cons%("] = 0, ["Nil"] = 0, ["Some%(fn"] = 0, ["Nothing"] = 0,
+      ["match %("] = 0, ["match%? %("] = 0, ["Cons%(%%m%d+, Cons%("] = 0, ["Some%(%%m%d+%) =>"] = 0,
+      ["_ =>"] = 0, ["=> {"] = 0, ["ref%("] = 0, ["ref_read%("] = 0, ["ref_write%("] = 0,
+      ["primfn @p%d%(Tensor"] = 0, ['scope="'] = 0, ["call_lowered%(@p%d, %("] = 0,
+      ["memory%.alloc_storage%("] = 0, ["memory%.alloc_tensor%("] = 0, ["vm%.shape_of%("] = 0,
+      ["vm%.reshape_tensor%("] = 0, ["vm%.invoke_tvm_op%(fn"] = 0, ["vm%.invoke_tvm_op%(@p"] = 0,
+      ["Primitive=1"] = 0, ["\n%s+ref_write%("] = 0, ["\n%s+vm%.invoke_tvm_op%("] = 0, ["let %%v%d+: "] = 0,
+      ["%(%%a%d+: List%["] = 0, ["%(%%a%d+: ref%("] = 0, ["Storage%[%]"] = 0,
     }
     for seed = 1, 400 do
       local text = gen.text(gen.program(seed))
@@ -52,9 +82,15 @@ describe("the program generator", function()
     for pat, n in pairs(features) do assert.is_true(n >= 3, ("%q in %d programs of 400"):format(pat, n)) end
   end)
 
-  it("permutes definitions without changing the program", function()
-    local prog = gen.program(7, {helpers = 3})
-    for _, order in ipairs(gen.orders(prog, 7)) do
+  it("permutes definitions and primfns without changing the program", function()
+    local prog, seed
+    for s = 1, 100 do -- a program with primfns and helpers
+      prog, seed = gen.program(s, {helpers = 3}), s
+      if #prog.primfns > 0 and #prog.defs >= 3 then break end
+    end
+    assert.is_true(#prog.primfns > 0 and #prog.defs >= 3)
+    for _, order in ipairs(gen.orders(prog, seed)) do
+      assert.are_not.equal(gen.text(prog), gen.text(prog, order))
       local a, b = dp.parse(gen.text(prog), props.META), dp.parse(gen.text(prog, order), props.META)
       for _, f in ipairs(a:functions()) do
         assert.is_true(dp.structural_equal(f[2], b:get(f[1])), f[1])
@@ -129,7 +165,8 @@ describe(N .. " generated programs", function()
       local text, orders = texts(prog, seed)
       local failure, res = checker:check(text, {orders = orders, only_conflicts = true})
       if failure then
-        failures[#failures + 1] = {seed = seed, property = failure.property, detail = failure.detail}
+        failures[#failures + 1] = {seed = seed, property = failure.property, detail = failure.detail,
+                                   open = open_cause(failure, text)}
       else
         outcomes[res.outcome] = (outcomes[res.outcome] or 0) + 1
       end
@@ -160,14 +197,22 @@ describe(N .. " generated programs", function()
   it("have the planner's properties: idempotence, definition order, conflicts with two positions, "
     .. "strict = default, the verifier", function()
     run_all()
-    local planner = {}
+    local planner, open, findings = {}, {}, {}
     for _, f in ipairs(failures) do
-      if PLANNER_PROPERTIES[f.property] then planner[#planner + 1] = f end
-    end
-    if #planner > 0 and PLANNER_OPEN then
-      pending(("%d of %d programs fail a planner property (the planner branch fixes them):\n%s")
-        :format(#planner, N, summary(planner)))
+      if f.open then
+        open[#open + 1] = f
+        findings[f.open] = (findings[f.open] or 0) + 1
+      elseif PLANNER_PROPERTIES[f.property] then
+        planner[#planner + 1] = f
+      end
     end
     assert.are.equal(0, #planner, summary(planner))
+    if #open > 0 then
+      local names = {}
+      for name, n in pairs(findings) do names[#names + 1] = ("%s (%d)"):format(name, n) end
+      table.sort(names)
+      pending(("%d of %d programs fail with planner defects known open (fuzz/findings/): %s")
+        :format(#open, N, table.concat(names, ", ")))
+    end
   end)
 end)

@@ -1,6 +1,8 @@
 -- Deep inputs: a 1,000,000-binding chain (graph bindings and lets) parses
 -- without overflowing the Lua or the C stack (20,000 with DEVPLAN_QUICK).
 local dp = require "devplan"
+local testing = require "devplan.testing"
+local depth_of = testing.depth
 
 local N = os.getenv("DEVPLAN_QUICK") and 20000 or 1000000
 local T = "Tensor[(5, 7), float32]"
@@ -21,22 +23,14 @@ end
 describe("deep inputs", function()
   it("parses a " .. N .. "-binding graph chain into a " .. N .. "-deep call chain", function()
     local m = dp.parse(chain(N))
-    local e, depth = m["main"].body, 0
-    while e.kind == "call" do
-      depth = depth + 1
-      e = e.args[1]
-    end
+    local depth, e = depth_of(m["main"].body, "call", function(x) return x.args[1] end)
     assert.are.equal(N, depth)
     assert.are.equal("a", e.name)
   end)
 
   it("parses a " .. N .. "-binding let chain into " .. N .. " nested lets", function()
     local m = dp.parse(chain(N, true))
-    local e, depth = m["main"].body, 0
-    while e.kind == "let" do
-      depth = depth + 1
-      e = e.body
-    end
+    local depth, e = depth_of(m["main"].body, "let", function(x) return x.body end)
     assert.are.equal(N, depth)
     assert.are.equal("var", e.kind)
   end)
@@ -52,15 +46,6 @@ describe("deep inputs", function()
   -- Nesting inside one expression: the builder's stacks are explicit, LPeg's
   -- backtrack stack is sized for the lexer's bracket limit.
   local DEEP = 10000
-
-  local function depth_of(e, kind, child)
-    local d = 0
-    while e.kind == kind do
-      d = d + 1
-      e = child(e)
-    end
-    return d, e
-  end
 
   it("reads expressions nested " .. DEEP .. " deep: calls, parentheses, tuples, functions", function()
     local n = DEEP

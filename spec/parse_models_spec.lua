@@ -14,12 +14,7 @@ local function type_comments(text)
   return set
 end
 
-local function sorted_keys(set)
-  local out = {}
-  for k in pairs(set) do out[#out + 1] = k end
-  table.sort(out)
-  return out
-end
+local sorted_keys = testing.sorted_keys
 
 describe("models", function()
   local names = {}

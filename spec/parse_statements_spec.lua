@@ -4,6 +4,7 @@
 -- names must resolve as they are written whatever the grouping, and errors
 -- must come at their own position.
 local dp = require "devplan"
+local testing = require "devplan.testing"
 
 local T = "Tensor[(5, 7), float32]"
 local CPU = dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0}
@@ -139,12 +140,8 @@ describe("parser statements", function()
     -- fn () { fn () { ... } } nested 3,000 deep: each level's final expression
     -- is a block; reading one twice would double the work per level
     local n = 3000
-    local e = dp.parse_expr(("fn () { "):rep(n) .. "1" .. (" }"):rep(n))
-    local depth = 0
-    while e.kind == "fn" do
-      depth = depth + 1
-      e = e.body
-    end
+    local depth, e = testing.depth(dp.parse_expr(("fn () { "):rep(n) .. "1" .. (" }"):rep(n)), "fn",
+                                   function(x) return x.body end)
     assert.are.equal(n, depth)
     assert.are.equal("const", e.kind)
   end)

@@ -3,12 +3,9 @@
 -- module that is one expression, Nil as a call, options checked, types
 -- nested deeper than any limit of the type solver.
 local dp = require "devplan"
+local testing = require "devplan.testing"
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return e
-end
+local function err_of(f, ...) return select(2, testing.error_of(f, ...)) end
 
 -- prints, parses back to an equal value, prints the same again
 local function round_trips(x)

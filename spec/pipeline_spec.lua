@@ -4,14 +4,7 @@
 local dp = require "devplan"
 local testing = require "devplan.testing"
 
-local TEXT = [[
-#[version = "0.0.5"]
-def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
-  %0 = negative(%a);
-  %1 = exp(%b);
-  add(%0, %1)
-}
-]]
+local TEXT = testing.SMALL_MODULE
 
 local config = dp.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cpu"}
 local function module() return dp.parse(TEXT) end

@@ -14,11 +14,7 @@ local function parse(body, params)
                   ") {\n" .. body .. "\n}\n", META)
 end
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return e
-end
+local function err_of(f, ...) return select(2, testing.error_of(f, ...)) end
 
 describe("phase 0 (rewrite)", function()
   local LET = "let %x = on_device(add(%a, %b), virtual_device=meta[VirtualDevice][0]);\nnegative(%x)"

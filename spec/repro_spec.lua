@@ -28,6 +28,12 @@ local OPEN = {
   -- its variable up as "%a" and variable names have no '%' (dp.var("a").name
   -- is "a", as TVM's name_hint): it exits 1 whatever the planner does
   ["e_respect_on_device_of_variable_dropped.lua"] = "the reproducer itself looks up '%a'",
+  -- found by the generator reaching all of Relay (memory and VM operators, call_lowered):
+  -- planner or verifier defects, reported to the planner's owner
+  ["g10_host_positions_take_memory_scope.lua"] = "planner: host positions take another position's memory scope",
+  ["g11_alloc_storage_device_left_partial.lua"] = "verifier/phase 3: alloc_storage's device attribute left partial",
+  ["g12_verifier_and_call_lowered_wrappers.lua"] = "verifier: ignores phase 0's call_lowered wrappers",
+  ["g13_conflict_names_an_inserted_copy.lua"] = "conflicts step: a conflict names its own inserted copy",
 }
 
 local DIRS = {testing.shared_dir .. "/repro", (dp.root or ".") .. "/fuzz/findings"}

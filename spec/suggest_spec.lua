@@ -1,12 +1,9 @@
 -- "Did you mean": dp.suggest and the core utility behind it
 -- (include/devplan/suggest.h), and the errors that use it.
 local dp = require "devplan"
+local testing = require "devplan.testing"
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e), e
-end
+local err_of = testing.error_of
 
 describe("dp.suggest", function()
   local kinds = {"llvm", "c", "cuda", "nvptx", "rocm", "opencl", "vulkan", "metal"}

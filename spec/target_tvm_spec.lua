@@ -5,13 +5,10 @@
 -- TVM compares targets structurally; devplan interns them, so "equal" is
 -- rawequal here.
 local dp = require "devplan"
+local testing = require "devplan.testing"
 local VD = dp.VirtualDevice
 
-local function err_of(f, ...)
-  local ok, e = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return tostring(e), e
-end
+local err_of = testing.error_of
 
 local function set(list)
   local s = {}

@@ -58,7 +58,7 @@ dp_aval dp_av_none(void);
 dp_aval dp_av_bool(int b);
 dp_aval dp_av_int(int64_t i);
 dp_aval dp_av_float(double f, dp_dtype suffix);
-dp_aval dp_av_str(const char *s);
+dp_aval dp_av_string(const char *s);
 dp_aval dp_av_vdev(struct dp_vdev *v);
 dp_aval dp_av_expr(struct dp_expr *e);
 /* Takes ownership of items (n values, malloc'd array). */
@@ -68,7 +68,7 @@ void dp_av_clear(dp_aval *v);
 int dp_av_equal(const dp_aval *a, const dp_aval *b);
 /* Text form as printed in calls ("[1, 1]", "2e-05f", "meta..." never: vdevs
    print inline). Appended to a malloc'd string. */
-char *dp_av_str_of(const dp_aval *v);
+char *dp_av_str(const dp_aval *v);
 
 /* A new attribute set; takes ownership of the values in items (keys are
    copied). Keys must be distinct (returns NULL + error otherwise). */

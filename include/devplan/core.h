@@ -7,9 +7,15 @@
  * work list (never recursion on the C stack), so freeing a 1,000,000-deep
  * expression chain is safe.
  *
+ * Each object has a type (dp_objtype): the core's own are fixed; a layer
+ * above (the planner's state) registers its own with a name and a free
+ * function, so the core never names them.
+ *
  * A dp_ctx owns the interning tables (targets, virtual devices, types), the
- * operator registry and the table of source names. Interned objects retain
- * their context, so a context lives until the last object made in it goes.
+ * operator registry and the table of source names. A new context is empty:
+ * Relay's operators are a layer above it (op.h, dp_register_builtin_ops).
+ * Interned objects retain their context, so a context lives until the last
+ * object made in it goes.
  *
  * No function of the core aborts or exits on bad input: a function that can
  * fail returns NULL (or a negative number) and, when `err` is not NULL,
@@ -23,7 +29,8 @@
 
 #define DP_VERSION "0.1.0"
 
-/* The types of core objects (dp_obj.type). */
+/* The types of the core's objects (dp_obj.type). A layer above the core
+   (the planner's state) registers its own with dp_objtype_register. */
 typedef enum dp_objtype {
   DP_OBJ_CTX = 1,
   DP_OBJ_TARGET,
@@ -36,8 +43,7 @@ typedef enum dp_objtype {
   DP_OBJ_TYPEDEF,
   DP_OBJ_PRIMFN,
   DP_OBJ_MODULE,
-  DP_OBJ_DOMAINS, /* planner state (see plan.h) */
-  DP_OBJ__COUNT
+  DP_OBJ__CORE_END /* the first id dp_objtype_register gives */
 } dp_objtype;
 
 /* Header of every core object. `kind` is the sub-kind (expression kind,
@@ -54,14 +60,20 @@ void *dp_retain(void *obj);
 /* Drop a reference; frees when it was the last one (NULL ignored). */
 void dp_release(void *obj);
 
-/* --- internal hooks so each object type frees itself without recursion ---
+/* --- object types: each frees itself without recursion ---
    A type's free function releases its children with dp_release_deferred,
    which decrements and, on zero, queues the child on the running work list
-   instead of recursing. */
+   instead of recursing, then frees the object's own memory. */
 typedef struct dp_worklist dp_worklist;
 typedef void (*dp_free_fn)(dp_obj *obj, dp_worklist *wl);
-void dp_register_free(dp_objtype type, dp_free_fn fn);
 void dp_release_deferred(dp_worklist *wl, void *obj);
+/* Registers an object type made outside the core: `name` says what it is
+   in messages ("Domains"; kept, not copied), `free_fn` frees one. Returns
+   the new type id for dp_obj.type, or 0 when all ids (up to 255) are taken.
+   Register once and keep the id (e.g. in a function-local static). */
+int dp_objtype_register(const char *name, dp_free_fn free_fn);
+/* The name of an object type ("Expr", "VirtualDevice", ...), or NULL. */
+const char *dp_objtype_name(int type);
 
 /* --- source spans --- */
 /* `source` is an id from dp_ctx_source (0: no source known). line and col
@@ -77,7 +89,9 @@ typedef struct dp_span {
 /* --- contexts --- */
 typedef struct dp_ctx dp_ctx;
 
-/* A new context with the built-in operators registered (rc = 1). */
+/* A new, empty context (rc = 1): no operator is registered in it. Most
+   users want the built-in operators as well: dp_register_builtin_ops
+   (op.h) adds them. */
 dp_ctx *dp_ctx_new(void);
 /* The owner's end of a context: empties the operator registry (calls that
    hold an operator keep it) and drops the owner's reference. Use it instead

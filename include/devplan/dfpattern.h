@@ -50,8 +50,8 @@ typedef enum dp_dfpkind {
 } dp_dfpkind;
 
 enum {
-  DP_DFPF_ANY = 1,      /* CALL, TUPLE, FN: the list is not constrained */
-  DP_DFPF_UNBOUND = 2   /* internal: a node made by re-association (never bound) */
+  DP_DFPF_ANY = 1       /* CALL, TUPLE, FN: the list is not constrained
+                           (the other bits are the matcher's own) */
 };
 
 typedef struct dp_dfp_node {

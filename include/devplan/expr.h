@@ -26,7 +26,7 @@
 
 typedef enum dp_exprkind {
   DP_VAR = 1, DP_GLOBAL, DP_CONST, DP_OP, DP_CALL, DP_FUNC, DP_LET, DP_TUPLE,
-  DP_PROJ, DP_IF, DP_MATCH, DP_CTOR, DP_REF_NEW, DP_REF_READ, DP_REF_WRITE
+  DP_PROJ, DP_IF, DP_MATCH, DP_CTOR, DP_REF_CREATE, DP_REF_READ, DP_REF_WRITE
 } dp_exprkind;
 
 /* "var", "global", "const", "op", "call", "fn", "let", "tuple", "proj",
@@ -141,7 +141,7 @@ typedef struct dp_match {
   dp_clause clauses[];
 } dp_match;
 
-typedef struct dp_ref_new { dp_expr e; dp_expr *value; } dp_ref_new;
+typedef struct dp_ref_create { dp_expr e; dp_expr *value; } dp_ref_create;
 typedef struct dp_ref_read { dp_expr e; dp_expr *ref; } dp_ref_read;
 typedef struct dp_ref_write { dp_expr e; dp_expr *ref, *value; } dp_ref_write;
 
@@ -170,7 +170,7 @@ dp_match *dp_match_new(dp_expr *data, uint32_t n, const dp_clause *clauses, int 
 dp_ctor *dp_ctor_new(const char *name, const char *adt_name, uint32_t tag, uint32_t ntparams,
                      dp_type *const *tparams, uint32_t ninputs, dp_type *const *inputs,
                      dp_span span);
-dp_ref_new *dp_ref_new_new(dp_expr *value, dp_span span);
+dp_ref_create *dp_ref_create_new(dp_expr *value, dp_span span);
 dp_ref_read *dp_ref_read_new(dp_expr *ref, dp_span span);
 dp_ref_write *dp_ref_write_new(dp_expr *ref, dp_expr *value, dp_span span);
 

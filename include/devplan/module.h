@@ -52,11 +52,7 @@ typedef struct dp_module {
   dp_typedef **typedefs;
   uint32_t nprims;
   dp_primfn **prims;
-  /* (internal) the `@` names: open addressing over functions and primfns,
-     so that a module of 100,000 definitions is built and searched in
-     linear time; slot = index + 1, primfns with the top bit set */
-  uint32_t *names;
-  uint32_t names_mask;  /* table size - 1; 0: no table */
+  struct dp__names *names; /* the index of the `@` names (module.c's own) */
 } dp_module;
 
 dp_module *dp_module_new(dp_ctx *ctx);

@@ -106,12 +106,9 @@ dp_attrs *dp_op_attrs(const dp_op *op, uint32_t n, dp_attr *items, dp_err **err)
 /* Value of an attribute for a call: the call's own, else the default, else NULL. */
 const dp_aval *dp_op_attr(const dp_op *op, const dp_attrs *attrs, const char *key);
 
-/* Registers the built-in operators (called by dp_ctx_new). */
+/* Registers the built-in operators (ops_*.c: tensor, nn, device) in ctx:
+   a layer above the context, asked for by whoever makes a context for
+   Relay programs (dp_ctx_new makes an empty one). 0, or -1 with *err. */
 int dp_register_builtin_ops(dp_ctx *ctx, dp_err **err);
-
-/* Internal: frees an op node whose last reference went (called by the
-   expression free function, src/core/expr.c, after it released e.type).
-   Frees the op's own fields (name, schema, ud via ud_free) and the node. */
-void dp__op_free(dp_op *op);
 
 #endif

@@ -55,9 +55,11 @@
 
 #include "module.h"
 
-/* The planner's state between analysis and capture (DP_OBJ_DOMAINS,
+/* The planner's state between analysis and capture (dp_domains_objtype(),
    reference counted; holds its module and configuration). */
 typedef struct dp_domains dp_domains;
+/* The object type of dp_domains (dp_obj.type), registered on first use. */
+int dp_domains_objtype(void);
 
 /* Phase 0: new module (the same functions where nothing changed). */
 dp_module *dp_plan_rewrite(dp_module *m, const dp_config *cfg, dp_err **err);

@@ -46,9 +46,12 @@ typedef struct dp_print_opts {
 /* dp_print_module / dp_print_expr with options (o NULL: none). */
 char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *len);
 char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len);
-char *dp_print_type(const dp_type *t);
 /* `primfn @gem(Tensor[(2), float32] scope="a", ...) -> T scope="b";` malloc'd. */
 char *dp_print_primfn(const dp_primfn *pf);
+/* `type List[A] {\n  Cons(A, List[A]),\n  Nil,\n}` as a module prints it. malloc'd. */
+char *dp_print_typedef(const dp_typedef *td);
+/* A match pattern as written: `Cons(%h, _)`, `(%a, %b)`, `(_,)`. malloc'd. */
+char *dp_print_pattern(const dp_pattern *p);
 
 /* The first difference found by structural equality. */
 typedef struct dp_diff {

@@ -27,7 +27,7 @@ enum { DP_DT_INT = 0, DP_DT_UINT = 1, DP_DT_FLOAT = 2, DP_DT_BOOL = 3, DP_DT_BFL
    (0 is never a valid dtype). */
 dp_dtype dp_dtype_parse(const char *s);
 /* Writes the name into buf (at least 16 bytes); returns buf. */
-const char *dp_dtype_str(dp_dtype d, char *buf);
+const char *dp_dtype_name(dp_dtype d, char *buf);
 /* Byte size of one element (bool: 1). */
 size_t dp_dtype_bytes(dp_dtype d);
 /* The scalar dtype name ("float32", "int8", "bool", ...) closest to an

@@ -176,6 +176,42 @@ function M.count_calls(e, op_name)
   return n
 end
 
+-- How deep nodes of `kind` nest along child(e) (e.g. a let chain along
+-- .body): the depth and the first node that is not of `kind`.
+function M.depth(e, kind, child)
+  local d = 0
+  while e.kind == kind do
+    d = d + 1
+    e = child(e)
+  end
+  return d, e
+end
+
+-- The keys of t, sorted (for printing or comparing sets).
+function M.sorted_keys(t)
+  local ks = {}
+  for k in pairs(t) do ks[#ks + 1] = k end
+  table.sort(ks)
+  return ks
+end
+
+-- f(...) must raise: its error's text and the error value.
+function M.error_of(f, ...)
+  local ok, e = pcall(f, ...)
+  assert(not ok, "expected an error")
+  return tostring(e), e
+end
+
+-- A small module to run pipelines on: two inputs, negative, exp and add.
+M.SMALL_MODULE = [[
+#[version = "0.0.5"]
+def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
+  %0 = negative(%a);
+  %1 = exp(%b);
+  add(%0, %1)
+}
+]]
+
 -- ---------------------------------------------------------------- memory
 
 -- Valgrind and ASan hold freed blocks back (quarantine), so RSS says

@@ -31,7 +31,7 @@
 #include <lua.h>
 #include <lauxlib.h>
 #include <lualib.h>
-#include "../lua/lbind.h"
+#include "../lua/l_init.h"
 #include "term.h"
 
 static const char *progname = "devplan";

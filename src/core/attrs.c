@@ -26,7 +26,7 @@ dp_aval dp_av_float(double f, dp_dtype suffix) {
 }
 
 /* Out of memory gives a value of kind 0, which every consumer rejects. */
-dp_aval dp_av_str(const char *s) {
+dp_aval dp_av_string(const char *s) {
   dp_aval v = {.kind = DP_AV_STR};
   v.u.s = dp_strdup(s);
   if (!v.u.s) v.kind = 0;
@@ -48,7 +48,7 @@ dp_aval dp_av_list(uint32_t n, dp_aval *items) {
 dp_aval dp_av_copy(const dp_aval *v) {
   dp_aval c = *v;
   switch (v->kind) {
-  case DP_AV_STR: return dp_av_str(v->u.s);
+  case DP_AV_STR: return dp_av_string(v->u.s);
   case DP_AV_VDEV: dp_retain(v->u.vdev); break;
   case DP_AV_EXPR: dp_retain(v->u.expr); break;
   case DP_AV_LIST:
@@ -122,25 +122,25 @@ int dp_av_equal(const dp_aval *a, const dp_aval *b) {
 
 /* ---------------- text ---------------- */
 
-static int put_av(dp_tb *b, const dp_aval *v) {
+static int put_av(dp__tb *b, const dp_aval *v) {
   switch (v->kind) {
-  case DP_AV_NONE: dp_tb_puts(b, "None"); return 0;
-  case DP_AV_BOOL: dp_tb_puts(b, v->u.i ? "True" : "False"); return 0;
+  case DP_AV_NONE: dp__tb_puts(b, "None"); return 0;
+  case DP_AV_BOOL: dp__tb_puts(b, v->u.i ? "True" : "False"); return 0;
   case DP_AV_INT: dp__put_int(b, v->u.i, v->dtype); return 0;
   case DP_AV_FLOAT: dp__put_real(b, v->u.f, v->dtype, 0); return 0;
-  case DP_AV_STR: dp_tb_put_quoted(b, v->u.s); return 0;
+  case DP_AV_STR: dp__tb_put_quoted(b, v->u.s); return 0;
   case DP_AV_LIST:
-    dp_tb_putc(b, '[');
+    dp__tb_putc(b, '[');
     for (uint32_t i = 0; i < v->n; i++) {
-      if (i) dp_tb_puts(b, ", ");
+      if (i) dp__tb_puts(b, ", ");
       if (put_av(b, &v->u.items[i]) < 0) return -1;
     }
-    dp_tb_putc(b, ']');
+    dp__tb_putc(b, ']');
     return 0;
   case DP_AV_VDEV: {
     char *s = dp_vdev_str(v->u.vdev);
     if (!s) return -1;
-    dp_tb_puts(b, s);
+    dp__tb_puts(b, s);
     free(s);
     return 0;
   }
@@ -153,14 +153,14 @@ static int put_av(dp_tb *b, const dp_aval *v) {
 }
 
 /* NULL on out of memory. */
-char *dp_av_str_of(const dp_aval *v) {
-  dp_tb b;
-  dp_tb_init(&b);
+char *dp_av_str(const dp_aval *v) {
+  dp__tb b;
+  dp__tb_init(&b);
   if (put_av(&b, v) < 0) {
-    dp_tb_free(&b);
+    dp__tb_free(&b);
     return NULL;
   }
-  return dp_tb_take(&b);
+  return dp__tb_take(&b);
 }
 
 /* ---------------- attribute sets ---------------- */

@@ -3,6 +3,7 @@
  * A context is freed when its last reference goes; interned objects and
  * modules retain it.
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -15,7 +16,7 @@ static dp_op **take_registry(dp_ctx *ctx, uint32_t *n) {
   for (uint32_t i = 0; i < *n; i++) ops[i]->ctx = NULL; /* calls may still hold the op */
   ctx->ops = NULL;
   ctx->nops = ctx->capops = 0;
-  dp_itab_free(&ctx->opnames);
+  dp__itab_free(&ctx->opnames);
   return ops;
 }
 
@@ -27,26 +28,19 @@ static void ctx_free(dp_obj *o, dp_worklist *wl) {
   free(ops);
   for (uint32_t i = 0; i < ctx->nsources; i++) free(ctx->sources[i]);
   free(ctx->sources);
-  dp_itab_free(&ctx->targets);
-  dp_itab_free(&ctx->vdevs);
-  dp_itab_free(&ctx->types);
+  dp__itab_free(&ctx->targets);
+  dp__itab_free(&ctx->vdevs);
+  dp__itab_free(&ctx->types);
   free(ctx);
 }
 
-void dp__register_core_types(void); /* each file's free function (see registry.c) */
-
-
+/* Empty: the operators are a layer above (dp_register_builtin_ops, op.h). */
 dp_ctx *dp_ctx_new(void) {
-  dp__register_core_types();
   dp_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return NULL;
   ctx->h.rc = 1;
   ctx->h.type = DP_OBJ_CTX;
   ctx->next_tvar_id = 1;
-  if (dp_register_builtin_ops(ctx, NULL) < 0) {
-    dp_release(ctx);
-    return NULL;
-  }
   return ctx;
 }
 
@@ -87,4 +81,18 @@ uint32_t dp_ctx_source(dp_ctx *ctx, const char *name) {
 const char *dp_ctx_source_name(const dp_ctx *ctx, uint32_t id) {
   if (!ctx || id == 0 || id > ctx->nsources) return "<unknown>";
   return ctx->sources[id - 1];
+}
+
+/* Here rather than in error.c: errors are a layer below the context. */
+dp_err *dp__err_vat(dp_ctx *ctx, dp_errcode code, dp_span span, const char *fmt, va_list ap) {
+  const char *source = ctx && span.source ? dp_ctx_source_name(ctx, span.source) : NULL;
+  return dp__err_v(code, span, source, fmt, ap);
+}
+
+dp_err *dp_err_at(dp_ctx *ctx, dp_errcode code, dp_span span, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  dp_err *e = dp__err_vat(ctx, code, span, fmt, ap);
+  va_end(ap);
+  return e;
 }

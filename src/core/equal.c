@@ -42,9 +42,9 @@ typedef struct pairrec {
 } pairrec;
 
 typedef struct eq {
-  dp_pmap seen;          /* a -> b of pairs already met */
-  dp_pmap va, vb;        /* variable pairing, both directions */
-  dp_pmap ta, tb;        /* type variable pairing */
+  dp__ptrmap seen;          /* a -> b of pairs already met */
+  dp__ptrmap va, vb;        /* variable pairing, both directions */
+  dp__ptrmap ta, tb;        /* type variable pairing */
   pairrec *recs;          /* the stack: recs[0] is the root pair */
   uint32_t nrecs, caprecs;
   const char *root;      /* path prefix: "@main" or "<root>" */
@@ -62,14 +62,16 @@ static int vdev_eq(const dp_vdev *a, const dp_vdev *b) {
 
 /* Pair x with y in the maps m (x->y) and n (y->x); 1 when consistent:
    both unpaired (they get paired) or already paired together. */
-static int pair_with(eq *q, dp_pmap *m, dp_pmap *n, const void *x, const void *y, int bind) {
+static int pair_with(eq *q, dp__ptrmap *m, dp__ptrmap *n, const void *x, const void *y, int bind) {
   if (!bind) {
-    uint64_t *px = dp_pmap_get(m, x), *py = dp_pmap_get(n, y);
-    if (px || py) return px && py && (const void *)(uintptr_t)*px == y &&
-                         (const void *)(uintptr_t)*py == x;
+    dp__ptrslot *px = dp__ptrmap_find(m, x), *py = dp__ptrmap_find(n, y);
+    if (px || py) return px && py && px->ptr == y && py->ptr == x;
   }
-  if (dp_pmap_put(m, x, (uintptr_t)y) < 0 || dp_pmap_put(n, y, (uintptr_t)x) < 0) q->oom = 1;
-  return !q->oom;
+  dp__ptrslot *sx = dp__ptrmap_insert(m, x, NULL), *sy = sx ? dp__ptrmap_insert(n, y, NULL) : NULL;
+  if (!sy) return q->oom = 1, 0;
+  sx->ptr = (void *)y;
+  sy->ptr = (void *)x;
+  return 1;
 }
 
 /* ---------------- types ---------------- */
@@ -136,15 +138,15 @@ static int type_eq(eq *q, const dp_type *a, const dp_type *b) {
 
 /* ---------------- differences ---------------- */
 
-static void put_path(eq *q, dp_tb *b, uint32_t r) {
-  dp_tb_puts(b, q->root);
+static void put_path(eq *q, dp__tb *b, uint32_t r) {
+  dp__tb_puts(b, q->root);
   for (uint32_t i = 1; i <= r; i++) {
     const pairrec *p = &q->recs[i];
-    dp_tb_printf(b, ".%s", label_names[p->label]);
+    dp__tb_printf(b, ".%s", label_names[p->label]);
     if (p->label == L_ARGS || p->label == L_PARAMS || p->label == L_FIELDS)
-      dp_tb_printf(b, "[%u]", p->index);
+      dp__tb_printf(b, "[%u]", p->index);
     else if (p->label == L_RHS)
-      dp_tb_printf(b, "[%u].rhs", p->index);
+      dp__tb_printf(b, "[%u].rhs", p->index);
   }
 }
 
@@ -152,11 +154,11 @@ static void put_path(eq *q, dp_tb *b, uint32_t r) {
    la/lb (may be NULL: the pair printed) are the two sides, taken over. */
 static int differ(eq *q, uint32_t r, const char *what, char *la, char *lb) {
   if (q->diff && !q->diff->path) {
-    dp_tb b;
-    dp_tb_init(&b);
+    dp__tb b;
+    dp__tb_init(&b);
     put_path(q, &b, r);
-    if (what) dp_tb_puts(&b, what);
-    q->diff->path = dp_tb_take(&b);
+    if (what) dp__tb_puts(&b, what);
+    q->diff->path = dp__tb_take(&b);
     q->diff->lhs = la ? la : dp__print_short(q->recs[r].a, 6);
     q->diff->rhs = lb ? lb : dp__print_short(q->recs[r].b, 6);
     return 0;
@@ -177,7 +179,7 @@ static char *vdev_or_none(const dp_vdev *v) {
 static char *aval_or_absent(const dp_aval *v) {
   if (!v) return dp_strdup("(absent)");
   if (v->kind == DP_AV_EXPR && v->u.expr) return dp__print_short(v->u.expr, 3);
-  return dp_av_str_of(v);
+  return dp_av_str(v);
 }
 
 /* ---------------- the walk ---------------- */
@@ -225,9 +227,9 @@ static int bind_var(eq *q, uint32_t r, const dp_var *a, const dp_var *b, const c
 }
 
 static int var_eq(eq *q, uint32_t r, const dp_var *a, const dp_var *b) {
-  uint64_t *pa = dp_pmap_get(&q->va, a), *pb = dp_pmap_get(&q->vb, b);
+  dp__ptrslot *pa = dp__ptrmap_find(&q->va, a), *pb = dp__ptrmap_find(&q->vb, b);
   if (!pa && !pb) return bind_var(q, r, a, b, ""); /* free variables: pair on first meeting */
-  if (pa && pb && (const void *)(uintptr_t)*pa == b && (const void *)(uintptr_t)*pb == a) return 1;
+  if (pa && pb && pa->ptr == b && pb->ptr == a) return 1;
   return differ(q, r, NULL, NULL, NULL);
 }
 
@@ -328,7 +330,7 @@ static int node_eq(eq *q, uint32_t r) {
       if (!pattern_eq(q, r, i, x->clauses[i].pat, y->clauses[i].pat)) return 0;
     return 1;
   }
-  case DP_IF: case DP_REF_NEW: case DP_REF_READ: case DP_REF_WRITE: return 1;
+  case DP_IF: case DP_REF_CREATE: case DP_REF_READ: case DP_REF_WRITE: return 1;
   default: return differ(q, r, NULL, NULL, NULL);
   }
 }
@@ -370,8 +372,8 @@ static int child_pair(const pairrec *p, uint32_t k, pairrec *c) {
     if (k == 0) return CHILD(x->data, y->data, L_DATA, 0);
     return k <= x->n && CHILD(x->clauses[k - 1].rhs, y->clauses[k - 1].rhs, L_RHS, k - 1);
   }
-  case DP_REF_NEW:
-    return k == 0 && CHILD(((const dp_ref_new *)a)->value, ((const dp_ref_new *)b)->value, L_VALUE, 0);
+  case DP_REF_CREATE:
+    return k == 0 && CHILD(((const dp_ref_create *)a)->value, ((const dp_ref_create *)b)->value, L_VALUE, 0);
   case DP_REF_READ:
     return k == 0 && CHILD(((const dp_ref_read *)a)->ref, ((const dp_ref_read *)b)->ref, L_REF, 0);
   case DP_REF_WRITE: {
@@ -392,9 +394,10 @@ static int enter(eq *q, const dp_expr *x, const dp_expr *y) {
   /* a node held once has one parent: it cannot be met again */
   if (x->h.kind != DP_VAR && x->h.rc > 1) {
     int fresh;
-    uint64_t *m = dp_pmap_upsert(&q->seen, x, (uintptr_t)y, &fresh);
+    dp__ptrslot *m = dp__ptrmap_insert(&q->seen, x, &fresh);
     if (!m) return q->oom = 1, 0;
-    if (!fresh && (const dp_expr *)(uintptr_t)*m == y) return 0;
+    if (!fresh && m->ptr == y) return 0;
+    if (fresh) m->ptr = (void *)y;
   }
   return 1;
 }
@@ -436,21 +439,21 @@ static int walk(eq *q, const dp_expr *a, const dp_expr *b) {
 
 static void eq_init(eq *q, const char *root, dp_diff *diff) {
   memset(q, 0, sizeof *q);
-  dp_pmap_init(&q->seen);
-  dp_pmap_init(&q->va);
-  dp_pmap_init(&q->vb);
-  dp_pmap_init(&q->ta);
-  dp_pmap_init(&q->tb);
+  q->seen = DP__PTRMAP_INIT;
+  q->va = DP__PTRMAP_INIT;
+  q->vb = DP__PTRMAP_INIT;
+  q->ta = DP__PTRMAP_INIT;
+  q->tb = DP__PTRMAP_INIT;
   q->root = root;
   q->diff = diff;
 }
 
 static void eq_free(eq *q) {
-  dp_pmap_free(&q->seen);
-  dp_pmap_free(&q->va);
-  dp_pmap_free(&q->vb);
-  dp_pmap_free(&q->ta);
-  dp_pmap_free(&q->tb);
+  dp__ptrmap_free(&q->seen);
+  dp__ptrmap_free(&q->va);
+  dp__ptrmap_free(&q->vb);
+  dp__ptrmap_free(&q->ta);
+  dp__ptrmap_free(&q->tb);
   free(q->recs);
 }
 

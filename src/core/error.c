@@ -1,12 +1,14 @@
 /*
  * Errors as values: a code, a message, a span and notes.
- * Nothing here aborts; on out of memory a static error stands in.
+ * Nothing here aborts; on out of memory a static error stands in. Errors
+ * know nothing of contexts (dp_err_at, which names a context's source, is
+ * in context.c).
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "devplan/core.h"
+#include "internal.h"
 
 static dp_err oom_error = {DP_ERR_MEMORY, "out of memory", {0, 0, 0}, NULL, 0, NULL};
 
@@ -21,14 +23,15 @@ static char *vformat(const char *fmt, va_list ap) {
   return s;
 }
 
-static dp_err *verr(dp_errcode code, dp_span span, const char *fmt, va_list ap) {
+dp_err *dp__err_v(dp_errcode code, dp_span span, const char *source, const char *fmt, va_list ap) {
   dp_err *e = calloc(1, sizeof *e);
   if (!e) return &oom_error;
   e->code = code;
   e->span = span;
   e->msg = vformat(fmt, ap);
-  if (!e->msg) {
-    free(e);
+  e->source = source ? dp_strdup(source) : NULL;
+  if (!e->msg || (source && !e->source)) {
+    dp_err_free(e);
     return &oom_error;
   }
   return e;
@@ -37,18 +40,8 @@ static dp_err *verr(dp_errcode code, dp_span span, const char *fmt, va_list ap) 
 dp_err *dp_err_new(dp_errcode code, dp_span span, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  dp_err *e = verr(code, span, fmt, ap);
+  dp_err *e = dp__err_v(code, span, NULL, fmt, ap);
   va_end(ap);
-  return e;
-}
-
-dp_err *dp_err_at(dp_ctx *ctx, dp_errcode code, dp_span span, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  dp_err *e = verr(code, span, fmt, ap);
-  va_end(ap);
-  if (e != &oom_error && ctx && span.source)
-    e->source = dp_strdup(dp_ctx_source_name(ctx, span.source));
   return e;
 }
 

@@ -234,9 +234,9 @@ dp_ctor *dp_ctor_new(const char *name, const char *adt_name, uint32_t tag, uint3
   return c;
 }
 
-dp_ref_new *dp_ref_new_new(dp_expr *value, dp_span span) {
+dp_ref_create *dp_ref_create_new(dp_expr *value, dp_span span) {
   if (!value) return NULL;
-  dp_ref_new *r = new_node(sizeof *r, DP_REF_NEW, span);
+  dp_ref_create *r = new_node(sizeof *r, DP_REF_CREATE, span);
   if (r) r->value = dp_retain(value);
   return r;
 }
@@ -268,7 +268,7 @@ uint32_t dp_expr_nchildren(const dp_expr *e) {
   case DP_PROJ: return 1;
   case DP_IF: return 3;
   case DP_MATCH: return 1 + ((const dp_match *)e)->n;
-  case DP_REF_NEW: return 1;
+  case DP_REF_CREATE: return 1;
   case DP_REF_READ: return 1;
   case DP_REF_WRITE: return 2;
   default: return 0;
@@ -300,7 +300,7 @@ dp_expr *dp_expr_child(const dp_expr *e, uint32_t i) {
     const dp_match *m = (const dp_match *)e;
     return i == 0 ? m->data : m->clauses[i - 1].rhs;
   }
-  case DP_REF_NEW: return ((const dp_ref_new *)e)->value;
+  case DP_REF_CREATE: return ((const dp_ref_create *)e)->value;
   case DP_REF_READ: return ((const dp_ref_read *)e)->ref;
   case DP_REF_WRITE: {
     const dp_ref_write *w = (const dp_ref_write *)e;

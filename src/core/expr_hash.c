@@ -25,19 +25,19 @@ static uint64_t type_hash(const dp_type *t) {
 
 static uint64_t attrs_hash(const dp_attrs *a) {
   uint64_t h = 0;
-  for (uint32_t i = 0; a && i < a->n; i++) h += dp_hash_str(0, a->items[i].key);
+  for (uint32_t i = 0; a && i < a->n; i++) h += dp__hash_string(0, a->items[i].key);
   return h;
 }
 
 typedef struct hasher {
-  dp_pmap memo;  /* node -> hash */
+  dp__ptrmap memo;  /* node -> hash */
   uint64_t nvars;
   int oom;
 } hasher;
 
 static uint64_t child_hash(hasher *s, const dp_expr *c) {
-  uint64_t *v = c ? dp_pmap_get(&s->memo, c) : NULL;
-  return v ? *v : 0;
+  dp__ptrslot *v = c ? dp__ptrmap_find(&s->memo, c) : NULL;
+  return v ? v->word : 0;
 }
 
 /* The node's own hash, its children being hashed already. */
@@ -48,14 +48,14 @@ static uint64_t own_hash(hasher *s, const dp_expr *e) {
     const dp_var *v = (const dp_var *)e;
     return mix(mix(h, s->nvars++), type_hash(v->annot));
   }
-  case DP_GLOBAL: return mix(h, dp_hash_str(0, ((const dp_global *)e)->name));
-  case DP_CTOR: return mix(h, dp_hash_str(0, ((const dp_ctor *)e)->name));
+  case DP_GLOBAL: return mix(h, dp__hash_string(0, ((const dp_global *)e)->name));
+  case DP_CTOR: return mix(h, dp__hash_string(0, ((const dp_ctor *)e)->name));
   case DP_OP: return mix(h, (uint64_t)(uintptr_t)e);
   case DP_CONST: {
     const dp_const *c = (const dp_const *)e;
     h = mix(mix(h, c->dtype), c->ndim);
-    h = mix(h, dp_hash_bytes(0, c->shape, c->ndim * sizeof *c->shape));
-    return mix(h, dp_hash_bytes(0, c->data, c->nbytes));
+    h = mix(h, dp__hash_bytes(0, c->shape, c->ndim * sizeof *c->shape));
+    return mix(h, dp__hash_bytes(0, c->data, c->nbytes));
   }
   case DP_CALL: h = mix(h, attrs_hash(((const dp_call *)e)->attrs)); break;
   case DP_FUNC: {
@@ -78,7 +78,7 @@ uint64_t dp_expr_hash(const dp_expr *e) {
   uint32_t n = 0, cap = 0;
   hasher s = {.nvars = 0};
   uint64_t out = 0;
-  dp_pmap_init(&s.memo);
+  s.memo = DP__PTRMAP_INIT;
   if (!(st = malloc(16 * sizeof *st))) return 0;
   cap = 16;
   st[n++] = (struct fr){e, 0};
@@ -86,7 +86,7 @@ uint64_t dp_expr_hash(const dp_expr *e) {
     struct fr *f = &st[n - 1];
     if (f->k < dp_expr_nchildren(f->e)) {
       const dp_expr *c = dp_expr_child(f->e, f->k++);
-      if (!c || dp_pmap_get(&s.memo, c)) continue;
+      if (!c || dp__ptrmap_find(&s.memo, c)) continue;
       if (n == cap) {
         void *p = realloc(st, 2 * cap * sizeof *st);
         if (!p) { s.oom = 1; break; }
@@ -97,10 +97,12 @@ uint64_t dp_expr_hash(const dp_expr *e) {
       continue;
     }
     uint64_t h = own_hash(&s, f->e);
-    if (dp_pmap_put(&s.memo, f->e, h) < 0) s.oom = 1;
+    dp__ptrslot *slot = dp__ptrmap_insert(&s.memo, f->e, NULL);
+    if (slot) slot->word = h;
+    else s.oom = 1;
     if (--n == 0) out = h;
   }
   free(st);
-  dp_pmap_free(&s.memo);
+  dp__ptrmap_free(&s.memo);
   return out;
 }

@@ -87,14 +87,14 @@ typedef struct infer {
   dp_module *m;
   int expr_mode;       /* dp_infer_expr: free variables keep their checked type */
   int in_nodes;        /* working types in the nodes (outermost run), else in `types` */
-  dp_tsolver ts;
-  dp_ptrmap types;     /* map mode: expr -> type (retained) */
+  dp__tsolver ts;
+  dp__ptrmap types;    /* map mode: expr -> type (retained) */
   dp_expr **order;     /* typed nodes, in the order they were typed (node mode: tagged with
                           KEPT_TAG when F_KEPT, as restore() needs it after flags are cleared) */
   uint32_t norder, caporder;
   saved *olds;         /* node mode: nodes that had a type before this run */
   uint32_t nolds, capolds;
-  dp_ptrmap sigs;      /* dp_func of a global -> its signature (retained) */
+  dp__ptrmap sigs;     /* dp_func of a global -> its signature (retained) */
   pending *pend;
   uint32_t npend, cappend;
   memo memo[MEMO_SIZE];
@@ -211,11 +211,12 @@ static int set_type(infer *I, dp_expr *e, dp_type *t) {
       dp_release(t);
       return failf(I, e, "is being type-checked by an enclosing inference");
     }
-    int r = full ? -1 : dp_ptrmap_put(&I->types, e, t);
-    if (r < 0) {
+    dp__ptrslot *s = full ? NULL : dp__ptrmap_insert(&I->types, e, NULL);
+    if (!s) {
       dp_release(t);
       return oom(I, e);
     }
+    s->ptr = t;
   }
   I->order[I->norder++] = e;
   return 0;
@@ -224,8 +225,8 @@ static int set_type(infer *I, dp_expr *e, dp_type *t) {
 /* The working type of e, or NULL when not typed yet. */
 static dp_type *lookup(infer *I, const dp_expr *e) {
   if (I->in_nodes) return e->h.flags & F_TYPED ? e->type : NULL;
-  void **slot = dp_ptrmap_get(&I->types, e);
-  return slot ? *slot : NULL;
+  dp__ptrslot *s = dp__ptrmap_find(&I->types, e);
+  return s ? s->ptr : NULL;
 }
 
 /* The type e had before this inference (free variables and globals of
@@ -309,14 +310,13 @@ static int unify(infer *I, dp_expr *at, dp_type *a, dp_type *b) {
 /* fn(params) -> ret of a global function, made once; unknowns where a
    parameter or the result has no annotation. */
 static dp_type *signature(infer *I, dp_func *fn) {
-  void **slot = dp_ptrmap_get(&I->sigs, fn);
-  if (slot) return *slot;
+  dp__ptrslot *known = dp__ptrmap_find(&I->sigs, fn);
+  if (known) return known->ptr;
   dp_type *checked = I->expr_mode ? old_type(I, &fn->e) : NULL;
   if (checked) {
-    if (dp_ptrmap_put(&I->sigs, fn, dp_retain(checked)) < 0) {
-      dp_release(checked);
-      return NULL;
-    }
+    dp__ptrslot *s = dp__ptrmap_insert(&I->sigs, fn, NULL);
+    if (!s) return NULL;
+    s->ptr = dp_retain(checked);
     return checked;
   }
   dp_type *local[8], **ps = fn->nparams <= 8 ? local : malloc(fn->nparams * sizeof *ps);
@@ -330,10 +330,12 @@ static dp_type *signature(infer *I, dp_func *fn) {
   /* (a polymorphic function's type parameters: each call instantiates them) */
   dp_type *sig = ret ? dp_type_func(I->ctx, fn->ntparams, fn->tparams, fn->nparams, ps, ret) : NULL;
   if (ps != local) free(ps);
-  if (sig && dp_ptrmap_put(&I->sigs, fn, sig) < 0) {
+  dp__ptrslot *s = sig ? dp__ptrmap_insert(&I->sigs, fn, NULL) : NULL;
+  if (!s) {
     dp_release(sig);
     return NULL;
   }
+  s->ptr = sig;
   return sig;
 }
 
@@ -823,8 +825,8 @@ static int post(infer *I, dp_expr *e) {
   case DP_PROJ: return type_proj(I, (dp_proj *)e);
   case DP_IF: return type_if(I, (dp_if *)e);
   case DP_MATCH: return type_match(I, (dp_match *)e);
-  case DP_REF_NEW: {
-    dp_type *v = ty(I, ((dp_ref_new *)e)->value);
+  case DP_REF_CREATE: {
+    dp_type *v = ty(I, ((dp_ref_create *)e)->value);
     return v ? set_type(I, e, dp_type_ref(I->ctx, v)) : -1;
   }
   case DP_REF_READ: return type_ref_read(I, (dp_ref_read *)e);
@@ -897,7 +899,9 @@ static int order_kept(const infer *I, uint32_t i) {
 
 /* Where e's working type is held (node or map slot). */
 static dp_type **slot(infer *I, dp_expr *e) {
-  return I->in_nodes ? &e->type : (dp_type **)dp_ptrmap_get(&I->types, e);
+  if (I->in_nodes) return &e->type;
+  dp__ptrslot *s = dp__ptrmap_find(&I->types, e);
+  return s ? (dp_type **)&s->ptr : NULL;
 }
 
 /* Replaces every working type by its resolution, in typing order (so the
@@ -965,10 +969,10 @@ static void infer_init(infer *I, dp_ctx *ctx, dp_module *m, int expr_mode) {
   dp__ts_init(&I->ts, ctx);
 }
 
-static void release_values(dp_ptrmap *m) {
+static void release_values(dp__ptrmap *m) {
   for (uint32_t i = 0; i < m->cap; i++)
-    if (m->slots[i].key) dp_release(m->slots[i].val);
-  dp_ptrmap_free(m);
+    if (m->slots[i].key) dp_release(m->slots[i].ptr);
+  dp__ptrmap_free(m);
 }
 
 static int infer_finish(infer *I, int rc, dp_err **err) {
@@ -1016,14 +1020,15 @@ int dp_infer_module(dp_module *m, dp_err **err) {
 
 /* A context to make types in, found in the expression itself. */
 static dp_ctx *find_ctx(dp_expr *root) {
-  dp_ptrmap seen = DP_PTRMAP_INIT;
+  dp__ptrmap seen = DP__PTRMAP_INIT;
   dp_expr **st = malloc(64 * sizeof *st);
   uint32_t n = 0, cap = 64;
   dp_ctx *ctx = NULL;
   if (st) st[n++] = root;
   while (st && n && !ctx) {
     dp_expr *e = st[--n];
-    if (dp_ptrmap_put(&seen, e, NULL) != 1) continue;
+    int fresh = 0;
+    if (!dp__ptrmap_insert(&seen, e, &fresh) || !fresh) continue;
     if (e->type) ctx = e->type->ctx;
     else if (e->h.kind == DP_OP) ctx = ((dp_op *)e)->ctx;
     else if (e->h.kind == DP_VAR && ((dp_var *)e)->annot) ctx = ((dp_var *)e)->annot->ctx;
@@ -1040,7 +1045,7 @@ static dp_ctx *find_ctx(dp_expr *root) {
     }
   }
   free(st);
-  dp_ptrmap_free(&seen);
+  dp__ptrmap_free(&seen);
   return ctx;
 }
 

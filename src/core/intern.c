@@ -10,36 +10,36 @@
 #define TOMB ((void *)&tomb_marker)
 static char tomb_marker;
 
-uint32_t dp_hash_bytes(uint32_t h, const void *p, size_t n) {
+uint32_t dp__hash_bytes(uint32_t h, const void *p, size_t n) {
   const unsigned char *b = p;
   if (!h) h = 2166136261u;
   for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 16777619u;
   return h;
 }
 
-uint32_t dp_hash_str(uint32_t h, const char *s) {
-  return dp_hash_bytes(h, s ? s : "", s ? strlen(s) + 1 : 1);
+uint32_t dp__hash_string(uint32_t h, const char *s) {
+  return dp__hash_bytes(h, s ? s : "", s ? strlen(s) + 1 : 1);
 }
 
-uint32_t dp_hash_u64(uint32_t h, uint64_t v) { return dp_hash_bytes(h, &v, sizeof v); }
+uint32_t dp__hash_u64(uint32_t h, uint64_t v) { return dp__hash_bytes(h, &v, sizeof v); }
 
-void *dp_itab_find(const dp_itab *t, uint32_t hash, dp_itab_eq eq, const void *key) {
+void *dp__itab_find(const dp__itab *t, uint32_t hash, dp__itab_eq eq, const void *key) {
   if (!t->cap) return NULL;
   uint32_t mask = t->cap - 1;
   for (uint32_t i = hash & mask;; i = (i + 1) & mask) {
-    struct dp_islot *s = &t->slots[i];
+    struct dp__islot *s = &t->slots[i];
     if (!s->obj) return NULL;
     if (s->obj != TOMB && s->hash == hash && eq(s->obj, key)) return s->obj;
   }
 }
 
-static int grow(dp_itab *t) {
+static int grow(dp__itab *t) {
   uint32_t cap = t->cap ? t->cap : 16;
   if (t->n * 2 >= cap) cap *= 2; /* else: same size, just drop tombstones */
-  struct dp_islot *slots = calloc(cap, sizeof *slots);
+  struct dp__islot *slots = calloc(cap, sizeof *slots);
   if (!slots) return -1;
   for (uint32_t i = 0; i < t->cap; i++) {
-    struct dp_islot s = t->slots[i];
+    struct dp__islot s = t->slots[i];
     if (!s.obj || s.obj == TOMB) continue;
     uint32_t j = s.hash & (cap - 1);
     while (slots[j].obj) j = (j + 1) & (cap - 1);
@@ -52,7 +52,7 @@ static int grow(dp_itab *t) {
   return 0;
 }
 
-int dp_itab_insert(dp_itab *t, uint32_t hash, void *obj) {
+int dp__itab_insert(dp__itab *t, uint32_t hash, void *obj) {
   if ((t->used + 1) * 4 >= t->cap * 3 && grow(t) < 0) return -1;
   uint32_t mask = t->cap - 1, i = hash & mask;
   while (t->slots[i].obj && t->slots[i].obj != TOMB) i = (i + 1) & mask;
@@ -63,11 +63,11 @@ int dp_itab_insert(dp_itab *t, uint32_t hash, void *obj) {
   return 0;
 }
 
-void dp_itab_remove(dp_itab *t, uint32_t hash, const void *obj) {
+void dp__itab_remove(dp__itab *t, uint32_t hash, const void *obj) {
   if (!t->cap) return;
   uint32_t mask = t->cap - 1;
   for (uint32_t i = hash & mask;; i = (i + 1) & mask) {
-    struct dp_islot *s = &t->slots[i];
+    struct dp__islot *s = &t->slots[i];
     if (!s->obj) return;
     if (s->obj == obj) {
       s->obj = TOMB;
@@ -77,7 +77,7 @@ void dp_itab_remove(dp_itab *t, uint32_t hash, const void *obj) {
   }
 }
 
-void dp_itab_free(dp_itab *t) {
+void dp__itab_free(dp__itab *t) {
   free(t->slots);
   memset(t, 0, sizeof *t);
 }

@@ -1,41 +1,75 @@
 /*
  * Internals shared by the core's files (not installed, not for users):
- * the context's layout and the interning table.
+ * the context's layout, the interning table, the object type table.
  */
 #ifndef DEVPLAN_INTERNAL_H
 #define DEVPLAN_INTERNAL_H
 
+#include <stdarg.h>
 #include "devplan/core.h"
 #include "devplan/op.h"
 
 /* An open-addressing set of interned objects keyed by their hash. Lookup
    takes an equality predicate against a probe key, so a caller can look up
    by fields without building the object first. */
-typedef struct dp_itab {
-  struct dp_islot { uint32_t hash; void *obj; } *slots; /* obj NULL: empty; ITAB_TOMB: removed */
+typedef struct dp__itab {
+  struct dp__islot { uint32_t hash; void *obj; } *slots; /* obj NULL: empty; ITAB_TOMB: removed */
   uint32_t cap, n, used;
-} dp_itab;
+} dp__itab;
 
-typedef int (*dp_itab_eq)(const void *obj, const void *key);
-void *dp_itab_find(const dp_itab *t, uint32_t hash, dp_itab_eq eq, const void *key);
-int dp_itab_insert(dp_itab *t, uint32_t hash, void *obj);   /* 0, or -1 on out of memory */
-void dp_itab_remove(dp_itab *t, uint32_t hash, const void *obj);
-void dp_itab_free(dp_itab *t);
+typedef int (*dp__itab_eq)(const void *obj, const void *key);
+void *dp__itab_find(const dp__itab *t, uint32_t hash, dp__itab_eq eq, const void *key);
+int dp__itab_insert(dp__itab *t, uint32_t hash, void *obj);   /* 0, or -1 on out of memory */
+void dp__itab_remove(dp__itab *t, uint32_t hash, const void *obj);
+void dp__itab_free(dp__itab *t);
 
-uint32_t dp_hash_bytes(uint32_t h, const void *p, size_t n);
-uint32_t dp_hash_str(uint32_t h, const char *s);
-uint32_t dp_hash_u64(uint32_t h, uint64_t v);
+/* The object types (registry.c): the core's fixed ones, then those
+   registered by dp_objtype_register. Indexed by dp_obj.type (8 bits). */
+#define DP__OBJTYPE_MAX 256
+typedef struct dp__objtype {
+  const char *name;
+  dp_free_fn free_fn; /* NULL: plain free() */
+} dp__objtype;
+extern dp__objtype dp__objtypes[DP__OBJTYPE_MAX];
+/* The free function of each of the core's types, in its own file. */
+void dp__ctx_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__target_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__vdev_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__config_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__type_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__expr_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__pattern_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__attrs_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__typedef_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__primfn_free_fn(dp_obj *o, dp_worklist *wl);
+void dp__module_free_fn(dp_obj *o, dp_worklist *wl);
+
+/* Frees an op node whose last reference went (called by the expression
+   free function, expr.c, after it released e.type): the op's own fields
+   (name, schema, ud via ud_free) and the node. */
+void dp__op_free(dp_op *op);
+
+/* dp_err_new with a va_list and the span's source name (copied; NULL:
+   none), for dp_err_at (error.c). Never NULL. */
+dp_err *dp__err_v(dp_errcode code, dp_span span, const char *source, const char *fmt, va_list ap);
+/* dp_err_at with a va_list (context.c), for the core's and the parser's own
+   printf-like error functions. */
+dp_err *dp__err_vat(dp_ctx *ctx, dp_errcode code, dp_span span, const char *fmt, va_list ap);
+
+uint32_t dp__hash_bytes(uint32_t h, const void *p, size_t n);
+uint32_t dp__hash_string(uint32_t h, const char *s);
+uint32_t dp__hash_u64(uint32_t h, uint64_t v);
 
 struct dp_ctx {
   dp_obj h;
-  dp_itab targets;          /* interned dp_target (not retained by the table) */
-  dp_itab vdevs;            /* interned dp_vdev */
-  dp_itab types;            /* interned dp_type */
+  dp__itab targets;          /* interned dp_target (not retained by the table) */
+  dp__itab vdevs;            /* interned dp_vdev */
+  dp__itab types;            /* interned dp_type */
   char **sources;           /* source names; id = index + 1 */
   uint32_t nsources, capsources;
   dp_op **ops;              /* registry, registration order (retained) */
   uint32_t nops, capops;
-  dp_itab opnames;          /* name -> op */
+  dp__itab opnames;          /* name -> op */
   uint64_t next_tvar_id;
 };
 

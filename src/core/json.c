@@ -12,15 +12,15 @@
 
 /* ---------------- reading ---------------- */
 
-static int push_val(dp_jdoc *d, uint8_t kind, size_t off, size_t len) {
+static int push_val(dp__jdoc *d, uint8_t kind, size_t off, size_t len) {
   if (d->n == d->cap) {
     uint32_t cap = d->cap ? d->cap * 2 : 256;
-    dp_jval *v = cap > d->cap ? realloc(d->v, (size_t)cap * sizeof *v) : NULL;
+    dp__jval *v = cap > d->cap ? realloc(d->v, (size_t)cap * sizeof *v) : NULL;
     if (!v) return -1;
     d->v = v;
     d->cap = cap;
   }
-  d->v[d->n] = (dp_jval){kind, 0, 0, d->n + 1, off, len};
+  d->v[d->n] = (dp__jval){kind, 0, 0, d->n + 1, off, len};
   d->n++;
   return 0;
 }
@@ -82,13 +82,13 @@ static size_t scan_number(const char *t, size_t i, size_t end) {
 enum { S_VALUE, S_AFTER, S_KEY, S_FIRST_KEY, S_FIRST_ITEM, S_END };
 
 /* The value just made is complete: its container counts it. */
-static int completed(dp_jdoc *d, const uint32_t *st, uint32_t nst) {
+static int completed(dp__jdoc *d, const uint32_t *st, uint32_t nst) {
   if (!nst) return S_END;
   d->v[st[nst - 1]].n++;
   return S_AFTER;
 }
 
-int dp__json_read(dp_jdoc *d, const char *t, size_t start, size_t len, size_t *at, const char **why) {
+int dp__json_read(dp__jdoc *d, const char *t, size_t start, size_t len, size_t *at, const char **why) {
   uint32_t *st = NULL, nst = 0, capst = 0;
   size_t i = start, end = start + len;
   int state = S_VALUE;
@@ -108,9 +108,9 @@ int dp__json_read(dp_jdoc *d, const char *t, size_t start, size_t len, size_t *a
     char c = t[i];
     if (state == S_AFTER) {
       uint32_t top = st[nst - 1];
-      char close = d->v[top].kind == DP_J_OBJ ? '}' : ']';
+      char close = d->v[top].kind == DP__J_OBJ ? '}' : ']';
       if (c == ',') {
-        state = d->v[top].kind == DP_J_OBJ ? S_KEY : S_VALUE;
+        state = d->v[top].kind == DP__J_OBJ ? S_KEY : S_VALUE;
         i++;
       } else if (c == close) {
         d->v[top].next = d->n;
@@ -135,7 +135,7 @@ int dp__json_read(dp_jdoc *d, const char *t, size_t start, size_t len, size_t *a
         if (!*why) *why = "expected a member name (a string)";
         break;
       }
-      if (push_val(d, DP_J_STR, i + 1, e - i - 2) != 0) goto oom;
+      if (push_val(d, DP__J_STR, i + 1, e - i - 2) != 0) goto oom;
       d->v[d->n - 1].escaped = (uint8_t)esc;
       for (i = e; i < end && is_ws(t[i]);) i++;
       if (i >= end || t[i] != ':') {
@@ -154,7 +154,7 @@ int dp__json_read(dp_jdoc *d, const char *t, size_t start, size_t len, size_t *a
     }
     /* a value */
     if (c == '{' || c == '[') {
-      if (push_val(d, c == '{' ? DP_J_OBJ : DP_J_ARR, i, 1) != 0) goto oom;
+      if (push_val(d, c == '{' ? DP__J_OBJ : DP__J_ARR, i, 1) != 0) goto oom;
       if (nst == capst && dp_grow((void **)&st, &capst, nst + 1, sizeof *st) != 0) goto oom;
       st[nst++] = d->n - 1;
       state = c == '{' ? S_FIRST_KEY : S_FIRST_ITEM;
@@ -166,14 +166,14 @@ int dp__json_read(dp_jdoc *d, const char *t, size_t start, size_t len, size_t *a
     uint8_t kind = 0;
     if (c == '"') {
       e = scan_string(t, i, end, &esc, why);
-      kind = DP_J_STR;
+      kind = DP__J_STR;
     } else if (c == '-' || is_dig(c)) {
       e = scan_number(t, i, end);
-      kind = DP_J_NUM;
+      kind = DP__J_NUM;
       if (e == i) e = 0;
     } else {
       static const struct { const char *w; uint8_t kind; } words[] = {
-        {"true", DP_J_BOOL}, {"false", DP_J_BOOL}, {"null", DP_J_NULL}};
+        {"true", DP__J_BOOL}, {"false", DP__J_BOOL}, {"null", DP__J_NULL}};
       for (size_t k = 0; k < 3 && !e; k++) {
         size_t n = strlen(words[k].w);
         if (i + n <= end && !memcmp(t + i, words[k].w, n)) e = i + n, kind = words[k].kind;
@@ -183,7 +183,7 @@ int dp__json_read(dp_jdoc *d, const char *t, size_t start, size_t len, size_t *a
       if (!*why) *why = "expected a JSON value";
       break;
     }
-    if (kind == DP_J_STR ? push_val(d, kind, i + 1, e - i - 2) : push_val(d, kind, i, e - i)) goto oom;
+    if (kind == DP__J_STR ? push_val(d, kind, i + 1, e - i - 2) : push_val(d, kind, i, e - i)) goto oom;
     d->v[d->n - 1].escaped = (uint8_t)esc;
     i = e;
     state = completed(d, st, nst);
@@ -201,14 +201,14 @@ oom:
   return -1;
 }
 
-void dp__json_free(dp_jdoc *d) {
+void dp__json_free(dp__jdoc *d) {
   free(d->v);
   d->v = NULL;
   d->n = d->cap = 0;
 }
 
-int dp__json_is(const dp_jdoc *d, uint32_t i, const char *s) {
-  if (i >= d->n || d->v[i].kind != DP_J_STR) return 0;
+int dp__json_is(const dp__jdoc *d, uint32_t i, const char *s) {
+  if (i >= d->n || d->v[i].kind != DP__J_STR) return 0;
   size_t n;
   char *tmp = NULL;
   const char *b = dp__json_string(d, i, &n, &tmp);
@@ -217,19 +217,19 @@ int dp__json_is(const dp_jdoc *d, uint32_t i, const char *s) {
   return eq;
 }
 
-uint32_t dp__json_member(const dp_jdoc *d, uint32_t o, const char *key) {
-  if (o >= d->n || d->v[o].kind != DP_J_OBJ) return DP_J_NONE;
+uint32_t dp__json_member(const dp__jdoc *d, uint32_t o, const char *key) {
+  if (o >= d->n || d->v[o].kind != DP__J_OBJ) return DP__J_NONE;
   uint32_t k = o + 1;
   for (uint32_t m = 0; m < d->v[o].n; m++) {
     uint32_t val = k + 1; /* a key is a string: its subtree is itself */
     if (dp__json_is(d, k, key)) return val;
     k = d->v[val].next;
   }
-  return DP_J_NONE;
+  return DP__J_NONE;
 }
 
-uint32_t dp__json_item(const dp_jdoc *d, uint32_t a, uint32_t i) {
-  if (a >= d->n || d->v[a].kind != DP_J_ARR || i >= d->v[a].n) return DP_J_NONE;
+uint32_t dp__json_item(const dp__jdoc *d, uint32_t a, uint32_t i) {
+  if (a >= d->n || d->v[a].kind != DP__J_ARR || i >= d->v[a].n) return DP__J_NONE;
   uint32_t k = a + 1;
   while (i--) k = d->v[k].next;
   return k;
@@ -258,9 +258,9 @@ static char *utf8(char *o, unsigned cp) {
   return o;
 }
 
-const char *dp__json_string(const dp_jdoc *d, uint32_t i, size_t *n, char **tmp) {
+const char *dp__json_string(const dp__jdoc *d, uint32_t i, size_t *n, char **tmp) {
   *tmp = NULL;
-  if (i >= d->n || d->v[i].kind != DP_J_STR) return NULL;
+  if (i >= d->n || d->v[i].kind != DP__J_STR) return NULL;
   const char *s = d->text + d->v[i].off;
   size_t len = d->v[i].len;
   if (!d->v[i].escaped) {
@@ -300,8 +300,8 @@ const char *dp__json_string(const dp_jdoc *d, uint32_t i, size_t *n, char **tmp)
 }
 
 /* The number's text (or a string's) NUL-terminated in buf; NULL if none. */
-static const char *number_text(const dp_jdoc *d, uint32_t i, char *buf, size_t cap) {
-  if (i >= d->n || (d->v[i].kind != DP_J_NUM && d->v[i].kind != DP_J_STR) || d->v[i].len >= cap ||
+static const char *number_text(const dp__jdoc *d, uint32_t i, char *buf, size_t cap) {
+  if (i >= d->n || (d->v[i].kind != DP__J_NUM && d->v[i].kind != DP__J_STR) || d->v[i].len >= cap ||
       d->v[i].escaped)
     return NULL;
   memcpy(buf, d->text + d->v[i].off, d->v[i].len);
@@ -309,7 +309,7 @@ static const char *number_text(const dp_jdoc *d, uint32_t i, char *buf, size_t c
   return buf;
 }
 
-int dp__json_int(const dp_jdoc *d, uint32_t i, int64_t *out) {
+int dp__json_int(const dp__jdoc *d, uint32_t i, int64_t *out) {
   char buf[64], *e;
   const char *s = number_text(d, i, buf, sizeof buf);
   if (!s || !*s) return -1;
@@ -320,7 +320,7 @@ int dp__json_int(const dp_jdoc *d, uint32_t i, int64_t *out) {
   return 0;
 }
 
-int dp__json_real(const dp_jdoc *d, uint32_t i, double *out) {
+int dp__json_real(const dp__jdoc *d, uint32_t i, double *out) {
   char buf[64], *e;
   const char *s = number_text(d, i, buf, sizeof buf);
   if (!s || !*s) return -1;
@@ -332,14 +332,14 @@ int dp__json_real(const dp_jdoc *d, uint32_t i, double *out) {
 
 /* ---------------- writing (dmlc's JSONWriter layout) ---------------- */
 
-static void separator(dp_jw *w) {
+static void separator(dp__jw *w) {
   if (w->depth && !w->multi[w->depth - 1]) return;
-  dp_tb_putc(w->b, '\n');
-  for (uint32_t k = 0; k < w->depth; k++) dp_tb_puts(w->b, "  ");
+  dp__tb_putc(w->b, '\n');
+  for (uint32_t k = 0; k < w->depth; k++) dp__tb_puts(w->b, "  ");
 }
 
-void dp__jw_begin(dp_jw *w, char open, int multi_line) {
-  dp_tb_putc(w->b, open);
+void dp__jw_begin(dp__jw *w, char open, int multi_line) {
+  dp__tb_putc(w->b, open);
   if (w->depth < sizeof w->multi) {
     w->multi[w->depth] = (uint8_t)multi_line;
     w->count[w->depth] = 0;
@@ -347,47 +347,47 @@ void dp__jw_begin(dp_jw *w, char open, int multi_line) {
   w->depth++;
 }
 
-void dp__jw_end(dp_jw *w, char close) {
+void dp__jw_end(dp__jw *w, char close) {
   w->depth--;
   int newline = w->depth < sizeof w->multi && w->multi[w->depth] && w->count[w->depth];
   if (newline) separator(w);
-  dp_tb_putc(w->b, close);
+  dp__tb_putc(w->b, close);
 }
 
-static void next_item(dp_jw *w) {
-  if (w->count[w->depth - 1]++) dp_tb_puts(w->b, ", ");
+static void next_item(dp__jw *w) {
+  if (w->count[w->depth - 1]++) dp__tb_puts(w->b, ", ");
   separator(w);
 }
 
-void dp__jw_key(dp_jw *w, const char *key) {
+void dp__jw_key(dp__jw *w, const char *key) {
   next_item(w);
   dp__jw_string(w, key, strlen(key));
-  dp_tb_puts(w->b, ": ");
+  dp__tb_puts(w->b, ": ");
 }
 
-void dp__jw_item(dp_jw *w) { next_item(w); }
+void dp__jw_item(dp__jw *w) { next_item(w); }
 
-void dp__jw_string(dp_jw *w, const char *s, size_t n) {
+void dp__jw_string(dp__jw *w, const char *s, size_t n) {
   static const char hex[] = "0123456789abcdef";
-  dp_tb_putc(w->b, '"');
+  dp__tb_putc(w->b, '"');
   for (size_t k = 0; k < n; k++) {
     unsigned char c = (unsigned char)s[k];
     switch (c) {
-    case '"': dp_tb_puts(w->b, "\\\""); break;
-    case '\\': dp_tb_puts(w->b, "\\\\"); break;
-    case '\t': dp_tb_puts(w->b, "\\t"); break;
-    case '\n': dp_tb_puts(w->b, "\\n"); break;
-    case '\r': dp_tb_puts(w->b, "\\r"); break;
+    case '"': dp__tb_puts(w->b, "\\\""); break;
+    case '\\': dp__tb_puts(w->b, "\\\\"); break;
+    case '\t': dp__tb_puts(w->b, "\\t"); break;
+    case '\n': dp__tb_puts(w->b, "\\n"); break;
+    case '\r': dp__tb_puts(w->b, "\\r"); break;
     default:
       if (c < 0x20) {
         char u[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
-        dp_tb_puts(w->b, u);
+        dp__tb_puts(w->b, u);
       } else {
-        dp_tb_putc(w->b, (char)c);
+        dp__tb_putc(w->b, (char)c);
       }
     }
   }
-  dp_tb_putc(w->b, '"');
+  dp__tb_putc(w->b, '"');
 }
 
 /* ---------------- base64 ---------------- */
@@ -441,8 +441,8 @@ bad:
   return NULL;
 }
 
-void dp__b64_encode(dp_tb *b, const unsigned char *d, size_t n) {
-  if (dp_tb_reserve(b, (n + 2) / 3 * 4) < 0) return;
+void dp__b64_encode(dp__tb *b, const unsigned char *d, size_t n) {
+  if (dp__tb_reserve(b, (n + 2) / 3 * 4) < 0) return;
   char *o = b->s + b->n;
   size_t k = 0;
   for (; k + 3 <= n; k += 3) {

@@ -37,7 +37,7 @@ struct dp_meta {
 
 typedef struct reader {
   dp_ctx *ctx;
-  dp_jdoc d;
+  dp__jdoc d;
   const char *text;
   uint32_t source;
   uint32_t nnodes;
@@ -69,17 +69,17 @@ static dp_span span_at(const reader *r, size_t off) {
   return (dp_span){r->source, line, (uint32_t)(off - bol) + 1};
 }
 
-/* An error at json value j (DP_J_NONE: the section's start): -1. */
+/* An error at json value j (DP__J_NONE: the section's start): -1. */
 static int fail(reader *r, uint32_t j, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(reader *r, uint32_t j, const char *fmt, ...) {
   if (r->err) return -1;
-  char msg[400];
+  char with_prefix[256];
+  snprintf(with_prefix, sizeof with_prefix, "metadata: %s", fmt); /* fmt's own %s stay */
+  size_t off = j < r->d.n ? r->d.v[j].off - (r->d.v[j].kind == DP__J_STR) : 0;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  r->err = dp__err_vat(r->ctx, DP_ERR_VALUE, span_at(r, off), with_prefix, ap);
   va_end(ap);
-  size_t off = j < r->d.n ? r->d.v[j].off - (r->d.v[j].kind == DP_J_STR) : 0;
-  r->err = dp_err_at(r->ctx, DP_ERR_VALUE, span_at(r, off), "metadata: %s", msg);
   return -1;
 }
 
@@ -107,14 +107,14 @@ static const char *type_key(const reader *r, uint32_t k, char *buf, size_t cap) 
   return buf;
 }
 
-/* Attribute `name` of node k (its json value), or DP_J_NONE. */
+/* Attribute `name` of node k (its json value), or DP__J_NONE. */
 static uint32_t attr(const reader *r, uint32_t k, const char *name) {
   return dp__json_member(&r->d, dp__json_member(&r->d, node_json(r, k), "attrs"), name);
 }
 
 static int attr_int(reader *r, uint32_t k, const char *name, int64_t *out) {
   uint32_t a = attr(r, k, name);
-  if (a == DP_J_NONE) return fail(r, node_json(r, k), "the node has no attribute '%s'", name);
+  if (a == DP__J_NONE) return fail(r, node_json(r, k), "the node has no attribute '%s'", name);
   if (dp__json_int(&r->d, a, out) != 0) return fail(r, a, "attribute '%s' is not an integer", name);
   return 0;
 }
@@ -130,7 +130,7 @@ static int ref_of(reader *r, uint32_t j, const char *what, uint32_t *out) {
 
 static int attr_ref(reader *r, uint32_t k, const char *name, uint32_t *out) {
   uint32_t a = attr(r, k, name);
-  if (a == DP_J_NONE) {
+  if (a == DP__J_NONE) {
     *out = 0;
     return 0;
   }
@@ -150,15 +150,15 @@ static char *string_node(reader *r, uint32_t k) {
   }
   uint32_t o = node_json(r, k), j = dp__json_member(&r->d, o, "repr_str");
   int b64 = 0;
-  if (j == DP_J_NONE) j = dp__json_member(&r->d, o, "repr_bytes");
-  if (j == DP_J_NONE && (j = dp__json_member(&r->d, o, "repr_b64")) != DP_J_NONE) b64 = 1;
-  if (j == DP_J_NONE) return dp_strdup(""); /* TVM writes no repr for "" */
+  if (j == DP__J_NONE) j = dp__json_member(&r->d, o, "repr_bytes");
+  if (j == DP__J_NONE && (j = dp__json_member(&r->d, o, "repr_b64")) != DP__J_NONE) b64 = 1;
+  if (j == DP__J_NONE) return dp_strdup(""); /* TVM writes no repr for "" */
   size_t n;
   char *tmp;
   const char *s = dp__json_string(&r->d, j, &n, &tmp);
   char *out = NULL;
   if (!s) {
-    if (r->d.v[j].kind != DP_J_STR) fail(r, j, "a string's bytes must be a JSON string");
+    if (r->d.v[j].kind != DP__J_STR) fail(r, j, "a string's bytes must be a JSON string");
     else oom(r);
   } else if (b64) {
     int bad;
@@ -197,7 +197,7 @@ static int int_node(reader *r, uint32_t k, dp_aval *out) {
     return 0;
   }
   uint32_t o = node_json(r, k), j = dp__json_member(&r->d, o, "repr_str");
-  if (j == DP_J_NONE) j = attr(r, k, "value");
+  if (j == DP__J_NONE) j = attr(r, k, "value");
   int64_t v;
   if (type_is(r, k, "runtime.BoxBool")) {
     if (dp__json_is(&r->d, j, "true") || dp__json_is(&r->d, j, "false")) {
@@ -215,7 +215,7 @@ static int int_node(reader *r, uint32_t k, dp_aval *out) {
 
 static int float_node(reader *r, uint32_t k, dp_aval *out) {
   uint32_t j = type_is(r, k, "FloatImm") ? attr(r, k, "value") : dp__json_member(&r->d, node_json(r, k), "repr_str");
-  if (j == DP_J_NONE) j = attr(r, k, "value");
+  if (j == DP__J_NONE) j = attr(r, k, "value");
   double v;
   if (dp__json_real(&r->d, j, &v) != 0) return fail(r, node_json(r, k), "a float node without a number");
   *out = dp_av_float(v, 0);
@@ -225,8 +225,8 @@ static int float_node(reader *r, uint32_t k, dp_aval *out) {
 /* Array: its items (each a value), as a list. */
 static int array_node(reader *r, uint32_t k, int depth, dp_aval *out) {
   uint32_t data = data_of(r, k);
-  uint32_t n = data == DP_J_NONE ? 0 : r->d.v[data].n;
-  if (data != DP_J_NONE && r->d.v[data].kind != DP_J_ARR) return fail(r, data, "an Array's data must be a list");
+  uint32_t n = data == DP__J_NONE ? 0 : r->d.v[data].n;
+  if (data != DP__J_NONE && r->d.v[data].kind != DP__J_ARR) return fail(r, data, "an Array's data must be a list");
   if (depth >= LIST_DEPTH) return fail(r, node_json(r, k), "lists nested more than %d deep", LIST_DEPTH);
   dp_aval *items = calloc(n ? n : 1, sizeof *items);
   if (!items) return oom(r);
@@ -311,15 +311,15 @@ static dp_target *target_node(reader *r, uint32_t k, int depth) {
   const char *s = dp__json_string(&r->d, rj, &n, &tmp);
   char *kind = s ? copy_n(s, n) : NULL;
   free(tmp);
-  uint32_t am = attrs_node ? data_of(r, attrs_node) : DP_J_NONE;
-  uint32_t akeys = attrs_node ? dp__json_member(&r->d, node_json(r, attrs_node), "keys") : DP_J_NONE;
-  uint32_t na = am == DP_J_NONE ? 0 : r->d.v[am].n;
+  uint32_t am = attrs_node ? data_of(r, attrs_node) : DP__J_NONE;
+  uint32_t akeys = attrs_node ? dp__json_member(&r->d, node_json(r, attrs_node), "keys") : DP__J_NONE;
+  uint32_t na = am == DP__J_NONE ? 0 : r->d.v[am].n;
   dp_target_opt *opts = calloc(na + 2, sizeof *opts);
   uint32_t no = 0;
   dp_target *host = NULL, *t = NULL;
   int rc = kind && opts ? 0 : (s ? oom(r) : fail(r, node_json(r, kind_node), "a TargetKind without its name"));
   if (rc == 0 && attrs_node && (!type_is(r, attrs_node, "Map") ||
-                                (akeys == DP_J_NONE ? na != 0 : r->d.v[akeys].n != na)))
+                                (akeys == DP__J_NONE ? na != 0 : r->d.v[akeys].n != na)))
     rc = fail(r, node_json(r, attrs_node), "a Target's attrs must be a Map of names to values");
   if (rc == 0 && keys_node) rc = option_of(r, "keys", keys_node, &opts[no++]);
   for (uint32_t i = 0, vj = am + 1, kj = akeys + 1; rc == 0 && i < na; i++, vj = r->d.v[vj].next) {
@@ -355,7 +355,7 @@ static dp_target *target_node(reader *r, uint32_t k, int depth) {
 static int vdev_node(reader *r, uint32_t k, dp_aval *out) {
   int64_t dt = -1, id = -1;
   uint32_t tnode, snode;
-  if (attr(r, k, "device_type_int") != DP_J_NONE ? attr_int(r, k, "device_type_int", &dt)
+  if (attr(r, k, "device_type_int") != DP__J_NONE ? attr_int(r, k, "device_type_int", &dt)
                                                   : attr_int(r, k, "device_type", &dt))
     return -1;
   if (attr_int(r, k, "virtual_device_id", &id) || attr_ref(r, k, "target", &tnode) ||
@@ -467,7 +467,7 @@ static int const_node(reader *r, uint32_t k, dp_aval *out) {
   const char *s = dp__json_string(&r->d, j, &n, &tmp);
   unsigned char *bytes = s ? dp__b64_decode(s, n, &m, &bad) : NULL;
   free(tmp);
-  if (!bytes) return !s ? (r->d.v[j].kind == DP_J_STR ? oom(r) : fail(r, j, "an array must be a string"))
+  if (!bytes) return !s ? (r->d.v[j].kind == DP__J_STR ? oom(r) : fail(r, j, "an array must be a string"))
                         : bad ? fail(r, j, "an array is not base64") : oom(r);
   dp_const *c = ndarray(r, j, bytes, m, DP_NOSPAN);
   free(bytes);
@@ -487,7 +487,7 @@ static int read_node(reader *r, uint32_t k, int depth, dp_aval *out) {
   if (!strcmp(tk, "runtime.String")) {
     char *s = string_node(r, k);
     if (!s) return -1;
-    *out = dp_av_str(s);
+    *out = dp_av_string(s);
     free(s);
     return out->u.s ? 0 : oom(r);
   }
@@ -508,7 +508,7 @@ static int read_node(reader *r, uint32_t k, int depth, dp_aval *out) {
 
 /* Node k as a value (a copy of the memo: a node read once). */
 static int read_value(reader *r, uint32_t k, int depth, dp_aval *out) {
-  if (k == 0) return fail(r, DP_J_NONE, "a null node where a value is needed");
+  if (k == 0) return fail(r, DP__J_NONE, "a null node where a value is needed");
   if (r->memo[k].kind) {
     *out = dp_av_copy(&r->memo[k]);
     return out->kind ? 0 : oom(r);
@@ -539,13 +539,13 @@ static uint32_t *items_of(reader *r, uint32_t a, uint32_t *n) {
 static int read_graph(reader *r, uint32_t top) {
   uint32_t nodes = dp__json_member(&r->d, top, "nodes"), root = dp__json_member(&r->d, top, "root");
   uint32_t b64 = dp__json_member(&r->d, top, "b64ndarrays");
-  if (r->d.v[top].kind != DP_J_OBJ || nodes == DP_J_NONE || r->d.v[nodes].kind != DP_J_ARR || root == DP_J_NONE)
+  if (r->d.v[top].kind != DP__J_OBJ || nodes == DP__J_NONE || r->d.v[nodes].kind != DP__J_ARR || root == DP__J_NONE)
     return fail(r, top, "expected TVM's JSON object graph: {\"root\": ..., \"nodes\": [...], ...}");
-  if (b64 != DP_J_NONE && r->d.v[b64].kind != DP_J_ARR) return fail(r, b64, "b64ndarrays must be a list");
+  if (b64 != DP__J_NONE && r->d.v[b64].kind != DP__J_ARR) return fail(r, b64, "b64ndarrays must be a list");
   if (!(r->node = items_of(r, nodes, &r->nnodes))) return oom(r);
-  if (b64 != DP_J_NONE && !(r->b64 = items_of(r, b64, &r->nb64))) return oom(r);
+  if (b64 != DP__J_NONE && !(r->b64 = items_of(r, b64, &r->nb64))) return oom(r);
   for (uint32_t k = 0; k < r->nnodes; k++)
-    if (r->d.v[r->node[k]].kind != DP_J_OBJ) return fail(r, r->node[k], "node %u is not an object", k);
+    if (r->d.v[r->node[k]].kind != DP__J_OBJ) return fail(r, r->node[k], "node %u is not an object", k);
   r->memo = calloc(r->nnodes + 1, sizeof *r->memo);
   r->busy = calloc(r->nnodes + 1, 1);
   if (!r->memo || !r->busy) return oom(r);
@@ -561,15 +561,15 @@ static int read_kinds(reader *r, dp_meta *m, uint32_t top) {
   if (!type_is(r, root, "Map") && !type_is(r, root, "StrMap"))
     return fail(r, node_json(r, root), "the root must be a Map of kinds to lists");
   uint32_t data = data_of(r, root), keys = dp__json_member(&r->d, node_json(r, root), "keys");
-  uint32_t nd = data == DP_J_NONE ? 0 : r->d.v[data].n, n = keys == DP_J_NONE ? nd / 2 : nd;
-  if (keys != DP_J_NONE && r->d.v[keys].n != nd) return fail(r, keys, "the root Map's keys and data differ in number");
+  uint32_t nd = data == DP__J_NONE ? 0 : r->d.v[data].n, n = keys == DP__J_NONE ? nd / 2 : nd;
+  if (keys != DP__J_NONE && r->d.v[keys].n != nd) return fail(r, keys, "the root Map's keys and data differ in number");
   m->kinds = calloc(n ? n : 1, sizeof *m->kinds);
   if (!m->kinds) return oom(r);
   uint32_t j = data + 1, kj = keys + 1;
   for (uint32_t i = 0; i < n; i++) {
     struct mkind *mk = &m->kinds[m->nkinds++];
     uint32_t list;
-    if (keys != DP_J_NONE) {
+    if (keys != DP__J_NONE) {
       size_t len;
       char *tmp;
       const char *s = dp__json_string(&r->d, kj, &len, &tmp);

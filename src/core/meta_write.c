@@ -24,11 +24,11 @@
 
 void dp__metaw_init(dp__metaw *w) {
   memset(w, 0, sizeof *w);
-  dp_pmap_init(&w->index);
+  w->index = DP__PTRMAP_INIT;
 }
 
 void dp__metaw_free(dp__metaw *w) {
-  dp_pmap_free(&w->index);
+  dp__ptrmap_free(&w->index);
   free(w->vdevs);
   free(w->consts);
   memset(w, 0, sizeof *w);
@@ -36,15 +36,15 @@ void dp__metaw_free(dp__metaw *w) {
 
 int64_t dp__metaw_add(dp__metaw *w, const void *obj, int is_const) {
   int fresh;
-  uint64_t *v = dp_pmap_upsert(&w->index, obj, 0, &fresh);
+  dp__ptrslot *v = dp__ptrmap_insert(&w->index, obj, &fresh);
   if (!v) return -1;
-  if (!fresh) return (int64_t)*v;
+  if (!fresh) return (int64_t)v->word;
   const void ***list = is_const ? (const void ***)&w->consts : (const void ***)&w->vdevs;
   uint32_t *n = is_const ? &w->nconsts : &w->nvdevs, *cap = is_const ? &w->capconsts : &w->capvdevs;
   if (dp_grow((void **)list, cap, *n + 1, sizeof **list) != 0) return -1;
   (*list)[*n] = obj;
-  *v = (*n)++;
-  return (int64_t)*v;
+  v->word = (*n)++;
+  return (int64_t)v->word;
 }
 
 /* ---------------- the node graph ---------------- */
@@ -68,7 +68,7 @@ typedef struct jnode {
 typedef struct graph {
   jnode *nodes;
   uint32_t n, cap;
-  dp_pmap index;              /* target -> node */
+  dp__ptrmap index;             /* target -> node */
   const dp_const **arrays;    /* b64ndarrays, in order */
   uint32_t narrays, caparrays;
   int failed;
@@ -141,14 +141,14 @@ static uint32_t option_node(graph *g, const dp_target_opt *o) {
 /* Target: kind, tag, keys, attrs (a Map of the other options), host. */
 static uint32_t target_node(graph *g, const dp_target *t) {
   int fresh;
-  uint64_t *seen = dp_pmap_upsert(&g->index, t, 0, &fresh);
+  dp__ptrslot *seen = dp__ptrmap_insert(&g->index, t, &fresh);
   if (!seen) {
     g->failed = 1;
     return 0;
   }
-  if (!fresh) return (uint32_t)*seen;
+  if (!fresh) return (uint32_t)seen->word;
   uint32_t k = new_node(g, "Target");
-  *seen = k; /* (before the fields: a host is another target) */
+  seen->word = k; /* (before the fields: a host is another target) */
   uint32_t kind = new_node(g, "TargetKind");
   if (!g->failed && !(g->nodes[kind].repr = dp_strdup(t->kind))) g->failed = 1;
   uint32_t tag = string_node(g, "");
@@ -222,7 +222,7 @@ static int by_key(const void *a, const void *b) {
   return strcmp(((const jattr *)a)->key, ((const jattr *)b)->key);
 }
 
-static void put_node(dp_jw *w, jnode *n) {
+static void put_node(dp__jw *w, jnode *n) {
   char num[24];
   dp__jw_item(w);
   dp__jw_begin(w, '{', 1);
@@ -257,7 +257,7 @@ static void put_node(dp_jw *w, jnode *n) {
     for (uint32_t i = 0; i < n->ndata; i++) {
       dp__jw_item(w);
       snprintf(num, sizeof num, "%u", n->data[i]);
-      dp_tb_puts(w->b, num);
+      dp__tb_puts(w->b, num);
     }
     dp__jw_end(w, ']');
   }
@@ -266,7 +266,7 @@ static void put_node(dp_jw *w, jnode *n) {
 
 /* TVM's NDArray format: magic, reserved, device (cpu 0), ndim, dtype
    (DLPack codes), shape, byte size, bytes; all little-endian. */
-static void put_array(dp_tb *b, const dp_const *c) {
+static void put_array(dp__tb *b, const dp_const *c) {
   size_t n = 40 + 8 * (size_t)c->ndim + c->nbytes, at = 0;
   unsigned char *buf = malloc(n);
   if (!buf) {
@@ -287,21 +287,21 @@ static void put_array(dp_tb *b, const dp_const *c) {
   LE(c->nbytes, 8);
 #undef LE
   memcpy(buf + at, c->data, c->nbytes);
-  dp_tb_putc(b, '"');
+  dp__tb_putc(b, '"');
   dp__b64_encode(b, buf, n);
-  dp_tb_putc(b, '"');
+  dp__tb_putc(b, '"');
   free(buf);
 }
 
-int dp__metaw_write(dp_tb *b, const dp__metaw *mw) {
+int dp__metaw_write(dp__tb *b, const dp__metaw *mw) {
   graph g = {0};
-  dp_pmap_init(&g.index);
+  g.index = DP__PTRMAP_INIT;
   build(&g, mw);
-  dp_jw w = {b, 0, {0}, {0}};
+  dp__jw w = {b, 0, {0}, {0}};
   if (!g.failed) {
     dp__jw_begin(&w, '{', 1);
     dp__jw_key(&w, "root");
-    dp_tb_puts(b, "1");
+    dp__tb_puts(b, "1");
     dp__jw_key(&w, "nodes");
     dp__jw_begin(&w, '[', 1);
     for (uint32_t i = 0; i < g.n; i++) put_node(&w, &g.nodes[i]);
@@ -327,6 +327,6 @@ int dp__metaw_write(dp_tb *b, const dp__metaw *mw) {
   }
   free(g.nodes);
   free(g.arrays);
-  dp_pmap_free(&g.index);
+  dp__ptrmap_free(&g.index);
   return g.failed || b->failed ? -1 : 0;
 }

@@ -140,6 +140,14 @@ void dp__module_free_fn(dp_obj *o, dp_worklist *wl) {
 
 /* ---------------- the `@` names ---------------- */
 
+/* Open addressing over functions and primfns, so that a module of 100,000
+   definitions is built and searched in linear time; slot = index + 1,
+   primfns with the top bit set. */
+struct dp__names {
+  uint32_t mask; /* table size - 1 */
+  uint32_t slots[];
+};
+
 #define PRIM_BIT 0x80000000u
 
 static const char *slot_name(const dp_module *m, uint32_t v) {
@@ -149,14 +157,15 @@ static const char *slot_name(const dp_module *m, uint32_t v) {
 
 /* The slot of name in the table (empty when absent). */
 static uint32_t *name_slot(const dp_module *m, const char *name) {
-  uint32_t i = dp_hash_bytes(0, name, strlen(name)) & m->names_mask;
-  while (m->names[i] && strcmp(slot_name(m, m->names[i]), name) != 0) i = (i + 1) & m->names_mask;
-  return &m->names[i];
+  const struct dp__names *t = m->names;
+  uint32_t i = dp__hash_bytes(0, name, strlen(name)) & t->mask;
+  while (t->slots[i] && strcmp(slot_name(m, t->slots[i]), name) != 0) i = (i + 1) & t->mask;
+  return (uint32_t *)&t->slots[i];
 }
 
 /* Index of the function (prim 0) or primfn (prim 1) named name, or -1. */
 static int find_name(const dp_module *m, const char *name, int prim) {
-  if (!m->names_mask) return -1;
+  if (!m->names) return -1;
   uint32_t v = *name_slot(m, name);
   if (!v || !(v & PRIM_BIT) != !prim) return -1;
   return (int)((v & ~PRIM_BIT) - 1);
@@ -169,17 +178,17 @@ static int find_prim(const dp_module *m, const char *name) { return find_name(m,
    half full. 0, or -1 on out of memory. */
 static int add_name(dp_module *m, uint32_t v) {
   uint32_t n = m->nfuncs + m->nprims; /* (the new one counted) */
-  if (2 * n > m->names_mask) {
-    uint32_t size = m->names_mask ? (m->names_mask + 1) * 2 : 64;
-    uint32_t *old = m->names, omask = m->names_mask;
-    m->names = calloc(size, sizeof *m->names);
+  if (!m->names || 2 * n > m->names->mask) {
+    uint32_t size = m->names ? (m->names->mask + 1) * 2 : 64;
+    struct dp__names *old = m->names;
+    m->names = calloc(1, sizeof *m->names + size * sizeof m->names->slots[0]);
     if (!m->names) {
       m->names = old;
       return -1;
     }
-    m->names_mask = size - 1;
-    for (uint32_t i = 0; old && i <= omask; i++)
-      if (old[i]) *name_slot(m, slot_name(m, old[i])) = old[i];
+    m->names->mask = size - 1;
+    for (uint32_t i = 0; old && i <= old->mask; i++)
+      if (old->slots[i]) *name_slot(m, slot_name(m, old->slots[i])) = old->slots[i];
     free(old);
   }
   *name_slot(m, slot_name(m, v)) = v;

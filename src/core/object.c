@@ -9,19 +9,13 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "devplan/core.h"
+#include "internal.h"
 
 struct dp_worklist {
   dp_obj **items;
   size_t n, cap;
   dp_obj *inline_items[32];
 };
-
-static dp_free_fn free_fns[DP_OBJ__COUNT];
-
-void dp_register_free(dp_objtype type, dp_free_fn fn) {
-  if ((unsigned)type < DP_OBJ__COUNT) free_fns[type] = fn;
-}
 
 void *dp_retain(void *obj) {
   if (obj) ((dp_obj *)obj)->rc++;
@@ -65,7 +59,7 @@ void dp_release(void *obj) {
   push(&wl, o);
   while (wl.n > 0) {
     dp_obj *cur = wl.items[--wl.n];
-    dp_free_fn fn = cur->type < DP_OBJ__COUNT ? free_fns[cur->type] : NULL;
+    dp_free_fn fn = dp__objtypes[cur->type].free_fn; /* type is 8 bits: always in the table */
     if (fn) fn(cur, &wl);
     else free(cur);
   }

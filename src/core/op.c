@@ -19,7 +19,7 @@ static int op_name_eq(const void *obj, const void *key) {
 
 dp_op *dp_op_get(dp_ctx *ctx, const char *name) {
   if (!ctx || !name) return NULL;
-  return dp_itab_find(&ctx->opnames, dp_hash_str(0, name), op_name_eq, name);
+  return dp__itab_find(&ctx->opnames, dp__hash_string(0, name), op_name_eq, name);
 }
 
 uint32_t dp_op_count(dp_ctx *ctx) { return ctx ? ctx->nops : 0; }
@@ -92,7 +92,7 @@ static int registry_add(dp_ctx *ctx, dp_op *op) {
     ctx->ops = ops;
     ctx->capops = cap;
   }
-  if (dp_itab_insert(&ctx->opnames, dp_hash_str(0, op->name), op) < 0) return -1;
+  if (dp__itab_insert(&ctx->opnames, dp__hash_string(0, op->name), op) < 0) return -1;
   op->id = ctx->nops;
   ctx->ops[ctx->nops++] = op;
   return 0;
@@ -295,14 +295,4 @@ const dp_aval *dp_op_attr(const dp_op *op, const dp_attrs *attrs, const char *ke
   if (!op || !op->fields) return NULL;
   int k = field_index(op, key);
   return k >= 0 && op->fields[k].has_default ? &op->fields[k].dflt : NULL;
-}
-
-/* Lives here, not in ops_common.c: context.c refers to it weakly, which
-   does not pull an archive member in; op.c is always linked (expr.c needs
-   dp__op_free), and this strong reference brings the operator families. */
-int dp_register_builtin_ops(dp_ctx *ctx, dp_err **err) {
-  if (dp__register_tensor_ops(ctx, err) < 0) return -1;
-  if (dp__register_nn_ops(ctx, err) < 0) return -1;
-  if (dp__register_device_ops(ctx, err) < 0) return -1;
-  return 0;
 }

@@ -27,13 +27,13 @@ static int parse_kind(const char *s, size_t n, dp_attrkind *out) {
 /* "[1,1]" or "[]" -> list value. */
 static int parse_list(const char *s, dp_aval *out) {
   uint32_t n = 0;
-  dp_aval *items = dp_malloc(DP_MAXDIM * sizeof *items);
+  dp_aval *items = dp_malloc(DP__MAXDIM * sizeof *items);
   if (!items) return -1;
   s++; /* '[' */
   while (*s && *s != ']') {
     char *end;
     long long v = strtoll(s, &end, 10);
-    if (end == s || n == DP_MAXDIM) { free(items); return -1; }
+    if (end == s || n == DP__MAXDIM) { free(items); return -1; }
     items[n++] = dp_av_int(v);
     s = end;
     if (*s == ',') s++;
@@ -43,7 +43,7 @@ static int parse_list(const char *s, dp_aval *out) {
 }
 
 static int parse_value(dp_attrkind kind, const char *s, dp_aval *out) {
-  if (kind == DP_AK_STR || kind == DP_AK_DTYPE) { *out = dp_av_str(s); return 0; }
+  if (kind == DP_AK_STR || kind == DP_AK_DTYPE) { *out = dp_av_string(s); return 0; }
   if (strcmp(s, "None") == 0) { *out = dp_av_none(); return 0; }
   if (strcmp(s, "True") == 0) { *out = dp_av_bool(1); return 0; }
   if (strcmp(s, "False") == 0) { *out = dp_av_bool(0); return 0; }
@@ -77,7 +77,7 @@ static int parse_field(char *tok, dp_attr_field *f) {
   return parse_value(f->kind, eq + 1, &f->dflt);
 }
 
-static int register_one(dp_ctx *ctx, const dp_opdef *d, dp_err **err) {
+static int register_one(dp_ctx *ctx, const dp__opdef *d, dp_err **err) {
   dp_attr_field fields[24];
   uint32_t n = 0;
   char *scratch = NULL;
@@ -103,7 +103,7 @@ static int register_one(dp_ctx *ctx, const dp_opdef *d, dp_err **err) {
   return dp_op_set_pattern(op, d->pattern) < 0 ? -1 : 0;
 }
 
-int dp__register_opdefs(dp_ctx *ctx, const dp_opdef *defs, size_t n, dp_err **err) {
+int dp__register_opdefs(dp_ctx *ctx, const dp__opdef *defs, size_t n, dp_err **err) {
   for (size_t i = 0; i < n; i++)
     if (register_one(ctx, &defs[i], err) < 0) return -1;
   return 0;
@@ -162,13 +162,13 @@ int dp__attr_bool(const dp_op *op, const dp_attrs *a, const char *key, int dflt)
   return v && (v->kind == DP_AV_BOOL || v->kind == DP_AV_INT) ? v->u.i != 0 : dflt;
 }
 
-const char *dp__attr_str(const dp_op *op, const dp_attrs *a, const char *key, const char *dflt) {
+const char *dp__attr_string(const dp_op *op, const dp_attrs *a, const char *key, const char *dflt) {
   const dp_aval *v = attr(op, a, key);
   return v && v->kind == DP_AV_STR ? v->u.s : dflt;
 }
 
 dp_dtype dp__attr_dtype(const dp_op *op, const dp_attrs *a, const char *key, dp_dtype dflt) {
-  const char *s = dp__attr_str(op, a, key, "");
+  const char *s = dp__attr_string(op, a, key, "");
   dp_dtype d = *s ? dp_dtype_parse(s) : 0;
   return d ? d : dflt;
 }
@@ -203,4 +203,13 @@ dp_type *dp__rel_tensor(dp_ctx *ctx, const dp_op *op, dp_dtype dtype, uint32_t n
 int dp__norm_axis(int64_t axis, uint32_t ndim) {
   if (axis < 0) axis += ndim;
   return axis >= 0 && axis < (int64_t)ndim ? (int)axis : -1;
+}
+
+/* The built-in operator families, a layer above the context: whoever makes
+   a context for Relay programs asks for them (dp_ctx_new makes it empty). */
+int dp_register_builtin_ops(dp_ctx *ctx, dp_err **err) {
+  if (dp__register_tensor_ops(ctx, err) < 0) return -1;
+  if (dp__register_nn_ops(ctx, err) < 0) return -1;
+  if (dp__register_device_ops(ctx, err) < 0) return -1;
+  return 0;
 }

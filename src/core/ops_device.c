@@ -38,7 +38,7 @@ static dp_type *alloc_storage_rel(dp_ctx *ctx, dp_type *const *args, uint32_t na
 static int const_shape(const dp_aval *v, int64_t *dims, uint32_t *n) {
   if (!v || v->kind != DP_AV_EXPR || !v->u.expr || v->u.expr->h.kind != DP_CONST) return 0;
   const dp_const *c = (const dp_const *)v->u.expr;
-  if (c->ndim != 1 || c->shape[0] > DP_MAXDIM) return -1;
+  if (c->ndim != 1 || c->shape[0] > DP__MAXDIM) return -1;
   *n = (uint32_t)c->shape[0];
   for (uint32_t i = 0; i < *n; i++) {
     if (c->dtype == DP_INT64) dims[i] = ((const int64_t *)c->data)[i];
@@ -54,16 +54,16 @@ static dp_type *alloc_tensor_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nar
   if (!is_int_tensor(args[1], 0)) return dp__rel_fail(err, OP, "offset must be an integer scalar");
   if (!is_int_tensor(args[2], 1)) return dp__rel_fail(err, OP, "shape must be a 1-D integer tensor");
   dp_dtype dt = dp__attr_dtype(OP, attrs, "dtype", DP_FLOAT32);
-  int64_t dims[DP_MAXDIM];
+  int64_t dims[DP__MAXDIM];
   uint32_t n = 0;
   int k = const_shape(dp_op_attr(OP, attrs, "const_shape"), dims, &n);
   if (k < 0) return dp__rel_fail(err, OP, "const_shape must be a 1-D integer constant");
   if (k == 0) {
-    int m = dp__attr_ints(OP, attrs, "assert_shape", dims, DP_MAXDIM);
+    int m = dp__attr_ints(OP, attrs, "assert_shape", dims, DP__MAXDIM);
     if (m >= 0) n = (uint32_t)m;
     else {
       int64_t rank = ((const dp_tensor_type *)args[2])->dims[0];
-      if (rank < 0 || rank > DP_MAXDIM) return dp__rel_fail(err, OP, "the rank of the shape is unknown");
+      if (rank < 0 || rank > DP__MAXDIM) return dp__rel_fail(err, OP, "the rank of the shape is unknown");
       n = (uint32_t)rank;
       for (uint32_t i = 0; i < n; i++) dims[i] = DP_DIM_ANY;
     }
@@ -82,11 +82,11 @@ static dp_type *reshape_tensor_rel(dp_ctx *ctx, dp_type *const *args, uint32_t n
                                    const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
   if (!is_int_tensor(args[1], 1)) return dp__rel_fail(err, OP, "shape must be a 1-D integer tensor");
-  int64_t dims[DP_MAXDIM];
-  int n = dp__attr_ints(OP, attrs, "newshape", dims, DP_MAXDIM);
+  int64_t dims[DP__MAXDIM];
+  int n = dp__attr_ints(OP, attrs, "newshape", dims, DP__MAXDIM);
   if (n < 0) {
     int64_t rank = ((const dp_tensor_type *)args[1])->dims[0];
-    if (rank < 0 || rank > DP_MAXDIM) return dp__rel_fail(err, OP, "the rank of the shape is unknown");
+    if (rank < 0 || rank > DP__MAXDIM) return dp__rel_fail(err, OP, "the rank of the shape is unknown");
     n = (int)rank;
     for (int i = 0; i < n; i++) dims[i] = DP_DIM_ANY;
   }
@@ -116,7 +116,7 @@ static dp_type *call_lowered_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nar
   return dp_retain(f->ret);
 }
 
-static const dp_opdef defs[] = {
+static const dp__opdef defs[] = {
   {"on_device", 1, DP_OPF_IDENTITY,
    "virtual_device:vdev constrain_body:bool=True constrain_result:bool=False", identity_rel, K_OPAQUE},
   {"device_copy", 1, DP_OPF_IDENTITY, "src_virtual_device:vdev dst_virtual_device:vdev", identity_rel, K_OPAQUE},

@@ -17,14 +17,14 @@
 
 #include "devplan/op.h"
 
-typedef struct dp_opdef {
+typedef struct dp__opdef {
   const char *name;
   int num_inputs;
   uint32_t flags;
   const char *schema;
   dp_type_rel rel;
   int pattern;           /* dp_oppattern: TVM's TOpPattern for this operator */
-} dp_opdef;
+} dp__opdef;
 
 /* Short names for the operator tables. */
 #define K_ELEMWISE DP_OPP_ELEMWISE
@@ -34,7 +34,7 @@ typedef struct dp_opdef {
 #define K_OUT_FUSABLE DP_OPP_OUT_ELEMWISE_FUSABLE
 #define K_OPAQUE DP_OPP_OPAQUE
 
-int dp__register_opdefs(dp_ctx *ctx, const dp_opdef *defs, size_t n, dp_err **err);
+int dp__register_opdefs(dp_ctx *ctx, const dp__opdef *defs, size_t n, dp_err **err);
 
 /* Each family registers its operators (ops_tensor.c, ops_nn.c, ops_device.c). */
 int dp__register_tensor_ops(dp_ctx *ctx, dp_err **err);
@@ -43,7 +43,7 @@ int dp__register_device_ops(dp_ctx *ctx, dp_err **err);
 
 /* ---- relation helpers (op is the relation's ud) ---- */
 
-#define DP_MAXDIM 64
+#define DP__MAXDIM 64
 
 /* Sets a type error "<op>: <message>" and returns NULL. */
 dp_type *dp__rel_fail(dp_err **err, const dp_op *op, const char *fmt, ...);
@@ -54,7 +54,7 @@ const dp_tensor_type *dp__arg_tensor(dp_type *const *args, uint32_t i, const dp_
 int64_t dp__attr_int(const dp_op *op, const dp_attrs *a, const char *key, int64_t dflt);
 double dp__attr_float(const dp_op *op, const dp_attrs *a, const char *key, double dflt);
 int dp__attr_bool(const dp_op *op, const dp_attrs *a, const char *key, int dflt);
-const char *dp__attr_str(const dp_op *op, const dp_attrs *a, const char *key, const char *dflt);
+const char *dp__attr_string(const dp_op *op, const dp_attrs *a, const char *key, const char *dflt);
 /* An empty or absent dtype attribute gives dflt. */
 dp_dtype dp__attr_dtype(const dp_op *op, const dp_attrs *a, const char *key, dp_dtype dflt);
 /* A list of integers (a single integer counts as a list of one) into out

@@ -93,7 +93,7 @@ static dp_type *conv_common(dp_ctx *ctx, dp_type *const *args, const dp_attrs *a
   int nsp = (int)strlen(sp), dn, dc, ds[3], wo, wi, ws[3];
   const dp_tensor_type *d = dp__arg_tensor(args, 0, op, err), *w;
   if (!d || !(w = dp__arg_tensor(args, 1, op, err))) return NULL;
-  const char *dl = dp__attr_str(op, attrs, "data_layout", ""), *kl = dp__attr_str(op, attrs, "kernel_layout", "");
+  const char *dl = dp__attr_string(op, attrs, "data_layout", ""), *kl = dp__attr_string(op, attrs, "kernel_layout", "");
   if (layout_axes(op, dl, d->ndim, sp, &dn, &dc, ds, err) < 0) return NULL;
   wo = axis_of(kl, 'O', w->ndim);
   wi = axis_of(kl, 'I', w->ndim);
@@ -136,14 +136,15 @@ static dp_type *conv_common(dp_ctx *ctx, dp_type *const *args, const dp_attrs *a
   return dp__rel_tensor(ctx, op, dt, d->ndim, out, ovf, err);
 }
 
-static dp_type *conv2d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
-                           const dp_attrs *attrs, void *ud, dp_err **err) {
-  return conv_common(ctx, args, attrs, OP, "HW", err);
+/* The spatial axes of an operator's layout: the 3-d family's (nn.conv3d,
+   nn.adaptive_avg_pool3d, ...) are depth, height and width. */
+static const char *spatial_axes(const dp_op *op) {
+  return strstr(op->name, "3d") ? "DHW" : "HW";
 }
 
-static dp_type *conv3d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
-                           const dp_attrs *attrs, void *ud, dp_err **err) {
-  return conv_common(ctx, args, attrs, OP, "DHW", err);
+static dp_type *conv_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
+                         const dp_attrs *attrs, void *ud, dp_err **err) {
+  return conv_common(ctx, args, attrs, OP, spatial_axes(OP), err);
 }
 
 /* The weight of a transposed convolution holds (in channels, out channels
@@ -154,7 +155,7 @@ static dp_type *conv2d_transpose_rel(dp_ctx *ctx, dp_type *const *args, uint32_t
   TENSOR(0);
   TENSOR(1);
   int dn, dc, ds[2];
-  const char *dl = dp__attr_str(OP, attrs, "data_layout", ""), *kl = dp__attr_str(OP, attrs, "kernel_layout", "");
+  const char *dl = dp__attr_string(OP, attrs, "data_layout", ""), *kl = dp__attr_string(OP, attrs, "kernel_layout", "");
   if (layout_axes(OP, dl, t0->ndim, "HW", &dn, &dc, ds, err) < 0) return NULL;
   int wh = axis_of(kl, 'H', t1->ndim), ww = axis_of(kl, 'W', t1->ndim);
   if (t1->ndim != 4 || wh < 2 || ww < 2)
@@ -198,14 +199,14 @@ static dp_type *dense_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                           const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
   TENSOR(1);
-  if (t0->ndim < 1 || t0->ndim > DP_MAXDIM || t1->ndim != 2)
+  if (t0->ndim < 1 || t0->ndim > DP__MAXDIM || t1->ndim != 2)
     return dp__rel_fail(err, OP, "expects data of rank >= 1 and a weight of rank 2");
   int64_t k = t0->dims[t0->ndim - 1], units = dp__attr_int(OP, attrs, "units", t1->dims[0]);
   if (k >= 0 && t1->dims[1] >= 0 && k != t1->dims[1])
     return dp__rel_fail(err, OP, "data has %lld input features, weight %lld", (long long)k, (long long)t1->dims[1]);
   if (units >= 0 && t1->dims[0] >= 0 && units != t1->dims[0])
     return dp__rel_fail(err, OP, "units=%lld but the weight has %lld rows", (long long)units, (long long)t1->dims[0]);
-  int64_t out[DP_MAXDIM];
+  int64_t out[DP__MAXDIM];
   memcpy(out, t0->dims, t0->ndim * sizeof out[0]);
   out[t0->ndim - 1] = units;
   dp_dtype dt = dp__attr_dtype(OP, attrs, "out_dtype", t0->dtype);
@@ -230,30 +231,36 @@ static int check_vector(dp_type *vec, dp_type *got, uint32_t i, const dp_op *op,
   return -1;
 }
 
+/* The channel vector of args[0] at its `axis` attribute, once args[1] to
+   args[last] are checked to be such vectors (bias_add: the bias;
+   batch_norm: gamma, beta, mean, variance). NULL with *err otherwise. */
+static dp_type *channel_args(dp_ctx *ctx, dp_type *const *args, uint32_t last,
+                             const dp_attrs *attrs, const dp_op *op, dp_err **err) {
+  const dp_tensor_type *t0 = dp__arg_tensor(args, 0, op, err);
+  if (!t0) return NULL;
+  int ax = dp__norm_axis(dp__attr_int(op, attrs, "axis", 1), t0->ndim);
+  if (ax < 0) return dp__rel_fail(err, op, "axis out of range for rank %u", t0->ndim);
+  dp_type *vec = channel_vector(ctx, t0, ax, op, err);
+  for (uint32_t i = 1; vec && i <= last; i++)
+    if (check_vector(vec, args[i], i, op, err) < 0) {
+      dp_release(vec);
+      vec = NULL;
+    }
+  return vec;
+}
+
 static dp_type *bias_add_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                              const dp_attrs *attrs, void *ud, dp_err **err) {
-  TENSOR(0);
-  int ax = dp__norm_axis(dp__attr_int(OP, attrs, "axis", 1), t0->ndim);
-  if (ax < 0) return dp__rel_fail(err, OP, "axis out of range for rank %u", t0->ndim);
-  dp_type *vec = channel_vector(ctx, t0, ax, OP, err);
+  dp_type *vec = channel_args(ctx, args, 1, attrs, OP, err);
   if (!vec) return NULL;
-  int bad = check_vector(vec, args[1], 1, OP, err);
   dp_release(vec);
-  return bad ? NULL : dp_retain(args[0]);
+  return dp_retain(args[0]);
 }
 
 static dp_type *batch_norm_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                                const dp_attrs *attrs, void *ud, dp_err **err) {
-  TENSOR(0);
-  int ax = dp__norm_axis(dp__attr_int(OP, attrs, "axis", 1), t0->ndim);
-  if (ax < 0) return dp__rel_fail(err, OP, "axis out of range for rank %u", t0->ndim);
-  dp_type *vec = channel_vector(ctx, t0, ax, OP, err);
+  dp_type *vec = channel_args(ctx, args, 4, attrs, OP, err);
   if (!vec) return NULL;
-  for (uint32_t i = 1; i < 5; i++)
-    if (check_vector(vec, args[i], i, OP, err) < 0) {
-      dp_release(vec);
-      return NULL;
-    }
   dp_type *fields[3] = {args[0], vec, vec};
   dp_type *res = dp_type_tuple(ctx, 3, fields);
   dp_release(vec);
@@ -271,7 +278,7 @@ static dp_type *pool2d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                            const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
   int dn, dc, ds[2];
-  if (layout_axes(OP, dp__attr_str(OP, attrs, "layout", ""), t0->ndim, "HW", &dn, &dc, ds, err) < 0)
+  if (layout_axes(OP, dp__attr_string(OP, attrs, "layout", ""), t0->ndim, "HW", &dn, &dc, ds, err) < 0)
     return NULL;
   int64_t ps[2], stride[2], dil[2], pad[2];
   int np = dp__attr_ints(OP, attrs, "pool_size", ps, 2), ovf = 0;
@@ -295,7 +302,7 @@ static dp_type *global_pool2d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t na
                                   const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
   int dn, dc, ds[2];
-  if (layout_axes(OP, dp__attr_str(OP, attrs, "layout", ""), t0->ndim, "HW", &dn, &dc, ds, err) < 0)
+  if (layout_axes(OP, dp__attr_string(OP, attrs, "layout", ""), t0->ndim, "HW", &dn, &dc, ds, err) < 0)
     return NULL;
   int64_t out[4];
   memcpy(out, t0->dims, sizeof out);
@@ -310,7 +317,7 @@ static dp_type *adaptive_pool(dp_ctx *ctx, dp_type *const *args, const dp_attrs 
   const dp_tensor_type *d = dp__arg_tensor(args, 0, op, err);
   if (!d) return NULL;
   int nsp = (int)strlen(sp), dn, dc, ds[3];
-  if (layout_axes(op, dp__attr_str(op, attrs, "layout", ""), d->ndim, sp, &dn, &dc, ds, err) < 0)
+  if (layout_axes(op, dp__attr_string(op, attrs, "layout", ""), d->ndim, sp, &dn, &dc, ds, err) < 0)
     return NULL;
   int64_t os[3], out[5];
   int n = dp__attr_ints(op, attrs, "output_size", os, 3);
@@ -320,14 +327,9 @@ static dp_type *adaptive_pool(dp_ctx *ctx, dp_type *const *args, const dp_attrs 
   return dp__rel_tensor(ctx, op, d->dtype, d->ndim, out, 0, err);
 }
 
-static dp_type *adaptive_pool2d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
-                                    const dp_attrs *attrs, void *ud, dp_err **err) {
-  return adaptive_pool(ctx, args, attrs, OP, "HW", err);
-}
-
-static dp_type *adaptive_pool3d_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
-                                    const dp_attrs *attrs, void *ud, dp_err **err) {
-  return adaptive_pool(ctx, args, attrs, OP, "DHW", err);
+static dp_type *adaptive_pool_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
+                                  const dp_attrs *attrs, void *ud, dp_err **err) {
+  return adaptive_pool(ctx, args, attrs, OP, spatial_axes(OP), err);
 }
 
 static dp_type *batch_flatten_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
@@ -366,10 +368,10 @@ static dp_type *same_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
 #define POOL_ATTRS "pool_size:ints strides:ints=[1,1] dilation:ints=[1,1] padding:ints=[0,0] " \
   "layout:str=NCHW out_layout:str= ceil_mode:bool=False"
 
-static const dp_opdef defs[] = {
-  {"nn.conv2d", 2, 0, CONV2D_ATTRS, conv2d_rel, K_OUT_FUSABLE},
+static const dp__opdef defs[] = {
+  {"nn.conv2d", 2, 0, CONV2D_ATTRS, conv_rel, K_OUT_FUSABLE},
   {"nn.conv2d_transpose", 2, 0, CONV2DT_ATTRS, conv2d_transpose_rel, K_OUT_FUSABLE},
-  {"nn.conv3d", 2, 0, CONV3D_ATTRS, conv3d_rel, K_OUT_FUSABLE},
+  {"nn.conv3d", 2, 0, CONV3D_ATTRS, conv_rel, K_OUT_FUSABLE},
   {"nn.dense", 2, 0, "units:int_or_none=None out_dtype:dtype=", dense_rel, K_OUT_FUSABLE},
   {"nn.batch_norm", 5, 0, "axis:int=1 epsilon:float=1e-5 center:bool=True scale:bool=True",
    batch_norm_rel, K_OUT_FUSABLE},
@@ -379,13 +381,13 @@ static const dp_opdef defs[] = {
   {"nn.global_avg_pool2d", 1, 0, "layout:str=NCHW out_layout:str=", global_pool2d_rel, K_OUT_FUSABLE},
   {"nn.global_max_pool2d", 1, 0, "layout:str=NCHW out_layout:str=", global_pool2d_rel, K_OUT_FUSABLE},
   {"nn.adaptive_avg_pool2d", 1, 0, "output_size:ints=[] layout:str=NCHW out_layout:str=",
-   adaptive_pool2d_rel, K_OUT_FUSABLE},
+   adaptive_pool_rel, K_OUT_FUSABLE},
   {"nn.adaptive_max_pool2d", 1, 0, "output_size:ints=[] layout:str=NCHW out_layout:str=",
-   adaptive_pool2d_rel, K_OUT_FUSABLE},
+   adaptive_pool_rel, K_OUT_FUSABLE},
   {"nn.adaptive_avg_pool3d", 1, 0, "output_size:ints=[] layout:str=NCDHW out_layout:str=",
-   adaptive_pool3d_rel, K_OUT_FUSABLE},
+   adaptive_pool_rel, K_OUT_FUSABLE},
   {"nn.adaptive_max_pool3d", 1, 0, "output_size:ints=[] layout:str=NCDHW out_layout:str=",
-   adaptive_pool3d_rel, K_OUT_FUSABLE},
+   adaptive_pool_rel, K_OUT_FUSABLE},
   {"nn.batch_flatten", 1, 0, "", batch_flatten_rel, K_INJECTIVE},
   {"nn.bias_add", 2, 0, "axis:int=1", bias_add_rel, K_BROADCAST},
   {"nn.softmax", 1, 0, "axis:int=-1", softmax_rel, K_OPAQUE},

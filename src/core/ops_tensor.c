@@ -27,11 +27,11 @@ static dp_type *broadcast(dp_ctx *ctx, dp_type *const *args, const dp_op *op, dp
   if (!a || !(b = dp__arg_tensor(args, 1, op, err))) return NULL;
   char ba[16], bb[16], sa[128], sb[128];
   if (a->dtype != b->dtype)
-    return dp__rel_fail(err, op, "argument dtypes differ (%s and %s)", dp_dtype_str(a->dtype, ba),
-                        dp_dtype_str(b->dtype, bb));
+    return dp__rel_fail(err, op, "argument dtypes differ (%s and %s)", dp_dtype_name(a->dtype, ba),
+                        dp_dtype_name(b->dtype, bb));
   uint32_t n = a->ndim > b->ndim ? a->ndim : b->ndim;
-  int64_t dims[DP_MAXDIM];
-  if (n > DP_MAXDIM) return dp__rel_fail(err, op, "too many dimensions");
+  int64_t dims[DP__MAXDIM];
+  if (n > DP__MAXDIM) return dp__rel_fail(err, op, "too many dimensions");
   for (uint32_t i = 0; i < n; i++) {
     int64_t s1 = i < a->ndim ? a->dims[a->ndim - 1 - i] : 1;
     int64_t s2 = i < b->ndim ? b->dims[b->ndim - 1 - i] : 1;
@@ -68,8 +68,8 @@ static dp_type *cast_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
 /* Reduction axes (None: all), as a mark per dimension. */
 static int reduce_axes(const dp_op *op, const dp_attrs *attrs, uint32_t ndim, char *mark,
                        dp_err **err) {
-  int64_t axes[DP_MAXDIM];
-  int n = dp__attr_ints(op, attrs, "axis", axes, DP_MAXDIM);
+  int64_t axes[DP__MAXDIM];
+  int n = dp__attr_ints(op, attrs, "axis", axes, DP__MAXDIM);
   int exclude = dp__attr_bool(op, attrs, "exclude", 0);
   memset(mark, n < 0 ? 1 : 0, ndim);
   for (int i = 0; i < n; i++) {
@@ -88,10 +88,10 @@ static int reduce_axes(const dp_op *op, const dp_attrs *attrs, uint32_t ndim, ch
 static dp_type *reduce_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                            const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
-  char mark[DP_MAXDIM];
-  if (t0->ndim > DP_MAXDIM || reduce_axes(OP, attrs, t0->ndim, mark, err) < 0) return NULL;
+  char mark[DP__MAXDIM];
+  if (t0->ndim > DP__MAXDIM || reduce_axes(OP, attrs, t0->ndim, mark, err) < 0) return NULL;
   int keep = dp__attr_bool(OP, attrs, "keepdims", 0);
-  int64_t dims[DP_MAXDIM];
+  int64_t dims[DP__MAXDIM];
   uint32_t n = 0;
   for (uint32_t i = 0; i < t0->ndim; i++) {
     if (!mark[i]) dims[n++] = t0->dims[i];
@@ -108,10 +108,10 @@ static dp_type *concatenate_rel(dp_ctx *ctx, dp_type *const *args, uint32_t narg
   const dp_tuple_type *tt = (const dp_tuple_type *)args[0];
   if (tt->n == 0) return dp__rel_fail(err, OP, "expects a non-empty tuple");
   const dp_tensor_type *first = dp__arg_tensor(tt->fields, 0, OP, err);
-  if (!first || first->ndim > DP_MAXDIM) return NULL;
+  if (!first || first->ndim > DP__MAXDIM) return NULL;
   int ax = dp__norm_axis(dp__attr_int(OP, attrs, "axis", 0), first->ndim);
   if (ax < 0) return dp__rel_fail(err, OP, "axis out of range for rank %u", first->ndim);
-  int64_t dims[DP_MAXDIM];
+  int64_t dims[DP__MAXDIM];
   int ovf = 0;
   memcpy(dims, first->dims, first->ndim * sizeof dims[0]);
   for (uint32_t k = 1; k < tt->n; k++) {
@@ -137,24 +137,24 @@ static dp_type *split_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                           const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
   int ax = dp__norm_axis(dp__attr_int(OP, attrs, "axis", 0), t0->ndim);
-  if (ax < 0 || t0->ndim > DP_MAXDIM) return dp__rel_fail(err, OP, "axis out of range for rank %u", t0->ndim);
+  if (ax < 0 || t0->ndim > DP__MAXDIM) return dp__rel_fail(err, OP, "axis out of range for rank %u", t0->ndim);
   const dp_aval *ios = dp_op_attr(OP, attrs, "indices_or_sections");
-  int64_t idx[DP_MAXDIM + 1], dim = t0->dims[ax];
+  int64_t idx[DP__MAXDIM + 1], dim = t0->dims[ax];
   uint32_t nparts;
   int sections = ios && ios->kind == DP_AV_INT;
   if (sections) {
-    if (ios->u.i <= 0 || ios->u.i > DP_MAXDIM) return dp__rel_fail(err, OP, "bad number of sections");
+    if (ios->u.i <= 0 || ios->u.i > DP__MAXDIM) return dp__rel_fail(err, OP, "bad number of sections");
     nparts = (uint32_t)ios->u.i;
     if (dim >= 0 && dim % ios->u.i)
       return dp__rel_fail(err, OP, "axis size %lld is not divisible by %lld sections", (long long)dim,
                           (long long)ios->u.i);
   } else {
-    int n = dp__attr_ints(OP, attrs, "indices_or_sections", idx, DP_MAXDIM);
+    int n = dp__attr_ints(OP, attrs, "indices_or_sections", idx, DP__MAXDIM);
     if (n < 0) return dp__rel_fail(err, OP, "needs indices_or_sections");
     nparts = (uint32_t)n + 1;
   }
-  dp_type *fields[DP_MAXDIM + 1];
-  int64_t dims[DP_MAXDIM];
+  dp_type *fields[DP__MAXDIM + 1];
+  int64_t dims[DP__MAXDIM];
   memcpy(dims, t0->dims, t0->ndim * sizeof dims[0]);
   for (uint32_t p = 0; p < nparts; p++) {
     int ovf = 0;
@@ -193,20 +193,20 @@ static int reshape_dims(const int64_t *in, uint32_t nin, const int64_t *ns, int 
   uint32_t src = 0, n = 0;
   int infer = -1;
   for (int i = 0; i < nn; i++) {
-    if (n >= DP_MAXDIM) return -1;
+    if (n >= DP__MAXDIM) return -1;
     int64_t v = ns[i];
     if (v > 0 || (v == 0 && allowzero)) { out[n++] = v; src++; }
     else if (v == 0) { if (src >= nin) return -1; out[n++] = in[src++]; }
     else if (v == -1) { if (infer >= 0) return -1; infer = (int)n; out[n++] = 1; src++; }
     else if (v == -2) {
-      if (nin > src && nin - src > DP_MAXDIM - n) return -1;
+      if (nin > src && nin - src > DP__MAXDIM - n) return -1;
       while (src < nin) out[n++] = in[src++];
     } else if (v == -3) {
       if (src + 1 >= nin) return -1;
       out[n++] = dp__dim_mul(in[src], in[src + 1], ovf);
       src += 2;
     } else if (v == -4) {
-      if (i + 2 >= nn || src >= nin || n + 2 > DP_MAXDIM) return -1;
+      if (i + 2 >= nn || src >= nin || n + 2 > DP__MAXDIM) return -1;
       int64_t d = in[src++], a = ns[i + 1], b = ns[i + 2];
       if (a == -1) a = d < 0 || b <= 0 ? DP_DIM_ANY : d / b;
       if (b == -1) b = d < 0 || a <= 0 ? DP_DIM_ANY : d / a;
@@ -228,12 +228,12 @@ static int reshape_dims(const int64_t *in, uint32_t nin, const int64_t *ns, int 
 static dp_type *reshape_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                             const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
-  /* -4 a b gives two dims for three values: room for a newshape of rank DP_MAXDIM */
-  int64_t ns[2 * DP_MAXDIM], out[DP_MAXDIM];
+  /* -4 a b gives two dims for three values: room for a newshape of rank DP__MAXDIM */
+  int64_t ns[2 * DP__MAXDIM], out[DP__MAXDIM];
   uint32_t nout;
-  int nn = dp__attr_ints(OP, attrs, "newshape", ns, 2 * DP_MAXDIM), ovf = 0;
+  int nn = dp__attr_ints(OP, attrs, "newshape", ns, 2 * DP__MAXDIM), ovf = 0;
   if (nn < 0 && dp_op_attr(OP, attrs, "newshape"))
-    return dp__rel_fail(err, OP, "newshape has more than %d values", 2 * DP_MAXDIM);
+    return dp__rel_fail(err, OP, "newshape has more than %d values", 2 * DP__MAXDIM);
   if (nn < 0) return dp__rel_fail(err, OP, "needs a newshape attribute");
   if (reshape_dims(t0->dims, t0->ndim, ns, nn, (int)dp__attr_int(OP, attrs, "allowzero", 0), out,
                    &nout, &ovf) < 0)
@@ -258,9 +258,9 @@ static dp_type *reshape_like_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nar
   if (rb < 0) rb += t1->ndim;
   if (re < 0) re += t1->ndim;
   if (lb < 0 || le > t0->ndim || lb > le || rb < 0 || re > t1->ndim || rb > re ||
-      t0->ndim - (le - lb) + (re - rb) > DP_MAXDIM)
+      t0->ndim - (le - lb) + (re - rb) > DP__MAXDIM)
     return dp__rel_fail(err, OP, "begin/end attributes out of range");
-  int64_t dims[DP_MAXDIM];
+  int64_t dims[DP__MAXDIM];
   uint32_t n = 0;
   for (int64_t i = 0; i < lb; i++) dims[n++] = t0->dims[i];
   for (int64_t i = rb; i < re; i++) dims[n++] = t1->dims[i];
@@ -274,8 +274,8 @@ static dp_type *reshape_like_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nar
 
 static dp_type *init_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                          const dp_attrs *attrs, void *ud, dp_err **err) {
-  int64_t dims[DP_MAXDIM];
-  int n = dp__attr_ints(OP, attrs, "shape", dims, DP_MAXDIM);
+  int64_t dims[DP__MAXDIM];
+  int n = dp__attr_ints(OP, attrs, "shape", dims, DP__MAXDIM);
   if (n < 0) return dp__rel_fail(err, OP, "needs a shape attribute");
   dp_dtype dt = dp__attr_dtype(OP, attrs, "dtype", DP_FLOAT32);
   return dp__rel_tensor(ctx, OP, dt, (uint32_t)n, dims, 0, err);
@@ -284,10 +284,10 @@ static dp_type *init_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
 static dp_type *transpose_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                               const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
-  int64_t axes[DP_MAXDIM], dims[DP_MAXDIM];
-  char seen[DP_MAXDIM] = {0};
-  if (t0->ndim > DP_MAXDIM) return dp__rel_fail(err, OP, "too many dimensions");
-  int n = dp__attr_ints(OP, attrs, "axes", axes, DP_MAXDIM);
+  int64_t axes[DP__MAXDIM], dims[DP__MAXDIM];
+  char seen[DP__MAXDIM] = {0};
+  if (t0->ndim > DP__MAXDIM) return dp__rel_fail(err, OP, "too many dimensions");
+  int n = dp__attr_ints(OP, attrs, "axes", axes, DP__MAXDIM);
   if (n < 0) {
     for (uint32_t i = 0; i < t0->ndim; i++) dims[i] = t0->dims[t0->ndim - 1 - i];
     return dp__rel_tensor(ctx, OP, t0->dtype, t0->ndim, dims, 0, err);
@@ -304,10 +304,10 @@ static dp_type *transpose_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
 static dp_type *squeeze_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                             const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
-  int64_t axes[DP_MAXDIM], dims[DP_MAXDIM];
-  char drop[DP_MAXDIM] = {0};
-  if (t0->ndim > DP_MAXDIM) return dp__rel_fail(err, OP, "too many dimensions");
-  int n = dp__attr_ints(OP, attrs, "axis", axes, DP_MAXDIM);
+  int64_t axes[DP__MAXDIM], dims[DP__MAXDIM];
+  char drop[DP__MAXDIM] = {0};
+  if (t0->ndim > DP__MAXDIM) return dp__rel_fail(err, OP, "too many dimensions");
+  int n = dp__attr_ints(OP, attrs, "axis", axes, DP__MAXDIM);
   for (uint32_t i = 0; n < 0 && i < t0->ndim; i++) drop[i] = t0->dims[i] == 1;
   for (int i = 0; i < n; i++) {
     int ax = dp__norm_axis(axes[i], t0->ndim);
@@ -328,10 +328,10 @@ static dp_type *expand_dims_rel(dp_ctx *ctx, dp_type *const *args, uint32_t narg
   int64_t axis = dp__attr_int(OP, attrs, "axis", 0), k = dp__attr_int(OP, attrs, "num_newaxis", 1);
   if (axis < 0) axis += t0->ndim + 1;
   if (axis < 0 || axis > t0->ndim) return dp__rel_fail(err, OP, "axis out of range for rank %u", t0->ndim);
-  if (k < 0 || t0->ndim > DP_MAXDIM || k > DP_MAXDIM - (int64_t)t0->ndim)
+  if (k < 0 || t0->ndim > DP__MAXDIM || k > DP__MAXDIM - (int64_t)t0->ndim)
     return dp__rel_fail(err, OP, "num_newaxis=%lld on rank %u exceeds rank %d", (long long)k, t0->ndim,
-                        DP_MAXDIM);
-  int64_t dims[DP_MAXDIM];
+                        DP__MAXDIM);
+  int64_t dims[DP__MAXDIM];
   uint32_t n = 0;
   for (uint32_t i = 0; i < t0->ndim + 1; i++) {
     if (i == axis)
@@ -347,8 +347,8 @@ static dp_type *expand_dims_rel(dp_ctx *ctx, dp_type *const *args, uint32_t narg
    their factor (lower case, preceded by the factor). */
 typedef struct layout {
   uint32_t n;
-  char axis[DP_MAXDIM];     /* the letter as written */
-  int64_t factor[DP_MAXDIM]; /* sub-axes: factor; primal: 0 */
+  char axis[DP__MAXDIM];     /* the letter as written */
+  int64_t factor[DP__MAXDIM]; /* sub-axes: factor; primal: 0 */
 } layout;
 
 static int parse_layout(const char *s, layout *l) {
@@ -357,7 +357,7 @@ static int parse_layout(const char *s, layout *l) {
     int64_t f = 0;
     int ovf = 0;
     while (isdigit((unsigned char)*s)) f = dp__add(dp__mul(f, 10, &ovf), *s++ - '0', &ovf);
-    if (ovf || !isalpha((unsigned char)*s) || l->n == DP_MAXDIM) return -1;
+    if (ovf || !isalpha((unsigned char)*s) || l->n == DP__MAXDIM) return -1;
     if (isupper((unsigned char)*s) ? f != 0 : f <= 0) return -1;
     l->axis[l->n] = *s++;
     l->factor[l->n++] = f;
@@ -375,11 +375,11 @@ static dp_type *layout_transform_rel(dp_ctx *ctx, dp_type *const *args, uint32_t
                                      const dp_attrs *attrs, void *ud, dp_err **err) {
   TENSOR(0);
   layout src, dst;
-  if (parse_layout(dp__attr_str(OP, attrs, "src_layout", ""), &src) < 0 ||
-      parse_layout(dp__attr_str(OP, attrs, "dst_layout", ""), &dst) < 0)
+  if (parse_layout(dp__attr_string(OP, attrs, "src_layout", ""), &src) < 0 ||
+      parse_layout(dp__attr_string(OP, attrs, "dst_layout", ""), &dst) < 0)
     return dp__rel_fail(err, OP, "bad layout string");
   if (src.n != t0->ndim) return dp__rel_fail(err, OP, "src_layout has %u axes, data has rank %u", src.n, t0->ndim);
-  int64_t dims[DP_MAXDIM];
+  int64_t dims[DP__MAXDIM];
   int ovf = 0;
   for (uint32_t i = 0; i < dst.n; i++) {
     char a = dst.axis[i];
@@ -400,7 +400,7 @@ static dp_type *layout_transform_rel(dp_ctx *ctx, dp_type *const *args, uint32_t
   return dp__rel_tensor(ctx, OP, t0->dtype, dst.n, dims, ovf, err);
 }
 
-static const dp_opdef defs[] = {
+static const dp__opdef defs[] = {
   {"add", 2, 0, "", broadcast_rel, K_BROADCAST},
   {"subtract", 2, 0, "", broadcast_rel, K_BROADCAST},
   {"multiply", 2, 0, "", broadcast_rel, K_BROADCAST},

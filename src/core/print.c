@@ -70,7 +70,7 @@ typedef struct pnode {
 typedef struct scope {
   uint32_t parent, level, indent;
   int direct; /* its lines go straight to the output (see run) */
-  dp_tb buf;  /* else they gather here */
+  dp__tb buf;  /* else they gather here */
 } scope;
 
 typedef struct nslot {
@@ -94,7 +94,7 @@ typedef struct printer {
   dp__devnames *devnames;    /* DP_PRINT_SHORT_DEVICES */
   dp__metaw *meta;           /* DP_PRINT_META */
   int failed;
-  dp_pmap map; /* node -> index, of nodes held more than once; variable
+  dp__ptrmap map; /* node -> index, of nodes held more than once; variable
                  -> 1 + offset of its name in the names array */
   pnode *nodes;
   uint32_t n, cap;
@@ -104,10 +104,10 @@ typedef struct printer {
   uint32_t nedges, capedges;
   scope *scopes;
   uint32_t nscopes, capscopes;
-  dp_tb *out;  /* the output */
-  dp_tb *stk;  /* texts of inline nodes waiting for their user */
-  dp_tb side;  /* an inline node's children's texts while it is printed */
-  const dp_tb *src; /* where the texts being read are: stk or side */
+  dp__tb *out;  /* the output */
+  dp__tb *stk;  /* texts of inline nodes waiting for their user */
+  dp__tb side;  /* an inline node's children's texts while it is printed */
+  const dp__tb *src; /* where the texts being read are: stk or side */
   size_t cur;  /* where the next inline child's text starts in src */
   char *nm;    /* the printed variable names, NUL-terminated, one after another */
   size_t nmlen, nmcap;
@@ -144,20 +144,20 @@ static void *grow_array(void *arr, uint32_t *cap, uint32_t need, size_t elem) {
   return a;
 }
 
-static inline int tb_room(dp_tb *b, size_t extra) {
-  return b->cap - b->n > extra ? 0 : dp_tb_reserve(b, extra); /* inline fast path */
+static inline int tb_room(dp__tb *b, size_t extra) {
+  return b->cap - b->n > extra ? 0 : dp__tb_reserve(b, extra); /* inline fast path */
 }
 
-static inline void put(dp_tb *b, const char *s, size_t n) {
+static inline void put(dp__tb *b, const char *s, size_t n) {
   if (tb_room(b, n) < 0) return;
   memcpy(b->s + b->n, s, n);
   b->n += n;
   b->s[b->n] = 0;
 }
 
-static inline void puts_(dp_tb *b, const char *s) { put(b, s, strlen(s)); }
+static inline void puts_(dp__tb *b, const char *s) { put(b, s, strlen(s)); }
 
-static inline void putc_(dp_tb *b, char c) {
+static inline void putc_(dp__tb *b, char c) {
   if (tb_room(b, 1) < 0) return;
   b->s[b->n++] = c;
   b->s[b->n] = 0;
@@ -173,7 +173,7 @@ static size_t fmt_u32(char *d, uint32_t v) {
 }
 
 /* `%n`, a graph binding's name. */
-static void put_temp(dp_tb *b, uint32_t v) {
+static void put_temp(dp__tb *b, uint32_t v) {
   char d[11];
   d[0] = '%';
   put(b, d, 1 + fmt_u32(d + 1, v));
@@ -188,12 +188,13 @@ static uint32_t node_of(printer *p, const dp_expr *e, int *fresh) {
   if (!nodes) return NONODE;
   p->nodes = nodes;
   if (e->h.rc != 1) {
-    uint64_t *v = dp_pmap_upsert(&p->map, e, p->n, &f);
+    dp__ptrslot *v = dp__ptrmap_insert(&p->map, e, &f);
     if (!v) return NONODE;
     if (!f) {
       if (fresh) *fresh = 0;
-      return (uint32_t)*v;
+      return (uint32_t)v->word;
     }
+    v->word = p->n;
   }
   if (fresh) *fresh = 1;
   nodes[p->n] = (pnode){.e = e, .home = NOSCOPE, .inner = NOSCOPE, .edge = NONODE,
@@ -248,13 +249,13 @@ static uint32_t new_scopes(printer *p, uint32_t count, uint32_t parent, uint32_t
     sc->level = parent == NOSCOPE ? 0 : s[parent].level + 1;
     sc->indent = parent == NOSCOPE ? 0 : s[parent].indent + indent_step;
     sc->direct = parent == NOSCOPE;
-    dp_tb_init(&sc->buf);
+    dp__tb_init(&sc->buf);
   }
   return first;
 }
 
 /* Where the lines of scope s go. */
-static dp_tb *lines_of(printer *p, uint32_t s) {
+static dp__tb *lines_of(printer *p, uint32_t s) {
   return p->scopes[s].direct ? p->out : &p->scopes[s].buf;
 }
 
@@ -268,7 +269,7 @@ static uint32_t lca(const printer *p, uint32_t a, uint32_t b) {
   return a;
 }
 
-static void indent(dp_tb *b, uint32_t n) {
+static void indent(dp__tb *b, uint32_t n) {
   static const char spaces[] = "                                ";
   for (size_t left = (size_t)n * 2; left;) {
     size_t k = left < sizeof spaces - 1 ? left : sizeof spaces - 1;
@@ -293,7 +294,7 @@ static const char *type_text(printer *p, const dp_type *t) {
 
 /* The comment after a node: its checked type (DP_PRINT_TYPES) and its
    source position (DP_PRINT_SPANS), `/ * ty=T span=src:3:9 * /` as TVM. */
-static void put_type_comment(printer *p, dp_tb *b, const dp_expr *e) {
+static void put_type_comment(printer *p, dp__tb *b, const dp_expr *e) {
   int ty = (p->flags & DP_PRINT_TYPES) && e->type;
   int sp = (p->flags & DP_PRINT_SPANS) && (e->span.source || e->span.line);
   if (!ty && !sp) return;
@@ -346,7 +347,7 @@ static int names_room(printer *p) {
   return 0;
 }
 
-static uint32_t name_hash(const char *s, size_t n) { return dp_hash_bytes(0, s, n); }
+static uint32_t name_hash(const char *s, size_t n) { return dp__hash_bytes(0, s, n); }
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 static int is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
@@ -357,7 +358,7 @@ static int make_exact(printer *p) {
   p->names_exact = 1;
   for (uint32_t i = 0; i < p->map.cap; i++) {
     const dp_expr *v = p->map.slots[i].key;
-    uint32_t off = (uint32_t)p->map.slots[i].val;
+    uint32_t off = (uint32_t)p->map.slots[i].word;
     if (!v || v->h.kind != DP_VAR || !off) continue;
     if (names_room(p) < 0) return -1;
     const char *s = p->nm + off - 1;
@@ -460,7 +461,8 @@ static const char *name_of(printer *p, const dp_var *v, int use) {
   uint32_t h = (uint32_t)((uintptr_t)v >> 4) & 255;
   if (p->vcache[h].v == v) return p->nm + p->vcache[h].off - 1;
   int fresh;
-  uint64_t *off = dp_pmap_upsert(&p->map, v, 0, &fresh);
+  dp__ptrslot *slot = dp__ptrmap_insert(&p->map, v, &fresh);
+  uint64_t *off = slot ? &slot->word : NULL;
   if (off && !*off && (*off = alloc_name(p, v->name))) {
     if (p->opts->on_name) report_name(p, &v->e, *off);
     if (use && p->def_name) {
@@ -607,7 +609,7 @@ static void place_all(printer *p, uint32_t root) {
 /* ---------------- pass 3: print ---------------- */
 
 /* `meta[KIND][i]` for a virtual device or a constant (DP_PRINT_META). */
-static void put_meta(printer *p, dp_tb *b, const void *obj, int is_const) {
+static void put_meta(printer *p, dp__tb *b, const void *obj, int is_const) {
   int64_t i = p->meta ? dp__metaw_add(p->meta, obj, is_const) : -1;
   if (i < 0) {
     p->failed = 1;
@@ -621,13 +623,13 @@ static void put_meta(printer *p, dp_tb *b, const void *obj, int is_const) {
 
 /* A constant: a meta reference (DP_PRINT_META: all but scalars, as TVM),
    or inline. */
-static void put_const(printer *p, dp_tb *b, const dp_const *c) {
+static void put_const(printer *p, dp__tb *b, const dp_const *c) {
   if ((p->flags & DP_PRINT_META) && c->ndim) put_meta(p, b, c, 1);
   else dp__put_const(b, c);
 }
 
 /* Append atomic expression c: a variable's name, a global, ... */
-static void put_atom(printer *p, dp_tb *b, const dp_expr *c) {
+static void put_atom(printer *p, dp__tb *b, const dp_expr *c) {
   switch (c->h.kind) {
   case DP_VAR:
     putc_(b, '%');
@@ -649,7 +651,7 @@ static void put_atom(printer *p, dp_tb *b, const dp_expr *c) {
 
 /* Append the reference to child k of node i: an atom, a graph binding,
    or an inline text (the next one in src). */
-static void put_kid(printer *p, dp_tb *b, uint32_t i, uint32_t k) {
+static void put_kid(printer *p, dp__tb *b, uint32_t i, uint32_t k) {
   uint32_t ci = kid(p, i, k);
   if (ci == ATOM_VAR) { /* not put_atom: the name needs no look at v */
     putc_(b, '%');
@@ -675,7 +677,7 @@ static void put_kid(printer *p, dp_tb *b, uint32_t i, uint32_t k) {
 }
 
 /* `@cuda`: the short name of vd (DP_PRINT_SHORT_DEVICES). */
-static void put_devname(printer *p, dp_tb *b, const dp_vdev *vd) {
+static void put_devname(printer *p, dp__tb *b, const dp_vdev *vd) {
   const char *name = dp__devname(p->devnames, vd);
   if (!name) {
     p->failed = 1;
@@ -685,7 +687,7 @@ static void put_devname(printer *p, dp_tb *b, const dp_vdev *vd) {
   puts_(b, name);
 }
 
-static void put_vdev(printer *p, dp_tb *b, const dp_vdev *vd, const char *pre, const char *post) {
+static void put_vdev(printer *p, dp__tb *b, const dp_vdev *vd, const char *pre, const char *post) {
   if (!vd || dp_vdev_is_fully_unconstrained(vd)) return;
   if (p->flags & (DP_PRINT_SHORT_DEVICES | DP_PRINT_META)) {
     puts_(b, pre);
@@ -708,7 +710,7 @@ static void put_vdev(printer *p, dp_tb *b, const dp_vdev *vd, const char *pre, c
 }
 
 /* `%x {virtual_device=...}: T` and the type comment, at a binding. */
-static void put_var_decl(printer *p, dp_tb *b, const dp_var *v, int is_param) {
+static void put_var_decl(printer *p, dp__tb *b, const dp_var *v, int is_param) {
   put_atom(p, b, &v->e);
   put_vdev(p, b, v->vdev, " {", "}");
   if (v->annot) {
@@ -718,7 +720,7 @@ static void put_var_decl(printer *p, dp_tb *b, const dp_var *v, int is_param) {
   if (is_param) put_type_comment(p, b, &v->e);
 }
 
-static void put_aval(printer *p, dp_tb *b, const dp_aval *v) {
+static void put_aval(printer *p, dp__tb *b, const dp_aval *v) {
   if (v->kind == DP_AV_VDEV && v->u.vdev && (p->flags & DP_PRINT_SHORT_DEVICES)) {
     put_devname(p, b, v->u.vdev);
     return;
@@ -735,7 +737,7 @@ static void put_aval(printer *p, dp_tb *b, const dp_aval *v) {
      those as `2e-05f` */
   dp_aval f32 = *v;
   if (v->kind == DP_AV_FLOAT && !v->dtype) f32.dtype = DP_FLOAT32;
-  char *s = dp_av_str_of(&f32);
+  char *s = dp_av_str(&f32);
   if (!s) {
     p->failed = 1;
     return;
@@ -744,7 +746,7 @@ static void put_aval(printer *p, dp_tb *b, const dp_aval *v) {
   free(s);
 }
 
-static void put_attrs(printer *p, dp_tb *b, const dp_attrs *a, int first) {
+static void put_attrs(printer *p, dp__tb *b, const dp_attrs *a, int first) {
   for (uint32_t i = 0; a && i < a->n; i++) {
     if (!first || i) put(b, ", ", 2);
     puts_(b, a->items[i].key);
@@ -755,18 +757,18 @@ static void put_attrs(printer *p, dp_tb *b, const dp_attrs *a, int first) {
 
 /* The lines of scope s (unless already there), then its result (child k
    of node i), then a newline. */
-static void put_scope(printer *p, dp_tb *b, uint32_t s, uint32_t i, uint32_t k) {
+static void put_scope(printer *p, dp__tb *b, uint32_t s, uint32_t i, uint32_t k) {
   scope *sc = &p->scopes[s];
   if (sc->buf.failed) p->failed = 1;
   if (sc->buf.n) put(b, sc->buf.s, sc->buf.n);
-  dp_tb_free(&sc->buf);
+  dp__tb_free(&sc->buf);
   indent(b, sc->indent);
   put_kid(p, b, i, k);
   putc_(b, '\n');
 }
 
 /* `def @f(%x: T) -> U {` or `fn (...) {`, and the newline. */
-static void put_func_head(printer *p, dp_tb *b, uint32_t i) {
+static void put_func_head(printer *p, dp__tb *b, uint32_t i) {
   const pnode *n = &p->nodes[i];
   const dp_func *f = (const dp_func *)n->e;
   /* DP_PRINT_PARAM_LINES: `,` and a new line indented two levels past the head's */
@@ -809,7 +811,7 @@ static void put_func_head(printer *p, dp_tb *b, uint32_t i) {
 
 /* A function whose body scope writes straight to the output has its head
    there already (before_child). */
-static void put_func(printer *p, dp_tb *b, uint32_t i) {
+static void put_func(printer *p, dp__tb *b, uint32_t i) {
   const pnode *n = &p->nodes[i];
   uint32_t home = n->home, inner = n->inner;
   if (!p->scopes[inner].direct) put_func_head(p, b, i);
@@ -820,7 +822,7 @@ static void put_func(printer *p, dp_tb *b, uint32_t i) {
 
 /* An if and the `else if` links of its chain (F_ELSEIF: their texts lie
    in order among the head's). */
-static void put_if(printer *p, dp_tb *b, uint32_t i) {
+static void put_if(printer *p, dp__tb *b, uint32_t i) {
   uint32_t ind = p->scopes[p->nodes[i].home].indent;
   put(b, "if (", 4);
   for (;;) {
@@ -844,7 +846,7 @@ static void put_if(printer *p, dp_tb *b, uint32_t i) {
 
 /* Patterns, with an explicit stack (they may nest deeply). With `bind`,
    only give the pattern's variables their names. */
-static void walk_pattern(printer *p, dp_tb *b, const dp_pattern *pat, int bind) {
+static void walk_pattern(printer *p, dp__tb *b, const dp_pattern *pat, int bind) {
   struct pf { const dp_pattern *p; uint32_t k; } *st = NULL;
   uint32_t n = 0, cap = 0;
   if (!(st = grow_array(st, &cap, 1, sizeof *st))) goto oom;
@@ -889,7 +891,7 @@ oom:
   p->failed = 1;
 }
 
-static void put_match(printer *p, dp_tb *b, uint32_t i) {
+static void put_match(printer *p, dp__tb *b, uint32_t i) {
   const dp_match *m = (const dp_match *)p->nodes[i].e;
   uint32_t home = p->nodes[i].home, s = p->nodes[i].inner;
   uint32_t ind = p->scopes[home].indent;
@@ -906,7 +908,7 @@ static void put_match(printer *p, dp_tb *b, uint32_t i) {
       indent(b, ind + 1);
       putc_(b, '}');
     } else {
-      dp_tb_free(&p->scopes[s + k].buf);
+      dp__tb_free(&p->scopes[s + k].buf);
       put_kid(p, b, i, k + 1);
     }
     put(b, ",\n", 2);
@@ -917,7 +919,7 @@ static void put_match(printer *p, dp_tb *b, uint32_t i) {
 
 /* A let's text: its body's (the let lines are already in the scope), or a
    parenthesised block when it could not continue the enclosing scope. */
-static void put_let(printer *p, dp_tb *b, uint32_t i) {
+static void put_let(printer *p, dp__tb *b, uint32_t i) {
   if (p->nodes[i].flags & F_LETBLOCK) {
     put(b, "(\n", 2);
     put_scope(p, b, p->nodes[i].inner, i, 2);
@@ -928,7 +930,7 @@ static void put_let(printer *p, dp_tb *b, uint32_t i) {
   }
 }
 
-static void put_call(printer *p, dp_tb *b, uint32_t i) {
+static void put_call(printer *p, dp__tb *b, uint32_t i) {
   const dp_call *c = (const dp_call *)p->nodes[i].e;
   put_kid(p, b, i, 0);
   if (c->fn->h.kind == DP_CTOR && !c->nargs && !((const dp_ctor *)c->fn)->ninputs)
@@ -942,7 +944,7 @@ static void put_call(printer *p, dp_tb *b, uint32_t i) {
   putc_(b, ')');
 }
 
-static void put_node(printer *p, dp_tb *b, uint32_t i) {
+static void put_node(printer *p, dp__tb *b, uint32_t i) {
   const dp_expr *e = p->nodes[i].e;
   switch (KIND_OF(&p->nodes[i])) {
   case DP_CALL: put_call(p, b, i); break;
@@ -967,7 +969,7 @@ static void put_node(printer *p, dp_tb *b, uint32_t i) {
     put(b, d, 1 + fmt_u32(d + 1, ((const dp_proj *)e)->index));
     break;
   }
-  case DP_REF_NEW:
+  case DP_REF_CREATE:
     put(b, "ref(", 4);
     put_kid(p, b, i, 0);
     putc_(b, ')');
@@ -995,12 +997,12 @@ static void put_node(printer *p, dp_tb *b, uint32_t i) {
    node's text instead would copy a function's whole body again); a bound
    node writes its graph binding into its home scope. */
 static void finish(printer *p, uint32_t i, size_t mark) {
-  dp_tb *stk = p->stk;
+  dp__tb *stk = p->stk;
   p->nodes[i].flags |= F_DONE;
   if (p->nodes[i].flags & F_ELSEIF) return; /* its texts stay for the chain's head */
   if (is_inline(&p->nodes[i])) {
     /* the root's text ends the output (after the outermost scope's lines) */
-    dp_tb *dst = p->nodes[i].flags & F_ROOT ? p->out : stk;
+    dp__tb *dst = p->nodes[i].flags & F_ROOT ? p->out : stk;
     size_t start = dst->n;
     p->side.n = 0;
     if (stk->n > mark) put(&p->side, stk->s + mark, stk->n - mark);
@@ -1021,7 +1023,7 @@ static void finish(printer *p, uint32_t i, size_t mark) {
   n->flags |= F_BOUND;
   n->aux = p->next_temp++;
   if (p->opts->on_name) report_name(p, n->e, 0);
-  dp_tb *b = lines_of(p, n->home);
+  dp__tb *b = lines_of(p, n->home);
   p->src = stk;
   p->cur = mark;
   indent(b, p->scopes[n->home].indent);
@@ -1047,7 +1049,7 @@ static void before_child(printer *p, uint32_t i, uint32_t k, size_t mark) {
     binder_name(p, ((const dp_let *)e)->var);
   } else if (kind == DP_LET && k == 2) {
     /* the value's inline text, if any, is on the stack from mark */
-    dp_tb *b = lines_of(p, p->nodes[i].inner);
+    dp__tb *b = lines_of(p, p->nodes[i].inner);
     p->src = p->stk;
     p->cur = mark;
     indent(b, p->scopes[p->nodes[i].inner].indent);
@@ -1099,7 +1101,7 @@ static int print_nodes(printer *p, uint32_t root) {
 /* ---------------- driver ---------------- */
 
 static void printer_free(printer *p) {
-  for (uint32_t i = 0; i < p->nscopes; i++) dp_tb_free(&p->scopes[i].buf);
+  for (uint32_t i = 0; i < p->nscopes; i++) dp__tb_free(&p->scopes[i].buf);
   for (int i = 0; i < 64; i++) free(p->tcache[i].s);
   free(p->nodes);
   free(p->order);
@@ -1108,12 +1110,12 @@ static void printer_free(printer *p) {
   free(p->names);
   free(p->nm);
   free(p->frees);
-  dp_tb_free(&p->side);
-  dp_pmap_free(&p->map);
+  dp__tb_free(&p->side);
+  dp__ptrmap_free(&p->map);
 }
 
 /* `free_var %x: T;` (as TVM declares a free variable), indented. */
-static void put_free_var(printer *p, dp_tb *b, const dp_var *v, uint32_t ind) {
+static void put_free_var(printer *p, dp__tb *b, const dp_var *v, uint32_t ind) {
   indent(b, ind);
   put(b, "free_var ", 9);
   put_var_decl(p, b, v, 0);
@@ -1137,27 +1139,27 @@ static void name_free_vars(printer *p, const dp_expr *root) {
 
 /* The free variables a def's body used, declared where the body starts
    (known only once printed: rare, so the text moves once). */
-static void declare_frees(printer *p, dp_tb *out) {
-  dp_tb d;
-  dp_tb_init(&d);
+static void declare_frees(printer *p, dp__tb *out) {
+  dp__tb d;
+  dp__tb_init(&d);
   for (uint32_t i = 0; i < p->nfrees; i++) put_free_var(p, &d, p->frees[i], 1);
-  if (d.failed || dp_tb_reserve(out, d.n) < 0) {
+  if (d.failed || dp__tb_reserve(out, d.n) < 0) {
     p->failed = 1;
   } else {
     memmove(out->s + p->body_start + d.n, out->s + p->body_start, out->n - p->body_start + 1);
     memcpy(out->s + p->body_start, d.s, d.n);
     out->n += d.n;
   }
-  dp_tb_free(&d);
+  dp__tb_free(&d);
 }
 
 /* The lines of the outermost scope, and of the body of a root function
    after its head, go straight to the output, then the root's own text:
    so the bulk of the text is written once, where it ends up. Inline
    texts wait on a stack of their own. */
-static int run(printer *p, dp_tb *out, const dp_expr *root) {
-  dp_tb texts;
-  dp_tb_init(&texts);
+static int run(printer *p, dp__tb *out, const dp_expr *root) {
+  dp__tb texts;
+  dp__tb_init(&texts);
   p->out = out;
   p->stk = &texts;
   p->src = &texts;
@@ -1167,7 +1169,7 @@ static int run(printer *p, dp_tb *out, const dp_expr *root) {
     put_atom(p, out, root);
   } else {
     if (new_scopes(p, 1, NOSCOPE, 0) == NOSCOPE || discover(p, root) < 0) goto done;
-    if (dp_pmap_reserve(&p->map, p->nbinders) < 0) goto done;
+    if (dp__ptrmap_reserve(&p->map, p->nbinders) < 0) goto done;
     if (!p->def_name) name_free_vars(p, root);
     place_all(p, 0);
     if (p->failed || print_nodes(p, 0) < 0) goto done;
@@ -1175,13 +1177,13 @@ static int run(printer *p, dp_tb *out, const dp_expr *root) {
   }
   rc = p->failed || out->failed ? -1 : 0;
 done:
-  dp_tb_free(&texts);
+  dp__tb_free(&texts);
   p->stk = NULL; /* they pointed at texts */
   p->src = NULL;
   return rc;
 }
 
-int dp__print_root(dp_tb *out, const dp_expr *root, const char *def_name,
+int dp__print_root(dp__tb *out, const dp_expr *root, const char *def_name,
                    const dp_print_opts *o, dp__devnames *dn, dp__metaw *mw) {
   static const dp_print_opts none = {0, NULL, NULL, NULL};
   printer p;
@@ -1191,7 +1193,7 @@ int dp__print_root(dp_tb *out, const dp_expr *root, const char *def_name,
   p.devnames = dn;
   p.meta = mw;
   p.def_name = def_name;
-  dp_pmap_init(&p.map);
+  p.map = DP__PTRMAP_INIT;
   int rc = run(&p, out, root);
   printer_free(&p);
   return rc;

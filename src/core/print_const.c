@@ -21,14 +21,14 @@
 
 /* Shortest form that reads back to f; single precision values only need
    to read back as the same float. */
-static void put_decimal(dp_tb *b, double f, int single) {
+static void put_decimal(dp__tb *b, double f, int single) {
   char buf[40];
   if (isnan(f)) {
-    dp_tb_puts(b, signbit(f) ? "-nan" : "nan");
+    dp__tb_puts(b, signbit(f) ? "-nan" : "nan");
     return;
   }
   if (isinf(f)) {
-    dp_tb_puts(b, f < 0 ? "-inf" : "inf");
+    dp__tb_puts(b, f < 0 ? "-inf" : "inf");
     return;
   }
   for (int prec = 1; prec <= 17; prec++) {
@@ -36,29 +36,29 @@ static void put_decimal(dp_tb *b, double f, int single) {
     double back = strtod(buf, NULL);
     if (single ? (float)back == (float)f : back == f) break;
   }
-  dp_tb_puts(b, buf);
+  dp__tb_puts(b, buf);
 }
 
-void dp__put_real(dp_tb *b, double f, dp_dtype dt, int single) {
+void dp__put_real(dp__tb *b, double f, dp_dtype dt, int single) {
   size_t start = b->n;
   put_decimal(b, f, single);
-  if (dt == DP_FLOAT32) dp_tb_putc(b, 'f');
-  else if (dt && DP_DTYPE_CODE(dt) == DP_DT_FLOAT) dp_tb_printf(b, "f%d", DP_DTYPE_BITS(dt));
-  else if (!b->failed && !strpbrk(b->s + start, ".ena")) dp_tb_puts(b, ".0"); /* stays a real */
+  if (dt == DP_FLOAT32) dp__tb_putc(b, 'f');
+  else if (dt && DP_DTYPE_CODE(dt) == DP_DT_FLOAT) dp__tb_printf(b, "f%d", DP_DTYPE_BITS(dt));
+  else if (!b->failed && !strpbrk(b->s + start, ".ena")) dp__tb_puts(b, ".0"); /* stays a real */
 }
 
-void dp__put_int(dp_tb *b, int64_t v, dp_dtype dt) {
+void dp__put_int(dp__tb *b, int64_t v, dp_dtype dt) {
   int code = DP_DTYPE_CODE(dt);
-  if (code == DP_DT_UINT) dp_tb_printf(b, "%llu", (unsigned long long)v);
-  else dp_tb_printf(b, "%lld", (long long)v);
+  if (code == DP_DT_UINT) dp__tb_printf(b, "%llu", (unsigned long long)v);
+  else dp__tb_printf(b, "%lld", (long long)v);
   if (!dt || dt == DP_INT32) return;
-  if (code == DP_DT_INT) dp_tb_printf(b, "i%d", DP_DTYPE_BITS(dt));
-  else if (code == DP_DT_UINT) dp_tb_printf(b, "u%d", DP_DTYPE_BITS(dt));
+  if (code == DP_DT_INT) dp__tb_printf(b, "i%d", DP_DTYPE_BITS(dt));
+  else if (code == DP_DT_UINT) dp__tb_printf(b, "u%d", DP_DTYPE_BITS(dt));
 }
 
 /* A scalar as a literal: bool, integers and float16/32/64; 0 when its
    dtype has none (bfloat16, vectors). */
-static int put_scalar_literal(dp_tb *b, const dp_const *c) {
+static int put_scalar_literal(dp__tb *b, const dp_const *c) {
   dp_dtype d = c->dtype;
   int code = DP_DTYPE_CODE(d), bits = DP_DTYPE_BITS(d);
   double f;
@@ -66,39 +66,39 @@ static int put_scalar_literal(dp_tb *b, const dp_const *c) {
   if (c->ndim != 0 || code == DP_DT_BFLOAT) return 0;
   int kind = dp_elem_get(d, c->data, 0, &f, &v);
   if (kind < 0) return 0;
-  if (code == DP_DT_BOOL) dp_tb_puts(b, v ? "True" : "False");
+  if (code == DP_DT_BOOL) dp__tb_puts(b, v ? "True" : "False");
   else if (kind == 0) dp__put_int(b, v, d);
   else dp__put_real(b, f, d, bits != 64);
   return 1;
 }
 
-static void put_const_type(dp_tb *b, const dp_const *c) {
+static void put_const_type(dp__tb *b, const dp_const *c) {
   char dt[16];
-  dp_dtype_str(c->dtype, dt);
+  dp_dtype_name(c->dtype, dt);
   if (c->ndim == 0) {
-    dp_tb_puts(b, dt);
+    dp__tb_puts(b, dt);
     return;
   }
-  dp_tb_puts(b, "Tensor[(");
+  dp__tb_puts(b, "Tensor[(");
   for (uint32_t i = 0; i < c->ndim; i++)
-    dp_tb_printf(b, i ? ", %lld" : "%lld", (long long)c->shape[i]);
-  dp_tb_printf(b, "), %s]", dt);
+    dp__tb_printf(b, i ? ", %lld" : "%lld", (long long)c->shape[i]);
+  dp__tb_printf(b, "), %s]", dt);
 }
 
-void dp__put_const(dp_tb *b, const dp_const *c) {
+void dp__put_const(dp__tb *b, const dp_const *c) {
   if (put_scalar_literal(b, c)) return;
   size_t esize = dp_elem_bytes(c->dtype), n = esize ? c->nbytes / esize : 0;
   int single = DP_DTYPE_BITS(c->dtype) != 64, is_unsigned = DP_DTYPE_CODE(c->dtype) == DP_DT_UINT;
-  dp_tb_puts(b, "Constant(");
+  dp__tb_puts(b, "Constant(");
   put_const_type(b, c);
-  dp_tb_puts(b, ", [");
+  dp__tb_puts(b, ", [");
   for (size_t i = 0; i < n && !b->failed; i++) {
     double f;
     int64_t v;
-    if (i) dp_tb_puts(b, ", ");
+    if (i) dp__tb_puts(b, ", ");
     if (dp_elem_get(c->dtype, c->data, i, &f, &v) > 0) put_decimal(b, f, single);
-    else if (is_unsigned) dp_tb_printf(b, "%llu", (unsigned long long)v);
-    else dp_tb_printf(b, "%lld", (long long)v);
+    else if (is_unsigned) dp__tb_printf(b, "%llu", (unsigned long long)v);
+    else dp__tb_printf(b, "%lld", (long long)v);
   }
-  dp_tb_puts(b, "])");
+  dp__tb_puts(b, "])");
 }

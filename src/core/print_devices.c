@@ -58,11 +58,11 @@ const char *dp__devname(dp__devnames *d, const dp_vdev *vd) {
   return copy;
 }
 
-int dp__devlegend(dp_tb *b, const dp__devnames *d) {
+int dp__devlegend(dp__tb *b, const dp__devnames *d) {
   for (uint32_t i = 0; i < d->n; i++) {
     char *full = dp_vdev_str(d->vdevs[i]);
     if (!full) return -1;
-    dp_tb_printf(b, "// @%s = %s\n", d->names[i], full);
+    dp__tb_printf(b, "// @%s = %s\n", d->names[i], full);
     free(full);
   }
   return b->failed ? -1 : 0;

@@ -1,56 +1,32 @@
 /*
  * Internals shared by the printer and structural equality (not installed):
- * a pointer-keyed hash map used to give each distinct node of a DAG one
- * slot, and the short printed form used in difference reports.
+ * the short printed form used in difference reports, the metadata writer.
  */
 #ifndef DEVPLAN_PRINT_INTERNAL_H
 #define DEVPLAN_PRINT_INTERNAL_H
 
 #include <stdint.h>
 #include "devplan/print.h"
+#include "ptrmap.h"
 
-/* Open addressing, linear probing; keys are never removed. Values are
-   uint64_t so the map serves as node -> index and as node -> node. */
-typedef struct dp_pmap_slot {
-  const void *key; /* NULL: empty */
-  uint64_t val;
-} dp_pmap_slot;
-
-typedef struct dp_pmap {
-  dp_pmap_slot *slots; /* key and value together: one cache miss a probe */
-  uint32_t cap, n;
-} dp_pmap;
-
-void dp_pmap_init(dp_pmap *m);
-void dp_pmap_free(dp_pmap *m);
-/* Room for `more` keys without growing (a walk that knows how many keys
-   it will add spares the rehashes); 0, or -1 on out of memory. */
-int dp_pmap_reserve(dp_pmap *m, uint32_t more);
-/* Pointer to the value of key, or NULL when absent. */
-uint64_t *dp_pmap_get(const dp_pmap *m, const void *key);
-/* Insert (or overwrite); 0, or -1 on out of memory. */
-int dp_pmap_put(dp_pmap *m, const void *key, uint64_t val);
-/* The value of key, inserting key with value `val` when absent (*fresh
-   tells which); NULL on out of memory. One probe sequence for both. */
-uint64_t *dp_pmap_upsert(dp_pmap *m, const void *key, uint64_t val, int *fresh);
 
 /* A print flag of the core's own messages (above the public DP_PRINT_*):
    no `free_var` declarations, for an expression quoted in a message. */
 #define DP__PRINT_NO_DECLS (1 << 16)
 
-struct dp_tb;
+struct dp__tb;
 /* Append constant c as a literal: a scalar literal (`1f`, `3i64`, `True`)
    when the text format has one, else the devplan extension
    `Constant(Tensor[(2), int64], [3, 2])` (flat row-major values). */
-void dp__put_const(struct dp_tb *b, const dp_const *c);
+void dp__put_const(struct dp__tb *b, const dp_const *c);
 /* Numbers as the text format writes them (print_const.c). A real: the
    shortest decimal that reads back to f (to the same float when single),
    `inf`, `-inf`, `nan` or `-nan`, then dt's suffix (`f` for float32, `f16`,
    `f64`; with dt 0, `.0` when the digits alone would read as an integer).
    An integer: its digits (unsigned for a uint dtype), then `i64`, `u8`, ...
    (nothing for int32 and for 0). */
-void dp__put_real(struct dp_tb *b, double f, dp_dtype dt, int single);
-void dp__put_int(struct dp_tb *b, int64_t v, dp_dtype dt);
+void dp__put_real(struct dp__tb *b, double f, dp_dtype dt, int single);
+void dp__put_int(struct dp__tb *b, int64_t v, dp_dtype dt);
 
 /* Short names of the virtual devices a text uses (DP_PRINT_SHORT_DEVICES,
    print_devices.c), in order of first use. Zero-initialised when empty. */
@@ -63,14 +39,14 @@ typedef struct dp__devnames {
 /* vd's short name (without the `@`), given on first use; NULL on out of memory. */
 const char *dp__devname(dp__devnames *d, const dp_vdev *vd);
 /* One `// @name = VirtualDevice(...)` line per named device; 0, or -1 on out of memory. */
-int dp__devlegend(struct dp_tb *b, const dp__devnames *d);
+int dp__devlegend(struct dp__tb *b, const dp__devnames *d);
 void dp__devnames_free(dp__devnames *d);
 
 /* The objects a text refers to as meta[KIND][i] (DP_PRINT_META), in order
    of first use per kind, and the metadata section that holds them
    (meta_write.c). Zero-initialised by dp__metaw_init. */
 typedef struct dp__metaw {
-  dp_pmap index;              /* object -> its index in its kind */
+  dp__ptrmap index;             /* object -> its index in its kind */
   const dp_vdev **vdevs;      /* meta[VirtualDevice] */
   uint32_t nvdevs, capvdevs;
   const dp_const **consts;    /* meta[relay.Constant] */
@@ -83,14 +59,14 @@ void dp__metaw_free(dp__metaw *w);
    use; -1 on out of memory. */
 int64_t dp__metaw_add(dp__metaw *w, const void *obj, int is_const);
 /* The section's JSON (TVM's save_json layout); 0, or -1 on out of memory. */
-int dp__metaw_write(struct dp_tb *b, const dp__metaw *w);
+int dp__metaw_write(struct dp__tb *b, const dp__metaw *w);
 
 /* Print root into b: an expression, or when def_name is not NULL a global
    definition `def @name(...) {...}` of the function root. Names and graph
    binding numbers start afresh; device names (DP_PRINT_SHORT_DEVICES) are
    given in dn, and meta references (DP_PRINT_META) in mw, shared by the
    functions of a module. 0, or -1 on out of memory. */
-int dp__print_root(struct dp_tb *b, const dp_expr *root, const char *def_name,
+int dp__print_root(struct dp__tb *b, const dp_expr *root, const char *def_name,
                    const dp_print_opts *o, dp__devnames *dn, dp__metaw *mw);
 
 /* dp_print_expr cut to at most `maxlines` lines ("..." marks the cut). */

@@ -10,64 +10,115 @@
 #include "print_internal.h"
 #include "textbuf.h"
 
-static void put_type(dp_tb *b, const dp_type *t) {
+static void put_type(dp__tb *b, const dp_type *t) {
   char *s = dp_type_str(t);
   if (!s) {
     b->failed = 1;
     return;
   }
-  dp_tb_puts(b, s);
+  dp__tb_puts(b, s);
   free(s);
 }
 
-static void put_buffer(dp_tb *b, const dp_buffer *buf) {
+static void put_buffer(dp__tb *b, const dp_buffer *buf) {
   put_type(b, buf->type);
   if (buf->scope && buf->scope[0]) {
-    dp_tb_puts(b, " scope=");
-    dp_tb_put_quoted(b, buf->scope);
+    dp__tb_puts(b, " scope=");
+    dp__tb_put_quoted(b, buf->scope);
   }
 }
 
 /* primfn @gem(T scope="a", T) -> T scope="a"; (without the newline) */
-static void put_primfn(dp_tb *b, const dp_primfn *pf) {
-  dp_tb_printf(b, "primfn @%s(", pf->name);
+static void put_primfn(dp__tb *b, const dp_primfn *pf) {
+  dp__tb_printf(b, "primfn @%s(", pf->name);
   for (uint32_t i = 0; i < pf->nargs; i++) {
-    if (i) dp_tb_puts(b, ", ");
+    if (i) dp__tb_puts(b, ", ");
     put_buffer(b, &pf->args[i]);
   }
-  dp_tb_puts(b, ") -> ");
+  dp__tb_puts(b, ") -> ");
   put_buffer(b, &pf->result);
-  dp_tb_putc(b, ';');
+  dp__tb_putc(b, ';');
 }
 
 char *dp_print_primfn(const dp_primfn *pf) {
-  dp_tb b;
-  dp_tb_init(&b);
+  dp__tb b;
+  dp__tb_init(&b);
   put_primfn(&b, pf);
-  return dp_tb_take(&b);
+  return dp__tb_take(&b);
 }
 
 /* type List[A] {
      Cons(A, List[A]),
      Nil,
-   } */
-static void put_typedef(dp_tb *b, const dp_typedef *td) {
-  dp_tb_printf(b, "type %s", td->name);
+   }  (without the newline) */
+static void put_typedef(dp__tb *b, const dp_typedef *td) {
+  dp__tb_printf(b, "type %s", td->name);
   for (uint32_t i = 0; i < td->ntparams; i++) {
-    dp_tb_puts(b, i ? ", " : "[");
+    dp__tb_puts(b, i ? ", " : "[");
     put_type(b, td->tparams[i]);
   }
-  dp_tb_puts(b, td->ntparams ? "] {\n" : " {\n");
+  dp__tb_puts(b, td->ntparams ? "] {\n" : " {\n");
   for (uint32_t i = 0; i < td->nctors; i++) {
     const dp_ctor *c = td->ctors[i];
-    dp_tb_printf(b, "  %s", c->name);
+    dp__tb_printf(b, "  %s", c->name);
     for (uint32_t k = 0; k < c->ninputs; k++) {
-      dp_tb_puts(b, k ? ", " : "(");
+      dp__tb_puts(b, k ? ", " : "(");
       put_type(b, c->items[c->ntparams + k]);
     }
-    dp_tb_puts(b, c->ninputs ? "),\n" : ",\n");
+    dp__tb_puts(b, c->ninputs ? "),\n" : ",\n");
   }
-  dp_tb_puts(b, "}\n");
+  dp__tb_putc(b, '}');
+}
+
+char *dp_print_typedef(const dp_typedef *td) {
+  dp__tb b;
+  dp__tb_init(&b);
+  put_typedef(&b, td);
+  return dp__tb_take(&b);
+}
+
+/* Writes the head of p: all of a leaf ("_", "%x", "Nil"), or "Ctor(" / "("
+   of a pattern with subpatterns. Returns 1 when subpatterns follow. */
+static int pattern_open(dp__tb *b, const dp_pattern *p) {
+  switch (p->h.kind) {
+  case DP_PAT_WILD: dp__tb_putc(b, '_'); return 0;
+  case DP_PAT_VAR: dp__tb_printf(b, "%%%s", p->var->name); return 0;
+  case DP_PAT_CTOR: dp__tb_puts(b, p->ctor->name); if (!p->n) return 0; break;
+  default: break;
+  }
+  dp__tb_putc(b, '(');
+  return 1;
+}
+
+/* Patterns nest as deep as the user wrote them: an explicit stack of open
+   patterns (each with the next subpattern to print) keeps the C stack flat. */
+char *dp_print_pattern(const dp_pattern *root) {
+  struct open { const dp_pattern *p; uint32_t next; } *st = NULL;
+  uint32_t n = 0, cap = 0;
+  dp__tb b;
+  dp__tb_init(&b);
+  const dp_pattern *p = root;
+  while (!b.failed) {
+    if (p && pattern_open(&b, p)) {
+      if (dp_grow((void **)&st, &cap, n + 1, sizeof *st) < 0) {
+        b.failed = 1;
+        break;
+      }
+      st[n++] = (struct open){p, 0};
+    }
+    p = NULL;
+    if (!n) break;
+    struct open *f = &st[n - 1];
+    if (f->next < f->p->n) {
+      if (f->next) dp__tb_puts(&b, ", ");
+      p = f->p->sub[f->next++];
+    } else {
+      dp__tb_puts(&b, f->p->h.kind == DP_PAT_TUPLE && f->p->n == 1 ? ",)" : ")");
+      n--;
+    }
+  }
+  free(st);
+  return dp__tb_take(&b);
 }
 
 /* What the functions of one text share: device names (short devices),
@@ -78,10 +129,10 @@ typedef struct session {
 } session;
 
 /* The functions after the header: each a `def`. */
-static int put_functions(dp_tb *b, const dp_module *m, const dp_print_opts *o, session *s) {
+static int put_functions(dp__tb *b, const dp_module *m, const dp_print_opts *o, session *s) {
   for (uint32_t i = 0; i < m->nfuncs && !b->failed; i++) {
     if (dp__print_root(b, &m->funcs[i].fn->e, m->funcs[i].global->name, o, &s->dn, &s->mw) < 0) return -1;
-    dp_tb_putc(b, '\n');
+    dp__tb_putc(b, '\n');
   }
   return b->failed ? -1 : 0;
 }
@@ -89,20 +140,20 @@ static int put_functions(dp_tb *b, const dp_module *m, const dp_print_opts *o, s
 /* The text out (a head, then body when the head has a legend: the device
    names are known only once everything is printed), and the metadata
    section after it (as TVM: a newline, #[metadata], the JSON). Frees body. */
-static char *finish_text(dp_tb *out, dp_tb *body, session *s, const dp_print_opts *o, size_t *len) {
+static char *finish_text(dp__tb *out, dp__tb *body, session *s, const dp_print_opts *o, size_t *len) {
   if (body) {
     if (s->dn.n && dp__devlegend(out, &s->dn) < 0) out->failed = 1;
-    dp_tb_putn(out, body->s ? body->s : "", body->n);
-    dp_tb_free(body);
+    dp__tb_putn(out, body->s ? body->s : "", body->n);
+    dp__tb_free(body);
   }
   if (o && (o->flags & DP_PRINT_META) && (s->mw.nvdevs || s->mw.nconsts)) {
-    dp_tb_puts(out, "\n#[metadata]\n");
+    dp__tb_puts(out, "\n#[metadata]\n");
     if (dp__metaw_write(out, &s->mw) < 0) out->failed = 1;
   }
   dp__devnames_free(&s->dn);
   dp__metaw_free(&s->mw);
   if (len) *len = out->n;
-  return dp_tb_take(out);
+  return dp__tb_take(out);
 }
 
 char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *len) {
@@ -112,39 +163,42 @@ char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *l
     own.ctx = m->ctx;
     o = &own;
   }
-  dp_tb b, body;
+  dp__tb b, body;
   session s;
   memset(&s, 0, sizeof s);
   int shortdev = o && (o->flags & DP_PRINT_SHORT_DEVICES);
   dp__metaw_init(&s.mw);
-  dp_tb_init(&b);
-  dp_tb_init(&body);
-  dp_tb_puts(&b, "#[version = \"0.0.5\"]\n");
+  dp__tb_init(&b);
+  dp__tb_init(&body);
+  dp__tb_puts(&b, "#[version = \"0.0.5\"]\n");
   for (uint32_t i = 0; i < m->nprims; i++) {
     put_primfn(&b, m->prims[i]);
-    dp_tb_putc(&b, '\n');
+    dp__tb_putc(&b, '\n');
   }
-  for (uint32_t i = 0; i < m->ntypedefs; i++) put_typedef(&b, m->typedefs[i]);
+  for (uint32_t i = 0; i < m->ntypedefs; i++) {
+    put_typedef(&b, m->typedefs[i]);
+    dp__tb_putc(&b, '\n');
+  }
   if (put_functions(shortdev ? &body : &b, m, o, &s) == 0) return finish_text(&b, shortdev ? &body : NULL, &s, o, len);
-  dp_tb_free(&b);
-  dp_tb_free(&body);
+  dp__tb_free(&b);
+  dp__tb_free(&body);
   dp__devnames_free(&s.dn);
   dp__metaw_free(&s.mw);
   return NULL;
 }
 
 char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len) {
-  dp_tb b, body;
+  dp__tb b, body;
   session s;
   memset(&s, 0, sizeof s);
   int shortdev = o && (o->flags & DP_PRINT_SHORT_DEVICES);
   dp__metaw_init(&s.mw);
-  dp_tb_init(&b); /* (the common case writes straight to the result) */
-  dp_tb_init(&body);
+  dp__tb_init(&b); /* (the common case writes straight to the result) */
+  dp__tb_init(&body);
   if (dp__print_root(shortdev ? &body : &b, e, NULL, o, &s.dn, &s.mw) == 0)
     return finish_text(&b, shortdev ? &body : NULL, &s, o, len);
-  dp_tb_free(&b);
-  dp_tb_free(&body);
+  dp__tb_free(&b);
+  dp__tb_free(&body);
   dp__devnames_free(&s.dn);
   dp__metaw_free(&s.mw);
   return NULL;
@@ -158,10 +212,6 @@ char *dp_print_module(const dp_module *m, int flags, size_t *len) {
 char *dp_print_expr(const dp_expr *e, int flags, size_t *len) {
   dp_print_opts o = {flags, NULL, NULL, NULL};
   return dp_print_expr_with(e, &o, len);
-}
-
-char *dp_print_type(const dp_type *t) {
-  return dp_type_str(t);
 }
 
 char *dp__print_short(const dp_expr *e, int maxlines) {

@@ -1,35 +1,35 @@
 /*
- * Registers each object type's free function with the object layer once.
- * Every file that defines an object type exports dp__<name>_free_fn.
+ * Object types: what each is called and how one is freed.
+ *
+ * The core's own types have fixed ids (dp_objtype) and are in the table
+ * from the start, so an object can be released before any context is
+ * made. A layer above the core (the planner's state) registers its types
+ * with dp_objtype_register; the core never names them.
  */
 #include "internal.h"
 
-void dp__ctx_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__target_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__vdev_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__config_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__type_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__expr_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__pattern_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__attrs_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__typedef_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__primfn_free_fn(dp_obj *o, dp_worklist *wl);
-void dp__module_free_fn(dp_obj *o, dp_worklist *wl);
+dp__objtype dp__objtypes[DP__OBJTYPE_MAX] = {
+  [DP_OBJ_CTX] = {"context", dp__ctx_free_fn},
+  [DP_OBJ_TARGET] = {"Target", dp__target_free_fn},
+  [DP_OBJ_VDEV] = {"VirtualDevice", dp__vdev_free_fn},
+  [DP_OBJ_CONFIG] = {"CompilationConfig", dp__config_free_fn},
+  [DP_OBJ_TYPE] = {"Type", dp__type_free_fn},
+  [DP_OBJ_EXPR] = {"Expr", dp__expr_free_fn},
+  [DP_OBJ_PATTERN] = {"Pattern", dp__pattern_free_fn},
+  [DP_OBJ_ATTRS] = {"Attrs", dp__attrs_free_fn},
+  [DP_OBJ_TYPEDEF] = {"TypeDef", dp__typedef_free_fn},
+  [DP_OBJ_PRIMFN] = {"PrimFn", dp__primfn_free_fn},
+  [DP_OBJ_MODULE] = {"IRModule", dp__module_free_fn},
+};
 
-void dp__register_core_types(void) {
-  static int done;
-  if (done) return;
-  done = 1;
-  dp_register_free(DP_OBJ_CTX, dp__ctx_free_fn);
-  dp_register_free(DP_OBJ_TARGET, dp__target_free_fn);
-  dp_register_free(DP_OBJ_VDEV, dp__vdev_free_fn);
-  dp_register_free(DP_OBJ_CONFIG, dp__config_free_fn);
-  dp_register_free(DP_OBJ_TYPE, dp__type_free_fn);
-  dp_register_free(DP_OBJ_EXPR, dp__expr_free_fn);
-  dp_register_free(DP_OBJ_PATTERN, dp__pattern_free_fn);
-  dp_register_free(DP_OBJ_ATTRS, dp__attrs_free_fn);
-  dp_register_free(DP_OBJ_TYPEDEF, dp__typedef_free_fn);
-  dp_register_free(DP_OBJ_PRIMFN, dp__primfn_free_fn);
-  dp_register_free(DP_OBJ_MODULE, dp__module_free_fn);
-  /* DP_OBJ_DOMAINS registers itself from the planner (plan.h). */
+static int ntypes = DP_OBJ__CORE_END;
+
+int dp_objtype_register(const char *name, dp_free_fn free_fn) {
+  if (ntypes == DP__OBJTYPE_MAX) return 0;
+  dp__objtypes[ntypes] = (dp__objtype){name, free_fn};
+  return ntypes++;
+}
+
+const char *dp_objtype_name(int type) {
+  return type > 0 && type < ntypes ? dp__objtypes[type].name : NULL;
 }

@@ -54,17 +54,17 @@ typedef struct tkey {
 } tkey;
 
 static uint32_t tkey_hash(const tkey *k) {
-  uint32_t h = dp_hash_str(0, k->kind);
+  uint32_t h = dp__hash_string(0, k->kind);
   for (uint32_t i = 0; i < k->nopts; i++) {
     const dp_target_opt *o = &k->opts[i];
-    h = dp_hash_str(h, o->key);
-    h = dp_hash_u64(h, (uint64_t)o->kind);
-    if (o->kind == DP_OPT_STR) h = dp_hash_str(h, o->str);
+    h = dp__hash_string(h, o->key);
+    h = dp__hash_u64(h, (uint64_t)o->kind);
+    if (o->kind == DP_OPT_STR) h = dp__hash_string(h, o->str);
     else if (o->kind == DP_OPT_STRLIST)
-      for (uint32_t j = 0; j < o->nitems; j++) h = dp_hash_str(h, o->items[j]);
-    else h = dp_hash_u64(h, (uint64_t)o->num);
+      for (uint32_t j = 0; j < o->nitems; j++) h = dp__hash_string(h, o->items[j]);
+    else h = dp__hash_u64(h, (uint64_t)o->num);
   }
-  return dp_hash_u64(h, (uint64_t)(uintptr_t)k->host);
+  return dp__hash_u64(h, (uint64_t)(uintptr_t)k->host);
 }
 
 static int tkey_eq(const void *obj, const void *key) {
@@ -76,7 +76,7 @@ static int tkey_eq(const void *obj, const void *key) {
 
 void dp__target_free_fn(dp_obj *o, dp_worklist *wl) {
   dp_target *t = (dp_target *)o;
-  dp_itab_remove(&t->ctx->targets, t->hash, t);
+  dp__itab_remove(&t->ctx->targets, t->hash, t);
   dp__opts_free(t->opts, t->nopts);
   free(t->kind);
   free(t->text);
@@ -92,7 +92,7 @@ static dp_target *intern(dp_ctx *ctx, const dp__kind *k, int device_type, dp_tar
                          uint32_t nopts, dp_target *host, dp_err **err) {
   tkey key = {k->name, opts, nopts, host};
   uint32_t h = tkey_hash(&key);
-  dp_target *t = dp_itab_find(&ctx->targets, h, tkey_eq, &key);
+  dp_target *t = dp__itab_find(&ctx->targets, h, tkey_eq, &key);
   if (t) {
     dp__opts_free(opts, nopts);
     return dp_retain(t);
@@ -105,7 +105,7 @@ static dp_target *intern(dp_ctx *ctx, const dp__kind *k, int device_type, dp_tar
     t->text = target_str(t, 0);
     t->brief = target_str(t, 1);
   }
-  if (!t || !kind || !t->text || !t->brief || dp_itab_insert(&ctx->targets, h, t) < 0) {
+  if (!t || !kind || !t->text || !t->brief || dp__itab_insert(&ctx->targets, h, t) < 0) {
     if (t) free(t->text), free(t->brief);
     free(t);
     free(kind);
@@ -200,34 +200,34 @@ const dp_target_opt *dp_target_opt_get(const dp_target *t, const char *key) {
    has no blank, quote or backslash; else single-quoted when it has no
    single quote (TVM's own quoting); else double-quoted with \" and \\
    escaped. */
-static void put_value(dp_tb *b, const char *v) {
+static void put_value(dp__tb *b, const char *v) {
   if (*v && !strpbrk(v, " \t\n\r\f\v'\"\\")) {
-    dp_tb_puts(b, v);
+    dp__tb_puts(b, v);
   } else if (!strchr(v, '\'')) {
-    dp_tb_printf(b, "'%s'", v);
+    dp__tb_printf(b, "'%s'", v);
   } else {
-    dp_tb_putc(b, '"');
+    dp__tb_putc(b, '"');
     for (const char *p = v; *p; p++) {
-      if (*p == '"' || *p == '\\') dp_tb_putc(b, '\\');
-      dp_tb_putc(b, *p);
+      if (*p == '"' || *p == '\\') dp__tb_putc(b, '\\');
+      dp__tb_putc(b, *p);
     }
-    dp_tb_putc(b, '"');
+    dp__tb_putc(b, '"');
   }
 }
 
-static void put_option(dp_tb *b, const dp_target_opt *o) {
-  dp_tb_printf(b, " -%s=", o->key);
+static void put_option(dp__tb *b, const dp_target_opt *o) {
+  dp__tb_printf(b, " -%s=", o->key);
   if (o->kind == DP_OPT_INT) {
-    dp_tb_printf(b, "%lld", (long long)o->num);
+    dp__tb_printf(b, "%lld", (long long)o->num);
   } else if (o->kind == DP_OPT_BOOL) {
-    dp_tb_putc(b, o->num ? '1' : '0');
+    dp__tb_putc(b, o->num ? '1' : '0');
   } else if (o->kind == DP_OPT_STR) {
     put_value(b, o->str);
   } else {
-    dp_tb list;
-    dp_tb_init(&list);
-    for (uint32_t i = 0; i < o->nitems; i++) dp_tb_printf(&list, "%s%s", i ? "," : "", o->items[i]);
-    char *s = dp_tb_take(&list);
+    dp__tb list;
+    dp__tb_init(&list);
+    for (uint32_t i = 0; i < o->nitems; i++) dp__tb_printf(&list, "%s%s", i ? "," : "", o->items[i]);
+    char *s = dp__tb_take(&list);
     if (s) put_value(b, s);
     else b->failed = 1;
     free(s);
@@ -236,9 +236,9 @@ static void put_option(dp_tb *b, const dp_target_opt *o) {
 
 /* TVM's TargetNode::str: kind, keys, then the other options sorted; the
    brief form leaves out what construction derives. */
-static void put_target(dp_tb *b, const dp_target *t, int brief) {
+static void put_target(dp__tb *b, const dp_target *t, int brief) {
   const dp__kind *k = brief ? dp__kind_find(t->kind) : NULL;
-  dp_tb_puts(b, t->kind);
+  dp__tb_puts(b, t->kind);
   const dp_target_opt *keys = dp_target_opt_get(t, "keys");
   if (keys && !(brief && dp__kind_derives(k, t, keys))) put_option(b, keys);
   for (uint32_t i = 0; i < t->nopts; i++)
@@ -248,14 +248,14 @@ static void put_target(dp_tb *b, const dp_target *t, int brief) {
 
 static char *target_str(const dp_target *t, int brief) {
   if (!t) return dp_strdup("");
-  dp_tb b;
-  dp_tb_init(&b);
+  dp__tb b;
+  dp__tb_init(&b);
   put_target(&b, t, brief);
   if (t->host) { /* interned already, so its strings are made; it has no host */
-    dp_tb_puts(&b, " -host=");
+    dp__tb_puts(&b, " -host=");
     put_value(&b, brief ? t->host->brief : t->host->text);
   }
-  return dp_tb_take(&b);
+  return dp__tb_take(&b);
 }
 
 char *dp_target_str(const dp_target *t) { return dp_strdup(t ? t->text : ""); }

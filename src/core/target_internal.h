@@ -9,8 +9,8 @@
 
 /* What a declared value must look like beyond its type (TVM's target
    parsers check these). */
-enum { DP_RULE_ANY, DP_RULE_FIXED /* must equal the default */, DP_RULE_SM /* sm_80 */,
-       DP_RULE_GFX /* gfx900 */ };
+enum { DP__RULE_ANY, DP__RULE_FIXED /* must equal the default */, DP__RULE_SM /* sm_80 */,
+       DP__RULE_GFX /* gfx900 */ };
 
 typedef struct dp__optdecl {
   const char *key;

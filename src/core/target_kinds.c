@@ -19,13 +19,13 @@
 /* ---------------- the table ---------------- */
 
 /* An option: its name and default (a target string value, or NULL). */
-#define STR(key, dflt) {key, DP_OPT_STR, dflt, DP_RULE_ANY}
-#define INT(key, dflt) {key, DP_OPT_INT, dflt, DP_RULE_ANY}
-#define BOOL(key, dflt) {key, DP_OPT_BOOL, dflt, DP_RULE_ANY}
-#define LIST(key, dflt) {key, DP_OPT_STRLIST, dflt, DP_RULE_ANY}
+#define STR(key, dflt) {key, DP_OPT_STR, dflt, DP__RULE_ANY}
+#define INT(key, dflt) {key, DP_OPT_INT, dflt, DP__RULE_ANY}
+#define BOOL(key, dflt) {key, DP_OPT_BOOL, dflt, DP__RULE_ANY}
+#define LIST(key, dflt) {key, DP_OPT_STRLIST, dflt, DP__RULE_ANY}
 /* A string option whose value a target parser checks (or fixes). */
 #define CHECKED(key, type, dflt, rule) {key, DP_OPT_##type, dflt, rule}
-#define END {NULL, DP_OPT_STR, NULL, DP_RULE_ANY}
+#define END {NULL, DP_OPT_STR, NULL, DP__RULE_ANY}
 
 /* Every kind (TVM's TVM_REGISTER_TARGET_KIND adds them); "host" is a field. */
 static const dp__optdecl common_opts[] = {
@@ -47,19 +47,19 @@ static const dp__optdecl c_opts[] = {
   INT("constants-byte-alignment", NULL), END};
 
 static const dp__optdecl cuda_opts[] = {
-  STR("mcpu", NULL), CHECKED("arch", STR, "sm_50", DP_RULE_SM),
+  STR("mcpu", NULL), CHECKED("arch", STR, "sm_50", DP__RULE_SM),
   INT("max_shared_memory_per_block", NULL), INT("max_threads_per_block", NULL),
   INT("thread_warp_size", "32"), INT("registers_per_block", NULL),
   INT("l2_cache_size_bytes", NULL), INT("max_num_threads", "1024"), END};
 
 static const dp__optdecl nvptx_opts[] = {
-  CHECKED("mcpu", STR, "sm_20", DP_RULE_SM),
-  CHECKED("mtriple", STR, "nvptx64-nvidia-cuda", DP_RULE_FIXED),
+  CHECKED("mcpu", STR, "sm_20", DP__RULE_SM),
+  CHECKED("mtriple", STR, "nvptx64-nvidia-cuda", DP__RULE_FIXED),
   INT("max_num_threads", "1024"), INT("thread_warp_size", "32"), END};
 
 static const dp__optdecl rocm_opts[] = {
-  CHECKED("mcpu", STR, "gfx900", DP_RULE_GFX),
-  CHECKED("mtriple", STR, "amdgcn-amd-amdhsa-hcc", DP_RULE_FIXED), LIST("mattr", NULL),
+  CHECKED("mcpu", STR, "gfx900", DP__RULE_GFX),
+  CHECKED("mtriple", STR, "amdgcn-amd-amdhsa-hcc", DP__RULE_FIXED), LIST("mattr", NULL),
   INT("max_num_threads", "256"), INT("max_threads_per_block", "256"),
   INT("max_shared_memory_per_block", "65536"), INT("thread_warp_size", "64"),
   END};
@@ -191,10 +191,10 @@ dp_err *dp__kind_unknown(const char *name) {
   if (best)
     return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "unknown target kind '%s'; did you mean '%s'?",
                       name ? name : "", best);
-  dp_tb b;
-  dp_tb_init(&b);
-  for (size_t i = 0; i < NKINDS; i++) dp_tb_printf(&b, "%s%s", i ? ", " : "", kinds[i].name);
-  char *list = dp_tb_take(&b);
+  dp__tb b;
+  dp__tb_init(&b);
+  for (size_t i = 0; i < NKINDS; i++) dp__tb_printf(&b, "%s%s", i ? ", " : "", kinds[i].name);
+  char *list = dp__tb_take(&b);
   dp_err *e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "unknown target kind '%s' (known kinds: %s)",
                          name ? name : "", list ? list : "?");
   free(list);
@@ -214,10 +214,10 @@ static dp_err *unknown_option(const dp__kind *k, const char *key) {
     return dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                       "unknown option '-%s' for target kind '%s'; did you mean '-%s'?", key,
                       k->name, best);
-  dp_tb b;
-  dp_tb_init(&b);
-  for (uint32_t i = 0; (d = decl_at(k, i)); i++) dp_tb_printf(&b, "%s-%s", i ? ", " : "", d->key);
-  char *list = dp_tb_take(&b);
+  dp__tb b;
+  dp__tb_init(&b);
+  for (uint32_t i = 0; (d = decl_at(k, i)); i++) dp__tb_printf(&b, "%s-%s", i ? ", " : "", d->key);
+  char *list = dp__tb_take(&b);
   dp_err *e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                          "unknown option '-%s' for target kind '%s' (its options: %s)", key,
                          k->name, list ? list : "?");
@@ -323,15 +323,15 @@ static dp_err *oom(void) { return dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of m
 
 /* What a given value looks like, for messages ("'lots'", "true", "a list"). */
 static char *shown(const dp_target_opt *in) {
-  dp_tb b;
-  dp_tb_init(&b);
+  dp__tb b;
+  dp__tb_init(&b);
   switch (in->kind) {
-  case DP_OPT_INT: dp_tb_printf(&b, "%lld", (long long)in->num); break;
-  case DP_OPT_BOOL: dp_tb_puts(&b, in->num ? "true" : "false"); break;
-  case DP_OPT_STRLIST: dp_tb_puts(&b, "a list"); break;
-  default: dp_tb_printf(&b, "'%.200s'", in->str ? in->str : ""); break;
+  case DP_OPT_INT: dp__tb_printf(&b, "%lld", (long long)in->num); break;
+  case DP_OPT_BOOL: dp__tb_puts(&b, in->num ? "true" : "false"); break;
+  case DP_OPT_STRLIST: dp__tb_puts(&b, "a list"); break;
+  default: dp__tb_printf(&b, "'%.200s'", in->str ? in->str : ""); break;
   }
-  return dp_tb_take(&b);
+  return dp__tb_take(&b);
 }
 
 static dp_err *wrong_type(const dp__kind *k, const dp__optdecl *d, const dp_target_opt *in) {
@@ -425,12 +425,12 @@ static dp_target_opt *find(dp_target_opt *opts, uint32_t n, const char *key) {
 static int follows_rule(int rule, const char *v, const char *dflt) {
   const char *p;
   switch (rule) {
-  case DP_RULE_FIXED: return strcmp(v, dflt) == 0;
-  case DP_RULE_SM:
+  case DP__RULE_FIXED: return strcmp(v, dflt) == 0;
+  case DP__RULE_SM:
     if (strncmp(v, "sm_", 3) || !isdigit((unsigned char)v[3])) return 0;
     for (p = v + 3; isdigit((unsigned char)*p); p++) {}
     return !*p || (islower((unsigned char)p[0]) && !p[1]);
-  case DP_RULE_GFX:
+  case DP__RULE_GFX:
     if (strncmp(v, "gfx", 3) || !v[3]) return 0;
     for (p = v + 3; *p; p++)
       if (!isalnum((unsigned char)*p) && *p != ':' && *p != '+' && *p != '-') return 0;
@@ -440,8 +440,8 @@ static int follows_rule(int rule, const char *v, const char *dflt) {
 }
 
 static dp_err *rule_error(const dp__kind *k, const dp__optdecl *d, const char *v) {
-  const char *want = d->rule == DP_RULE_SM ? "sm_<number> (as sm_80)"
-                     : d->rule == DP_RULE_GFX ? "gfx<version> (as gfx900)"
+  const char *want = d->rule == DP__RULE_SM ? "sm_<number> (as sm_80)"
+                     : d->rule == DP__RULE_GFX ? "gfx<version> (as gfx900)"
                                               : d->dflt;
   return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "target option -%s of kind %s must be %s, got '%.200s'",
                     d->key, k->name, want, v);
@@ -453,7 +453,7 @@ static dp_err *defaults(const dp__kind *k, dp_target_opt *opts, uint32_t *n) {
   for (const dp__optdecl *d = k->opts; d->key; d++) {
     dp_target_opt *o = find(opts, *n, d->key);
     if (o) {
-      if (d->rule != DP_RULE_ANY && !follows_rule(d->rule, o->str, d->dflt))
+      if (d->rule != DP__RULE_ANY && !follows_rule(d->rule, o->str, d->dflt))
         return rule_error(k, d, o->str);
       continue;
     }

@@ -8,13 +8,13 @@
 #include <string.h>
 #include "textbuf.h"
 
-void dp_tb_init(dp_tb *b) {
+void dp__tb_init(dp__tb *b) {
   b->s = NULL;
   b->n = b->cap = 0;
   b->failed = 0;
 }
 
-int dp_tb_reserve(dp_tb *b, size_t extra) {
+int dp__tb_reserve(dp__tb *b, size_t extra) {
   if (b->failed) return -1;
   if (b->n + extra + 1 <= b->cap) return 0;
   size_t cap = b->cap ? b->cap : 64;
@@ -29,32 +29,32 @@ int dp_tb_reserve(dp_tb *b, size_t extra) {
   return 0;
 }
 
-void dp_tb_putn(dp_tb *b, const char *s, size_t n) {
-  if (dp_tb_reserve(b, n) < 0) return;
+void dp__tb_putn(dp__tb *b, const char *s, size_t n) {
+  if (dp__tb_reserve(b, n) < 0) return;
   memcpy(b->s + b->n, s, n);
   b->n += n;
   b->s[b->n] = 0;
 }
 
-void dp_tb_puts(dp_tb *b, const char *s) { dp_tb_putn(b, s, strlen(s)); }
+void dp__tb_puts(dp__tb *b, const char *s) { dp__tb_putn(b, s, strlen(s)); }
 
-void dp_tb_putc(dp_tb *b, char c) { dp_tb_putn(b, &c, 1); }
+void dp__tb_putc(dp__tb *b, char c) { dp__tb_putn(b, &c, 1); }
 
-void dp_tb_put_quoted(dp_tb *b, const char *s) {
-  dp_tb_putc(b, '"');
+void dp__tb_put_quoted(dp__tb *b, const char *s) {
+  dp__tb_putc(b, '"');
   for (; *s; s++) {
     switch (*s) {
-    case '"': dp_tb_puts(b, "\\\""); break;
-    case '\\': dp_tb_puts(b, "\\\\"); break;
-    case '\n': dp_tb_puts(b, "\\n"); break;
-    case '\t': dp_tb_puts(b, "\\t"); break;
-    default: dp_tb_putc(b, *s);
+    case '"': dp__tb_puts(b, "\\\""); break;
+    case '\\': dp__tb_puts(b, "\\\\"); break;
+    case '\n': dp__tb_puts(b, "\\n"); break;
+    case '\t': dp__tb_puts(b, "\\t"); break;
+    default: dp__tb_putc(b, *s);
     }
   }
-  dp_tb_putc(b, '"');
+  dp__tb_putc(b, '"');
 }
 
-void dp_tb_printf(dp_tb *b, const char *fmt, ...) {
+void dp__tb_printf(dp__tb *b, const char *fmt, ...) {
   char small[128];
   va_list ap;
   va_start(ap, fmt);
@@ -65,27 +65,27 @@ void dp_tb_printf(dp_tb *b, const char *fmt, ...) {
     return;
   }
   if ((size_t)n < sizeof small) {
-    dp_tb_putn(b, small, (size_t)n);
+    dp__tb_putn(b, small, (size_t)n);
     return;
   }
-  if (dp_tb_reserve(b, (size_t)n) < 0) return;
+  if (dp__tb_reserve(b, (size_t)n) < 0) return;
   va_start(ap, fmt);
   vsnprintf(b->s + b->n, (size_t)n + 1, fmt, ap);
   va_end(ap);
   b->n += (size_t)n;
 }
 
-char *dp_tb_take(dp_tb *b) {
+char *dp__tb_take(dp__tb *b) {
   char *s = NULL;
   if (!b->failed) {
     s = b->s ? b->s : calloc(1, 1);
     b->s = NULL;
   }
-  dp_tb_free(b);
+  dp__tb_free(b);
   return s;
 }
 
-void dp_tb_free(dp_tb *b) {
+void dp__tb_free(dp__tb *b) {
   free(b->s);
-  dp_tb_init(b);
+  dp__tb_init(b);
 }

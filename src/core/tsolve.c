@@ -9,21 +9,21 @@
 #include <string.h>
 #include "tsolve.h"
 
-void dp__ts_init(dp_tsolver *s, dp_ctx *ctx) {
+void dp__ts_init(dp__tsolver *s, dp_ctx *ctx) {
   memset(s, 0, sizeof *s);
   s->ctx = ctx;
 }
 
-void dp__ts_free(dp_tsolver *s) {
+void dp__ts_free(dp__tsolver *s) {
   for (uint32_t i = 0; i < s->vars.cap; i++)
-    if (s->vars.slots[i].key) dp_release(s->vars.slots[i].val);
-  dp_ptrmap_free(&s->vars);
+    if (s->vars.slots[i].key) dp_release(s->vars.slots[i].ptr);
+  dp__ptrmap_free(&s->vars);
   for (uint32_t i = 0; i < s->nkeep; i++) dp_release(s->keep[i]);
   free(s->keep);
   memset(s, 0, sizeof *s);
 }
 
-dp_type *dp__ts_keep(dp_tsolver *s, dp_type *t) {
+dp_type *dp__ts_keep(dp__tsolver *s, dp_type *t) {
   if (!t) return NULL;
   if (s->nkeep == s->capkeep) {
     uint32_t cap = s->capkeep ? s->capkeep * 2 : 256;
@@ -39,21 +39,21 @@ dp_type *dp__ts_keep(dp_tsolver *s, dp_type *t) {
   return t;
 }
 
-dp_type *dp__ts_fresh(dp_tsolver *s) {
+dp_type *dp__ts_fresh(dp__tsolver *s) {
   dp_type *v = dp__ts_keep(s, dp_type_var_new(s->ctx, "?"));
-  if (v && dp_ptrmap_put(&s->vars, v, NULL) < 0) return NULL;
+  if (v && !dp__ptrmap_insert(&s->vars, v, NULL)) return NULL;
   return v;
 }
 
-int dp__ts_is_unknown(const dp_tsolver *s, const dp_type *t) {
-  return t && t->h.kind == DP_TY_VAR && dp_ptrmap_get(&s->vars, t) != NULL;
+int dp__ts_is_unknown(const dp__tsolver *s, const dp_type *t) {
+  return t && t->h.kind == DP_TY_VAR && dp__ptrmap_find(&s->vars, t) != NULL;
 }
 
-dp_type *dp__ts_find(dp_tsolver *s, dp_type *t) {
+dp_type *dp__ts_find(dp__tsolver *s, dp_type *t) {
   while (t && t->h.kind == DP_TY_VAR) {
-    void **slot = dp_ptrmap_get(&s->vars, t);
-    if (!slot || !*slot) return t;
-    t = *slot;
+    dp__ptrslot *slot = dp__ptrmap_find(&s->vars, t);
+    if (!slot || !slot->ptr) return t;
+    t = slot->ptr;
   }
   return t;
 }
@@ -108,7 +108,7 @@ static uint32_t components(dp_type *t, dp_type *const **out) {
 }
 
 /* Does unknown v occur in t? (an infinite type otherwise) */
-static int occurs(dp_tsolver *s, dp_type *v, dp_type *t) {
+static int occurs(dp__tsolver *s, dp_type *v, dp_type *t) {
   pairs st;
   int found = 0;
   pairs_init(&st);
@@ -162,12 +162,15 @@ static int step(pairs *st, dp_type *x, dp_type *y) {
   return 1;
 }
 
-static int bind(dp_tsolver *s, dp_type *v, dp_type *t) {
+static int bind(dp__tsolver *s, dp_type *v, dp_type *t) {
   if (occurs(s, v, t)) return 0;
-  return dp_ptrmap_put(&s->vars, v, dp_retain(t)) < 0 ? -1 : 1;
+  dp__ptrslot *slot = dp__ptrmap_insert(&s->vars, v, NULL);
+  if (!slot) return -1;
+  slot->ptr = dp_retain(t);
+  return 1;
 }
 
-static void mismatch(dp_tsolver *s, dp_type *a, dp_type *b, dp_type *x, dp_type *y, int infinite,
+static void mismatch(dp__tsolver *s, dp_type *a, dp_type *b, dp_type *x, dp_type *y, int infinite,
                      dp_err **err) {
   int ca = 1, cb = 1;
   dp_type *ra = dp__ts_resolve(s, a, &ca, NULL), *rb = dp__ts_resolve(s, b, &cb, NULL);
@@ -188,7 +191,7 @@ static void mismatch(dp_tsolver *s, dp_type *a, dp_type *b, dp_type *x, dp_type 
   dp_err_set(err, e);
 }
 
-int dp__ts_unify(dp_tsolver *s, dp_type *a, dp_type *b, dp_err **err) {
+int dp__ts_unify(dp__tsolver *s, dp_type *a, dp_type *b, dp_err **err) {
   if (a == b) return 0; /* types are interned: the common case of let chains */
   pairs st;
   pairs_init(&st);
@@ -214,7 +217,7 @@ int dp__ts_unify(dp_tsolver *s, dp_type *a, dp_type *b, dp_err **err) {
 /* ---------------- resolution and instantiation ---------------- */
 
 typedef struct mapper {
-  dp_tsolver *s;
+  dp__tsolver *s;
   int *complete;
   uint32_t n;               /* instantiation: rigid from[i] -> to[i] */
   dp_type *const *from, *const *to;
@@ -314,12 +317,12 @@ static dp_type *map_type(mapper *m, dp_type *t, dp_err **err) {
   return res;
 }
 
-dp_type *dp__ts_resolve(dp_tsolver *s, dp_type *t, int *complete, dp_err **err) {
+dp_type *dp__ts_resolve(dp__tsolver *s, dp_type *t, int *complete, dp_err **err) {
   mapper m = {s, complete, 0, NULL, NULL};
   return map_type(&m, t, err);
 }
 
-dp_type *dp__ts_instantiate(dp_tsolver *s, dp_type *t, uint32_t n, dp_type *const *from,
+dp_type *dp__ts_instantiate(dp__tsolver *s, dp_type *t, uint32_t n, dp_type *const *from,
                             dp_type *const *to, dp_err **err) {
   mapper m = {s, NULL, n, from, to};
   return map_type(&m, t, err);

@@ -9,30 +9,30 @@
 #include "devplan/type.h"
 #include "ptrmap.h"
 
-typedef struct dp_tsolver {
+typedef struct dp__tsolver {
   dp_ctx *ctx;
-  dp_ptrmap vars;        /* solver var -> binding (retained) or NULL when unbound */
+  dp__ptrmap vars;       /* solver var -> binding (retained) or NULL when unbound */
   dp_type **keep;        /* types kept alive until the solver goes (vars, instances) */
   uint32_t nkeep, capkeep;
-} dp_tsolver;
+} dp__tsolver;
 
-void dp__ts_init(dp_tsolver *s, dp_ctx *ctx);
-void dp__ts_free(dp_tsolver *s);
+void dp__ts_init(dp__tsolver *s, dp_ctx *ctx);
+void dp__ts_free(dp__tsolver *s);
 /* A fresh unknown (borrowed: owned by the solver); NULL on out of memory. */
-dp_type *dp__ts_fresh(dp_tsolver *s);
+dp_type *dp__ts_fresh(dp__tsolver *s);
 /* Hands a new reference to the solver and returns it borrowed (NULL passes). */
-dp_type *dp__ts_keep(dp_tsolver *s, dp_type *t);
-int dp__ts_is_unknown(const dp_tsolver *s, const dp_type *t);
+dp_type *dp__ts_keep(dp__tsolver *s, dp_type *t);
+int dp__ts_is_unknown(const dp__tsolver *s, const dp_type *t);
 /* t with its top-level bindings followed (borrowed). */
-dp_type *dp__ts_find(dp_tsolver *s, dp_type *t);
+dp_type *dp__ts_find(dp__tsolver *s, dp_type *t);
 /* Unify a and b; on failure sets *err (a message without position). */
-int dp__ts_unify(dp_tsolver *s, dp_type *a, dp_type *b, dp_err **err);
+int dp__ts_unify(dp__tsolver *s, dp_type *a, dp_type *b, dp_err **err);
 /* t with every bound unknown substituted (new reference); *complete is
    cleared when unbound unknowns remain. NULL + *err on failure. */
-dp_type *dp__ts_resolve(dp_tsolver *s, dp_type *t, int *complete, dp_err **err);
+dp_type *dp__ts_resolve(dp__tsolver *s, dp_type *t, int *complete, dp_err **err);
 /* t with the rigid variables from[i] replaced by to[i] (new reference):
    instantiates a polymorphic constructor or function type. */
-dp_type *dp__ts_instantiate(dp_tsolver *s, dp_type *t, uint32_t n, dp_type *const *from,
+dp_type *dp__ts_instantiate(dp__tsolver *s, dp_type *t, uint32_t n, dp_type *const *from,
                             dp_type *const *to, dp_err **err);
 
 #endif

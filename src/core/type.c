@@ -68,7 +68,7 @@ const char *dp_dtype_suggest(const char *name) {
   return dp_suggest_in(name, dtype_names, sizeof dtype_names / sizeof dtype_names[0]);
 }
 
-const char *dp_dtype_str(dp_dtype d, char *buf) {
+const char *dp_dtype_name(dp_dtype d, char *buf) {
   static const char *names[] = {"int", "uint", "float", "bool", "bfloat"};
   int code = DP_DTYPE_CODE(d);
   if (d == 0 || code > DP_DT_BFLOAT) {
@@ -104,15 +104,15 @@ typedef struct tkey {
 } tkey;
 
 static uint32_t key_hash(const tkey *k) {
-  uint32_t h = dp_hash_u64(0, (uint64_t)k->kind);
-  h = dp_hash_u64(h, k->dtype);
-  h = dp_hash_u64(h, k->n);
-  if (k->dims) h = dp_hash_bytes(h, k->dims, k->n * sizeof *k->dims);
-  if (k->items) h = dp_hash_bytes(h, k->items, k->n * sizeof *k->items);
-  h = dp_hash_u64(h, k->ntp);
-  if (k->tps) h = dp_hash_bytes(h, k->tps, k->ntp * sizeof *k->tps);
-  h = dp_hash_u64(h, (uint64_t)(uintptr_t)k->ret);
-  if (k->name) h = dp_hash_str(h, k->name);
+  uint32_t h = dp__hash_u64(0, (uint64_t)k->kind);
+  h = dp__hash_u64(h, k->dtype);
+  h = dp__hash_u64(h, k->n);
+  if (k->dims) h = dp__hash_bytes(h, k->dims, k->n * sizeof *k->dims);
+  if (k->items) h = dp__hash_bytes(h, k->items, k->n * sizeof *k->items);
+  h = dp__hash_u64(h, k->ntp);
+  if (k->tps) h = dp__hash_bytes(h, k->tps, k->ntp * sizeof *k->tps);
+  h = dp__hash_u64(h, (uint64_t)(uintptr_t)k->ret);
+  if (k->name) h = dp__hash_string(h, k->name);
   return h ? h : 1;
 }
 
@@ -215,11 +215,11 @@ static void fill_node(dp_type *t, const tkey *k) {
 static dp_type *intern(dp_ctx *ctx, const tkey *k) {
   if (!ctx) return NULL;
   uint32_t h = key_hash(k);
-  dp_type *t = dp_itab_find(&ctx->types, h, key_eq, k);
+  dp_type *t = dp__itab_find(&ctx->types, h, key_eq, k);
   if (t) return dp_retain(t);
   t = calloc(1, node_size(k));
   if (!t) return NULL;
-  if (dp_itab_insert(&ctx->types, h, t) < 0) {
+  if (dp__itab_insert(&ctx->types, h, t) < 0) {
     free(t);
     return NULL;
   }
@@ -284,7 +284,7 @@ dp_type *dp_type_var_new(dp_ctx *ctx, const char *name) {
   v->t.h.type = DP_OBJ_TYPE;
   v->t.h.kind = DP_TY_VAR;
   v->id = ctx->next_tvar_id++;
-  v->t.hash = dp_hash_u64(0x7a11, v->id);
+  v->t.hash = dp__hash_u64(0x7a11, v->id);
   v->t.ctx = dp_retain(ctx);
   memcpy(v->name, name, len + 1);
   return &v->t;
@@ -298,7 +298,7 @@ static void release_all(dp_worklist *wl, dp_type **items, uint32_t n) {
 
 void dp__type_free_fn(dp_obj *o, dp_worklist *wl) {
   dp_type *t = (dp_type *)o;
-  if (t->h.kind != DP_TY_VAR) dp_itab_remove(&t->ctx->types, t->hash, t);
+  if (t->h.kind != DP_TY_VAR) dp__itab_remove(&t->ctx->types, t->hash, t);
   switch (t->h.kind) {
   case DP_TY_TUPLE: release_all(wl, ((dp_tuple_type *)t)->fields, ((dp_tuple_type *)t)->n); break;
   case DP_TY_FUNC: {
@@ -343,63 +343,63 @@ static const dp_type *kid(const dp_type *t, uint32_t i) {
   }
 }
 
-static void put_leaf(dp_tb *b, const dp_type *t) {
+static void put_leaf(dp__tb *b, const dp_type *t) {
   char buf[24];
   switch (t->h.kind) {
   case DP_TY_TENSOR: {
     const dp_tensor_type *tt = (const dp_tensor_type *)t;
     if (tt->ndim == 0) {
-      dp_tb_puts(b, dp_dtype_str(tt->dtype, buf));
+      dp__tb_puts(b, dp_dtype_name(tt->dtype, buf));
       return;
     }
-    dp_tb_puts(b, "Tensor[(");
+    dp__tb_puts(b, "Tensor[(");
     for (uint32_t i = 0; i < tt->ndim; i++) {
-      if (i) dp_tb_puts(b, ", ");
-      if (tt->dims[i] == DP_DIM_ANY) dp_tb_putc(b, '?');
-      else dp_tb_printf(b, "%lld", (long long)tt->dims[i]);
+      if (i) dp__tb_puts(b, ", ");
+      if (tt->dims[i] == DP_DIM_ANY) dp__tb_putc(b, '?');
+      else dp__tb_printf(b, "%lld", (long long)tt->dims[i]);
     }
-    dp_tb_printf(b, "), %s]", dp_dtype_str(tt->dtype, buf));
+    dp__tb_printf(b, "), %s]", dp_dtype_name(tt->dtype, buf));
     return;
   }
-  case DP_TY_VAR: dp_tb_puts(b, ((const dp_type_var *)t)->name); return;
-  case DP_TY_STORAGE: dp_tb_puts(b, "Storage[]"); return;
-  case DP_TY_ADT: dp_tb_puts(b, ((const dp_adt_type *)t)->name); return;
-  default: dp_tb_puts(b, "?"); return;
+  case DP_TY_VAR: dp__tb_puts(b, ((const dp_type_var *)t)->name); return;
+  case DP_TY_STORAGE: dp__tb_puts(b, "Storage[]"); return;
+  case DP_TY_ADT: dp__tb_puts(b, ((const dp_adt_type *)t)->name); return;
+  default: dp__tb_puts(b, "?"); return;
   }
 }
 
-static void put_open(dp_tb *b, const dp_type *t) {
+static void put_open(dp__tb *b, const dp_type *t) {
   switch (t->h.kind) {
-  case DP_TY_TUPLE: dp_tb_putc(b, '('); break;
+  case DP_TY_TUPLE: dp__tb_putc(b, '('); break;
   case DP_TY_FUNC: {
     const dp_func_type *ft = (const dp_func_type *)t;
-    dp_tb_puts(b, "fn ");
+    dp__tb_puts(b, "fn ");
     if (ft->ntparams) { /* as TVM prints it: fn [A, B](A) -> B */
-      dp_tb_putc(b, '[');
+      dp__tb_putc(b, '[');
       for (uint32_t i = 0; i < ft->ntparams; i++) {
-        if (i) dp_tb_puts(b, ", ");
+        if (i) dp__tb_puts(b, ", ");
         put_leaf(b, ft->items[i]);
       }
-      dp_tb_putc(b, ']');
+      dp__tb_putc(b, ']');
     }
-    dp_tb_putc(b, '(');
+    dp__tb_putc(b, '(');
     break;
   }
-  case DP_TY_ADT: dp_tb_puts(b, ((const dp_adt_type *)t)->name); dp_tb_putc(b, '['); break;
-  case DP_TY_REF: dp_tb_puts(b, "ref("); break;
+  case DP_TY_ADT: dp__tb_puts(b, ((const dp_adt_type *)t)->name); dp__tb_putc(b, '['); break;
+  case DP_TY_REF: dp__tb_puts(b, "ref("); break;
   }
 }
 
-static void put_sep(dp_tb *b, const dp_type *t, uint32_t i) {
-  if (t->h.kind == DP_TY_FUNC && i == ((const dp_func_type *)t)->nargs) dp_tb_puts(b, ") -> ");
-  else if (i > 0) dp_tb_puts(b, ", ");
+static void put_sep(dp__tb *b, const dp_type *t, uint32_t i) {
+  if (t->h.kind == DP_TY_FUNC && i == ((const dp_func_type *)t)->nargs) dp__tb_puts(b, ") -> ");
+  else if (i > 0) dp__tb_puts(b, ", ");
 }
 
-static void put_close(dp_tb *b, const dp_type *t) {
+static void put_close(dp__tb *b, const dp_type *t) {
   switch (t->h.kind) {
-  case DP_TY_TUPLE: dp_tb_puts(b, ((const dp_tuple_type *)t)->n == 1 ? ",)" : ")"); break;
-  case DP_TY_ADT: dp_tb_putc(b, ']'); break;
-  case DP_TY_REF: dp_tb_putc(b, ')'); break;
+  case DP_TY_TUPLE: dp__tb_puts(b, ((const dp_tuple_type *)t)->n == 1 ? ",)" : ")"); break;
+  case DP_TY_ADT: dp__tb_putc(b, ']'); break;
+  case DP_TY_REF: dp__tb_putc(b, ')'); break;
   default: break;
   }
 }
@@ -412,8 +412,8 @@ static int is_leaf(const dp_type *t) {
 char *dp_type_str(const dp_type *t) {
   struct frame { const dp_type *t; uint32_t i; } *stack = NULL;
   size_t n = 0, cap = 0;
-  dp_tb b;
-  dp_tb_init(&b);
+  dp__tb b;
+  dp__tb_init(&b);
   if (!t) return dp_strdup("?");
   const dp_type *next = t;
   for (;;) {
@@ -426,7 +426,7 @@ char *dp_type_str(const dp_type *t) {
           struct frame *s = realloc(stack, c * sizeof *s);
           if (!s) {
             free(stack);
-            dp_tb_free(&b);
+            dp__tb_free(&b);
             return NULL;
           }
           stack = s;
@@ -448,5 +448,5 @@ char *dp_type_str(const dp_type *t) {
     }
   }
   free(stack);
-  return dp_tb_take(&b);
+  return dp__tb_take(&b);
 }

@@ -21,10 +21,10 @@ typedef struct vkey {
 } vkey;
 
 static uint32_t vkey_hash(const vkey *k) {
-  uint32_t h = dp_hash_u64(0, (uint64_t)(uint32_t)k->device_type);
-  h = dp_hash_u64(h, (uint64_t)(uint32_t)k->id);
-  h = dp_hash_u64(h, (uint64_t)(uintptr_t)k->target);
-  return dp_hash_str(h, k->scope);
+  uint32_t h = dp__hash_u64(0, (uint64_t)(uint32_t)k->device_type);
+  h = dp__hash_u64(h, (uint64_t)(uint32_t)k->id);
+  h = dp__hash_u64(h, (uint64_t)(uintptr_t)k->target);
+  return dp__hash_string(h, k->scope);
 }
 
 static int vkey_eq(const void *obj, const void *key) {
@@ -36,7 +36,7 @@ static int vkey_eq(const void *obj, const void *key) {
 
 void dp__vdev_free_fn(dp_obj *o, dp_worklist *wl) {
   dp_vdev *v = (dp_vdev *)o;
-  dp_itab_remove(&v->ctx->vdevs, v->hash, v);
+  dp__itab_remove(&v->ctx->vdevs, v->hash, v);
   free(v->memory_scope);
   dp_release_deferred(wl, v->target);
   dp_release_deferred(wl, v->ctx);
@@ -89,11 +89,11 @@ dp_vdev *dp_vdev_make(dp_ctx *ctx, int device_type, int virtual_device_id, dp_ta
   }
   vkey key = {device_type, virtual_device_id, target, memory_scope ? memory_scope : ""};
   uint32_t h = vkey_hash(&key);
-  dp_vdev *v = dp_itab_find(&ctx->vdevs, h, vkey_eq, &key);
+  dp_vdev *v = dp__itab_find(&ctx->vdevs, h, vkey_eq, &key);
   if (v) return dp_retain(v);
   v = calloc(1, sizeof *v);
   char *scope = dp_strdup(key.scope);
-  if (!v || !scope || dp_itab_insert(&ctx->vdevs, h, v) < 0) {
+  if (!v || !scope || dp__itab_insert(&ctx->vdevs, h, v) < 0) {
     free(v);
     free(scope);
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));

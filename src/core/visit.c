@@ -58,7 +58,7 @@ dp_expr *dp_expr_with_children(dp_expr *e, dp_expr *const *kids) {
   case DP_PROJ: return (dp_expr *)dp_proj_new(kids[0], ((const dp_proj *)e)->index, sp);
   case DP_IF: return (dp_expr *)dp_if_new(kids[0], kids[1], kids[2], sp);
   case DP_MATCH: return rebuild_match((const dp_match *)e, kids);
-  case DP_REF_NEW: return (dp_expr *)dp_ref_new_new(kids[0], sp);
+  case DP_REF_CREATE: return (dp_expr *)dp_ref_create_new(kids[0], sp);
   case DP_REF_READ: return (dp_expr *)dp_ref_read_new(kids[0], sp);
   case DP_REF_WRITE: return (dp_expr *)dp_ref_write_new(kids[0], kids[1], sp);
   default: return dp_retain(e);
@@ -93,11 +93,11 @@ static void *stack_push(stack *s) {
 /* ---------------- visiting ---------------- */
 
 /* First reach of e: -1 stop/out of memory, 0 already seen, 1 pushed. */
-static int visit_reach(dp_expr *e, const dp_visitor *v, stack *st, dp_ptrmap *seen) {
+static int visit_reach(dp_expr *e, const dp_visitor *v, stack *st, dp__ptrmap *seen) {
   if (e->h.rc > 1) {
-    int r = dp_ptrmap_put(seen, e, NULL);
-    if (r < 0) return -1;
-    if (r == 0) return 0;
+    int fresh = 0;
+    if (!dp__ptrmap_insert(seen, e, &fresh)) return -1;
+    if (!fresh) return 0;
   }
   int r = v->pre ? v->pre(v->ud, e) : 1;
   if (r < 0) return -1;
@@ -109,7 +109,7 @@ static int visit_reach(dp_expr *e, const dp_visitor *v, stack *st, dp_ptrmap *se
 
 int dp_visit(dp_expr *root, const dp_visitor *v) {
   stack st = {NULL, 0, 0, sizeof(frame)};
-  dp_ptrmap seen = DP_PTRMAP_INIT;
+  dp__ptrmap seen = DP__PTRMAP_INIT;
   int rc = 0;
   if (!root) return 0;
   if (visit_reach(root, v, &st, &seen) < 0) rc = -1;
@@ -125,7 +125,7 @@ int dp_visit(dp_expr *root, const dp_visitor *v) {
     }
   }
   free(st.items);
-  dp_ptrmap_free(&seen);
+  dp__ptrmap_free(&seen);
   return rc;
 }
 
@@ -135,7 +135,7 @@ typedef struct rewrite {
   const dp_rewriter *rw;
   stack frames;    /* frame */
   stack results;   /* dp_expr *, owned: rewritten children awaiting their parent */
-  dp_ptrmap memo;  /* shared original -> rewritten (owned) */
+  dp__ptrmap memo;  /* shared original -> rewritten (owned) */
   dp_err *err;
 } rewrite;
 
@@ -153,19 +153,20 @@ static int rw_push(rewrite *w, dp_expr *r) {
 /* e is done with replacement r (owned): memoize when shared, hand to parent. */
 static int rw_finish(rewrite *w, dp_expr *e, dp_expr *r) {
   if (e->h.rc > 1) {
-    if (dp_ptrmap_put(&w->memo, e, r) < 0) {
+    dp__ptrslot *m = dp__ptrmap_insert(&w->memo, e, NULL);
+    if (!m) {
       dp_release(r);
       return -1;
     }
-    dp_retain(r);
+    m->ptr = dp_retain(r);
   }
   return rw_push(w, r);
 }
 
 static int rw_reach(rewrite *w, dp_expr *e) {
   if (e->h.rc > 1) {
-    void **m = dp_ptrmap_get(&w->memo, e);
-    if (m) return rw_push(w, dp_retain(*m));
+    dp__ptrslot *m = dp__ptrmap_find(&w->memo, e);
+    if (m) return rw_push(w, dp_retain(m->ptr));
   }
   if (w->rw->pre) {
     dp_expr *r = w->rw->pre(w->rw->ud, e, &w->err);
@@ -184,14 +185,14 @@ static int rw_reach(rewrite *w, dp_expr *e) {
    new variable. A used pattern variable is shared (pattern + use), so its
    rewrite is in the memo. */
 
-static dp_var *mapped_var(const dp_ptrmap *memo, dp_var *v) {
-  void **m = dp_ptrmap_get(memo, v);
-  dp_expr *r = m ? *m : NULL;
+static dp_var *mapped_var(const dp__ptrmap *memo, dp_var *v) {
+  dp__ptrslot *m = dp__ptrmap_find(memo, v);
+  dp_expr *r = m ? m->ptr : NULL;
   return r && r->h.kind == DP_VAR ? (dp_var *)r : v;
 }
 
 /* p rebuilt from its rewritten sub-patterns subs (new reference). */
-static dp_pattern *pattern_with(const dp_ptrmap *memo, dp_pattern *p, dp_pattern *const *subs) {
+static dp_pattern *pattern_with(const dp__ptrmap *memo, dp_pattern *p, dp_pattern *const *subs) {
   uint32_t same = 0;
   for (uint32_t i = 0; i < p->n; i++) same += subs[i] == p->sub[i];
   switch (p->h.kind) {
@@ -208,7 +209,7 @@ static dp_pattern *pattern_with(const dp_ptrmap *memo, dp_pattern *p, dp_pattern
 
 /* The pattern with its variables mapped (new reference), NULL on out of
    memory. Post order with explicit stacks: patterns nest as deep as written. */
-static dp_pattern *remap_pattern(const dp_ptrmap *memo, dp_pattern *root) {
+static dp_pattern *remap_pattern(const dp__ptrmap *memo, dp_pattern *root) {
   typedef struct pframe { dp_pattern *p; uint32_t i; } pframe;
   stack frames = {NULL, 0, 0, sizeof(pframe)}, results = {NULL, 0, 0, sizeof(dp_pattern *)};
   dp_pattern *out = NULL;
@@ -247,7 +248,7 @@ done:
 
 /* m (owned) with its clause patterns remapped: m itself when no binder
    changed, a new match otherwise; NULL on out of memory (m released). */
-static dp_expr *remap_match(const dp_ptrmap *memo, dp_match *m) {
+static dp_expr *remap_match(const dp__ptrmap *memo, dp_match *m) {
   dp_clause *cl = malloc((m->n ? m->n : 1) * sizeof *cl);
   uint32_t done = 0, changed = 0;
   dp_expr *r = NULL;
@@ -300,16 +301,16 @@ static void rw_cleanup(rewrite *w) {
   dp_expr **res = w->results.items;
   for (size_t i = 0; i < w->results.n; i++) dp_release(res[i]);
   for (uint32_t i = 0; i < w->memo.cap; i++)
-    if (w->memo.slots[i].key) dp_release(w->memo.slots[i].val);
+    if (w->memo.slots[i].key) dp_release(w->memo.slots[i].ptr);
   free(w->results.items);
   free(w->frames.items);
-  dp_ptrmap_free(&w->memo);
+  dp__ptrmap_free(&w->memo);
 }
 
 dp_expr *dp_rewrite(dp_expr *root, const dp_rewriter *rw, dp_err **err) {
   static const dp_rewriter identity = {NULL, NULL, NULL};
   rewrite w = {rw ? rw : &identity, {NULL, 0, 0, sizeof(frame)},
-               {NULL, 0, 0, sizeof(dp_expr *)}, DP_PTRMAP_INIT, NULL};
+               {NULL, 0, 0, sizeof(dp_expr *)}, DP__PTRMAP_INIT, NULL};
   if (!root) {
     dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "rewrite: no expression"));
     return NULL;
@@ -335,14 +336,14 @@ dp_expr *dp_rewrite(dp_expr *root, const dp_rewriter *rw, dp_err **err) {
 /* ---------------- free variables ---------------- */
 
 typedef struct fv {
-  dp_ptrmap bound;  /* variables bound anywhere in the expression */
+  dp__ptrmap bound;  /* variables bound anywhere in the expression */
   dp_var **list;
   uint32_t n, cap;
   int failed;
 } fv;
 
 static void fv_bind(fv *s, dp_var *v) {
-  if (dp_ptrmap_put(&s->bound, v, NULL) < 0) s->failed = 1;
+  if (!dp__ptrmap_insert(&s->bound, v, NULL)) s->failed = 1;
 }
 
 /* Pattern variables, with an explicit stack (patterns nest as written). */
@@ -399,7 +400,7 @@ static int fv_post(void *ud, dp_expr *e) {
 }
 
 dp_var **dp_free_vars(dp_expr *e, uint32_t *n) {
-  fv s = {DP_PTRMAP_INIT, NULL, 0, 0, 0};
+  fv s = {DP__PTRMAP_INIT, NULL, 0, 0, 0};
   dp_visitor v = {fv_pre, fv_post, &s};
   *n = 0;
   int rc = dp_visit(e, &v);
@@ -407,9 +408,9 @@ dp_var **dp_free_vars(dp_expr *e, uint32_t *n) {
   if (rc == 0) out = malloc((s.n ? s.n : 1) * sizeof *out);
   if (out) {
     for (uint32_t i = 0; i < s.n; i++)
-      if (!dp_ptrmap_get(&s.bound, s.list[i])) out[(*n)++] = s.list[i];
+      if (!dp__ptrmap_find(&s.bound, s.list[i])) out[(*n)++] = s.list[i];
   }
   free(s.list);
-  dp_ptrmap_free(&s.bound);
+  dp__ptrmap_free(&s.bound);
   return out;
 }

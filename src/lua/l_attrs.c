@@ -10,7 +10,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "l_ir.h"
+#include "l_attrs.h"
 
 static const char NONE_KEY[] = "devplan.NONE";
 #define MAX_LIST_DEPTH 32
@@ -20,7 +20,7 @@ static int none_tostring(lua_State *L) {
   return 1;
 }
 
-void dp_lua_push_none(lua_State *L) {
+void dp__lua_push_none(lua_State *L) {
   if (lua_getfield(L, LUA_REGISTRYINDEX, NONE_KEY) == LUA_TTABLE) return;
   lua_pop(L, 1);
   lua_newtable(L);
@@ -34,10 +34,10 @@ void dp_lua_push_none(lua_State *L) {
   lua_setfield(L, LUA_REGISTRYINDEX, NONE_KEY);
 }
 
-int dp_lua_is_none(lua_State *L, int idx) {
+int dp__lua_is_none(lua_State *L, int idx) {
   if (lua_type(L, idx) != LUA_TTABLE) return 0;
   idx = lua_absindex(L, idx);
-  dp_lua_push_none(L);
+  dp__lua_push_none(L);
   int eq = lua_rawequal(L, idx, -1);
   lua_pop(L, 1);
   return eq;
@@ -51,13 +51,13 @@ static void check_aval_depth(lua_State *L, int idx, const char *key, int depth) 
   case LUA_TBOOLEAN: case LUA_TNUMBER: case LUA_TSTRING:
     return;
   case LUA_TUSERDATA: {
-    dp_obj *o = dp_lua_testobj(L, idx);
+    dp_obj *o = dp__lua_testobj(L, idx);
     if (o && o->type == DP_OBJ_VDEV) return;
     if (o && o->type == DP_OBJ_EXPR && o->kind == DP_CONST) return;
     break;
   }
   case LUA_TTABLE: {
-    if (dp_lua_is_none(L, idx)) return;
+    if (dp__lua_is_none(L, idx)) return;
     if (depth >= MAX_LIST_DEPTH) luaL_error(L, "attribute '%s': lists nested too deeply", key);
     lua_Unsigned n = lua_rawlen(L, idx);
     lua_pushnil(L);
@@ -81,11 +81,11 @@ static void check_aval_depth(lua_State *L, int idx, const char *key, int depth) 
                 "dp.NONE, VirtualDevice or constant", key, luaL_typename(L, idx));
 }
 
-void dp_lua_check_aval(lua_State *L, int idx, const char *key) {
+void dp__lua_check_aval(lua_State *L, int idx, const char *key) {
   check_aval_depth(L, idx, key, 0);
 }
 
-int dp_lua_to_aval(lua_State *L, int idx, dp_attrkind want, dp_aval *out) {
+int dp__lua_to_aval(lua_State *L, int idx, dp_attrkind want, dp_aval *out) {
   idx = lua_absindex(L, idx);
   switch (lua_type(L, idx)) {
   case LUA_TBOOLEAN:
@@ -96,17 +96,17 @@ int dp_lua_to_aval(lua_State *L, int idx, dp_attrkind want, dp_aval *out) {
     else *out = dp_av_float(lua_tonumber(L, idx), 0);
     return 0;
   case LUA_TSTRING:
-    *out = dp_av_str(lua_tostring(L, idx));
+    *out = dp_av_string(lua_tostring(L, idx));
     return out->u.s ? 0 : -1;
   case LUA_TUSERDATA: {
-    dp_obj *o = dp_lua_testobj(L, idx);
+    dp_obj *o = dp__lua_testobj(L, idx);
     if (o->type == DP_OBJ_VDEV) *out = dp_av_vdev((dp_vdev *)o);
     else *out = dp_av_expr((dp_expr *)o);
     return 0;
   }
   default: break;
   }
-  if (dp_lua_is_none(L, idx)) {
+  if (dp__lua_is_none(L, idx)) {
     *out = dp_av_none();
     return 0;
   }
@@ -115,7 +115,7 @@ int dp_lua_to_aval(lua_State *L, int idx, dp_attrkind want, dp_aval *out) {
   if (!items) return -1;
   for (uint32_t i = 0; i < n; i++) {
     lua_rawgeti(L, idx, (lua_Integer)i + 1);
-    int rc = dp_lua_to_aval(L, -1, want == DP_AK_FLOAT ? DP_AK_FLOAT : DP_AK_ANY, &items[i]);
+    int rc = dp__lua_to_aval(L, -1, want == DP_AK_FLOAT ? DP_AK_FLOAT : DP_AK_ANY, &items[i]);
     lua_pop(L, 1);
     if (rc < 0) {
       for (uint32_t j = 0; j < i; j++) dp_av_clear(&items[j]);
@@ -144,7 +144,7 @@ static const char **check_attr_table(lua_State *L, int idx, uint32_t *nout) {
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     if (lua_type(L, -2) != LUA_TSTRING) luaL_error(L, "attribute names must be strings");
-    dp_lua_check_aval(L, -1, lua_tostring(L, -2));
+    dp__lua_check_aval(L, -1, lua_tostring(L, -2));
     lua_pop(L, 1);
     n++;
   }
@@ -160,7 +160,7 @@ static const char **check_attr_table(lua_State *L, int idx, uint32_t *nout) {
   return keys;
 }
 
-dp_attrs *dp_lua_make_attrs(lua_State *L, int idx, const dp_op *op) {
+dp_attrs *dp__lua_make_attrs(lua_State *L, int idx, const dp_op *op) {
   idx = lua_absindex(L, idx);
   int has_schema = op && op->fields;
   if (lua_isnoneornil(L, idx) && !has_schema) return NULL;
@@ -176,7 +176,7 @@ dp_attrs *dp_lua_make_attrs(lua_State *L, int idx, const dp_op *op) {
     lua_pushstring(L, keys[i]);
     lua_rawget(L, idx);
     items[i].key = (char *)keys[i];
-    int rc = dp_lua_to_aval(L, -1, schema_kind(op, keys[i]), &items[i].val);
+    int rc = dp__lua_to_aval(L, -1, schema_kind(op, keys[i]), &items[i].val);
     lua_pop(L, 1);
     if (rc < 0) {
       for (uint32_t j = 0; j < i; j++) dp_av_clear(&items[j].val);
@@ -185,26 +185,26 @@ dp_attrs *dp_lua_make_attrs(lua_State *L, int idx, const dp_op *op) {
   }
   dp_err *err = NULL;
   dp_attrs *a = op ? dp_op_attrs(op, n, items, &err) : dp_attrs_make(n, items, &err);
-  if (!a && err) dp_lua_error(L, err);
+  if (!a && err) dp__lua_error(L, err);
   return a;
 }
 
 /* ---------------- C -> Lua ---------------- */
 
-void dp_lua_push_aval(lua_State *L, const dp_aval *v) {
+void dp__lua_push_aval(lua_State *L, const dp_aval *v) {
   switch (v->kind) {
-  case DP_AV_NONE: dp_lua_push_none(L); break;
+  case DP_AV_NONE: dp__lua_push_none(L); break;
   case DP_AV_BOOL: lua_pushboolean(L, (int)v->u.i); break;
   case DP_AV_INT: lua_pushinteger(L, v->u.i); break;
   case DP_AV_FLOAT: lua_pushnumber(L, v->u.f); break;
   case DP_AV_STR: lua_pushstring(L, v->u.s); break;
-  case DP_AV_VDEV: dp_lua_push(L, v->u.vdev); break;
-  case DP_AV_EXPR: dp_lua_push(L, v->u.expr); break;
+  case DP_AV_VDEV: dp__lua_push(L, v->u.vdev); break;
+  case DP_AV_EXPR: dp__lua_push(L, v->u.expr); break;
   case DP_AV_LIST:
     luaL_checkstack(L, 4, "attribute lists nested too deeply");
     lua_createtable(L, (int)v->n, 0);
     for (uint32_t i = 0; i < v->n; i++) {
-      dp_lua_push_aval(L, &v->u.items[i]);
+      dp__lua_push_aval(L, &v->u.items[i]);
       lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     break;
@@ -212,10 +212,10 @@ void dp_lua_push_aval(lua_State *L, const dp_aval *v) {
   }
 }
 
-void dp_lua_push_attrs(lua_State *L, const dp_attrs *a) {
+void dp__lua_push_attrs(lua_State *L, const dp_attrs *a) {
   lua_createtable(L, 0, a ? (int)a->n : 0);
   for (uint32_t i = 0; a && i < a->n; i++) {
-    dp_lua_push_aval(L, &a->items[i].val);
+    dp__lua_push_aval(L, &a->items[i].val);
     lua_setfield(L, -2, a->items[i].key);
   }
 }
@@ -223,7 +223,7 @@ void dp_lua_push_attrs(lua_State *L, const dp_attrs *a) {
 static const char *const kind_names[] = {
   "any", "bool", "int", "float", "str", "ints", "int_or_ints", "int_or_none", "dtype", "vdev", NULL};
 
-int dp_lua_attrkind(const char *name) {
+int dp__lua_attrkind(const char *name) {
   for (int i = 0; kind_names[i]; i++)
     if (strcmp(kind_names[i], name) == 0) return i; /* same order as dp_attrkind */
   return -1;

@@ -8,7 +8,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "l_ir.h"
+#include "l_const.h"
+#include "l_init.h"
 
 #define MAX_NDIM 64
 
@@ -113,7 +114,7 @@ static int l_const(lua_State *L) {
   if (!dt) luaL_argerror(L, 2, lua_pushfstring(L, "unknown dtype '%s'", name));
   if (DP_DTYPE_LANES(dt) != 1) luaL_argerror(L, 2, "vector dtypes are not constants");
   if (!dp_elem_bytes(dt)) luaL_argerror(L, 2, lua_pushfstring(L, "no constants of dtype '%s'", name));
-  dp_span span = dp_lua_span_opts(L, 3);
+  dp_span span = dp__lua_span_opts(L, 3);
   fill_state s;
   int64_t dims[MAX_NDIM];
   size_t count;
@@ -127,8 +128,8 @@ static int l_const(lua_State *L) {
   lua_pop(L, 1);
   dp_err *err = NULL;
   dp_const *c = dp_const_new(dt, s.ndim, dims, s.buf, span, &err);
-  if (!c) return dp_lua_error(L, err ? err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-  dp_lua_push_owned(L, c);
+  if (!c) return dp__lua_error(L, err ? err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  dp__lua_push_owned(L, c);
   return 1;
 }
 
@@ -159,12 +160,12 @@ static void push_level(lua_State *L, const dp_const *c, uint32_t depth, size_t *
   }
 }
 
-void dp_lua_push_const_value(lua_State *L, const dp_const *c) {
+void dp__lua_push_const_value(lua_State *L, const dp_const *c) {
   size_t next = 0;
   push_level(L, c, 0, &next);
 }
 
-void dp_lua_open_const(lua_State *L) {
+void dp__lua_open_const(lua_State *L) {
   lua_pushcfunction(L, l_const);
   lua_setfield(L, -2, "const");
 }

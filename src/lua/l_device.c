@@ -3,7 +3,7 @@
  * (the fixed part of lua-api.md): dp.Target, dp.VirtualDevice (callable,
  * with .join and .default), dp.CompilationConfig, and dp.debug.counts().
  * Fields are read by name and tostring prints the core's text forms. The
- * objects are interned in C and pushed through dp_lua_push, so the same C
+ * objects are interned in C and pushed through dp__lua_push, so the same C
  * object is always the same (rawequal) Lua value.
  *
  * Building from Lua tables borrows strings from the Lua stack and keeps
@@ -11,11 +11,11 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "lbind.h"
+#include "l_init.h"
 
 /* Raises a devplan.Error with code "value". */
 static int value_error(lua_State *L, const char *fmt, const char *a, const char *b) {
-  return dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, fmt, a, b ? b : ""));
+  return dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, fmt, a, b ? b : ""));
 }
 
 /* ---------------- targets ---------------- */
@@ -45,7 +45,7 @@ static const char *type_words(int type) {
 static void fraction(lua_State *L, const char *kind, const char *key, dp_target_opt *o) {
   int type = declared_type(kind, key);
   if (type >= 0)
-    dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+    dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                                "target option -%s of kind %s expects %s, got %s", key, kind,
                                type_words(type), lua_tostring(L, -1)));
   o->kind = DP_OPT_INT;
@@ -59,7 +59,7 @@ static void list_value(lua_State *L, const char *kind, const char *key, int anch
   lua_pushnil(L);
   while (lua_next(L, list)) count++, lua_pop(L, 1);
   if (count != n) /* keys other than 1..n: a map (TVM's test_config_map) */
-    dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+    dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                                "target option -%s of kind %s: a table with keys is not an option "
                                "value (a list of strings is)", key, kind));
   o->kind = DP_OPT_STRLIST;
@@ -67,7 +67,7 @@ static void list_value(lua_State *L, const char *kind, const char *key, int anch
   lua_rawseti(L, anchor, (lua_Integer)lua_rawlen(L, anchor) + 1);
   for (lua_Integer i = 1; i <= n; i++) {
     if (lua_rawgeti(L, list, i) != LUA_TSTRING)
-      dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+      dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                                  "target option -%s of kind %s: a list holds strings only, got %s",
                                  key, kind, luaL_typename(L, -1)));
     o->items[i - 1] = (char *)lua_tostring(L, -1);
@@ -91,7 +91,7 @@ static void option_value(lua_State *L, const char *kind, const char *key, int an
     return;
   case LUA_TTABLE: list_value(L, kind, key, anchor, o); return;
   default:
-    dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+    dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                                "target option -%s of kind %s: expects a string, integer, boolean "
                                "or list, got %s", key, kind, luaL_typename(L, -1)));
   }
@@ -102,16 +102,21 @@ static dp_target *target_from_table(lua_State *L, int idx) {
   idx = lua_absindex(L, idx);
   dp_err *e = NULL;
   if (lua_getfield(L, idx, "kind") != LUA_TSTRING)
-    dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
-                               "Target{...}: the field 'kind' must be a string"));
+    dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                               "Target{...}: the field 'kind' must be a target kind name (\"cuda\", "
+                               "\"llvm\", ...), got %s", luaL_typename(L, -1)));
   const char *kind = lua_tostring(L, -1); /* anchored by the table */
   lua_pop(L, 1);
   if (dp_target_kind_device_type(kind) < 0) {
-    dp_target_make(dp_lua_ctx(L), kind, NULL, 0, NULL, &e); /* fails: the core's message */
-    dp_lua_error(L, e);
+    dp_target_make(dp__lua_ctx(L), kind, NULL, 0, NULL, &e); /* fails: the core's message */
+    dp__lua_error(L, e);
   }
-  lua_getfield(L, idx, "host");
-  dp_target *host = lua_isnil(L, -1) ? NULL : to_target(L, lua_gettop(L));
+  int ht = lua_getfield(L, idx, "host");
+  if (ht != LUA_TNIL && ht != LUA_TSTRING && ht != LUA_TTABLE && !dp__lua_test(L, -1, DP_OBJ_TARGET))
+    dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                               "Target{...}: the field 'host' must be a Target, a target string or "
+                               "a table, got %s", luaL_typename(L, -1)));
+  dp_target *host = ht == LUA_TNIL ? NULL : to_target(L, lua_gettop(L));
   int hostslot = lua_gettop(L);
   size_t cap = 0;
   lua_pushnil(L);
@@ -123,14 +128,17 @@ static dp_target *target_from_table(lua_State *L, int idx) {
   uint32_t n = 0;
   lua_pushnil(L);
   while (lua_next(L, idx)) {
-    if (lua_type(L, -2) != LUA_TSTRING)
-      dp_lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "Target{...}: option names must be strings"));
+    if (lua_type(L, -2) != LUA_TSTRING) {
+      const char *type = luaL_typename(L, -2);
+      dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "Target{...}: option names must be strings, "
+                                 "got the %s key %s", type, luaL_tolstring(L, -2, NULL)));
+    }
     const char *key = lua_tostring(L, -2);
     if (strcmp(key, "kind") && strcmp(key, "host")) option_value(L, kind, key, anchor, &opts[n++]);
     lua_pop(L, 1);
   }
-  dp_target *t = dp_target_make(dp_lua_ctx(L), kind, opts, n, host, &e);
-  if (!t) dp_lua_error(L, e);
+  dp_target *t = dp_target_make(dp__lua_ctx(L), kind, opts, n, host, &e);
+  if (!t) dp__lua_error(L, e);
   lua_settop(L, hostslot - 1);
   return t;
 }
@@ -140,18 +148,18 @@ static dp_target *target_from_table(lua_State *L, int idx) {
    while idx is on the stack. */
 static dp_target *to_target(lua_State *L, int idx) {
   idx = lua_absindex(L, idx);
-  dp_target *t = dp_lua_test(L, idx, DP_OBJ_TARGET);
+  dp_target *t = dp__lua_test(L, idx, DP_OBJ_TARGET);
   if (t) return t;
   if (lua_type(L, idx) == LUA_TSTRING) {
     dp_err *e = NULL;
-    t = dp_target_parse(dp_lua_ctx(L), lua_tostring(L, idx), &e);
-    if (!t) dp_lua_error(L, e);
+    t = dp_target_parse(dp__lua_ctx(L), lua_tostring(L, idx), &e);
+    if (!t) dp__lua_error(L, e);
   } else if (lua_type(L, idx) == LUA_TTABLE) {
     t = target_from_table(L, idx);
   } else {
     luaL_typeerror(L, idx, "Target, target string or table");
   }
-  dp_lua_push_owned(L, t);
+  dp__lua_push_owned(L, t);
   lua_replace(L, idx);
   return t;
 }
@@ -164,15 +172,15 @@ static int target_new(lua_State *L) {
 }
 
 static int target_with_host(lua_State *L) {
-  dp_target *t = dp_lua_check(L, 1, DP_OBJ_TARGET);
+  dp_target *t = dp__lua_check(L, 1, DP_OBJ_TARGET);
   dp_target *host = lua_isnoneornil(L, 2) ? NULL : to_target(L, 2);
   dp_err *e = NULL;
   dp_target *r = dp_target_with_host(t, host, &e);
-  return dp_lua_push_new(L, r, e);
+  return dp__lua_push_new(L, r, e);
 }
 
 static int target_tostring(lua_State *L) {
-  return dp_lua_push_cstr(L, dp_target_str(dp_lua_check(L, 1, DP_OBJ_TARGET)));
+  return dp__lua_push_cstr(L, dp_target_str(dp__lua_check(L, 1, DP_OBJ_TARGET)));
 }
 
 static void push_items(lua_State *L, const dp_target_opt *o) {
@@ -196,12 +204,12 @@ static void push_options(lua_State *L, const dp_target *t) {
 }
 
 static int target_index(lua_State *L) {
-  dp_target *t = dp_lua_check(L, 1, DP_OBJ_TARGET);
+  dp_target *t = dp__lua_check(L, 1, DP_OBJ_TARGET);
   const char *k = luaL_checkstring(L, 2);
   if (!strcmp(k, "kind")) lua_pushstring(L, t->kind);
   else if (!strcmp(k, "device_type")) lua_pushinteger(L, t->device_type);
   else if (!strcmp(k, "device_type_name")) lua_pushstring(L, dp_device_type_name(t->device_type));
-  else if (!strcmp(k, "host")) dp_lua_push(L, t->host);
+  else if (!strcmp(k, "host")) dp__lua_push(L, t->host);
   else if (!strcmp(k, "options")) push_options(L, t);
   else if (!strcmp(k, "with_host")) lua_pushcfunction(L, target_with_host);
   else lua_pushnil(L);
@@ -231,14 +239,28 @@ static int device_type_arg(lua_State *L, int idx) {
   return t;
 }
 
+/* A key of the table argument (#1 to dp.<what>) that is not one of known:
+   API misuse, so an argument error naming the key, the closest known one
+   and all of them. */
 static void check_fields(lua_State *L, int idx, const char *what, const char *const *known) {
   lua_pushnil(L);
   while (lua_next(L, idx)) {
     lua_pop(L, 1);
-    int ok = 0;
-    if (lua_type(L, -1) == LUA_TSTRING)
-      for (const char *const *k = known; *k && !ok; k++) ok = !strcmp(*k, lua_tostring(L, -1));
-    if (!ok) value_error(L, "%s: unknown field '%s'", what, luaL_tolstring(L, -1, NULL));
+    int ok = 0, is_string = lua_type(L, -1) == LUA_TSTRING;
+    for (const char *const *k = known; is_string && *k && !ok; k++) ok = !strcmp(*k, lua_tostring(L, -1));
+    if (ok) continue;
+    const char *key = luaL_tolstring(L, -1, NULL);
+    size_t n = 0;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (; known[n]; n++) {
+      luaL_addstring(&b, n ? ", " : "");
+      luaL_addstring(&b, known[n]);
+    }
+    luaL_pushresult(&b);
+    const char *best = is_string ? dp_suggest_in(key, known, n) : NULL;
+    luaL_error(L, "bad argument #1 to '%s' (unknown key '%s'%s%s%s known keys: %s)", what, key,
+               best ? "; did you mean '" : "", best ? best : "", best ? "'?" : ";", lua_tostring(L, -1));
   }
 }
 
@@ -267,42 +289,42 @@ static int vdev_call(lua_State *L) {
   if (!lua_isnil(L, 6) && lua_type(L, 6) != LUA_TSTRING)
     value_error(L, "memory_scope must be a string%s", "", NULL);
   dp_err *e = NULL;
-  dp_vdev *v = dp_vdev_make(dp_lua_ctx(L), type, (int)id, target, lua_tostring(L, 6), &e);
-  return dp_lua_push_new(L, v, e);
+  dp_vdev *v = dp_vdev_make(dp__lua_ctx(L), type, (int)id, target, lua_tostring(L, 6), &e);
+  return dp__lua_push_new(L, v, e);
 }
 
 static int vdev_join(lua_State *L) {
-  dp_vdev *a = dp_lua_check(L, 1, DP_OBJ_VDEV), *b = dp_lua_check(L, 2, DP_OBJ_VDEV);
-  dp_lua_push_owned(L, dp_vdev_join(a, b)); /* nil when no join exists */
+  dp_vdev *a = dp__lua_check(L, 1, DP_OBJ_VDEV), *b = dp__lua_check(L, 2, DP_OBJ_VDEV);
+  dp__lua_push_owned(L, dp_vdev_join(a, b)); /* nil when no join exists */
   return 1;
 }
 
 static int vdev_default(lua_State *L) {
-  dp_vdev *a = dp_lua_check(L, 1, DP_OBJ_VDEV), *b = dp_lua_check(L, 2, DP_OBJ_VDEV);
-  return dp_lua_push_new(L, dp_vdev_default(a, b), NULL);
+  dp_vdev *a = dp__lua_check(L, 1, DP_OBJ_VDEV), *b = dp__lua_check(L, 2, DP_OBJ_VDEV);
+  return dp__lua_push_new(L, dp_vdev_default(a, b), NULL);
 }
 
 static int vdev_is_fully_unconstrained(lua_State *L) {
-  lua_pushboolean(L, dp_vdev_is_fully_unconstrained(dp_lua_check(L, 1, DP_OBJ_VDEV)));
+  lua_pushboolean(L, dp_vdev_is_fully_unconstrained(dp__lua_check(L, 1, DP_OBJ_VDEV)));
   return 1;
 }
 
 static int vdev_is_fully_constrained(lua_State *L) {
-  lua_pushboolean(L, dp_vdev_is_fully_constrained(dp_lua_check(L, 1, DP_OBJ_VDEV)));
+  lua_pushboolean(L, dp_vdev_is_fully_constrained(dp__lua_check(L, 1, DP_OBJ_VDEV)));
   return 1;
 }
 
 static int vdev_tostring(lua_State *L) {
-  return dp_lua_push_cstr(L, dp_vdev_str(dp_lua_check(L, 1, DP_OBJ_VDEV)));
+  return dp__lua_push_cstr(L, dp_vdev_str(dp__lua_check(L, 1, DP_OBJ_VDEV)));
 }
 
 static int vdev_index(lua_State *L) {
-  dp_vdev *v = dp_lua_check(L, 1, DP_OBJ_VDEV);
+  dp_vdev *v = dp__lua_check(L, 1, DP_OBJ_VDEV);
   const char *k = luaL_checkstring(L, 2);
   if (!strcmp(k, "device_type")) lua_pushinteger(L, v->device_type);
   else if (!strcmp(k, "device_type_name")) lua_pushstring(L, dp_device_type_name(v->device_type));
   else if (!strcmp(k, "virtual_device_id")) lua_pushinteger(L, v->virtual_device_id);
-  else if (!strcmp(k, "target")) dp_lua_push(L, v->target);
+  else if (!strcmp(k, "target")) dp__lua_push(L, v->target);
   else if (!strcmp(k, "memory_scope")) lua_pushstring(L, v->memory_scope);
   else if (!strcmp(k, "is_fully_unconstrained")) lua_pushcfunction(L, vdev_is_fully_unconstrained);
   else if (!strcmp(k, "is_fully_constrained")) lua_pushcfunction(L, vdev_is_fully_constrained);
@@ -321,10 +343,10 @@ static void config_targets(lua_State *L, int idx, int out) {
   if (lua_type(L, idx) == LUA_TSTRING) {
     uint32_t n;
     dp_err *e = NULL;
-    dp_target **ts = dp_targets_parse(dp_lua_ctx(L), lua_tostring(L, idx), &n, &e);
-    if (!ts) dp_lua_error(L, e);
+    dp_target **ts = dp_targets_parse(dp__lua_ctx(L), lua_tostring(L, idx), &n, &e);
+    if (!ts) dp__lua_error(L, e);
     for (uint32_t i = 0; i < n; i++) {
-      dp_lua_push(L, ts[i]);
+      dp__lua_push(L, ts[i]);
       lua_rawseti(L, out, (lua_Integer)lua_rawlen(L, out) + 1);
     }
     dp_targets_free(ts, n);
@@ -373,24 +395,24 @@ static int config_new(lua_State *L) {
   dp_target **ts = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *ts, 0); /* 6 */
   for (int i = 1; i <= n; i++) {
     lua_rawgeti(L, 5, i);
-    ts[i - 1] = dp_lua_test(L, -1, DP_OBJ_TARGET);
+    ts[i - 1] = dp__lua_test(L, -1, DP_OBJ_TARGET);
     lua_pop(L, 1);
   }
   dp_err *e = NULL;
-  dp_config *c = dp_config_make(dp_lua_ctx(L), ts, (uint32_t)n, host, dtype, &e);
-  return dp_lua_push_new(L, c, e);
+  dp_config *c = dp_config_make(dp__lua_ctx(L), ts, (uint32_t)n, host, dtype, &e);
+  return dp__lua_push_new(L, c, e);
 }
 
 static int config_canonical(lua_State *L) {
-  dp_config *c = dp_lua_check(L, 1, DP_OBJ_CONFIG);
-  dp_vdev *v = dp_lua_check(L, 2, DP_OBJ_VDEV);
+  dp_config *c = dp__lua_check(L, 1, DP_OBJ_CONFIG);
+  dp_vdev *v = dp__lua_check(L, 2, DP_OBJ_VDEV);
   dp_err *e = NULL;
   dp_vdev *r = dp_config_canonical(c, v, &e);
-  return dp_lua_push_new(L, r, e);
+  return dp__lua_push_new(L, r, e);
 }
 
 static int config_tostring(lua_State *L) {
-  dp_config *c = dp_lua_check(L, 1, DP_OBJ_CONFIG);
+  dp_config *c = dp__lua_check(L, 1, DP_OBJ_CONFIG);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   luaL_addstring(&b, "CompilationConfig(targets=[");
@@ -412,14 +434,14 @@ static int config_tostring(lua_State *L) {
 }
 
 static int config_index(lua_State *L) {
-  dp_config *c = dp_lua_check(L, 1, DP_OBJ_CONFIG);
+  dp_config *c = dp__lua_check(L, 1, DP_OBJ_CONFIG);
   const char *k = luaL_checkstring(L, 2);
-  if (!strcmp(k, "host_target")) dp_lua_push(L, c->host_target);
-  else if (!strcmp(k, "host_virtual_device")) dp_lua_push(L, c->host_vdev);
-  else if (!strcmp(k, "default_virtual_device")) dp_lua_push(L, c->default_vdev);
+  if (!strcmp(k, "host_target")) dp__lua_push(L, c->host_target);
+  else if (!strcmp(k, "host_virtual_device")) dp__lua_push(L, c->host_vdev);
+  else if (!strcmp(k, "default_virtual_device")) dp__lua_push(L, c->default_vdev);
   else if (!strcmp(k, "default_device_type")) lua_pushinteger(L, c->default_device_type);
   else if (!strcmp(k, "primitive_targets"))
-    dp_lua_push_list(L, (void *const *)c->primitive_targets, c->ntargets);
+    dp__lua_push_list(L, (void *const *)c->primitive_targets, c->ntargets);
   else if (!strcmp(k, "canonical")) lua_pushcfunction(L, config_canonical);
   else lua_pushnil(L);
   return 1;
@@ -472,7 +494,7 @@ static int target_kinds(lua_State *L) {
 
 static int debug_counts(lua_State *L) {
   size_t nt, nv, ny;
-  dp_ctx_counts(dp_lua_ctx(L), &nt, &nv, &ny);
+  dp_ctx_counts(dp__lua_ctx(L), &nt, &nv, &ny);
   lua_createtable(L, 0, 3);
   lua_pushinteger(L, (lua_Integer)nt);
   lua_setfield(L, -2, "targets");
@@ -483,10 +505,10 @@ static int debug_counts(lua_State *L) {
   return 1;
 }
 
-void dp_lua_open_device(lua_State *L) {
-  dp_lua_newclass(L, DP_OBJ_TARGET, "devplan.Target", target_index, target_tostring);
-  dp_lua_newclass(L, DP_OBJ_VDEV, "devplan.VirtualDevice", vdev_index, vdev_tostring);
-  dp_lua_newclass(L, DP_OBJ_CONFIG, "devplan.CompilationConfig", config_index, config_tostring);
+void dp__lua_open_device(lua_State *L) {
+  dp__lua_newclass(L, DP_OBJ_TARGET, "devplan.Target", target_index, target_tostring);
+  dp__lua_newclass(L, DP_OBJ_VDEV, "devplan.VirtualDevice", vdev_index, vdev_tostring);
+  dp__lua_newclass(L, DP_OBJ_CONFIG, "devplan.CompilationConfig", config_index, config_tostring);
   lua_pushcfunction(L, target_new);
   lua_setfield(L, -2, "Target");
   lua_pushcfunction(L, target_kinds);
@@ -503,7 +525,7 @@ void dp_lua_open_device(lua_State *L) {
   lua_setfield(L, -2, "VirtualDevice");
   lua_pushcfunction(L, config_new);
   lua_setfield(L, -2, "CompilationConfig");
-  dp_lua_subtable(L, "debug");
+  dp__lua_subtable(L, "debug");
   lua_pushcfunction(L, debug_counts);
   lua_setfield(L, -2, "counts");
   lua_pop(L, 1);

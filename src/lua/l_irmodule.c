@@ -7,122 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "l_ir.h"
-
-/* ---------------- small growing strings (typedef, primfn, pattern text) ---------------- */
-
-typedef struct sbuf {
-  char *s;
-  size_t n, cap;
-  int oom;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s) {
-  size_t k = strlen(s);
-  if (b->oom) return;
-  if (b->n + k + 1 > b->cap) {
-    size_t cap = (b->cap ? b->cap * 2 : 64) + k;
-    char *p = realloc(b->s, cap);
-    if (!p) {
-      b->oom = 1;
-      return;
-    }
-    b->s = p;
-    b->cap = cap;
-  }
-  memcpy(b->s + b->n, s, k + 1);
-  b->n += k;
-}
-
-static void sb_type(sbuf *b, const dp_type *t) {
-  char *s = dp_type_str(t);
-  if (!s) b->oom = 1;
-  else sb_add(b, s);
-  free(s);
-}
-
-static char *sb_done(sbuf *b) {
-  if (b->oom || !b->s) {
-    free(b->s);
-    return b->oom ? NULL : dp_strdup("");
-  }
-  return b->s;
-}
-
-/* Writes the head of p: all of a leaf ("_", "%x", "Nil"), or "Ctor(" / "("
-   of a pattern with subpatterns. Returns 1 when subpatterns follow. */
-static int pat_open(sbuf *b, const dp_pattern *p) {
-  switch (p->h.kind) {
-  case DP_PAT_WILD: sb_add(b, "_"); return 0;
-  case DP_PAT_VAR: sb_add(b, "%"); sb_add(b, p->var->name); return 0;
-  case DP_PAT_CTOR: sb_add(b, p->ctor->name); if (!p->n) return 0; break;
-  default: break;
-  }
-  sb_add(b, "(");
-  return 1;
-}
-
-typedef struct pat_frame {
-  const dp_pattern *p;
-  uint32_t next;   /* the next subpattern to print */
-} pat_frame;
-
-/* Patterns nest as deep as the user wrote them: an explicit stack of open
-   patterns keeps the C stack flat at any depth. */
-char *dp_lua_pattern_str(const dp_pattern *root) {
-  sbuf b = {0};
-  pat_frame *st = NULL;
-  size_t n = 0, cap = 0;
-  const dp_pattern *p = root;
-  while (!b.oom) {
-    if (p && pat_open(&b, p)) {
-      if (n == cap) {
-        pat_frame *grown = realloc(st, (cap = cap ? cap * 2 : 32) * sizeof *st);
-        if (!grown) {
-          b.oom = 1;
-          break;
-        }
-        st = grown;
-      }
-      st[n++] = (pat_frame){p, 0};
-    }
-    p = NULL;
-    if (!n) break;
-    pat_frame *f = &st[n - 1];
-    if (f->next < f->p->n) {
-      if (f->next) sb_add(&b, ", ");
-      p = f->p->sub[f->next++];
-    } else {
-      sb_add(&b, f->p->h.kind == DP_PAT_TUPLE && f->p->n == 1 ? ",)" : ")");
-      n--;
-    }
-  }
-  free(st);
-  return sb_done(&b);
-}
-
-static char *typedef_str(const dp_typedef *td) {
-  sbuf b = {0};
-  sb_add(&b, "type ");
-  sb_add(&b, td->name);
-  for (uint32_t i = 0; i < td->ntparams; i++) {
-    sb_add(&b, i ? ", " : "[");
-    sb_type(&b, td->tparams[i]);
-  }
-  sb_add(&b, td->ntparams ? "] {" : " {");
-  for (uint32_t i = 0; i < td->nctors; i++) {
-    const dp_ctor *c = td->ctors[i];
-    sb_add(&b, i ? ", " : " ");
-    sb_add(&b, c->name);
-    for (uint32_t j = 0; j < c->ninputs; j++) {
-      sb_add(&b, j ? ", " : "(");
-      sb_type(&b, c->items[c->ntparams + j]);
-    }
-    if (c->ninputs) sb_add(&b, ")");
-  }
-  sb_add(&b, " }");
-  return sb_done(&b);
-}
+#include "l_init.h"
 
 /* ---------------- type definitions ---------------- */
 
@@ -139,9 +24,9 @@ static int l_typedef(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   void *sp[8];
   uint32_t np;
-  void **tp = dp_lua_opt_type_params(L, 2, sp, 8, &np);
+  void **tp = dp__lua_opt_type_params(L, 2, sp, 8, &np);
   luaL_checktype(L, 3, LUA_TTABLE);
-  dp_span span = dp_lua_span_opts(L, 4);
+  dp_span span = dp__lua_span_opts(L, 4);
   lua_Unsigned nc = lua_rawlen(L, 3);
   if (nc > 65536) luaL_argerror(L, 3, "too many constructors");
   ctor_spec *cs = lua_newuserdatauv(L, (nc ? nc : 1) * sizeof *cs, 0);
@@ -161,12 +46,12 @@ static int l_typedef(lua_State *L) {
     if (lua_getfield(L, c, "inputs") != LUA_TNIL) {
       int in = lua_gettop(L);
       int top = in;
-      cs[i].inputs = dp_lua_check_list(L, in, DP_OBJ_TYPE, 0, "inputs", NULL, 0, &cs[i].ninputs);
+      cs[i].inputs = dp__lua_check_list(L, in, DP_OBJ_TYPE, 0, "inputs", NULL, 0, &cs[i].ninputs);
       if (lua_gettop(L) > top) lua_rawseti(L, anchors, (lua_Integer)(2 * i + 2));
       lua_pushvalue(L, in);
       lua_rawseti(L, anchors, (lua_Integer)(2 * nc + i + 1));
     }
-    cs[i].span = dp_lua_opt_span(L, c);
+    cs[i].span = dp__lua_opt_span(L, c);
     lua_settop(L, anchors);
   }
   /* No Lua error from here on until the references are handed over. */
@@ -181,23 +66,23 @@ static int l_typedef(lua_State *L) {
   }
   dp_typedef *td = dp_typedef_new(name, np, (dp_type *const *)tp, (uint32_t)nc, ctors, span);
   for (uint32_t i = 0; i < nc; i++) dp_release(ctors[i]);
-  return dp_lua_push_new(L, td, NULL);
+  return dp__lua_push_new(L, td, NULL);
 }
 
 static int typedef_index(lua_State *L) {
-  dp_typedef *td = dp_lua_check(L, 1, DP_OBJ_TYPEDEF);
+  dp_typedef *td = dp__lua_check(L, 1, DP_OBJ_TYPEDEF);
   const char *k = lua_tostring(L, 2);
   if (!k) lua_pushnil(L);
   else if (strcmp(k, "name") == 0) lua_pushstring(L, td->name);
-  else if (strcmp(k, "type_params") == 0) dp_lua_push_list(L, (void *const *)td->tparams, td->ntparams);
-  else if (strcmp(k, "constructors") == 0) dp_lua_push_list(L, (void *const *)td->ctors, td->nctors);
-  else if (strcmp(k, "span") == 0) dp_lua_push_span(L, td->span);
+  else if (strcmp(k, "type_params") == 0) dp__lua_push_list(L, (void *const *)td->tparams, td->ntparams);
+  else if (strcmp(k, "constructors") == 0) dp__lua_push_list(L, (void *const *)td->ctors, td->nctors);
+  else if (strcmp(k, "span") == 0) dp__lua_push_span(L, td->span);
   else lua_pushnil(L);
   return 1;
 }
 
 static int typedef_tostring(lua_State *L) {
-  return dp_lua_push_cstr(L, typedef_str(dp_lua_check(L, 1, DP_OBJ_TYPEDEF)));
+  return dp__lua_push_cstr(L, dp_print_typedef(dp__lua_check(L, 1, DP_OBJ_TYPEDEF)));
 }
 
 /* ---------------- primfns ---------------- */
@@ -206,15 +91,15 @@ static int typedef_tostring(lua_State *L) {
 static dp_buffer check_buffer(lua_State *L, int idx, int arg, const char *what) {
   dp_buffer b = {NULL, NULL};
   idx = lua_absindex(L, idx);
-  b.type = dp_lua_test(L, idx, DP_OBJ_TYPE);
+  b.type = dp__lua_test(L, idx, DP_OBJ_TYPE);
   if (b.type) {
     b.scope = (char *)"";
     return b;
   }
   if (lua_istable(L, idx)) {
-    dp_lua_item(L, idx, 1, "type");
-    dp_lua_item(L, idx, 2, "scope");
-    b.type = dp_lua_test(L, -2, DP_OBJ_TYPE);
+    dp__lua_item(L, idx, 1, "type");
+    dp__lua_item(L, idx, 2, "scope");
+    b.type = dp__lua_test(L, -2, DP_OBJ_TYPE);
     b.scope = (char *)(lua_isnil(L, -1) ? "" : lua_tostring(L, -1));
     /* the scope string stays referenced by the table (or is a literal) */
     if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING) b.scope = NULL;
@@ -240,25 +125,25 @@ static int l_primfn(lua_State *L) {
     lua_pop(L, 2);
   }
   dp_buffer res = check_buffer(L, 3, 3, "result");
-  dp_span span = dp_lua_span_opts(L, 4);
-  return dp_lua_push_new(L, dp_primfn_new(name, (uint32_t)n, args, res, span), NULL);
+  dp_span span = dp__lua_span_opts(L, 4);
+  return dp__lua_push_new(L, dp_primfn_new(name, (uint32_t)n, args, res, span), NULL);
 }
 
 static void push_buffer(lua_State *L, const dp_buffer *b) {
   lua_createtable(L, 0, 2);
-  dp_lua_push(L, b->type);
+  dp__lua_push(L, b->type);
   lua_setfield(L, -2, "type");
   lua_pushstring(L, b->scope ? b->scope : "");
   lua_setfield(L, -2, "scope");
 }
 
 static int primfn_index(lua_State *L) {
-  dp_primfn *pf = dp_lua_check(L, 1, DP_OBJ_PRIMFN);
+  dp_primfn *pf = dp__lua_check(L, 1, DP_OBJ_PRIMFN);
   const char *k = lua_tostring(L, 2);
   if (!k) lua_pushnil(L);
   else if (strcmp(k, "name") == 0) lua_pushstring(L, pf->name);
   else if (strcmp(k, "result") == 0) push_buffer(L, &pf->result);
-  else if (strcmp(k, "span") == 0) dp_lua_push_span(L, pf->span);
+  else if (strcmp(k, "span") == 0) dp__lua_push_span(L, pf->span);
   else if (strcmp(k, "args") == 0) {
     lua_createtable(L, (int)pf->nargs, 0);
     for (uint32_t i = 0; i < pf->nargs; i++) {
@@ -270,7 +155,7 @@ static int primfn_index(lua_State *L) {
 }
 
 static int primfn_tostring(lua_State *L) {
-  return dp_lua_push_cstr(L, dp_print_primfn(dp_lua_check(L, 1, DP_OBJ_PRIMFN)));
+  return dp__lua_push_cstr(L, dp_print_primfn(dp__lua_check(L, 1, DP_OBJ_PRIMFN)));
 }
 
 /* ---------------- modules ---------------- */
@@ -282,12 +167,12 @@ static void check_func_entry(lua_State *L, int list, lua_Integer i, const char *
   if (!lua_istable(L, e))
     luaL_error(L, "IRModule: functions[%d] must be {name, fn}", (int)i);
   lua_rawgeti(L, e, 1);
-  dp_global *g = dp_lua_test(L, -1, DP_OBJ_EXPR);
+  dp_global *g = dp__lua_test(L, -1, DP_OBJ_EXPR);
   if (g && g->e.h.kind == DP_GLOBAL) *name = g->name;
   else if (lua_type(L, -1) == LUA_TSTRING) *name = lua_tostring(L, -1); /* held by the entry */
   else luaL_error(L, "IRModule: functions[%d][1] must be a name", (int)i);
   lua_rawgeti(L, e, 2);
-  dp_expr *f = dp_lua_test(L, -1, DP_OBJ_EXPR);
+  dp_expr *f = dp__lua_test(L, -1, DP_OBJ_EXPR);
   if (!f || f->h.kind != DP_FUNC)
     luaL_error(L, "IRModule: functions[%d][2] must be a fn", (int)i);
   *fn = (dp_func *)f;
@@ -297,7 +182,7 @@ static void check_func_entry(lua_State *L, int list, lua_Integer i, const char *
 static void **opt_list(lua_State *L, int t, const char *key, dp_objtype type, uint32_t *n) {
   *n = 0;
   if (lua_getfield(L, t, key) == LUA_TNIL) return NULL;
-  void **items = dp_lua_check_list(L, lua_gettop(L), type, 0, key, NULL, 0, n);
+  void **items = dp__lua_check_list(L, lua_gettop(L), type, 0, key, NULL, 0, n);
   return items; /* the table (and scratch buffer) stay on the stack */
 }
 
@@ -321,7 +206,7 @@ static int l_module(lua_State *L) {
   dp_func **fns = lua_newuserdatauv(L, (nf ? nf : 1) * sizeof *fns, 0);
   for (lua_Unsigned i = 0; i < nf; i++) check_func_entry(L, fl, (lua_Integer)i + 1, &names[i], &fns[i]);
   /* Build: errors from here are dp_err values, raised after cleaning up. */
-  dp_module *m = dp_module_new(dp_lua_ctx(L));
+  dp_module *m = dp_module_new(dp__lua_ctx(L));
   if (!m) return luaL_error(L, "out of memory");
   dp_err *err = NULL;
   for (uint32_t i = 0; i < ntd && !err; i++) dp_module_add_typedef(m, tds[i], &err);
@@ -332,17 +217,17 @@ static int l_module(lua_State *L) {
     else dp_module_add_func(m, g, fns[i], &err);
     dp_release(g);
   }
-  return dp_lua_push_new(L, m, err);
+  return dp__lua_push_new(L, m, err);
 }
 
 static int m_functions(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   lua_createtable(L, (int)m->nfuncs, 0);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     lua_createtable(L, 2, 0);
     lua_pushstring(L, m->funcs[i].global->name);
     lua_rawseti(L, -2, 1);
-    dp_lua_push(L, m->funcs[i].fn);
+    dp__lua_push(L, m->funcs[i].fn);
     lua_rawseti(L, -2, 2);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
@@ -365,30 +250,30 @@ static void *lookup(const dp_module *m, int what, const char *name) {
 }
 
 static int m_lookup(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   int what = (int)lua_tointeger(L, lua_upvalueindex(1));
-  dp_lua_push(L, lookup(m, what, luaL_checkstring(L, 2)));
+  dp__lua_push(L, lookup(m, what, luaL_checkstring(L, 2)));
   return 1;
 }
 
 static int m_typedefs(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
-  dp_lua_push_list(L, (void *const *)m->typedefs, m->ntypedefs);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp__lua_push_list(L, (void *const *)m->typedefs, m->ntypedefs);
   return 1;
 }
 
 static int m_primfns(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
-  dp_lua_push_list(L, (void *const *)m->prims, m->nprims);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp__lua_push_list(L, (void *const *)m->prims, m->nprims);
   return 1;
 }
 
 /* mod:with_function(name, fn): a new module where name is fn (replaced in
    place, or added at the end). */
 static int m_with_function(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   const char *name = luaL_checkstring(L, 2);
-  dp_expr *f = dp_lua_check_expr(L, 3);
+  dp_expr *f = dp__lua_check_expr(L, 3);
   if (f->h.kind != DP_FUNC) luaL_argerror(L, 3, "fn expected");
   dp_module *c = dp_module_copy(m);
   if (!c) return luaL_error(L, "out of memory");
@@ -401,19 +286,19 @@ static int m_with_function(lua_State *L) {
     else dp_module_add_func(c, g, (dp_func *)f, &err);
     dp_release(g);
   }
-  return dp_lua_push_new(L, c, err);
+  return dp__lua_push_new(L, c, err);
 }
 
 /* mod:with_primfn(pf): a new module with pf added or replacing its namesake. */
 static int m_with_primfn(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
-  dp_primfn *pf = dp_lua_check(L, 2, DP_OBJ_PRIMFN);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp_primfn *pf = dp__lua_check(L, 2, DP_OBJ_PRIMFN);
   dp_module *c = dp_module_copy(m);
   if (!c) return luaL_error(L, "out of memory");
   dp_err *err = NULL;
   if (dp_module_primfn(c, pf->name)) dp_module_set_primfn(c, pf, &err);
   else dp_module_add_primfn(c, pf, &err);
-  return dp_lua_push_new(L, c, err);
+  return dp__lua_push_new(L, c, err);
 }
 
 static const luaL_Reg module_methods[] = {
@@ -433,29 +318,18 @@ static void push_module_methods(lua_State *L) {
 /* mod.name: a method, else the function of that name (mod:get avoids
    the clash for a function named like a method). */
 static int module_index(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
   const char *k = lua_tostring(L, 2);
-  if (k && strcmp(k, "ctx") != 0) dp_lua_push(L, lookup(m, BY_FUNC, k));
+  if (k && strcmp(k, "ctx") != 0) dp__lua_push(L, lookup(m, BY_FUNC, k));
   else lua_pushnil(L);
   return 1;
 }
 
-int dp_lua_push_printed(lua_State *L, int idx, int flags) {
-  dp_obj *o = dp_lua_testobj(L, idx);
-  dp_print_opts opts = {flags, NULL, NULL, dp_lua_ctx(L)};
-  size_t len = 0;
-  char *s;
-  if (o && o->type == DP_OBJ_MODULE) s = dp_print_module_with((dp_module *)o, &opts, &len);
-  else if (o && o->type == DP_OBJ_EXPR) s = dp_print_expr_with((dp_expr *)o, &opts, &len);
-  else return luaL_typeerror(L, idx, "IRModule or expression");
-  return dp_lua_push_lstr(L, s, len);
-}
-
 static int module_tostring(lua_State *L) {
-  dp_lua_check(L, 1, DP_OBJ_MODULE);
-  return dp_lua_push_printed(L, 1, 0);
+  dp__lua_check(L, 1, DP_OBJ_MODULE);
+  return dp__lua_push_printed(L, 1, 0);
 }
 
 /* The names a print reported (dp_print_opts.on_name), kept in a userdata
@@ -517,7 +391,7 @@ static void push_names(lua_State *L, printed_names *pn) {
       lua_pushvalue(L, -1);
       lua_setfield(L, -3, pn->items[i].fn);
     }
-    dp_lua_push(L, (void *)pn->items[i].e);
+    dp__lua_push(L, (void *)pn->items[i].e);
     lua_setfield(L, -2, pn->items[i].name);
     lua_pop(L, 1);
   }
@@ -529,20 +403,20 @@ static const char *const ASTEXT_OPTIONS[] = {"types", "short_devices", "param_li
    -> text (, names when opts.names) */
 static int l_astext(lua_State *L) {
   lua_settop(L, 2); /* fixed slots: scratch buffers go above */
-  dp_lua_check_opts(L, 2);
-  dp_lua_check_opt_keys(L, 2, ASTEXT_OPTIONS, "devplan.astext");
+  dp__lua_check_opts(L, 2);
+  dp__lua_check_opt_keys(L, 2, ASTEXT_OPTIONS, "devplan.astext");
   static const struct { const char *key; int flag; } flags[] = {
     {"types", DP_PRINT_TYPES}, {"short_devices", DP_PRINT_SHORT_DEVICES},
     {"param_lines", DP_PRINT_PARAM_LINES}, {"spans", DP_PRINT_SPANS}, {"meta", DP_PRINT_META}};
-  dp_print_opts o = {0, NULL, NULL, dp_lua_ctx(L)};
+  dp_print_opts o = {0, NULL, NULL, dp__lua_ctx(L)};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
-    if (dp_lua_opt_field(L, 2, flags[i].key) != LUA_TNIL && lua_toboolean(L, -1)) o.flags |= flags[i].flag;
+    if (dp__lua_opt_field(L, 2, flags[i].key) != LUA_TNIL && lua_toboolean(L, -1)) o.flags |= flags[i].flag;
     lua_pop(L, 1);
   }
-  int want_names = dp_lua_opt_field(L, 2, "names") != LUA_TNIL && lua_toboolean(L, -1);
+  int want_names = dp__lua_opt_field(L, 2, "names") != LUA_TNIL && lua_toboolean(L, -1);
   lua_pop(L, 1);
-  if (!want_names) return dp_lua_push_printed(L, 1, o.flags);
-  dp_obj *obj = dp_lua_testobj(L, 1);
+  if (!want_names) return dp__lua_push_printed(L, 1, o.flags);
+  dp_obj *obj = dp__lua_testobj(L, 1);
   if (!obj || (obj->type != DP_OBJ_MODULE && obj->type != DP_OBJ_EXPR))
     return luaL_typeerror(L, 1, "IRModule or expression");
   printed_names *pn = lua_newuserdatauv(L, sizeof *pn, 0); /* slot 3 */
@@ -560,7 +434,7 @@ static int l_astext(lua_State *L) {
     free(s);
     s = NULL;
   }
-  dp_lua_push_lstr(L, s, len);
+  dp__lua_push_lstr(L, s, len);
   push_names(L, pn);
   free_names(pn);
   return 2;
@@ -570,7 +444,7 @@ static int l_astext(lua_State *L) {
 
 /* 1 equal, 0 not; diff filled for modules and expressions. */
 static int equal_objs(lua_State *L, dp_diff *diff) {
-  dp_obj *a = dp_lua_testobj(L, 1), *b = dp_lua_testobj(L, 2);
+  dp_obj *a = dp__lua_testobj(L, 1), *b = dp__lua_testobj(L, 2);
   if (!a || !b) return lua_rawequal(L, 1, 2) || (lua_compare(L, 1, 2, LUA_OPEQ));
   if (a->type != b->type) return 0;
   switch (a->type) {
@@ -620,7 +494,7 @@ static int l_assert_structural_equal(lua_State *L) {
                          "%s%snot structurally equal%s%s\n  lhs: %s\n  rhs: %s", msg ? msg : "",
                          msg ? ": " : "", path[0] ? " at " : "", path, lua_tostring(L, -2),
                          lua_tostring(L, -1));
-  dp_lua_pusherror(L, e);
+  dp__lua_push_error(L, e);
   lua_pushvalue(L, -4);
   lua_setfield(L, -2, "path");
   lua_pushvalue(L, -3);
@@ -630,16 +504,16 @@ static int l_assert_structural_equal(lua_State *L) {
   return lua_error(L);
 }
 
-void dp_lua_open_module(lua_State *L) {
-  dp_lua_newmeta(L, DP_OBJ_MODULE, "devplan.IRModule");
+void dp__lua_open_module(lua_State *L) {
+  dp__lua_newmeta(L, DP_OBJ_MODULE, "devplan.IRModule");
   push_module_methods(L); /* module_index's upvalue */
   lua_pushcclosure(L, module_index, 1);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, module_tostring);
   lua_setfield(L, -2, "__tostring");
   lua_pop(L, 1);
-  dp_lua_newclass(L, DP_OBJ_TYPEDEF, "devplan.TypeDef", typedef_index, typedef_tostring);
-  dp_lua_newclass(L, DP_OBJ_PRIMFN, "devplan.PrimFn", primfn_index, primfn_tostring);
+  dp__lua_newclass(L, DP_OBJ_TYPEDEF, "devplan.TypeDef", typedef_index, typedef_tostring);
+  dp__lua_newclass(L, DP_OBJ_PRIMFN, "devplan.PrimFn", primfn_index, primfn_tostring);
   static const luaL_Reg fns[] = {
     {"IRModule", l_module}, {"typedef", l_typedef}, {"primfn", l_primfn}, {"astext", l_astext},
     {"structural_equal", l_structural_equal},

@@ -11,7 +11,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "l_ir.h"
+#include "l_attrs.h"
+#include "l_init.h"
 
 typedef struct lua_rel {
   lua_State *main;   /* the state that owns the registry reference */
@@ -41,14 +42,14 @@ typedef struct rel_call {
    value (the call's own or the default); without, the call's own. */
 static void push_rel_attrs(lua_State *L, const dp_op *op, const dp_attrs *attrs) {
   if (!op || !op->fields) {
-    dp_lua_push_attrs(L, attrs);
+    dp__lua_push_attrs(L, attrs);
     return;
   }
   lua_createtable(L, 0, (int)op->nfields);
   for (uint32_t i = 0; i < op->nfields; i++) {
     const dp_aval *v = dp_op_attr(op, attrs, op->fields[i].name);
     if (!v) continue;
-    dp_lua_push_aval(L, v);
+    dp__lua_push_aval(L, v);
     lua_setfield(L, -2, op->fields[i].name);
   }
 }
@@ -57,10 +58,10 @@ static void push_rel_attrs(lua_State *L, const dp_op *op, const dp_attrs *attrs)
 static int rel_body(lua_State *L) {
   rel_call *c = lua_touserdata(L, 1);
   lua_rawgeti(L, LUA_REGISTRYINDEX, c->rel->ref);
-  dp_lua_push_list(L, (void *const *)c->args, c->nargs);
+  dp__lua_push_list(L, (void *const *)c->args, c->nargs);
   push_rel_attrs(L, c->rel->op, c->attrs);
   lua_call(L, 2, 1);
-  if (!dp_lua_test(L, -1, DP_OBJ_TYPE))
+  if (!dp__lua_test(L, -1, DP_OBJ_TYPE))
     return luaL_error(L, "type_rel must return a Type, got %s", luaL_typename(L, -1));
   return 1;
 }
@@ -78,13 +79,13 @@ static dp_type *lua_type_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   lua_pushcfunction(L, rel_body);
   lua_pushlightuserdata(L, &c);
   if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
-    const char *msg = dp_lua_errtext(L); /* inference is under way: nothing may raise here */
+    const char *msg = dp__lua_errtext(L); /* inference is under way: nothing may raise here */
     dp_err_set(err, dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "type relation of '%s' failed: %s", name,
                                msg ? msg : "error"));
     lua_pop(L, 1);
     return NULL;
   }
-  dp_type *t = dp_retain(dp_lua_test(L, -1, DP_OBJ_TYPE));
+  dp_type *t = dp_retain(dp__lua_test(L, -1, DP_OBJ_TYPE));
   lua_pop(L, 1);
   return t;
 }
@@ -93,15 +94,15 @@ static dp_type *lua_type_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
 
 static int l_get(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
-  dp_op *op = dp_op_get(dp_lua_ctx(L), name);
-  if (!op) return dp_lua_error(L, dp_err_new(DP_ERR_NAME, DP_NOSPAN, "unknown operator '%s'", name));
-  dp_lua_push(L, op);
+  dp_op *op = dp_op_get(dp__lua_ctx(L), name);
+  if (!op) return dp__lua_error(L, dp_err_new(DP_ERR_NAME, DP_NOSPAN, "unknown operator '%s'", name));
+  dp__lua_push(L, op);
   return 1;
 }
 
 /* dp.op.names() -> names in registration order. */
 static int l_names(lua_State *L) {
-  dp_ctx *ctx = dp_lua_ctx(L);
+  dp_ctx *ctx = dp__lua_ctx(L);
   uint32_t n = dp_op_count(ctx);
   lua_createtable(L, (int)n, 0);
   for (uint32_t i = 0; i < n; i++) {
@@ -132,10 +133,10 @@ static uint32_t check_fields(lua_State *L, int idx) {
       luaL_error(L, "dp.op.register: attrs[%d].name must be a string", (int)i);
     int kt = raw_field(L, f, "kind");
     const char *kind = kt == LUA_TNIL ? "any" : kt == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    if (!kind || dp_lua_attrkind(kind) < 0)
+    if (!kind || dp__lua_attrkind(kind) < 0)
       luaL_error(L, "dp.op.register: attrs[%d].kind: unknown kind '%s'", (int)i,
                  kind ? kind : luaL_typename(L, -1));
-    if (raw_field(L, f, "default") != LUA_TNIL) dp_lua_check_aval(L, -1, lua_tostring(L, f + 1));
+    if (raw_field(L, f, "default") != LUA_TNIL) dp__lua_check_aval(L, -1, lua_tostring(L, f + 1));
     lua_settop(L, f - 1);
   }
   return (uint32_t)n;
@@ -148,10 +149,10 @@ static int build_fields(lua_State *L, int idx, dp_attr_field *fs, uint32_t n) {
     raw_field(L, -1, "name");
     fs[i].name = lua_tostring(L, -1); /* held by the spec table */
     raw_field(L, -2, "kind");
-    fs[i].kind = (dp_attrkind)(lua_isnil(L, -1) ? 0 : dp_lua_attrkind(lua_tostring(L, -1)));
+    fs[i].kind = (dp_attrkind)(lua_isnil(L, -1) ? 0 : dp__lua_attrkind(lua_tostring(L, -1)));
     raw_field(L, -3, "default");
     fs[i].has_default = !lua_isnil(L, -1);
-    int rc = fs[i].has_default ? dp_lua_to_aval(L, -1, fs[i].kind, &fs[i].dflt) : 0;
+    int rc = fs[i].has_default ? dp__lua_to_aval(L, -1, fs[i].kind, &fs[i].dflt) : 0;
     if (!fs[i].has_default) fs[i].dflt = dp_av_none();
     lua_pop(L, 4);
     if (rc < 0) {
@@ -191,8 +192,8 @@ static int l_register(lua_State *L) {
   lua_getfield(L, 2, "pattern");
   int pattern = check_pattern(L, -1);
   lua_pop(L, 1);
-  if (dp_op_get(dp_lua_ctx(L), name))
-    return dp_lua_error(L, dp_err_new(DP_ERR_NAME, DP_NOSPAN, "operator '%s' is already registered", name));
+  if (dp_op_get(dp__lua_ctx(L), name))
+    return dp__lua_error(L, dp_err_new(DP_ERR_NAME, DP_NOSPAN, "operator '%s' is already registered", name));
   dp_attr_field *fs = nf ? lua_newuserdatauv(L, nf * sizeof *fs, 0) : NULL;
   lua_rel *r = lua_newuserdatauv(L, sizeof *r, 0); /* scratch until malloc'd below */
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
@@ -209,11 +210,11 @@ static int l_register(lua_State *L) {
   *ud = *r;
   ud->op = NULL;
   dp_err *err = NULL;
-  dp_op *op = dp_op_register(dp_lua_ctx(L), name, (int)ni, 0, fs, nf, lua_type_rel, ud, rel_free, &err);
-  if (!op) return dp_lua_error(L, err); /* the registry freed fs defaults and ud */
+  dp_op *op = dp_op_register(dp__lua_ctx(L), name, (int)ni, 0, fs, nf, lua_type_rel, ud, rel_free, &err);
+  if (!op) return dp__lua_error(L, err); /* the registry freed fs defaults and ud */
   ud->op = op;
   dp_op_set_pattern(op, pattern); /* checked above: cannot fail */
-  dp_lua_push(L, op);
+  dp__lua_push(L, op);
   return 1;
 }
 
@@ -227,24 +228,24 @@ static void infer(lua_State *L, dp_module *m, dp_expr *e) {
   dp_err *err = NULL;
   int rc = e ? dp_infer_expr(m, e, &err) : dp_infer_module(m, &err);
   active_thread = saved;
-  if (rc < 0) dp_lua_error(L, err ? err : dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "type error"));
+  if (rc < 0) dp__lua_error(L, err ? err : dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "type error"));
 }
 
 static int l_infer_type(lua_State *L) {
-  infer(L, dp_lua_check(L, 1, DP_OBJ_MODULE), NULL);
+  infer(L, dp__lua_check(L, 1, DP_OBJ_MODULE), NULL);
   lua_settop(L, 1);
   return 1;
 }
 
 /* dp.infer_expr(e, mod?) -> e's checked type */
 static int l_infer_expr(lua_State *L) {
-  dp_expr *e = dp_lua_check_expr(L, 1);
-  infer(L, lua_isnoneornil(L, 2) ? NULL : dp_lua_check(L, 2, DP_OBJ_MODULE), e);
-  dp_lua_push(L, e->type);
+  dp_expr *e = dp__lua_check_expr(L, 1);
+  infer(L, lua_isnoneornil(L, 2) ? NULL : dp__lua_check(L, 2, DP_OBJ_MODULE), e);
+  dp__lua_push(L, e->type);
   return 1;
 }
 
-void dp_lua_open_op(lua_State *L) {
+void dp__lua_open_op(lua_State *L) {
   static const luaL_Reg ops[] = {
     {"get", l_get}, {"names", l_names}, {"register", l_register}, {NULL, NULL}};
   luaL_newlib(L, ops);

@@ -18,7 +18,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "lbind.h"
+#include "l_init.h"
 
 #define PARSER_META "devplan.Parser"
 
@@ -61,7 +61,7 @@ static lparser *check_parser(lua_State *L) {
 /* Raise e with the source line and a caret under its column. */
 static int raise(lua_State *L, lparser *lp, dp_err *e) {
   char *excerpt = lp->p && e ? dp_parser_excerpt(lp->p, e->span) : NULL;
-  dp_lua_pusherror(L, e);
+  dp__lua_push_error(L, e);
   if (excerpt) {
     lua_getfield(L, -1, "formatted");
     lua_pushliteral(L, "\n");
@@ -88,7 +88,7 @@ static dp_obj *resolve_meta(void *ud, const char *kind, int64_t index, dp_err **
     lua_Unsigned n = lua_rawlen(L, -1);
     if (index >= 0 && (lua_Unsigned)index < n) lua_rawgeti(L, -1, (lua_Integer)index + 1);
     else lua_pushnil(L);
-    o = dp_lua_testobj(L, -1);
+    o = dp__lua_testobj(L, -1);
     if (o) dp_retain(o);
     else if ((lua_Unsigned)index >= n || index < 0)
       *err = dp_err_new(DP_ERR_NAME, DP_NOSPAN,
@@ -114,7 +114,7 @@ static int p_new(lua_State *L) {
   lua_setiuservalue(L, -2, 1);
   lua_pushvalue(L, 3);
   lua_setiuservalue(L, -2, 2);
-  lp->p = dp_parser_new(dp_lua_ctx(L), text, len, source);
+  lp->p = dp_parser_new(dp__lua_ctx(L), text, len, source);
   if (!lp->p) return luaL_error(L, "devplan: out of memory");
   if (lua_type(L, 3) == LUA_TTABLE) dp_parser_set_meta(lp->p, resolve_meta, lp);
   return 1;
@@ -176,7 +176,7 @@ static int p_error_here(lua_State *L) {
 /* The result of a finished parse; the parser is closed after. */
 static int finish(lua_State *L, lparser *lp, void *obj, dp_err *err) {
   if (!obj) raise(L, lp, err);
-  dp_lua_push_owned(L, obj);
+  dp__lua_push_owned(L, obj);
   close_parser(lp);
   return 1;
 }
@@ -211,7 +211,7 @@ static const luaL_Reg parser_methods[] = {
   {"tokens", p_tokens}, {"syntax_error", p_syntax_error}, {"error_here", p_error_here},
   {"module", p_module}, {"expr", p_expr}, {"type", p_type}, {"close", p_close}, {NULL, NULL}};
 
-void dp_lua_open_parse(lua_State *L) {
+void dp__lua_open_parse(lua_State *L) {
   luaL_newmetatable(L, PARSER_META);
   lua_pushcfunction(L, p_gc);
   lua_setfield(L, -2, "__gc");

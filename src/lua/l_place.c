@@ -7,7 +7,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "lbind.h"
+#include "l_init.h"
 
 typedef struct pctx { dp_place_problem m; uint32_t *label, *readers; } pctx;
 
@@ -205,7 +205,7 @@ typedef struct hooks {
 /* (fn, a, b) with a and b light pointers to core objects: fn(a, b). */
 static int hook_body(lua_State *L) {
   for (int i = 2; i <= 3; i++) {
-    dp_lua_push(L, lua_touserdata(L, i));
+    dp__lua_push(L, lua_touserdata(L, i));
     lua_replace(L, i);
   }
   lua_call(L, 2, 1);
@@ -224,7 +224,7 @@ static int call_hook(lua_State *L, int idx, void *a, void *b, const char *what, 
   lua_pushlightuserdata(L, a);
   lua_pushlightuserdata(L, b);
   if (lua_pcall(L, 3, 1, 0) != LUA_OK) {
-    *err = dp_lua_toerr(L, what);
+    *err = dp__lua_toerr(L, what);
     return -1;
   }
   return 0;
@@ -322,11 +322,11 @@ static void read_opts(lua_State *L, int idx, dp_plan_opts *o, hooks *h) {
 
 /* Raises err; with the conflicts of all_conflicts as its field `errors`. */
 static int raise_conflicts(lua_State *L, dp_err *err, dp_conflicts *all) {
-  dp_lua_pusherror(L, err);
+  dp__lua_push_error(L, err);
   if (all->n) {
     lua_createtable(L, (int)all->n, 0);
     for (uint32_t i = 0; i < all->n; i++) {
-      dp_lua_pusherror(L, all->v[i]);
+      dp__lua_push_error(L, all->v[i]);
       all->v[i] = NULL;
       lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
@@ -338,12 +338,12 @@ static int raise_conflicts(lua_State *L, dp_err *err, dp_conflicts *all) {
 
 /* The configuration at idx (a CompilationConfig). */
 static dp_config *config_at(lua_State *L, int idx) {
-  return dp_lua_check(L, idx, DP_OBJ_CONFIG);
+  return dp__lua_check(L, idx, DP_OBJ_CONFIG);
 }
 
 /* planner.plan_with(mod, config, opts) -> planned module. */
 static int l_plan_with(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   dp_config *cfg = config_at(L, 2);
   dp_plan_opts o;
   hooks h;
@@ -352,13 +352,13 @@ static int l_plan_with(lua_State *L) {
   dp_conflicts all = {0};
   dp_module *r = dp_plan_devices_opts(m, cfg, &o, &all, &err);
   if (!r) return raise_conflicts(L, err, &all);
-  dp_lua_push_owned(L, r);
+  dp__lua_push_owned(L, r);
   return 1;
 }
 
 /* The domains after phases 0-2 with the options at opts_idx (config at
    cfg_idx: a configuration; the caller made sure), raising on error. */
-dp_domains *dp_lua_planned_domains(lua_State *L, dp_module *m, dp_config *cfg, int opts_idx) {
+dp_domains *dp__lua_planned_domains(lua_State *L, dp_module *m, dp_config *cfg, int opts_idx) {
   dp_plan_opts o;
   hooks h;
   read_opts(L, opts_idx, &o, &h);
@@ -371,23 +371,23 @@ dp_domains *dp_lua_planned_domains(lua_State *L, dp_module *m, dp_config *cfg, i
 
 /* planner.domains_with(mod, config, opts) -> domains after defaulting. */
 static int l_domains_with(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
-  dp_domains *d = dp_lua_planned_domains(L, m, config_at(L, 2), 3);
-  dp_lua_push_owned(L, d);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp_domains *d = dp__lua_planned_domains(L, m, config_at(L, 2), 3);
+  dp__lua_push_owned(L, d);
   return 1;
 }
 
 /* planner.share_copies(planned) -> module (dp.passes.ShareCopies). */
 static int l_share_copies(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   dp_err *err = NULL;
   dp_module *r = dp_plan_share_copies(m, &err);
-  if (!r) return dp_lua_error(L, err);
-  dp_lua_push_owned(L, r);
+  if (!r) return dp__lua_error(L, err);
+  dp__lua_push_owned(L, r);
   return 1;
 }
 
-void dp_lua_open_place(lua_State *L) {
+void dp__lua_open_place(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"solve_placement", l_solve_placement}, {"plan_with", l_plan_with},
     {"domains_with", l_domains_with}, {"share_copies", l_share_copies}, {NULL, NULL}};

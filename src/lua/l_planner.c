@@ -6,75 +6,75 @@
  * dp.planner.verify.
  */
 #include <string.h>
-#include "lbind.h"
+#include "l_init.h"
 
 #define DOMAINS_META "devplan.Domains"
 
 static dp_config *check_config(lua_State *L, int idx) {
-  return dp_lua_check(L, idx, DP_OBJ_CONFIG);
+  return dp__lua_check(L, idx, DP_OBJ_CONFIG);
 }
 
 /* The configuration at idx, or (nil) one with llvm and cuda targets and
    default device type cpu, for quick exploration. New reference. */
 static dp_config *opt_config(lua_State *L, int idx) {
   if (!lua_isnoneornil(L, idx)) return dp_retain(check_config(L, idx));
-  dp_ctx *ctx = dp_lua_ctx(L);
+  dp_ctx *ctx = dp__lua_ctx(L);
   dp_err *err = NULL;
   dp_target *t[2] = {dp_target_parse(ctx, "llvm", &err), NULL};
   if (t[0]) t[1] = dp_target_parse(ctx, "cuda", &err);
   dp_config *c = t[1] ? dp_config_make(ctx, t, 2, NULL, DP_DEV_CPU, &err) : NULL;
   dp_release(t[0]);
   dp_release(t[1]);
-  if (!c) dp_lua_error(L, err);
+  if (!c) dp__lua_error(L, err);
   return c;
 }
 
 static dp_domains *check_domains(lua_State *L, int idx) {
-  return dp_lua_check(L, idx, DP_OBJ_DOMAINS);
+  return dp__lua_check(L, idx, dp_domains_objtype());
 }
 
 /* dp.planner.default(domains) or (mod, domains): the sketch's spelling. */
 static int domains_arg(lua_State *L) {
-  return dp_lua_test(L, 1, DP_OBJ_DOMAINS) ? 1 : 2;
+  return dp__lua_test(L, 1, dp_domains_objtype()) ? 1 : 2;
 }
 
 static int l_rewrite(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   dp_config *cfg = opt_config(L, 2);
   dp_err *err = NULL;
   dp_module *r = dp_plan_rewrite(m, cfg, &err);
   dp_release(cfg);
-  if (!r) return dp_lua_error(L, err);
-  dp_lua_push_owned(L, r);
+  if (!r) return dp__lua_error(L, err);
+  dp__lua_push_owned(L, r);
   return 1;
 }
 
 static int l_conflicts(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   dp_config *cfg = opt_config(L, 2);
   dp_err *err = NULL;
   dp_module *r = dp_plan_conflicts(m, cfg, &err);
   dp_release(cfg);
-  if (!r) return dp_lua_error(L, err);
-  dp_lua_push_owned(L, r);
+  if (!r) return dp__lua_error(L, err);
+  dp__lua_push_owned(L, r);
   return 1;
 }
 
 static int l_analyze(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   dp_config *cfg = opt_config(L, 2);
   dp_err *err = NULL;
   dp_domains *d = dp_plan_analyze(m, cfg, &err);
   dp_release(cfg);
-  if (!d) return dp_lua_error(L, err);
-  dp_lua_push_owned(L, d);
+  if (!d) return dp__lua_error(L, err);
+  dp__lua_push_owned(L, d);
   return 1;
 }
 
 static int l_default(lua_State *L) {
   dp_domains *d = check_domains(L, domains_arg(L));
   dp_err *err = NULL;
-  if (dp_plan_default(d, &err) < 0) return dp_lua_error(L, err);
+  if (dp_plan_default(d, &err) < 0) return dp__lua_error(L, err);
   lua_pushvalue(L, domains_arg(L));
   return 1;
 }
@@ -83,19 +83,19 @@ static int l_capture(lua_State *L) {
   dp_domains *d = check_domains(L, domains_arg(L));
   dp_err *err = NULL;
   dp_module *m = dp_plan_capture(d, &err);
-  if (!m) return dp_lua_error(L, err);
-  dp_lua_push_owned(L, m);
+  if (!m) return dp__lua_error(L, err);
+  dp__lua_push_owned(L, m);
   return 1;
 }
 
 /* planner.plan(mod, config): every phase in order (dp_plan_devices). */
 static int l_plan(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   dp_config *cfg = check_config(L, 2);
   dp_err *err = NULL;
   dp_module *r = dp_plan_devices(m, cfg, &err);
-  if (!r) return dp_lua_error(L, err);
-  dp_lua_push_owned(L, r);
+  if (!r) return dp__lua_error(L, err);
+  dp__lua_push_owned(L, r);
   return 1;
 }
 
@@ -103,19 +103,19 @@ static int l_plan(lua_State *L) {
 
 static int d_lookup(lua_State *L) {
   dp_domains *d = check_domains(L, 1);
-  dp_expr *e = dp_lua_check(L, 2, DP_OBJ_EXPR);
+  dp_expr *e = dp__lua_check(L, 2, DP_OBJ_EXPR);
   dp_err *err = NULL;
   dp_vdev *v = dp_domains_lookup(d, e, &err);
-  if (!v) return dp_lua_error(L, err);
-  dp_lua_push_owned(L, v);
+  if (!v) return dp__lua_error(L, err);
+  dp__lua_push_owned(L, v);
   return 1;
 }
 
 static int d_unify(lua_State *L) {
   dp_domains *d = check_domains(L, 1);
   dp_err *err = NULL;
-  if (dp_domains_unify(d, dp_lua_check(L, 2, DP_OBJ_EXPR), dp_lua_check(L, 3, DP_OBJ_EXPR), &err) < 0)
-    return dp_lua_error(L, err);
+  if (dp_domains_unify(d, dp__lua_check(L, 2, DP_OBJ_EXPR), dp__lua_check(L, 3, DP_OBJ_EXPR), &err) < 0)
+    return dp__lua_error(L, err);
   lua_settop(L, 1);
   return 1;
 }
@@ -123,8 +123,8 @@ static int d_unify(lua_State *L) {
 static int d_constrain(lua_State *L) {
   dp_domains *d = check_domains(L, 1);
   dp_err *err = NULL;
-  if (dp_domains_constrain(d, dp_lua_check(L, 2, DP_OBJ_EXPR), dp_lua_check(L, 3, DP_OBJ_VDEV), &err) < 0)
-    return dp_lua_error(L, err);
+  if (dp_domains_constrain(d, dp__lua_check(L, 2, DP_OBJ_EXPR), dp__lua_check(L, 3, DP_OBJ_VDEV), &err) < 0)
+    return dp__lua_error(L, err);
   lua_settop(L, 1);
   return 1;
 }
@@ -132,16 +132,16 @@ static int d_constrain(lua_State *L) {
 static int d_set_default(lua_State *L) {
   dp_domains *d = check_domains(L, 1);
   dp_err *err = NULL;
-  if (dp_domains_set_default(d, dp_lua_check(L, 2, DP_OBJ_EXPR), dp_lua_check(L, 3, DP_OBJ_VDEV),
+  if (dp_domains_set_default(d, dp__lua_check(L, 2, DP_OBJ_EXPR), dp__lua_check(L, 3, DP_OBJ_VDEV),
                              &err) < 0)
-    return dp_lua_error(L, err);
+    return dp__lua_error(L, err);
   lua_settop(L, 1);
   return 1;
 }
 
 static int d_fully_constrained(lua_State *L) {
   dp_domains *d = check_domains(L, 1);
-  lua_pushboolean(L, dp_domains_fully_constrained(d, dp_lua_check(L, 2, DP_OBJ_EXPR)));
+  lua_pushboolean(L, dp_domains_fully_constrained(d, dp__lua_check(L, 2, DP_OBJ_EXPR)));
   return 1;
 }
 
@@ -186,8 +186,8 @@ static void push_reasons(lua_State *L) {
    say so (field reason). A pass that decides devices (AnnotateVirtualDevices'
    candidates) records its decisions with it. */
 static int l_reason(lua_State *L) {
-  dp_lua_check(L, 1, DP_OBJ_MODULE);
-  dp_lua_check(L, 2, DP_OBJ_EXPR);
+  dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp__lua_check(L, 2, DP_OBJ_EXPR);
   luaL_checkstring(L, 3);
   push_reasons(L);
   lua_rawgeti(L, -1, 1);
@@ -213,7 +213,7 @@ static int l_reason(lua_State *L) {
 static void push_reason_of(lua_State *L, dp_expr *e) {
   push_reasons(L);
   lua_rawgeti(L, -1, 1);
-  dp_lua_push(L, e);
+  dp__lua_push(L, e);
   lua_rawget(L, -2);
   lua_replace(L, -3);
   lua_pop(L, 1);
@@ -221,12 +221,12 @@ static void push_reason_of(lua_State *L, dp_expr *e) {
 
 static void push_explain(lua_State *L, dp_domains *d, dp_explain *x) {
   lua_createtable(L, 0, 6);
-  dp_lua_push(L, x->vdev);
+  dp__lua_push(L, x->vdev);
   lua_setfield(L, -2, "device");
   lua_pushstring(L, x->rule);
   lua_setfield(L, -2, "rule");
   if (x->why) {
-    dp_lua_push(L, x->why);
+    dp__lua_push(L, x->why);
     lua_setfield(L, -2, "constraint");
     push_reason_of(L, x->why);
   } else {
@@ -263,8 +263,8 @@ static void push_explain(lua_State *L, dp_domains *d, dp_explain *x) {
 static int d_explain(lua_State *L) {
   dp_domains *d = check_domains(L, 1);
   dp_err *err = NULL;
-  dp_explain *x = dp_domains_explain(d, dp_lua_check(L, 2, DP_OBJ_EXPR), &err);
-  if (!x) return dp_lua_error(L, err);
+  dp_explain *x = dp_domains_explain(d, dp__lua_check(L, 2, DP_OBJ_EXPR), &err);
+  if (!x) return dp__lua_error(L, err);
   push_explain(L, d, x);
   dp_explain_free(x);
   return 1;
@@ -274,11 +274,11 @@ static int d_index(lua_State *L) {
   dp_domains *d = check_domains(L, 1);
   const char *k = luaL_checkstring(L, 2);
   if (strcmp(k, "module") == 0) {
-    dp_lua_push(L, dp_domains_module(d));
+    dp__lua_push(L, dp_domains_module(d));
     return 1;
   }
   if (strcmp(k, "config") == 0) {
-    dp_lua_push(L, (void *)dp_domains_config(d));
+    dp__lua_push(L, (void *)dp_domains_config(d));
     return 1;
   }
   luaL_getmetatable(L, DOMAINS_META);
@@ -297,25 +297,25 @@ static int d_tostring(lua_State *L) {
 
 /* Phases 0-2 of mod: the domains a question about mod is answered from. */
 /* (l_place.c: the options of PlanDevices at opts_idx) */
-dp_domains *dp_lua_planned_domains(lua_State *L, dp_module *m, dp_config *cfg, int opts_idx);
+dp_domains *dp__lua_planned_domains(lua_State *L, dp_module *m, dp_config *cfg, int opts_idx);
 
 static dp_domains *planned_domains(lua_State *L, dp_module *m, int cfg_idx) {
   lua_settop(L, cfg_idx + 1); /* (the options' slot, nil when not given) */
   dp_config *cfg = opt_config(L, cfg_idx);
   /* (the configuration stays on the stack: the options may raise) */
-  dp_lua_push_owned(L, cfg);
-  return dp_lua_planned_domains(L, m, cfg, cfg_idx + 1);
+  dp__lua_push_owned(L, cfg);
+  return dp__lua_planned_domains(L, m, cfg, cfg_idx + 1);
 }
 
 static int l_explain(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
-  dp_expr *e = dp_lua_check(L, 2, DP_OBJ_EXPR);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp_expr *e = dp__lua_check(L, 2, DP_OBJ_EXPR);
   dp_domains *d = planned_domains(L, m, 3);
   dp_err *err = NULL;
   dp_explain *x = dp_domains_explain(d, e, &err);
   if (!x) {
     dp_release(d);
-    return dp_lua_error(L, err);
+    return dp__lua_error(L, err);
   }
   push_explain(L, d, x);
   dp_explain_free(x);
@@ -326,21 +326,21 @@ static int l_explain(lua_State *L) {
 static int each_vd(void *ud, const char *global, dp_expr *e, dp_vdev *vd) {
   lua_State *L = ud;
   (void)global;
-  dp_lua_push(L, e);
-  dp_lua_push(L, vd);
+  dp__lua_push(L, e);
+  dp__lua_push(L, vd);
   lua_rawset(L, -3);
   return 0;
 }
 
 static int l_virtual_devices(lua_State *L) {
-  dp_domains *d = dp_lua_test(L, 1, DP_OBJ_DOMAINS);
+  dp_domains *d = dp__lua_test(L, 1, dp_domains_objtype());
   if (d) dp_retain(d);
-  else d = planned_domains(L, dp_lua_check(L, 1, DP_OBJ_MODULE), 2);
+  else d = planned_domains(L, dp__lua_check(L, 1, DP_OBJ_MODULE), 2);
   lua_newtable(L);
   dp_err *err = NULL;
   if (dp_domains_each(d, each_vd, L, &err) < 0) {
     dp_release(d);
-    return dp_lua_error(L, err);
+    return dp__lua_error(L, err);
   }
   dp_release(d);
   return 1;
@@ -359,7 +359,7 @@ static vopts verify_opts(lua_State *L, int idx) {
   while (lua_next(L, idx)) {
     const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "?";
     if (strcmp(k, "input") == 0) {
-      o.input = dp_lua_test(L, -1, DP_OBJ_MODULE);
+      o.input = dp__lua_test(L, -1, DP_OBJ_MODULE);
       if (!o.input) luaL_error(L, "bad option 'input' to 'verify' (a module expected)");
     } else if (strcmp(k, "raise") == 0) {
       if (!lua_isboolean(L, -1)) luaL_error(L, "bad option 'raise' to 'verify' (a boolean expected)");
@@ -383,16 +383,16 @@ static void push_violation(lua_State *L, dp_module *m, const dp_violation *v) {
   lua_pushstring(L, v->msg);
   lua_setfield(L, -2, "message");
   if (v->expr) {
-    dp_lua_push(L, v->expr);
+    dp__lua_push(L, v->expr);
     lua_setfield(L, -2, "expr");
   }
   set_position(L, m->ctx, v->span);
   if (v->expected) {
-    dp_lua_push(L, v->expected);
+    dp__lua_push(L, v->expected);
     lua_setfield(L, -2, "expected");
   }
   if (v->actual) {
-    dp_lua_push(L, v->actual);
+    dp__lua_push(L, v->actual);
     lua_setfield(L, -2, "actual");
   }
 }
@@ -413,7 +413,7 @@ static dp_err *violations_error(dp_module *m, const dp_violations *vs) {
 /* dp.planner.verify(planned, config?, {input =, raise =, limit =}?) ->
    list of violations (empty when consistent), total found. */
 static int l_verify(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   vopts o = verify_opts(L, 3);
   dp_config *cfg = opt_config(L, 2);
   dp_err *err = NULL;
@@ -421,11 +421,11 @@ static int l_verify(lua_State *L) {
   int rc = dp_plan_verify(m, cfg, o.input, (uint32_t)(o.limit > UINT32_MAX ? UINT32_MAX : o.limit),
                           &vs, &err);
   dp_release(cfg);
-  if (rc < 0) return dp_lua_error(L, err);
+  if (rc < 0) return dp__lua_error(L, err);
   if (o.raise && vs.n) {
     dp_err *e = violations_error(m, &vs);
     dp_violations_clear(&vs);
-    return dp_lua_error(L, e);
+    return dp__lua_error(L, e);
   }
   lua_createtable(L, (int)vs.n, 0);
   for (uint32_t i = 0; i < vs.n; i++) {
@@ -438,11 +438,10 @@ static int l_verify(lua_State *L) {
 }
 
 void dp__domains_free_fn(dp_obj *o, dp_worklist *wl);
-void dp_lua_open_place(lua_State *L); /* l_place.c */
+void dp__lua_open_place(lua_State *L); /* l_place.c */
 
-void dp_lua_open_planner(lua_State *L) {
-  dp_register_free(DP_OBJ_DOMAINS, dp__domains_free_fn);
-  dp_lua_newmeta(L, DP_OBJ_DOMAINS, DOMAINS_META);
+void dp__lua_open_planner(lua_State *L) {
+  dp__lua_newmeta(L, dp_domains_objtype(), DOMAINS_META);
   static const luaL_Reg methods[] = {
     {"lookup", d_lookup}, {"unify", d_unify}, {"constrain", d_constrain},
     {"set_default", d_set_default}, {"fully_constrained", d_fully_constrained},
@@ -461,6 +460,6 @@ void dp_lua_open_planner(lua_State *L) {
     {"virtual_devices", l_virtual_devices}, {"verify", l_verify}, {"reason", l_reason},
     {NULL, NULL}};
   luaL_newlib(L, planner);
-  dp_lua_open_place(L);
+  dp__lua_open_place(L);
   lua_setfield(L, -2, "planner");
 }

@@ -4,7 +4,7 @@
  * (the parser, passes, user scripts) words its unknown-name errors as the
  * core does.
  */
-#include "lbind.h"
+#include "l_init.h"
 
 /* dp.suggest(name, {candidates...}) */
 static int suggest(lua_State *L) {
@@ -25,7 +25,7 @@ static int suggest(lua_State *L) {
   return 1;
 }
 
-void dp_lua_open_suggest(lua_State *L) {
+void dp__lua_open_suggest(lua_State *L) {
   lua_pushcfunction(L, suggest);
   lua_setfield(L, -2, "suggest");
 }

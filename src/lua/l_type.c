@@ -3,7 +3,7 @@
  * Types are interned by the core, so equal types are one Lua value.
  */
 #include <string.h>
-#include "l_ir.h"
+#include "l_init.h"
 
 static const char *const type_kinds[] = {NULL, "tensor", "tuple", "func", "var",
                                          "adt", "ref", "storage"};
@@ -35,21 +35,21 @@ static int l_tensor(lua_State *L) {
     }
     lua_pop(L, 1);
   }
-  return dp_lua_push_new(L, dp_type_tensor(dp_lua_ctx(L), dt, (uint32_t)n, dims), NULL);
+  return dp__lua_push_new(L, dp_type_tensor(dp__lua_ctx(L), dt, (uint32_t)n, dims), NULL);
 }
 
 static int l_scalar(lua_State *L) {
   lua_settop(L, 1); /* fixed slots: scratch buffers go above */
   dp_dtype dt = check_dtype(L, 1, "float32");
-  return dp_lua_push_new(L, dp_type_tensor(dp_lua_ctx(L), dt, 0, NULL), NULL);
+  return dp__lua_push_new(L, dp_type_tensor(dp__lua_ctx(L), dt, 0, NULL), NULL);
 }
 
 static int l_tuple(lua_State *L) {
   lua_settop(L, 1); /* fixed slots: scratch buffers go above */
   void *small[16];
   uint32_t n;
-  void **f = dp_lua_check_list(L, 1, DP_OBJ_TYPE, 0, "fields", small, 16, &n);
-  return dp_lua_push_new(L, dp_type_tuple(dp_lua_ctx(L), n, (dp_type *const *)f), NULL);
+  void **f = dp__lua_check_list(L, 1, DP_OBJ_TYPE, 0, "fields", small, 16, &n);
+  return dp__lua_push_new(L, dp_type_tuple(dp__lua_ctx(L), n, (dp_type *const *)f), NULL);
 }
 
 /* dp.type.func({args}, ret, {type_params}?) */
@@ -57,23 +57,23 @@ static int l_func(lua_State *L) {
   lua_settop(L, 3); /* fixed slots: scratch buffers go above */
   void *sa[16], *sp[8];
   uint32_t na, np;
-  void **a = dp_lua_check_list(L, 1, DP_OBJ_TYPE, 0, "args", sa, 16, &na);
-  dp_type *ret = dp_lua_check_type(L, 2);
-  void **p = dp_lua_opt_type_params(L, 3, sp, 8, &np);
-  return dp_lua_push_new(L, dp_type_func(dp_lua_ctx(L), np, (dp_type *const *)p, na,
+  void **a = dp__lua_check_list(L, 1, DP_OBJ_TYPE, 0, "args", sa, 16, &na);
+  dp_type *ret = dp__lua_check_type(L, 2);
+  void **p = dp__lua_opt_type_params(L, 3, sp, 8, &np);
+  return dp__lua_push_new(L, dp_type_func(dp__lua_ctx(L), np, (dp_type *const *)p, na,
                                        (dp_type *const *)a, ret), NULL);
 }
 
 static int l_ref(lua_State *L) {
   lua_settop(L, 1); /* fixed slots: scratch buffers go above */
-  dp_type *t = dp_lua_check_type(L, 1);
-  return dp_lua_push_new(L, dp_type_ref(dp_lua_ctx(L), t), NULL);
+  dp_type *t = dp__lua_check_type(L, 1);
+  return dp__lua_push_new(L, dp_type_ref(dp__lua_ctx(L), t), NULL);
 }
 
 static int l_var(lua_State *L) {
   lua_settop(L, 1); /* fixed slots: scratch buffers go above */
   const char *name = luaL_optstring(L, 1, "t");
-  return dp_lua_push_new(L, dp_type_var_new(dp_lua_ctx(L), name), NULL);
+  return dp__lua_push_new(L, dp_type_var_new(dp__lua_ctx(L), name), NULL);
 }
 
 static int l_adt(lua_State *L) {
@@ -81,13 +81,13 @@ static int l_adt(lua_State *L) {
   const char *name = luaL_checkstring(L, 1);
   void *sa[8];
   uint32_t n;
-  void **a = dp_lua_opt_list(L, 2, DP_OBJ_TYPE, 0, "args", sa, 8, &n);
-  return dp_lua_push_new(L, dp_type_adt(dp_lua_ctx(L), name, n, (dp_type *const *)a), NULL);
+  void **a = dp__lua_opt_list(L, 2, DP_OBJ_TYPE, 0, "args", sa, 8, &n);
+  return dp__lua_push_new(L, dp_type_adt(dp__lua_ctx(L), name, n, (dp_type *const *)a), NULL);
 }
 
 static int l_storage(lua_State *L) {
   lua_settop(L, 0); /* fixed slots: scratch buffers go above */
-  return dp_lua_push_new(L, dp_type_storage(dp_lua_ctx(L)), NULL);
+  return dp__lua_push_new(L, dp_type_storage(dp__lua_ctx(L)), NULL);
 }
 
 /* ---------------- fields ---------------- */
@@ -95,7 +95,7 @@ static int l_storage(lua_State *L) {
 static int push_tensor_field(lua_State *L, const dp_tensor_type *t, const char *k) {
   char buf[32];
   if (strcmp(k, "dtype") == 0) {
-    lua_pushstring(L, dp_dtype_str(t->dtype, buf));
+    lua_pushstring(L, dp_dtype_name(t->dtype, buf));
   } else if (strcmp(k, "shape") == 0) {
     lua_createtable(L, (int)t->ndim, 0);
     for (uint32_t i = 0; i < t->ndim; i++) {
@@ -121,14 +121,14 @@ static int push_field(lua_State *L, const dp_type *t, const char *k) {
   case DP_TY_TUPLE: {
     const dp_tuple_type *tt = (const dp_tuple_type *)t;
     if (strcmp(k, "fields") != 0) return 0;
-    dp_lua_push_list(L, (void *const *)tt->fields, tt->n);
+    dp__lua_push_list(L, (void *const *)tt->fields, tt->n);
     return 1;
   }
   case DP_TY_FUNC: {
     const dp_func_type *f = (const dp_func_type *)t;
-    if (strcmp(k, "ret") == 0) dp_lua_push(L, f->ret);
-    else if (strcmp(k, "args") == 0) dp_lua_push_list(L, (void *const *)f->items + f->ntparams, f->nargs);
-    else if (strcmp(k, "type_params") == 0) dp_lua_push_list(L, (void *const *)f->items, f->ntparams);
+    if (strcmp(k, "ret") == 0) dp__lua_push(L, f->ret);
+    else if (strcmp(k, "args") == 0) dp__lua_push_list(L, (void *const *)f->items + f->ntparams, f->nargs);
+    else if (strcmp(k, "type_params") == 0) dp__lua_push_list(L, (void *const *)f->items, f->ntparams);
     else return 0;
     return 1;
   }
@@ -142,13 +142,13 @@ static int push_field(lua_State *L, const dp_type *t, const char *k) {
   case DP_TY_ADT: {
     const dp_adt_type *a = (const dp_adt_type *)t;
     if (strcmp(k, "name") == 0) lua_pushstring(L, a->name);
-    else if (strcmp(k, "args") == 0) dp_lua_push_list(L, (void *const *)a->args, a->nargs);
+    else if (strcmp(k, "args") == 0) dp__lua_push_list(L, (void *const *)a->args, a->nargs);
     else return 0;
     return 1;
   }
   case DP_TY_REF:
     if (strcmp(k, "elem") != 0) return 0;
-    dp_lua_push(L, ((const dp_ref_type *)t)->elem);
+    dp__lua_push(L, ((const dp_ref_type *)t)->elem);
     return 1;
   default:
     return 0;
@@ -156,18 +156,18 @@ static int push_field(lua_State *L, const dp_type *t, const char *k) {
 }
 
 static int type_index(lua_State *L) {
-  dp_type *t = dp_lua_check(L, 1, DP_OBJ_TYPE);
+  dp_type *t = dp__lua_check(L, 1, DP_OBJ_TYPE);
   const char *k = lua_tostring(L, 2);
   if (!k || !push_field(L, t, k)) lua_pushnil(L);
   return 1;
 }
 
 static int type_tostring(lua_State *L) {
-  return dp_lua_push_cstr(L, dp_type_str(dp_lua_check(L, 1, DP_OBJ_TYPE)));
+  return dp__lua_push_cstr(L, dp_type_str(dp__lua_check(L, 1, DP_OBJ_TYPE)));
 }
 
-void dp_lua_open_type(lua_State *L) {
-  dp_lua_newclass(L, DP_OBJ_TYPE, "devplan.Type", type_index, type_tostring);
+void dp__lua_open_type(lua_State *L) {
+  dp__lua_newclass(L, DP_OBJ_TYPE, "devplan.Type", type_index, type_tostring);
   static const luaL_Reg fns[] = {
     {"tensor", l_tensor}, {"scalar", l_scalar}, {"tuple", l_tuple}, {"func", l_func},
     {"ref", l_ref}, {"var", l_var}, {"adt", l_adt}, {"storage", l_storage}, {NULL, NULL}};

@@ -10,7 +10,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "l_ir.h"
+#include "l_init.h"
 
 #define NKINDS (DP_REF_WRITE + 1)
 
@@ -29,7 +29,7 @@ static int call_cb(lua_State *L) {
   int n = lua_gettop(L);
   for (int i = 2; i <= n; i++) {
     void *p = lua_touserdata(L, i);
-    dp_lua_push(L, p);
+    dp__lua_push(L, p);
     lua_replace(L, i);
   }
   lua_call(L, n - 1, 1);
@@ -88,7 +88,7 @@ static void raise_failed(lua_State *L, cbstate *s) {
    the stack at two slots (callback state goes above). */
 static dp_obj *check_root(lua_State *L, cbstate *s) {
   lua_settop(L, 2);
-  dp_obj *root = dp_lua_testobj(L, 1);
+  dp_obj *root = dp__lua_testobj(L, 1);
   if (!root || (root->type != DP_OBJ_EXPR && root->type != DP_OBJ_MODULE))
     luaL_typeerror(L, 1, "expression or IRModule");
   setup_state(L, s);
@@ -125,7 +125,7 @@ static dp_expr *take_result(cbstate *s, dp_expr *keep, const char *kind, dp_err 
   lua_State *L = s->L;
   dp_expr *r = NULL;
   if (lua_isnil(L, -1)) r = keep ? dp_retain(keep) : NULL;
-  else if ((r = dp_lua_test(L, -1, DP_OBJ_EXPR))) dp_retain(r);
+  else if ((r = dp__lua_test(L, -1, DP_OBJ_EXPR))) dp_retain(r);
   else
     *err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN,
                       "rewrite handler for '%s' must return an expression or nil, got %s", kind,
@@ -193,7 +193,7 @@ static dp_expr *rewrite_one(lua_State *L, cbstate *s, dp_expr *root) {
     dp_err_free(err);
     raise_failed(L, s);
   }
-  dp_lua_error(L, err ? err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  dp__lua_error(L, err ? err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return NULL;
 }
 
@@ -204,7 +204,7 @@ static int rewrite_module(lua_State *L, cbstate *s, dp_module *m) {
      in a userdata so it is released by the GC in that case. */
   dp_module *c = dp_module_copy(m);
   if (!c) return luaL_error(L, "out of memory");
-  dp_lua_push_owned(L, c);
+  dp__lua_push_owned(L, c);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *r = rewrite_one(L, s, &m->funcs[i].fn->e);
     dp_err *err = NULL;
@@ -214,7 +214,7 @@ static int rewrite_module(lua_State *L, cbstate *s, dp_module *m) {
     else if (r != &m->funcs[i].fn->e)
       dp_module_set_func(c, m->funcs[i].global->name, (dp_func *)r, &err);
     dp_release(r);
-    if (err) dp_lua_error(L, err);
+    if (err) dp__lua_error(L, err);
   }
   return 1;
 }
@@ -224,35 +224,35 @@ static int l_rewrite(lua_State *L) {
   dp_obj *root = check_root(L, &s);
   setup_handlers(L, &s);
   if (root->type == DP_OBJ_MODULE) return rewrite_module(L, &s, (dp_module *)root);
-  dp_lua_push_owned(L, rewrite_one(L, &s, (dp_expr *)root));
+  dp__lua_push_owned(L, rewrite_one(L, &s, (dp_expr *)root));
   return 1;
 }
 
 /* ---------------- helpers ---------------- */
 
 static int l_free_vars(lua_State *L) {
-  dp_expr *e = dp_lua_check_expr(L, 1);
+  dp_expr *e = dp__lua_check_expr(L, 1);
   uint32_t n = 0;
   dp_var **vs = dp_free_vars(e, &n);
   if (!vs && n) return luaL_error(L, "out of memory");
-  dp_lua_push_list(L, (void *const *)vs, n);
+  dp__lua_push_list(L, (void *const *)vs, n);
   free(vs);
   return 1;
 }
 
 /* dp.children(e): the children in the order of expr.h. */
 static int l_children(lua_State *L) {
-  dp_expr *e = dp_lua_check_expr(L, 1);
+  dp_expr *e = dp__lua_check_expr(L, 1);
   uint32_t n = dp_expr_nchildren(e);
   lua_createtable(L, (int)n, 0);
   for (uint32_t i = 0; i < n; i++) {
-    dp_lua_push(L, dp_expr_child(e, i));
+    dp__lua_push(L, dp_expr_child(e, i));
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   return 1;
 }
 
-void dp_lua_open_visit(lua_State *L) {
+void dp__lua_open_visit(lua_State *L) {
   static const luaL_Reg fns[] = {{"visit", l_visit}, {"rewrite", l_rewrite},
                                  {"free_vars", l_free_vars}, {"children", l_children},
                                  {NULL, NULL}};

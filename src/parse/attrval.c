@@ -19,7 +19,7 @@
 
 /* Attribute values are small: the core's list helpers recurse (attrs.h),
    so lists nest at most this deep, as dp.call's attribute tables. */
-#define DP_ATTR_LIST_DEPTH 32
+#define DP__ATTR_LIST_DEPTH 32
 
 /* What the two kinds the text format names hold (entries of other kinds,
    from a metadata section, are attribute values). */
@@ -206,7 +206,7 @@ static int read_scalar(dp_parser *p, const int64_t *ev, size_t n, size_t *i, dp_
       const char *t = dp__tok_text(p, tok, &len);
       s = dp__cname(p, t, len);
     }
-    *out = s ? dp_av_str(s) : (dp_aval){0};
+    *out = s ? dp_av_string(s) : (dp_aval){0};
     return out->kind ? 0 : dp__oom(p, tok);
   }
   case DP_TOK_META: return dp__meta_value(p, tok, out);
@@ -233,8 +233,8 @@ int dp__read_aval(dp_parser *p, const int64_t *ev, size_t n, size_t *i, dp_aval 
     char k = ev[*i] > 0 ? dp__kind(p, tok) : 0;
     dp_aval v;
     if (k == DP_TOK_LBRACK) { /* a list opens: its items pile up in p->avs above its mark */
-      if (lists == DP_ATTR_LIST_DEPTH) {
-        dp__fail(p, DP_ERR_VALUE, tok, "attribute lists nested too deeply (more than %d levels)", DP_ATTR_LIST_DEPTH);
+      if (lists == DP__ATTR_LIST_DEPTH) {
+        dp__fail(p, DP_ERR_VALUE, tok, "attribute lists nested too deeply (more than %d levels)", DP__ATTR_LIST_DEPTH);
         break;
       }
       if (dp__grow(p, (void **)&p->marks, &p->capmarks, p->nmarks + 1, sizeof *p->marks, tok) != 0) break;

@@ -111,7 +111,7 @@ struct dp_parser {
   dp_obj **objs;
   uint32_t nobjs, capobjs;
   /* names: values (%x, @f, identifiers, meta entries) and types */
-  dp_scope names, types;
+  dp__scope names, types;
   struct pgref { uint32_t slot, tok; } *grefs; /* globals referenced, first use */
   uint32_t ngrefs, capgrefs;
   /* blocks, their lets, function parameters */
@@ -173,7 +173,7 @@ static inline char dp__kind(const dp_parser *p, uint32_t tok) {
 }
 /* The slot of token tok's text in the names s (made if new); -1 with an
    error when out of memory. */
-int64_t dp__tok_slot(dp_parser *p, dp_scope *s, uint32_t tok);
+int64_t dp__tok_slot(dp_parser *p, dp__scope *s, uint32_t tok);
 /* What dp__hint offers as candidates: variables in scope, globals
    defined, constructors (of p->names), types and type variables in scope
    (of p->types). */

@@ -81,7 +81,7 @@ static int read_number(dp_parser *p, uint32_t tok, number *n) {
 static int out_of_range(dp_parser *p, uint32_t tok, const number *n, dp_dtype dt) {
   char name[16];
   return dp__fail(p, DP_ERR_VALUE, tok, "number '%.*s' is out of range for %s", n->len, n->text,
-                  dp_dtype_str(dt, name));
+                  dp_dtype_name(dt, name));
 }
 
 /* The dtype a number literal stands for on its own. */
@@ -155,7 +155,7 @@ static int const_value(dp_parser *p, uint32_t tok, dp_dtype dt, unsigned char *d
   int code = DP_DTYPE_CODE(dt);
   number n;
   if (k == DP_TOK_TRUE || k == DP_TOK_FALSE) {
-    if (code != DP_DT_BOOL) return dp__fail(p, DP_ERR_VALUE, tok, "a %s constant takes numbers", dp_dtype_str(dt, name));
+    if (code != DP_DT_BOOL) return dp__fail(p, DP_ERR_VALUE, tok, "a %s constant takes numbers", dp_dtype_name(dt, name));
     return dp_elem_set_int(dt, data, i, k == DP_TOK_TRUE);
   }
   if (read_number(p, tok, &n) != 0) return -1;
@@ -164,7 +164,7 @@ static int const_value(dp_parser *p, uint32_t tok, dp_dtype dt, unsigned char *d
     return dp_elem_set_real(dt, data, i, n.value);
   }
   if (n.real) return dp__fail(p, DP_ERR_VALUE, tok, "a %s constant takes integers, found '%.*s'",
-                              dp_dtype_str(dt, name), n.len, n.text);
+                              dp_dtype_name(dt, name), n.len, n.text);
   if (n.huge || !dp_dtype_fits_int(dt, n.neg, n.mag)) return out_of_range(p, tok, &n, dt);
   return dp_elem_set_int(dt, data, i, signed_value(&n));
 }
@@ -178,7 +178,7 @@ dp_obj *dp__const_literal(dp_parser *p, dp_type *t, uint32_t ctok, uint32_t lbra
   size_t count = 1, esize = dp_elem_bytes(tt->dtype);
   char name[16];
   if (!esize) {
-    dp__fail(p, DP_ERR_TYPE, ctok, "no constants of dtype %s", dp_dtype_str(tt->dtype, name));
+    dp__fail(p, DP_ERR_TYPE, ctok, "no constants of dtype %s", dp_dtype_name(tt->dtype, name));
     return NULL;
   }
   for (uint32_t i = 0; i < tt->ndim; i++) {

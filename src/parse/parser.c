@@ -17,6 +17,7 @@
 #include "devplan/meta.h"
 #include "devplan/suggest.h"
 #include "internal.h"
+#include "../core/internal.h" /* dp__err_vat */
 
 static const struct {
   const char *name;
@@ -198,12 +199,10 @@ const char *dp__cname(dp_parser *p, const char *text, size_t len) {
 
 int dp__fail(dp_parser *p, dp_errcode code, uint32_t tok, const char *fmt, ...) {
   if (p->err) return -1;
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  p->err = dp__err_vat(p->ctx, code, dp__span(p, tok), fmt, ap);
   va_end(ap);
-  p->err = dp_err_at(p->ctx, code, dp__span(p, tok), "%s", msg);
   return -1;
 }
 
@@ -270,8 +269,8 @@ dp_err *dp_parser_error_here(dp_parser *p, const char *fmt, ...) {
 
 /* Offers the scope name of slot k (copied: scope names are not
    NUL-terminated) to s, keeping the best one in best. */
-static void offer(dp_suggest *s, const dp_scope *sc, uint32_t k, char *cand, char *best) {
-  const dp_scope_slot *sl = &sc->slots[k];
+static void offer(dp_suggest *s, const dp__scope *sc, uint32_t k, char *cand, char *best) {
+  const dp__scope_slot *sl = &sc->slots[k];
   if (sl->len > DP_SUGGEST_MAXLEN) return;
   memcpy(cand, dp__scope_name(sc, k), sl->len);
   cand[sl->len] = '\0';
@@ -282,7 +281,7 @@ static void offer(dp_suggest *s, const dp_scope *sc, uint32_t k, char *cand, cha
   }
 }
 
-static int is_candidate(const dp_parser *p, int what, const dp_scope_slot *sl, const char *name) {
+static int is_candidate(const dp_parser *p, int what, const dp__scope_slot *sl, const char *name) {
   const dp_obj *o = sl->handle ? p->objs[sl->handle - 1] : NULL;
   switch (what) {
   case HINT_VAR: return name[0] == '%' && o && o->type == DP_OBJ_EXPR && o->kind == DP_VAR;
@@ -300,7 +299,7 @@ const char *dp__hint_in(const char *name, const char *best, char *hint) {
 }
 
 const char *dp__hint(const dp_parser *p, int what, const char *name, char *hint) {
-  const dp_scope *sc = what == HINT_TYPE ? &p->types : &p->names;
+  const dp__scope *sc = what == HINT_TYPE ? &p->types : &p->names;
   char cand[DP_SUGGEST_MAXLEN + 1], best[DP_SUGGEST_MAXLEN + 1];
   dp_suggest s;
   dp_suggest_init(&s, name);
@@ -328,7 +327,7 @@ uint32_t dp__keep(dp_parser *p, void *obj, dp_err *err, uint32_t tok) {
   return p->nobjs;
 }
 
-int64_t dp__tok_slot(dp_parser *p, dp_scope *s, uint32_t tok) {
+int64_t dp__tok_slot(dp_parser *p, dp__scope *s, uint32_t tok) {
   size_t len;
   const char *text = dp__tok_text(p, tok, &len);
   int64_t slot = dp__scope_intern(s, text, len);

@@ -236,7 +236,7 @@ static int close_frame(dp_parser *p, uint32_t tok) {
     if (!r) return -1;
     break;
   case F_MATCH: r = close_match(p, &f, m); break;
-  case F_REF: r = (dp_obj *)dp_ref_new_new((dp_expr *)v[0].obj, dp__span(p, f.tok)); break;
+  case F_REF: r = (dp_obj *)dp_ref_create_new((dp_expr *)v[0].obj, dp__span(p, f.tok)); break;
   case F_REF_READ: r = (dp_obj *)dp_ref_read_new((dp_expr *)v[0].obj, dp__span(p, f.tok)); break;
   case F_REF_WRITE:
     r = (dp_obj *)dp_ref_write_new((dp_expr *)v[0].obj, (dp_expr *)v[1].obj, dp__span(p, f.tok));

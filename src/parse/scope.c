@@ -21,16 +21,16 @@ static uint32_t hash_name(const char *p, size_t n) {
   return h + (unsigned char)p[n - 1];
 }
 
-static int64_t probe(const dp_scope *s, const char *name, size_t len, uint32_t h, uint32_t *at) {
+static int64_t probe(const dp__scope *s, const char *name, size_t len, uint32_t h, uint32_t *at) {
   uint32_t i = h & s->tmask;
   for (;;) {
-    const struct dp_scope_entry *e = &s->table[i];
+    const struct dp__scope_entry *e = &s->table[i];
     if (e->slot == 0) {
       *at = i;
       return -1;
     }
     if (e->hash == h) {
-      const dp_scope_slot *sl = &s->slots[e->slot - 1];
+      const dp__scope_slot *sl = &s->slots[e->slot - 1];
       if (sl->len == len && memcmp(s->arena + sl->off, name, len) == 0) return e->slot - 1;
     }
     i = (i + 1) & s->tmask;
@@ -38,13 +38,13 @@ static int64_t probe(const dp_scope *s, const char *name, size_t len, uint32_t h
 }
 
 /* A table of `size` entries (a power of two, more than twice the names). */
-static int rehash(dp_scope *s, uint32_t size) {
-  struct dp_scope_entry *t = calloc(size, sizeof *t);
+static int rehash(dp__scope *s, uint32_t size) {
+  struct dp__scope_entry *t = calloc(size, sizeof *t);
   if (!t) return -1;
   for (uint32_t k = 0; k < s->nslots; k++) {
     uint32_t h = s->slots[k].hash, i = h & (size - 1);
     while (t[i].slot) i = (i + 1) & (size - 1);
-    t[i] = (struct dp_scope_entry){h, k + 1};
+    t[i] = (struct dp__scope_entry){h, k + 1};
   }
   free(s->table);
   s->table = t;
@@ -53,24 +53,24 @@ static int rehash(dp_scope *s, uint32_t size) {
 }
 
 /* Double the table (kept at most half full). */
-static int grow_table(dp_scope *s) {
+static int grow_table(dp__scope *s) {
   return rehash(s, s->tmask ? (s->tmask + 1) * 2 : 1024);
 }
 
-int dp__scope_reserve(dp_scope *s, uint32_t n) {
+int dp__scope_reserve(dp__scope *s, uint32_t n) {
   uint32_t size = 1024;
   while (size / 2 <= n && size < (1u << 30)) size *= 2;
   if (size > s->tmask + 1 && rehash(s, size) != 0) return -1;
   return dp_grow((void **)&s->slots, &s->capslots, n, sizeof *s->slots);
 }
 
-int64_t dp__scope_find(const dp_scope *s, const char *name, size_t len) {
+int64_t dp__scope_find(const dp__scope *s, const char *name, size_t len) {
   if (!s->tmask) return -1;
   uint32_t at;
   return probe(s, name, len, hash_name(name, len), &at);
 }
 
-int64_t dp__scope_intern(dp_scope *s, const char *name, size_t len) {
+int64_t dp__scope_intern(dp__scope *s, const char *name, size_t len) {
   if (len > UINT32_MAX / 2) return -1;
   if ((s->nslots + 1) * 2 > s->tmask && grow_table(s) != 0) return -1;
   uint32_t h = hash_name(name, len), at;
@@ -86,30 +86,30 @@ int64_t dp__scope_intern(dp_scope *s, const char *name, size_t len) {
     s->acap = c;
   }
   memcpy(s->arena + s->alen, name, len);
-  s->slots[s->nslots] = (dp_scope_slot){(uint32_t)s->alen, (uint32_t)len, h, 0, 0};
+  s->slots[s->nslots] = (dp__scope_slot){(uint32_t)s->alen, (uint32_t)len, h, 0, 0};
   s->alen += len;
-  s->table[at] = (struct dp_scope_entry){h, ++s->nslots};
+  s->table[at] = (struct dp__scope_entry){h, ++s->nslots};
   return s->nslots - 1;
 }
 
-int dp__scope_bind(dp_scope *s, uint32_t slot, uint32_t handle, uint32_t block) {
+int dp__scope_bind(dp__scope *s, uint32_t slot, uint32_t handle, uint32_t block) {
   if (dp_grow((void **)&s->undo, &s->capundo, s->nundo + 1, sizeof *s->undo) != 0) return -1;
-  dp_scope_slot *sl = &s->slots[slot];
-  s->undo[s->nundo++] = (dp_scope_undo){slot, sl->handle, sl->block};
+  dp__scope_slot *sl = &s->slots[slot];
+  s->undo[s->nundo++] = (dp__scope_undo){slot, sl->handle, sl->block};
   sl->handle = handle;
   if (block) sl->block = block;
   return 0;
 }
 
-void dp__scope_unbind(dp_scope *s, uint32_t mark) {
+void dp__scope_unbind(dp__scope *s, uint32_t mark) {
   while (s->nundo > mark) {
-    const dp_scope_undo *u = &s->undo[--s->nundo];
+    const dp__scope_undo *u = &s->undo[--s->nundo];
     s->slots[u->slot].handle = u->handle;
     s->slots[u->slot].block = u->block;
   }
 }
 
-void dp__scope_free(dp_scope *s) {
+void dp__scope_free(dp__scope *s) {
   free(s->slots);
   free(s->table);
   free(s->arena);

@@ -20,56 +20,56 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct dp_scope_slot {
+typedef struct dp__scope_slot {
   uint32_t off, len;   /* the name's bytes in the arena */
   uint32_t hash;
   uint32_t handle;     /* current binding, 0: unbound */
   uint32_t block;      /* block of the last definition, 0: none */
-} dp_scope_slot;
+} dp__scope_slot;
 
-typedef struct dp_scope_undo {
+typedef struct dp__scope_undo {
   uint32_t slot, handle, block;
-} dp_scope_undo;
+} dp__scope_undo;
 
-typedef struct dp_scope {
-  dp_scope_slot *slots;
+typedef struct dp__scope {
+  dp__scope_slot *slots;
   uint32_t nslots, capslots;
   /* open addressing: {hash, slot index + 1}, slot 0 = empty; the hash is
      kept here so that a probe touches one array until the name matches */
-  struct dp_scope_entry { uint32_t hash, slot; } *table;
+  struct dp__scope_entry { uint32_t hash, slot; } *table;
   uint32_t tmask;      /* table size - 1 (a power of two), 0 = no table yet */
   char *arena;
   size_t alen, acap;
-  dp_scope_undo *undo;
+  dp__scope_undo *undo;
   uint32_t nundo, capundo;
-} dp_scope;
+} dp__scope;
 
 /* The slot of name[0..len), made if new; -1 when out of memory. */
-int64_t dp__scope_intern(dp_scope *s, const char *name, size_t len);
+int64_t dp__scope_intern(dp__scope *s, const char *name, size_t len);
 /* The slot of name[0..len) if it exists, else -1. */
-int64_t dp__scope_find(const dp_scope *s, const char *name, size_t len);
+int64_t dp__scope_find(const dp__scope *s, const char *name, size_t len);
 /* Room for n names in all, so that interning them never rehashes; 0, or -1
    when out of memory. */
-int dp__scope_reserve(dp_scope *s, uint32_t n);
+int dp__scope_reserve(dp__scope *s, uint32_t n);
 /* Bind slot to handle (recorded for undo); with block != 0 the slot is
    also marked as defined in that block. 0, or -1 when out of memory. */
-int dp__scope_bind(dp_scope *s, uint32_t slot, uint32_t handle, uint32_t block);
+int dp__scope_bind(dp__scope *s, uint32_t slot, uint32_t handle, uint32_t block);
 /* Set a slot for good (no undo entry). */
-static inline void dp__scope_set(dp_scope *s, uint32_t slot, uint32_t handle, uint32_t block) {
+static inline void dp__scope_set(dp__scope *s, uint32_t slot, uint32_t handle, uint32_t block) {
   s->slots[slot].handle = handle;
   s->slots[slot].block = block;
 }
 /* The handle name[0..len) is bound to, 0 when none. */
-static inline uint32_t dp__scope_get(const dp_scope *s, const char *name, size_t len) {
+static inline uint32_t dp__scope_get(const dp__scope *s, const char *name, size_t len) {
   int64_t k = dp__scope_find(s, name, len);
   return k < 0 ? 0 : s->slots[k].handle;
 }
 /* Undo the bindings made after mark (a value of s->nundo). */
-void dp__scope_unbind(dp_scope *s, uint32_t mark);
+void dp__scope_unbind(dp__scope *s, uint32_t mark);
 /* The name of a slot (not NUL-terminated: see slot->len). */
-static inline const char *dp__scope_name(const dp_scope *s, uint32_t slot) {
+static inline const char *dp__scope_name(const dp__scope *s, uint32_t slot) {
   return s->arena + s->slots[slot].off;
 }
-void dp__scope_free(dp_scope *s);
+void dp__scope_free(dp__scope *s);
 
 #endif

@@ -37,7 +37,7 @@ typedef struct member {
 typedef struct wrap {
   const dp_expr *x;
   dp_expr *w;             /* owned */
-  uint32_t next;          /* the group's next wrapper, or DFP_NONE */
+  uint32_t next;          /* the group's next wrapper, or DP__DFP_NONE */
 } wrap;
 
 typedef struct actx {
@@ -45,11 +45,11 @@ typedef struct actx {
   uint32_t nsets;
   place *places;
   dp_op *on_device;
-  dp_ptrmap members;      /* top-level node of a group -> member index + 1 */
+  dp__ptrmap members;      /* top-level node of a group -> member index + 1 */
   member *mem;
   uint32_t nmem, capmem;
   uint32_t *first;        /* per set: the number of the set's first group */
-  uint32_t *head;         /* per group (numbered across sets): its first wrapper, or DFP_NONE */
+  uint32_t *head;         /* per group (numbered across sets): its first wrapper, or DP__DFP_NONE */
   wrap *wr;
   uint32_t nwr, capwr;
 } actx;
@@ -85,40 +85,40 @@ static int attrs_for(actx *a, uint32_t k, dp_err **err) {
    nodes, not into function literals. */
 static int add_members(actx *a, uint32_t k, uint32_t gi) {
   const dp_dfp_group *g = &a->sets[k].groups->items[gi];
-  dp_ptrmap inner = DP_PTRMAP_INIT, seen = DP_PTRMAP_INIT;
-  dfp_vec stack = {NULL, 0, 0};
+  dp__ptrmap inner = DP__PTRMAP_INIT, seen = DP__PTRMAP_INIT;
+  dp__dfp_vec stack = {NULL, 0, 0};
   int rc = -1;
   for (uint32_t i = 0; i < g->ninterior; i++)
-    if (dp_ptrmap_put(&inner, g->interior[i], NULL) < 0) goto out;
-  if (dfp_vec_push(&stack, g->root) < 0) goto out;
+    if (dp__ptrmap_put(&inner, g->interior[i], NULL) < 0) goto out;
+  if (dp__dfp_vec_push(&stack, g->root) < 0) goto out;
   while (stack.n) {
     dp_expr *e = stack.items[--stack.n];
-    if (dp_ptrmap_get(&seen, e)) continue;
-    if (dp_ptrmap_put(&seen, e, NULL) < 0) goto out;
+    if (dp__ptrmap_find(&seen, e)) continue;
+    if (dp__ptrmap_put(&seen, e, NULL) < 0) goto out;
     if (a->nmem == a->capmem) {
       void *m = a->mem;
       if (dp_grow(&m, &a->capmem, a->nmem + 1, sizeof *a->mem) < 0) goto out;
       a->mem = m;
     }
     a->mem[a->nmem] = (member){k, gi, (uint8_t)wraps_node(g, e), NULL};
-    if (dp_ptrmap_put(&a->members, e, (void *)(uintptr_t)(++a->nmem)) < 0) goto out;
+    if (dp__ptrmap_put(&a->members, e, (void *)(uintptr_t)(++a->nmem)) < 0) goto out;
     if (e->h.kind == DP_FUNC) continue;
     for (uint32_t c = 0; c < dp_expr_nchildren(e); c++) {
       dp_expr *kid = dp_expr_child(e, c);
-      if (dp_ptrmap_get(&inner, kid) && dfp_vec_push(&stack, kid) < 0) goto out;
+      if (dp__ptrmap_find(&inner, kid) && dp__dfp_vec_push(&stack, kid) < 0) goto out;
     }
   }
   rc = 0;
 out:
-  dp_ptrmap_free(&inner);
-  dp_ptrmap_free(&seen);
+  dp__ptrmap_free(&inner);
+  dp__ptrmap_free(&seen);
   free(stack.items);
   return rc;
 }
 
 static const member *member_of(const actx *a, const dp_expr *e) {
-  void **v = dp_ptrmap_get(&a->members, e);
-  return v ? &a->mem[(uintptr_t)*v - 1] : NULL;
+  dp__ptrslot *v = dp__ptrmap_find(&a->members, e);
+  return v ? &a->mem[(uintptr_t)v->ptr - 1] : NULL;
 }
 
 static int is_input_of(const dp_dfp_group *g, const dp_expr *x) {
@@ -132,7 +132,7 @@ static int is_input_of(const dp_dfp_group *g, const dp_expr *x) {
    inputs, so its wrappers are a short list). */
 static dp_expr *input_wrapper(actx *a, const member *m, dp_expr *x, dp_expr *now) {
   uint32_t gi = a->first[m->set] + m->group;
-  for (uint32_t i = a->head[gi]; i != DFP_NONE; i = a->wr[i].next)
+  for (uint32_t i = a->head[gi]; i != DP__DFP_NONE; i = a->wr[i].next)
     if (a->wr[i].x == x) return a->wr[i].w;
   dp_expr *w = (dp_expr *)dp_call_new(&a->on_device->e, 1, &now, a->places[m->set].input_attrs,
                                       DP_NOSPAN);
@@ -196,7 +196,7 @@ static void actx_free(actx *a) {
   free(a->mem);
   free(a->first);
   free(a->head);
-  dp_ptrmap_free(&a->members);
+  dp__ptrmap_free(&a->members);
 }
 
 dp_expr *dp_dfp_annotate(dp_expr *body, const dp_dfp_placed *sets, uint32_t nsets, dp_err **err) {
@@ -217,7 +217,7 @@ dp_expr *dp_dfp_annotate(dp_expr *body, const dp_dfp_placed *sets, uint32_t nset
     dp_err_set(err, oom());
     goto out;
   }
-  memset(a.head, 0xff, (ngroups ? ngroups : 1) * sizeof *a.head); /* DFP_NONE */
+  memset(a.head, 0xff, (ngroups ? ngroups : 1) * sizeof *a.head); /* DP__DFP_NONE */
   for (uint32_t k = 0; k < nsets; k++) {
     if (!sets[k].vd) {
       dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "MergeAndAnnotate: a group set has no device"));

@@ -54,7 +54,7 @@ static const dp_aval *call_attr(const dp_call *c, const char *key) {
   return c->attrs ? dp_attrs_get(c->attrs, key) : NULL;
 }
 
-int dfp_attrs_hold(const dp_attrs *want, const dp_expr *e) {
+int dp__dfp_attrs_hold(const dp_attrs *want, const dp_expr *e) {
   uint32_t n = want ? want->n : 0;
   int kind = e->h.kind;
   if (kind != DP_OP && kind != DP_CALL && kind != DP_FUNC) return 0;

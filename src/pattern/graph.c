@@ -8,7 +8,7 @@
  * post-dominators, which are built on first use.
  *
  * Operators, constructors and globals are left out (their child slots say
- * DFP_NONE): they are shared by every call that names them, say nothing
+ * DP__DFP_NONE): they are shared by every call that names them, say nothing
  * about dataflow, and would make the dominator computation quadratic. A
  * graph may also leave function literals unentered (the partitioner's). One hash lookup per edge to a
  * shared node and one insertion per shared node; everything else is
@@ -18,24 +18,24 @@
 #include <string.h>
 #include "internal.h"
 
-uint32_t dfp_graph_find(dfp_graph *g, const dp_expr *e) {
+uint32_t dp__dfp_graph_find(dp__dfp_graph *g, const dp_expr *e) {
   if (!g->found.cap && g->n) {
     /* first lookup: every node by identity (building needed only the
        shared ones) */
     for (uint32_t i = 0; i < g->n; i++)
-      if (dp_ptrmap_put(&g->found, g->x[i], (void *)(uintptr_t)(i + 1)) < 0) {
-        dp_ptrmap_free(&g->found);
-        return DFP_NONE;
+      if (dp__ptrmap_put(&g->found, g->x[i], (void *)(uintptr_t)(i + 1)) < 0) {
+        dp__ptrmap_free(&g->found);
+        return DP__DFP_NONE;
       }
   }
-  void **v = dp_ptrmap_get(&g->found, e);
-  return v ? (uint32_t)((uintptr_t)*v - 1) : DFP_NONE;
+  dp__ptrslot *v = dp__ptrmap_find(&g->found, e);
+  return v ? (uint32_t)((uintptr_t)v->ptr - 1) : DP__DFP_NONE;
 }
 
-void dfp_graph_free(dfp_graph *g) {
+void dp__dfp_graph_free(dp__dfp_graph *g) {
   free(g->x);
-  dp_ptrmap_free(&g->index);
-  dp_ptrmap_free(&g->found);
+  dp__ptrmap_free(&g->index);
+  dp__ptrmap_free(&g->found);
   free(g->pre2post);
   free(g->kstart);
   free(g->kids);
@@ -55,16 +55,16 @@ typedef struct gframe {
 } gframe;
 
 /* The child slots followed: none of an unentered function literal. */
-static uint32_t slots(const dfp_graph *g, const dp_expr *e) {
+static uint32_t slots(const dp__dfp_graph *g, const dp_expr *e) {
   return e->h.kind == DP_FUNC && !g->enter_fns ? 0 : dp_expr_nchildren(e);
 }
 
 /* Discovers node e (not seen yet) and pushes its frame. A node with one
    reference has one parent, the one we came from: it cannot be reached
    again, so only shared nodes need to be remembered. */
-static int discover(dfp_graph *g, gframe **st, uint32_t *sp, uint32_t *cap, dp_expr *e,
+static int discover(dp__dfp_graph *g, gframe **st, uint32_t *sp, uint32_t *cap, dp_expr *e,
                     uint32_t *pre, uint32_t kbase) {
-  if ((e->h.rc > 1 || *pre == 0) && dp_ptrmap_put(&g->index, e, (void *)(uintptr_t)(*pre + 1)) < 0)
+  if ((e->h.rc > 1 || *pre == 0) && dp__ptrmap_put(&g->index, e, (void *)(uintptr_t)(*pre + 1)) < 0)
     return -1;
   if (dp_grow((void **)st, cap, *sp + 1, sizeof **st) < 0) return -1;
   (*st)[*sp] = (gframe){e, 0, slots(g, e), *pre, kbase};
@@ -74,26 +74,26 @@ static int discover(dfp_graph *g, gframe **st, uint32_t *sp, uint32_t *cap, dp_e
 }
 
 /* Post order, with each node's children (pre order numbers for now). */
-static int number_nodes(dfp_graph *g, dp_expr *root, dfp_u32s *kids) {
+static int number_nodes(dp__dfp_graph *g, dp_expr *root, dp__dfp_u32s *kids) {
   gframe *st = NULL;
   uint32_t sp = 0, cap = 0, capx = 0, capk = 0, pre = 0;
-  dfp_u32s scratch = {NULL, 0, 0}, p2p = {NULL, 0, 0};
+  dp__dfp_u32s scratch = {NULL, 0, 0}, p2p = {NULL, 0, 0};
   int rc = -1;
   if (discover(g, &st, &sp, &cap, root, &pre, 0) < 0) goto out;
   while (sp) {
     gframe *f = &st[sp - 1];
     if (f->i < f->n) {
       dp_expr *kid = dp_expr_child(f->e, f->i++);
-      if (dfp_graph_skips(kid)) {
-        if (dfp_u32s_push(&scratch, DFP_NONE) < 0) goto out;
+      if (dp__dfp_graph_skips(kid)) {
+        if (dp__dfp_u32s_push(&scratch, DP__DFP_NONE) < 0) goto out;
         continue;
       }
-      void **seen = kid->h.rc > 1 ? dp_ptrmap_get(&g->index, kid) : NULL;
+      dp__ptrslot *seen = kid->h.rc > 1 ? dp__ptrmap_find(&g->index, kid) : NULL;
       if (seen) {
-        if (dfp_u32s_push(&scratch, (uint32_t)((uintptr_t)*seen - 1)) < 0) goto out;
+        if (dp__dfp_u32s_push(&scratch, (uint32_t)((uintptr_t)seen->ptr - 1)) < 0) goto out;
         continue;
       }
-      if (dfp_u32s_push(&scratch, pre) < 0 || discover(g, &st, &sp, &cap, kid, &pre, scratch.n) < 0)
+      if (dp__dfp_u32s_push(&scratch, pre) < 0 || discover(g, &st, &sp, &cap, kid, &pre, scratch.n) < 0)
         goto out;
     } else {
       gframe done = *f;
@@ -104,11 +104,11 @@ static int number_nodes(dfp_graph *g, dp_expr *root, dfp_u32s *kids) {
       if (dp_grow(&ks, &capk, g->n + 2, sizeof *g->kstart) < 0) goto out;
       g->kstart = ks;
       while (p2p.n <= done.pre)
-        if (dfp_u32s_push(&p2p, DFP_NONE) < 0) goto out;
+        if (dp__dfp_u32s_push(&p2p, DP__DFP_NONE) < 0) goto out;
       p2p.a[done.pre] = g->n;
       g->kstart[g->n] = kids->n;
       for (uint32_t k = done.kbase; k < scratch.n; k++)
-        if (dfp_u32s_push(kids, scratch.a[k]) < 0) goto out;
+        if (dp__dfp_u32s_push(kids, scratch.a[k]) < 0) goto out;
       scratch.n = done.kbase;
       g->x[g->n++] = done.e;
     }
@@ -127,9 +127,9 @@ out:
 /* Children by post order index, and consumers in compressed rows; filled
    in post order, so each row of consumers is sorted, which keeps the
    dominator intersection below linear on chains. */
-static int link(dfp_graph *g, dfp_u32s *kids) {
+static int link(dp__dfp_graph *g, dp__dfp_u32s *kids) {
   for (uint32_t k = 0; k < kids->n; k++)
-    if (kids->a[k] != DFP_NONE) kids->a[k] = g->pre2post[kids->a[k]];
+    if (kids->a[k] != DP__DFP_NONE) kids->a[k] = g->pre2post[kids->a[k]];
   g->kids = kids->a;
   kids->a = NULL;
   uint32_t total = g->kstart[g->n];
@@ -141,24 +141,24 @@ static int link(dfp_graph *g, dfp_u32s *kids) {
     return -1;
   }
   for (uint32_t k = 0; k < total; k++)
-    if (g->kids[k] != DFP_NONE) g->ostart[g->kids[k] + 1]++;
+    if (g->kids[k] != DP__DFP_NONE) g->ostart[g->kids[k] + 1]++;
   for (uint32_t v = 0; v < g->n; v++) g->ostart[v + 1] += g->ostart[v];
   memcpy(fill, g->ostart, (size_t)g->n * sizeof *fill);
   for (uint32_t v = 0; v < g->n; v++)
     for (uint32_t k = g->kstart[v]; k < g->kstart[v + 1]; k++)
-      if (g->kids[k] != DFP_NONE) g->outs[fill[g->kids[k]]++] = v;
+      if (g->kids[k] != DP__DFP_NONE) g->outs[fill[g->kids[k]]++] = v;
   free(fill);
   return 0;
 }
 
-int dfp_graph_build(dfp_graph *g, dp_expr *root, int enter_fns) {
+int dp__dfp_graph_build(dp__dfp_graph *g, dp_expr *root, int enter_fns) {
   memset(g, 0, sizeof *g);
-  g->index = DP_PTRMAP_INIT;
+  g->index = DP__PTRMAP_INIT;
   g->enter_fns = enter_fns;
-  dfp_u32s kids = {NULL, 0, 0};
+  dp__dfp_u32s kids = {NULL, 0, 0};
   int rc = number_nodes(g, root, &kids) < 0 || link(g, &kids) < 0 ? -1 : 0;
   free(kids.a);
-  if (rc < 0) dfp_graph_free(g);
+  if (rc < 0) dp__dfp_graph_free(g);
   return rc;
 }
 
@@ -167,14 +167,14 @@ int dfp_graph_build(dfp_graph *g, dp_expr *root, int enter_fns) {
 /* Immediate post-dominators, root first: a node's is the meeting point of
    its consumers' (Cooper, Harvey and Kennedy's intersection; post order
    numbers grow toward the root). */
-static int post_dominators(dfp_graph *g) {
+static int post_dominators(dp__dfp_graph *g) {
   g->idom = dp_malloc(((size_t)g->n + 1) * sizeof *g->idom);
   if (!g->idom) return -1;
   for (uint32_t v = g->n; v-- > 0;) {
-    uint32_t a = DFP_NONE;
+    uint32_t a = DP__DFP_NONE;
     for (uint32_t k = g->ostart[v]; k < g->ostart[v + 1]; k++) {
       uint32_t b = g->outs[k];
-      if (a == DFP_NONE) {
+      if (a == DP__DFP_NONE) {
         a = b;
         continue;
       }
@@ -190,7 +190,7 @@ static int post_dominators(dfp_graph *g) {
 
 /* Entry and exit numbers of the post-dominator tree, so that "a
    post-dominates b" is an interval test. */
-static int tree_intervals(dfp_graph *g) {
+static int tree_intervals(dp__dfp_graph *g) {
   uint32_t n = g->n;
   uint32_t *cstart = dp_calloc((size_t)n + 1, sizeof *cstart);
   uint32_t *kids = dp_malloc((n ? n : 1) * sizeof *kids);
@@ -200,14 +200,14 @@ static int tree_intervals(dfp_graph *g) {
   int rc = -1;
   if (!cstart || !kids || !st || !g->tin || !g->tout) goto out;
   for (uint32_t v = 0; v < n; v++)
-    if (g->idom[v] != DFP_NONE) cstart[g->idom[v] + 1]++;
+    if (g->idom[v] != DP__DFP_NONE) cstart[g->idom[v] + 1]++;
   for (uint32_t v = 0; v < n; v++) cstart[v + 1] += cstart[v];
   memcpy(st, cstart, (size_t)n * sizeof *st); /* fill pointers */
   for (uint32_t v = 0; v < n; v++)
-    if (g->idom[v] != DFP_NONE) kids[st[g->idom[v]]++] = v;
+    if (g->idom[v] != DP__DFP_NONE) kids[st[g->idom[v]]++] = v;
   uint32_t clock = 0, sp = 0;
   for (uint32_t r = 0; r < n; r++) {
-    if (g->idom[r] != DFP_NONE) continue;
+    if (g->idom[r] != DP__DFP_NONE) continue;
     g->tin[r] = clock++;
     st[sp++] = r;
     st[sp++] = cstart[r];
@@ -233,8 +233,8 @@ out:
   return rc;
 }
 
-int dfp_graph_dominates(dfp_graph *g, uint32_t a, uint32_t b) {
-  if (a == DFP_NONE || b == DFP_NONE || a == b) return 0;
+int dp__dfp_graph_dominates(dp__dfp_graph *g, uint32_t a, uint32_t b) {
+  if (a == DP__DFP_NONE || b == DP__DFP_NONE || a == b) return 0;
   if (!g->tout) {
     if (post_dominators(g) < 0 || tree_intervals(g) < 0) {
       free(g->idom);

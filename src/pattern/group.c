@@ -21,7 +21,7 @@
 #include "../core/textbuf.h"
 #include "devplan/visit.h"
 
-int dfp_vec_push(dfp_vec *v, void *x) {
+int dp__dfp_vec_push(dp__dfp_vec *v, void *x) {
   if (v->n == v->cap) {
     void *items = v->items;
     if (dp_grow(&items, &v->cap, v->n + 1, sizeof *v->items) < 0) return -1;
@@ -31,7 +31,7 @@ int dfp_vec_push(dfp_vec *v, void *x) {
   return 0;
 }
 
-int dfp_u32s_push(dfp_u32s *v, uint32_t x) {
+int dp__dfp_u32s_push(dp__dfp_u32s *v, uint32_t x) {
   if (v->n == v->cap) {
     void *a = v->a;
     if (dp_grow(&a, &v->cap, v->n + 1, sizeof *v->a) < 0) return -1;
@@ -44,36 +44,36 @@ int dfp_u32s_push(dfp_u32s *v, uint32_t x) {
 /* ---------------- the opaque set ---------------- */
 
 struct dp_dfp_opaque {
-  dp_ptrmap set;
+  dp__ptrmap set;
 };
 
 dp_dfp_opaque *dp_dfp_opaque_new(void) { return dp_calloc(1, sizeof(dp_dfp_opaque)); }
 
 void dp_dfp_opaque_free(dp_dfp_opaque *o) {
   if (!o) return;
-  dp_ptrmap_free(&o->set);
+  dp__ptrmap_free(&o->set);
   free(o);
 }
 
 int dp_dfp_opaque_add(dp_dfp_opaque *o, const dp_dfp_group *g) {
   for (uint32_t i = 0; i < g->ninterior; i++)
-    if (dp_ptrmap_put(&o->set, g->interior[i], NULL) < 0) return -1;
+    if (dp__ptrmap_put(&o->set, g->interior[i], NULL) < 0) return -1;
   return 0;
 }
 
-int dfp_opaque_has(const dp_dfp_opaque *o, const dp_expr *e) {
-  return o && dp_ptrmap_get(&o->set, e) != NULL;
+int dp__dfp_opaque_has(const dp_dfp_opaque *o, const dp_expr *e) {
+  return o && dp__ptrmap_find(&o->set, e) != NULL;
 }
 
 /* ---------------- the graph, shared by several groupings ---------------- */
 
 struct dp_dfp_graph {
-  dfp_graph g;
+  dp__dfp_graph g;
 };
 
 dp_dfp_graph *dp_dfp_graph_new(dp_expr *body, dp_err **err) {
   dp_dfp_graph *x = dp_calloc(1, sizeof *x);
-  if (!x || dfp_graph_build(&x->g, body, 1) < 0) {
+  if (!x || dp__dfp_graph_build(&x->g, body, 1) < 0) {
     free(x);
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return NULL;
@@ -83,7 +83,7 @@ dp_dfp_graph *dp_dfp_graph_new(dp_expr *body, dp_err **err) {
 
 void dp_dfp_graph_free(dp_dfp_graph *x) {
   if (!x) return;
-  dfp_graph_free(&x->g);
+  dp__dfp_graph_free(&x->g);
   free(x);
 }
 
@@ -101,8 +101,8 @@ void dp_dfp_groups_clear(dp_dfp_groups *gs) {
 
 typedef struct grouper {
   const dp_dfp *p;
-  dfp_graph *g;
-  dfp_matcher m;
+  dp__dfp_graph *g;
+  dp__dfp_matcher m;
   const dp_dfp_opaque *opaque;
   uint32_t *gid;        /* per graph node: group id + 1 (0: none) */
   uint8_t *skip;        /* per graph node: in a function made from an earlier pattern */
@@ -114,10 +114,10 @@ typedef struct grouper {
   /* the pools the groups point into, filled as offsets until the end */
   uint32_t nx, capx_pool, nb, capb_pool;
   /* scratch of the group being made */
-  dp_ptrmap fuzzy;
-  dfp_vec in;           /* inputs (dp_expr *) */
-  dfp_vec interior;     /* post order indices, as pointers' worth of integers */
-  dfp_vec sorted;       /* trail positions of the bindings that make inputs */
+  dp__ptrmap fuzzy;
+  dp__dfp_vec in;           /* inputs (dp_expr *) */
+  dp__dfp_vec interior;     /* post order indices, as pointers' worth of integers */
+  dp__dfp_vec sorted;       /* trail positions of the bindings that make inputs */
   uint32_t *xstack;     /* extraction stack: (node, next kid) pairs */
   uint32_t capx;
 } grouper;
@@ -125,19 +125,19 @@ typedef struct grouper {
 /* ---- what is not an input: fuzzy matches ---- */
 
 static int fuzzy_post(void *ud, dp_expr *e) {
-  return dp_ptrmap_put(&((grouper *)ud)->fuzzy, e, NULL) < 0 ? -1 : 0;
+  return dp__ptrmap_put(&((grouper *)ud)->fuzzy, e, NULL) < 0 ? -1 : 0;
 }
 
 /* TVM's fuzzy matches: what a dominator's parent and path matched, and
    every node of a matched function literal's body. */
 static int find_fuzzy(grouper *gr) {
-  const dfp_matcher *m = &gr->m;
+  const dp__dfp_matcher *m = &gr->m;
   const dp_dfp *p = gr->p;
   if (!p->has_fuzzy) return 0;
   for (uint32_t t = 0; t < m->ntrail; t++) {
     uint32_t node = m->trail[t].node;
     dp_expr *e = m->trail[t].expr;
-    if (p->nodes[node].fuzzy && dp_ptrmap_put(&gr->fuzzy, e, NULL) < 0) return -1;
+    if (p->nodes[node].fuzzy && dp__ptrmap_put(&gr->fuzzy, e, NULL) < 0) return -1;
     if (p->nodes[node].kind == DP_DFP_FN && e->h.kind == DP_FUNC) {
       dp_visitor v = {NULL, fuzzy_post, gr};
       if (dp_visit(((dp_func *)e)->body, &v) < 0) return -1;
@@ -165,9 +165,9 @@ static int is_input(const grouper *gr, const dp_expr *e) {
 /* A group has few inputs: a list, not a set. */
 static int make_input(grouper *gr, dp_expr *e, uint32_t node) {
   if (e->h.kind == DP_OP || e->h.kind == DP_FUNC || embeds(gr, e, node)) return 0;
-  if (gr->fuzzy.n && dp_ptrmap_get(&gr->fuzzy, e)) return 0;
+  if (gr->fuzzy.n && dp__ptrmap_find(&gr->fuzzy, e)) return 0;
   if (is_input(gr, e)) return 0;
-  return dfp_vec_push(&gr->in, e);
+  return dp__dfp_vec_push(&gr->in, e);
 }
 
 /* The inputs one binding makes: a leaf's match, the arguments or fields
@@ -192,12 +192,12 @@ static int inputs_of(grouper *gr, const dp_dfp_bind *b) {
    insertion. */
 static int find_inputs(grouper *gr) {
   const dp_dfp *p = gr->p;
-  const dfp_matcher *m = &gr->m;
+  const dp__dfp_matcher *m = &gr->m;
   gr->sorted.n = 0;
   for (uint32_t t = 0; t < m->ntrail; t++) {
     uint32_t node = m->trail[t].node;
-    if (p->nodes[node].input_rank == DFP_NONE) continue;
-    if (dfp_vec_push(&gr->sorted, (void *)(uintptr_t)t) < 0) return -1;
+    if (p->nodes[node].input_rank == DP__DFP_NONE) continue;
+    if (dp__dfp_vec_push(&gr->sorted, (void *)(uintptr_t)t) < 0) return -1;
     for (uint32_t i = gr->sorted.n - 1; i > 0; i--) {
       uint32_t a = (uint32_t)(uintptr_t)gr->sorted.items[i - 1];
       if (p->nodes[m->trail[a].node].input_rank <= p->nodes[node].input_rank) break;
@@ -215,7 +215,7 @@ static int find_inputs(grouper *gr) {
 /* Everything from the root down to the inputs, in post order, each node
    once (operators, constructors and globals left out): by index. */
 static int extract(grouper *gr, uint32_t root) {
-  const dfp_graph *g = gr->g;
+  const dp__dfp_graph *g = gr->g;
   uint32_t sp = 0;
   gr->mark[root] = gr->stamp;
   if (dp_grow((void **)&gr->xstack, &gr->capx, 2, sizeof *gr->xstack) < 0) return -1;
@@ -226,14 +226,14 @@ static int extract(grouper *gr, uint32_t root) {
     if (k < g->kstart[v + 1]) {
       gr->xstack[sp - 1]++;
       uint32_t kid = g->kids[k];
-      if (kid == DFP_NONE || gr->mark[kid] == gr->stamp || is_input(gr, g->x[kid])) continue;
+      if (kid == DP__DFP_NONE || gr->mark[kid] == gr->stamp || is_input(gr, g->x[kid])) continue;
       gr->mark[kid] = gr->stamp;
       if (dp_grow((void **)&gr->xstack, &gr->capx, sp + 2, sizeof *gr->xstack) < 0) return -1;
       gr->xstack[sp++] = kid;
       gr->xstack[sp++] = g->kstart[kid];
     } else {
       sp -= 2;
-      if (dfp_vec_push(&gr->interior, (void *)(uintptr_t)v) < 0) return -1;
+      if (dp__dfp_vec_push(&gr->interior, (void *)(uintptr_t)v) < 0) return -1;
     }
   }
   return 0;
@@ -243,7 +243,7 @@ static int extract(grouper *gr, uint32_t root) {
    used outside the group by a node the root does not post-dominate.
    1 accept, 0 reject, -1 out of memory. */
 static int acceptable(grouper *gr, uint32_t root) {
-  dfp_graph *g = gr->g;
+  dp__dfp_graph *g = gr->g;
   for (uint32_t i = 0; i < gr->interior.n; i++) {
     uint32_t k = (uint32_t)(uintptr_t)gr->interior.items[i];
     int kind = g->x[k]->h.kind;
@@ -253,7 +253,7 @@ static int acceptable(grouper *gr, uint32_t root) {
     for (uint32_t o = g->ostart[k]; o < g->ostart[k + 1]; o++) {
       uint32_t user = g->outs[o];
       if (gr->mark[user] == gr->stamp) continue;
-      int d = dfp_graph_dominates(g, root, user);
+      int d = dp__dfp_graph_dominates(g, root, user);
       if (d <= 0) return d;
     }
   }
@@ -304,7 +304,7 @@ static void fix_pointers(dp_dfp_groups *out) {
 static int make_group(grouper *gr, uint32_t root) {
   uint32_t number = gr->number++;
   gr->stamp++;
-  if (gr->fuzzy.n) dp_ptrmap_free(&gr->fuzzy);
+  if (gr->fuzzy.n) dp__ptrmap_free(&gr->fuzzy);
   gr->in.n = gr->interior.n = 0;
   if (find_fuzzy(gr) < 0 || find_inputs(gr) < 0) return -1;
   /* a root that is its own input (a lone wildcard) groups nothing: TVM
@@ -319,28 +319,28 @@ static int make_group(grouper *gr, uint32_t root) {
 /* Nodes inside a function literal that an earlier pattern made
    (PartitionedFromPattern): never roots. */
 static int mark_partitioned(grouper *gr, uint32_t v) {
-  const dfp_graph *g = gr->g;
+  const dp__dfp_graph *g = gr->g;
   dp_func *f = (dp_func *)g->x[v];
   if (!f->attrs || !dp_attrs_get(f->attrs, "PartitionedFromPattern")) return 0;
-  dfp_vec stack = {NULL, 0, 0};
-  int rc = dfp_vec_push(&stack, (void *)(uintptr_t)v);
+  dp__dfp_vec stack = {NULL, 0, 0};
+  int rc = dp__dfp_vec_push(&stack, (void *)(uintptr_t)v);
   while (rc == 0 && stack.n) {
     uint32_t k = (uint32_t)(uintptr_t)stack.items[--stack.n];
     if (gr->skip[k]) continue;
     gr->skip[k] = 1;
     for (uint32_t c = g->kstart[k]; c < g->kstart[k + 1] && rc == 0; c++)
-      if (g->kids[c] != DFP_NONE) rc = dfp_vec_push(&stack, (void *)(uintptr_t)g->kids[c]);
+      if (g->kids[c] != DP__DFP_NONE) rc = dp__dfp_vec_push(&stack, (void *)(uintptr_t)g->kids[c]);
   }
   free(stack.items);
   return rc;
 }
 
 static void grouper_free(grouper *gr) {
-  dfp_matcher_free(&gr->m);
+  dp__dfp_matcher_free(&gr->m);
   free(gr->gid);
   free(gr->skip);
   free(gr->mark);
-  dp_ptrmap_free(&gr->fuzzy);
+  dp__ptrmap_free(&gr->fuzzy);
   free(gr->in.items);
   free(gr->interior.items);
   free(gr->sorted.items);
@@ -366,7 +366,7 @@ int dp_dfp_group_matches(const dp_dfp *p, dp_expr *body, const dp_dfp_host *host
   int rc = -1;
   if (!graph && !(graph = own = dp_dfp_graph_new(body, err))) goto fail;
   gr.g = &graph->g;
-  if (dfp_matcher_init(&gr.m, p, host, gr.g, opaque) < 0) goto oom;
+  if (dp__dfp_matcher_init(&gr.m, p, host, gr.g, opaque) < 0) goto oom;
   uint32_t n = gr.g->n ? gr.g->n : 1;
   gr.gid = dp_calloc(n, sizeof *gr.gid);
   gr.skip = dp_calloc(n, 1);
@@ -376,15 +376,15 @@ int dp_dfp_group_matches(const dp_dfp *p, dp_expr *body, const dp_dfp_host *host
     dp_expr *e = gr.g->x[v];
     if (gr.gid[v] || gr.skip[v]) continue;
     if (e->h.kind == DP_FUNC && mark_partitioned(&gr, v) < 0) goto oom;
-    if (gr.skip[v] || !dfp_root_may_match(p, e) || (opaque && dfp_opaque_has(opaque, e))) continue;
-    int r = dfp_matcher_run(&gr.m, e);
+    if (gr.skip[v] || !dp__dfp_root_may_match(p, e) || (opaque && dp__dfp_opaque_has(opaque, e))) continue;
+    int r = dp__dfp_matcher_run(&gr.m, e);
     if (r < 0) {
       dp_err_set(err, gr.m.err);
       gr.m.err = NULL;
       goto fail;
     }
     if (r > 0 && make_group(&gr, v) < 0) goto oom;
-    dfp_matcher_reset(&gr.m);
+    dp__dfp_matcher_reset(&gr.m);
   }
   fix_pointers(out);
   rc = 0;
@@ -403,29 +403,29 @@ done:
    operator call as "<op>_", another call "Call_", a tuple "Tuple_", a
    projection "TupleGetItem<i>_", a function literal "Function". */
 char *dp_dfp_group_label(const dp_dfp_group *g) {
-  dp_tb b;
-  dp_tb_init(&b);
+  dp__tb b;
+  dp__tb_init(&b);
   for (uint32_t i = 0; i < g->ninterior; i++) {
     const dp_expr *e = g->interior[i];
     switch (e->h.kind) {
     case DP_CALL: {
       const dp_expr *fn = ((const dp_call *)e)->fn;
       if (fn->h.kind == DP_OP) {
-        dp_tb_puts(&b, ((const dp_op *)fn)->name);
-        dp_tb_putc(&b, '_');
+        dp__tb_puts(&b, ((const dp_op *)fn)->name);
+        dp__tb_putc(&b, '_');
       } else {
-        dp_tb_puts(&b, "Call_");
+        dp__tb_puts(&b, "Call_");
       }
       break;
     }
-    case DP_TUPLE: dp_tb_puts(&b, "Tuple_"); break;
-    case DP_PROJ: dp_tb_printf(&b, "TupleGetItem%u_", ((const dp_proj *)e)->index); break;
-    case DP_FUNC: dp_tb_puts(&b, "Function"); break;
-    case DP_LET: dp_tb_puts(&b, "Let_"); break;
-    case DP_IF: dp_tb_puts(&b, "If_"); break;
-    case DP_MATCH: dp_tb_puts(&b, "Match_"); break;
+    case DP_TUPLE: dp__tb_puts(&b, "Tuple_"); break;
+    case DP_PROJ: dp__tb_printf(&b, "TupleGetItem%u_", ((const dp_proj *)e)->index); break;
+    case DP_FUNC: dp__tb_puts(&b, "Function"); break;
+    case DP_LET: dp__tb_puts(&b, "Let_"); break;
+    case DP_IF: dp__tb_puts(&b, "If_"); break;
+    case DP_MATCH: dp__tb_puts(&b, "Match_"); break;
     default: break;
     }
   }
-  return dp_tb_take(&b);
+  return dp__tb_take(&b);
 }

@@ -11,7 +11,9 @@
 #include "devplan/print.h"
 #include "../core/ptrmap.h"
 
-#define DFP_NONE UINT32_MAX
+#define DP__DFP_NONE UINT32_MAX
+/* dp_dfp_node.flags bit of a node made by re-association (never bound). */
+#define DP__DFPF_UNBOUND 2
 
 struct dp_dfp {
   uint32_t n, cap;        /* nodes (user's, then re-associated ones), capacity */
@@ -32,83 +34,83 @@ struct dp_dfp {
 /* ---- the indexed graph of an expression (graph.c) ----
    Every distinct node reachable from the root except operators,
    constructors and globals, in post order (children in expr.h order),
-   with its children (one per child slot: DFP_NONE for a node left out)
+   with its children (one per child slot: DP__DFP_NONE for a node left out)
    and consumers by index, and (built on first use) its immediate
    post-dominator. enter_fns 0: function literals under the root are
    nodes without children. */
-typedef struct dfp_graph {
+typedef struct dp__dfp_graph {
   uint32_t n;
   dp_expr **x;             /* post order; x[n-1] is the root */
-  dp_ptrmap index;         /* shared expression -> pre order number + 1 (building) */
-  dp_ptrmap found;         /* expression -> post order index + 1 (first dfp_graph_find) */
+  dp__ptrmap index;         /* shared expression -> pre order number + 1 (building) */
+  dp__ptrmap found;         /* expression -> post order index + 1 (first dp__dfp_graph_find) */
   uint32_t *pre2post;
   uint32_t *kstart, *kids; /* child slots of i: kids[kstart[i] .. kstart[i+1]) */
   uint32_t *ostart, *outs; /* consumers of i, likewise (sorted) */
-  uint32_t *idom;          /* immediate post-dominator (DFP_NONE for the root) */
+  uint32_t *idom;          /* immediate post-dominator (DP__DFP_NONE for the root) */
   uint32_t *tin, *tout;    /* the post-dominator tree as intervals */
   int enter_fns;
-} dfp_graph;
+} dp__dfp_graph;
 
-int dfp_graph_build(dfp_graph *g, dp_expr *root, int enter_fns);
-void dfp_graph_free(dfp_graph *g);
-/* Index of e, or DFP_NONE when e is not in the graph. */
-uint32_t dfp_graph_find(dfp_graph *g, const dp_expr *e);
+int dp__dfp_graph_build(dp__dfp_graph *g, dp_expr *root, int enter_fns);
+void dp__dfp_graph_free(dp__dfp_graph *g);
+/* Index of e, or DP__DFP_NONE when e is not in the graph. */
+uint32_t dp__dfp_graph_find(dp__dfp_graph *g, const dp_expr *e);
 /* Does a strictly post-dominate b (every path from b to the root passes
    a)? 1, 0, or -1 when the dominator tree cannot be built (out of memory). */
-int dfp_graph_dominates(dfp_graph *g, uint32_t a, uint32_t b);
+int dp__dfp_graph_dominates(dp__dfp_graph *g, uint32_t a, uint32_t b);
 /* Is e one of the nodes the graph leaves out (operators, constructors, globals)? */
-static inline int dfp_graph_skips(const dp_expr *e) {
+static inline int dp__dfp_graph_skips(const dp_expr *e) {
   int k = e->h.kind;
   return k == DP_OP || k == DP_CTOR || k == DP_GLOBAL;
 }
 
 /* ---- the matcher (match.c) ---- */
-typedef struct dfp_matcher {
+typedef struct dp__dfp_matcher {
   const dp_dfp *p;
   const dp_dfp_host *host;
-  dfp_graph *graph;              /* for dominators (NULL: built on demand over the root) */
-  dfp_graph own;                 /* that graph, when built on demand */
+  dp__dfp_graph *graph;              /* for dominators (NULL: built on demand over the root) */
+  dp__dfp_graph own;                 /* that graph, when built on demand */
   int own_built;
   const dp_dfp_opaque *opaque;
   /* bindings: a trail of (node, expr), and each node's first binding */
   dp_dfp_bind *trail;
   uint32_t ntrail, captrail;
-  uint32_t *first;               /* per node: trail index of its first binding, or DFP_NONE */
+  uint32_t *first;               /* per node: trail index of its first binding, or DP__DFP_NONE */
   /* the explicit stack */
-  struct dfp_frame *frames;
+  struct dp__dfp_frame *frames;
   uint32_t nframes, capframes;
   int memoize;                   /* TVM's memoize_ flag (off on a dominator's path) */
   int imm;                       /* the result of a leaf matched on the spot */
   dp_err *err;
-} dfp_matcher;
+} dp__dfp_matcher;
 
-int dfp_matcher_init(dfp_matcher *m, const dp_dfp *p, const dp_dfp_host *host,
-                     dfp_graph *graph, const dp_dfp_opaque *opaque);
+int dp__dfp_matcher_init(dp__dfp_matcher *m, const dp_dfp *p, const dp_dfp_host *host,
+                     dp__dfp_graph *graph, const dp_dfp_opaque *opaque);
 /* The quick test before a match at e: can p match there at all? */
-int dfp_root_may_match(const dp_dfp *p, const dp_expr *e);
-void dfp_matcher_free(dfp_matcher *m);
+int dp__dfp_root_may_match(const dp_dfp *p, const dp_expr *e);
+void dp__dfp_matcher_free(dp__dfp_matcher *m);
 /* Match at e: 1, 0, -1 (m->err set). The bindings stay in m->trail until
-   dfp_matcher_reset. */
-int dfp_matcher_run(dfp_matcher *m, dp_expr *e);
-void dfp_matcher_reset(dfp_matcher *m);
+   dp__dfp_matcher_reset. */
+int dp__dfp_matcher_run(dp__dfp_matcher *m, dp_expr *e);
+void dp__dfp_matcher_reset(dp__dfp_matcher *m);
 
 /* Does the ATTR node's attribute set hold for e (attr.c)? */
-int dfp_attrs_hold(const dp_attrs *want, const dp_expr *e);
+int dp__dfp_attrs_hold(const dp_attrs *want, const dp_expr *e);
 
 /* The opaque set (group.c). */
-int dfp_opaque_has(const dp_dfp_opaque *o, const dp_expr *e);
+int dp__dfp_opaque_has(const dp_dfp_opaque *o, const dp_expr *e);
 
 /* Growable arrays of pointers and of indices (group.c). */
-typedef struct dfp_vec {
+typedef struct dp__dfp_vec {
   void **items;
   uint32_t n, cap;
-} dfp_vec;
-int dfp_vec_push(dfp_vec *v, void *x);
+} dp__dfp_vec;
+int dp__dfp_vec_push(dp__dfp_vec *v, void *x);
 
-typedef struct dfp_u32s {
+typedef struct dp__dfp_u32s {
   uint32_t *a;
   uint32_t n, cap;
-} dfp_u32s;
-int dfp_u32s_push(dfp_u32s *v, uint32_t x);
+} dp__dfp_u32s;
+int dp__dfp_u32s_push(dp__dfp_u32s *v, uint32_t x);
 
 #endif

@@ -22,7 +22,7 @@
 #include "internal.h"
 #include "devplan/visit.h"
 
-typedef struct dfp_frame {
+typedef struct dp__dfp_frame {
   uint32_t node;     /* pattern node (for a path frame: the dominator node) */
   uint32_t state;
   uint32_t i, n;     /* loop counter and bound */
@@ -31,15 +31,15 @@ typedef struct dfp_frame {
   uint8_t path;      /* a MatchesPath frame: neither binds nor undoes */
   uint8_t nobind;    /* completed from an earlier binding: nothing to record */
   dp_expr *e;
-} dfp_frame;
+} dp__dfp_frame;
 
 /* step() results besides 0/1 (done) and -1 (error): PUSHED, a frame was
    pushed; AGAIN, the frame called a leaf, whose result is already in
    m->imm (no frame for leaves: most pattern nodes are). */
 enum { PUSHED = 2, AGAIN = 3 };
 
-int dfp_matcher_init(dfp_matcher *m, const dp_dfp *p, const dp_dfp_host *host,
-                     dfp_graph *graph, const dp_dfp_opaque *opaque) {
+int dp__dfp_matcher_init(dp__dfp_matcher *m, const dp_dfp *p, const dp_dfp_host *host,
+                     dp__dfp_graph *graph, const dp_dfp_opaque *opaque) {
   memset(m, 0, sizeof *m);
   m->p = p;
   m->host = host;
@@ -48,42 +48,42 @@ int dfp_matcher_init(dfp_matcher *m, const dp_dfp *p, const dp_dfp_host *host,
   m->memoize = 1;
   m->first = dp_malloc((p->n ? p->n : 1) * sizeof *m->first);
   if (!m->first) return -1;
-  for (uint32_t i = 0; i < p->n; i++) m->first[i] = DFP_NONE;
+  for (uint32_t i = 0; i < p->n; i++) m->first[i] = DP__DFP_NONE;
   return 0;
 }
 
-void dfp_matcher_free(dfp_matcher *m) {
+void dp__dfp_matcher_free(dp__dfp_matcher *m) {
   free(m->first);
   free(m->trail);
   free(m->frames);
-  if (m->own_built) dfp_graph_free(&m->own);
+  if (m->own_built) dp__dfp_graph_free(&m->own);
   dp_err_free(m->err);
   memset(m, 0, sizeof *m);
 }
 
 /* ---------------- bindings ---------------- */
 
-static int bind(dfp_matcher *m, uint32_t node, dp_expr *e) {
+static int bind(dp__dfp_matcher *m, uint32_t node, dp_expr *e) {
   if (m->ntrail == m->captrail) {
     void *t = m->trail;
     if (dp_grow(&t, &m->captrail, m->ntrail + 1, sizeof *m->trail) < 0) return -1;
     m->trail = t;
   }
-  if (m->first[node] == DFP_NONE) m->first[node] = m->ntrail;
+  if (m->first[node] == DP__DFP_NONE) m->first[node] = m->ntrail;
   m->trail[m->ntrail++] = (dp_dfp_bind){node, e};
   return 0;
 }
 
 /* TVM's ClearMap: forget the bindings made since watermark wm. */
-static void clear_to(dfp_matcher *m, uint32_t wm) {
+static void clear_to(dp__dfp_matcher *m, uint32_t wm) {
   while (m->ntrail > wm) {
     m->ntrail--;
     uint32_t node = m->trail[m->ntrail].node;
-    if (m->first[node] == m->ntrail) m->first[node] = DFP_NONE;
+    if (m->first[node] == m->ntrail) m->first[node] = DP__DFP_NONE;
   }
 }
 
-void dfp_matcher_reset(dfp_matcher *m) {
+void dp__dfp_matcher_reset(dp__dfp_matcher *m) {
   clear_to(m, 0);
   m->nframes = 0;
   m->memoize = 1;
@@ -91,13 +91,13 @@ void dfp_matcher_reset(dfp_matcher *m) {
 
 /* ---------------- frames ---------------- */
 
-static int push(dfp_matcher *m, uint32_t node, dp_expr *e, int path) {
+static int push(dp__dfp_matcher *m, uint32_t node, dp_expr *e, int path) {
   if (m->nframes == m->capframes) {
     void *f = m->frames;
     if (dp_grow(&f, &m->capframes, m->nframes + 1, sizeof *m->frames) < 0) return -1;
     m->frames = f;
   }
-  m->frames[m->nframes++] = (dfp_frame){.node = node, .e = e, .path = (uint8_t)path, .wm = m->ntrail};
+  m->frames[m->nframes++] = (dp__dfp_frame){.node = node, .e = e, .path = (uint8_t)path, .wm = m->ntrail};
   return PUSHED;
 }
 
@@ -106,11 +106,11 @@ static int leaf(const dp_dfp_node *x, const dp_expr *e);
 /* Continue frame fi in state `next` after matching node against e. A leaf
    is matched on the spot, as its own frame would: an earlier binding
    decides, else the test, bound on success. */
-static int call(dfp_matcher *m, uint32_t fi, uint32_t next, uint32_t node, dp_expr *e) {
+static int call(dp__dfp_matcher *m, uint32_t fi, uint32_t next, uint32_t node, dp_expr *e) {
   m->frames[fi].state = next;
   const dp_dfp_node *x = &m->p->nodes[node];
   if (x->nkids == 0 && x->kind != DP_DFP_TUPLE && x->kind != DP_DFP_CALL && x->kind != DP_DFP_FN) {
-    if (m->memoize && m->first[node] != DFP_NONE) {
+    if (m->memoize && m->first[node] != DP__DFP_NONE) {
       m->imm = m->trail[m->first[node]].expr == e;
       return AGAIN;
     }
@@ -169,8 +169,8 @@ static int type_holds(const dp_dfp_node *x, const dp_expr *e) {
 
 /* Sequence: match kid k0 + i against child c0 + i of e for i < n; the
    frame's i counts. Entered with state s (first time: i = 0). */
-static int sequence(dfp_matcher *m, uint32_t fi, int ret, uint32_t s, uint32_t k0, uint32_t c0) {
-  dfp_frame *f = &m->frames[fi];
+static int sequence(dp__dfp_matcher *m, uint32_t fi, int ret, uint32_t s, uint32_t k0, uint32_t c0) {
+  dp__dfp_frame *f = &m->frames[fi];
   if (f->i > 0 && !ret) return 0;
   if (f->i == f->n) return 1;
   const dp_dfp_node *x = &m->p->nodes[f->node];
@@ -178,8 +178,8 @@ static int sequence(dfp_matcher *m, uint32_t fi, int ret, uint32_t s, uint32_t k
   return call(m, fi, s, x->kids[k0 + i], dp_expr_child(f->e, c0 + i));
 }
 
-static int step_call(dfp_matcher *m, uint32_t fi, int ret) {
-  dfp_frame *f = &m->frames[fi];
+static int step_call(dp__dfp_matcher *m, uint32_t fi, int ret) {
+  dp__dfp_frame *f = &m->frames[fi];
   const dp_dfp_node *x = &m->p->nodes[f->node];
   const dp_call *c = (const dp_call *)f->e;
   switch (f->state) {
@@ -237,8 +237,8 @@ args_failed:
   return call(m, fi, 3, x->kids[2], c->args[0]);
 }
 
-static int step_fn(dfp_matcher *m, uint32_t fi, int ret) {
-  dfp_frame *f = &m->frames[fi];
+static int step_fn(dp__dfp_matcher *m, uint32_t fi, int ret) {
+  dp__dfp_frame *f = &m->frames[fi];
   const dp_dfp_node *x = &m->p->nodes[f->node];
   const dp_func *fn = (const dp_func *)f->e;
   switch (f->state) {
@@ -263,8 +263,8 @@ static int step_fn(dfp_matcher *m, uint32_t fi, int ret) {
 
 /* The dominator pattern: child, then the path back to the parent, then
    the parent must lie below e in the post-dominator tree. */
-static int step_dominates(dfp_matcher *m, uint32_t fi, int ret) {
-  dfp_frame *f = &m->frames[fi];
+static int step_dominates(dp__dfp_matcher *m, uint32_t fi, int ret) {
+  dp__dfp_frame *f = &m->frames[fi];
   const dp_dfp_node *x = &m->p->nodes[f->node];
   switch (f->state) {
   case 0: return call(m, fi, 1, x->kids[2], f->e);
@@ -276,15 +276,15 @@ static int step_dominates(dfp_matcher *m, uint32_t fi, int ret) {
     m->memoize = 1;
     if (!ret) return 0;
     uint32_t b = m->first[x->kids[0]];
-    if (b == DFP_NONE) return 0;
+    if (b == DP__DFP_NONE) return 0;
     if (!m->graph) {
-      if (dfp_graph_build(&m->own, m->frames[0].e, 1) < 0) return -1;
+      if (dp__dfp_graph_build(&m->own, m->frames[0].e, 1) < 0) return -1;
       m->own_built = 1;
       m->graph = &m->own;
     }
     /* -1 (no memory for the dominator tree) stops the match */
-    return dfp_graph_dominates(m->graph, dfp_graph_find(m->graph, f->e),
-                               dfp_graph_find(m->graph, m->trail[b].expr));
+    return dp__dfp_graph_dominates(m->graph, dp__dfp_graph_find(m->graph, f->e),
+                               dp__dfp_graph_find(m->graph, m->trail[b].expr));
   }
   }
 }
@@ -296,7 +296,7 @@ static dp_expr *path_input(const dp_expr *e, uint32_t *i) {
   uint32_t n = dp_expr_nchildren(e);
   for (; *i < n; (*i)++) {
     dp_expr *c = dp_expr_child(e, *i);
-    if (dfp_graph_skips(c)) continue;
+    if (dp__dfp_graph_skips(c)) continue;
     if (e->h.kind == DP_CALL && (*i == 0 || c->h.kind == DP_VAR || c->h.kind == DP_CONST)) continue;
     if (e->h.kind == DP_FUNC && *i < ((const dp_func *)e)->nparams) continue;
     if (e->h.kind == DP_LET && *i == 0) continue;
@@ -307,8 +307,8 @@ static dp_expr *path_input(const dp_expr *e, uint32_t *i) {
 
 /* TVM's MatchesPath(e): every input of e is the parent, or is on the path
    and satisfies this again; at least one input. */
-static int step_path(dfp_matcher *m, uint32_t fi, int ret) {
-  dfp_frame *f = &m->frames[fi];
+static int step_path(dp__dfp_matcher *m, uint32_t fi, int ret) {
+  dp__dfp_frame *f = &m->frames[fi];
   const dp_dfp_node *x = &m->p->nodes[f->node];
   uint32_t i = f->i;
   dp_expr *in = path_input(f->e, &i);
@@ -341,17 +341,17 @@ static int step_path(dfp_matcher *m, uint32_t fi, int ret) {
 /* One step of frame fi, `ret` being the result of the frame it called
    last: 0/1 when the frame is done, PUSHED when it called another, -1 on
    error. */
-static int step(dfp_matcher *m, uint32_t fi, int ret) {
-  dfp_frame *f = &m->frames[fi];
+static int step(dp__dfp_matcher *m, uint32_t fi, int ret) {
+  dp__dfp_frame *f = &m->frames[fi];
   if (f->path) return step_path(m, fi, ret);
   const dp_dfp_node *x = &m->p->nodes[f->node];
   dp_expr *e = f->e;
   if (f->state == 0) {
-    if (m->memoize && m->first[f->node] != DFP_NONE) {
+    if (m->memoize && m->first[f->node] != DP__DFP_NONE) {
       f->nobind = 1;
       return m->trail[m->first[f->node]].expr == e;
     }
-    if (m->opaque && is_structural(x->kind) && dfp_opaque_has(m->opaque, e)) return 0;
+    if (m->opaque && is_structural(x->kind) && dp__dfp_opaque_has(m->opaque, e)) return 0;
   }
   switch (x->kind) {
   case DP_DFP_WILD: case DP_DFP_VAR: case DP_DFP_CONST: case DP_DFP_EXPR: case DP_DFP_OP:
@@ -393,8 +393,8 @@ static int step(dfp_matcher *m, uint32_t fi, int ret) {
   case DP_DFP_ATTR:
     if (f->state == 0) return call(m, fi, 1, x->kids[0], e);
     if (!ret) return 0;
-    if (m->opaque && dfp_opaque_has(m->opaque, e)) return !x->attrs || x->attrs->n == 0;
-    return dfp_attrs_hold(x->attrs, e);
+    if (m->opaque && dp__dfp_opaque_has(m->opaque, e)) return !x->attrs || x->attrs->n == 0;
+    return dp__dfp_attrs_hold(x->attrs, e);
   case DP_DFP_WHERE: {
     if (f->state == 0) return call(m, fi, 1, x->kids[0], e);
     if (!ret) return 0;
@@ -409,24 +409,24 @@ static int step(dfp_matcher *m, uint32_t fi, int ret) {
 }
 
 /* Frame fi is done with result r: record or undo its bindings, pop it. */
-static int complete(dfp_matcher *m, int r) {
-  dfp_frame *f = &m->frames[m->nframes - 1];
+static int complete(dp__dfp_matcher *m, int r) {
+  dp__dfp_frame *f = &m->frames[m->nframes - 1];
   if (!f->path && !f->nobind) {
     if (!r) clear_to(m, f->wm);
-    else if (!(m->p->nodes[f->node].flags & DP_DFPF_UNBOUND) && bind(m, f->node, f->e) < 0) return -1;
+    else if (!(m->p->nodes[f->node].flags & DP__DFPF_UNBOUND) && bind(m, f->node, f->e) < 0) return -1;
   }
   m->nframes--;
   return 0;
 }
 
-int dfp_root_may_match(const dp_dfp *p, const dp_expr *e) {
+int dp__dfp_root_may_match(const dp_dfp *p, const dp_expr *e) {
   if (p->root_kind && (int)e->h.kind != p->root_kind) return 0;
   return !p->root_op || ((const dp_call *)e)->fn == p->root_op;
 }
 
-int dfp_matcher_run(dfp_matcher *m, dp_expr *e) {
+int dp__dfp_matcher_run(dp__dfp_matcher *m, dp_expr *e) {
   const dp_dfp *p = m->p;
-  if (!dfp_root_may_match(p, e)) return 0;
+  if (!dp__dfp_root_may_match(p, e)) return 0;
   if (push(m, p->root, e, 0) < 0) goto oom;
   int ret = 0;
   while (m->nframes) {
@@ -441,7 +441,7 @@ int dfp_matcher_run(dfp_matcher *m, dp_expr *e) {
     }
     if (r < 0) {
       if (!m->err) goto oom;
-      dfp_matcher_reset(m);
+      dp__dfp_matcher_reset(m);
       return -1;
     }
     if (complete(m, r) < 0) goto oom;
@@ -450,25 +450,25 @@ int dfp_matcher_run(dfp_matcher *m, dp_expr *e) {
   m->memoize = 1;
   return ret;
 oom:
-  dfp_matcher_reset(m);
+  dp__dfp_matcher_reset(m);
   if (!m->err) m->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
   return -1;
 }
 
 int dp_dfp_match(const dp_dfp *p, dp_expr *e, const dp_dfp_host *host, dp_dfp_bind **binds,
                  uint32_t *nbinds, dp_err **err) {
-  dfp_matcher m;
+  dp__dfp_matcher m;
   if (binds) *binds = NULL;
   if (nbinds) *nbinds = 0;
   if (!p || !p->finished || !e) {
     dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "dp_dfp_match: no program or expression"));
     return -1;
   }
-  if (dfp_matcher_init(&m, p, host, NULL, NULL) < 0) {
+  if (dp__dfp_matcher_init(&m, p, host, NULL, NULL) < 0) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return -1;
   }
-  int r = dfp_matcher_run(&m, e);
+  int r = dp__dfp_matcher_run(&m, e);
   if (r < 0) {
     dp_err_set(err, m.err);
     m.err = NULL;
@@ -482,14 +482,14 @@ int dp_dfp_match(const dp_dfp *p, dp_expr *e, const dp_dfp_host *host, dp_dfp_bi
       if (nbinds) *nbinds = m.ntrail;
     }
   }
-  dfp_matcher_free(&m);
+  dp__dfp_matcher_free(&m);
   return r;
 }
 
 /* ---------------- every match under a root ---------------- */
 
 typedef struct findctx {
-  dfp_matcher m;
+  dp__dfp_matcher m;
   dp_dfp_found_fn found;
   void *ud;
   dp_err *err;
@@ -497,7 +497,7 @@ typedef struct findctx {
 
 static int find_post(void *ud, dp_expr *e) {
   findctx *c = ud;
-  int r = dfp_matcher_run(&c->m, e);
+  int r = dp__dfp_matcher_run(&c->m, e);
   if (r > 0 && c->found(c->ud, e, c->m.trail, c->m.ntrail, &c->err) < 0) {
     if (!c->err) c->err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "stopped");
     r = -1;
@@ -505,24 +505,24 @@ static int find_post(void *ud, dp_expr *e) {
     c->err = c->m.err;
     c->m.err = NULL;
   }
-  dfp_matcher_reset(&c->m);
+  dp__dfp_matcher_reset(&c->m);
   return r < 0 ? -1 : 0;
 }
 
 int dp_dfp_find(const dp_dfp *p, dp_expr *root, const dp_dfp_host *host, dp_dfp_found_fn found,
                 void *ud, dp_err **err) {
   findctx c = {.found = found, .ud = ud};
-  dfp_graph g;
+  dp__dfp_graph g;
   int have_graph = 0, rc = -1;
   if (!p || !p->finished || !root) {
     dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "dp_dfp_find: no program or expression"));
     return -1;
   }
   if (p->has_dominator) {
-    if (dfp_graph_build(&g, root, 1) < 0) goto oom;
+    if (dp__dfp_graph_build(&g, root, 1) < 0) goto oom;
     have_graph = 1;
   }
-  if (dfp_matcher_init(&c.m, p, host, have_graph ? &g : NULL, NULL) < 0) goto oom;
+  if (dp__dfp_matcher_init(&c.m, p, host, have_graph ? &g : NULL, NULL) < 0) goto oom;
   dp_visitor v = {NULL, find_post, &c};
   if (dp_visit(root, &v) < 0) {
     if (!c.err) c.err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
@@ -530,11 +530,11 @@ int dp_dfp_find(const dp_dfp *p, dp_expr *root, const dp_dfp_host *host, dp_dfp_
   } else {
     rc = 0;
   }
-  dfp_matcher_free(&c.m);
-  if (have_graph) dfp_graph_free(&g);
+  dp__dfp_matcher_free(&c.m);
+  if (have_graph) dp__dfp_graph_free(&g);
   return rc;
 oom:
-  if (have_graph) dfp_graph_free(&g);
+  if (have_graph) dp__dfp_graph_free(&g);
   dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return -1;
 }

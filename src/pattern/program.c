@@ -20,10 +20,10 @@ dp_dfp *dp_dfp_new(uint32_t n) {
   }
   for (uint32_t i = 0; i < n; i++) {
     p->nodes[i].kind = DP_DFP_WILD;
-    p->nodes[i].input_rank = DFP_NONE;
+    p->nodes[i].input_rank = DP__DFP_NONE;
   }
   p->n = p->nuser = n;
-  p->root = DFP_NONE;
+  p->root = DP__DFP_NONE;
   return p;
 }
 
@@ -49,7 +49,7 @@ uint32_t dp_dfp_size(const dp_dfp *p) { return p ? p->nuser : 0; }
 const dp_dfp_node *dp_dfp_at(const dp_dfp *p, uint32_t i) {
   return p && i < p->n ? &p->nodes[i] : NULL;
 }
-uint32_t dp_dfp_root(const dp_dfp *p) { return p ? p->root : DFP_NONE; }
+uint32_t dp_dfp_root(const dp_dfp *p) { return p ? p->root : DP__DFP_NONE; }
 
 static int fail(dp_err **err, const char *msg, uint32_t i) {
   dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "pattern node %u: %s", i, msg));
@@ -110,7 +110,7 @@ int dp_dfp_set(dp_dfp *p, uint32_t i, const dp_dfp_node *proto, dp_err **err) {
   dp_retain(x.type);
   dp_retain(x.attrs);
   clear_node(&p->nodes[i]);
-  x.input_rank = DFP_NONE;
+  x.input_rank = DP__DFP_NONE;
   p->nodes[i] = x;
   return 0;
 }
@@ -135,25 +135,25 @@ static int is_callee_op(const dp_dfp *p, uint32_t i, const char *name) {
 
 /* A made-up call pattern callee(a, b), never bound (TVM builds a fresh
    one each time); the same triple gives the same node, so the closure of
-   re-associations is finite. DFP_NONE when the budget is spent. */
+   re-associations is finite. DP__DFP_NONE when the budget is spent. */
 static uint32_t synth(dp_dfp *p, uint32_t callee, uint32_t a, uint32_t b) {
   for (uint32_t i = p->nuser; i < p->n; i++) {
     const uint32_t *k = p->nodes[i].kids;
     if (k[0] == callee && k[1] == a && k[2] == b) return i;
   }
-  if (p->n >= 4 * p->nuser + 64) return DFP_NONE;
+  if (p->n >= 4 * p->nuser + 64) return DP__DFP_NONE;
   if (p->n == p->cap) {
     void *nodes = p->nodes;
-    if (dp_grow(&nodes, &p->cap, p->n + 1, sizeof *p->nodes) < 0) return DFP_NONE;
+    if (dp_grow(&nodes, &p->cap, p->n + 1, sizeof *p->nodes) < 0) return DP__DFP_NONE;
     p->nodes = nodes;
   }
   dp_dfp_node *x = &p->nodes[p->n];
   memset(x, 0, sizeof *x);
-  x->input_rank = DFP_NONE;
+  x->input_rank = DP__DFP_NONE;
   x->kids = dp_malloc(3 * sizeof *x->kids);
-  if (!x->kids) return DFP_NONE;
+  if (!x->kids) return DP__DFP_NONE;
   x->kind = DP_DFP_CALL;
-  x->flags = DP_DFPF_UNBOUND;
+  x->flags = DP__DFPF_UNBOUND;
   x->nkids = 3;
   x->kids[0] = callee;
   x->kids[1] = a;
@@ -173,8 +173,8 @@ static void reassociate(dp_dfp *p, uint32_t i) {
     uint32_t mcallee = p->nodes[mul].kids[0];
     for (uint32_t k = 0; k < 2; k++) {
       uint32_t div = synth(p, callee, p->nodes[mul].kids[1 + k], c);
-      uint32_t alt = div == DFP_NONE ? DFP_NONE : synth(p, mcallee, p->nodes[mul].kids[2 - k], div);
-      if (alt == DFP_NONE) return;
+      uint32_t alt = div == DP__DFP_NONE ? DP__DFP_NONE : synth(p, mcallee, p->nodes[mul].kids[2 - k], div);
+      if (alt == DP__DFP_NONE) return;
       p->nodes[i].alt[k] = alt;
     }
     p->nodes[i].reassoc = 1;
@@ -185,8 +185,8 @@ static void reassociate(dp_dfp *p, uint32_t i) {
     uint32_t d = p->nodes[i].kids[1 + k];
     if (!is_op_call2(p, d, "divide")) continue;
     uint32_t mul = synth(p, callee, p->nodes[d].kids[1], p->nodes[i].kids[2 - k]);
-    uint32_t alt = mul == DFP_NONE ? DFP_NONE : synth(p, p->nodes[d].kids[0], mul, p->nodes[d].kids[2]);
-    if (alt == DFP_NONE) return;
+    uint32_t alt = mul == DP__DFP_NONE ? DP__DFP_NONE : synth(p, p->nodes[d].kids[0], mul, p->nodes[d].kids[2]);
+    if (alt == DP__DFP_NONE) return;
     p->nodes[i].alt[0] = alt;
     p->nodes[i].reassoc = 2;
     return;

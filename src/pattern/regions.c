@@ -50,7 +50,7 @@ typedef struct pctx {
   uint32_t next_name[64]; /* per device type: the next hoisted function's number */
   dp_err *err;
   /* the graph, in post order (function literals not entered) */
-  dfp_graph g;
+  dp__dfp_graph g;
   uint32_t n;           /* g.n */
   dp_expr **x;          /* g.x */
   uint8_t *cls;
@@ -60,7 +60,7 @@ typedef struct pctx {
   /* regions: union-find over node indices */
   uint32_t *uf, *remaining, *stamp, clock;
   uint8_t *closed, *hascall, *isout;
-  dfp_u32s *restr;
+  dp__dfp_u32s *restr;
   /* hoisted regions */
   uint32_t *rid;        /* rep -> region number + 1 */
   region *regs;
@@ -75,7 +75,7 @@ static void set_oom(pctx *c) {
   if (!c->err) c->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
 }
 
-/* Child slot k of node v: a node index, or DFP_NONE (an operator, a global). */
+/* Child slot k of node v: a node index, or DP__DFP_NONE (an operator, a global). */
 static uint32_t kid(const pctx *c, uint32_t v, uint32_t k) { return c->g.kids[c->g.kstart[v] + k]; }
 static uint32_t nslots(const pctx *c, uint32_t v) { return c->g.kstart[v + 1] - c->g.kstart[v]; }
 
@@ -112,7 +112,7 @@ static void assign_blocks(pctx *c) {
     dp_expr *e = c->x[v];
     for (uint32_t k = 0; k < nslots(c, v); k++) {
       uint32_t ci = kid(c, v, k);
-      if (ci == DFP_NONE) continue;
+      if (ci == DP__DFP_NONE) continue;
       int opens = (e->h.kind == DP_LET && k == 2) || (e->h.kind == DP_IF && k > 0) ||
                   (e->h.kind == DP_MATCH && k > 0);
       uint32_t b = c->block[v] == MULTI ? MULTI : opens ? next++ : c->block[v];
@@ -144,7 +144,7 @@ static void classify(pctx *c) {
     if (dp_is_op_call(e, "on_device")) {
       uint32_t a = kid(c, v, 1);
       c->cls[v] = C_WRAP;
-      c->base[v] = a == DFP_NONE ? v : c->base[a];
+      c->base[v] = a == DP__DFP_NONE ? v : c->base[a];
       continue;
     }
     if (is_member_kind(e) && c->block[v] != MULTI) {
@@ -162,13 +162,13 @@ static void classify(pctx *c) {
   }
 }
 
-/* The node child k of v reads (under its wrappers), or DFP_NONE when it
+/* The node child k of v reads (under its wrappers), or DP__DFP_NONE when it
    is a leaf, an operator or a global. */
 static uint32_t producer(const pctx *c, uint32_t v, uint32_t k) {
   uint32_t ci = kid(c, v, k);
-  if (ci == DFP_NONE) return DFP_NONE;
+  if (ci == DP__DFP_NONE) return DP__DFP_NONE;
   uint32_t b = c->base[ci];
-  return c->cls[b] == C_MEMBER || c->cls[b] == C_BARRIER ? b : DFP_NONE;
+  return c->cls[b] == C_MEMBER || c->cls[b] == C_BARRIER ? b : DP__DFP_NONE;
 }
 
 static int flows(const pctx *c, uint32_t v) { return c->cls[v] == C_MEMBER || c->cls[v] == C_BARRIER; }
@@ -184,10 +184,10 @@ static uint32_t find(pctx *c, uint32_t v) {
 }
 
 /* Adds region r (a representative) to acc unless closed or there already. */
-static int add_restr(pctx *c, dfp_u32s *acc, uint32_t r) {
+static int add_restr(pctx *c, dp__dfp_u32s *acc, uint32_t r) {
   if (c->closed[r] || c->stamp[r] == c->clock) return 0;
   c->stamp[r] = c->clock;
-  return dfp_u32s_push(acc, r);
+  return dp__dfp_u32s_push(acc, r);
 }
 
 static int same_place(const pctx *c, uint32_t a, uint32_t b) {
@@ -196,22 +196,22 @@ static int same_place(const pctx *c, uint32_t a, uint32_t b) {
 }
 
 /* One member or barrier v, in topological order. */
-static int visit(pctx *c, uint32_t v, dfp_u32s *parents, dfp_u32s *acc) {
+static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *acc) {
   uint32_t ns = nslots(c, v);
   parents->n = acc->n = 0;
   c->clock++;
   for (uint32_t k = 0; k < ns; k++) {
     uint32_t p = producer(c, v, k);
-    if (p == DFP_NONE) continue;
+    if (p == DP__DFP_NONE) continue;
     uint32_t r = find(c, p);
     if (c->stamp[r] != c->clock) {
       c->stamp[r] = c->clock;
-      if (dfp_u32s_push(parents, r) < 0) return -1;
+      if (dp__dfp_u32s_push(parents, r) < 0) return -1;
     }
   }
   c->clock++; /* the stamp now marks acc */
   for (uint32_t i = 0; i < parents->n; i++) {
-    dfp_u32s *pr = &c->restr[parents->a[i]];
+    dp__dfp_u32s *pr = &c->restr[parents->a[i]];
     for (uint32_t j = 0; j < pr->n; j++)
       if (add_restr(c, acc, find(c, pr->a[j])) < 0) return -1;
   }
@@ -224,15 +224,15 @@ static int visit(pctx *c, uint32_t v, dfp_u32s *parents, dfp_u32s *acc) {
     c->remaining[v] += c->remaining[p];
     c->hascall[v] |= c->hascall[p];
     free(c->restr[p].a);
-    c->restr[p] = (dfp_u32s){NULL, 0, 0};
+    c->restr[p] = (dp__dfp_u32s){NULL, 0, 0};
   }
   free(c->restr[v].a);
   c->restr[v] = *acc;
-  *acc = (dfp_u32s){NULL, 0, 0};
+  *acc = (dp__dfp_u32s){NULL, 0, 0};
   /* v's reads are done: regions with no reader left are closed */
   for (uint32_t k = 0; k < ns; k++) {
     uint32_t p = producer(c, v, k);
-    if (p == DFP_NONE) continue;
+    if (p == DP__DFP_NONE) continue;
     uint32_t r = find(c, p);
     if (c->remaining[r] && --c->remaining[r] == 0) c->closed[r] = 1;
   }
@@ -244,11 +244,11 @@ static int make_regions(pctx *c) {
     if (flows(c, v))
       for (uint32_t k = 0; k < nslots(c, v); k++) {
         uint32_t p = producer(c, v, k);
-        if (p != DFP_NONE) c->remaining[p]++;
+        if (p != DP__DFP_NONE) c->remaining[p]++;
       }
   uint32_t root = c->base[c->n - 1];
   if (flows(c, root)) c->remaining[root]++; /* the function's result: never closed */
-  dfp_u32s parents = {NULL, 0, 0}, acc = {NULL, 0, 0};
+  dp__dfp_u32s parents = {NULL, 0, 0}, acc = {NULL, 0, 0};
   int rc = 0;
   for (uint32_t v = 0; v < c->n && rc == 0; v++) {
     if (!flows(c, v)) continue;
@@ -263,7 +263,7 @@ static int make_regions(pctx *c) {
 /* ---------------- the hoisted functions ---------------- */
 
 static int hoisted(pctx *c, uint32_t v) {
-  return v != DFP_NONE && c->cls[v] == C_MEMBER && c->rid[find(c, v)] != 0;
+  return v != DP__DFP_NONE && c->cls[v] == C_MEMBER && c->rid[find(c, v)] != 0;
 }
 
 static region *region_of(pctx *c, uint32_t v) { return &c->regs[c->rid[find(c, v)] - 1]; }
@@ -330,24 +330,24 @@ static dp_global *fresh_global(pctx *c, dp_vdev *vd) {
 }
 
 typedef struct fbuild {
-  dfp_vec params;       /* dp_var * (owned) */
-  dfp_u32s inputs;      /* node indices */
-  dp_ptrmap seen;       /* input -> param index + 1 */
+  dp__dfp_vec params;       /* dp_var * (owned) */
+  dp__dfp_u32s inputs;      /* node indices */
+  dp__ptrmap seen;       /* input -> param index + 1 */
 } fbuild;
 
 /* The parameter standing for input xi (one per distinct input). */
 static dp_expr *param_for(pctx *c, fbuild *b, uint32_t xi, dp_vdev *fallback) {
   dp_expr *x = c->x[xi];
-  void **s = dp_ptrmap_get(&b->seen, x);
-  if (s) return b->params.items[(uintptr_t)*s - 1];
+  dp__ptrslot *s = dp__ptrmap_find(&b->seen, x);
+  if (s) return b->params.items[(uintptr_t)s->ptr - 1];
   char name[32];
   if (x->h.kind == DP_VAR) snprintf(name, sizeof name, "%.30s", ((dp_var *)x)->name);
   else snprintf(name, sizeof name, "p%u", b->params.n);
   dp_vdev *vd = dp_domains_lookup(c->d, x, NULL);
   dp_var *p = dp_var_new(name, x->type, vd ? vd : fallback, DP_NOSPAN);
   dp_release(vd);
-  if (!p || dfp_vec_push(&b->params, p) < 0 || dfp_u32s_push(&b->inputs, xi) < 0 ||
-      dp_ptrmap_put(&b->seen, x, (void *)(uintptr_t)b->params.n) < 0) {
+  if (!p || dp__dfp_vec_push(&b->params, p) < 0 || dp__dfp_u32s_push(&b->inputs, xi) < 0 ||
+      dp__ptrmap_put(&b->seen, x, (void *)(uintptr_t)b->params.n) < 0) {
     if (p && (b->params.n == 0 || b->params.items[b->params.n - 1] != p)) dp_release(p);
     return NULL;
   }
@@ -365,8 +365,8 @@ static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
   dp_expr *r = NULL;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t xi = kid(c, m, k);
-    uint32_t xb = xi == DFP_NONE ? DFP_NONE : c->base[xi];
-    if (xi == DFP_NONE) kids[k] = dp_expr_child(e, k);
+    uint32_t xb = xi == DP__DFP_NONE ? DP__DFP_NONE : c->base[xi];
+    if (xi == DP__DFP_NONE) kids[k] = dp_expr_child(e, k);
     else if (hoisted(c, xb) && find(c, xb) == find(c, m)) kids[k] = c->inner[xb];
     else if (c->x[xb]->h.kind == DP_CONST) kids[k] = c->x[xb];
     else if (!(kids[k] = param_for(c, b, xi, vd))) goto out;
@@ -378,7 +378,7 @@ out:
 }
 
 static int make_function(pctx *c, region *g) {
-  fbuild b = {{NULL, 0, 0}, {NULL, 0, 0}, DP_PTRMAP_INIT};
+  fbuild b = {{NULL, 0, 0}, {NULL, 0, 0}, DP__PTRMAP_INIT};
   dp_expr **outs = dp_malloc(g->nout * sizeof *outs);
   dp_vdev *vd = NULL;
   dp_expr *body = NULL;
@@ -407,7 +407,7 @@ out:
   for (uint32_t i = 0; i < b.params.n; i++) dp_release(b.params.items[i]);
   free(b.params.items);
   free(b.inputs.a);
-  dp_ptrmap_free(&b.seen);
+  dp__ptrmap_free(&b.seen);
   free(outs);
   dp_release(body);
   dp_release(fn);
@@ -440,7 +440,7 @@ typedef struct walk {
 
 /* What the caller reads for slot k of node v (done already). */
 static dp_expr *read_new(pctx *c, walk *w, uint32_t xi, dp_expr *x) {
-  if (xi == DFP_NONE) return x;
+  if (xi == DP__DFP_NONE) return x;
   if (hoisted(c, xi)) return out_of(c, xi);
   return w->newx[xi];
 }
@@ -448,7 +448,7 @@ static dp_expr *read_new(pctx *c, walk *w, uint32_t xi, dp_expr *x) {
 /* Pushes what node xi needs first: its region, or itself. 0 done already,
    1 pushed, -1 error (a cycle would be a bug: regions never form one). */
 static int need(pctx *c, walk *w, uint32_t xi) {
-  if (xi == DFP_NONE) return 0;
+  if (xi == DP__DFP_NONE) return 0;
   cfr f = {xi, NULL, 0, 0};
   uint8_t *state = hoisted(c, xi) ? &(f.g = region_of(c, xi))->state : &w->state[xi];
   if (*state == 2) return 0;
@@ -469,7 +469,7 @@ static int finish(pctx *c, walk *w, cfr *f) {
   if (!kids) return -1;
   for (uint32_t k = 0; k < f->n; k++) {
     uint32_t xi = f->g ? f->g->inputs[k] : kid(c, f->v, k);
-    kids[k] = read_new(c, w, xi, xi == DFP_NONE ? dp_expr_child(c->x[f->v], k) : c->x[xi]);
+    kids[k] = read_new(c, w, xi, xi == DP__DFP_NONE ? dp_expr_child(c->x[f->v], k) : c->x[xi]);
   }
   int rc = -1;
   if (f->g) {
@@ -527,7 +527,7 @@ static void pctx_clear(pctx *c) {
     free(c->regs[i].inputs);
   }
   free(c->regs);
-  dfp_graph_free(&c->g);
+  dp__dfp_graph_free(&c->g);
   free(c->cls); free(c->closed); free(c->hascall); free(c->isout); free(c->base); free(c->block);
   free(c->key); free(c->uf); free(c->remaining); free(c->stamp); free(c->restr); free(c->rid);
   free(c->mem); free(c->outpos); free(c->inner); free(c->outexpr);
@@ -547,7 +547,7 @@ static void pctx_clear(pctx *c) {
 static int partition_fn(pctx *c, const char *name, dp_func *fn) {
   c->fname = name;
   int rc = -1;
-  if (dfp_graph_build(&c->g, fn->body, 0) < 0) goto oom;
+  if (dp__dfp_graph_build(&c->g, fn->body, 0) < 0) goto oom;
   c->n = c->g.n;
   c->x = c->g.x;
   if (alloc_arrays(c) < 0) goto oom;

@@ -18,9 +18,9 @@
 
 typedef struct rwctx {
   const dp_dfp_groups *gs;
-  dp_ptrmap roots;      /* root -> group index + 1 (groups to replace) */
-  dp_ptrmap want;       /* expressions whose new version is needed */
-  dp_ptrmap got;        /* ... -> new version (owned reference) */
+  dp__ptrmap roots;      /* root -> group index + 1 (groups to replace) */
+  dp__ptrmap want;       /* expressions whose new version is needed */
+  dp__ptrmap got;        /* ... -> new version (owned reference) */
   /* composite */
   const char *name;
   /* replace */
@@ -30,31 +30,31 @@ typedef struct rwctx {
 
 static void rwctx_free(rwctx *c) {
   for (uint32_t i = 0; i < c->got.cap; i++)
-    if (c->got.slots[i].key) dp_release(c->got.slots[i].val);
-  dp_ptrmap_free(&c->got);
-  dp_ptrmap_free(&c->want);
-  dp_ptrmap_free(&c->roots);
+    if (c->got.slots[i].key) dp_release(c->got.slots[i].ptr);
+  dp__ptrmap_free(&c->got);
+  dp__ptrmap_free(&c->want);
+  dp__ptrmap_free(&c->roots);
 }
 
 static dp_err *oom(void) { return dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"); }
 
 /* Remembers r as the new version of orig when a group needs it. */
 static int record(rwctx *c, dp_expr *orig, dp_expr *r) {
-  if (!dp_ptrmap_get(&c->want, orig)) return 0;
-  void **old = dp_ptrmap_get(&c->got, orig);
+  if (!dp__ptrmap_find(&c->want, orig)) return 0;
+  dp__ptrslot *old = dp__ptrmap_find(&c->got, orig);
   if (old) {
-    dp_release(*old);
-    *old = dp_retain(r);
+    dp_release(old->ptr);
+    old->ptr = dp_retain(r);
     return 0;
   }
-  if (dp_ptrmap_put(&c->got, orig, r) < 0) return -1;
+  if (dp__ptrmap_put(&c->got, orig, r) < 0) return -1;
   dp_retain(r);
   return 0;
 }
 
 static dp_expr *new_version(rwctx *c, dp_expr *orig) {
-  void **v = dp_ptrmap_get(&c->got, orig);
-  return v ? *v : orig;
+  dp__ptrslot *v = dp__ptrmap_find(&c->got, orig);
+  return v ? v->ptr : orig;
 }
 
 /* ---------------- the composite function of a group ---------------- */
@@ -76,8 +76,8 @@ static dp_expr *keep_rebuilt(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err *
 }
 
 static dp_attrs *composite_attrs(const char *name, const char *label, dp_err **err) {
-  dp_attr items[2] = {{(char *)"Composite", dp_av_str(name)},
-                      {(char *)"PartitionedFromPattern", dp_av_str(label)}};
+  dp_attr items[2] = {{(char *)"Composite", dp_av_string(name)},
+                      {(char *)"PartitionedFromPattern", dp_av_string(label)}};
   return dp_attrs_make(2, items, err);
 }
 
@@ -163,9 +163,9 @@ static dp_expr *rw_post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err)
     dp_err_set(err, oom());
     return NULL;
   }
-  void **slot = dp_ptrmap_get(&c->roots, orig);
+  dp__ptrslot *slot = dp__ptrmap_find(&c->roots, orig);
   if (!slot) return dp_retain(rebuilt);
-  uint32_t gi = (uint32_t)(uintptr_t)*slot - 1;
+  uint32_t gi = (uint32_t)(uintptr_t)slot->ptr - 1;
   const dp_dfp_group *g = &c->gs->items[gi];
   dp_expr *r = c->name ? composite_call(c, g, err) : replacement(c, gi, rebuilt, err);
   /* a group above that takes this root as an input reads the replacement */
@@ -182,11 +182,11 @@ static int prepare(rwctx *c, const uint8_t *keep) {
   for (uint32_t i = 0; i < c->gs->n; i++) {
     const dp_dfp_group *g = &c->gs->items[i];
     if (keep && !keep[i]) continue;
-    if (dp_ptrmap_put(&c->roots, g->root, (void *)(uintptr_t)(i + 1)) < 0) return -1;
+    if (dp__ptrmap_put(&c->roots, g->root, (void *)(uintptr_t)(i + 1)) < 0) return -1;
     for (uint32_t k = 0; k < g->ninputs; k++)
-      if (dp_ptrmap_put(&c->want, g->inputs[k], NULL) < 0) return -1;
+      if (dp__ptrmap_put(&c->want, g->inputs[k], NULL) < 0) return -1;
     for (uint32_t k = 0; !c->name && k < g->nbinds; k++)
-      if (dp_ptrmap_put(&c->want, g->binds[k].expr, NULL) < 0) return -1;
+      if (dp__ptrmap_put(&c->want, g->binds[k].expr, NULL) < 0) return -1;
   }
   return 0;
 }

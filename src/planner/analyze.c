@@ -36,7 +36,7 @@
 
 typedef struct actx {
   dp_domains *d;
-  dp_index *ix;
+  dp__index *ix;
   dp_err *err;
 } actx;
 
@@ -68,10 +68,10 @@ static int unify(actx *a, uint32_t x, uint32_t y, int rule, dp_expr *why) {
 }
 
 /* The value node id stands for: its on_device calls looked through. */
-static uint32_t value_of(const dp_index *ix, uint32_t id) {
-  while (id != DP_NONE_ID && ix->what[id] == W_ON_DEVICE) {
+static uint32_t value_of(const dp__index *ix, uint32_t id) {
+  while (id != DP__NONE_ID && ix->what[id] == W_ON_DEVICE) {
     uint32_t k = dp__kid(ix, id, 1);
-    if (k == DP_NONE_ID) break;
+    if (k == DP__NONE_ID) break;
     id = k;
   }
   return id;
@@ -83,7 +83,7 @@ static uint32_t value_of(const dp_index *ix, uint32_t id) {
    function (no copy moves a function) or the node is not numbered. */
 static int flow(actx *a, uint32_t id, uint32_t src, uint32_t dst, int rule, dp_expr *why) {
   dp_domains *d = a->d;
-  if (!a->ix->relax || id == DP_NONE_ID || d->nodes[dp__dom_find(d, src)].isfn ||
+  if (!a->ix->relax || id == DP__NONE_ID || d->nodes[dp__dom_find(d, src)].isfn ||
       d->nodes[dp__dom_find(d, dst)].isfn)
     return unify(a, src, dst, rule, why);
   if (dp_grow((void **)&d->flows, &d->capflows, d->nflows + 1, sizeof *d->flows) < 0) return oom_at(a, why);
@@ -98,7 +98,7 @@ static int flow(actx *a, uint32_t id, uint32_t src, uint32_t dst, int rule, dp_e
 static int canon(actx *a, dp_vdev *v, dp_expr *e, uint32_t *out) {
   dp_err *err = NULL;
   *out = dp__dev_canon(a->d->dev, v, &err);
-  if (*out == DP_NONE_ID) return fail_at(a, err, e);
+  if (*out == DP__NONE_ID) return fail_at(a, err, e);
   return 0;
 }
 
@@ -119,7 +119,7 @@ static int call_on_device(actx *a, uint32_t id, dp_call *c) {
   if (a->d->nodes[dp__dom_find(a->d, body)].isfn && unify(a, DOM(a, id), body, R_ON_DEVICE, &c->e) < 0)
     return -1;
   if (v == ON_DEV) { /* the configuration has no such device: say why */
-    dp_ondev p;
+    dp__ondev p;
     dp__on_device_props(&a->ix->ops, &c->e, &p);
     return canon(a, p.vd, &c->e, &v);
   }
@@ -150,16 +150,16 @@ static int bad_end(actx *a, dp_call *c, int dst) {
 }
 
 static int call_device_copy(actx *a, uint32_t id, dp_call *c) {
-  dp_copy_ends ce = a->ix->copies[a->ix->ann[id]];
-  if (ce.src == DP_NONE_ID) return bad_end(a, c, 0);
-  if (ce.dst == DP_NONE_ID) return bad_end(a, c, 1);
+  dp__copy_ends ce = a->ix->copies[a->ix->ann[id]];
+  if (ce.src == DP__NONE_ID) return bad_end(a, c, 0);
+  if (ce.dst == DP__NONE_ID) return bad_end(a, c, 1);
   if (constrain(a, c->args[0], KDOM(a, id, 1), ce.src, R_COPY_SRC, &c->e) < 0) return -1;
   return constrain(a, &c->e, DOM(a, id), ce.dst, R_COPY_DST, &c->e);
 }
 
 /* Calls of operators: the rules of planner.md's table (rules.c). */
 static int call_op(actx *a, uint32_t id, dp_call *c) {
-  const dp_op_rule *r = &dp__op_rules[a->ix->ann[id]];
+  const dp__oprule *r = &dp__op_rules[a->ix->ann[id]];
   uint32_t host = a->d->dev->host;
   for (uint32_t i = 0; i < c->nargs; i++) {
     int rule = dp__arg_rule(r, i);
@@ -198,10 +198,10 @@ static int call_fn(actx *a, uint32_t id, dp_call *c) {
                                  "the callee of this call does not take %u argument%s "
                                  "(is its type known?)", n, n == 1 ? "" : "s"), &c->e);
   }
-  uint32_t tup = lowered ? dp__kid(a->ix, id, 2) : DP_NONE_ID;
+  uint32_t tup = lowered ? dp__kid(a->ix, id, 2) : DP__NONE_ID;
   for (uint32_t i = 0; i < n; i++) {
     uint32_t ad = !lowered ? KDOM(a, id, 1 + i)
-                  : tup != DP_NONE_ID ? KDOM(a, tup, i) : dp__dom_of(d, args[i]);
+                  : tup != DP__NONE_ID ? KDOM(a, tup, i) : dp__dom_of(d, args[i]);
     int rc = lowered ? unify(a, ad, dp__dom_kid(d, f, i), R_ARG, &c->e)
                      : flow(a, dp__kid(a->ix, id, 1 + i), ad, dp__dom_kid(d, f, i), R_ARG, &c->e);
     if (rc < 0) return -1;
@@ -294,7 +294,7 @@ static int analyze_node(actx *a, uint32_t id) {
     }
     return 0;
   }
-  case DP_REF_NEW: return unify(a, me, KDOM(a, id, 0), R_REF, e);
+  case DP_REF_CREATE: return unify(a, me, KDOM(a, id, 0), R_REF, e);
   case DP_REF_READ: return unify(a, KDOM(a, id, 0), me, R_REF, e);
   case DP_REF_WRITE:
     if (unify(a, KDOM(a, id, 0), KDOM(a, id, 1), R_REF, e) < 0) return -1;
@@ -326,7 +326,7 @@ static int primfn_domain(actx *a, dp_primfn *pf) {
     }
     k[i] = dp__dom_first(d, v, i < pf->nargs ? R_PRIMFN_ARG : R_PRIMFN_RESULT, NULL);
   }
-  if (rc == 0 && dp__pmap_put(&d->extra, (uintptr_t)pf, dp__dom_fn(d, pf->nargs, k), 0) < 0)
+  if (rc == 0 && dp__ptrmap_set(&d->extra, pf, dp__dom_fn(d, pf->nargs, k), 0) < 0)
     d->oom = 1;
   if (k != small) free(k);
   return rc;
@@ -336,7 +336,7 @@ static int primfn_domain(actx *a, dp_primfn *pf) {
    functions has one, and a global reference its function's (roots are
    given theirs first). */
 static void fresh_domains(dp_domains *d) {
-  dp_index *ix = d->ix;
+  dp__index *ix = d->ix;
   for (uint32_t id = 0; id < ix->n; id++) {
     const dp_expr *e = ix->x[id];
     int k = e->h.kind;
@@ -370,7 +370,7 @@ static int analyze(actx *a) {
   return 0;
 }
 
-dp_domains *dp__analyze(dp_index *ix, dp_err **err) {
+dp_domains *dp__analyze(dp__index *ix, dp_err **err) {
   dp_domains *d = dp__domains_new(ix, err);
   if (!d) return NULL;
   actx a = {d, ix, NULL};

@@ -32,7 +32,7 @@
 
 typedef struct cctx {
   dp_domains *d;
-  dp_index *ix;
+  dp__index *ix;
   uint32_t *dev;  /* id -> device index (0: none was determined) */
   dp_expr **out;  /* id -> rewritten node (owned) */
 } cctx;
@@ -46,11 +46,11 @@ static dp_err *no_device(cctx *c, const dp_expr *e) {
   return err;
 }
 
-/* The domain of e, child i of node parent (DP_NONE_ID: not numbered),
-   and e's id in *kid (DP_NONE_ID when e is not numbered). */
+/* The domain of e, child i of node parent (DP__NONE_ID: not numbered),
+   and e's id in *kid (DP__NONE_ID when e is not numbered). */
 static uint32_t dom_at(cctx *c, uint32_t parent, uint32_t i, dp_expr *e, uint32_t *kid) {
-  *kid = parent == DP_NONE_ID ? DP_NONE_ID : dp__kid(c->ix, parent, i);
-  return *kid != DP_NONE_ID ? c->d->dom[*kid] : dp__dom_of(c->d, e);
+  *kid = parent == DP__NONE_ID ? DP__NONE_ID : dp__kid(c->ix, parent, i);
+  return *kid != DP__NONE_ID ? c->d->dom[*kid] : dp__dom_of(c->d, e);
 }
 
 static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *child_vd,
@@ -136,7 +136,7 @@ static dp_vdev *id_vd(cctx *c, uint32_t id, dp_err **err) {
 /* The device of child i of node id. */
 static dp_vdev *kid_vd(cctx *c, uint32_t id, uint32_t i, dp_err **err) {
   uint32_t k = dp__kid(c->ix, id, i);
-  return k != DP_NONE_ID ? id_vd(c, k, err)
+  return k != DP__NONE_ID ? id_vd(c, k, err)
                          : dom_vd(c, dp__kdom(c->d, id, i), dp__child(c->ix->x[id], i), err);
 }
 
@@ -145,7 +145,7 @@ static dp_vdev *kid_vd(cctx *c, uint32_t id, uint32_t i, dp_err **err) {
    lexical NULL: unconstrained (let values, always annotated). */
 static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *child_vd,
                       dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
-  const struct dp_plan_ops *ops = &c->ix->ops;
+  const struct dp__plan_ops *ops = &c->ix->ops;
   if (orig->h.kind == DP_OP || orig->h.kind == DP_CTOR) return dp_retain(rebuilt);
   dp_expr *res = dp_retain(rebuilt), *t;
   if (child_vd != expected) {
@@ -176,7 +176,7 @@ static dp_expr *reconcile(cctx *c, dp_vdev *lexical, dp_vdev *expected, uint32_t
   if (orig->h.kind == DP_OP || orig->h.kind == DP_CTOR) return dp_retain(rebuilt);
   dp_vdev *cv;
   uint32_t k = dp__kid(c->ix, id, i);
-  if (k == DP_NONE_ID ? !is_on_device(c, orig) : c->ix->what[k] != W_ON_DEVICE) {
+  if (k == DP__NONE_ID ? !is_on_device(c, orig) : c->ix->what[k] != W_ON_DEVICE) {
     /* most children are no on_device: no chain to follow */
     cv = kid_vd(c, id, i, err);
     return cv ? child(c, lexical, expected, cv, orig, rebuilt, err) : NULL;
@@ -239,7 +239,7 @@ static dp_expr **kid_array(uint32_t n, dp_expr **small, uint32_t nsmall) {
 /* The rewritten form of child i of node id (borrowed). */
 static dp_expr *out_kid(cctx *c, uint32_t id, uint32_t i) {
   uint32_t k = dp__kid(c->ix, id, i);
-  return k != DP_NONE_ID ? c->out[k] : dp__child(c->ix->x[id], i);
+  return k != DP__NONE_ID ? c->out[k] : dp__child(c->ix->x[id], i);
 }
 
 /* A device_copy: its ends are the planned devices of its argument and of
@@ -273,13 +273,13 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
   if (lowered) {
     uint32_t tk = dp__kid(c->ix, id, 2);
     ntup = (dp_tuple *)out_kid(c, id, 2);
-    if (tk != DP_NONE_ID) aid = tk, abase = 0;
+    if (tk != DP__NONE_ID) aid = tk, abase = 0;
   }
   uint32_t f = dp__callee_dom(d, id);
   dp_expr *small[9] = {0}, **k = kid_array(n + 1, small, 9);
   if (!k) goto oom;
   dp_expr *ncallee = out_kid(c, id, lowered ? 1 : 0);
-  if (f == DP_NONE_ID) {
+  if (f == DP__NONE_ID) {
     k[0] = dp_retain(ncallee);
   } else {
     dp_vdev *rv = dom_vd(c, f, ocallee, err);
@@ -292,7 +292,7 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
   int at_call = c->ix->what[id] == W_CTOR_CALL ||
                 (c->ix->what[id] == W_OP_CALL && c->ix->ann[id] == OP_ORDINARY);
   for (uint32_t i = 0; i < n && k[i]; i++) {
-    dp_vdev *pv = f != DP_NONE_ID ? dom_vd(c, dp__dom_kid(d, f, i), oargs[i], err)
+    dp_vdev *pv = f != DP__NONE_ID ? dom_vd(c, dp__dom_kid(d, f, i), oargs[i], err)
                   : at_call ? cv : kid_vd(c, aid, abase + i, err);
     dp_expr *na = lowered ? ntup->fields[i] : out_kid(c, id, 1 + i);
     k[i + 1] = pv ? reconcile(c, cv, pv, aid, abase + i, na, err) : NULL;
@@ -358,7 +358,7 @@ static dp_expr *capture_param(cctx *c, uint32_t id, dp_var *v, dp_err **err) {
 /* Is node id a parameter (in this function or, for a node numbered in
    several, in any of them)? */
 static int is_param(cctx *c, uint32_t id) {
-  const dp_index *ix = c->ix;
+  const dp__index *ix = c->ix;
   if (ix->flag[id] & F_PARAM) return 1;
   if (!(ix->flag[id] & F_SHARED) || !ix->ndups) return 0;
   for (uint32_t k = 0; k < ix->ndups; k++)
@@ -387,7 +387,7 @@ static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
     if (k[1]) k[2] = same(c, lv, id, 2, out_kid(c, id, 2), err);
     return with_kids(orig, k, 3, err);
   }
-  case DP_TUPLE: case DP_PROJ: case DP_IF: case DP_MATCH: case DP_REF_NEW: case DP_REF_READ:
+  case DP_TUPLE: case DP_PROJ: case DP_IF: case DP_MATCH: case DP_REF_CREATE: case DP_REF_READ:
   case DP_REF_WRITE: {
     uint32_t n = dp__nchildren(orig);
     dp_expr *small[8], **k = kid_array(n, small, 8);
@@ -414,7 +414,7 @@ static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
 
 /* primfn buffers take the memory scopes that flowed into them. */
 static int capture_primfn(cctx *c, dp_module *out, dp_primfn *pf, dp_err **err) {
-  struct dp_pslot *s = dp__pmap_get(&c->d->extra, (uintptr_t)pf);
+  dp__ptrslot *s = dp__ptrmap_find(&c->d->extra, pf);
   if (!s) return 0;
   dp_buffer *b = dp_calloc(pf->nargs + 1, sizeof *b);
   if (!b) return -1;
@@ -442,7 +442,7 @@ static int capture_primfn(cctx *c, dp_module *out, dp_primfn *pf, dp_err **err) 
    that is not shared has one parent, so its result is dropped as soon as
    the parent is built. */
 static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
-  const dp_index *ix = c->ix;
+  const dp__index *ix = c->ix;
   dp_expr *r = NULL;
   for (uint32_t k = ix->fnpost[fn]; k < ix->fnpost[fn + 1]; k++) {
     uint32_t id = ix->post[k];
@@ -451,7 +451,7 @@ static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
     c->out[id] = r;
     for (uint32_t j = ix->koff[id]; j < ix->koff[id + 1]; j++) {
       uint32_t kid = ix->kid[j];
-      if (kid != DP_NONE_ID && !(ix->flag[kid] & F_SHARED) && c->out[kid]) {
+      if (kid != DP__NONE_ID && !(ix->flag[kid] & F_SHARED) && c->out[kid]) {
         dp_release(c->out[kid]);
         c->out[kid] = NULL;
       }
@@ -461,7 +461,7 @@ static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
 }
 
 dp_module *dp_plan_capture(dp_domains *d, dp_err **err) {
-  dp_index *ix = d->ix;
+  dp__index *ix = d->ix;
   cctx c = {d, ix, NULL, NULL};
   dp_module *m = ix->mod, *out = dp_module_copy(m);
   if (!out) goto oom;

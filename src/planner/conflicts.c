@@ -15,7 +15,7 @@
  * from the node's device to the demanded one is inserted there.
  *
  * Requires: the index of the module (index.c), whose walk carried the
- * demands and made the marks (dp_index.marks). Leaves: that index when
+ * demands and made the marks (dp__index.marks). Leaves: that index when
  * there are none (the module is returned unchanged, not walked again),
  * else the index of the module with the copies.
  */
@@ -23,14 +23,14 @@
 #include "planner.h"
 
 typedef struct kctx {
-  dp_index *ix;
-  dp_pmap callmarks;      /* call -> its first mark + 1; marks of one call chain through next */
+  dp__index *ix;
+  dp__ptrmap callmarks;      /* call -> its first mark + 1; marks of one call chain through next */
   uint32_t *next;         /* mark -> the call's next mark + 1 */
 } kctx;
 
 static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   kctx *k = ud;
-  struct dp_pslot *s = orig->h.kind == DP_CALL ? dp__pmap_get(&k->callmarks, (uintptr_t)orig) : NULL;
+  dp__ptrslot *s = orig->h.kind == DP_CALL ? dp__ptrmap_find(&k->callmarks, orig) : NULL;
   if (!s) {
     /* a node rebuilt above a copy keeps its checked type: analysis gives a
        function-typed value (a closure under an on_device, say) a function
@@ -43,9 +43,9 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   if (!kids) goto oom;
   for (uint32_t i = 0; i < n; i++) kids[i] = dp_retain(dp__child(rebuilt, i));
   dp_expr *r = NULL;
-  const dp_devices *dv = &k->ix->dev;
+  const dp__devices *dv = &k->ix->dev;
   for (uint32_t m = s->val; m; m = k->next[m - 1]) {
-    dp_mark *mk = &k->ix->marks[m - 1];
+    dp__mark *mk = &k->ix->marks[m - 1];
     dp_expr *c = dp__device_copy(&k->ix->ops, kids[1 + mk->pos], dv->v[mk->src], dv->v[mk->dst], err);
     if (!c) goto done;
     dp_release(kids[1 + mk->pos]);
@@ -65,15 +65,15 @@ oom:
 
 /* The module with the copies the marks ask for (new reference). */
 static dp_module *with_copies(kctx *k, dp_err **err) {
-  dp_index *ix = k->ix;
+  dp__index *ix = k->ix;
   dp_module *m = ix->mod;
   /* a call's marks chained from the last made (the copies nest in that order) */
   for (uint32_t i = 0; i < ix->nmarks; i++) {
     dp_expr *call = ix->x[ix->marks[i].call];
-    struct dp_pslot *s = dp__pmap_get(&k->callmarks, (uintptr_t)call);
+    dp__ptrslot *s = dp__ptrmap_find(&k->callmarks, call);
     k->next[i] = s ? s->val : 0;
     if (s) s->val = i + 1;
-    else if (dp__pmap_add(&k->callmarks, (uintptr_t)call, i + 1, 0) < 0) goto oom;
+    else if (dp__ptrmap_set(&k->callmarks, call, i + 1, 0) < 0) goto oom;
   }
   dp_module *out = dp_module_copy(m);
   if (!out) goto oom;
@@ -93,15 +93,15 @@ oom:
   return NULL;
 }
 
-dp_index *dp__conflicts(dp_index *ix, dp_err **err) {
+dp__index *dp__conflicts(dp__index *ix, dp_err **err) {
   if (!ix->nmarks) return ix;
   kctx k = {ix, {0}, dp_malloc(ix->nmarks * sizeof *k.next)};
   dp_module *out = k.next ? with_copies(&k, err) : NULL;
   if (!k.next) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-  dp_index *next = out ? dp__index_new(out, ix->dev.cfg, err) : NULL;
+  dp__index *next = out ? dp__index_new(out, ix->dev.cfg, err) : NULL;
   dp_release(out);
   free(k.next);
-  dp__pmap_free(&k.callmarks);
+  dp__ptrmap_free(&k.callmarks);
   dp__index_free(ix);
   return next;
 }

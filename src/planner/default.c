@@ -25,12 +25,12 @@
 
 typedef struct dctx {
   dp_domains *d;
-  dp_index *ix;
+  dp__index *ix;
   uint32_t dflt;
   dp_err *err;
 } dctx;
 
-static int is_free_on_device(const dp_index *ix, uint32_t id) {
+static int is_free_on_device(const dp__index *ix, uint32_t id) {
   return ix->what[id] == W_ON_DEVICE && !(ix->ann[id] & (ON_CBODY | ON_CRESULT));
 }
 
@@ -44,7 +44,7 @@ static int free_on_device(dctx *c, uint32_t id) {
 static int default_call(dctx *c, uint32_t id, dp_call *call) {
   dp_domains *d = c->d;
   uint32_t f = dp__callee_dom(d, id);
-  if (f != DP_NONE_ID)
+  if (f != DP__NONE_ID)
     return dp__set_result_default_then_params(d, f, c->dflt, R_DEF_CALL, &call->e, &c->err);
   /* operators and constructors: params are the arguments' domains */
   uint32_t me = d->dom[id];
@@ -82,7 +82,7 @@ static int default_node(dctx *c, uint32_t id) {
 }
 
 static int run(dctx *c, const uint32_t *order) {
-  const dp_index *ix = c->ix;
+  const dp__index *ix = c->ix;
   dp_domains *d = c->d;
   /* (placing by cost decided free on_device calls: their body and result
      are a flow) */

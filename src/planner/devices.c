@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include "planner.h"
 
-int dp__devices_init(dp_devices *t, dp_ctx *ctx, const dp_config *cfg, dp_err **err) {
-  *t = (dp_devices){.ctx = ctx, .cfg = dp_retain((dp_config *)cfg)};
+int dp__devices_init(dp__devices *t, dp_ctx *ctx, const dp_config *cfg, dp_err **err) {
+  *t = (dp__devices){.ctx = ctx, .cfg = dp_retain((dp_config *)cfg)};
   dp_vdev *free_vd = dp_vdev_unconstrained(ctx);
   if (!free_vd || dp_grow((void **)&t->v, &t->cap, 8, sizeof *t->v) < 0) {
     dp_release(free_vd);
@@ -27,15 +27,15 @@ int dp__devices_init(dp_devices *t, dp_ctx *ctx, const dp_config *cfg, dp_err **
   return 0;
 }
 
-void dp__devices_free(dp_devices *t) {
+void dp__devices_free(dp__devices *t) {
   for (uint32_t i = 0; i < t->n; i++) dp_release(t->v[i]);
   for (uint32_t i = 0; i < t->nc; i++) dp_release(t->ckey[i]);
   dp_release(t->cfg);
   free(t->v);
-  *t = (dp_devices){0};
+  *t = (dp__devices){0};
 }
 
-uint32_t dp__dev_index(dp_devices *t, dp_vdev *v) {
+uint32_t dp__dev_index(dp__devices *t, dp_vdev *v) {
   if (!v) return 0;
   for (uint32_t i = t->n; i-- > 0;)
     if (t->v[i] == v) return i;
@@ -47,12 +47,12 @@ uint32_t dp__dev_index(dp_devices *t, dp_vdev *v) {
   return t->n++;
 }
 
-uint32_t dp__dev_canon(dp_devices *t, dp_vdev *v, dp_err **err) {
+uint32_t dp__dev_canon(dp__devices *t, dp_vdev *v, dp_err **err) {
   if (!v || dp_vdev_is_fully_unconstrained(v)) return 0;
   for (uint32_t k = 0; k < t->nc; k++)
     if (t->ckey[k] == v) return t->cval[k];
   dp_vdev *c = dp_config_canonical(t->cfg, v, err);
-  if (!c) return DP_NONE_ID;
+  if (!c) return DP__NONE_ID;
   uint32_t i = dp__dev_index(t, c);
   dp_release(c);
   if (t->nc < 8 && !t->oom) { /* (the key is held, so its address is not reused) */
@@ -78,7 +78,7 @@ static void keep(uint32_t (*tab)[3], uint32_t *n, uint32_t a, uint32_t b, uint32
 
 /* The canonical form of a device a join or default made (new reference
    v consumed): through the configuration where it has one. */
-static uint32_t intern_made(dp_devices *t, dp_vdev *v) {
+static uint32_t intern_made(dp__devices *t, dp_vdev *v) {
   dp_vdev *c = dp_config_canonical(t->cfg, v, NULL);
   uint32_t i = dp__dev_index(t, c ? c : v);
   dp_release(c);
@@ -86,18 +86,18 @@ static uint32_t intern_made(dp_devices *t, dp_vdev *v) {
   return i;
 }
 
-uint32_t dp__dev_join(dp_devices *t, uint32_t a, uint32_t b) {
+uint32_t dp__dev_join(dp__devices *t, uint32_t a, uint32_t b) {
   if (a == b || b == 0) return a;
   if (a == 0) return b;
   uint32_t *r = recall(t->djoin, t->njoin, a, b);
   if (r) return *r;
   dp_vdev *j = dp_vdev_join(t->v[a], t->v[b]);
-  uint32_t i = j ? intern_made(t, j) : DP_NONE_ID;
+  uint32_t i = j ? intern_made(t, j) : DP__NONE_ID;
   if (!t->oom) keep(t->djoin, &t->njoin, a, b, i);
   return i;
 }
 
-uint32_t dp__dev_default(dp_devices *t, uint32_t cur, uint32_t by) {
+uint32_t dp__dev_default(dp__devices *t, uint32_t cur, uint32_t by) {
   if (cur == 0 || by == 0) return cur ? cur : by;
   uint32_t *r = recall(t->ddflt, t->ndflt, cur, by);
   if (r) return *r;

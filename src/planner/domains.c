@@ -1,7 +1,7 @@
 /*
  * Domains: union-find over first-order domains (a device index, 0 while
  * free) and function domains fn(D1..Dn):Dr (planner.md "Domains"), the
- * state between analysis and capture (DP_OBJ_DOMAINS). Every numbered node
+ * state between analysis and capture (dp_domains_objtype()). Every numbered node
  * has one (dom[id]); what the numbering leaves out (primfns, pattern
  * variables never used) has one in `extra`.
  *
@@ -27,7 +27,7 @@
 #include <string.h>
 #include "planner.h"
 
-_Static_assert(R__COUNT <= 64, "dp_dnode.crule has 6 bits");
+_Static_assert(R__COUNT <= 64, "dp__dnode.crule has 6 bits");
 
 static void domains_free(dp_obj *o, dp_worklist *wl) {
   dp_domains *d = (dp_domains *)o;
@@ -45,21 +45,26 @@ static void domains_free(dp_obj *o, dp_worklist *wl) {
   free(d->flows);
   free(d->conf);
   dp__place_free(d->place);
-  dp__pmap_free(&d->extra);
+  dp__ptrmap_free(&d->extra);
   free(d);
 }
 
 void dp__domains_free_fn(dp_obj *o, dp_worklist *wl) { domains_free(o, wl); }
 
-dp_domains *dp__domains_new(dp_index *ix, dp_err **err) {
-  dp_register_free(DP_OBJ_DOMAINS, dp__domains_free_fn);
+int dp_domains_objtype(void) {
+  static int type;
+  if (!type) type = dp_objtype_register("Domains", dp__domains_free_fn);
+  return type;
+}
+
+dp_domains *dp__domains_new(dp__index *ix, dp_err **err) {
   dp_domains *d = dp_calloc(1, sizeof *d);
   if (!d) {
     dp__index_free(ix);
     goto oom;
   }
   d->h.rc = 1;
-  d->h.type = DP_OBJ_DOMAINS;
+  d->h.type = dp_domains_objtype();
   d->ix = ix;
   d->dev = &ix->dev;
   d->ctx = ix->mod->ctx;
@@ -88,7 +93,7 @@ dp_domains *dp__domains_shadow(dp_domains *owner, dp_err **err) {
     return NULL;
   }
   d->h.rc = 1;
-  d->h.type = DP_OBJ_DOMAINS;
+  d->h.type = dp_domains_objtype();
   d->owner = dp_retain(owner);
   d->ix = owner->ix;
   d->dev = owner->dev;
@@ -117,8 +122,8 @@ static uint32_t new_node(dp_domains *d) {
     d->capnodes = cap;
   }
   uint32_t id = d->nnodes++;
-  d->nodes[id] = (dp_dnode){.parent = id, .size = 1};
-  if (d->proof) d->proof[id] = (dp_proof){DP_NONE_ID, 0, NULL};
+  d->nodes[id] = (dp__dnode){.parent = id, .size = 1};
+  if (d->proof) d->proof[id] = (dp__proof){DP__NONE_ID, 0, NULL};
   return id;
 }
 
@@ -131,7 +136,7 @@ uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy) {
     d->oom = 1;
     return 0;
   }
-  d->cons[d->ncons++] = (dp_cons){id, vdev, cwhy};
+  d->cons[d->ncons++] = (dp__cons){id, vdev, cwhy};
   d->nodes[id].crule = (uint32_t)crule;
   return id;
 }
@@ -171,28 +176,28 @@ uint32_t dp__dom_for_type(dp_domains *d, const dp_type *t, uint32_t vdev, int cr
 }
 
 static uint32_t dom_of_global(dp_domains *d, const dp_global *g) {
-  const dp_index *ix = d->ix;
+  const dp__index *ix = d->ix;
   int f = dp_module_func_index(ix->mod, g->name);
   if (f >= 0 && (uint32_t)f < ix->nfn) return d->dom[ix->fnid[f]]; /* its root's */
   dp_primfn *pf = dp_module_primfn(ix->mod, g->name);
   if (pf) {
-    struct dp_pslot *s = dp__pmap_get(&d->extra, (uintptr_t)pf);
+    dp__ptrslot *s = dp__ptrmap_find(&d->extra, pf);
     if (s) return s->val;
   }
   return dp__dom_for_type(d, g->e.type, 0, 0, NULL);
 }
 
 uint32_t dp__dom_of(dp_domains *d, dp_expr *e) {
-  struct dp_pslot *s = NULL;
+  dp__ptrslot *s = NULL;
   /* (operators and constructors are never numbered) */
   if (e->h.kind != DP_OP && e->h.kind != DP_CTOR) {
     if (dp__index_map(d->ix) < 0) d->oom = 1;
-    s = dp__pmap_get(&d->ix->map, (uintptr_t)e);
+    s = dp__ptrmap_find(&d->ix->map, e);
   }
   if (s) return d->dom[s->val];
-  if ((s = dp__pmap_get(&d->extra, (uintptr_t)e))) return s->val;
+  if ((s = dp__ptrmap_find(&d->extra, e))) return s->val;
   uint32_t id = dp__dom_new(d, e);
-  if (dp__pmap_add(&d->extra, (uintptr_t)e, id, 0) < 0) d->oom = 1;
+  if (dp__ptrmap_set(&d->extra, e, id, 0) < 0) d->oom = 1;
   return id;
 }
 
@@ -262,9 +267,9 @@ static int push2(uint32_t **arr, uint32_t *n, uint32_t *cap, uint32_t a, uint32_
   return 0;
 }
 
-static void grow_size(dp_dnode *root, const dp_dnode *other) {
+static void grow_size(dp__dnode *root, const dp__dnode *other) {
   uint32_t n = root->size + other->size;
-  root->size = n > DP_DSIZE_MAX ? DP_DSIZE_MAX : n;
+  root->size = n > DP__DSIZE_MAX ? DP__DSIZE_MAX : n;
 }
 
 /* Link two roots, the smaller class under the larger; the trail keeps
@@ -306,8 +311,8 @@ static void undo(dp_domains *d) {
    unifications must not make each new link walk the whole chain. */
 static int proof_shorter(const dp_domains *d, uint32_t x, uint32_t y) {
   for (;;) {
-    if (d->proof[y].parent == DP_NONE_ID) return d->proof[x].parent != DP_NONE_ID;
-    if (d->proof[x].parent == DP_NONE_ID) return 0;
+    if (d->proof[y].parent == DP__NONE_ID) return d->proof[x].parent != DP__NONE_ID;
+    if (d->proof[x].parent == DP__NONE_ID) return 0;
     x = d->proof[x].parent;
     y = d->proof[y].parent;
   }
@@ -320,11 +325,11 @@ static void proof_link(dp_domains *d, uint32_t x, uint32_t y, int rule, dp_expr 
     x = y;
     y = t;
   }
-  dp_proof carry = {y, (uint8_t)rule, why};
-  for (uint32_t cur = x; cur != DP_NONE_ID;) {
-    dp_proof old = d->proof[cur];
+  dp__proof carry = {y, (uint8_t)rule, why};
+  for (uint32_t cur = x; cur != DP__NONE_ID;) {
+    dp__proof old = d->proof[cur];
     d->proof[cur] = carry;
-    carry = (dp_proof){cur, old.rule, old.why};
+    carry = (dp__proof){cur, old.rule, old.why};
     cur = old.parent;
   }
 }
@@ -340,10 +345,10 @@ static int unify_slow(dp_domains *d, uint32_t a, uint32_t b, uint32_t *fx, uint3
     uint32_t y = d->work[--d->nwork], x = d->work[--d->nwork];
     uint32_t rx = find_nc(d, x), ry = find_nc(d, y);
     if (rx == ry) continue;
-    dp_dnode *X = &d->nodes[rx], *Y = &d->nodes[ry];
+    dp__dnode *X = &d->nodes[rx], *Y = &d->nodes[ry];
     if (!X->isfn && !Y->isfn) {
       uint32_t v = dp__dev_join(d->dev, X->vdev, Y->vdev);
-      if (v == DP_NONE_ID) {
+      if (v == DP__NONE_ID) {
         *fx = x;
         *fy = y;
         return -1;
@@ -376,7 +381,7 @@ static int unify_slow(dp_domains *d, uint32_t a, uint32_t b, uint32_t *fx, uint3
 int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err) {
   uint32_t ra = dp__dom_find(d, a), rb = dp__dom_find(d, b);
   if (ra == rb) return 0;
-  dp_dnode *A = &d->nodes[ra], *B = &d->nodes[rb];
+  dp__dnode *A = &d->nodes[ra], *B = &d->nodes[rb];
   /* the fast path: two first-order classes that agree (or one is free) */
   if (!A->isfn && !B->isfn && (A->vdev == B->vdev || !A->vdev || !B->vdev)) {
     uint32_t v = A->vdev ? A->vdev : B->vdev;
@@ -392,7 +397,7 @@ int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_
     if (d->proof) proof_link(d, a, b, rule, why);
     return 0;
   }
-  uint32_t fx = DP_NONE_ID, fy = DP_NONE_ID;
+  uint32_t fx = DP__NONE_ID, fy = DP__NONE_ID;
   if (unify_slow(d, a, b, &fx, &fy) < 0) {
     undo(d);
     if (d->oom) {
@@ -510,12 +515,12 @@ int dp__dom_fully_constrained(dp_domains *d, uint32_t x) {
 }
 
 uint32_t dp__callee_dom(dp_domains *d, uint32_t id) {
-  const dp_index *ix = d->ix;
+  const dp__index *ix = d->ix;
   /* call_lowered(@f, (args)): @f is child 1 */
   uint32_t i = ix->what[id] == W_LOWERED ? 1 : 0;
-  if (!i && ix->what[id] != W_FN_CALL) return DP_NONE_ID;
+  if (!i && ix->what[id] != W_FN_CALL) return DP__NONE_ID;
   int k = dp__child(ix->x[id], i)->h.kind;
-  return k == DP_OP || k == DP_CTOR ? DP_NONE_ID : dp__kdom(d, id, i);
+  return k == DP_OP || k == DP_CTOR ? DP__NONE_ID : dp__kdom(d, id, i);
 }
 
 void dp__domains_log(dp_domains *d, int op, int rule, dp_expr *a, dp_expr *b, uint32_t vdev) {
@@ -524,10 +529,10 @@ void dp__domains_log(dp_domains *d, int op, int rule, dp_expr *a, dp_expr *b, ui
     d->oom = 1;
     return;
   }
-  d->log[d->nlog++] = (dp_op_log){(uint8_t)op, rule, a, b, vdev};
+  d->log[d->nlog++] = (dp__op_log){(uint8_t)op, rule, a, b, vdev};
 }
 
-const dp_cons *dp__dom_cons(const dp_domains *d, uint32_t x) {
+const dp__cons *dp__dom_cons(const dp_domains *d, uint32_t x) {
   uint32_t lo = 0, hi = d->ncons;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;

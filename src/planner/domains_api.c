@@ -16,8 +16,8 @@ int dp_domains_has(const dp_domains *d, const dp_expr *e) {
   const dp_module *m = d->ix->mod;
   if (e->h.kind == DP_GLOBAL) return dp_module_func(m, ((const dp_global *)e)->name) != NULL ||
                                      dp_module_primfn(m, ((const dp_global *)e)->name) != NULL;
-  if (dp__index_id(d->ix, e) != DP_NONE_ID) return 1;
-  return dp__pmap_get(&d->extra, (uintptr_t)e) != NULL;
+  if (dp__index_id(d->ix, e) != DP__NONE_ID) return 1;
+  return dp__ptrmap_find(&d->extra, e) != NULL;
 }
 
 static int known(dp_domains *d, dp_expr *e, dp_err **err) {
@@ -41,7 +41,7 @@ static int done(dp_domains *d, int rc, dp_err **err) {
   return rc ? -1 : oom(d, err);
 }
 
-int dp__domains_apply(dp_domains *d, const dp_op_log *op, dp_err **err) {
+int dp__domains_apply(dp_domains *d, const dp__op_log *op, dp_err **err) {
   switch (op->op) {
   case LOG_DEFAULT: return dp_plan_default(d, err);
   case LOG_UNIFY: return dp_domains_unify(d, op->a, op->b, err);
@@ -58,7 +58,7 @@ int dp__domains_apply(dp_domains *d, const dp_op_log *op, dp_err **err) {
 }
 
 /* Log op, apply it; a failed one (undone) leaves the log as it was. */
-static int logged(dp_domains *d, dp_op_log op, dp_err **err) {
+static int logged(dp_domains *d, dp__op_log op, dp_err **err) {
   uint32_t n = d->nlog;
   dp__domains_log(d, op.op, op.rule, op.a, op.b, op.vdev);
   int rc = dp__domains_apply(d, &op, err);
@@ -67,7 +67,7 @@ static int logged(dp_domains *d, dp_op_log op, dp_err **err) {
 }
 
 dp_vdev *dp_domains_lookup(dp_domains *d, dp_expr *e, dp_err **err) {
-  dp_ondev p;
+  dp__ondev p;
   if (!dp_domains_has(d, e) && dp__on_device_props(&d->ix->ops, e, &p)) e = p.body;
   if (!known(d, e, err)) return NULL;
   return dp_retain(d->dev->v[dp__dom_dev(d, dp__dom_of(d, e))]);
@@ -87,15 +87,15 @@ int dp_domains_unify(dp_domains *d, dp_expr *a, dp_expr *b, dp_err **err) {
 int dp_domains_constrain(dp_domains *d, dp_expr *e, dp_vdev *vd, dp_err **err) {
   if (!known(d, e, err)) return -1;
   uint32_t v = dp__dev_canon(d->dev, vd, err);
-  if (v == DP_NONE_ID) return -1;
-  return logged(d, (dp_op_log){LOG_CONSTRAIN, R_USER_CONSTRAIN, e, NULL, v}, err);
+  if (v == DP__NONE_ID) return -1;
+  return logged(d, (dp__op_log){LOG_CONSTRAIN, R_USER_CONSTRAIN, e, NULL, v}, err);
 }
 
 int dp_domains_set_default(dp_domains *d, dp_expr *e, dp_vdev *vd, dp_err **err) {
   if (!known(d, e, err)) return -1;
   uint32_t v = dp__dev_canon(d->dev, vd, err);
-  if (v == DP_NONE_ID) return -1;
-  return logged(d, (dp_op_log){LOG_SET_DEFAULT, R_USER_DEFAULT, e, NULL, v}, err);
+  if (v == DP__NONE_ID) return -1;
+  return logged(d, (dp__op_log){LOG_SET_DEFAULT, R_USER_DEFAULT, e, NULL, v}, err);
 }
 
 int dp_domains_fully_constrained(dp_domains *d, dp_expr *e) {

@@ -137,10 +137,10 @@ static int pindex_init(pindex *p, dp_domains *d) {
     pindex_free(p);
     return -1;
   }
-  for (uint32_t i = 0; i < n; i++) p->head[i] = DP_NONE_ID;
+  for (uint32_t i = 0; i < n; i++) p->head[i] = DP__NONE_ID;
   for (uint32_t i = n; i-- > 0;) {
     uint32_t q = d->proof[i].parent;
-    if (q != DP_NONE_ID) {
+    if (q != DP__NONE_ID) {
       p->next[i] = p->head[q];
       p->head[q] = i;
     }
@@ -149,12 +149,12 @@ static int pindex_init(pindex *p, dp_domains *d) {
 }
 
 /* Is constraint node u one to stop at? `avoid` (a device index, or
-   DP_NONE_ID) prefers a constraint whose device cannot join it. */
+   DP__NONE_ID) prefers a constraint whose device cannot join it. */
 static int wanted(dp_domains *d, uint32_t u, uint32_t avoid) {
-  dp_dnode *nu = &d->nodes[u];
+  dp__dnode *nu = &d->nodes[u];
   /* explaining (no device to avoid): a real constraint beats a default
      that only filled in fields such as the virtual device id */
-  if (avoid == DP_NONE_ID) return nu->crule < R_DEF_RESULT || nu->crule > R_DEF_CALL;
+  if (avoid == DP__NONE_ID) return nu->crule < R_DEF_RESULT || nu->crule > R_DEF_CALL;
   if (avoid == 0 || dp__dom_cons(d, u)->vdev == 0) return 1;
   dp_vdev *j = dp_vdev_join(d->dev->v[dp__dom_cons(d, u)->vdev], d->dev->v[avoid]);
   dp_release(j);
@@ -165,7 +165,7 @@ static int wanted(dp_domains *d, uint32_t u, uint32_t avoid) {
    the first met). Fills path[] with the nodes from x to the constraint;
    returns its length (0: none found). */
 static uint32_t nearest(pindex *p, dp_domains *d, uint32_t x, uint32_t avoid, uint32_t **path) {
-  uint32_t found = DP_NONE_ID, any = DP_NONE_ID, len = 0, qh = 0, qt = 0, st = ++p->cur;
+  uint32_t found = DP__NONE_ID, any = DP__NONE_ID, len = 0, qh = 0, qt = 0, st = ++p->cur;
   *path = NULL;
   p->queue[qt++] = x;
   p->from[x] = x;
@@ -173,27 +173,27 @@ static uint32_t nearest(pindex *p, dp_domains *d, uint32_t x, uint32_t avoid, ui
   while (qh < qt) {
     uint32_t u = p->queue[qh++];
     if (d->nodes[u].crule) {
-      if (any == DP_NONE_ID) any = u;
+      if (any == DP__NONE_ID) any = u;
       if (wanted(d, u, avoid)) {
         found = u;
         break;
       }
     }
     uint32_t up = d->proof[u].parent;
-    if (up != DP_NONE_ID && p->stamp[up] != st) {
+    if (up != DP__NONE_ID && p->stamp[up] != st) {
       p->stamp[up] = st;
       p->from[up] = u;
       p->queue[qt++] = up;
     }
-    for (uint32_t c = p->head[u]; c != DP_NONE_ID; c = p->next[c])
+    for (uint32_t c = p->head[u]; c != DP__NONE_ID; c = p->next[c])
       if (p->stamp[c] != st) {
         p->stamp[c] = st;
         p->from[c] = u;
         p->queue[qt++] = c;
       }
   }
-  if (found == DP_NONE_ID) found = any;
-  if (found == DP_NONE_ID) return 0;
+  if (found == DP__NONE_ID) found = any;
+  if (found == DP__NONE_ID) return 0;
   for (uint32_t u = found;; u = p->from[u]) {
     len++;
     if (u == x) break;
@@ -220,7 +220,7 @@ static uint32_t nearest_constraint(dp_domains *d, uint32_t x, uint32_t avoid, ui
 
 /* The proof edge between neighbours u and v (one is the other's parent). */
 static void edge_of(dp_domains *d, uint32_t u, uint32_t v, int *rule, dp_expr **why) {
-  dp_proof *n = d->proof[u].parent == v ? &d->proof[u] : &d->proof[v];
+  dp__proof *n = d->proof[u].parent == v ? &d->proof[u] : &d->proof[v];
   *rule = n->rule;
   *why = n->why;
 }
@@ -238,7 +238,7 @@ static void note_steps(dp_domains *d, dp_err *e, const uint32_t *path, uint32_t 
 }
 
 static char *constraint_text(dp_domains *d, uint32_t c, dp_span *span) {
-  dp_dnode *n = &d->nodes[c];
+  dp__dnode *n = &d->nodes[c];
   dp_expr *cwhy = n->crule ? dp__dom_cons(d, c)->why : NULL;
   *span = cwhy ? cwhy->span : DP_NOSPAN;
   return reason(d, n->crule, cwhy);
@@ -253,7 +253,7 @@ static dp_err *conflict_with_proofs(dp_domains *d, pindex *px, uint32_t a, uint3
   uint32_t *pa = NULL, *pb = NULL;
   uint32_t la = px ? nearest(px, d, a, vb, &pa) : nearest_constraint(d, a, vb, &pa);
   uint32_t lb = px ? nearest(px, d, b, va, &pb) : nearest_constraint(d, b, va, &pb);
-  if (found) *found = (ends){la ? pa[la - 1] : DP_NONE_ID, lb ? pb[lb - 1] : DP_NONE_ID};
+  if (found) *found = (ends){la ? pa[la - 1] : DP__NONE_ID, lb ? pb[lb - 1] : DP__NONE_ID};
   dp_span sa = DP_NOSPAN, sb = DP_NOSPAN;
   char *ca = la ? constraint_text(d, pa[la - 1], &sa) : dp_strdup("an earlier unification");
   char *cb = lb ? constraint_text(d, pb[lb - 1], &sb) : dp_strdup("an earlier unification");
@@ -348,7 +348,7 @@ static int cmp_pair(const void *x, const void *y) {
 static void constraint_of(dp_domains *d, uint32_t c, dp_expr **e, int *rule) {
   *e = NULL;
   *rule = 0;
-  if (c == DP_NONE_ID || !d->nodes[c].crule) return;
+  if (c == DP__NONE_ID || !d->nodes[c].crule) return;
   *rule = d->nodes[c].crule;
   *e = dp__dom_cons(d, c)->why;
 }
@@ -439,14 +439,14 @@ static dp_explain *explain_with_proofs(dp_domains *d, dp_expr *e, dp_err **err) 
   while (d->nodes[dp__dom_find(d, n)].isfn) n = dp__dom_kid(d, n, dp__dom_arity(d, n));
   uint32_t r = dp__dom_find(d, n);
   x->vdev = dp_retain(d->dev->v[d->nodes[r].vdev]);
-  uint32_t *path = NULL, len = nearest_constraint(d, n, DP_NONE_ID, &path);
+  uint32_t *path = NULL, len = nearest_constraint(d, n, DP__NONE_ID, &path);
   char *dev = dp__vdev_short(x->vdev), *w = dp__describe(d->ctx, e);
   char buf[1024];
   if (!len || d->nodes[r].vdev == 0) {
     x->rule = dp_strdup(d->nodes[r].vdev ? "unknown" : "free");
     snprintf(buf, sizeof buf, "%s is on %s: no constraint decided it", w, dev);
   } else {
-    dp_dnode *c = &d->nodes[path[len - 1]];
+    dp__dnode *c = &d->nodes[path[len - 1]];
     x->rule = dp_strdup(rule_name(c->crule));
     dp_expr *cwhy = c->crule ? dp__dom_cons(d, path[len - 1])->why : NULL;
     x->span = cwhy ? cwhy->span : DP_NOSPAN;
@@ -484,7 +484,7 @@ void dp_explain_free(dp_explain *x) {
 }
 
 dp_explain *dp_domains_explain(dp_domains *d, dp_expr *e, dp_err **err) {
-  dp_ondev p;
+  dp__ondev p;
   if (!dp_domains_has(d, e) && dp__on_device_props(&d->ix->ops, e, &p)) e = p.body;
   if (!dp_domains_has(d, e)) {
     char *w = dp__describe(d->ctx, e);

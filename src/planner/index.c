@@ -21,7 +21,7 @@
  *   parameters are reached at their first use.)
  *
  * Requires: a module (operators registered) and a configuration.
- * Leaves: dp_index (planner.h). Operators and constructors get no id, nor
+ * Leaves: dp__index (planner.h). Operators and constructors get no id, nor
  * do the bodies of primitive functions (not planned). A node shared by two
  * functions gets an id in each (F_DUP, dups: one domain for both), so that
  * each function's ids form one range.
@@ -39,7 +39,7 @@ typedef struct frame {
 } frame;
 
 typedef struct walk {
-  dp_index *ix;
+  dp__index *ix;
   frame *st; uint32_t nst, capst;
   uint32_t from;            /* the first id of the function being numbered */
   int oom;
@@ -47,7 +47,7 @@ typedef struct walk {
 
 /* ---- growing the arrays ---- */
 
-static int resize(dp_index *ix, uint32_t c) {
+static int resize(dp__index *ix, uint32_t c) {
   void *p;
 #define RE(field) \
   if (!(p = dp_realloc(ix->field, (size_t)c * sizeof *ix->field))) return -1; \
@@ -61,7 +61,7 @@ static int resize(dp_index *ix, uint32_t c) {
 /* Room for one more id (+1: koff[n] closes). Doubling, so that the arrays
    are copied about once in all (each copy of six arrays of a million
    entries is a cost of its own); trim() gives the slack back at the end. */
-static int room(dp_index *ix) {
+static int room(dp__index *ix) {
   if (ix->n + 2 <= ix->cap) return 0;
   uint64_t c = ix->cap ? (uint64_t)ix->cap * 2 : 1024;
   return c > UINT32_MAX / 2 ? -1 : resize(ix, (uint32_t)c);
@@ -75,18 +75,18 @@ static int push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t v) {
 
 /* ---- decoding a node ---- */
 
-static uint32_t canon(dp_index *ix, dp_vdev *v) {
+static uint32_t canon(dp__index *ix, dp_vdev *v) {
   return dp__dev_canon(&ix->dev, v, NULL);
 }
 
-static uint32_t decode_call(dp_index *ix, uint32_t id, dp_call *c) {
-  const struct dp_plan_ops *o = &ix->ops;
-  dp_ondev p;
+static uint32_t decode_call(dp__index *ix, uint32_t id, dp_call *c) {
+  const struct dp__plan_ops *o = &ix->ops;
+  dp__ondev p;
   dp_expr *body;
   dp_vdev *src, *dst;
   if (dp__on_device_props(o, &c->e, &p)) {
     uint32_t d = p.vd ? canon(ix, p.vd) : 0;
-    ix->ann[id] = (d == DP_NONE_ID ? ON_DEV : d) | (p.cbody ? ON_CBODY : 0) |
+    ix->ann[id] = (d == DP__NONE_ID ? ON_DEV : d) | (p.cbody ? ON_CBODY : 0) |
                   (p.cresult ? ON_CRESULT : 0);
     ix->nann++;
     return W_ON_DEVICE;
@@ -96,7 +96,7 @@ static uint32_t decode_call(dp_index *ix, uint32_t id, dp_call *c) {
       ix->dev.oom = 1; /* (the walk stops on it) */
       return W_PLAIN;
     }
-    ix->copies[ix->ncopies] = (dp_copy_ends){src ? canon(ix, src) : 0, dst ? canon(ix, dst) : 0};
+    ix->copies[ix->ncopies] = (dp__copy_ends){src ? canon(ix, src) : 0, dst ? canon(ix, dst) : 0};
     ix->ann[id] = ix->ncopies++;
     ix->nann += 2;
     return W_COPY;
@@ -115,11 +115,11 @@ static uint32_t decode_call(dp_index *ix, uint32_t id, dp_call *c) {
 
 /* Phase 0's forms in a primitive function's body, which is not numbered
    (nor read in place by analysis): each is a rewrite. */
-typedef struct pscan { const struct dp_plan_ops *ops; dp_module *m; uint32_t n; } pscan;
+typedef struct pscan { const struct dp__plan_ops *ops; dp_module *m; uint32_t n; } pscan;
 
 static int scan_pre(void *ud, dp_expr *e) {
   pscan *s = ud;
-  dp_ondev p;
+  dp__ondev p;
   switch (e->h.kind) {
   case DP_LET: s->n += dp__is_normal_on_device(s->ops, ((dp_let *)e)->value, &p); break;
   case DP_FUNC: s->n += dp__is_normal_on_device(s->ops, ((dp_func *)e)->body, &p); break;
@@ -135,7 +135,7 @@ static int scan_pre(void *ud, dp_expr *e) {
   return 1;
 }
 
-static int scan_primitive(dp_index *ix, dp_func *f) {
+static int scan_primitive(dp__index *ix, dp_func *f) {
   pscan s = {&ix->ops, ix->mod, 0};
   dp_visitor v = {scan_pre, NULL, &s};
   if (dp_visit(f->body, &v) < 0) return -1;
@@ -143,8 +143,8 @@ static int scan_primitive(dp_index *ix, dp_func *f) {
   return 0;
 }
 
-static uint32_t decode(dp_index *ix, uint32_t id, dp_expr *e) {
-  dp_ondev p;
+static uint32_t decode(dp__index *ix, uint32_t id, dp_expr *e) {
+  dp__ondev p;
   switch (e->h.kind) {
   case DP_CALL: return decode_call(ix, id, (dp_call *)e);
   case DP_FUNC:
@@ -164,25 +164,25 @@ static int first_order(const dp_expr *e) {
   return e->h.kind != DP_FUNC && !(e->type && e->type->h.kind == DP_TY_FUNC);
 }
 
-/* A node reached again with demand d from argument pos of call (DP_NONE_ID:
+/* A node reached again with demand d from argument pos of call (DP__NONE_ID:
    no call): joined with what it has, or a mark (a copy goes there). */
-static int demand_again(walk *w, uint32_t id, struct dp_pslot *s, uint32_t d, uint32_t call,
+static int demand_again(walk *w, uint32_t id, dp__ptrslot *s, uint32_t d, uint32_t call,
                         uint32_t pos) {
-  dp_index *ix = w->ix;
+  dp__index *ix = w->ix;
   if (!first_order(ix->x[id])) return 0;
   uint32_t cur = s->aux - 1, j = dp__dev_join(&ix->dev, cur, d);
-  if (j != DP_NONE_ID) {
+  if (j != DP__NONE_ID) {
     s->aux = j + 1;
     return 0;
   }
-  if (call == DP_NONE_ID || ix->what[id] == W_ON_DEVICE) return 0;
+  if (call == DP__NONE_ID || ix->what[id] == W_ON_DEVICE) return 0;
   if (dp_grow((void **)&ix->marks, &ix->capmarks, ix->nmarks + 1, sizeof *ix->marks) < 0) return -1;
-  ix->marks[ix->nmarks++] = (dp_mark){call, pos, cur, d};
+  ix->marks[ix->nmarks++] = (dp__mark){call, pos, cur, d};
   return 0;
 }
 
 /* The function a call's callee is, when known. */
-static const dp_func *callee_fn(dp_index *ix, const dp_expr *callee) {
+static const dp_func *callee_fn(dp__index *ix, const dp_expr *callee) {
   if (callee->h.kind == DP_FUNC) return (const dp_func *)callee;
   if (callee->h.kind != DP_GLOBAL) return NULL;
   return dp_module_func(ix->mod, ((const dp_global *)callee)->name);
@@ -190,11 +190,11 @@ static const dp_func *callee_fn(dp_index *ix, const dp_expr *callee) {
 
 /* What frame t demands of its child i, and the call argument it is (call,
    pos), if any. Binding positions (let variables, parameters) demand
-   nothing: DP_NONE_ID. */
+   nothing: DP__NONE_ID. */
 static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, uint32_t *pos) {
-  dp_index *ix = w->ix;
+  dp__index *ix = w->ix;
   dp_expr *e = ix->x[t->id];
-  *call = *pos = DP_NONE_ID;
+  *call = *pos = DP__NONE_ID;
   switch (ix->what[t->id]) {
   case W_ON_DEVICE: {
     uint32_t a = ix->ann[t->id], d = dp__ann_dev(a);
@@ -202,7 +202,7 @@ static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, u
   }
   case W_COPY: {
     uint32_t s = ix->copies[ix->ann[t->id]].src;
-    return s == DP_NONE_ID ? 0 : s;
+    return s == DP__NONE_ID ? 0 : s;
   }
   case W_OP_CALL:
   case W_CTOR_CALL: /* ordinary operators and constructors pass it on */
@@ -218,17 +218,17 @@ static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, u
     const dp_func *f = callee_fn(ix, ((const dp_call *)e)->fn);
     dp_vdev *pv = f && i - 1 < f->nparams ? f->params[i - 1]->vdev : NULL;
     uint32_t d = pv ? canon(ix, pv) : 0;
-    return d == DP_NONE_ID ? 0 : d;
+    return d == DP__NONE_ID ? 0 : d;
   }
   case W_LOWERED: return 0;
   default: break;
   }
-  if (e->h.kind == DP_LET) return i == 0 ? DP_NONE_ID : i == 1 ? 0 : t->demand;
+  if (e->h.kind == DP_LET) return i == 0 ? DP__NONE_ID : i == 1 ? 0 : t->demand;
   if (e->h.kind == DP_FUNC) {
     dp_func *f = (dp_func *)e;
-    if (i < f->nparams) return DP_NONE_ID;
+    if (i < f->nparams) return DP__NONE_ID;
     uint32_t d = f->vdev ? canon(ix, f->vdev) : 0;
-    return d == DP_NONE_ID ? 0 : d;
+    return d == DP__NONE_ID ? 0 : d;
   }
   return t->demand;
 }
@@ -237,12 +237,12 @@ static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, u
 
 /* A new id for e, its frame pushed. */
 static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int quiet) {
-  dp_index *ix = w->ix;
+  dp__index *ix = w->ix;
   uint32_t id = ix->n;
   if ((id + 2 > ix->cap && room(ix) < 0) ||
       (w->nst == w->capst && dp_grow((void **)&w->st, &w->capst, w->nst + 1, sizeof *w->st) < 0)) {
     w->oom = 1;
-    return DP_NONE_ID;
+    return DP__NONE_ID;
   }
   ix->n++;
   ix->x[id] = e;
@@ -254,7 +254,7 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
   if (ix->nkid + nk > ix->capkid &&
       dp_grow((void **)&ix->kid, &ix->capkid, ix->nkid + nk, sizeof *ix->kid) < 0) {
     w->oom = 1;
-    return DP_NONE_ID;
+    return DP__NONE_ID;
   }
   /* (each kid slot is written when the walk reaches that child) */
   ix->koff[id] = ix->nkid;
@@ -266,61 +266,61 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
 }
 
 /* Reach e, child of frame t (NULL: the function's root) with demand d
-   (DP_NONE_ID: a binding position) from argument pos of call: its id,
+   (DP__NONE_ID: a binding position) from argument pos of call: its id,
    new (and its frame pushed) or found. */
 static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, uint32_t pos,
                       int quiet) {
-  dp_index *ix = w->ix;
+  dp__index *ix = w->ix;
   int k = e->h.kind;
-  if (k == DP_OP || k == DP_CTOR) return DP_NONE_ID;
+  if (k == DP_OP || k == DP_CTOR) return DP__NONE_ID;
   /* globals take no demand (phase 0b skips them) */
-  if (k == DP_GLOBAL) d = DP_NONE_ID;
+  if (k == DP_GLOBAL) d = DP__NONE_ID;
   int shared = root || e->h.rc > 1;
-  if (!shared) return number(w, e, 0, d == DP_NONE_ID ? 0 : d, quiet);
-  struct dp_pslot *s = dp__pmap_get(&ix->map, (uintptr_t)e);
+  if (!shared) return number(w, e, 0, d == DP__NONE_ID ? 0 : d, quiet);
+  dp__ptrslot *s = dp__ptrmap_find(&ix->map, e);
   if (s && s->val >= w->from) { /* reached again in this function */
-    if (!quiet && d != DP_NONE_ID) {
+    if (!quiet && d != DP__NONE_ID) {
       if (s->aux == 0) s->aux = (first_order(e) ? d : 0) + 1; /* its first use */
       else if (demand_again(w, s->val, s, d, call, pos) < 0) w->oom = 1;
     }
     return s->val;
   }
   int again = 0; /* phase 0b reached it in an earlier function */
-  if (s && !quiet && d != DP_NONE_ID) {
+  if (s && !quiet && d != DP__NONE_ID) {
     if (s->aux == 0) s->aux = (first_order(e) ? d : 0) + 1;
     else if (demand_again(w, s->val, s, d, call, pos) < 0) w->oom = 1;
     again = 1;
   }
-  uint32_t old = s ? s->val : DP_NONE_ID, aux = s ? s->aux : 0;
-  uint32_t id = number(w, e, 1, d == DP_NONE_ID ? 0 : d, quiet || again);
-  if (id == DP_NONE_ID) return id;
-  if (old != DP_NONE_ID) {
+  uint32_t old = s ? s->val : DP__NONE_ID, aux = s ? s->aux : 0;
+  uint32_t id = number(w, e, 1, d == DP__NONE_ID ? 0 : d, quiet || again);
+  if (id == DP__NONE_ID) return id;
+  if (old != DP__NONE_ID) {
     ix->flag[id] |= F_DUP;
     if (push_u32(&ix->dups, &ix->ndups, &ix->capdups, id) < 0 ||
         push_u32(&ix->dups, &ix->ndups, &ix->capdups, old) < 0)
       w->oom = 1;
-    s = dp__pmap_get(&ix->map, (uintptr_t)e);
+    s = dp__ptrmap_find(&ix->map, e);
     s->val = id;
   } else {
-    if (!quiet && d != DP_NONE_ID) aux = (first_order(e) ? d : 0) + 1;
+    if (!quiet && d != DP__NONE_ID) aux = (first_order(e) ? d : 0) + 1;
     /* a parameter's own virtual_device is its first demand: a use that asks
        for another device then gets the copy (else the first use's demand
        stood for the parameter, and the copy went to the use that agreed
        with its annotation, naming the parameter's position twice) */
-    if (!quiet && d == DP_NONE_ID && k == DP_VAR && ((dp_var *)e)->vdev && first_order(e)) {
+    if (!quiet && d == DP__NONE_ID && k == DP_VAR && ((dp_var *)e)->vdev && first_order(e)) {
       uint32_t v = canon(ix, ((dp_var *)e)->vdev);
-      if (v != DP_NONE_ID) aux = v + 1;
+      if (v != DP__NONE_ID) aux = v + 1;
     }
-    if (dp__pmap_add(&ix->map, (uintptr_t)e, id, aux) < 0) w->oom = 1;
+    if (dp__ptrmap_set(&ix->map, e, id, aux) < 0) w->oom = 1;
   }
   return id;
 }
 
 /* Flags a parent gives its child i (id k). */
-static void child_flags(dp_index *ix, uint32_t id, uint32_t i, uint32_t k) {
+static void child_flags(dp__index *ix, uint32_t id, uint32_t i, uint32_t k) {
   dp_expr *e = ix->x[id];
-  dp_ondev p;
-  if (k == DP_NONE_ID) return;
+  dp__ondev p;
+  if (k == DP__NONE_ID) return;
   if (ix->what[id] == W_LOWERED && i == 2) ix->flag[k] |= F_LOWERED_ARGS;
   if (i > 0 && (ix->what[id] == W_FN_CALL || ix->what[id] == W_CTOR_CALL ||
                 (ix->what[id] == W_OP_CALL && ix->ann[id] == OP_ORDINARY)))
@@ -341,15 +341,15 @@ static void child_flags(dp_index *ix, uint32_t id, uint32_t i, uint32_t k) {
 }
 
 static int number_fn(walk *w, dp_func *root) {
-  dp_index *ix = w->ix;
+  dp__index *ix = w->ix;
   w->from = ix->n;
   w->nst = 0;
-  reach(w, &root->e, 1, 0, DP_NONE_ID, DP_NONE_ID, 0);
+  reach(w, &root->e, 1, 0, DP__NONE_ID, DP__NONE_ID, 0);
   while (w->nst && !w->oom) {
     frame *t = &w->st[w->nst - 1];
     if (t->i < t->n) {
       uint32_t id = t->id, i = t->i++, call, pos;
-      uint32_t d = t->quiet ? DP_NONE_ID : demand_of(w, t, i, &call, &pos);
+      uint32_t d = t->quiet ? DP__NONE_ID : demand_of(w, t, i, &call, &pos);
       uint32_t k = reach(w, dp__child(ix->x[id], i), 0, d, call, pos, t->quiet);
       /* (reach may have moved w->st: t is not used after it) */
       ix->kid[ix->koff[id] + i] = k;
@@ -364,7 +364,7 @@ static int number_fn(walk *w, dp_func *root) {
 
 /* Each array to its final size: what a million-node module keeps through
    every phase should not carry the growth slack. */
-static void trim(dp_index *ix) {
+static void trim(dp__index *ix) {
   uint32_t c = ix->n + 1;
   if (c < ix->cap) resize(ix, c); /* (a failed shrink keeps the larger arrays) */
   if (ix->nkid && ix->nkid < ix->capkid) {
@@ -373,8 +373,8 @@ static void trim(dp_index *ix) {
   }
 }
 
-dp_index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
-  dp_index *ix = dp_calloc(1, sizeof *ix);
+dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
+  dp__index *ix = dp_calloc(1, sizeof *ix);
   if (!ix) goto oom;
   ix->mod = dp_retain(m);
   if (dp__plan_ops(m->ctx, &ix->ops, err) < 0 || dp__devices_init(&ix->dev, m->ctx, cfg, err) < 0) {
@@ -406,7 +406,7 @@ oom:
   return NULL;
 }
 
-void dp__index_free(dp_index *ix) {
+void dp__index_free(dp__index *ix) {
   if (!ix) return;
   free(ix->x);
   free(ix->koff);
@@ -421,7 +421,7 @@ void dp__index_free(dp_index *ix) {
   free(ix->gref);
   free(ix->dups);
   free(ix->marks);
-  dp__pmap_free(&ix->map);
+  dp__ptrmap_free(&ix->map);
   dp__devices_free(&ix->dev);
   dp__plan_ops_free(&ix->ops);
   dp_release(ix->mod);
@@ -430,31 +430,31 @@ void dp__index_free(dp_index *ix) {
 
 /* The map again, after dp__index_drop_map: every node (the latest id of a
    node numbered twice). 0, or -1 on out of memory. */
-static int full_map(dp_index *ix) {
+static int full_map(dp__index *ix) {
   if (ix->full) return 0;
   for (uint32_t id = 0; id < ix->n; id++) {
     /* shared nodes are there already, unless the map was dropped; (put: a
        node under a node numbered in two functions has two ids) */
     if ((ix->flag[id] & F_SHARED) && !ix->dropped) continue;
-    if (dp__pmap_put(&ix->map, (uintptr_t)ix->x[id], id, 0) < 0) return -1;
+    if (dp__ptrmap_set(&ix->map, ix->x[id], id, 0) < 0) return -1;
   }
   ix->full = 1;
   ix->dropped = 0;
   return 0;
 }
 
-int dp__index_map(dp_index *ix) {
+int dp__index_map(dp__index *ix) {
   return ix->dropped ? full_map(ix) : 0;
 }
 
-void dp__index_drop_map(dp_index *ix) {
-  dp__pmap_free(&ix->map);
+void dp__index_drop_map(dp__index *ix) {
+  dp__ptrmap_free(&ix->map);
   ix->full = 0;
   ix->dropped = 1;
 }
 
-uint32_t dp__index_id(dp_index *ix, const dp_expr *e) {
-  if (full_map(ix) < 0) return DP_NONE_ID; /* lookups by expression need every node */
-  struct dp_pslot *s = dp__pmap_get(&ix->map, (uintptr_t)e);
-  return s ? s->val : DP_NONE_ID;
+uint32_t dp__index_id(dp__index *ix, const dp_expr *e) {
+  if (full_map(ix) < 0) return DP__NONE_ID; /* lookups by expression need every node */
+  dp__ptrslot *s = dp__ptrmap_find(&ix->map, e);
+  return s ? s->val : DP__NONE_ID;
 }

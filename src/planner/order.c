@@ -24,7 +24,7 @@
 #include "planner.h"
 
 typedef struct octx {
-  const dp_index *ix;
+  const dp__index *ix;
   uint32_t n;         /* functions */
   uint32_t *byname;   /* function indices sorted by name */
   uint32_t *rank;     /* function index -> position in byname */
@@ -39,7 +39,7 @@ typedef struct octx {
    i -> g (self references left out). Two passes over the references:
    count, then fill. */
 static int edges(octx *o) {
-  const dp_index *f = o->ix;
+  const dp__index *f = o->ix;
   o->eoff = dp_calloc(o->n + 1, sizeof *o->eoff);
   o->callee = dp_malloc((f->ngref ? f->ngref : 1) * sizeof *o->callee);
   o->indeg = dp_calloc(o->n, sizeof *o->indeg);
@@ -139,7 +139,7 @@ static int sort_names(octx *o) {
   return 0;
 }
 
-uint32_t *dp__plan_order(const dp_index *ix) {
+uint32_t *dp__plan_order(const dp__index *ix) {
   octx o = {.ix = ix, .n = ix->nfn};
   uint32_t *out = dp_malloc((o.n ? o.n : 1) * sizeof *out);
   o.placed = dp_calloc(o.n, 1);

@@ -54,7 +54,7 @@ void dp__place_free(struct dp_placement *pl) {
 
 typedef struct pctx {
   dp_domains *d;
-  dp_index *ix;
+  dp__index *ix;
   const dp_place_hooks *h;
   struct dp_placement *pl;
   uint32_t *var_of;           /* domain (root) -> variable */
@@ -106,7 +106,7 @@ static uint32_t label_of(pctx *c, uint32_t dev) {
     if (pl->labdev[l] == dev) return l;
   if (pl->nlab == 64) {
     c->err = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "placement by cost: more than 64 devices");
-    return DP_NONE_ID;
+    return DP__NONE_ID;
   }
   pl->labdev[pl->nlab] = dev;
   return pl->nlab++;
@@ -115,42 +115,42 @@ static uint32_t label_of(pctx *c, uint32_t dev) {
 /* The configuration's devices: the default first, then one per primitive
    target (device type, id 0, target), canonical. */
 static int selectable(pctx *c) {
-  dp_devices *dv = c->d->dev;
+  dp__devices *dv = c->d->dev;
   const dp_config *cfg = dv->cfg;
   label_of(c, dv->dflt);
   for (uint32_t i = 0; i < cfg->ntargets; i++) {
     dp_err *e = NULL;
     dp_vdev *vd = dp_vdev_make(dv->ctx, 0, 0, cfg->primitive_targets[i], NULL, &e);
-    uint32_t k = vd ? dp__dev_canon(dv, vd, NULL) : DP_NONE_ID;
+    uint32_t k = vd ? dp__dev_canon(dv, vd, NULL) : DP__NONE_ID;
     dp_release(vd);
     dp_err_free(e);
-    if (k != DP_NONE_ID && k && label_of(c, k) == DP_NONE_ID) return -1;
+    if (k != DP__NONE_ID && k && label_of(c, k) == DP__NONE_ID) return -1;
   }
   c->pl->nsel = c->pl->nlab;
   return dv->oom ? oom(c) : 0;
 }
 
-/* The variable of domain dom's class (new when first met), or DP_NONE_ID
+/* The variable of domain dom's class (new when first met), or DP__NONE_ID
    + c->err. */
 static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
   dp_domains *d = c->d;
   dp_place_problem *p = &c->pl->p;
   uint32_t r = dp__dom_find(d, dom);
-  if (c->var_of[r] != DP_NONE_ID) return c->var_of[r];
+  if (c->var_of[r] != DP__NONE_ID) return c->var_of[r];
   if (c->nv == c->capv) {
     uint32_t cap = c->capv;
-    if (dp_grow((void **)&c->vroot, &cap, c->nv + 1, sizeof *c->vroot) < 0) return oom(c), DP_NONE_ID;
+    if (dp_grow((void **)&c->vroot, &cap, c->nv + 1, sizeof *c->vroot) < 0) return oom(c), DP__NONE_ID;
     void *q;
-    if (!(q = dp_realloc(c->vwhy, (size_t)cap * sizeof *c->vwhy))) return oom(c), DP_NONE_ID;
+    if (!(q = dp_realloc(c->vwhy, (size_t)cap * sizeof *c->vwhy))) return oom(c), DP__NONE_ID;
     c->vwhy = q;
-    if (!(q = dp_realloc(c->vtouched, (size_t)cap * sizeof *c->vtouched))) return oom(c), DP_NONE_ID;
+    if (!(q = dp_realloc(c->vtouched, (size_t)cap * sizeof *c->vtouched))) return oom(c), DP__NONE_ID;
     c->vtouched = q;
     c->capv = cap;
   }
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
   if (dev) { /* an annotation reached it: fixed, at its device as defaulting fills it in */
     uint32_t l = label_of(c, dp__dev_default(d->dev, dev, d->dev->dflt));
-    if (l == DP_NONE_ID) return DP_NONE_ID;
+    if (l == DP__NONE_ID) return DP__NONE_ID;
     p->fixed[v] = l;
   } else {
     p->allowed[v] = ((uint64_t)1 << c->pl->nsel) - 1;
@@ -194,10 +194,10 @@ static int nets(pctx *c) {
     const dp_flowrec *f0 = &d->flows[key[i].i];
     dp_expr *value = c->ix->x[f0->value];
     uint32_t src = var_for(c, f0->src, value);
-    if (src == DP_NONE_ID) rc = -1;
+    if (src == DP__NONE_ID) rc = -1;
     for (; j < n && key[j].k == key[i].k && rc == 0; j++) {
       uint32_t r = var_for(c, d->flows[key[j].i].dst, c->ix->x[f0->value]);
-      if (r == DP_NONE_ID) rc = -1;
+      if (r == DP__NONE_ID) rc = -1;
       else readers[k++] = r;
     }
     if (rc == 0) {
@@ -243,10 +243,10 @@ static int call_costs(pctx *c, uint32_t id) {
   struct dp_placement *pl = c->pl;
   dp_place_problem *p = &pl->p;
   uint32_t v = c->var_of[dp__dom_find(d, d->dom[id])];
-  if (v == DP_NONE_ID) return 0;
+  if (v == DP__NONE_ID) return 0;
   dp_expr *call = c->ix->x[id];
   int ok;
-  if (p->fixed[v] != DP_NONE_ID) { /* an annotation put it there: it must run there */
+  if (p->fixed[v] != DP__NONE_ID) { /* an annotation put it there: it must run there */
     dp_vdev *vd = d->dev->v[pl->labdev[p->fixed[v]]];
     if (can_run(c, call, vd, &ok) < 0) return -1;
     if (ok) return 0;
@@ -307,7 +307,7 @@ static int pair_costs(pctx *c) {
 
 /* Capabilities, compute costs and bandwidths, from the hooks. */
 static int costs(pctx *c) {
-  dp_index *ix = c->ix;
+  dp__index *ix = c->ix;
   struct dp_placement *pl = c->pl;
   const dp_place_hooks *h = c->h;
   pl->time = h->compute || h->bandwidth;
@@ -328,14 +328,14 @@ static int decide(pctx *c) {
   struct dp_placement *pl = c->pl;
   const dp_place_problem *p = &pl->p;
   uint32_t n = 0;
-  for (uint32_t v = 0; v < c->nv; v++) n += p->fixed[v] == DP_NONE_ID && c->vtouched[v];
+  for (uint32_t v = 0; v < c->nv; v++) n += p->fixed[v] == DP__NONE_ID && c->vtouched[v];
   pl->dom = dp_malloc((n ? n : 1) * sizeof *pl->dom);
   pl->var = dp_malloc((n ? n : 1) * sizeof *pl->var);
   pl->cons = dp_malloc((n ? n : 1) * sizeof *pl->cons);
   pl->why = dp_malloc((n ? n : 1) * sizeof *pl->why);
   if (!pl->dom || !pl->var || !pl->cons || !pl->why) return oom(c);
   for (uint32_t v = 0; v < c->nv; v++) {
-    if (p->fixed[v] != DP_NONE_ID || !c->vtouched[v]) continue;
+    if (p->fixed[v] != DP__NONE_ID || !c->vtouched[v]) continue;
     uint32_t k = dp__dom_first(d, pl->labdev[pl->label[v]], R_PLACEMENT, c->vwhy[v]);
     dp_err *e = NULL;
     if (d->oom || dp__unify(d, c->vroot[v], k, R_PLACEMENT, c->vwhy[v], &e) != 0) {
@@ -375,7 +375,7 @@ int dp__place(dp_domains *d, const dp_place_hooks *h, dp_err **err) {
     oom(&c);
     goto done;
   }
-  for (uint32_t i = 0; i < d->nnodes; i++) c.var_of[i] = DP_NONE_ID;
+  for (uint32_t i = 0; i < d->nnodes; i++) c.var_of[i] = DP__NONE_ID;
   /* the variables are found as the nets are made: the problem is sized
      for a variable per domain, its labels counted when all are known */
   if (dp_place_init(&c.pl->p, d->nnodes, 64, 0) < 0) {

@@ -60,9 +60,9 @@ int dp_place_init(dp_place_problem *m, uint32_t nvars, uint32_t nlabels, uint32_
   }
   uint64_t all = nlabels == 64 ? UINT64_MAX : ((uint64_t)1 << nlabels) - 1;
   for (uint32_t v = 0; v < nvars; v++) {
-    m->fixed[v] = DP_NONE_ID;
+    m->fixed[v] = DP__NONE_ID;
     m->allowed[v] = all;
-    m->stamp[v] = DP_NONE_ID;
+    m->stamp[v] = DP__NONE_ID;
   }
   return 0;
 }
@@ -247,7 +247,7 @@ static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha
   for (uint32_t v = 0; v < m->nvars; v++) {
     uint32_t l = label[v];
     if (l == alpha) state[v] = ST_T;
-    else if (m->fixed[v] != DP_NONE_ID || !((m->allowed[v] >> alpha) & 1)) state[v] = ST_S;
+    else if (m->fixed[v] != DP__NONE_ID || !((m->allowed[v] >> alpha) & 1)) state[v] = ST_S;
     else {
       state[v] = dp__flow_node(g);
       if (m->unary) {
@@ -278,10 +278,10 @@ static int start(const dp_place_problem *m, uint32_t *label) {
   int none = 0;
   for (uint32_t v = 0; v < m->nvars; v++) {
     uint64_t a = m->allowed[v];
-    if (m->fixed[v] != DP_NONE_ID) label[v] = m->fixed[v];
+    if (m->fixed[v] != DP__NONE_ID) label[v] = m->fixed[v];
     else if ((a >> m->dflt) & 1) label[v] = m->dflt;
     else if (a) label[v] = (uint32_t)__builtin_ctzll(a);
-    else label[v] = DP_NONE_ID, none = 1;
+    else label[v] = DP__NONE_ID, none = 1;
   }
   return none;
 }

@@ -11,7 +11,7 @@
 #include "planner.h"
 
 dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err) {
-  dp_index *ix = dp__index_new(m, cfg, err);   /* every node numbered, once */
+  dp__index *ix = dp__index_new(m, cfg, err);   /* every node numbered, once */
   if (ix) ix = dp__rewrite(ix, err);           /* phase 0: fixed annotations */
   if (ix) ix = dp__conflicts(ix, err);         /* phase 0b: conflicting demands */
   if (!ix) return NULL;
@@ -38,7 +38,7 @@ dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_op
   static const dp_plan_opts tvm = {0};
   if (!o) o = &tvm;
   if (all) *all = (dp_conflicts){0};
-  dp_index *ix = dp__index_new(m, cfg, err);
+  dp__index *ix = dp__index_new(m, cfg, err);
   if (ix) ix = dp__rewrite(ix, err);
   if (ix && !o->strict && o->placement == DP_PLACE_TVM) ix = dp__conflicts(ix, err);
   if (!ix) return NULL;
@@ -66,9 +66,9 @@ dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_pla
 }
 
 /* The phases one by one (plan.h), each on a module of its own. */
-static dp_module *one(dp_module *m, const dp_config *cfg, dp_index *(*phase)(dp_index *, dp_err **),
+static dp_module *one(dp_module *m, const dp_config *cfg, dp__index *(*phase)(dp__index *, dp_err **),
                       dp_err **err) {
-  dp_index *ix = dp__index_new(m, cfg, err);
+  dp__index *ix = dp__index_new(m, cfg, err);
   if (ix) ix = phase(ix, err);
   dp_module *out = ix ? dp_retain(ix->mod) : NULL;
   dp__index_free(ix);
@@ -84,6 +84,6 @@ dp_module *dp_plan_conflicts(dp_module *m, const dp_config *cfg, dp_err **err) {
 }
 
 dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err) {
-  dp_index *ix = dp__index_new(m, cfg, err);
+  dp__index *ix = dp__index_new(m, cfg, err);
   return ix ? dp__analyze(ix, err) : NULL;
 }

@@ -9,7 +9,7 @@
  *              order, its on_device / device_copy attributes decoded, what
  *              phase 0 must rewrite and phase 0b's demands
  *   domains.c  the union-find of domains over those devices (the state
- *              between analysis and capture, DP_OBJ_DOMAINS)
+ *              between analysis and capture, dp_domains_objtype())
  *
  * and the rules of the special operators (rules.c), which analysis,
  * phase 0b and the verifier read from one table. Each phase keeps its own
@@ -27,16 +27,16 @@
 
 #include "devplan/devplan.h"
 
-#define DP_NONE_ID UINT32_MAX
+#define DP__NONE_ID UINT32_MAX
 
 /* ================= rules.c: the special operators ================= */
 
-/* How a node is read by the phases (dp_index.what): decoded once, when it
+/* How a node is read by the phases (dp__index.what): decoded once, when it
    is numbered. */
 enum {
   W_PLAIN = 0,        /* anything that is none of the below */
   W_ON_DEVICE,        /* on_device(body): ann = device | cbody | cresult */
-  W_COPY,             /* device_copy(body): ann = index in dp_index.copies */
+  W_COPY,             /* device_copy(body): ann = index in dp__index.copies */
   W_OP_CALL,          /* a call of an operator: ann = rule (R_OP_*) */
   W_CTOR_CALL,        /* a call of a constructor */
   W_FN_CALL,          /* a call of anything else (global, variable, function value) */
@@ -52,41 +52,41 @@ enum { OP_ORDINARY, OP_ALLOC_STORAGE, OP_ALLOC_TENSOR, OP_SHAPE_OF, OP_RESHAPE_T
        OP_INVOKE_TVM_OP, OP_CALL_LOWERED, OP__COUNT };
 enum { ARG_CALL, ARG_HOST, ARG_FREE };      /* an argument lives where the call runs, on the host, anywhere */
 enum { RES_CALL, RES_HOST, RES_ATTR };      /* the result: where the call runs, the host, its virtual_device */
-typedef struct dp_op_rule {
+typedef struct dp__oprule {
   const char *name;
   uint8_t first;      /* argument 0's rule */
   uint8_t rest;       /* the other arguments' rule */
   uint8_t result;
-} dp_op_rule;
-extern const dp_op_rule dp__op_rules[OP__COUNT];
-static inline int dp__arg_rule(const dp_op_rule *r, uint32_t i) { return i == 0 ? r->first : r->rest; }
+} dp__oprule;
+extern const dp__oprule dp__op_rules[OP__COUNT];
+static inline int dp__arg_rule(const dp__oprule *r, uint32_t i) { return i == 0 ? r->first : r->rest; }
 
-struct dp_attr_cache; /* rules.c */
-struct dp_plan_ops {
+struct dp__attr_cache; /* rules.c */
+struct dp__plan_ops {
   dp_op *on_device, *device_copy;
   dp_op *special[OP__COUNT];  /* [OP_ORDINARY] unused; NULL when not registered */
-  struct dp_attr_cache *cache; /* attribute sets built, by device pair (dp__plan_ops_free) */
+  struct dp__attr_cache *cache; /* attribute sets built, by device pair (dp__plan_ops_free) */
 };
 
-int dp__plan_ops(dp_ctx *ctx, struct dp_plan_ops *ops, dp_err **err);
-void dp__plan_ops_free(struct dp_plan_ops *ops);
+int dp__plan_ops(dp_ctx *ctx, struct dp__plan_ops *ops, dp_err **err);
+void dp__plan_ops_free(struct dp__plan_ops *ops);
 /* The rule of an operator (OP_ORDINARY for every operator not special). */
-int dp__op_rule(const struct dp_plan_ops *ops, const dp_op *op);
+int dp__op_rule(const struct dp__plan_ops *ops, const dp_op *op);
 
 /* An on_device call's attributes, read by name (the index decodes each
    call once; the verifier and phase 0 read them through this). */
-typedef struct dp_ondev {
+typedef struct dp__ondev {
   dp_expr *body;
   dp_vdev *vd;       /* borrowed; NULL when unconstrained */
   int cbody, cresult;
-} dp_ondev;
-int dp__on_device_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_ondev *p);
+} dp__ondev;
+int dp__on_device_props(const struct dp__plan_ops *ops, const dp_expr *e, dp__ondev *p);
 /* The body of an on_device call (its attributes unread), or NULL. */
-dp_expr *dp__on_device_body(const struct dp_plan_ops *ops, const dp_expr *e);
-int dp__device_copy_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_expr **body,
+dp_expr *dp__on_device_body(const struct dp__plan_ops *ops, const dp_expr *e);
+int dp__device_copy_props(const struct dp__plan_ops *ops, const dp_expr *e, dp_expr **body,
                           dp_vdev **src, dp_vdev **dst);
 /* "Normal" on_device: constrains its body to a device, not its result. */
-int dp__is_normal_on_device(const struct dp_plan_ops *ops, const dp_expr *e, dp_ondev *p);
+int dp__is_normal_on_device(const struct dp__plan_ops *ops, const dp_expr *e, dp__ondev *p);
 /* Phase 0's rule for an on_device that is a let value or a function body:
    it is fixed. Analysis reads that in place (rewriting it would rebuild
    the whole spine above it), except where reading in place would not say
@@ -95,30 +95,30 @@ int dp__is_normal_on_device(const struct dp_plan_ops *ops, const dp_expr *e, dp_
    drops it), of another on_device (phase 0 merges the two when they say
    the same device), or of a function; phase 0 runs where there is such a
    one (or another of its forms). */
-int dp__fixed_in_place(const struct dp_plan_ops *ops, const dp_expr *value);
+int dp__fixed_in_place(const struct dp__plan_ops *ops, const dp_expr *value);
 /* call_lowered(@f, (args)) (a call of @f): the callee and arguments as if
    it were not lowered. Returns the argument count. */
-int dp__is_lowered(const struct dp_plan_ops *ops, const dp_call *c);
-uint32_t dp__any_call(const struct dp_plan_ops *ops, const dp_call *c, dp_expr **callee,
+int dp__is_lowered(const struct dp__plan_ops *ops, const dp_call *c);
+uint32_t dp__any_call(const struct dp__plan_ops *ops, const dp_call *c, dp_expr **callee,
                       dp_expr *const **args);
 int dp__is_primitive(const dp_func *f);
 
 /* The annotations the planner builds (typed like what they wrap). */
-dp_expr *dp__on_device_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
+dp_expr *dp__on_device_at(const struct dp__plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
                           int cresult, dp_span span, dp_err **err);
 /* Capture's annotation (TVM's MaybeOnDeviceFixed): a fixed on_device,
    none around variables, globals, functions, operators, constructors. */
-dp_expr *dp__maybe_on_device_fixed(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd,
+dp_expr *dp__maybe_on_device_fixed(const struct dp__plan_ops *ops, dp_expr *body, dp_vdev *vd,
                                    dp_err **err);
 /* Phase 0's fixed annotation of a let value or function body. */
-dp_expr *dp__on_device_fixed_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd,
+dp_expr *dp__on_device_fixed_at(const struct dp__plan_ops *ops, dp_expr *body, dp_vdev *vd,
                                 dp_span span, dp_err **err);
-dp_expr *dp__device_copy(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *src,
+dp_expr *dp__device_copy(const struct dp__plan_ops *ops, dp_expr *body, dp_vdev *src,
                          dp_vdev *dst, dp_err **err);
 
 /* ================= devices.c: the device table ================= */
 
-typedef struct dp_devices {
+typedef struct dp__devices {
   dp_ctx *ctx;
   dp_config *cfg;             /* retained */
   dp_vdev **v;                /* retained; [0] the unconstrained device */
@@ -129,34 +129,25 @@ typedef struct dp_devices {
   uint32_t djoin[8][3], njoin;              /* (a, b) -> join */
   uint32_t ddflt[8][3], ndflt;              /* (cur, by) -> default */
   int oom;
-} dp_devices;
+} dp__devices;
 
-int dp__devices_init(dp_devices *t, dp_ctx *ctx, const dp_config *cfg, dp_err **err);
-void dp__devices_free(dp_devices *t);
-uint32_t dp__dev_index(dp_devices *t, dp_vdev *v);  /* interned as is; 0 for NULL */
+int dp__devices_init(dp__devices *t, dp_ctx *ctx, const dp_config *cfg, dp_err **err);
+void dp__devices_free(dp__devices *t);
+uint32_t dp__dev_index(dp__devices *t, dp_vdev *v);  /* interned as is; 0 for NULL */
 /* The canonical device of an annotation through the configuration;
-   DP_NONE_ID + error when the configuration has none. */
-uint32_t dp__dev_canon(dp_devices *t, dp_vdev *v, dp_err **err);
-/* Join (DP_NONE_ID when a constrained field disagrees) and TVM's Default. */
-uint32_t dp__dev_join(dp_devices *t, uint32_t a, uint32_t b);
-uint32_t dp__dev_default(dp_devices *t, uint32_t cur, uint32_t by);
-static inline dp_vdev *dp__dev(const dp_devices *t, uint32_t i) { return t->v[i]; }
+   DP__NONE_ID + error when the configuration has none. */
+uint32_t dp__dev_canon(dp__devices *t, dp_vdev *v, dp_err **err);
+/* Join (DP__NONE_ID when a constrained field disagrees) and TVM's Default. */
+uint32_t dp__dev_join(dp__devices *t, uint32_t a, uint32_t b);
+uint32_t dp__dev_default(dp__devices *t, uint32_t cur, uint32_t by);
+static inline dp_vdev *dp__dev(const dp__devices *t, uint32_t i) { return t->v[i]; }
 
-/* ================= pmap.c: pointer -> id ================= */
-
-typedef struct dp_pmap {
-  struct dp_pslot { uintptr_t key; uint32_t val; uint32_t aux; } *slots;
-  uint32_t cap, n;
-} dp_pmap;
-struct dp_pslot *dp__pmap_get(const dp_pmap *m, uintptr_t key);
-/* put of a key known to be absent */
-int dp__pmap_add(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t aux);
-int dp__pmap_put(dp_pmap *m, uintptr_t key, uint32_t val, uint32_t aux);
-void dp__pmap_free(dp_pmap *m);
+/* ================= the pointer map: src/core/ptrmap.h ================= */
+#include "../core/ptrmap.h"
 
 /* ================= index.c: the node numbering ================= */
 
-enum { /* dp_index.flag */
+enum { /* dp__index.flag */
   F_SHARED = 1,        /* other references may reach it: found through the map */
   F_PARAM = 2,         /* a function's parameter */
   F_LOWERED_ARGS = 4,  /* call_lowered's argument tuple */
@@ -166,19 +157,19 @@ enum { /* dp_index.flag */
 };
 enum { ON_CBODY = 1u << 30, ON_CRESULT = 1u << 31, ON_DEV = ON_CBODY - 1 };
 
-/* A device_copy's written ends (device indices, DP_NONE_ID: not canonical). */
-typedef struct dp_copy_ends { uint32_t src, dst; } dp_copy_ends;
+/* A device_copy's written ends (device indices, DP__NONE_ID: not canonical). */
+typedef struct dp__copy_ends { uint32_t src, dst; } dp__copy_ends;
 /* Phase 0b: at argument pos of call, a copy from src to dst. */
-typedef struct dp_mark { uint32_t call, pos, src, dst; } dp_mark;
+typedef struct dp__mark { uint32_t call, pos, src, dst; } dp__mark;
 
-typedef struct dp_index {
+typedef struct dp__index {
   dp_module *mod;          /* retained */
-  struct dp_plan_ops ops;
-  dp_devices dev;
+  struct dp__plan_ops ops;
+  dp__devices dev;
   uint32_t n, cap;         /* ids */
   dp_expr **x;             /* id -> node (borrowed: the module holds it) */
   uint32_t *koff;          /* id -> first child in kid; koff[n] closes */
-  uint32_t *kid;           /* children's ids in dp_expr_child order (DP_NONE_ID: operators,
+  uint32_t *kid;           /* children's ids in dp_expr_child order (DP__NONE_ID: operators,
                               constructors, and the bodies of primitive functions: none) */
   uint32_t nkid, capkid;
   uint32_t *post;          /* ids in post order */
@@ -188,39 +179,39 @@ typedef struct dp_index {
   uint32_t *ann;           /* W_ON_DEVICE: device | ON_CBODY | ON_CRESULT (device ON_DEV when
                               the configuration has no canonical one); W_COPY: index in copies;
                               W_OP_CALL: the operator's rule (OP_*) */
-  dp_copy_ends *copies; uint32_t ncopies, capcopies;
+  dp__copy_ends *copies; uint32_t ncopies, capcopies;
   /* per global function, definition order: first id and first post index
      (entry nfn closes) */
   uint32_t *fnid, *fnpost, nfn;
   uint32_t *gref; uint32_t ngref, capgref;   /* ids of global references (order.c) */
   uint32_t *dups; uint32_t ndups, capdups;   /* (id, earlier id) pairs of F_DUP nodes */
-  dp_pmap map;             /* shared node -> latest id (aux: phase 0b's demand + 1) */
+  dp__ptrmap map;             /* shared node -> latest id (aux: phase 0b's demand + 1) */
   int full;                /* map holds every node (dp__index_id) */
   int dropped;             /* map freed after analysis (dp__index_drop_map) */
   uint32_t nrewrite;       /* nodes phase 0 rewrites */
-  dp_mark *marks; uint32_t nmarks, capmarks; /* phase 0b's copies */
+  dp__mark *marks; uint32_t nmarks, capmarks; /* phase 0b's copies */
   uint32_t nann;           /* annotations (constraint domains analysis makes) */
   /* how analysis reads the module (set by dp_plan_domains, seen by replays):
      relax: placement by cost (place.c): a call's arguments are not unified
      with where it runs but recorded as flows a copy may sit on; collect:
      a conflict is recorded and analysis goes on (all conflicts) */
   uint8_t relax, collect;
-} dp_index;
+} dp__index;
 
 /* Number every global function of m (one walk each); NULL + error. */
-dp_index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err);
-void dp__index_free(dp_index *ix);
-/* e's id (its latest, for a node numbered twice), or DP_NONE_ID. */
-uint32_t dp__index_id(dp_index *ix, const dp_expr *e);
+dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err);
+void dp__index_free(dp__index *ix);
+/* e's id (its latest, for a node numbered twice), or DP__NONE_ID. */
+uint32_t dp__index_id(dp__index *ix, const dp_expr *e);
 /* After analysis the phases find nodes by id alone: the map is freed (a
    million shared nodes hold tens of megabytes), and made again, with every
    node, when something asks by expression (dp__index_map: 0 or -1). */
-void dp__index_drop_map(dp_index *ix);
-int dp__index_map(dp_index *ix);
-/* Child i of id: its id (DP_NONE_ID: not numbered). */
-static inline uint32_t dp__kid(const dp_index *ix, uint32_t id, uint32_t i) {
+void dp__index_drop_map(dp__index *ix);
+int dp__index_map(dp__index *ix);
+/* Child i of id: its id (DP__NONE_ID: not numbered). */
+static inline uint32_t dp__kid(const dp__index *ix, uint32_t id, uint32_t i) {
   uint32_t o = ix->koff[id] + i;
-  return o < ix->koff[id + 1] ? ix->kid[o] : DP_NONE_ID;
+  return o < ix->koff[id + 1] ? ix->kid[o] : DP__NONE_ID;
 }
 /* The device of a W_ON_DEVICE node's ann (ON_DEV: not canonical). */
 static inline uint32_t dp__ann_dev(uint32_t ann) { return ann & ON_DEV; }
@@ -266,32 +257,32 @@ enum {
    (union-find root) holds the class's device; a function domain lists its
    parameter and result domains in kids; a constraint's own device and
    reason are in cons (few domains are constraints). */
-typedef struct dp_dnode {
+typedef struct dp__dnode {
   uint32_t parent;   /* union-find parent (itself for a root) */
   union {
     uint32_t vdev;   /* first order, roots: device index (0: free) */
     uint32_t aux;    /* function domain: offset in kids */
   };
-  uint32_t size : 24; /* roots: class size, union by size (saturates at DP_DSIZE_MAX) */
+  uint32_t size : 24; /* roots: class size, union by size (saturates at DP__DSIZE_MAX) */
   uint32_t isfn : 1;  /* function domain */
   uint32_t read : 1;  /* roots: a default was taken from this class's device */
   uint32_t crule : 6; /* constraint rule (0: not a constraint) */
-} dp_dnode;
-#define DP_DSIZE_MAX 0xFFFFFFu
+} dp__dnode;
+#define DP__DSIZE_MAX 0xFFFFFFu
 
 /* A constraint domain (dom) with its own device and the expression behind
    it; made in domain order, so found by binary search (dp__dom_cons). */
-typedef struct dp_cons { uint32_t dom, vdev; dp_expr *why; } dp_cons;
+typedef struct dp__cons { uint32_t dom, vdev; dp_expr *why; } dp__cons;
 
 /* The proof forest (explanations, conflict messages): an undirected
    spanning tree of every class whose edges say why two domains were
    unified. Kept only by the domains explain.c builds to answer a question
    (dp__domains_shadow), which replay analysis and what followed it. */
-typedef struct dp_proof { uint32_t parent; uint8_t rule; dp_expr *why; } dp_proof;
+typedef struct dp__proof { uint32_t parent; uint8_t rule; dp_expr *why; } dp__proof;
 
 /* What happened to the domains after analysis, in order: replayed to build
    the proof forest when it was not kept. */
-typedef struct dp_op_log { uint8_t op; int rule; dp_expr *a, *b; uint32_t vdev; } dp_op_log;
+typedef struct dp__op_log { uint8_t op; int rule; dp_expr *a, *b; uint32_t vdev; } dp__op_log;
 enum { LOG_DEFAULT, LOG_UNIFY, LOG_CONSTRAIN, LOG_SET_DEFAULT, LOG_PLACE };
 
 /* Where a copy may sit when placing by cost: the value of node `value`
@@ -303,19 +294,19 @@ typedef struct dp_failed { uint32_t a, b; int rule; dp_expr *why; } dp_failed;
 struct dp_placement; /* place.c */
 
 struct dp_domains {
-  dp_obj h;                 /* DP_OBJ_DOMAINS */
-  dp_index *ix;             /* the analysed module's numbering (owned, or owner's) */
+  dp_obj h;                 /* dp_domains_objtype() */
+  dp__index *ix;             /* the analysed module's numbering (owned, or owner's) */
   dp_domains *owner;        /* explain.c's replay: the domains whose index this borrows */
-  dp_devices *dev;          /* &ix->dev */
+  dp__devices *dev;          /* &ix->dev */
   dp_ctx *ctx;
-  dp_dnode *nodes; uint32_t nnodes, capnodes;
-  dp_cons *cons; uint32_t ncons, capcons;
+  dp__dnode *nodes; uint32_t nnodes, capnodes;
+  dp__cons *cons; uint32_t ncons, capcons;
   uint32_t *kids; uint32_t nkids, capkids;   /* function domains: arity, params..., result */
   uint32_t *dom;            /* id -> domain */
-  dp_pmap extra;            /* domains of what the index does not number (primfns,
+  dp__ptrmap extra;            /* domains of what the index does not number (primfns,
                                pattern variables never used, operators of lookups) */
-  dp_proof *proof;          /* per domain, or NULL (proofs off) */
-  dp_op_log *log; uint32_t nlog, caplog;
+  dp__proof *proof;          /* per domain, or NULL (proofs off) */
+  dp__op_log *log; uint32_t nlog, caplog;
   int analysed;             /* analysis completed (the log starts) */
   /* scratch for unify */
   uint32_t *work; uint32_t nwork, capwork;
@@ -331,7 +322,7 @@ struct dp_domains {
 
 void dp__domains_free_fn(dp_obj *o, dp_worklist *wl);
 /* New domains over ix (taking it), without proofs. */
-dp_domains *dp__domains_new(dp_index *ix, dp_err **err);
+dp_domains *dp__domains_new(dp__index *ix, dp_err **err);
 uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy);
 uint32_t dp__dom_fn(dp_domains *d, uint32_t arity, const uint32_t *kids);
 uint32_t dp__dom_for_type(dp_domains *d, const dp_type *t, uint32_t vdev, int crule,
@@ -357,19 +348,19 @@ int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev,
    later refinement of it asks for another pass (default.c). */
 uint32_t dp__dom_source(dp_domains *d, uint32_t x);
 /* The constraint of domain x (its crule is set). */
-const dp_cons *dp__dom_cons(const dp_domains *d, uint32_t x);
+const dp__cons *dp__dom_cons(const dp_domains *d, uint32_t x);
 int dp__dom_fully_constrained(dp_domains *d, uint32_t x);
 /* The domain of child i of id. */
 static inline uint32_t dp__kdom(dp_domains *d, uint32_t id, uint32_t i) {
   uint32_t k = dp__kid(d->ix, id, i);
-  return k != DP_NONE_ID ? d->dom[k] : dp__dom_of(d, dp__child(d->ix->x[id], i));
+  return k != DP__NONE_ID ? d->dom[k] : dp__dom_of(d, dp__child(d->ix->x[id], i));
 }
-/* The domain of a call's callee (DP_NONE_ID for operators and constructors). */
+/* The domain of a call's callee (DP__NONE_ID for operators and constructors). */
 uint32_t dp__callee_dom(dp_domains *d, uint32_t id);
 /* A post-analysis change, logged before it is applied (explain.c replays
    the log); dp__domains_apply applies one (0, or -1 + error). */
 void dp__domains_log(dp_domains *d, int op, int rule, dp_expr *a, dp_expr *b, uint32_t vdev);
-int dp__domains_apply(dp_domains *d, const dp_op_log *op, dp_err **err);
+int dp__domains_apply(dp_domains *d, const dp__op_log *op, dp_err **err);
 /* New domains with proofs over d's index (for explain.c's replay). */
 dp_domains *dp__domains_shadow(dp_domains *d, dp_err **err);
 
@@ -377,15 +368,15 @@ dp_domains *dp__domains_shadow(dp_domains *d, dp_err **err);
 
 /* Phase 0 and 0b on an index: the index itself when nothing changes (the
    module is not walked again), else the new module's. ix is consumed. */
-dp_index *dp__rewrite(dp_index *ix, dp_err **err);
-dp_index *dp__conflicts(dp_index *ix, dp_err **err);
+dp__index *dp__rewrite(dp__index *ix, dp_err **err);
+dp__index *dp__conflicts(dp__index *ix, dp_err **err);
 /* Phase 1: the domains of ix (consumed); dp__analyze_again runs it on
    fresh domains (explain.c's replay). */
-dp_domains *dp__analyze(dp_index *ix, dp_err **err);
+dp_domains *dp__analyze(dp__index *ix, dp_err **err);
 int dp__analyze_again(dp_domains *d, dp_err **err);
 /* The global functions in the order defaulting visits them (order.c):
    callers first, then by name. A new array of ix->nfn indices, or NULL. */
-uint32_t *dp__plan_order(const dp_index *ix);
+uint32_t *dp__plan_order(const dp__index *ix);
 
 /* Placement by cost (place.c), between analysis and defaulting: every free
    class a flow reaches gets the device that minimises the bytes copied

@@ -35,15 +35,15 @@
 #include "planner.h"
 
 typedef struct rctx {
-  const struct dp_plan_ops *ops;
+  const struct dp__plan_ops *ops;
   dp_module *m;
 } rctx;
 
-static int is_normal(const struct dp_plan_ops *ops, dp_expr *e, dp_ondev *p) {
+static int is_normal(const struct dp__plan_ops *ops, dp_expr *e, dp__ondev *p) {
   return dp__is_normal_on_device(ops, e, p);
 }
 
-static dp_expr *copy_ok(const struct dp_plan_ops *ops, dp_expr *e, dp_err **err) {
+static dp_expr *copy_ok(const struct dp__plan_ops *ops, dp_expr *e, dp_err **err) {
   return dp__on_device_at(ops, e, NULL, 0, 0, e->span, err);
 }
 
@@ -75,8 +75,8 @@ done:
 
 static dp_expr *post(void *ud, dp_expr *orig, dp_expr *e, dp_err **err) {
   rctx *r = ud;
-  const struct dp_plan_ops *ops = r->ops;
-  dp_ondev p;
+  const struct dp__plan_ops *ops = r->ops;
+  dp__ondev p;
   switch (e->h.kind) {
   case DP_PROJ: {
     dp_proj *pr = (dp_proj *)e;
@@ -133,7 +133,7 @@ typedef struct walk {
   /* results awaiting their parent, with their originals: a result is
      owned where it differs from its original, borrowed where it is it */
   dp_expr **res, **ores; uint32_t nres, capres, capores;
-  dp_pmap memo;                            /* shared original -> index in mres */
+  dp__ptrmap memo;                            /* shared original -> index in mres */
   dp_expr **mres, **morig; uint32_t nmres, capmres, capmorig;
 } walk;
 
@@ -145,7 +145,7 @@ static void drop(dp_expr *res, const dp_expr *orig) {
 static int memoize(walk *w, dp_expr *orig, dp_expr *r) {
   if (dp_grow((void **)&w->mres, &w->capmres, w->nmres + 1, sizeof *w->mres) < 0 ||
       dp_grow((void **)&w->morig, &w->capmorig, w->nmres + 1, sizeof *w->morig) < 0 ||
-      dp__pmap_put(&w->memo, (uintptr_t)orig, w->nmres, 0) < 0)
+      dp__ptrmap_set(&w->memo, orig, w->nmres, 0) < 0)
     return -1;
   if (r != orig) dp_retain(r);
   w->morig[w->nmres] = orig;
@@ -169,7 +169,7 @@ static int reach(walk *w, dp_expr *e) {
   uint32_t n = dp_expr_nchildren(e);
   if (!n) return hand(w, e, e); /* leaves never change here */
   if (e->h.rc > 1) {
-    struct dp_pslot *s = dp__pmap_get(&w->memo, (uintptr_t)e);
+    dp__ptrslot *s = dp__ptrmap_find(&w->memo, e);
     if (s) {
       dp_expr *r = w->mres[s->val];
       if (r != e) dp_retain(r);
@@ -239,11 +239,11 @@ static void walk_free(walk *w) {
   free(w->ores);
   free(w->mres);
   free(w->morig);
-  dp__pmap_free(&w->memo);
+  dp__ptrmap_free(&w->memo);
 }
 
 /* The rewritten module (new reference; m itself when nothing changed). */
-static dp_module *rewrite_module(dp_module *m, const struct dp_plan_ops *ops, dp_err **err) {
+static dp_module *rewrite_module(dp_module *m, const struct dp__plan_ops *ops, dp_err **err) {
   rctx r = {ops, m};
   walk w = {0};
   w.r = &r;
@@ -270,10 +270,10 @@ fail:
   return NULL;
 }
 
-dp_index *dp__rewrite(dp_index *ix, dp_err **err) {
+dp__index *dp__rewrite(dp__index *ix, dp_err **err) {
   if (!ix->nrewrite) return ix;
   dp_module *out = rewrite_module(ix->mod, &ix->ops, err);
-  dp_index *next = out ? dp__index_new(out, ix->dev.cfg, err) : NULL;
+  dp__index *next = out ? dp__index_new(out, ix->dev.cfg, err) : NULL;
   dp_release(out);
   dp__index_free(ix);
   return next;

@@ -12,7 +12,7 @@
 
 /* planner.md's table. Ordinary operators are device polymorphic: one fresh
    device per call site, shared by the arguments and the result. */
-const dp_op_rule dp__op_rules[OP__COUNT] = {
+const dp__oprule dp__op_rules[OP__COUNT] = {
   [OP_ORDINARY] = {NULL, ARG_CALL, ARG_CALL, RES_CALL},
   [OP_ALLOC_STORAGE] = {"memory.alloc_storage", ARG_HOST, ARG_HOST, RES_ATTR},
   [OP_ALLOC_TENSOR] = {"memory.alloc_tensor", ARG_CALL, ARG_HOST, RES_CALL},
@@ -26,14 +26,14 @@ const dp_op_rule dp__op_rules[OP__COUNT] = {
 
 /* The attribute sets the planner builds, one per device pair and kind:
    capture annotates most nodes of a module with a handful of them. */
-#define DP_ATTR_CACHE 16
-struct dp_attr_cache {
-  struct { dp_vdev *a, *b; int kind; dp_attrs *attrs; } e[DP_ATTR_CACHE];
+#define DP__ATTR_CACHE 16
+struct dp__attr_cache {
+  struct { dp_vdev *a, *b; int kind; dp_attrs *attrs; } e[DP__ATTR_CACHE];
   uint32_t n;
 };
 
-int dp__plan_ops(dp_ctx *ctx, struct dp_plan_ops *ops, dp_err **err) {
-  *ops = (struct dp_plan_ops){0};
+int dp__plan_ops(dp_ctx *ctx, struct dp__plan_ops *ops, dp_err **err) {
+  *ops = (struct dp__plan_ops){0};
   ops->on_device = dp_op_get(ctx, "on_device");
   ops->device_copy = dp_op_get(ctx, "device_copy");
   if (!ops->on_device || !ops->device_copy) {
@@ -50,13 +50,13 @@ int dp__plan_ops(dp_ctx *ctx, struct dp_plan_ops *ops, dp_err **err) {
   return 0;
 }
 
-int dp__op_rule(const struct dp_plan_ops *ops, const dp_op *op) {
+int dp__op_rule(const struct dp__plan_ops *ops, const dp_op *op) {
   for (int i = 1; i < OP__COUNT; i++)
     if (op == ops->special[i]) return i;
   return OP_ORDINARY;
 }
 
-void dp__plan_ops_free(struct dp_plan_ops *ops) {
+void dp__plan_ops_free(struct dp__plan_ops *ops) {
   if (!ops->cache) return;
   for (uint32_t i = 0; i < ops->cache->n; i++) dp_release(ops->cache->e[i].attrs);
   free(ops->cache);
@@ -64,8 +64,8 @@ void dp__plan_ops_free(struct dp_plan_ops *ops) {
 }
 
 /* The cached attribute set for (a, b, kind), or NULL. Borrowed. */
-static dp_attrs *cached(const struct dp_plan_ops *ops, dp_vdev *a, dp_vdev *b, int kind) {
-  struct dp_attr_cache *c = ops->cache;
+static dp_attrs *cached(const struct dp__plan_ops *ops, dp_vdev *a, dp_vdev *b, int kind) {
+  struct dp__attr_cache *c = ops->cache;
   if (!c) return NULL;
   for (uint32_t i = 0; i < c->n; i++)
     if (c->e[i].a == a && c->e[i].b == b && c->e[i].kind == kind) return c->e[i].attrs;
@@ -73,10 +73,10 @@ static dp_attrs *cached(const struct dp_plan_ops *ops, dp_vdev *a, dp_vdev *b, i
 }
 
 /* Remember attrs (new reference, kept by the cache while it has room). */
-static void remember(const struct dp_plan_ops *ops, dp_vdev *a, dp_vdev *b, int kind,
+static void remember(const struct dp__plan_ops *ops, dp_vdev *a, dp_vdev *b, int kind,
                      dp_attrs *attrs) {
-  struct dp_attr_cache *c = ops->cache;
-  if (!c || c->n == DP_ATTR_CACHE) return;
+  struct dp__attr_cache *c = ops->cache;
+  if (!c || c->n == DP__ATTR_CACHE) return;
   /* attrs hold their devices, so the pointers stay valid keys */
   c->e[c->n].a = a;
   c->e[c->n].b = b;
@@ -94,15 +94,15 @@ static dp_vdev *attr_vdev(const dp_op *op, const dp_attrs *a, const char *key) {
   return v->u.vdev;
 }
 
-dp_expr *dp__on_device_body(const struct dp_plan_ops *ops, const dp_expr *e) {
+dp_expr *dp__on_device_body(const struct dp__plan_ops *ops, const dp_expr *e) {
   if (!is_call_of(e, ops->on_device) || ((const dp_call *)e)->nargs != 1) return NULL;
   return ((const dp_call *)e)->args[0];
 }
 
 /* An attribute set the planner built says what it is without a lookup by
    name: capture reads back the annotations it has just made. */
-static int built(const struct dp_plan_ops *ops, const dp_attrs *a, dp_ondev *p) {
-  const struct dp_attr_cache *c = ops->cache;
+static int built(const struct dp__plan_ops *ops, const dp_attrs *a, dp__ondev *p) {
+  const struct dp__attr_cache *c = ops->cache;
   for (uint32_t i = 0; c && i < c->n; i++)
     if (c->e[i].attrs == a && c->e[i].kind < 8) {
       p->vd = c->e[i].a;
@@ -113,7 +113,7 @@ static int built(const struct dp_plan_ops *ops, const dp_attrs *a, dp_ondev *p) 
   return 0;
 }
 
-int dp__on_device_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_ondev *p) {
+int dp__on_device_props(const struct dp__plan_ops *ops, const dp_expr *e, dp__ondev *p) {
   if (!is_call_of(e, ops->on_device)) return 0;
   const dp_call *c = (const dp_call *)e;
   if (c->nargs != 1) return 0;
@@ -136,7 +136,7 @@ int dp__on_device_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_onde
   return 1;
 }
 
-int dp__is_normal_on_device(const struct dp_plan_ops *ops, const dp_expr *e, dp_ondev *p) {
+int dp__is_normal_on_device(const struct dp__plan_ops *ops, const dp_expr *e, dp__ondev *p) {
   return dp__on_device_props(ops, e, p) && p->cbody && !p->cresult && p->vd;
 }
 
@@ -144,14 +144,14 @@ static int fn_typed(const dp_expr *e) {
   return e->type && e->type->h.kind == DP_TY_FUNC;
 }
 
-int dp__fixed_in_place(const struct dp_plan_ops *ops, const dp_expr *value) {
+int dp__fixed_in_place(const struct dp__plan_ops *ops, const dp_expr *value) {
   const dp_expr *body = ((const dp_call *)value)->args[0];
-  dp_ondev p;
+  dp__ondev p;
   return value->h.rc == 1 && body->h.kind != DP_OP && body->h.kind != DP_CTOR &&
          !dp__on_device_props(ops, body, &p) && !fn_typed(value) && !fn_typed(body);
 }
 
-int dp__device_copy_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_expr **body,
+int dp__device_copy_props(const struct dp__plan_ops *ops, const dp_expr *e, dp_expr **body,
                           dp_vdev **src, dp_vdev **dst) {
   if (!is_call_of(e, ops->device_copy)) return 0;
   const dp_call *c = (const dp_call *)e;
@@ -162,12 +162,12 @@ int dp__device_copy_props(const struct dp_plan_ops *ops, const dp_expr *e, dp_ex
   return 1;
 }
 
-int dp__is_lowered(const struct dp_plan_ops *ops, const dp_call *c) {
+int dp__is_lowered(const struct dp__plan_ops *ops, const dp_call *c) {
   return is_call_of(&c->e, ops->special[OP_CALL_LOWERED]) && c->nargs == 2 &&
          c->args[1]->h.kind == DP_TUPLE;
 }
 
-uint32_t dp__any_call(const struct dp_plan_ops *ops, const dp_call *c, dp_expr **callee,
+uint32_t dp__any_call(const struct dp__plan_ops *ops, const dp_call *c, dp_expr **callee,
                       dp_expr *const **args) {
   if (dp__is_lowered(ops, c)) {
     const dp_tuple *t = (const dp_tuple *)c->args[1];
@@ -185,7 +185,7 @@ static dp_expr *typed(dp_expr *e, const dp_expr *like) {
   return e;
 }
 
-dp_expr *dp__on_device_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
+dp_expr *dp__on_device_at(const struct dp__plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
                           int cresult, dp_span span, dp_err **err) {
   if (vd && dp_vdev_is_fully_unconstrained(vd)) vd = NULL;
   int kind = 1 + (cbody ? 2 : 0) + (cresult ? 1 : 0);
@@ -218,15 +218,15 @@ dp_expr *dp__on_device_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev 
    its own body to the same device merges into one (both say the same);
    on another device it stays inside: the value changes device there, and
    capture puts a copy at that point. */
-static dp_expr *fixed(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd, dp_span span,
+static dp_expr *fixed(const struct dp__plan_ops *ops, dp_expr *body, dp_vdev *vd, dp_span span,
                       dp_err **err) {
-  dp_ondev p;
+  dp__ondev p;
   if (dp__on_device_props(ops, body, &p) && p.cbody && p.vd == vd)
     return dp__on_device_at(ops, p.body, vd, 1, 1, span, err);
   return dp__on_device_at(ops, body, vd, 1, 1, span, err);
 }
 
-dp_expr *dp__on_device_fixed_at(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd,
+dp_expr *dp__on_device_fixed_at(const struct dp__plan_ops *ops, dp_expr *body, dp_vdev *vd,
                                 dp_span span, dp_err **err) {
   int k = body->h.kind;
   if (!vd || dp_vdev_is_fully_unconstrained(vd) || k == DP_OP || k == DP_CTOR)
@@ -237,7 +237,7 @@ dp_expr *dp__on_device_fixed_at(const struct dp_plan_ops *ops, dp_expr *body, dp
 /* TVM's MaybeOnDeviceFixed: no annotation on what carries its own device
    (variables, globals, functions) or is device polymorphic (operators,
    constructors). */
-dp_expr *dp__maybe_on_device_fixed(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *vd,
+dp_expr *dp__maybe_on_device_fixed(const struct dp__plan_ops *ops, dp_expr *body, dp_vdev *vd,
                                    dp_err **err) {
   int k = body->h.kind;
   if (!vd || dp_vdev_is_fully_unconstrained(vd) || k == DP_OP || k == DP_CTOR || k == DP_GLOBAL ||
@@ -246,7 +246,7 @@ dp_expr *dp__maybe_on_device_fixed(const struct dp_plan_ops *ops, dp_expr *body,
   return fixed(ops, body, vd, body->span, err);
 }
 
-dp_expr *dp__device_copy(const struct dp_plan_ops *ops, dp_expr *body, dp_vdev *src,
+dp_expr *dp__device_copy(const struct dp__plan_ops *ops, dp_expr *body, dp_vdev *src,
                          dp_vdev *dst, dp_err **err) {
   dp_attrs *a = dp_retain(cached(ops, src, dst, 8));
   if (!a) {

@@ -25,8 +25,8 @@
 typedef struct seen { dp_expr *copy; dp_vdev *src, *dst; uint32_t next; } seen;
 
 typedef struct sctx {
-  struct dp_plan_ops ops;
-  dp_pmap first;          /* value -> its first copy + 1 in `s` */
+  struct dp__plan_ops ops;
+  dp__ptrmap first;          /* value -> its first copy + 1 in `s` */
   seen *s; uint32_t ns, caps;
 } sctx;
 
@@ -45,13 +45,13 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   if (!dp__device_copy_props(&c->ops, rebuilt, &body, &src, &dst) || !src || !dst)
     return dp_retain(rebuilt);
   dp_expr *v = value_of(c, body);
-  struct dp_pslot *slot = dp__pmap_get(&c->first, (uintptr_t)v);
+  dp__ptrslot *slot = dp__ptrmap_find(&c->first, v);
   for (uint32_t k = slot ? slot->val : 0; k; k = c->s[k - 1].next)
     if (c->s[k - 1].src == src && c->s[k - 1].dst == dst) return dp_retain(c->s[k - 1].copy);
   if (dp_grow((void **)&c->s, &c->caps, c->ns + 1, sizeof *c->s) < 0) goto oom;
   c->s[c->ns] = (seen){dp_retain(rebuilt), src, dst, slot ? slot->val : 0};
   if (slot) slot->val = c->ns + 1;
-  else if (dp__pmap_add(&c->first, (uintptr_t)v, c->ns + 1, 0) < 0) goto oom;
+  else if (dp__ptrmap_set(&c->first, v, c->ns + 1, 0) < 0) goto oom;
   c->ns++;
   return dp_retain(rebuilt);
 oom:
@@ -64,7 +64,7 @@ oom:
 static void forget(sctx *c) {
   for (uint32_t i = 0; i < c->ns; i++) dp_release(c->s[i].copy);
   c->ns = 0;
-  dp__pmap_free(&c->first);
+  dp__ptrmap_free(&c->first);
 }
 
 dp_module *dp_plan_share_copies(dp_module *m, dp_err **err) {

@@ -74,12 +74,12 @@ typedef struct vwalk {
   dp_module *m;
   const dp_config *cfg;
   dp_ctx *ctx;
-  struct dp_plan_ops ops;
+  struct dp__plan_ops ops;
   frame *fr; uint32_t nfr, capfr;
   vrec *val; uint32_t nval, capval;      /* results of the children awaiting their parent */
   vrec *recs; uint32_t nrecs, caprecs;   /* shared nodes and bound variables */
-  dp_pmap seen;                          /* node -> index in recs */
-  dp_pmap canon;                         /* device -> index in cv */
+  dp__ptrmap seen;                          /* node -> index in recs */
+  dp__ptrmap canon;                         /* device -> index in cv */
   dp_vdev **cv; uint32_t ncv, capcv;     /* canonical devices (held; NULL: none) */
   const dp_defn *def;    /* the global function being walked */
   dp_violations *out;
@@ -178,7 +178,7 @@ static void mismatch(vwalk *w, const char *kind, dp_expr *e, dp_vdev *want, dp_v
 
 static dp_vdev *canon(vwalk *w, dp_vdev *v, dp_expr *e) {
   if (!v) return NULL;
-  struct dp_pslot *s = dp__pmap_get(&w->canon, (uintptr_t)v);
+  dp__ptrslot *s = dp__ptrmap_find(&w->canon, v);
   if (s) return w->cv[s->val];
   dp_err *err = NULL;
   dp_vdev *c = dp_config_canonical(w->cfg, v, &err);
@@ -191,7 +191,7 @@ static dp_vdev *canon(vwalk *w, dp_vdev *v, dp_expr *e) {
     dp_err_free(err);
   }
   if (dp_grow((void **)&w->cv, &w->capcv, w->ncv + 1, sizeof *w->cv) < 0 ||
-      dp__pmap_put(&w->canon, (uintptr_t)v, w->ncv, 0) < 0) {
+      dp__ptrmap_set(&w->canon, v, w->ncv, 0) < 0) {
     dp_release(c);
     w->oom = 1;
     return NULL;
@@ -221,13 +221,13 @@ static void push_val(vwalk *w, vrec r) {
 
 /* Remember r for node e (shared, or a variable bound here). */
 static void remember(vwalk *w, const void *e, vrec r) {
-  struct dp_pslot *s = dp__pmap_get(&w->seen, (uintptr_t)e);
+  dp__ptrslot *s = dp__ptrmap_find(&w->seen, e);
   if (s) {
     w->recs[s->val] = r;
     return;
   }
   if (dp_grow((void **)&w->recs, &w->caprecs, w->nrecs + 1, sizeof *w->recs) < 0 ||
-      dp__pmap_add(&w->seen, (uintptr_t)e, w->nrecs, 0) < 0) {
+      dp__ptrmap_set(&w->seen, e, w->nrecs, 0) < 0) {
     w->oom = 1;
     return;
   }
@@ -235,7 +235,7 @@ static void remember(vwalk *w, const void *e, vrec r) {
 }
 
 static vrec *known(vwalk *w, const void *e) {
-  struct dp_pslot *s = dp__pmap_get(&w->seen, (uintptr_t)e);
+  dp__ptrslot *s = dp__ptrmap_find(&w->seen, e);
   return s ? &w->recs[s->val] : NULL;
 }
 
@@ -267,7 +267,7 @@ static const dp_primfn *lowered_primfn(vwalk *w, const dp_call *c) {
 /* The context of child i of frame t. */
 static dp_vdev *child_ctx(vwalk *w, frame *t, uint32_t i) {
   dp_expr *e = t->e;
-  dp_ondev p;
+  dp__ondev p;
   dp_expr *body;
   dp_vdev *src, *dst;
   if (e->h.kind == DP_FUNC) {
@@ -431,7 +431,7 @@ static void own_context(vwalk *w, dp_expr *e, dp_vdev *dev, dp_vdev *ctx, const 
 /* Operator calls: planner.md's table (rules.c), read from the other side. */
 static dp_vdev *check_op(vwalk *w, frame *t, dp_call *c, const vrec *kids) {
   dp_op *op = (dp_op *)c->fn;
-  const dp_op_rule *r = &dp__op_rules[dp__op_rule(&w->ops, op)];
+  const dp__oprule *r = &dp__op_rules[dp__op_rule(&w->ops, op)];
   dp_vdev *host = canon(w, w->cfg->host_vdev, &c->e), *ctx = t->ctx;
   for (uint32_t i = 0; i < c->nargs; i++) {
     int rule = dp__arg_rule(r, i);
@@ -508,7 +508,7 @@ static void check_copy(vwalk *w, dp_call *c, const vrec *body, dp_vdev *src, dp_
 
 static vrec post_call(vwalk *w, frame *t, dp_call *c, const vrec *kids) {
   vrec r = {.ctx = t->ctx, .dev = t->ctx};
-  dp_ondev p;
+  dp__ondev p;
   dp_expr *body;
   dp_vdev *src, *dst;
   if (dp__on_device_props(&w->ops, &c->e, &p)) {
@@ -638,7 +638,7 @@ static dp_vdev *chain_value(vwalk *w, dp_expr *at, const dp_expr *ann, dp_vdev *
   dp_vdev *cw = canon(w, want, (dp_expr *)ann);
   if (!cw || refines(r->dev, cw)) return r->dev;
   for (const dp_expr *x = at; is_annotation(w, x); x = ((const dp_call *)x)->args[0]) {
-    dp_ondev p;
+    dp__ondev p;
     dp_expr *body;
     dp_vdev *src, *dst, *v = NULL;
     if (dp__on_device_props(&w->ops, x, &p)) v = p.cresult ? p.vd : NULL;
@@ -656,7 +656,7 @@ static void input_child(vwalk *w, dp_expr *out, uint32_t k, const dp_expr *in, c
                         int pos_fixed) {
   const dp_expr *x = dp_expr_child(in, k), *core = strip(w, x);
   dp_expr *at = dp__child(out, k);
-  dp_ondev p;
+  dp__ondev p;
   dp_expr *body;
   dp_vdev *src, *dst;
   if (!is_annotation(w, x) || core->h.kind == DP_OP || core->h.kind == DP_CTOR) return;
@@ -688,7 +688,7 @@ static void input_child(vwalk *w, dp_expr *out, uint32_t k, const dp_expr *in, c
 static void input_node(vwalk *w, frame *t, const vrec *self, const vrec *kids) {
   const dp_expr *in = t->in;
   dp_expr *e = t->e;
-  dp_ondev p;
+  dp__ondev p;
   if (e->h.kind == DP_PROJ && dp__on_device_props(&w->ops, ((const dp_proj *)in)->tuple, &p) &&
       p.cbody && !p.cresult && p.vd) {
     /* phase 0: on_device(t).0 is on_device(t.0): the projection is annotated */
@@ -806,8 +806,8 @@ int dp_plan_verify(dp_module *planned, const dp_config *cfg, dp_module *input, u
   free(w.fr);
   free(w.val);
   free(w.recs);
-  dp__pmap_free(&w.seen);
-  dp__pmap_free(&w.canon);
+  dp__ptrmap_free(&w.seen);
+  dp__ptrmap_free(&w.canon);
   if (w.oom) {
     dp_violations_clear(out);
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));

@@ -17,6 +17,8 @@ void dp_test_contexts(int *passed, int *failed) {
   dp_ctx *a = dp_ctx_new(), *b = dp_ctx_new();
   CHECK(a && b && a != b);
   if (!a || !b) return;
+  CHECK(!dp_op_get(a, "add")); /* empty until the built-ins are asked for */
+  CHECK(dp_register_builtin_ops(a, NULL) == 0 && dp_register_builtin_ops(b, NULL) == 0);
   dp_target *ta = dp_target_parse(a, "cuda -arch=sm_80", NULL);
   dp_target *ta2 = dp_target_parse(a, "cuda -arch=sm_80", NULL);
   dp_target *tb = dp_target_parse(b, "cuda -arch=sm_80", NULL);
@@ -69,4 +71,38 @@ void dp_test_context_close(int *passed, int *failed) {
   CHECK(nvdevs == 0);              /* the registry (and the default) went */
   CHECK(dp_op_get(ctx, "add") == NULL);
   dp_release(ctx);                 /* the last reference: freed here */
+}
+
+/* An object type registered from outside the core: named, and freed by its
+   own function when its last reference goes (with what it holds). */
+typedef struct boxed {
+  dp_obj h;
+  dp_obj *held;
+} boxed;
+
+static int nfreed;
+
+static void boxed_free(dp_obj *o, dp_worklist *wl) {
+  dp_release_deferred(wl, ((boxed *)o)->held);
+  free(o);
+  nfreed++;
+}
+
+void dp_test_objtypes(int *passed, int *failed);
+
+void dp_test_objtypes(int *passed, int *failed) {
+  CHECK(strcmp(dp_objtype_name(DP_OBJ_VDEV), "VirtualDevice") == 0);
+  CHECK(dp_objtype_name(0) == NULL && dp_objtype_name(255) == NULL);
+  int type = dp_objtype_register("Boxed", boxed_free);
+  CHECK(type >= DP_OBJ__CORE_END && strcmp(dp_objtype_name(type), "Boxed") == 0);
+  CHECK(dp_objtype_register("Other", boxed_free) == type + 1);
+  dp_ctx *ctx = dp_ctx_new();
+  boxed *b = calloc(1, sizeof *b);
+  CHECK(ctx && b);
+  if (!ctx || !b) return;
+  b->h.rc = 1;
+  b->h.type = (uint8_t)type;
+  b->held = (dp_obj *)ctx; /* takes the reference: freeing b frees the context */
+  dp_release(b);
+  CHECK(nfreed == 1);
 }

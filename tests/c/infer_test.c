@@ -134,7 +134,7 @@ static void test_attrs(void) {
   dp_err_free(err);
   err = NULL;
   /* wrong kind */
-  dp_attr bad2[] = {{"groups", dp_av_str("two")}};
+  dp_attr bad2[] = {{"groups", dp_av_string("two")}};
   CHECK(dp_op_attrs(conv, 1, bad2, &err) == NULL);
   CHECK(err && strstr(err->msg, "'groups'") && strstr(err->msg, "nn.conv2d"));
   dp_err_free(err);
@@ -212,7 +212,7 @@ static void test_relations(void) {
           TT(5, 7), TT(3));
   REL_ERR("argument 2 must be a tensor", "add", 0, NULL, TT(5), dp_type_tuple(C, 0, NULL));
   REL("Tensor[(5, 7), float32]", "nn.relu", 0, NULL, TT(5, 7));
-  dp_attr cast[] = {{"dtype", dp_av_str("int32")}};
+  dp_attr cast[] = {{"dtype", dp_av_string("int32")}};
   REL("Tensor[(5, 7), int32]", "cast", 1, cast, TT(5, 7));
 
   dp_attr c1[] = {{"strides", INTS(2, 2)}, {"padding", INTS(3, 3, 3, 3)}, {"channels", dp_av_int(64)},
@@ -222,7 +222,7 @@ static void test_relations(void) {
   REL("Tensor[(1, 8, 56, 56), float32]", "nn.conv2d", 1, c2, TT(1, 4, 56, 56), TT(8, 4, 3, 3));
   dp_attr dw[] = {{"groups", dp_av_int(32)}, {"padding", INTS(1, 1)}, {"channels", dp_av_int(32)}};
   REL("Tensor[(1, 32, 20, 20), float32]", "nn.conv2d", 3, dw, TT(1, 32, 20, 20), TT(32, 1, 3, 3));
-  dp_attr nhwc[] = {{"data_layout", dp_av_str("NHWC")}, {"kernel_layout", dp_av_str("HWIO")}};
+  dp_attr nhwc[] = {{"data_layout", dp_av_string("NHWC")}, {"kernel_layout", dp_av_string("HWIO")}};
   REL("Tensor[(1, 222, 222, 16), float32]", "nn.conv2d", 2, nhwc, TT(1, 224, 224, 3), TT(3, 3, 3, 16));
   REL_ERR("channels", "nn.conv2d", 0, NULL, TT(1, 3, 8, 8), TT(4, 5, 3, 3));
   REL("Tensor[(1, 16, ?, 8), float32]", "nn.conv2d", 0, NULL, TT(1, 3, -1, 10), TT(16, 3, 3, 3));
@@ -266,7 +266,7 @@ static void test_relations(void) {
   dp_attr rsbad[] = {{"newshape", INTS(5, 5)}};
   REL_ERR("reshape", "reshape", 1, rsbad, TT(2, 3, 4));
   REL("Tensor[(6, 4), float32]", "reshape_like", 0, NULL, TT(2, 3, 4), TT(6, 4));
-  dp_attr z[] = {{"shape", INTS(2, 3)}, {"dtype", dp_av_str("float32")}};
+  dp_attr z[] = {{"shape", INTS(2, 3)}, {"dtype", dp_av_string("float32")}};
   { dp_type *r = rel("zeros", 0, NULL, 2, z); CHECK_TYPE(r, "Tensor[(2, 3), float32]"); dp_release(r); }
   REL("Tensor[(4, 3, 2), float32]", "transpose", 0, NULL, TT(2, 3, 4));
   dp_attr tp[] = {{"axes", INTS(0, 2, 1)}};
@@ -277,11 +277,11 @@ static void test_relations(void) {
   dp_attr sm[] = {{"axis", INTS(1)}, {"keepdims", dp_av_bool(1)}};
   REL("Tensor[(3, 1, 5), float32]", "sum", 2, sm, TT(3, 4, 5));
   REL("float32", "mean", 0, NULL, TT(3, 4, 5));
-  dp_attr lt[] = {{"src_layout", dp_av_str("NCHW")}, {"dst_layout", dp_av_str("NCHW4c")}};
+  dp_attr lt[] = {{"src_layout", dp_av_string("NCHW")}, {"dst_layout", dp_av_string("NCHW4c")}};
   REL("Tensor[(1, 8, 40, 40, 4), float32]", "layout_transform", 2, lt, TT(1, 32, 40, 40));
-  dp_attr lt2[] = {{"src_layout", dp_av_str("NCHW4c")}, {"dst_layout", dp_av_str("NCHW")}};
+  dp_attr lt2[] = {{"src_layout", dp_av_string("NCHW4c")}, {"dst_layout", dp_av_string("NCHW")}};
   REL("Tensor[(1, 32, 40, 40), float32]", "layout_transform", 2, lt2, TT(1, 8, 40, 40, 4));
-  dp_attr so[] = {{"dtype", dp_av_str("int64")}};
+  dp_attr so[] = {{"dtype", dp_av_string("int64")}};
   REL("Tensor[(2), int64]", "vm.shape_of", 1, so, TT(-1, -1));
   REL("Storage[]", "memory.alloc_storage", 0, NULL, dp_type_tensor(C, DP_INT64, 0, NULL),
       dp_type_tensor(C, DP_INT64, 1, (int64_t[]){2}), dp_type_tensor(C, DP_INT64, 0, NULL));
@@ -384,7 +384,7 @@ static void test_module(void) {
        if (%c) { @head(Cons(ref_read(%r), Nil()), %x) } else { %t.0 } } (%t = (%x, Cons(%x, Nil))) */
   dp_var *x = V("x", TT(3)), *c = V("c", dp_type_tensor(C, DP_BOOL, 0, NULL)), *r = V("r", NULL);
   dp_var *unused = V("_", NULL);
-  dp_ref_new *rn = dp_ref_new_new(&x->e, DP_NOSPAN);
+  dp_ref_create *rn = dp_ref_create_new(&x->e, DP_NOSPAN);
   dp_expr *neg = call("negative", 1, (dp_expr *[]){&x->e}, 0, NULL, &err);
   dp_ref_write *rw = dp_ref_write_new(&r->e, neg, DP_NOSPAN);
   dp_ref_read *rr = dp_ref_read_new(&r->e, DP_NOSPAN);
@@ -493,7 +493,7 @@ void dp_test_infer(int *npassed, int *nfailed) {
   long n = getenv("DEVPLAN_QUICK") ? 20000 : 1000000;
   passed = failed = 0;
   C = dp_ctx_new();
-  CHECK(C != NULL);
+  CHECK(C != NULL && dp_register_builtin_ops(C, NULL) == 0);
   if (C) {
     test_registry();
     test_attrs();

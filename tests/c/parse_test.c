@@ -117,7 +117,7 @@ static void test_scalars(int *passed, int *failed) {
 
 void dp_test_parse(int *passed, int *failed) {
   dp_ctx *ctx = dp_ctx_new();
-  CHECK(ctx != NULL);
+  CHECK(ctx != NULL && dp_register_builtin_ops(ctx, NULL) == 0);
   if (!ctx) return;
   test_lexer(ctx, passed, failed);
   test_actions(ctx, passed, failed);

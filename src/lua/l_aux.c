@@ -1,9 +1,11 @@
 /*
- * Userdata for core objects: weak cache, metatables, errors.
+ * The binding's auxiliary library (see l_aux.h): the state's context,
+ * userdata for core objects (weak cache, metatables), option tables and
+ * spans, argument checks, errors.
  */
 #include <stdlib.h>
 #include <string.h>
-#include "lbind.h"
+#include "l_aux.h"
 
 static const char CACHE_KEY[] = "devplan.cache";   /* weak: lightuserdata -> userdata */
 static const char METAS_KEY[] = "devplan.metas";   /* objtype -> metatable */
@@ -11,7 +13,7 @@ static const char CTX_KEY[] = "devplan.ctx";
 static const char ERROR_META[] = "devplan.Error";
 
 static int obj_gc(lua_State *L) {
-  dp_lud *u = lua_touserdata(L, 1);
+  dp__lud *u = lua_touserdata(L, 1);
   if (u && u->obj) {
     dp_release(u->obj);
     u->obj = NULL;
@@ -28,7 +30,7 @@ static int ctx_gc(lua_State *L) {
   return 0;
 }
 
-dp_ctx *dp_lua_ctx(lua_State *L) {
+dp_ctx *dp__lua_ctx(lua_State *L) {
   dp_ctx *ctx = NULL;
   if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
     dp_ctx **p = lua_touserdata(L, -1);
@@ -37,6 +39,7 @@ dp_ctx *dp_lua_ctx(lua_State *L) {
   lua_pop(L, 1);
   if (!ctx) {
     ctx = dp_ctx_new();
+    if (ctx && dp_register_builtin_ops(ctx, NULL) < 0) ctx = (dp_ctx_close(ctx), NULL);
     if (!ctx) luaL_error(L, "devplan: out of memory creating the context");
     dp_ctx **p = lua_newuserdatauv(L, sizeof *p, 0);
     *p = ctx;
@@ -64,7 +67,7 @@ static void get_registry_table(lua_State *L, const char *key, const char *mode) 
   }
 }
 
-void dp_lua_newmeta(lua_State *L, dp_objtype type, const char *name) {
+void dp__lua_newmeta(lua_State *L, int type, const char *name) {
   luaL_newmetatable(L, name);
   lua_pushcfunction(L, obj_gc);
   lua_setfield(L, -2, "__gc");
@@ -76,9 +79,9 @@ void dp_lua_newmeta(lua_State *L, dp_objtype type, const char *name) {
   lua_pop(L, 1);
 }
 
-void dp_lua_newclass(lua_State *L, dp_objtype type, const char *name, lua_CFunction index,
-                     lua_CFunction tostring) {
-  dp_lua_newmeta(L, type, name);
+void dp__lua_newclass(lua_State *L, int type, const char *name, lua_CFunction index,
+                      lua_CFunction tostring) {
+  dp__lua_newmeta(L, type, name);
   lua_pushcfunction(L, index);
   lua_setfield(L, -2, "__index");
   lua_pushcfunction(L, tostring);
@@ -86,7 +89,7 @@ void dp_lua_newclass(lua_State *L, dp_objtype type, const char *name, lua_CFunct
   lua_pop(L, 1);
 }
 
-void dp_lua_push(lua_State *L, void *p) {
+void dp__lua_push(lua_State *L, void *p) {
   dp_obj *obj = p;
   if (!obj) {
     lua_pushnil(L);
@@ -98,7 +101,7 @@ void dp_lua_push(lua_State *L, void *p) {
     return;
   }
   lua_pop(L, 1);
-  dp_lud *u = lua_newuserdatauv(L, sizeof *u, 0);
+  dp__lud *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->obj = dp_retain(obj);
   get_registry_table(L, METAS_KEY, NULL);
   if (lua_rawgeti(L, -1, obj->type) == LUA_TTABLE) {
@@ -117,41 +120,41 @@ void dp_lua_push(lua_State *L, void *p) {
   lua_remove(L, -2);             /* cache */
 }
 
-void dp_lua_push_owned(lua_State *L, void *obj) {
-  dp_lua_push(L, obj);
+void dp__lua_push_owned(lua_State *L, void *obj) {
+  dp__lua_push(L, obj);
   dp_release(obj);
 }
 
-int dp_lua_push_new(lua_State *L, void *obj, dp_err *err) {
+int dp__lua_push_new(lua_State *L, void *obj, dp_err *err) {
   if (err) {
     dp_release(obj);
-    return dp_lua_error(L, err);
+    return dp__lua_error(L, err);
   }
   if (!obj) return luaL_error(L, "out of memory");
-  dp_lua_push_owned(L, obj);
+  dp__lua_push_owned(L, obj);
   return 1;
 }
 
-int dp_lua_push_lstr(lua_State *L, char *s, size_t len) {
+int dp__lua_push_lstr(lua_State *L, char *s, size_t len) {
   if (!s) return luaL_error(L, "out of memory");
   lua_pushlstring(L, s, len);
   free(s);
   return 1;
 }
 
-int dp_lua_push_cstr(lua_State *L, char *s) {
-  return dp_lua_push_lstr(L, s, s ? strlen(s) : 0);
+int dp__lua_push_cstr(lua_State *L, char *s) {
+  return dp__lua_push_lstr(L, s, s ? strlen(s) : 0);
 }
 
-void dp_lua_push_list(lua_State *L, void *const *items, uint32_t n) {
+void dp__lua_push_list(lua_State *L, void *const *items, uint32_t n) {
   lua_createtable(L, (int)n, 0);
   for (uint32_t i = 0; i < n; i++) {
-    dp_lua_push(L, items[i]);
+    dp__lua_push(L, items[i]);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
 }
 
-void dp_lua_subtable(lua_State *L, const char *name) {
+void dp__lua_subtable(lua_State *L, const char *name) {
   if (lua_getfield(L, -1, name) == LUA_TTABLE) return;
   lua_pop(L, 1);
   lua_newtable(L);
@@ -159,31 +162,38 @@ void dp_lua_subtable(lua_State *L, const char *name) {
   lua_setfield(L, -3, name);
 }
 
-dp_obj *dp_lua_testobj(lua_State *L, int idx) {
+dp_obj *dp__lua_testobj(lua_State *L, int idx) {
   if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
   int has = lua_getfield(L, -1, "__dp_type") == LUA_TNUMBER;
   lua_pop(L, 2);
   if (!has) return NULL;
-  dp_lud *u = lua_touserdata(L, idx);
+  dp__lud *u = lua_touserdata(L, idx);
   return u ? u->obj : NULL;
 }
 
-void *dp_lua_test(lua_State *L, int idx, dp_objtype type) {
-  dp_obj *o = dp_lua_testobj(L, idx);
+void *dp__lua_test(lua_State *L, int idx, int type) {
+  dp_obj *o = dp__lua_testobj(L, idx);
   return o && o->type == type ? o : NULL;
 }
 
-static const char *type_names[DP_OBJ__COUNT] = {
-  NULL, "context", "Target", "VirtualDevice", "CompilationConfig", "Type", "Expr",
-  "Pattern", "Attrs", "TypeDef", "PrimFn", "IRModule", "Domains"};
-
-void *dp_lua_check(lua_State *L, int idx, dp_objtype type) {
-  void *o = dp_lua_test(L, idx, type);
+void *dp__lua_check(lua_State *L, int idx, int type) {
+  void *o = dp__lua_test(L, idx, type);
   if (!o) {
-    const char *want = (unsigned)type < DP_OBJ__COUNT && type_names[type] ? type_names[type] : "object";
-    luaL_typeerror(L, idx, want);
+    const char *want = dp_objtype_name(type);
+    luaL_typeerror(L, idx, want ? want : "object");
   }
   return o;
+}
+
+int dp__lua_push_printed(lua_State *L, int idx, int flags) {
+  dp_obj *o = dp__lua_testobj(L, idx);
+  dp_print_opts opts = {flags, NULL, NULL, dp__lua_ctx(L)};
+  size_t len = 0;
+  char *s;
+  if (o && o->type == DP_OBJ_MODULE) s = dp_print_module_with((dp_module *)o, &opts, &len);
+  else if (o && o->type == DP_OBJ_EXPR) s = dp_print_expr_with((dp_expr *)o, &opts, &len);
+  else return luaL_typeerror(L, idx, "IRModule or expression");
+  return dp__lua_push_lstr(L, s, len);
 }
 
 /* --- errors --- */
@@ -208,7 +218,7 @@ static void set_line_col(lua_State *L, dp_span s) {
   lua_setfield(L, -2, "col");
 }
 
-void dp_lua_pusherror(lua_State *L, dp_err *e) {
+void dp__lua_push_error(lua_State *L, dp_err *e) {
   char *formatted = dp_err_format(e);
   lua_createtable(L, 0, 8);
   lua_pushstring(L, formatted ? formatted : (e && e->msg ? e->msg : "error"));
@@ -273,7 +283,7 @@ static const char *string_field(lua_State *L, int idx, const char *key, const ch
 /* dp.Error{message =, code = "error", source =, line =, col =, notes = {{message =, line =, col =}}}:
    the table made a devplan.Error (not raised), its `formatted` text as
    dp_err_format writes it. For passes and tools written in Lua. */
-int dp_lua_error_new(lua_State *L) {
+int dp__lua_error_new(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
   const char *msg = string_field(L, 1, "message", NULL);
@@ -325,15 +335,15 @@ int dp_lua_error_new(lua_State *L) {
 }
 
 /* dp.is_error(v): is v a devplan.Error? */
-int dp_lua_is_error(lua_State *L) {
+int dp__lua_is_error(lua_State *L) {
   luaL_checkany(L, 1);
   int is = lua_getmetatable(L, 1) && luaL_getmetatable(L, ERROR_META) != LUA_TNIL && lua_rawequal(L, -1, -2);
   lua_pushboolean(L, is);
   return 1;
 }
 
-int dp_lua_error(lua_State *L, dp_err *e) {
-  dp_lua_pusherror(L, e);
+int dp__lua_error(lua_State *L, dp_err *e) {
+  dp__lua_push_error(L, e);
   return lua_error(L);
 }
 
@@ -344,7 +354,7 @@ static int tostring_body(lua_State *L) {
 
 /* A user's error value may have a __tostring that raises: converting it
    must not throw past the C code that caught the error. */
-const char *dp_lua_errtext(lua_State *L) {
+const char *dp__lua_errtext(lua_State *L) {
   if (lua_type(L, -1) == LUA_TSTRING) return lua_tostring(L, -1);
   lua_pushcfunction(L, tostring_body);
   lua_insert(L, -2);
@@ -355,23 +365,202 @@ const char *dp_lua_errtext(lua_State *L) {
   return lua_tostring(L, -1);
 }
 
-dp_err *dp_lua_toerr(lua_State *L, const char *what) {
-  const char *msg = dp_lua_errtext(L);
+dp_err *dp__lua_toerr(lua_State *L, const char *what) {
+  const char *msg = dp__lua_errtext(L);
   dp_err *e = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "%s%s%s", what ? what : "",
                          what ? ": " : "", msg ? msg : "error");
   lua_pop(L, 1);
   return e;
 }
 
-int dp_lua_check_device_type(lua_State *L, int idx) {
-  if (lua_isnoneornil(L, idx)) return 0;
-  if (lua_type(L, idx) == LUA_TNUMBER) {
-    lua_Integer n = luaL_checkinteger(L, idx);
-    if (n < -1 || n > 1024) luaL_argerror(L, idx, "device type out of range");
-    return n < 0 ? 0 : (int)n;
+/* ---------------- options and spans ---------------- */
+
+void dp__lua_check_opts(lua_State *L, int idx) {
+  int t = lua_type(L, idx);
+  if (t != LUA_TNONE && t != LUA_TNIL && t != LUA_TTABLE)
+    luaL_typeerror(L, idx, "table of options");
+}
+
+void dp__lua_check_opt_keys(lua_State *L, int idx, const char *const keys[], const char *who) {
+  if (lua_type(L, idx) != LUA_TTABLE) return;
+  idx = lua_absindex(L, idx);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    int known = 0;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      const char *k = lua_tostring(L, -1);
+      for (size_t i = 0; keys[i] && !known; i++) known = strcmp(k, keys[i]) == 0;
+    }
+    if (!known) {
+      luaL_Buffer b;
+      luaL_buffinit(L, &b);
+      for (size_t i = 0; keys[i]; i++) {
+        luaL_addstring(&b, i ? ", " : "");
+        luaL_addstring(&b, keys[i]);
+      }
+      luaL_pushresult(&b);
+      const char *list = lua_tostring(L, -1);
+      const char *key = luaL_tolstring(L, -2, NULL);
+      luaL_argerror(L, idx, lua_pushfstring(L, "%s: unknown option '%s' (options: %s)", who, key, list));
+    }
   }
-  const char *name = luaL_checkstring(L, idx);
-  int t = dp_device_type_parse(name);
-  if (t < 0) luaL_error(L, "unknown device type '%s'", name);
+}
+
+int dp__lua_opt_field(lua_State *L, int idx, const char *key) {
+  if (lua_type(L, idx) != LUA_TTABLE) {
+    lua_pushnil(L);
+    return LUA_TNIL;
+  }
+  return lua_getfield(L, idx, key);
+}
+
+int dp__lua_item(lua_State *L, int idx, lua_Integer i, const char *key) {
+  idx = lua_absindex(L, idx);
+  if (lua_rawgeti(L, idx, i) != LUA_TNIL) return lua_type(L, -1);
+  lua_pop(L, 1);
+  return lua_getfield(L, idx, key);
+}
+
+static uint32_t span_int(lua_State *L, int idx, const char *key) {
+  lua_getfield(L, idx, key);
+  lua_Integer v = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+  lua_pop(L, 1);
+  return v > 0 && v <= UINT32_MAX ? (uint32_t)v : 0;
+}
+
+dp_span dp__lua_opt_span(lua_State *L, int idx) {
+  dp_span s = DP_NOSPAN;
+  if (lua_type(L, idx) != LUA_TTABLE) return s;
+  idx = lua_absindex(L, idx);
+  if (lua_getfield(L, idx, "span") == LUA_TTABLE) {
+    int sp = lua_gettop(L);
+    s.line = span_int(L, sp, "line");
+    s.col = span_int(L, sp, "col");
+    if (lua_getfield(L, sp, "source") == LUA_TSTRING)
+      s.source = dp_ctx_source(dp__lua_ctx(L), lua_tostring(L, -1));
+    lua_pop(L, 1);
+  } else if (!lua_isnil(L, -1)) {
+    luaL_error(L, "opts.span must be a table {line=, col=, source=}");
+  }
+  lua_pop(L, 1);
+  return s;
+}
+
+dp_span dp__lua_span_opts(lua_State *L, int idx) {
+  static const char *const keys[] = {"span", NULL};
+  dp__lua_check_opts(L, idx);
+  dp__lua_check_opt_keys(L, idx, keys, "devplan");
+  return dp__lua_opt_span(L, idx);
+}
+
+void dp__lua_push_span(lua_State *L, dp_span s) {
+  if (s.line == 0) {
+    lua_pushnil(L);
+    return;
+  }
+  lua_createtable(L, 0, 3);
+  lua_pushstring(L, dp_ctx_source_name(dp__lua_ctx(L), s.source));
+  lua_setfield(L, -2, "source");
+  lua_pushinteger(L, s.line);
+  lua_setfield(L, -2, "line");
+  lua_pushinteger(L, s.col);
+  lua_setfield(L, -2, "col");
+}
+
+/* ---------------- argument checks ---------------- */
+
+/* A short description of the value at idx for messages: "a string", "a
+   Type", "a call". */
+static const char *describe(lua_State *L, int idx) {
+  dp_obj *o = dp__lua_testobj(L, idx);
+  if (o && o->type == DP_OBJ_EXPR) return lua_pushfstring(L, "a %s", dp_exprkind_name(o->kind));
+  if (o && o->type == DP_OBJ_TYPE) return "a Type";
+  if (o && o->type == DP_OBJ_PATTERN) return "a Pattern";
+  if (o && o->type == DP_OBJ_MODULE) return "an IRModule";
+  if (o && o->type == DP_OBJ_VDEV) return "a VirtualDevice";
+  if (o) return "another devplan object";
+  return luaL_typename(L, idx);
+}
+
+dp_expr *dp__lua_check_expr(lua_State *L, int idx) {
+  dp_expr *e = dp__lua_test(L, idx, DP_OBJ_EXPR);
+  if (!e)
+    luaL_argerror(L, idx, lua_pushfstring(L, "expression expected, got %s", describe(L, idx)));
+  return e;
+}
+
+dp_var *dp__lua_check_var(lua_State *L, int idx) {
+  dp_expr *e = dp__lua_test(L, idx, DP_OBJ_EXPR);
+  if (!e || e->h.kind != DP_VAR)
+    luaL_argerror(L, idx, lua_pushfstring(L, "var expected, got %s", describe(L, idx)));
+  return (dp_var *)e;
+}
+
+dp_type *dp__lua_check_type(lua_State *L, int idx) {
+  dp_type *t = dp__lua_test(L, idx, DP_OBJ_TYPE);
+  if (!t) luaL_argerror(L, idx, lua_pushfstring(L, "Type expected, got %s", describe(L, idx)));
   return t;
+}
+
+dp_type *dp__lua_opt_type(lua_State *L, int idx) {
+  return lua_isnoneornil(L, idx) ? NULL : dp__lua_check_type(L, idx);
+}
+
+dp_vdev *dp__lua_opt_vdev(lua_State *L, int idx, const char *what) {
+  if (lua_isnoneornil(L, idx)) return NULL;
+  dp_vdev *v = dp__lua_test(L, idx, DP_OBJ_VDEV);
+  if (!v) luaL_error(L, "%s must be a VirtualDevice, got %s", what, describe(L, idx));
+  return v;
+}
+
+static const char *want_name(lua_State *L, int type, int kind) {
+  if (type == DP_OBJ_EXPR && kind) return lua_pushfstring(L, "a %s", dp_exprkind_name(kind));
+  if (type == DP_OBJ_EXPR) return "an expression";
+  if (type == DP_OBJ_TYPE) return "a Type";
+  if (type == DP_OBJ_PATTERN) return "a Pattern";
+  if (type == DP_OBJ_TYPEDEF) return "a TypeDef";
+  if (type == DP_OBJ_PRIMFN) return "a PrimFn";
+  return "an object";
+}
+
+void **dp__lua_check_list(lua_State *L, int idx, int type, int kind, const char *what,
+                         void **small, uint32_t nsmall, uint32_t *n) {
+  idx = lua_absindex(L, idx);
+  if (lua_type(L, idx) != LUA_TTABLE)
+    luaL_argerror(L, idx, lua_pushfstring(L, "%s must be a list, got %s", what, describe(L, idx)));
+  lua_Unsigned len = lua_rawlen(L, idx);
+  if (len > UINT32_MAX / sizeof(void *)) luaL_argerror(L, idx, "list too long");
+  void **items = small;
+  if (len > nsmall) items = lua_newuserdatauv(L, len * sizeof *items, 0);
+  for (lua_Unsigned i = 0; i < len; i++) {
+    lua_rawgeti(L, idx, (lua_Integer)i + 1);
+    dp_obj *o = dp__lua_testobj(L, -1);
+    if (!o || o->type != type || (kind && o->kind != kind)) {
+      int at = lua_gettop(L);
+      const char *want = want_name(L, type, kind);
+      const char *got = describe(L, at);
+      luaL_argerror(L, idx, lua_pushfstring(L, "%s[%d] must be %s, got %s", what, (int)i + 1,
+                                            want, got));
+    }
+    items[i] = o;
+    lua_pop(L, 1);
+  }
+  *n = (uint32_t)len;
+  return items;
+}
+
+void **dp__lua_opt_list(lua_State *L, int idx, int type, int kind, const char *what,
+                       void **small, uint32_t nsmall, uint32_t *n) {
+  *n = 0;
+  if (lua_isnoneornil(L, idx)) return small;
+  return dp__lua_check_list(L, idx, type, kind, what, small, nsmall, n);
+}
+
+void **dp__lua_opt_type_params(lua_State *L, int idx, void **small, uint32_t nsmall, uint32_t *n) {
+  void **tp = dp__lua_opt_list(L, idx, DP_OBJ_TYPE, 0, "type_params", small, nsmall, n);
+  for (uint32_t i = 0; i < *n; i++)
+    if (((dp_type *)tp[i])->h.kind != DP_TY_VAR)
+      luaL_argerror(L, idx, "type parameters must be type variables (dp.type.var)");
+  return tp;
 }

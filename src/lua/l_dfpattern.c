@@ -25,7 +25,8 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "l_ir.h"
+#include "l_attrs.h"
+#include "l_init.h"
 #include "devplan/dfpattern.h"
 #include "devplan/partition.h"
 
@@ -49,14 +50,14 @@ static int graph_gc(lua_State *L) {
 /* graph(body) -> the indexed graph of body, for several groupings over it
    (the userdata keeps the body alive: the graph holds borrowed nodes). */
 static int l_graph(lua_State *L) {
-  dp_expr *body = dp_lua_check_expr(L, 1);
+  dp_expr *body = dp__lua_check_expr(L, 1);
   lgraph *u = lua_newuserdatauv(L, sizeof *u, 1);
   u->g = NULL;
   luaL_setmetatable(L, GRAPH);
   lua_pushvalue(L, 1);
   lua_setiuservalue(L, -2, 1);
   dp_err *err = NULL;
-  if (!(u->g = dp_dfp_graph_new(body, &err))) return dp_lua_error(L, err);
+  if (!(u->g = dp_dfp_graph_new(body, &err))) return dp__lua_error(L, err);
   return 1;
 }
 
@@ -102,7 +103,7 @@ static const char *const KINDS[] = {"wild", "var", "const", "expr", "op", "call"
 /* Field `key` of the descriptor at d, as an object of `type` (NULL when absent). */
 static void *opt_obj(lua_State *L, int d, const char *key, dp_objtype type, int i) {
   lua_getfield(L, d, key);
-  void *o = lua_isnil(L, -1) ? NULL : dp_lua_test(L, -1, type);
+  void *o = lua_isnil(L, -1) ? NULL : dp__lua_test(L, -1, type);
   if (!lua_isnil(L, -1) && !o) luaL_error(L, "pattern node %d: bad field '%s'", i, key);
   lua_pop(L, 1); /* the descriptor keeps it alive */
   return o;
@@ -173,12 +174,12 @@ static void set_node(lua_State *L, dp_dfp *p, int d, uint32_t n, int i, int pred
     lua_rawseti(L, preds, x.pred);
   }
   lua_getfield(L, d, "attrs");
-  dp_attrs *attrs = x.kind == DP_DFP_ATTR ? dp_lua_make_attrs(L, -1, NULL) : NULL; /* last: a C reference */
+  dp_attrs *attrs = x.kind == DP_DFP_ATTR ? dp__lua_make_attrs(L, -1, NULL) : NULL; /* last: a C reference */
   x.attrs = attrs;
   dp_err *err = NULL;
   int rc = dp_dfp_set(p, (uint32_t)i - 1, &x, &err);
   dp_release(attrs);
-  if (rc < 0) dp_lua_error(L, err);
+  if (rc < 0) dp__lua_error(L, err);
   lua_settop(L, top);
 }
 
@@ -206,7 +207,7 @@ static int l_compile(lua_State *L) {
     lua_pop(L, 1);
   }
   dp_err *err = NULL;
-  if (dp_dfp_finish(u->p, (uint32_t)root - 1, &err) < 0) return dp_lua_error(L, err);
+  if (dp_dfp_finish(u->p, (uint32_t)root - 1, &err) < 0) return dp__lua_error(L, err);
   lua_settop(L, 5);
   return 1;
 }
@@ -223,7 +224,7 @@ typedef struct lhost {
 static int pred_body(lua_State *L) {
   lua_getfield(L, 1, "preds");
   lua_rawgeti(L, -1, lua_tointeger(L, 2));
-  dp_lua_push(L, lua_touserdata(L, 3));
+  dp__lua_push(L, lua_touserdata(L, 3));
   lua_call(L, 1, 1);
   return 1;
 }
@@ -271,13 +272,13 @@ static void push_captures(lua_State *L, int info, const dp_dfp_bind *b, uint32_t
   for (uint32_t i = 0; i < n; i++) {
     lua_Integer node = (lua_Integer)b[i].node + 1;
     if (lua_rawgeti(L, t - 2, node) != LUA_TNIL) {
-      dp_lua_push(L, b[i].expr);
+      dp__lua_push(L, b[i].expr);
       lua_rawset(L, t);
     } else {
       lua_pop(L, 1);
     }
     if (lua_rawgeti(L, t - 1, node) == LUA_TSTRING) {
-      dp_lua_push(L, b[i].expr);
+      dp__lua_push(L, b[i].expr);
       lua_rawset(L, t);
     } else {
       lua_pop(L, 1);
@@ -292,7 +293,7 @@ static void push_captures(lua_State *L, int info, const dp_dfp_bind *b, uint32_t
 /* program:match(e, what?) -> nil | captures */
 static int prog_match(lua_State *L) {
   const dp_dfp *p = check_prog(L, 1);
-  dp_expr *e = dp_lua_check_expr(L, 2);
+  dp_expr *e = dp__lua_check_expr(L, 2);
   lua_settop(L, 3);
   lhost h;
   dp_dfp_host host = make_host(L, 1, &h, luaL_optstring(L, 3, NULL));
@@ -300,7 +301,7 @@ static int prog_match(lua_State *L) {
   uint32_t n = 0;
   dp_err *err = NULL;
   int r = dp_dfp_match(p, e, &host, &binds, &n, &err);
-  if (r < 0) return dp_lua_error(L, err);
+  if (r < 0) return dp__lua_error(L, err);
   if (r == 0) {
     lua_pushnil(L);
     return 1;
@@ -338,7 +339,7 @@ static int on_found(void *ud, dp_expr *e, const dp_dfp_bind *b, uint32_t n, dp_e
   lua_pushlightuserdata(L, (void *)b);
   lua_pushinteger(L, n);
   if (lua_pcall(L, 4, 0, 0) != LUA_OK) {
-    *err = dp_lua_toerr(L, "pattern find");
+    *err = dp__lua_toerr(L, "pattern find");
     return -1;
   }
   return 0;
@@ -347,14 +348,14 @@ static int on_found(void *ud, dp_expr *e, const dp_dfp_bind *b, uint32_t n, dp_e
 /* program:find(e, what?) -> {captures, ...} (post order) */
 static int prog_find(lua_State *L) {
   const dp_dfp *p = check_prog(L, 1);
-  dp_expr *e = dp_lua_check_expr(L, 2);
+  dp_expr *e = dp__lua_check_expr(L, 2);
   lua_settop(L, 3);
   lhost h;
   dp_dfp_host host = make_host(L, 1, &h, luaL_optstring(L, 3, NULL));
   lua_newtable(L);
   findud f = {L, h.info, lua_gettop(L)};
   dp_err *err = NULL;
-  if (dp_dfp_find(p, e, &host, on_found, &f, &err) < 0) return dp_lua_error(L, err);
+  if (dp_dfp_find(p, e, &host, on_found, &f, &err) < 0) return dp__lua_error(L, err);
   return 1;
 }
 
@@ -363,7 +364,7 @@ static int prog_find(lua_State *L) {
 /* program:groups(body, opaque?, what?, graph?) -> groups */
 static int prog_groups(lua_State *L) {
   const dp_dfp *p = check_prog(L, 1);
-  dp_expr *body = dp_lua_check_expr(L, 2);
+  dp_expr *body = dp__lua_check_expr(L, 2);
   const dp_dfp_opaque *o = lua_isnoneornil(L, 3) ? NULL : ((lopaque *)luaL_checkudata(L, 3, OPAQUE))->o;
   dp_dfp_graph *graph = lua_isnoneornil(L, 5) ? NULL : ((lgraph *)luaL_checkudata(L, 5, GRAPH))->g;
   if (graph && dp_dfp_graph_root(graph) != body) luaL_argerror(L, 5, "the graph of another body");
@@ -378,7 +379,7 @@ static int prog_groups(lua_State *L) {
   lhost h;
   dp_dfp_host host = make_host(L, 1, &h, luaL_optstring(L, 4, NULL));
   dp_err *err = NULL;
-  if (dp_dfp_group_matches(p, body, &host, o, graph, &u->g, &err) < 0) return dp_lua_error(L, err);
+  if (dp_dfp_group_matches(p, body, &host, o, graph, &u->g, &err) < 0) return dp__lua_error(L, err);
   u->made = 1;
   lua_settop(L, 6);
   return 1;
@@ -396,18 +397,18 @@ static int groups_count(lua_State *L) {
 }
 
 static int groups_root(lua_State *L) {
-  dp_lua_push(L, group_at(L, check_groups(L, 1), 2)->root);
+  dp__lua_push(L, group_at(L, check_groups(L, 1), 2)->root);
   return 1;
 }
 
 static int groups_inputs(lua_State *L) {
   const dp_dfp_group *g = group_at(L, check_groups(L, 1), 2);
-  dp_lua_push_list(L, (void *const *)g->inputs, g->ninputs);
+  dp__lua_push_list(L, (void *const *)g->inputs, g->ninputs);
   return 1;
 }
 
 static int groups_label(lua_State *L) {
-  return dp_lua_push_cstr(L, dp_dfp_group_label(group_at(L, check_groups(L, 1), 2)));
+  return dp__lua_push_cstr(L, dp_dfp_group_label(group_at(L, check_groups(L, 1), 2)));
 }
 
 static int groups_captures(lua_State *L) {
@@ -441,7 +442,7 @@ static int groups_composite(lua_State *L) {
   uint8_t *keep = keep_flags(L, 2, u->g.n);
   dp_err *err = NULL;
   dp_expr *r = dp_dfp_composite(&u->g, keep, name, &err);
-  return dp_lua_push_new(L, r, err);
+  return dp__lua_push_new(L, r, err);
 }
 
 typedef struct replud {
@@ -454,10 +455,10 @@ typedef struct replud {
 static int replace_body(lua_State *L) {
   lua_pushvalue(L, 1);
   lua_pushinteger(L, lua_tointeger(L, 3) + 1);
-  dp_lua_push(L, lua_touserdata(L, 4));
+  dp__lua_push(L, lua_touserdata(L, 4));
   push_captures(L, 2, lua_touserdata(L, 5), (uint32_t)lua_tointeger(L, 6));
   lua_call(L, 3, 1);
-  if (!lua_isnil(L, -1) && !dp_lua_test(L, -1, DP_OBJ_EXPR))
+  if (!lua_isnil(L, -1) && !dp__lua_test(L, -1, DP_OBJ_EXPR))
     return luaL_error(L, "a rewrite callback must return an expression or nil, got %s",
                       luaL_typename(L, -1));
   return 1;
@@ -484,7 +485,7 @@ static dp_expr *on_replace(void *ud, uint32_t group, dp_expr *rebuilt, const dp_
     *err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "rewrite callback failed");
     return NULL;
   }
-  dp_expr *e = dp_retain(dp_lua_test(L, -1, DP_OBJ_EXPR));
+  dp_expr *e = dp_retain(dp__lua_test(L, -1, DP_OBJ_EXPR));
   lua_pop(L, 1);
   return e;
 }
@@ -508,7 +509,7 @@ static int groups_replace(lua_State *L) {
     lua_pushvalue(L, 5);
     return lua_error(L);
   }
-  return dp_lua_push_new(L, body, err);
+  return dp__lua_push_new(L, body, err);
 }
 
 /* groups:block(opaque, keep): the kept groups become opaque to later patterns. */
@@ -532,7 +533,7 @@ static int l_opaque(lua_State *L) {
 
 /* annotate(body, {{groups, keep, vd}, ...}) -> body */
 static int l_annotate(lua_State *L) {
-  dp_expr *body = dp_lua_check_expr(L, 1);
+  dp_expr *body = dp__lua_check_expr(L, 1);
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);
   lua_Unsigned n = lua_rawlen(L, 2);
@@ -545,7 +546,7 @@ static int l_annotate(lua_State *L) {
     lua_rawgeti(L, s, 1);
     lgroups *u = check_groups(L, -1);
     lua_rawgeti(L, s, 3);
-    dp_vdev *vd = dp_lua_opt_vdev(L, -1, "a group set's device");
+    dp_vdev *vd = dp__lua_opt_vdev(L, -1, "a group set's device");
     if (!vd) luaL_error(L, "a group set needs a VirtualDevice");
     lua_rawgeti(L, s, 2);
     sets[k] = (dp_dfp_placed){&u->g, keep_flags(L, lua_gettop(L), u->g.n), vd};
@@ -553,31 +554,31 @@ static int l_annotate(lua_State *L) {
   }
   dp_err *err = NULL;
   dp_expr *r = dp_dfp_annotate(body, sets, (uint32_t)n, &err);
-  return dp_lua_push_new(L, r, err);
+  return dp__lua_push_new(L, r, err);
 }
 
 /* with_body(fn, body) -> fn with that body, everything else kept (its
    parameters, attributes, result type, virtual device, span). */
 static int l_with_body(lua_State *L) {
-  dp_expr *f = dp_lua_check_expr(L, 1);
-  dp_expr *body = dp_lua_check_expr(L, 2);
+  dp_expr *f = dp__lua_check_expr(L, 1);
+  dp_expr *body = dp__lua_check_expr(L, 2);
   if (f->h.kind != DP_FUNC) luaL_argerror(L, 1, "a function expected");
   const dp_func *fn = (const dp_func *)f;
   dp_expr *small[17], **kids = fn->nparams < 16 ? small : lua_newuserdatauv(L, (fn->nparams + 1) * sizeof *kids, 0);
   for (uint32_t i = 0; i < fn->nparams; i++) kids[i] = &fn->params[i]->e;
   kids[fn->nparams] = body;
-  return dp_lua_push_new(L, dp_expr_with_children(f, kids), NULL);
+  return dp__lua_push_new(L, dp_expr_with_children(f, kids), NULL);
 }
 
 /* partition(mod, config, by) -> mod: PartitionByVirtualDevice (partition.h). */
 static int l_partition(lua_State *L) {
-  dp_module *m = dp_lua_check(L, 1, DP_OBJ_MODULE);
-  dp_config *cfg = dp_lua_check(L, 2, DP_OBJ_CONFIG);
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp_config *cfg = dp__lua_check(L, 2, DP_OBJ_CONFIG);
   static const char *const bys[] = {"virtual_device", "target", "device_type", NULL};
   int by = luaL_checkoption(L, 3, "virtual_device", bys);
   dp_err *err = NULL;
   dp_module *r = dp_partition_by_device(m, cfg, (dp_partition_by)by, &err);
-  return dp_lua_push_new(L, r, err);
+  return dp__lua_push_new(L, r, err);
 }
 
 /* raise(code, message): a devplan.Error, for the Lua passes. */
@@ -585,10 +586,10 @@ static int l_raise(lua_State *L) {
   static const char *const codes[] = {"callback", "value", "name", "type", NULL};
   static const dp_errcode values[] = {DP_ERR_CALLBACK, DP_ERR_VALUE, DP_ERR_NAME, DP_ERR_TYPE};
   int c = luaL_checkoption(L, 1, NULL, codes);
-  return dp_lua_error(L, dp_err_new(values[c], DP_NOSPAN, "%s", luaL_checkstring(L, 2)));
+  return dp__lua_error(L, dp_err_new(values[c], DP_NOSPAN, "%s", luaL_checkstring(L, 2)));
 }
 
-void dp_lua_open_pattern(lua_State *L) {
+void dp__lua_open_dfpattern(lua_State *L) {
   static const luaL_Reg prog_methods[] = {
     {"match", prog_match}, {"find", prog_find}, {"groups", prog_groups}, {NULL, NULL}};
   static const luaL_Reg groups_methods[] = {

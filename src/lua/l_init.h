@@ -1,0 +1,28 @@
+/*
+ * The parts of the Lua binding, one file each, opened in turn by
+ * luaopen_devplan_core (l_init.c), as linit.c opens Lua's libraries. Each
+ * adds its functions to the table at the top of the stack. A part uses the
+ * auxiliary library (l_aux.h) and the value conversions (l_attrs.h,
+ * l_const.h); no part calls another.
+ */
+#ifndef DEVPLAN_L_INIT_H
+#define DEVPLAN_L_INIT_H
+
+#include "l_aux.h"
+
+void dp__lua_open_device(lua_State *L);     /* l_device.c: Target, VirtualDevice, CompilationConfig */
+void dp__lua_open_type(lua_State *L);       /* l_type.c: dp.type.* */
+void dp__lua_open_expr(lua_State *L);       /* l_expr.c: expressions, dp.var, dp.call, ... */
+void dp__lua_open_const(lua_State *L);      /* l_const.c: dp.const */
+void dp__lua_open_module(lua_State *L);     /* l_irmodule.c: IRModule, typedefs, primfns, printing */
+void dp__lua_open_visit(lua_State *L);      /* l_visit.c: dp.visit, dp.rewrite */
+void dp__lua_open_op(lua_State *L);         /* l_op.c: dp.op (the operator registry) */
+void dp__lua_open_parse(lua_State *L);      /* l_parse.c: the parser's C half */
+void dp__lua_open_planner(lua_State *L);    /* l_planner.c: dp.planner */
+void dp__lua_open_dfpattern(lua_State *L);  /* l_dfpattern.c: core.pattern, the C half of dp.pattern */
+void dp__lua_open_suggest(lua_State *L);    /* l_suggest.c: dp.suggest */
+
+/* The C half of `require "devplan"` (l_init.c). */
+int luaopen_devplan_core(lua_State *L);
+
+#endif
