@@ -108,6 +108,7 @@ end
 local function weigh(mod, pending, cfg)
   local ok, d = pcall(core.planner.analyze, mod, cfg)
   if not ok then
+    if core.is_error(d) and d.code == "memory" then error(d, 0) end -- not about the candidates
     core.pattern.raise("value", "AnnotateVirtualDevices: cannot weigh candidates, the annotated module "
       .. "does not plan: " .. first_line(d))
   end
@@ -120,6 +121,7 @@ local function weigh(mod, pending, cfg)
         dec.device, dec.index = vd, i
         break
       end
+      if core.is_error(why) and why.code == "memory" then error(why, 0) end -- not a conflict
       dec.rejected[#dec.rejected + 1] = {device = vd, why = first_line(why)}
     end
     local parts = {}

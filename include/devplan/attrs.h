@@ -53,7 +53,8 @@ typedef struct dp_attrs {
 } dp_attrs;
 
 /* Value constructors (the value owns what it holds; strings are copied,
-   vdev and expr are retained). */
+   vdev and expr are retained). A constructor that runs out of memory gives
+   a value of kind 0, which dp_attrs_make reports as out of memory. */
 dp_aval dp_av_none(void);
 dp_aval dp_av_bool(int b);
 dp_aval dp_av_int(int64_t i);

@@ -100,7 +100,7 @@ dp_ctx *dp_ctx_new(void);
    context, so only closing breaks that cycle. */
 void dp_ctx_close(dp_ctx *ctx);
 /* Id of a source name ("model.relay", "<string>"), interned in the context. */
-uint32_t dp_ctx_source(dp_ctx *ctx, const char *name);
+uint32_t dp_ctx_source(dp_ctx *ctx, const char *name); /* 0: out of memory */
 /* The name behind a source id, or "<unknown>". */
 const char *dp_ctx_source_name(const dp_ctx *ctx, uint32_t id);
 /* Live interned targets, virtual devices and types of ctx (any pointer may
@@ -156,8 +156,24 @@ void *dp_malloc(size_t n);
 void *dp_calloc(size_t n, size_t size);
 void *dp_realloc(void *p, size_t n);
 char *dp_strdup(const char *s);
+/* At most n bytes of s, NUL-terminated (malloc'd), or NULL. */
+char *dp_strndup(const char *s, size_t n);
 /* Grow *arr (of *cap items of `elem` bytes) to hold at least `need` items,
    doubling from 16. 0, or -1 on out of memory (*arr is left as it was). */
 int dp_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+
+/* --- testing aid: allocation failure injection ---
+   Every heap allocation of the library (core, parser, patterns, planner,
+   the Lua binding's own) goes through dp_malloc/dp_calloc/dp_realloc.
+   dp_debug_fail_alloc(n, 0) makes the n-th of them from now fail once;
+   with persistent = 1 the n-th and every later one fail; n = 0 turns
+   injection off. The environment variable DEVPLAN_FAIL_ALLOC=N (one-shot)
+   or N+ (persistent) arms it from the process's first allocation. Each
+   failure must come out as a DP_ERR_MEMORY error (or a NULL result the
+   caller reports), never a crash or a leak. Not thread-safe (a test aid). */
+void dp_debug_fail_alloc(uint64_t n, int persistent);
+/* Allocations counted since injection was armed (0 when it is off): after a
+   run with n beyond the count, this says how many there were. */
+uint64_t dp_debug_alloc_count(void);
 
 #endif

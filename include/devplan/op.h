@@ -32,7 +32,8 @@ typedef struct dp_attr_field {
 
 /* A type relation: given the call's argument types, all fully known (no
    type variables left), and its attributes, return the result type (new
-   reference); or NULL with *err set for a type error. `ud` is the op's
+   reference); or NULL with *err set for a type error (NULL with *err left
+   NULL: out of memory, as when a type constructor failed). `ud` is the op's
    user data (a Lua function, for operators registered from Lua). */
 typedef dp_type *(*dp_type_rel)(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
                                 const dp_attrs *attrs, void *ud, dp_err **err);

@@ -64,7 +64,8 @@ typedef struct dp_diff {
    variables (and type variables) are matched by binding position, free
    variables are mapped on first meeting; attributes, virtual devices, type
    annotations, checked types are not compared (annotations are), constants
-   by value. Returns 1 when equal, 0 when not (diff filled in if not NULL). */
+   by value. Returns 1 when equal, 0 when not (diff filled in if not NULL),
+   -1 when memory ran out before it could tell. */
 int dp_expr_equal(const dp_expr *a, const dp_expr *b, dp_diff *diff);
 int dp_module_equal(const dp_module *a, const dp_module *b, dp_diff *diff);
 int dp_type_equal(const dp_type *a, const dp_type *b);

@@ -466,7 +466,10 @@ local function apply(rule, body)
   local ok, r = pcall(groups.replace, groups, function(_, rebuilt, captures)
     return rule.fn(captures, rebuilt)
   end)
-  if not ok then C.raise("callback", rule.what .. ": " .. tostring(r)) end
+  if not ok then
+    if core.is_error(r) and r.code == "memory" then error(r, 0) end -- the library's, not the rule's
+    C.raise("callback", rule.what .. ": " .. tostring(r))
+  end
   return r
 end
 

@@ -178,12 +178,16 @@ dp_attrs *dp_attrs_make(uint32_t n, dp_attr *items, dp_err **err) {
         goto fail;
       }
     }
+    if (items[i].val.kind == 0) { /* what a value constructor gives on out of memory */
+      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      goto fail;
+    }
     if (items[i].val.kind < DP_AV_NONE || items[i].val.kind > DP_AV_EXPR) {
       dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "bad value for attribute '%s'", k));
       goto fail;
     }
   }
-  dp_attrs *a = malloc(sizeof *a + n * sizeof(dp_attr) + keybytes);
+  dp_attrs *a = dp_malloc(sizeof *a + n * sizeof(dp_attr) + keybytes);
   if (!a) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     goto fail;

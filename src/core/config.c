@@ -35,7 +35,7 @@ static char *targets_text(const dp_config *c) {
   char *out = dp_strdup("");
   for (uint32_t i = 0; out && i < c->ntargets; i++) {
     char *s = dp_target_brief(c->primitive_targets[i]);
-    char *grown = s ? realloc(out, len + strlen(s) + 3) : NULL;
+    char *grown = s ? dp_realloc(out, len + strlen(s) + 3) : NULL;
     if (!grown) {
       free(s);
       free(out);
@@ -149,7 +149,7 @@ dp_config *dp_config_make(dp_ctx *ctx, dp_target *const *targets, uint32_t ntarg
     dp_err_set(err, e);
     return NULL;
   }
-  dp_config *c = calloc(1, sizeof *c);
+  dp_config *c = dp_calloc(1, sizeof *c);
   if (!c) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return NULL;

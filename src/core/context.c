@@ -36,7 +36,7 @@ static void ctx_free(dp_obj *o, dp_worklist *wl) {
 
 /* Empty: the operators are a layer above (dp_register_builtin_ops, op.h). */
 dp_ctx *dp_ctx_new(void) {
-  dp_ctx *ctx = calloc(1, sizeof *ctx);
+  dp_ctx *ctx = dp_calloc(1, sizeof *ctx);
   if (!ctx) return NULL;
   ctx->h.rc = 1;
   ctx->h.type = DP_OBJ_CTX;
@@ -67,7 +67,7 @@ uint32_t dp_ctx_source(dp_ctx *ctx, const char *name) {
     if (strcmp(ctx->sources[i], name) == 0) return i + 1;
   if (ctx->nsources == ctx->capsources) {
     uint32_t cap = ctx->capsources ? ctx->capsources * 2 : 8;
-    char **s = realloc(ctx->sources, cap * sizeof *s);
+    char **s = dp_realloc(ctx->sources, cap * sizeof *s);
     if (!s) return 0;
     ctx->sources = s;
     ctx->capsources = cap;

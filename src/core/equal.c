@@ -471,6 +471,7 @@ static int expr_eq_at(const dp_expr *a, const dp_expr *b, const char *root, dp_d
   eq q;
   eq_init(&q, root, diff);
   int ok = walk(&q, a, b);
+  if (q.oom) ok = -1;
   eq_free(&q);
   return ok;
 }
@@ -484,6 +485,7 @@ int dp_type_equal(const dp_type *a, const dp_type *b) {
   eq q;
   eq_init(&q, "", NULL);
   int ok = type_eq(&q, a, b);
+  if (q.oom) ok = -1;
   eq_free(&q);
   return ok;
 }
@@ -529,6 +531,7 @@ static int typedef_eq(const dp_typedef *x, const dp_typedef *y) {
     for (uint32_t k = 0; ok && k < s->ninputs; k++)
       ok = type_eq(&q, s->items[s->ntparams + k], t->items[t->ntparams + k]);
   }
+  if (q.oom) ok = -1;
   eq_free(&q);
   return ok;
 }
@@ -538,7 +541,9 @@ int dp_module_equal(const dp_module *a, const dp_module *b, dp_diff *diff) {
   if (!primfns_eq(a, b, diff)) return 0;
   if (a->ntypedefs != b->ntypedefs) return mdiff(diff, "typedefs", "(count differs)", "(count differs)");
   for (uint32_t i = 0; i < a->ntypedefs; i++) {
-    if (!typedef_eq(a->typedefs[i], b->typedefs[i])) {
+    int same = typedef_eq(a->typedefs[i], b->typedefs[i]);
+    if (same < 0) return -1;
+    if (!same) {
       char path[256];
       snprintf(path, sizeof path, "type %s", a->typedefs[i]->name);
       return mdiff(diff, path, a->typedefs[i]->name, b->typedefs[i]->name);
@@ -554,7 +559,8 @@ int dp_module_equal(const dp_module *a, const dp_module *b, dp_diff *diff) {
     if (strcmp(na, nb)) return mdiff(diff, "functions", na, nb);
     char root[256];
     snprintf(root, sizeof root, "@%s", na);
-    if (!expr_eq_at(&a->funcs[i].fn->e, &b->funcs[i].fn->e, root, diff)) return 0;
+    int same = expr_eq_at(&a->funcs[i].fn->e, &b->funcs[i].fn->e, root, diff);
+    if (same != 1) return same;
   }
   return 1;
 }

@@ -18,13 +18,13 @@ static char *vformat(const char *fmt, va_list ap) {
   int n = vsnprintf(NULL, 0, fmt, ap2);
   va_end(ap2);
   if (n < 0) return NULL;
-  char *s = malloc((size_t)n + 1);
+  char *s = dp_malloc((size_t)n + 1);
   if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
   return s;
 }
 
 dp_err *dp__err_v(dp_errcode code, dp_span span, const char *source, const char *fmt, va_list ap) {
-  dp_err *e = calloc(1, sizeof *e);
+  dp_err *e = dp_calloc(1, sizeof *e);
   if (!e) return &oom_error;
   e->code = code;
   e->span = span;
@@ -47,7 +47,7 @@ dp_err *dp_err_new(dp_errcode code, dp_span span, const char *fmt, ...) {
 
 int dp_err_note(dp_err *err, dp_span span, const char *fmt, ...) {
   if (!err || err == &oom_error) return -1;
-  dp_note *notes = realloc(err->notes, (err->nnotes + 1) * sizeof *notes);
+  dp_note *notes = dp_realloc(err->notes, (err->nnotes + 1) * sizeof *notes);
   if (!notes) return -1;
   err->notes = notes;
   va_list ap;
@@ -71,7 +71,7 @@ static int append(char **buf, size_t *len, size_t *cap, const char *s) {
   if (*len + n + 1 > *cap) {
     size_t c = (*cap ? *cap : 64);
     while (*len + n + 1 > c) c *= 2;
-    char *b = realloc(*buf, c);
+    char *b = dp_realloc(*buf, c);
     if (!b) return -1;
     *buf = b;
     *cap = c;

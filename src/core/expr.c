@@ -24,7 +24,7 @@ const char *dp_exprkind_name(int kind) {
 }
 
 static void *new_node(size_t size, int kind, dp_span span) {
-  dp_expr *e = calloc(1, size);
+  dp_expr *e = dp_calloc(1, size);
   if (!e) return NULL;
   e->h.rc = 1;
   e->h.type = DP_OBJ_EXPR;

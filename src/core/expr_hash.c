@@ -79,7 +79,7 @@ uint64_t dp_expr_hash(const dp_expr *e) {
   hasher s = {.nvars = 0};
   uint64_t out = 0;
   s.memo = DP__PTRMAP_INIT;
-  if (!(st = malloc(16 * sizeof *st))) return 0;
+  if (!(st = dp_malloc(16 * sizeof *st))) return 0;
   cap = 16;
   st[n++] = (struct fr){e, 0};
   while (n && !s.oom) {
@@ -88,7 +88,7 @@ uint64_t dp_expr_hash(const dp_expr *e) {
       const dp_expr *c = dp_expr_child(f->e, f->k++);
       if (!c || dp__ptrmap_find(&s.memo, c)) continue;
       if (n == cap) {
-        void *p = realloc(st, 2 * cap * sizeof *st);
+        void *p = dp_realloc(st, 2 * cap * sizeof *st);
         if (!p) { s.oom = 1; break; }
         st = p;
         cap *= 2;

@@ -180,7 +180,7 @@ static _Thread_local int running;
 static int reserve(void **arr, uint32_t *cap, uint32_t n, size_t size, uint32_t first) {
   if (n < *cap) return 0;
   uint32_t ncap = *cap ? *cap * 2 : first;
-  void *a = realloc(*arr, (size_t)ncap * size);
+  void *a = dp_realloc(*arr, (size_t)ncap * size);
   if (!a) return -1;
   *arr = a;
   *cap = ncap;
@@ -260,7 +260,7 @@ static dp_type *ctor_poly_type(dp_ctx *ctx, dp_ctor *c) {
 /* Instantiates a constructor: fresh unknowns for its type variables; its
    input types go to inputs[] (solver owned); returns the result ADT type. */
 static dp_type *ctor_instance(infer *I, dp_ctor *c, dp_type **inputs) {
-  dp_type *fresh[16], **to = c->ntparams <= 16 ? fresh : malloc(c->ntparams * sizeof *to);
+  dp_type *fresh[16], **to = c->ntparams <= 16 ? fresh : dp_malloc(c->ntparams * sizeof *to);
   dp_type *res = NULL;
   dp_err *e = NULL;
   if (!to) return NULL;
@@ -282,7 +282,7 @@ out:
 static dp_type *ty(infer *I, dp_expr *e) {
   if (e->h.kind == DP_CTOR) {
     dp_ctor *c = (dp_ctor *)e;
-    dp_type **in = malloc((c->ninputs ? c->ninputs : 1) * sizeof *in);
+    dp_type **in = dp_malloc((c->ninputs ? c->ninputs : 1) * sizeof *in);
     dp_type *adt = in ? ctor_instance(I, c, in) : NULL, *t = adt;
     if (adt && c->ninputs) /* a constructor used as a function value */
       t = dp__ts_keep(&I->ts, dp_type_func(I->ctx, 0, NULL, c->ninputs, in, adt));
@@ -319,7 +319,7 @@ static dp_type *signature(infer *I, dp_func *fn) {
     s->ptr = dp_retain(checked);
     return checked;
   }
-  dp_type *local[8], **ps = fn->nparams <= 8 ? local : malloc(fn->nparams * sizeof *ps);
+  dp_type *local[8], **ps = fn->nparams <= 8 ? local : dp_malloc(fn->nparams * sizeof *ps);
   if (!ps) return NULL;
   for (uint32_t i = 0; i < fn->nparams; i++)
     if (!(ps[i] = var_type(I, fn->params[i]))) {
@@ -341,7 +341,7 @@ static dp_type *signature(infer *I, dp_func *fn) {
 
 /* A primfn's type: fn(buffer types) -> result buffer type. */
 static dp_type *primfn_type(infer *I, dp_primfn *pf) {
-  dp_type *local[8], **ps = pf->nargs <= 8 ? local : malloc(pf->nargs * sizeof *ps);
+  dp_type *local[8], **ps = pf->nargs <= 8 ? local : dp_malloc(pf->nargs * sizeof *ps);
   if (!ps) return NULL;
   for (uint32_t i = 0; i < pf->nargs; i++) ps[i] = pf->args[i].type;
   dp_type *t = dp_type_func(I->ctx, 0, NULL, pf->nargs, ps, pf->result.type);
@@ -413,7 +413,7 @@ static int run_relation(infer *I, dp_call *call, dp_type **args, dp_type **out) 
     return 1;
   }
   *out = op->rel(I->ctx, args, call->nargs, call->attrs, op->ud, &e);
-  if (!*out) return fail(I, &call->e, e ? e : dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "%s: no result type", op->name));
+  if (!*out) return e ? fail(I, &call->e, e) : oom(I, &call->e); /* a constructor failed */
   if (m) memo_put(m, call, args, *out);
   return 1;
 }
@@ -423,7 +423,7 @@ static int run_relation(infer *I, dp_call *call, dp_type **args, dp_type **out) 
    known yet), -1: error. */
 static int relation_result(infer *I, pending *p, dp_type **out) {
   dp_call *call = (dp_call *)p->e;
-  dp_type *local[8], **args = p->nargs <= 8 ? local : calloc(p->nargs, sizeof *args);
+  dp_type *local[8], **args = p->nargs <= 8 ? local : dp_calloc(p->nargs, sizeof *args);
   dp_err *e = NULL;
   int r = 1;
   uint32_t done = 0;
@@ -495,7 +495,7 @@ static int defer(infer *I, dp_expr *e, uint32_t nargs, dp_type **args) {
   }
   if (I->npend == I->cappend) {
     uint32_t cap = I->cappend ? I->cappend * 2 : 64;
-    pending *np = realloc(I->pend, cap * sizeof *np);
+    pending *np = dp_realloc(I->pend, cap * sizeof *np);
     if (!np) {
       pending_clear(&p);
       return oom(I, e);
@@ -550,7 +550,7 @@ static int borrow_arg_types(infer *I, dp_call *c, dp_type **args) {
 
 /* The argument types of c, retained, in a new array. */
 static dp_type **arg_types(infer *I, dp_call *c) {
-  dp_type **args = calloc(c->nargs ? c->nargs : 1, sizeof *args);
+  dp_type **args = dp_calloc(c->nargs ? c->nargs : 1, sizeof *args);
   if (!args) return NULL;
   if (borrow_arg_types(I, c, args) < 0) {
     free(args);
@@ -573,7 +573,7 @@ static int call_op(infer *I, dp_call *c, dp_op *op) {
     dp_type *t = ty(I, c->args[0]);
     return t ? set_type(I, &c->e, dp_retain(t)) : -1;
   }
-  dp_type *local[8], **args = c->nargs <= 8 ? local : malloc(c->nargs * sizeof *args);
+  dp_type *local[8], **args = c->nargs <= 8 ? local : dp_malloc(c->nargs * sizeof *args);
   if (!args) return oom(I, &c->e);
   int r = borrow_arg_types(I, c, args), tensors = r == 0;
   for (uint32_t i = 0; tensors && i < c->nargs; i++) {
@@ -584,7 +584,7 @@ static int call_op(infer *I, dp_call *c, dp_op *op) {
     dp_type *t = NULL;
     r = run_relation(I, c, args, &t) < 0 ? -1 : set_type(I, &c->e, t);
   } else if (r == 0) { /* wait (in the pending list) until the arguments are known */
-    dp_type **kept = malloc((c->nargs ? c->nargs : 1) * sizeof *kept);
+    dp_type **kept = dp_malloc((c->nargs ? c->nargs : 1) * sizeof *kept);
     for (uint32_t i = 0; kept && i < c->nargs; i++) kept[i] = dp_retain(args[i]);
     r = kept ? defer(I, &c->e, c->nargs, kept) : oom(I, &c->e);
   }
@@ -594,7 +594,7 @@ static int call_op(infer *I, dp_call *c, dp_op *op) {
 
 static int call_ctor(infer *I, dp_call *c, dp_ctor *k) {
   if (arity(I, c, k->ninputs) < 0) return -1;
-  dp_type **in = malloc((k->ninputs ? k->ninputs : 1) * sizeof *in);
+  dp_type **in = dp_malloc((k->ninputs ? k->ninputs : 1) * sizeof *in);
   dp_type *adt = in ? ctor_instance(I, k, in) : NULL;
   int r = adt ? 0 : oom(I, &c->e);
   for (uint32_t i = 0; r == 0 && i < c->nargs; i++) {
@@ -608,8 +608,8 @@ static int call_ctor(infer *I, dp_call *c, dp_ctor *k) {
 /* A polymorphic function type used as a callee: fresh unknowns for its
    type parameters (solver owned, monomorphic). */
 static dp_type *instantiate_func(infer *I, dp_func_type *f) {
-  dp_type **to = malloc(f->ntparams * sizeof *to);
-  dp_type **args = malloc((f->nargs ? f->nargs : 1) * sizeof *args);
+  dp_type **to = dp_malloc(f->ntparams * sizeof *to);
+  dp_type **args = dp_malloc((f->nargs ? f->nargs : 1) * sizeof *args);
   dp_type *ret = NULL, *res = NULL;
   dp_err *e = NULL;
   uint32_t n = 0;
@@ -668,7 +668,7 @@ static int type_call(infer *I, dp_call *c) {
 /* ---------------- other nodes ---------------- */
 
 static int type_func(infer *I, dp_func *fn) {
-  dp_type *local[8], **ps = fn->nparams <= 8 ? local : malloc(fn->nparams * sizeof *ps);
+  dp_type *local[8], **ps = fn->nparams <= 8 ? local : dp_malloc(fn->nparams * sizeof *ps);
   if (!ps) return oom(I, &fn->e);
   int r = 0;
   for (uint32_t i = 0; i < fn->nparams && r == 0; i++)
@@ -683,7 +683,7 @@ static int type_func(infer *I, dp_func *fn) {
 }
 
 static int type_tuple(infer *I, dp_tuple *t) {
-  dp_type *local[8], **fs = t->n <= 8 ? local : malloc(t->n * sizeof *fs);
+  dp_type *local[8], **fs = t->n <= 8 ? local : dp_malloc(t->n * sizeof *fs);
   if (!fs) return oom(I, &t->e);
   int r = 0;
   for (uint32_t i = 0; i < t->n && r == 0; i++)
@@ -695,7 +695,7 @@ static int type_tuple(infer *I, dp_tuple *t) {
 
 static int type_proj(infer *I, dp_proj *p) {
   dp_type *t = ty(I, p->tuple);
-  dp_type **args = t ? malloc(sizeof *args) : NULL;
+  dp_type **args = t ? dp_malloc(sizeof *args) : NULL;
   if (!args) return I->err ? -1 : oom(I, &p->e);
   args[0] = dp_retain(t);
   return defer(I, &p->e, 1, args);
@@ -716,8 +716,8 @@ static int type_if(infer *I, dp_if *e) {
    An explicit stack of (pattern, type). */
 static int bind_pattern(infer *I, dp_match *m, dp_pattern *p0, dp_type *t0) {
   uint32_t n = 1, cap = 16;
-  dp_pattern **ps = malloc(cap * sizeof *ps);
-  dp_type **ts = malloc(cap * sizeof *ts);
+  dp_pattern **ps = dp_malloc(cap * sizeof *ps);
+  dp_type **ts = dp_malloc(cap * sizeof *ts);
   int r = ps && ts ? 0 : oom(I, &m->e);
   if (r == 0) { ps[0] = p0; ts[0] = t0; }
   while (r == 0 && n) {
@@ -729,7 +729,7 @@ static int bind_pattern(infer *I, dp_match *m, dp_pattern *p0, dp_type *t0) {
       continue;
     }
     if (p->h.kind == DP_PAT_WILD) continue;
-    sub = malloc((p->n ? p->n : 1) * sizeof *sub);
+    sub = dp_malloc((p->n ? p->n : 1) * sizeof *sub);
     if (!sub) { r = oom(I, &m->e); break; }
     if (p->h.kind == DP_PAT_CTOR) {
       dp_type *adt = p->ctor->ninputs == p->n ? ctor_instance(I, p->ctor, sub) : NULL;
@@ -743,9 +743,9 @@ static int bind_pattern(infer *I, dp_match *m, dp_pattern *p0, dp_type *t0) {
     }
     if (r == 0 && n + p->n > cap) {
       cap = (n + p->n) * 2;
-      dp_pattern **np = realloc(ps, cap * sizeof *np);
+      dp_pattern **np = dp_realloc(ps, cap * sizeof *np);
       if (np) ps = np;
-      dp_type **nt = realloc(ts, cap * sizeof *nt);
+      dp_type **nt = dp_realloc(ts, cap * sizeof *nt);
       if (nt) ts = nt;
       if (!np || !nt) r = oom(I, &m->e);
     }
@@ -844,7 +844,7 @@ static int needs_visit(infer *I, dp_expr *e) {
 static int push(infer *I, dp_expr *e) {
   if (I->nstack == I->capstack) {
     uint32_t cap = I->capstack ? I->capstack * 2 : 256;
-    frame *s = realloc(I->stack, cap * sizeof *s);
+    frame *s = dp_realloc(I->stack, cap * sizeof *s);
     if (!s) return oom(I, e);
     I->stack = s;
     I->capstack = cap;
@@ -1021,7 +1021,7 @@ int dp_infer_module(dp_module *m, dp_err **err) {
 /* A context to make types in, found in the expression itself. */
 static dp_ctx *find_ctx(dp_expr *root) {
   dp__ptrmap seen = DP__PTRMAP_INIT;
-  dp_expr **st = malloc(64 * sizeof *st);
+  dp_expr **st = dp_malloc(64 * sizeof *st);
   uint32_t n = 0, cap = 64;
   dp_ctx *ctx = NULL;
   if (st) st[n++] = root;
@@ -1035,7 +1035,7 @@ static dp_ctx *find_ctx(dp_expr *root) {
     uint32_t k = dp_expr_nchildren(e);
     if (n + k > cap) {
       cap = (n + k) * 2;
-      dp_expr **s = realloc(st, cap * sizeof *s);
+      dp_expr **s = dp_realloc(st, cap * sizeof *s);
       if (!s) break;
       st = s;
     }

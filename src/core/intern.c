@@ -36,7 +36,7 @@ void *dp__itab_find(const dp__itab *t, uint32_t hash, dp__itab_eq eq, const void
 static int grow(dp__itab *t) {
   uint32_t cap = t->cap ? t->cap : 16;
   if (t->n * 2 >= cap) cap *= 2; /* else: same size, just drop tombstones */
-  struct dp__islot *slots = calloc(cap, sizeof *slots);
+  struct dp__islot *slots = dp_calloc(cap, sizeof *slots);
   if (!slots) return -1;
   for (uint32_t i = 0; i < t->cap; i++) {
     struct dp__islot s = t->slots[i];

@@ -15,7 +15,7 @@
 static int push_val(dp__jdoc *d, uint8_t kind, size_t off, size_t len) {
   if (d->n == d->cap) {
     uint32_t cap = d->cap ? d->cap * 2 : 256;
-    dp__jval *v = cap > d->cap ? realloc(d->v, (size_t)cap * sizeof *v) : NULL;
+    dp__jval *v = cap > d->cap ? dp_realloc(d->v, (size_t)cap * sizeof *v) : NULL;
     if (!v) return -1;
     d->v = v;
     d->cap = cap;
@@ -267,7 +267,7 @@ const char *dp__json_string(const dp__jdoc *d, uint32_t i, size_t *n, char **tmp
     *n = len;
     return s;
   }
-  char *out = malloc(len + 1), *o = out; /* (an escape never decodes longer) */
+  char *out = dp_malloc(len + 1), *o = out; /* (an escape never decodes longer) */
   if (!out) return NULL;
   for (size_t k = 0; k < len; k++) {
     if (s[k] != '\\') {
@@ -413,7 +413,7 @@ unsigned char *dp__b64_decode(const char *s, size_t len, size_t *n, int *bad) {
   }
   unsigned char table[256];
   for (int c = 0; c < 256; c++) table[c] = b64_value((unsigned char)c);
-  unsigned char *out = malloc(len / 4 * 3 + 3), *o = out;
+  unsigned char *out = dp_malloc(len / 4 * 3 + 3), *o = out;
   if (!out) return NULL;
   size_t k = 0;
   for (; k + 4 <= len; k += 4) {

@@ -51,7 +51,7 @@ typedef struct reader {
 
 /* s[0..n) as a C string (malloc'd). */
 static char *copy_n(const char *s, size_t n) {
-  char *out = malloc(n + 1);
+  char *out = dp_malloc(n + 1);
   if (out) {
     memcpy(out, s, n);
     out[n] = '\0';
@@ -85,6 +85,15 @@ static int fail(reader *r, uint32_t j, const char *fmt, ...) {
 
 static int oom(reader *r) {
   if (!r->err) r->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+  return -1;
+}
+
+/* A maker's error e (NULL: out of memory) for node json j, read as what
+   ("Target"); frees e. Running out of memory stays that, unprefixed. */
+static int fail_made(reader *r, uint32_t j, const char *what, dp_err *e) {
+  if (!e || e->code == DP_ERR_MEMORY) oom(r);
+  else fail(r, j, "%s: %s", what, e->msg);
+  dp_err_free(e);
   return -1;
 }
 
@@ -165,7 +174,7 @@ static char *string_node(reader *r, uint32_t k) {
     size_t m;
     unsigned char *bytes = dp__b64_decode(s, n, &m, &bad);
     if (bytes && memchr(bytes, 0, m)) bad = 1;
-    if (bytes && !bad && (out = malloc(m + 1))) {
+    if (bytes && !bad && (out = dp_malloc(m + 1))) {
       memcpy(out, bytes, m);
       out[m] = '\0';
     }
@@ -173,7 +182,7 @@ static char *string_node(reader *r, uint32_t k) {
     if (!out) bad ? fail(r, j, "a string's repr_b64 is not base64 of text") : oom(r);
   } else if (memchr(s, 0, n)) {
     fail(r, j, "a string holds a NUL byte");
-  } else if ((out = malloc(n + 1))) {
+  } else if ((out = dp_malloc(n + 1))) {
     memcpy(out, s, n);
     out[n] = '\0';
   } else {
@@ -228,7 +237,7 @@ static int array_node(reader *r, uint32_t k, int depth, dp_aval *out) {
   uint32_t n = data == DP__J_NONE ? 0 : r->d.v[data].n;
   if (data != DP__J_NONE && r->d.v[data].kind != DP__J_ARR) return fail(r, data, "an Array's data must be a list");
   if (depth >= LIST_DEPTH) return fail(r, node_json(r, k), "lists nested more than %d deep", LIST_DEPTH);
-  dp_aval *items = calloc(n ? n : 1, sizeof *items);
+  dp_aval *items = dp_calloc(n ? n : 1, sizeof *items);
   if (!items) return oom(r);
   uint32_t i = 0;
   for (uint32_t j = data + 1; i < n; i++, j = r->d.v[j].next) {
@@ -272,7 +281,7 @@ static int option_of(reader *r, const char *key, uint32_t vnode, dp_target_opt *
   case DP_AV_STR: o->str = v.u.s; v.u.s = NULL; v.kind = DP_AV_NONE; break;
   case DP_AV_LIST:
     o->kind = DP_OPT_STRLIST;
-    o->items = calloc(v.n ? v.n : 1, sizeof *o->items);
+    o->items = dp_calloc(v.n ? v.n : 1, sizeof *o->items);
     if (!o->items) rc = oom(r);
     for (uint32_t i = 0; rc == 0 && i < v.n; i++) {
       if (v.u.items[i].kind != DP_AV_STR)
@@ -314,7 +323,7 @@ static dp_target *target_node(reader *r, uint32_t k, int depth) {
   uint32_t am = attrs_node ? data_of(r, attrs_node) : DP__J_NONE;
   uint32_t akeys = attrs_node ? dp__json_member(&r->d, node_json(r, attrs_node), "keys") : DP__J_NONE;
   uint32_t na = am == DP__J_NONE ? 0 : r->d.v[am].n;
-  dp_target_opt *opts = calloc(na + 2, sizeof *opts);
+  dp_target_opt *opts = dp_calloc(na + 2, sizeof *opts);
   uint32_t no = 0;
   dp_target *host = NULL, *t = NULL;
   int rc = kind && opts ? 0 : (s ? oom(r) : fail(r, node_json(r, kind_node), "a TargetKind without its name"));
@@ -339,10 +348,7 @@ static dp_target *target_node(reader *r, uint32_t k, int depth) {
   }
   if (rc == 0) {
     dp_err *e = NULL;
-    if (!(t = dp_target_make(r->ctx, kind, opts, no, host, &e))) {
-      fail(r, node_json(r, k), "Target: %s", e ? e->msg : "out of memory");
-      dp_err_free(e);
-    }
+    if (!(t = dp_target_make(r->ctx, kind, opts, no, host, &e))) fail_made(r, node_json(r, k), "Target", e);
   }
   dp_release(host);
   opts_free(opts, no);
@@ -370,8 +376,7 @@ static int vdev_node(reader *r, uint32_t k, dp_aval *out) {
   if ((!tnode || t) && scope) {
     dp_err *e = NULL;
     vd = dp_vdev_make(r->ctx, dt < 0 ? 0 : (int)dt, (int)id, t, scope, &e);
-    if (!vd) fail(r, node_json(r, k), "VirtualDevice: %s", e ? e->msg : "out of memory");
-    dp_err_free(e);
+    if (!vd) fail_made(r, node_json(r, k), "VirtualDevice", e);
   } else if (!scope) {
     oom(r);
   }
@@ -439,8 +444,7 @@ static dp_const *ndarray(reader *r, uint32_t j, const unsigned char *b, size_t n
   }
   dp_err *e = NULL;
   dp_const *c = dp_const_new(dt, (uint32_t)ndim, shape, b + at, span, &e);
-  if (!c) fail(r, j, "relay.Constant: %s", e ? e->msg : "out of memory");
-  dp_err_free(e);
+  if (!c) fail_made(r, j, "relay.Constant", e);
   return c;
 }
 
@@ -530,7 +534,7 @@ static int read_value(reader *r, uint32_t k, int depth, dp_aval *out) {
 /* The json indices of the items of array a into a new array. */
 static uint32_t *items_of(reader *r, uint32_t a, uint32_t *n) {
   *n = r->d.v[a].n;
-  uint32_t *out = malloc((*n ? *n : 1) * sizeof *out);
+  uint32_t *out = dp_malloc((*n ? *n : 1) * sizeof *out);
   if (!out) return NULL;
   for (uint32_t i = 0, j = a + 1; i < *n; i++, j = r->d.v[j].next) out[i] = j;
   return out;
@@ -546,8 +550,8 @@ static int read_graph(reader *r, uint32_t top) {
   if (b64 != DP__J_NONE && !(r->b64 = items_of(r, b64, &r->nb64))) return oom(r);
   for (uint32_t k = 0; k < r->nnodes; k++)
     if (r->d.v[r->node[k]].kind != DP__J_OBJ) return fail(r, r->node[k], "node %u is not an object", k);
-  r->memo = calloc(r->nnodes + 1, sizeof *r->memo);
-  r->busy = calloc(r->nnodes + 1, 1);
+  r->memo = dp_calloc(r->nnodes + 1, sizeof *r->memo);
+  r->busy = dp_calloc(r->nnodes + 1, 1);
   if (!r->memo || !r->busy) return oom(r);
   return 0;
 }
@@ -563,7 +567,7 @@ static int read_kinds(reader *r, dp_meta *m, uint32_t top) {
   uint32_t data = data_of(r, root), keys = dp__json_member(&r->d, node_json(r, root), "keys");
   uint32_t nd = data == DP__J_NONE ? 0 : r->d.v[data].n, n = keys == DP__J_NONE ? nd / 2 : nd;
   if (keys != DP__J_NONE && r->d.v[keys].n != nd) return fail(r, keys, "the root Map's keys and data differ in number");
-  m->kinds = calloc(n ? n : 1, sizeof *m->kinds);
+  m->kinds = dp_calloc(n ? n : 1, sizeof *m->kinds);
   if (!m->kinds) return oom(r);
   uint32_t j = data + 1, kj = keys + 1;
   for (uint32_t i = 0; i < n; i++) {
@@ -596,7 +600,7 @@ static int read_kinds(reader *r, dp_meta *m, uint32_t top) {
 
 dp_meta *dp_meta_read(dp_ctx *ctx, const char *text, size_t start, size_t len, uint32_t source, dp_err **err) {
   reader r = {.ctx = ctx, .text = text, .source = source};
-  dp_meta *m = calloc(1, sizeof *m);
+  dp_meta *m = dp_calloc(1, sizeof *m);
   size_t at;
   const char *why;
   if (!m) {

@@ -155,7 +155,7 @@ static uint32_t target_node(graph *g, const dp_target *t) {
   const dp_target_opt *keys = dp_target_opt_get(t, "keys");
   uint32_t keys_node = keys ? option_node(g, keys) : strings_node(g, NULL, 0);
   uint32_t attrs = new_node(g, "Map");
-  if (!g->failed && !(g->nodes[attrs].keys = calloc(t->nopts ? t->nopts : 1, sizeof(char *)))) g->failed = 1;
+  if (!g->failed && !(g->nodes[attrs].keys = dp_calloc(t->nopts ? t->nopts : 1, sizeof(char *)))) g->failed = 1;
   for (uint32_t i = 0; i < t->nopts && !g->failed; i++) { /* (sorted by key already) */
     if (!strcmp(t->opts[i].key, "keys")) continue;
     uint32_t v = option_node(g, &t->opts[i]);
@@ -204,7 +204,7 @@ static void build(graph *g, const dp__metaw *w) {
   static const char *kinds[] = {"VirtualDevice", "relay.Constant"};
   new_node(g, ""); /* null */
   uint32_t root = new_node(g, "Map");
-  if (!g->failed && !(g->nodes[root].keys = calloc(2, sizeof(char *)))) g->failed = 1;
+  if (!g->failed && !(g->nodes[root].keys = dp_calloc(2, sizeof(char *)))) g->failed = 1;
   for (int kind = 0; kind < 2 && !g->failed; kind++) {
     uint32_t n = kind ? w->nconsts : w->nvdevs;
     if (!n) continue;
@@ -268,7 +268,7 @@ static void put_node(dp__jw *w, jnode *n) {
    (DLPack codes), shape, byte size, bytes; all little-endian. */
 static void put_array(dp__tb *b, const dp_const *c) {
   size_t n = 40 + 8 * (size_t)c->ndim + c->nbytes, at = 0;
-  unsigned char *buf = malloc(n);
+  unsigned char *buf = dp_malloc(n);
   if (!buf) {
     b->failed = 1;
     return;

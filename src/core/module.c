@@ -29,7 +29,7 @@ static int grow(void **arr, uint32_t n, size_t sz) {
   if (n == 0) cap = 4;                              /* first block holds 4 */
   else if (n < 4 || (n & (n - 1)) != 0) return 0;   /* room left */
   else cap = n * 2;
-  void *p = realloc(*arr, cap * sz);
+  void *p = dp_realloc(*arr, cap * sz);
   if (!p) return -1;
   *arr = p;
   return 0;
@@ -45,7 +45,7 @@ dp_typedef *dp_typedef_new(const char *name, uint32_t ntparams, dp_type *const *
   for (uint32_t i = 0; i < nctors; i++)
     if (!ctors[i] || ctors[i]->e.h.kind != DP_CTOR) return NULL;
   size_t len = strlen(name) + 1;
-  dp_typedef *td = calloc(1, sizeof *td + ntparams * sizeof(dp_type *) +
+  dp_typedef *td = dp_calloc(1, sizeof *td + ntparams * sizeof(dp_type *) +
                                  nctors * sizeof(dp_ctor *) + len);
   if (!td) return NULL;
   td->h = (dp_obj){.rc = 1, .type = DP_OBJ_TYPEDEF};
@@ -78,7 +78,7 @@ dp_primfn *dp_primfn_new(const char *name, uint32_t nargs, const dp_buffer *args
     if (!args[i].type) return NULL;
     strbytes += strlen(args[i].scope ? args[i].scope : "") + 1;
   }
-  dp_primfn *pf = calloc(1, sizeof *pf + nargs * sizeof(dp_buffer) + strbytes);
+  dp_primfn *pf = dp_calloc(1, sizeof *pf + nargs * sizeof(dp_buffer) + strbytes);
   if (!pf) return NULL;
   pf->h = (dp_obj){.rc = 1, .type = DP_OBJ_PRIMFN};
   pf->span = span;
@@ -115,7 +115,7 @@ void dp__primfn_free_fn(dp_obj *o, dp_worklist *wl) {
 
 dp_module *dp_module_new(dp_ctx *ctx) {
   if (!ctx) return NULL;
-  dp_module *m = calloc(1, sizeof *m);
+  dp_module *m = dp_calloc(1, sizeof *m);
   if (!m) return NULL;
   m->h = (dp_obj){.rc = 1, .type = DP_OBJ_MODULE};
   m->ctx = dp_retain(ctx);
@@ -181,7 +181,7 @@ static int add_name(dp_module *m, uint32_t v) {
   if (!m->names || 2 * n > m->names->mask) {
     uint32_t size = m->names ? (m->names->mask + 1) * 2 : 64;
     struct dp__names *old = m->names;
-    m->names = calloc(1, sizeof *m->names + size * sizeof m->names->slots[0]);
+    m->names = dp_calloc(1, sizeof *m->names + size * sizeof m->names->slots[0]);
     if (!m->names) {
       m->names = old;
       return -1;

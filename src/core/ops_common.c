@@ -24,11 +24,14 @@ static int parse_kind(const char *s, size_t n, dp_attrkind *out) {
   return -1;
 }
 
+/* The parsers of schema text return 0, -1 on bad text, OOM on out of memory. */
+#define OOM (-2)
+
 /* "[1,1]" or "[]" -> list value. */
 static int parse_list(const char *s, dp_aval *out) {
   uint32_t n = 0;
   dp_aval *items = dp_malloc(DP__MAXDIM * sizeof *items);
-  if (!items) return -1;
+  if (!items) return OOM;
   s++; /* '[' */
   while (*s && *s != ']') {
     char *end;
@@ -43,7 +46,10 @@ static int parse_list(const char *s, dp_aval *out) {
 }
 
 static int parse_value(dp_attrkind kind, const char *s, dp_aval *out) {
-  if (kind == DP_AK_STR || kind == DP_AK_DTYPE) { *out = dp_av_string(s); return 0; }
+  if (kind == DP_AK_STR || kind == DP_AK_DTYPE) {
+    *out = dp_av_string(s);
+    return out->kind ? 0 : OOM;
+  }
   if (strcmp(s, "None") == 0) { *out = dp_av_none(); return 0; }
   if (strcmp(s, "True") == 0) { *out = dp_av_bool(1); return 0; }
   if (strcmp(s, "False") == 0) { *out = dp_av_bool(0); return 0; }
@@ -83,12 +89,17 @@ static int register_one(dp_ctx *ctx, const dp__opdef *d, dp_err **err) {
   char *scratch = NULL;
   if (d->schema) {
     scratch = dp_strdup(d->schema);
-    if (!scratch) return -1;
+    if (!scratch) {
+      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      return -1;
+    }
     for (char *save = NULL, *tok = strtok_r(scratch, " ", &save); tok;
          tok = strtok_r(NULL, " ", &save)) {
-      if (n == 24 || parse_field(tok, &fields[n]) < 0) {
+      int rc = n == 24 ? -1 : parse_field(tok, &fields[n]);
+      if (rc < 0) {
         for (uint32_t i = 0; i < n; i++) dp_av_clear(&fields[i].dflt);
-        dp_err_set(err, dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "bad built-in schema for %s", d->name));
+        dp_err_set(err, rc == OOM ? dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory")
+                                  : dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "bad built-in schema for %s", d->name));
         free(scratch);
         return -1;
       }

@@ -12,7 +12,7 @@ static dp_pattern *new_pat(int kind, uint32_t n, dp_pattern *const *sub, dp_span
   if (n && !sub) return NULL;
   for (uint32_t i = 0; i < n; i++)
     if (!sub[i]) return NULL;
-  dp_pattern *p = calloc(1, sizeof *p + n * sizeof(dp_pattern *));
+  dp_pattern *p = dp_calloc(1, sizeof *p + n * sizeof(dp_pattern *));
   if (!p) return NULL;
   p->h = (dp_obj){.rc = 1, .type = DP_OBJ_PATTERN, .kind = (uint8_t)kind};
   p->span = span;
@@ -60,7 +60,7 @@ int dp_pattern_vars(dp_pattern *root, int (*fn)(void *ud, dp_var *v), void *ud) 
     dp_pattern *p = stack[--n];
     if (p->h.kind == DP_PAT_VAR && p->var) rc = fn(ud, p->var);
     if (rc == 0 && n + p->n > cap) {
-      dp_pattern **s = malloc((size_t)(n + p->n) * 2 * sizeof *s);
+      dp_pattern **s = dp_malloc((size_t)(n + p->n) * 2 * sizeof *s);
       if (!s) {
         rc = -1;
         break;

@@ -139,7 +139,7 @@ static void *grow_array(void *arr, uint32_t *cap, uint32_t need, size_t elem) {
   if (need <= *cap) return arr;
   uint32_t c = *cap ? *cap : 16;
   while (c < need) c *= 2;
-  void *a = realloc(arr, (size_t)c * elem);
+  void *a = dp_realloc(arr, (size_t)c * elem);
   if (a) *cap = c;
   return a;
 }
@@ -331,7 +331,7 @@ static int names_room(printer *p) {
   uint32_t cap = p->capnames ? p->capnames * 2 : 64;
   nslot *old = p->names;
   uint32_t oldcap = p->capnames;
-  p->names = calloc(cap, sizeof *p->names);
+  p->names = dp_calloc(cap, sizeof *p->names);
   if (!p->names) {
     p->names = old;
     return -1;
@@ -387,7 +387,7 @@ static uint32_t alloc_name(printer *p, const char *hint) {
   if (p->nmcap - p->nmlen < n + 13) {
     size_t cap = p->nmcap ? p->nmcap : 256;
     while (cap - p->nmlen < n + 13) cap *= 2;
-    char *nm = realloc(p->nm, cap);
+    char *nm = dp_realloc(p->nm, cap);
     if (!nm) return 0;
     p->nm = nm;
     p->nmcap = cap;
@@ -439,7 +439,7 @@ static void report_name(printer *p, const dp_expr *e, uint32_t off) {
   d[0] = '%';
   if (off) {
     size_t n = strlen(p->nm + off - 1);
-    if (!(s = malloc(n + 2))) {
+    if (!(s = dp_malloc(n + 2))) {
       p->failed = 1;
       return;
     }

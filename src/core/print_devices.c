@@ -39,10 +39,10 @@ const char *dp__devname(dp__devnames *d, const dp_vdev *vd) {
     if (d->vdevs[i] == vd) return d->names[i]; /* interned: one pointer per device */
   if (d->n == d->cap) {
     uint32_t cap = d->cap ? d->cap * 2 : 8;
-    const dp_vdev **v = realloc(d->vdevs, cap * sizeof *v);
+    const dp_vdev **v = dp_realloc(d->vdevs, cap * sizeof *v);
     if (!v) return NULL;
     d->vdevs = v;
-    char **s = realloc(d->names, cap * sizeof *s);
+    char **s = dp_realloc(d->names, cap * sizeof *s);
     if (!s) return NULL;
     d->names = s;
     d->cap = cap;

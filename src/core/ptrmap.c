@@ -2,6 +2,7 @@
  * The pointer map (see ptrmap.h).
  */
 #include <stdlib.h>
+#include "devplan/core.h"
 #include "ptrmap.h"
 
 /* Keys of one 4 KiB page land in one block of 256 slots, in address order;
@@ -24,7 +25,7 @@ static dp__ptrslot *probe(const dp__ptrmap *m, const void *key) {
 
 static int rehash(dp__ptrmap *m, uint32_t cap) {
   dp__ptrmap old = *m;
-  m->slots = calloc(cap, sizeof *m->slots);
+  m->slots = dp_calloc(cap, sizeof *m->slots);
   if (!m->slots) {
     *m = old;
     return -1;

@@ -97,9 +97,9 @@ static dp_target *intern(dp_ctx *ctx, const dp__kind *k, int device_type, dp_tar
     dp__opts_free(opts, nopts);
     return dp_retain(t);
   }
-  t = calloc(1, sizeof *t);
+  t = dp_calloc(1, sizeof *t);
   char *kind = dp_strdup(k->name);
-  if (t) {
+  if (t && kind) { /* the strings print the kind */
     *t = (dp_target){.kind = kind, .nopts = nopts, .opts = opts, .host = host};
     /* the strings are made once: printers ask for them for every annotation */
     t->text = target_str(t, 0);
@@ -236,13 +236,20 @@ static void put_option(dp__tb *b, const dp_target_opt *o) {
 
 /* TVM's TargetNode::str: kind, keys, then the other options sorted; the
    brief form leaves out what construction derives. */
+/* Whether the brief form leaves option o of t out (derived from the rest). */
+static int left_out(dp__tb *b, const dp__kind *k, const dp_target *t, const dp_target_opt *o) {
+  int derived = dp__kind_derives(k, t, o);
+  if (derived < 0) b->failed = 1; /* out of memory: the string is dropped */
+  return derived == 1;
+}
+
 static void put_target(dp__tb *b, const dp_target *t, int brief) {
   const dp__kind *k = brief ? dp__kind_find(t->kind) : NULL;
   dp__tb_puts(b, t->kind);
   const dp_target_opt *keys = dp_target_opt_get(t, "keys");
-  if (keys && !(brief && dp__kind_derives(k, t, keys))) put_option(b, keys);
+  if (keys && !(brief && left_out(b, k, t, keys))) put_option(b, keys);
   for (uint32_t i = 0; i < t->nopts; i++)
-    if (&t->opts[i] != keys && !(brief && dp__kind_derives(k, t, &t->opts[i])))
+    if (&t->opts[i] != keys && !(brief && left_out(b, k, t, &t->opts[i])))
       put_option(b, &t->opts[i]);
 }
 

@@ -42,7 +42,7 @@ dp_err *dp__kind_options(const dp__kind *k, const dp_target_opt *in, uint32_t ni
 
 /* True when building a target of t's kind from t's other options derives
    option o as it is (a default, or keys the kind and "device" give), so a
-   brief string can leave it out. */
+   brief string can leave it out. -1 on out of memory. */
 int dp__kind_derives(const dp__kind *k, const dp_target *t, const dp_target_opt *o);
 
 #endif

@@ -261,7 +261,7 @@ static int valid_key(const char *key) {
 static char *trimmed(const char *s, size_t n) {
   while (n && isspace((unsigned char)*s)) s++, n--;
   while (n && isspace((unsigned char)s[n - 1])) n--;
-  return strndup(s, n);
+  return dp_strndup(s, n);
 }
 
 static int parse_int(const char *s, int64_t *out) {
@@ -298,7 +298,7 @@ static int add_item(dp_target_opt *o, const char *s, size_t n) {
     free(item);
     return 0;
   }
-  char **items = realloc(o->items, (o->nitems + 1) * sizeof *items);
+  char **items = dp_realloc(o->items, (o->nitems + 1) * sizeof *items);
   if (!items) {
     free(item);
     return -1;
@@ -564,8 +564,9 @@ static int default_value(const dp__kind *k, const dp_target_opt *o) {
   dp_target_opt in = {(char *)d->key, DP_OPT_TEXT, (char *)d->dflt, 0, 0, NULL}, dv;
   dp_err *e = type_option(k, &in, &dv);
   if (e) {
+    int oom = e->code == DP_ERR_MEMORY;
     dp_err_free(e);
-    return 0;
+    return oom ? -1 : 0;
   }
   int same = dv.kind == o->kind && (o->kind == DP_OPT_STR ? !strcmp(dv.str, o->str) : dv.num == o->num);
   dp__opt_clear(&dv);
@@ -576,7 +577,7 @@ static int default_value(const dp__kind *k, const dp_target_opt *o) {
 static int derived_keys(const dp__kind *k, const dp_target *t, const dp_target_opt *o) {
   const dp_target_opt *device = dp_target_opt_get(t, "device");
   dp_target_opt want = {0};
-  int same = 0;
+  int same = -1; /* out of memory unless the items were made */
   if ((!device || add_item(&want, device->str, strlen(device->str)) == 0) &&
       split_items(&want, k->keys) == 0) {
     uint32_t m = 0;

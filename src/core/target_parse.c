@@ -37,7 +37,7 @@ static int raw_add(rawopts *r, dp_target_opt o) {
   if (!o.key || ((o.kind == DP_OPT_STR) && !o.str)) goto oom;
   if (r->n == r->cap) {
     uint32_t cap = r->cap ? r->cap * 2 : 8;
-    dp_target_opt *v = realloc(r->v, cap * sizeof *v);
+    dp_target_opt *v = dp_realloc(r->v, cap * sizeof *v);
     if (!v) goto oom;
     r->v = v;
     r->cap = cap;
@@ -66,7 +66,7 @@ static dp_target *parse_json(dp_ctx *ctx, const char *text, int depth, dp_err **
 static char *read_word(const char **pp, int *bad) {
   const char *p = *pp;
   size_t cap = strlen(p) + 1;
-  char *w = malloc(cap), *o = w;
+  char *w = dp_malloc(cap), *o = w;
   *bad = 0;
   if (!w) return NULL;
   while (*p && !isspace((unsigned char)*p)) {
@@ -118,8 +118,8 @@ static void words_free(words *ws) {
 static dp_err *split_words(const char *text, words *ws) {
   size_t cap = strlen(text) / 2 + 1; /* a word and a blank at least */
   memset(ws, 0, sizeof *ws);
-  ws->w = malloc(cap * sizeof *ws->w);
-  ws->at = malloc(cap * sizeof *ws->at);
+  ws->w = dp_malloc(cap * sizeof *ws->w);
+  ws->at = dp_malloc(cap * sizeof *ws->at);
   if (!ws->w || !ws->at) return dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
   const char *p = text;
   for (;;) {
@@ -175,7 +175,7 @@ static dp_err *text_option(dp_ctx *ctx, const char *text, const words *ws, uint3
     value = ws->w[i + 1];
     *used = 2;
   }
-  char *key = eq ? strndup(k, (size_t)(eq - k)) : dp_strdup(k);
+  char *key = eq ? dp_strndup(k, (size_t)(eq - k)) : dp_strdup(k);
   if (key && !strcmp(key, "host")) {
     free(key);
     if (!value) return text_error(text, ws->at[i], "-host needs a target");
@@ -183,8 +183,11 @@ static dp_err *text_option(dp_ctx *ctx, const char *text, const words *ws, uint3
   }
   /* a bare -key has no value: true for a boolean, an error for the rest */
   dp_target_opt o = {key, DP_OPT_TEXT, value ? dp_strdup(value) : NULL, 0, 0, NULL};
-  if ((value && !o.str) || raw_add(r, o) < 0)
+  if (value && !o.str) {
+    free(key);
     return dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+  }
+  if (raw_add(r, o) < 0) return dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"); /* freed key */
   return NULL;
 }
 
@@ -322,7 +325,7 @@ dp_target **dp_targets_parse(dp_ctx *ctx, const char *text, uint32_t *n, dp_err 
     return NULL;
   }
   uint32_t ncuts = list_cuts(text, NULL, 0);
-  size_t *cuts = malloc(((size_t)ncuts + 1) * sizeof *cuts);
+  size_t *cuts = dp_malloc(((size_t)ncuts + 1) * sizeof *cuts);
   dp_target **out = dp_calloc((size_t)ncuts + 1, sizeof *out);
   dp_err *e = NULL;
   if (!cuts || !out) e = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
@@ -330,7 +333,7 @@ dp_target **dp_targets_parse(dp_ctx *ctx, const char *text, uint32_t *n, dp_err 
   size_t from = 0;
   for (uint32_t i = 0; !e && i <= ncuts; i++) {
     size_t to = i < ncuts ? cuts[i] : strlen(text);
-    char *piece = blank(text + from, to - from) ? NULL : strndup(text + from, to - from);
+    char *piece = blank(text + from, to - from) ? NULL : dp_strndup(text + from, to - from);
     if (blank(text + from, to - from))
       e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "malformed list of targets '%s': no target at offset %zu",
                      text, from);
@@ -435,7 +438,7 @@ static char *jstring(jrd *j) {
   jws(j);
   if (j->s[j->i] != '"') return jfail(j, "expected a string"), NULL;
   size_t start = ++j->i;
-  char *out = malloc(strlen(j->s + start) * 2 + 4), *o = out; /* \u can grow 6 -> 4 bytes */
+  char *out = dp_malloc(strlen(j->s + start) * 2 + 4), *o = out; /* \u can grow 6 -> 4 bytes */
   if (!out) return jfail(j, "out of memory"), NULL;
   for (;;) {
     unsigned char c = (unsigned char)j->s[j->i];
@@ -477,7 +480,7 @@ static char *jnumber(jrd *j, int *is_int, int64_t *val) {
     if (!isdigit((unsigned char)s[j->i])) return jfail(j, "malformed number"), NULL;
     while (isdigit((unsigned char)s[j->i])) j->i++;
   }
-  char *text = strndup(s + st, j->i - st);
+  char *text = dp_strndup(s + st, j->i - st);
   if (!text) return jfail(j, "out of memory"), NULL;
   if (*is_int) {
     errno = 0;
@@ -505,7 +508,7 @@ static int jlist(jrd *j, dp_target_opt *o) {
     jws(j);
     char *item = j->s[j->i] == '"' ? jstring(j) : NULL;
     if (!item) return jfail(j, "a list option holds strings only"), -1;
-    char **items = realloc(o->items, (o->nitems + 1) * sizeof *items);
+    char **items = dp_realloc(o->items, (o->nitems + 1) * sizeof *items);
     if (!items) {
       free(item);
       return jfail(j, "out of memory"), -1;

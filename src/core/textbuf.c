@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "devplan/core.h"
 #include "textbuf.h"
 
 void dp__tb_init(dp__tb *b) {
@@ -19,7 +20,7 @@ int dp__tb_reserve(dp__tb *b, size_t extra) {
   if (b->n + extra + 1 <= b->cap) return 0;
   size_t cap = b->cap ? b->cap : 64;
   while (cap < b->n + extra + 1) cap *= 2;
-  char *s = realloc(b->s, cap);
+  char *s = dp_realloc(b->s, cap);
   if (!s) {
     b->failed = 1;
     return -1;
@@ -78,7 +79,7 @@ void dp__tb_printf(dp__tb *b, const char *fmt, ...) {
 char *dp__tb_take(dp__tb *b) {
   char *s = NULL;
   if (!b->failed) {
-    s = b->s ? b->s : calloc(1, 1);
+    s = b->s ? b->s : dp_calloc(1, 1);
     b->s = NULL;
   }
   dp__tb_free(b);

@@ -27,7 +27,7 @@ dp_type *dp__ts_keep(dp__tsolver *s, dp_type *t) {
   if (!t) return NULL;
   if (s->nkeep == s->capkeep) {
     uint32_t cap = s->capkeep ? s->capkeep * 2 : 256;
-    dp_type **k = realloc(s->keep, cap * sizeof *k);
+    dp_type **k = dp_realloc(s->keep, cap * sizeof *k);
     if (!k) {
       dp_release(t);
       return NULL;
@@ -81,7 +81,7 @@ static void pairs_free(pairs *p) {
 static int push2(pairs *p, dp_type *x, dp_type *y) {
   if (p->n + 2 > p->cap) {
     uint32_t cap = p->cap * 2;
-    dp_type **a = p->a == p->local ? malloc(cap * sizeof *a) : realloc(p->a, cap * sizeof *a);
+    dp_type **a = p->a == p->local ? dp_malloc(cap * sizeof *a) : dp_realloc(p->a, cap * sizeof *a);
     if (!a) return -1;
     if (p->a == p->local) memcpy(a, p->local, p->n * sizeof *a);
     p->a = a;

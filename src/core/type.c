@@ -217,7 +217,7 @@ static dp_type *intern(dp_ctx *ctx, const tkey *k) {
   uint32_t h = key_hash(k);
   dp_type *t = dp__itab_find(&ctx->types, h, key_eq, k);
   if (t) return dp_retain(t);
-  t = calloc(1, node_size(k));
+  t = dp_calloc(1, node_size(k));
   if (!t) return NULL;
   if (dp__itab_insert(&ctx->types, h, t) < 0) {
     free(t);
@@ -278,7 +278,7 @@ dp_type *dp_type_var_new(dp_ctx *ctx, const char *name) {
   if (!ctx) return NULL;
   if (!name) name = "t";
   size_t len = strlen(name);
-  dp_type_var *v = calloc(1, sizeof *v + len + 1);
+  dp_type_var *v = dp_calloc(1, sizeof *v + len + 1);
   if (!v) return NULL;
   v->t.h.rc = 1;
   v->t.h.type = DP_OBJ_TYPE;
@@ -423,7 +423,7 @@ char *dp_type_str(const dp_type *t) {
       } else {
         if (n == cap) {
           size_t c = cap ? cap * 2 : 16;
-          struct frame *s = realloc(stack, c * sizeof *s);
+          struct frame *s = dp_realloc(stack, c * sizeof *s);
           if (!s) {
             free(stack);
             dp__tb_free(&b);

@@ -91,7 +91,7 @@ dp_vdev *dp_vdev_make(dp_ctx *ctx, int device_type, int virtual_device_id, dp_ta
   uint32_t h = vkey_hash(&key);
   dp_vdev *v = dp__itab_find(&ctx->vdevs, h, vkey_eq, &key);
   if (v) return dp_retain(v);
-  v = calloc(1, sizeof *v);
+  v = dp_calloc(1, sizeof *v);
   char *scope = dp_strdup(key.scope);
   if (!v || !scope || dp__itab_insert(&ctx->vdevs, h, v) < 0) {
     free(v);
@@ -167,7 +167,7 @@ char *dp_vdev_str(const dp_vdev *v) {
   char *ts = v->target ? dp_target_brief(v->target) : NULL;
   if (v->target && !ts) return NULL;
   size_t cap = 128 + 2 * (strlen(v->memory_scope) + (ts ? strlen(ts) : 0));
-  char *out = malloc(cap), b[16];
+  char *out = dp_malloc(cap), b[16];
   if (!out) {
     free(ts);
     return NULL;

@@ -23,7 +23,7 @@ static int all_vars(dp_expr *const *kids, uint32_t n) {
 }
 
 static dp_expr *rebuild_match(const dp_match *m, dp_expr *const *kids) {
-  dp_clause small[8], *cl = m->n <= 8 ? small : malloc(m->n * sizeof *cl);
+  dp_clause small[8], *cl = m->n <= 8 ? small : dp_malloc(m->n * sizeof *cl);
   if (!cl) return NULL;
   for (uint32_t i = 0; i < m->n; i++) cl[i] = (dp_clause){m->clauses[i].pat, kids[1 + i]};
   dp_expr *r = (dp_expr *)dp_match_new(kids[0], m->n, cl, m->complete, m->e.span);
@@ -80,7 +80,7 @@ typedef struct stack {
 static void *stack_push(stack *s) {
   if (s->n == s->cap) {
     size_t cap = s->cap ? s->cap * 2 : 64;
-    void *p = realloc(s->items, cap * s->size);
+    void *p = dp_realloc(s->items, cap * s->size);
     if (!p) return NULL;
     s->items = p;
     s->cap = cap;
@@ -249,7 +249,7 @@ done:
 /* m (owned) with its clause patterns remapped: m itself when no binder
    changed, a new match otherwise; NULL on out of memory (m released). */
 static dp_expr *remap_match(const dp__ptrmap *memo, dp_match *m) {
-  dp_clause *cl = malloc((m->n ? m->n : 1) * sizeof *cl);
+  dp_clause *cl = dp_malloc((m->n ? m->n : 1) * sizeof *cl);
   uint32_t done = 0, changed = 0;
   dp_expr *r = NULL;
   if (!cl) goto out;
@@ -268,6 +268,16 @@ out:
   return r;
 }
 
+/* Whether kids fill e's binder slots (a let's variable, a function's
+   parameters) with variables: when they do, a failed rebuild ran out of
+   memory. */
+static int binders_are_vars(const dp_expr *e, dp_expr *const *kids) {
+  uint32_t nb = e->h.kind == DP_LET ? 1 : e->h.kind == DP_FUNC ? ((const dp_func *)e)->nparams : 0;
+  for (uint32_t i = 0; i < nb; i++)
+    if (kids[i]->h.kind != DP_VAR) return 0;
+  return 1;
+}
+
 /* All children of the top frame are on the results stack: rebuild, post. */
 static int rw_complete(rewrite *w) {
   frame f = *TOP(&w->frames, frame);
@@ -275,14 +285,16 @@ static int rw_complete(rewrite *w) {
   /* no children: the results stack may be unallocated (NULL + 0 is undefined) */
   dp_expr **kids = f.n ? (dp_expr **)w->results.items + (w->results.n - f.n) : NULL;
   dp_expr *rebuilt = dp_expr_with_children(f.e, kids);
+  int vars_ok = rebuilt || binders_are_vars(f.e, kids); /* before kids go */
   for (uint32_t i = 0; i < f.n; i++) dp_release(kids[i]);
   w->results.n -= f.n;
   if (rebuilt && rebuilt != f.e && rebuilt->h.kind == DP_MATCH)
     rebuilt = remap_match(&w->memo, (dp_match *)rebuilt);
   if (!rebuilt) {
-    w->err = dp_err_new(DP_ERR_VALUE, f.e->span,
-                        "rewrite: cannot rebuild a %s node (a binder slot got a non-variable, "
-                        "or out of memory)", dp_exprkind_name(f.e->h.kind));
+    w->err = vars_ok
+                 ? dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory")
+                 : dp_err_new(DP_ERR_VALUE, f.e->span, "rewrite: cannot rebuild a %s node (a binder slot got a non-variable)",
+                              dp_exprkind_name(f.e->h.kind));
     return -1;
   }
   dp_expr *r = rebuilt;
@@ -390,7 +402,7 @@ static int fv_post(void *ud, dp_expr *e) {
   if (e->h.kind != DP_VAR) return 0;
   if (s->n == s->cap) {
     uint32_t cap = s->cap ? s->cap * 2 : 8;
-    dp_var **l = realloc(s->list, cap * sizeof *l);
+    dp_var **l = dp_realloc(s->list, cap * sizeof *l);
     if (!l) return -1;
     s->list = l;
     s->cap = cap;
@@ -405,7 +417,7 @@ dp_var **dp_free_vars(dp_expr *e, uint32_t *n) {
   *n = 0;
   int rc = dp_visit(e, &v);
   dp_var **out = NULL;
-  if (rc == 0) out = malloc((s.n ? s.n : 1) * sizeof *out);
+  if (rc == 0) out = dp_malloc((s.n ? s.n : 1) * sizeof *out);
   if (out) {
     for (uint32_t i = 0; i < s.n; i++)
       if (!dp__ptrmap_find(&s.bound, s.list[i])) out[(*n)++] = s.list[i];

@@ -180,7 +180,7 @@ dp_attrs *dp__lua_make_attrs(lua_State *L, int idx, const dp_op *op) {
     lua_pop(L, 1);
     if (rc < 0) {
       for (uint32_t j = 0; j < i; j++) dp_av_clear(&items[j].val);
-      luaL_error(L, "out of memory");
+      dp__lua_oom(L);
     }
   }
   dp_err *err = NULL;

@@ -130,13 +130,13 @@ int dp__lua_push_new(lua_State *L, void *obj, dp_err *err) {
     dp_release(obj);
     return dp__lua_error(L, err);
   }
-  if (!obj) return luaL_error(L, "out of memory");
+  if (!obj) return dp__lua_oom(L);
   dp__lua_push_owned(L, obj);
   return 1;
 }
 
 int dp__lua_push_lstr(lua_State *L, char *s, size_t len) {
-  if (!s) return luaL_error(L, "out of memory");
+  if (!s) return dp__lua_oom(L);
   lua_pushlstring(L, s, len);
   free(s);
   return 1;
@@ -347,6 +347,10 @@ int dp__lua_error(lua_State *L, dp_err *e) {
   return lua_error(L);
 }
 
+int dp__lua_oom(lua_State *L) {
+  return dp__lua_error(L, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+}
+
 static int tostring_body(lua_State *L) {
   luaL_tolstring(L, 1, NULL);
   return 1;
@@ -437,8 +441,9 @@ dp_span dp__lua_opt_span(lua_State *L, int idx) {
     int sp = lua_gettop(L);
     s.line = span_int(L, sp, "line");
     s.col = span_int(L, sp, "col");
-    if (lua_getfield(L, sp, "source") == LUA_TSTRING)
-      s.source = dp_ctx_source(dp__lua_ctx(L), lua_tostring(L, -1));
+    if (lua_getfield(L, sp, "source") == LUA_TSTRING &&
+        !(s.source = dp_ctx_source(dp__lua_ctx(L), lua_tostring(L, -1))))
+      dp__lua_oom(L);
     lua_pop(L, 1);
   } else if (!lua_isnil(L, -1)) {
     luaL_error(L, "opts.span must be a table {line=, col=, source=}");

@@ -120,6 +120,9 @@ void **dp__lua_opt_type_params(lua_State *L, int idx, void **small, uint32_t nsm
    source, line, col, notes = { {message=, line=, col=}, ... }, with a
    __tostring giving dp_err_format). Frees e. Does not return. */
 int dp__lua_error(lua_State *L, dp_err *e);
+/* Raise the devplan.Error "out of memory" (code "memory"): what a C
+   allocation that failed becomes. Does not return. */
+int dp__lua_oom(lua_State *L);
 /* Push e as a devplan.Error value (frees e). */
 void dp__lua_push_error(lua_State *L, dp_err *e);
 /* dp.Error{message =, code =, ...} and dp.is_error(v) (see l_aux.c). */

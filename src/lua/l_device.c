@@ -418,14 +418,19 @@ static int config_tostring(lua_State *L) {
   luaL_addstring(&b, "CompilationConfig(targets=[");
   for (uint32_t i = 0; i < c->ntargets; i++) {
     char *s = dp_target_brief(c->primitive_targets[i]);
+    if (!s) return dp__lua_oom(L);
     if (i) luaL_addstring(&b, ", ");
     luaL_addchar(&b, '"');
-    luaL_addstring(&b, s ? s : "?");
+    luaL_addstring(&b, s);
     luaL_addchar(&b, '"');
     free(s);
   }
-  char *h = dp_vdev_str(c->host_vdev), *d = dp_vdev_str(c->default_vdev);
-  lua_pushfstring(L, "], host=%s, default=%s)", h ? h : "?", d ? d : "?");
+  char *h = dp_vdev_str(c->host_vdev), *d = h ? dp_vdev_str(c->default_vdev) : NULL;
+  if (!d) {
+    free(h);
+    return dp__lua_oom(L);
+  }
+  lua_pushfstring(L, "], host=%s, default=%s)", h, d);
   free(h);
   free(d);
   luaL_addvalue(&b);

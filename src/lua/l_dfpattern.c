@@ -200,7 +200,7 @@ static int l_compile(lua_State *L) {
   luaL_setmetatable(L, PROGRAM);
   lua_pushvalue(L, 3);
   lua_setiuservalue(L, 5, 1);
-  if (!(u->p = dp_dfp_new((uint32_t)n))) return luaL_error(L, "out of memory");
+  if (!(u->p = dp_dfp_new((uint32_t)n))) return dp__lua_oom(L);
   for (lua_Unsigned i = 1; i <= n; i++) {
     if (lua_rawgeti(L, 1, (lua_Integer)i) != LUA_TTABLE) luaL_error(L, "pattern node %d: a table expected", (int)i);
     set_node(L, u->p, lua_gettop(L), (uint32_t)n, (int)i, 4);
@@ -519,7 +519,7 @@ static int groups_block(lua_State *L) {
   if (!lua_isnil(L, 3)) luaL_checktype(L, 3, LUA_TTABLE);
   uint8_t *keep = keep_flags(L, 3, u->g.n);
   for (uint32_t i = 0; i < u->g.n; i++)
-    if (keep[i] && dp_dfp_opaque_add(o->o, &u->g.items[i]) < 0) return luaL_error(L, "out of memory");
+    if (keep[i] && dp_dfp_opaque_add(o->o, &u->g.items[i]) < 0) return dp__lua_oom(L);
   return 0;
 }
 
@@ -527,7 +527,7 @@ static int l_opaque(lua_State *L) {
   lopaque *u = lua_newuserdatauv(L, sizeof *u, 0);
   u->o = NULL;
   luaL_setmetatable(L, OPAQUE);
-  if (!(u->o = dp_dfp_opaque_new())) return luaL_error(L, "out of memory");
+  if (!(u->o = dp_dfp_opaque_new())) return dp__lua_oom(L);
   return 1;
 }
 

@@ -63,7 +63,7 @@ static dp_attrs *on_device_attrs(lua_State *L, const dp_op *op, dp_attrs *attrs)
   if (!body || !result || body->u.i || result->u.i || !vd || vd->kind != DP_AV_VDEV ||
       dp_vdev_is_fully_unconstrained(vd->u.vdev))
     return attrs;
-  dp_attr small[8], *items = attrs->n <= 8 ? small : malloc(attrs->n * sizeof *items);
+  dp_attr small[8], *items = attrs->n <= 8 ? small : dp_malloc(attrs->n * sizeof *items);
   dp_vdev *free_vd = items ? dp_vdev_unconstrained(dp__lua_ctx(L)) : NULL;
   dp_err *err = NULL;
   dp_attrs *r = NULL;

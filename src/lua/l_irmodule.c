@@ -61,7 +61,7 @@ static int l_typedef(lua_State *L) {
                            (dp_type *const *)cs[i].inputs, cs[i].span);
     if (!ctors[i]) {
       for (uint32_t j = 0; j < i; j++) dp_release(ctors[j]);
-      return luaL_error(L, "out of memory");
+      return dp__lua_oom(L);
     }
   }
   dp_typedef *td = dp_typedef_new(name, np, (dp_type *const *)tp, (uint32_t)nc, ctors, span);
@@ -207,7 +207,7 @@ static int l_module(lua_State *L) {
   for (lua_Unsigned i = 0; i < nf; i++) check_func_entry(L, fl, (lua_Integer)i + 1, &names[i], &fns[i]);
   /* Build: errors from here are dp_err values, raised after cleaning up. */
   dp_module *m = dp_module_new(dp__lua_ctx(L));
-  if (!m) return luaL_error(L, "out of memory");
+  if (!m) return dp__lua_oom(L);
   dp_err *err = NULL;
   for (uint32_t i = 0; i < ntd && !err; i++) dp_module_add_typedef(m, tds[i], &err);
   for (uint32_t i = 0; i < npf && !err; i++) dp_module_add_primfn(m, pfs[i], &err);
@@ -276,7 +276,7 @@ static int m_with_function(lua_State *L) {
   dp_expr *f = dp__lua_check_expr(L, 3);
   if (f->h.kind != DP_FUNC) luaL_argerror(L, 3, "fn expected");
   dp_module *c = dp_module_copy(m);
-  if (!c) return luaL_error(L, "out of memory");
+  if (!c) return dp__lua_oom(L);
   dp_err *err = NULL;
   if (dp_module_func(c, name)) {
     dp_module_set_func(c, name, (dp_func *)f, &err);
@@ -294,7 +294,7 @@ static int m_with_primfn(lua_State *L) {
   dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   dp_primfn *pf = dp__lua_check(L, 2, DP_OBJ_PRIMFN);
   dp_module *c = dp_module_copy(m);
-  if (!c) return luaL_error(L, "out of memory");
+  if (!c) return dp__lua_oom(L);
   dp_err *err = NULL;
   if (dp_module_primfn(c, pf->name)) dp_module_set_primfn(c, pf, &err);
   else dp_module_add_primfn(c, pf, &err);
@@ -361,7 +361,7 @@ static void on_name(void *ud, const char *fn, const dp_expr *e, const char *name
   if (pn->failed) return;
   if (pn->n == pn->cap) {
     size_t cap = pn->cap ? pn->cap * 2 : 64;
-    struct pname *it = realloc(pn->items, cap * sizeof *it);
+    struct pname *it = dp_realloc(pn->items, cap * sizeof *it);
     if (!it) {
       pn->failed = 1;
       return;
@@ -442,7 +442,7 @@ static int l_astext(lua_State *L) {
 
 /* ---------------- structural equality ---------------- */
 
-/* 1 equal, 0 not; diff filled for modules and expressions. */
+/* 1 equal, 0 not, -1 out of memory; diff filled for modules and expressions. */
 static int equal_objs(lua_State *L, dp_diff *diff) {
   dp_obj *a = dp__lua_testobj(L, 1), *b = dp__lua_testobj(L, 2);
   if (!a || !b) return lua_rawequal(L, 1, 2) || (lua_compare(L, 1, 2, LUA_OPEQ));
@@ -458,7 +458,9 @@ static int equal_objs(lua_State *L, dp_diff *diff) {
 static int l_structural_equal(lua_State *L) {
   lua_settop(L, 2); /* fixed slots: scratch buffers go above */
   luaL_checkany(L, 2);
-  lua_pushboolean(L, equal_objs(L, NULL));
+  int same = equal_objs(L, NULL);
+  if (same < 0) return dp__lua_oom(L);
+  lua_pushboolean(L, same);
   return 1;
 }
 
@@ -474,9 +476,10 @@ static int l_assert_structural_equal(lua_State *L) {
   /* arguments first: nothing may raise while the diff's C strings are held */
   const char *msg = luaL_optstring(L, 3, NULL);
   dp_diff d = {NULL, NULL, NULL};
-  if (equal_objs(L, &d)) {
+  int same = equal_objs(L, &d);
+  if (same != 0) {
     dp_diff_clear(&d);
-    return 0;
+    return same < 0 ? dp__lua_oom(L) : 0;
   }
   if (!d.lhs) {
     lua_pushstring(L, d.path ? d.path : "");

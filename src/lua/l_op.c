@@ -201,11 +201,11 @@ static int l_register(lua_State *L) {
   lua_pushvalue(L, 4);
   r->ref = luaL_ref(L, LUA_REGISTRYINDEX);
   /* No Lua error from here until registered: C memory is being taken. */
-  lua_rel *ud = malloc(sizeof *ud);
+  lua_rel *ud = dp_malloc(sizeof *ud);
   if (!ud || (nf && build_fields(L, 5, fs, nf) < 0)) {
     free(ud);
     luaL_unref(L, LUA_REGISTRYINDEX, r->ref);
-    return luaL_error(L, "out of memory");
+    return dp__lua_oom(L);
   }
   *ud = *r;
   ud->op = NULL;

@@ -115,7 +115,7 @@ static int p_new(lua_State *L) {
   lua_pushvalue(L, 3);
   lua_setiuservalue(L, -2, 2);
   lp->p = dp_parser_new(dp__lua_ctx(L), text, len, source);
-  if (!lp->p) return luaL_error(L, "devplan: out of memory");
+  if (!lp->p) return dp__lua_oom(L);
   if (lua_type(L, 3) == LUA_TTABLE) dp_parser_set_meta(lp->p, resolve_meta, lp);
   return 1;
 }
@@ -142,8 +142,8 @@ static int p_action(lua_State *L) {
   size_t n = top > 3 ? (size_t)(top - 3) : 0;
   if (n > lp->cap) {
     size_t cap = n + n / 2 + 64;
-    int64_t *ev = realloc(lp->ev, cap * sizeof *ev);
-    if (!ev) return luaL_error(L, "devplan: out of memory");
+    int64_t *ev = dp_realloc(lp->ev, cap * sizeof *ev);
+    if (!ev) return dp__lua_oom(L);
     lp->ev = ev;
     lp->cap = cap;
   }

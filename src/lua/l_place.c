@@ -72,7 +72,7 @@ static void per_var(lua_State *L, pctx *c) {
   lua_pop(L, 1);
   if (lua_getfield(L, 1, "unary") == LUA_TTABLE) {
     m->unary = dp_calloc((size_t)m->nvars * K + 1, sizeof *m->unary);
-    if (!m->unary) luaL_error(L, "out of memory");
+    if (!m->unary) dp__lua_oom(L);
     lua_pushnil(L);
     while (lua_next(L, -2)) {
       lua_Integer v = lua_isinteger(L, -2) ? lua_tointeger(L, -2) : 0;
@@ -94,7 +94,7 @@ static void pair_costs(lua_State *L, pctx *c) {
   uint32_t K = m->nlabels;
   if (lua_getfield(L, 1, "pair") == LUA_TTABLE) {
     m->pair = dp_calloc((size_t)K * K, sizeof *m->pair);
-    if (!m->pair) luaL_error(L, "out of memory");
+    if (!m->pair) dp__lua_oom(L);
     for (uint32_t a = 0; a < K; a++) {
       if (lua_geti(L, -1, a + 1) != LUA_TTABLE) luaL_error(L, "solve_placement: pair is a K x K table");
       for (uint32_t b = 0; b < K; b++) {
@@ -133,7 +133,7 @@ static void nets(lua_State *L, pctx *c) {
     if (nr > m->nvars) luaL_error(L, "solve_placement: a net has more readers than variables");
     for (lua_Integer i = 1; i <= nr; i++) c->readers[i - 1] = index_at(L, -1, i, m->nvars, "a reader");
     lua_pop(L, 2);
-    if (dp_place_net(m, src, c->readers, (uint32_t)nr, w) < 0) luaL_error(L, "out of memory");
+    if (dp_place_net(m, src, c->readers, (uint32_t)nr, w) < 0) dp__lua_oom(L);
   }
   lua_pop(L, 1);
 }
@@ -144,16 +144,16 @@ static int solve_body(lua_State *L) {
   uint32_t K = int_field(L, 1, "labels", 1, 64, 2);
   uint32_t n = int_field(L, 1, "vars", 0, 10000000, 0);
   uint32_t dflt = int_field(L, 1, "default", 1, K, 1) - 1;
-  if (dp_place_init(&c->m, n, K, dflt) < 0) return luaL_error(L, "out of memory");
+  if (dp_place_init(&c->m, n, K, dflt) < 0) return dp__lua_oom(L);
   c->label = dp_malloc((n ? n : 1) * sizeof *c->label);
   c->readers = dp_malloc((n ? n : 1) * sizeof *c->readers);
-  if (!c->label || !c->readers) return luaL_error(L, "out of memory");
+  if (!c->label || !c->readers) return dp__lua_oom(L);
   per_var(L, c);
   pair_costs(L, c);
   nets(L, c);
   int64_t e = 0;
   int rc = dp_place_solve(&c->m, c->label, &e);
-  if (rc < 0) return luaL_error(L, "out of memory");
+  if (rc < 0) return dp__lua_oom(L);
   if (rc > 0) {
     for (uint32_t v = 0; v < n; v++)
       if (c->label[v] == UINT32_MAX) return luaL_error(L, "solve_placement: variable %d may take no label", (int)v + 1);

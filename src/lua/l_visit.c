@@ -108,13 +108,15 @@ static int l_visit(lua_State *L) {
     luaL_typeerror(L, 2, "function or {pre =, post =}");
   }
   dp_visitor v = {s.pre ? visit_pre : NULL, s.post ? visit_post : NULL, &s};
+  int rc = 0;
   if (root->type == DP_OBJ_EXPR) {
-    dp_visit((dp_expr *)root, &v);
+    rc = dp_visit((dp_expr *)root, &v);
   } else {
     dp_module *m = (dp_module *)root;
-    for (uint32_t i = 0; i < m->nfuncs && !s.failed; i++) dp_visit(&m->funcs[i].fn->e, &v);
+    for (uint32_t i = 0; i < m->nfuncs && rc == 0; i++) rc = dp_visit(&m->funcs[i].fn->e, &v);
   }
   if (s.failed) raise_failed(L, &s);
+  if (rc < 0) return dp__lua_oom(L); /* stopped with no callback failing */
   return 0;
 }
 
@@ -203,7 +205,7 @@ static int rewrite_module(lua_State *L, cbstate *s, dp_module *m) {
   /* A Lua error may come from any function's handlers: hold the new module
      in a userdata so it is released by the GC in that case. */
   dp_module *c = dp_module_copy(m);
-  if (!c) return luaL_error(L, "out of memory");
+  if (!c) return dp__lua_oom(L);
   dp__lua_push_owned(L, c);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *r = rewrite_one(L, s, &m->funcs[i].fn->e);
@@ -234,7 +236,7 @@ static int l_free_vars(lua_State *L) {
   dp_expr *e = dp__lua_check_expr(L, 1);
   uint32_t n = 0;
   dp_var **vs = dp_free_vars(e, &n);
-  if (!vs && n) return luaL_error(L, "out of memory");
+  if (!vs && n) return dp__lua_oom(L);
   dp__lua_push_list(L, (void *const *)vs, n);
   free(vs);
   return 1;

@@ -245,7 +245,7 @@ int dp__read_aval(dp_parser *p, const int64_t *ev, size_t n, size_t *i, dp_aval 
     if (k == DP_TOK_RBRACK) {
       uint32_t from = p->marks[--p->nmarks], m = p->navs - from;
       lists--;
-      dp_aval *items = m ? malloc(m * sizeof *items) : NULL;
+      dp_aval *items = m ? dp_malloc(m * sizeof *items) : NULL;
       if (m && !items) {
         dp__oom(p, tok);
         break;
@@ -354,7 +354,7 @@ void dp__attrs_cache_free(dp_parser *p) {
    they are not cached at all (too many, a key too long). */
 static struct acache_entry *acache_slot(dp_parser *p, const dp_expr *op, uint32_t from, uint32_t m) {
   if (m > ACACHE_MAX) return NULL;
-  if (!p->acache && !(p->acache = calloc(1, sizeof *p->acache))) return NULL;
+  if (!p->acache && !(p->acache = dp_calloc(1, sizeof *p->acache))) return NULL;
   uintptr_t h = (uintptr_t)op >> 4 ^ m;
   for (uint32_t i = 0; i < m; i++) {
     const dp_aval *v = &p->attrs[from + i].val;
@@ -417,8 +417,8 @@ int dp__attrs_take(dp_parser *p, dp_expr *fn, uint32_t from, uint32_t tok, dp_at
      copy is kept to find the culprit when an operator rejects them, and
      to remember the set) */
   dp_attr small[8], scopy[8];
-  dp_attr *items = m <= 8 ? small : malloc(m * sizeof *items);
-  dp_attr *copies = m <= 8 ? scopy : malloc(m * sizeof *copies);
+  dp_attr *items = m <= 8 ? small : dp_malloc(m * sizeof *items);
+  dp_attr *copies = m <= 8 ? scopy : dp_malloc(m * sizeof *copies);
   int is_op = fn && fn->h.kind == DP_OP;
   if (!items || !copies || attr_items(p, from, m, items) != 0) {
     if (items != small) free(items);

@@ -363,8 +363,8 @@ static dp_func *close_fn(dp_parser *p) {
   dp_expr *body = close_block(p);
   if (!body) return NULL;
   uint32_t np = p->nparams - b.params;
-  dp_var *small[8], **params = np <= 8 ? small : malloc(np * sizeof *params);
-  dp_type *tsmall[8], **tps = b.ntps <= 8 ? tsmall : malloc(b.ntps * sizeof *tps);
+  dp_var *small[8], **params = np <= 8 ? small : dp_malloc(np * sizeof *params);
+  dp_type *tsmall[8], **tps = b.ntps <= 8 ? tsmall : dp_malloc(b.ntps * sizeof *tps);
   dp_func *f = NULL;
   if (params && tps) {
     for (uint32_t i = 0; i < np; i++) params[i] = (dp_var *)dp__obj(p, p->params[b.params + i]);

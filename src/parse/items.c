@@ -54,7 +54,7 @@ int64_t dp__act_ctor(dp_parser *p, const int64_t *ev, size_t n) {
   uint32_t old = p->names.slots[slot].handle;
   if (old && dp__obj(p, old)->kind == DP_CTOR && dp__obj(p, old)->type == DP_OBJ_EXPR)
     return dp__fail(p, DP_ERR_NAME, tok, "duplicate definition of constructor %.*s", (int)len, name);
-  dp_type **ts = malloc((p->td_ntvars + nin + 1) * sizeof *ts);
+  dp_type **ts = dp_malloc((p->td_ntvars + nin + 1) * sizeof *ts);
   if (!ts) return dp__oom(p, tok);
   for (uint32_t i = 0; i < p->td_ntvars; i++) ts[i] = (dp_type *)dp__obj(p, p->td_items[i]);
   for (uint32_t i = 0; i < nin; i++) {
@@ -67,7 +67,7 @@ int64_t dp__act_ctor(dp_parser *p, const int64_t *ev, size_t n) {
   }
   size_t alen;
   const char *adt = dp__tok_text(p, p->td_tok + 1, &alen);
-  char *names = malloc(len + alen + 2);
+  char *names = dp_malloc(len + alen + 2);
   dp_ctor *c = NULL;
   if (names) {
     memcpy(names, name, len);
@@ -91,8 +91,8 @@ int64_t dp__act_typedef_close(dp_parser *p, const int64_t *ev, size_t n) {
   uint32_t ntv = p->td_ntvars, nc = p->td_n - ntv;
   size_t len;
   const char *text = dp__tok_text(p, p->td_tok + 1, &len);
-  dp_type **tvs = malloc((ntv + 1) * sizeof *tvs);
-  dp_ctor **cs = malloc((nc + 1) * sizeof *cs);
+  dp_type **tvs = dp_malloc((ntv + 1) * sizeof *tvs);
+  dp_ctor **cs = dp_malloc((nc + 1) * sizeof *cs);
   const char *name = dp__cname(p, text, len);
   dp_typedef *td = NULL;
   if (tvs && cs && name) {
@@ -124,12 +124,12 @@ int64_t dp__act_primfn(dp_parser *p, const int64_t *ev, size_t n) {
   if (p->names.slots[slot].block)
     return dp__fail(p, DP_ERR_NAME, tok, "duplicate definition of %.*s", (int)glen, gname);
   p->names.slots[slot].block = 1;
-  dp_buffer *bufs = calloc(n, sizeof *bufs);
+  dp_buffer *bufs = dp_calloc(n, sizeof *bufs);
   if (!bufs) return dp__oom(p, tok);
   uint32_t nb = 0, ret = 0;
   int rc = 0;
   /* scopes live in one string: the parser's buffer would be reused */
-  char **scopes = calloc(n, sizeof *scopes);
+  char **scopes = dp_calloc(n, sizeof *scopes);
   for (size_t i = 2; rc == 0 && scopes && i < n; i++) {
     uint32_t t = (uint32_t)ev[i];
     if (ev[i] < 0) {

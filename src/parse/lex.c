@@ -277,11 +277,11 @@ size_t dp__token_end(const char *t, size_t len, size_t i, char kind) {
 /* Room for more tokens. */
 static int grow_tokens(dp_parser *p) {
   uint32_t cap = p->captok * 2;
-  uint32_t *offs = realloc(p->offs, (size_t)cap * sizeof *offs);
+  uint32_t *offs = dp_realloc(p->offs, (size_t)cap * sizeof *offs);
   if (offs) p->offs = offs;
-  char *kinds = offs ? realloc(p->kinds, cap) : NULL;
+  char *kinds = offs ? dp_realloc(p->kinds, cap) : NULL;
   if (kinds) p->kinds = kinds;
-  unsigned char *lens = kinds ? realloc(p->lens, cap) : NULL;
+  unsigned char *lens = kinds ? dp_realloc(p->lens, cap) : NULL;
   if (!lens) return -1;
   p->lens = lens;
   p->captok = cap;
@@ -428,9 +428,9 @@ int dp__lex(dp_parser *p) {
   const char *t = p->text;
   size_t i = 0, len = p->len, depth = 0, open = (size_t)-1;
   uint32_t cap = (uint32_t)(len / 4 < 1u << 20 ? len / 4 : 1u << 20) + 16;
-  p->kinds = malloc(cap);
-  p->offs = malloc(cap * sizeof *p->offs);
-  p->lens = malloc(cap);
+  p->kinds = dp_malloc(cap);
+  p->offs = dp_malloc(cap * sizeof *p->offs);
+  p->lens = dp_malloc(cap);
   if (!p->kinds || !p->offs || !p->lens) return dp__oom(p, 0);
   p->captok = cap;
   p->kinds[0] = '\0';

@@ -203,7 +203,7 @@ dp_obj *dp__const_literal(dp_parser *p, dp_type *t, uint32_t ctok, uint32_t lbra
     return NULL;
   }
   if (count * esize > p->capbytes) {
-    unsigned char *b = realloc(p->bytes, count * esize);
+    unsigned char *b = dp_realloc(p->bytes, count * esize);
     if (!b) {
       dp__oom(p, ctok);
       return NULL;

@@ -70,14 +70,14 @@ const char *dp_token_kind_text(char kind) {
 /* ---------------- life cycle ---------------- */
 
 dp_parser *dp_parser_new(dp_ctx *ctx, const char *text, size_t len, const char *source) {
-  dp_parser *p = calloc(1, sizeof *p);
+  dp_parser *p = dp_calloc(1, sizeof *p);
   if (!p) return NULL;
   p->ctx = dp_retain(ctx);
   p->text = text;
   p->len = len;
-  p->source = dp_ctx_source(ctx, source ? source : "<string>");
+  p->source = dp_ctx_source(ctx, source ? source : "<string>"); /* 0: out of memory */
   /* (a name per binding, room made at once: interning them never rehashes) */
-  if (dp__lex(p) != 0 || dp__scope_reserve(&p->names, p->nbinds + 1024) != 0) {
+  if (!p->source || dp__lex(p) != 0 || dp__scope_reserve(&p->names, p->nbinds + 1024) != 0) {
     dp_parser_free(p);
     return NULL;
   }
@@ -179,7 +179,7 @@ const char *dp__tok_text(const dp_parser *p, uint32_t tok, size_t *len) {
 char *dp__scratch(dp_parser *p, size_t n) {
   if (n > p->capname) {
     size_t c = n + 64;
-    char *s = realloc(p->namebuf, c);
+    char *s = dp_realloc(p->namebuf, c);
     if (!s) return NULL;
     p->namebuf = s;
     p->capname = c;
@@ -445,7 +445,7 @@ char *dp_parser_excerpt(const dp_parser *p, dp_span s) {
     from = col > 61 ? col - 61 : 0;
     shown = n - from < 120 ? n - from : 120;
   }
-  char *out = malloc(2 * (shown + 8) + 2);
+  char *out = dp_malloc(2 * (shown + 8) + 2);
   if (!out) return NULL;
   size_t k = 0;
   if (from) k += (size_t)sprintf(out, "...");

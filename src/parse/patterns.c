@@ -37,7 +37,7 @@ static int close_pat(dp_parser *p, dp_ctor *c, uint32_t from, uint32_t tok) {
   if (c && c->ninputs != m)
     return dp__fail(p, DP_ERR_TYPE, tok, "constructor '%s' takes %u argument%s, %u given", c->name,
                     c->ninputs, c->ninputs == 1 ? "" : "s", m);
-  dp_pattern *small[8], **subs = m <= 8 ? small : malloc(m * sizeof *subs);
+  dp_pattern *small[8], **subs = m <= 8 ? small : dp_malloc(m * sizeof *subs);
   if (!subs) return dp__oom(p, tok);
   for (uint32_t i = 0; i < m; i++) subs[i] = (dp_pattern *)p->vals[from + i].obj;
   dp_pattern *pat = c ? dp_pat_ctor(c, m, subs, dp__span(p, tok)) : dp_pat_tuple(m, subs, dp__span(p, tok));

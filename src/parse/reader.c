@@ -113,7 +113,7 @@ static dp_obj *make_call(dp_parser *p, dp_expr *fn, rval *args, uint32_t nargs, 
   }
   dp_attrs *attrs;
   if (dp__attrs_take(p, fn, from, tok, &attrs) != 0) return NULL;
-  dp_expr *small[8], **kids = nargs <= 8 ? small : malloc(nargs * sizeof *kids);
+  dp_expr *small[8], **kids = nargs <= 8 ? small : dp_malloc(nargs * sizeof *kids);
   if (!kids) {
     dp_release(attrs);
     dp__oom(p, tok);
@@ -197,7 +197,7 @@ static int complete_ifs(dp_parser *p) {
 static dp_obj *close_group(dp_parser *p, rframe *f, uint32_t m) {
   rval *v = p->vals + f->base;
   if (m == 1 && !f->comma) return dp_retain(v[0].obj); /* parentheses */
-  dp_expr *small[8], **fields = m <= 8 ? small : malloc(m * sizeof *fields);
+  dp_expr *small[8], **fields = m <= 8 ? small : dp_malloc(m * sizeof *fields);
   if (!fields) return NULL;
   for (uint32_t i = 0; i < m; i++) fields[i] = (dp_expr *)v[i].obj;
   dp_tuple *t = dp_tuple_new(m, fields, dp__span(p, f->tok));
@@ -208,7 +208,7 @@ static dp_obj *close_group(dp_parser *p, rframe *f, uint32_t m) {
 static dp_obj *close_match(dp_parser *p, rframe *f, uint32_t m) {
   rval *v = p->vals + f->base;
   uint32_t nc = (m - 1) / 2;
-  dp_clause *cl = malloc((nc ? nc : 1) * sizeof *cl);
+  dp_clause *cl = dp_malloc((nc ? nc : 1) * sizeof *cl);
   if (!cl) return NULL;
   for (uint32_t i = 0; i < nc; i++) {
     cl[i].pat = (dp_pattern *)v[1 + 2 * i].obj;

@@ -39,7 +39,7 @@ static int64_t probe(const dp__scope *s, const char *name, size_t len, uint32_t 
 
 /* A table of `size` entries (a power of two, more than twice the names). */
 static int rehash(dp__scope *s, uint32_t size) {
-  struct dp__scope_entry *t = calloc(size, sizeof *t);
+  struct dp__scope_entry *t = dp_calloc(size, sizeof *t);
   if (!t) return -1;
   for (uint32_t k = 0; k < s->nslots; k++) {
     uint32_t h = s->slots[k].hash, i = h & (size - 1);
@@ -80,7 +80,7 @@ int64_t dp__scope_intern(dp__scope *s, const char *name, size_t len) {
   if (s->alen + len > s->acap) {
     size_t c = s->acap ? s->acap : 4096;
     while (c < s->alen + len) c *= 2;
-    char *a = realloc(s->arena, c);
+    char *a = dp_realloc(s->arena, c);
     if (!a) return -1;
     s->arena = a;
     s->acap = c;

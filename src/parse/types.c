@@ -32,7 +32,7 @@ static int push_type(dp_parser *p, dp_type *t, uint32_t tok) {
 
 /* The types on the stack from `from` (borrowed pointers, in a scratch array). */
 static dp_type **types_from(dp_parser *p, uint32_t from, uint32_t m, dp_type **small) {
-  dp_type **ts = m <= 8 ? small : malloc(m * sizeof *ts);
+  dp_type **ts = m <= 8 ? small : dp_malloc(m * sizeof *ts);
   for (uint32_t i = 0; ts && i < m; i++) ts[i] = (dp_type *)p->vals[from + i].obj;
   return ts;
 }
@@ -85,7 +85,7 @@ static int close_tensor(dp_parser *p, rframe *f, uint32_t tok) {
     return dp__fail(p, DP_ERR_NAME, tok, "unknown type '%s'%s", name, dp__hint_in(name, dp_dtype_suggest(name), hint));
   }
   uint32_t nd = p->navs - f->attrbase;
-  int64_t small[8], *dims = nd <= 8 ? small : malloc(nd * sizeof *dims);
+  int64_t small[8], *dims = nd <= 8 ? small : dp_malloc(nd * sizeof *dims);
   if (!dims) return dp__oom(p, tok);
   for (uint32_t i = 0; i < nd; i++) dims[i] = p->avs[f->attrbase + i].u.i;
   p->navs = f->attrbase;

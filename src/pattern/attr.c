@@ -34,7 +34,7 @@ static int value_matches(const dp_aval *want, const dp_aval *have) {
       if (!value_matches(&want->u.items[i], &have->u.items[i])) return 0;
     return 1;
   case DP_AV_EXPR:
-    return have->kind == DP_AV_EXPR && dp_expr_equal(want->u.expr, have->u.expr, NULL);
+    return have->kind == DP_AV_EXPR && dp_expr_equal(want->u.expr, have->u.expr, NULL) == 1;
   default:
     return dp_av_equal(want, have);
   }

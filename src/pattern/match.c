@@ -141,7 +141,7 @@ static int leaf(const dp_dfp_node *x, const dp_expr *e) {
            ((x->kinds >> ((const dp_op *)e)->pattern) & 1);
   case DP_DFP_EXPR: /* TVM: structural equality, a variable only equal to itself */
     if (x->expr == e) return 1;
-    return x->expr->h.kind != DP_VAR && e->h.kind == x->expr->h.kind && dp_expr_equal(x->expr, e, NULL);
+    return x->expr->h.kind != DP_VAR && e->h.kind == x->expr->h.kind && dp_expr_equal(x->expr, e, NULL) == 1;
   case DP_DFP_OP: return x->expr == e;
   default: return 0;
   }
@@ -154,7 +154,7 @@ static const dp_tensor_type *tensor_of(const dp_expr *e) {
 static int type_holds(const dp_dfp_node *x, const dp_expr *e) {
   const dp_tensor_type *t = tensor_of(e);
   switch (x->kind) {
-  case DP_DFP_TYPE: return e->type && dp_type_equal(x->type, e->type);
+  case DP_DFP_TYPE: return e->type && dp_type_equal(x->type, e->type) == 1;
   case DP_DFP_DTYPE: return t && t->dtype == x->dtype;
   case DP_DFP_SHAPE:
     if (!t || t->ndim != x->ndim) return 0;

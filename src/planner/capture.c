@@ -351,7 +351,10 @@ static dp_expr *capture_param(cctx *c, uint32_t id, dp_var *v, dp_err **err) {
   if (!vd) return NULL;
   if (v->vdev == vd) return dp_retain(&v->e);
   dp_var *n = dp_var_new(v->name, v->annot, vd, v->e.span);
-  if (!n) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  if (!n) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return NULL;
+  }
   return typed(&n->e, &v->e);
 }
 

@@ -51,8 +51,15 @@ uint32_t dp__dev_canon(dp__devices *t, dp_vdev *v, dp_err **err) {
   if (!v || dp_vdev_is_fully_unconstrained(v)) return 0;
   for (uint32_t k = 0; k < t->nc; k++)
     if (t->ckey[k] == v) return t->cval[k];
-  dp_vdev *c = dp_config_canonical(t->cfg, v, err);
-  if (!c) return DP__NONE_ID;
+  dp_err *e = NULL;
+  dp_vdev *c = dp_config_canonical(t->cfg, v, &e);
+  if (!c) {
+    /* callers that pass no err treat a failure as "no device": running out
+       of memory must not pass for that (the phases fail on t->oom) */
+    if (!e || e->code == DP_ERR_MEMORY) t->oom = 1;
+    dp_err_set(err, e);
+    return DP__NONE_ID;
+  }
   uint32_t i = dp__dev_index(t, c);
   dp_release(c);
   if (t->nc < 8 && !t->oom) { /* (the key is held, so its address is not reused) */

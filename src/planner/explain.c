@@ -99,6 +99,7 @@ static int rule_prefix_len(const char *text, const char *w) {
 
 static char *reason(dp_domains *d, int rule, dp_expr *why) {
   char *w = why ? dp__describe(d->ctx, why) : NULL;
+  if (why && !w) return NULL; /* out of memory, not a text without its expression */
   const char *text = dp__rule_text(rule);
   size_t n = strlen(text) + (w ? strlen(w) : 0) + 4;
   char *s = dp_malloc(n);
@@ -114,6 +115,7 @@ static char *reason(dp_domains *d, int rule, dp_expr *why) {
 typedef struct pindex {
   uint32_t *head, *next, *from, *queue, *stamp;
   uint32_t n, cur;
+  int oom; /* a search found a constraint but could not allocate its path */
 } pindex;
 
 static void pindex_free(pindex *p) {
@@ -199,7 +201,10 @@ static uint32_t nearest(pindex *p, dp_domains *d, uint32_t x, uint32_t avoid, ui
     if (u == x) break;
   }
   *path = dp_malloc(len * sizeof **path);
-  if (!*path) return 0;
+  if (!*path) {
+    p->oom = 1;
+    return 0;
+  }
   uint32_t i = len;
   for (uint32_t u = found;; u = p->from[u]) {
     (*path)[--i] = u;
@@ -225,16 +230,20 @@ static void edge_of(dp_domains *d, uint32_t u, uint32_t v, int *rule, dp_expr **
   *why = n->why;
 }
 
-static void note_steps(dp_domains *d, dp_err *e, const uint32_t *path, uint32_t len, int reverse) {
+/* Notes on e, one per step of path: 0, or -1 when memory ran out (the
+   notes are then incomplete). */
+static int note_steps(dp_domains *d, dp_err *e, const uint32_t *path, uint32_t len, int reverse) {
+  int rc = 0;
   for (uint32_t k = 0; k + 1 < len; k++) {
     uint32_t i = reverse ? len - 2 - k : k;
     int rule;
     dp_expr *why;
     edge_of(d, path[i], path[i + 1], &rule, &why);
     char *r = reason(d, rule, why);
-    dp_err_note(e, why ? why->span : DP_NOSPAN, "it flows through %s", r ? r : "?");
+    if (!r || dp_err_note(e, why ? why->span : DP_NOSPAN, "it flows through %s", r ? r : "?") < 0) rc = -1;
     free(r);
   }
+  return rc;
 }
 
 static char *constraint_text(dp_domains *d, uint32_t c, dp_span *span) {
@@ -432,42 +441,63 @@ int dp__conflict_errors(dp_domains *d, dp_conflicts *all, dp_err **err) {
   return -1;
 }
 
-static dp_explain *explain_with_proofs(dp_domains *d, dp_expr *e, dp_err **err) {
-  dp_explain *x = dp_calloc(1, sizeof *x);
-  if (!x) goto oom;
+/* The domain node of e to explain (through functions to their results). */
+static uint32_t explained_node(dp_domains *d, dp_expr *e) {
   uint32_t n = dp__dom_of(d, e);
   while (d->nodes[dp__dom_find(d, n)].isfn) n = dp__dom_kid(d, n, dp__dom_arity(d, n));
-  uint32_t r = dp__dom_find(d, n);
+  return n;
+}
+
+/* x's rule, constraint and steps for the constraint at the end of path
+   (len > 0) and its sentence into buf: 0, or -1 on out of memory. */
+static int explain_constraint(dp_domains *d, dp_explain *x, const uint32_t *path, uint32_t len,
+                              const char *w, const char *dev, char *buf, size_t size) {
+  dp__dnode *c = &d->nodes[path[len - 1]];
+  if (!(x->rule = dp_strdup(rule_name(c->crule)))) return -1;
+  dp_expr *cwhy = c->crule ? dp__dom_cons(d, path[len - 1])->why : NULL;
+  x->span = cwhy ? cwhy->span : DP_NOSPAN;
+  x->why = cwhy ? dp_retain(cwhy) : NULL;
+  /* a placement by cost says what it weighed, both ways */
+  char *ct = c->crule == R_PLACEMENT ? dp__place_reason(d, path[len - 1]) : NULL;
+  if (!ct) ct = reason(d, c->crule, cwhy);
+  if (!ct) return -1;
+  snprintf(buf, size, "%s is on %s because of %s%s", w, dev, ct, len > 1 ? ", through the steps below" : "");
+  free(ct);
+  dp_err tmp = {0};
+  int rc = note_steps(d, &tmp, path, len, 0);
+  x->nsteps = tmp.nnotes;
+  x->steps = tmp.notes;
+  return rc;
+}
+
+static dp_explain *explain_with_proofs(dp_domains *d, dp_expr *e, dp_err **err) {
+  dp_explain *x = dp_calloc(1, sizeof *x);
+  uint32_t *path = NULL, len = 0;
+  char *dev = NULL, *w = NULL, buf[1024];
+  pindex p;
+  int rc = -1;
+  if (!x || pindex_init(&p, d) < 0) goto out;
+  uint32_t n = explained_node(d, e), r = dp__dom_find(d, n);
+  len = nearest(&p, d, n, DP__NONE_ID, &path);
+  int lost = p.oom;
+  pindex_free(&p);
   x->vdev = dp_retain(d->dev->v[d->nodes[r].vdev]);
-  uint32_t *path = NULL, len = nearest_constraint(d, n, DP__NONE_ID, &path);
-  char *dev = dp__vdev_short(x->vdev), *w = dp__describe(d->ctx, e);
-  char buf[1024];
+  dev = dp__vdev_short(x->vdev);
+  w = dp__describe(d->ctx, e);
+  if (lost || !dev || !w) goto out;
   if (!len || d->nodes[r].vdev == 0) {
-    x->rule = dp_strdup(d->nodes[r].vdev ? "unknown" : "free");
+    if (!(x->rule = dp_strdup(d->nodes[r].vdev ? "unknown" : "free"))) goto out;
     snprintf(buf, sizeof buf, "%s is on %s: no constraint decided it", w, dev);
-  } else {
-    dp__dnode *c = &d->nodes[path[len - 1]];
-    x->rule = dp_strdup(rule_name(c->crule));
-    dp_expr *cwhy = c->crule ? dp__dom_cons(d, path[len - 1])->why : NULL;
-    x->span = cwhy ? cwhy->span : DP_NOSPAN;
-    x->why = cwhy ? dp_retain(cwhy) : NULL;
-    /* a placement by cost says what it weighed, both ways */
-    char *ct = c->crule == R_PLACEMENT ? dp__place_reason(d, path[len - 1]) : NULL;
-    if (!ct) ct = reason(d, c->crule, cwhy);
-    snprintf(buf, sizeof buf, "%s is on %s because of %s%s", w, dev, ct ? ct : "?",
-             len > 1 ? ", through the steps below" : "");
-    free(ct);
-    dp_err tmp = {0};
-    note_steps(d, &tmp, path, len, 0);
-    x->nsteps = tmp.nnotes;
-    x->steps = tmp.notes;
+  } else if (explain_constraint(d, x, path, len, w, dev, buf, sizeof buf) < 0) {
+    goto out;
   }
-  x->text = dp_strdup(buf);
+  rc = (x->text = dp_strdup(buf)) ? 0 : -1;
+out:
   free(path);
   free(dev);
   free(w);
-  return x;
-oom:
+  if (rc == 0) return x;
+  dp_explain_free(x);
   dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return NULL;
 }
