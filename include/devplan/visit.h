@@ -42,7 +42,7 @@ typedef struct dp_rewriter {
 dp_expr *dp_rewrite(dp_expr *root, const dp_rewriter *rw, dp_err **err);
 
 /* Free variables of e in first-occurrence order (borrowed pointers in a
-   malloc'd array; *n set). */
+   malloc'd array; *n set), or NULL on out of memory. */
 dp_var **dp_free_vars(dp_expr *e, uint32_t *n);
 
 #endif

@@ -111,7 +111,7 @@ end
 -- More of the library: placement by cost, AnnotateVirtualDevices with a Lua
 -- rule, an operator registered with a Lua type relation (once per state),
 -- dp.rewrite with a callback, printing with a metadata section, targets,
--- pattern rewriting, the report.
+-- pattern rewriting, the report, the domains API, the placement solver.
 local registered
 function M.run_more()
   local config = t.config()
@@ -141,6 +141,18 @@ function M.run_more()
   out[#out + 1] = tostring(dp.CompilationConfig{ targets = { "llvm", "cuda" } })
   out[#out + 1] = tostring(dp.pattern.rewrite(mod, { { add_relu, function(_, rebuilt) return dp.call(dp.op.get("nn.relu"), { rebuilt.args[1] }) end } }))
   out[#out + 1] = dp.planner.report(dp.planner.plan(mod, config), config):text()
+  local d = dp.planner.domains(mod, config)
+  local neg = first_call(mod, "negative")
+  out[#out + 1] = tostring(d:lookup(neg)) .. " " .. tostring(d:fully_constrained(neg)) .. " " .. d:explain(neg).text
+  local vds = dp.planner.virtual_devices(mod, config)
+  out[#out + 1] = tostring(vds[neg])
+  local labels, cost = dp.planner.solve_placement{ labels = 3, vars = 5, fixed = { [1] = 1, [5] = 3 },
+    nets = { { from = 1, to = { 2, 3 }, weight = 100 }, { from = 2, to = { 4 }, weight = 10 },
+             { from = 3, to = { 4 }, weight = 20 }, { from = 4, to = { 5 }, weight = 50 } } }
+  out[#out + 1] = table.concat(labels, ",") .. " " .. cost
+  local ex = dp.parse_expr("free_var %z: int8; fn (%a: Tensor[(3), float32]) { let %b = (%a, %z); %b.0 }")
+  out[#out + 1] = tostring(ex) .. " " .. #dp.free_vars(ex) .. " " .. #dp.children(ex)
+    .. " " .. tostring(dp.parse_type("(Tensor[(2, ?), int8], fn (float32) -> bool)"))
   return table.concat(out, "\n----\n")
 end
 

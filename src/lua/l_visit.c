@@ -236,7 +236,7 @@ static int l_free_vars(lua_State *L) {
   dp_expr *e = dp__lua_check_expr(L, 1);
   uint32_t n = 0;
   dp_var **vs = dp_free_vars(e, &n);
-  if (!vs && n) return dp__lua_oom(L);
+  if (!vs) return dp__lua_oom(L);
   dp__lua_push_list(L, (void *const *)vs, n);
   free(vs);
   return 1;

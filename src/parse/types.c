@@ -160,7 +160,8 @@ static int type_event(dp_parser *p, int64_t e) {
     if (dp__kind(p, tok + 1) == DP_TOK_LBRACK) return open_tframe(p, T_ADT, tok);
     {
       dp_type *t = named(p, tok);
-      return t ? push_type(p, t, tok) : -1;
+      if (!t) return p->err ? -1 : dp__oom(p, tok); /* named reports all but out of memory */
+      return push_type(p, t, tok);
     }
   default: return dp__fail(p, DP_ERR_GENERIC, tok, "parser: unexpected type event '%c'", k);
   }
