@@ -4,7 +4,8 @@
 -- Without files: the two workloads of spec/support/oom_workload.lua (parse
 -- with metadata, inference, both planning modes, printing, verify, patterns,
 -- explain, errors; placement by cost, AnnotateVirtualDevices, a Lua
--- operator, rewrites, targets, the report). With files: parse, plan, print, verify, explain of each.
+-- operator, rewrites, targets, the report), then every conformance case of
+-- ../shared/conformance/cases (parse and plan). With files: parse, plan, print, verify, explain of each.
 -- --step K walks every K-th n (default 1); --samples S about S values of n
 -- spread over each workload's allocations (for large models: a full walk
 -- costs allocations x run time).
@@ -44,6 +45,11 @@ local bad = 0
 if #files == 0 then
   bad = bad + walk("workload", W.run)
   bad = bad + walk("more of the library", W.run_more)
+  local dir = t.shared_dir .. "/conformance/cases"
+  for _, f in ipairs(t.lua_files(dir)) do
+    local case = dofile(dir .. "/" .. f)
+    if type(case.input) == "string" then bad = bad + walk("conformance " .. f, W.case_workload(case)) end
+  end
 end
 for _, f in ipairs(files) do bad = bad + walk(f, W.text_workload(t.read_file(f))) end
 print(bad == 0 and "clean" or bad .. " problems")

@@ -69,12 +69,13 @@ def @main(%x: Tensor[(2, 2), float32]) {
 }
 
 -- What f(...) raises: an out-of-memory error is raised again (it is what
--- the walk expects); of any other error, its code and position. (Its
+-- the walk expects); of any other error, its code and position. When f
+-- returns, "no error" and f's result. (Its
 -- message may lose detail when memory runs out while it is being made: a
 -- type printed "?", a path of notes cut short.)
 local function error_text(f, ...)
   local ok, err = pcall(f, ...)
-  if ok then return "no error" end
+  if ok then return "no error", err end
   if M.is_oom(err) then error(err, 0) end
   if not dp.is_error(err) then return "not a devplan.Error: " .. tostring(err) end
   return ("%s error at %s:%s"):format(err.code, tostring(err.line), tostring(err.col))
@@ -170,6 +171,18 @@ function M.text_workload(text, config)
     local call = first_call(mod)
     if call then out[#out + 1] = tostring(dp.planner.explain(mod, call, config).device) end
     return table.concat(out, "\n----\n")
+  end
+end
+
+-- A workload for a conformance case of ../shared/conformance/cases (a
+-- table with input, expected, devices, targets, ...): parse and plan, or
+-- the code of the error planning gives.
+function M.case_workload(case)
+  return function()
+    local meta, cfg = t.metatable_for(case), t.config(case.default_device_type, case.targets)
+    local mod = dp.parse(case.input, meta)
+    local outcome, planned = error_text(dp.planner.plan, mod, cfg)
+    return tostring(mod) .. "\n----\n" .. outcome .. "\n" .. tostring(planned)
   end
 end
 

@@ -302,7 +302,10 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
     for (uint32_t i = 0; i <= n; i++)
       if (!k[i]) goto fail;
     dp_tuple *t = dp_tuple_new(n, k + 1, ntup->e.span);
-    if (!t) goto fail;
+    if (!t) {
+      release_all(k, n + 1);
+      goto oom;
+    }
     typed(&t->e, orig->args[1]);
     dp_expr *k3[3] = {orig->fn, k[0], &t->e}; /* call_lowered's children */
     r = dp_expr_with_children(&orig->e, k3);
@@ -420,7 +423,7 @@ static int capture_primfn(cctx *c, dp_module *out, dp_primfn *pf, dp_err **err) 
   dp__ptrslot *s = dp__ptrmap_find(&c->d->extra, pf);
   if (!s) return 0;
   dp_buffer *b = dp_calloc(pf->nargs + 1, sizeof *b);
-  if (!b) return -1;
+  if (!b) goto oom;
   int changed = 0;
   for (uint32_t i = 0; i <= pf->nargs; i++) {
     b[i] = i < pf->nargs ? pf->args[i] : pf->result;
@@ -434,10 +437,14 @@ static int capture_primfn(cctx *c, dp_module *out, dp_primfn *pf, dp_err **err) 
   if (changed) {
     dp_primfn *n = dp_primfn_new(pf->name, pf->nargs, b, b[pf->nargs], pf->span);
     rc = n ? dp_module_set_primfn(out, n, err) : -1;
+    if (!n) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     dp_release(n);
   }
   free(b);
   return rc;
+oom:
+  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return -1;
 }
 
 /* One function: its nodes in post order (the range of function fn), each

@@ -73,6 +73,12 @@ done:
   return res;
 }
 
+/* r, or the out-of-memory error when r is NULL (a constructor failed). */
+static dp_expr *made(dp_expr *r, dp_err **err) {
+  if (!r) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return r;
+}
+
 static dp_expr *post(void *ud, dp_expr *orig, dp_expr *e, dp_err **err) {
   rctx *r = ud;
   const struct dp__plan_ops *ops = r->ops;
@@ -82,7 +88,7 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *e, dp_err **err) {
     dp_proj *pr = (dp_proj *)e;
     if (!is_normal(ops, pr->tuple, &p)) break;
     dp_proj *np = dp_proj_new(p.body, pr->index, e->span);
-    if (!np) break;
+    if (!np) return made(NULL, err);
     if (e->type) np->e.type = dp_retain(e->type);
     dp_expr *res = dp__on_device_at(ops, &np->e, p.vd, p.cbody, p.cresult, pr->tuple->span, err);
     dp_release(np);
@@ -97,7 +103,7 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *e, dp_err **err) {
     dp_expr *res = dp_expr_with_children(e, kids);
     dp_release(v);
     if (res && !res->type && orig->type) res->type = dp_retain(orig->type);
-    return res;
+    return made(res, err);
   }
   case DP_FUNC: {
     dp_func *f = (dp_func *)e;
@@ -108,7 +114,7 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *e, dp_err **err) {
                                       f->attrs, f->vdev, e->span); /* type parameters kept */
     dp_release(b);
     if (nf && orig->type) nf->e.type = dp_retain(orig->type);
-    return nf ? &nf->e : NULL;
+    return made(nf ? &nf->e : NULL, err);
   }
   case DP_CALL: {
     dp_call *c = (dp_call *)e;
@@ -190,10 +196,8 @@ static int complete(walk *w, dp_err **err) {
   for (uint32_t i = 0; i < f.n; i++) changed += kids[i] != w->ores[f.base + i];
   dp_expr *rebuilt = e;
   if (changed) {
-    rebuilt = dp_expr_with_children(e, kids);
-    if (!rebuilt)
-      dp_err_set(err, dp_err_new(DP_ERR_VALUE, e->span, "rewrite: cannot rebuild a %s node",
-                                 dp_exprkind_name(e->h.kind)));
+    /* binder slots keep their variables here: only memory can fail it */
+    rebuilt = made(dp_expr_with_children(e, kids), err);
   }
   for (uint32_t i = 0; i < f.n; i++) drop(kids[i], w->ores[f.base + i]);
   w->nres = f.base;
