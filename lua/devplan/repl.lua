@@ -306,7 +306,7 @@ function Session:feed(line)
     return "done"
   end
   self.buffer = nil
-  local res = table.pack(pcall(chunk))
+  local res = table.pack((self.pcall or pcall)(chunk))
   if not res[1] then
     self.out(message(res[2]) .. "\n")
   elseif res.n > 1 then
@@ -405,16 +405,23 @@ function M.run()
   local hist = history_path()
   if hist then term.read_history(hist) end
   term.set_completer(function(word) return self:complete(word) end)
+  self.pcall = term.pcall -- Ctrl-C stops a running chunk, not the REPL
   self.out("devplan " .. dp.version .. " (" .. _VERSION .. "): help() for the helpers, Ctrl-D to leave\n")
   local prompt = "> "
   while true do
     local line = term.readline(prompt)
-    if not line then break end
-    if line:match("%S") then
-      term.add_history(line)
-      if hist then term.write_history(hist, 1000) end
+    if line == nil then break end
+    if line == false then -- Ctrl-C: the line (and an unfinished chunk) dropped
+      self.buffer = nil
+      self.out("^C\n")
+      prompt = "> "
+    else
+      if line:match("%S") then
+        term.add_history(line)
+        if hist then term.write_history(hist, 1000) end
+      end
+      prompt = self:feed(line) == "more" and ">> " or "> "
     end
-    prompt = self:feed(line) == "more" and ">> " or "> "
   end
   self.out("\n")
   term.set_completer(nil)
