@@ -58,6 +58,9 @@ static int unify(actx *a, uint32_t x, uint32_t y, int rule, dp_expr *why) {
   dp_err *e = NULL;
   dp_domains *d = a->d;
   int rc = dp__unify(d, x, y, rule, why, &e);
+  if (rc > 0 && d->collector) { /* all_conflicts' replay: worded as met, and on */
+    return dp__conflict_collect(d) < 0 ? oom_at(a, why) : 0;
+  }
   if (rc > 0 && a->ix->collect) { /* every conflict: recorded (undone), and on */
     if (dp_grow((void **)&d->conf, &d->capconf, d->nconf + 1, sizeof *d->conf) < 0) return oom_at(a, why);
     d->conf[d->nconf++] = (dp_failed){d->failed.a, d->failed.b, d->failed.rule, d->failed.why};
