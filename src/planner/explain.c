@@ -191,7 +191,7 @@ static uint32_t kids_of(pindex *p, uint32_t u) {
     if (dp_grow((void **)&p->kids, &p->capkids, n + 1, sizeof *p->kids) < 0) return UINT32_MAX;
     p->kids[n++] = c - 1;
   }
-  qsort(p->kids, n, sizeof *p->kids, cmp_u32);
+  if (n > 1) qsort(p->kids, n, sizeof *p->kids, cmp_u32);
   return n;
 }
 
