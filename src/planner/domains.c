@@ -22,6 +22,9 @@
  * them when asked, on new domains (dp__domains_shadow) that replay analysis
  * and what followed it (the log). The domains never call into explain.c: a conflict is a return
  * value, with where it is in d->failed, and the phase asks for its words.
+ * On the replay that words every conflict (dp__domains_track_conflicts),
+ * the forest also keeps each node's children, and each link is told to
+ * independent.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +46,6 @@ static void domains_free(dp_obj *o, dp_worklist *wl) {
   free(d->trail);
   free(d->links);
   free(d->flows);
-  free(d->conf);
   free(d->pfirst);
   free(d->pnext);
   free(d->pprev);

@@ -13,6 +13,12 @@
  * same index replay analysis and the log of what followed it, with proofs
  * on, and answer. The domains never call in here: the phases ask for the
  * error of a conflict the domains return.
+ *
+ * Every conflict at once (all_conflicts): the replay goes on after each
+ * conflict, and analysis asks here for the words of each independent one
+ * as it meets it (dp__conflict_collect), so each reads as PlanDevices would
+ * word it had it stopped there; the proof forest's children lists are kept
+ * by the domains on that replay, so a search costs what it visits.
  */
 #include <stdio.h>
 #include <stdlib.h>

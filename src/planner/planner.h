@@ -289,8 +289,6 @@ enum { LOG_DEFAULT, LOG_UNIFY, LOG_CONSTRAIN, LOG_SET_DEFAULT, LOG_PLACE };
    (its on_device calls looked through) made in domain src and read in
    domain dst (analysis.c, ix->relax). */
 typedef struct dp_flowrec { uint32_t value, src, dst; } dp_flowrec;
-/* A unification that failed, kept to go on (ix->collect). */
-typedef struct dp_failed { uint32_t a, b; int rule; dp_expr *why; } dp_failed;
 struct dp_placement; /* place.c */
 
 struct dp_domains {
@@ -316,7 +314,7 @@ struct dp_domains {
   int oom;                  /* an allocation failed: the phase reports it */
   int repass;               /* a class a default was taken from was refined (default.c) */
   dp_flowrec *flows; uint32_t nflows, capflows;  /* ix->relax: analysis' flows */
-  dp_failed *conf; uint32_t nconf, capconf;      /* ix->collect: the conflicts met */
+  uint32_t nconf;                                /* ix->collect: the conflicts met */
   struct dp_placement *place;                    /* place.c's decisions (owner only) */
   /* all_conflicts' replay (dp__conflict_errors): the proof forest's children
      (first child, next and previous sibling, each id + 1, 0: none), kept as
@@ -414,9 +412,10 @@ char *dp__place_reason(dp_domains *d, uint32_t cons);
 const char *dp__rule_text(int rule);
 /* The error of the conflict d->failed records (after dp__unify returned 1). */
 dp_err *dp__conflict_error(dp_domains *d);
-/* The errors of the conflicts analysis collected (d->conf): one per pair
-   of constraints, in source order, each with both constraints and the
-   chain; a summary error (*err) and each in *all (may be NULL). -1. */
+/* The errors of the conflicts analysis met (d->nconf, all_conflicts): a
+   replay of analysis words each independent one as it is met
+   (independent.c says which), with both constraints and the chain; in
+   source order, a summary error (*err) and each in *all (may be NULL). -1. */
 int dp__conflict_errors(dp_domains *d, dp_conflicts *all, dp_err **err);
 /* On that replay (d->collector set), the conflict d->failed records: worded
    now, when independent. 0, or -1 (out of memory). */
