@@ -207,6 +207,18 @@ describe("all_conflicts", function()
     end
   end)
 
+  it("is plan_devices(all_conflicts=true) in a pipeline", function()
+    local mod = parse(gen.conflicts(4))
+    local p = dp.pipeline.build("plan_devices(all_conflicts=true)", {config = config})
+    local ok, err = pcall(p, mod)
+    assert.is_false(ok)
+    assert.equal(4, #err.errors)
+    ok, err = pcall(dp.pipeline.build("plan_devices", {config = config}), mod)
+    assert.is_false(ok)
+    assert.is_nil(err.errors)
+    assert.has_error(function() dp.pipeline.build("plan_devices(all_conflicts=yes)", {config = config}) end)
+  end)
+
   it("leaves the module and the state usable, and checks the option", function()
     local mod = parse(gen.conflicts(3))
     local before = tostring(mod)

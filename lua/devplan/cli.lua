@@ -141,7 +141,7 @@ COMMANDS.plan = {
   text = "Parses FILE, runs the annotation rules (--rules, then --annotate), then\n"
     .. "dp.passes.PlanDevices with the configuration of the targets, and prints the\n"
     .. "planned module (or its report). The same as\n"
-    .. "  devplan opt FILE -p 'annotate(rules=FILE.lua),annotate(OP=DEVICE),plan_devices'\n"
+    .. "  devplan opt FILE -p 'annotate(rules=FILE.lua),annotate(OP=DEVICE),plan_devices(all_conflicts=true)'\n"
     .. "Every independent conflict is printed, as a compiler prints errors: both\n"
     .. "constraints with their positions and the chain between them, in source order,\n"
     .. "then \"N errors\"; the status is 1. --first-conflict stops at the first.",
