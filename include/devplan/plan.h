@@ -109,16 +109,22 @@ typedef struct dp_plan_opts {
   const dp_place_hooks *hooks;  /* for placement; NULL: bytes, every device runs everything */
 } dp_plan_opts;
 
-/* Every conflict of a module (all_conflicts): errors (DP_ERR_CONFLICT, each
-   naming both constraints with positions, the chain in its notes), one
-   per pair of constraints, in source order. */
+/* Every independent conflict of a module (all_conflicts): errors
+   (DP_ERR_CONFLICT, each naming both constraints with positions, the chain
+   in its notes, worded as PlanDevices words it when it stops there), in
+   source order (where the two sides meet). After a conflict analysis keeps
+   the two sides apart and goes on; a later conflict between the same two
+   classes (groups of values unification joined, each bound to its device)
+   is that one again, not reported. */
 typedef struct dp_conflicts { uint32_t n; dp_err **v; } dp_conflicts;
 void dp_conflicts_clear(dp_conflicts *c);
 
 /* Phases 0, 0b (not when strict or placing: placement puts those copies),
    1, placement (min_bytes), 2: the domains capture writes back. NULL +
-   error; with all_conflicts the error sums up every conflict, each of which
-   goes to *all (NULL: not wanted). o NULL: TVM's PlanDevices. */
+   error; with all_conflicts the error sums up every conflict ("N conflicts:
+   " the first's message, the next 19 as notes, then "and N more"; one
+   conflict: its own error), each of which goes to *all (NULL: not wanted).
+   o NULL: TVM's PlanDevices. */
 dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                             dp_conflicts *all, dp_err **err);
 /* dp_plan_domains, then capture. */

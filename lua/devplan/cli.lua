@@ -63,6 +63,9 @@ local OPTIONS = {
   ["--strict"] = {kind = "flag",
     help = "no conflict resolution: a value nobody annotated that is demanded on two devices\n"
       .. "is an error naming both constraints, instead of getting a device_copy"},
+  ["--first-conflict"] = {kind = "flag",
+    help = "stop at the first conflict, as TVM (plan's default reports every independent\n"
+      .. "conflict, each with its constraints and chain, then how many)"},
   ["--explain"] = {kind = "flag",
     help = "after the module, each parameter's and result's device and why, and why each\n"
       .. "device_copy was inserted (// comments: the output still parses)"},
@@ -130,16 +133,18 @@ COMMANDS.parse = {
 COMMANDS.plan = {
   summary = "place operators, plan devices (PlanDevices) and print the planned module",
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
-    .. "                    [--default DEVTYPE] [--strict] [--explain] [--verify] [--report text|json]\n"
+    .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--explain] [--verify]\n"
+    .. "                    [--report text|json]\n"
     .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]",
-  options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--explain", "--verify",
+  options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--explain", "--verify",
                   "--report", "--reproducer"}, CONFIG, OUTPUT, INSTRUMENTS),
   text = "Parses FILE, runs the annotation rules (--rules, then --annotate), then\n"
     .. "dp.passes.PlanDevices with the configuration of the targets, and prints the\n"
     .. "planned module (or its report). The same as\n"
-    .. "  devplan opt FILE -p 'annotate(rules=FILE.lua),annotate(OP=DEVICE),plan_devices'\n"
-    .. "A conflict prints both constraints with their positions and the chain between\n"
-    .. "them, and exits with status 1.",
+    .. "  devplan opt FILE -p 'annotate(rules=FILE.lua),annotate(OP=DEVICE),plan_devices(all_conflicts=true)'\n"
+    .. "Every independent conflict is printed, as a compiler prints errors: both\n"
+    .. "constraints with their positions and the chain between them, in source order,\n"
+    .. "then \"N errors\"; the status is 1. --first-conflict stops at the first.",
 }
 
 COMMANDS.opt = {
@@ -240,6 +245,16 @@ local function error_text(err, sources)
     end
   end
   return s
+end
+
+-- The text of an error of all_conflicts with several conflicts (err.errors):
+-- each one as error_text prints it, then how many; nil for any other error.
+local function conflicts_text(err, sources)
+  if type(err) ~= "table" or type(err.errors) ~= "table" or #err.errors < 2 then return nil end
+  local out = {}
+  for i, e in ipairs(err.errors) do out[i] = error_text(e, sources) end
+  out[#out + 1] = #err.errors .. " errors"
+  return table.concat(out, "\n")
 end
 
 -- Runs f(...), turning errors into {text =} failures.
@@ -503,7 +518,7 @@ local function run_pipeline(command, opts, pipeline_text, reproducer)
   local ok, res = pcall(p, mod, ctx)
   if opts["--time-passes"] then io.stderr:write(ctx:timing_report()) end
   if not ok then
-    local text = error_text(res, sources)
+    local text = conflicts_text(res, sources) or error_text(res, sources)
     if reproducer then
       local path = reproducer == true and os.tmpname() or reproducer
       if write_reproducer(path, opts, pipeline_text, mod, res) then
@@ -558,7 +573,10 @@ function COMMANDS.plan.run(opts)
   end
   local ann = annotations(opts)
   if #ann > 0 then items[#items + 1] = {"annotate", ann} end
-  items[#items + 1] = {"plan_devices", opts["--strict"] and {{"strict", "true"}} or nil}
+  local plan_args = {}
+  if opts["--strict"] then plan_args[#plan_args + 1] = {"strict", "true"} end
+  if not opts["--first-conflict"] then plan_args[#plan_args + 1] = {"all_conflicts", "true"} end
+  items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}
   if opts["--verify"] then items[#items + 1] = {"verify"} end
   if opts["--report"] and opts["--report"] ~= "text" and opts["--report"] ~= "json" then
     fail(usage_error("plan", "--report takes text or json, got '" .. opts["--report"] .. "'").text)

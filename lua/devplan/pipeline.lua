@@ -352,11 +352,15 @@ M.register{
   name = "plan_devices",
   help = "PlanDevices: place every value and insert the copies",
   options = {default = "the default device type (cpu, cuda, ...)",
-             strict = "true: no conflict resolution (resolve_conflicts=false)"},
+             strict = "true: no conflict resolution (resolve_conflicts=false)",
+             all_conflicts = "true: every independent conflict in one run (err.errors)"},
   make = function(args, env)
     local config = config_for(env, args.default) or core.CompilationConfig{targets = {"llvm", "cuda"}}
     local strict = boolean(args.strict, "strict")
-    local p = passes.PlanDevices(config, strict and {resolve_conflicts = false} or nil)
+    local opts = {}
+    if strict then opts.resolve_conflicts = false end
+    if boolean(args.all_conflicts, "all_conflicts") then opts.all_conflicts = true end
+    local p = passes.PlanDevices(config, next(opts) and opts or nil)
     p.config = config
     return p
   end,

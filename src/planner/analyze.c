@@ -22,8 +22,9 @@
  * The first constraint that cannot hold stops the phase with a
  * DP_ERR_CONFLICT error (explain.c words it); the domains are left as they
  * were before it (a failed unification is undone). With ix->collect (all
- * conflicts) each is recorded in d->conf and analysis goes on: explain.c
- * words them all afterwards.
+ * conflicts) each is counted in d->nconf and analysis goes on; explain.c
+ * then replays analysis to word the independent ones as they are met
+ * (d->collector set: dp__conflict_collect).
  *
  * With ix->relax (placement by cost), where PlanDevices unifies a value with
  * its reader across a place capture can put a copy on (an argument of a
@@ -58,9 +59,11 @@ static int unify(actx *a, uint32_t x, uint32_t y, int rule, dp_expr *why) {
   dp_err *e = NULL;
   dp_domains *d = a->d;
   int rc = dp__unify(d, x, y, rule, why, &e);
-  if (rc > 0 && a->ix->collect) { /* every conflict: recorded (undone), and on */
-    if (dp_grow((void **)&d->conf, &d->capconf, d->nconf + 1, sizeof *d->conf) < 0) return oom_at(a, why);
-    d->conf[d->nconf++] = (dp_failed){d->failed.a, d->failed.b, d->failed.rule, d->failed.why};
+  if (rc > 0 && d->collector) { /* all_conflicts' replay: worded as met, and on */
+    return dp__conflict_collect(d) < 0 ? oom_at(a, why) : 0;
+  }
+  if (rc > 0 && a->ix->collect) { /* every conflict: counted (undone), and on */
+    d->nconf++;
     return 0;
   }
   if (rc > 0) e = dp__conflict_error(d); /* (the first one stops the phase) */
