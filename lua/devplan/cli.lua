@@ -63,6 +63,12 @@ local OPTIONS = {
   ["--strict"] = {kind = "flag",
     help = "no conflict resolution: a value nobody annotated that is demanded on two devices\n"
       .. "is an error naming both constraints, instead of getting a device_copy"},
+  ["--placement"] = {kind = "value", arg = "tvm|min_bytes",
+    help = "how values nobody annotated are placed: tvm (TVM's defaulting rules, the default)\n"
+      .. "or min_bytes (the placement that copies the fewest bytes; annotations stay hard)"},
+  ["--share-copies"] = {kind = "flag",
+    help = "after planning, one device_copy per value and device pair where it dominates\n"
+      .. "its uses (dp.passes.ShareCopies) instead of one per use"},
   ["--explain"] = {kind = "flag",
     help = "after the module, each parameter's and result's device and why, and why each\n"
       .. "device_copy was inserted (// comments: the output still parses)"},
@@ -130,15 +136,18 @@ COMMANDS.parse = {
 COMMANDS.plan = {
   summary = "place operators, plan devices (PlanDevices) and print the planned module",
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
-    .. "                    [--default DEVTYPE] [--strict] [--explain] [--verify] [--report text|json]\n"
+    .. "                    [--default DEVTYPE] [--strict] [--placement tvm|min_bytes] [--share-copies]\n"
+    .. "                    [--explain] [--verify] [--report text|json]\n"
     .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]",
-  options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--explain", "--verify",
+  options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--placement", "--share-copies",
+                  "--explain", "--verify",
                   "--report", "--reproducer"}, CONFIG, OUTPUT, INSTRUMENTS),
   text = "Parses FILE, runs the annotation rules (--rules, then --annotate), then\n"
     .. "dp.passes.PlanDevices with the configuration of the targets, and prints the\n"
     .. "planned module (or its report). The same as\n"
     .. "  devplan opt FILE -p 'annotate(rules=FILE.lua),annotate(OP=DEVICE),plan_devices'\n"
-    .. "A conflict prints both constraints with their positions and the chain between\n"
+    .. "(--placement min_bytes: plan_devices(placement=min_bytes); --share-copies adds\n"
+    .. "share_copies after it.) A conflict prints both constraints with their positions and the chain between\n"
     .. "them, and exits with status 1.",
 }
 
@@ -515,10 +524,15 @@ local function run_pipeline(command, opts, pipeline_text, reproducer)
   local extra
   if opts["--explain"] then -- the domains PlanDevices planned: of the module the passes before it made
     local annotated = mod
-    for i = 1, #p.passes - 1 do annotated = p.passes[i](annotated) end
     local cfg = ctx.planned_config or config
-    extra = explanation(attempt(sources, dp.planner.domains, annotated, cfg,
-                                {resolve_conflicts = not opts["--strict"]}))
+    local last = #p.passes -- the planning pass (passes after it, as share_copies, left out)
+    for i = #p.passes, 1, -1 do
+      if p.passes[i].name == "PlanDevices" then last = i break end
+    end
+    for i = 1, last - 1 do annotated = p.passes[i](annotated) end
+    local popts = {resolve_conflicts = not opts["--strict"]}
+    if opts["--placement"] == "min_bytes" then popts.placement = "min_bytes" end
+    extra = explanation(attempt(sources, dp.planner.domains, annotated, cfg, popts))
       .. copy_explanations(res, annotated, cfg)
   end
   emit(opts, res, ctx.planned_config or config, extra)
@@ -558,7 +572,15 @@ function COMMANDS.plan.run(opts)
   end
   local ann = annotations(opts)
   if #ann > 0 then items[#items + 1] = {"annotate", ann} end
-  items[#items + 1] = {"plan_devices", opts["--strict"] and {{"strict", "true"}} or nil}
+  local plan_args = {}
+  if opts["--strict"] then plan_args[#plan_args + 1] = {"strict", "true"} end
+  local placement = opts["--placement"]
+  if placement and placement ~= "tvm" and placement ~= "min_bytes" then
+    fail(usage_error("plan", "--placement takes tvm or min_bytes, got '" .. placement .. "'").text)
+  end
+  if placement == "min_bytes" then plan_args[#plan_args + 1] = {"placement", "min_bytes"} end
+  items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}
+  if opts["--share-copies"] then items[#items + 1] = {"share_copies"} end
   if opts["--verify"] then items[#items + 1] = {"verify"} end
   if opts["--report"] and opts["--report"] ~= "text" and opts["--report"] ~= "json" then
     fail(usage_error("plan", "--report takes text or json, got '" .. opts["--report"] .. "'").text)

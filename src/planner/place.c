@@ -281,6 +281,15 @@ static int no_device(pctx *c, dp_expr *call, const char *why) {
   return -1;
 }
 
+/* The capability function refuses call where an annotation puts it. */
+static int refused(pctx *c, dp_expr *call, dp_vdev *vd) {
+  char *dv = dp__vdev_short(vd), buf[200];
+  snprintf(buf, sizeof buf, "cannot run on %s (the capability function says so), where an "
+           "annotation puts it", dv ? dv : "?");
+  free(dv);
+  return no_device(c, call, buf);
+}
+
 static int can_run(pctx *c, dp_expr *call, dp_vdev *vd, int *ok) {
   dp_err *e = NULL;
   *ok = 1;
@@ -300,12 +309,7 @@ static int call_costs(pctx *c, uint32_t id) {
   if (p->fixed[v] != DP__NONE_ID) { /* an annotation put it there: it must run there */
     dp_vdev *vd = d->dev->v[pl->labdev[p->fixed[v]]];
     if (can_run(c, call, vd, &ok) < 0) return -1;
-    if (ok) return 0;
-    char *dv = dp__vdev_short(vd), buf[200];
-    snprintf(buf, sizeof buf, "cannot run on %s (the capability function says so), where an "
-             "annotation puts it", dv ? dv : "?");
-    free(dv);
-    return no_device(c, call, buf);
+    return ok ? 0 : refused(c, call, vd);
   }
   for (uint32_t l = 0; l < pl->nsel; l++) {
     dp_vdev *vd = d->dev->v[pl->labdev[l]];
@@ -321,6 +325,7 @@ static int call_costs(pctx *c, uint32_t id) {
     }
   }
   c->vtouched[v] = 1;
+  if (!p->allowed[v] && c->vpart[v]) return refused(c, call, d->dev->v[c->vpart[v]]);
   if (!p->allowed[v])
     return no_device(c, call, "can run on no device of the configuration (the capability "
                      "function refuses each)");
@@ -501,4 +506,19 @@ char *dp__place_reason(dp_domains *d, uint32_t cons) {
     free(ov);
   }
   return s;
+}
+
+int dp_domains_placements(dp_domains *d, dp_place_fn fn, void *ud, dp_err **err) {
+  const struct dp_placement *pl = (d->owner ? d->owner : d)->place;
+  for (uint32_t i = 0; pl && i < pl->n; i++) {
+    char *text = dp__place_reason(d, pl->cons[i]);
+    if (!text) {
+      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      return -1;
+    }
+    int rc = fn(ud, pl->why[i], d->dev->v[pl->labdev[pl->label[pl->var[i]]]], text);
+    free(text);
+    if (rc) return rc;
+  }
+  return 0;
 }
