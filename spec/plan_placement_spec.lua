@@ -167,6 +167,26 @@ describe("placement = \"min_bytes\"", function()
     assert.are.equal("cpu", d:explain(relu).device.device_type_name)
   end)
 
+  it("chooses among AnnotateVirtualDevices' candidates by bytes (annotate.capability)", function()
+    local P = testing.PALETTE
+    local mod = chain_module()
+    -- relu may run on either; multiply only on the CPU: relu stays with its input on the GPU
+    -- or goes with its reader, whichever copies less (here the same: ties keep the default)
+    local ann = dp.passes.AnnotateVirtualDevices{
+      ["nn.relu"] = function() return {P.CPU, P.GPU} end,
+      ["multiply"] = function() return P.CPU end,
+    }
+    assert.is_true(ann.capability(device_of_call(mod, "nn.relu"), config:canonical(P.GPU)))
+    assert.is_false(ann.capability(device_of_call(mod, "multiply"), config:canonical(P.GPU)))
+    assert.is_true(ann.capability(device_of_call(mod, "add"), config:canonical(P.GPU)))
+    local d = dp.planner.domains(mod, config, {placement = "min_bytes", capability = ann.capability})
+    assert.are.equal("cpu", d:explain(device_of_call(mod, "multiply")).device.device_type_name)
+    -- relu only on the CPU: it moves there, and the copy with it
+    ann = dp.passes.AnnotateVirtualDevices{["nn.relu"] = function() return {P.CPU} end}
+    d = dp.planner.domains(mod, config, {placement = "min_bytes", capability = ann.capability})
+    assert.are.equal("cpu", d:explain(device_of_call(mod, "nn.relu")).device.device_type_name)
+  end)
+
   it("says so when the capability function refuses a device an annotation asks for", function()
     local _, err = testing.error_of(dp.planner.domains, chain_module(), config, {placement = "min_bytes",
       capability = function(call, vd) return not (call.callee.name == "add" and vd.device_type_name == "cuda") end})
@@ -257,5 +277,86 @@ describe("placement = \"min_bytes\"", function()
     local planned = share(min_bytes(mod))
     -- each device change copies the chain's value (and %b once to the other device)
     assert.is_true(bytes(planned) <= bytes(share(tvm(mod))))
+  end)
+end)
+
+describe("min_bytes on the models", function()
+  -- the annotations of bench/placement.lua: convolutions and dense on the GPU, pooling on the CPU
+  local map = {["nn.conv2d"] = "cuda", ["nn.dense"] = "cuda", ["nn.conv2d_transpose"] = "cuda",
+               ["nn.max_pool2d"] = "cpu", ["nn.global_avg_pool2d"] = "cpu", ["nn.batch_flatten"] = "cpu"}
+  local mconfig = testing.config("cpu")
+  for _, name in ipairs{"resnet18", "dcgan", "mlp", "synthetic"} do
+    it(name .. ": verified, a fixed point, never more bytes than TVM's rules", function()
+      local mod = dp.parse(testing.read_file(testing.shared_dir .. "/models/" .. name .. ".relay"), testing.META)
+      mod = dp.pipeline.annotate_ops(map)(mod)
+      local planned = dp.passes.PlanDevices(mconfig, {placement = "min_bytes"})(mod)
+      local _, total = dp.planner.verify(planned, mconfig, {input = mod})
+      assert.are.equal(0, total)
+      assert.structurally_equal(planned, dp.passes.PlanDevices(mconfig)(planned))
+      local shared = share(planned)
+      local by_tvm = share(dp.passes.PlanDevices(mconfig)(mod))
+      local b = function(m) return dp.planner.report(m, mconfig).totals.bytes_copied end
+      assert.is_true(b(shared) <= b(by_tvm))
+    end)
+  end
+end)
+
+describe("the command line", function()
+  local TEXT = "#[version = \"0.0.5\"]\n"
+    .. "def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {\n"
+    .. "  %0 = add(%a, %a);\n  %1 = nn.relu(%0);\n  %2 = multiply(%1, %b);\n"
+    .. "  %3 = subtract(%2, %1);\n  add(%3, %1)\n}\n"
+  after_each(testing.remove_temp_files)
+  local function run(list)
+    local q = {}
+    for i, a in ipairs(list) do q[i] = "'" .. a .. "'" end
+    return testing.run_devplan(table.concat(q, " "))
+  end
+
+  it("plans with --placement min_bytes and --share-copies", function()
+    local path = testing.temp_file(TEXT, ".relay")
+    local args = {"plan", path, "--annotate", "multiply=cuda,nn.relu=cpu", "--default", "cpu"}
+    local st, tvm_out = run(args)
+    assert.are.equal(0, st)
+    local args2 = {table.unpack(args)}
+    for _, a in ipairs{"--placement", "min_bytes", "--share-copies", "--report", "json"} do args2[#args2 + 1] = a end
+    local st2, out2, err2 = run(args2)
+    assert.are.equal(0, st2, err2)
+    assert.truthy(out2:find('"copies"', 1, true))
+    local args3 = {table.unpack(args)}
+    args3[#args3 + 1], args3[#args3 + 2] = "--report", "json"
+    local _, tvm_json = run(args3)
+    local bytes_of = function(s) return tonumber(s:match('"bytes_copied"%s*:%s*(%d+)')) end
+    assert.is_true(bytes_of(out2) <= bytes_of(tvm_json))
+    assert.truthy(tvm_out:find("multiply", 1, true))
+  end)
+
+  it("explains the optimiser's decisions with --explain", function()
+    local path = testing.temp_file(TEXT, ".relay")
+    local st, out = run({"plan", path, "--annotate", "multiply=cuda", "--default", "cpu",
+                                         "--placement", "min_bytes", "--explain"})
+    assert.are.equal(0, st)
+    assert.truthy(out:find("placement by cost (min_bytes), which chose", 1, true), out)
+  end)
+
+  it("rejects a bad --placement and lists both in --help", function()
+    local path = testing.temp_file(TEXT, ".relay")
+    local st, _, err = run({"plan", path, "--placement", "fastest"})
+    assert.are_not.equal(0, st)
+    assert.truthy(err:find("--placement takes tvm or min_bytes", 1, true))
+    local _, help = run({"help", "plan"})
+    assert.truthy(help:find("--placement", 1, true))
+    assert.truthy(help:find("--share-copies", 1, true))
+  end)
+
+  it("runs plan_devices(placement=min_bytes),share_copies in devplan opt", function()
+    local path = testing.temp_file(TEXT, ".relay")
+    local st, out, err = run({"opt", path, "-p",
+      "annotate(multiply=cuda),plan_devices(default=cpu,placement=min_bytes),share_copies", "--report", "text"})
+    assert.are.equal(0, st, err)
+    assert.truthy(out:find("device_copy", 1, true) or out:find("no device_copy", 1, true))
+    local st2, _, err2 = run({"opt", path, "-p", "plan_devices(placement=fast)"})
+    assert.are_not.equal(0, st2)
+    assert.truthy(err2:find("placement", 1, true))
   end)
 end)
