@@ -66,8 +66,7 @@ typedef struct pctx {
   uint8_t *vtouched;          /* in a net, or with costs of its own */
   uint32_t *vpart;            /* the device of a partly constrained class (a memory scope
                                  or an id left open), else 0 */
-  uint8_t *exact;             /* per root: an operator's rule fixes it whole (the host,
-                                 an allocation's device, a primitive's buffer) */
+  uint8_t *exact;             /* per root: an operator's rule puts it on the host, whole */
   uint32_t nv, capv;
   dp_err *err;
 } pctx;
@@ -135,14 +134,14 @@ static int selectable(pctx *c) {
   return dv->oom ? oom(c) : 0;
 }
 
-/* The classes an operator's rule constrains: their device is what the
-   rule says, whole (a memory scope left open there is not the user's). */
+/* The classes an operator's rule puts on the host: the host device, whole
+   (its memory scope left open is not the user's to fill in). */
 static int exact_classes(pctx *c) {
   dp_domains *d = c->d;
   if (!(c->exact = dp_calloc(d->nnodes ? d->nnodes : 1, 1))) return oom(c);
   for (uint32_t i = 0; i < d->ncons; i++) {
     int r = d->nodes[d->cons[i].dom].crule;
-    if (r == R_HOST_ARG || r == R_ALLOC_DEV || r == R_PRIMFN_ARG || r == R_PRIMFN_RESULT)
+    if (r == R_HOST_ARG)
       c->exact[dp__dom_find(d, d->cons[i].dom)] = 1;
   }
   return 0;
