@@ -337,6 +337,7 @@ describe("the command line", function()
                                          "--placement", "min_bytes", "--explain"})
     assert.are.equal(0, st)
     assert.truthy(out:find("placement by cost (min_bytes), which chose", 1, true), out)
+    assert.truthy(out:find("\n// placement by cost: %d+ decisions?\n//   "), out)
   end)
 
   it("rejects a bad --placement and lists both in --help", function()

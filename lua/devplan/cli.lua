@@ -412,6 +412,15 @@ local function explanation(d)
     for _, p in ipairs(fn.params) do why("%" .. p.name, p) end
     why("result", fn)
   end
+  -- placement by cost: what the optimiser decided (the first 50)
+  local placed = d:placements()
+  if #placed > 0 then add("placement by cost: " .. #placed .. " decision" .. (#placed == 1 and "" or "s")) end
+  for i, p in ipairs(placed) do
+    if i > 50 then add("  and " .. (#placed - 50) .. " more") break end
+    local e, s = p.expr, p.expr.span
+    local what = e.kind == "var" and "%" .. e.name or e.kind == "call" and e.callee.kind == "op" and e.callee.name or e.kind
+    add("  " .. what .. (s and (" at " .. s.line .. ":" .. s.col) or "") .. ": " .. p.text)
+  end
   return table.concat(out, "\n") .. "\n"
 end
 

@@ -405,6 +405,23 @@ static int decide(pctx *c) {
   return 0;
 }
 
+/* Each variable's expression (explanations, d:placements): the first node
+   of its class in the index's order, rather than the value whose flow
+   found it (a reader's class was found by the value it reads). */
+static void name_classes(pctx *c) {
+  dp__index *ix = c->ix;
+  uint8_t *named = dp_calloc(c->nv ? c->nv : 1, 1);
+  if (!named) return; /* (the values found keep naming them) */
+  for (int pass = 0; pass < 2; pass++) /* annotations only where nothing else is in it */
+    for (uint32_t id = 0; id < ix->n; id++) {
+      uint32_t v = c->var_of[dp__dom_find(c->d, c->d->dom[id])];
+      if (v == DP__NONE_ID || named[v] || (pass == 0 && ix->what[id] == W_ON_DEVICE)) continue;
+      named[v] = 1;
+      c->vwhy[v] = ix->x[id];
+    }
+  free(named);
+}
+
 static int solve(pctx *c) {
   struct dp_placement *pl = c->pl;
   dp_place_problem *p = &pl->p;
@@ -438,7 +455,7 @@ int dp__place(dp_domains *d, const dp_place_hooks *h, dp_err **err) {
     oom(&c);
     goto done;
   }
-  if (selectable(&c) < 0 || nets(&c) < 0 || widen(&c) < 0 || costs(&c) < 0 || solve(&c) < 0 || decide(&c) < 0)
+  if (selectable(&c) < 0 || nets(&c) < 0 || widen(&c) < 0 || (name_classes(&c), costs(&c)) < 0 || solve(&c) < 0 || decide(&c) < 0)
     goto done;
   dp__domains_log(d, LOG_PLACE, R_PLACEMENT, NULL, NULL, 0);
   d->place = c.pl;
@@ -472,7 +489,7 @@ int dp__place_replay(dp_domains *d, dp_err **err) {
 }
 
 static void cost_text(char *buf, size_t n, const struct dp_placement *pl, int64_t e) {
-  if (e >= DP_PLACE_INF) snprintf(buf, n, "cannot run there");
+  if (e >= DP_PLACE_INF) snprintf(buf, n, "not allowed (an annotation or the capability function)");
   else if (pl->time) snprintf(buf, n, "%.6g s of compute and copies", (double)e / 1e12);
   else snprintf(buf, n, "%lld byte%s copied", (long long)e, e == 1 ? "" : "s");
 }
@@ -510,6 +527,8 @@ char *dp__place_reason(dp_domains *d, uint32_t cons) {
 int dp_domains_placements(dp_domains *d, dp_place_fn fn, void *ud, dp_err **err) {
   const struct dp_placement *pl = (d->owner ? d->owner : d)->place;
   for (uint32_t i = 0; pl && i < pl->n; i++) {
+    uint64_t a = pl->p.allowed[pl->var[i]];
+    if (!(a & (a - 1))) continue; /* one device it could take: an annotation's, no choice */
     char *text = dp__place_reason(d, pl->cons[i]);
     if (!text) {
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
