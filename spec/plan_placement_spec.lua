@@ -396,6 +396,6 @@ describe("min_bytes on generated programs", function()
         end
       end
     end
-    assert.is_true(planned_n > n // 5, "only " .. planned_n .. " programs planned")
+    assert.is_true(planned_n > n // 10, "only " .. planned_n .. " programs planned")
   end)
 end)

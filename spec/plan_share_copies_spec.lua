@@ -151,7 +151,11 @@ end)
 describe("ShareCopies on generated programs", function()
   it("holds its properties on every program that plans", function()
     local n, planned_n, fewer = os.getenv("DEVPLAN_QUICK") and 60 or 250, 0, 0
-    for seed = 1, n do
+    local seeds = {}
+    for seed = 1, n do seeds[#seeds + 1] = seed end
+    -- (few generated programs copy one value twice in a scope: 142 and 239 of the first 250 do)
+    if n < 239 then seeds[#seeds + 1], seeds[#seeds + 2] = 142, 239 end
+    for _, seed in ipairs(seeds) do
       local ok, input = pcall(dp.parse, gen.text(gen.program(seed)), props.META)
       if ok then
         local pok, planned = pcall(dp.passes.PlanDevices(props.CONFIG), input)
