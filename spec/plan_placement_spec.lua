@@ -144,18 +144,11 @@ describe("placement = \"min_bytes\"", function()
       .. "  on_device(%2, virtual_device=" .. CPU .. ")\n}\n", testing.META)
   end
 
-  local function device_of_call(planned, name)
-    local found
-    dp.visit(planned, function(e)
-      if e.kind == "call" and e.callee.kind == "op" and e.callee.name == name then found = e end
-    end)
-    return found
-  end
 
   it("keeps an operator off a device the capability function refuses", function()
     local mod = chain_module()
     local plain = dp.planner.domains(mod, config, {placement = "min_bytes"})
-    local relu = device_of_call(mod, "nn.relu")
+    local relu = testing.find_call(mod, "nn.relu")
     assert.are.equal("cuda", plain:explain(relu).device.device_type_name)
     local seen = 0
     local d = dp.planner.domains(mod, config, {placement = "min_bytes", capability = function(call, vd)
@@ -176,15 +169,15 @@ describe("placement = \"min_bytes\"", function()
       ["nn.relu"] = function() return {P.CPU, P.GPU} end,
       ["multiply"] = function() return P.CPU end,
     }
-    assert.is_true(ann.capability(device_of_call(mod, "nn.relu"), config:canonical(P.GPU)))
-    assert.is_false(ann.capability(device_of_call(mod, "multiply"), config:canonical(P.GPU)))
-    assert.is_true(ann.capability(device_of_call(mod, "add"), config:canonical(P.GPU)))
+    assert.is_true(ann.capability(testing.find_call(mod, "nn.relu"), config:canonical(P.GPU)))
+    assert.is_false(ann.capability(testing.find_call(mod, "multiply"), config:canonical(P.GPU)))
+    assert.is_true(ann.capability(testing.find_call(mod, "add"), config:canonical(P.GPU)))
     local d = dp.planner.domains(mod, config, {placement = "min_bytes", capability = ann.capability})
-    assert.are.equal("cpu", d:explain(device_of_call(mod, "multiply")).device.device_type_name)
+    assert.are.equal("cpu", d:explain(testing.find_call(mod, "multiply")).device.device_type_name)
     -- relu only on the CPU: it moves there, and the copy with it
     ann = dp.passes.AnnotateVirtualDevices{["nn.relu"] = function() return {P.CPU} end}
     d = dp.planner.domains(mod, config, {placement = "min_bytes", capability = ann.capability})
-    assert.are.equal("cpu", d:explain(device_of_call(mod, "nn.relu")).device.device_type_name)
+    assert.are.equal("cpu", d:explain(testing.find_call(mod, "nn.relu")).device.device_type_name)
   end)
 
   it("says so when the capability function refuses a device an annotation asks for", function()
@@ -197,7 +190,7 @@ describe("placement = \"min_bytes\"", function()
 
   it("weighs compute time against copies with compute_cost and bandwidth", function()
     local mod = chain_module()
-    local relu = device_of_call(mod, "nn.relu")
+    local relu = testing.find_call(mod, "nn.relu")
     -- copies cost nothing much: the relu goes where it computes faster
     local fast_cpu = function(call, vd) return vd.device_type_name == "cpu" and 1e-9 or 1 end
     local d = dp.planner.domains(mod, config, {placement = "min_bytes", compute_cost = fast_cpu, bandwidth = 1e12})
@@ -235,7 +228,7 @@ describe("placement = \"min_bytes\"", function()
   it("explains each decision with its cost either way", function()
     local mod = chain_module()
     local d = dp.planner.domains(mod, config, {placement = "min_bytes"})
-    local x = d:explain(device_of_call(mod, "nn.relu"))
+    local x = d:explain(testing.find_call(mod, "nn.relu"))
     assert.are.equal("placement", x.rule)
     assert.truthy(x.text:find("placement by cost (min_bytes), which chose", 1, true), x.text)
     assert.truthy(x.text:find("bytes copied there, %d+ bytes copied on"), x.text)
