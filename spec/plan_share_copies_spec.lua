@@ -1,7 +1,7 @@
 -- dp.passes.ShareCopies (src/planner/share.c): one device_copy per value and
 -- device pair where one copy can serve several uses, never moved out of a
 -- branch or a closure into a scope that might not need it. On every
--- conformance case, the annotated models and generated programs, the
+-- conformance case, the models and generated programs, the
 -- result passes the verifier against the input, re-plans to itself,
 -- re-parses to itself, and copies no more than PlanDevices' plan.
 local dp = require "devplan"
@@ -144,6 +144,24 @@ describe("ShareCopies on the annotated models", function()
       local input = dp.parse(testing.read_file(testing.shared_dir .. "/models/" .. name .. ".annotated.relay"),
                              testing.META)
       check(input, dp.passes.PlanDevices(config)(input), config)
+    end)
+  end
+end)
+
+describe("ShareCopies on min_bytes plans of the 15 models", function()
+  -- annotated as bench/placement.lua annotates them
+  local map = {["nn.conv2d"] = "cuda", ["nn.conv3d"] = "cuda", ["nn.conv2d_transpose"] = "cuda",
+               ["nn.dense"] = "cuda", ["nn.max_pool2d"] = "cpu", ["nn.avg_pool2d"] = "cpu",
+               ["nn.global_avg_pool2d"] = "cpu", ["concatenate"] = "cpu", ["split"] = "cpu"}
+  local config = testing.config("cpu")
+  local names = {"resnet18", "resnet50", "resnet152", "resnet3d18", "mobilenet", "squeezenet",
+                 "inception_v3", "densenet121", "densenet201", "vgg16", "dcgan", "lstm", "mlp", "dqn",
+                 "synthetic"}
+  for _, name in ipairs(names) do
+    it(name, function()
+      local mod = dp.parse(testing.read_file(testing.shared_dir .. "/models/" .. name .. ".relay"), testing.META)
+      mod = dp.pipeline.annotate_ops(map)(mod)
+      check(mod, dp.passes.PlanDevices(config, {placement = "min_bytes"})(mod), config)
     end)
   end
 end)
