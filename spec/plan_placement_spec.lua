@@ -109,8 +109,8 @@ end
 
 describe("placement = \"min_bytes\"", function()
   it("copies the fewest bytes brute force finds, on 300 random modules with two devices", function()
-    local checked, fewer = 0, 0
-    for seed = 1, 300 do
+    local checked, fewer, n = 0, 0, os.getenv("DEVPLAN_QUICK") and 100 or 300
+    for seed = 1, n do
       local text, vals, result_dev = random_module(seed)
       local mod = dp.parse(text, testing.META)
       local planned = min_bytes(mod)
@@ -132,8 +132,8 @@ describe("placement = \"min_bytes\"", function()
         if bytes(shared) < bytes(share(by_tvm)) then fewer = fewer + 1 end
       end
     end
-    assert.is_true(checked > 200)
-    assert.is_true(fewer > 20, "min_bytes beat TVM's rules on only " .. fewer .. " modules")
+    assert.is_true(checked > n * 2 // 3)
+    assert.is_true(fewer > n // 15, "min_bytes beat TVM's rules on only " .. fewer .. " modules")
   end)
 
   local function chain_module()
@@ -258,7 +258,7 @@ describe("placement = \"min_bytes\"", function()
   it("places a 200,000-call chain", function()
     local parts = {"#[version = \"0.0.5\"]\ndef @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {\n"}
     local prev = "%a"
-    for i = 1, 200000 do
+    for i = 1, os.getenv("DEVPLAN_QUICK") and 20000 or 200000 do
       local op = i % 2 == 0 and "add" or "multiply"
       local text = op .. "(" .. prev .. ", %b)"
       if i % 1000 == 0 then text = "on_device(" .. text .. ", virtual_device=" .. (i % 2000 == 0 and CPU or GPU) .. ")" end

@@ -110,7 +110,7 @@ describe("ShareCopies", function()
   it("works on a 200,000-deep chain", function()
     local parts = {HEAD}
     local prev = "%a"
-    for i = 1, 200000 do
+    for i = 1, os.getenv("DEVPLAN_QUICK") and 20000 or 200000 do
       parts[#parts + 1] = "  %" .. i .. " = add(" .. prev .. ", %b);\n"
       prev = "%" .. i
     end
