@@ -66,6 +66,12 @@ local OPTIONS = {
   ["--first-conflict"] = {kind = "flag",
     help = "stop at the first conflict, as TVM (plan's default reports every independent\n"
       .. "conflict, each with its constraints and chain, then how many)"},
+  ["--placement"] = {kind = "value", arg = "tvm|min_bytes",
+    help = "how values nobody annotated are placed: tvm (TVM's defaulting rules, the default)\n"
+      .. "or min_bytes (the placement that copies the fewest bytes; annotations stay hard)"},
+  ["--share-copies"] = {kind = "flag",
+    help = "after planning, one device_copy per value and device pair where it dominates\n"
+      .. "its uses (dp.passes.ShareCopies) instead of one per use"},
   ["--explain"] = {kind = "flag",
     help = "after the module, each parameter's and result's device and why, and why each\n"
       .. "device_copy was inserted (// comments: the output still parses)"},
@@ -133,15 +139,18 @@ COMMANDS.parse = {
 COMMANDS.plan = {
   summary = "place operators, plan devices (PlanDevices) and print the planned module",
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
-    .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--explain] [--verify]\n"
-    .. "                    [--report text|json]\n"
+    .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes]\n"
+    .. "                    [--share-copies] [--explain] [--verify] [--report text|json]\n"
     .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]",
-  options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--explain", "--verify",
+  options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--placement",
+                  "--share-copies", "--explain", "--verify",
                   "--report", "--reproducer"}, CONFIG, OUTPUT, INSTRUMENTS),
   text = "Parses FILE, runs the annotation rules (--rules, then --annotate), then\n"
     .. "dp.passes.PlanDevices with the configuration of the targets, and prints the\n"
     .. "planned module (or its report). The same as\n"
     .. "  devplan opt FILE -p 'annotate(rules=FILE.lua),annotate(OP=DEVICE),plan_devices(all_conflicts=true)'\n"
+    .. "(--placement min_bytes: plan_devices(all_conflicts=true,placement=min_bytes);\n"
+    .. "--share-copies adds share_copies after it.)\n"
     .. "Every independent conflict is printed, as a compiler prints errors: both\n"
     .. "constraints with their positions and the chain between them, in source order,\n"
     .. "then \"N errors\"; the status is 1. --first-conflict stops at the first.",
@@ -418,6 +427,15 @@ local function explanation(d)
     for _, p in ipairs(fn.params) do why("%" .. p.name, p) end
     why("result", fn)
   end
+  -- placement by cost: what the optimiser decided (the first 50)
+  local placed = d:placements()
+  if #placed > 0 then add("placement by cost: " .. #placed .. " decision" .. (#placed == 1 and "" or "s")) end
+  for i, p in ipairs(placed) do
+    if i > 50 then add("  and " .. (#placed - 50) .. " more") break end
+    local e, s = p.expr, p.expr.span
+    local what = e.kind == "var" and "%" .. e.name or e.kind == "call" and e.callee.kind == "op" and e.callee.name or e.kind
+    add("  " .. what .. (s and (" at " .. s.line .. ":" .. s.col) or "") .. ": " .. p.text)
+  end
   return table.concat(out, "\n") .. "\n"
 end
 
@@ -530,10 +548,15 @@ local function run_pipeline(command, opts, pipeline_text, reproducer)
   local extra
   if opts["--explain"] then -- the domains PlanDevices planned: of the module the passes before it made
     local annotated = mod
-    for i = 1, #p.passes - 1 do annotated = p.passes[i](annotated) end
     local cfg = ctx.planned_config or config
-    extra = explanation(attempt(sources, dp.planner.domains, annotated, cfg,
-                                {resolve_conflicts = not opts["--strict"]}))
+    local last = #p.passes -- the planning pass (passes after it, as share_copies, left out)
+    for i = #p.passes, 1, -1 do
+      if p.passes[i].name == "PlanDevices" then last = i break end
+    end
+    for i = 1, last - 1 do annotated = p.passes[i](annotated) end
+    local popts = {resolve_conflicts = not opts["--strict"]}
+    if opts["--placement"] == "min_bytes" then popts.placement = "min_bytes" end
+    extra = explanation(attempt(sources, dp.planner.domains, annotated, cfg, popts))
       .. copy_explanations(res, annotated, cfg)
   end
   emit(opts, res, ctx.planned_config or config, extra)
@@ -577,6 +600,13 @@ function COMMANDS.plan.run(opts)
   if opts["--strict"] then plan_args[#plan_args + 1] = {"strict", "true"} end
   if not opts["--first-conflict"] then plan_args[#plan_args + 1] = {"all_conflicts", "true"} end
   items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}
+  local placement = opts["--placement"]
+  if placement and placement ~= "tvm" and placement ~= "min_bytes" then
+    fail(usage_error("plan", "--placement takes tvm or min_bytes, got '" .. placement .. "'").text)
+  end
+  if placement == "min_bytes" then plan_args[#plan_args + 1] = {"placement", "min_bytes"} end
+  items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}
+  if opts["--share-copies"] then items[#items + 1] = {"share_copies"} end
   if opts["--verify"] then items[#items + 1] = {"verify"} end
   if opts["--report"] and opts["--report"] ~= "text" and opts["--report"] ~= "json" then
     fail(usage_error("plan", "--report takes text or json, got '" .. opts["--report"] .. "'").text)
