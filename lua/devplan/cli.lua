@@ -599,7 +599,6 @@ function COMMANDS.plan.run(opts)
   local plan_args = {}
   if opts["--strict"] then plan_args[#plan_args + 1] = {"strict", "true"} end
   if not opts["--first-conflict"] then plan_args[#plan_args + 1] = {"all_conflicts", "true"} end
-  items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}
   local placement = opts["--placement"]
   if placement and placement ~= "tvm" and placement ~= "min_bytes" then
     fail(usage_error("plan", "--placement takes tvm or min_bytes, got '" .. placement .. "'").text)
