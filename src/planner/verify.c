@@ -16,8 +16,9 @@
  * context is. Then, at each node:
  *
  *   argument    an operator's arguments live where the call runs (the memory
- *               and VM dialect: shapes and sizes on the host); a function's
- *               arguments where its parameters are;
+ *               and VM dialect: shapes and sizes on the host, in whatever
+ *               memory scope defaulting gave them, as the host device leaves
+ *               it open); a function's arguments where its parameters are;
  *   copy        a device_copy's argument lives at its source, and the source
  *               differs from the destination (its consumer's side is the
  *               context check of the copy itself);
@@ -37,6 +38,8 @@
  *               device_copy's source for its argument and its destination
  *               for its value, parameter and function annotations for the
  *               planned ones; "holds" means the planned device refines it.
+ *               An annotation around a call_lowered of a primfn holds for
+ *               phase 0's wrapper around it, which a copy may follow.
  *
  * Devices are compared after canonicalisation through the configuration;
  * primitive functions (not planned) are checked by refinement. Linear in
