@@ -9,7 +9,7 @@
  *                                let value becomes fixed; on_device(e).0
  *                                becomes on_device(e.0); call_lowered
  *                                arguments and result may be copied
- *   phase 0b  dp_plan_conflicts  (TVM 2023) a device_copy where a value nobody
+ *   phase 0b  dp_plan_conflicts  (TVM 2023) a copy allowed where a value nobody
  *                                annotated is demanded on two devices
  *   phase 1   dp_plan_analyze    domains: union-find over first-order and
  *                                function domains, from the constraints
@@ -18,7 +18,7 @@
  *                                function virtual devices, fixed on_device,
  *                                device_copy, primfn buffer scopes
  *
- * dp_plan_devices is exactly these phases in order. Three readings differ
+ * dp_plan_devices is exactly these phases in order. Four readings differ
  * from planner.md's wording, on purpose:
  * - phase 0's fixed let value or function body is read as fixed by
  *   analysis where it stands, and phase 0 rewrites only where that would
@@ -32,6 +32,15 @@
  *   call's demand on (planner.md passed it on, which made PlanDevices' own
  *   output, whose arguments carry fixed on_device calls, a conflict when
  *   planned again);
+ * - phase 0b marks the argument where the copy goes with an unconstrained
+ *   on_device (phase 0's "a copy is allowed here"), not a device_copy
+ *   whose ends are the two demands: analysis gives the value and its
+ *   consumer those devices anyway (each demand is a constraint it
+ *   applies), so the plans are the same, but a device_copy the user never
+ *   wrote, at the position of the value it copies, was named in the
+ *   conflicts that remain (fuzz findings g13, g15); and a value's own
+ *   device (a parameter's virtual_device, a device_copy's destination) is
+ *   its first demand;
  * - an on_device of a function value is where its body is (no copy can
  *   move a function): a call through the annotation calls the function
  *   itself, its parameters take the call's arguments (reading the

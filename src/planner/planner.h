@@ -159,8 +159,8 @@ enum { ON_CBODY = 1u << 30, ON_CRESULT = 1u << 31, ON_DEV = ON_CBODY - 1 };
 
 /* A device_copy's written ends (device indices, DP__NONE_ID: not canonical). */
 typedef struct dp__copy_ends { uint32_t src, dst; } dp__copy_ends;
-/* Phase 0b: at argument pos of call, a copy from src to dst. */
-typedef struct dp__mark { uint32_t call, pos, src, dst; } dp__mark;
+/* Phase 0b: at argument pos of call, a copy is allowed. */
+typedef struct dp__mark { uint32_t call, pos; } dp__mark;
 
 typedef struct dp__index {
   dp_module *mod;          /* retained */
