@@ -121,6 +121,9 @@ typedef struct printer {
   uint32_t nbinders; /* let variables and parameters: most names */
   struct { const dp_type *t; char *s; } tcache[64];
   struct { const dp_var *v; uint32_t off; } vcache[256]; /* recent names */
+  /* the text of recent attribute sets: a million annotations share a few
+     sets, each printed once (a set's text depends on nothing else) */
+  struct { const dp_attrs *a; char *s; size_t n; } acache[64];
 } printer;
 
 /* ---------------- small helpers ---------------- */
@@ -747,12 +750,28 @@ static void put_aval(printer *p, dp__tb *b, const dp_aval *v) {
 }
 
 static void put_attrs(printer *p, dp__tb *b, const dp_attrs *a, int first) {
-  for (uint32_t i = 0; a && i < a->n; i++) {
-    if (!first || i) put(b, ", ", 2);
+  if (!a || !a->n) return;
+  if (!first) put(b, ", ", 2);
+  uint32_t h = (uint32_t)(((uintptr_t)a >> 4) & 63);
+  if (p->acache[h].a == a) {
+    put(b, p->acache[h].s, p->acache[h].n);
+    return;
+  }
+  size_t mark = b->n;
+  for (uint32_t i = 0; i < a->n; i++) {
+    if (i) put(b, ", ", 2);
     puts_(b, a->items[i].key);
     putc_(b, '=');
     put_aval(p, b, &a->items[i].val);
   }
+  if (b->failed) return;
+  char *s = malloc(b->n - mark + 1);
+  if (!s) return; /* (not cached: printed again next time) */
+  memcpy(s, b->s + mark, b->n - mark);
+  free(p->acache[h].s);
+  p->acache[h].a = a;
+  p->acache[h].s = s;
+  p->acache[h].n = b->n - mark;
 }
 
 /* The lines of scope s (unless already there), then its result (child k
@@ -1103,6 +1122,7 @@ static int print_nodes(printer *p, uint32_t root) {
 static void printer_free(printer *p) {
   for (uint32_t i = 0; i < p->nscopes; i++) dp__tb_free(&p->scopes[i].buf);
   for (int i = 0; i < 64; i++) free(p->tcache[i].s);
+  for (int i = 0; i < 64; i++) free(p->acache[i].s);
   free(p->nodes);
   free(p->order);
   free(p->edges);
