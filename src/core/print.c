@@ -166,12 +166,22 @@ static inline void putc_(dp__tb *b, char c) {
   b->s[b->n] = 0;
 }
 
-/* Decimal digits of v at d (at least 10 bytes); their number. */
+/* Decimal digits of v at d (at least 10 bytes); their number. Written
+   from the end, two at a time: a million-line text has a few million. */
 static size_t fmt_u32(char *d, uint32_t v) {
-  char t[10];
-  size_t n = 0;
-  do t[n++] = (char)('0' + v % 10); while ((v /= 10));
-  for (size_t i = 0; i < n; i++) d[i] = t[n - 1 - i];
+  static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+                              "25262728293031323334353637383940414243444546474849"
+                              "50515253545556575859606162636465666768697071727374"
+                              "75767778798081828384858687888990919293949596979899";
+  size_t n = 1;
+  for (uint32_t t = v; t >= 10; t /= 10) n++;
+  char *w = d + n;
+  for (; v >= 100; v /= 100) {
+    w -= 2;
+    memcpy(w, pairs + 2 * (v % 100), 2);
+  }
+  if (v >= 10) memcpy(w - 2, pairs + 2 * v, 2);
+  else w[-1] = (char)('0' + v);
   return n;
 }
 
