@@ -559,7 +559,13 @@ local function run_pipeline(command, opts, pipeline_text, reproducer)
     extra = explanation(attempt(sources, dp.planner.domains, annotated, cfg, popts))
       .. copy_explanations(res, annotated, cfg)
   end
-  emit(opts, res, ctx.planned_config or config, extra)
+  -- nothing reads the input any more (the context held it for verify):
+  -- its nodes the result does not share and its text go before the
+  -- result is printed, which lowers the peak of a large module by a module
+  local planned_config = ctx.planned_config or config
+  mod, sources, ctx = nil, nil, nil
+  collectgarbage()
+  emit(opts, res, planned_config, extra)
 end
 
 -- ---------------------------------------------------------------- the commands
