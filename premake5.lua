@@ -17,7 +17,9 @@ solution "devplan"
   buildoptions { "-std=c11", "-D_GNU_SOURCE", "-fPIC", "-Wall", "-Wextra", "-Wno-unused-parameter" }
 
   configuration "release"
-    buildoptions { "-O2", "-g" }
+    -- (no interposition of the core's own functions: calls inside a file may
+    -- be inlined although -fPIC; 3% fewer instructions in PlanDevices)
+    buildoptions { "-O2", "-g", "-fno-semantic-interposition" }
     defines { "NDEBUG" }
   configuration "debug"
     buildoptions { "-O0", "-g3" }

@@ -8,6 +8,11 @@
 -- first line. Strict planning must be "error (conflict)" at every size.
 -- (TVM crashes in its conflict step from 1,000 calls; bench/README.md.)
 --
+-- Then every conflict at once: gen.conflicts(N), N independent conflicts (a
+-- let chain of 2N lets), planned stopping at the first (PlanDevices, TVM's
+-- behaviour) and with {all_conflicts = true}, which must list all N in
+-- err.errors, in time linear in N.
+--
 -- Usage: bin/devplan bench/conflict.lua [N ...]   (default 1000 10000 100000)
 local dp = require "devplan"
 local gen = dofile((arg and arg[0] and arg[0]:match("^(.*/)") or "bench/") .. "gen.lua")
@@ -53,4 +58,20 @@ for _, n in ipairs(sizes) do
     print(string.format("| %d | %s | %.3f | %.3f | %s | %s |", n, mode[1], tp, t, outcome, line))
     io.stdout:flush()
   end
+end
+
+print()
+print("| N conflicts | parse s | first conflict s | all conflicts s | err.errors |")
+print("|---:|---:|---:|---:|---:|")
+local first = dp.passes.PlanDevices(config)
+local all = dp.passes.PlanDevices(config, {all_conflicts = true})
+for _, n in ipairs(sizes) do
+  local tp, pok, mod = timed(dp.parse, gen.conflicts(n), META, {source_name = "conflicts-" .. n .. ".relay"})
+  if not pok then error(mod, 0) end
+  local t1, ok1 = timed(first, mod)
+  local t2, ok2, err = timed(all, mod)
+  assert(not ok1 and not ok2, "conflicts(n) must be rejected")
+  local listed = type(err) == "table" and err.errors and #err.errors or 0
+  print(string.format("| %d | %.3f | %.3f | %.3f | %d |", n, tp, t1, t2, listed))
+  io.stdout:flush()
 end

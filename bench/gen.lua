@@ -78,6 +78,21 @@ end
 
 M["branchy-naive"] = function(n) return M.branchy(n, true) end
 
+-- devplan's own (gen_relay.py has no such shape): n independent conflicts
+-- for all_conflicts (bench/conflict.lua, spec/plan_all_conflicts_spec.lua).
+-- Let i binds a value annotated on the CPU, which the next let reads on the
+-- GPU: a conflict at each of the n CPU lets, by default and strict alike.
+function M.conflicts(n)
+  local out = {}
+  header(out)
+  for i = 0, n - 1 do
+    out[#out + 1] = "  let %x" .. i .. " = on_device(negative(%a), virtual_device=" .. CPU .. ");\n"
+    out[#out + 1] = "  let %y" .. i .. " = on_device(exp(%x" .. i .. "), virtual_device=" .. GPU .. ");\n"
+  end
+  out[#out + 1] = "  %y" .. (n - 1) .. "\n}\n"
+  return table.concat(out)
+end
+
 -- The chain as TVM's printer writes it after type inference: a
 -- `/* ty=... */` comment after each parameter and before each `;`.
 M["chain-ty"] = function(n)

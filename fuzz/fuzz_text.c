@@ -24,7 +24,7 @@
 #include <lua.h>
 #include <lauxlib.h>
 #include <lualib.h>
-#include "../src/lua/lbind.h"
+#include "../src/lua/l_init.h"
 
 
 static lua_State *L;

@@ -28,7 +28,8 @@
 -- device =, index =, rejected = {{device =, why =}, ...}, text =});
 -- annotate.explain(mod, call, ctx?) the decision about one call of mod (nil
 -- when no rule gave it candidates), whose text says which candidate won
--- and why.
+-- and why. annotate.capability(call, vd) reads the rules as a capability for
+-- PlanDevices' placement = "min_bytes" (below).
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 local pass = require "devplan.pass"
@@ -194,6 +195,23 @@ function M.new(rules, opts)
 
   local p = pass.new("AnnotateVirtualDevices", function(mod, ctx) return (resolve(mod, ctx)) end)
   p.resolve = resolve
+  -- The rules as a capability for placement by cost (PlanDevices' option
+  -- capability, with placement = "min_bytes"): a call may run on vd when its
+  -- rule names vd or a device vd refines (one of its candidates), or when no
+  -- rule names a device for it. Planning the module without this pass, the
+  -- optimiser chooses among the candidates by bytes instead of taking the
+  -- first that fits.
+  function p.capability(call, vd)
+    local rule, key = rule_for(rules, call)
+    local r = rule and devices_of(rule(call), key, call)
+    if r == nil then return true end
+    if ir.is_virtual_device(r) then r = {r} end
+    for _, c in ipairs(r) do
+      local j = c:join(vd)
+      if j and tostring(j) == tostring(vd) then return true end
+    end
+    return false
+  end
   function p.explain(mod, call, ctx)
     local _, decisions = resolve(mod, ctx)
     for _, dec in ipairs(decisions) do

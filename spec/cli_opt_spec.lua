@@ -207,7 +207,7 @@ def @main(%a: Tensor[(5, 7), float32]) {
     code, _, err = run("plan " .. conflict .. " --reproducer " .. repro)
     assert.equal(1, code)
     assert.truthy(has(err, "reproducer written to " .. repro), err)
-    assert.truthy(has(slurp(repro), "// pipeline: plan_devices\n"))
+    assert.truthy(has(slurp(repro), "// pipeline: plan_devices(all_conflicts=true)\n"))
     local c2, _, e2 = run("opt --run-reproducer " .. repro)
     assert.equal(1, c2)
     assert.truthy(has(e2, "conflicting virtual devices"), e2)

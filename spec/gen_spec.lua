@@ -12,30 +12,6 @@ local N = os.getenv("DEVPLAN_QUICK") and 60 or 300
 local PLANNER_PROPERTIES = {idempotence = true, order = true, conflict = true, ["strict-default"] = true,
                             verify = true, ["plan-error"] = true}
 
--- Planner defects known open, each with its reproducer in fuzz/findings/ (on
--- spec/repro_spec.lua's OPEN list too): a failure of a planner property whose
--- detail matches the pattern (and whose program has `only`, when given) is
--- counted and reported pending; any other failure fails. Remove an entry
--- once its finding passes.
-local OPEN_CAUSES = {
-  {finding = "g10_host_positions_take_memory_scope.lua", pattern = "needs it on the host"},
-  {finding = "g10_host_positions_take_memory_scope.lua",
-   pattern = "gives its result on cpu, but where it stands cpu %(memory scope"},
-  {finding = "g11_alloc_storage_device_left_partial.lua",
-   pattern = "^plan[^\n]*: memory%.alloc_storage at [^\n]* gives its result on VirtualDevice%("},
-  {finding = "g12_verifier_and_call_lowered_wrappers.lua", only = "call_lowered",
-   pattern = "in the input, but the planned module has it on"},
-  {finding = "g13_conflict_names_an_inserted_copy.lua",
-   pattern = "a conflict naming fewer than two positions: [^\n]*because of the source of device_copy"},
-}
-
-local function open_cause(failure, text)
-  if not PLANNER_PROPERTIES[failure.property] then return nil end
-  for _, c in ipairs(OPEN_CAUSES) do
-    if failure.detail:find(c.pattern) and (not c.only or text:find(c.only, 1, true)) then return c.finding end
-  end
-end
-
 local function texts(prog, seed)
   local orders = {}
   for k, order in ipairs(gen.orders(prog, seed)) do orders[k] = gen.text(prog, order) end
@@ -165,8 +141,7 @@ describe(N .. " generated programs", function()
       local text, orders = texts(prog, seed)
       local failure, res = checker:check(text, {orders = orders, only_conflicts = true})
       if failure then
-        failures[#failures + 1] = {seed = seed, property = failure.property, detail = failure.detail,
-                                   open = open_cause(failure, text)}
+        failures[#failures + 1] = {seed = seed, property = failure.property, detail = failure.detail}
       else
         outcomes[res.outcome] = (outcomes[res.outcome] or 0) + 1
       end
@@ -197,22 +172,10 @@ describe(N .. " generated programs", function()
   it("have the planner's properties: idempotence, definition order, conflicts with two positions, "
     .. "strict = default, the verifier", function()
     run_all()
-    local planner, open, findings = {}, {}, {}
+    local planner = {}
     for _, f in ipairs(failures) do
-      if f.open then
-        open[#open + 1] = f
-        findings[f.open] = (findings[f.open] or 0) + 1
-      elseif PLANNER_PROPERTIES[f.property] then
-        planner[#planner + 1] = f
-      end
+      if PLANNER_PROPERTIES[f.property] then planner[#planner + 1] = f end
     end
     assert.are.equal(0, #planner, summary(planner))
-    if #open > 0 then
-      local names = {}
-      for name, n in pairs(findings) do names[#names + 1] = ("%s (%d)"):format(name, n) end
-      table.sort(names)
-      pending(("%d of %d programs fail with planner defects known open (fuzz/findings/): %s")
-        :format(#open, N, table.concat(names, ", ")))
-    end
   end)
 end)

@@ -60,10 +60,52 @@ describe("TVM's grammar", function()
     assert.is_nil(m.main.params[1].type_annotation)
     assert.is_nil(m.main.ret_type)
     assert.are.equal("int8", tostring(m.main.params[1].checked_type))
-    -- only a whole annotation: `_` inside a type is an error
-    local err = err_of(dp.parse, "def @main(%x: (int8, _)) { %x }")
-    assert.are.equal("syntax", err.code)
-    assert.are.equal(22, err.col)
+  end)
+
+  it("takes `_` inside a type as a part left to inference (TVM's IncompleteType)", function()
+    local m = dp.parse([[
+      def @main(%x: (Tensor[(3), float32], _)) -> (_, Tensor[(3), int32]) {
+        let %z: (_, _) = (%x.0, %x.1);
+        %z
+      }
+      def @f(%y: int8) -> (_, _) { (%y, 1f) }]])
+    assert.are.equal("(Tensor[(3), float32], Tensor[(3), int32])", tostring(m.main.params[1].checked_type))
+    assert.are.equal("(Tensor[(3), float32], _)", tostring(m.main.params[1].type_annotation))
+    assert.is_true(m.main.params[1].type_annotation.has_hole)
+    assert.is_false(m.main.params[1].checked_type.has_hole)
+    assert.are.equal("(int8, float32)", tostring(m.f.checked_type.ret))
+    round_trips(m)
+    -- each hole its own unknown: the two of a tuple may differ
+    assert.are.equal("fn ((int8, float32)) -> float32",
+      tostring(dp.parse("def @main(%p: (_, _)) { let %a: int8 = %p.0; let %b: float32 = %p.1; %b }").main.checked_type))
+    -- a hole cannot be anything: what it meets decides, a mismatch is a positioned type error
+    local err = err_of(dp.parse, "def @main(%x: (int8, _)) -> (int8, float32) {\n  let %y: (_, int32) = %x;\n  %x\n}")
+    assert.are.equal("type", err.code)
+    assert.is_number(err.line)
+    assert.truthy(tostring(err):find("int32", 1, true) or tostring(err):find("float32", 1, true), tostring(err))
+    -- from Lua
+    local h = dp.type.hole()
+    assert.are.equal("var", h.kind)
+    assert.is_true(dp.type.tuple{dp.type.scalar("int8"), h}.has_hole)
+    assert.are_not.equal(h, dp.type.hole())
+  end)
+
+  it("reads function types with type parameters (`fn [A](A) -> A`)", function()
+    local m = dp.parse([[
+      def @main(%f: fn [A](A) -> A, %g: fn [A, B](A, B) -> (B, A), %i: int32, %x: float32) {
+        (%f(%i), %f(%x), %g(%i, %x))
+      }]])
+    assert.are.equal("fn [A](A) -> A", tostring(m.main.params[1].type_annotation))
+    assert.are.equal(1, #m.main.params[1].type_annotation.type_params)
+    assert.are.equal("(int32, float32, (float32, int32))", tostring(m.main.body.checked_type))
+    round_trips(m)
+    -- the type parameters are the function type's own
+    assert.truthy(tostring(err_of(dp.parse, "def @main(%f: fn [A](A) -> A, %y: A) { %y }")):find("unknown type 'A'", 1, true))
+    assert.truthy(tostring(err_of(dp.parse, "def @main(%f: fn [A, A](A) -> A) { %f }")):find("duplicate type parameter A", 1, true))
+    -- nested: fn [A](fn [B](B) -> B, A) -> A
+    local n = dp.parse("def @main(%h: fn [A](fn [B](B) -> B, A) -> A) { %h }")
+    assert.are.equal("fn [A](fn [B](B) -> B, A) -> A", tostring(n.main.params[1].type_annotation))
+    round_trips(n)
   end)
 
   it("reads extern type: a type without constructors", function()

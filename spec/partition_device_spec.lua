@@ -32,6 +32,61 @@ local function count(tbl)
   return n
 end
 
+-- A small evaluator: a tensor is one number, each operator a stand-in
+-- function (enough to tell values apart), on_device and device_copy the
+-- identity; lets, ifs, tuples, projections, functions and global calls as usual.
+local STAND_INS = {
+  add = function(a, b) return a + b end, subtract = function(a, b) return a - b end,
+  multiply = function(a, b) return a * b end, negative = function(a) return -a end,
+  exp = function(a) return math.exp(a) end, log = function(a) return math.log(math.abs(a) + 1) end,
+  tanh = function(a) return math.tanh and math.tanh(a) or (a / (1 + math.abs(a))) end,
+  less = function(a, b) return a < b end, on_device = function(a) return a end,
+  device_copy = function(a) return a end,
+}
+local function evaluate(mod, args)
+  local function eval(e, env)
+    local k = e.kind
+    if k == "var" then
+      local v = env[e]
+      assert(v ~= nil, "unbound " .. e.name)
+      return v
+    end
+    if k == "const" then return 1 end
+    if k == "let" then
+      local env2 = setmetatable({[e.var] = eval(e.value, env)}, {__index = env})
+      return eval(e.body, env2)
+    end
+    if k == "if" then
+      if eval(e.cond, env) then return eval(e.then_branch, env) end
+      return eval(e.else_branch, env)
+    end
+    if k == "tuple" then
+      local r = {}
+      for i, f in ipairs(e.fields) do r[i] = eval(f, env) end
+      return r
+    end
+    if k == "proj" then return eval(e.tuple, env)[e.index + 1] end
+    if k == "fn" then
+      return function(...)
+        local env2 = setmetatable({}, {__index = env})
+        for i, p in ipairs(e.params) do env2[p] = select(i, ...) end
+        return eval(e.body, env2)
+      end
+    end
+    assert(k == "call", k)
+    local vals = {}
+    for i, a in ipairs(e.args) do vals[i] = eval(a, env) end
+    local callee = e.callee
+    if callee.kind == "op" then return assert(STAND_INS[callee.name], callee.name)(table.unpack(vals)) end
+    if callee.kind == "global" then return eval(mod:get(callee.name), {})(table.unpack(vals)) end
+    return eval(callee, env)(table.unpack(vals))
+  end
+  local main = mod.main
+  local vals = {}
+  for i, p in ipairs(main.params) do vals[i] = args[p.name] end
+  return eval(main, {})(table.unpack(vals, 1, #main.params))
+end
+
 describe("PartitionByVirtualDevice", function()
   local cfg = t.config("cuda")
 
@@ -80,11 +135,12 @@ describe("PartitionByVirtualDevice", function()
     assert.equal(4, count(hoisted(partition(planned), planned)))
   end)
 
-  it("lets and branches bound the pieces", function()
+  it("branches bound the pieces; lets do not", function()
     local planned = dp.passes.PlanDevices(cfg)(parse([[def @main(%x: float32) {
       let %a = negative(%x); let %b = exp(%a); if (less(%b, %x)) { tanh(%b) } else { log(%b) } }]]))
     local parted = partition(planned)
-    -- every call is in some function, each on the GPU (the default)
+    -- every call is in some function, each on the GPU (the default); the
+    -- let-bound values and the condition are one piece, each branch another
     local fns = hoisted(parted, planned)
     local all = {}
     for _, f in pairs(fns) do
@@ -92,8 +148,52 @@ describe("PartitionByVirtualDevice", function()
       all[#all + 1] = f.ops
     end
     table.sort(all)
-    assert.same({"exp", "less", "log", "negative", "tanh"}, all)
+    assert.same({"log", "negative,exp,less", "tanh"}, all)
     assert.equal(0, t.count_calls(parted.main, "negative") + t.count_calls(parted.main, "exp"))
+    assert.same(evaluate(planned, {x = 0.3}), evaluate(parted, {x = 0.3}))
+  end)
+
+  it("takes let chains into one piece per device; a variable read elsewhere stays bound", function()
+    local planned = dp.passes.PlanDevices(cfg)(parse("def @main(%a: " .. T .. ", %b: " .. T .. ", %c: bool) {" .. [[
+      let %x = add(%a, %b);
+      let %y = multiply(%x, %x);
+      let %z = subtract(device_copy(%y, src_virtual_device=meta[VirtualDevice][1], dst_virtual_device=meta[VirtualDevice][0]),
+                        device_copy(%a, src_virtual_device=meta[VirtualDevice][1], dst_virtual_device=meta[VirtualDevice][0]));
+      let %u = log(%z);
+      let %w = add(device_copy(%u, src_virtual_device=meta[VirtualDevice][0], dst_virtual_device=meta[VirtualDevice][1]), %x);
+      let %v = if (%c) { let %q = negative(%w); %q } else { %y };
+      (%v, %w)
+    }]]))
+    local parted = partition(planned)
+    local fns = hoisted(parted, planned)
+    assert.same({device = GPU, ops = "add,multiply"}, fns.main_cuda_0)
+    assert.same({device = CPU, ops = "subtract,log"}, fns.main_cpu_0)
+    assert.equal("tuple", parted:get("main_cuda_0").body.kind, "x and y both leave the piece")
+    assert.same({device = GPU, ops = "add"}, fns.main_cuda_1)
+    assert.same({device = GPU, ops = "negative"}, fns.main_cuda_2)
+    assert.equal(4, count(fns))
+    -- %x, %y and %u are read by other pieces: bound to outputs; %z only inside its own: gone
+    local bound = {}
+    dp.visit(parted.main.body, function(e) if e.kind == "let" then bound[e.var.name] = true end end)
+    assert.same({x = true, y = true, u = true, w = true, v = true, q = true}, bound)
+    for _, c in ipairs{true, false} do
+      for _, a in ipairs{0.5, -1.25} do
+        local env = {a = a, b = 2 * a + 1, c = c}
+        assert.same(evaluate(planned, env), evaluate(parted, env))
+      end
+    end
+    assert.structurally_equal(dp.passes.PlanDevices(cfg)(parted), parted)
+    assert.same({}, (dp.planner.verify(parted, cfg)))
+  end)
+
+  it("keeps a let whose variable a function literal reads", function()
+    local planned = dp.passes.PlanDevices(cfg)(parse([[def @main(%x: float32) {
+      let %a = negative(%x); let %b = exp(%a); let %f = fn (%y: float32) { add(%y, %a) }; %f(%b) }]]))
+    local parted = partition(planned)
+    local bound = {}
+    dp.visit(parted.main.body, function(e) if e.kind == "let" then bound[e.var.name] = true end end)
+    assert.is_true(bound.a)
+    assert.same(evaluate(planned, {x = 0.7}), evaluate(parted, {x = 0.7}))
   end)
 
   it("by = \"device_type\" and \"target\"; options are checked", function()

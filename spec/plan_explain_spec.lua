@@ -6,13 +6,7 @@ local t = require "devplan.testing"
 local P = t.PALETTE
 local CONFIG = t.config("cpu")
 
-local function find_call(mod, name)
-  local found
-  dp.visit(mod, function(e)
-    if e.kind == "call" and e.callee.kind == "op" and e.callee.name == name then found = e end
-  end)
-  return found
-end
+local find_call = t.find_call
 
 describe("explanations of annotations with a reason", function()
   local text = [[def @main(%a: Tensor[(5, 7), float32], %b {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32]) {

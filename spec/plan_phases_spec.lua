@@ -244,10 +244,23 @@ describe("phase 0b (conflicting demands)", function()
   local text = "%0 = negative(%a);\n%1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);\n" ..
                "%2 = negative(%a);\n%3 = on_device(%2, virtual_device=meta[VirtualDevice][1]);\nadd(%1, %3)"
   local function copies(m) return testing.count_calls(m, "device_copy") end
-  it("inserts a copy where an unannotated parameter is demanded on two devices", function()
+  -- on_device calls that constrain neither side: "a copy is allowed here"
+  -- (attrs leave out defaults: constrain_body is true unless said)
+  local function copies_allowed(m)
+    local n = 0
+    dp.visit(m, function(e)
+      if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "on_device" and
+         e.attrs.constrain_body == false and not e.attrs.constrain_result then n = n + 1 end
+    end)
+    return n
+  end
+  it("allows a copy where an unannotated parameter is demanded on two devices", function()
     local m = parse(text, "%a: " .. T)
     local c = dp.planner.conflicts(m, CONFIG)
-    assert.equal(1, copies(c))
+    -- (an unconstrained on_device, not a device_copy: analysis fixes its
+    -- ends, and a conflict never names a copy the user did not write)
+    assert.equal(1, copies_allowed(c))
+    assert.equal(0, copies(c))
     local planned = plan(m)
     assert.is_true(rawequal(planned.main.params[1].virtual_device, CONFIG:canonical(CPU)))
     dp.assert_structural_equal(plan(planned), planned)
@@ -263,6 +276,57 @@ describe("phase 0b (conflicting demands)", function()
     local planned = plan(m)
     assert.is_true(copies(planned) >= 1)
     dp.assert_structural_equal(plan(planned), planned)
+  end)
+  it("takes a device_copy's destination as its first demand (g14)", function()
+    -- fuzz/findings/g14: the first use's demand (cpu) stood for a copy to
+    -- cuda, the second use got a copy "from cpu", and the conflict that
+    -- remained was between the two ends of the one copy
+    local m = dp.parse([[
+def @h1(%x {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32],
+        %y {virtual_device=meta[VirtualDevice][1]}: Tensor[(5, 7), float32]) -> Tensor[(5, 7), float32] {
+  %x
+}
+def @main(%a: Tensor[(5, 7), float32]) -> Tensor[(5, 7), float32] {
+  %0 = device_copy(%a, src_virtual_device=meta[VirtualDevice][0], dst_virtual_device=meta[VirtualDevice][1]);
+  @h1(%0, %0)
+}]], META)
+    assert.equal("conflict", err_of(testing.plan(CONFIG, {resolve_conflicts = false}), m).code)
+    local planned = plan(m)
+    -- the first argument goes back to the cpu, the second takes the copy as it is
+    local call = planned.main.body
+    assert.equal("device_copy", call.args[1].callee.name)
+    assert.is_true(rawequal(call.args[1].attrs.src_virtual_device, CONFIG:canonical(GPU)))
+    assert.is_true(rawequal(call.args[1].attrs.dst_virtual_device, CONFIG:canonical(CPU)))
+    assert.equal(2, copies(planned))
+    dp.assert_structural_equal(plan(planned), planned)
+  end)
+  it("leaves a conflict that names the user's annotations, never the copy it allows (g15)", function()
+    -- fuzz/findings/g15 (g13's kind): %a was first demanded on cuda (the
+    -- tuple @main returns), then on cpu; the device_copy phase 0b inserted
+    -- carried %a's position and was named as the conflict's cpu side
+    local m = dp.parse([[
+type List[A] {
+  Cons(A, List[A]),
+  Nil,
+}
+def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32], virtual_device=meta[VirtualDevice][1]) {
+  %0 = device_copy(%b, src_virtual_device=meta[VirtualDevice][1], dst_virtual_device=meta[VirtualDevice][0]);
+  match (Nil) {
+    Cons(_, %m) => (%0, %a),
+    Nil => {
+      let %v = on_device(multiply(%0, %a), virtual_device=meta[VirtualDevice][0], constrain_result=True);
+      (%v, %v)
+    },
+  }
+}]], META, {source_name = "g15.relay"})
+    local strict = tostring(err_of(testing.plan(CONFIG, {resolve_conflicts = false}), m))
+    local e = err_of(plan, m)
+    assert.equal("conflict", e.code)
+    local msg = tostring(e)
+    assert.truthy(msg:find("because of the destination of device_copy at g15.relay:6:8", 1, true), msg)
+    assert.truthy(msg:find("because of the virtual_device of function fn at g15.relay:5:1", 1, true), msg)
+    assert.is_nil(msg:find("device_copy at g15.relay:5:", 1, true), msg)
+    assert.equal(strict:gsub("%(resolve_conflicts=false%)", ""), msg)
   end)
   it("returns the module unchanged when nothing conflicts", function()
     local m = parse("add(%a, %b)")

@@ -8,7 +8,17 @@ local gen = dofile("bench/gen.lua")
 
 local P = t.PALETTE
 local CONFIG = t.config("cuda")
-local META = {VirtualDevice = {P.CPU, P.GPU, P.HOST, P.CPU_SCOPE_A, P.CPU_SCOPE_B, P.GLOBAL, P.TEXTURE},
+-- (7 and up: the host and cuda in a memory scope, the generator's findings g10-g12)
+local HOST_SA = dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0, target = t.TARGET.HOST,
+                                 memory_scope = "scopeA"}
+local HOST_GLOBAL = dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0, target = t.TARGET.HOST,
+                                     memory_scope = "global"}
+local CPU_GLOBAL = dp.VirtualDevice{device_type = "cpu", virtual_device_id = 0, target = t.TARGET.CPU,
+                                    memory_scope = "global"}
+local META = {VirtualDevice = {P.CPU, P.GPU, P.HOST, P.CPU_SCOPE_A, P.CPU_SCOPE_B, P.GLOBAL, P.TEXTURE,
+                               P.GPU_SCOPE_GLOBAL, HOST_SA, HOST_GLOBAL, CPU_GLOBAL,
+                               dp.VirtualDevice{device_type = "cuda", virtual_device_id = 0, target = t.TARGET.GPU,
+                                                memory_scope = "scopeB"}},
               ["relay.Constant"] = {dp.const({5, 7}, "int64")}}
 local T = "Tensor[(5, 7), float32]"
 local CPU, GPU, HOST, SA, SB = "meta[VirtualDevice][0]", "meta[VirtualDevice][1]", "meta[VirtualDevice][2]",
@@ -16,7 +26,10 @@ local CPU, GPU, HOST, SA, SB = "meta[VirtualDevice][0]", "meta[VirtualDevice][1]
 
 -- Fills {CPU} ... in a text.
 local function fill(text)
-  return (text:gsub("{(%u+)}", {CPU = CPU, GPU = GPU, HOST = HOST, SA = SA, SB = SB, T = T}))
+  return (text:gsub("{(%u+)}", {CPU = CPU, GPU = GPU, HOST = HOST, SA = SA, SB = SB, T = T,
+                                 GG = "meta[VirtualDevice][7]", HSA = "meta[VirtualDevice][8]",
+                                 HG = "meta[VirtualDevice][9]", CG = "meta[VirtualDevice][10]",
+                                 GSB = "meta[VirtualDevice][11]"}))
 end
 
 local function parse(text) return dp.parse(fill(text), META, {source_name = "p.relay"}) end
@@ -333,6 +346,184 @@ def @g(%b: {T}) {
     assert.equal(2, #vs)
     assert.truthy(vs[1].message:find("does not stand where the input has add", 1, true), vs[1].message)
     assert.equal("@g of the input is not in the planned module", vs[2].message)
+  end)
+end)
+
+-- The generator's findings g10-g13 (fuzz/findings/): plans TVM's rules give
+-- that the verifier used to reject, each as the exact plan, verified.
+describe("dp.planner.verify and the generator's findings", function()
+  local function plans(input, expected) assert.plans_to(fill(input), fill(expected), CONFIG, META) end
+
+  describe("host positions take the memory scope defaulting gives them (g10)", function()
+    -- planner.md: the host is (cpu, 0, host target) with no memory scope, and
+    -- defaulting a call's domain fills the scope from the call's result, as
+    -- TVM's SetResultDefaultThenParams does: a host position refined with a
+    -- scope is on the host
+    it("the size and alignment of an alloc_storage in a memory scope", function()
+      plans([[
+def @main(%a: {T}) -> {T} {
+  let %s = memory.alloc_storage(64i64, 0i64, virtual_device={SA});
+  %a
+}]], [[
+def @main(%a {virtual_device={GPU}}: {T}, virtual_device={GPU}) -> {T} {
+  %0 = on_device(64i64, virtual_device={HSA}, constrain_result=True);
+  %1 = on_device(0i64, virtual_device={HSA}, constrain_result=True);
+  %2 = memory.alloc_storage(%0, %1, virtual_device={SA});
+  let %s = on_device(%2, virtual_device={SA}, constrain_result=True);
+  %a
+}]])
+    end)
+
+    it("the result of vm.shape_of bound where the let is in a memory scope", function()
+      plans([[
+def @main(%a: {T}) -> {T} {
+  let %s = vm.shape_of(device_copy(%a, src_virtual_device={CPU}, dst_virtual_device={GG}), dtype="int64");
+  %a
+}]], [[
+def @main(%a {virtual_device={CG}}: {T}, virtual_device={CG}) -> {T} {
+  %0 = device_copy(%a, src_virtual_device={CG}, dst_virtual_device={GG});
+  %1 = on_device(%0, virtual_device={GG}, constrain_result=True);
+  %2 = vm.shape_of(%1, dtype="int64");
+  let %s = on_device(%2, virtual_device={HG}, constrain_result=True);
+  %a
+}]])
+    end)
+
+    it("the shape of a vm.reshape_tensor whose data is in a memory scope", function()
+      plans([[
+def @main(%a: {T}) -> {T} {
+  vm.reshape_tensor(on_device(%a, virtual_device={SA}, constrain_result=True), meta[relay.Constant][0], newshape=[5, 7])
+}]], [[
+def @main(%a {virtual_device={SA}}: {T}, virtual_device={SA}) -> {T} {
+  %0 = on_device(meta[relay.Constant][0], virtual_device={HSA}, constrain_result=True);
+  vm.reshape_tensor(%a, %0, newshape=[5, 7])
+}]])
+    end)
+
+    it("but a host position on another target or device is still found", function()
+      -- (cpu, "scopeA") with the cpu target is not the host target refined
+      one("argument", 2, 8, "lives on cpu (memory scope \"scopeA\"), but memory.alloc_storage needs it on the host", [[
+def @main(%a {virtual_device={GPU}}: {T}, virtual_device={GPU}) {
+  %0 = on_device(64i64, virtual_device={SA}, constrain_result=True);
+  %1 = on_device(0i64, virtual_device={HSA}, constrain_result=True);
+  %2 = memory.alloc_storage(%0, %1, virtual_device={SA});
+  let %s = on_device(%2, virtual_device={SA}, constrain_result=True);
+  %a
+}]])
+      one("context", 3, 8, 'vm.shape_of at p.relay:3:8 gives its result on VirtualDevice(device_type=cpu, ' ..
+          'virtual_device_id=0, target="llvm"), but where it stands', [[
+def @main(%x {virtual_device={CPU}}: Tensor[(3), float32], virtual_device={CPU}) {
+  %0 = negative(%x);
+  %1 = vm.shape_of(%0);
+  %1
+}]])
+    end)
+  end)
+
+  describe("an alloc_storage device the plan completes (g11)", function()
+    -- TVM's capture keeps the attribute as written; where the storage
+    -- stands refines it
+    it("is accepted as written", function()
+      plans([[
+def @main(%a: {T}) -> {T} {
+  let %s = memory.alloc_storage(64i64, 0i64, virtual_device=VirtualDevice(device_type=cpu));
+  %a
+}]], [[
+def @main(%a {virtual_device={GPU}}: {T}, virtual_device={GPU}) -> {T} {
+  %0 = on_device(64i64, virtual_device={HOST}, constrain_result=True);
+  %1 = on_device(0i64, virtual_device={HOST}, constrain_result=True);
+  %2 = memory.alloc_storage(%0, %1, virtual_device=VirtualDevice(device_type=cpu));
+  let %s = on_device(%2, virtual_device={CPU}, constrain_result=True);
+  %a
+}]])
+    end)
+
+    it("and found where the storage stands on another device", function()
+      one("context", 4, 8, "memory.alloc_storage at p.relay:4:8 gives its result on cpu", [[
+def @main(%a {virtual_device={GPU}}: {T}, virtual_device={GPU}) {
+  %0 = on_device(64i64, virtual_device={HOST}, constrain_result=True);
+  %1 = on_device(0i64, virtual_device={HOST}, constrain_result=True);
+  %2 = memory.alloc_storage(%0, %1, virtual_device=VirtualDevice(device_type=cpu));
+  let %s = on_device(%2, virtual_device={GPU}, constrain_result=True);
+  %a
+}]])
+    end)
+  end)
+
+  describe("an annotation around a call_lowered holds for phase 0's wrapper (g12)", function()
+    -- planner.md, phase 0: call_lowered's result is wrapped in an
+    -- unconstrained on_device so that a copy may follow the primfn's scope
+    it("a fixed on_device in another scope than the primfn's result: a copy after the call", function()
+      plans([[
+primfn @p({T}) -> {T} scope="scopeB";
+def @main(%a: {T}) -> {T} {
+  on_device(call_lowered(@p, (%a,)), virtual_device={SA}, constrain_result=True)
+}]], [[
+primfn @p({T} scope="scopeA") -> {T} scope="scopeB";
+def @main(%a {virtual_device={SA}}: {T}, virtual_device={SA}) -> {T} {
+  %0 = call_lowered(@p, (%a,));
+  %1 = on_device(%0, virtual_device={SB}, constrain_result=True);
+  device_copy(%1, src_virtual_device={SB}, dst_virtual_device={SA})
+}]])
+    end)
+
+    it("a device_copy's source: the copy the planner made stands before it", function()
+      plans([[
+primfn @p({T}) -> {T};
+def @main(%a {virtual_device={GPU}}: {T}) -> {T} {
+  device_copy(call_lowered(@p, (call_lowered(@p, (%a,)),)), src_virtual_device={CPU}, dst_virtual_device={CPU})
+}]], [[
+primfn @p({T}) -> {T};
+def @main(%a {virtual_device={GPU}}: {T}, virtual_device={CPU}) -> {T} {
+  %0 = call_lowered(@p, (%a,));
+  %1 = call_lowered(@p, (%0,));
+  %2 = on_device(%1, virtual_device={GPU}, constrain_result=True);
+  device_copy(%2, src_virtual_device={GPU}, dst_virtual_device={CPU})
+}]])
+    end)
+
+    it("an annotation on an argument", function()
+      plans([[
+primfn @p({T} scope="global", {T} scope="scopeB") -> {T};
+def @main(%a: {T}) -> {T} {
+  call_lowered(@p, (%a, on_device(%a, virtual_device={CPU}, constrain_result=True)))
+}]], [[
+primfn @p({T} scope="global", {T} scope="scopeB") -> {T};
+def @main(%a {virtual_device={CG}}: {T}, virtual_device={GPU}) -> {T} {
+  %0 = device_copy(%a, src_virtual_device={CG}, dst_virtual_device={GSB});
+  %1 = on_device(%0, virtual_device={GSB}, constrain_result=True);
+  call_lowered(@p, (%a, %1))
+}]])
+    end)
+
+    it("but a plan without the copy is still found", function()
+      local vs = verify([[
+primfn @p({T} scope="scopeB") -> {T} scope="scopeB";
+def @main(%a {virtual_device={SB}}: {T}, virtual_device={SB}) -> {T} {
+  call_lowered(@p, (%a,))
+}]], [[
+primfn @p({T}) -> {T} scope="scopeB";
+def @main(%a: {T}) -> {T} {
+  on_device(call_lowered(@p, (%a,)), virtual_device={SA}, constrain_result=True)
+}]])
+      assert.is_true(#vs >= 1)
+      assert.truthy(vs[1].message:find("puts the value of call_lowered at p.relay:3:13 on cpu (memory scope \"scopeA\") " ..
+                                       "in the input", 1, true), vs[1].message)
+    end)
+  end)
+
+  it("a conflict the conflicts step leaves names the two annotations, each at its place (g13)", function()
+    local ok, err = pcall(t.plan(CONFIG), parse([[
+def @main(%a {virtual_device={GPU}}: {T}) -> {T} {
+  let %v = on_device((%a, %a), virtual_device={CPU}, constrain_result=True);
+  on_device(multiply(%a, %a), virtual_device={GPU})
+}]]))
+    assert.is_false(ok)
+    assert.equal("conflict", err.code, tostring(err))
+    local msg = tostring(err)
+    assert.truthy(msg:find("because of the annotation on_device at p.relay:2:12", 1, true), msg)
+    assert.truthy(msg:find("because of the annotation on_device at p.relay:3:3", 1, true), msg)
+    assert.is_nil(msg:find("device_copy", 1, true), msg)
   end)
 end)
 

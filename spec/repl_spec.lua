@@ -65,7 +65,8 @@ describe("the REPL", function()
     local out = {}
     for i = 1, 5 do out[i] = s:eval("step()") end
     assert.truthy(out[1]:find("^phase 0, rewrite"), out[1])
-    assert.truthy(out[2]:find("^phase 0b, conflicts: 1 device_copy inserted"), out[2])
+    assert.truthy(out[2]:find("^phase 0b, conflicts: 1 copy allowed"), out[2])
+    assert.truthy(out[2]:find("on_device(%a, constrain_body=False)", 1, true), out[2])
     assert.truthy(out[3]:find("^phase 1, analyze: 4 of 6 named values have a device"), out[3])
     assert.truthy(out[3]:find("\n  @main %1       ?", 1, true), out[3])
     assert.truthy(out[4]:find("^phase 2, default: 6 of 6 named values have a device"), out[4])

@@ -1,7 +1,7 @@
 -- The REPL in a real terminal: tmux runs `devplan` with no arguments in a
 -- pseudo-terminal, the spec types keystrokes (send-keys) and reads the
 -- screen (capture-pane). Line editing, tab completion, multi-line input,
--- errors that do not end the session, and history kept across sessions.
+-- errors that do not end the session, Ctrl-C, and history kept across sessions.
 local EXE = os.getenv("DEVPLAN_EXE") or "bin/devplan"
 if EXE:find("/", 1, true) and EXE:sub(1, 1) ~= "/" then EXE = assert(os.getenv("PWD")) .. "/" .. EXE end
 
@@ -76,6 +76,31 @@ describe("the REPL on a terminal", function()
     keys("C-a", "=type(", "C-e", ")", "Enter")
     screen = wait_for("\nfunction\n")
     assert.truthy(screen:find("> =type(dp.planner.explain)\nfunction\n", 1, true), screen)
+  end)
+
+  it("takes Ctrl-C as an interrupt: the line is dropped, a running chunk stops, the session goes on", function()
+    keys("C-l")
+    -- on a line being typed (and on an unfinished chunk): dropped
+    -- (the terminal drops input not yet read when ^C comes: wait for the echo first)
+    keys("y = 1 +", "Enter", "2 +")
+    wait_for(">> 2 %+")
+    keys("C-c")
+    local screen = wait_for("%^C\n>")
+    assert.truthy(screen:find(">> 2 +^C\n>", 1, true), screen)
+    keys("=y == nil", "Enter")
+    screen = wait_for("\ntrue\n")
+    assert.truthy(screen:find("> =y == nil\ntrue\n", 1, true), screen)
+    -- on a chunk that runs for ever: stopped with an error
+    keys("C-l")
+    keys("while true do end", "Enter")
+    wait_for("while true do end\n")
+    sleep(0.3)
+    keys("C-c")
+    screen = wait_for("interrupted")
+    assert.truthy(screen:find("interrupted", 1, true), screen)
+    keys("=6 * 7", "Enter")
+    screen = wait_for("\n42\n")
+    assert.truthy(screen:find("> =6 * 7\n42\n", 1, true), screen)
   end)
 
   it("keeps the history across sessions", function()

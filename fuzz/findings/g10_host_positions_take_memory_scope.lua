@@ -1,3 +1,8 @@
+-- FIXED (verifier). The planner is right: planner.md's host is (cpu, 0, host target) with no
+-- memory scope, and defaulting a call's domain gives its unconstrained positions the call's
+-- result device (TVM's SetResultDefaultThenParams), scope included. The verifier now checks a
+-- host position, and where a vm.shape_of result stands, by refinement of the host device.
+-- Regression: spec/plan_verify_spec.lua, "host positions take the memory scope ... (g10)".
 -- Group 10 (generator, all of Relay: 690 of the 786 failures in 24,000 programs, the "verify"
 -- property; first found by the ADT/ref/lowered/memory generator). New. planner.md: vm.shape_of is
 -- fn(free):host, memory.alloc_storage fn(host, host, host):d, memory.alloc_tensor fn(x, host,

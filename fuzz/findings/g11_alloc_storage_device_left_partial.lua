@@ -1,3 +1,6 @@
+-- FIXED (verifier). TVM's capture keeps alloc_storage's attribute as written; the verifier now
+-- accepts the storage standing where the attribute is refined (and still reports another device).
+-- Regression: spec/plan_verify_spec.lua, "an alloc_storage device the plan completes (g11)".
 -- Group 11 (generator, all of Relay: 52 of the 786 failures in 24,000 programs, the "verify"
 -- property). New. memory.alloc_storage(..., virtual_device=VirtualDevice(device_type=cpu)) names a
 -- device without an id. Planning completes it (the storage lives on (cpu, 0, llvm) in the planned

@@ -1,3 +1,7 @@
+-- FIXED (verifier). The plans are TVM's (phase 0's copy_ok wrappers, and FreeOnDeviceDefaulter
+-- visiting the inner wrapper first, which puts text 3's calls on cuda). An input annotation
+-- around a call_lowered of a primfn now holds for the wrapper's value, at any level of the
+-- planned chain at its position. Regression: spec/plan_verify_spec.lua, "... phase 0's wrapper (g12)".
 -- Group 12 (generator, all of Relay: 27 of the 786 failures in 24,000 programs, the "verify"
 -- property, every one with a call_lowered). New. Phase 0 wraps call_lowered's arguments and result
 -- in unconstrained on_device (planner.md) so that a copy may stand between a primfn's buffer scope

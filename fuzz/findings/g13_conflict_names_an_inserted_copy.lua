@@ -1,3 +1,6 @@
+-- FIXED (planner, phase 0b, commit 51fc590: a parameter's own virtual_device is its first
+-- demand). The conflict now names the on_device at 2:12 and the one at 3:3. Regression:
+-- spec/plan_verify_spec.lua, "a conflict the conflicts step leaves names the two annotations (g13)".
 -- Group 13 (generator: 17 of the 786 failures in 24,000 programs, the "conflict" property; this
 -- text uses only on_device, a tuple and a parameter annotation). New. The conflicts step (phase
 -- 0b) marks %a for a copy (the tuple demands it on cpu, the rest on cuda); the conflict that

@@ -9,7 +9,7 @@
  *                                let value becomes fixed; on_device(e).0
  *                                becomes on_device(e.0); call_lowered
  *                                arguments and result may be copied
- *   phase 0b  dp_plan_conflicts  (TVM 2023) a device_copy where a value nobody
+ *   phase 0b  dp_plan_conflicts  (TVM 2023) a copy allowed where a value nobody
  *                                annotated is demanded on two devices
  *   phase 1   dp_plan_analyze    domains: union-find over first-order and
  *                                function domains, from the constraints
@@ -18,7 +18,7 @@
  *                                function virtual devices, fixed on_device,
  *                                device_copy, primfn buffer scopes
  *
- * dp_plan_devices is exactly these phases in order. Three readings differ
+ * dp_plan_devices is exactly these phases in order. Four readings differ
  * from planner.md's wording, on purpose:
  * - phase 0's fixed let value or function body is read as fixed by
  *   analysis where it stands, and phase 0 rewrites only where that would
@@ -32,6 +32,15 @@
  *   call's demand on (planner.md passed it on, which made PlanDevices' own
  *   output, whose arguments carry fixed on_device calls, a conflict when
  *   planned again);
+ * - phase 0b marks the argument where the copy goes with an unconstrained
+ *   on_device (phase 0's "a copy is allowed here"), not a device_copy
+ *   whose ends are the two demands: analysis gives the value and its
+ *   consumer those devices anyway (each demand is a constraint it
+ *   applies), so the plans are the same, but a device_copy the user never
+ *   wrote, at the position of the value it copies, was named in the
+ *   conflicts that remain (fuzz findings g13, g15); and a value's own
+ *   device (a parameter's virtual_device, a device_copy's destination) is
+ *   its first demand;
  * - an on_device of a function value is where its body is (no copy can
  *   move a function): a call through the annotation calls the function
  *   itself, its parameters take the call's arguments (reading the
@@ -109,16 +118,22 @@ typedef struct dp_plan_opts {
   const dp_place_hooks *hooks;  /* for placement; NULL: bytes, every device runs everything */
 } dp_plan_opts;
 
-/* Every conflict of a module (all_conflicts): errors (DP_ERR_CONFLICT, each
-   naming both constraints with positions, the chain in its notes), one
-   per pair of constraints, in source order. */
+/* Every independent conflict of a module (all_conflicts): errors
+   (DP_ERR_CONFLICT, each naming both constraints with positions, the chain
+   in its notes, worded as PlanDevices words it when it stops there), in
+   source order (where the two sides meet). After a conflict analysis keeps
+   the two sides apart and goes on; a later conflict between the same two
+   classes (groups of values unification joined, each bound to its device)
+   is that one again, not reported. */
 typedef struct dp_conflicts { uint32_t n; dp_err **v; } dp_conflicts;
 void dp_conflicts_clear(dp_conflicts *c);
 
 /* Phases 0, 0b (not when strict or placing: placement puts those copies),
    1, placement (min_bytes), 2: the domains capture writes back. NULL +
-   error; with all_conflicts the error sums up every conflict, each of which
-   goes to *all (NULL: not wanted). o NULL: TVM's PlanDevices. */
+   error; with all_conflicts the error sums up every conflict ("N conflicts:
+   " the first's message, the next 19 as notes, then "and N more"; one
+   conflict: its own error), each of which goes to *all (NULL: not wanted).
+   o NULL: TVM's PlanDevices. */
 dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                             dp_conflicts *all, dp_err **err);
 /* dp_plan_domains, then capture. */
@@ -212,6 +227,16 @@ typedef struct dp_explain {
 
 dp_explain *dp_domains_explain(dp_domains *d, dp_expr *e, dp_err **err);
 void dp_explain_free(dp_explain *x);
+
+/* The decisions of placement by cost (placement = min_bytes), in the order
+   made: per class of values the optimiser placed, its first expression, the
+   device it chose and what that weighed either way (one sentence: "the
+   placement by cost (min_bytes), which chose cpu: its values and inputs
+   cost 140 bytes copied there, 280 bytes copied on cuda"). None for TVM's
+   placement. The callback returns 0 to go on, non-zero to stop (returned);
+   -1 + error when out of memory. */
+typedef int (*dp_place_fn)(void *ud, dp_expr *e, dp_vdev *vd, const char *text);
+int dp_domains_placements(dp_domains *d, dp_place_fn fn, void *ud, dp_err **err);
 
 /* Every sub-expression of the module with its device, in definition order
    and pre order (each distinct node once; operators and constructors are

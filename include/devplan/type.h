@@ -100,6 +100,13 @@ dp_type *dp_type_var_new(dp_ctx *ctx, const char *name); /* always a fresh varia
 dp_type *dp_type_adt(dp_ctx *ctx, const char *name, uint32_t nargs, dp_type *const *args);
 dp_type *dp_type_ref(dp_ctx *ctx, dp_type *elem);
 dp_type *dp_type_storage(dp_ctx *ctx);
+/* `_` written inside a type (`(Tensor[(3), float32], _)`): a part left for
+   inference to fill, TVM's IncompleteType. A fresh type variable named "_"
+   each call; it and every type built over it carry DP_TYPE_HOLE in h.flags,
+   and inference gives each hole a fresh unknown wherever the annotation is
+   read. It prints as `_`. */
+dp_type *dp_type_hole(dp_ctx *ctx);
+#define DP_TYPE_HOLE 0x1
 
 /* Text form of relay-text.md ("Tensor[(5, 7), float32]"). malloc'd. */
 char *dp_type_str(const dp_type *t);

@@ -63,6 +63,15 @@ local OPTIONS = {
   ["--strict"] = {kind = "flag",
     help = "no conflict resolution: a value nobody annotated that is demanded on two devices\n"
       .. "is an error naming both constraints, instead of getting a device_copy"},
+  ["--first-conflict"] = {kind = "flag",
+    help = "stop at the first conflict, as TVM (plan's default reports every independent\n"
+      .. "conflict, each with its constraints and chain, then how many)"},
+  ["--placement"] = {kind = "value", arg = "tvm|min_bytes",
+    help = "how values nobody annotated are placed: tvm (TVM's defaulting rules, the default)\n"
+      .. "or min_bytes (the placement that copies the fewest bytes; annotations stay hard)"},
+  ["--share-copies"] = {kind = "flag",
+    help = "after planning, one device_copy per value and device pair where it dominates\n"
+      .. "its uses (dp.passes.ShareCopies) instead of one per use"},
   ["--explain"] = {kind = "flag",
     help = "after the module, each parameter's and result's device and why, and why each\n"
       .. "device_copy was inserted (// comments: the output still parses)"},
@@ -130,16 +139,21 @@ COMMANDS.parse = {
 COMMANDS.plan = {
   summary = "place operators, plan devices (PlanDevices) and print the planned module",
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
-    .. "                    [--default DEVTYPE] [--strict] [--explain] [--verify] [--report text|json]\n"
+    .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes]\n"
+    .. "                    [--share-copies] [--explain] [--verify] [--report text|json]\n"
     .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]",
-  options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--explain", "--verify",
+  options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--placement",
+                  "--share-copies", "--explain", "--verify",
                   "--report", "--reproducer"}, CONFIG, OUTPUT, INSTRUMENTS),
   text = "Parses FILE, runs the annotation rules (--rules, then --annotate), then\n"
     .. "dp.passes.PlanDevices with the configuration of the targets, and prints the\n"
     .. "planned module (or its report). The same as\n"
-    .. "  devplan opt FILE -p 'annotate(rules=FILE.lua),annotate(OP=DEVICE),plan_devices'\n"
-    .. "A conflict prints both constraints with their positions and the chain between\n"
-    .. "them, and exits with status 1.",
+    .. "  devplan opt FILE -p 'annotate(rules=FILE.lua),annotate(OP=DEVICE),plan_devices(all_conflicts=true)'\n"
+    .. "(--placement min_bytes: plan_devices(all_conflicts=true,placement=min_bytes);\n"
+    .. "--share-copies adds share_copies after it.)\n"
+    .. "Every independent conflict is printed, as a compiler prints errors: both\n"
+    .. "constraints with their positions and the chain between them, in source order,\n"
+    .. "then \"N errors\"; the status is 1. --first-conflict stops at the first.",
 }
 
 COMMANDS.opt = {
@@ -240,6 +254,16 @@ local function error_text(err, sources)
     end
   end
   return s
+end
+
+-- The text of an error of all_conflicts with several conflicts (err.errors):
+-- each one as error_text prints it, then how many; nil for any other error.
+local function conflicts_text(err, sources)
+  if type(err) ~= "table" or type(err.errors) ~= "table" or #err.errors < 2 then return nil end
+  local out = {}
+  for i, e in ipairs(err.errors) do out[i] = error_text(e, sources) end
+  out[#out + 1] = #err.errors .. " errors"
+  return table.concat(out, "\n")
 end
 
 -- Runs f(...), turning errors into {text =} failures.
@@ -403,6 +427,15 @@ local function explanation(d)
     for _, p in ipairs(fn.params) do why("%" .. p.name, p) end
     why("result", fn)
   end
+  -- placement by cost: what the optimiser decided (the first 50)
+  local placed = d:placements()
+  if #placed > 0 then add("placement by cost: " .. #placed .. " decision" .. (#placed == 1 and "" or "s")) end
+  for i, p in ipairs(placed) do
+    if i > 50 then add("  and " .. (#placed - 50) .. " more") break end
+    local e, s = p.expr, p.expr.span
+    local what = e.kind == "var" and "%" .. e.name or e.kind == "call" and e.callee.kind == "op" and e.callee.name or e.kind
+    add("  " .. what .. (s and (" at " .. s.line .. ":" .. s.col) or "") .. ": " .. p.text)
+  end
   return table.concat(out, "\n") .. "\n"
 end
 
@@ -503,7 +536,7 @@ local function run_pipeline(command, opts, pipeline_text, reproducer)
   local ok, res = pcall(p, mod, ctx)
   if opts["--time-passes"] then io.stderr:write(ctx:timing_report()) end
   if not ok then
-    local text = error_text(res, sources)
+    local text = conflicts_text(res, sources) or error_text(res, sources)
     if reproducer then
       local path = reproducer == true and os.tmpname() or reproducer
       if write_reproducer(path, opts, pipeline_text, mod, res) then
@@ -515,13 +548,24 @@ local function run_pipeline(command, opts, pipeline_text, reproducer)
   local extra
   if opts["--explain"] then -- the domains PlanDevices planned: of the module the passes before it made
     local annotated = mod
-    for i = 1, #p.passes - 1 do annotated = p.passes[i](annotated) end
     local cfg = ctx.planned_config or config
-    extra = explanation(attempt(sources, dp.planner.domains, annotated, cfg,
-                                {resolve_conflicts = not opts["--strict"]}))
+    local last = #p.passes -- the planning pass (passes after it, as share_copies, left out)
+    for i = #p.passes, 1, -1 do
+      if p.passes[i].name == "PlanDevices" then last = i break end
+    end
+    for i = 1, last - 1 do annotated = p.passes[i](annotated) end
+    local popts = {resolve_conflicts = not opts["--strict"]}
+    if opts["--placement"] == "min_bytes" then popts.placement = "min_bytes" end
+    extra = explanation(attempt(sources, dp.planner.domains, annotated, cfg, popts))
       .. copy_explanations(res, annotated, cfg)
   end
-  emit(opts, res, ctx.planned_config or config, extra)
+  -- nothing reads the input any more (the context held it for verify):
+  -- its nodes the result does not share and its text go before the
+  -- result is printed, which lowers the peak of a large module by a module
+  local planned_config = ctx.planned_config or config
+  mod, sources, ctx = nil, nil, nil
+  collectgarbage()
+  emit(opts, res, planned_config, extra)
 end
 
 -- ---------------------------------------------------------------- the commands
@@ -558,7 +602,16 @@ function COMMANDS.plan.run(opts)
   end
   local ann = annotations(opts)
   if #ann > 0 then items[#items + 1] = {"annotate", ann} end
-  items[#items + 1] = {"plan_devices", opts["--strict"] and {{"strict", "true"}} or nil}
+  local plan_args = {}
+  if opts["--strict"] then plan_args[#plan_args + 1] = {"strict", "true"} end
+  if not opts["--first-conflict"] then plan_args[#plan_args + 1] = {"all_conflicts", "true"} end
+  local placement = opts["--placement"]
+  if placement and placement ~= "tvm" and placement ~= "min_bytes" then
+    fail(usage_error("plan", "--placement takes tvm or min_bytes, got '" .. placement .. "'").text)
+  end
+  if placement == "min_bytes" then plan_args[#plan_args + 1] = {"placement", "min_bytes"} end
+  items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}
+  if opts["--share-copies"] then items[#items + 1] = {"share_copies"} end
   if opts["--verify"] then items[#items + 1] = {"verify"} end
   if opts["--report"] and opts["--report"] ~= "text" and opts["--report"] ~= "json" then
     fail(usage_error("plan", "--report takes text or json, got '" .. opts["--report"] .. "'").text)

@@ -155,7 +155,10 @@ local function grammar(K, TEXT, A, diag)
   -- there were no annotation)
   g.type = act(V "tsyntax", "type")
   g.atype = T "UNDERSCORE" + V "type"
-  g.tsyntax = (ev(T "FN") * tok "LPAREN" * (V "tsyntax" * (tok "COMMA" * V "tsyntax")^0)^-1
+  -- a function type may have type parameters (`fn [A](A) -> A`); `_` inside a
+  -- type is a part left to inference (TVM's IncompleteType)
+  local ttparams = ev(T "LBRACK") * ev(tok "IDENT") * (tok "COMMA" * ev(tok "IDENT"))^0 * ev(tok "RBRACK")
+  g.tsyntax = (ev(T "FN") * ttparams^-1 * tok "LPAREN" * (V "tsyntax" * (tok "COMMA" * V "tsyntax")^0)^-1
       * tok "RPAREN" * ev(tok "ARROW"))^0 * V "tprimary"
   g.dim = ev(T "NUMBER") + ev(T "QUESTION") + want("a dimension")
   g.tprimary = ev(T "TENSOR") * tok "LBRACK" * tok "LPAREN" * (V "dim" * (tok "COMMA" * V "dim")^0)^-1
@@ -163,6 +166,7 @@ local function grammar(K, TEXT, A, diag)
     + ev(T "LPAREN") * (V "tsyntax" * (tok "COMMA" * V "tsyntax")^0 * ev(T "COMMA")^-1)^-1
       * ev(tok "RPAREN")
     + ev(T "STORAGE") * tok "LBRACK" * tok "RBRACK"
+    + ev(T "UNDERSCORE")
     + ev(T "REF") * tok "LPAREN" * V "tsyntax" * ev(tok "RPAREN")
     + ev(T "IDENT") * (T "LBRACK" * V "tsyntax" * (tok "COMMA" * V "tsyntax")^0 * ev(tok "RBRACK"))^-1
     + want("a type")

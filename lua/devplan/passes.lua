@@ -10,7 +10,9 @@
 --                                 naming both constraints with their
 --                                 positions (and the chain in its notes)
 --       all_conflicts = true      every independent conflict at once: one
---                                 error, each conflict in err.errors
+--                                 error ("N conflicts: ..."), each conflict
+--                                 in err.errors, in source order (README,
+--                                 "Every conflict at once")
 --       placement = "min_bytes"   values nobody constrained placed to copy
 --                                 the fewest bytes (capability, compute_cost,
 --                                 bandwidth: planner.lua)

@@ -352,14 +352,29 @@ M.register{
   name = "plan_devices",
   help = "PlanDevices: place every value and insert the copies",
   options = {default = "the default device type (cpu, cuda, ...)",
-             strict = "true: no conflict resolution (resolve_conflicts=false)"},
+             strict = "true: no conflict resolution (resolve_conflicts=false)",
+             all_conflicts = "true: every independent conflict in one run (err.errors)",
+             placement = "tvm (TVM's defaulting rules) or min_bytes (fewest bytes copied)"},
   make = function(args, env)
     local config = config_for(env, args.default) or core.CompilationConfig{targets = {"llvm", "cuda"}}
     local strict = boolean(args.strict, "strict")
-    local p = passes.PlanDevices(config, strict and {resolve_conflicts = false} or nil)
+    local opts = {}
+    if strict then opts.resolve_conflicts = false end
+    if boolean(args.all_conflicts, "all_conflicts") then opts.all_conflicts = true end
+    if args.placement == "min_bytes" then opts.placement = "min_bytes"
+    elseif args.placement and args.placement ~= "tvm" then
+      error("option 'placement' must be tvm or min_bytes, got '" .. args.placement .. "'", 0)
+    end
+    local p = passes.PlanDevices(config, next(opts) and opts or nil)
     p.config = config
     return p
   end,
+}
+
+M.register{
+  name = "share_copies",
+  help = "ShareCopies: one device_copy per value and device pair where it dominates its uses",
+  make = function() return passes.ShareCopies() end,
 }
 
 M.register{

@@ -182,14 +182,16 @@ local function helpers(self)
     end
     s.phase = s.phase + 1
     local name = PHASES[s.phase]
-    local before = count_calls(s.module, "device_copy")
+    local before = count_calls(s.module, "on_device")
     if name == "rewrite" then
       s.module = dp.planner.rewrite(s.module, env.cfg)
       say(self, "phase 0, rewrite: annotations made canonical\n" .. short(s.module))
     elseif name == "conflicts" then
       s.module = dp.planner.conflicts(s.module, env.cfg)
-      say(self, string.format("phase 0b, conflicts: %d device_copy inserted for values demanded on two devices\n%s",
-                              count_calls(s.module, "device_copy") - before, short(s.module)))
+      -- (each an on_device constraining neither side: capture writes the copy)
+      local n = count_calls(s.module, "on_device") - before
+      say(self, string.format("phase 0b, conflicts: %d %s allowed for values demanded on two devices\n%s",
+                              n, n == 1 and "copy" or "copies", short(s.module)))
     elseif name == "analyze" or name == "default" then
       if name == "analyze" then s.domains = dp.planner.analyze(s.module, env.cfg)
       else dp.planner.default(s.domains) end
@@ -306,7 +308,7 @@ function Session:feed(line)
     return "done"
   end
   self.buffer = nil
-  local res = table.pack(pcall(chunk))
+  local res = table.pack((self.pcall or pcall)(chunk))
   if not res[1] then
     self.out(message(res[2]) .. "\n")
   elseif res.n > 1 then
@@ -405,16 +407,23 @@ function M.run()
   local hist = history_path()
   if hist then term.read_history(hist) end
   term.set_completer(function(word) return self:complete(word) end)
+  self.pcall = term.pcall -- Ctrl-C stops a running chunk, not the REPL
   self.out("devplan " .. dp.version .. " (" .. _VERSION .. "): help() for the helpers, Ctrl-D to leave\n")
   local prompt = "> "
   while true do
     local line = term.readline(prompt)
-    if not line then break end
-    if line:match("%S") then
-      term.add_history(line)
-      if hist then term.write_history(hist, 1000) end
+    if line == nil then break end
+    if line == false then -- Ctrl-C: the line (and an unfinished chunk) dropped
+      self.buffer = nil
+      self.out("^C\n")
+      prompt = "> "
+    else
+      if line:match("%S") then
+        term.add_history(line)
+        if hist then term.write_history(hist, 1000) end
+      end
+      prompt = self:feed(line) == "more" and ">> " or "> "
     end
-    prompt = self:feed(line) == "more" and ">> " or "> "
   end
   self.out("\n")
   term.set_completer(nil)

@@ -176,6 +176,16 @@ function M.count_calls(e, op_name)
   return n
 end
 
+-- A call of operator op_name in e (an expression or module; the last one
+-- the walk meets), or nil.
+function M.find_call(e, op_name)
+  local found
+  dp.visit(e, function(node)
+    if node.kind == "call" and node.callee.kind == "op" and node.callee.name == op_name then found = node end
+  end)
+  return found
+end
+
 -- How deep nodes of `kind` nest along child(e) (e.g. a let chain along
 -- .body): the depth and the first node that is not of `kind`.
 function M.depth(e, kind, child)

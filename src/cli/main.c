@@ -28,6 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <lua.h>
 #include <lauxlib.h>
 #include <lualib.h>
@@ -276,8 +279,20 @@ static int check_options(int argc, char **argv) {
   return -1;
 }
 
+/* Large arrays (a million-node module's numbering, the printed text) are
+   mapped on their own: glibc otherwise raises this threshold as such
+   blocks are freed and puts the next ones in the heap, where growing one
+   copies it (old and new both resident) instead of remapping it. devplan
+   plan of a 1,000,000-call let chain peaks at 890 MB instead of 1,086 MB. */
+static void map_large_blocks(void) {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+}
+
 int main(int argc, char **argv) {
   if (argv[0] && argv[0][0]) progname = argv[0];
+  map_large_blocks();
   int rc = check_options(argc, argv);
   if (rc >= 0) return rc;
   lua_State *L = luaL_newstate();

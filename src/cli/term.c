@@ -7,7 +7,12 @@
  * readline-compatible interface:
  *
  *   term.isatty(fd)               -> boolean (0 stdin, 1 stdout, 2 stderr)
- *   term.readline(prompt)         -> the line without its newline, or nil at end of input
+ *   term.readline(prompt)         -> the line without its newline, nil at end of input,
+ *                                    or false when Ctrl-C dropped the line
+ *   term.pcall(f, ...)            -> pcall(f, ...), with Ctrl-C while f runs an error
+ *                                    "interrupted" (as lua.c: a hook set from the signal
+ *                                    handler stops the Lua code at its next call, return
+ *                                    or instruction count; C code runs to its end first)
  *   term.add_history(line)
  *   term.read_history(path)       -> true, or nil when there is none yet
  *   term.write_history(path, max) -> true, or nil and a message
@@ -17,6 +22,7 @@
  * The completer is Lua called from inside libedit: it runs protected, and
  * an error in it completes nothing.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +87,54 @@ static char **complete(const char *word, int start, int end) {
   return rl_completion_matches(word, generator);
 }
 
+/* ---------------- Ctrl-C ----------------
+   While the REPL reads a line or runs a chunk, SIGINT does not end the
+   process: it drops the line being edited, or stops the chunk. */
+
+static volatile sig_atomic_t interrupted;
+static lua_State *volatile running; /* the state of a term.pcall in progress */
+
+static void stop_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  lua_sethook(L, NULL, 0, 0);
+  interrupted = 0;
+  luaL_error(L, "interrupted");
+}
+
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupted = 1;
+  if (running) /* lua_sethook is safe in a signal handler (lua.c does this) */
+    lua_sethook(running, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
+/* Installs on_sigint (no SA_RESTART: a read in libedit returns) and gives
+   the previous action back through old. */
+static void catch_sigint(struct sigaction *old) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, old);
+}
+
+static int t_pcall(lua_State *L) {
+  luaL_checkany(L, 1);
+  struct sigaction old;
+  lua_State *outer = running;
+  interrupted = 0;
+  running = L;
+  catch_sigint(&old);
+  int st = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
+  sigaction(SIGINT, &old, NULL);
+  running = outer;
+  lua_sethook(L, NULL, 0, 0); /* a Ctrl-C after the chunk's last instruction */
+  interrupted = 0;
+  lua_pushboolean(L, st == LUA_OK);
+  lua_insert(L, 1);
+  return lua_gettop(L);
+}
+
 static int t_isatty(lua_State *L) {
   lua_pushboolean(L, isatty((int)luaL_checkinteger(L, 1)));
   return 1;
@@ -88,10 +142,20 @@ static int t_isatty(lua_State *L) {
 
 static int t_readline(lua_State *L) {
   const char *prompt = luaL_optstring(L, 1, "> ");
+  struct sigaction old;
+  interrupted = 0;
+  catch_sigint(&old);
   reading = L;
   char *line = readline(prompt);
   reading = NULL;
+  sigaction(SIGINT, &old, NULL);
   drop_candidates();
+  if (interrupted) { /* Ctrl-C: the line is dropped, the REPL goes on */
+    interrupted = 0;
+    free(line);
+    lua_pushboolean(L, 0);
+    return 1;
+  }
   if (!line) {
     lua_pushnil(L);
     return 1;
@@ -136,7 +200,7 @@ int luaopen_devplan_term(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"isatty", t_isatty}, {"readline", t_readline}, {"add_history", t_add_history},
     {"read_history", t_read_history}, {"write_history", t_write_history},
-    {"set_completer", t_set_completer}, {NULL, NULL}};
+    {"set_completer", t_set_completer}, {"pcall", t_pcall}, {NULL, NULL}};
   rl_readline_name = "devplan";
   rl_attempted_completion_function = complete;
   rl_completion_append_character = '\0'; /* `dp.` goes on with a field, not a space */

@@ -239,10 +239,19 @@ static dp_type *old_type(infer *I, const dp_expr *e) {
   return NULL;
 }
 
+/* An annotation as inference reads it: each `_` inside it a fresh unknown
+   (new reference; NULL after recording the error). */
+static dp_type *annotation(infer *I, dp_expr *at, dp_type *t) {
+  dp_err *e = NULL;
+  dp_type *r = dp__ts_fill_holes(&I->ts, t, &e);
+  if (!r) fail(I, at, e);
+  return r;
+}
+
 static dp_type *var_type(infer *I, dp_var *v) {
   dp_type *t = lookup(I, &v->e);
   if (t) return t;
-  if (v->annot) t = dp_retain(v->annot);
+  if (v->annot) t = annotation(I, &v->e, v->annot);
   else if (I->expr_mode && old_type(I, &v->e)) t = dp_retain(old_type(I, &v->e));
   else t = dp_retain(dp__ts_fresh(&I->ts));
   return set_type(I, &v->e, t) < 0 ? NULL : t;
@@ -326,7 +335,7 @@ static dp_type *signature(infer *I, dp_func *fn) {
       if (ps != local) free(ps);
       return NULL;
     }
-  dp_type *ret = fn->ret ? fn->ret : dp__ts_fresh(&I->ts);
+  dp_type *ret = fn->ret ? dp__ts_keep(&I->ts, annotation(I, &fn->e, fn->ret)) : dp__ts_fresh(&I->ts);
   /* (a polymorphic function's type parameters: each call instantiates them) */
   dp_type *sig = ret ? dp_type_func(I->ctx, fn->ntparams, fn->tparams, fn->nparams, ps, ret) : NULL;
   if (ps != local) free(ps);
@@ -675,9 +684,14 @@ static int type_func(infer *I, dp_func *fn) {
     if (!(ps[i] = ty(I, &fn->params[i]->e))) r = -1;
   dp_type *body = r == 0 ? ty(I, fn->body) : NULL;
   if (!body) r = -1;
-  if (r == 0 && fn->ret && unify(I, &fn->e, body, fn->ret) < 0) r = -1;
+  /* (a result annotation with holes: the body's type, once unified, is it filled) */
+  dp_type *ret = fn->ret && !(fn->ret->h.flags & DP_TYPE_HOLE) ? fn->ret : body;
+  if (r == 0 && fn->ret && ret == body) {
+    dp_type *want = dp__ts_keep(&I->ts, annotation(I, &fn->e, fn->ret));
+    if (!want || unify(I, &fn->e, body, want) < 0) r = -1;
+  } else if (r == 0 && fn->ret && unify(I, &fn->e, body, fn->ret) < 0) r = -1;
   if (r == 0)
-    r = set_type(I, &fn->e, dp_type_func(I->ctx, fn->ntparams, fn->tparams, fn->nparams, ps, fn->ret ? fn->ret : body));
+    r = set_type(I, &fn->e, dp_type_func(I->ctx, fn->ntparams, fn->tparams, fn->nparams, ps, ret));
   if (ps != local) free(ps);
   return r;
 }

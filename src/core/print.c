@@ -121,6 +121,9 @@ typedef struct printer {
   uint32_t nbinders; /* let variables and parameters: most names */
   struct { const dp_type *t; char *s; } tcache[64];
   struct { const dp_var *v; uint32_t off; } vcache[256]; /* recent names */
+  /* the text of recent attribute sets: a million annotations share a few
+     sets, each printed once (a set's text depends on nothing else) */
+  struct { const dp_attrs *a; char *s; size_t n; } acache[64];
 } printer;
 
 /* ---------------- small helpers ---------------- */
@@ -163,12 +166,22 @@ static inline void putc_(dp__tb *b, char c) {
   b->s[b->n] = 0;
 }
 
-/* Decimal digits of v at d (at least 10 bytes); their number. */
+/* Decimal digits of v at d (at least 10 bytes); their number. Written
+   from the end, two at a time: a million-line text has a few million. */
 static size_t fmt_u32(char *d, uint32_t v) {
-  char t[10];
-  size_t n = 0;
-  do t[n++] = (char)('0' + v % 10); while ((v /= 10));
-  for (size_t i = 0; i < n; i++) d[i] = t[n - 1 - i];
+  static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+                              "25262728293031323334353637383940414243444546474849"
+                              "50515253545556575859606162636465666768697071727374"
+                              "75767778798081828384858687888990919293949596979899";
+  size_t n = 1;
+  for (uint32_t t = v; t >= 10; t /= 10) n++;
+  char *w = d + n;
+  for (; v >= 100; v /= 100) {
+    w -= 2;
+    memcpy(w, pairs + 2 * (v % 100), 2);
+  }
+  if (v >= 10) memcpy(w - 2, pairs + 2 * v, 2);
+  else w[-1] = (char)('0' + v);
   return n;
 }
 
@@ -747,12 +760,28 @@ static void put_aval(printer *p, dp__tb *b, const dp_aval *v) {
 }
 
 static void put_attrs(printer *p, dp__tb *b, const dp_attrs *a, int first) {
-  for (uint32_t i = 0; a && i < a->n; i++) {
-    if (!first || i) put(b, ", ", 2);
+  if (!a || !a->n) return;
+  if (!first) put(b, ", ", 2);
+  uint32_t h = (uint32_t)(((uintptr_t)a >> 4) & 63);
+  if (p->acache[h].a == a) {
+    put(b, p->acache[h].s, p->acache[h].n);
+    return;
+  }
+  size_t mark = b->n;
+  for (uint32_t i = 0; i < a->n; i++) {
+    if (i) put(b, ", ", 2);
     puts_(b, a->items[i].key);
     putc_(b, '=');
     put_aval(p, b, &a->items[i].val);
   }
+  if (b->failed) return;
+  char *s = dp_malloc(b->n - mark + 1);
+  if (!s) return; /* (not cached: printed again next time) */
+  memcpy(s, b->s + mark, b->n - mark);
+  free(p->acache[h].s);
+  p->acache[h].a = a;
+  p->acache[h].s = s;
+  p->acache[h].n = b->n - mark;
 }
 
 /* The lines of scope s (unless already there), then its result (child k
@@ -1103,6 +1132,7 @@ static int print_nodes(printer *p, uint32_t root) {
 static void printer_free(printer *p) {
   for (uint32_t i = 0; i < p->nscopes; i++) dp__tb_free(&p->scopes[i].buf);
   for (int i = 0; i < 64; i++) free(p->tcache[i].s);
+  for (int i = 0; i < 64; i++) free(p->acache[i].s);
   free(p->nodes);
   free(p->order);
   free(p->edges);

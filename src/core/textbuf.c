@@ -80,6 +80,13 @@ char *dp__tb_take(dp__tb *b) {
   char *s = NULL;
   if (!b->failed) {
     s = b->s ? b->s : dp_calloc(1, 1);
+    /* a large text gives its doubling slack back before its caller copies
+       it (into a Lua string): the peak is then twice the text, not up to
+       three times (shrinking moves nothing) */
+    if (b->s && b->cap - b->n > (1u << 16) && b->cap - b->n > b->n / 8) {
+      char *t = dp_realloc(b->s, b->n + 1);
+      if (t) s = t;
+    }
     b->s = NULL;
   }
   dp__tb_free(b);

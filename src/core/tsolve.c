@@ -221,6 +221,7 @@ typedef struct mapper {
   int *complete;
   uint32_t n;               /* instantiation: rigid from[i] -> to[i] */
   dp_type *const *from, *const *to;
+  int holes;                /* filling: each hole (dp_type_hole) a fresh unknown */
 } mapper;
 
 /* Rebuild t from mapped components (kids[0..n) then ret for functions). */
@@ -244,7 +245,9 @@ static dp_type *map_leaf(mapper *m, dp_type **t) {
   for (;;) {
     dp_type *x = *t;
     if (x->h.kind == DP_TY_TENSOR || x->h.kind == DP_TY_STORAGE) return dp_retain(x);
+    if (m->holes && !(x->h.flags & DP_TYPE_HOLE)) return dp_retain(x); /* nothing to fill */
     if (x->h.kind != DP_TY_VAR) return NULL;
+    if (m->holes) return dp_retain(dp__ts_fresh(m->s));
     for (uint32_t i = 0; i < m->n; i++)
       if (m->from[i] == x) return dp_retain(m->to[i]);
     if (!m->complete) return dp_retain(x);
@@ -318,12 +321,18 @@ static dp_type *map_type(mapper *m, dp_type *t, dp_err **err) {
 }
 
 dp_type *dp__ts_resolve(dp__tsolver *s, dp_type *t, int *complete, dp_err **err) {
-  mapper m = {s, complete, 0, NULL, NULL};
+  mapper m = {s, complete, 0, NULL, NULL, 0};
   return map_type(&m, t, err);
 }
 
 dp_type *dp__ts_instantiate(dp__tsolver *s, dp_type *t, uint32_t n, dp_type *const *from,
                             dp_type *const *to, dp_err **err) {
-  mapper m = {s, NULL, n, from, to};
+  mapper m = {s, NULL, n, from, to, 0};
+  return map_type(&m, t, err);
+}
+
+dp_type *dp__ts_fill_holes(dp__tsolver *s, dp_type *t, dp_err **err) {
+  if (!(t->h.flags & DP_TYPE_HOLE)) return dp_retain(t);
+  mapper m = {s, NULL, 0, NULL, NULL, 1};
   return map_type(&m, t, err);
 }

@@ -34,5 +34,8 @@ dp_type *dp__ts_resolve(dp__tsolver *s, dp_type *t, int *complete, dp_err **err)
    instantiates a polymorphic constructor or function type. */
 dp_type *dp__ts_instantiate(dp__tsolver *s, dp_type *t, uint32_t n, dp_type *const *from,
                             dp_type *const *to, dp_err **err);
+/* t with each hole (dp_type_hole: `_` inside an annotation) replaced by a
+   fresh unknown (new reference); t itself when it has none. */
+dp_type *dp__ts_fill_holes(dp__tsolver *s, dp_type *t, dp_err **err);
 
 #endif

@@ -212,6 +212,15 @@ static void fill_node(dp_type *t, const tkey *k) {
   }
 }
 
+/* Whether a part of the type k describes is a hole (dp_type_hole). */
+static int has_hole(const tkey *k) {
+  if (k->ret && (k->ret->h.flags & DP_TYPE_HOLE)) return 1;
+  if (k->kind == DP_TY_TENSOR) return 0;
+  for (uint32_t i = 0; k->items && i < k->n; i++)
+    if (k->items[i]->h.flags & DP_TYPE_HOLE) return 1;
+  return 0;
+}
+
 static dp_type *intern(dp_ctx *ctx, const tkey *k) {
   if (!ctx) return NULL;
   uint32_t h = key_hash(k);
@@ -229,6 +238,7 @@ static dp_type *intern(dp_ctx *ctx, const tkey *k) {
   t->hash = h;
   t->ctx = dp_retain(ctx);
   fill_node(t, k);
+  t->h.flags = has_hole(k) ? DP_TYPE_HOLE : 0;
   return t;
 }
 
@@ -288,6 +298,12 @@ dp_type *dp_type_var_new(dp_ctx *ctx, const char *name) {
   v->t.ctx = dp_retain(ctx);
   memcpy(v->name, name, len + 1);
   return &v->t;
+}
+
+dp_type *dp_type_hole(dp_ctx *ctx) {
+  dp_type *t = dp_type_var_new(ctx, "_");
+  if (t) t->h.flags = DP_TYPE_HOLE;
+  return t;
 }
 
 /* ---------------- freeing ---------------- */

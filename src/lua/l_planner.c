@@ -270,6 +270,29 @@ static int d_explain(lua_State *L) {
   return 1;
 }
 
+/* d:placements() -> {{expr =, device =, text =}, ...}: placement by cost's
+   decisions (dp_domains_placements). */
+static int push_placement(void *ud, dp_expr *e, dp_vdev *vd, const char *text) {
+  lua_State *L = ud;
+  lua_createtable(L, 0, 3);
+  dp__lua_push(L, e);
+  lua_setfield(L, -2, "expr");
+  dp__lua_push(L, vd);
+  lua_setfield(L, -2, "device");
+  lua_pushstring(L, text);
+  lua_setfield(L, -2, "text");
+  lua_rawseti(L, -2, (lua_Integer)luaL_len(L, -2) + 1);
+  return 0;
+}
+
+static int d_placements(lua_State *L) {
+  dp_domains *d = check_domains(L, 1);
+  dp_err *err = NULL;
+  lua_newtable(L);
+  if (dp_domains_placements(d, push_placement, L, &err) < 0) return dp__lua_error(L, err);
+  return 1;
+}
+
 static int d_index(lua_State *L) {
   dp_domains *d = check_domains(L, 1);
   const char *k = luaL_checkstring(L, 2);
@@ -445,7 +468,7 @@ void dp__lua_open_planner(lua_State *L) {
   static const luaL_Reg methods[] = {
     {"lookup", d_lookup}, {"unify", d_unify}, {"constrain", d_constrain},
     {"set_default", d_set_default}, {"fully_constrained", d_fully_constrained},
-    {"explain", d_explain}, {NULL, NULL}};
+    {"explain", d_explain}, {"placements", d_placements}, {NULL, NULL}};
   luaL_newlib(L, methods);
   lua_setfield(L, -2, "methods");
   lua_pushcfunction(L, d_index);

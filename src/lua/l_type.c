@@ -85,6 +85,11 @@ static int l_adt(lua_State *L) {
   return dp__lua_push_new(L, dp_type_adt(dp__lua_ctx(L), name, n, (dp_type *const *)a), NULL);
 }
 
+static int l_hole(lua_State *L) {
+  lua_settop(L, 0); /* fixed slots: scratch buffers go above */
+  return dp__lua_push_new(L, dp_type_hole(dp__lua_ctx(L)), NULL);
+}
+
 static int l_storage(lua_State *L) {
   lua_settop(L, 0); /* fixed slots: scratch buffers go above */
   return dp__lua_push_new(L, dp_type_storage(dp__lua_ctx(L)), NULL);
@@ -113,6 +118,10 @@ static int push_tensor_field(lua_State *L, const dp_tensor_type *t, const char *
 static int push_field(lua_State *L, const dp_type *t, const char *k) {
   if (strcmp(k, "kind") == 0) {
     lua_pushstring(L, type_kinds[t->h.kind]);
+    return 1;
+  }
+  if (strcmp(k, "has_hole") == 0) {
+    lua_pushboolean(L, (t->h.flags & DP_TYPE_HOLE) != 0);
     return 1;
   }
   switch (t->h.kind) {
@@ -170,7 +179,7 @@ void dp__lua_open_type(lua_State *L) {
   dp__lua_newclass(L, DP_OBJ_TYPE, "devplan.Type", type_index, type_tostring);
   static const luaL_Reg fns[] = {
     {"tensor", l_tensor}, {"scalar", l_scalar}, {"tuple", l_tuple}, {"func", l_func},
-    {"ref", l_ref}, {"var", l_var}, {"adt", l_adt}, {"storage", l_storage}, {NULL, NULL}};
+    {"ref", l_ref}, {"var", l_var}, {"adt", l_adt}, {"storage", l_storage}, {"hole", l_hole}, {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_setfield(L, -2, "type");
 }

@@ -415,7 +415,9 @@ int64_t dp__act_main_close(dp_parser *p, const int64_t *ev, size_t n) {
   } else {
     uint32_t nfree = 0;
     dp_var **fv = dp_free_vars(e, &nfree);
-    f = fv ? dp_func_new(nfree, fv, e, NULL, NULL, NULL, e->span) : NULL;
+    /* an operator (interned, so without a span) has the position of the text */
+    dp_span at = e->span.line ? e->span : dp__span(p, tok);
+    f = fv ? dp_func_new(nfree, fv, e, NULL, NULL, NULL, at) : NULL;
     free(fv);
   }
   dp_release(e);

@@ -66,6 +66,8 @@ typedef struct rframe {
   uint32_t opbase;       /* p->ops height */
   uint32_t attrbase;     /* p->attrs height */
   rval callee;           /* F_CALL: the callee (owned) */
+  uint32_t ntp, tmark;   /* a function type's type parameters (its first values)
+                            and the type names' undo mark before them */
 } rframe;
 
 typedef struct rop {

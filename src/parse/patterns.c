@@ -75,12 +75,12 @@ static int pattern_event(dp_parser *p, const int64_t *ev, size_t n, size_t *i) {
     if (!c) return -1;
     if (dp__kind(p, tok) == DP_TOK_IDENT) return close_pat(p, c, p->nvals, tok);
     if (dp__grow(p, (void **)&p->frames, &p->capframes, p->nframes + 1, sizeof *p->frames, tok) != 0) return -1;
-    p->frames[p->nframes++] = (rframe){P_CTOR, 0, tok, p->nvals, 0, 0, {(dp_obj *)dp_retain(c), tok, 0}};
+    p->frames[p->nframes++] = (rframe){P_CTOR, 0, tok, p->nvals, 0, 0, {(dp_obj *)dp_retain(c), tok, 0}, 0, 0};
     return 0;
   }
   case DP_TOK_LPAREN:
     if (dp__grow(p, (void **)&p->frames, &p->capframes, p->nframes + 1, sizeof *p->frames, tok) != 0) return -1;
-    p->frames[p->nframes++] = (rframe){P_TUPLE, 0, tok, p->nvals, 0, 0, {NULL, 0, 0}};
+    p->frames[p->nframes++] = (rframe){P_TUPLE, 0, tok, p->nvals, 0, 0, {NULL, 0, 0}, 0, 0};
     return 0;
   case DP_TOK_RPAREN: {
     if (!p->nframes) return dp__fail(p, DP_ERR_GENERIC, tok, "parser: unbalanced pattern events");

@@ -75,7 +75,7 @@ static int push_val(dp_parser *p, dp_obj *obj, uint32_t tok, int callee) {
 
 static int open_frame(dp_parser *p, int kind, uint32_t tok) {
   if (dp__grow(p, (void **)&p->frames, &p->capframes, p->nframes + 1, sizeof *p->frames, tok) != 0) return -1;
-  p->frames[p->nframes++] = (rframe){(uint8_t)kind, 0, tok, p->nvals, p->nops, p->nattrs, {NULL, 0, 0}};
+  p->frames[p->nframes++] = (rframe){(uint8_t)kind, 0, tok, p->nvals, p->nops, p->nattrs, {NULL, 0, 0}, 0, 0};
   return 0;
 }
 

@@ -8,7 +8,9 @@
  * result type (complete with that one type: `fn () -> fn () -> T` chains);
  * Storage; ref up to its `)`; a type name (a type variable in scope, a
  * type definition, a dtype), with `]` closing its arguments when a `[`
- * follows it (List[A]).
+ * follows it (List[A]). A function type's type parameters come as `[`,
+ * their names, `]` after fn: each a fresh type variable, in scope up to the
+ * end of that function type. `_` is a hole (dp_type_hole).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,13 +18,13 @@
 #include "devplan/suggest.h"
 #include "internal.h"
 
-enum { T_TENSOR = 1, T_TUPLE, T_FN, T_REF, T_ADT };
+enum { T_TENSOR = 1, T_TUPLE, T_FN, T_REF, T_ADT, T_TPARAMS };
 
 static int open_tframe(dp_parser *p, int kind, uint32_t tok) {
   if (dp__grow(p, (void **)&p->frames, &p->capframes, p->nframes + 1, sizeof *p->frames, tok) != 0) return -1;
   /* (attrbase: where a T_TENSOR's dimensions start in p->avs; where a T_FN's
      `->` came, once comma says it did) */
-  p->frames[p->nframes++] = (rframe){(uint8_t)kind, 0, tok, p->nvals, 0, p->navs, {NULL, 0, 0}};
+  p->frames[p->nframes++] = (rframe){(uint8_t)kind, 0, tok, p->nvals, 0, p->navs, {NULL, 0, 0}, 0, 0};
   return 0;
 }
 
@@ -48,11 +50,12 @@ static int complete_fns(dp_parser *p) {
     rframe f = p->frames[p->nframes - 1];
     if (!f.comma || p->nvals != f.attrbase + 1) return 0;
     p->nframes--;
-    dp_type *small[8], **args = types_from(p, f.base, f.attrbase - f.base, small);
-    if (!args) return dp__oom(p, f.tok);
-    dp_type *t = dp_type_func(p->ctx, 0, NULL, f.attrbase - f.base, args,
+    dp_type *small[8], **items = types_from(p, f.base, f.attrbase - f.base, small);
+    if (!items) return dp__oom(p, f.tok);
+    dp_type *t = dp_type_func(p->ctx, f.ntp, items, f.attrbase - f.base - f.ntp, items + f.ntp,
                               (dp_type *)p->vals[p->nvals - 1].obj);
-    if (args != small) free(args);
+    if (items != small) free(items);
+    if (f.ntp) dp__scope_unbind(&p->types, f.tmark);
     if (replace(p, f.base, t, f.tok) != 0) return -1;
   }
   return 0;
@@ -131,6 +134,33 @@ static int close_tframe(dp_parser *p, uint32_t tok) {
   return replace(p, f.base, t, f.tok);
 }
 
+/* `[` A, B `]` after fn: type variables, in scope up to the function type's end. */
+static int tparam_event(dp_parser *p, rframe *top, uint32_t tok) {
+  char k = dp__kind(p, tok);
+  rframe *fn = &p->frames[p->nframes - 2];
+  if (k == DP_TOK_RBRACK) {
+    p->nframes--;
+    fn->ntp = p->nvals - fn->base;
+    return 0;
+  }
+  if (k != DP_TOK_IDENT) return dp__fail(p, DP_ERR_GENERIC, tok, "parser: unexpected type event '%c'", k);
+  size_t len;
+  const char *text = dp__tok_text(p, tok, &len);
+  int64_t slot = dp__tok_slot(p, &p->types, tok);
+  if (slot < 0) return -1;
+  for (uint32_t i = top->base; i < p->nvals; i++) {
+    const dp_type_var *v = (const dp_type_var *)p->vals[i].obj;
+    if (strlen(v->name) == len && !memcmp(v->name, text, len))
+      return dp__fail(p, DP_ERR_NAME, tok, "duplicate type parameter %.*s", (int)len, text);
+  }
+  const char *cn = dp__cname(p, text, len);
+  dp_type *v = cn ? dp_type_var_new(p->ctx, cn) : NULL;
+  if (!v || push_type(p, v, tok) != 0) return p->err ? -1 : dp__oom(p, tok);
+  uint32_t h = dp__keep(p, dp_retain(v), NULL, tok);
+  if (!h || dp__scope_bind(&p->types, (uint32_t)slot, h, 0) != 0) return p->err ? -1 : dp__oom(p, tok);
+  return 0;
+}
+
 /* One event; 0, or -1 on error. */
 static int type_event(dp_parser *p, int64_t e) {
   if (e < 0) return dp__fail(p, DP_ERR_GENERIC, 0, "parser: a value among type events");
@@ -144,6 +174,7 @@ static int type_event(dp_parser *p, int64_t e) {
     }
     return dimension(p, tok);
   }
+  if (top && top->kind == T_TPARAMS) return tparam_event(p, top, tok);
   switch (k) {
   case DP_TOK_TENSOR: return open_tframe(p, T_TENSOR, tok);
   case DP_TOK_LPAREN: return open_tframe(p, T_TUPLE, tok);
@@ -156,6 +187,12 @@ static int type_event(dp_parser *p, int64_t e) {
     return 0;
   case DP_TOK_RPAREN: case DP_TOK_RBRACK: return close_tframe(p, tok);
   case DP_TOK_STORAGE: return push_type(p, dp_type_storage(p->ctx), tok);
+  case DP_TOK_UNDERSCORE: return push_type(p, dp_type_hole(p->ctx), tok);
+  case DP_TOK_LBRACK: /* fn [A, B]: the type parameters */
+    if (!top || top->kind != T_FN || p->nvals != top->base)
+      return dp__fail(p, DP_ERR_GENERIC, tok, "parser: unexpected type event '['");
+    top->tmark = p->types.nundo;
+    return open_tframe(p, T_TPARAMS, tok);
   case DP_TOK_IDENT:
     if (dp__kind(p, tok + 1) == DP_TOK_LBRACK) return open_tframe(p, T_ADT, tok);
     {

@@ -5,9 +5,13 @@
  * Per function body, over its dataflow graph (function literals are not
  * entered):
  * 1. every node is a member (a call of an operator or a global, a tuple, a
- *    projection, with a device), a wrapper (on_device: transparent), a
- *    barrier (anything else with inputs: device_copy, let, if, ...), or a
- *    leaf (variable, constant, function literal);
+ *    projection, with a device), a wrapper (on_device, and a let-bound
+ *    variable, which stands for its let's value: transparent), a barrier
+ *    (anything else with inputs: device_copy, let, if, ...), or a leaf
+ *    (a parameter, a constant, a function literal); a let's body is in
+ *    the let's block (it always runs after the value), an if's branches
+ *    and a match's clauses each in a block of their own, and regions never
+ *    cross blocks;
  * 2. in post order (a topological order), each member starts a region and
  *    takes in its producers' regions of the same device and block, unless
  *    a producer's region is restricted: TVM's MergeCompilerRegions, where a
@@ -18,7 +22,11 @@
  * 3. each region with a call becomes a function (inputs as parameters,
  *    outputs as its result or a tuple of them), and the caller is rebuilt
  *    in a topological order of the graph with each region contracted to
- *    its call, which exists since regions never form a cycle.
+ *    its call, which exists since regions never form a cycle. A let whose
+ *    value is hoisted and whose variable only its region reads is dropped
+ *    (the region computes the value and its uses); any other let keeps its
+ *    variable, bound to the region's output. (Not when the function has a
+ *    function literal: its reads of variables are not in the graph.)
  * Everything walks with explicit stacks and arrays indexed by the post
  * order: a 1,000,000-node program is fine.
  */
@@ -60,6 +68,10 @@ typedef struct pctx {
   /* regions: union-find over node indices */
   uint32_t *uf, *remaining, *stamp, clock;
   uint8_t *closed, *hascall, *isout;
+  uint32_t *letof;      /* a let-bound variable -> its let (MULTI: none) */
+  uint8_t *vout;        /* a let-bound variable read from outside its value's region */
+  uint8_t *drop;        /* a let dropped from the caller */
+  int has_fnlit;        /* a function literal in the body */
   dp__dfp_u32s *restr;
   /* hoisted regions */
   uint32_t *rid;        /* rep -> region number + 1 */
@@ -96,8 +108,12 @@ static int alloc_arrays(pctx *c) {
   c->outpos = dp_calloc(n, sizeof *c->outpos);
   c->inner = dp_calloc(n, sizeof *c->inner);
   c->outexpr = dp_calloc(n, sizeof *c->outexpr);
+  c->letof = dp_malloc(n * sizeof *c->letof);
+  c->vout = dp_calloc(n, 1);
+  c->drop = dp_calloc(n, 1);
   return c->cls && c->closed && c->hascall && c->isout && c->base && c->block && c->key && c->uf &&
-                 c->remaining && c->stamp && c->restr && c->rid && c->outpos && c->inner && c->outexpr
+                 c->remaining && c->stamp && c->restr && c->rid && c->outpos && c->inner && c->outexpr &&
+                 c->letof && c->vout && c->drop
              ? 0 : -1;
 }
 
@@ -113,8 +129,7 @@ static void assign_blocks(pctx *c) {
     for (uint32_t k = 0; k < nslots(c, v); k++) {
       uint32_t ci = kid(c, v, k);
       if (ci == DP__DFP_NONE) continue;
-      int opens = (e->h.kind == DP_LET && k == 2) || (e->h.kind == DP_IF && k > 0) ||
-                  (e->h.kind == DP_MATCH && k > 0);
+      int opens = (e->h.kind == DP_IF && k > 0) || (e->h.kind == DP_MATCH && k > 0);
       uint32_t b = c->block[v] == MULTI ? MULTI : opens ? next++ : c->block[v];
       uint32_t old = c->block[ci];
       c->block[ci] = old == 0 || old == b ? b : MULTI;
@@ -136,15 +151,57 @@ static uintptr_t key_of(const pctx *c, dp_vdev *vd) {
   return (uintptr_t)vd;
 }
 
+/* What wrapper v stands for: on_device its argument, a let-bound variable
+   its let's value (DP__DFP_NONE: nothing). */
+static uint32_t wrapped(const pctx *c, uint32_t v) {
+  if (c->letof[v] != MULTI) return kid(c, c->letof[v], 1);
+  return kid(c, v, 1);
+}
+
+/* base[v]: the node under v's wrappers. A variable comes before its value
+   in post order, so chains are followed here, after classify; each node's
+   base is found once (a stack of the chain being resolved). */
+static int resolve_bases(pctx *c) {
+  uint8_t *done = dp_calloc(c->n ? c->n : 1, 1);
+  uint32_t *chain = NULL, nchain = 0, cap = 0;
+  int rc = done ? 0 : -1;
+  for (uint32_t v = 0; v < c->n && rc == 0; v++) {
+    uint32_t w = v;
+    nchain = 0;
+    while (!done[w] && c->cls[w] == C_WRAP && wrapped(c, w) != DP__DFP_NONE) {
+      if (dp_grow((void **)&chain, &cap, nchain + 1, sizeof *chain) < 0) {
+        rc = -1;
+        break;
+      }
+      chain[nchain++] = w;
+      w = wrapped(c, w);
+    }
+    uint32_t b = done[w] ? c->base[w] : w;
+    done[w] = 1;
+    c->base[w] = b;
+    while (nchain) {
+      uint32_t u = chain[--nchain];
+      c->base[u] = b;
+      done[u] = 1;
+    }
+  }
+  free(chain);
+  free(done);
+  return rc;
+}
+
 static void classify(pctx *c) {
+  for (uint32_t v = 0; v < c->n; v++) c->letof[v] = MULTI;
+  for (uint32_t v = 0; v < c->n; v++) /* a let's variable stands for its value */
+    if (c->x[v]->h.kind == DP_LET && kid(c, v, 0) != DP__DFP_NONE && kid(c, v, 1) != DP__DFP_NONE)
+      c->letof[kid(c, v, 0)] = v;
   for (uint32_t v = 0; v < c->n; v++) {
     dp_expr *e = c->x[v];
     c->base[v] = v;
     c->uf[v] = v;
-    if (dp_is_op_call(e, "on_device")) {
-      uint32_t a = kid(c, v, 1);
+    if (e->h.kind == DP_FUNC) c->has_fnlit = 1;
+    if (c->letof[v] != MULTI || dp_is_op_call(e, "on_device")) {
       c->cls[v] = C_WRAP;
-      c->base[v] = a == DP__DFP_NONE ? v : c->base[a];
       continue;
     }
     if (is_member_kind(e) && c->block[v] != MULTI) {
@@ -166,7 +223,7 @@ static void classify(pctx *c) {
    is a leaf, an operator or a global. */
 static uint32_t producer(const pctx *c, uint32_t v, uint32_t k) {
   uint32_t ci = kid(c, v, k);
-  if (ci == DP__DFP_NONE) return DP__DFP_NONE;
+  if (ci == DP__DFP_NONE || (k == 0 && c->x[v]->h.kind == DP_LET)) return DP__DFP_NONE;
   uint32_t b = c->base[ci];
   return c->cls[b] == C_MEMBER || c->cls[b] == C_BARRIER ? b : DP__DFP_NONE;
 }
@@ -268,6 +325,37 @@ static int hoisted(pctx *c, uint32_t v) {
 
 static region *region_of(pctx *c, uint32_t v) { return &c->regs[c->rid[find(c, v)] - 1]; }
 
+/* Which lets the caller drops: the value hoisted, the variable read, and
+   only by members of the value's region (vout: read from anywhere else,
+   through any chain of wrappers). */
+static int mark_lets(pctx *c) {
+  uint8_t *read = dp_calloc(c->n ? c->n : 1, 1); /* per variable: read at all */
+  if (!read) return -1;
+  for (uint32_t v = 0; v < c->n; v++) {
+    if (!flows(c, v)) continue;
+    int inside = hoisted(c, v);
+    for (uint32_t k = 0; k < nslots(c, v); k++) {
+      uint32_t w = kid(c, v, k);
+      if (w == DP__DFP_NONE || (k == 0 && c->x[v]->h.kind == DP_LET)) continue;
+      for (; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w)) {
+        if (c->letof[w] == MULTI) continue;
+        read[w] = 1;
+        if (!inside || !hoisted(c, c->base[w]) || find(c, v) != find(c, c->base[w])) c->vout[w] = 1;
+      }
+    }
+  }
+  /* the function's result read through variables: read from outside */
+  for (uint32_t w = c->n - 1; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w))
+    if (c->letof[w] != MULTI) c->vout[w] = 1;
+  for (uint32_t v = 0; v < c->n; v++) {
+    uint32_t let = c->letof[v];
+    int drop = let != MULTI && read[v] && !c->vout[v] && !c->has_fnlit && hoisted(c, c->base[v]);
+    if (let != MULTI) c->drop[let] = (uint8_t)drop;
+  }
+  free(read);
+  return 0;
+}
+
 /* Numbers the regions with a call, lists their members, marks outputs. */
 static int list_regions(pctx *c) {
   for (uint32_t v = 0; v < c->n; v++) {
@@ -300,13 +388,30 @@ static int list_regions(pctx *c) {
   /* outputs: read from outside the region, or the function's result */
   uint32_t root = c->base[c->n - 1];
   if (hoisted(c, root)) c->isout[root] = 1;
+  if (mark_lets(c) < 0) return -1;
   for (uint32_t v = 0; v < c->n; v++) {
     if (!flows(c, v)) continue;
     for (uint32_t k = 0; k < nslots(c, v); k++) {
       uint32_t p = producer(c, v, k);
+      if (c->drop[v] && k == 1) continue; /* a dropped let reads nothing */
       if (hoisted(c, p) && !(c->cls[v] == C_MEMBER && find(c, v) == find(c, p))) c->isout[p] = 1;
     }
   }
+  /* a region whose only readers were dropped lets (its values are dead but
+     for them) keeps one of them: it is still evaluated, as before */
+  for (uint32_t v = 0; v < c->n; v++)
+    if (c->isout[v]) region_of(c, v)->nout = 1; /* (counted for real below) */
+  for (uint32_t v = 0; v < c->n; v++) {
+    if (!c->drop[v]) continue;
+    uint32_t p = producer(c, v, 1);
+    region *g = region_of(c, p);
+    if (!g->nout) {
+      c->drop[v] = 0;
+      c->isout[p] = 1;
+      g->nout = 1;
+    }
+  }
+  for (uint32_t i = 0; i < c->nregs; i++) c->regs[i].nout = 0;
   for (uint32_t i = 0; i < c->nregs; i++) {
     region *g = &c->regs[i];
     for (uint32_t j = 0; j < g->nmem; j++)
@@ -477,7 +582,9 @@ static int finish(pctx *c, walk *w, cfr *f) {
     f->g->state = 2;
     rc = f->g->call ? 0 : -1;
   } else {
-    w->newx[f->v] = dp_expr_with_children(c->x[f->v], kids);
+    dp_expr *x = c->x[f->v];
+    /* (a node the graph does not enter, a function literal, is kept whole) */
+    w->newx[f->v] = c->drop[f->v] ? dp_retain(kids[2]) : f->n == 0 ? dp_retain(x) : dp_expr_with_children(x, kids);
     w->state[f->v] = 2;
     rc = w->newx[f->v] ? 0 : -1;
   }
@@ -531,6 +638,7 @@ static void pctx_clear(pctx *c) {
   free(c->cls); free(c->closed); free(c->hascall); free(c->isout); free(c->base); free(c->block);
   free(c->key); free(c->uf); free(c->remaining); free(c->stamp); free(c->restr); free(c->rid);
   free(c->mem); free(c->outpos); free(c->inner); free(c->outexpr);
+  free(c->letof); free(c->vout); free(c->drop);
   dp_domains *d = c->d;
   dp_module *out = c->out;
   dp_partition_by by = c->by;
@@ -553,6 +661,7 @@ static int partition_fn(pctx *c, const char *name, dp_func *fn) {
   if (alloc_arrays(c) < 0) goto oom;
   assign_blocks(c);
   classify(c);
+  if (resolve_bases(c) < 0) goto oom;
   if (make_regions(c) < 0 || list_regions(c) < 0) goto oom;
   for (uint32_t i = 0; i < c->nregs; i++)
     if (make_function(c, &c->regs[i]) < 0) goto oom;

@@ -22,8 +22,9 @@
  * The first constraint that cannot hold stops the phase with a
  * DP_ERR_CONFLICT error (explain.c words it); the domains are left as they
  * were before it (a failed unification is undone). With ix->collect (all
- * conflicts) each is recorded in d->conf and analysis goes on: explain.c
- * words them all afterwards.
+ * conflicts) each is counted in d->nconf and analysis goes on; explain.c
+ * then replays analysis to word the independent ones as they are met
+ * (d->collector set: dp__conflict_collect).
  *
  * With ix->relax (placement by cost), where PlanDevices unifies a value with
  * its reader across a place capture can put a copy on (an argument of a
@@ -58,9 +59,11 @@ static int unify(actx *a, uint32_t x, uint32_t y, int rule, dp_expr *why) {
   dp_err *e = NULL;
   dp_domains *d = a->d;
   int rc = dp__unify(d, x, y, rule, why, &e);
-  if (rc > 0 && a->ix->collect) { /* every conflict: recorded (undone), and on */
-    if (dp_grow((void **)&d->conf, &d->capconf, d->nconf + 1, sizeof *d->conf) < 0) return oom_at(a, why);
-    d->conf[d->nconf++] = (dp_failed){d->failed.a, d->failed.b, d->failed.rule, d->failed.why};
+  if (rc > 0 && d->collector) { /* all_conflicts' replay: worded as met, and on */
+    return dp__conflict_collect(d) < 0 ? oom_at(a, why) : 0;
+  }
+  if (rc > 0 && a->ix->collect) { /* every conflict: counted (undone), and on */
+    d->nconf++;
     return 0;
   }
   if (rc > 0) e = dp__conflict_error(d); /* (the first one stops the phase) */
@@ -77,14 +80,30 @@ static uint32_t value_of(const dp__index *ix, uint32_t id) {
   return id;
 }
 
+/* May a device_copy carry a value of type t? Tensors and tuples of them;
+   not a reference (a copy would be another cell: writes through one would
+   not reach readers of the other), an ADT, storage or a function. Unknown:
+   yes (nothing says otherwise). (Types nest as deep as written.) */
+static int copyable(const dp_type *t) {
+  if (!t || t->h.kind == DP_TY_TENSOR) return 1;
+  if (t->h.kind != DP_TY_TUPLE) return 0;
+  const dp_tuple_type *tt = (const dp_tuple_type *)t;
+  for (uint32_t i = 0; i < tt->n; i++)
+    if (!copyable(tt->fields[i])) return 0;
+  return 1;
+}
+
 /* The value of node id (domain src) is read in domain dst. PlanDevices
    unifies them (the reader runs where the value lives); placing by cost, a
    copy may sit between them: a flow for place.c, unless either is a
-   function (no copy moves a function) or the node is not numbered. */
+   function (no copy moves a function), the value is not copyable (only an
+   on_device asks explicitly for a copy of any value, as in TVM), or the
+   node is not numbered. */
 static int flow(actx *a, uint32_t id, uint32_t src, uint32_t dst, int rule, dp_expr *why) {
   dp_domains *d = a->d;
   if (!a->ix->relax || id == DP__NONE_ID || d->nodes[dp__dom_find(d, src)].isfn ||
-      d->nodes[dp__dom_find(d, dst)].isfn)
+      d->nodes[dp__dom_find(d, dst)].isfn ||
+      (rule != R_FREE_ON_DEVICE && !copyable(a->ix->x[value_of(a->ix, id)]->type)))
     return unify(a, src, dst, rule, why);
   if (dp_grow((void **)&d->flows, &d->capflows, d->nflows + 1, sizeof *d->flows) < 0) return oom_at(a, why);
   d->flows[d->nflows++] = (dp_flowrec){value_of(a->ix, id), src, dst};
@@ -126,7 +145,8 @@ static int call_on_device(actx *a, uint32_t id, dp_call *c) {
   int fixed = (ann & ON_CRESULT) || ((a->ix->flag[id] & F_FIXED) && (ann & ON_CBODY));
   /* placing by cost, the argument of a call that an on_device puts on a
      device is on it: the copy, if any, goes on the argument's flow */
-  int relaxed_arg = a->ix->relax && (ann & ON_CBODY) && (a->ix->flag[id] & F_ARG);
+  int relaxed_arg = a->ix->relax && (ann & ON_CBODY) && (a->ix->flag[id] & F_ARG) &&
+                    copyable(c->args[0]->type);
   int one = v && (ann & ON_CBODY) && (fixed || relaxed_arg); /* body and result on v */
   if (!one) { /* the body and the result may differ: a copy between */
     if (a->ix->relax && flow(a, dp__kid(a->ix, id, 1), body, DOM(a, id), R_FREE_ON_DEVICE, &c->e) < 0)

@@ -9,15 +9,21 @@
  * with, if anything: where a call runs says nothing about where the function
  * takes its arguments (planner.md passed the call's demand on to them, so
  * that PlanDevices' own output, whose let values and arguments carry fixed
- * on_device calls, could be a conflict when planned again). A node keeps the first demand it meets,
- * joined with later demands that join; a later demand that cannot join
- * marks that call argument (never an on_device call), and a device_copy
- * from the node's device to the demanded one is inserted there.
+ * on_device calls, could be a conflict when planned again). A node keeps
+ * the first demand it meets (its own device first: a parameter's
+ * virtual_device, a device_copy's destination), joined with later demands
+ * that join; a later demand that cannot join
+ * marks that call argument (never an on_device call), and a copy is
+ * allowed there: an unconstrained on_device (phase 0's copy_ok), whose
+ * ends analysis fixes from the constraints the two demands came from, and
+ * capture writes as a device_copy. (planner.md inserts a device_copy from
+ * the node's device to the demanded one: the same plan, but a conflict
+ * that remains then named that copy, which the user never wrote.)
  *
  * Requires: the index of the module (index.c), whose walk carried the
  * demands and made the marks (dp__index.marks). Leaves: that index when
  * there are none (the module is returned unchanged, not walked again),
- * else the index of the module with the copies.
+ * else the index of the module with the copies allowed.
  */
 #include <stdlib.h>
 #include "planner.h"
@@ -43,10 +49,10 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   if (!kids) goto oom;
   for (uint32_t i = 0; i < n; i++) kids[i] = dp_retain(dp__child(rebuilt, i));
   dp_expr *r = NULL;
-  const dp__devices *dv = &k->ix->dev;
   for (uint32_t m = s->val; m; m = k->next[m - 1]) {
     dp__mark *mk = &k->ix->marks[m - 1];
-    dp_expr *c = dp__device_copy(&k->ix->ops, kids[1 + mk->pos], dv->v[mk->src], dv->v[mk->dst], err);
+    dp_expr *kid = kids[1 + mk->pos];
+    dp_expr *c = dp__on_device_at(&k->ix->ops, kid, NULL, 0, 0, kid->span, err);
     if (!c) goto done;
     dp_release(kids[1 + mk->pos]);
     kids[1 + mk->pos] = c;

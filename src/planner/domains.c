@@ -22,6 +22,9 @@
  * them when asked, on new domains (dp__domains_shadow) that replay analysis
  * and what followed it (the log). The domains never call into explain.c: a conflict is a return
  * value, with where it is in d->failed, and the phase asks for its words.
+ * On the replay that words every conflict (dp__domains_track_conflicts),
+ * the forest also keeps each node's children, and each link is told to
+ * independent.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +46,10 @@ static void domains_free(dp_obj *o, dp_worklist *wl) {
   free(d->trail);
   free(d->links);
   free(d->flows);
-  free(d->conf);
+  free(d->pfirst);
+  free(d->pnext);
+  free(d->pprev);
+  dp__indep_free(d->indep);
   dp__place_free(d->place);
   dp__ptrmap_free(&d->extra);
   free(d);
@@ -111,11 +117,33 @@ dp_domains *dp__domains_shadow(dp_domains *owner, dp_err **err) {
   return d;
 }
 
+/* The proof forest's children lists to cap nodes (the new ones cleared by new_node). */
+static int grow_kids(dp_domains *d, uint32_t cap) {
+  uint32_t **arr[3] = {&d->pfirst, &d->pnext, &d->pprev};
+  for (int i = 0; i < 3; i++) {
+    uint32_t *p = dp_realloc(*arr[i], (size_t)cap * sizeof *p);
+    if (!p) return -1;
+    *arr[i] = p;
+  }
+  return 0;
+}
+
+int dp__domains_track_conflicts(dp_domains *d, dp_err **err) {
+  d->pfirst = dp_calloc(d->capnodes, sizeof *d->pfirst);
+  d->pnext = dp_calloc(d->capnodes, sizeof *d->pnext);
+  d->pprev = dp_calloc(d->capnodes, sizeof *d->pprev);
+  d->indep = dp__indep_new();
+  if (d->proof && d->pfirst && d->pnext && d->pprev && d->indep) return 0;
+  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return -1;
+}
+
 static uint32_t new_node(dp_domains *d) {
   if (d->nnodes == d->capnodes) {
     uint32_t cap = d->capnodes;
     if (dp_grow((void **)&d->nodes, &cap, d->nnodes + 1, sizeof *d->nodes) < 0 ||
-        (d->proof && !(d->proof = dp_realloc(d->proof, (size_t)cap * sizeof *d->proof)))) {
+        (d->proof && !(d->proof = dp_realloc(d->proof, (size_t)cap * sizeof *d->proof))) ||
+        (d->pfirst && grow_kids(d, cap) < 0)) {
       d->oom = 1;
       return 0;
     }
@@ -124,6 +152,7 @@ static uint32_t new_node(dp_domains *d) {
   uint32_t id = d->nnodes++;
   d->nodes[id] = (dp__dnode){.parent = id, .size = 1};
   if (d->proof) d->proof[id] = (dp__proof){DP__NONE_ID, 0, NULL};
+  if (d->pfirst) d->pfirst[id] = d->pnext[id] = d->pprev[id] = 0;
   return id;
 }
 
@@ -318,8 +347,24 @@ static int proof_shorter(const dp_domains *d, uint32_t x, uint32_t y) {
   }
 }
 
+/* The children lists (d->pfirst): c leaves parent p's, joins parent q's. */
+static void kid_move(dp_domains *d, uint32_t c, uint32_t p, uint32_t q) {
+  if (p != DP__NONE_ID) {
+    uint32_t nx = d->pnext[c], pv = d->pprev[c];
+    if (pv) d->pnext[pv - 1] = nx;
+    else d->pfirst[p] = nx;
+    if (nx) d->pprev[nx - 1] = pv;
+  }
+  uint32_t f = d->pfirst[q];
+  d->pnext[c] = f;
+  d->pprev[c] = 0;
+  if (f) d->pprev[f - 1] = c + 1;
+  d->pfirst[q] = c + 1;
+}
+
 /* An edge x - y: x's tree is re-rooted at x, which then hangs under y. */
 static void proof_link(dp_domains *d, uint32_t x, uint32_t y, int rule, dp_expr *why) {
+  if (d->indep && dp__indep_link(d->indep, x, y) < 0) d->oom = 1;
   if (proof_shorter(d, x, y)) {
     uint32_t t = x;
     x = y;
@@ -328,6 +373,7 @@ static void proof_link(dp_domains *d, uint32_t x, uint32_t y, int rule, dp_expr 
   dp__proof carry = {y, (uint8_t)rule, why};
   for (uint32_t cur = x; cur != DP__NONE_ID;) {
     dp__proof old = d->proof[cur];
+    if (d->pfirst) kid_move(d, cur, old.parent, carry.parent);
     d->proof[cur] = carry;
     carry = (dp__proof){cur, old.rule, old.why};
     cur = old.parent;

@@ -13,6 +13,12 @@
  * same index replay analysis and the log of what followed it, with proofs
  * on, and answer. The domains never call in here: the phases ask for the
  * error of a conflict the domains return.
+ *
+ * Every conflict at once (all_conflicts): the replay goes on after each
+ * conflict, and analysis asks here for the words of each independent one
+ * as it meets it (dp__conflict_collect), so each reads as PlanDevices would
+ * word it had it stopped there; the proof forest's children lists are kept
+ * by the domains on that replay, so a search costs what it visits.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,10 +117,15 @@ static char *reason(dp_domains *d, int rule, dp_expr *why) {
 /* The proof forest's children lists, and the breadth-first search's
    arrays, made once for any number of searches (every conflict of a
    module): a search visits x's class only (proof edges join unified
-   domains), marked with a stamp instead of clearing. */
+   domains), marked with a stamp instead of clearing. Made from the forest
+   as it stands (head, next), or, on all_conflicts' replay, reading the
+   lists the domains keep as the forest changes (dyn), sorted as the made
+   ones are: a search finds the same either way. */
 typedef struct pindex {
   uint32_t *head, *next, *from, *queue, *stamp;
   uint32_t n, cur;
+  dp_domains *dyn;           /* read d->pfirst (arrays grown to d->nnodes) */
+  uint32_t *kids, capkids;   /* one node's children, ascending */
   int oom; /* a search found a constraint but could not allocate its path */
 } pindex;
 
@@ -124,6 +135,7 @@ static void pindex_free(pindex *p) {
   free(p->from);
   free(p->queue);
   free(p->stamp);
+  free(p->kids);
 }
 
 static int pindex_init(pindex *p, dp_domains *d) {
@@ -148,6 +160,47 @@ static int pindex_init(pindex *p, dp_domains *d) {
     }
   }
   return 0;
+}
+
+/* The dynamic form's search arrays to d's domains so far: 0, or -1. */
+static int pindex_cover(pindex *p, dp_domains *d) {
+  uint32_t n = d->nnodes;
+  if (n <= p->n) return 0;
+  if (n < p->n * 2) n = p->n * 2;
+  uint32_t **arr[3] = {&p->from, &p->queue, &p->stamp};
+  for (int i = 0; i < 3; i++) {
+    uint32_t *a = dp_realloc(*arr[i], (size_t)n * sizeof *a);
+    if (!a) return -1;
+    *arr[i] = a;
+  }
+  memset(p->stamp + p->n, 0, (size_t)(n - p->n) * sizeof *p->stamp);
+  p->n = n;
+  return 0;
+}
+
+static int cmp_u32(const void *x, const void *y) {
+  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* u's children in the proof forest, ascending, in p->kids: their number
+   (UINT32_MAX: out of memory). */
+static uint32_t kids_of(pindex *p, uint32_t u) {
+  uint32_t n = 0;
+  if (!p->dyn) {
+    for (uint32_t c = p->head[u]; c != DP__NONE_ID; c = p->next[c]) {
+      if (dp_grow((void **)&p->kids, &p->capkids, n + 1, sizeof *p->kids) < 0) return UINT32_MAX;
+      p->kids[n++] = c;
+    }
+    return n;
+  }
+  const dp_domains *d = p->dyn;
+  for (uint32_t c = d->pfirst[u]; c; c = d->pnext[c - 1]) {
+    if (dp_grow((void **)&p->kids, &p->capkids, n + 1, sizeof *p->kids) < 0) return UINT32_MAX;
+    p->kids[n++] = c - 1;
+  }
+  if (n > 1) qsort(p->kids, n, sizeof *p->kids, cmp_u32);
+  return n;
 }
 
 /* Is constraint node u one to stop at? `avoid` (a device index, or
@@ -187,12 +240,19 @@ static uint32_t nearest(pindex *p, dp_domains *d, uint32_t x, uint32_t avoid, ui
       p->from[up] = u;
       p->queue[qt++] = up;
     }
-    for (uint32_t c = p->head[u]; c != DP__NONE_ID; c = p->next[c])
+    uint32_t nk = kids_of(p, u);
+    if (nk == UINT32_MAX) {
+      p->oom = 1;
+      return 0;
+    }
+    for (uint32_t i = 0; i < nk; i++) {
+      uint32_t c = p->kids[i];
       if (p->stamp[c] != st) {
         p->stamp[c] = st;
         p->from[c] = u;
         p->queue[qt++] = c;
       }
+    }
   }
   if (found == DP__NONE_ID) found = any;
   if (found == DP__NONE_ID) return 0;
@@ -318,13 +378,27 @@ dp_err *dp__conflict_error(dp_domains *d) {
 
 /* ---- every conflict at once ---- */
 
-typedef struct found_conflict {
-  dp_err *err;
-  dp_expr *ka, *kb;   /* the two constraints' expressions (the pair says the root cause) */
-  int ra, rb;
-  dp_span at;         /* where the two meet */
-  uint32_t order;
-} found_conflict;
+/* all_conflicts' replay: the search arrays, and the independent conflicts
+   worded as met (the state they are met in says what each one is). */
+struct dp__collector {
+  pindex px;
+  dp_err **errs;
+  uint32_t n, cap;
+};
+
+int dp__conflict_collect(dp_domains *d) {
+  struct dp__collector *c = d->collector;
+  int rc = dp__indep_conflict(d->indep, d->failed.a, d->failed.b);
+  if (rc <= 0) return rc; /* the same two classes again: that conflict, reported once */
+  if (pindex_cover(&c->px, d) < 0 || dp_grow((void **)&c->errs, &c->cap, c->n + 1, sizeof *c->errs) < 0)
+    return -1;
+  dp_err *e = conflict_with_proofs(d, &c->px, d->failed.a, d->failed.b, d->failed.rule, d->failed.why, NULL);
+  if (!e) return -1;
+  c->errs[c->n++] = e;
+  return 0;
+}
+
+typedef struct found_conflict { dp_err *err; uint32_t order; } found_conflict;
 
 static int span_cmp(dp_span a, dp_span b) {
   if (a.source != b.source) return a.source < b.source ? -1 : 1;
@@ -333,101 +407,80 @@ static int span_cmp(dp_span a, dp_span b) {
   return 0;
 }
 
+/* Source order; as met where two share a position. */
 static int cmp_found(const void *x, const void *y) {
   const found_conflict *a = x, *b = y;
-  int c = span_cmp(a->at, b->at);
+  int c = span_cmp(a->err->span, b->err->span);
   return c ? c : a->order < b->order ? -1 : a->order > b->order;
 }
 
-static int same_pair(const found_conflict *a, const found_conflict *b) {
-  return a->ka == b->ka && a->kb == b->kb && a->ra == b->ra && a->rb == b->rb;
-}
-
-/* By pair of constraints, then as met (the first of a pair is kept). */
-static int cmp_pair(const void *x, const void *y) {
-  const found_conflict *a = x, *b = y;
-  if (a->ka != b->ka) return (uintptr_t)a->ka < (uintptr_t)b->ka ? -1 : 1;
-  if (a->kb != b->kb) return (uintptr_t)a->kb < (uintptr_t)b->kb ? -1 : 1;
-  if (a->ra != b->ra) return a->ra < b->ra ? -1 : 1;
-  if (a->rb != b->rb) return a->rb < b->rb ? -1 : 1;
-  return a->order < b->order ? -1 : a->order > b->order;
-}
-
-/* The constraint behind node c: its expression and rule (none: NULL, 0). */
-static void constraint_of(dp_domains *d, uint32_t c, dp_expr **e, int *rule) {
-  *e = NULL;
-  *rule = 0;
-  if (c == DP__NONE_ID || !d->nodes[c].crule) return;
-  *rule = d->nodes[c].crule;
-  *e = dp__dom_cons(d, c)->why;
-}
-
-/* The conflicts d (without proofs) recorded, worded on a replay that keeps
-   proofs (analysis is deterministic: the replay meets the same ones), one
-   per pair of constraints, in source order. */
-static int word_conflicts(dp_domains *s, found_conflict **out, uint32_t *nout) {
-  pindex px;
+/* Replays analysis on s (proofs on, collecting): its independent conflicts
+   in source order in *out. 0, or -1 + error. */
+static int replay_collecting(dp_domains *s, found_conflict **out, uint32_t *nout, dp_err **err) {
+  struct dp__collector c = {0};
+  c.px.dyn = s;
   *out = NULL;
   *nout = 0;
-  if (pindex_init(&px, s) < 0) return -1;
-  found_conflict *f = dp_calloc(s->nconf ? s->nconf : 1, sizeof *f);
-  if (!f) {
-    pindex_free(&px);
-    return -1;
+  int rc = dp__domains_track_conflicts(s, err);
+  if (rc == 0) {
+    s->collector = &c;
+    rc = dp__analyze_again(s, err);
+    s->collector = NULL;
   }
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < s->nconf; i++) {
-    const dp_failed *c = &s->conf[i];
-    ends e;
-    dp_err *err = conflict_with_proofs(s, &px, c->a, c->b, c->rule, c->why, &e);
-    found_conflict fc = {err, NULL, NULL, 0, 0, c->why ? c->why->span : DP_NOSPAN, i};
-    constraint_of(s, e.ca, &fc.ka, &fc.ra);
-    constraint_of(s, e.cb, &fc.kb, &fc.rb);
-    if ((uintptr_t)fc.ka > (uintptr_t)fc.kb || (fc.ka == fc.kb && fc.ra > fc.rb)) { /* either way */
-      dp_expr *t = fc.ka; fc.ka = fc.kb; fc.kb = t;
-      int r = fc.ra; fc.ra = fc.rb; fc.rb = r;
-    }
-    f[n++] = fc;
+  found_conflict *f = rc == 0 ? dp_malloc((c.n ? c.n : 1) * sizeof *f) : NULL;
+  if (rc == 0 && !f) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    rc = -1;
   }
-  pindex_free(&px);
-  /* one root cause, one error: the same two constraints again are dropped
-     (the first met kept) */
-  qsort(f, n, sizeof *f, cmp_pair);
-  uint32_t k = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    if (k && f[i].ka && f[i].kb && same_pair(&f[k - 1], &f[i])) dp_err_free(f[i].err);
-    else f[k++] = f[i];
+  for (uint32_t i = 0; i < c.n; i++) {
+    if (f) f[i] = (found_conflict){c.errs[i], i};
+    else dp_err_free(c.errs[i]);
   }
-  n = k;
-  qsort(f, n, sizeof *f, cmp_found);
+  free(c.errs);
+  pindex_free(&c.px);
+  if (rc < 0) return -1;
+  qsort(f, c.n, sizeof *f, cmp_found);
   *out = f;
-  *nout = n;
+  *nout = c.n;
   return 0;
 }
 
-#define NOTES_SHOWN 20
+#define CONFLICTS_SHOWN 20
+
+/* A copy of e (the one conflict, also in the list). */
+static dp_err *copy_err(const dp_err *e) {
+  dp_err *c = dp_err_new(e->code, e->span, "%s", e->msg);
+  if (e->source && c->code == e->code) c->source = dp_strdup(e->source); /* (not the static out of memory) */
+  for (uint32_t i = 0; i < e->nnotes; i++) dp_err_note(c, e->notes[i].span, "%s", e->notes[i].msg);
+  return c;
+}
+
+/* The error of n > 1 conflicts: where the first is, "N conflicts: " and
+   its message, the others (up to CONFLICTS_SHOWN in all) one note each,
+   then how many more. */
+static dp_err *summary(const found_conflict *f, uint32_t n) {
+  uint32_t shown = n < CONFLICTS_SHOWN ? n : CONFLICTS_SHOWN;
+  dp_err *sum = dp_err_new(DP_ERR_CONFLICT, f[0].err->span, "%u conflicts: %s", n, f[0].err->msg);
+  if (f[0].err->source && sum->code == DP_ERR_CONFLICT) sum->source = dp_strdup(f[0].err->source);
+  for (uint32_t i = 1; i < shown; i++) dp_err_note(sum, f[i].err->span, "%s", f[i].err->msg);
+  if (n > shown) dp_err_note(sum, DP_NOSPAN, "and %u more", n - shown);
+  return sum;
+}
 
 int dp__conflict_errors(dp_domains *d, dp_conflicts *all, dp_err **err) {
   dp_err *e = NULL;
   dp_domains *s = dp__domains_shadow(d, &e);
   found_conflict *f = NULL;
   uint32_t n = 0;
-  if (s && dp__analyze_again(s, &e) == 0 && word_conflicts(s, &f, &n) < 0)
-    e = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+  if (s) replay_collecting(s, &f, &n, &e);
   dp_release(s);
   if (e || n == 0) {
     free(f);
     dp_err_set(err, e ? e : dp_err_new(DP_ERR_CONFLICT, DP_NOSPAN, "conflicting virtual devices"));
     return -1;
   }
-  dp_err *sum = dp_err_new(DP_ERR_CONFLICT, f[0].err->span, "%u conflict%s: %s", n,
-                           n == 1 ? "" : "s", f[0].err->msg);
-  if (f[0].err->source) sum->source = dp_strdup(f[0].err->source);
-  if (n == 1) /* the one conflict, as it is, with its chain */
-    for (uint32_t k = 0; k < f[0].err->nnotes; k++)
-      dp_err_note(sum, f[0].err->notes[k].span, "%s", f[0].err->notes[k].msg);
-  for (uint32_t i = 1; i < n && i < NOTES_SHOWN; i++) dp_err_note(sum, f[i].err->span, "%s", f[i].err->msg);
-  if (n > NOTES_SHOWN) dp_err_note(sum, DP_NOSPAN, "and %u more", n - NOTES_SHOWN);
+  /* one conflict: the error PlanDevices gives when it stops at it */
+  dp_err *top = n == 1 ? copy_err(f[0].err) : summary(f, n);
   if (all) {
     all->v = dp_malloc(n * sizeof *all->v);
     if (all->v) all->n = n;
@@ -437,7 +490,7 @@ int dp__conflict_errors(dp_domains *d, dp_conflicts *all, dp_err **err) {
     else dp_err_free(f[i].err);
   }
   free(f);
-  dp_err_set(err, sum);
+  dp_err_set(err, top);
   return -1;
 }
 

@@ -177,7 +177,7 @@ static int demand_again(walk *w, uint32_t id, dp__ptrslot *s, uint32_t d, uint32
   }
   if (call == DP__NONE_ID || ix->what[id] == W_ON_DEVICE) return 0;
   if (dp_grow((void **)&ix->marks, &ix->capmarks, ix->nmarks + 1, sizeof *ix->marks) < 0) return -1;
-  ix->marks[ix->nmarks++] = (dp__mark){call, pos, cur, d};
+  ix->marks[ix->nmarks++] = (dp__mark){call, pos};
   return 0;
 }
 
@@ -311,7 +311,17 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
       uint32_t v = canon(ix, ((dp_var *)e)->vdev);
       if (v != DP__NONE_ID) aux = v + 1;
     }
+    /* so is a device_copy's destination, before its first use's demand (else
+       a first use asking for the source device stood for the copy, and the
+       copy inserted for a later use went from that device: generated seeds
+       10939 and 18710, a conflict between the two ends of one copy) */
+    uint32_t dst = ix->what[id] == W_COPY ? ix->copies[ix->ann[id]].dst : 0;
+    int own = !quiet && dst != 0 && dst != DP__NONE_ID && first_order(e);
+    if (own) aux = dst + 1;
     if (dp__ptrmap_set(&ix->map, e, id, aux) < 0) w->oom = 1;
+    else if (own && d != DP__NONE_ID &&
+             demand_again(w, id, dp__ptrmap_find(&ix->map, e), d, call, pos) < 0)
+      w->oom = 1;
   }
   return id;
 }

@@ -32,7 +32,8 @@ struct dp_placement {
   dp_place_problem p;
   uint32_t *label;            /* per variable */
   uint32_t labdev[64];        /* label -> device index */
-  uint32_t nlab, nsel;        /* labels; the first nsel a free class may take */
+  uint32_t nlab, nsel;        /* labels; the first nsel a free class may take (all, once
+                                 the annotations' devices are known) */
   int time;                   /* costs in picoseconds (compute, bandwidth), else bytes */
   /* the decisions, in the order made: class domain, variable, why, the
      constraint domain made (increasing) */
@@ -63,6 +64,9 @@ typedef struct pctx {
   uint32_t *vroot;
   dp_expr **vwhy;
   uint8_t *vtouched;          /* in a net, or with costs of its own */
+  uint32_t *vpart;            /* the device of a partly constrained class (a memory scope
+                                 or an id left open), else 0 */
+  uint8_t *exact;             /* per root: an operator's rule puts it on the host, whole */
   uint32_t nv, capv;
   dp_err *err;
 } pctx;
@@ -130,6 +134,19 @@ static int selectable(pctx *c) {
   return dv->oom ? oom(c) : 0;
 }
 
+/* The classes an operator's rule puts on the host: the host device, whole
+   (its memory scope left open is not the user's to fill in). */
+static int exact_classes(pctx *c) {
+  dp_domains *d = c->d;
+  if (!(c->exact = dp_calloc(d->nnodes ? d->nnodes : 1, 1))) return oom(c);
+  for (uint32_t i = 0; i < d->ncons; i++) {
+    int r = d->nodes[d->cons[i].dom].crule;
+    if (r == R_HOST_ARG)
+      c->exact[dp__dom_find(d, d->cons[i].dom)] = 1;
+  }
+  return 0;
+}
+
 /* The variable of domain dom's class (new when first met), or DP__NONE_ID
    + c->err. */
 static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
@@ -145,15 +162,20 @@ static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
     c->vwhy = q;
     if (!(q = dp_realloc(c->vtouched, (size_t)cap * sizeof *c->vtouched))) return oom(c), DP__NONE_ID;
     c->vtouched = q;
+    if (!(q = dp_realloc(c->vpart, (size_t)cap * sizeof *c->vpart))) return oom(c), DP__NONE_ID;
+    c->vpart = q;
     c->capv = cap;
   }
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
-  if (dev) { /* an annotation reached it: fixed, at its device as defaulting fills it in */
-    uint32_t l = label_of(c, dp__dev_default(d->dev, dev, d->dev->dflt));
+  c->vpart[v] = 0;
+  if (dev) { /* an annotation reached it: fixed, at its device as defaulting fills it in
+                (a partly constrained one may take any label that refines it: widen) */
+    uint32_t full = dp__dev_default(d->dev, dev, d->dev->dflt), l = label_of(c, full);
     if (l == DP__NONE_ID) return DP__NONE_ID;
     p->fixed[v] = l;
+    if (!c->exact[r] && !dp_vdev_is_fully_constrained(d->dev->v[dev])) c->vpart[v] = dev;
   } else {
-    p->allowed[v] = ((uint64_t)1 << c->pl->nsel) - 1;
+    p->allowed[v] = 0; /* (every label: widen) */
   }
   c->nv++;
   c->vroot[v] = r;
@@ -212,6 +234,34 @@ static int nets(pctx *c) {
   return rc;
 }
 
+/* A free class may take any device of the configuration or of an
+   annotation (a device with a memory scope exists only where annotations
+   name it; leaving those out would copy to a scope and back for nothing). */
+static int widen(pctx *c) {
+  struct dp_placement *pl = c->pl;
+  uint64_t all = pl->nlab == 64 ? UINT64_MAX : ((uint64_t)1 << pl->nlab) - 1;
+  /* a partly constrained class joined with each device: cpu and the
+     memory scope "global" make "cpu, global" (as unification would) */
+  for (uint32_t v = 0; v < c->nv; v++)
+    for (uint32_t l = 0, n = pl->nlab; c->vpart[v] && l < n && pl->nlab < 64; l++) {
+      uint32_t j = dp__dev_join(c->d->dev, c->vpart[v], pl->labdev[l]);
+      if (j != DP__NONE_ID && label_of(c, j) == DP__NONE_ID) return oom(c);
+    }
+  if (c->d->dev->oom) return oom(c);
+  all = pl->nlab == 64 ? UINT64_MAX : ((uint64_t)1 << pl->nlab) - 1;
+  pl->nsel = pl->nlab;
+  for (uint32_t v = 0; v < c->nv; v++) {
+    if (pl->p.fixed[v] == DP__NONE_ID) pl->p.allowed[v] = all;
+    if (!c->vpart[v]) continue;
+    uint64_t ok = 0;
+    for (uint32_t l = 0; l < pl->nlab; l++)
+      if (dp__dev_join(c->d->dev, c->vpart[v], pl->labdev[l]) == pl->labdev[l]) ok |= (uint64_t)1 << l;
+    pl->p.fixed[v] = DP__NONE_ID;
+    pl->p.allowed[v] = ok;  /* (its defaulted device is one of them) */
+  }
+  return 0;
+}
+
 /* ---- what calls cost and where they can run ---- */
 
 static int hook_failed(pctx *c, dp_err *e, const dp_expr *call) {
@@ -228,6 +278,15 @@ static int no_device(pctx *c, dp_expr *call, const char *why) {
   c->err = dp_err_at(c->d->ctx, DP_ERR_VALUE, call->span, "placement by cost: %s %s", w ? w : "?", why);
   free(w);
   return -1;
+}
+
+/* The capability function refuses call where an annotation puts it. */
+static int refused(pctx *c, dp_expr *call, dp_vdev *vd) {
+  char *dv = dp__vdev_short(vd), buf[200];
+  snprintf(buf, sizeof buf, "cannot run on %s (the capability function says so), where an "
+           "annotation puts it", dv ? dv : "?");
+  free(dv);
+  return no_device(c, call, buf);
 }
 
 static int can_run(pctx *c, dp_expr *call, dp_vdev *vd, int *ok) {
@@ -249,12 +308,7 @@ static int call_costs(pctx *c, uint32_t id) {
   if (p->fixed[v] != DP__NONE_ID) { /* an annotation put it there: it must run there */
     dp_vdev *vd = d->dev->v[pl->labdev[p->fixed[v]]];
     if (can_run(c, call, vd, &ok) < 0) return -1;
-    if (ok) return 0;
-    char *dv = dp__vdev_short(vd), buf[200];
-    snprintf(buf, sizeof buf, "cannot run on %s (the capability function says so), where an "
-             "annotation puts it", dv ? dv : "?");
-    free(dv);
-    return no_device(c, call, buf);
+    return ok ? 0 : refused(c, call, vd);
   }
   for (uint32_t l = 0; l < pl->nsel; l++) {
     dp_vdev *vd = d->dev->v[pl->labdev[l]];
@@ -270,6 +324,7 @@ static int call_costs(pctx *c, uint32_t id) {
     }
   }
   c->vtouched[v] = 1;
+  if (!p->allowed[v] && c->vpart[v]) return refused(c, call, d->dev->v[c->vpart[v]]);
   if (!p->allowed[v])
     return no_device(c, call, "can run on no device of the configuration (the capability "
                      "function refuses each)");
@@ -350,6 +405,23 @@ static int decide(pctx *c) {
   return 0;
 }
 
+/* Each variable's expression (explanations, d:placements): the first node
+   of its class in the index's order, rather than the value whose flow
+   found it (a reader's class was found by the value it reads). */
+static void name_classes(pctx *c) {
+  dp__index *ix = c->ix;
+  uint8_t *named = dp_calloc(c->nv ? c->nv : 1, 1);
+  if (!named) return; /* (the values found keep naming them) */
+  for (int pass = 0; pass < 2; pass++) /* annotations only where nothing else is in it */
+    for (uint32_t id = 0; id < ix->n; id++) {
+      uint32_t v = c->var_of[dp__dom_find(c->d, c->d->dom[id])];
+      if (v == DP__NONE_ID || named[v] || (pass == 0 && ix->what[id] == W_ON_DEVICE)) continue;
+      named[v] = 1;
+      c->vwhy[v] = ix->x[id];
+    }
+  free(named);
+}
+
 static int solve(pctx *c) {
   struct dp_placement *pl = c->pl;
   dp_place_problem *p = &pl->p;
@@ -376,13 +448,14 @@ int dp__place(dp_domains *d, const dp_place_hooks *h, dp_err **err) {
     goto done;
   }
   for (uint32_t i = 0; i < d->nnodes; i++) c.var_of[i] = DP__NONE_ID;
+  if (exact_classes(&c) < 0) goto done;
   /* the variables are found as the nets are made: the problem is sized
      for a variable per domain, its labels counted when all are known */
   if (dp_place_init(&c.pl->p, d->nnodes, 64, 0) < 0) {
     oom(&c);
     goto done;
   }
-  if (selectable(&c) < 0 || nets(&c) < 0 || costs(&c) < 0 || solve(&c) < 0 || decide(&c) < 0)
+  if (selectable(&c) < 0 || nets(&c) < 0 || widen(&c) < 0 || (name_classes(&c), costs(&c)) < 0 || solve(&c) < 0 || decide(&c) < 0)
     goto done;
   dp__domains_log(d, LOG_PLACE, R_PLACEMENT, NULL, NULL, 0);
   d->place = c.pl;
@@ -394,6 +467,8 @@ done:
   free(c.vroot);
   free(c.vwhy);
   free(c.vtouched);
+  free(c.vpart);
+  free(c.exact);
   if (rc < 0) dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return rc;
 }
@@ -414,7 +489,7 @@ int dp__place_replay(dp_domains *d, dp_err **err) {
 }
 
 static void cost_text(char *buf, size_t n, const struct dp_placement *pl, int64_t e) {
-  if (e >= DP_PLACE_INF) snprintf(buf, n, "cannot run there");
+  if (e >= DP_PLACE_INF) snprintf(buf, n, "not allowed (an annotation or the capability function)");
   else if (pl->time) snprintf(buf, n, "%.6g s of compute and copies", (double)e / 1e12);
   else snprintf(buf, n, "%lld byte%s copied", (long long)e, e == 1 ? "" : "s");
 }
@@ -447,4 +522,21 @@ char *dp__place_reason(dp_domains *d, uint32_t cons) {
     free(ov);
   }
   return s;
+}
+
+int dp_domains_placements(dp_domains *d, dp_place_fn fn, void *ud, dp_err **err) {
+  const struct dp_placement *pl = (d->owner ? d->owner : d)->place;
+  for (uint32_t i = 0; pl && i < pl->n; i++) {
+    uint64_t a = pl->p.allowed[pl->var[i]];
+    if (!(a & (a - 1))) continue; /* one device it could take: an annotation's, no choice */
+    char *text = dp__place_reason(d, pl->cons[i]);
+    if (!text) {
+      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      return -1;
+    }
+    int rc = fn(ud, pl->why[i], d->dev->v[pl->labdev[pl->label[pl->var[i]]]], text);
+    free(text);
+    if (rc) return rc;
+  }
+  return 0;
 }

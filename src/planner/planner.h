@@ -159,8 +159,8 @@ enum { ON_CBODY = 1u << 30, ON_CRESULT = 1u << 31, ON_DEV = ON_CBODY - 1 };
 
 /* A device_copy's written ends (device indices, DP__NONE_ID: not canonical). */
 typedef struct dp__copy_ends { uint32_t src, dst; } dp__copy_ends;
-/* Phase 0b: at argument pos of call, a copy from src to dst. */
-typedef struct dp__mark { uint32_t call, pos, src, dst; } dp__mark;
+/* Phase 0b: at argument pos of call, a copy is allowed. */
+typedef struct dp__mark { uint32_t call, pos; } dp__mark;
 
 typedef struct dp__index {
   dp_module *mod;          /* retained */
@@ -289,8 +289,6 @@ enum { LOG_DEFAULT, LOG_UNIFY, LOG_CONSTRAIN, LOG_SET_DEFAULT, LOG_PLACE };
    (its on_device calls looked through) made in domain src and read in
    domain dst (analysis.c, ix->relax). */
 typedef struct dp_flowrec { uint32_t value, src, dst; } dp_flowrec;
-/* A unification that failed, kept to go on (ix->collect). */
-typedef struct dp_failed { uint32_t a, b; int rule; dp_expr *why; } dp_failed;
 struct dp_placement; /* place.c */
 
 struct dp_domains {
@@ -316,8 +314,15 @@ struct dp_domains {
   int oom;                  /* an allocation failed: the phase reports it */
   int repass;               /* a class a default was taken from was refined (default.c) */
   dp_flowrec *flows; uint32_t nflows, capflows;  /* ix->relax: analysis' flows */
-  dp_failed *conf; uint32_t nconf, capconf;      /* ix->collect: the conflicts met */
+  uint32_t nconf;                                /* ix->collect: the conflicts met */
   struct dp_placement *place;                    /* place.c's decisions (owner only) */
+  /* all_conflicts' replay (dp__conflict_errors): the proof forest's children
+     (first child, next and previous sibling, each id + 1, 0: none), kept as
+     it changes so each conflict is worded as it is met; which conflicts are
+     independent (owned); explain.c's state for the wording (not owned) */
+  uint32_t *pfirst, *pnext, *pprev;
+  struct dp__indep *indep;
+  struct dp__collector *collector;
 };
 
 void dp__domains_free_fn(dp_obj *o, dp_worklist *wl);
@@ -363,6 +368,20 @@ void dp__domains_log(dp_domains *d, int op, int rule, dp_expr *a, dp_expr *b, ui
 int dp__domains_apply(dp_domains *d, const dp__op_log *op, dp_err **err);
 /* New domains with proofs over d's index (for explain.c's replay). */
 dp_domains *dp__domains_shadow(dp_domains *d, dp_err **err);
+/* On a shadow, before its replay: the proof forest's children lists kept,
+   and the links followed for dp__indep (all_conflicts). 0, or -1 + error. */
+int dp__domains_track_conflicts(dp_domains *d, dp_err **err);
+
+/* ================= independent.c: which conflicts are independent ================= */
+
+typedef struct dp__indep dp__indep;
+dp__indep *dp__indep_new(void);
+void dp__indep_free(dp__indep *t);
+/* Domains x and y were unified (a link of the domains): 0, or -1 (out of memory). */
+int dp__indep_link(dp__indep *t, uint32_t x, uint32_t y);
+/* A conflict between the classes of a and b: 1 when independent (recorded),
+   0 when an earlier one joined the same two classes, -1 (out of memory). */
+int dp__indep_conflict(dp__indep *t, uint32_t a, uint32_t b);
 
 /* ================= the phases (plan.h has the public ones) ================= */
 
@@ -393,10 +412,14 @@ char *dp__place_reason(dp_domains *d, uint32_t cons);
 const char *dp__rule_text(int rule);
 /* The error of the conflict d->failed records (after dp__unify returned 1). */
 dp_err *dp__conflict_error(dp_domains *d);
-/* The errors of the conflicts analysis collected (d->conf): one per pair
-   of constraints, in source order, each with both constraints and the
-   chain; a summary error (*err) and each in *all (may be NULL). -1. */
+/* The errors of the conflicts analysis met (d->nconf, all_conflicts): a
+   replay of analysis words each independent one as it is met
+   (independent.c says which), with both constraints and the chain; in
+   source order, a summary error (*err) and each in *all (may be NULL). -1. */
 int dp__conflict_errors(dp_domains *d, dp_conflicts *all, dp_err **err);
+/* On that replay (d->collector set), the conflict d->failed records: worded
+   now, when independent. 0, or -1 (out of memory). */
+int dp__conflict_collect(dp_domains *d);
 
 /* ================= maxflow.c: minimum s-t cut ================= */
 

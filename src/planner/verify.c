@@ -16,8 +16,9 @@
  * context is. Then, at each node:
  *
  *   argument    an operator's arguments live where the call runs (the memory
- *               and VM dialect: shapes and sizes on the host); a function's
- *               arguments where its parameters are;
+ *               and VM dialect: shapes and sizes on the host, in whatever
+ *               memory scope defaulting gave them, as the host device leaves
+ *               it open); a function's arguments where its parameters are;
  *   copy        a device_copy's argument lives at its source, and the source
  *               differs from the destination (its consumer's side is the
  *               context check of the copy itself);
@@ -37,6 +38,8 @@
  *               device_copy's source for its argument and its destination
  *               for its value, parameter and function annotations for the
  *               planned ones; "holds" means the planned device refines it.
+ *               An annotation around a call_lowered of a primfn holds for
+ *               phase 0's wrapper around it, which a copy may follow.
  *
  * Devices are compared after canonicalisation through the configuration;
  * primitive functions (not planned) are checked by refinement. Linear in
@@ -414,11 +417,15 @@ static void expect(vwalk *w, dp_expr *e, uint32_t k, const vrec *r, dp_vdev *exp
   child_mismatch(w, e, k, r, expected, fmt, s);
 }
 
-/* Same, by refinement (a primitive function's partial annotations). */
+/* Same, by refinement: a primitive function's partial annotations, and the
+   host positions of the memory and VM operators (the host device leaves its
+   memory scope open, and defaulting fills it from the call, as TVM's
+   SetResultDefaultThenParams does). */
 static void expect_refined(vwalk *w, dp_expr *e, uint32_t k, const vrec *r, dp_vdev *want,
-                           said s) {
+                           const char *fmt, said s) {
   if (refines(r->dev, want)) return;
-  child_mismatch(w, e, k, r, want, "%s lives on %s, but %s asks for %s", s);
+  if (!r->carrier && r->dev != r->ctx) return; /* its context check said it */
+  child_mismatch(w, e, k, r, want, fmt, s);
 }
 
 static void own_context(vwalk *w, dp_expr *e, dp_vdev *dev, dp_vdev *ctx, const char *fmt) {
@@ -438,15 +445,19 @@ static dp_vdev *check_op(vwalk *w, frame *t, dp_call *c, const vrec *kids) {
     if (rule == ARG_CALL)
       expect(w, &c->e, 1 + i, &kids[1 + i], ctx, "%s lives on %s, but %s on %s", (said){"%s runs", op->name});
     else if (rule == ARG_HOST)
-      expect(w, &c->e, 1 + i, &kids[1 + i], host, "%s lives on %s, but %s it on the host, %s",
-             (said){"%s needs", op->name});
+      expect_refined(w, &c->e, 1 + i, &kids[1 + i], host,
+                     "%s lives on %s, but %s it on the host, %s", (said){"%s needs", op->name});
   }
-  if (r->result == RES_HOST) return host;
+  dp_vdev *fixed = ctx;
+  if (r->result == RES_HOST) fixed = host;
   if (r->result == RES_ATTR) {
     const dp_aval *v = dp_op_attr(op, c->attrs, "virtual_device");
-    return v && v->kind == DP_AV_VDEV ? canon(w, v->u.vdev, &c->e) : ctx;
+    if (v && v->kind == DP_AV_VDEV) fixed = canon(w, v->u.vdev, &c->e);
   }
-  return ctx;
+  /* the result lives where the call stands when that refines what the rule
+     fixes: defaulting fills the fields the host device or the attribute as
+     written leave open, and the planner keeps the attribute as written */
+  return ctx && refines(ctx, fixed) ? ctx : fixed;
 }
 
 static void check_lowered_args(vwalk *w, frame *t, const vrec *kids) {
@@ -471,7 +482,8 @@ static dp_vdev *check_fn_call(vwalk *w, frame *t, dp_call *c, const vrec *kids) 
   for (uint32_t i = 0; i < c->nargs && i < f->nparams; i++) {
     dp_vdev *pv = canon(w, f->params[i]->vdev, &f->params[i]->e);
     said s = {"parameter %%%s of the function called", f->params[i]->name};
-    if (prim) expect_refined(w, &c->e, 1 + i, &kids[1 + i], pv, s);
+    if (prim)
+      expect_refined(w, &c->e, 1 + i, &kids[1 + i], pv, "%s lives on %s, but %s asks for %s", s);
     else expect(w, &c->e, 1 + i, &kids[1 + i], pv, "%s lives on %s, but %s is on %s", s);
   }
   dp_vdev *fv = canon(w, f->vdev, &f->e);
@@ -678,11 +690,16 @@ static void input_child(vwalk *w, dp_expr *out, uint32_t k, const dp_expr *in, c
     return;
   const dp_expr *inner = x;
   while (is_annotation(w, ((const dp_call *)inner)->args[0])) inner = ((const dp_call *)inner)->args[0];
-  if (dp__on_device_props(&w->ops, inner, &p)) {
-    if (p.cbody) input_ann(w, at, out, inner, "", core, p.vd, r->core);
-  } else if (dp__device_copy_props(&w->ops, inner, &body, &src, &dst)) {
-    input_ann(w, at, out, inner, "", core, src, r->core);
-  }
+  /* phase 0 wraps a call_lowered of a primfn in an unconstrained on_device
+     (a copy may follow the primfn's result scope): an annotation around it
+     holds for the wrapper, whose value stands in the chain */
+  int wrapped = is_lowered(w, core) && lowered_primfn(w, (const dp_call *)core);
+  dp_vdev *want = NULL;
+  if (dp__on_device_props(&w->ops, inner, &p)) want = p.cbody ? p.vd : NULL;
+  else if (dp__device_copy_props(&w->ops, inner, &body, &src, &dst)) want = src;
+  if (want)
+    input_ann(w, at, out, inner, "", core, want,
+              wrapped ? chain_value(w, at, inner, want, r) : r->core);
 }
 
 static void input_node(vwalk *w, frame *t, const vrec *self, const vrec *kids) {
