@@ -72,19 +72,11 @@ describe("walking every allocation", function()
   end)
 end)
 
--- Open: in 10_higher_order.lua, failing allocation 66 alone (dp_type_func
--- in call_value, infer.c) leaks a type variable made by var_type (and with
--- it the context) under LSan; the walk itself passes, so it runs except
--- under ASan, where it is pending until the leak is found.
-local OPEN_LEAK = { ["10_higher_order.lua"] = os.getenv("ASAN_OPTIONS") ~= nil }
-
 describe("walking every allocation of each conformance case", function()
   local dir = t.shared_dir .. "/conformance/cases"
   for _, f in ipairs(t.lua_files(dir)) do
     local case = dofile(dir .. "/" .. f)
-    if OPEN_LEAK[f] then
-      pending(f .. ": a type variable leaks when allocation 66 fails (see the comment above)")
-    elseif type(case.input) == "string" then
+    if type(case.input) == "string" then
       it(f, function()
         assert.same({}, (W.walk{ run = W.case_workload(case), step = STEP }))
       end)

@@ -654,8 +654,9 @@ static int call_value(infer *I, dp_call *c) {
     }
     return set_type(I, &c->e, dp_retain(ft->ret));
   }
-  dp_type **args = arg_types(I, c), *res = dp__ts_fresh(&I->ts);
-  if (!args || !res) {
+  dp_type **args = arg_types(I, c), *res = args ? dp__ts_fresh(&I->ts) : NULL;
+  if (!args || !res) { /* (arg_types retained each argument's type) */
+    for (uint32_t i = 0; args && i < c->nargs; i++) dp_release(args[i]);
     free(args);
     return I->err ? -1 : oom(I, &c->e);
   }
