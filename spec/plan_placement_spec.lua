@@ -363,10 +363,6 @@ describe("min_bytes on generated programs", function()
   -- with its scope left open and one that fills it in are two devices to the
   -- optimiser but one to TVM's rules, so planning the plan again could join
   -- them (seeds 52, 104, 145; 35, 139, 162 left a host position in a scope).
-  local function scoped(text)
-    return text:find("memory_scope", 1, true) or text:find("scope=", 1, true)
-      or text:find("VirtualDevice%]%[[23]%]")
-  end
   it("refuse memory scopes with an error that says so (the seeds that planned wrongly)", function()
     local plan = dp.passes.PlanDevices(props.CONFIG, {placement = "min_bytes"})
     local refused = 0

@@ -69,7 +69,6 @@ typedef struct pctx {
   uint32_t *uf, *remaining, *stamp, clock;
   uint8_t *closed, *hascall, *isout;
   uint32_t *letof;      /* a let-bound variable -> its let (MULTI: none) */
-  uint8_t *vout;        /* a let-bound variable read from outside its value's region */
   uint8_t *drop;        /* a let dropped from the caller */
   int has_fnlit;        /* a function literal in the body */
   dp__dfp_u32s *restr;
@@ -109,11 +108,10 @@ static int alloc_arrays(pctx *c) {
   c->inner = dp_calloc(n, sizeof *c->inner);
   c->outexpr = dp_calloc(n, sizeof *c->outexpr);
   c->letof = dp_malloc(n * sizeof *c->letof);
-  c->vout = dp_calloc(n, 1);
   c->drop = dp_calloc(n, 1);
   return c->cls && c->closed && c->hascall && c->isout && c->base && c->block && c->key && c->uf &&
                  c->remaining && c->stamp && c->restr && c->rid && c->outpos && c->inner && c->outexpr &&
-                 c->letof && c->vout && c->drop
+                 c->letof && c->drop
              ? 0 : -1;
 }
 
@@ -329,8 +327,13 @@ static region *region_of(pctx *c, uint32_t v) { return &c->regs[c->rid[find(c, v
    only by members of the value's region (vout: read from anywhere else,
    through any chain of wrappers). */
 static int mark_lets(pctx *c) {
-  uint8_t *read = dp_calloc(c->n ? c->n : 1, 1); /* per variable: read at all */
-  if (!read) return -1;
+  /* per variable: read at all, and read from outside its value's region */
+  uint8_t *read = dp_calloc(c->n ? c->n : 1, 1), *vout = dp_calloc(c->n ? c->n : 1, 1);
+  if (!read || !vout) {
+    free(read);
+    free(vout);
+    return -1;
+  }
   for (uint32_t v = 0; v < c->n; v++) {
     if (!flows(c, v)) continue;
     int inside = hoisted(c, v);
@@ -340,19 +343,20 @@ static int mark_lets(pctx *c) {
       for (; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w)) {
         if (c->letof[w] == MULTI) continue;
         read[w] = 1;
-        if (!inside || !hoisted(c, c->base[w]) || find(c, v) != find(c, c->base[w])) c->vout[w] = 1;
+        if (!inside || !hoisted(c, c->base[w]) || find(c, v) != find(c, c->base[w])) vout[w] = 1;
       }
     }
   }
   /* the function's result read through variables: read from outside */
   for (uint32_t w = c->n - 1; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w))
-    if (c->letof[w] != MULTI) c->vout[w] = 1;
+    if (c->letof[w] != MULTI) vout[w] = 1;
   for (uint32_t v = 0; v < c->n; v++) {
     uint32_t let = c->letof[v];
-    int drop = let != MULTI && read[v] && !c->vout[v] && !c->has_fnlit && hoisted(c, c->base[v]);
+    int drop = let != MULTI && read[v] && !vout[v] && !c->has_fnlit && hoisted(c, c->base[v]);
     if (let != MULTI) c->drop[let] = (uint8_t)drop;
   }
   free(read);
+  free(vout);
   return 0;
 }
 
@@ -638,7 +642,7 @@ static void pctx_clear(pctx *c) {
   free(c->cls); free(c->closed); free(c->hascall); free(c->isout); free(c->base); free(c->block);
   free(c->key); free(c->uf); free(c->remaining); free(c->stamp); free(c->restr); free(c->rid);
   free(c->mem); free(c->outpos); free(c->inner); free(c->outexpr);
-  free(c->letof); free(c->vout); free(c->drop);
+  free(c->letof); free(c->drop);
   dp_domains *d = c->d;
   dp_module *out = c->out;
   dp_partition_by by = c->by;
