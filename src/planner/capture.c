@@ -181,7 +181,11 @@ static dp_expr *reconcile(cctx *c, dp_vdev *lexical, dp_vdev *expected, uint32_t
     cv = kid_vd(c, id, i, err);
     return cv ? child(c, lexical, expected, cv, orig, rebuilt, err) : NULL;
   }
-  dp_expr *t = through(c, id, i, rebuilt, 0, &cv, err);
+  /* the outermost on_device's own device is the reader's (TVM looks
+     through it), except where placement by cost put a copy between them:
+     then the value goes through that device too, as the annotation says */
+  dp_vdev *ov = kid_vd(c, id, i, err);
+  dp_expr *t = ov ? through(c, id, i, rebuilt, ov != expected, &cv, err) : NULL;
   if (!t) return NULL;
   dp_expr *r = child(c, lexical, expected, cv, orig, t, err);
   dp_release(t);

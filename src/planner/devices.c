@@ -117,3 +117,9 @@ uint32_t dp__dev_default(dp__devices *t, uint32_t cur, uint32_t by) {
   if (!t->oom) keep(t->ddflt, &t->ndflt, cur, by, i);
   return i;
 }
+
+int dp__dev_any_scope(const dp__devices *t) {
+  for (uint32_t i = 1; i < t->n; i++)
+    if (t->v[i]->memory_scope[0]) return 1;
+  return 0;
+}

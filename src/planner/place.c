@@ -22,6 +22,8 @@
  * a class may take: the configuration's (one per primitive target, and the
  * default), less those the capability hook refuses a call of it.
  * Annotations are never moved: a class an annotation reaches is fixed.
+ * A device in a memory scope is one more device here; where a module names
+ * scopes, plan.c has TVM's rules plan the result once more to fill them in.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,33 +236,11 @@ static int nets(pctx *c) {
   return rc;
 }
 
-/* Memory scopes are refused: to the optimiser a device with its scope left
-   open and one that fills it in are two devices, to TVM's rules one, so a
-   plan could change when planned again or leave a host position in a
-   scope (generated programs 52, 104, 145 and 35, 139, 162). An error says
-   so rather than a plan that may be wrong. */
-static int refuse_scope(pctx *c, const dp_vdev *vd) {
-  if (!vd || !vd->memory_scope || !vd->memory_scope[0]) return 0;
-  c->err = dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
-                      "placement by cost (min_bytes) does not handle memory scopes yet, and the "
-                      "module names memory scope \"%s\": plan it with TVM's rules (placement = \"tvm\")",
-                      vd->memory_scope);
-  return -1;
-}
-
-/* (every device the planner met: annotations, parameters, the configuration) */
-static int scoped(pctx *c) {
-  for (uint32_t i = 1; i < c->d->dev->n; i++)
-    if (refuse_scope(c, dp__dev(c->d->dev, i)) < 0) return -1;
-  return 0;
-}
-
 /* A free class may take any device of the configuration or of an
    annotation (a device with a memory scope exists only where annotations
    name it; leaving those out would copy to a scope and back for nothing). */
 static int widen(pctx *c) {
   struct dp_placement *pl = c->pl;
-  if (scoped(c) < 0) return -1;
   uint64_t all = pl->nlab == 64 ? UINT64_MAX : ((uint64_t)1 << pl->nlab) - 1;
   /* a partly constrained class joined with each device: cpu and the
      memory scope "global" make "cpu, global" (as unification would) */

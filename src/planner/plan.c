@@ -57,12 +57,26 @@ dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_op
   return d;
 }
 
+/* Placement by cost decides devices; where the module names memory scopes
+   TVM's rules then decide them: its plan is planned once more by TVM's
+   rules, which keep every copy it made between devices and fill in the
+   memory scopes left open (a copy whose two ends they join goes). To the
+   optimiser a device with its scope open and the same device in a scope
+   are two devices, to TVM's rules one: without this last step a plan
+   could change when planned again (generated programs 52, 104, 145). */
+static dp_module *scopes_by_tvm(dp_module *planned, const dp_config *cfg, dp_err **err) {
+  dp_module *out = planned ? dp_plan_devices(planned, cfg, err) : NULL;
+  dp_release(planned);
+  return out;
+}
+
 dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                                 dp_conflicts *all, dp_err **err) {
   dp_domains *d = dp_plan_domains(m, cfg, o, all, err);
   dp_module *out = d ? dp_plan_capture(d, err) : NULL;
+  int scoped = out && o && o->placement != DP_PLACE_TVM && dp__dev_any_scope(d->dev);
   dp_release(d);
-  return out;
+  return scoped ? scopes_by_tvm(out, cfg, err) : out;
 }
 
 /* The phases one by one (plan.h), each on a module of its own. */

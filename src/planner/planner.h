@@ -140,6 +140,8 @@ uint32_t dp__dev_canon(dp__devices *t, dp_vdev *v, dp_err **err);
 /* Join (DP__NONE_ID when a constrained field disagrees) and TVM's Default. */
 uint32_t dp__dev_join(dp__devices *t, uint32_t a, uint32_t b);
 uint32_t dp__dev_default(dp__devices *t, uint32_t cur, uint32_t by);
+/* Does a device of the table name a memory scope? */
+int dp__dev_any_scope(const dp__devices *t);
 static inline dp_vdev *dp__dev(const dp__devices *t, uint32_t i) { return t->v[i]; }
 
 /* ================= the pointer map: src/core/ptrmap.h ================= */
