@@ -202,6 +202,48 @@ describe("placement = \"min_bytes\"", function()
     assert.are.equal("cuda", d:explain(relu).device.device_type_name)
   end)
 
+  it("takes the bandwidths of the configuration, per pair of device types", function()
+    local mod = chain_module()
+    local relu = testing.find_call(mod, "nn.relu")
+    local T = testing.TARGET
+    local opencl = dp.Target("opencl"):with_host(T.HOST)
+    local function cfg(bandwidth)
+      return dp.CompilationConfig{targets = {T.CPU, T.GPU, opencl}, default_device_type = "cuda",
+                                  bandwidth = bandwidth}
+    end
+    -- the relu computes fastest on opencl: fast links take it there
+    local fast_opencl = function(call, vd) return vd.device_type_name == "opencl" and 0 or 1 end
+    local function where(bandwidth)
+      local d = dp.planner.domains(mod, cfg(bandwidth), {placement = "min_bytes", compute_cost = fast_opencl})
+      return d:explain(relu).device.device_type_name
+    end
+    assert.are.equal("opencl", where(1e12))
+    assert.are.equal("opencl", where({default = 1e12}))
+    -- a slow link from cuda to opencl keeps it off opencl ("cuda->opencl" before "*->opencl")
+    assert.are_not.equal("opencl", where({["cuda->opencl"] = 1, default = 1e12}))
+    assert.are_not.equal("opencl", where({["*->opencl"] = 1, default = 1e12}))
+    assert.are.equal("opencl", where({["cuda->opencl"] = 1e12, ["*->opencl"] = 1, default = 1e12}))
+    -- the configuration's bandwidths alone make the objective time; the option wins over them
+    local d = dp.planner.domains(mod, cfg({default = 1e10}), {placement = "min_bytes"})
+    assert.truthy(d:explain(relu).text:find(" s of compute and copies", 1, true))
+    d = dp.planner.domains(mod, cfg({["cuda->opencl"] = 1, default = 1e12}),
+                           {placement = "min_bytes", compute_cost = fast_opencl, bandwidth = 1e12})
+    assert.are.equal("opencl", d:explain(relu).device.device_type_name)
+    -- the configuration keeps them, prints them and checks them
+    local c = cfg({["cuda->opencl"] = 2e9, default = 1e10})
+    assert.are.same({["cuda->opencl"] = 2e9, default = 1e10}, c.bandwidth)
+    assert.truthy(tostring(c):find('bandwidth={"cuda->opencl"=2e+09, default=1e+10}', 1, true), tostring(c))
+    assert.is_nil(config.bandwidth)
+    for _, bad in ipairs{{["cuda->opencll"] = 1}, {["cuda-opencl"] = 1}, {["cuda->opencl"] = 0}, {default = -1},
+                         {[1] = 5}, "fast", 0} do
+      local ok, err = pcall(cfg, bad)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("bandwidth", 1, true), tostring(err))
+    end
+    local _, err = pcall(cfg, {["cuda->opencll"] = 1})
+    assert.truthy(tostring(err):find("did you mean 'opencl'", 1, true), tostring(err))
+  end)
+
   it("turns an error in a hook into a devplan.Error and stays usable", function()
     local mod = chain_module()
     local before = tostring(min_bytes(mod))
@@ -331,6 +373,31 @@ describe("the command line", function()
     assert.are.equal(0, st)
     assert.truthy(out:find("placement by cost (min_bytes), which chose", 1, true), out)
     assert.truthy(out:find("\n// placement by cost: %d+ decisions?\n//   "), out)
+  end)
+
+  it("takes the configuration's bandwidths with --bandwidth", function()
+    local path = testing.temp_file(TEXT, ".relay")
+    local base = {"plan", path, "--annotate", "multiply=cuda", "--default", "cpu", "--placement", "min_bytes",
+                  "--explain"}
+    local function with(...)
+      local a = {table.unpack(base)}
+      for _, x in ipairs{...} do a[#a + 1] = x end
+      return run(a)
+    end
+    local st, out = with("--bandwidth", "cpu->cuda=12e9,cuda->cpu=1e10,default=5e9")
+    assert.are.equal(0, st)
+    assert.truthy(out:find("s of compute and copies", 1, true), out)
+    st, out = with("--bandwidth", "8e9")
+    assert.are.equal(0, st)
+    assert.truthy(out:find("s of compute and copies", 1, true), out)
+    local st2, _, err = with("--bandwidth", "cpu->cdua=1")
+    assert.are_not.equal(0, st2)
+    assert.truthy(err:find("did you mean 'cuda'", 1, true), err)
+    st2, _, err = with("--bandwidth", "cpu->cuda:fast")
+    assert.are_not.equal(0, st2)
+    assert.truthy(err:find("--bandwidth", 1, true), err)
+    local _, help = run({"help", "plan"})
+    assert.truthy(help:find("--bandwidth", 1, true))
   end)
 
   it("rejects a bad --placement and lists both in --help", function()

@@ -195,11 +195,34 @@ typedef struct dp_config {
   dp_target **primitive_targets; /* with host replaced by host_target */
   int default_device_type;
   dp_vdev *default_vdev;         /* canonical (default device type, 0) */
+  /* Bytes per second copied between devices (placement by cost): pairs of
+     device types (dp_config_bandwidth picks one), then default_bandwidth;
+     each pair of types at most once. */
+  uint32_t nbandwidths;
+  struct dp_bandwidth *bandwidths;
+  double default_bandwidth;      /* 0: not given */
 } dp_config;
+
+/* One pair: src and dst device types (0 matches any). */
+typedef struct dp_bandwidth { int src, dst; double bytes_per_second; } dp_bandwidth;
 
 /* Rules 1..6 of planner.md. default_device_type 0: not given. host may be NULL. */
 dp_config *dp_config_make(dp_ctx *ctx, dp_target *const *targets, uint32_t ntargets,
                           dp_target *host, int default_device_type, dp_err **err);
+/* A copy of cfg with the bandwidths given (n pairs, each > 0, no two for
+   the same pair of types; dflt: for pairs none matches, > 0, or 0 for
+   none), replacing cfg's. New reference, or NULL + error. */
+dp_config *dp_config_with_bandwidths(const dp_config *cfg, const dp_bandwidth *bw, uint32_t n,
+                                     double dflt, dp_err **err);
+/* A bandwidth key "SRC->DST": device type names, "*" for any (0). 0, or
+   -1 + error naming what is wrong (with a suggestion for a misspelt name). */
+int dp_bandwidth_key(const char *key, int *src, int *dst, dp_err **err);
+/* Does cfg give bandwidths? */
+int dp_config_has_bandwidths(const dp_config *cfg);
+/* Bytes per second from src to dst: the pair that names both device
+   types, else "src->*", else "*->dst", else "*->*", else the default; 0
+   when cfg gives none. */
+double dp_config_bandwidth(const dp_config *cfg, const dp_vdev *src, const dp_vdev *dst);
 /* Rule 6: the canonical form of vd (new reference), or NULL + error. */
 dp_vdev *dp_config_canonical(const dp_config *cfg, dp_vdev *vd, dp_err **err);
 

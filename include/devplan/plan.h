@@ -103,7 +103,9 @@ typedef struct dp_place_hooks {
   int (*can_run)(void *ud, dp_expr *call, dp_vdev *vd, int *ok, dp_err **err);
   /* The seconds call takes on vd (>= 0). NULL: no compute cost. */
   int (*compute)(void *ud, dp_expr *call, dp_vdev *vd, double *seconds, dp_err **err);
-  /* Bytes per second copied from src to dst (> 0). NULL with compute: 1e10. */
+  /* Bytes per second copied from src to dst (> 0). NULL: the configuration's
+     (dp_config_bandwidth), else 1e10. The objective is time when compute,
+     this or the configuration's bandwidths are given, else bytes. */
   int (*bandwidth)(void *ud, dp_vdev *src, dp_vdev *dst, double *bytes_per_second,
                    dp_err **err);
 } dp_place_hooks;

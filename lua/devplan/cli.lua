@@ -52,6 +52,10 @@ local OPTIONS = {
   ["--default"] = {kind = "value", arg = "DEVTYPE",
     help = "the default device type for values nothing placed (cpu, cuda, ...; default:\n"
       .. "the targets' common device type, else cpu)"},
+  ["--bandwidth"] = {kind = "value", arg = "B",
+    help = "bytes per second copied between devices, for placement by cost (the objective\n"
+      .. "becomes time): one number for every pair, or SRC->DST=N pairs and default=N,\n"
+      .. "comma-separated ('cpu->cuda=12e9,cuda->cpu=10e9,*->cpu=8e9,default=5e9')"},
   ["--annotate"] = {kind = "list", arg = "OP=DEVICE",
     help = "run every call of operator OP on DEVICE (cpu, cuda, cuda:1, cuda:1.texture);\n"
       .. "repeatable, or OP=DEVICE,OP=DEVICE"},
@@ -96,7 +100,7 @@ OPTIONS["--pipeline"] = OPTIONS["-p"]
 
 local OUTPUT = {"-o", "--types", "--short-devices", "--show-meta-data", "--spans", "--color", "--no-color",
                 "--dot", "--svg"}
-local CONFIG = {"--target", "--host", "--default"}
+local CONFIG = {"--target", "--host", "--default", "--bandwidth"}
 local INSTRUMENTS = {"--print-after-all", "--print-before-all", "--print-after", "--print-before",
                      "--print-changed", "--time-passes", "--verify-each"}
 
@@ -140,6 +144,7 @@ COMMANDS.plan = {
   summary = "place operators, plan devices (PlanDevices) and print the planned module",
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
     .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes]\n"
+    .. "                    [--bandwidth B]"
     .. "                    [--share-copies] [--explain] [--verify] [--report text|json]\n"
     .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]",
   options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--placement",
@@ -325,6 +330,22 @@ local function parse_module(opts, command, sources)
   error({text = msg, err = mod}, 0)
 end
 
+-- --bandwidth: "12e9", or "cpu->cuda=12e9,default=5e9" -> the configuration's bandwidth.
+local function bandwidths(text)
+  if not text then return nil end
+  local n = tonumber(text)
+  if n then return n end
+  local t = {}
+  for item in text:gmatch("[^,]+") do
+    local key, value = item:match("^%s*(.-)%s*=%s*(.-)%s*$")
+    if not key or not tonumber(value) then
+      error("--bandwidth: '" .. item .. "' is not SRC->DST=N or default=N (bytes per second)", 0)
+    end
+    t[key] = tonumber(value)
+  end
+  return t
+end
+
 local function make_config(opts)
   return attempt(nil, function()
     return dp.CompilationConfig{
@@ -332,6 +353,7 @@ local function make_config(opts)
       targets = opts["--target"] or {"llvm", "cuda"},
       host = opts["--host"] and dp.Target(opts["--host"]) or nil,
       default_device_type = opts["--default"] or (not opts["--target"] and "cpu" or nil),
+      bandwidth = bandwidths(opts["--bandwidth"]),
     }
   end)
 end
@@ -506,7 +528,7 @@ end
 local function write_reproducer(path, opts, pipeline_text, mod, err)
   local lines = {"// devplan reproducer: replay with  devplan opt --run-reproducer " .. path,
                  "// pipeline: " .. pipeline_text}
-  for _, key in ipairs{"--target", "--host", "--default", "--load"} do
+  for _, key in ipairs{"--target", "--host", "--default", "--bandwidth", "--load"} do
     local v = opts[key]
     for _, x in ipairs(type(v) == "table" and v or {v}) do
       lines[#lines + 1] = "// arg: " .. key

@@ -140,6 +140,9 @@ function M.run_more()
   out[#out + 1] = tostring(dp.Target("cuda -arch=sm_80 -max_num_threads=512")) .. " "
     .. tostring(dp.Target({ kind = "llvm", mcpu = "skylake", host = "llvm" }))
   out[#out + 1] = tostring(dp.CompilationConfig{ targets = { "llvm", "cuda" } })
+  local timed = dp.CompilationConfig{ targets = { "llvm", "cuda" }, default_device_type = "cuda",
+                                      bandwidth = { ["cpu->cuda"] = 1e9, ["*->cpu"] = 2e9, default = 5e9 } }
+  out[#out + 1] = tostring(timed) .. "\n" .. tostring(dp.planner.plan_with(mod, timed, { placement = "min_bytes" }))
   out[#out + 1] = tostring(dp.pattern.rewrite(mod, { { add_relu, function(_, rebuilt) return dp.call(dp.op.get("nn.relu"), { rebuilt.args[1] }) end } }))
   out[#out + 1] = dp.planner.report(dp.planner.plan(mod, config), config):text()
   local d = dp.planner.domains(mod, config)

@@ -26,6 +26,7 @@ void dp__config_free_fn(dp_obj *o, dp_worklist *wl) {
   dp_release_deferred(wl, c->host_vdev);
   dp_release_deferred(wl, c->default_vdev);
   dp_release_deferred(wl, c->ctx);
+  free(c->bandwidths);
   free(c);
 }
 
@@ -208,4 +209,121 @@ dp_vdev *dp_config_canonical(const dp_config *cfg, dp_vdev *vd, dp_err **err) {
   if (target == vd->target) return dp_retain(vd);
   return dp_vdev_make(cfg->ctx, vd->device_type, vd->virtual_device_id, target, vd->memory_scope,
                       err);
+}
+
+/* ---- bandwidths (placement by cost) ---- */
+
+static dp_err *bad_bandwidth(double v) {
+  return dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                    "CompilationConfig: a bandwidth must be a number of bytes per second > 0, got %g", v);
+}
+
+static int cmp_pair(const void *x, const void *y) {
+  const dp_bandwidth *a = x, *b = y;
+  if (a->src != b->src) return a->src < b->src ? -1 : 1;
+  return a->dst < b->dst ? -1 : a->dst > b->dst;
+}
+
+dp_config *dp_config_with_bandwidths(const dp_config *cfg, const dp_bandwidth *bw, uint32_t n,
+                                     double dflt, dp_err **err) {
+  if (!cfg || (n && !bw)) {
+    dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: no configuration"));
+    return NULL;
+  }
+  if (!(dflt >= 0) || dflt > 1e300) {
+    dp_err_set(err, bad_bandwidth(dflt));
+    return NULL;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    if (!(bw[i].bytes_per_second > 0) || bw[i].bytes_per_second > 1e300 || bw[i].src < 0 || bw[i].dst < 0) {
+      dp_err_set(err, bw[i].src < 0 || bw[i].dst < 0
+                          ? dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: invalid device type in a bandwidth")
+                          : bad_bandwidth(bw[i].bytes_per_second));
+      return NULL;
+    }
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t j = 0; j < i; j++)
+      if (bw[i].src == bw[j].src && bw[i].dst == bw[j].dst) {
+        dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: two bandwidths for "
+                                   "the same pair of device types"));
+        return NULL;
+      }
+  dp_config *c = dp_calloc(1, sizeof *c);
+  dp_target **ts = c ? dp_calloc(cfg->ntargets ? cfg->ntargets : 1, sizeof *ts) : NULL;
+  dp_bandwidth *b = ts && n ? dp_malloc(n * sizeof *b) : NULL;
+  if (!c || !ts || (n && !b)) {
+    free(c);
+    free(ts);
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return NULL;
+  }
+  *c = *cfg;
+  c->h.rc = 1;
+  c->h.flags = 0;
+  dp_retain(c->ctx);
+  dp_retain(c->host_target);
+  dp_retain(c->host_vdev);
+  dp_retain(c->default_vdev);
+  for (uint32_t i = 0; i < cfg->ntargets; i++) ts[i] = dp_retain(cfg->primitive_targets[i]);
+  c->primitive_targets = ts;
+  if (n) memcpy(b, bw, n * sizeof *b);
+  if (n) qsort(b, n, sizeof *b, cmp_pair); /* (one order whatever the caller's) */
+  c->bandwidths = b;
+  c->nbandwidths = n;
+  c->default_bandwidth = dflt;
+  return c;
+}
+
+int dp_config_has_bandwidths(const dp_config *cfg) {
+  return cfg && (cfg->nbandwidths || cfg->default_bandwidth > 0);
+}
+
+/* How well pair b matches (s, d): 4 exact, 3 "s->*", 2 "*->d", 1 "*->*", 0 no. */
+static int match_rank(const dp_bandwidth *b, int s, int d) {
+  if ((b->src && b->src != s) || (b->dst && b->dst != d)) return 0;
+  return b->src ? (b->dst ? 4 : 3) : (b->dst ? 2 : 1);
+}
+
+double dp_config_bandwidth(const dp_config *cfg, const dp_vdev *src, const dp_vdev *dst) {
+  if (!cfg) return 0;
+  int s = src ? src->device_type : 0, d = dst ? dst->device_type : 0, best = 0;
+  double bw = cfg->default_bandwidth;
+  for (uint32_t i = 0; i < cfg->nbandwidths; i++) {
+    int r = match_rank(&cfg->bandwidths[i], s, d);
+    if (r > best) best = r, bw = cfg->bandwidths[i].bytes_per_second;
+  }
+  return bw;
+}
+
+static int key_side(const char *key, const char *name, size_t n, int *out, dp_err **err) {
+  char buf[64];
+  if (n == 1 && name[0] == '*') return *out = 0, 0;
+  if (n == 0 || n >= sizeof buf) {
+    dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: bandwidth key '%s' is not "
+                               "SRC->DST (device type names or *, as \"cpu->cuda\")", key));
+    return -1;
+  }
+  memcpy(buf, name, n);
+  buf[n] = 0;
+  int t = dp_device_type_parse(buf);
+  if (t <= 0) {
+    const char *best = dp_device_type_suggest(buf);
+    dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: unknown device type '%s' "
+                               "in bandwidth key '%s'%s%s%s", buf, key, best ? "; did you mean '" : "",
+                               best ? best : "", best ? "'?" : ""));
+    return -1;
+  }
+  *out = t;
+  return 0;
+}
+
+int dp_bandwidth_key(const char *key, int *src, int *dst, dp_err **err) {
+  const char *arrow = key ? strstr(key, "->") : NULL;
+  if (!arrow) {
+    dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: bandwidth key '%s' is not "
+                               "SRC->DST (device type names or *, as \"cpu->cuda\")", key ? key : ""));
+    return -1;
+  }
+  return key_side(key, key, (size_t)(arrow - key), src, err) < 0 ||
+                 key_side(key, arrow + 2, strlen(arrow + 2), dst, err) < 0 ? -1 : 0;
 }

@@ -10,6 +10,7 @@
  * temporary arrays in userdata, so a Lua error in the middle leaks nothing.
  */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include "l_init.h"
 
@@ -378,9 +379,56 @@ static int default_device_type(lua_State *L, int idx) {
   return t;
 }
 
-/* dp.CompilationConfig{targets = {...} or "cuda,llvm", host = t?, default_device_type = d?} */
+/* A bandwidth value at idx (what names it, for the error). */
+static double bandwidth_number(lua_State *L, int idx, const char *what) {
+  if (lua_type(L, idx) != LUA_TNUMBER || !(lua_tonumber(L, idx) > 0))
+    value_error(L, "CompilationConfig: bandwidth %s must be a number of bytes per second > 0", what, NULL);
+  return lua_tonumber(L, idx);
+}
+
+/* cfg (at cfg_idx) with the bandwidths at idx: a number (every pair), or
+   {["cpu->cuda"] = bytes/s, ["*->cpu"] = ..., default = ...}. Replaces
+   the configuration at cfg_idx. */
+static void config_bandwidths(lua_State *L, int idx, int cfg_idx) {
+  double dflt = 0;
+  uint32_t n = 0;
+  dp_bandwidth *bw = NULL;
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    dflt = bandwidth_number(L, idx, "");
+  } else if (lua_istable(L, idx)) {
+    lua_Integer cap = 0;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) cap++, lua_pop(L, 1);
+    bw = lua_newuserdatauv(L, (size_t)(cap ? cap : 1) * sizeof *bw, 0); /* anchored */
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+      if (lua_type(L, -2) != LUA_TSTRING)
+        value_error(L, "CompilationConfig: bandwidth keys are \"SRC->DST\" strings or default%s", "", NULL);
+      const char *key = lua_tostring(L, -2);
+      if (!strcmp(key, "default")) {
+        dflt = bandwidth_number(L, -1, "default");
+      } else {
+        dp_err *e = NULL;
+        if (dp_bandwidth_key(key, &bw[n].src, &bw[n].dst, &e) < 0) dp__lua_error(L, e);
+        bw[n++].bytes_per_second = bandwidth_number(L, -1, key);
+      }
+      lua_pop(L, 1);
+    }
+  } else {
+    value_error(L, "CompilationConfig: 'bandwidth' must be a number or a table "
+                "{[\"cpu->cuda\"] = bytes per second, default = ...}, got %s", luaL_typename(L, idx), NULL);
+  }
+  dp_err *e = NULL;
+  dp_config *c = dp_config_with_bandwidths(dp__lua_check(L, cfg_idx, DP_OBJ_CONFIG), bw, n, dflt, &e);
+  if (!c) dp__lua_error(L, e);
+  dp__lua_push_owned(L, c);
+  lua_replace(L, cfg_idx);
+}
+
+/* dp.CompilationConfig{targets = {...} or "cuda,llvm", host = t?, default_device_type = d?,
+   bandwidth = n or {["cpu->cuda"] = n, default = n}?} */
 static int config_new(lua_State *L) {
-  static const char *const fields[] = {"targets", "host", "default_device_type", NULL};
+  static const char *const fields[] = {"targets", "host", "default_device_type", "bandwidth", NULL};
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
   check_fields(L, 1, "CompilationConfig", fields);
@@ -400,7 +448,31 @@ static int config_new(lua_State *L) {
   }
   dp_err *e = NULL;
   dp_config *c = dp_config_make(dp__lua_ctx(L), ts, (uint32_t)n, host, dtype, &e);
-  return dp__lua_push_new(L, c, e);
+  dp__lua_push_new(L, c, e); /* 7 */
+  lua_getfield(L, 1, "bandwidth"); /* 8 */
+  if (!lua_isnil(L, 8)) config_bandwidths(L, 8, 7);
+  lua_settop(L, 7);
+  return 1;
+}
+
+/* config.bandwidth: nil, or {["cpu->cuda"] = n, default = n} as given. */
+static void push_bandwidths(lua_State *L, const dp_config *c) {
+  if (!dp_config_has_bandwidths(c)) {
+    lua_pushnil(L);
+    return;
+  }
+  lua_createtable(L, 0, (int)c->nbandwidths + 1);
+  for (uint32_t i = 0; i < c->nbandwidths; i++) {
+    const dp_bandwidth *b = &c->bandwidths[i];
+    lua_pushfstring(L, "%s->%s", b->src ? dp_device_type_name(b->src) : "*",
+                    b->dst ? dp_device_type_name(b->dst) : "*");
+    lua_pushnumber(L, b->bytes_per_second);
+    lua_rawset(L, -3);
+  }
+  if (c->default_bandwidth > 0) {
+    lua_pushnumber(L, c->default_bandwidth);
+    lua_setfield(L, -2, "default");
+  }
 }
 
 static int config_canonical(lua_State *L) {
@@ -430,10 +502,28 @@ static int config_tostring(lua_State *L) {
     free(h);
     return dp__lua_oom(L);
   }
-  lua_pushfstring(L, "], host=%s, default=%s)", h, d);
+  lua_pushfstring(L, "], host=%s, default=%s", h, d);
   free(h);
   free(d);
   luaL_addvalue(&b);
+  if (dp_config_has_bandwidths(c)) {
+    char num[64];
+    luaL_addstring(&b, ", bandwidth={");
+    for (uint32_t i = 0; i < c->nbandwidths; i++) {
+      const dp_bandwidth *p = &c->bandwidths[i];
+      snprintf(num, sizeof num, "%.6g", p->bytes_per_second);
+      lua_pushfstring(L, "%s\"%s->%s\"=%s", i ? ", " : "", p->src ? dp_device_type_name(p->src) : "*",
+                      p->dst ? dp_device_type_name(p->dst) : "*", num);
+      luaL_addvalue(&b);
+    }
+    if (c->default_bandwidth > 0) {
+      snprintf(num, sizeof num, "%.6g", c->default_bandwidth);
+      lua_pushfstring(L, "%sdefault=%s", c->nbandwidths ? ", " : "", num);
+      luaL_addvalue(&b);
+    }
+    luaL_addchar(&b, '}');
+  }
+  luaL_addchar(&b, ')');
   luaL_pushresult(&b);
   return 1;
 }
@@ -448,6 +538,7 @@ static int config_index(lua_State *L) {
   else if (!strcmp(k, "primitive_targets"))
     dp__lua_push_list(L, (void *const *)c->primitive_targets, c->ntargets);
   else if (!strcmp(k, "canonical")) lua_pushcfunction(L, config_canonical);
+  else if (!strcmp(k, "bandwidth")) push_bandwidths(L, c);
   else lua_pushnil(L);
   return 1;
 }

@@ -333,7 +333,8 @@ static int call_costs(pctx *c, uint32_t id) {
   return 0;
 }
 
-/* Picoseconds per byte between each pair of labels. */
+/* Picoseconds per byte between each pair of labels: the bandwidth hook's,
+   else the configuration's, else 10 GB/s. */
 static int pair_costs(pctx *c) {
   struct dp_placement *pl = c->pl;
   const dp_place_hooks *h = c->h;
@@ -343,10 +344,11 @@ static int pair_costs(pctx *c) {
   for (uint32_t a = 0; a < K; a++)
     for (uint32_t b = 0; b < K; b++) {
       if (a == b) continue;
-      double bw = 1e10;
-      if (h->bandwidth) {
+      dp_vdev *va = c->d->dev->v[pl->labdev[a]], *vb = c->d->dev->v[pl->labdev[b]];
+      double bw = dp_config_bandwidth(c->d->dev->cfg, va, vb);
+      if (!(bw > 0)) bw = 1e10;
+      if (h->bandwidth) { /* (the hook's answer before the configuration's) */
         dp_err *e = NULL;
-        dp_vdev *va = c->d->dev->v[pl->labdev[a]], *vb = c->d->dev->v[pl->labdev[b]];
         if (h->bandwidth(h->ud, va, vb, &bw, &e) < 0) {
           c->err = e ? e : dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "placement: the bandwidth hook failed");
           return -1;
@@ -367,7 +369,7 @@ static int costs(pctx *c) {
   dp__index *ix = c->ix;
   struct dp_placement *pl = c->pl;
   const dp_place_hooks *h = c->h;
-  pl->time = h->compute || h->bandwidth;
+  pl->time = h->compute || h->bandwidth || dp_config_has_bandwidths(c->d->dev->cfg);
   if (h->compute) {
     pl->p.unary = dp_calloc((size_t)(c->nv ? c->nv : 1) * pl->nlab, sizeof *pl->p.unary);
     if (!pl->p.unary) return oom(c);
