@@ -25,6 +25,10 @@
 --                    generated ones) planning a module that parsed fails only with a conflict
 --   verify           dp.planner.verify(planned, config, input) accepts the planned
 --                    module, and every annotation of the input holds in it
+--   min-bytes        placement by cost (PlanDevices {placement = "min_bytes"}) gives a
+--                    plan or a conflict; the plan verifies against the input, TVM's
+--                    rules and min_bytes both plan it to itself, and the same text
+--                    plans the same again
 local dp = require "devplan"
 
 local M = {}
@@ -106,6 +110,7 @@ function M.checker(opts)
   self.config = opts.config or M.CONFIG
   self.plan = dp.passes.PlanDevices(self.config)
   self.plan_strict = dp.passes.PlanDevices(self.config, {resolve_conflicts = false})
+  self.plan_min_bytes = dp.passes.PlanDevices(self.config, {placement = "min_bytes"})
   self.verify = opts.verify
   if self.verify == nil then
     local config = self.config
@@ -177,6 +182,33 @@ function Checker:plan_mode(pass, mod, what)
   return kind, res
 end
 
+-- Placement by cost: a plan or a conflict; the plan verified, a fixed point
+-- of TVM's rules and of itself, the same from the same text.
+function Checker:min_bytes(mod, text)
+  local kind, planned = attempt("plan min_bytes", self.plan_min_bytes, mod)
+  if kind == "error" then
+    if planned.code ~= "conflict" then
+      fail("min-bytes", "a " .. planned.code .. " error, not a conflict: " .. tostring(planned))
+    end
+    return
+  end
+  local ok, why = pcall(self.verified, self, planned, mod, "plan min_bytes")
+  if not ok then fail("min-bytes", tostring(type(why) == "table" and why.detail or why)) end
+  for _, p in ipairs{{self.plan, "TVM's rules"}, {self.plan_min_bytes, "min_bytes"}} do
+    local k2, again = attempt("plan min_bytes again", p[1], planned)
+    if k2 == "error" then fail("min-bytes", p[2] .. " fail on the min_bytes plan: " .. tostring(again)) end
+    if not dp.structural_equal(again, planned) then
+      local _, diff = pcall(dp.assert_structural_equal, again, planned)
+      fail("min-bytes", p[2] .. " change the min_bytes plan: " .. tostring(diff))
+    end
+  end
+  local _, mod2 = self:parse("parse again", text, self.meta)
+  local k3, planned2 = attempt("plan min_bytes again", self.plan_min_bytes, mod2)
+  if k3 ~= "ok" or self:print("print", planned) ~= self:print("print", planned2) then
+    fail("min-bytes", "planning the same text twice with min_bytes differs")
+  end
+end
+
 local function by_function(mod)
   local out = {}
   for _, f in ipairs(mod:functions()) do out[f[1]] = f[2] end
@@ -204,6 +236,7 @@ function Checker:run(text, opts)
       fail("strict-default", "strict and default plans differ: " .. tostring(diff))
     end
   end
+  self:min_bytes(mod, text)
   -- the same text again, parsed and planned afresh
   local _, mod2 = self:parse("parse again", text, self.meta)
   local dkind2, planned2 = attempt("plan again", self.plan, mod2)

@@ -455,11 +455,13 @@ describe("min_bytes on generated programs", function()
   -- planned again; 35, 139, 162 left a host position in a scope), and without
   -- (1509, 1765, 2661: an on_device whose result placement put on another
   -- device than its reader lost its copies, so the value never went where the
-  -- annotation says).
+  -- annotation says); min_bytes planned its own plan differently (3019, 7830,
+  -- 12401, 16059: a primfn call rebuilt by phase 0 had lost its type, so its
+  -- result cost nothing to copy; a plan with memory scopes met again).
   it("plan the seeds that planned wrongly once: verified fixed points", function()
     local plan = dp.passes.PlanDevices(props.CONFIG, {placement = "min_bytes"})
     local scoped = 0
-    for _, seed in ipairs{35, 52, 104, 139, 145, 162, 316, 1509, 1765, 2661} do
+    for _, seed in ipairs{35, 52, 104, 139, 145, 162, 316, 1509, 1765, 2661, 3019, 7830, 12401, 16059} do
       local text = gen.text(gen.program(seed))
       local input = dp.parse(text, props.META)
       local planned = plan(input)

@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 #include "planner.h"
+#include "devplan/print.h"
 
 dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err) {
   dp__index *ix = dp__index_new(m, cfg, err);   /* every node numbered, once */
@@ -70,13 +71,39 @@ static dp_module *scopes_by_tvm(dp_module *planned, const dp_config *cfg, dp_err
   return out;
 }
 
-dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
-                                dp_conflicts *all, dp_err **err) {
+/* One round: the phases with options, capture, and on a module with
+   memory scopes TVM's rules' scopes. */
+static dp_module *plan_round(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
+                             dp_conflicts *all, int *scoped, dp_err **err) {
   dp_domains *d = dp_plan_domains(m, cfg, o, all, err);
   dp_module *out = d ? dp_plan_capture(d, err) : NULL;
-  int scoped = out && o && o->placement != DP_PLACE_TVM && dp__dev_any_scope(d->dev);
+  *scoped = out && o && o->placement != DP_PLACE_TVM && dp__dev_any_scope(d->dev);
   dp_release(d);
-  return scoped ? scopes_by_tvm(out, cfg, err) : out;
+  return *scoped ? scopes_by_tvm(out, cfg, err) : out;
+}
+
+dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
+                                dp_conflicts *all, dp_err **err) {
+  int scoped;
+  dp_module *out = plan_round(m, cfg, o, all, &scoped, err);
+  /* With memory scopes the optimiser may also meet that plan differently
+     (a copy TVM's rules wrote out is a new place for one, a primfn
+     argument's scope is now written): it is planned again until it no
+     longer changes, so that placement by cost plans its own output to
+     itself. Generated programs settle in one more round; a few more are
+     allowed, and the last plan (valid, verified like any) stands. */
+  for (int round = 0; out && scoped && round < 4; round++) {
+    dp_module *again = plan_round(out, cfg, o, NULL, &scoped, err);
+    if (!again) {
+      dp_release(out);
+      return NULL;
+    }
+    int same = dp_module_equal(again, out, NULL);
+    dp_release(out);
+    out = again;
+    if (same) break;
+  }
+  return out;
 }
 
 /* The phases one by one (plan.h), each on a module of its own. */

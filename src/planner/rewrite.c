@@ -119,8 +119,12 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *e, dp_err **err) {
   case DP_CALL: {
     dp_call *c = (dp_call *)e;
     if (dp__is_lowered(ops, c) && c->args[0]->h.kind == DP_GLOBAL &&
-        dp_module_primfn(r->m, ((dp_global *)c->args[0])->name))
+        dp_module_primfn(r->m, ((dp_global *)c->args[0])->name)) {
+      /* (a call rebuilt above a changed argument has no type yet: its
+         original's, which placement by cost counts the bytes of) */
+      if (!e->type && orig->type) e->type = dp_retain(orig->type);
       return lowered(r, c, err);
+    }
     break;
   }
   default: break;
