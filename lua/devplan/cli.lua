@@ -144,8 +144,7 @@ COMMANDS.plan = {
   summary = "place operators, plan devices (PlanDevices) and print the planned module",
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
     .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes]\n"
-    .. "                    [--bandwidth B]"
-    .. "                    [--share-copies] [--explain] [--verify] [--report text|json]\n"
+    .. "                    [--bandwidth B] [--share-copies] [--explain] [--verify] [--report text|json]\n"
     .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]",
   options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--placement",
                   "--share-copies", "--explain", "--verify",
