@@ -1,13 +1,15 @@
 #!/bin/sh
 # Installs the Debian packages devplan needs, only those missing.
 # Does nothing when all are present; as root it needs no sudo.
-# `scripts/setup.sh fuzz` also installs clang and libFuzzer (fuzz/build.sh).
+# `scripts/setup.sh fuzz` also installs clang and libFuzzer (fuzz/build.sh);
+# `scripts/setup.sh bench` igraph's C library (bench/maxflow.sh compares with it).
 set -e
 # libedit-dev: the REPL's line editing; lua-dkjson: JSON reports; graphviz: --svg;
 # tmux: the REPL's spec drives it in a terminal
 PACKAGES="lua5.4 liblua5.4-dev lua-lpeg lua-busted premake4 make gcc libc6-dev valgrind
   libedit-dev lua-dkjson graphviz tmux"
 [ "${1:-}" = fuzz ] && PACKAGES="$PACKAGES clang libclang-rt-dev"
+[ "${1:-}" = bench ] && PACKAGES="$PACKAGES libigraph-dev pkg-config"
 missing=""
 for p in $PACKAGES; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
