@@ -154,7 +154,7 @@ describe("dp.planner.solve_placement", function()
     end)
   end
 
-  it("more labels: alpha-expansion within its bound, on 1000 random problems", function()
+  it("more labels: alpha-expansion within its bound and a local minimum of its moves, on 1000 random problems", function()
     local rng = rng_of(3)
     local exact = 0
     for i = 1, 1000 do
@@ -170,6 +170,22 @@ describe("dp.planner.solve_placement", function()
         local factor = 2 * math.min(k - 1, pins - 1)
         assert.is_true(cost <= bu + factor * bc, ("problem %d: %d > %d + %d * %d"):format(i, cost, bu, factor, bc))
         if cost == best then exact = exact + 1 end
+        -- every move is exact here (no pair costs): no expansion of the
+        -- result towards any label costs less (the solver stops computing
+        -- a move once its labelling is unchanged since that move)
+        for alpha = 1, k do
+          local free = {}
+          for v = 1, p.vars do if labels[v] ~= alpha then free[#free + 1] = v end end
+          for mask = 1, (1 << #free) - 1 do
+            local moved = {}
+            for v = 1, p.vars do moved[v] = labels[v] end
+            for j, v in ipairs(free) do
+              if mask >> (j - 1) & 1 == 1 then moved[v] = alpha end
+            end
+            assert.is_true(energy(p, moved) >= cost,
+              ("problem %d: an expansion towards %d costs %s < %d"):format(i, alpha, energy(p, moved), cost))
+          end
+        end
       end
     end
     assert.is_true(exact > 900, exact .. " of 1000 at the minimum")
