@@ -6,11 +6,12 @@
  * search from the sink), as in Cherkassky and Goldberg's HIPR, but 32
  * times rarer than HIPR's default: on the optimiser's graphs and on grids
  * the gap heuristic keeps the labels close enough, and each global
- * relabelling costs a pass over the whole graph (bench/maxflow.c's graphs
- * of 200,000 nodes: grid 1.12 s at HIPR's rate, 0.45 s at this one; a
+ * relabelling is a pass over the whole graph (bench/maxflow.c's graphs of
+ * 200,000 nodes: grid 1.12 s at HIPR's rate, 0.45 s at this one; a
  * two-label placement of 160,000 variables 1.06 s and 0.40 s; random
- * sparse graphs pay: 0.56 s against 0.75 s). Everything is arrays and explicit queues: no recursion,
- * any graph size the memory holds; deterministic (node and arc order).
+ * sparse graphs lose: 0.56 s against 0.75 s). Everything is arrays and
+ * explicit queues: no recursion, any graph size the memory holds;
+ * deterministic (node and arc order).
  *
  * The placement optimiser (place_solve.c) builds one graph per move:
  * nodes, arcs with a capacity each way, and terminal capacities that
