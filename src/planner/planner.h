@@ -440,6 +440,9 @@ void dp__flow_arc(dp_flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap)
    node; returns its capacity, or -1 (out of memory). Ties go to the source
    side. */
 int64_t dp__flow_solve(dp_flow *g, uint8_t *side);
+/* Work Boykov-Kolmogorov may do before push-relabel takes over (maxflow.c):
+   < 0 the default, 0 push-relabel alone (the tests run both). */
+void dp__flow_budget(dp_flow *g, int64_t work);
 
 /* ================= diagnostics text (describe.c) ================= */
 /* "add at 3:5", malloc'd. */

@@ -3,7 +3,10 @@
  * force: on thousands of random graphs of up to 12 nodes (arcs both ways,
  * nodes tied to the source, the sink or both, infinite arcs among them),
  * the capacity dp__flow_solve returns is the least over all 2^n cuts, and
- * the side it returns has that capacity.
+ * the side it returns has that capacity; by Boykov-Kolmogorov, by
+ * push-relabel alone, and by Boykov-Kolmogorov stopped by its budget
+ * part-way (push-relabel then starts again): the same side every way (the
+ * cut read does not depend on the flow found).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +51,7 @@ static int64_t weight(uint64_t *st) {
 
 void dp_test_maxflow(int *passed, int *failed) {
   uint64_t st = 7;
-  long wrong_value = 0, wrong_side = 0, graphs = 0;
+  long wrong_value = 0, wrong_side = 0, other_side = 0, graphs = 0;
   dp_flow *f = dp__flow_new();
   if (!f) {
     CHECK(f != NULL);
@@ -78,18 +81,25 @@ void dp_test_maxflow(int *passed, int *failed) {
       int64_t c = cut_of(&g, mask);
       if (c < best) best = c;
     }
-    uint8_t side[MAXN];
-    int64_t got = dp__flow_solve(f, side);
-    uint32_t mask = 0;
-    for (uint32_t v = 0; v < g.n; v++) mask |= (uint32_t)(side[v] != 0) << v;
-    /* Below DP_FLOW_INF the value is exact; a cut no finite one beats is
-       reported as at least DP_FLOW_INF. */
-    wrong_value += best < DP_FLOW_INF ? got != best : got < DP_FLOW_INF;
-    wrong_side += best < DP_FLOW_INF && cut_of(&g, mask) != best;
+    uint32_t masks[3];
+    for (int way = 0; way < 3; way++) { /* BK; push-relabel; BK stopped, then push-relabel */
+      dp__flow_budget(f, way == 0 ? -1 : way == 1 ? 0 : 1 + (int64_t)(next_random(&st) % 8));
+      uint8_t side[MAXN];
+      int64_t got = dp__flow_solve(f, side);
+      uint32_t mask = 0;
+      for (uint32_t v = 0; v < g.n; v++) mask |= (uint32_t)(side[v] != 0) << v;
+      /* Below DP_FLOW_INF the value is exact; a cut no finite one beats is
+         reported as at least DP_FLOW_INF. */
+      wrong_value += best < DP_FLOW_INF ? got != best : got < DP_FLOW_INF;
+      wrong_side += best < DP_FLOW_INF && cut_of(&g, mask) != best;
+      masks[way] = mask;
+    }
+    other_side += masks[1] != masks[0] || masks[2] != masks[0];
     graphs++;
   }
   dp__flow_free(f);
   CHECK(wrong_value == 0);
   CHECK(wrong_side == 0);
+  CHECK(other_side == 0);
   CHECK(graphs == 4000);
 }
