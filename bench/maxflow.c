@@ -256,38 +256,32 @@ static void row_graph(const char *name, graph (*make)(uint32_t), uint32_t n) {
    read by one to three later variables (the next one for a chain), weights
    in bytes 4..4096, every 10th variable fixed to a random label. */
 static void row_place(const char *name, int branchy, uint32_t n, uint32_t labels) {
-  double best = 1e30;
-  int64_t cost = 0;
-  uint32_t npins = 0;
-  {
-    uint64_t seed = rng;
-    dp_place_problem p;
-    if (dp_place_init(&p, n, labels, 0) < 0) die_oom();
-    for (uint32_t i = 0; i < n; i += 10) p.fixed[i] = rnd(labels);
-    for (uint32_t i = 0; i + 1 < n; i++) {
-      uint32_t readers[3], k = 0;
-      if (!branchy) readers[k++] = i + 1;
-      else {
-        uint32_t reads = 1 + rnd(3);
-        for (uint32_t j = 0; j < reads; j++) {
-          uint32_t fwd = 1 + rnd(16);
-          if (i + fwd < n) readers[k++] = i + fwd;
-        }
+  uint64_t seed = rng; /* every placement row starts from the same random state */
+  dp_place_problem p;
+  if (dp_place_init(&p, n, labels, 0) < 0) die_oom();
+  for (uint32_t i = 0; i < n; i += 10) p.fixed[i] = rnd(labels);
+  for (uint32_t i = 0; i + 1 < n; i++) {
+    uint32_t readers[3], k = 0;
+    if (!branchy) readers[k++] = i + 1;
+    else {
+      uint32_t reads = 1 + rnd(3);
+      for (uint32_t j = 0; j < reads; j++) {
+        uint32_t fwd = 1 + rnd(16);
+        if (i + fwd < n) readers[k++] = i + fwd;
       }
-      if (k && dp_place_net(&p, i, readers, k, 4 * (1 + (int64_t)rnd(1024))) < 0) die_oom();
     }
-    npins = p.npins;
-    uint32_t *label = xcalloc(n, sizeof *label);
-    double t0 = cpu_now();
-    if (dp_place_solve(&p, label, &cost) < 0) die_oom();
-    double t = cpu_now() - t0;
-    if (t < best) best = t;
-    free(label);
-    dp_place_free(&p);
-    rng = seed; /* every placement row starts from the same random state */
+    if (k && dp_place_net(&p, i, readers, k, 4 * (1 + (int64_t)rnd(1024))) < 0) die_oom();
   }
-  printf("%-16s %9u %9u %11.3f %16lld   (%u labels)\n", name, n, npins, best, (long long)cost, labels);
+  uint32_t *label = xcalloc(n, sizeof *label);
+  int64_t cost = 0;
+  double t0 = cpu_now();
+  if (dp_place_solve(&p, label, &cost) < 0) die_oom();
+  double t = cpu_now() - t0;
+  printf("%-16s %9u %9u %11.3f %16lld   (%u labels)\n", name, n, p.npins, t, (long long)cost, labels);
   fflush(stdout);
+  free(label);
+  dp_place_free(&p);
+  rng = seed;
 }
 
 int main(int argc, char **argv) {

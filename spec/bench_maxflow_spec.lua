@@ -23,7 +23,7 @@ describe("bench/maxflow.c", function()
       assert.is_true(tonumber(nodes) >= 2900 and tonumber(arcs) > 0 and tonumber(cut) > 0, r.stdout)
     end
     local rows = 0
-    for labels in r.stdout:gmatch("%((%d) labels%)") do rows = rows + 1 end
+    for _ in r.stdout:gmatch("%((%d) labels%)") do rows = rows + 1 end
     assert.are.equal(4, rows, r.stdout)
   end)
 end)
