@@ -18,9 +18,19 @@
  *   another piece), so the pieces can always be called in order;
  * - a piece returns each value used outside it once (several: a tuple,
  *   which the caller projects); constants it reads stay inside;
- * - a piece without a call (a lone tuple or projection) stays in the caller.
- * A hoisted function is named <function>_<device type>_<n>; its parameters
- * carry the devices of the values passed in.
+ * - a piece without a call (a lone tuple or projection) stays in the caller;
+ * - a piece's call is evaluated where all its uses meet, and never reads a
+ *   let's variable outside that let's scope: where merging would make it,
+ *   the let bounds the pieces;
+ * - the bodies of function literals are partitioned too (a loop's body
+ *   written as a recursive closure); a Composite or Primitive function
+ *   literal is one unit (its calls are pieces' members, and it moves into
+ *   the hoisted function that calls it).
+ * A hoisted function is named <function>_<target kind>_<n> (its device
+ * type's name when partitioning by device type: main_ccompiler_0,
+ * main_cuda_0), n counting per name in each function; its virtual_device
+ * says where it runs, and its parameters carry the devices of the values
+ * passed in.
  */
 #ifndef DEVPLAN_PARTITION_H
 #define DEVPLAN_PARTITION_H
@@ -33,10 +43,30 @@ typedef enum dp_partition_by {
   DP_PART_DEVICE_TYPE
 } dp_partition_by;
 
+/* One hoisted piece, as data. Nodes are the module's own (as planned: the
+   devices are read back through the planner's phases 0-2, which leave a
+   planned module as it is). */
+typedef struct dp_region {
+  dp_global *global;   /* the hoisted function (retained) */
+  char *caller;        /* the global function it was hoisted from (malloc'd) */
+  dp_vdev *vdev;       /* where it runs (retained) */
+  uint32_t nnodes, ninputs, noutputs;
+  dp_expr **nodes;     /* what it computes, in post order (retained) */
+  dp_expr **inputs;    /* the values it reads, in parameter order (retained) */
+  dp_expr **outputs;   /* the values it gives, in result order (retained) */
+} dp_region;
+
+typedef struct dp_regions {
+  uint32_t n, cap;
+  dp_region *r;        /* in the order the functions were added */
+} dp_regions;
+
 /* The partitioned module (new reference; typed when m was), or NULL +
    error. cfg is the configuration m was planned with (the devices are
-   read back through the planner's phases 0-2). */
+   read back through the planner's phases 0-2). regions (may be NULL)
+   receives the pieces; free with dp_regions_clear. */
 dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partition_by by,
-                                  dp_err **err);
+                                  dp_regions *regions, dp_err **err);
+void dp_regions_clear(dp_regions *regions);
 
 #endif

@@ -156,7 +156,7 @@ dp_module *dp_plan_share_copies(dp_module *planned, dp_err **err);
 
 /* One inconsistency of a planned module. */
 typedef struct dp_violation {
-  const char *kind;   /* "argument", "context", "copy", "annotation", "input" (static) */
+  const char *kind;   /* "argument", "context", "copy", "annotation", "input", "scope" (static) */
   char *msg;          /* one sentence naming the expression and its position (owned) */
   dp_span span;       /* the expression's position (line 0 if none) */
   dp_expr *expr;      /* the expression (retained); NULL for a missing function */
@@ -180,7 +180,8 @@ typedef struct dp_violations {
    where its context says (else a reader would misplace it). With input
    (the module that was planned; NULL: none), every annotation of the input
    is respected: on_device, device_copy ends, parameter and function
-   virtual_device. Devices are compared canonicalised by cfg. Keeps the first
+   virtual_device. And every variable is read inside the scope of what binds
+   it ("scope", visit.h). Devices are compared canonicalised by cfg. Keeps the first
    `limit` violations (0: all) and counts all. One walk of each function,
    linear in the module, any depth. 0 (out filled, n == 0 when consistent),
    or -1 + error (out of memory). */

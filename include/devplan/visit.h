@@ -45,4 +45,26 @@ dp_expr *dp_rewrite(dp_expr *root, const dp_rewriter *rw, dp_err **err);
    malloc'd array; *n set), or NULL on out of memory. */
 dp_var **dp_free_vars(dp_expr *e, uint32_t *n);
 
+/* Scopes. A let binds its variable in its body (and in its value when that
+   is a function literal: a recursive let), a function its parameters in
+   its body, a match clause its pattern's variables in its right-hand side.
+   A node shared by several places is evaluated once, at the innermost
+   scope holding all its uses (where the printer binds it), and reads its
+   variables there. dp_check_scopes finds every variable that two nodes
+   inside e bind, and every read of a variable that one node inside e
+   binds made outside its scope (variables nothing inside e binds are not
+   checked): lists the first `max` in out (may be NULL) and returns how
+   many there are, or -1 on out of memory. Pointers are borrowed from e.
+   Any depth. */
+typedef struct dp_scope_error {
+  dp_var *var;      /* the variable */
+  dp_expr *binder;  /* the let, function or match that binds it (first) */
+  dp_expr *user;    /* the expression that reads it out of scope (twice: the second binder) */
+  int twice;        /* bound twice */
+} dp_scope_error;
+int dp_check_scopes(dp_expr *e, dp_scope_error *out, uint32_t max);
+/* The error for one of them: "variable %x is used outside its scope: ..."
+   at the reader's position (else the binder's), a note at the binder. */
+dp_err *dp_scope_error_new(dp_ctx *ctx, const dp_scope_error *s, dp_errcode code);
+
 #endif

@@ -34,6 +34,7 @@
 #include "devplan/infer.h"
 #include "devplan/op.h"
 #include "devplan/print.h"
+#include "devplan/visit.h"
 #include "internal.h"
 #include "print_internal.h"
 #include "tsolve.h"
@@ -1010,6 +1011,16 @@ static int infer_finish(infer *I, int rc, dp_err **err) {
   return 0;
 }
 
+/* A variable read outside its binder's scope has no value there: a type
+   error (visit.h, dp_check_scopes). */
+static int check_scopes(infer *I, dp_expr *e) {
+  dp_scope_error s;
+  int n = dp_check_scopes(e, &s, 1);
+  if (n < 0) return oom(I, e);
+  if (n > 0 && !I->err) I->err = dp_scope_error_new(I->ctx, &s, DP_ERR_TYPE);
+  return n > 0 ? -1 : 0;
+}
+
 int dp_infer_module(dp_module *m, dp_err **err) {
   infer I;
   if (!m) {
@@ -1024,7 +1035,8 @@ int dp_infer_module(dp_module *m, dp_err **err) {
   }
   for (uint32_t i = 0; i < m->nfuncs && rc == 0; i++) {
     dp_func *fn = m->funcs[i].fn;
-    rc = walk(&I, &fn->e);
+    rc = check_scopes(&I, &fn->e);
+    if (rc == 0) rc = walk(&I, &fn->e);
     if (rc == 0) rc = unify(&I, &fn->e, lookup(&I, &fn->e), signature(&I, fn));
     if (rc == 0) rc = solve(&I, 0); /* keep the pending list short */
   }
@@ -1076,7 +1088,8 @@ int dp_infer_expr(dp_module *m, dp_expr *e, dp_err **err) {
     return -1;
   }
   infer_init(&I, ctx, m, 1);
-  int rc = walk(&I, e);
+  int rc = check_scopes(&I, e);
+  if (rc == 0) rc = walk(&I, e);
   if (rc == 0) rc = solve(&I, 1);
   if (rc == 0) rc = commit(&I);
   rc = infer_finish(&I, rc, err);

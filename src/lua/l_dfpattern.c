@@ -577,7 +577,7 @@ static int l_partition(lua_State *L) {
   static const char *const bys[] = {"virtual_device", "target", "device_type", NULL};
   int by = luaL_checkoption(L, 3, "virtual_device", bys);
   dp_err *err = NULL;
-  dp_module *r = dp_partition_by_device(m, cfg, (dp_partition_by)by, &err);
+  dp_module *r = dp_partition_by_device(m, cfg, (dp_partition_by)by, NULL, &err);
   return dp__lua_push_new(L, r, err);
 }
 

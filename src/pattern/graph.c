@@ -10,7 +10,8 @@
  * Operators, constructors and globals are left out (their child slots say
  * DP__DFP_NONE): they are shared by every call that names them, say nothing
  * about dataflow, and would make the dominator computation quadratic. A
- * graph may also leave function literals unentered (the partitioner's). One hash lookup per edge to a
+ * graph may also leave function literals unentered, or the Composite and
+ * Primitive ones only (the partitioner's). One hash lookup per edge to a
  * shared node and one insertion per shared node; everything else is
  * arrays. Explicit stacks only.
  */
@@ -54,9 +55,20 @@ typedef struct gframe {
   uint32_t kbase;    /* where its children's numbers start on the scratch list */
 } gframe;
 
+/* A Composite or Primitive function literal: one unit of a program. */
+int dp__dfp_is_unit_fn(const dp_expr *e) {
+  if (e->h.kind != DP_FUNC) return 0;
+  const dp_attrs *a = ((const dp_func *)e)->attrs;
+  const dp_aval *p = a ? dp_attrs_get(a, "Primitive") : NULL;
+  return a && (dp_attrs_get(a, "Composite") != NULL || (p && p->kind == DP_AV_INT && p->u.i != 0));
+}
+
 /* The child slots followed: none of an unentered function literal. */
 static uint32_t slots(const dp__dfp_graph *g, const dp_expr *e) {
-  return e->h.kind == DP_FUNC && !g->enter_fns ? 0 : dp_expr_nchildren(e);
+  if (e->h.kind == DP_FUNC &&
+      (g->enter_fns == DP__DFP_FNS_NONE || (g->enter_fns == DP__DFP_FNS_PLAIN && dp__dfp_is_unit_fn(e))))
+    return 0;
+  return dp_expr_nchildren(e);
 }
 
 /* Discovers node e (not seen yet) and pushes its frame. A node with one

@@ -36,8 +36,10 @@ struct dp_dfp {
    constructors and globals, in post order (children in expr.h order),
    with its children (one per child slot: DP__DFP_NONE for a node left out)
    and consumers by index, and (built on first use) its immediate
-   post-dominator. enter_fns 0: function literals under the root are
-   nodes without children. */
+   post-dominator. enter_fns DP__DFP_FNS_NONE: function literals under the
+   root are nodes without children; DP__DFP_FNS_PLAIN: Composite and
+   Primitive ones are; DP__DFP_FNS_ALL (1): none is. */
+enum { DP__DFP_FNS_NONE = 0, DP__DFP_FNS_ALL = 1, DP__DFP_FNS_PLAIN = 2 };
 typedef struct dp__dfp_graph {
   uint32_t n;
   dp_expr **x;             /* post order; x[n-1] is the root */
@@ -52,6 +54,9 @@ typedef struct dp__dfp_graph {
 } dp__dfp_graph;
 
 int dp__dfp_graph_build(dp__dfp_graph *g, dp_expr *root, int enter_fns);
+/* A Composite or Primitive function literal (attributes Composite, or
+   Primitive = 1): a unit the partitioner never enters. */
+int dp__dfp_is_unit_fn(const dp_expr *e);
 void dp__dfp_graph_free(dp__dfp_graph *g);
 /* Index of e, or DP__DFP_NONE when e is not in the graph. */
 uint32_t dp__dfp_graph_find(dp__dfp_graph *g, const dp_expr *e);

@@ -2,16 +2,18 @@
  * PartitionByVirtualDevice (partition.h): the connected same-device pieces
  * of each function of a planned module hoisted into global functions.
  *
- * Per function body, over its dataflow graph (function literals are not
- * entered):
- * 1. every node is a member (a call of an operator or a global, a tuple, a
- *    projection, with a device), a wrapper (on_device, and a let-bound
- *    variable, which stands for its let's value: transparent), a barrier
- *    (anything else with inputs: device_copy, let, if, ...), or a leaf
- *    (a parameter, a constant, a function literal); a let's body is in
- *    the let's block (it always runs after the value), an if's branches
- *    and a match's clauses each in a block of their own, and regions never
- *    cross blocks;
+ * Every function body is partitioned, the bodies of the function literals
+ * inside it too (innermost first; a Composite or Primitive literal is one
+ * unit and is never entered). Per body, over its dataflow graph (function
+ * literals are leaves there, replaced by their partitioned versions):
+ * 1. every node is a member (a call of an operator, a global or a
+ *    Composite function, a tuple, a projection, with a device), a wrapper
+ *    (on_device, and a let-bound variable, which stands for its let's value:
+ *    transparent), a barrier (anything else with inputs: device_copy, let,
+ *    if, ...), or a leaf (a parameter, a constant, a function literal); a
+ *    let's body is in the let's block (it always runs after the value), an
+ *    if's branches and a match's clauses each in a block of their own, and
+ *    regions never cross blocks;
  * 2. in post order (a topological order), each member starts a region and
  *    takes in its producers' regions of the same device and block, unless
  *    a producer's region is restricted: TVM's MergeCompilerRegions, where a
@@ -25,8 +27,16 @@
  *    its call, which exists since regions never form a cycle. A let whose
  *    value is hoisted and whose variable only its region reads is dropped
  *    (the region computes the value and its uses); any other let keeps its
- *    variable, bound to the region's output. (Not when the function has a
+ *    variable, bound to the region's output. (Not when the body has a
  *    function literal: its reads of variables are not in the graph.)
+ * 4. scopes: a region's call is one node, evaluated where all its uses
+ *    meet, so a region that reads a let's variable and also gives a value
+ *    used before that let would read the variable out of its scope. The
+ *    rebuilt body is checked (dp_check_scopes); the lets whose variables
+ *    were read out of scope become block boundaries and the body is
+ *    partitioned again; should that still fail, every let body is a block
+ *    of its own, where every node of a block lives in the block's scope and
+ *    no region can leave it.
  * Everything walks with explicit stacks and arrays indexed by the post
  * order: a 1,000,000-node program is fine.
  */
@@ -36,12 +46,15 @@
 #include "internal.h"
 #include "devplan/partition.h"
 #include "devplan/infer.h"
+#include "devplan/visit.h"
 
 enum { C_LEAF = 0, C_WRAP, C_MEMBER, C_BARRIER };
 #define MULTI UINT32_MAX
 
 typedef struct region {
-  dp_global *global;     /* the hoisted function (owned) */
+  dp_global *global;     /* the hoisted function's name (owned) */
+  dp_func *fn;           /* the hoisted function (owned; added to the module once the body checks) */
+  dp_vdev *vd;           /* where it runs (owned) */
   uint32_t first, nmem;  /* its members: mem[first .. first + nmem) */
   uint32_t nout;
   uint32_t *inputs;      /* what flows in: node indices */
@@ -50,13 +63,26 @@ typedef struct region {
   uint8_t state;         /* caller walk: 0 new, 1 open, 2 done */
 } region;
 
+/* The next number of the hoisted functions named <function>_<label>_<n>. */
+typedef struct namectr {
+  char label[64];
+  uint32_t next;
+} namectr;
+
 typedef struct pctx {
+  /* the module */
   dp_domains *d;
   dp_partition_by by;
   dp_module *out;
-  const char *fname;
-  uint32_t next_name[64]; /* per device type: the next hoisted function's number */
+  dp_regions *regions;  /* the regions made, for the caller (NULL: not wanted) */
   dp_err *err;
+  /* the global function */
+  const char *fname;
+  namectr *names;
+  uint32_t nnames, capnames;
+  /* the body: its graph, and the lets whose bodies are blocks of their own */
+  int strict;           /* every let body */
+  uint8_t *fence;
   /* the graph, in post order (function literals not entered) */
   dp__dfp_graph g;
   uint32_t n;           /* g.n */
@@ -70,7 +96,7 @@ typedef struct pctx {
   uint8_t *closed, *hascall, *isout;
   uint32_t *letof;      /* a let-bound variable -> its let (MULTI: none) */
   uint8_t *drop;        /* a let dropped from the caller */
-  int has_fnlit;        /* a function literal in the body */
+  int has_fnlit;        /* a Composite or Primitive literal with free variables (not entered) */
   dp__dfp_u32s *restr;
   /* hoisted regions */
   uint32_t *rid;        /* rep -> region number + 1 */
@@ -115,9 +141,10 @@ static int alloc_arrays(pctx *c) {
              ? 0 : -1;
 }
 
-/* Blocks, parents first (reverse post order is topological): a let's body,
-   an if's branches and a match's clauses open new blocks. 0: not reached
-   yet; the body is block 1. */
+/* Blocks, parents first (reverse post order is topological): an if's
+   branches, a match's clauses, a function literal's body and a fenced
+   let's body open new blocks.
+   0: not reached yet; the body is block 1. */
 static void assign_blocks(pctx *c) {
   uint32_t next = 2;
   memset(c->block, 0, c->n * sizeof *c->block);
@@ -127,7 +154,9 @@ static void assign_blocks(pctx *c) {
     for (uint32_t k = 0; k < nslots(c, v); k++) {
       uint32_t ci = kid(c, v, k);
       if (ci == DP__DFP_NONE) continue;
-      int opens = (e->h.kind == DP_IF && k > 0) || (e->h.kind == DP_MATCH && k > 0);
+      int opens = ((e->h.kind == DP_IF || e->h.kind == DP_MATCH) && k > 0) ||
+                  (e->h.kind == DP_FUNC && k == ((const dp_func *)e)->nparams) ||
+                  (e->h.kind == DP_LET && k == 2 && (c->strict || c->fence[v]));
       uint32_t b = c->block[v] == MULTI ? MULTI : opens ? next++ : c->block[v];
       uint32_t old = c->block[ci];
       c->block[ci] = old == 0 || old == b ? b : MULTI;
@@ -135,12 +164,42 @@ static void assign_blocks(pctx *c) {
   }
 }
 
-static int is_member_kind(const dp_expr *e) {
-  if (e->h.kind == DP_TUPLE || e->h.kind == DP_PROJ) return 1;
-  if (e->h.kind != DP_CALL) return 0;
+/* The memory and VM dialect (call_lowered, memory.*, vm.*): instructions of
+   the executor with their own device rules (sizes and shapes on the host,
+   argument tuples written in place), never part of a piece. */
+static int is_dialect_call(const dp_expr *e) {
+  if (e->h.kind != DP_CALL || ((const dp_call *)e)->fn->h.kind != DP_OP) return 0;
+  const char *name = ((const dp_op *)((const dp_call *)e)->fn)->name;
+  return !strcmp(name, "call_lowered") || !strncmp(name, "memory.", 7) || !strncmp(name, "vm.", 3);
+}
+
+static int is_member_kind(const pctx *c, uint32_t v) {
+  const dp_expr *e = c->x[v];
+  if (e->h.kind == DP_TUPLE) { /* not an argument tuple of the dialect */
+    for (uint32_t i = c->g.ostart[v]; i < c->g.ostart[v + 1]; i++)
+      if (is_dialect_call(c->x[c->g.outs[i]])) return 0;
+    return 1;
+  }
+  if (e->h.kind == DP_PROJ) return 1;
+  if (e->h.kind != DP_CALL || is_dialect_call(e)) return 0;
   const dp_expr *fn = ((const dp_call *)e)->fn;
-  if (fn->h.kind == DP_GLOBAL) return 1;
+  if (fn->h.kind == DP_GLOBAL || dp__dfp_is_unit_fn(fn)) return 1;
   return fn->h.kind == DP_OP && !dp_is_op_call(e, "on_device") && !dp_is_op_call(e, "device_copy");
+}
+
+/* An on_device that says nothing (no device, constrains neither its body
+   nor its result): phase 0 wraps values so while planning; the caller is
+   rebuilt without them, as planning's last phase leaves its output. */
+static int is_noop_on_device(const dp_expr *e) {
+  if (!dp_is_op_call(e, "on_device")) return 0;
+  const dp_attrs *a = ((const dp_call *)e)->attrs;
+  const dp_aval *vd = a ? dp_attrs_get(a, "virtual_device") : NULL;
+  const dp_aval *cb = a ? dp_attrs_get(a, "constrain_body") : NULL;
+  const dp_aval *cr = a ? dp_attrs_get(a, "constrain_result") : NULL;
+  int body = !cb || ((cb->kind == DP_AV_BOOL || cb->kind == DP_AV_INT) && cb->u.i != 0);
+  int result = cr && (cr->kind == DP_AV_BOOL || cr->kind == DP_AV_INT) && cr->u.i != 0;
+  int device = vd && vd->kind == DP_AV_VDEV && vd->u.vdev && !dp_vdev_is_fully_unconstrained(vd->u.vdev);
+  return !body && !result && !device;
 }
 
 static uintptr_t key_of(const pctx *c, dp_vdev *vd) {
@@ -197,12 +256,17 @@ static void classify(pctx *c) {
     dp_expr *e = c->x[v];
     c->base[v] = v;
     c->uf[v] = v;
-    if (e->h.kind == DP_FUNC) c->has_fnlit = 1;
+    if (e->h.kind == DP_FUNC && nslots(c, v) == 0 && !c->has_fnlit) {
+      uint32_t nfree = 0;
+      dp_var **fv = dp_free_vars(e, &nfree);
+      c->has_fnlit = !fv || nfree > 0; /* (out of memory: as if it read some) */
+      free(fv);
+    }
     if (c->letof[v] != MULTI || dp_is_op_call(e, "on_device")) {
       c->cls[v] = C_WRAP;
       continue;
     }
-    if (is_member_kind(e) && c->block[v] != MULTI) {
+    if (is_member_kind(c, v) && c->block[v] != MULTI) {
       dp_vdev *vd = dp_domains_lookup(c->d, e, NULL);
       if (vd && !dp_vdev_is_fully_unconstrained(vd)) {
         c->cls[v] = C_MEMBER;
@@ -424,17 +488,34 @@ static int list_regions(pctx *c) {
   return 0;
 }
 
-/* A fresh global name <function>_<device type>_<n>, n counting per device
-   type from where the last one stopped. */
+/* What a hoisted function is named after: its target's kind (a toolchain's
+   name: "ccompiler"), or its device type when partitioning by device type
+   or when it has no target. */
+static const char *label_of(const pctx *c, const dp_vdev *vd) {
+  if (vd && vd->target && c->by != DP_PART_DEVICE_TYPE) return vd->target->kind;
+  const char *dev = vd && vd->device_type > 0 ? dp_device_type_name(vd->device_type) : NULL;
+  return dev ? dev : "device";
+}
+
+/* A fresh global name <function>_<label>_<n>, n counting per label from
+   where the last one stopped. */
 static dp_global *fresh_global(pctx *c, dp_vdev *vd) {
-  int t = vd && vd->device_type > 0 && vd->device_type < 64 ? vd->device_type : 0;
-  const char *dev = t ? dp_device_type_name(t) : NULL;
-  char name[256];
-  for (;; c->next_name[t]++) {
-    snprintf(name, sizeof name, "%.200s_%s_%u", c->fname, dev ? dev : "device", c->next_name[t]);
+  const char *label = label_of(c, vd);
+  namectr *ctr = NULL;
+  for (uint32_t i = 0; i < c->nnames && !ctr; i++)
+    if (!strcmp(c->names[i].label, label)) ctr = &c->names[i];
+  if (!ctr) {
+    if (dp_grow((void **)&c->names, &c->capnames, c->nnames + 1, sizeof *c->names) < 0) return NULL;
+    ctr = &c->names[c->nnames++];
+    snprintf(ctr->label, sizeof ctr->label, "%s", label);
+    ctr->next = 0;
+  }
+  char name[320];
+  for (;; ctr->next++) {
+    snprintf(name, sizeof name, "%.200s_%.63s_%u", c->fname, ctr->label, ctr->next);
     if (!dp_module_func(c->out, name) && !dp_module_primfn(c->out, name)) break;
   }
-  c->next_name[t]++;
+  ctr->next++;
   return dp_global_new(name, DP_NOSPAN);
 }
 
@@ -463,9 +544,26 @@ static dp_expr *param_for(pctx *c, fbuild *b, uint32_t xi, dp_vdev *fallback) {
   return &p->e;
 }
 
+/* Does child xi (with base xb) move into the function that reads it? A
+   constant does, with the on_device annotations around it (the host's
+   sizes and shapes of the memory dialect say so); so does a Composite or
+   Primitive literal without free variables. Not through a variable: its
+   let stays in the caller. -1: out of memory. */
+static int stays_inside(const pctx *c, uint32_t xi, uint32_t xb) {
+  for (uint32_t w = xi; w != xb; w = wrapped(c, w))
+    if (c->letof[w] != MULTI) return 0;
+  const dp_expr *e = c->x[xb];
+  if (e->h.kind == DP_CONST) return 1;
+  if (!dp__dfp_is_unit_fn(e)) return 0;
+  uint32_t n = 0;
+  dp_var **fv = dp_free_vars((dp_expr *)e, &n);
+  free(fv);
+  return fv ? n == 0 : -1;
+}
+
 /* The copy of member m inside its function: children in the region are
-   their copies (wrappers dropped), constants stay, anything else is read
-   through a parameter. */
+   their copies (wrappers dropped), constants and closed Composite
+   functions stay, anything else is read through a parameter. */
 static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
   dp_expr *e = c->x[m];
   uint32_t n = nslots(c, m);
@@ -475,9 +573,11 @@ static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
   for (uint32_t k = 0; k < n; k++) {
     uint32_t xi = kid(c, m, k);
     uint32_t xb = xi == DP__DFP_NONE ? DP__DFP_NONE : c->base[xi];
+    int inside = xi == DP__DFP_NONE ? 0 : stays_inside(c, xi, xb);
+    if (inside < 0) goto out;
     if (xi == DP__DFP_NONE) kids[k] = dp_expr_child(e, k);
     else if (hoisted(c, xb) && find(c, xb) == find(c, m)) kids[k] = c->inner[xb];
-    else if (c->x[xb]->h.kind == DP_CONST) kids[k] = c->x[xb];
+    else if (inside) kids[k] = c->x[xi];
     else if (!(kids[k] = param_for(c, b, xi, vd))) goto out;
   }
   r = dp_expr_with_children(e, kids);
@@ -486,28 +586,27 @@ out:
   return r;
 }
 
+/* Region g's function (not yet in the module). */
 static int make_function(pctx *c, region *g) {
   fbuild b = {{NULL, 0, 0}, {NULL, 0, 0}, DP__PTRMAP_INIT};
   dp_expr **outs = dp_malloc(g->nout * sizeof *outs);
-  dp_vdev *vd = NULL;
   dp_expr *body = NULL;
-  dp_func *fn = NULL;
   int rc = -1;
   if (!outs) goto out;
   for (uint32_t j = 0; j < g->nmem; j++) {
     uint32_t m = c->mem[g->first + j];
-    if (c->isout[m] && !vd) vd = dp_domains_lookup(c->d, c->x[m], NULL);
+    if (c->isout[m] && !g->vd) g->vd = dp_domains_lookup(c->d, c->x[m], NULL);
   }
   for (uint32_t j = 0; j < g->nmem; j++) {
     uint32_t m = c->mem[g->first + j];
-    if (!(c->inner[m] = copy_member(c, &b, m, vd))) goto out;
+    if (!(c->inner[m] = copy_member(c, &b, m, g->vd))) goto out;
     if (c->isout[m]) outs[c->outpos[m]] = c->inner[m];
   }
   body = g->nout == 1 ? dp_retain(outs[0]) : (dp_expr *)dp_tuple_new(g->nout, outs, DP_NOSPAN);
   if (!body) goto out;
-  fn = dp_func_new(b.params.n, (dp_var *const *)b.params.items, body, NULL, NULL, vd, DP_NOSPAN);
-  g->global = fn ? fresh_global(c, vd) : NULL;
-  if (!g->global || dp_module_add_func(c->out, g->global, fn, &c->err) < 0) goto out;
+  g->fn = dp_func_new(b.params.n, (dp_var *const *)b.params.items, body, NULL, NULL, g->vd, DP_NOSPAN);
+  g->global = g->fn ? fresh_global(c, g->vd) : NULL;
+  if (!g->global) goto out;
   g->inputs = b.inputs.a;
   g->ninputs = b.inputs.n;
   b.inputs.a = NULL;
@@ -519,8 +618,6 @@ out:
   dp__ptrmap_free(&b.seen);
   free(outs);
   dp_release(body);
-  dp_release(fn);
-  dp_release(vd);
   return rc;
 }
 
@@ -587,8 +684,8 @@ static int finish(pctx *c, walk *w, cfr *f) {
     rc = f->g->call ? 0 : -1;
   } else {
     dp_expr *x = c->x[f->v];
-    /* (a node the graph does not enter, a function literal, is kept whole) */
-    w->newx[f->v] = c->drop[f->v] ? dp_retain(kids[2]) : f->n == 0 ? dp_retain(x) : dp_expr_with_children(x, kids);
+    w->newx[f->v] = c->drop[f->v] || is_noop_on_device(x) ? dp_retain(kids[c->drop[f->v] ? 2 : 1])
+                    : f->n == 0 ? dp_retain(x) : dp_expr_with_children(x, kids);
     w->state[f->v] = 2;
     rc = w->newx[f->v] ? 0 : -1;
   }
@@ -624,9 +721,10 @@ static dp_expr *rebuild_caller(pctx *c) {
   return r;
 }
 
-/* ---------------- one function, the module ---------------- */
+/* ---------------- one body ---------------- */
 
-static void pctx_clear(pctx *c) {
+/* Frees what one attempt at the body made (not the graph, not the fences). */
+static void attempt_clear(pctx *c) {
   for (uint32_t i = 0; i < c->n; i++) {
     if (c->restr) free(c->restr[i].a);
     if (c->inner) dp_release(c->inner[i]);
@@ -634,44 +732,170 @@ static void pctx_clear(pctx *c) {
   }
   for (uint32_t i = 0; i < c->nregs; i++) {
     dp_release(c->regs[i].global);
+    dp_release(c->regs[i].fn);
+    dp_release(c->regs[i].vd);
     dp_release(c->regs[i].call);
     free(c->regs[i].inputs);
   }
   free(c->regs);
-  dp__dfp_graph_free(&c->g);
   free(c->cls); free(c->closed); free(c->hascall); free(c->isout); free(c->base); free(c->block);
   free(c->key); free(c->uf); free(c->remaining); free(c->stamp); free(c->restr); free(c->rid);
   free(c->mem); free(c->outpos); free(c->inner); free(c->outexpr);
   free(c->letof); free(c->drop);
-  dp_domains *d = c->d;
-  dp_module *out = c->out;
-  dp_partition_by by = c->by;
-  dp_err *err = c->err;
-  memset(c, 0, sizeof *c); /* the name counters too: they count per function */
-  c->d = d;
-  c->out = out;
-  c->by = by;
-  c->err = err;
+  c->regs = NULL;
+  c->nregs = 0;
+  c->cls = c->closed = c->hascall = c->isout = c->drop = NULL;
+  c->base = c->block = c->uf = c->remaining = c->stamp = c->rid = c->mem = c->outpos = c->letof = NULL;
+  c->key = NULL;
+  c->restr = NULL;
+  c->inner = c->outexpr = NULL;
+  c->clock = 0;
+  c->has_fnlit = 0;
 }
 
-/* Partitions function `name`: adds the hoisted functions to c->out and
-   replaces the function there. */
-static int partition_fn(pctx *c, const char *name, dp_func *fn) {
-  c->fname = name;
-  int rc = -1;
-  if (dp__dfp_graph_build(&c->g, fn->body, 0) < 0) goto oom;
-  c->n = c->g.n;
-  c->x = c->g.x;
-  if (alloc_arrays(c) < 0) goto oom;
+/* The regions made, for the caller of dp_partition_by_device. */
+static int record(pctx *c, region *g) {
+  dp_regions *o = c->regions;
+  if (!o) return 0;
+  if (dp_grow((void **)&o->r, &o->cap, o->n + 1, sizeof *o->r) < 0) return -1;
+  dp_region *r = &o->r[o->n];
+  memset(r, 0, sizeof *r);
+  r->nodes = dp_malloc((g->nmem ? g->nmem : 1) * sizeof *r->nodes);
+  r->inputs = dp_malloc((g->ninputs ? g->ninputs : 1) * sizeof *r->inputs);
+  r->outputs = dp_malloc((g->nout ? g->nout : 1) * sizeof *r->outputs);
+  r->caller = dp_strdup(c->fname);
+  if (!r->nodes || !r->inputs || !r->outputs || !r->caller) {
+    free(r->nodes), free(r->inputs), free(r->outputs), free(r->caller);
+    return -1;
+  }
+  r->global = dp_retain(g->global);
+  r->vdev = dp_retain(g->vd);
+  for (uint32_t j = 0; j < g->nmem; j++) {
+    uint32_t m = c->mem[g->first + j];
+    r->nodes[r->nnodes++] = dp_retain(c->x[m]);
+    if (c->isout[m]) r->outputs[c->outpos[m]] = dp_retain(c->x[m]);
+  }
+  r->noutputs = g->nout;
+  for (uint32_t j = 0; j < g->ninputs; j++) r->inputs[r->ninputs++] = dp_retain(c->x[g->inputs[j]]);
+  o->n++;
+  return 0;
+}
+
+/* Marks the lets to fence after the scope errors of a rebuilt body (in
+   round `round`, from 1); asks for every let when one cannot be found or
+   was fenced in an earlier round already. */
+static void fence_lets(pctx *c, int nerr, const dp_scope_error *errs, int shown, uint8_t round) {
+  if (nerr > shown) c->strict = 1;
+  for (int i = 0; i < shown && i < nerr && !c->strict; i++) {
+    uint32_t v = dp__dfp_graph_find(&c->g, &errs[i].var->e);
+    uint32_t let = v == DP__DFP_NONE || errs[i].twice ? MULTI : c->letof[v];
+    if (let == MULTI || (c->fence[let] && c->fence[let] != round)) c->strict = 1;
+    else c->fence[let] = round;
+  }
+}
+
+/* Is there anything to rebuild in a body without pieces: an on_device
+   that says nothing? */
+static int rebuilds(pctx *c) {
+  for (uint32_t v = 0; v < c->n; v++)
+    if (is_noop_on_device(c->x[v])) return 1;
+  return 0;
+}
+
+/* One attempt: the body partitioned under the current fences. 1 done
+   (*out the new body), 0 a variable is read out of its scope (fences
+   added), -1 error. */
+static int attempt(pctx *c, uint8_t round, dp_expr **out) {
+  *out = NULL;
+  if (alloc_arrays(c) < 0) return -1;
   assign_blocks(c);
   classify(c);
-  if (resolve_bases(c) < 0) goto oom;
-  if (make_regions(c) < 0 || list_regions(c) < 0) goto oom;
+  if (resolve_bases(c) < 0 || make_regions(c) < 0 || list_regions(c) < 0) return -1;
   for (uint32_t i = 0; i < c->nregs; i++)
-    if (make_function(c, &c->regs[i]) < 0) goto oom;
-  if (c->nregs) {
-    dp_expr *body = rebuild_caller(c);
-    if (!body) goto done;
+    if (make_function(c, &c->regs[i]) < 0) return -1;
+  if (!c->nregs && !rebuilds(c)) {
+    *out = dp_retain(c->x[c->n - 1]);
+    return 1;
+  }
+  dp_expr *body = rebuild_caller(c);
+  if (!body) return -1;
+  if (!c->nregs) { /* only empty annotations dropped: no read moved */
+    *out = body;
+    return 1;
+  }
+  dp_scope_error errs[16];
+  int nerr = dp_check_scopes(body, errs, 16);
+  if (nerr < 0) {
+    dp_release(body);
+    return -1;
+  }
+  if (nerr > 0) {
+    if (c->strict) { /* every node of a block lives in its scope: cannot happen */
+      c->err = dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "PartitionByVirtualDevice: internal error: a "
+                          "piece of @%s reads %%%s outside its scope", c->fname, errs[0].var->name);
+      dp_release(body);
+      return -1;
+    }
+    fence_lets(c, nerr, errs, 16, round);
+    dp_release(body);
+    return 0;
+  }
+  *out = body;
+  return 1;
+}
+
+/* Partitions one body: *out is its new version; the hoisted functions are
+   added to the module. */
+static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
+  int rc = -1;
+  namectr *saved = NULL;
+  uint32_t nsaved = c->nnames;
+  if (dp__dfp_graph_build(&c->g, body, DP__DFP_FNS_PLAIN) < 0) goto done;
+  c->n = c->g.n;
+  c->x = c->g.x;
+  c->strict = 0;
+  c->fence = dp_calloc(c->n ? c->n : 1, 1);
+  saved = dp_malloc((c->nnames ? c->nnames : 1) * sizeof *saved);
+  if (!c->fence || !saved) goto done;
+  if (c->nnames) memcpy(saved, c->names, c->nnames * sizeof *saved);
+  for (int tries = 0; tries < 3; tries++) {
+    if (tries == 2) c->strict = 1;
+    rc = attempt(c, (uint8_t)(tries + 1), out);
+    if (rc != 0) break;
+    attempt_clear(c);
+    c->nnames = nsaved; /* the names start again where they were */
+    if (nsaved) memcpy(c->names, saved, nsaved * sizeof *saved);
+  }
+  for (uint32_t i = 0; rc == 1 && i < c->nregs; i++) {
+    region *g = &c->regs[i];
+    if (dp_module_add_func(c->out, g->global, g->fn, &c->err) < 0 || record(c, g) < 0) rc = -1;
+  }
+done:
+  if (rc < 0) {
+    dp_release(*out);
+    *out = NULL;
+  }
+  attempt_clear(c);
+  dp__dfp_graph_free(&c->g);
+  free(c->fence);
+  free(saved);
+  c->fence = NULL;
+  c->n = 0;
+  c->x = NULL;
+  if (rc < 0) set_oom(c);
+  return rc < 0 ? -1 : 0;
+}
+
+/* ---------------- one function, the module ---------------- */
+
+/* Partitions global function `name`: adds the hoisted functions to c->out
+   and replaces the function there. */
+static int partition_fn(pctx *c, const char *name, dp_func *fn) {
+  c->fname = name;
+  c->nnames = 0; /* the names count per function */
+  dp_expr *body = NULL;
+  int rc = partition_body(c, fn->body, &body);
+  if (rc == 0 && body != fn->body) {
     dp_expr *small[17], **kids = fn->nparams < 16 ? small : dp_malloc((fn->nparams + 1) * sizeof *kids);
     dp_expr *nf = NULL;
     if (kids) {
@@ -680,18 +904,11 @@ static int partition_fn(pctx *c, const char *name, dp_func *fn) {
       nf = dp_expr_with_children(&fn->e, kids);
       if (kids != small) free(kids);
     }
-    dp_release(body);
-    if (!nf) goto oom;
-    rc = dp_module_set_func(c->out, name, (dp_func *)nf, &c->err);
+    rc = nf ? dp_module_set_func(c->out, name, (dp_func *)nf, &c->err) : -1;
     dp_release(nf);
-    goto done;
   }
-  rc = 0;
-  goto done;
-oom:
-  set_oom(c);
-done:
-  pctx_clear(c);
+  dp_release(body);
+  if (rc < 0) set_oom(c);
   return rc;
 }
 
@@ -706,8 +923,28 @@ static int typed(const dp_module *m) {
   return 1;
 }
 
+void dp_regions_clear(dp_regions *rs) {
+  for (uint32_t i = 0; rs && i < rs->n; i++) {
+    dp_region *r = &rs->r[i];
+    dp_release(r->global);
+    dp_release(r->vdev);
+    free(r->caller);
+    for (uint32_t j = 0; j < r->nnodes; j++) dp_release(r->nodes[j]);
+    for (uint32_t j = 0; j < r->ninputs; j++) dp_release(r->inputs[j]);
+    for (uint32_t j = 0; j < r->noutputs; j++) dp_release(r->outputs[j]);
+    free(r->nodes);
+    free(r->inputs);
+    free(r->outputs);
+  }
+  if (rs) {
+    free(rs->r);
+    *rs = (dp_regions){0};
+  }
+}
+
 dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partition_by by,
-                                  dp_err **err) {
+                                  dp_regions *regions, dp_err **err) {
+  if (regions) *regions = (dp_regions){0};
   dp_module *r = dp_plan_rewrite(m, cfg, err), *planned = NULL;
   if (r) planned = dp_plan_conflicts(r, cfg, err);
   dp_release(r);
@@ -715,6 +952,7 @@ dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partiti
   pctx c;
   memset(&c, 0, sizeof c);
   c.by = by;
+  c.regions = regions;
   c.d = dp_plan_analyze(planned, cfg, err);
   if (!c.d || dp_plan_default(c.d, err) < 0 || !(c.out = dp_module_copy(planned))) goto fail;
   for (uint32_t i = 0; i < planned->nfuncs; i++) {
@@ -727,10 +965,13 @@ dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partiti
     }
   }
   if (typed(m) && dp_infer_module(c.out, err) < 0) goto fail;
+  free(c.names);
   dp_release(c.d);
   dp_release(planned);
   return c.out;
 fail:
+  dp_regions_clear(regions);
+  free(c.names);
   dp_err_free(c.err);
   dp_release(c.out);
   dp_release(c.d);

@@ -795,10 +795,29 @@ static void verify_fn(vwalk *w, const dp_defn *def, const dp_expr *in) {
   }
 }
 
+/* Every variable read inside its binder's scope (visit.h): a reader
+   outside it has no value to read, wherever the value lives. */
+static void verify_scopes(vwalk *w, dp_func *f) {
+  dp_scope_error few[8];
+  int n = dp_check_scopes(&f->e, few, 8);
+  if (n < 0) {
+    w->oom = 1;
+    return;
+  }
+  for (int i = 0; i < n && i < 8; i++) {
+    dp_err *e = dp_scope_error_new(w->ctx, &few[i], DP_ERR_VALUE);
+    violate_use(w, "scope", &few[i].var->e, few[i].user, NULL, NULL, "%s",
+                e && e->msg ? e->msg : "a variable is used outside its scope");
+    dp_err_free(e);
+  }
+  if (n > 8) w->out->total += (uint64_t)(n - 8); /* counted, not listed */
+}
+
 /* The input's functions, each with its planned one. */
 static void verify_module(vwalk *w, dp_module *input) {
   for (uint32_t i = 0; i < w->m->nfuncs && !w->oom; i++) {
     const char *name = w->m->funcs[i].global->name;
+    verify_scopes(w, w->m->funcs[i].fn);
     dp_func *in = input ? dp_module_func(input, name) : NULL;
     if (input && !in)
       violate(w, "input", &w->m->funcs[i].fn->e, NULL, NULL, "@%s is not a function of the input",

@@ -1,0 +1,342 @@
+/*
+ * Scopes: is every variable read inside the scope of what binds it?
+ * (dp_check_scopes, visit.h)
+ *
+ * A let binds its variable in its body (and in its value when that is a
+ * function literal: a recursive let), a function its parameters in its
+ * body, a match clause its pattern's variables in its right-hand side. The
+ * expression is a graph: a node shared by several places is evaluated once,
+ * at the innermost scope that holds all its uses (where the printer binds
+ * it), so its reads happen there.
+ *
+ * 1. post order of the distinct nodes with their children (atomic nodes,
+ *    variables among them, are no nodes here: they are read in place);
+ * 2. parents first (reverse post order), each node's home: the lowest
+ *    common ancestor of the scopes its uses are in; a binder opens its
+ *    scopes below its home;
+ * 3. the scope tree numbered depth first, so that "scope a holds scope b"
+ *    is an interval test, and every read of a bound variable checked
+ *    against the scope of its binder.
+ * Explicit stacks throughout; only nodes with more than one reference can
+ * be shared, so only those go into the pointer map.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "ptrmap.h"
+#include "devplan/visit.h"
+
+#define NONE UINT32_MAX
+#define BINDING (UINT32_MAX - 1) /* a child slot that binds (a let's variable, a parameter) */
+
+typedef struct sscope { uint32_t parent, level, tin, tout; } sscope;
+typedef struct binder {
+  dp_var *var;
+  uint32_t scope, node, again; /* again: a second node binding it, or NONE */
+} binder;
+
+typedef struct scopes {
+  dp_expr **x;            /* nodes in post order */
+  uint32_t n, capx;
+  uint32_t *kstart, capk; /* children of node i: kids[kstart[i] .. kstart[i + 1]) */
+  uint32_t *kids, nkids, capkids;
+  dp__ptrmap index;       /* shared node -> post order index + 1 */
+  uint32_t *home, *open;  /* per node: its scope, the first scope it opens (NONE) */
+  sscope *s;
+  uint32_t ns, caps;
+  dp__ptrmap bound;       /* variable -> binder index + 1 */
+  binder *b;
+  uint32_t nb, capb;
+} scopes;
+
+static int atomic(const dp_expr *e) { return dp_expr_nchildren(e) == 0; }
+
+/* ---- 1. post order ---- */
+
+typedef struct sframe { dp_expr *e; uint32_t i, n, kbase; } sframe;
+
+static int push_kid(scopes *S, uint32_t k) {
+  if (dp_grow((void **)&S->kids, &S->capkids, S->nkids + 1, sizeof *S->kids) < 0) return -1;
+  S->kids[S->nkids++] = k;
+  return 0;
+}
+
+/* The children lists are written in a scratch list as children finish, and
+   moved to their parent's row when the parent finishes. */
+static int number(scopes *S, dp_expr *root) {
+  sframe *st = NULL;
+  uint32_t sp = 0, cap = 0, *scratch = NULL, nscratch = 0, capscratch = 0;
+  int rc = -1;
+  if (atomic(root)) return 0;
+  if (dp_grow((void **)&st, &cap, 1, sizeof *st) < 0) return -1;
+  st[sp++] = (sframe){root, 0, dp_expr_nchildren(root), 0};
+  while (sp) {
+    sframe *f = &st[sp - 1];
+    if (f->i < f->n) {
+      dp_expr *k = dp_expr_child(f->e, f->i++);
+      uint32_t known = NONE;
+      if (k && !atomic(k) && k->h.rc > 1) {
+        dp__ptrslot *s = dp__ptrmap_find(&S->index, k);
+        if (s) known = (uint32_t)((uintptr_t)s->ptr - 1);
+      }
+      if (!k || atomic(k) || known != NONE) {
+        if (dp_grow((void **)&scratch, &capscratch, nscratch + 1, sizeof *scratch) < 0) goto out;
+        scratch[nscratch++] = k && !atomic(k) ? known : NONE;
+        continue;
+      }
+      if (dp_grow((void **)&st, &cap, sp + 1, sizeof *st) < 0) goto out;
+      st[sp++] = (sframe){k, 0, dp_expr_nchildren(k), nscratch};
+      continue;
+    }
+    sframe done = *f;
+    sp--;
+    uint32_t me = S->n;
+    if (dp_grow((void **)&S->x, &S->capx, me + 1, sizeof *S->x) < 0 ||
+        dp_grow((void **)&S->kstart, &S->capk, me + 2, sizeof *S->kstart) < 0)
+      goto out;
+    S->x[me] = done.e;
+    S->kstart[me] = S->nkids;
+    for (uint32_t j = done.kbase; j < nscratch; j++)
+      if (push_kid(S, scratch[j]) < 0) goto out;
+    nscratch = done.kbase;
+    S->n++;
+    S->kstart[S->n] = S->nkids;
+    if (done.e->h.rc > 1 && dp__ptrmap_put(&S->index, done.e, (void *)(uintptr_t)(me + 1)) < 0) goto out;
+    if (sp) { /* the parent's scratch gets this node's index */
+      if (dp_grow((void **)&scratch, &capscratch, nscratch + 1, sizeof *scratch) < 0) goto out;
+      scratch[nscratch++] = me;
+    }
+  }
+  rc = 0;
+out:
+  free(st);
+  free(scratch);
+  return rc;
+}
+
+/* ---- 2. homes ---- */
+
+static uint32_t new_scope(scopes *S, uint32_t parent) {
+  if (dp_grow((void **)&S->s, &S->caps, S->ns + 1, sizeof *S->s) < 0) return NONE;
+  S->s[S->ns] = (sscope){parent, parent == NONE ? 0 : S->s[parent].level + 1, 0, 0};
+  return S->ns++;
+}
+
+static uint32_t lca(const scopes *S, uint32_t a, uint32_t b) {
+  while (S->s[a].level > S->s[b].level) a = S->s[a].parent;
+  while (S->s[b].level > S->s[a].level) b = S->s[b].parent;
+  while (a != b) {
+    a = S->s[a].parent;
+    b = S->s[b].parent;
+  }
+  return a;
+}
+
+/* The scope child slot k of node i is read in, or BINDING. */
+static uint32_t slot_scope(const scopes *S, uint32_t i, uint32_t k) {
+  const dp_expr *e = S->x[i];
+  switch (e->h.kind) {
+  case DP_LET:
+    if (k == 0) return BINDING;
+    if (k == 2) return S->open[i];
+    return ((const dp_let *)e)->value->h.kind == DP_FUNC ? S->open[i] : S->home[i];
+  case DP_FUNC:
+    return k < ((const dp_func *)e)->nparams ? BINDING : S->open[i];
+  case DP_MATCH: return k == 0 ? S->home[i] : S->open[i] + (k - 1);
+  default: return S->home[i];
+  }
+}
+
+static int bind(scopes *S, dp_var *v, uint32_t scope, uint32_t node) {
+  int fresh = 0;
+  dp__ptrslot *slot = dp__ptrmap_insert(&S->bound, v, &fresh);
+  if (!slot) return -1;
+  if (!fresh) { /* bound twice: an error of its own; its reads are not checked */
+    binder *b = &S->b[slot->word - 1];
+    if (b->again == NONE && node != b->node) b->again = node;
+    return 0;
+  }
+  if (dp_grow((void **)&S->b, &S->capb, S->nb + 1, sizeof *S->b) < 0) return -1;
+  S->b[S->nb] = (binder){v, scope, node, NONE};
+  slot->word = ++S->nb;
+  return 0;
+}
+
+typedef struct pbind { scopes *S; uint32_t scope, node; } pbind;
+static int bind_pattern_var(void *ud, dp_var *v) {
+  pbind *p = ud;
+  return bind(p->S, v, p->scope, p->node);
+}
+
+/* The scopes node i opens (below its home) and the variables it binds there. */
+static int open_scopes(scopes *S, uint32_t i) {
+  dp_expr *e = S->x[i];
+  uint32_t first = NONE;
+  if (e->h.kind == DP_LET) {
+    if ((first = new_scope(S, S->home[i])) == NONE) return -1;
+    if (bind(S, ((dp_let *)e)->var, first, i) < 0) return -1;
+  } else if (e->h.kind == DP_FUNC) {
+    dp_func *f = (dp_func *)e;
+    if ((first = new_scope(S, S->home[i])) == NONE) return -1;
+    for (uint32_t p = 0; p < f->nparams; p++)
+      if (bind(S, f->params[p], first, i) < 0) return -1;
+  } else if (e->h.kind == DP_MATCH) {
+    dp_match *m = (dp_match *)e;
+    for (uint32_t c = 0; c < m->n; c++) {
+      uint32_t s = new_scope(S, S->home[i]);
+      if (s == NONE) return -1;
+      if (c == 0) first = s;
+      pbind p = {S, s, i};
+      if (dp_pattern_vars(m->clauses[c].pat, bind_pattern_var, &p) < 0) return -1;
+    }
+  }
+  S->open[i] = first;
+  return 0;
+}
+
+static int homes(scopes *S) {
+  S->home = dp_malloc((S->n ? S->n : 1) * sizeof *S->home);
+  S->open = dp_malloc((S->n ? S->n : 1) * sizeof *S->open);
+  if (!S->home || !S->open || new_scope(S, NONE) == NONE) return -1;
+  for (uint32_t i = 0; i < S->n; i++) S->home[i] = NONE;
+  if (S->n) S->home[S->n - 1] = 0;
+  for (uint32_t i = S->n; i-- > 0;) {
+    if (open_scopes(S, i) < 0) return -1;
+    for (uint32_t k = 0; k < S->kstart[i + 1] - S->kstart[i]; k++) {
+      uint32_t c = S->kids[S->kstart[i] + k];
+      if (c == NONE) continue;
+      uint32_t at = slot_scope(S, i, k);
+      if (at == BINDING) continue;
+      S->home[c] = S->home[c] == NONE ? at : lca(S, S->home[c], at);
+    }
+  }
+  return 0;
+}
+
+/* ---- 3. the checks ---- */
+
+/* Depth-first entry and exit numbers of the scope tree. Scopes are made
+   after their parents, so children lists come from one counting pass. */
+static int number_tree(scopes *S) {
+  uint32_t *cstart = dp_calloc((size_t)S->ns + 1, sizeof *cstart);
+  uint32_t *kids = dp_malloc((S->ns ? S->ns : 1) * sizeof *kids);
+  uint32_t *st = dp_malloc(((size_t)S->ns + 1) * 2 * sizeof *st);
+  int rc = -1;
+  if (!cstart || !kids || !st) goto out;
+  for (uint32_t v = 1; v < S->ns; v++) cstart[S->s[v].parent + 1]++;
+  for (uint32_t v = 0; v < S->ns; v++) cstart[v + 1] += cstart[v];
+  memcpy(st, cstart, (size_t)S->ns * sizeof *st);
+  for (uint32_t v = 1; v < S->ns; v++) kids[st[S->s[v].parent]++] = v;
+  uint32_t clock = 0, sp = 0;
+  S->s[0].tin = clock++;
+  st[sp++] = 0;
+  st[sp++] = cstart[0];
+  while (sp) {
+    uint32_t v = st[sp - 2], k = st[sp - 1];
+    if (k < cstart[v + 1]) {
+      st[sp - 1]++;
+      uint32_t c = kids[k];
+      S->s[c].tin = clock++;
+      st[sp++] = c;
+      st[sp++] = cstart[c];
+    } else {
+      S->s[v].tout = clock++;
+      sp -= 2;
+    }
+  }
+  rc = 0;
+out:
+  free(cstart);
+  free(kids);
+  free(st);
+  return rc;
+}
+
+static int holds(const scopes *S, uint32_t a, uint32_t b) {
+  return S->s[a].tin <= S->s[b].tin && S->s[b].tout <= S->s[a].tout;
+}
+
+static uint32_t check_reads(scopes *S, dp_scope_error *out, uint32_t max) {
+  uint32_t found = 0;
+  for (uint32_t i = 0; i < S->nb; i++) {
+    const binder *b = &S->b[i];
+    if (b->again == NONE) continue;
+    if (out && found < max) out[found] = (dp_scope_error){b->var, S->x[b->node], S->x[b->again], 1};
+    found++;
+  }
+  for (uint32_t i = 0; i < S->n; i++) {
+    dp_expr *e = S->x[i];
+    uint32_t nk = S->kstart[i + 1] - S->kstart[i];
+    for (uint32_t k = 0; k < nk; k++) {
+      dp_expr *c = dp_expr_child(e, k);
+      if (!c || c->h.kind != DP_VAR) continue;
+      uint32_t at = slot_scope(S, i, k);
+      dp__ptrslot *slot = at == BINDING ? NULL : dp__ptrmap_find(&S->bound, c);
+      if (!slot) continue;
+      const binder *b = &S->b[slot->word - 1];
+      if (b->again != NONE || holds(S, b->scope, at)) continue;
+      if (out && found < max) out[found] = (dp_scope_error){(dp_var *)c, S->x[b->node], e, 0};
+      found++;
+    }
+  }
+  return found;
+}
+
+int dp_check_scopes(dp_expr *e, dp_scope_error *out, uint32_t max) {
+  scopes S;
+  memset(&S, 0, sizeof S);
+  S.index = S.bound = DP__PTRMAP_INIT;
+  int rc = -1;
+  if (e && number(&S, e) == 0 && homes(&S) == 0 && number_tree(&S) == 0) {
+    uint32_t found = check_reads(&S, out, max);
+    rc = found > INT32_MAX ? INT32_MAX : (int)found;
+  }
+  free(S.x);
+  free(S.kstart);
+  free(S.kids);
+  free(S.home);
+  free(S.open);
+  free(S.s);
+  free(S.b);
+  dp__ptrmap_free(&S.index);
+  dp__ptrmap_free(&S.bound);
+  return rc;
+}
+
+/* "%v is read outside the let that binds it (...)". */
+static const char *binder_name(const dp_expr *b) {
+  return b->h.kind == DP_LET ? "the let" : b->h.kind == DP_FUNC ? "the function" : "the match clause";
+}
+
+dp_err *dp_scope_error_new(dp_ctx *ctx, const dp_scope_error *s, dp_errcode code) {
+  const char *what = binder_name(s->binder);
+  if (s->twice) {
+    dp_span at = s->user->span.line ? s->user->span : s->binder->span;
+    dp_err *err = dp_err_at(ctx, code, at, "variable %%%s is bound twice: by %s and by %s%s",
+                            s->var->name, what, s->binder == s->user ? "itself" : binder_name(s->user),
+                            s->user->span.line || s->binder->span.line ? "" : " (no positions)");
+    if (err && s->binder->span.line && at.line != s->binder->span.line)
+      dp_err_note(err, s->binder->span, "%s that binds %%%s first is here", what, s->var->name);
+    return err;
+  }
+  char user[200];
+  const dp_expr *u = s->user;
+  if (u->h.kind == DP_CALL) {
+    const dp_expr *f = ((const dp_call *)u)->fn;
+    if (f->h.kind == DP_OP) snprintf(user, sizeof user, "the call of %s", ((const dp_op *)f)->name);
+    else if (f->h.kind == DP_GLOBAL) snprintf(user, sizeof user, "the call of @%s", ((const dp_global *)f)->name);
+    else if (f->h.kind == DP_VAR) snprintf(user, sizeof user, "the call of %%%s", ((const dp_var *)f)->name);
+    else snprintf(user, sizeof user, "a call");
+  } else {
+    snprintf(user, sizeof user, "a %s", dp_exprkind_name(u->h.kind));
+  }
+  dp_span at = u->span.line ? u->span : s->binder->span;
+  dp_err *err = dp_err_at(ctx, code, at,
+                          "variable %%%s is used outside its scope: %s reads it where %s that binds "
+                          "it does not reach",
+                          s->var->name, user, what);
+  if (err && s->binder->span.line && at.line != s->binder->span.line)
+    dp_err_note(err, s->binder->span, "%s that binds %%%s is here", what, s->var->name);
+  return err;
+}
