@@ -85,6 +85,7 @@ typedef struct saved {
 
 typedef struct infer {
   dp_ctx *ctx;
+  uint32_t binders;    /* lets, matches and functions walked (scopes are checked when one binds inside) */
   dp_module *m;
   int expr_mode;       /* dp_infer_expr: free variables keep their checked type */
   int in_nodes;        /* working types in the nodes (outermost run), else in `types` */
@@ -835,12 +836,12 @@ static int post(infer *I, dp_expr *e) {
     return 0;
   }
   case DP_CALL: return type_call(I, (dp_call *)e);
-  case DP_FUNC: return type_func(I, (dp_func *)e);
-  case DP_LET: return type_let(I, (dp_let *)e);
+  case DP_FUNC: I->binders++; return type_func(I, (dp_func *)e);
+  case DP_LET: I->binders++; return type_let(I, (dp_let *)e);
   case DP_TUPLE: return type_tuple(I, (dp_tuple *)e);
   case DP_PROJ: return type_proj(I, (dp_proj *)e);
   case DP_IF: return type_if(I, (dp_if *)e);
-  case DP_MATCH: return type_match(I, (dp_match *)e);
+  case DP_MATCH: I->binders++; return type_match(I, (dp_match *)e);
   case DP_REF_CREATE: {
     dp_type *v = ty(I, ((dp_ref_create *)e)->value);
     return v ? set_type(I, e, dp_type_ref(I->ctx, v)) : -1;
@@ -1012,8 +1013,12 @@ static int infer_finish(infer *I, int rc, dp_err **err) {
 }
 
 /* A variable read outside its binder's scope has no value there: a type
-   error (visit.h, dp_check_scopes). */
+   error (visit.h, dp_check_scopes). Only where something inside e binds
+   one (the walk of e counted the binders; a function's own parameters are
+   in scope everywhere in its body). */
 static int check_scopes(infer *I, dp_expr *e) {
+  uint32_t own = e->h.kind == DP_FUNC;
+  if (I->binders <= own) return 0;
   dp_scope_error s;
   int n = dp_check_scopes(e, &s, 1);
   if (n < 0) return oom(I, e);
@@ -1035,8 +1040,9 @@ int dp_infer_module(dp_module *m, dp_err **err) {
   }
   for (uint32_t i = 0; i < m->nfuncs && rc == 0; i++) {
     dp_func *fn = m->funcs[i].fn;
-    rc = check_scopes(&I, &fn->e);
-    if (rc == 0) rc = walk(&I, &fn->e);
+    I.binders = 0;
+    rc = walk(&I, &fn->e);
+    if (rc == 0) rc = check_scopes(&I, &fn->e);
     if (rc == 0) rc = unify(&I, &fn->e, lookup(&I, &fn->e), signature(&I, fn));
     if (rc == 0) rc = solve(&I, 0); /* keep the pending list short */
   }
@@ -1088,8 +1094,8 @@ int dp_infer_expr(dp_module *m, dp_expr *e, dp_err **err) {
     return -1;
   }
   infer_init(&I, ctx, m, 1);
-  int rc = check_scopes(&I, e);
-  if (rc == 0) rc = walk(&I, e);
+  int rc = walk(&I, e);
+  if (rc == 0) rc = check_scopes(&I, e);
   if (rc == 0) rc = solve(&I, 1);
   if (rc == 0) rc = commit(&I);
   rc = infer_finish(&I, rc, err);

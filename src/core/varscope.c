@@ -29,6 +29,7 @@
 
 #define NONE UINT32_MAX
 #define BINDING (UINT32_MAX - 1) /* a child slot that binds (a let's variable, a parameter) */
+#define VAR_TAG 0x80000000u      /* a child slot holding variable vars[k & ~VAR_TAG] */
 
 typedef struct sscope { uint32_t parent, level, tin, tout; } sscope;
 typedef struct binder {
@@ -41,6 +42,8 @@ typedef struct scopes {
   uint32_t n, capx;
   uint32_t *kstart, capk; /* children of node i: kids[kstart[i] .. kstart[i + 1]) */
   uint32_t *kids, nkids, capkids;
+  dp_var **vars;          /* the variables read (one entry per read: no lookup while numbering) */
+  uint32_t nvars, capvars;
   dp__ptrmap index;       /* shared node -> post order index + 1 */
   uint32_t *home, *open;  /* per node: its scope, the first scope it opens (NONE) */
   sscope *s;
@@ -48,6 +51,7 @@ typedef struct scopes {
   dp__ptrmap bound;       /* variable -> binder index + 1 */
   binder *b;
   uint32_t nb, capb;
+  uint32_t nbinders;      /* lets, functions and matches (each binds in scopes of its own) */
 } scopes;
 
 static int atomic(const dp_expr *e) { return dp_expr_nchildren(e) == 0; }
@@ -81,8 +85,15 @@ static int number(scopes *S, dp_expr *root) {
         if (s) known = (uint32_t)((uintptr_t)s->ptr - 1);
       }
       if (!k || atomic(k) || known != NONE) {
+        uint32_t slot = k && !atomic(k) ? known : NONE;
+        if (k && k->h.kind == DP_VAR) {
+          if (S->nvars >= VAR_TAG - 1 || dp_grow((void **)&S->vars, &S->capvars, S->nvars + 1, sizeof *S->vars) < 0)
+            goto out;
+          S->vars[S->nvars] = (dp_var *)k;
+          slot = VAR_TAG | S->nvars++;
+        }
         if (dp_grow((void **)&scratch, &capscratch, nscratch + 1, sizeof *scratch) < 0) goto out;
-        scratch[nscratch++] = k && !atomic(k) ? known : NONE;
+        scratch[nscratch++] = slot;
         continue;
       }
       if (dp_grow((void **)&st, &cap, sp + 1, sizeof *st) < 0) goto out;
@@ -97,6 +108,8 @@ static int number(scopes *S, dp_expr *root) {
       goto out;
     S->x[me] = done.e;
     S->kstart[me] = S->nkids;
+    int k = done.e->h.kind;
+    S->nbinders += k == DP_LET || k == DP_FUNC || k == DP_MATCH;
     for (uint32_t j = done.kbase; j < nscratch; j++)
       if (push_kid(S, scratch[j]) < 0) goto out;
     nscratch = done.kbase;
@@ -199,13 +212,18 @@ static int homes(scopes *S) {
   S->home = dp_malloc((S->n ? S->n : 1) * sizeof *S->home);
   S->open = dp_malloc((S->n ? S->n : 1) * sizeof *S->open);
   if (!S->home || !S->open || new_scope(S, NONE) == NONE) return -1;
+  /* (one scope and at least one variable per binder, usually) */
+  if (dp_grow((void **)&S->s, &S->caps, S->nbinders + 1, sizeof *S->s) < 0 ||
+      dp_grow((void **)&S->b, &S->capb, S->nbinders, sizeof *S->b) < 0 ||
+      dp__ptrmap_reserve(&S->bound, S->nbinders) < 0)
+    return -1;
   for (uint32_t i = 0; i < S->n; i++) S->home[i] = NONE;
   if (S->n) S->home[S->n - 1] = 0;
   for (uint32_t i = S->n; i-- > 0;) {
     if (open_scopes(S, i) < 0) return -1;
     for (uint32_t k = 0; k < S->kstart[i + 1] - S->kstart[i]; k++) {
       uint32_t c = S->kids[S->kstart[i] + k];
-      if (c == NONE) continue;
+      if (c == NONE || (c & VAR_TAG)) continue;
       uint32_t at = slot_scope(S, i, k);
       if (at == BINDING) continue;
       S->home[c] = S->home[c] == NONE ? at : lca(S, S->home[c], at);
@@ -269,8 +287,9 @@ static uint32_t check_reads(scopes *S, dp_scope_error *out, uint32_t max) {
     dp_expr *e = S->x[i];
     uint32_t nk = S->kstart[i + 1] - S->kstart[i];
     for (uint32_t k = 0; k < nk; k++) {
-      dp_expr *c = dp_expr_child(e, k);
-      if (!c || c->h.kind != DP_VAR) continue;
+      uint32_t kid = S->kids[S->kstart[i] + k];
+      if (kid == NONE || !(kid & VAR_TAG)) continue;
+      dp_expr *c = &S->vars[kid & ~VAR_TAG]->e;
       uint32_t at = slot_scope(S, i, k);
       dp__ptrslot *slot = at == BINDING ? NULL : dp__ptrmap_find(&S->bound, c);
       if (!slot) continue;
@@ -288,13 +307,16 @@ int dp_check_scopes(dp_expr *e, dp_scope_error *out, uint32_t max) {
   memset(&S, 0, sizeof S);
   S.index = S.bound = DP__PTRMAP_INIT;
   int rc = -1;
-  if (e && number(&S, e) == 0 && homes(&S) == 0 && number_tree(&S) == 0) {
+  if (e && number(&S, e) == 0 && S.nbinders == 0) {
+    rc = 0; /* nothing binds */
+  } else if (e && S.n && homes(&S) == 0 && number_tree(&S) == 0) {
     uint32_t found = check_reads(&S, out, max);
     rc = found > INT32_MAX ? INT32_MAX : (int)found;
   }
   free(S.x);
   free(S.kstart);
   free(S.kids);
+  free(S.vars);
   free(S.home);
   free(S.open);
   free(S.s);
