@@ -1,19 +1,37 @@
 -- AnnotateVirtualDevices: device rules per operator, per operator pattern
--- kind, or for every operator, written in Lua on top of dp.rewrite. Each
--- call a rule applies to is wrapped in on_device(call, virtual_device=vd);
--- the planner then places everything else.
+-- kind, per Composite function, per global function, or for every call,
+-- written in Lua on top of dp.rewrite. Each call a rule applies to is
+-- wrapped in on_device(call, virtual_device=vd); the planner then places
+-- everything else.
 --
 --   local annotate = dp.passes.AnnotateVirtualDevices{
 --     ["nn.conv2d"] = function(call) return gpu end,      -- one operator
 --     ["kind:elemwise"] = function(call) return gpu end,  -- any elementwise operator
---     ["*"] = function(call) return cpu end,              -- any other operator
+--     ["Composite:dnnl.conv2d_relu"] = function(call) return npu end, -- MergeComposite's calls
+--     ["@helper"] = function(call) return cpu end,         -- calls of a global function
+--     ["*"] = function(call) return cpu end,              -- any other call
 --   }
 --   local annotated = annotate(mod)
 --
--- The most specific rule decides: the operator's own, else its kind's
--- ("kind:" .. TOpPattern name: elemwise, broadcast, injective, comm_reduce,
--- out_elemwise_fusable, tuple, opaque), else "*" (never for on_device and
--- device_copy, which only their own rules name). A rule returns:
+-- The most specific rule decides: for an operator call its own rule, else
+-- its kind's ("kind:" .. TOpPattern name: elemwise, broadcast, injective,
+-- comm_reduce, out_elemwise_fusable, tuple, opaque); for a call of a
+-- function literal with a Composite attribute "Composite:" .. its name; for
+-- a call of a global "@" .. its name; then "*", for any call (of an
+-- operator, a function literal, a local variable, a global) but those of
+-- on_device and device_copy, which only their own rules name, and of
+-- constructors (data, as tuples are). A rule gets the call as it is in the
+-- module, type-checked (call.args[i].checked_type: TVM's FTVMAnnotateTarget
+-- checkers read dtypes and shapes). Calls inside a Composite or Primitive
+-- function are part of it and are never annotated on their own.
+--
+-- Annotations compose: a call that already is the body of an on_device
+-- with a device (constrain_body, the default) is left alone, as the first
+-- pass that placed it decided (BYOC's target priority): "annotate for A,
+-- then for B, then the rest on the host" is three passes in a row, and a
+-- pass run twice changes nothing.
+--
+-- A rule returns:
 --   nil                 leave the call alone;
 --   a VirtualDevice     place the call there;
 --   {vd1, vd2, ...}     candidates in order of preference (RFC 0038): the
@@ -45,10 +63,13 @@ local function check_rules(rules, level)
   end
   for name, rule in pairs(rules) do
     if type(name) ~= "string" then
-      error("AnnotateVirtualDevices: rule keys are operator names, \"kind:<kind>\" or \"*\"", level + 1)
+      error("AnnotateVirtualDevices: rule keys are operator names, \"kind:<kind>\", \"Composite:<name>\", "
+        .. "\"@<global>\" or \"*\"", level + 1)
     end
     local kind = name:match("^kind:(.*)$")
-    if kind then
+    if name:match("^Composite:.") or name:match("^@.") then
+      -- a Composite function's name or a global's: any name may appear later
+    elseif kind then
       if not KINDS[kind] then
         error("AnnotateVirtualDevices: unknown operator pattern kind '" .. kind .. "' in rule '" .. name
           .. "' (elemwise, broadcast, injective, comm_reduce, out_elemwise_fusable, tuple, opaque)", level + 1)
@@ -64,16 +85,47 @@ end
 
 local DEVICE_OPS = {on_device = true, device_copy = true}
 
+-- The Composite attribute of a function literal, or nil.
+local function composite_of(fn)
+  local c = fn.attrs and fn.attrs.Composite
+  return c ~= nil and tostring(c) or nil
+end
+
+-- The rule for a call (and its key), or nil.
 local function rule_for(rules, call)
-  if call.callee.kind ~= "op" then return nil end
-  local op = call.callee
-  local own = rules[op.name]
-  if own then return own, op.name end
-  if DEVICE_OPS[op.name] then return nil end
-  local kind = op.pattern and "kind:" .. op.pattern
-  if kind and rules[kind] then return rules[kind], kind end
+  local callee = call.callee
+  local kind = callee.kind
+  if kind == "op" then
+    local own = rules[callee.name]
+    if own then return own, callee.name end
+    if DEVICE_OPS[callee.name] then return nil end
+    local pk = callee.pattern and "kind:" .. callee.pattern
+    if pk and rules[pk] then return rules[pk], pk end
+  elseif kind == "fn" then
+    local comp = composite_of(callee)
+    local key = comp and "Composite:" .. comp
+    if key and rules[key] then return rules[key], key end
+  elseif kind == "global" then
+    local key = "@" .. callee.name
+    if rules[key] then return rules[key], key end
+  elseif kind == "ctor" then
+    return nil -- data, as a tuple
+  end
   if rules["*"] then return rules["*"], "*" end
   return nil
+end
+
+-- What a call is, for messages: "add", "Composite:x", "@f", "a call of %f".
+local function call_name(call)
+  local c = call.callee
+  if c.kind == "op" then return c.name end
+  if c.kind == "global" then return "@" .. c.name end
+  if c.kind == "fn" then
+    local comp = composite_of(c)
+    return comp and ("Composite:" .. comp) or "a call of a function"
+  end
+  if c.kind == "var" then return "a call of %" .. c.name end
+  return "a call"
 end
 
 -- What a rule returned: a device, a list of candidates, or nil.
@@ -83,7 +135,7 @@ local function devices_of(r, key, call)
     for i, vd in ipairs(r) do
       if not ir.is_virtual_device(vd) then
         error(("AnnotateVirtualDevices: candidate %d of the rule '%s' (for %s) is not a VirtualDevice")
-          :format(i, key, call.callee.name), 0)
+          :format(i, key, call_name(call)), 0)
       end
     end
     if #r == 0 then return nil end
@@ -91,12 +143,12 @@ local function devices_of(r, key, call)
     return r
   end
   error(("AnnotateVirtualDevices: the rule '%s' (for %s) must return a VirtualDevice, a list of them "
-    .. "or nil, got %s"):format(key, call.callee.name, type(r)), 0)
+    .. "or nil, got %s"):format(key, call_name(call), type(r)), 0)
 end
 
 local function where(call)
   local s = call.span
-  return call.callee.name .. (s and (" at " .. s.line .. ":" .. s.col) or "")
+  return call_name(call) .. (s and (" at " .. s.line .. ":" .. s.col) or "")
 end
 
 local function first_line(err)
@@ -142,6 +194,33 @@ local function weigh(mod, pending, cfg)
   return decisions
 end
 
+-- Has every function of mod its checked type?
+local function typed(mod)
+  for _, f in ipairs(mod:functions()) do
+    if f[2].checked_type == nil then return false end
+  end
+  return true
+end
+
+-- The calls an earlier annotation placed: each the body of an on_device
+-- that names a device and constrains its body (the default).
+local function already_placed(mod)
+  local placed = {}
+  core.visit(mod, function(e)
+    if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "on_device" then
+      local a = e.attrs or {}
+      local vd = a.virtual_device
+      if a.constrain_body ~= false and vd and not vd:is_fully_unconstrained() then
+        local body = e.args[1]
+        if body.kind == "call" then placed[body] = true end
+      end
+    end
+  end)
+  return placed
+end
+
+M.already_placed = already_placed
+
 -- The pass for `rules`; opts: {config = CompilationConfig} for candidates.
 function M.new(rules, opts)
   check_rules(rules, 2)
@@ -157,11 +236,22 @@ function M.new(rules, opts)
   end
 
   local function resolve(mod, ctx)
+    if not ir.is_module(mod) then
+      error("AnnotateVirtualDevices: a module expected, got " .. type(mod), 0)
+    end
+    -- rules read the calls' types: the module as the rules see it is type-checked
+    if not typed(mod) then mod = core.infer_type(mod) end
+    local placed = already_placed(mod)
     local pending = {}
     local out = core.infer_type(core.rewrite(mod, {
+      pre = function(e)
+        -- a Composite or Primitive function is one unit: its calls are not placed on their own
+        if e.kind == "fn" and e.attrs and (e.attrs.Composite ~= nil or e.attrs.Primitive == 1) then return e end
+      end,
       call = function(call, original)
-        local rule, key = rule_for(rules, call)
-        local r = rule and devices_of(rule(call), key, call)
+        if placed[original] then return nil end
+        local rule, key = rule_for(rules, original)
+        local r = rule and devices_of(rule(original), key, original)
         if ir.is_virtual_device(r) then return core.call("on_device", {call}, {virtual_device = r}) end
         if r then pending[#pending + 1] = {call = call, original = original, list = r} end
       end,
@@ -202,6 +292,13 @@ function M.new(rules, opts)
   -- optimiser chooses among the candidates by bytes instead of taking the
   -- first that fits.
   function p.capability(call, vd)
+    if not (ir.is_expr(call) and call.kind == "call") then
+      core.pattern.raise("value", "AnnotateVirtualDevices.capability: a call expected, got "
+        .. (ir.is_expr(call) and ("a " .. call.kind) or type(call)))
+    end
+    if not ir.is_virtual_device(vd) then
+      core.pattern.raise("value", "AnnotateVirtualDevices.capability: a VirtualDevice expected, got " .. type(vd))
+    end
     local rule, key = rule_for(rules, call)
     local r = rule and devices_of(rule(call), key, call)
     if r == nil then return true end

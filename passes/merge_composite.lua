@@ -30,7 +30,13 @@
 -- on the device, and only what enters or leaves the group is copied. A
 -- node inside a group that is also used outside it cannot be duplicated
 -- by annotating: it runs on the group's device too, and its outside users
--- read it through a copy when they run elsewhere.
+-- read it through a copy when they run elsewhere. A fallback for every
+-- other call, as AnnotateVirtualDevices' "*" (a VirtualDevice, or a
+-- function(call) returning one or nil), goes in the same table:
+--   dp.passes.MergeAndAnnotate{ {name =, pattern =, device = npu}, ["*"] = cpu }
+-- It places the calls no group took and no earlier annotation placed. A
+-- group whose root an earlier annotation placed is not taken (the first
+-- pass to place a call wins), so running the pass twice changes nothing.
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 local pass = require "devplan.pass"
@@ -43,6 +49,13 @@ local M = {}
 local function check_rules(who, rules, need_device, level)
   if type(rules) ~= "table" then
     error(who .. ": a list of rules {name =, pattern =, check =?} expected, got " .. type(rules), level + 1)
+  end
+  for k in pairs(rules) do
+    local fallback = need_device and k == "*"
+    if not fallback and (math.type(k) ~= "integer" or k < 1 or k > #rules) then
+      error(("%s: a list of rules expected, got the key '%s'%s"):format(who, tostring(k),
+        need_device and " (\"*\" names the fallback for every other call)" or ""), level + 1)
+    end
   end
   local out = {}
   for i, r in ipairs(rules) do
@@ -62,8 +75,22 @@ local function check_rules(who, rules, need_device, level)
     out[i] = {name = r.name, check = r.check, device = r.device, prog = pattern.compile(r.pattern),
               what = ("%s rule '%s'"):format(who, r.name)}
   end
-  if #out == 0 then error(who .. ": no rules", level + 1) end
+  if #out == 0 and rules["*"] == nil then error(who .. ": no rules", level + 1) end
   return out
+end
+
+-- MergeAndAnnotate's fallback: an AnnotateVirtualDevices pass for "*", or nil.
+local function fallback(rules, level)
+  local f = rules["*"]
+  if f == nil then return nil end
+  if ir.is_virtual_device(f) then
+    local vd = f
+    f = function() return vd end
+  elseif type(f) ~= "function" then
+    error("MergeAndAnnotate: the fallback \"*\" must be a VirtualDevice or a function(call), got " .. type(f),
+      level + 1)
+  end
+  return require("annotate_virtual_devices").new{["*"] = f}
 end
 
 -- keep[i]: does rule's check take group i? A check's error names the rule.
@@ -119,7 +146,10 @@ end
 
 function M.MergeAndAnnotate(rules)
   local rs = check_rules("MergeAndAnnotate", rules, true, 2)
-  return pass.new("MergeAndAnnotate", function(mod)
+  local rest = fallback(rules, 2)
+  return pass.new("MergeAndAnnotate", function(mod, ctx)
+    -- calls an earlier annotation placed stay where it put them
+    local placed = require("annotate_virtual_devices").already_placed(mod)
     each_function(mod, function(name)
       local body = mod[name].body
       local opaque, sets, graph = C.opaque(), {}, C.graph(body)
@@ -127,6 +157,9 @@ function M.MergeAndAnnotate(rules)
         local groups = rule.prog:groups(body, opaque, rule.what, graph)
         if #groups > 0 then
           local keep = checked(rule, groups)
+          for i = 1, #groups do
+            if placed[groups:root(i)] then keep[i] = false end
+          end
           groups:block(opaque, keep)
           sets[#sets + 1] = {groups, keep, rule.device}
         end
@@ -136,8 +169,9 @@ function M.MergeAndAnnotate(rules)
         core.infer_expr(mod[name], mod)
       end
     end)
+    if rest then mod = ctx:run(rest, mod) end
     return mod
-  end, {rules = describe(rs)})
+  end, {rules = describe(rs) .. (rest and (#rs > 0 and ",*" or "*") or "")})
 end
 
 return M

@@ -63,9 +63,10 @@ def @main(%a: Tensor[(5, 7), float32]) { %0 = negative(%a); negative(%0) }]])
       ["*"] = function() return CPU end,
     }(m)
     assert.equal("negative@GPU add@CPU reshape@CPU exp@CPU", annotations(out))
-    -- "*" never wraps on_device / device_copy
-    local again = dp.passes.AnnotateVirtualDevices{["*"] = function() return CPU end}(out)
-    assert.equal(t.count_calls(out, "on_device") + 4, t.count_calls(again, "on_device"))
+    -- "*" never wraps on_device / device_copy, and a placed call is left alone
+    local again = dp.passes.AnnotateVirtualDevices{["*"] = function() return GPU end}(out)
+    assert.equal(t.count_calls(out, "on_device"), t.count_calls(again, "on_device"))
+    assert.structurally_equal(again, out)
   end)
 
   it("candidates: the first the planner accepts wins, and explain says why", function()
@@ -107,5 +108,105 @@ def @main(%a: Tensor[(5, 7), float32]) { %0 = negative(%a); negative(%0) }]])
     assert.truthy(tostring(err):find("unknown operator pattern kind 'fancy'", 1, true), tostring(err))
     assert.has_error(function() dp.passes.AnnotateVirtualDevices({}, {colour = 1}) end)
     assert.has_error(function() dp.passes.AnnotateVirtualDevices({}, {config = 5}) end)
+  end)
+end)
+
+describe("AnnotateVirtualDevices: rules see the typed call, place any call, and compose", function()
+  local CPU, GPU = t.PALETTE.CPU, t.PALETTE.GPU
+  local NPU = dp.VirtualDevice{device_type = "ext_dev", virtual_device_id = 0}
+  local function parse(text) return dp.parse('#[version = "0.0.5"]\n' .. text, t.META) end
+
+  -- "name@device" of each placed call, in post order
+  local function placements(mod)
+    local out = {}
+    dp.visit(mod, {
+      pre = function(e) return not (e.kind == "fn" and e.attrs and e.attrs.Composite) end,
+      post = function(e)
+        if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "on_device" and e.attrs.constrain_body ~= false then
+          local c, callee = e.args[1], e.args[1].callee
+          local name = callee.kind == "op" and callee.name or callee.kind == "global" and "@" .. callee.name
+            or callee.kind == "fn" and "Composite:" .. tostring(callee.attrs.Composite) or "%" .. callee.name
+          local vd = e.attrs.virtual_device
+          out[#out + 1] = name .. "@" .. (rawequal(vd, GPU) and "GPU" or rawequal(vd, CPU) and "CPU" or "NPU")
+          assert(c.kind == "call")
+        end
+      end,
+    })
+    return table.concat(out, " ")
+  end
+
+  it("gives a rule the call as it is in the module, type-checked (a dtype checker works)", function()
+    local m = parse([[def @main(%x: Tensor[(10, 10), float32], %y: Tensor[(10, 10), int32]) {
+      %0 = nn.relu(%x); %1 = nn.relu(%0); %2 = nn.relu(%y); (%1, %2) }]])
+    local seen = {}
+    local annotate = dp.passes.AnnotateVirtualDevices{["nn.relu"] = function(call)
+      seen[#seen + 1] = call.checked_type.dtype
+      if call.args[1].checked_type.dtype == "float32" then return NPU end
+    end}
+    local out = annotate(m)
+    assert.equal("nn.relu@NPU nn.relu@NPU", placements(out))
+    assert.same({"float32", "float32", "int32"}, seen)
+    -- an untyped module is type-checked first
+    local x = dp.var("x", dp.type.tensor({3}, "float32"))
+    local mod = dp.IRModule{functions = {{"main", dp.fn({x}, dp.call("nn.relu", {x}))}}}
+    assert.equal("nn.relu@NPU", placements(annotate(mod)))
+  end)
+
+  it("places calls of Composite functions, of globals and of closures; \"*\" takes every call", function()
+    local m = parse([[
+def @helper(%a: Tensor[(4), float32]) { negative(%a) }
+def @main(%x: Tensor[(4), float32]) {
+  %0 = fn (%p: Tensor[(4), float32], Composite="npu.add_relu") { %1 = add(%p, %p); nn.relu(%1) };
+  %2 = %0(%x);
+  %3 = @helper(%2);
+  let %f = fn (%q: Tensor[(4), float32]) { exp(%q) };
+  %f(%3)
+}]])
+    local out = dp.passes.AnnotateVirtualDevices{
+      ["Composite:npu.add_relu"] = function(call)
+        assert.truthy(call.args[1].checked_type)
+        return NPU
+      end,
+      ["@helper"] = function() return GPU end,
+      negative = function() return GPU end,
+      ["*"] = function() return CPU end,
+    }(m)
+    -- the Composite function's own calls are part of it: never placed on their own
+    assert.equal("negative@GPU exp@CPU Composite:npu.add_relu@NPU @helper@GPU %f@CPU", placements(out))
+    local planned = dp.passes.PlanDevices(t.config("cpu", {"CPU", "GPU", dp.Target("ext_dev")}))(out)
+    assert.truthy(planned)
+  end)
+
+  it("composes: the first pass to place a call wins; a pass run twice changes nothing", function()
+    local m = parse([[def @main(%x: Tensor[(4), float32]) {
+      %0 = abs(%x); %1 = nn.relu(%0); %2 = tanh(%0); %3 = add(%1, %2); exp(%3) }]])
+    local for_npu = dp.passes.AnnotateVirtualDevices{abs = function() return NPU end, add = function() return NPU end}
+    local for_gpu = dp.passes.AnnotateVirtualDevices{add = function() return GPU end, tanh = function() return GPU end}
+    local rest = dp.passes.AnnotateVirtualDevices{["*"] = function() return CPU end}
+    local out = rest(for_gpu(for_npu(m)))
+    assert.equal("abs@NPU nn.relu@CPU tanh@GPU add@NPU exp@CPU", placements(out))
+    assert.structurally_equal(out, rest(for_gpu(for_npu(out))))
+    assert.structurally_equal(for_npu(m), for_npu(for_npu(m)))
+    -- and with MergeAndAnnotate first: its groups are placed, the rest falls back
+    local P = dp.pattern
+    local merge = dp.passes.MergeAndAnnotate{
+      {name = "npu.add", pattern = P.op("add")(P.wild(), P.wild()), device = NPU}, ["*"] = CPU}
+    local merged = merge(m)
+    assert.equal("abs@CPU nn.relu@CPU tanh@CPU add@NPU exp@CPU", placements(merged))
+    assert.structurally_equal(merged, merge(merged))
+    assert.equal("MergeAndAnnotate(rules=npu.add,*)", tostring(merge))
+    assert.has_error(function() dp.passes.MergeAndAnnotate{["*"] = 5} end)
+    assert.has_error(function() dp.passes.MergeAndAnnotate{{name = "a", pattern = P.wild(), device = NPU}, other = 1} end)
+  end)
+
+  it("capability(call, vd) names what it needs", function()
+    local a = dp.passes.AnnotateVirtualDevices{add = function() end}
+    local ok, err = pcall(a.capability, dp.fn({}, dp.const(1.0)), GPU)
+    assert.is_false(ok)
+    assert.equal("value", err.code)
+    assert.truthy(tostring(err):find("a call expected, got a fn", 1, true), tostring(err))
+    ok, err = pcall(a.capability, dp.call("add", {dp.const(1.0), dp.const(2.0)}), "cuda")
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("a VirtualDevice expected", 1, true), tostring(err))
   end)
 end)
