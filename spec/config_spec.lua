@@ -52,10 +52,11 @@ describe("CompilationConfig", function()
       assert.is_true(rawequal(dp.Target("cuda -host=llvm"), p[2]))
       assert.is_true(rawequal(p[2].host, c.host_target))
     end)
-    it("two targets of one kind are an error naming both", function()
-      local msg, e = err_of(config, {targets = {"cuda -arch=sm_80", "llvm", "cuda"}})
-      assert.truthy(msg:find("two targets of kind 'cuda' ('cuda -arch=sm_80' and 'cuda')", 1, true), msg)
+    it("the same target twice is an error naming it; two of one kind are two devices", function()
+      local msg, e = err_of(config, {targets = {"cuda -arch=sm_80", "llvm", "cuda -arch=sm_80 -host=llvm"}})
+      assert.truthy(msg:find("the target 'cuda -arch=sm_80' is given twice (targets 1 and 3)", 1, true), msg)
       assert.equal("value", e.code)
+      assert.equal(3, #config{targets = {"cuda -arch=sm_80", "llvm", "cuda"}}.primitive_targets)
     end)
     it("targets of one device type but different kinds are allowed", function()
       local c = config{targets = {"llvm", "c"}}
@@ -128,7 +129,10 @@ describe("CompilationConfig", function()
     it("replaces a target by the equal primitive or host target", function()
       assert.is_true(rawequal(c:canonical(VD{target = "cuda"}).target, gpu_t))
       assert.is_true(rawequal(c:canonical(VD{target = "cuda -host=llvm"}).target, gpu_t))
-      assert.is_true(rawequal(c:canonical(VD{target = "llvm"}).target, host))
+      -- the host target names the CPU that runs operators, but for the host device itself (id 0)
+      assert.is_true(rawequal(c:canonical(VD{target = "llvm"}).target, cpu_t))
+      assert.is_true(rawequal(c:canonical(VD{target = "llvm", virtual_device_id = 0}).target, host))
+      assert.is_true(rawequal(config{targets = {"cuda"}}:canonical(VD{target = "llvm"}).target, host))
     end)
     it("keeps a target the configuration does not know, and unconstrained devices", function()
       local other = VD{target = "cuda -arch=sm_80"}
@@ -213,5 +217,71 @@ describe("CompilationConfig", function()
     assert.equal('CompilationConfig(targets=["llvm -host=llvm", "cuda -host=llvm"], '
       .. 'host=VirtualDevice(device_type=cpu, virtual_device_id=0, target="llvm"), '
       .. 'default=VirtualDevice(device_type=cuda, virtual_device_id=0, target="cuda -host=llvm"))', tostring(c))
+  end)
+
+  describe("several targets of one device type (RFC 0038: big.LITTLE, a CPU and an Ethos-U)", function()
+    local big, little = dp.Target("llvm -mcpu=cortex-a76"), dp.Target("llvm -mcpu=cortex-a55")
+    local c = config{targets = {big, "cuda", little}, default_device_type = "cpu"}
+    local P = c.primitive_targets
+
+    it("virtual_device_id k names the k-th target of the device type", function()
+      assert.is_true(rawequal(c:canonical(VD{device_type = "cpu"}).target, P[1]))
+      assert.is_true(rawequal(c:canonical(VD{device_type = "cpu", virtual_device_id = 0}).target, P[1]))
+      local l = c:canonical(VD{device_type = "cpu", virtual_device_id = 1})
+      assert.is_true(rawequal(l.target, P[3]))
+      assert.equal(1, l.virtual_device_id)
+      assert.is_true(rawequal(c.default_virtual_device, c:canonical(VD{device_type = "cpu", virtual_device_id = 0})))
+    end)
+
+    it("a device naming the target gets the target's id", function()
+      local l = c:canonical(VD{target = little})
+      assert.equal(1, l.virtual_device_id)
+      assert.is_true(rawequal(l, c:canonical(VD{device_type = "cpu", virtual_device_id = 1})))
+      assert.is_true(rawequal(l, c:canonical(VD{device_type = "cpu", virtual_device_id = 0, target = little})))
+      assert.equal(0, c:canonical(VD{target = big}).virtual_device_id)
+    end)
+
+    it("an id no target has, or another target's, is an error listing the targets by id", function()
+      local msg, e = err_of(c.canonical, c, VD{device_type = "cpu", virtual_device_id = 2})
+      assert.equal("value", e.code)
+      assert.truthy(msg:find("no target for virtual_device_id 2", 1, true), msg)
+      assert.truthy(msg:find('0 = "llvm -mcpu=cortex-a76 -host=', 1, true), msg)
+      assert.truthy(msg:find('1 = "llvm -mcpu=cortex-a55 -host=', 1, true), msg)
+      msg = err_of(c.canonical, c, VD{device_type = "cpu", virtual_device_id = 1, target = big})
+      assert.truthy(msg:find("virtual_device_id 1 names another target", 1, true), msg)
+    end)
+
+    it("one target per device type keeps the user's ids (toolchains as ext_dev ids)", function()
+      local one = config{targets = {"llvm", "ext_dev"}, default_device_type = "cpu"}
+      local d = one:canonical(VD{device_type = "ext_dev", virtual_device_id = 3})
+      assert.equal(3, d.virtual_device_id)
+      assert.equal("ext_dev", d.target.kind)
+    end)
+
+    it("plans and partitions on the two CPUs apart, each piece named after its target", function()
+      local m = dp.parse([[
+def @main(%x: Tensor[(4), float32]) {
+  %0 = add(%x, %x);
+  %1 = on_device(%0, virtual_device=VirtualDevice(device_type=cpu, virtual_device_id=1));
+  exp(%1)
+}]])
+      local planned = dp.passes.PlanDevices(c)(m)
+      assert.equal(1, testing.count_calls(planned, "device_copy"))
+      local parted = dp.passes.PartitionByVirtualDevice{config = c}(planned)
+      assert.equal(1, parted:get("main_llvm_0").virtual_device.virtual_device_id)
+      assert.equal(0, parted:get("main_llvm_1").virtual_device.virtual_device_id)
+    end)
+  end)
+
+  it("a device naming the host's target without an id is the CPU that runs operators", function()
+    -- Target("llvm") is the host target; the primitive CPU is "llvm -host=llvm": one device
+    local c = config{targets = {"llvm", "cuda"}, default_device_type = "cpu"}
+    local d = c:canonical(VD{device_type = "cpu", target = dp.Target("llvm")})
+    assert.is_true(rawequal(d.target, c.default_virtual_device.target))
+    local m = dp.parse([[def @main(%x: Tensor[(4), float32]) {
+      %0 = add(%x, %x); %1 = on_device(%0, virtual_device=VirtualDevice(device_type=cpu, target="llvm")); exp(%1) }]])
+    assert.equal(0, testing.count_calls(dp.passes.PlanDevices(c)(m), "device_copy"))
+    -- the host device itself (id 0, the host target) stays the host's, as TVM's
+    assert.is_true(rawequal(c:canonical(c.host_virtual_device), c.host_virtual_device))
   end)
 end)

@@ -348,4 +348,96 @@ describe("VirtualDevice", function()
       assert.is_nil(VD.join(a, b))
     end)
   end)
+
+  describe("target kinds registered by a user (a BYOC toolchain)", function()
+    local t = require "devplan.testing"
+    local kind = dp.register_target_kind("ccompiler", {device_type = "ext_dev", options = {
+      {name = "opt_level", type = "int", default = 2},
+      {name = "fast_math", type = "bool"},
+      {name = "passes", type = "list", default = {"fold", "fuse"}},
+      {name = "abi", type = "string", default = "eabi"},
+    }})
+
+    it("describes the kind as dp.target_kinds() lists it", function()
+      assert.equal("ccompiler", kind.name)
+      assert.equal("ext_dev", kind.device_type_name)
+      assert.is_true(kind.registered)
+      assert.same({"ccompiler"}, kind.keys)
+      assert.equal("int", kind.options.opt_level)
+      assert.equal("2", kind.defaults.opt_level)
+      assert.equal("fold,fuse", kind.defaults.passes)
+      local listed
+      for _, k in ipairs(dp.target_kinds()) do if k.name == "ccompiler" then listed = k end end
+      assert.same(kind, listed)
+      for _, k in ipairs(dp.target_kinds()) do if k.name == "cuda" then assert.is_false(k.registered) end end
+    end)
+
+    it("builds targets as any kind: text, tables, defaults, typed options, hosts", function()
+      local c = dp.Target("ccompiler -fast_math -opt_level=3")
+      assert.equal("ccompiler", c.kind)
+      assert.equal("ext_dev", c.device_type_name)
+      assert.same({opt_level = 3, fast_math = true, passes = {"fold", "fuse"}, abi = "eabi", keys = {"ccompiler"}},
+                  c.options)
+      assert.is_true(rawequal(c, dp.Target{kind = "ccompiler", fast_math = true, opt_level = 3}))
+      assert.is_true(rawequal(c, dp.Target(tostring(c))))
+      assert.is_true(rawequal(dp.Target("ccompiler"):with_host("llvm").host, dp.Target("llvm")))
+      assert.equal("ccompiler -host=llvm", dp.astext(dp.parse([[def @main(%x: float32) {
+        on_device(%x, virtual_device=VirtualDevice(target="ccompiler -host=llvm")) }]]))
+        :match('target="([^"]*)"'))
+      local msg = t.error_of(dp.Target, "ccompiler -opt_level=high")
+      assert.truthy(msg:find("-opt_level of kind ccompiler expects an integer", 1, true), msg)
+      msg = t.error_of(dp.Target, "ccompiler -speed=3")
+      assert.truthy(msg:find("unknown option '-speed' for target kind 'ccompiler'", 1, true), msg)
+      msg = t.error_of(dp.Target, "ccompilr")
+      assert.truthy(msg:find("did you mean 'ccompiler'?", 1, true), msg)
+    end)
+
+    it("serves a configuration, and VirtualDevice text reads it back", function()
+      local cfg = dp.CompilationConfig{targets = {"llvm", "ccompiler"}, default_device_type = "cpu"}
+      local vd = cfg:canonical(dp.VirtualDevice{target = "ccompiler"})
+      assert.equal("ccompiler", vd.target.kind)
+      local m = dp.parse([[def @main(%x: Tensor[(4), float32]) {
+        %0 = add(%x, %x); %1 = on_device(%0, virtual_device=VirtualDevice(device_type=ext_dev, target="ccompiler")); exp(%1) }]])
+      local planned = dp.passes.PlanDevices(cfg)(m)
+      local parted = dp.passes.PartitionByVirtualDevice{config = cfg}(planned)
+      assert.equal("ccompiler", parted:get("main_ccompiler_0").virtual_device.target.kind)
+      assert.is_true(dp.structural_equal(dp.parse(tostring(parted)), parted))
+    end)
+
+    it("rejects a name already known, a bad name, device type, option or default", function()
+      local function msg_of(name, spec) return (t.error_of(dp.register_target_kind, name, spec)) end
+      assert.truthy(msg_of("ccompiler", {device_type = "cpu"}):find("registered already", 1, true))
+      assert.truthy(msg_of("cuda", {device_type = "cpu"}):find("built in already", 1, true))
+      assert.truthy(msg_of("my npu", {device_type = "cpu"}):find("malformed target kind name", 1, true))
+      assert.truthy(msg_of("npu", {}):find("device_type is needed", 1, true))
+      assert.truthy(msg_of("npu", {device_type = "quantum"}):find("unknown device type", 1, true))
+      assert.truthy(msg_of("npu", {device_type = "ext_dev", options = {{name = "n", type = "float"}}})
+        :find('needs a type: "string", "int", "bool" or "list"', 1, true))
+      assert.truthy(msg_of("npu", {device_type = "ext_dev", options = {{name = "n", type = "int", default = "x"}}})
+        :find("the default of option 'n' must be an integer, got a string", 1, true))
+      assert.truthy(msg_of("npu", {device_type = "ext_dev", options = {{name = "keys", type = "list"}}})
+        :find("one every kind has", 1, true))
+      assert.has_error(function() dp.register_target_kind("npu", {device_type = "ext_dev", colour = 1}) end)
+      assert.is_nil(select(2, pcall(dp.Target, "npu")) and nil) -- nothing registered by the failures
+      assert.is_false((pcall(dp.Target, "npu")))
+    end)
+
+    it("is used from the command line: --load registers it, --target names it", function()
+      local kinds = t.temp_file([[
+local dp = require "devplan"
+dp.register_target_kind("cli_npu", {device_type = "ext_dev", options = {{name = "tiles", type = "int", default = 4}}})
+]], ".lua")
+      local model = t.temp_file([[def @main(%x: Tensor[(4), float32]) {
+  %0 = add(%x, %x); %1 = on_device(%0, virtual_device=VirtualDevice(device_type=ext_dev)); exp(%1) }]])
+      local code, out, err = t.run_devplan("opt " .. model .. " --load " .. kinds .. " --target llvm --target 'cli_npu -tiles=8'"
+        .. " --default cpu -p plan_devices,partition")
+      assert.equal(0, code, err)
+      assert.truthy(out:find("def @main_cli_npu_0(", 1, true), out)
+      assert.truthy(out:find('target="cli_npu -tiles=8 -host=llvm"', 1, true), out)
+      code, _, err = t.run_devplan("opt " .. model .. " --target cli_npu -p plan_devices")
+      assert.equal(1, code)
+      assert.truthy(err:find("unknown target kind 'cli_npu'", 1, true), err)
+      t.remove_temp_files()
+    end)
+  end)
 end)

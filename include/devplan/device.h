@@ -87,22 +87,47 @@ typedef struct dp_target {
   char *text, *brief;      /* dp_target_str and dp_target_brief, made once */
 } dp_target;
 
-/* Device type a target kind runs on ("cuda" -> DP_DEV_CUDA); -1 when the
-   kind is unknown. Kinds: llvm, c, stackvm, hybrid (cpu); cuda, nvptx
-   (cuda); rocm; opencl, sdaccel (opencl); aocl, aocl_sw_emu (aocl);
-   vulkan; metal; hexagon; webgpu; ext_dev. */
-int dp_target_kind_device_type(const char *kind);
+/* The kinds: TVM's (llvm, c, stackvm, hybrid (cpu); cuda, nvptx (cuda);
+   rocm; opencl, sdaccel (opencl); aocl, aocl_sw_emu (aocl); vulkan; metal;
+   hexagon; webgpu; ext_dev), then those registered in a context (a BYOC
+   toolchain: "ccompiler" running on ext_dev). Each query takes the context
+   whose registered kinds it sees (NULL: the built-in ones only).
+   Device type a kind runs on ("cuda" -> DP_DEV_CUDA); -1 when unknown. */
+int dp_target_kind_device_type(const dp_ctx *ctx, const char *kind);
 /* The i-th kind name (NULL past the last) and the known kind closest to an
    unknown one (suggest.h), or NULL. */
-const char *dp_target_kind_at(uint32_t i);
-const char *dp_target_kind_suggest(const char *kind);
+const char *dp_target_kind_at(const dp_ctx *ctx, uint32_t i);
+const char *dp_target_kind_suggest(const dp_ctx *ctx, const char *kind);
 /* The i-th option a kind declares (NULL past the last, or for an unknown
    kind): its name, type and default (a target string value, or NULL). */
-const char *dp_target_kind_option(const char *kind, uint32_t i, dp_optkind *type,
+const char *dp_target_kind_option(const dp_ctx *ctx, const char *kind, uint32_t i, dp_optkind *type,
                                   const char **dflt);
 /* The kind's default keys, comma-separated ("cuda,gpu"; "" for none), or
    NULL for an unknown kind. */
-const char *dp_target_kind_keys(const char *kind);
+const char *dp_target_kind_keys(const dp_ctx *ctx, const char *kind);
+/* Was the kind registered in ctx (not built in)? */
+int dp_target_kind_registered(const dp_ctx *ctx, const char *kind);
+
+/* An option a registered kind declares: its name, type (DP_OPT_STR, INT,
+   BOOL or STRLIST) and default as a target string writes it ("3", "true",
+   "a,b"; NULL: none). */
+typedef struct dp_target_kind_opt {
+  const char *name;
+  dp_optkind type;
+  const char *dflt;
+} dp_target_kind_opt;
+
+/* Registers target kind `name` in ctx (TVM's TVM_REGISTER_TARGET_KIND, for
+   a toolchain: a BYOC compiler, an accelerator's): the device type its code
+   runs on, its options (besides every kind's: keys, tag, device, ...) and
+   its default keys (comma-separated; NULL: the kind's name). Targets of the
+   kind are then built, read from text and printed as any other
+   (dp_target_parse(ctx, "ccompiler -opt=3")). The name is a letter, then
+   letters, digits, '_', '-' and '.', and no kind known already; defaults
+   must read as their options' types. 0, or -1 + error. */
+int dp_target_kind_register(dp_ctx *ctx, const char *name, int device_type,
+                            const dp_target_kind_opt *opts, uint32_t nopts, const char *keys,
+                            dp_err **err);
 
 /* TVM's target tags ("nvidia/tesla-p40", "nvidia/jetson-nano", ...: the
    CUDA tags of TVM's tag registry devplan carries): the i-th tag name (NULL

@@ -79,7 +79,10 @@ static dp_target *choose_host(dp_ctx *ctx, dp_target *const *targets, uint32_t n
   return dp_target_make(ctx, "llvm", NULL, 0, NULL, err);
 }
 
-/* Rule 3: each target with the host replaced; one target per kind. */
+/* Rule 3: each target with the host replaced. Several targets may share a
+   kind or a device type (two CPUs, big and LITTLE; a CPU and an Ethos-U):
+   virtual_device_id tells them apart (canonical below); the same target
+   twice is an error. */
 static int primitive_targets(dp_config *c, dp_target *const *targets, uint32_t n, dp_err **err) {
   c->primitive_targets = dp_calloc(n, sizeof *c->primitive_targets);
   if (!c->primitive_targets) {
@@ -88,14 +91,12 @@ static int primitive_targets(dp_config *c, dp_target *const *targets, uint32_t n
   }
   for (uint32_t i = 0; i < n; i++) {
     for (uint32_t j = 0; j < i; j++) {
-      if (strcmp(targets[i]->kind, targets[j]->kind)) continue;
-      char *a = dp_target_brief(targets[j]), *b = dp_target_brief(targets[i]);
+      if (!dp_target_same_but_host(targets[i], targets[j])) continue;
+      char *a = dp_target_brief(targets[j]);
       dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
-                                 "CompilationConfig: two targets of kind '%s' ('%s' and '%s'); "
-                                 "give at most one target per kind",
-                                 targets[i]->kind, a ? a : "?", b ? b : "?"));
+                                 "CompilationConfig: the target '%s' is given twice (targets %u and %u)",
+                                 a ? a : "?", j + 1, i + 1));
       free(a);
-      free(b);
       return -1;
     }
     c->primitive_targets[i] = dp_target_with_host(targets[i], c->host_target, err);
@@ -178,37 +179,114 @@ fail:
 }
 
 /* A primitive or host target with t's kind and options (host aside): a
-   target the user built before the configuration replaced its host. */
-static dp_target *same_target(const dp_config *c, const dp_target *t) {
-  if (t == c->host_target) return c->host_target;
+   target the user built before the configuration replaced its host.
+   The host device is (host device type, id 0, host target) (rule 2):
+   host_id says the device has id 0, so the host target itself is the
+   host's, as TVM has it. Any other device naming the host target names a
+   device by its target alone, and a primitive target with the same kind
+   and options comes first: a user's VirtualDevice{device_type = "cpu",
+   target = Target("llvm")} is the configuration's CPU ("llvm -host=llvm"),
+   not a second device beside it. */
+static dp_target *same_target(const dp_config *c, const dp_target *t, int host_id) {
   for (uint32_t i = 0; i < c->ntargets; i++)
     if (t == c->primitive_targets[i]) return c->primitive_targets[i];
+  if (host_id && t == c->host_target) return c->host_target;
   for (uint32_t i = 0; i < c->ntargets; i++)
     if (dp_target_same_but_host(c->primitive_targets[i], t)) return c->primitive_targets[i];
+  if (t == c->host_target) return c->host_target;
   return NULL;
 }
 
+/* How many primitive targets have device type dt; *slot: the index of t
+   among them (when t is one). */
+static uint32_t targets_of_type(const dp_config *cfg, int dt, const dp_target *t, uint32_t *slot) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < cfg->ntargets; i++) {
+    if (cfg->primitive_targets[i]->device_type != dt) continue;
+    if (cfg->primitive_targets[i] == t && slot) *slot = n;
+    n++;
+  }
+  return n;
+}
+
+/* The k-th primitive target of device type dt, or NULL. */
+static dp_target *target_of_type(const dp_config *cfg, int dt, uint32_t k) {
+  for (uint32_t i = 0; i < cfg->ntargets; i++)
+    if (cfg->primitive_targets[i]->device_type == dt && k-- == 0) return cfg->primitive_targets[i];
+  return NULL;
+}
+
+/* "0 = \"llvm -mcpu=a76 -host=llvm\", 1 = \"llvm -mcpu=a55 -host=llvm\"" (malloc'd). */
+static char *slots_text(const dp_config *cfg, int dt) {
+  char *out = dp_strdup("");
+  size_t len = 0;
+  dp_target *t;
+  for (uint32_t k = 0; out && (t = target_of_type(cfg, dt, k)); k++) {
+    char *b = dp_target_brief(t);
+    char *grown = b ? dp_realloc(out, len + strlen(b) + 32) : NULL;
+    if (!grown) {
+      free(b);
+      free(out);
+      return NULL;
+    }
+    out = grown;
+    len += (size_t)sprintf(out + len, "%s%u = \"%s\"", k ? ", " : "", k, b);
+    free(b);
+  }
+  return out;
+}
+
+static dp_err *slot_error(const dp_config *cfg, const dp_vdev *vd, const char *why) {
+  char *list = slots_text(cfg, vd->device_type);
+  const char *name = dp_device_type_name(vd->device_type);
+  dp_err *e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                         "CompilationConfig: %s (the targets of device type %s, by virtual_device_id: %s)",
+                         why, name ? name : "?", list ? list : "?");
+  free(list);
+  return e;
+}
+
+/* Rule 6, and the targets of one device type told apart: where several
+   primitive targets share the device type, virtual_device_id k names the
+   k-th of them (0 or none: as the target says), and a device that gives
+   the target gets that target's id. Where one target serves the type, the
+   id is the user's (uninterpreted, as TVM's). */
 dp_vdev *dp_config_canonical(const dp_config *cfg, dp_vdev *vd, dp_err **err) {
   if (!cfg || !vd) {
     dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "canonical: no virtual device"));
     return NULL;
   }
   dp_target *target = vd->target;
+  int id = vd->virtual_device_id;
   if (target) {
-    dp_target *same = same_target(cfg, target);
+    dp_target *same = same_target(cfg, target, id == 0);
     if (same) target = same;
+    uint32_t slot = 0, n = targets_of_type(cfg, target->device_type, target, &slot);
+    if (n > 1 && target != cfg->host_target) {
+      if (id > 0 && (uint32_t)id != slot) {
+        char why[160];
+        snprintf(why, sizeof why, "virtual_device_id %d names another target than the device's", id);
+        dp_err_set(err, slot_error(cfg, vd, why));
+        return NULL;
+      }
+      id = (int)slot;
+    }
   } else if (vd->device_type) {
-    for (uint32_t i = 0; i < cfg->ntargets && !target; i++)
-      if (cfg->primitive_targets[i]->device_type == vd->device_type)
-        target = cfg->primitive_targets[i];
-    if (!target) {
+    uint32_t n = targets_of_type(cfg, vd->device_type, NULL, NULL);
+    if (n == 0) {
       dp_err_set(err, no_target_error(cfg, vd->device_type, ""));
       return NULL;
     }
+    if (n > 1 && id >= (int)n) {
+      char why[160];
+      snprintf(why, sizeof why, "no target for virtual_device_id %d", id);
+      dp_err_set(err, slot_error(cfg, vd, why));
+      return NULL;
+    }
+    target = target_of_type(cfg, vd->device_type, n > 1 && id > 0 ? (uint32_t)id : 0);
   }
-  if (target == vd->target) return dp_retain(vd);
-  return dp_vdev_make(cfg->ctx, vd->device_type, vd->virtual_device_id, target, vd->memory_scope,
-                      err);
+  if (target == vd->target && id == vd->virtual_device_id) return dp_retain(vd);
+  return dp_vdev_make(cfg->ctx, vd->device_type, id, target, vd->memory_scope, err);
 }
 
 /* ---- bandwidths (placement by cost) ---- */

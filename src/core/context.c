@@ -31,6 +31,7 @@ static void ctx_free(dp_obj *o, dp_worklist *wl) {
   dp__itab_free(&ctx->targets);
   dp__itab_free(&ctx->vdevs);
   dp__itab_free(&ctx->types);
+  dp__kinds_free(ctx);
   free(ctx);
 }
 

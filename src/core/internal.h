@@ -71,6 +71,11 @@ struct dp_ctx {
   uint32_t nops, capops;
   dp__itab opnames;          /* name -> op */
   uint64_t next_tvar_id;
+  struct dp__kind **kinds;  /* target kinds registered (dp_target_kind_register), owned */
+  uint32_t nkinds, capkinds;
 };
+
+/* Frees the target kinds registered in ctx (target_kinds.c). */
+void dp__kinds_free(dp_ctx *ctx);
 
 #endif

@@ -100,7 +100,7 @@ static dp_target *intern(dp_ctx *ctx, const dp__kind *k, int device_type, dp_tar
   t = dp_calloc(1, sizeof *t);
   char *kind = dp_strdup(k->name);
   if (t && kind) { /* the strings print the kind */
-    *t = (dp_target){.kind = kind, .nopts = nopts, .opts = opts, .host = host};
+    *t = (dp_target){.kind = kind, .nopts = nopts, .opts = opts, .host = host, .ctx = ctx}; /* (retained below) */
     /* the strings are made once: printers ask for them for every annotation */
     t->text = target_str(t, 0);
     t->brief = target_str(t, 1);
@@ -143,8 +143,8 @@ dp_target *dp_target_make(dp_ctx *ctx, const char *kind, const dp_target_opt *op
     dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "target: no context"));
     return NULL;
   }
-  const dp__kind *k = dp__kind_find(kind);
-  dp_err *e = k ? check_host(ctx, host) : dp__kind_unknown(kind);
+  const dp__kind *k = dp__kind_find(ctx, kind);
+  dp_err *e = k ? check_host(ctx, host) : dp__kind_unknown(ctx, kind);
   dp_target_opt *full = NULL;
   uint32_t nfull = 0;
   int device_type = 0;
@@ -185,7 +185,7 @@ dp_target *dp_target_with_host(dp_target *t, dp_target *host, dp_err **err) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return NULL;
   }
-  return intern(t->ctx, dp__kind_find(t->kind), t->device_type, copy, t->nopts, host, err);
+  return intern(t->ctx, dp__kind_find(t->ctx, t->kind), t->device_type, copy, t->nopts, host, err);
 }
 
 const dp_target_opt *dp_target_opt_get(const dp_target *t, const char *key) {
@@ -244,7 +244,7 @@ static int left_out(dp__tb *b, const dp__kind *k, const dp_target *t, const dp_t
 }
 
 static void put_target(dp__tb *b, const dp_target *t, int brief) {
-  const dp__kind *k = brief ? dp__kind_find(t->kind) : NULL;
+  const dp__kind *k = brief ? dp__kind_find(t->ctx, t->kind) : NULL;
   dp__tb_puts(b, t->kind);
   const dp_target_opt *keys = dp_target_opt_get(t, "keys");
   if (keys && !(brief && left_out(b, k, t, keys))) put_option(b, keys);

@@ -26,9 +26,10 @@ typedef struct dp__kind {
   const dp__optdecl *opts;
 } dp__kind;
 
-const dp__kind *dp__kind_find(const char *name);
+/* The kind named `name`: built in, else registered in ctx (may be NULL). */
+const dp__kind *dp__kind_find(const dp_ctx *ctx, const char *name);
 /* The unknown-kind error, with a suggestion or the list of kinds. */
-dp_err *dp__kind_unknown(const char *name);
+dp_err *dp__kind_unknown(const dp_ctx *ctx, const char *name);
 
 void dp__opt_clear(dp_target_opt *o);
 void dp__opts_free(dp_target_opt *opts, uint32_t n);

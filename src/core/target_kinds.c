@@ -128,22 +128,38 @@ static const dp__kind kinds[] = {
 
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 
-const dp__kind *dp__kind_find(const char *name) {
-  for (size_t i = 0; name && i < NKINDS; i++)
-    if (strcmp(kinds[i].name, name) == 0) return &kinds[i];
+/* The i-th kind: the built-in ones, then those registered in ctx. */
+static const dp__kind *kind_at(const dp_ctx *ctx, uint32_t i) {
+  if (i < NKINDS) return &kinds[i];
+  i -= NKINDS;
+  return ctx && i < ctx->nkinds ? ctx->kinds[i] : NULL;
+}
+
+const dp__kind *dp__kind_find(const dp_ctx *ctx, const char *name) {
+  const dp__kind *k;
+  for (uint32_t i = 0; name && (k = kind_at(ctx, i)); i++)
+    if (strcmp(k->name, name) == 0) return k;
   return NULL;
 }
 
-const char *dp_target_kind_at(uint32_t i) { return i < NKINDS ? kinds[i].name : NULL; }
+const char *dp_target_kind_at(const dp_ctx *ctx, uint32_t i) {
+  const dp__kind *k = kind_at(ctx, i);
+  return k ? k->name : NULL;
+}
 
-int dp_target_kind_device_type(const char *kind) {
-  const dp__kind *k = dp__kind_find(kind);
+int dp_target_kind_device_type(const dp_ctx *ctx, const char *kind) {
+  const dp__kind *k = dp__kind_find(ctx, kind);
   return k ? k->device_type : -1;
 }
 
-const char *dp_target_kind_keys(const char *kind) {
-  const dp__kind *k = dp__kind_find(kind);
+const char *dp_target_kind_keys(const dp_ctx *ctx, const char *kind) {
+  const dp__kind *k = dp__kind_find(ctx, kind);
   return k ? k->keys : NULL;
+}
+
+int dp_target_kind_registered(const dp_ctx *ctx, const char *kind) {
+  const dp__kind *k = dp__kind_find(ctx, kind);
+  return k && (k < kinds || k >= kinds + NKINDS);
 }
 
 /* The i-th declared option of k: the kind's own, then the common ones. */
@@ -155,9 +171,9 @@ static const dp__optdecl *decl_at(const dp__kind *k, uint32_t i) {
   return i < sizeof common_opts / sizeof common_opts[0] - 1 ? &common_opts[i] : NULL;
 }
 
-const char *dp_target_kind_option(const char *kind, uint32_t i, dp_optkind *type,
+const char *dp_target_kind_option(const dp_ctx *ctx, const char *kind, uint32_t i, dp_optkind *type,
                                   const char **dflt) {
-  const dp__kind *k = dp__kind_find(kind);
+  const dp__kind *k = dp__kind_find(ctx, kind);
   const dp__optdecl *d = k ? decl_at(k, i) : NULL;
   if (!d) return NULL;
   if (type) *type = d->type;
@@ -172,11 +188,19 @@ static const dp__optdecl *find_decl(const dp__kind *k, const char *key) {
   return NULL;
 }
 
-const char *dp_target_kind_suggest(const char *kind) {
-  return dp_suggest_among(kind, dp_target_kind_at);
+const char *dp_target_kind_suggest(const dp_ctx *ctx, const char *kind) {
+  static _Thread_local char best[128]; /* (a registered name may go with its context) */
+  dp_suggest s;
+  const dp__kind *k;
+  dp_suggest_init(&s, kind);
+  for (uint32_t i = 0; (k = kind_at(ctx, i)); i++) dp_suggest_add(&s, k->name);
+  const char *b = dp_suggest_best(&s);
+  if (!b) return NULL;
+  snprintf(best, sizeof best, "%s", b);
+  return best;
 }
 
-dp_err *dp__kind_unknown(const char *name) {
+dp_err *dp__kind_unknown(const dp_ctx *ctx, const char *name) {
   if (name && strchr(name, '/')) {
     const char *tag = dp_target_tag_suggest(name);
     if (tag)
@@ -187,15 +211,18 @@ dp_err *dp__kind_unknown(const char *name) {
                       "'nvidia/tesla-p40'; else give the kind and its options, as 'cuda -arch=sm_61')",
                       name);
   }
-  const char *best = dp_target_kind_suggest(name);
+  const char *best = dp_target_kind_suggest(ctx, name);
   if (best)
     return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "unknown target kind '%s'; did you mean '%s'?",
                       name ? name : "", best);
   dp__tb b;
   dp__tb_init(&b);
-  for (size_t i = 0; i < NKINDS; i++) dp__tb_printf(&b, "%s%s", i ? ", " : "", kinds[i].name);
+  const dp__kind *k;
+  for (uint32_t i = 0; (k = kind_at(ctx, i)); i++) dp__tb_printf(&b, "%s%s", i ? ", " : "", k->name);
   char *list = dp__tb_take(&b);
-  dp_err *e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "unknown target kind '%s' (known kinds: %s)",
+  dp_err *e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
+                         "unknown target kind '%s' (known kinds: %s; a toolchain's kind is "
+                         "registered with dp_target_kind_register, in Lua dp.register_target_kind)",
                          name ? name : "", list ? list : "?");
   free(list);
   return e;
@@ -597,4 +624,123 @@ int dp__kind_derives(const dp__kind *k, const dp_target *t, const dp_target_opt 
   if (!k) return 0;
   if (!strcmp(o->key, "keys")) return derived_keys(k, t, o);
   return default_value(k, o);
+}
+
+/* ---------------- kinds users register ---------------- */
+
+/* A kind's name: a letter, then letters, digits, '_', '-' and '.'. */
+static int valid_kind_name(const char *name) {
+  if (!name || !isalpha((unsigned char)name[0])) return 0;
+  for (const char *p = name; *p; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.')) return 0;
+  return 1;
+}
+
+static void kind_free(dp__kind *k) {
+  if (!k) return;
+  for (dp__optdecl *d = (dp__optdecl *)k->opts; d && d->key; d++) {
+    free((char *)d->key);
+    free((char *)d->dflt);
+  }
+  free((void *)k->opts);
+  free((char *)k->name);
+  free((char *)k->keys);
+  free(k);
+}
+
+void dp__kinds_free(dp_ctx *ctx) {
+  for (uint32_t i = 0; i < ctx->nkinds; i++) kind_free(ctx->kinds[i]);
+  free(ctx->kinds);
+  ctx->kinds = NULL;
+  ctx->nkinds = ctx->capkinds = 0;
+}
+
+/* "a,b , c" -> "a,b,c" (items trimmed, empty ones dropped), malloc'd. */
+static char *clean_keys(const char *keys) {
+  dp_target_opt list = {0};
+  if (split_items(&list, keys) < 0) {
+    dp__opt_clear(&list);
+    return NULL;
+  }
+  dp__tb b;
+  dp__tb_init(&b);
+  for (uint32_t i = 0; i < list.nitems; i++) dp__tb_printf(&b, "%s%s", i ? "," : "", list.items[i]);
+  dp__opt_clear(&list);
+  char *r = dp__tb_take(&b);
+  return r ? r : dp_strdup("");
+}
+
+/* Checks the declarations of a kind being registered (k: its options so far). */
+static dp_err *check_decls(const dp__kind *k, const dp_target_kind_opt *opts, uint32_t nopts) {
+  for (uint32_t i = 0; i < nopts; i++) {
+    const dp_target_kind_opt *o = &opts[i];
+    if (!valid_key(o->name))
+      return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "target kind %s: malformed option name '%s' (letters, "
+                        "digits, '_', '-' and '.')", k->name, o->name ? o->name : "");
+    for (const dp__optdecl *c = common_opts; c->key; c++)
+      if (!strcmp(c->key, o->name))
+        return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "target kind %s: option '%s' is one every kind has",
+                          k->name, o->name);
+    for (uint32_t j = 0; j < i; j++)
+      if (!strcmp(opts[j].name, o->name))
+        return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "target kind %s: option '%s' declared twice", k->name,
+                          o->name);
+    if (o->type != DP_OPT_STR && o->type != DP_OPT_INT && o->type != DP_OPT_BOOL && o->type != DP_OPT_STRLIST)
+      return dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "target kind %s: option '%s' has no type (string, "
+                        "integer, boolean or list of strings)", k->name, o->name);
+  }
+  return NULL;
+}
+
+int dp_target_kind_register(dp_ctx *ctx, const char *name, int device_type,
+                            const dp_target_kind_opt *opts, uint32_t nopts, const char *keys,
+                            dp_err **err) {
+  dp_err *e = NULL;
+  dp__kind *k = NULL;
+  if (!ctx) e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "target kind: no context");
+  else if (!valid_kind_name(name))
+    e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "malformed target kind name '%s' (a letter, then letters, "
+                   "digits, '_', '-' and '.')", name ? name : "");
+  else if (dp__kind_find(ctx, name))
+    e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "target kind '%s' is %s already", name,
+                   dp_target_kind_registered(ctx, name) ? "registered" : "built in");
+  else if (device_type <= 0 || !dp_device_type_name(device_type))
+    e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "target kind %s: %d is not a known device type", name, device_type);
+  else if (nopts && !opts)
+    e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "target kind %s: no options given", name);
+  if (e) goto fail;
+  dp__optdecl *decls = dp_calloc((size_t)nopts + 1, sizeof *decls);
+  k = dp_calloc(1, sizeof *k);
+  if (k) k->opts = decls;
+  if (!k || !decls || !(k->name = dp_strdup(name)) || !(k->keys = clean_keys(keys ? keys : name))) {
+    if (!k) free(decls);
+    e = oom();
+    goto fail;
+  }
+  k->device_type = device_type;
+  if ((e = check_decls(k, opts, nopts))) goto fail;
+  for (uint32_t i = 0; i < nopts; i++) {
+    decls[i] = (dp__optdecl){dp_strdup(opts[i].name), opts[i].type, NULL, DP__RULE_ANY};
+    if (!decls[i].key || (opts[i].dflt && !(decls[i].dflt = dp_strdup(opts[i].dflt)))) {
+      e = oom();
+      goto fail;
+    }
+  }
+  /* each default reads as its option's type, as a target string's value would */
+  for (uint32_t i = 0; i < nopts; i++) {
+    if (!decls[i].dflt) continue;
+    dp_target_opt in = {(char *)decls[i].key, DP_OPT_TEXT, (char *)decls[i].dflt, 0, 0, NULL}, out;
+    if ((e = type_option(k, &in, &out))) goto fail;
+    dp__opt_clear(&out);
+  }
+  if (dp_grow((void **)&ctx->kinds, &ctx->capkinds, ctx->nkinds + 1, sizeof *ctx->kinds) < 0) {
+    e = oom();
+    goto fail;
+  }
+  ctx->kinds[ctx->nkinds++] = k;
+  return 0;
+fail:
+  kind_free(k);
+  dp_err_set(err, e);
+  return -1;
 }

@@ -24,10 +24,10 @@ static int value_error(lua_State *L, const char *fmt, const char *a, const char 
 static dp_target *to_target(lua_State *L, int idx);
 
 /* The declared type of option key for kind, or -1. */
-static int declared_type(const char *kind, const char *key) {
+static int declared_type(lua_State *L, const char *kind, const char *key) {
   dp_optkind type;
   const char *name;
-  for (uint32_t i = 0; (name = dp_target_kind_option(kind, i, &type, NULL)); i++)
+  for (uint32_t i = 0; (name = dp_target_kind_option(dp__lua_ctx(L), kind, i, &type, NULL)); i++)
     if (!strcmp(name, key)) return (int)type;
   return -1;
 }
@@ -44,7 +44,7 @@ static const char *type_words(int type) {
 /* A fraction: the core has no such value, so the error is made here (an
    undeclared option is left to the core, which names it). */
 static void fraction(lua_State *L, const char *kind, const char *key, dp_target_opt *o) {
-  int type = declared_type(kind, key);
+  int type = declared_type(L, kind, key);
   if (type >= 0)
     dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                                "target option -%s of kind %s expects %s, got %s", key, kind,
@@ -108,7 +108,7 @@ static dp_target *target_from_table(lua_State *L, int idx) {
                                "\"llvm\", ...), got %s", luaL_typename(L, -1)));
   const char *kind = lua_tostring(L, -1); /* anchored by the table */
   lua_pop(L, 1);
-  if (dp_target_kind_device_type(kind) < 0) {
+  if (dp_target_kind_device_type(dp__lua_ctx(L), kind) < 0) {
     dp_target_make(dp__lua_ctx(L), kind, NULL, 0, NULL, &e); /* fails: the core's message */
     dp__lua_error(L, e);
   }
@@ -554,35 +554,150 @@ static const char *type_key(dp_optkind t) {
   }
 }
 
-/* dp.target_kinds() -> { {name =, device_type =, keys = {...}, options = {name = type}}, ... } */
-static int target_kinds(lua_State *L) {
-  const char *kind, *opt;
+/* The description of kind at the top of the stack: {name =, device_type =,
+   device_type_name =, keys = {...}, options = {name = type}, defaults =
+   {name = default as a target string writes it}, registered = bool}. */
+static void push_kind(lua_State *L, const char *kind) {
+  dp_ctx *ctx = dp__lua_ctx(L);
+  lua_createtable(L, 0, 7);
+  lua_pushstring(L, kind);
+  lua_setfield(L, -2, "name");
+  int dt = dp_target_kind_device_type(ctx, kind);
+  lua_pushinteger(L, dt);
+  lua_setfield(L, -2, "device_type");
+  lua_pushstring(L, dp_device_type_name(dt));
+  lua_setfield(L, -2, "device_type_name");
+  lua_pushboolean(L, dp_target_kind_registered(ctx, kind));
+  lua_setfield(L, -2, "registered");
   lua_newtable(L);
-  for (uint32_t i = 0; (kind = dp_target_kind_at(i)); i++) {
-    lua_createtable(L, 0, 4);
-    lua_pushstring(L, kind);
-    lua_setfield(L, -2, "name");
-    lua_pushinteger(L, dp_target_kind_device_type(kind));
-    lua_setfield(L, -2, "device_type");
-    lua_newtable(L);
-    const char *keys = dp_target_kind_keys(kind);
-    for (int k = 1; *keys; k++) {
-      const char *comma = strchr(keys, ',');
-      size_t len = comma ? (size_t)(comma - keys) : strlen(keys);
-      lua_pushlstring(L, keys, len);
-      lua_rawseti(L, -2, k);
-      keys += len + (comma != NULL);
-    }
-    lua_setfield(L, -2, "keys");
-    lua_newtable(L);
-    dp_optkind type;
-    for (uint32_t j = 0; (opt = dp_target_kind_option(kind, j, &type, NULL)); j++) {
-      lua_pushstring(L, type_key(type));
+  const char *keys = dp_target_kind_keys(ctx, kind);
+  for (int k = 1; keys && *keys; k++) {
+    const char *comma = strchr(keys, ',');
+    size_t len = comma ? (size_t)(comma - keys) : strlen(keys);
+    lua_pushlstring(L, keys, len);
+    lua_rawseti(L, -2, k);
+    keys += len + (comma != NULL);
+  }
+  lua_setfield(L, -2, "keys");
+  lua_newtable(L);
+  lua_newtable(L);
+  dp_optkind type;
+  const char *opt, *dflt;
+  for (uint32_t j = 0; (opt = dp_target_kind_option(ctx, kind, j, &type, &dflt)); j++) {
+    lua_pushstring(L, type_key(type));
+    lua_setfield(L, -3, opt);
+    if (dflt) {
+      lua_pushstring(L, dflt);
       lua_setfield(L, -2, opt);
     }
-    lua_setfield(L, -2, "options");
+  }
+  lua_setfield(L, -3, "defaults");
+  lua_setfield(L, -2, "options");
+}
+
+/* dp.target_kinds() -> { {name =, device_type =, keys = {...}, options = {name = type}, ...}, ... } */
+static int target_kinds(lua_State *L) {
+  const char *kind;
+  lua_newtable(L);
+  for (uint32_t i = 0; (kind = dp_target_kind_at(dp__lua_ctx(L), i)); i++) {
+    push_kind(L, kind);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
+  return 1;
+}
+
+/* An option default given in Lua as a target string writes it, pushed. */
+static const char *default_text(lua_State *L, const char *kind, const char *name, dp_optkind type, int idx) {
+  int t = lua_type(L, idx);
+  if (type == DP_OPT_STR && t == LUA_TSTRING) return lua_pushstring(L, lua_tostring(L, idx));
+  if (type == DP_OPT_INT && t == LUA_TNUMBER && lua_isinteger(L, idx))
+    return lua_pushfstring(L, "%I", lua_tointeger(L, idx));
+  if (type == DP_OPT_BOOL && t == LUA_TBOOLEAN) return lua_pushstring(L, lua_toboolean(L, idx) ? "true" : "false");
+  if (type == DP_OPT_STRLIST && t == LUA_TTABLE) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+    for (lua_Integer i = 1; i <= n; i++) {
+      if (lua_rawgeti(L, idx, i) != LUA_TSTRING || strchr(lua_tostring(L, -1), ','))
+        dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "register_target_kind %s: the default of "
+                                   "option '%s' is a list of strings without ','", kind, name));
+      if (i > 1) luaL_addchar(&b, ',');
+      luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    return lua_tostring(L, -1);
+  }
+  dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "register_target_kind %s: the default of option "
+                             "'%s' must be %s, got a %s", kind, name, type_words(type), luaL_typename(L, idx)));
+  return NULL;
+}
+
+static dp_optkind option_type(lua_State *L, const char *kind, const char *name, int idx) {
+  static const char *const names[] = {"string", "int", "bool", "list", NULL};
+  static const dp_optkind types[] = {DP_OPT_STR, DP_OPT_INT, DP_OPT_BOOL, DP_OPT_STRLIST};
+  const char *t = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : NULL;
+  for (int i = 0; t && names[i]; i++)
+    if (!strcmp(t, names[i])) return types[i];
+  dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "register_target_kind %s: option '%s' needs a type: "
+                             "\"string\", \"int\", \"bool\" or \"list\"", kind, name));
+  return DP_OPT_STR;
+}
+
+/* dp.register_target_kind(name, {device_type =, options = {{name =, type =, default =}, ...},
+   keys = {...}?}) -> the kind's description (as dp.target_kinds() gives it) */
+static int register_target_kind(lua_State *L) {
+  static const char *const fields[] = {"device_type", "options", "keys", NULL};
+  static const char *const ofields[] = {"name", "type", "default", NULL};
+  const char *name = luaL_checkstring(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  check_fields(L, 2, "register_target_kind", fields);
+  lua_getfield(L, 2, "device_type"); /* 3 */
+  if (lua_isnil(L, 3))
+    dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "register_target_kind %s: device_type is needed "
+                               "(the device type its code runs on: \"cpu\", \"ext_dev\", ...)", name));
+  int dt = device_type_arg(L, 3);
+  lua_getfield(L, 2, "options"); /* 4 */
+  if (!lua_isnil(L, 4) && !lua_istable(L, 4))
+    value_error(L, "register_target_kind: options must be a list of {name =, type =, default =}%s", "", NULL);
+  lua_Integer n = lua_isnil(L, 4) ? 0 : (lua_Integer)lua_rawlen(L, 4);
+  dp_target_kind_opt *opts = lua_newuserdatauv(L, (size_t)(n ? n : 1) * sizeof *opts, 0); /* 5 */
+  for (lua_Integer i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, 4, i) != LUA_TTABLE)
+      value_error(L, "register_target_kind: each option is a table {name =, type =, default =}%s", "", NULL);
+    int o = lua_gettop(L);
+    check_fields(L, o, "register_target_kind", ofields);
+    lua_getfield(L, o, "name");
+    if (lua_type(L, -1) != LUA_TSTRING)
+      value_error(L, "register_target_kind: option %s needs a name (a string)", lua_tostring(L, -1), NULL);
+    opts[i - 1].name = lua_tostring(L, -1); /* anchored by the option's table */
+    lua_getfield(L, o, "type");
+    opts[i - 1].type = option_type(L, name, opts[i - 1].name, lua_gettop(L));
+    lua_getfield(L, o, "default");
+    opts[i - 1].dflt = lua_isnil(L, -1) ? NULL : default_text(L, name, opts[i - 1].name, opts[i - 1].type, lua_gettop(L));
+    if (opts[i - 1].dflt) lua_rawseti(L, o, 0); /* anchor the text in the option's table */
+    lua_settop(L, o - 1);
+  }
+  lua_getfield(L, 2, "keys"); /* 6 */
+  const char *keys = NULL;
+  if (lua_istable(L, 6)) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    lua_Integer nk = (lua_Integer)lua_rawlen(L, 6);
+    for (lua_Integer i = 1; i <= nk; i++) {
+      if (lua_rawgeti(L, 6, i) != LUA_TSTRING || strchr(lua_tostring(L, -1), ','))
+        value_error(L, "register_target_kind: keys is a list of strings without ','%s", "", NULL);
+      if (i > 1) luaL_addchar(&b, ',');
+      luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b); /* 7 */
+    keys = lua_tostring(L, -1);
+  } else if (!lua_isnil(L, 6)) {
+    value_error(L, "register_target_kind: keys must be a list of strings, got %s", luaL_typename(L, 6), NULL);
+  }
+  dp_err *e = NULL;
+  if (dp_target_kind_register(dp__lua_ctx(L), name, dt, opts, (uint32_t)n, keys, &e) < 0) dp__lua_error(L, e);
+  push_kind(L, name);
   return 1;
 }
 
@@ -609,6 +724,8 @@ void dp__lua_open_device(lua_State *L) {
   lua_setfield(L, -2, "Target");
   lua_pushcfunction(L, target_kinds);
   lua_setfield(L, -2, "target_kinds");
+  lua_pushcfunction(L, register_target_kind);
+  lua_setfield(L, -2, "register_target_kind");
   lua_newtable(L); /* dp.VirtualDevice: callable, with join and default */
   lua_pushcfunction(L, vdev_join);
   lua_setfield(L, -2, "join");

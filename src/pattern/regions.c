@@ -40,6 +40,7 @@
  * Everything walks with explicit stacks and arrays indexed by the post
  * order: a 1,000,000-node program is fine.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +66,8 @@ typedef struct region {
 
 /* The next number of the hoisted functions named <function>_<label>_<n>. */
 typedef struct namectr {
-  char label[64];
+  char kind[64];  /* what it is named after */
+  char label[64]; /* as a name writes it */
   uint32_t next;
 } namectr;
 
@@ -503,11 +505,14 @@ static dp_global *fresh_global(pctx *c, dp_vdev *vd) {
   const char *label = label_of(c, vd);
   namectr *ctr = NULL;
   for (uint32_t i = 0; i < c->nnames && !ctr; i++)
-    if (!strcmp(c->names[i].label, label)) ctr = &c->names[i];
+    if (!strcmp(c->names[i].kind, label)) ctr = &c->names[i];
   if (!ctr) {
     if (dp_grow((void **)&c->names, &c->capnames, c->nnames + 1, sizeof *c->names) < 0) return NULL;
     ctr = &c->names[c->nnames++];
+    snprintf(ctr->kind, sizeof ctr->kind, "%s", label);
     snprintf(ctr->label, sizeof ctr->label, "%s", label);
+    for (char *p = ctr->label; *p; p++) /* a global's name: letters, digits and '_' ("ethos-u": ethos_u) */
+      if (!(isalnum((unsigned char)*p) || *p == '_')) *p = '_';
     ctr->next = 0;
   }
   char name[320];

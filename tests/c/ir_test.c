@@ -567,6 +567,7 @@ void dp_test_context_close(int *passed, int *failed); /* tests/c/context_test.c 
 void dp_test_parse(int *passed, int *failed);    /* tests/c/parse_test.c */
 void dp_test_independent(int *passed, int *failed); /* tests/c/independent_test.c */
 void dp_test_maxflow(int *passed, int *failed);  /* tests/c/maxflow_test.c */
+void dp_test_target_kinds(int *passed, int *failed); /* tests/c/target_kind_test.c */
 
 int main(void) {
   long n = getenv("DEVPLAN_QUICK") ? 20000 : 1000000;
@@ -590,6 +591,7 @@ int main(void) {
   dp_test_parse(&passed, &failed);
   dp_test_independent(&passed, &failed);
   dp_test_maxflow(&passed, &failed);
+  dp_test_target_kinds(&passed, &failed);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
