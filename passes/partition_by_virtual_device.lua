@@ -3,7 +3,16 @@
 -- virtual_device says where they run (RFC 0038's PartitionBySEScope;
 -- src/pattern/regions.c, include/devplan/partition.h say how).
 --
---   local parted = dp.passes.PartitionByVirtualDevice{by = "virtual_device"}(planned)
+--   local partition = dp.passes.PartitionByVirtualDevice{by = "virtual_device"}
+--   local parted = partition(planned)
+--   local parted, regions = partition.partition(planned, ctx?)   -- the pieces as data too
+--
+-- Each region: {name = "main_ccompiler_0" (the hoisted function), caller =
+-- "main" (the function it came from), virtual_device =, target =, nodes =
+-- {the planned module's nodes it computes, in post order}, inputs = {the
+-- values it reads, in parameter order}, outputs = {the values it gives, in
+-- result order}}. Run in a pass context, the pass also leaves them in
+-- ctx.regions (the command line's --report prints them).
 --
 -- Options:
 --   by      "virtual_device" (default): pieces share the whole virtual device;
@@ -79,13 +88,81 @@ function M.new(opts)
   if opts.config ~= nil and not ir.is_config(opts.config) then
     error("PartitionByVirtualDevice: config must be a CompilationConfig, got " .. type(opts.config), 2)
   end
-  return pass.new("PartitionByVirtualDevice", function(mod, ctx)
+  local function partition(mod, ctx)
     if not ir.is_module(mod) then
       error("PartitionByVirtualDevice: a module expected, got " .. type(mod), 2)
     end
     local cfg = opts.config or (ir.is_config(ctx and ctx.config) and ctx.config) or config_of(mod)
-    return core.pattern.partition(mod, cfg, by)
+    local parted, regions = core.pattern.partition(mod, cfg, by)
+    for _, r in ipairs(regions) do r.target = r.virtual_device.target end
+    return parted, regions
+  end
+  local p = pass.new("PartitionByVirtualDevice", function(mod, ctx)
+    local parted, regions = partition(mod, ctx)
+    ctx.regions = regions
+    return parted
   end, {by = by})
+  p.partition = partition
+  return p
+end
+
+-- ---- the regions as a reader wants them (the command line's --report) ----
+
+-- What a node is: "add at 3:5", "%x", "a tuple", "Composite:npu.conv".
+local function describe(e)
+  local what
+  if e.kind == "var" then return "%" .. e.name end
+  if e.kind == "call" then
+    local c = e.callee
+    what = c.kind == "op" and c.name or c.kind == "global" and ("@" .. c.name)
+      or c.kind == "fn" and c.attrs and c.attrs.Composite and ("Composite:" .. tostring(c.attrs.Composite))
+      or "call"
+  elseif e.kind == "proj" then
+    what = "." .. e.index
+  elseif e.kind == "const" then
+    what = "a constant"
+  else
+    what = e.kind
+  end
+  local s = e.span
+  return s and (what .. " at " .. s.line .. ":" .. s.col) or what
+end
+
+-- The values a region reads through annotations and copies: their names.
+local function strip(e)
+  while e.kind == "call" and e.callee.kind == "op" and (e.callee.name == "on_device" or e.callee.name == "device_copy") do
+    e = e.args[1]
+  end
+  return e
+end
+
+-- Plain tables (for JSON): {name =, caller =, device =, target = its kind, nodes =
+-- {"add at 3:5", ...}, inputs = {...}, outputs = {...}}.
+function M.regions_data(regions)
+  local out = {}
+  for i, r in ipairs(regions) do
+    local function list(xs, through)
+      local l = {}
+      for j, e in ipairs(xs) do l[j] = describe(through and strip(e) or e) end
+      return l
+    end
+    out[i] = {name = r.name, caller = r.caller, device = tostring(r.virtual_device),
+              target = r.target and r.target.kind or nil,
+              nodes = list(r.nodes), inputs = list(r.inputs, true), outputs = list(r.outputs)}
+  end
+  return out
+end
+
+-- The regions as text, one block per region.
+function M.regions_text(regions)
+  local lines = {("%d region%s hoisted by PartitionByVirtualDevice:"):format(#regions, #regions == 1 and "" or "s")}
+  for _, r in ipairs(M.regions_data(regions)) do
+    lines[#lines + 1] = ("  @%s  from @%s, runs on %s"):format(r.name, r.caller, r.device)
+    lines[#lines + 1] = "    computes: " .. table.concat(r.nodes, ", ")
+    lines[#lines + 1] = "    inputs:   " .. (#r.inputs > 0 and table.concat(r.inputs, ", ") or "(none)")
+    lines[#lines + 1] = "    outputs:  " .. table.concat(r.outputs, ", ")
+  end
+  return table.concat(lines, "\n") .. "\n"
 end
 
 return M

@@ -176,6 +176,77 @@ describe("PartitionByVirtualDevice", function()
   end)
 end)
 
+describe("PartitionByVirtualDevice's regions as data", function()
+  local cfg = t.config("cuda")
+  local text = "def @main(%x: " .. T .. ", %y: " .. T .. [[) {
+      %0 = add(%x, %y); %1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);
+      %2 = log(%1); %3 = exp(%1); %4 = (%2, %3); concatenate(%4) }]]
+
+  it("names each region, its device and target, the nodes it computes, its inputs and outputs", function()
+    local planned = dp.passes.PlanDevices(cfg)(parse(text))
+    local partition = dp.passes.PartitionByVirtualDevice{config = cfg}
+    local parted, regions = partition.partition(planned)
+    assert.equal(2, #regions)
+    local by_name = {}
+    for _, r in ipairs(regions) do by_name[r.name] = r end
+    local cpu, gpu = by_name.main_llvm_0, by_name.main_cuda_0
+    assert.equal("main", cpu.caller)
+    assert.is_true(rawequal(CPU, cpu.virtual_device))
+    assert.is_true(rawequal(CPU.target, cpu.target))
+    assert.is_true(rawequal(GPU, gpu.virtual_device))
+    -- the nodes are the planned module's own: the add, then log, exp, the tuple and concatenate
+    local add = t.find_call(planned, "add")
+    assert.equal(1, #cpu.nodes)
+    assert.is_true(rawequal(add, cpu.nodes[1]))
+    assert.same({"log", "exp", "tuple", "concatenate"}, (function()
+      local l = {}
+      for i, e in ipairs(gpu.nodes) do l[i] = e.kind == "call" and e.callee.name or e.kind end
+      return l
+    end)())
+    assert.same({"x", "y"}, {cpu.inputs[1].name, cpu.inputs[2].name})
+    assert.is_true(rawequal(add, cpu.outputs[1]))
+    assert.equal(2, #gpu.inputs, "a copy of the add for log and one for exp (PlanDevices copies per use)")
+    for _, input in ipairs(gpu.inputs) do
+      assert.equal("device_copy", input.callee.name)
+      assert.is_true(rawequal(add, input.args[1].args[1]))
+    end
+    assert.is_true(rawequal(gpu.nodes[4], gpu.outputs[1]))
+    -- the pass called as a pass gives the same module, and leaves the regions in its context
+    local ctx = dp.PassContext()
+    assert.is_true(dp.structural_equal(partition(planned, ctx), parted))
+    assert.equal(2, #ctx.regions)
+    assert.equal("main_llvm_0", ctx.regions[1].name)
+  end)
+
+  it("devplan plan --partition --report prints them, as text and as JSON", function()
+    local file = t.temp_file("def @main(%x: " .. T .. ", %y: " .. T .. [[) {
+  %0 = add(%x, %y);
+  %1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);
+  %2 = log(%1);
+  exp(%2)
+}]])
+    local code, out, err = t.run_devplan("plan " .. file .. " --default cuda --partition --report text")
+    assert.equal(0, code, err)
+    assert.truthy(out:find("2 regions hoisted by PartitionByVirtualDevice:", 1, true), out)
+    assert.truthy(out:find("@main_llvm_0  from @main, runs on VirtualDevice(device_type=cpu", 1, true), out)
+    assert.truthy(out:find("computes: add at 2:8\n    inputs:   %x, %y\n    outputs:  add at 2:8", 1, true), out)
+    assert.truthy(out:find("computes: log at 4:8, exp at 5:3", 1, true), out)
+    code, out, err = t.run_devplan("plan " .. file .. " --default cuda --partition --report json")
+    assert.equal(0, code, err)
+    local data = require("dkjson").decode(out)
+    assert.equal(2, #data.regions)
+    assert.equal("main_llvm_0", data.regions[1].name)
+    assert.equal("llvm", data.regions[1].target)
+    assert.same({"%x", "%y"}, data.regions[1].inputs)
+    assert.truthy(data.totals)
+    -- without --partition, no regions
+    code, out = t.run_devplan("plan " .. file .. " --report text")
+    assert.equal(0, code)
+    assert.falsy(out:find("regions hoisted", 1, true))
+    t.remove_temp_files()
+  end)
+end)
+
 describe("the accelerator example", function()
   local function run(cmd)
     local p = assert(io.popen(cmd .. " 2>&1"))

@@ -42,7 +42,8 @@ local OPTIONS = {
   ["--no-color"] = {kind = "flag", help = "never colour (the default is colour on a terminal, none in a pipe)"},
   ["--report"] = {kind = "value", arg = "text|json",
     help = "print the placement report instead of the module: per device the calls and\n"
-      .. "bytes resident, every device_copy with its value, devices, type and bytes, totals"},
+      .. "bytes resident, every device_copy with its value, devices, type and bytes, totals;\n"
+      .. "after a partition pass, each region hoisted (what it computes, reads and gives)"},
   ["--dot"] = {kind = "value", arg = "FILE", help = "also write the dataflow graph (Graphviz text), nodes coloured by device"},
   ["--svg"] = {kind = "value", arg = "FILE", help = "also draw the dataflow graph as SVG (runs Graphviz's dot)"},
   ["--target"] = {kind = "list", arg = "T",
@@ -76,6 +77,9 @@ local OPTIONS = {
   ["--share-copies"] = {kind = "flag",
     help = "after planning, one device_copy per value and device pair where it dominates\n"
       .. "its uses (dp.passes.ShareCopies) instead of one per use"},
+  ["--partition"] = {kind = "flag",
+    help = "after planning, hoist the connected code on each device into functions named\n"
+      .. "after their target (dp.passes.PartitionByVirtualDevice); with --report, the regions"},
   ["--explain"] = {kind = "flag",
     help = "after the module, each parameter's and result's device and why, and why each\n"
       .. "device_copy was inserted (// comments: the output still parses)"},
@@ -144,17 +148,17 @@ COMMANDS.plan = {
   summary = "place operators, plan devices (PlanDevices) and print the planned module",
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
     .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes]\n"
-    .. "                    [--bandwidth B] [--share-copies] [--explain] [--verify] [--report text|json]\n"
+    .. "                    [--bandwidth B] [--share-copies] [--partition] [--explain] [--verify] [--report text|json]\n"
     .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]",
   options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--placement",
-                  "--share-copies", "--explain", "--verify",
+                  "--share-copies", "--partition", "--explain", "--verify",
                   "--report", "--reproducer"}, CONFIG, OUTPUT, INSTRUMENTS),
   text = "Parses FILE, runs the annotation rules (--rules, then --annotate), then\n"
     .. "dp.passes.PlanDevices with the configuration of the targets, and prints the\n"
     .. "planned module (or its report). The same as\n"
     .. "  devplan opt FILE -p 'annotate(rules=FILE.lua),annotate(OP=DEVICE),plan_devices(all_conflicts=true)'\n"
     .. "(--placement min_bytes: plan_devices(all_conflicts=true,placement=min_bytes);\n"
-    .. "--share-copies adds share_copies after it.)\n"
+    .. "--share-copies adds share_copies after it, --partition then partition.)\n"
     .. "Every independent conflict is printed, as a compiler prints errors: both\n"
     .. "constraints with their positions and the chain between them, in source order,\n"
     .. "then \"N errors\"; the status is 1. --first-conflict stops at the first.",
@@ -480,13 +484,25 @@ local function copy_explanations(planned, input, config)
   return #out > 0 and table.concat(out, "\n") .. "\n" or ""
 end
 
+-- The report, and the regions a partition pass hoisted (nil: none ran).
+local function report_text(r, regions, json)
+  local part = regions and require "partition_by_virtual_device"
+  if not json then return r:text() .. (regions and ("\n" .. part.regions_text(regions)) or "") end
+  local text = r:json()
+  if not regions then return text end
+  local dkjson = require "dkjson"
+  local list = dkjson.encode(part.regions_data(regions), {indent = true, keyorder = {
+    "name", "caller", "device", "target", "nodes", "inputs", "outputs"}})
+  return text:gsub("%s*}%s*$", "", 1) .. ',\n  "regions":' .. list:gsub("\n", "\n  ") .. "\n}\n"
+end
+
 -- The module, its report, its graphs, as the output options say.
-local function emit(opts, mod, config, extra)
+local function emit(opts, mod, config, extra, regions)
   write_graphs(opts, mod, config)
   local report = opts["--report"]
   if report then
     local r = attempt(nil, dp.planner.report, mod, config)
-    write_output(opts, report == "json" and r:json() or r:text())
+    write_output(opts, report_text(r, regions, report == "json"))
     return
   end
   local text = dp.astext(mod, print_options(opts))
@@ -583,10 +599,10 @@ local function run_pipeline(command, opts, pipeline_text, reproducer)
   -- nothing reads the input any more (the context held it for verify):
   -- its nodes the result does not share and its text go before the
   -- result is printed, which lowers the peak of a large module by a module
-  local planned_config = ctx.planned_config or config
+  local planned_config, regions = ctx.planned_config or config, ctx.regions
   mod, sources, ctx = nil, nil, nil
   collectgarbage()
-  emit(opts, res, planned_config, extra)
+  emit(opts, res, planned_config, extra, regions)
 end
 
 -- ---------------------------------------------------------------- the commands
@@ -633,6 +649,7 @@ function COMMANDS.plan.run(opts)
   if placement == "min_bytes" then plan_args[#plan_args + 1] = {"placement", "min_bytes"} end
   items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}
   if opts["--share-copies"] then items[#items + 1] = {"share_copies"} end
+  if opts["--partition"] then items[#items + 1] = {"partition"} end
   if opts["--verify"] then items[#items + 1] = {"verify"} end
   if opts["--report"] and opts["--report"] ~= "text" and opts["--report"] ~= "json" then
     fail(usage_error("plan", "--report takes text or json, got '" .. opts["--report"] .. "'").text)

@@ -11,7 +11,7 @@
  *   core.pattern.opaque() -> opaque set
  *   core.pattern.annotate(body, {{groups, keep, vd}, ...}) -> body
  *   core.pattern.with_body(fn, body) -> fn   core.pattern.raise(code, message)
- *   core.pattern.partition(mod, config, by) -> mod   (PartitionByVirtualDevice, partition.h)
+ *   core.pattern.partition(mod, config, by) -> mod, regions   (PartitionByVirtualDevice, partition.h)
  *
  * A node descriptor is a table {kind =, kids = {i, ...} (1-based), any =,
  * name =, op = <op>, expr =, type =, dtype =, shape =, index =, attrs =,
@@ -570,15 +570,50 @@ static int l_with_body(lua_State *L) {
   return dp__lua_push_new(L, dp_expr_with_children(f, kids), NULL);
 }
 
-/* partition(mod, config, by) -> mod: PartitionByVirtualDevice (partition.h). */
+static int regions_gc(lua_State *L) {
+  dp_regions_clear(lua_touserdata(L, 1));
+  return 0;
+}
+
+/* partition(mod, config, by) -> mod, regions: PartitionByVirtualDevice
+   (partition.h); each region {name =, caller =, virtual_device =, nodes =,
+   inputs =, outputs =}. */
 static int l_partition(lua_State *L) {
   dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   dp_config *cfg = dp__lua_check(L, 2, DP_OBJ_CONFIG);
   static const char *const bys[] = {"virtual_device", "target", "device_type", NULL};
   int by = luaL_checkoption(L, 3, "virtual_device", bys);
   dp_err *err = NULL;
-  dp_module *r = dp_partition_by_device(m, cfg, (dp_partition_by)by, NULL, &err);
-  return dp__lua_push_new(L, r, err);
+  dp_regions *rs = lua_newuserdatauv(L, sizeof *rs, 0); /* cleared by its __gc on a Lua error */
+  memset(rs, 0, sizeof *rs);
+  if (luaL_newmetatable(L, "devplan.regions")) {
+    lua_pushcfunction(L, regions_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  dp_module *r = dp_partition_by_device(m, cfg, (dp_partition_by)by, rs, &err);
+  if (!r) return dp__lua_error(L, err);
+  dp__lua_push_owned(L, r);
+  lua_createtable(L, (int)rs->n, 0);
+  for (uint32_t i = 0; i < rs->n; i++) {
+    dp_region *g = &rs->r[i];
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, g->global->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, g->caller);
+    lua_setfield(L, -2, "caller");
+    dp__lua_push(L, g->vdev);
+    lua_setfield(L, -2, "virtual_device");
+    dp__lua_push_list(L, (void *const *)g->nodes, g->nnodes);
+    lua_setfield(L, -2, "nodes");
+    dp__lua_push_list(L, (void *const *)g->inputs, g->ninputs);
+    lua_setfield(L, -2, "inputs");
+    dp__lua_push_list(L, (void *const *)g->outputs, g->noutputs);
+    lua_setfield(L, -2, "outputs");
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  dp_regions_clear(rs);
+  return 2;
 }
 
 /* raise(code, message): a devplan.Error, for the Lua passes. */
