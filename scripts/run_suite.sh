@@ -60,8 +60,8 @@ done
 # run_cases NAME PASSED DONE CMD...: a runner of ../shared/conformance cases.
 # Each failing case prints a "FAIL ..." line; PASSED says how passing ones
 # are counted: "lines" ("ok ..." lines, and "DIFF ..." ones: a documented
-# deliberate difference from TVM), or "last" (the "N passed, N failed" line
-# it ends with). DONE is a pattern its last line matches when it finished.
+# deliberate difference from TVM), "verdicts" ("PASS ..." and "DIFF ..."
+# lines), or "last" (the "N passed, N failed" line it ends with). DONE is a pattern its last line matches when it finished.
 # A runner that did not finish, or failed with no failing case, counts one
 # failure.
 run_cases() {
@@ -74,6 +74,7 @@ run_cases() {
   bad=$(grep -c '^FAIL ' "$log")
   last=$(tail -1 "$log")
   if [ "$how" = lines ]; then ok=$(grep -c -E '^(ok|DIFF) ' "$log")
+  elif [ "$how" = verdicts ]; then ok=$(grep -c -E '^(PASS|DIFF) ' "$log")
   elif [[ "$last" =~ ^([0-9]+)\ passed,\ [0-9]+\ failed$ ]]; then ok=${BASH_REMATCH[1]}
   else ok=0
   fi
@@ -100,6 +101,14 @@ fi
 if [ -f ../shared/conformance/tvm-peer/run.lua ]; then
   run_cases "TVM's tests (../shared/conformance/tvm-peer/run.lua)" lines '^total: ' \
     "$EXE" ../shared/conformance/tvm-peer/run.lua .
+fi
+# TVM's BYOC partitioning tests through the RFC 0038 flow (issue 19), under
+# TVM's placement and under placement by cost
+if [ -f ../shared/conformance/byoc/run.lua ]; then
+  for flow in tvm min_bytes; do
+    run_cases "BYOC conformance, --flow $flow (../shared/conformance/byoc/run.lua)" verdicts \
+      '^[0-9]+ passed, [0-9]+ failed, [0-9]+ diff$' "$EXE" ../shared/conformance/byoc/run.lua . --flow "$flow"
+  done
 fi
 
 for prog in "${TEST_PROGRAMS[@]}"; do
