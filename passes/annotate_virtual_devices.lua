@@ -25,11 +25,14 @@
 -- checkers read dtypes and shapes). Calls inside a Composite or Primitive
 -- function are part of it and are never annotated on their own.
 --
--- Annotations compose: a call that already is the body of an on_device
--- with a device (constrain_body, the default) is left alone, as the first
--- pass that placed it decided (BYOC's target priority): "annotate for A,
--- then for B, then the rest on the host" is three passes in a row, and a
--- pass run twice changes nothing.
+-- Annotations compose: a call whose device earlier annotations decided is
+-- left alone, as the first pass that placed it decided (BYOC's target
+-- priority): the body of an on_device with a device (constrain_body, the
+-- default), and an operator call reading a value fixed on a device (an
+-- on_device with constrain_result=True, a device_copy, another such call:
+-- an operator runs where its arguments are; so are MergeAndAnnotate's
+-- groups). "Annotate for A, then for B, then the rest on the host" is three
+-- passes in a row, and a pass run twice changes nothing.
 --
 -- A rule returns:
 --   nil                 leave the call alone;
@@ -202,17 +205,37 @@ local function typed(mod)
   return true
 end
 
--- The calls an earlier annotation placed: each the body of an on_device
--- that names a device and constrains its body (the default).
+-- The memory and VM dialect: its operators' arguments have rules of their own.
+local function dialect(name)
+  return name == "call_lowered" or name:match("^memory%.") or name:match("^vm%.")
+end
+
+-- The calls whose device earlier annotations decided already: the body of
+-- an on_device that names a device and constrains its body (the default);
+-- and an operator call reading a value whose device is fixed (an on_device
+-- with constrain_result=True, a device_copy's result, another such call):
+-- an operator runs where its arguments are, so planning puts it there
+-- (MergeAndAnnotate's groups are read this way: their inputs are fixed on
+-- the group's device, their calls read them and each other).
 local function already_placed(mod)
-  local placed = {}
+  local placed, fixed = {}, {}
+  local function has_device(vd) return vd ~= nil and not vd:is_fully_unconstrained() end
   core.visit(mod, function(e)
-    if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "on_device" then
-      local a = e.attrs or {}
-      local vd = a.virtual_device
-      if a.constrain_body ~= false and vd and not vd:is_fully_unconstrained() then
-        local body = e.args[1]
-        if body.kind == "call" then placed[body] = true end
+    if e.kind ~= "call" or e.callee.kind ~= "op" then return end
+    local name, a = e.callee.name, e.attrs or {}
+    if name == "on_device" then
+      if has_device(a.virtual_device) then
+        if a.constrain_body ~= false and e.args[1].kind == "call" then placed[e.args[1]] = true end
+        if a.constrain_result == true then fixed[e] = true end
+      end
+    elseif name == "device_copy" then
+      if has_device(a.dst_virtual_device) then fixed[e] = true end
+    elseif not dialect(name) then
+      for _, arg in ipairs(e.args) do
+        if fixed[arg] then
+          placed[e], fixed[e] = true, true
+          break
+        end
       end
     end
   end)

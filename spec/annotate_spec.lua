@@ -195,6 +195,16 @@ def @main(%x: Tensor[(4), float32]) {
     assert.equal("abs@CPU nn.relu@CPU tanh@CPU add@NPU exp@CPU", placements(merged))
     assert.structurally_equal(merged, merge(merged))
     assert.equal("MergeAndAnnotate(rules=npu.add,*)", tostring(merge))
+    -- a group of several calls: its inner calls read its inputs (fixed on its device) and
+    -- each other, so the fallback leaves them to the group too
+    local chain = dp.passes.MergeAndAnnotate{
+      {name = "npu.relu_add", pattern = P.op("add")(P.op("nn.relu")(P.wild()), P.wild()), device = NPU}, ["*"] = CPU}
+    local grouped = chain(m)
+    assert.equal("abs@CPU tanh@CPU add@NPU exp@CPU", placements(grouped))
+    local planned = dp.passes.PlanDevices(t.config("cpu", {"CPU", "GPU", dp.Target("ext_dev")}))(grouped)
+    local vds = dp.planner.virtual_devices(planned, t.config("cpu", {"CPU", "GPU", dp.Target("ext_dev")}))
+    assert.equal("ext_dev", vds[t.find_call(planned, "nn.relu")].device_type_name)
+    assert.equal("cpu", vds[t.find_call(planned, "tanh")].device_type_name)
     assert.has_error(function() dp.passes.MergeAndAnnotate{["*"] = 5} end)
     assert.has_error(function() dp.passes.MergeAndAnnotate{{name = "a", pattern = P.wild(), device = NPU}, other = 1} end)
   end)
