@@ -248,9 +248,10 @@ static dp_err *slot_error(const dp_config *cfg, const dp_vdev *vd, const char *w
 
 /* Rule 6, and the targets of one device type told apart: where several
    primitive targets share the device type, virtual_device_id k names the
-   k-th of them (0 or none: as the target says), and a device that gives
-   the target gets that target's id. Where one target serves the type, the
-   id is the user's (uninterpreted, as TVM's). */
+   k-th of them (none: the first), and a device that gives a target without
+   an id gets that target's id (with another id it is an error: 0 is an id
+   like any other). Where one target serves the type, the id is the user's
+   (uninterpreted, as TVM's). */
 dp_vdev *dp_config_canonical(const dp_config *cfg, dp_vdev *vd, dp_err **err) {
   if (!cfg || !vd) {
     dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "canonical: no virtual device"));
@@ -263,7 +264,7 @@ dp_vdev *dp_config_canonical(const dp_config *cfg, dp_vdev *vd, dp_err **err) {
     if (same) target = same;
     uint32_t slot = 0, n = targets_of_type(cfg, target->device_type, target, &slot);
     if (n > 1 && target != cfg->host_target) {
-      if (id > 0 && (uint32_t)id != slot) {
+      if (id >= 0 && (uint32_t)id != slot) {
         char why[160];
         snprintf(why, sizeof why, "virtual_device_id %d names another target than the device's", id);
         dp_err_set(err, slot_error(cfg, vd, why));
