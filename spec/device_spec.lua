@@ -422,6 +422,23 @@ describe("VirtualDevice", function()
       assert.is_false((pcall(dp.Target, "npu")))
     end)
 
+    it("running out of memory while registering is a memory error, and nothing half registered", function()
+      local n = 0
+      repeat
+        n = n + 1
+        local name = "oom_kind_" .. n
+        dp.debug.fail_alloc(n)
+        local ok, err = pcall(dp.register_target_kind, name, {device_type = "ext_dev",
+          options = {{name = "a", type = "int", default = 1}, {name = "b", type = "list", default = {"x"}}}})
+        dp.debug.fail_alloc(0)
+        if not ok then
+          assert.equal("memory", err.code, tostring(err))
+          assert.is_false((pcall(dp.Target, name)), "half registered: " .. name)
+        end
+      until ok or n > 500
+      assert.is_true(n > 3 and n < 500, n .. " allocations")
+    end)
+
     it("is used from the command line: --load registers it, --target names it", function()
       local kinds = t.temp_file([[
 local dp = require "devplan"

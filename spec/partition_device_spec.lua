@@ -218,6 +218,26 @@ describe("PartitionByVirtualDevice's regions as data", function()
     assert.equal("main_llvm_0", ctx.regions[1].name)
   end)
 
+  it("running out of memory anywhere is a memory error, and the state stays usable", function()
+    local planned = dp.passes.PlanDevices(cfg)(parse(text))
+    local partition = dp.passes.PartitionByVirtualDevice{config = cfg}
+    local want = tostring((partition.partition(planned)))
+    local failures = 0
+    for n = 1, 600 do
+      dp.debug.fail_alloc(n)
+      local ok, res = pcall(partition.partition, planned)
+      dp.debug.fail_alloc(0)
+      if ok then -- (a cache that could not grow is only slower)
+        assert.equal(want, tostring(res), "n = " .. n)
+      else
+        failures = failures + 1
+        assert.equal("memory", res.code, tostring(res))
+      end
+    end
+    assert.is_true(failures > 50, failures .. " allocations failed")
+    assert.equal(want, tostring((partition.partition(planned))))
+  end)
+
   it("devplan plan --partition --report prints them, as text and as JSON", function()
     local file = t.temp_file("def @main(%x: " .. T .. ", %y: " .. T .. [[) {
   %0 = add(%x, %y);

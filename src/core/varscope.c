@@ -307,9 +307,10 @@ int dp_check_scopes(dp_expr *e, dp_scope_error *out, uint32_t max) {
   memset(&S, 0, sizeof S);
   S.index = S.bound = DP__PTRMAP_INIT;
   int rc = -1;
-  if (e && number(&S, e) == 0 && S.nbinders == 0) {
+  int numbered = e && number(&S, e) == 0;
+  if (numbered && S.nbinders == 0) {
     rc = 0; /* nothing binds */
-  } else if (e && S.n && homes(&S) == 0 && number_tree(&S) == 0) {
+  } else if (numbered && homes(&S) == 0 && number_tree(&S) == 0) {
     uint32_t found = check_reads(&S, out, max);
     rc = found > INT32_MAX ? INT32_MAX : (int)found;
   }

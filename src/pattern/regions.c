@@ -959,7 +959,11 @@ dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partiti
   c.by = by;
   c.regions = regions;
   c.d = dp_plan_analyze(planned, cfg, err);
-  if (!c.d || dp_plan_default(c.d, err) < 0 || !(c.out = dp_module_copy(planned))) goto fail;
+  if (!c.d || dp_plan_default(c.d, err) < 0) goto fail;
+  if (!(c.out = dp_module_copy(planned))) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    goto fail;
+  }
   for (uint32_t i = 0; i < planned->nfuncs; i++) {
     dp_defn *f = &planned->funcs[i];
     if (is_primitive(f->fn)) continue;
