@@ -144,6 +144,54 @@ describe("PartitionByVirtualDevice", function()
     assert.same(evaluate(planned, {x = 0.7}), evaluate(parted, {x = 0.7}))
   end)
 
+  it("partitions inside function literals: the calls of a loop's closure (TVM's test_while_let)", function()
+    local planned = dp.passes.PlanDevices(cfg)(parse([[
+def @main(%v1: Tensor[(2), float32]) {
+  let %loop = fn (%i: int32, %s: Tensor[(2), float32]) -> Tensor[(2), float32] {
+    %0 = less(%i, 10);
+    if (%0) {
+      %1 = add(%i, 1);
+      %2 = add(%s, %v1);
+      %3 = on_device(%2, virtual_device=meta[VirtualDevice][0]);
+      %4 = multiply(%3, %3);
+      %loop(%1, %4)
+    } else {
+      %s
+    }
+  };
+  %loop(0, zeros_like(%v1))
+}]]))
+    local parted = partition(planned)
+    local fns = hoisted(parted, planned)
+    -- the loop's own calls are hoisted where they are, inside the closure
+    local inside = {}
+    dp.visit(parted.main.body.value.body, function(e)
+      if e.kind == "call" and e.callee.kind == "global" then
+        local f = fns[e.callee.name]
+        inside[#inside + 1] = f.ops .. "@" .. f.device.device_type_name
+      end
+    end)
+    table.sort(inside)
+    -- (the loop's state lives where the annotated add is: on the CPU) the condition, the
+    -- counter and the accumulation are three pieces: siblings no edge connects stay apart
+    assert.same({"add,multiply@cpu", "add@cpu", "less@cpu"}, inside)
+    assert.same({}, (dp.planner.verify(parted, cfg)))
+    assert.same(evaluate(planned, {v1 = 3}), evaluate(parted, {v1 = 3}))
+    -- a Composite function is one unit: its call is a member, the function moves inside
+    local comp = dp.passes.PlanDevices(cfg)(parse([[
+def @main(%x: Tensor[(2), float32]) {
+  %0 = fn (%a: Tensor[(2), float32], Composite="npu.add_relu") { %1 = add(%a, %a); nn.relu(%1) };
+  %2 = %0(%x);
+  exp(%2)
+}]]))
+    local cparted = partition(comp)
+    local only
+    for _, f in ipairs(cparted:functions()) do if f[1] ~= "main" then only = f[2] end end
+    assert.equal(2, #cparted:functions())
+    assert.equal("fn", only.body.args[1].callee.kind, "the Composite function is inside the piece")
+    assert.equal("npu.add_relu", only.body.args[1].callee.attrs.Composite)
+  end)
+
   it("by = \"device_type\" and \"target\"; options are checked", function()
     local planned = dp.passes.PlanDevices(cfg)(parse("def @main(%x: " .. T .. ") { %0 = negative(%x); exp(%0) }"))
     for _, by in ipairs{"target", "device_type"} do

@@ -24,6 +24,9 @@ describe("scopes", function()
       if v.kind == "scope" then scope[#scope + 1] = v.message end
     end
     assert.same({"variable %v is used outside its scope: the call of add reads it where the let that binds it does not reach"}, scope)
+    local vok, verr = pcall(dp.passes.Verify(), mod)
+    assert.is_false(vok)
+    assert.truthy(tostring(verr):find("used outside its scope", 1, true), tostring(verr))
   end)
 
   it("gives the reader's position in text, and the binder's in a note", function()
