@@ -27,6 +27,7 @@ local STAND_INS = {
   concatenate = function(t) local s = 0 for _, v in ipairs(t) do s = (s * 31 + v) % P end return s end,
   less = function(a, b) return a < b end,
   zeros = function() return 0 end,
+  zeros_like = function() return 0 end,
   ones = function() return 1 end,
   on_device = function(a) return a end,
   device_copy = function(a) return a end,
