@@ -93,8 +93,20 @@ function M.new(opts)
       error("PartitionByVirtualDevice: a module expected, got " .. type(mod), 2)
     end
     local cfg = opts.config or (ir.is_config(ctx and ctx.config) and ctx.config) or config_of(mod)
-    local parted, regions = core.pattern.partition(mod, cfg, by)
-    for _, r in ipairs(regions) do r.target = r.virtual_device.target end
+    local parted, held = core.pattern.partition(mod, cfg, by)
+    local regions = {}
+    for i = 1, held:count() do
+      local name, caller, vd = held:info(i)
+      -- the lists of nodes are made when first read (a piece may hold a million nodes)
+      regions[i] = setmetatable({name = name, caller = caller, virtual_device = vd, target = vd.target}, {
+        __index = function(r, k)
+          if k ~= "nodes" and k ~= "inputs" and k ~= "outputs" then return nil end
+          local list = held:list(i, k)
+          rawset(r, k, list)
+          return list
+        end,
+      })
+    end
     return parted, regions
   end
   local p = pass.new("PartitionByVirtualDevice", function(mod, ctx)

@@ -799,6 +799,17 @@ static void fence_lets(pctx *c, int nerr, const dp_scope_error *errs, int shown,
   }
 }
 
+/* Does the body bind a variable (a let, a match clause, a function literal
+   it enters)? Else every variable it reads is a parameter, in scope
+   wherever a piece's call lands. */
+static int binds(const pctx *c) {
+  for (uint32_t v = 0; v < c->n; v++) {
+    int k = c->x[v]->h.kind;
+    if (k == DP_LET || k == DP_MATCH || (k == DP_FUNC && nslots(c, v) > 0)) return 1;
+  }
+  return 0;
+}
+
 /* Is there anything to rebuild in a body without pieces: an on_device
    that says nothing? */
 static int rebuilds(pctx *c) {
@@ -824,7 +835,7 @@ static int attempt(pctx *c, uint8_t round, dp_expr **out) {
   }
   dp_expr *body = rebuild_caller(c);
   if (!body) return -1;
-  if (!c->nregs) { /* only empty annotations dropped: no read moved */
+  if (!c->nregs || !binds(c)) { /* no read moved, or no variable but parameters */
     *out = body;
     return 1;
   }
