@@ -3,8 +3,9 @@
  * that PlanDevices turns it into a planned module: the baselines' plans
  * are then planned, checked and scheduled like any other.
  *
- * Each use of a placed call (each reference to it from a parent) becomes
- * on_device(call, vd), a node of its own: the call on vd, that use's
+ * Each use of a placed call (each reference to it from a parent, or to a
+ * projection of it) becomes on_device(call, vd), a node of its own: the
+ * call on vd, that use's
  * result free, so a reader elsewhere gets a copy. (One annotation shared
  * by all the uses would be one value with one device, and two readers on
  * two devices a conflict.) Where such an annotation stands in a position
@@ -36,9 +37,23 @@ static dp_vdev *lookup(const dp__ptrmap *m, const void *k) {
   return s ? s->ptr : NULL;
 }
 
+/* The device the value of e is made on, where a placement decides it: a
+   placed call, a projection of one, a variable bound to one, a call of a
+   global function whose result is pinned. NULL otherwise. */
+static dp_vdev *made_on(actx *c, const dp_expr *e) {
+  while (e->h.kind == DP_PROJ) e = ((const dp_proj *)e)->tuple;
+  if (e->h.kind == DP_VAR) return lookup(&c->pinned, e);
+  if (e->h.kind != DP_CALL) return NULL;
+  const dp_call *call = (const dp_call *)e;
+  if (call->fn->h.kind == DP_GLOBAL) {
+    int i = dp_module_func_index(c->g->mod, ((const dp_global *)call->fn)->name);
+    return i < 0 ? NULL : c->fnpin[i];
+  }
+  return lookup(&c->placed, e);
+}
+
 /* The device a value is pinned to: follow annotations and let bodies to
-   what makes it (a placed call, a pinned variable, a call of a pinned
-   global function). */
+   what makes it (made_on). */
 static dp_vdev *pinned_value(actx *c, const dp_expr *e) {
   for (;;) {
     if (e->h.kind == DP_LET) {
@@ -50,16 +65,8 @@ static dp_vdev *pinned_value(actx *c, const dp_expr *e) {
       e = body;
       continue;
     }
-    break;
+    return made_on(c, e);
   }
-  if (e->h.kind == DP_VAR) return lookup(&c->pinned, e);
-  if (e->h.kind != DP_CALL) return NULL;
-  const dp_call *call = (const dp_call *)e;
-  if (call->fn->h.kind == DP_GLOBAL) {
-    int i = dp_module_func_index(c->g->mod, ((const dp_global *)call->fn)->name);
-    return i < 0 ? NULL : c->fnpin[i];
-  }
-  return lookup(&c->placed, e);
 }
 
 static int pin_pre(void *ud, dp_expr *e) {
@@ -96,18 +103,16 @@ static int find_pinned(actx *c) {
 
 /* ---- the rewrite ---- */
 
-/* Where child i of e is a use of a placed call, or of what carries a
-   pinned value by name (a variable, a call of a global function): its
-   device, else NULL. */
+/* Where child i of e is a use of a value a placement makes (made_on):
+   its device, else NULL. Not the binding slots, nor what an annotation
+   wraps already, nor a projection's tuple (the projection's uses are
+   wrapped instead). */
 static dp_vdev *pinned_use(actx *c, const dp_expr *e, uint32_t i, const dp_expr *kid) {
   if (e->h.kind == DP_LET && i == 0) return NULL;
   if (e->h.kind == DP_FUNC && i < ((const dp_func *)e)->nparams) return NULL;
+  if (e->h.kind == DP_PROJ) return NULL;
   if (dp__on_device_body(&c->ops, e)) return NULL; /* annotated already */
-  if (kid->h.kind == DP_VAR) return lookup(&c->pinned, kid);
-  dp_vdev *vd = kid->h.kind == DP_CALL ? lookup(&c->placed, kid) : NULL;
-  if (vd) return vd;
-  if (kid->h.kind == DP_CALL && ((const dp_call *)kid)->fn->h.kind == DP_GLOBAL) return pinned_value(c, kid);
-  return NULL;
+  return made_on(c, kid);
 }
 
 static dp_expr *rw_pre(void *ud, dp_expr *orig, dp_err **err) {

@@ -13,14 +13,17 @@
  * an if, a constructor, a call of a function), so that a value read by
  * many costs one edge per reader, not one per part.
  *
- * Functions. The walk meets a call of a function before or after the
- * function's body (a global defined after its caller, a closure), so each
- * parameter of a function other than @main is a join placeholder, and each
- * call of a known function a join too; which edges they get is decided
- * when the whole module has been walked: a function with exactly one call
- * site, never used otherwise (an argument, a tuple field, a let alias: it
- * escapes) and not reached through itself (its site's function, that
- * one's site's function, ... never comes back to it) is read as inlined:
+ * Functions. A value can carry a known function (a global's name, a
+ * function literal, through variables, lets, annotations and tuple
+ * fields); a call whose callee carries one is a call site of it, any other
+ * reference to it but as a let's value (an alias) makes it escape. The
+ * walk meets a call of a function before or after the function's body (a
+ * global defined after its caller, a closure), so each parameter of a
+ * function other than @main is a join placeholder, and each call of a
+ * known function a join too; which edges they get is decided when the
+ * whole module has been walked: a function with exactly one call site that
+ * never escapes and is not reached through itself (its site's function,
+ * that one's site's function, ... never comes back to it) is read as inlined:
  * its parameters wait for the site's arguments, the site for its body. Any
  * other is scheduled apart: parameters ready at 0, each site waiting for
  * its arguments and callee. Reading every function inlined would need a
@@ -299,7 +302,8 @@ static uint32_t child_ctx(gwalk *w, frame *t, uint32_t i) {
   return t->ctx;
 }
 
-/* A function value used other than as the callee of a call. */
+/* A reference to a function (a variable carrying one, a global's name, a
+   literal) other than as a callee (or a let's value: the caller checks). */
 static void use_fn(gwalk *w, val v, int callee) {
   if (v.fn != NONE && !callee) w->fns[v.fn].escapes++;
 }
@@ -344,7 +348,7 @@ static void reach(gwalk *w, dp_expr *e, uint32_t ctx, frame *parent, uint32_t i)
     val *r = known(w, e);
     if (r) { /* a bound variable's use, or a shared node met again */
       val v = *r;
-      if (!(k == DP_VAR && parent && parent->e->h.kind == DP_LET && i == 0)) use_fn(w, v, callee);
+      if (!binding && (k == DP_VAR || k == DP_FUNC)) use_fn(w, v, callee);
       push_val(w, v);
       return;
     }
@@ -356,7 +360,7 @@ static void reach(gwalk *w, dp_expr *e, uint32_t ctx, frame *parent, uint32_t i)
   case DP_GLOBAL: {
     int fi = dp_module_func_index(w->m, ((dp_global *)e)->name);
     val v = {NONE, NONE, fi < 0 ? NONE : (uint32_t)fi};
-    use_fn(w, v, callee);
+    if (!binding) use_fn(w, v, callee);
     push_val(w, v);
     return;
   }

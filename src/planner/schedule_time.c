@@ -54,46 +54,53 @@ static int call_seconds(const dp_sched_graph *g, const dp_sched_costs *c, dp_exp
   return rc;
 }
 
+/* The bandwidth from device a to device b into *v: 0 or -1 + err. (A hook
+   is not asked about a device and itself.) */
+static int bandwidth(const dp_sched_graph *g, const dp_sched_costs *c, uint32_t a, uint32_t b,
+                     double *out, dp_err **err) {
+  double v = 0;
+  if (c && c->bandwidth && a != b) {
+    if (c->bandwidth(c->ud, g->devs[a], g->devs[b], &v, err) < 0) return -1;
+    if (!(v > 0 && isfinite(v))) {
+      char *x = vd_name(g->devs[a]), *y = vd_name(g->devs[b]);
+      dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "schedule: the bandwidth from %s to "
+                                 "%s must be a number of bytes per second > 0, got %g", x, y, v));
+      free(x);
+      free(y);
+      return -1;
+    }
+  } else {
+    v = dp_config_bandwidth(g->cfg, g->devs[a], g->devs[b]);
+    if (!(v > 0)) v = DP_SCHED_BANDWIDTH;
+  }
+  *out = v;
+  return 0;
+}
+
 int dp_sched_bandwidths(const dp_sched_graph *g, const dp_sched_costs *c, double *bw, dp_err **err) {
   uint32_t n = g->ndevs;
   for (uint32_t a = 0; a < n; a++)
-    for (uint32_t b = 0; b < n; b++) {
-      double v = 0;
-      if (c && c->bandwidth) {
-        if (c->bandwidth(c->ud, g->devs[a], g->devs[b], &v, err) < 0) return -1;
-        if (!(v > 0 && isfinite(v))) {
-          char *x = vd_name(g->devs[a]), *y = vd_name(g->devs[b]);
-          dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "schedule: the bandwidth from %s to "
-                                     "%s must be a number of bytes per second > 0, got %g", x, y, v));
-          free(x);
-          free(y);
-          return -1;
-        }
-      } else {
-        v = dp_config_bandwidth(g->cfg, g->devs[a], g->devs[b]);
-        if (!(v > 0)) v = DP_SCHED_BANDWIDTH;
-      }
-      bw[(size_t)a * n + b] = v;
-    }
+    for (uint32_t b = 0; b < n; b++)
+      if (bandwidth(g, c, a, b, &bw[(size_t)a * n + b], err) < 0) return -1;
   return 0;
 }
 
 int dp_sched_durations(const dp_sched_graph *g, const dp_sched_costs *c, double *dur, dp_err **err) {
-  double *bw = dp_malloc(((size_t)g->ndevs * g->ndevs + 1) * sizeof *bw);
+  size_t nd = g->ndevs;
+  double *bw = dp_calloc(nd * nd + 1, sizeof *bw); /* 0: not asked yet (the pairs copies use) */
   if (!bw) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-    return -1;
-  }
-  int any_copy = 0;
-  for (uint32_t v = 0; v < g->n && !any_copy; v++) any_copy = g->kind[v] == DP_TASK_COPY;
-  if (any_copy && dp_sched_bandwidths(g, c, bw, err) < 0) {
-    free(bw);
     return -1;
   }
   for (uint32_t v = 0; v < g->n; v++) {
     dur[v] = 0;
     if (g->kind[v] == DP_TASK_COPY) {
-      dur[v] = g->bytes[v] / bw[(size_t)g->src[v] * g->ndevs + g->dev[v]];
+      double *b = &bw[(size_t)g->src[v] * nd + g->dev[v]];
+      if (*b == 0 && bandwidth(g, c, g->src[v], g->dev[v], b, err) < 0) {
+        free(bw);
+        return -1;
+      }
+      dur[v] = g->bytes[v] / *b;
     } else if (g->kind[v] == DP_TASK_CALL) {
       dp_vdev *vd = g->devs[g->dev[v]];
       int rc = call_seconds(g, c, g->expr[v], vd, &dur[v], err);
