@@ -542,6 +542,20 @@ static int pl_table(lua_State *L) {
   return 1;
 }
 
+/* :fixed() -> {[call] = vd, ...} for the calls annotations fix (and the
+   memory and VM operators, on the host), which no placement moves. */
+static int p_fixed(lua_State *L) {
+  problem *p = check_problem(L, 1);
+  lua_createtable(L, 0, 0);
+  for (uint32_t v = 0; v < p->g.n; v++) {
+    if (p->g.kind[v] != DP_TASK_CALL || p->g.dev[v] == NONE) continue;
+    dp__lua_push(L, p->g.expr[v]);
+    dp__lua_push(L, p->g.devs[p->g.dev[v]]);
+    lua_rawset(L, -3);
+  }
+  return 1;
+}
+
 /* :counts() -> {n per device of :devices(), in order} (fixed calls too). */
 static int pl_counts(lua_State *L) {
   placement *pl;
@@ -613,7 +627,8 @@ void dp__lua_open_schedule(lua_State *L) {
   lua_pop(L, 1);
   static const luaL_Reg pmethods[] = {
     {"heft", p_heft}, {"single", p_single}, {"cheapest", p_cheapest},
-    {"lower_bound", p_lower_bound}, {"devices", p_devices}, {"calls", p_calls}, {NULL, NULL}};
+    {"lower_bound", p_lower_bound}, {"devices", p_devices}, {"calls", p_calls}, {"fixed", p_fixed},
+    {NULL, NULL}};
   luaL_newmetatable(L, PROBLEM_META);
   lua_pushcfunction(L, problem_gc);
   lua_setfield(L, -2, "__gc");

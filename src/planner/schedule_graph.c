@@ -98,6 +98,7 @@ typedef struct gwalk {
   uint32_t *efrom, *eto; uint32_t nedges, capedges;
   uint32_t capnodes, capdevs;
   uint32_t host;                         /* DAG: the host device index */
+  uint32_t *lfix; uint32_t nlfix, caplfix; /* DAG: (join, device) pairs fixed once functions are decided */
   dp_err *err;
   int oom;
 } gwalk;
@@ -444,13 +445,49 @@ static void place_call(gwalk *w, uint32_t v, frame *t) {
   record_bytes(w, v, t->e);
 }
 
-/* DAG mode: an annotation directly around a call fixes where it runs. */
-static void fix_call(gwalk *w, const val *kid, const dp_expr *arg, dp_vdev *vd, const dp_expr *ann) {
+/* DAG mode: an annotation of a value a call makes (the call itself, a
+   variable bound to it, a projection of it: TVM's rules unify them all)
+   fixes where the call runs. */
+static void fix_call(gwalk *w, const val *kid, dp_vdev *vd, const dp_expr *ann) {
   uint32_t v = kid->node;
-  if (!vd || v == NONE || w->g->kind[v] != DP_TASK_CALL || w->g->expr[v] != arg ||
-      w->g->dev[v] != NONE)
+  /* (an annotation that leaves the device type open, a memory scope
+     alone, fixes no device: the placement's joins it) */
+  if (!vd || vd->device_type == 0 || v == NONE) return;
+  uint32_t d = device_of(w, vd, ann);
+  if (d == NONE) return;
+  if (w->g->kind[v] == DP_TASK_JOIN) { /* a call of a function: its body's, if inlined */
+    if (dp_grow((void **)&w->lfix, &w->caplfix, w->nlfix + 2, sizeof *w->lfix) < 0) {
+      oom(w);
+      return;
+    }
+    w->lfix[w->nlfix++] = v;
+    w->lfix[w->nlfix++] = d;
     return;
-  w->g->dev[v] = device_of(w, vd, ann);
+  }
+  if (w->g->kind[v] == DP_TASK_CALL && w->g->dev[v] == NONE) w->g->dev[v] = d;
+}
+
+/* The fixes of values that calls of functions give: through each inlined
+   function's result to the call that makes it. */
+static void late_fixes(gwalk *w) {
+  dp_sched_graph *g = w->g;
+  uint32_t *site = dp_malloc(((size_t)g->n + 1) * sizeof *site);
+  if (!site) {
+    oom(w);
+    return;
+  }
+  for (uint32_t v = 0; v < g->n; v++) site[v] = NONE;
+  for (uint32_t s = 0; s < w->nsites; s++) site[w->sites[s].join] = s;
+  for (uint32_t k = 0; k < w->nlfix; k += 2) {
+    uint32_t v = w->lfix[k];
+    for (uint32_t steps = 0; v != NONE && g->kind[v] == DP_TASK_JOIN && site[v] != NONE &&
+                             steps <= w->nsites; steps++) {
+      const fnrec *f = &w->fns[w->sites[site[v]].fn];
+      v = f->state == 2 ? f->result : NONE;
+    }
+    if (v != NONE && g->kind[v] == DP_TASK_CALL && g->dev[v] == NONE) g->dev[v] = w->lfix[k + 1];
+  }
+  free(site);
 }
 
 static val post_call(gwalk *w, frame *t, dp_call *c, val *kids) {
@@ -458,12 +495,12 @@ static val post_call(gwalk *w, frame *t, dp_call *c, val *kids) {
   dp_expr *body;
   dp_vdev *src, *dst;
   if (dp__on_device_props(&w->ops, &c->e, &p)) {
-    if (w->dag && p.cbody) fix_call(w, &kids[1], c->args[0], p.vd, &c->e);
+    if (w->dag && p.cbody) fix_call(w, &kids[1], p.vd, &c->e);
     return kids[1];
   }
   if (dp__device_copy_props(&w->ops, &c->e, &body, &src, &dst)) {
     if (w->dag) {
-      fix_call(w, &kids[1], c->args[0], src, &c->e);
+      fix_call(w, &kids[1], src, &c->e);
       return kids[1];
     }
     uint32_t v = task(w, DP_TASK_COPY, c, kids + 1, 1);
@@ -537,6 +574,7 @@ static void complete(gwalk *w) {
   case DP_FUNC: {
     dp_func *f = (dp_func *)e;
     w->fns[t.fn].result = kids[f->nparams].node;
+    if (w->dag) fix_call(w, &kids[f->nparams], f->vdev, e); /* the function's result device */
     w->nfnstack--;
     r = (val){NONE, NONE, t.fn};
     break;
@@ -690,6 +728,7 @@ static void walk_free(gwalk *w) {
   free(w->siteargs);
   free(w->efrom);
   free(w->eto);
+  free(w->lfix);
 }
 
 int dp_sched_graph_build(dp_sched_graph *g, dp_module *m, const dp_config *cfg, int mode,
@@ -709,6 +748,7 @@ int dp_sched_graph_build(dp_sched_graph *g, dp_module *m, const dp_config *cfg, 
     if (!w.fns[i].prim) walk_fn(&w, i);
   if (!failed(&w)) decide(&w);
   if (!failed(&w)) wire_sites(&w);
+  if (!failed(&w) && w.dag) late_fixes(&w);
   if (!failed(&w)) csr(&w);
   if (!failed(&w)) physical(&w);
   int rc = failed(&w) ? -1 : 0;

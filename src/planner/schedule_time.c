@@ -121,9 +121,10 @@ int dp_sched_durations(const dp_sched_graph *g, const dp_sched_costs *c, double 
    one of the same device type and id. */
 static uint32_t choice_of(const dp_sched_graph *g, uint32_t f) {
   if (f < g->nchoice) return f;
+  int id = g->devs[f]->virtual_device_id;
   for (uint32_t d = 0; d < g->nchoice; d++)
     if (g->devs[d]->device_type == g->devs[f]->device_type &&
-        g->devs[d]->virtual_device_id == g->devs[f]->virtual_device_id)
+        (g->devs[d]->virtual_device_id == id || id < 0))
       return d;
   return NONE;
 }
