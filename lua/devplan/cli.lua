@@ -493,13 +493,14 @@ end
 -- for it (lua/devplan/schedule.lua); --gantt draws it. Returns the schedule
 -- and what its costs are, or nil.
 local function modelled_schedule(opts, mod, config)
+  if opts["--board"] and not opts["--costs"] then
+    fail(usage_error("plan", "--board needs --costs (the TopHub logs to read)").text)
+  end
   if not (opts["--costs"] or opts["--gantt"]) or not config then return nil end
   local cost, label = nil, "default cost model"
   if opts["--costs"] then
     cost = attempt(nil, dp.costs.load, opts["--costs"], {board = opts["--board"]})
     label = "costs from " .. table.concat(opts["--costs"], ", ")
-  elseif opts["--board"] then
-    fail(usage_error("plan", "--board needs --costs (the TopHub logs to read)").text)
   end
   local sched = attempt(nil, dp.planner.schedule, mod, config, {cost = cost})
   if opts["--gantt"] then attempt(nil, sched.write_svg, sched, opts["--gantt"], {title = label}) end

@@ -87,8 +87,8 @@ function M.model(spec)
   for name, rate in pairs(spec) do
     if type(name) ~= "string" then error("dp.costs.model: keys are device type names or 'default'", 2) end
     local r = check_rate(rate, "dp.costs.model", name, 2)
-    local key = name == "*" and "default" or name
     r.device_type = device_type_number(name, "dp.costs.model", 2)
+    local key = r.device_type == 0 and "default" or core.VirtualDevice{device_type = name}.device_type_name
     per_type[key] = r
   end
   return new_model(per_type)
@@ -313,16 +313,18 @@ end
 
 -- ---------------------------------------------------------------- the plain format
 
+-- The device type name as VirtualDevices give it (aliases such as gpu are cuda's).
 local KNOWN_DEVICE = {}
 local function check_device(name, source, line)
   if name == "*" then return name end
   if KNOWN_DEVICE[name] == nil then
-    KNOWN_DEVICE[name] = pcall(core.VirtualDevice, {device_type = name})
+    local ok, vd = pcall(core.VirtualDevice, {device_type = name})
+    KNOWN_DEVICE[name] = ok and vd.device_type_name or false
   end
   if not KNOWN_DEVICE[name] then
     error(load_error(source, line, "unknown device type '" .. name .. "' (a device type name such as cpu, cuda, opencl, or *)"), 0)
   end
-  return name
+  return KNOWN_DEVICE[name]
 end
 
 local function seconds_of(text, source, line, what)
@@ -366,7 +368,7 @@ local function parse_plain(t, text, source)
       if op ~= "*" and not pcall(core.op.get, op) then
         error(load_error(source, lineno, "unknown operator '" .. op .. "'"), 0)
       end
-      check_device(dev, source, lineno)
+      dev = check_device(dev, source, lineno)
       local first, e = 4, {op = op, device = dev, keys = {}, source = source, line = lineno}
       if kind == "cost" then
         e.seconds = seconds_of(words[4], source, lineno, "the cost")
@@ -573,7 +575,12 @@ local function check_load_opts(opts)
     if k == "model" and not M.is_model(v) then error("dp.costs.load: option 'model' must be a dp.costs.model", 3) end
     if k ~= "model" and type(v) ~= "string" then error("dp.costs.load: option '" .. k .. "' must be a string", 3) end
   end
-  if opts.device and opts.device ~= "*" then check_device(opts.device, "dp.costs.load", nil) end
+  if opts.device and opts.device ~= "*" then
+    local copy = {}
+    for k, v in pairs(opts) do copy[k] = v end
+    copy.device = check_device(opts.device, "dp.costs.load", nil)
+    opts = copy
+  end
   return opts
 end
 

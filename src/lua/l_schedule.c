@@ -542,6 +542,37 @@ static int pl_table(lua_State *L) {
   return 1;
 }
 
+/* :placement({[call] = vd, ...}) -> a placement of the calls the table
+   names (each device one of :devices(), or of the same type and id); the
+   free calls it leaves out on their cheapest device. */
+static int p_placement(lua_State *L) {
+  problem *p = check_problem(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  uint32_t *dev = new_placement(L, 1, p);
+  dp_sched_cheapest(&p->g, p->cost, dev);
+  for (uint32_t v = 0; v < p->g.n; v++) {
+    if (p->g.kind[v] != DP_TASK_CALL || p->g.dev[v] != NONE) continue;
+    dp__lua_push(L, p->g.expr[v]);
+    if (lua_rawget(L, 2) == LUA_TNIL) {
+      lua_pop(L, 1);
+      continue;
+    }
+    dp_vdev *vd = dp__lua_test(L, -1, DP_OBJ_VDEV);
+    if (!vd) return luaL_error(L, "placement: the devices are VirtualDevices");
+    uint32_t d = NONE;
+    for (uint32_t k = 0; k < p->g.nchoice && d == NONE; k++)
+      if (p->g.devs[k]->device_type == vd->device_type &&
+          (p->g.devs[k]->virtual_device_id == vd->virtual_device_id || vd->virtual_device_id < 0))
+        d = k;
+    if (d == NONE) return luaL_error(L, "placement: %s is none of the problem's devices", lua_tostring(L, -1) ? lua_tostring(L, -1) : "a device");
+    if (!isfinite(p->cost[(size_t)v * p->g.nchoice + d]))
+      return luaL_error(L, "placement: the cost model says a call cannot run where the placement puts it");
+    dev[v] = d;
+    lua_pop(L, 1);
+  }
+  return 1;
+}
+
 /* :fixed() -> {[call] = vd, ...} for the calls annotations fix (and the
    memory and VM operators, on the host), which no placement moves. */
 static int p_fixed(lua_State *L) {
@@ -627,7 +658,7 @@ void dp__lua_open_schedule(lua_State *L) {
   lua_pop(L, 1);
   static const luaL_Reg pmethods[] = {
     {"heft", p_heft}, {"single", p_single}, {"cheapest", p_cheapest},
-    {"lower_bound", p_lower_bound}, {"devices", p_devices}, {"calls", p_calls}, {"fixed", p_fixed},
+    {"lower_bound", p_lower_bound}, {"devices", p_devices}, {"calls", p_calls}, {"fixed", p_fixed}, {"placement", p_placement},
     {NULL, NULL}};
   luaL_newmetatable(L, PROBLEM_META);
   lua_pushcfunction(L, problem_gc);
