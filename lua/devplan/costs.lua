@@ -194,6 +194,8 @@ end
 
 -- ---------------------------------------------------------------- cost tables
 
+local best_in_list
+
 local Table = {}
 Table.__index = Table
 Table.__name = "devplan.CostTable"
@@ -203,21 +205,39 @@ local function new_table(model)
 end
 
 -- entry: {op =, device = name or "*", seconds =, cannot =, keys = {k = text}, source =, line =}
+-- Entries are found by operator, then by their args key (most have one:
+-- a TopHub log's hundreds of convolutions cost a lookup each, not a scan).
 local function add_entry(t, e)
   local n = 0
   for _ in pairs(e.keys) do n = n + 1 end
   e.nkeys = n
   t.entries[#t.entries + 1] = e
   e.order = #t.entries
-  local list = t.by_op[e.op]
-  if not list then
-    list = {}
-    t.by_op[e.op] = list
+  local by = t.by_op[e.op]
+  if not by then
+    by = {args = {}, rest = {}}
+    t.by_op[e.op] = by
+  end
+  local list
+  if e.keys.args then
+    list = by.args[e.keys.args]
+    if not list then
+      list = {}
+      by.args[e.keys.args] = list
+    end
+  else
+    list = by.rest
   end
   list[#list + 1] = e
 end
 
-local function best_in(list, sig, dname, best)
+local function best_in(by, sig, dname, best)
+  if not by then return best end
+  best = best_in_list(by.args[sig.args], sig, dname, best)
+  return best_in_list(by.rest, sig, dname, best)
+end
+
+best_in_list = function(list, sig, dname, best)
   for _, e in ipairs(list or {}) do
     if e.device == "*" or e.device == dname then
       local ok = true
