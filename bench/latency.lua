@@ -24,8 +24,10 @@
 --   minb      min_bytes (then ShareCopies) with the same annotations
 --   bound     max(critical path of per-call minima, sum of per-call minima / 2)
 --   heft/bnd  how far HEFT is above the bound; ser/heft: serial over HEFT
---   sched ms  CPU ms of dp.planner.schedule on HEFT's plan; heft ms: HEFT itself;
---             plan ms: PlanDevices of the annotated module (TVM's rules)
+--   sched ms  CPU ms of dp.planner.schedule on HEFT's plan (the cost model included);
+--             heft ms: HEFT itself (p:heft(), the cost matrix made); plan ms:
+--             PlanDevices of the annotated module (TVM's rules); each after a full
+--             collection, the collector stopped
 -- Baseline plans are PlanDevices' plans of the placement written as annotations
 -- (dp.schedule.evaluate), after ShareCopies; every schedule is valid by
 -- construction and the suite's checker (spec/schedule_check_spec.lua) checks
@@ -56,10 +58,15 @@ local function load_average()
   return s:match("^(%S+ %S+ %S+)")
 end
 
+-- f(...) and its CPU seconds, the collector stopped (after a full collection)
 local function clock(f, ...)
+  collectgarbage()
+  collectgarbage("stop")
   local t0 = os.clock()
   local r = f(...)
-  return r, os.clock() - t0
+  local secs = os.clock() - t0
+  collectgarbage("restart")
+  return r, secs
 end
 
 -- ---------------------------------------------------------------- the RK3399 costs
@@ -133,6 +140,7 @@ local function measure(name, mod, cfg, cost, ann_pass)
   local calls = select(1, b.problem:calls())
   local heft = b.heft.schedule.makespan
   local _, sched_s = clock(dp.planner.schedule, b.heft.planned, cfg, {cost = cost})
+  local _, heft_s = clock(b.problem.heft, b.problem)
   local annotated = ann_pass and ann_pass(mod) or mod
   local tvm_ok, tvm_planned = pcall(dp.passes.PlanDevices(cfg), annotated)
   local plan_s = select(2, clock(dp.passes.PlanDevices(cfg), annotated))
@@ -141,7 +149,7 @@ local function measure(name, mod, cfg, cost, ann_pass)
   local minb = dp.planner.schedule(mb_planned, cfg, {cost = cost}).makespan
   local serial = b.cheapest.schedule.makespan
   return {name = name, calls = calls, single = b.best_single.schedule.makespan, serial = serial, heft = heft,
-          tvm = tvm, minb = minb, bound = b.bound.bound, sched = sched_s, heft_s = b.heft.seconds, plan = plan_s}
+          tvm = tvm, minb = minb, bound = b.bound.bound, sched = sched_s, heft_s = heft_s, plan = plan_s}
 end
 
 local function print_row(r, cov)

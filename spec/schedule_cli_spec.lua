@@ -69,6 +69,20 @@ describe("devplan plan --costs", function()
     assert.truthy(err:find("cannot write /nonexistent/dir/x.svg", 1, true), err)
   end)
 
+  it("has an example: the baselines and HEFT's schedule of squeezenet, drawn", function()
+    local svg = os.tmpname() .. ".svg"
+    local status, out, err = testing.run_devplan("examples/latency.lua " .. q(MODEL) .. " " .. svg)
+    local drawn = io.open(svg) ~= nil
+    os.remove(svg)
+    assert.equal(0, status, err)
+    assert.truthy(out:find("HEFT (devices side by side) ", 1, true), out)
+    assert.truthy(out:find("(0 pooling calls on the GPU)", 1, true), out)
+    local bound = tonumber(out:match("lower bound%s+([%d.]+) ms"))
+    local heft = tonumber(out:match("HEFT %(devices side by side%)%s+([%d.]+) ms"))
+    assert.is_true(bound <= heft, out)
+    assert.is_true(drawn)
+  end)
+
   it("is listed in plan's help", function()
     local status, out = testing.run_devplan("help plan")
     assert.equal(0, status)
