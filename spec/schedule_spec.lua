@@ -336,3 +336,41 @@ def @main(%a {virtual_device=GPU}: Tensor[(5, 7), float32], virtual_device=CPU) 
     assert.equal(3, #s.tasks) -- negative, its copy, exp
   end)
 end)
+
+describe("allocation failures while scheduling", function()
+  local W = dofile((dp.root or ".") .. "/spec/support/oom_workload.lua")
+  after_each(function() dp.debug.fail_alloc(0) end)
+
+  it("give an out-of-memory error or the clean result, one failure at a time", function()
+    local planned = plan(module(([[
+def @f(%x: Tensor[(5, 7), float32]) { negative(%x) }
+def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
+  %0 = on_device(exp(%a), virtual_device=GPU);
+  %1 = (%0, sqrt(%b));
+  %2 = @f(%1.1);
+  add(%1.0, %2)
+}]]):gsub("GPU", GPU)))
+    local input = module(([[
+def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
+  %0 = on_device(exp(%a), virtual_device=GPU);
+  %1 = sqrt(%b);
+  let %x = tanh(%1);
+  add(add(%0, %x), negative(%1))
+}]]):gsub("GPU", GPU))
+    local run = function()
+      local out = {}
+      local s = dp.planner.schedule(planned, config, {cost = cost_by{exp = 2}})
+      out[#out + 1] = tostring(s.makespan) .. " " .. #s.tasks .. " " .. #s.critical
+      for _, t in ipairs(s.tasks) do out[#out + 1] = t.kind .. t.start end
+      local p = dp.schedule.problem(input, config, {cost = cost_by{}})
+      local h = p:heft()
+      out[#out + 1] = tostring(p:lower_bound().bound)
+      out[#out + 1] = tostring(h:annotate())
+      out[#out + 1] = tostring(dp.planner.schedule(planned, config, {serial = true}).makespan)
+      return table.concat(out, "\n")
+    end
+    local problems, runs = W.walk{run = run}
+    assert.same({}, problems)
+    assert.is_true(runs > 50, tostring(runs))
+  end)
+end)

@@ -41,6 +41,7 @@ typedef struct lctx {
   uint32_t *dlist, ndirty;
   uint32_t *work, nwork;    /* nodes finished at the current time, to release */
   uint32_t *last;           /* per resource: the task it ran last */
+  uint32_t nres;            /* resources (rq's length, kept past dp_schedule_free) */
   double now;
   int oom;
 } lctx;
@@ -242,7 +243,7 @@ static void lctx_free(lctx *c) {
   free(c->left);
   free(c->ready);
   if (c->rq)
-    for (uint32_t r = 0; r < c->s->nres; r++) free(c->rq[r].v);
+    for (uint32_t r = 0; r < c->nres; r++) free(c->rq[r].v);
   free(c->rq);
   free(c->ev.v);
   free(c->busy);
@@ -275,6 +276,7 @@ int dp_sched_list(const dp_sched_graph *g, const double *dur, int serial, dp_sch
   s->busy = dp_calloc((size_t)s->nres + 1, sizeof *s->busy);
   s->ntask = dp_calloc((size_t)s->nres + 1, sizeof *s->ntask);
   c.rq = dp_calloc((size_t)s->nres + 1, sizeof *c.rq);
+  c.nres = c.rq ? s->nres : 0;
   c.busy = dp_calloc((size_t)s->nres + 1, 1);
   c.dirty = dp_calloc((size_t)s->nres + 1, 1);
   c.dlist = dp_malloc(((size_t)s->nres + 1) * sizeof *c.dlist);
