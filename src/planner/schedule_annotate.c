@@ -42,11 +42,9 @@ static dp_vdev *lookup(const dp__ptrmap *m, const void *k) {
    annotation: a placed call; an on_device that fixes its result; a
    device_copy (its destination); a call of a global function whose result
    is fixed; a variable bound to such a value (or a parameter with a
-   virtual_device); a projection of any of these, a let whose body is one.
-   NULL otherwise. */
+   virtual_device); a projection of any of these. NULL otherwise. */
 static dp_vdev *made_on(actx *c, const dp_expr *e) {
-  while (e->h.kind == DP_PROJ || e->h.kind == DP_LET)
-    e = e->h.kind == DP_PROJ ? ((const dp_proj *)e)->tuple : ((const dp_let *)e)->body;
+  while (e->h.kind == DP_PROJ) e = ((const dp_proj *)e)->tuple;
   if (e->h.kind == DP_VAR) return lookup(&c->pinned, e);
   if (e->h.kind != DP_CALL) return NULL;
   const dp_call *call = (const dp_call *)e;
@@ -118,8 +116,9 @@ static int find_pinned(actx *c) {
 /* Where child i of e uses a value fixed on a device (made_on): that
    device, else NULL. Not the binding slots, a callee, a projection's
    tuple (the projection's uses are wrapped instead), what an annotation
-   that constrains its body or a copy wraps (the user's), nor what is not
-   a tensor or a tuple. */
+   that constrains its body or a copy wraps (the user's), nor a let (its
+   own body is a use, wrapped there: following a chain of lets from each
+   would be quadratic), nor what is not a tensor or a tuple. */
 static dp_vdev *pinned_use(actx *c, const dp_expr *e, uint32_t i, const dp_expr *kid) {
   if (e->h.kind == DP_LET && i == 0) return NULL;
   if (e->h.kind == DP_FUNC && i < ((const dp_func *)e)->nparams) return NULL;
@@ -131,7 +130,7 @@ static dp_vdev *pinned_use(actx *c, const dp_expr *e, uint32_t i, const dp_expr 
       dp__device_copy_props(&c->ops, e, &body, &src, &dst))
     return NULL;
   const dp_type *t = kid->type;
-  if (!t || (t->h.kind != DP_TY_TENSOR && t->h.kind != DP_TY_TUPLE)) return NULL;
+  if (kid->h.kind == DP_LET || !t || (t->h.kind != DP_TY_TENSOR && t->h.kind != DP_TY_TUPLE)) return NULL;
   return made_on(c, kid);
 }
 
