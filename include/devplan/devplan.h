@@ -21,6 +21,8 @@
  *   plan.h       the device planner (PlanDevices), phase by phase
  *   dfpattern.h  dataflow patterns (find, group, rewrite)
  *   partition.h  partitioning a planned module by device
+ *   schedule.h   the modelled schedule of a plan (devices side by side),
+ *                its cost model, and the latency baselines (HEFT, bounds)
  *
  * Names: dp_ is public (declared here); dp__ is internal to the library
  * (src/.../internal.h). A name ending in _str prints to a malloc'd string,
@@ -45,4 +47,5 @@
 #include "dfpattern.h"
 #include "partition.h"
 #include "meta.h"
+#include "schedule.h"
 #endif

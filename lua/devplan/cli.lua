@@ -99,6 +99,14 @@ local OPTIONS = {
       .. "temporary folder; plan: only when given)"},
   ["--run-reproducer"] = {kind = "value", arg = "FILE", help = "replay a reproducer that a failing run wrote"},
   ["--list-passes"] = {kind = "flag", help = "list the passes a pipeline can name (after --load)"},
+  ["--costs"] = {kind = "list", arg = "FILE",
+    help = "measured call times for the modelled schedule (--report shows it): devplan's cost\n"
+      .. "format or a TopHub tuning log (docs/latency.md); repeatable, later files win ties;\n"
+      .. "calls no file covers get the default model"},
+  ["--board"] = {kind = "value", arg = "NAME", help = "the records of -model=NAME in TopHub logs given to --costs (e.g. rk3399)"},
+  ["--gantt"] = {kind = "value", arg = "FILE.svg",
+    help = "also draw the modelled schedule as a timeline per device and link (SVG; the\n"
+      .. "default model without --costs)"},
 }
 OPTIONS["--pipeline"] = OPTIONS["-p"]
 
@@ -149,10 +157,11 @@ COMMANDS.plan = {
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
     .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes]\n"
     .. "                    [--bandwidth B] [--share-copies] [--partition] [--explain] [--verify] [--report text|json]\n"
+    .. "                    [--costs FILE ...] [--board NAME] [--gantt FILE.svg]\n"
     .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]",
   options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--placement",
                   "--share-copies", "--partition", "--explain", "--verify",
-                  "--report", "--reproducer"}, CONFIG, OUTPUT, INSTRUMENTS),
+                  "--report", "--reproducer", "--costs", "--board", "--gantt"}, CONFIG, OUTPUT, INSTRUMENTS),
   text = "Parses FILE, runs the annotation rules (--rules, then --annotate), then\n"
     .. "dp.passes.PlanDevices with the configuration of the targets, and prints the\n"
     .. "planned module (or its report). The same as\n"
@@ -496,12 +505,32 @@ local function report_text(r, regions, json)
   return text:gsub("%s*}%s*$", "", 1) .. ',\n  "regions":' .. list:gsub("\n", "\n  ") .. "\n}\n"
 end
 
+-- The modelled schedule of the planned module when --costs or --gantt asks
+-- for it (lua/devplan/schedule.lua); --gantt draws it. Returns the schedule
+-- and what its costs are, or nil.
+local function modelled_schedule(opts, mod, config)
+  if opts["--board"] and not opts["--costs"] then
+    fail(usage_error("plan", "--board needs --costs (the TopHub logs to read)").text)
+  end
+  if not (opts["--costs"] or opts["--gantt"]) or not config then return nil end
+  local cost, label = nil, "default cost model"
+  if opts["--costs"] then
+    cost = attempt(nil, dp.costs.load, opts["--costs"], {board = opts["--board"]})
+    label = "costs from " .. table.concat(opts["--costs"], ", ")
+  end
+  local sched = attempt(nil, dp.planner.schedule, mod, config, {cost = cost})
+  if opts["--gantt"] then attempt(nil, sched.write_svg, sched, opts["--gantt"], {title = label}) end
+  return sched, label
+end
+
 -- The module, its report, its graphs, as the output options say.
 local function emit(opts, mod, config, extra, regions)
   write_graphs(opts, mod, config)
+  local sched, costs_label = modelled_schedule(opts, mod, config)
   local report = opts["--report"]
   if report then
     local r = attempt(nil, dp.planner.report, mod, config)
+    if sched and opts["--costs"] then r:with_schedule(sched, costs_label) end
     write_output(opts, report_text(r, regions, report == "json"))
     return
   end

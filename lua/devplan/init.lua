@@ -42,4 +42,8 @@ dp.PassContext = require("devplan.context").new
 dp.pipeline = require "devplan.pipeline"
 dp.graph = require "devplan.graph"
 
+-- ---- the modelled schedule of a plan, costs, the latency baselines ----
+dp.costs = require "devplan.costs"
+dp.schedule = require "devplan.schedule"
+
 return dp

@@ -81,5 +81,8 @@ M.report = require("devplan.report").report
 -- dp.planner.why(planned, e, {input =, config =, name =}?): why a planned value is
 -- where it is; for a device_copy, why it was inserted (lua/devplan/why.lua)
 M.why = require("devplan.why").why
+-- dp.planner.schedule(planned, config, {cost =, bandwidth =, serial =, verify =}?): the
+-- modelled schedule of a planned module (lua/devplan/schedule.lua, src/planner/schedule_*.c)
+function M.schedule(planned, config, opts) return require("devplan.schedule").run(planned, config, opts) end
 
 return M

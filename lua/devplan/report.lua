@@ -10,6 +10,9 @@
 --              --    type = "Tensor[(1, 512), float32]", bytes = 2048, line =, col =}
 --   r.totals   -- {calls =, copies =, bytes_copied =, bytes_resident =}
 --   tostring(r), r:text()   a table for reading;  r:json()  the same as JSON
+--   r:with_schedule(s, label)  adds the modelled schedule s (dp.planner.schedule):
+--              text and JSON then show its makespan, per device and link the busy
+--              time, and the critical path (label: where the costs came from)
 --
 -- Bytes come from the checked types (element count times the size of the
 -- dtype); a shape with an unknown dimension counts in `unknown` instead.
@@ -173,10 +176,18 @@ function Report:text()
                     self.totals.calls, self.totals.calls == 1 and "" or "s",
                     self.totals.copies, self.totals.copies == 1 and "y" or "ies", grouped(self.totals.bytes_copied),
                     grouped(self.totals.bytes_resident)))
-  return table.concat(lines, "\n") .. "\n"
+  local text = table.concat(lines, "\n") .. "\n"
+  if self.schedule then text = text .. "\n" .. self.schedule:text({costs = self.schedule_costs}) end
+  return text
 end
 
 Report.__tostring = Report.text
+
+-- The modelled schedule joins the report (devplan plan --costs FILE --report).
+function Report:with_schedule(sched, label)
+  self.schedule, self.schedule_costs = sched, label
+  return self
+end
 
 -- The report as JSON (dkjson, Debian's lua-dkjson): keys in a fixed order.
 function Report:json()
@@ -185,9 +196,14 @@ function Report:json()
     error("devplan: the JSON report needs dkjson (Debian package lua-dkjson; scripts/setup.sh installs it)", 2)
   end
   local data = {devices = self.devices, copies = self.copies, totals = self.totals}
+  if self.schedule then
+    data.schedule = self.schedule:summary()
+    data.schedule.costs = self.schedule_costs
+  end
   return json.encode(data, {indent = true, keyorder = {
-    "devices", "copies", "totals", "name", "device", "calls", "bytes", "unknown", "fn", "value",
-    "src", "dst", "type", "line", "col", "bytes_copied", "bytes_resident"}}) .. "\n"
+    "devices", "copies", "totals", "schedule", "name", "device", "calls", "bytes", "unknown", "fn", "value",
+    "src", "dst", "type", "line", "col", "bytes_copied", "bytes_resident", "makespan", "costs", "serial",
+    "resources", "critical", "kind", "tasks", "busy", "task", "resource", "start", "finish", "waited"}}) .. "\n"
 end
 
 return M

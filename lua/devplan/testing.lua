@@ -270,8 +270,27 @@ function M.plan(config, opts)
   return function(mod)
     local planned = pass(mod)
     dp.planner.verify(planned, config, {input = mod, raise = true})
+    if M.check_schedules then M.check_schedule(planned, config) end
     return planned
   end
+end
+
+-- With DEVPLAN_CHECK_SCHEDULES set, every plan M.plan makes is also scheduled
+-- (dp.planner.schedule, the default model) and the schedule checked by the
+-- suite's independent checker (spec/support/schedule_check.lua, found from
+-- the project root), raising on any broken rule; M.schedules_checked counts them.
+M.check_schedules = os.getenv("DEVPLAN_CHECK_SCHEDULES") ~= nil
+M.schedules_checked = 0
+local schedule_checker
+function M.check_schedule(planned, config)
+  schedule_checker = schedule_checker or dofile((dp.root or ".") .. "/spec/support/schedule_check.lua")
+  local s = dp.planner.schedule(planned, config)
+  local cost = dp.costs.DEFAULT
+  local problems = schedule_checker(planned, config, s, {cost = function(c, vd) return cost(c, vd) end})
+  if #problems > 0 then
+    error(dp.Error{message = "the schedule of a plan breaks the cost model's rules: " .. problems[1], code = "verify"}, 2)
+  end
+  M.schedules_checked = M.schedules_checked + 1
 end
 
 -- ---------------------------------------------------------------- assertions

@@ -1,0 +1,240 @@
+/*
+ * A placement written as annotations (dp_sched_annotate, schedule.h), so
+ * that PlanDevices turns it into a planned module: the baselines' plans
+ * are then planned, checked and scheduled like any other.
+ *
+ * Each use of a placed call (each reference to it from a parent, or to a
+ * projection of it) becomes on_device(call, vd), a node of its own: the
+ * call on vd, that use's
+ * result free, so a reader elsewhere gets a copy. (One annotation shared
+ * by all the uses would be one value with one device, and two readers on
+ * two devices a conflict.) Where such an annotation stands in a position
+ * that fixes the value too (a let's value, a function's body: phase 0
+ * reads on_device there as fixed), a reader elsewhere would meet a
+ * conflict; so every use of what carries that value (the let variable, a
+ * call of the global function) is wrapped alike, on_device(%x, vd), which
+ * lets a copy follow. A first walk finds what carries a pinned value (let
+ * variables bound to one, looking through lets and annotations; global
+ * functions whose body ends in one, to a fixed point over the globals),
+ * the rewrite then wraps the uses.
+ */
+#include <stdlib.h>
+#include "planner.h"
+#include "devplan/schedule.h"
+
+typedef struct actx {
+  const dp_sched_graph *g;
+  struct dp__plan_ops ops;
+  dp__ptrmap placed;         /* placed call -> its device (ptr) */
+  dp__ptrmap readers;        /* calls of the graph whose arguments may be copied to them */
+  dp__ptrmap pinned;         /* let variable -> device of the value it carries */
+  dp_vdev **fnpin;           /* per global function: the device its result is pinned to */
+  int changed;
+  int oom;
+} actx;
+
+static dp_vdev *lookup(const dp__ptrmap *m, const void *k) {
+  dp__ptrslot *s = dp__ptrmap_find(m, k);
+  return s ? s->ptr : NULL;
+}
+
+/* The device the value of e is fixed on, by the placement or by an
+   annotation: a placed call; an on_device that fixes its result; a
+   device_copy (its destination); a call of a global function whose result
+   is fixed; a variable bound to such a value (or a parameter with a
+   virtual_device); a projection of any of these. NULL otherwise. */
+static dp_vdev *made_on(actx *c, const dp_expr *e) {
+  while (e->h.kind == DP_PROJ) e = ((const dp_proj *)e)->tuple;
+  if (e->h.kind == DP_VAR) return lookup(&c->pinned, e);
+  if (e->h.kind != DP_CALL) return NULL;
+  const dp_call *call = (const dp_call *)e;
+  dp__ondev p;
+  dp_expr *body;
+  dp_vdev *src, *dst;
+  if (dp__on_device_props(&c->ops, e, &p)) return p.cresult ? p.vd : NULL;
+  if (dp__device_copy_props(&c->ops, e, &body, &src, &dst)) return dst;
+  if (call->fn->h.kind == DP_GLOBAL) {
+    int i = dp_module_func_index(c->g->mod, ((const dp_global *)call->fn)->name);
+    return i < 0 ? NULL : c->fnpin[i];
+  }
+  return lookup(&c->placed, e);
+}
+
+/* The device a let's value or a function's body fixes: an on_device there
+   (phase 0 reads it as fixed), else, through let bodies, made_on. */
+static dp_vdev *pinned_value(actx *c, const dp_expr *e) {
+  while (e->h.kind == DP_LET) e = ((const dp_let *)e)->body;
+  dp__ondev p;
+  if (dp__on_device_props(&c->ops, e, &p)) return p.cbody || p.cresult ? p.vd : NULL;
+  return made_on(c, e);
+}
+
+static int pin_pre(void *ud, dp_expr *e) {
+  actx *c = ud;
+  if (e->h.kind == DP_FUNC && dp__is_primitive((dp_func *)e)) return 0;
+  if (e->h.kind == DP_FUNC) {
+    dp_func *f = (dp_func *)e;
+    for (uint32_t i = 0; i < f->nparams; i++)
+      if (f->params[i]->vdev && !dp_vdev_is_fully_unconstrained(f->params[i]->vdev) &&
+          dp__ptrmap_put(&c->pinned, f->params[i], f->params[i]->vdev) < 0)
+        return c->oom = 1, -1;
+  }
+  if (e->h.kind == DP_LET) {
+    dp_let *l = (dp_let *)e;
+    dp_vdev *vd = pinned_value(c, l->value);
+    if (vd && lookup(&c->pinned, l->var) != vd) {
+      if (dp__ptrmap_put(&c->pinned, l->var, vd) < 0) return c->oom = 1, -1;
+    }
+  }
+  return 1;
+}
+
+/* The let variables and global functions that carry pinned values. */
+static int find_pinned(actx *c) {
+  dp_module *m = c->g->mod;
+  for (uint32_t round = 0; round <= m->nfuncs; round++) {
+    c->changed = 0;
+    for (uint32_t i = 0; i < m->nfuncs; i++) {
+      dp_visitor v = {pin_pre, NULL, c};
+      if (dp_visit(&m->funcs[i].fn->e, &v) < 0 && c->oom) return -1;
+      dp_func *f = m->funcs[i].fn;
+      dp_vdev *vd = dp__is_primitive(f) ? NULL
+                    : f->vdev && !dp_vdev_is_fully_unconstrained(f->vdev) ? f->vdev
+                    : pinned_value(c, f->body);
+      if (vd != c->fnpin[i]) {
+        c->fnpin[i] = vd;
+        c->changed = 1;
+      }
+    }
+    if (!c->changed) break;
+  }
+  return 0;
+}
+
+/* ---- the rewrite ---- */
+
+/* Where child i of e uses a value fixed on a device (made_on): that
+   device, else NULL. Not the binding slots, a callee, a projection's
+   tuple (the projection's uses are wrapped instead), what an annotation
+   that constrains its body or a copy wraps (the user's), nor a let (its
+   own body is a use, wrapped there: following a chain of lets from each
+   would be quadratic), nor what is not a tensor or a tuple. */
+static dp_vdev *pinned_use(actx *c, const dp_expr *e, uint32_t i, const dp_expr *kid) {
+  if (e->h.kind == DP_LET && i == 0) return NULL;
+  if (e->h.kind == DP_FUNC && i < ((const dp_func *)e)->nparams) return NULL;
+  if (e->h.kind == DP_PROJ || (e->h.kind == DP_CALL && i == 0)) return NULL;
+  dp_expr *body;
+  dp_vdev *src, *dst;
+  dp__ondev p;
+  if ((dp__on_device_props(&c->ops, e, &p) && p.cbody && p.vd) ||
+      dp__device_copy_props(&c->ops, e, &body, &src, &dst))
+    return NULL;
+  const dp_type *t = kid->type;
+  if (kid->h.kind == DP_LET || !t || (t->h.kind != DP_TY_TENSOR && t->h.kind != DP_TY_TUPLE)) return NULL;
+  return made_on(c, kid);
+}
+
+/* Where child i of e is an argument of a call of the graph (an ordinary
+   operator's, a fused kernel's) that nothing fixes: a copy may go there
+   (an unconstrained on_device, as phase 0b marks one), so that a value
+   nobody placed (a parameter, a constant, an annotation that leaves its
+   result free, shared by two readers) read on two devices is copied, not
+   a conflict, whatever operators read it (phase 0b passes no demand
+   through the memory and VM operators). Tensors and tuples only. */
+static int copy_ok(actx *c, const dp_expr *e, uint32_t i, const dp_expr *kid) {
+  if (e->h.kind != DP_CALL || i == 0 || !dp__ptrmap_find(&c->readers, e)) return 0;
+  dp__ondev p;
+  if (dp__on_device_props(&c->ops, kid, &p) && p.cresult) return 0; /* (made_on's) */
+  const dp_type *t = kid->type;
+  return t && (t->h.kind == DP_TY_TENSOR || t->h.kind == DP_TY_TUPLE);
+}
+
+static dp_expr *rw_pre(void *ud, dp_expr *orig, dp_err **err) {
+  (void)ud;
+  (void)err;
+  if (orig->h.kind == DP_FUNC && dp__is_primitive((dp_func *)orig)) return dp_retain(orig);
+  return NULL;
+}
+
+static dp_expr *rw_post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
+  actx *c = ud;
+  uint32_t n = dp_expr_nchildren(orig);
+  dp_expr *out = dp_retain(rebuilt);
+  dp_expr *small[8], **kids = NULL;
+  for (uint32_t i = 0; i < n; i++) {
+    dp_expr *kid = dp_expr_child(orig, i);
+    dp_vdev *vd = pinned_use(c, orig, i, kid);
+    if (!vd && !copy_ok(c, orig, i, kid)) continue;
+    if (!kids) {
+      kids = n <= 8 ? small : dp_malloc((size_t)n * sizeof *kids);
+      if (!kids) goto oom;
+      for (uint32_t k = 0; k < n; k++) kids[k] = dp_retain(dp_expr_child(rebuilt, k));
+    }
+    dp_expr *w = dp__on_device_at(&c->ops, kids[i], vd, vd != NULL, 0, kids[i]->span, err);
+    if (!w) goto fail;
+    dp_release(kids[i]);
+    kids[i] = w;
+  }
+  if (kids) {
+    dp_expr *r = dp_expr_with_children(rebuilt, kids);
+    for (uint32_t k = 0; k < n; k++) dp_release(kids[k]);
+    if (kids != small) free(kids);
+    kids = NULL;
+    if (!r) goto oom;
+    dp_release(out);
+    out = r;
+  }
+  return out;
+oom:
+  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+fail:
+  if (kids) {
+    for (uint32_t k = 0; k < n; k++) dp_release(kids[k]);
+    if (kids != small) free(kids);
+  }
+  dp_release(out);
+  return NULL;
+}
+
+dp_module *dp_sched_annotate(const dp_sched_graph *g, const uint32_t *placement, dp_err **err) {
+  actx c = {.g = g};
+  dp_module *m = g->mod, *out = NULL;
+  if (dp__plan_ops(m->ctx, &c.ops, err) < 0) return NULL;
+  c.fnpin = dp_calloc((size_t)m->nfuncs + 1, sizeof *c.fnpin);
+  if (!c.fnpin) goto oom;
+  for (uint32_t v = 0; v < g->n; v++) {
+    if (g->kind[v] != DP_TASK_CALL) continue;
+    const dp_call *call = (const dp_call *)g->expr[v];
+    int special = call->fn->h.kind == DP_OP &&
+                  (dp__op_rule(&c.ops, (const dp_op *)call->fn) != OP_ORDINARY || dp__is_lowered(&c.ops, call));
+    if (!special && dp__ptrmap_put(&c.readers, call, NULL) < 0) goto oom;
+    if (g->dev[v] == DP_SCHED_NONE && placement[v] != DP_SCHED_NONE && placement[v] < g->ndevs &&
+        dp__ptrmap_put(&c.placed, g->expr[v], g->devs[placement[v]]) < 0)
+      goto oom;
+  }
+  if (find_pinned(&c) < 0) goto oom;
+  out = dp_module_copy(m);
+  if (!out) goto oom;
+  dp_rewriter rw = {rw_pre, rw_post, &c};
+  for (uint32_t i = 0; i < m->nfuncs; i++) {
+    if (dp__is_primitive(m->funcs[i].fn)) continue;
+    dp_expr *f = dp_rewrite(&m->funcs[i].fn->e, &rw, err);
+    int rc = f ? dp_module_set_func(out, m->funcs[i].global->name, (dp_func *)f, err) : -1;
+    dp_release(f);
+    if (rc < 0) {
+      dp_release(out);
+      out = NULL;
+      break;
+    }
+  }
+  goto done;
+oom:
+  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+done:
+  dp__plan_ops_free(&c.ops);
+  dp__ptrmap_free(&c.placed);
+  dp__ptrmap_free(&c.readers);
+  dp__ptrmap_free(&c.pinned);
+  free(c.fnpin);
+  return out;
+}
