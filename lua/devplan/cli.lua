@@ -401,17 +401,25 @@ local function print_options(opts)
           spans = opts["--spans"] or nil}
 end
 
+-- Every write of the command line goes through write_file or write_stdout:
+-- a failure (a full disk, a missing folder) is an error naming the file,
+-- exit status 1, and a file is replaced whole or not at all (dp.write_file
+-- writes a temporary file beside it and renames it).
+local function write_file(path, text)
+  local ok, err = pcall(dp.write_file, path, text)
+  if not ok then fail("devplan: " .. (dp.is_error(err) and err.message or tostring(err))) end
+end
+
+local function write_stdout(text)
+  local ok, why = io.stdout:write(text)
+  if ok then ok, why = io.stdout:flush() end
+  if not ok then fail("devplan: cannot write to standard output: " .. tostring(why)) end
+end
+
 local function write_output(opts, s)
   if s:sub(-1) ~= "\n" then s = s .. "\n" end
   local out = opts["-o"]
-  if out and out ~= "-" then
-    local f, why = io.open(out, "wb")
-    if not f then fail("devplan: cannot write " .. tostring(why)) end
-    f:write(s)
-    f:close()
-  else
-    io.stdout:write(s)
-  end
+  if out and out ~= "-" then write_file(out, s) else write_stdout(s) end
 end
 
 -- Should the module text on standard output be coloured?
@@ -422,12 +430,7 @@ local function coloured(opts)
 end
 
 local function write_graphs(opts, mod, config)
-  if opts["--dot"] then
-    local f, why = io.open(opts["--dot"], "w")
-    if not f then fail("devplan: cannot write " .. tostring(why)) end
-    f:write(dp.graph.dot(mod, {config = config}))
-    f:close()
-  end
+  if opts["--dot"] then write_file(opts["--dot"], dp.graph.dot(mod, {config = config})) end
   if opts["--svg"] then attempt(nil, dp.graph.svg, mod, opts["--svg"], {config = config}) end
 end
 
@@ -535,11 +538,9 @@ local function write_reproducer(path, opts, pipeline_text, mod, err)
     end
   end
   lines[#lines + 1] = "// error: " .. (error_text(err):gsub("^devplan: ", ""):match("^[^\n]*"))
-  local f = io.open(path, "w")
-  if not f then return false end
-  f:write(table.concat(lines, "\n"), "\n", tostring(mod))
-  f:close()
-  return true
+  local ok, werr = pcall(dp.write_file, path, table.concat(lines, "\n") .. "\n" .. tostring(mod))
+  if ok then return true end
+  return false, dp.is_error(werr) and werr.message or tostring(werr)
 end
 
 local function load_files(opts)
@@ -560,8 +561,11 @@ local function run_pipeline(command, opts, pipeline_text, reproducer)
     local text = conflicts_text(res, sources) or error_text(res, sources)
     if reproducer then
       local path = reproducer == true and os.tmpname() or reproducer
-      if write_reproducer(path, opts, pipeline_text, mod, res) then
+      local written, why = write_reproducer(path, opts, pipeline_text, mod, res)
+      if written then
         text = text .. "\nreproducer written to " .. path .. "; replay with: devplan opt --run-reproducer " .. path
+      else
+        text = text .. "\nno reproducer: " .. why
       end
     end
     error({text = text, err = res}, 0)
@@ -680,7 +684,7 @@ function COMMANDS.opt.run(opts)
   end
   load_files(opts)
   if opts["--list-passes"] then
-    io.stdout:write(list_passes())
+    write_stdout(list_passes())
     return
   end
   if not opts["-p"] then fail(usage_error("opt", "a pipeline is needed: -p PIPELINE").text) end
@@ -740,7 +744,7 @@ end
 function COMMANDS.help.run(opts)
   local name = opts.files[1]
   if not name then
-    io.stdout:write(M.usage())
+    write_stdout(M.usage())
     return
   end
   local cmd = COMMANDS[name]
@@ -752,7 +756,7 @@ function COMMANDS.help.run(opts)
   if cmd.text then parts[#parts + 1] = cmd.text .. "\n" end
   if #cmd.options > 0 then parts[#parts + 1] = "Options:\n" .. option_lines(name) .. "\n" end
   if name ~= "help" then parts[#parts + 1] = PALETTE_HELP end
-  io.stdout:write(table.concat(parts, "\n"), "\n")
+  write_stdout(table.concat(parts, "\n") .. "\n")
 end
 
 -- ---------------------------------------------------------------- routing

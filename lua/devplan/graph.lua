@@ -173,30 +173,42 @@ function M.dot(mod, opts)
   return table.concat(out, "\n") .. "\n"
 end
 
--- Runs `dot -T<format>` on text, writing path; raises a clear error when
--- Graphviz is missing or fails.
+-- Runs `dot -T<format>` on text and writes its output to path (whole or
+-- not at all: core.write_file); raises a clear error when Graphviz is
+-- missing or fails, or when a file cannot be written.
 function M.render(text, path, format)
   format = format or "svg"
   if not format:match("^%a+$") then error("devplan.graph.render: bad format '" .. tostring(format) .. "'", 2) end
-  local dotfile = os.tmpname()
-  local f = assert(io.open(dotfile, "w"))
-  f:write(text)
-  f:close()
-  local errfile = os.tmpname()
-  local cmd = "dot -T" .. format .. " -o '" .. path:gsub("'", "'\\''") .. "' '" .. dotfile .. "' 2>'" .. errfile .. "'"
-  local ok, _, code = os.execute(cmd)
-  local ef = io.open(errfile)
-  local err = ef and ef:read("a") or ""
-  if ef then ef:close() end
-  os.remove(dotfile)
-  os.remove(errfile)
+  local dotfile, outfile, errfile = os.tmpname(), os.tmpname(), os.tmpname()
+  local function cleanup()
+    os.remove(dotfile)
+    os.remove(outfile)
+    os.remove(errfile)
+  end
+  local ok, err = pcall(core.write_file, dotfile, text)
   if not ok then
+    cleanup()
+    error(err, 2)
+  end
+  local cmd = "dot -T" .. format .. " -o '" .. outfile .. "' '" .. dotfile .. "' 2>'" .. errfile .. "'"
+  local ran, _, code = os.execute(cmd)
+  local function slurp(p)
+    local f = io.open(p, "rb")
+    local s = f and f:read("a")
+    if f then f:close() end
+    return s
+  end
+  local out, msg = slurp(outfile), slurp(errfile) or ""
+  cleanup()
+  if not ran then
     if code == 127 then
       error(core.Error{message = "Graphviz's dot was not found (Debian package graphviz; scripts/setup.sh installs it)",
                        code = "value"}, 2)
     end
-    error(core.Error{message = "dot failed (status " .. tostring(code) .. "): " .. err, code = "value"}, 2)
+    error(core.Error{message = "dot failed (status " .. tostring(code) .. "): " .. msg, code = "value"}, 2)
   end
+  ok, err = pcall(core.write_file, path, out or "")
+  if not ok then error(err, 2) end
   return path
 end
 
