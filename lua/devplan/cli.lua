@@ -210,6 +210,7 @@ local function parse_args(name, args)
           val = args[i]
           if val == nil then return nil, usage_error(name, key .. " needs a value") end
         end
+        if val == "" then return nil, usage_error(name, key .. " needs a value, got an empty one") end
         if spec.kind == "list" then
           r[key] = r[key] or {}
           table.insert(r[key], val)
@@ -306,6 +307,20 @@ local function load_meta(path)
   return meta
 end
 
+-- A module with no definitions at all (an empty file, or only comments):
+-- nothing to plan or run passes on, which is an error; parse prints it
+-- with a note (TVM's parser, too, reads it as an empty module).
+local function check_not_empty(mod, source, command)
+  if #mod:functions() > 0 or #mod:typedefs() > 0 or #mod:primfns() > 0 then return mod end
+  local what = source == "<stdin>" and "standard input" or source
+  if command == "parse" then
+    io.stderr:write("devplan parse: note: " .. what .. " defines nothing: the module is empty\n")
+    return mod
+  end
+  fail("devplan " .. command .. ": " .. what .. " defines nothing (no def, type or primfn): there is nothing to "
+    .. (command == "plan" and "plan" or "run the passes on"))
+end
+
 -- The module of opts' input file; sources[name] = its text (for carets).
 local function parse_module(opts, command, sources)
   if #opts.files == 0 then fail(usage_error(command, "a FILE is needed ('-' for standard input)").text) end
@@ -319,7 +334,7 @@ local function parse_module(opts, command, sources)
   local own = not opts["--meta"] and parser.has_metadata(text)
   local meta = opts["--meta"] and load_meta(opts["--meta"]) or not own and devname.palette() or nil
   local ok, mod = pcall(dp.parse, text, meta, {source_name = source})
-  if ok then return mod, text end
+  if ok then return check_not_empty(mod, source, command), text end
   local msg = error_text(mod, sources)
   if not opts["--meta"] and not own and type(mod) == "table" and type(mod.message) == "string"
       and mod.message:find("^meta%[") then
@@ -605,7 +620,10 @@ end
 local function annotations(opts)
   local list = {}
   for _, spec in ipairs(opts["--annotate"] or {}) do
-    for item in spec:gmatch("[^,]+") do
+    for item in (spec .. ","):gmatch("([^,]*),") do
+      if not item:find("%S") then
+        fail(usage_error("plan", "--annotate wants OP=DEVICE[,OP=DEVICE...], got '" .. spec .. "' (an empty item)").text)
+      end
       local op, dev = item:match("^%s*([^=%s]+)%s*=%s*(%S+)%s*$")
       if not op then fail(usage_error("plan", "--annotate wants OP=DEVICE (e.g. nn.conv2d=cuda), got '" .. item .. "'").text) end
       if not pcall(dp.op.get, op) then
