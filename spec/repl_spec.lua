@@ -34,7 +34,7 @@ describe("the REPL", function()
 
   it("loads a model, annotates, plans, and explains why a copy was inserted", function()
     local s = repl.session()
-    assert.truthy(s:eval("model(" .. string.format("%q", testing.shared_dir .. "/models/resnet18.relay") .. ")")
+    assert.truthy(s:eval("model(" .. string.format("%q", require("devplan").root .. "/models/resnet18.relay") .. ")")
       :find("^model: 1 function%(s%), 72 calls"))
     assert.equal("annotated: 22 on_device\n", s:eval('annotate{["nn.conv2d"] = "cuda", ["nn.dense"] = "cuda"}'))
     assert.truthy(s:eval("plan()"):find("^planned: 1 device_copy, 4000 bytes copied"))
@@ -49,10 +49,10 @@ describe("the REPL", function()
     assert.truthy(s:eval("show()"):find("\n// @cuda = VirtualDevice", 1, true))
     assert.truthy(s:eval('show("%90")'):find("device_copy(", 1, true))
     assert.truthy(s:eval('explain("%9999")'):find("^no value is printed %%9999"))
-    local svg = os.tmpname() .. ".svg"
+    local svg = testing.temp_file("", ".svg")
     assert.equal("drawn: " .. svg .. "\n", s:eval("draw(" .. string.format("%q", svg) .. ")"))
     assert.truthy(testing.read_file(svg):find("<svg", 1, true))
-    os.remove(svg)
+    testing.remove_temp_files()
     local t = s:eval('time("infer_type,plan_devices")')
     assert.truthy(t:find("pass timings (CPU seconds)", 1, true), t)
     assert.truthy(t:find("PlanDevices\n", 1, true), t)
@@ -76,7 +76,50 @@ describe("the REPL", function()
     local stepped = s.env.planned
     s:eval("plan()")
     assert.is_true(require("devplan").structural_equal(stepped, s.env.planned))
-    assert.truthy(s:eval("step()"):find("^phase 0, rewrite")) -- and it starts again
+    -- and it starts again, saying that planned is dropped
+    local again = s:eval("step()")
+    assert.truthy(again:find("^%(planned is nil now: step%(%) started planning mod again; the last step%(%) sets it%)\nphase 0, rewrite"), again)
+    assert.is_nil(s.env.planned)
+  end)
+
+  it("says when its state changes, and answers about planned only", function()
+    local s = repl.session()
+    assert.truthy(s:eval("report()"):find("^no model yet"))
+    s:eval("model(" .. string.format("%q", TWO) .. ")")
+    assert.equal("nothing is planned yet: plan() (or step() through the phases) first\n", s:eval("report()"))
+    assert.equal("nothing is planned yet: plan() (or step() through the phases) first\n", s:eval('device("%0")'))
+    assert.truthy(s:eval("show()"):find("^// mod %(not planned: plan%(%) plans it%)\n"))
+    s:eval("plan()")
+    assert.truthy(s:eval("show()"):find("^// planned: the plan of mod\n"))
+    assert.truthy(s:eval('device("%0")'):find("VirtualDevice", 1, true))
+    -- each change of mod or the configuration drops the plan and says so
+    assert.equal("annotated: 3 on_device\n(planned is nil now: annotate() changed mod; plan() plans again)\n",
+                 s:eval('annotate{negative = "cuda"}'))
+    assert.equal("nothing is planned: annotate() changed mod since the last plan; plan() again\n", s:eval('explain("%0")'))
+    s:eval("plan()")
+    assert.truthy(s:eval("config{default = 'cuda'}"):find("\n%(planned is nil now: config%(%) changed the configuration; plan%(%) plans again%)\n$"))
+    assert.truthy(s:eval("report()"):find("^nothing is planned: config%(%) changed the configuration"))
+    s:eval("plan()")
+    assert.truthy(s:eval("model(" .. string.format("%q", TWO) .. ")"):find("\n%(planned is nil now: model%(%) loaded another module; plan%(%) plans again%)\n$"))
+    -- no message when there was nothing to drop
+    assert.equal("annotated: 3 on_device\n", s:eval('annotate{exp = "cuda"}'))
+    -- in the middle of a step() cycle: the helpers say where it is
+    s:eval("step()")
+    s:eval("step()")
+    assert.equal("nothing is planned yet: step() is at phase 0b, conflicts of 5 (next: phase 1, analyze); "
+      .. "step() on to the capture, or plan()\n", s:eval('device("%1")'))
+    assert.truthy(s:eval("show()"):find("^// mod at phase 0b, conflicts of step%(%) %(not planned yet%)\n"))
+    assert.truthy(s:eval("plan()"):find("^%(the step%(%) cycle at phase 0b, conflicts is left%)\nplanned: "))
+    -- mod assigned by hand: planned is not its plan any more
+    s:eval("mod = dp.parse(" .. string.format("%q", TWO) .. ", {VirtualDevice = {dp.VirtualDevice{device_type = 'cpu'}, "
+      .. "dp.VirtualDevice{device_type = 'cuda'}}})")
+    assert.equal("planned is the plan of another module than mod (mod was assigned since): plan() again\n",
+                 s:eval("report()"))
+    assert.truthy(s:eval("step()"):find("^%(planned is nil now: step%(%) started planning mod again; the last step%(%) sets it%)\nphase 0, rewrite"))
+    s:eval("mod = dp.parse('def @main(%x: Tensor[(2), float32]) { negative(%x) }')")
+    assert.truthy(s:eval("step()"):find("^mod changed since step%(%) began"))
+    s:eval("plan()")
+    assert.truthy(s:eval("report()"):find("^device ", 1))
   end)
 
   it("completes names of the environment and fields of values", function()
