@@ -4,7 +4,7 @@
 local dp = require "devplan"
 local testing = require "devplan.testing"
 
-local RESNET = testing.shared_dir .. "/models/resnet18.relay"
+local RESNET = testing.model("resnet18")
 local temp, run, slurp = testing.temp_file, testing.run_devplan, testing.read_file
 
 local function has(s, sub) return s:find(sub, 1, true) ~= nil end
@@ -134,7 +134,7 @@ describe("devplan plan", function()
   end)
 
   it("annotates models that call functions, not only operators (lstm)", function()
-    local code, out, err = run("plan " .. testing.shared_dir .. "/models/lstm.relay --annotate nn.dense=cuda --report text")
+    local code, out, err = run("plan " .. testing.model("lstm") .. " --annotate nn.dense=cuda --report text")
     assert.equal(0, code, err)
     -- 151 operator calls (the 10 calls of the cell's function literals are
     -- not work of their own: their bodies' operators are counted)

@@ -7,7 +7,7 @@ local testing = require "devplan.testing"
 local config = dp.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cpu"}
 
 local function resnet_planned()
-  local mod = dp.parse_file(testing.shared_dir .. "/models/resnet18.relay")
+  local mod = dp.parse_file(testing.model("resnet18"))
   return dp.pipeline.build("annotate(nn.conv2d=cuda,nn.dense=cuda),plan_devices", {config = config})(mod)
 end
 
@@ -67,7 +67,7 @@ def @main(%a: Tensor[(5, 7), float32]) {
 
   it("is what devplan plan --svg and --dot write", function()
     local dot, svg = os.tmpname() .. ".dot", os.tmpname() .. ".svg"
-    local code, _, err = testing.run_devplan("plan " .. testing.shared_dir .. "/models/resnet18.relay"
+    local code, _, err = testing.run_devplan("plan " .. testing.model("resnet18")
       .. " --annotate nn.conv2d=cuda,nn.dense=cuda --dot " .. dot .. " --svg " .. svg .. " -o /dev/null")
     assert.equal(0, code, err)
     assert.equal(dp.graph.dot(resnet_planned(), {config = config}), slurp(dot))

@@ -740,10 +740,10 @@ function M.usage()
   end
   for _, l in ipairs{
     "",
-    "First steps (on ../shared/models/resnet18.relay):",
-    "  devplan plan resnet18.relay --annotate nn.conv2d=cuda --short-devices   # place, plan, read",
-    "  devplan plan resnet18.relay --annotate nn.conv2d=cuda --report text     # the copies and bytes",
-    "  devplan plan resnet18.relay --annotate nn.conv2d=cuda --svg plan.svg    # a picture",
+    "First steps (models/ of the project, or dp.root's when installed):",
+    "  devplan plan models/resnet18.relay --annotate nn.conv2d=cuda --short-devices   # place, plan, read",
+    "  devplan plan models/resnet18.relay --annotate nn.conv2d=cuda --report text     # the copies and bytes",
+    "  devplan plan models/resnet18.relay --annotate nn.conv2d=cuda --svg plan.svg    # a picture",
     "",
     "Scripts: Lua 5.4 with the devplan module (require \"devplan\").",
     "  -e CODE        run CODE (may be repeated; runs before SCRIPT)",
