@@ -167,6 +167,18 @@ function M.remove_temp_files()
   temps = {}
 end
 
+-- Under busted, the temporary files a spec file made go when it ends, so
+-- that no spec leaves files in the temporary folder.
+do
+  local has_busted, busted = pcall(require, "busted")
+  if has_busted and type(busted) == "table" and busted.subscribe then
+    busted.subscribe({"suite", "end"}, function()
+      M.remove_temp_files()
+      return nil, true
+    end)
+  end
+end
+
 -- The executable under test: DEVPLAN_EXE (the sanitizer and valgrind runs
 -- set it), else bin/devplan, as an absolute path.
 M.exe = (function()
