@@ -245,7 +245,7 @@ end
 -- after the first line, as the parser shows them.
 local function error_text(err, sources)
   if type(err) ~= "table" or type(err.formatted) ~= "string" then
-    return "devplan: " .. tostring(err)
+    return "devplan: " .. dp._error_text(err)
   end
   local s = err.formatted
   if not err.line then return "devplan: " .. s end
@@ -285,9 +285,9 @@ local function read_input(path)
   if path == "-" then return io.stdin:read("a") or "", "<stdin>" end
   local f, why = io.open(path, "rb")
   if not f then fail("devplan: cannot open " .. tostring(why)) end
-  local text = f:read("a")
+  local text, why2 = f:read("a")
   f:close()
-  if not text then fail("devplan: cannot read " .. path) end
+  if not text then fail("devplan: cannot read " .. path .. ": " .. tostring(why2)) end
   return text, path
 end
 
@@ -562,12 +562,33 @@ local function load_files(opts)
   for _, path in ipairs(opts["--load"] or {}) do run_lua_file(path, "--load") end
 end
 
+-- An error building a pipeline the command wrote for the user (plan): the
+-- option they gave for the item it is in (origins[i] for item i: "--rules
+-- FILE.lua"), instead of a position in a text they never wrote.
+local function origin_error(command, err, pipeline_text, origins)
+  if not origins or not dp.is_error(err) or err.source ~= "pipeline" or not err.col then return nil end
+  local at
+  for i, item in ipairs(dp.pipeline.parse(pipeline_text).items) do
+    if item.col <= err.col then at = i end
+  end
+  local option = at and origins[at]
+  if not option then return nil end
+  local msg = err.message:gsub("^[%w_]+: ", "", 1) -- (the pass the command named)
+  local file = option:match("^%-%-rules (.*)$")
+  if file and msg:sub(1, #file + 2) == file .. ": " then msg = msg:sub(#file + 3) end
+  return "devplan " .. command .. ": " .. option .. ": " .. msg
+end
+
 -- Runs pipeline text on the input; writes the result. reproducer: nil
--- (none) or a path (true: a new temporary file).
-local function run_pipeline(command, opts, pipeline_text, reproducer)
+-- (none) or a path (true: a new temporary file); origins: what the user
+-- wrote for each item of a pipeline the command made (origin_error).
+local function run_pipeline(command, opts, pipeline_text, reproducer, origins)
   local sources = {pipeline = pipeline_text}
   local config = make_config(opts)
-  local p = attempt(sources, dp.pipeline.build, pipeline_text, {config = config})
+  local built, p = pcall(dp.pipeline.build, pipeline_text, {config = config})
+  if not built then
+    fail(origin_error(command, p, pipeline_text, origins) or error_text(p, sources))
+  end
   local mod = parse_module(opts, command, sources)
   local ctx = attempt(sources, dp.PassContext, context_options(opts, config))
   local ok, res = pcall(p, mod, ctx)
@@ -639,12 +660,16 @@ end
 
 function COMMANDS.plan.run(opts)
   load_files(opts)
-  local items = {}
+  local items, origins = {}, {}
   for _, path in ipairs(opts["--rules"] or {}) do
     items[#items + 1] = {"annotate", {{"rules", path}}}
+    origins[#items] = "--rules " .. path
   end
   local ann = annotations(opts)
-  if #ann > 0 then items[#items + 1] = {"annotate", ann} end
+  if #ann > 0 then
+    items[#items + 1] = {"annotate", ann}
+    origins[#items] = "--annotate"
+  end
   local plan_args = {}
   if opts["--strict"] then plan_args[#plan_args + 1] = {"strict", "true"} end
   if not opts["--first-conflict"] then plan_args[#plan_args + 1] = {"all_conflicts", "true"} end
@@ -659,7 +684,7 @@ function COMMANDS.plan.run(opts)
   if opts["--report"] and opts["--report"] ~= "text" and opts["--report"] ~= "json" then
     fail(usage_error("plan", "--report takes text or json, got '" .. opts["--report"] .. "'").text)
   end
-  run_pipeline("plan", opts, dp.pipeline.text(items), opts["--reproducer"])
+  run_pipeline("plan", opts, dp.pipeline.text(items), opts["--reproducer"], origins)
 end
 
 local function list_passes()

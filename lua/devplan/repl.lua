@@ -357,7 +357,7 @@ end
 
 local function message(err)
   if type(err) == "table" and err.formatted then return err.formatted end
-  return tostring(err)
+  return dp._error_text(err)
 end
 
 -- Is this load error the end of an unfinished chunk?
