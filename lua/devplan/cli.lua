@@ -26,7 +26,8 @@ local has_term, term = pcall(require, "devplan.term")
 
 -- ---------------------------------------------------------------- options
 
--- name -> {kind = "flag" | "value" | "list", arg = "VALUE", help = text}
+-- name -> {kind = "flag" | "value" | "list", arg = "VALUE", help = text,
+--          choices = {...} (the values it takes, when a fixed few)}
 local OPTIONS = {
   ["-o"] = {kind = "value", arg = "OUT", help = "write the result to OUT ('-': standard output, the default)"},
   ["--meta"] = {kind = "value", arg = "META.lua", help = "the metatable for meta[...] references (see below)"},
@@ -40,11 +41,18 @@ local OPTIONS = {
       .. "parameter on a line of its own; for reading: the text no longer re-parses"},
   ["--color"] = {kind = "flag", help = "colour the module text even when not on a terminal"},
   ["--no-color"] = {kind = "flag", help = "never colour (the default is colour on a terminal, none in a pipe)"},
-  ["--report"] = {kind = "value", arg = "text|json",
+  ["--report"] = {kind = "value", arg = "text|json", choices = {"text", "json"},
     help = "print the placement report instead of the module: per device the calls and\n"
       .. "bytes resident, every device_copy with its value, devices, type and bytes, totals"},
-  ["--dot"] = {kind = "value", arg = "FILE", help = "also write the dataflow graph (Graphviz text), nodes coloured by device"},
-  ["--svg"] = {kind = "value", arg = "FILE", help = "also draw the dataflow graph as SVG (runs Graphviz's dot)"},
+  ["--dot"] = {kind = "value", arg = "FILE", help = "write the picture of the module as Graphviz text (see --svg)"},
+  ["--svg"] = {kind = "value", arg = "FILE",
+    help = "draw the module as SVG (Graphviz's dot): each device a coloured lane, each\n"
+      .. "device_copy a red edge with its bytes, a legend. With --svg or --dot the module\n"
+      .. "text is printed only when asked (-o OUT, -o - for standard output, --explain)"},
+  ["--graph-detail"] = {kind = "value", arg = "LEVEL", choices = {"auto", "full", "chains", "regions", "devices"},
+    help = "what --svg and --dot draw: auto (default: the most detail that stays small),\n"
+      .. "full (every call), chains (a chain of calls on one device as one box), regions\n"
+      .. "(each connected part on one device as one box), devices (one box per device)"},
   ["--target"] = {kind = "list", arg = "T",
     help = "a target (llvm, cuda, 'cuda -host=llvm', ...) or several as tvmc writes them\n"
       .. "('cuda, llvm -mcpu=skylake'); repeatable (default: llvm and cuda)"},
@@ -70,7 +78,7 @@ local OPTIONS = {
   ["--first-conflict"] = {kind = "flag",
     help = "stop at the first conflict, as TVM (plan's default reports every independent\n"
       .. "conflict, each with its constraints and chain, then how many)"},
-  ["--placement"] = {kind = "value", arg = "tvm|min_bytes",
+  ["--placement"] = {kind = "value", arg = "tvm|min_bytes", choices = {"tvm", "min_bytes"},
     help = "how values nobody annotated are placed: tvm (TVM's defaulting rules, the default)\n"
       .. "or min_bytes (the placement that copies the fewest bytes; annotations stay hard)"},
   ["--share-copies"] = {kind = "flag",
@@ -99,7 +107,7 @@ local OPTIONS = {
 OPTIONS["--pipeline"] = OPTIONS["-p"]
 
 local OUTPUT = {"-o", "--types", "--short-devices", "--show-meta-data", "--spans", "--color", "--no-color",
-                "--dot", "--svg"}
+                "--dot", "--svg", "--graph-detail"}
 local CONFIG = {"--target", "--host", "--default", "--bandwidth"}
 local INSTRUMENTS = {"--print-after-all", "--print-before-all", "--print-after", "--print-before",
                      "--print-changed", "--time-passes", "--verify-each"}
@@ -135,7 +143,7 @@ COMMANDS.help = {
 COMMANDS.parse = {
   summary = "parse a module, type-check it and print it",
   usage = "devplan parse FILE [--meta META.lua] [--types] [--short-devices] [--show-meta-data] [--spans]\n"
-    .. "                    [-o OUT] [--dot FILE] [--svg FILE]",
+    .. "                    [-o OUT] [--dot FILE] [--svg FILE] [--graph-detail LEVEL]",
   options = join({"--meta"}, OUTPUT),
   text = "Parses FILE (the Relay text format; '-' reads standard input), type-checks it\nand prints the module.",
 }
@@ -145,7 +153,8 @@ COMMANDS.plan = {
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
     .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes]\n"
     .. "                    [--bandwidth B] [--share-copies] [--explain] [--verify] [--report text|json]\n"
-    .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]",
+    .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]\n"
+    .. "                    [--graph-detail LEVEL]",
   options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--placement",
                   "--share-copies", "--explain", "--verify",
                   "--report", "--reproducer"}, CONFIG, OUTPUT, INSTRUMENTS),
@@ -211,6 +220,14 @@ local function parse_args(name, args)
           if val == nil then return nil, usage_error(name, key .. " needs a value") end
         end
         if val == "" then return nil, usage_error(name, key .. " needs a value, got an empty one") end
+        if spec.choices then
+          local known = false
+          for _, c in ipairs(spec.choices) do known = known or c == val end
+          if not known then
+            return nil, usage_error(name, key .. " takes " .. table.concat(spec.choices, ", ", 1, #spec.choices - 1)
+              .. " or " .. spec.choices[#spec.choices] .. ", got '" .. val .. "'" .. suggest.hint(val, spec.choices))
+          end
+        end
         if spec.kind == "list" then
           r[key] = r[key] or {}
           table.insert(r[key], val)
@@ -445,8 +462,9 @@ local function coloured(opts)
 end
 
 local function write_graphs(opts, mod, config)
-  if opts["--dot"] then write_file(opts["--dot"], dp.graph.dot(mod, {config = config})) end
-  if opts["--svg"] then attempt(nil, dp.graph.svg, mod, opts["--svg"], {config = config}) end
+  local gopts = {config = config, detail = opts["--graph-detail"]}
+  if opts["--dot"] then write_file(opts["--dot"], attempt(nil, dp.graph.dot, mod, gopts)) end
+  if opts["--svg"] then attempt(nil, dp.graph.svg, mod, opts["--svg"], gopts) end
 end
 
 -- "// " lines: for each function of the planned domains, each parameter's
@@ -498,7 +516,8 @@ local function copy_explanations(planned, input, config)
   return #out > 0 and table.concat(out, "\n") .. "\n" or ""
 end
 
--- The module, its report, its graphs, as the output options say.
+-- The module, its report, its pictures, as the output options say: with
+-- a picture (--svg, --dot) the module text only when asked for (-o, --explain).
 local function emit(opts, mod, config, extra)
   write_graphs(opts, mod, config)
   local report = opts["--report"]
@@ -507,6 +526,7 @@ local function emit(opts, mod, config, extra)
     write_output(opts, report == "json" and r:json() or r:text())
     return
   end
+  if (opts["--svg"] or opts["--dot"]) and not opts["-o"] and not extra then return end
   local text = dp.astext(mod, print_options(opts))
   if extra then -- (before a metadata section: the JSON ends the text)
     local at = text:find("\n#[metadata]\n", 1, true) or #text + 1
@@ -673,17 +693,10 @@ function COMMANDS.plan.run(opts)
   local plan_args = {}
   if opts["--strict"] then plan_args[#plan_args + 1] = {"strict", "true"} end
   if not opts["--first-conflict"] then plan_args[#plan_args + 1] = {"all_conflicts", "true"} end
-  local placement = opts["--placement"]
-  if placement and placement ~= "tvm" and placement ~= "min_bytes" then
-    fail(usage_error("plan", "--placement takes tvm or min_bytes, got '" .. placement .. "'").text)
-  end
-  if placement == "min_bytes" then plan_args[#plan_args + 1] = {"placement", "min_bytes"} end
+  if opts["--placement"] == "min_bytes" then plan_args[#plan_args + 1] = {"placement", "min_bytes"} end
   items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}
   if opts["--share-copies"] then items[#items + 1] = {"share_copies"} end
   if opts["--verify"] then items[#items + 1] = {"verify"} end
-  if opts["--report"] and opts["--report"] ~= "text" and opts["--report"] ~= "json" then
-    fail(usage_error("plan", "--report takes text or json, got '" .. opts["--report"] .. "'").text)
-  end
   run_pipeline("plan", opts, dp.pipeline.text(items), opts["--reproducer"], origins)
 end
 
@@ -731,9 +744,6 @@ function COMMANDS.opt.run(opts)
     return
   end
   if not opts["-p"] then fail(usage_error("opt", "a pipeline is needed: -p PIPELINE").text) end
-  if opts["--report"] and opts["--report"] ~= "text" and opts["--report"] ~= "json" then
-    fail(usage_error("opt", "--report takes text or json, got '" .. opts["--report"] .. "'").text)
-  end
   run_pipeline("opt", opts, opts["-p"], opts["--reproducer"] or true)
 end
 

@@ -14,7 +14,7 @@
 --   step()                       the next planner phase, one at a time, and what it did
 --   show(x?)                     the module (planned when there is one) with short devices
 --   device("%42"), explain("%42")  a value's device, and why (copies: why inserted)
---   report(), draw(path?)        devices, copies and bytes; the graph as SVG
+--   report(), draw(path?, detail?)  devices, copies and bytes; the picture as SVG
 --   time("pipeline")             run a pipeline on the current module, timed
 --
 -- The state: mod (the module), cfg (the configuration), planned (the plan
@@ -49,7 +49,8 @@ devplan REPL: Lua 5.4 with `dp` (require "devplan"). =expr or a bare expression 
                                       ("@f:%3" in @f)
   explain("%42")                      why it is there; for a device_copy, why it was inserted
   report()                            planned's calls and bytes per device; every copy with its bytes
-  draw(path?)                         planned's dataflow graph as SVG (default devplan.svg)
+  draw(path?, detail?)                planned's picture as SVG (default devplan.svg): devices as
+                                      lanes, copies with their bytes; detail "full" draws every call
   time("infer_type,plan_devices")     run a pipeline on the current module, timed
   mod, planned, cfg                   the current module, the planned one, the configuration
 Tab completes names and fields; the history is kept across sessions.]]
@@ -324,9 +325,9 @@ local function helpers(self)
     say(self, dp.planner.report(need_plan(self), env.cfg):text())
   end
 
-  function h.draw(path)
+  function h.draw(path, detail)
     path = path or "devplan.svg"
-    dp.graph.svg(need_plan(self), path, {config = env.cfg})
+    dp.graph.svg(need_plan(self), path, {config = env.cfg, detail = detail})
     say(self, "drawn: " .. path)
   end
 

@@ -44,43 +44,13 @@ local MAX = math.maxinteger
 
 -- ---------------------------------------------------------------- sizes
 
--- Bytes of one element of dtype ("float32" -> 4, "bool" -> 1).
-local function dtype_bytes(dtype)
-  if dtype == "bool" then return 1 end
-  local bits = tonumber(dtype:match("(%d+)$") or "")
-  return bits and (bits + 7) // 8 or nil
-end
-
 -- Bytes of a value of type t: an integer, or nil and why not: "unknown"
--- (a dimension or the dtype's size is unknown) or "too large" (more bytes
--- than a 64-bit integer holds).
+-- (a dimension is unknown) or "too large" (more bytes than a 64-bit
+-- integer holds). dp.type.bytes (C: dp_type_bytes), which the picture
+-- counts with too.
 function M.bytes_of(t)
   if t == nil then return nil, "unknown" end
-  if t.kind == "tensor" then
-    local n = dtype_bytes(t.dtype)
-    if not n then return nil, "unknown" end
-    local large = false
-    for _, d in ipairs(t.shape) do
-      if d < 0 then return nil, "unknown" end
-      if d == 0 then n, large = 0, false
-      elseif n > MAX // d then large = true
-      else n = n * d end
-    end
-    if large and n ~= 0 then return nil, "too large" end
-    return n
-  end
-  if t.kind == "tuple" then
-    local total, why = 0, nil
-    for _, f in ipairs(t.fields) do
-      local b, w = M.bytes_of(f)
-      if w == "unknown" then return nil, w end
-      if w or (not why and total > MAX - b) then why = "too large"
-      elseif not why then total = total + b end
-    end
-    if why then return nil, why end
-    return total
-  end
-  return 0 -- functions, references, ADTs: no tensor storage of their own here
+  return core.type.bytes(t)
 end
 
 -- 1234567 -> "1,234,567"

@@ -54,7 +54,7 @@ static int write_in_place(const char *path, const char *s, size_t n) {
    it. target is the path to replace (a link's target already resolved). */
 static int write_replacing(const char *target, int exists, mode_t mode, const char *s, size_t n) {
   size_t len = strlen(target);
-  char *tmp = malloc(len + 16);
+  char *tmp = dp_malloc(len + 16);
   if (!tmp) return ENOMEM;
   const char *slash = strrchr(target, '/');
   size_t dir = slash ? (size_t)(slash - target) + 1 : 0;

@@ -37,5 +37,6 @@ int luaopen_devplan_core(lua_State *L) {
   dp__lua_open_suggest(L);
   dp__lua_open_debug(L);
   dp__lua_open_file(L);
+  dp__lua_open_graph(L);
   return 1;
 }
