@@ -1,9 +1,9 @@
 # Convenience wrapper around the scripts (the build itself is premake5.lua).
 #   make            build (release): lib/, bin/
-#   make test       every test; last line "N passed, N failed"
+#   make test       every test; last line "N passed, N failed, N skipped"
 #   make asan       the suite in the ASan+UBSan build (build/asan/)
 #   make valgrind   the suite under valgrind
-#   make install PREFIX=/usr/local   (where lua5.4 and busted find the module without flags)
+#   make install PREFIX=/usr/local   (where lua5.4 finds the module as is; elsewhere it says what to add)
 #   make install-rock                 what the rockspec runs (LUADIR, LIBDIR, BINDIR from luarocks;
 #                                     dp.root's files and the C library stay in the rock's folder)
 #   make dist                         devplan-VERSION.tar.gz, the source the rockspec names

@@ -13,6 +13,7 @@
 #                 loading lib/devplan.so); sanitize/valgrind run busted inside
 #                 the executable: "$DEVPLAN_EXE /usr/bin/busted"
 #   WRAP          prefix for every executable run (e.g. valgrind ...), default none
+#   DEVPLAN_SHARED the shared test material (conformance runners), default ../shared
 # Each spec file runs on its own, so a crash in one does not stop the rest
 # (a spec file that dies without its count line counts as one failure).
 set -u
@@ -21,6 +22,7 @@ EXE=${DEVPLAN_EXE:-bin/devplan}
 LIB=${DEVPLAN_LIB:-lib}
 BUSTED=${BUSTED:-lua5.4 $(command -v busted)}  # lua5.4, whatever /usr/bin/lua is
 WRAP=${WRAP:-}
+SHARED=${DEVPLAN_SHARED:-../shared}
 export DEVPLAN_EXE="$EXE"
 
 # Other test programs, one per line: a command run from the project root.
@@ -69,7 +71,7 @@ for spec in spec/*_spec.lua; do
   fi
 done
 
-# run_cases NAME PASSED DONE CMD...: a runner of ../shared/conformance cases.
+# run_cases NAME PASSED DONE CMD...: a runner of the shared conformance cases.
 # Each failing case prints a "FAIL ..." line and each skipped one a
 # "SKIP ..." or "skip ..." line with the reason; PASSED says how passing ones
 # are counted: "lines" ("ok ..." lines, and "DIFF ..." ones: a documented
@@ -107,13 +109,13 @@ run_cases() {
 }
 
 COUNTS='^[0-9]+ passed, [0-9]+ failed$'
-run_cases "conformance (../shared/conformance/run.lua)" lines "$COUNTS" \
-  "$EXE" ../shared/conformance/run.lua
-run_cases "pattern conformance (../shared/conformance/patterns/run.lua)" last "$COUNTS" \
-  "$EXE" ../shared/conformance/patterns/run.lua
+run_cases "conformance ($SHARED/conformance/run.lua)" lines "$COUNTS" \
+  "$EXE" "$SHARED/conformance/run.lua"
+run_cases "pattern conformance ($SHARED/conformance/patterns/run.lua)" last "$COUNTS" \
+  "$EXE" "$SHARED/conformance/patterns/run.lua"
 # TVM's own parser, printer and device tests as data (issue 9)
-run_cases "TVM's tests (../shared/conformance/tvm-peer/run.lua)" lines '^total: ' \
-  "$EXE" ../shared/conformance/tvm-peer/run.lua .
+run_cases "TVM's tests ($SHARED/conformance/tvm-peer/run.lua)" lines '^total: ' \
+  "$EXE" "$SHARED/conformance/tvm-peer/run.lua" .
 
 for prog in "${TEST_PROGRAMS[@]}"; do
   echo "== $prog"

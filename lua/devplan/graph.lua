@@ -206,9 +206,14 @@ local function legend(d, level)
     .. table.concat(rows) .. '</TABLE>>];'
 end
 
+-- Printed names label the boxes ("%10 ... %14") of modules up to this many
+-- nodes: past it, printing the whole module for a few labels would cost
+-- more than the rest of the picture (10 s of 14 on a 1,000,000-call chain).
+local NAMES_MAX = 200000
+
 local function dot_text(mod, d, opts)
   local names = {}
-  if d.level == "full" or d.level == "chains" then
+  if (d.level == "full" or d.level == "chains") and d.counts.full <= NAMES_MAX then
     local _, printed = core.astext(mod, {names = true})
     for _, map in pairs(printed) do
       for name, e in pairs(map) do names[e] = name end

@@ -236,8 +236,8 @@ local function helpers(self)
     self.steps = nil
     set_plan(self, planned, m) -- (m: what why() tells reasons in terms of)
     local r = dp.planner.report(env.planned, env.cfg)
-    say(self, string.format("planned: %d device_copy, %d bytes copied (report() for more, show() to read it;"
-      .. " planned is the module)", r.totals.copies, r.totals.bytes_copied))
+    say(self, string.format("planned: %d device_copy, %s bytes copied (report() for more, show() to read it;"
+      .. " planned is the module)", r.totals.copies, require("devplan.report").grouped(r.totals.bytes_copied)))
   end
 
   function h.step()
