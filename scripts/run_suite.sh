@@ -44,10 +44,11 @@ add_counts() { # $1 passed, $2 failed, $3 skipped (default 0)
   skipped=$((skipped + ${3:-0}))
 }
 
-# Shows a part's output, its count lines marked with the part's name ($1,
-# without what follows " (").
+# Shows a part's output, its count lines ("N passed, N failed...", a
+# runner's "total: N passed, ...") marked with the part's name ($1, without
+# what follows " (").
 label_counts() {
-  sed -u -E "s|^([0-9]+ passed, [0-9]+ failed.*)\$|[${1%% (*}] \\1|"
+  sed -u -E "s|^((total: )?[0-9]+ passed, [0-9]+ failed.*)\$|[${1%% (*}] \\1|"
 }
 
 for spec in spec/*_spec.lua; do

@@ -12,7 +12,8 @@
 -- (`-` standard output, the default). Results go to standard output,
 -- errors to standard error; M.main returns the exit status (0 or 1).
 -- Errors with a position print as "file:line:col: message", the source
--- line and a caret.
+-- line and a caret. Every write goes through write_file or write_stdout
+-- (a failed write is an error naming the file; a file is replaced whole).
 local dp = require "devplan"
 local devname = require "devplan.devname"
 local parser = require "devplan.parser"
