@@ -139,6 +139,21 @@ def @main(%a: Tensor[(5, 7), float32]) {
     assert.is_true(failed > 20)
   end)
 
+  it("stacks the functions of a partitioned module, main first, and labels calls of functions", function()
+    local parted = dp.passes.PartitionByVirtualDevice{}(planned)
+    local d = dp.graph.layout(parted, {config = config, detail = "regions"})
+    local text = dp.graph.dot(parted, {config = config, detail = "regions"})
+    assert.equal(#parted:functions(), count(text, "subgraph cluster_f"))
+    assert.truthy(text:find('subgraph cluster_f1 {\n    label="@main"', 1, true), text)
+    assert.equal(#parted:functions() - 1, count(text, "%[style=invis%]"))
+    local main_calls = 0
+    for _, b in ipairs(d.boxes) do if b.fn == 1 then main_calls = main_calls + b.function_calls end end
+    assert.equal(#parted:functions() - 1, main_calls)
+    assert.truthy(text:find("1 call of a function", 1, true), text)
+    assert.equal(72, d.calls) -- the operators' calls, inside the functions
+    assert.equal(4000, copy_bytes(d))
+  end)
+
   it("renders resnet18 as SVG", function()
     local path = testing.temp_file("", ".svg")
     dp.graph.svg(planned, path, {config = config, title = "resnet18"})

@@ -93,8 +93,9 @@ end
 
 -- What dot draws, as data (the grouping is core._graph's, src/lua/l_graph.c):
 --   {level = "full" | "chains" | "regions" | "devices",
---    boxes = {{fn =, dev =, kind = "node" | "chain" | "region" | "device", nodes =, calls =,
---              first =, last = (exprs), ops = {{"nn.conv2d", 20}, ...} (most first)}...},
+--    boxes = {{fn =, dev =, kind = "node" | "chain" | "region" | "device", nodes =, calls = (of
+--              operators and constructors), function_calls =, first =, last = (exprs),
+--              ops = {{"nn.conv2d", 20}, {"@f", 1}, ...} (most first)}...},
 --    edges = {{from =, to = (box indices), copies =, bytes = n | nil, size = nil | "unknown" |
 --              "too large", src =, dst = (virtual devices of the copies)}...},
 --    devices = {{name = "cuda", device = "VirtualDevice(...)", colour = "#8dd3c7"}...},
@@ -168,13 +169,19 @@ local function box_label(b, names, fns)
     if name and what ~= "" then return name .. "\n" .. what end
     return name or what
   end
+  local count = plural(b.calls, "call", "calls")
+  if b.function_calls > 0 then
+    count = (b.calls > 0 and (count .. ", ") or "")
+      .. plural(b.function_calls, "call of a function", "calls of functions")
+  end
   if b.kind == "chain" then
     local first, last = names[b.first], names[b.last]
     return (first and last and (first .. " ... " .. last .. "\n") or "")
-      .. plural(b.calls, "call", "calls") .. ": " .. what_of(b.first) .. " ... " .. what_of(b.last)
+      .. count .. ": " .. what_of(b.first) .. " ... " .. what_of(b.last)
   end
   local head = b.kind == "device" and ("@" .. fns[b.fn] .. ": ") or ""
-  return head .. plural(b.calls, "call", "calls") .. (b.nodes > b.calls and (" (" .. plural(b.nodes, "node", "nodes") .. ")") or "")
+  local calls = b.calls + b.function_calls
+  return head .. count .. (b.nodes > calls and (" (" .. plural(b.nodes, "node", "nodes") .. ")") or "")
     .. (#b.ops > 0 and ("\n" .. ops_line(b.ops, 4)) or "")
 end
 
@@ -277,6 +284,21 @@ local function dot_text(mod, d, opts)
     if lanes_drawn then add("  }") end
   end
   if several and current then add("  }") end
+  -- functions one under the other (dot puts unconnected clusters side by side)
+  if #d.functions > 1 then
+    local last_of, first_of = {}, {}
+    for b, box in ipairs(d.boxes) do
+      first_of[box.fn] = first_of[box.fn] or b
+      last_of[box.fn] = b
+    end
+    local prev
+    for f = 1, #d.functions do
+      if first_of[f] then
+        if prev then add("  n" .. last_of[prev] .. " -> n" .. first_of[f] .. " [style=invis];") end
+        prev = f
+      end
+    end
+  end
   for _, e in ipairs(d.edges) do
     if e.copies > 0 then
       local what = e.copies == 1 and "copy " or (plural(e.copies, "copy", "copies") .. ", ")

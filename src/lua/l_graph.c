@@ -7,7 +7,8 @@
  *
  *   core._graph(mod, domains|nil, {params =, detail =, max_nodes =}) ->
  *     {level =, calls =, devices = {vd...}, functions = {"main", ...},
- *      boxes = {{fn =, dev =, nodes =, calls =, first =, last =, ops = {{name, n}...}}...},
+ *      boxes = {{fn =, dev =, nodes =, calls =, function_calls =, first =, last =,
+ *                ops = {{name, n}...}}...},
  *      edges = {{from =, to =, copies =, bytes =, size =, src =, dst =}...},
  *      counts = {full =, chains =, regions =, devices =}}
  *
@@ -108,8 +109,9 @@ static void pmap_free(pmap *m) {
 /* ---- the graph ---- */
 
 typedef struct gedge { uint32_t src, dst; dp_expr *copy; } gedge;
-/* calls: of operators and constructors, as the report counts them */
-typedef struct gbox { uint32_t fn, dev, nodes, calls, first, last; } gbox;
+/* calls: of operators and constructors, as the report counts them;
+   fcalls: of functions (globals, closures) */
+typedef struct gbox { uint32_t fn, dev, nodes, calls, fcalls, first, last; } gbox;
 typedef struct xedge { uint32_t from, to, copies; int64_t bytes; int size; dp_vdev *src, *dst; } xedge;
 
 typedef struct graph {
@@ -458,6 +460,7 @@ static int boxes(graph *g, uint32_t nboxes) {
     if (g->kind[i] != DP_CALL) continue;
     int callee = ((const dp_call *)g->ex[i])->fn->h.kind;
     if (callee == DP_OP || callee == DP_CTOR) b->calls++; /* (a call of a function is the callee's work) */
+    else b->fcalls++;
     uint64_t key = (((uint64_t)g->group[i] << 32) | g->name[i]) + 1;
     uint32_t o = pmap_get(&g->ops, key);
     if (o == NONE) {
@@ -550,6 +553,8 @@ static void push_result(lua_State *L, graph *g, dp_module *m, int lv, const uint
     lua_setfield(L, -2, "nodes");
     lua_pushinteger(L, x->calls);
     lua_setfield(L, -2, "calls");
+    lua_pushinteger(L, x->fcalls);
+    lua_setfield(L, -2, "function_calls");
     dp__lua_push(L, g->ex[x->first]);
     lua_setfield(L, -2, "first");
     dp__lua_push(L, g->ex[x->last]);
