@@ -8,7 +8,7 @@
 #   PREFIX/share/lua/5.4/<pass>.lua       passes/*.lua, under the module names they
 #                                         have in the tree (require "annotate_virtual_devices")
 #   PREFIX/share/devplan/                 dp.root: examples/ (rules/ included), models/,
-#                                         docs/, README.md, LICENSE, NOTICE
+#                                         docs/ (images/ included), README.md, LICENSE, NOTICE
 #   PREFIX/lib/libdevplan_core.a, PREFIX/include/devplan/*.h   the C library
 # Debug information is stripped: nothing installed refers to the build tree.
 # Under a prefix where a stock lua5.4 does not look, the last lines say
@@ -31,7 +31,7 @@ INCDIR=${INCDIR:-$PREFIX/include}
 DATA=${DATADIR:-$PREFIX/share/devplan}
 [ -x bin/devplan ] && [ -f lib/devplan.so ] || bash scripts/build.sh release
 install -d "$BINDIR" "$LIBDIR/devplan" "$LUADIR/devplan" "$CLIBDIR" "$INCDIR/devplan" \
-  "$DATA/examples/rules" "$DATA/models" "$DATA/docs"
+  "$DATA/examples/rules" "$DATA/models" "$DATA/docs/images"
 install -m 755 bin/devplan "$BINDIR/devplan"
 install -m 755 lib/devplan.so "$LIBDIR/devplan/core.so"
 install -m 644 lib/libdevplan_core.a "$CLIBDIR/libdevplan_core.a"
@@ -43,6 +43,7 @@ install -m 644 examples/*.lua "$DATA/examples/"
 install -m 644 examples/rules/*.lua "$DATA/examples/rules/"
 install -m 644 models/*.relay models/README.md "$DATA/models/"
 install -m 644 docs/*.md "$DATA/docs/"
+install -m 644 docs/images/* "$DATA/docs/images/"
 install -m 644 README.md LICENSE NOTICE "$DATA/"
 if [ -n "${DATADIR:-}" ]; then
   root=$(cd "$DATA" && pwd)

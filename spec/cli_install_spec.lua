@@ -56,7 +56,8 @@ describe("make install PREFIX=DIR", function()
                        "/share/lua/5.4/devplan/pipeline.lua", "/share/lua/5.4/annotate_virtual_devices.lua",
                        "/share/devplan/examples/quickstart.lua", "/share/devplan/examples/rules/accelerator.lua",
                        "/share/devplan/models/resnet18.relay", "/share/devplan/models/README.md",
-                       "/share/devplan/docs/api.md", "/share/devplan/README.md", "/share/devplan/LICENSE",
+                       "/share/devplan/docs/api.md", "/share/devplan/docs/images/resnet18.svg",
+                       "/share/devplan/README.md", "/share/devplan/LICENSE",
                        "/share/devplan/NOTICE", "/lib/libdevplan_core.a", "/include/devplan/print.h"} do
       local fh = io.open(prefix .. f)
       assert.truthy(fh, f)
