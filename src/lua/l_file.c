@@ -51,11 +51,12 @@ static int write_in_place(const char *path, const char *s, size_t n) {
 }
 
 /* A regular file or a new one: a temporary file beside it, renamed over
-   it. target is the path to replace (a link's target already resolved). */
+   it. target is the path to replace (a link's target already resolved).
+   0, an errno, or -1 when out of memory. */
 static int write_replacing(const char *target, int exists, mode_t mode, const char *s, size_t n) {
   size_t len = strlen(target);
   char *tmp = dp_malloc(len + 16);
-  if (!tmp) return ENOMEM;
+  if (!tmp) return -1;
   const char *slash = strrchr(target, '/');
   size_t dir = slash ? (size_t)(slash - target) + 1 : 0;
   /* "dir/.name.XXXXXX": hidden while it is being written */
@@ -103,6 +104,7 @@ static int write_file(lua_State *L) {
     lua_pushboolean(L, 1);
     return 1;
   }
+  if (e < 0) return dp__lua_oom(L);
   dp_err *err = dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "cannot write %s: %s", path, strerror(e));
   return err ? dp__lua_error(L, err) : dp__lua_oom(L);
 }
