@@ -30,7 +30,9 @@ local has_term, term = pcall(require, "devplan.term")
 -- name -> {kind = "flag" | "value" | "list", arg = "VALUE", help = text,
 --          choices = {...} (the values it takes, when a fixed few)}
 local OPTIONS = {
-  ["-o"] = {kind = "value", arg = "OUT", help = "write the result to OUT ('-': standard output, the default)"},
+  ["-o"] = {kind = "value", arg = "OUT",
+    help = "write the result to OUT ('-': standard output, the default); OUT is replaced whole\n"
+      .. "or, when anything fails, left as it was"},
   ["--meta"] = {kind = "value", arg = "META.lua", help = "the metatable for meta[...] references (see below)"},
   ["--types"] = {kind = "flag", help = "print the checked types as /* ty=... */ comments"},
   ["--show-meta-data"] = {kind = "flag",
@@ -57,7 +59,7 @@ local OPTIONS = {
   ["--target"] = {kind = "list", arg = "T",
     help = "a target (llvm, cuda, 'cuda -host=llvm', ...) or several as tvmc writes them\n"
       .. "('cuda, llvm -mcpu=skylake'); repeatable (default: llvm and cuda)"},
-  ["--host"] = {kind = "value", arg = "T", help = "the host target (default: from the targets, see planner.md)"},
+  ["--host"] = {kind = "value", arg = "T", help = "the host target (default: from the targets, as TVM chooses it)"},
   ["--default"] = {kind = "value", arg = "DEVTYPE",
     help = "the default device type for values nothing placed (cpu, cuda, ...; default:\n"
       .. "the targets' common device type, else cpu)"},
