@@ -13,14 +13,17 @@
 -- time_limit (seconds, default 60) and memory_limit (bytes, default 2 GiB).
 --
 -- Each device is a lane: a coloured cluster holding what runs there (one
--- per function and device: functions are clusters around their lanes). A
--- device_copy is no node but a bold red edge from the value to its user,
--- labelled with the bytes it copies (as the report counts them) and the
--- two devices; on_device is no node either. A legend lists the devices and
--- what the shapes mean. Four levels of detail:
+-- per function and device; functions are clusters around their lanes,
+-- stacked main first; no lanes past 200 boxes, where the colour alone says
+-- the device). A device_copy is no node but a bold red edge from the value
+-- to its user, labelled with the bytes it copies (as the report counts
+-- them) and the two devices; on_device is no node either. A legend lists
+-- the devices and what the shapes mean. Four levels of detail (grouped in
+-- C: src/lua/l_graph.c):
 --   full     every call, tuple, projection, constant, parameter and control node
---   chains   each chain of 3 or more nodes on one device (one input, one
---            user, one after the other) is one box: "12 calls, nn.conv2d ... nn.relu"
+--   chains   each chain of 3 or more calls, tuples and projections on one
+--            device (each the only user of the one before) is one box:
+--            "%10 ... %14, 4 calls: nn.conv2d ... nn.conv2d"
 --   regions  each connected part on one device is one box, with its calls by operator
 --   devices  one box per function and device, the copies between them summed
 -- "auto" draws the most detailed level with at most max_nodes nodes and
@@ -28,7 +31,7 @@
 -- out in seconds (a 1,000,000-call module: a few boxes). Everything before
 -- the layout is linear in the module's size; the layout itself (dot) runs
 -- under the time and memory limits, and exceeding one is a clear error.
--- Devices come from dp.planner.virtual_devices (where planning puts each
+-- Devices come from the planner's domains (where planning puts each
 -- value); a module that does not plan (a conflict) is drawn in grey.
 local core = require "devplan.core"
 local ir = require "devplan.ir"
@@ -64,10 +67,6 @@ local function check(mod, opts, who)
     error(who .. ": max_nodes must be an integer >= 1", 3)
   end
   return opts
-end
-
-local function is_op(e, name)
-  return e.kind == "call" and e.callee.kind == "op" and e.callee.name == name
 end
 
 -- "#8dd3c7" mixed with white: the light fill of a device's lane.
