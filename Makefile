@@ -1,13 +1,17 @@
 # Convenience wrapper around the scripts (the build itself is premake5.lua).
 #   make            build (release): lib/, bin/
-#   make test       every test; last line "N passed, N failed"
+#   make test       every test; last line "N passed, N failed, N skipped"
 #   make asan       the suite in the ASan+UBSan build (build/asan/)
 #   make valgrind   the suite under valgrind
-#   make install PREFIX=/usr/local   (where lua5.4 and busted find the module without flags)
-#   make install-rock                 what the rockspec runs (LUADIR, LIBDIR, BINDIR from luarocks)
+#   make install PREFIX=/usr/local   (where lua5.4 finds the module as is; elsewhere it says what to add)
+#   make install-rock                 what the rockspec runs (LUADIR, LIBDIR, BINDIR from luarocks;
+#                                     dp.root's files and the C library stay in the rock's folder)
+#   make dist                         devplan-VERSION.tar.gz, the source the rockspec names
 PREFIX ?= /usr/local
 
-.PHONY: all debug test asan valgrind demo install install-rock clean
+VERSION = 0.1.0
+
+.PHONY: all debug test asan valgrind demo install install-rock dist clean
 all:
 	scripts/build.sh release
 debug:
@@ -23,6 +27,9 @@ demo:
 install: all
 	scripts/install.sh "$(PREFIX)"
 install-rock: all
-	LUADIR="$(LUADIR)" LIBDIR="$(LIBDIR)" BINDIR="$(BINDIR)" scripts/install.sh "$(PREFIX)"
+	LUADIR="$(LUADIR)" LIBDIR="$(LIBDIR)" BINDIR="$(BINDIR)" DATADIR="$(PREFIX)/share/devplan" \
+	  CLIBDIR="$(PREFIX)/c/lib" INCDIR="$(PREFIX)/c/include" scripts/install.sh "$(PREFIX)"
+dist:
+	git archive --format=tar.gz --prefix=devplan-$(VERSION)/ -o devplan-$(VERSION).tar.gz HEAD
 clean:
 	rm -rf build lib bin

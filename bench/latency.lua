@@ -6,7 +6,7 @@
 -- states the model: devices one call at a time, links one copy at a time,
 -- copies beside compute).
 --
--- Costs: the TopHub logs of ../shared/bench/costs/ for the RK3399 (arm_cpu for
+-- Costs: the TopHub logs of examples/tophub/ for the RK3399 (arm_cpu for
 -- the CPU, mali for the GPU: conv2d, depthwise conv2d, dense), read directly by
 -- dp.costs.load; every call the logs do not cover gets the default model, whose
 -- rates here are: flops per second the median rate of the covered calls of the
@@ -47,8 +47,7 @@ if SIZES[1] == 0 then SIZES = {} end
 local MODELS = {"resnet18", "resnet50", "resnet152", "resnet3d18", "mobilenet", "squeezenet",
                 "inception_v3", "densenet121", "densenet201", "vgg16", "dcgan", "lstm", "mlp", "dqn",
                 "synthetic"}
-local shared = testing.shared_dir
-local LOGS = {shared .. "/bench/costs/arm_cpu_v0.08.log", shared .. "/bench/costs/mali_v0.06.log"}
+local LOGS = {dp.root .. "/examples/tophub/arm_cpu_v0.08.log", dp.root .. "/examples/tophub/mali_v0.06.log"}
 
 local function load_average()
   local f = io.open("/proc/loadavg")
@@ -78,7 +77,7 @@ local GPU = dp.VirtualDevice{device_type = "opencl", virtual_device_id = 0}
 local logs = dp.costs.load(LOGS, {board = "rk3399"})
 
 local modules = {}
-for _, name in ipairs(MODELS) do modules[name] = dp.parse_file(shared .. "/models/" .. name .. ".relay") end
+for _, name in ipairs(MODELS) do modules[name] = dp.parse_file(dp.root .. "/models/" .. name .. ".relay") end
 
 -- flops per second: the median over the covered calls of the models, per device
 local function median_rate(vd)
@@ -164,7 +163,7 @@ print(string.format("bench/latency.lua, %s, load average %s; MODELLED latency: n
 print(string.format("RK3399 default model: CPU %.1f GFLOP/s (median of %d covered calls), GPU %.1f GFLOP/s (of %d); "
                     .. "memory 4 / 6 GB/s, overhead 5 / 30 us; copies 4 GB/s", cpu_flops / 1e9, ncpu, gpu_flops / 1e9, ngpu))
 print()
-header("Models (../shared/models), RK3399 costs (TopHub arm_cpu + mali, rk3399), seconds")
+header("Models (models/), RK3399 costs (TopHub arm_cpu + mali, rk3399), seconds")
 local sums = {heft = 0, bound = 0, serial = 0, single = 0}
 for _, name in ipairs(MODELS) do
   local mod = modules[name]

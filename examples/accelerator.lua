@@ -5,7 +5,7 @@
 -- Run: bin/devplan examples/accelerator.lua [MODEL.relay]
 local dp = require "devplan"
 
-local model = arg and arg[1] or (dp.root .. "/../shared/models/resnet18.relay")
+local model = arg and arg[1] or (dp.root .. "/models/resnet18.relay")
 local rules = dofile(dp.root .. "/examples/rules/accelerator.lua")
 
 -- The machine: an llvm CPU (also the host) and an accelerator (TVM's ext_dev

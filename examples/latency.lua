@@ -5,12 +5,11 @@
 -- Run: bin/devplan examples/latency.lua [MODEL.relay] [OUT.svg]
 -- (on the command line:
 --    devplan plan squeezenet.relay --target llvm --target 'opencl -device=mali'
---      --annotate nn.conv2d=opencl --costs arm_cpu_v0.08.log --costs mali_v0.06.log
+--      --annotate nn.conv2d=opencl --costs examples/tophub/arm_cpu_v0.08.log --costs examples/tophub/mali_v0.06.log
 --      --costs examples/rk3399.costs --board rk3399 --report text --gantt plan.svg)
 local dp = require "devplan"
 
-local shared = dp.root .. "/../shared"
-local model = arg and arg[1] or (shared .. "/models/squeezenet.relay")
+local model = arg and arg[1] or (dp.root .. "/models/squeezenet.relay")
 local out = arg and arg[2] or "latency.svg"
 
 -- The board: an ARM CPU (the host) and a Mali GPU; copies at 4 GB/s.
@@ -18,7 +17,7 @@ local config = dp.CompilationConfig{targets = {"llvm", "opencl -device=mali"}, d
                                     bandwidth = {default = 4e9}}
 -- What calls cost: the RK3399's records of both TopHub logs, over the rates
 -- of examples/rk3399.costs (a later file wins where two cover a call).
-local costs = dp.costs.load({shared .. "/bench/costs/arm_cpu_v0.08.log", shared .. "/bench/costs/mali_v0.06.log",
+local costs = dp.costs.load({dp.root .. "/examples/tophub/arm_cpu_v0.08.log", dp.root .. "/examples/tophub/mali_v0.06.log",
                              dp.root .. "/examples/rk3399.costs"}, {board = "rk3399"})
 
 local mod = dp.parse_file(model)

@@ -7,7 +7,7 @@
 --    devplan plan resnet18.relay --annotate nn.conv2d=cuda,nn.dense=cuda --svg resnet18.svg)
 local dp = require "devplan"
 
-local model = arg and arg[1] or (dp.root .. "/../shared/models/resnet18.relay")
+local model = arg and arg[1] or (dp.root .. "/models/resnet18.relay")
 local out = arg and arg[2] or "resnet18.svg"
 
 -- The machine: an llvm CPU (the host) and a cuda GPU; what nothing places

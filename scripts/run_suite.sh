@@ -1,5 +1,9 @@
 #!/bin/bash
-# Runs the whole suite once and ends with exactly "N passed, N failed".
+# Runs the whole suite once and ends with exactly one line
+# "N passed, N failed, N skipped" (skipped: busted's pending tests, and the
+# cases the conformance runners skip, each with its reason in the log).
+# Every count line a part prints on its own is shown as "[PART] N passed, ...",
+# so that only the last line is a total.
 # Used by test.sh (release), sanitize.sh (ASan+UBSan build) and valgrind.sh.
 #
 # Environment:
@@ -9,6 +13,7 @@
 #                 loading lib/devplan.so); sanitize/valgrind run busted inside
 #                 the executable: "$DEVPLAN_EXE /usr/bin/busted"
 #   WRAP          prefix for every executable run (e.g. valgrind ...), default none
+#   DEVPLAN_SHARED the shared test material (conformance runners), default ../shared
 # Each spec file runs on its own, so a crash in one does not stop the rest
 # (a spec file that dies without its count line counts as one failure).
 set -u
@@ -17,6 +22,7 @@ EXE=${DEVPLAN_EXE:-bin/devplan}
 LIB=${DEVPLAN_LIB:-lib}
 BUSTED=${BUSTED:-lua5.4 $(command -v busted)}  # lua5.4, whatever /usr/bin/lua is
 WRAP=${WRAP:-}
+SHARED=${DEVPLAN_SHARED:-../shared}
 export DEVPLAN_EXE="$EXE"
 
 # Other test programs, one per line: a command run from the project root.
@@ -28,12 +34,21 @@ TEST_PROGRAMS=(
 
 passed=0
 failed=0
+skipped=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-add_counts() { # $1 passed, $2 failed
+add_counts() { # $1 passed, $2 failed, $3 skipped (default 0)
   passed=$((passed + $1))
   failed=$((failed + $2))
+  skipped=$((skipped + ${3:-0}))
+}
+
+# Shows a part's output, its count lines ("N passed, N failed...", a
+# runner's "total: N passed, ...") marked with the part's name ($1, without
+# what follows " (").
+label_counts() {
+  sed -u -E "s|^((total: )?[0-9]+ passed, [0-9]+ failed.*)\$|[${1%% (*}] \\1|"
 }
 
 for spec in spec/*_spec.lua; do
@@ -45,8 +60,8 @@ for spec in spec/*_spec.lua; do
   status=${PIPESTATUS[0]}
   line=$(grep '^devplan-count:' "$log" | tail -1)
   if [ -n "$line" ]; then
-    read -r _ p f <<<"$line"
-    add_counts "$p" "$f"
+    read -r _ p f k <<<"$line"
+    add_counts "$p" "$f" "$k"
     if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
       echo "!! $spec: exit status $status with no failing test (leak or memory error?)"
       add_counts 0 1
@@ -57,28 +72,35 @@ for spec in spec/*_spec.lua; do
   fi
 done
 
-# run_cases NAME PASSED DONE CMD...: a runner of ../shared/conformance cases.
-# Each failing case prints a "FAIL ..." line; PASSED says how passing ones
+# run_cases NAME PASSED DONE CMD...: a runner of the shared conformance cases.
+# Each failing case prints a "FAIL ..." line and each skipped one a
+# "SKIP ..." or "skip ..." line with the reason; PASSED says how passing ones
 # are counted: "lines" ("ok ..." lines, and "DIFF ..." ones: a documented
 # deliberate difference from TVM), "verdicts" ("PASS ..." and "DIFF ..."
 # lines), or "last" (the "N passed, N failed" line it ends with). DONE is a pattern its last line matches when it finished.
 # A runner that did not finish, or failed with no failing case, counts one
-# failure.
+# failure; a runner that is missing counts one failure.
 run_cases() {
-  local name=$1 how=$2 done_re=$3 status ok bad last
+  local name=$1 how=$2 done_re=$3 status ok bad skip last
   shift 3
   echo "== $name"
+  if [ ! -f "$2" ]; then
+    echo "!! $name: $2 is missing (the shared test material beside the project)"
+    add_counts 0 1
+    return
+  fi
   # shellcheck disable=SC2086
-  $WRAP "$@" 2>&1 | tee "$log"
+  $WRAP "$@" 2>&1 | tee "$log" | label_counts "$name"
   status=${PIPESTATUS[0]}
   bad=$(grep -c '^FAIL ' "$log")
+  skip=$(grep -c -E '^(SKIP|skip) ' "$log")
   last=$(tail -1 "$log")
   if [ "$how" = lines ]; then ok=$(grep -c -E '^(ok|DIFF) ' "$log")
   elif [ "$how" = verdicts ]; then ok=$(grep -c -E '^(PASS|DIFF) ' "$log")
   elif [[ "$last" =~ ^([0-9]+)\ passed,\ [0-9]+\ failed$ ]]; then ok=${BASH_REMATCH[1]}
   else ok=0
   fi
-  add_counts "$ok" "$bad"
+  add_counts "$ok" "$bad" "$skip"
   if ! [[ "$last" =~ $done_re ]]; then
     echo "!! $name: the runner did not finish (exit status $status)"
     add_counts 0 1
@@ -89,32 +111,24 @@ run_cases() {
 }
 
 COUNTS='^[0-9]+ passed, [0-9]+ failed$'
-if [ -f ../shared/conformance/run.lua ]; then
-  run_cases "conformance (../shared/conformance/run.lua)" lines "$COUNTS" \
-    "$EXE" ../shared/conformance/run.lua
-fi
-if [ -f ../shared/conformance/patterns/run.lua ]; then
-  run_cases "pattern conformance (../shared/conformance/patterns/run.lua)" last "$COUNTS" \
-    "$EXE" ../shared/conformance/patterns/run.lua
-fi
+run_cases "conformance ($SHARED/conformance/run.lua)" lines "$COUNTS" \
+  "$EXE" "$SHARED/conformance/run.lua"
+run_cases "pattern conformance ($SHARED/conformance/patterns/run.lua)" last "$COUNTS" \
+  "$EXE" "$SHARED/conformance/patterns/run.lua"
 # TVM's own parser, printer and device tests as data (issue 9)
-if [ -f ../shared/conformance/tvm-peer/run.lua ]; then
-  run_cases "TVM's tests (../shared/conformance/tvm-peer/run.lua)" lines '^total: ' \
-    "$EXE" ../shared/conformance/tvm-peer/run.lua .
-fi
+run_cases "TVM's tests ($SHARED/conformance/tvm-peer/run.lua)" lines '^total: ' \
+  "$EXE" "$SHARED/conformance/tvm-peer/run.lua" .
 # TVM's BYOC partitioning tests through the RFC 0038 flow (issue 19), under
 # TVM's placement and under placement by cost
-if [ -f ../shared/conformance/byoc/run.lua ]; then
-  for flow in tvm min_bytes; do
-    run_cases "BYOC conformance, --flow $flow (../shared/conformance/byoc/run.lua)" verdicts \
-      '^[0-9]+ passed, [0-9]+ failed, [0-9]+ diff$' "$EXE" ../shared/conformance/byoc/run.lua . --flow "$flow"
-  done
-fi
+for flow in tvm min_bytes; do
+  run_cases "BYOC conformance, --flow $flow ($SHARED/conformance/byoc/run.lua)" verdicts \
+    '^[0-9]+ passed, [0-9]+ failed, [0-9]+ diff$' "$EXE" "$SHARED/conformance/byoc/run.lua" . --flow "$flow"
+done
 
 for prog in "${TEST_PROGRAMS[@]}"; do
   echo "== $prog"
   # shellcheck disable=SC2086
-  $WRAP $prog 2>&1 | tee "$log"
+  $WRAP $prog 2>&1 | tee "$log" | label_counts "C tests ($prog)"
   status=${PIPESTATUS[0]}
   last=$(tail -1 "$log")
   if [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
@@ -125,5 +139,5 @@ for prog in "${TEST_PROGRAMS[@]}"; do
   fi
 done
 
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -5,9 +5,9 @@
 # `scripts/setup.sh bench` igraph's C library (bench/maxflow.sh compares with it).
 set -e
 # libedit-dev: the REPL's line editing; lua-dkjson: JSON reports; graphviz: --svg;
-# tmux: the REPL's spec drives it in a terminal
+# tmux: the REPL's spec drives it in a terminal; luarocks: the rock is tested (spec/cli_install_spec.lua)
 PACKAGES="lua5.4 liblua5.4-dev lua-lpeg lua-busted premake4 make gcc libc6-dev valgrind
-  libedit-dev lua-dkjson graphviz tmux"
+  libedit-dev lua-dkjson graphviz tmux luarocks"
 [ "${1:-}" = fuzz ] && PACKAGES="$PACKAGES clang libclang-rt-dev"
 [ "${1:-}" = bench ] && PACKAGES="$PACKAGES libigraph-dev pkg-config"
 missing=""

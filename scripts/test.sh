@@ -1,6 +1,6 @@
 #!/bin/bash
 # Sets up, builds and runs every test (busted specs, the shared conformance
-# cases, other test programs). The last line is "N passed, N failed";
+# cases, other test programs). The last line is "N passed, N failed, N skipped";
 # the exit status is 1 when anything failed.
 set -e
 cd "$(dirname "$0")/.."

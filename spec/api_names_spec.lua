@@ -1,10 +1,10 @@
--- lua/devplan/API.md names only what the binding offers: every `dp.name`
+-- docs/api.md (the Lua API) names only what the binding offers: every `dp.name`
 -- it mentions resolves, and the fields it lists for targets, virtual
 -- devices, configurations, domains and devplan.testing are there.
 local dp = require "devplan"
 local testing = require "devplan.testing"
 
-local doc = testing.read_file(dp.root .. "/lua/devplan/API.md")
+local doc = testing.read_file(dp.root .. "/docs/api.md")
 
 local function resolve(path)
   local v = dp
@@ -15,12 +15,12 @@ local function resolve(path)
   return v
 end
 
-describe("API.md", function()
+describe("docs/api.md", function()
   it("names only functions and values the module has", function()
     local seen = 0
     for path in doc:gmatch("dp%.([%a_][%w_.]*)") do
       path = path:gsub("%.$", "")
-      assert.is_not_nil(resolve(path), "API.md names dp." .. path .. ", which does not exist")
+      assert.is_not_nil(resolve(path), "docs/api.md names dp." .. path .. ", which does not exist")
       seen = seen + 1
     end
     assert.is_true(seen > 50)
@@ -63,7 +63,7 @@ describe("API.md", function()
   it("lists what devplan.testing returns", function()
     local section = doc:match("## Testing.*")
     for name, v in pairs(testing) do
-      assert.is_truthy(section:find("`" .. name, 1, true), "devplan.testing." .. name .. " is not in API.md")
+      assert.is_truthy(section:find("`" .. name, 1, true), "devplan.testing." .. name .. " is not in docs/api.md")
       assert.is_not_nil(v)
     end
   end)

@@ -238,6 +238,50 @@ return {VirtualDevice = {dp.VirtualDevice{device_type = "cpu"}, dp.VirtualDevice
       end
     end)
 
+    it("rejects empty option values and empty --annotate items", function()
+      local f = temp(SIMPLE)
+      local cases = {
+        {"plan " .. f .. " --annotate ''", "devplan plan: --annotate needs a value, got an empty one"},
+        {"plan " .. f .. " --annotate=", "devplan plan: --annotate needs a value, got an empty one"},
+        {"plan " .. f .. " --annotate ,", "got ',' (an empty item)"},
+        {"plan " .. f .. " --annotate add=cuda,,multiply=cpu", "got 'add=cuda,,multiply=cpu' (an empty item)"},
+        {"plan " .. f .. " --annotate 'add=cuda, '", "(an empty item)"},
+        {"plan " .. f .. " --rules ''", "--rules needs a value, got an empty one"},
+        {"plan " .. f .. " --target ''", "--target needs a value, got an empty one"},
+        {"plan " .. f .. " -o ''", "-o needs a value, got an empty one"},
+        {"opt " .. f .. " -p ''", "-p needs a value, got an empty one"},
+      }
+      for _, c in ipairs(cases) do
+        local code, out, err = run(c[1])
+        assert.equal(1, code, c[1])
+        assert.equal("", out, c[1])
+        assert.truthy(has(err, c[2]), c[1] .. "\n" .. err)
+      end
+    end)
+
+    it("says so when the module is empty: an error to plan or opt, a note to parse", function()
+      for _, text in ipairs{"", "\n\n", '#[version = "0.0.5"]\n// nothing here\n'} do
+        local f = temp(text)
+        local code, out, err = run("plan " .. f)
+        assert.equal(1, code)
+        assert.equal("", out)
+        assert.equal("devplan plan: " .. f .. " defines nothing (no def, type or primfn): there is nothing to plan\n", err)
+        code, out, err = run("opt " .. f .. " -p infer_type")
+        assert.equal(1, code)
+        assert.truthy(has(err, "devplan opt: " .. f .. " defines nothing"), err)
+        code, out, err = run("parse " .. f)
+        assert.equal(0, code)
+        assert.equal('#[version = "0.0.5"]\n', out)
+        assert.equal("devplan parse: note: " .. f .. " defines nothing: the module is empty\n", err)
+      end
+      local code, _, err = run("plan - </dev/null")
+      assert.equal(1, code)
+      assert.truthy(has(err, "standard input defines nothing"), err)
+      -- a module of type definitions only is not empty
+      local code2, _, err2 = run("plan " .. temp('#[version = "0.0.5"]\ntype Box[A] { Box(A) }\n'))
+      assert.equal(0, code2, err2)
+    end)
+
     it("needs a cuda target for meta[VirtualDevice][1] without --meta", function()
       local code, _, err = run("plan " .. temp(TWO_DEMANDS) .. " --target llvm")
       assert.equal(1, code)

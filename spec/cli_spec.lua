@@ -1,32 +1,19 @@
 -- The devplan executable: scripts with arguments, -e, --help, --version,
 -- errors with a traceback and exit status 1.
+local testing = require "devplan.testing"
+
 local EXE = os.getenv("DEVPLAN_EXE") or "bin/devplan"
 
 local function run(args, input)
-  local out = os.tmpname()
+  local out = testing.temp_file("", ".out")
   local cmd = EXE .. " " .. args .. " >" .. out .. " 2>&1"
-  if input then
-    local inp = os.tmpname()
-    local f = assert(io.open(inp, "w"))
-    f:write(input)
-    f:close()
-    cmd = cmd .. " <" .. inp
-  end
+  if input then cmd = cmd .. " <" .. testing.temp_file(input, ".in") end
   local ok, _, code = os.execute(cmd)
-  local f = assert(io.open(out))
-  local text = f:read("a")
-  f:close()
-  os.remove(out)
-  return ok and 0 or code, text
+  return ok and 0 or code, testing.read_file(out)
 end
 
-local function script(text)
-  local name = os.tmpname() .. ".lua"
-  local f = assert(io.open(name, "w"))
-  f:write(text)
-  f:close()
-  return name
-end
+-- (removed with the other temporary files when the spec file ends)
+local function script(text) return testing.temp_file(text, ".lua") end
 
 describe("devplan executable", function()
   it("runs a script with arg set as lua does, and ... as its arguments", function()

@@ -1,5 +1,5 @@
 -- Rules for an accelerator (used by examples/accelerator.lua and by the command line):
---   bin/devplan plan ../shared/models/resnet18.relay --target llvm --target ext_dev \
+--   bin/devplan plan models/resnet18.relay --target llvm --target ext_dev \
 --       --default cpu --rules examples/rules/accelerator.lua
 -- Returns a pass run before planning: every conv2d, with an optional bias_add or
 -- batch_norm after it, followed by a relu, is one group placed on the accelerator

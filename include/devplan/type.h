@@ -111,4 +111,14 @@ dp_type *dp_type_hole(dp_ctx *ctx);
 /* Text form of relay-text.md ("Tensor[(5, 7), float32]"). malloc'd. */
 char *dp_type_str(const dp_type *t);
 
+/* The bytes a value of type t holds: its tensors' elements times the size
+   of their dtype, summed over tuples (functions, references and ADTs hold
+   no tensor storage here: 0). Exact or nothing: DP_BYTES_KNOWN with *bytes
+   set, DP_BYTES_UNKNOWN when a dimension is unknown (?), DP_BYTES_TOO_LARGE
+   when the count does not fit in an int64; -1 when out of memory. Tuples
+   nest as deep as written: no recursion. (The report and the picture
+   count with it.) */
+enum { DP_BYTES_KNOWN = 0, DP_BYTES_UNKNOWN = 1, DP_BYTES_TOO_LARGE = 2 };
+int dp_type_bytes(const dp_type *t, int64_t *bytes);
+
 #endif

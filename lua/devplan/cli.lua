@@ -12,7 +12,8 @@
 -- (`-` standard output, the default). Results go to standard output,
 -- errors to standard error; M.main returns the exit status (0 or 1).
 -- Errors with a position print as "file:line:col: message", the source
--- line and a caret.
+-- line and a caret. Every write goes through write_file or write_stdout
+-- (a failed write is an error naming the file; a file is replaced whole).
 local dp = require "devplan"
 local devname = require "devplan.devname"
 local parser = require "devplan.parser"
@@ -26,9 +27,12 @@ local has_term, term = pcall(require, "devplan.term")
 
 -- ---------------------------------------------------------------- options
 
--- name -> {kind = "flag" | "value" | "list", arg = "VALUE", help = text}
+-- name -> {kind = "flag" | "value" | "list", arg = "VALUE", help = text,
+--          choices = {...} (the values it takes, when a fixed few)}
 local OPTIONS = {
-  ["-o"] = {kind = "value", arg = "OUT", help = "write the result to OUT ('-': standard output, the default)"},
+  ["-o"] = {kind = "value", arg = "OUT",
+    help = "write the result to OUT ('-': standard output, the default); OUT is replaced whole\n"
+      .. "or, when anything fails, left as it was"},
   ["--meta"] = {kind = "value", arg = "META.lua", help = "the metatable for meta[...] references (see below)"},
   ["--types"] = {kind = "flag", help = "print the checked types as /* ty=... */ comments"},
   ["--show-meta-data"] = {kind = "flag",
@@ -40,16 +44,23 @@ local OPTIONS = {
       .. "parameter on a line of its own; for reading: the text no longer re-parses"},
   ["--color"] = {kind = "flag", help = "colour the module text even when not on a terminal"},
   ["--no-color"] = {kind = "flag", help = "never colour (the default is colour on a terminal, none in a pipe)"},
-  ["--report"] = {kind = "value", arg = "text|json",
+  ["--report"] = {kind = "value", arg = "text|json", choices = {"text", "json"},
     help = "print the placement report instead of the module: per device the calls and\n"
       .. "bytes resident, every device_copy with its value, devices, type and bytes, totals;\n"
       .. "after a partition pass, each region hoisted (what it computes, reads and gives)"},
-  ["--dot"] = {kind = "value", arg = "FILE", help = "also write the dataflow graph (Graphviz text), nodes coloured by device"},
-  ["--svg"] = {kind = "value", arg = "FILE", help = "also draw the dataflow graph as SVG (runs Graphviz's dot)"},
+  ["--dot"] = {kind = "value", arg = "FILE", help = "write the picture of the module as Graphviz text (see --svg)"},
+  ["--svg"] = {kind = "value", arg = "FILE",
+    help = "draw the module as SVG (Graphviz's dot): each device a coloured lane, each\n"
+      .. "device_copy a red edge with its bytes, a legend. With --svg or --dot the module\n"
+      .. "text is printed only when asked (-o OUT, -o - for standard output, --explain)"},
+  ["--graph-detail"] = {kind = "value", arg = "LEVEL", choices = {"auto", "full", "chains", "regions", "devices"},
+    help = "what --svg and --dot draw: auto (default: the most detail that stays small),\n"
+      .. "full (every call), chains (a chain of calls on one device as one box), regions\n"
+      .. "(each connected part on one device as one box), devices (one box per device)"},
   ["--target"] = {kind = "list", arg = "T",
     help = "a target (llvm, cuda, 'cuda -host=llvm', ...) or several as tvmc writes them\n"
       .. "('cuda, llvm -mcpu=skylake'); repeatable (default: llvm and cuda)"},
-  ["--host"] = {kind = "value", arg = "T", help = "the host target (default: from the targets, see planner.md)"},
+  ["--host"] = {kind = "value", arg = "T", help = "the host target (default: from the targets, as TVM chooses it)"},
   ["--default"] = {kind = "value", arg = "DEVTYPE",
     help = "the default device type for values nothing placed (cpu, cuda, ...; default:\n"
       .. "the targets' common device type, else cpu)"},
@@ -71,7 +82,7 @@ local OPTIONS = {
   ["--first-conflict"] = {kind = "flag",
     help = "stop at the first conflict, as TVM (plan's default reports every independent\n"
       .. "conflict, each with its constraints and chain, then how many)"},
-  ["--placement"] = {kind = "value", arg = "tvm|min_bytes",
+  ["--placement"] = {kind = "value", arg = "tvm|min_bytes", choices = {"tvm", "min_bytes"},
     help = "how values nobody annotated are placed: tvm (TVM's defaulting rules, the default)\n"
       .. "or min_bytes (the placement that copies the fewest bytes; annotations stay hard)"},
   ["--share-copies"] = {kind = "flag",
@@ -111,7 +122,7 @@ local OPTIONS = {
 OPTIONS["--pipeline"] = OPTIONS["-p"]
 
 local OUTPUT = {"-o", "--types", "--short-devices", "--show-meta-data", "--spans", "--color", "--no-color",
-                "--dot", "--svg"}
+                "--dot", "--svg", "--graph-detail"}
 local CONFIG = {"--target", "--host", "--default", "--bandwidth"}
 local INSTRUMENTS = {"--print-after-all", "--print-before-all", "--print-after", "--print-before",
                      "--print-changed", "--time-passes", "--verify-each"}
@@ -147,7 +158,7 @@ COMMANDS.help = {
 COMMANDS.parse = {
   summary = "parse a module, type-check it and print it",
   usage = "devplan parse FILE [--meta META.lua] [--types] [--short-devices] [--show-meta-data] [--spans]\n"
-    .. "                    [-o OUT] [--dot FILE] [--svg FILE]",
+    .. "                    [-o OUT] [--dot FILE] [--svg FILE] [--graph-detail LEVEL]",
   options = join({"--meta"}, OUTPUT),
   text = "Parses FILE (the Relay text format; '-' reads standard input), type-checks it\nand prints the module.",
 }
@@ -158,7 +169,8 @@ COMMANDS.plan = {
     .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes]\n"
     .. "                    [--bandwidth B] [--share-copies] [--partition] [--explain] [--verify] [--report text|json]\n"
     .. "                    [--costs FILE ...] [--board NAME] [--gantt FILE.svg]\n"
-    .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]",
+    .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]\n"
+    .. "                    [--graph-detail LEVEL]",
   options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--placement",
                   "--share-copies", "--partition", "--explain", "--verify",
                   "--report", "--reproducer", "--costs", "--board", "--gantt"}, CONFIG, OUTPUT, INSTRUMENTS),
@@ -223,6 +235,15 @@ local function parse_args(name, args)
           val = args[i]
           if val == nil then return nil, usage_error(name, key .. " needs a value") end
         end
+        if val == "" then return nil, usage_error(name, key .. " needs a value, got an empty one") end
+        if spec.choices then
+          local known = false
+          for _, c in ipairs(spec.choices) do known = known or c == val end
+          if not known then
+            return nil, usage_error(name, key .. " takes " .. table.concat(spec.choices, ", ", 1, #spec.choices - 1)
+              .. " or " .. spec.choices[#spec.choices] .. ", got '" .. val .. "'" .. suggest.hint(val, spec.choices))
+          end
+        end
         if spec.kind == "list" then
           r[key] = r[key] or {}
           table.insert(r[key], val)
@@ -257,7 +278,7 @@ end
 -- after the first line, as the parser shows them.
 local function error_text(err, sources)
   if type(err) ~= "table" or type(err.formatted) ~= "string" then
-    return "devplan: " .. tostring(err)
+    return "devplan: " .. dp._error_text(err)
   end
   local s = err.formatted
   if not err.line then return "devplan: " .. s end
@@ -297,9 +318,9 @@ local function read_input(path)
   if path == "-" then return io.stdin:read("a") or "", "<stdin>" end
   local f, why = io.open(path, "rb")
   if not f then fail("devplan: cannot open " .. tostring(why)) end
-  local text = f:read("a")
+  local text, why2 = f:read("a")
   f:close()
-  if not text then fail("devplan: cannot read " .. path) end
+  if not text then fail("devplan: cannot read " .. path .. ": " .. tostring(why2)) end
   return text, path
 end
 
@@ -319,6 +340,20 @@ local function load_meta(path)
   return meta
 end
 
+-- A module with no definitions at all (an empty file, or only comments):
+-- nothing to plan or run passes on, which is an error; parse prints it
+-- with a note (TVM's parser, too, reads it as an empty module).
+local function check_not_empty(mod, source, command)
+  if #mod:functions() > 0 or #mod:typedefs() > 0 or #mod:primfns() > 0 then return mod end
+  local what = source == "<stdin>" and "standard input" or source
+  if command == "parse" then
+    io.stderr:write("devplan parse: note: " .. what .. " defines nothing: the module is empty\n")
+    return mod
+  end
+  fail("devplan " .. command .. ": " .. what .. " defines nothing (no def, type or primfn): there is nothing to "
+    .. (command == "plan" and "plan" or "run the passes on"))
+end
+
 -- The module of opts' input file; sources[name] = its text (for carets).
 local function parse_module(opts, command, sources)
   if #opts.files == 0 then fail(usage_error(command, "a FILE is needed ('-' for standard input)").text) end
@@ -332,7 +367,7 @@ local function parse_module(opts, command, sources)
   local own = not opts["--meta"] and parser.has_metadata(text)
   local meta = opts["--meta"] and load_meta(opts["--meta"]) or not own and devname.palette() or nil
   local ok, mod = pcall(dp.parse, text, meta, {source_name = source})
-  if ok then return mod, text end
+  if ok then return check_not_empty(mod, source, command), text end
   local msg = error_text(mod, sources)
   if not opts["--meta"] and not own and type(mod) == "table" and type(mod.message) == "string"
       and mod.message:find("^meta%[") then
@@ -414,17 +449,25 @@ local function print_options(opts)
           spans = opts["--spans"] or nil}
 end
 
+-- Every write of the command line goes through write_file or write_stdout:
+-- a failure (a full disk, a missing folder) is an error naming the file,
+-- exit status 1, and a file is replaced whole or not at all (dp.write_file
+-- writes a temporary file beside it and renames it).
+local function write_file(path, text)
+  local ok, err = pcall(dp.write_file, path, text)
+  if not ok then fail("devplan: " .. (dp.is_error(err) and err.message or tostring(err))) end
+end
+
+local function write_stdout(text)
+  local ok, why = io.stdout:write(text)
+  if ok then ok, why = io.stdout:flush() end
+  if not ok then fail("devplan: cannot write to standard output: " .. tostring(why)) end
+end
+
 local function write_output(opts, s)
   if s:sub(-1) ~= "\n" then s = s .. "\n" end
   local out = opts["-o"]
-  if out and out ~= "-" then
-    local f, why = io.open(out, "wb")
-    if not f then fail("devplan: cannot write " .. tostring(why)) end
-    f:write(s)
-    f:close()
-  else
-    io.stdout:write(s)
-  end
+  if out and out ~= "-" then write_file(out, s) else write_stdout(s) end
 end
 
 -- Should the module text on standard output be coloured?
@@ -435,13 +478,9 @@ local function coloured(opts)
 end
 
 local function write_graphs(opts, mod, config)
-  if opts["--dot"] then
-    local f, why = io.open(opts["--dot"], "w")
-    if not f then fail("devplan: cannot write " .. tostring(why)) end
-    f:write(dp.graph.dot(mod, {config = config}))
-    f:close()
-  end
-  if opts["--svg"] then attempt(nil, dp.graph.svg, mod, opts["--svg"], {config = config}) end
+  local gopts = {config = config, detail = opts["--graph-detail"]}
+  if opts["--dot"] then write_file(opts["--dot"], attempt(nil, dp.graph.dot, mod, gopts)) end
+  if opts["--svg"] then attempt(nil, dp.graph.svg, mod, opts["--svg"], gopts) end
 end
 
 -- "// " lines: for each function of the planned domains, each parameter's
@@ -534,6 +573,7 @@ local function emit(opts, mod, config, extra, regions)
     write_output(opts, report_text(r, regions, report == "json"))
     return
   end
+  if (opts["--svg"] or opts["--dot"]) and not opts["-o"] and not extra then return end
   local text = dp.astext(mod, print_options(opts))
   if extra then -- (before a metadata section: the JSON ends the text)
     local at = text:find("\n#[metadata]\n", 1, true) or #text + 1
@@ -580,23 +620,42 @@ local function write_reproducer(path, opts, pipeline_text, mod, err)
     end
   end
   lines[#lines + 1] = "// error: " .. (error_text(err):gsub("^devplan: ", ""):match("^[^\n]*"))
-  local f = io.open(path, "w")
-  if not f then return false end
-  f:write(table.concat(lines, "\n"), "\n", tostring(mod))
-  f:close()
-  return true
+  local ok, werr = pcall(dp.write_file, path, table.concat(lines, "\n") .. "\n" .. tostring(mod))
+  if ok then return true end
+  return false, dp.is_error(werr) and werr.message or tostring(werr)
 end
 
 local function load_files(opts)
   for _, path in ipairs(opts["--load"] or {}) do run_lua_file(path, "--load") end
 end
 
+-- An error building a pipeline the command wrote for the user (plan): the
+-- option they gave for the item it is in (origins[i] for item i: "--rules
+-- FILE.lua"), instead of a position in a text they never wrote.
+local function origin_error(command, err, pipeline_text, origins)
+  if not origins or not dp.is_error(err) or err.source ~= "pipeline" or not err.col then return nil end
+  local at
+  for i, item in ipairs(dp.pipeline.parse(pipeline_text).items) do
+    if item.col <= err.col then at = i end
+  end
+  local option = at and origins[at]
+  if not option then return nil end
+  local msg = err.message:gsub("^[%w_]+: ", "", 1) -- (the pass the command named)
+  local file = option:match("^%-%-rules (.*)$")
+  if file and msg:sub(1, #file + 2) == file .. ": " then msg = msg:sub(#file + 3) end
+  return "devplan " .. command .. ": " .. option .. ": " .. msg
+end
+
 -- Runs pipeline text on the input; writes the result. reproducer: nil
--- (none) or a path (true: a new temporary file).
-local function run_pipeline(command, opts, pipeline_text, reproducer)
+-- (none) or a path (true: a new temporary file); origins: what the user
+-- wrote for each item of a pipeline the command made (origin_error).
+local function run_pipeline(command, opts, pipeline_text, reproducer, origins)
   local sources = {pipeline = pipeline_text}
   local config = make_config(opts)
-  local p = attempt(sources, dp.pipeline.build, pipeline_text, {config = config})
+  local built, p = pcall(dp.pipeline.build, pipeline_text, {config = config})
+  if not built then
+    fail(origin_error(command, p, pipeline_text, origins) or error_text(p, sources))
+  end
   local mod = parse_module(opts, command, sources)
   local ctx = attempt(sources, dp.PassContext, context_options(opts, config))
   local ok, res = pcall(p, mod, ctx)
@@ -605,8 +664,11 @@ local function run_pipeline(command, opts, pipeline_text, reproducer)
     local text = conflicts_text(res, sources) or error_text(res, sources)
     if reproducer then
       local path = reproducer == true and os.tmpname() or reproducer
-      if write_reproducer(path, opts, pipeline_text, mod, res) then
+      local written, why = write_reproducer(path, opts, pipeline_text, mod, res)
+      if written then
         text = text .. "\nreproducer written to " .. path .. "; replay with: devplan opt --run-reproducer " .. path
+      else
+        text = text .. "\nno reproducer: " .. why
       end
     end
     error({text = text, err = res}, 0)
@@ -646,7 +708,10 @@ end
 local function annotations(opts)
   local list = {}
   for _, spec in ipairs(opts["--annotate"] or {}) do
-    for item in spec:gmatch("[^,]+") do
+    for item in (spec .. ","):gmatch("([^,]*),") do
+      if not item:find("%S") then
+        fail(usage_error("plan", "--annotate wants OP=DEVICE[,OP=DEVICE...], got '" .. spec .. "' (an empty item)").text)
+      end
       local op, dev = item:match("^%s*([^=%s]+)%s*=%s*(%S+)%s*$")
       if not op then fail(usage_error("plan", "--annotate wants OP=DEVICE (e.g. nn.conv2d=cuda), got '" .. item .. "'").text) end
       if not pcall(dp.op.get, op) then
@@ -662,28 +727,25 @@ end
 
 function COMMANDS.plan.run(opts)
   load_files(opts)
-  local items = {}
+  local items, origins = {}, {}
   for _, path in ipairs(opts["--rules"] or {}) do
     items[#items + 1] = {"annotate", {{"rules", path}}}
+    origins[#items] = "--rules " .. path
   end
   local ann = annotations(opts)
-  if #ann > 0 then items[#items + 1] = {"annotate", ann} end
+  if #ann > 0 then
+    items[#items + 1] = {"annotate", ann}
+    origins[#items] = "--annotate"
+  end
   local plan_args = {}
   if opts["--strict"] then plan_args[#plan_args + 1] = {"strict", "true"} end
   if not opts["--first-conflict"] then plan_args[#plan_args + 1] = {"all_conflicts", "true"} end
-  local placement = opts["--placement"]
-  if placement and placement ~= "tvm" and placement ~= "min_bytes" then
-    fail(usage_error("plan", "--placement takes tvm or min_bytes, got '" .. placement .. "'").text)
-  end
-  if placement == "min_bytes" then plan_args[#plan_args + 1] = {"placement", "min_bytes"} end
+  if opts["--placement"] == "min_bytes" then plan_args[#plan_args + 1] = {"placement", "min_bytes"} end
   items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}
   if opts["--share-copies"] then items[#items + 1] = {"share_copies"} end
   if opts["--partition"] then items[#items + 1] = {"partition"} end
   if opts["--verify"] then items[#items + 1] = {"verify"} end
-  if opts["--report"] and opts["--report"] ~= "text" and opts["--report"] ~= "json" then
-    fail(usage_error("plan", "--report takes text or json, got '" .. opts["--report"] .. "'").text)
-  end
-  run_pipeline("plan", opts, dp.pipeline.text(items), opts["--reproducer"])
+  run_pipeline("plan", opts, dp.pipeline.text(items), opts["--reproducer"], origins)
 end
 
 local function list_passes()
@@ -726,13 +788,10 @@ function COMMANDS.opt.run(opts)
   end
   load_files(opts)
   if opts["--list-passes"] then
-    io.stdout:write(list_passes())
+    write_stdout(list_passes())
     return
   end
   if not opts["-p"] then fail(usage_error("opt", "a pipeline is needed: -p PIPELINE").text) end
-  if opts["--report"] and opts["--report"] ~= "text" and opts["--report"] ~= "json" then
-    fail(usage_error("opt", "--report takes text or json, got '" .. opts["--report"] .. "'").text)
-  end
   run_pipeline("opt", opts, opts["-p"], opts["--reproducer"] or true)
 end
 
@@ -764,10 +823,10 @@ function M.usage()
   end
   for _, l in ipairs{
     "",
-    "First steps (on ../shared/models/resnet18.relay):",
-    "  devplan plan resnet18.relay --annotate nn.conv2d=cuda --short-devices   # place, plan, read",
-    "  devplan plan resnet18.relay --annotate nn.conv2d=cuda --report text     # the copies and bytes",
-    "  devplan plan resnet18.relay --annotate nn.conv2d=cuda --svg plan.svg    # a picture",
+    "First steps (models/ of the project, or dp.root's when installed):",
+    "  devplan plan models/resnet18.relay --annotate nn.conv2d=cuda --short-devices   # place, plan, read",
+    "  devplan plan models/resnet18.relay --annotate nn.conv2d=cuda --report text     # the copies and bytes",
+    "  devplan plan models/resnet18.relay --annotate nn.conv2d=cuda --svg plan.svg    # a picture",
     "",
     "Scripts: Lua 5.4 with the devplan module (require \"devplan\").",
     "  -e CODE        run CODE (may be repeated; runs before SCRIPT)",
@@ -786,7 +845,7 @@ end
 function COMMANDS.help.run(opts)
   local name = opts.files[1]
   if not name then
-    io.stdout:write(M.usage())
+    write_stdout(M.usage())
     return
   end
   local cmd = COMMANDS[name]
@@ -798,7 +857,7 @@ function COMMANDS.help.run(opts)
   if cmd.text then parts[#parts + 1] = cmd.text .. "\n" end
   if #cmd.options > 0 then parts[#parts + 1] = "Options:\n" .. option_lines(name) .. "\n" end
   if name ~= "help" then parts[#parts + 1] = PALETTE_HELP end
-  io.stdout:write(table.concat(parts, "\n"), "\n")
+  write_stdout(table.concat(parts, "\n") .. "\n")
 end
 
 -- ---------------------------------------------------------------- routing

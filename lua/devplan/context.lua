@@ -90,7 +90,7 @@ local function named(err, p, when)
     return core.Error(err)
   end
   return core.Error{
-    message = "pass " .. tostring(p) .. " failed: " .. tostring(err),
+    message = "pass " .. tostring(p) .. " failed: " .. core._error_text(err),
     code = "callback",
     pass = p.name,
     cause = err,

@@ -13,13 +13,18 @@ for name, value in pairs(core) do dp[name] = value end
 -- Where devplan's own files are: the source tree the Lua files were loaded
 -- from (lua/devplan/init.lua two folders down), or when installed
 -- (PREFIX/share/lua/5.4/devplan/init.lua) PREFIX/share/devplan, which holds
--- the examples, README.md and API.md.
+-- the examples, models, docs and README.md; a rock names its folder in
+-- devplan/site.lua (scripts/install.sh writes it).
 do
   local file = debug.getinfo(1, "S").source:match("^@(.*)$") or ""
   if file:sub(1, 1) ~= "/" and os.getenv("PWD") then file = os.getenv("PWD") .. "/" .. file end
   file = file:gsub("/%./", "/")
+  -- (site.lua beside this file only: never another installation's)
+  local site_chunk, ok, site = loadfile((file:gsub("init%.lua$", "site.lua")), "t", {}), false, nil
+  if site_chunk then ok, site = pcall(site_chunk) end
   local prefix = file:match("^(.*)/share/lua/5%.4/devplan/init%.lua$")
-  dp.root = prefix and (prefix .. "/share/devplan") or file:match("^(.*)/lua/devplan/init%.lua$")
+  if ok and type(site) == "table" and type(site.root) == "string" then dp.root = site.root
+  else dp.root = prefix and (prefix .. "/share/devplan") or file:match("^(.*)/lua/devplan/init%.lua$") end
 end
 
 local ir = require "devplan.ir"

@@ -365,8 +365,11 @@ function M.parse_file(path, metatable, opts)
   check_opts("parse_file", 3, opts, 2)
   local f, why = io_open(path, "rb")
   if not f then error("devplan.parse_file: " .. why, 2) end
-  local text = f:read("a")
+  local text, err = f:read("a")
   f:close()
+  if not text then -- (a folder opens, but does not read)
+    error("devplan.parse_file: cannot read " .. path .. ": " .. tostring(err), 2)
+  end
   local o = {source_name = path}
   for k, v in pairs(opts or {}) do o[k] = v end
   return M.parse(text, metatable, o)

@@ -283,7 +283,7 @@ function M.load_rules(path)
   if not chunk then error(core.Error{message = "cannot load rules: " .. why, code = "value"}, 0) end
   local ok, r = pcall(chunk)
   if not ok then
-    error(core.Error{message = path .. ": " .. (core.is_error(r) and r.formatted or tostring(r)),
+    error(core.Error{message = path .. ": " .. (core.is_error(r) and r.formatted or core._error_text(r)),
                      code = "callback"}, 0)
   end
   local list = pass.is_pass(r) and {r} or r

@@ -14,8 +14,17 @@
 --   step()                       the next planner phase, one at a time, and what it did
 --   show(x?)                     the module (planned when there is one) with short devices
 --   device("%42"), explain("%42")  a value's device, and why (copies: why inserted)
---   report(), draw(path?)        devices, copies and bytes; the graph as SVG
+--   report(), draw(path?, detail?)  devices, copies and bytes; the picture as SVG
 --   time("pipeline")             run a pipeline on the current module, timed
+--
+-- The state: mod (the module), cfg (the configuration), planned (the plan
+-- of mod under cfg, or nil) and a step() cycle in progress. Whatever
+-- changes the state says so in a line of its own ("planned is nil now:
+-- annotate() changed mod"). device(), explain(), report() and draw() answer
+-- about planned only, and printed names ("%42") are planned's: with no
+-- plan, or a plan of another module than mod (mod assigned by hand since),
+-- they refuse and say why, instead of answering about a module whose
+-- numbering differs.
 --
 -- M.session() makes the same state without a terminal: session:eval(line)
 -- returns what the REPL would print (the specs use it).
@@ -32,14 +41,16 @@ devplan REPL: Lua 5.4 with `dp` (require "devplan"). =expr or a bare expression 
   model(path_or_text, meta?)          load a model (a file or Relay text): the current module
   config{targets = {"llvm", "cuda"}, default = "cpu"}   the configuration planning uses
   annotate{["nn.conv2d"] = "cuda"}    place every call of an operator on a device
-  plan()                              PlanDevices on the current module
+  plan()                              PlanDevices on the current module: planned
   step()                              the next planner phase (rewrite, conflicts, analyze,
-                                      default, capture), one call at a time
-  show(x?)                            the module (the planned one when there is one), short devices
-  device("%42")                       the device of a value, by its printed name ("@f:%3" in @f)
+                                      default, capture), one call at a time; the last sets planned
+  show(x?)                            the module (planned when there is one), short devices
+  device("%42")                       the device of a value of planned, by its printed name
+                                      ("@f:%3" in @f)
   explain("%42")                      why it is there; for a device_copy, why it was inserted
-  report()                            per device calls and bytes; every copy with its bytes
-  draw(path?)                         the dataflow graph as SVG (default devplan.svg)
+  report()                            planned's calls and bytes per device; every copy with its bytes
+  draw(path?, detail?)                planned's picture as SVG (default devplan.svg): devices as
+                                      lanes, copies with their bytes; detail "full" draws every call
   time("infer_type,plan_devices")     run a pipeline on the current module, timed
   mod, planned, cfg                   the current module, the planned one, the configuration
 Tab completes names and fields; the history is kept across sessions.]]
@@ -69,18 +80,70 @@ local function count_calls(m, op)
   return n
 end
 
--- The module printed names refer to: the planned one when there is one.
-local function shown(self)
-  return self.env.planned or (self.steps and self.steps.module) or need_module(self)
+-- ---------------------------------------------------------------- the state
+
+-- Drops planned (and a step() cycle in progress) and says so, when there
+-- is one: why is what changed ("annotate() changed mod").
+local function drop_plan(self, why, hint)
+  local env = self.env
+  local had = env.planned ~= nil
+  local stepping = self.steps and not self.steps.done
+  env.planned, self.steps, self.input, self.plan_of = nil, nil, nil, nil
+  self.made = nil
+  if had or stepping then
+    self.dropped = why
+    say(self, "(planned is nil now: " .. why .. "; " .. (hint or "plan() plans again") .. ")")
+  end
 end
 
--- "%42", "@f:%42", "%x" -> the node, its function, and the module.
-local function lookup(self, name)
+-- Records a new plan of m (the module it was made from).
+local function set_plan(self, planned, m)
+  self.env.planned, self.made, self.plan_of, self.input = planned, planned, m, m
+  self.dropped = nil
+end
+
+local PHASE_NAMES = {"phase 0, rewrite", "phase 0b, conflicts", "phase 1, analyze", "phase 2, default",
+                     "phase 3, capture"}
+
+-- planned, or an error saying why there is none (or why it is not the plan
+-- of mod any more): printed names are planned's, never another module's.
+local function need_plan(self)
+  local env = self.env
+  local p = env.planned
+  if p == nil then
+    need_module(self)
+    local s = self.steps
+    if s and not s.done then
+      error(string.format("nothing is planned yet: step() is at %s of 5 (next: %s); step() on to the "
+        .. "capture, or plan()", PHASE_NAMES[s.phase] or "the start", PHASE_NAMES[s.phase + 1] or "none"), 0)
+    end
+    if self.dropped then error("nothing is planned: " .. self.dropped .. " since the last plan; plan() again", 0) end
+    error("nothing is planned yet: plan() (or step() through the phases) first", 0)
+  end
+  if not dp.is_module(p) then error("planned is not a module (a " .. type(p) .. "): plan() again", 0) end
+  if p == self.made and env.mod ~= self.plan_of then
+    error("planned is the plan of another module than mod (mod was assigned since): plan() again", 0)
+  end
+  return p
+end
+
+-- What printed names refer to in show(): planned, else the module of a
+-- step() cycle in progress, else mod; and a comment line saying which.
+local function shown(self)
+  local env = self.env
+  if env.planned ~= nil then return need_plan(self), "// planned: the plan of mod" end
+  if self.steps and not self.steps.done then
+    return self.steps.module, "// mod at " .. PHASE_NAMES[self.steps.phase] .. " of step() (not planned yet)"
+  end
+  return need_module(self), "// mod (not planned: plan() plans it)"
+end
+
+-- "%42", "@f:%42", "%x" -> the node, its function, and the module m.
+local function lookup(self, name, m)
   if type(name) ~= "string" then
-    if dp.is_expr(name) then return name, nil, shown(self) end
+    if dp.is_expr(name) then return name, nil, m end
     error("a printed name such as \"%42\" expected, got " .. type(name), 0)
   end
-  local m = shown(self)
   local fn, local_name = name:match("^@([%w_]+):(%%.+)$")
   local_name = local_name or name
   if not local_name:match("^%%") then local_name = "%" .. local_name end
@@ -122,9 +185,10 @@ local function helpers(self)
     else
       m = dp.parse(src, meta or devname.palette())
     end
-    env.mod, env.planned, self.steps, self.input = m, nil, nil, nil
+    env.mod = m
     say(self, string.format("model: %d function(s), %d calls (show() prints it; mod is the module)",
                             #m:functions(), count_calls(m)))
+    drop_plan(self, "model() loaded another module")
   end
 
   function h.config(c)
@@ -139,8 +203,8 @@ local function helpers(self)
       env.cfg = dp.CompilationConfig{targets = c.targets or {"llvm", "cuda"}, host = c.host,
                                      default_device_type = c.default or "cpu"}
     end
-    env.planned, self.steps, self.input = nil, nil, nil
     say(self, tostring(env.cfg))
+    drop_plan(self, "config() changed the configuration")
   end
 
   function h.annotate(rules)
@@ -158,27 +222,34 @@ local function helpers(self)
     end
     if next(named) then m = dp.pipeline.annotate_ops(named)(m) end
     if next(fixed) then m = dp.passes.AnnotateVirtualDevices(fixed)(m) end
-    env.mod, env.planned, self.steps, self.input = m, nil, nil, nil
+    env.mod = m
     say(self, string.format("annotated: %d on_device", count_calls(m, "on_device")))
+    drop_plan(self, "annotate() changed mod")
   end
 
   function h.plan()
     local m = need_module(self)
-    env.planned = dp.passes.PlanDevices(env.cfg)(m)
-    self.input = m -- what why() tells reasons in terms of
+    local planned = dp.passes.PlanDevices(env.cfg)(m)
+    if self.steps and not self.steps.done then
+      say(self, "(the step() cycle at " .. PHASE_NAMES[self.steps.phase] .. " is left)")
+    end
     self.steps = nil
+    set_plan(self, planned, m) -- (m: what why() tells reasons in terms of)
     local r = dp.planner.report(env.planned, env.cfg)
-    say(self, string.format("planned: %d device_copy, %d bytes copied (report() for more, show() to read it;"
-      .. " planned is the module)", r.totals.copies, r.totals.bytes_copied))
+    say(self, string.format("planned: %d device_copy, %s bytes copied (report() for more, show() to read it;"
+      .. " planned is the module)", r.totals.copies, require("devplan.report").grouped(r.totals.bytes_copied)))
   end
 
   function h.step()
     local m = need_module(self)
     local s = self.steps
     if not s or s.done then
-      s = {phase = 0, module = m}
+      drop_plan(self, "step() started planning mod again", "the last step() sets it")
+      s = {phase = 0, module = m, from = m}
       self.steps = s
-      env.planned = nil
+    elseif m ~= s.from then
+      error("mod changed since step() began (at " .. PHASE_NAMES[s.phase] .. "): plan() plans the new mod, or "
+        .. "annotate()/model() start again", 0)
     end
     s.phase = s.phase + 1
     local name = PHASES[s.phase]
@@ -223,38 +294,40 @@ local function helpers(self)
         name == "analyze" and "phase 1, analyze" or "phase 2, default", known, total,
         name == "analyze" and " (the rest wait for defaulting)" or "", table.concat(lines, "\n")))
     else
-      env.planned = dp.planner.capture(s.domains)
-      self.input = m
+      set_plan(self, dp.planner.capture(s.domains), m)
       s.done = true
-      say(self, "phase 3, capture: the planned module (the next step() starts again)\n" .. short(env.planned))
+      say(self, "phase 3, capture: the planned module; planned is set (the next step() starts again)\n"
+        .. short(env.planned))
     end
   end
 
   function h.show(x)
-    if x == nil then say(self, short(shown(self))) return end
-    if type(x) == "string" then x = lookup(self, x) end
+    local m, which = shown(self)
+    if x == nil then say(self, which .. "\n" .. short(m)) return end
+    if type(x) == "string" then x = lookup(self, x, m) end
     say(self, dp.astext(x, {short_devices = true, param_lines = true}))
   end
 
   function h.device(name)
-    local e, _, m = lookup(self, name)
+    local m = need_plan(self)
+    local e = lookup(self, name, m)
     return dp.planner.virtual_devices(m, env.cfg)[e]
   end
 
   function h.explain(name)
-    local e, _, m = lookup(self, name)
-    say(self, dp.planner.why(m, e, {input = env.planned and self.input or nil, config = env.cfg,
+    local m = need_plan(self)
+    local e = lookup(self, name, m)
+    say(self, dp.planner.why(m, e, {input = m == self.made and self.input or nil, config = env.cfg,
                                     name = type(name) == "string" and name or "it"}))
   end
 
   function h.report()
-    local m = env.planned or need_module(self)
-    say(self, dp.planner.report(m, env.cfg):text())
+    say(self, dp.planner.report(need_plan(self), env.cfg):text())
   end
 
-  function h.draw(path)
+  function h.draw(path, detail)
     path = path or "devplan.svg"
-    dp.graph.svg(shown(self), path, {config = env.cfg})
+    dp.graph.svg(need_plan(self), path, {config = env.cfg, detail = detail})
     say(self, "drawn: " .. path)
   end
 
@@ -285,7 +358,7 @@ end
 
 local function message(err)
   if type(err) == "table" and err.formatted then return err.formatted end
-  return tostring(err)
+  return dp._error_text(err)
 end
 
 -- Is this load error the end of an unfinished chunk?

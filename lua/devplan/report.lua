@@ -4,11 +4,15 @@
 --   local r = dp.planner.report(planned, config)
 --   r.devices  -- per device, in order of first use:
 --              --   {name = "cuda", device = "VirtualDevice(...)", calls = n,
---              --    bytes = resident bytes, unknown = n values of unknown size}
+--              --    bytes = resident bytes, unknown = n values of unknown size,
+--              --    too_large = n values whose bytes a 64-bit count cannot hold}
 --   r.copies   -- every device_copy, in the order of the text:
 --              --   {fn = "main", name = "%90", value = "%89", src = "cuda", dst = "cpu",
---              --    type = "Tensor[(1, 512), float32]", bytes = 2048, line =, col =}
---   r.totals   -- {calls =, copies =, bytes_copied =, bytes_resident =}
+--              --    type = "Tensor[(1, 512), float32]", bytes = 2048 (nil: see size),
+--              --    size = nil | "unknown" | "too large", line =, col =}
+--   r.totals   -- {calls =, copies =, bytes_copied =, bytes_resident =,
+--              --  copies_too_large = n copies left out of bytes_copied,
+--              --  too_large = n values left out of bytes_resident}
 --   tostring(r), r:text()   a table for reading;  r:json()  the same as JSON
 --   r:with_schedule(s, label)  adds the modelled schedule s (dp.planner.schedule):
 --              text and JSON then show its makespan, per device and link the busy
@@ -16,8 +20,18 @@
 --
 -- Bytes come from the checked types (element count times the size of the
 -- dtype); a shape with an unknown dimension counts in `unknown` instead.
--- A value is resident on its device: parameters, call results, constants
--- and the results of copies (on their destination). Calls do not include
+-- Every count is exact: a value whose bytes do not fit in a 64-bit integer
+-- (more than 9,223,372,036,854,775,807), or that would carry a sum past
+-- that, counts in `too_large` and is left out of the sum, never wrapped.
+--
+-- Each value is counted once, where it is made: the parameters of the
+-- entry functions (those no other function of the module refers to, as
+-- @main), the results of operator and constructor calls, constants, and
+-- the results of copies (on their destination). A call of a function is
+-- neither a call nor a value here: its result is the callee's result and
+-- the callee's parameters are the caller's arguments, each counted where
+-- it is made; so PartitionByVirtualDevice, which moves code into
+-- functions, leaves the calls and bytes as they were. Calls do not include
 -- the on_device and device_copy annotations.
 local core = require "devplan.core"
 local devname = require "devplan.devname"
@@ -29,36 +43,44 @@ local Report = {}
 Report.__index = Report
 Report.__name = "devplan.Report"
 
--- Bytes of one element of dtype ("float32" -> 4, "bool" -> 1).
-local function dtype_bytes(dtype)
-  if dtype == "bool" then return 1 end
-  local bits = tonumber(dtype:match("(%d+)$") or "")
-  return bits and (bits + 7) // 8 or nil
+local MAX = math.maxinteger
+
+-- ---------------------------------------------------------------- sizes
+
+-- Bytes of a value of type t: an integer, or nil and why not: "unknown"
+-- (a dimension is unknown) or "too large" (more bytes than a 64-bit
+-- integer holds). dp.type.bytes (C: dp_type_bytes), which the picture
+-- counts with too.
+function M.bytes_of(t)
+  if t == nil then return nil, "unknown" end
+  return core.type.bytes(t)
 end
 
--- Bytes of a value of type t, or nil when a dimension is unknown.
-function M.bytes_of(t)
-  if t == nil then return nil end
-  if t.kind == "tensor" then
-    local n = dtype_bytes(t.dtype)
-    if not n then return nil end
-    for _, d in ipairs(t.shape) do
-      if d < 0 then return nil end
-      n = n * d
-    end
-    return n
-  end
-  if t.kind == "tuple" then
-    local total = 0
-    for _, f in ipairs(t.fields) do
-      local b = M.bytes_of(f)
-      if not b then return nil end
-      total = total + b
-    end
-    return total
-  end
-  return 0 -- functions, references, ADTs: no tensor storage of their own here
+-- 1234567 -> "1,234,567"
+function M.grouped(n)
+  local s = tostring(math.tointeger(n) or n)
+  return (s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
 end
+local grouped = M.grouped
+
+-- The size of a value of type t in words: "4,000 bytes", "unknown
+-- bytes", "more bytes than a 64-bit count holds".
+function M.bytes_text(t)
+  local b, why = M.bytes_of(t)
+  if b then return grouped(b) .. (b == 1 and " byte" or " bytes") end
+  if why == "too large" then return "more bytes than a 64-bit count holds" end
+  return "unknown bytes"
+end
+
+-- 82661096 -> "78.8 MiB"
+function M.human(n)
+  for _, u in ipairs{{60, "EiB"}, {50, "PiB"}, {40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}} do
+    if n >= 1 << u[1] then return string.format("%.1f %s", n / (1 << u[1]), u[2]) end
+  end
+  return n .. " B"
+end
+
+-- ---------------------------------------------------------------- counting
 
 local function is_op(e, name)
   return e.kind == "call" and e.callee.kind == "op" and e.callee.name == name
@@ -81,6 +103,24 @@ local function copied(e)
   return v
 end
 
+-- The names of the global functions another function refers to (their
+-- parameters are the callers' arguments).
+local function called_functions(mod)
+  local called = {}
+  for _, nf in ipairs(mod:functions()) do
+    core.visit(nf[2].body, function(e)
+      if e.kind == "global" and e.name ~= nf[1] then called[e.name] = true end
+    end)
+  end
+  return called
+end
+
+-- sum + b without wrapping: the new sum, or nil when it does not fit.
+local function add(sum, b)
+  if b == nil or sum > MAX - b then return nil end
+  return sum + b
+end
+
 function M.report(planned, config)
   if not ir.is_module(planned) then
     error("devplan.planner.report: a planned IRModule expected, got " .. type(planned), 2)
@@ -89,12 +129,12 @@ function M.report(planned, config)
   local names = printed_names(planned)
   local namer = devname.namer()
   local per, order = {}, {}
-  local r = setmetatable({devices = order, copies = {},
-                          totals = {calls = 0, copies = 0, bytes_copied = 0, bytes_resident = 0}}, Report)
+  local totals = {calls = 0, copies = 0, bytes_copied = 0, bytes_resident = 0, copies_too_large = 0, too_large = 0}
+  local r = setmetatable({devices = order, copies = {}, totals = totals}, Report)
   local function entry(vd)
     local n = namer(vd)
     if not per[n] then
-      per[n] = {name = n, device = tostring(vd), calls = 0, bytes = 0, unknown = 0}
+      per[n] = {name = n, device = tostring(vd), calls = 0, bytes = 0, unknown = 0, too_large = 0}
       order[#order + 1] = per[n]
     end
     return per[n]
@@ -102,39 +142,47 @@ function M.report(planned, config)
   local function resident(e, vd)
     if not vd or vd:is_fully_unconstrained() then return end
     local d = entry(vd)
-    local b = M.bytes_of(e.checked_type)
-    if b then
-      d.bytes = d.bytes + b
-      r.totals.bytes_resident = r.totals.bytes_resident + b
-    else
+    local b, why = M.bytes_of(e.checked_type)
+    if why == "unknown" then
       d.unknown = d.unknown + 1
+      return
     end
+    local sum = add(d.bytes, b)
+    if sum then d.bytes = sum else d.too_large = d.too_large + 1 end
+    sum = add(totals.bytes_resident, b)
+    if sum then totals.bytes_resident = sum else totals.too_large = totals.too_large + 1 end
   end
+  local called = called_functions(planned)
   for _, nf in ipairs(planned:functions()) do
-    for _, p in ipairs(nf[2].params) do resident(p, devices[p]) end
+    if not called[nf[1]] then
+      for _, p in ipairs(nf[2].params) do resident(p, devices[p]) end
+    end
   end
   core.visit(planned, function(e)
     if e.kind == "const" then
       resident(e, devices[e])
-    elseif e.kind == "call" and is_op(e, "device_copy") then
+    elseif is_op(e, "device_copy") then
       local src, dst = e.attrs.src_virtual_device, e.attrs.dst_virtual_device
       local v = copied(e)
       local own, val = names[e] or {}, names[v] or {}
-      local b = M.bytes_of(e.checked_type)
+      local b, why = M.bytes_of(e.checked_type)
       r.copies[#r.copies + 1] = {
         fn = own.fn or val.fn, name = own.name, value = val.name or own.name,
-        src = namer(src), dst = namer(dst), type = tostring(e.checked_type), bytes = b,
+        src = namer(src), dst = namer(dst), type = tostring(e.checked_type), bytes = b, size = why,
         line = e.span and e.span.line, col = e.span and e.span.col,
       }
       entry(src)
       resident(e, dst)
-      r.totals.copies = r.totals.copies + 1
-      r.totals.bytes_copied = r.totals.bytes_copied + (b or 0)
-    elseif e.kind == "call" and not is_op(e, "on_device") then
+      totals.copies = totals.copies + 1
+      if why ~= "unknown" then
+        local sum = add(totals.bytes_copied, b)
+        if sum then totals.bytes_copied = sum else totals.copies_too_large = totals.copies_too_large + 1 end
+      end
+    elseif e.kind == "call" and (e.callee.kind == "op" or e.callee.kind == "ctor") and not is_op(e, "on_device") then
       local vd = devices[e]
       if vd and not vd:is_fully_unconstrained() then
         entry(vd).calls = entry(vd).calls + 1
-        r.totals.calls = r.totals.calls + 1
+        totals.calls = totals.calls + 1
       end
       resident(e, vd)
     end
@@ -142,40 +190,42 @@ function M.report(planned, config)
   return r
 end
 
--- 1234567 -> "1,234,567"
-local function grouped(n)
-  local s = tostring(math.tointeger(n) or n)
-  return (s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
-end
+-- ---------------------------------------------------------------- printing
 
-local function human(n)
-  if n >= 1 << 20 then return string.format("%.1f MiB", n / (1 << 20)) end
-  if n >= 1 << 10 then return string.format("%.1f KiB", n / (1 << 10)) end
-  return n .. " B"
+local function copy_bytes(c)
+  if c.bytes then return grouped(c.bytes) .. " bytes" end
+  if c.size == "too large" then return "more bytes than a 64-bit count holds" end
+  return "unknown bytes"
 end
 
 function Report:text()
-  local lines = {}
-  local function add(s) lines[#lines + 1] = s end
-  add(string.format("%-16s %7s %22s", "device", "calls", "resident bytes"))
+  local lines, t = {}, self.totals
+  local function add_line(s) lines[#lines + 1] = s end
+  add_line(string.format("%-16s %7s %22s", "device", "calls", "resident bytes"))
   for _, d in ipairs(self.devices) do
-    add(string.format("%-16s %7d %22s%s", "@" .. d.name, d.calls, grouped(d.bytes) .. " (" .. human(d.bytes) .. ")",
-                      d.unknown > 0 and ("  + " .. d.unknown .. " of unknown size") or ""))
+    local extra = {}
+    if d.unknown > 0 then extra[#extra + 1] = d.unknown .. " of unknown size" end
+    if d.too_large > 0 then extra[#extra + 1] = d.too_large .. " too large to count" end
+    add_line(string.format("%-16s %7d %22s%s", "@" .. d.name, d.calls, grouped(d.bytes) .. " (" .. M.human(d.bytes) .. ")",
+                           #extra > 0 and ("  + " .. table.concat(extra, ", ")) or ""))
   end
-  for _, d in ipairs(self.devices) do add("  @" .. d.name .. " = " .. d.device) end
-  add("")
-  add(#self.copies == 0 and "no device_copy" or
-      string.format("%d device_copy, %s bytes:", #self.copies, grouped(self.totals.bytes_copied)))
+  for _, d in ipairs(self.devices) do add_line("  @" .. d.name .. " = " .. d.device) end
+  add_line("")
+  add_line(#self.copies == 0 and "no device_copy" or
+           string.format("%d device_copy, %s bytes%s:", #self.copies, grouped(t.bytes_copied),
+                         t.copies_too_large > 0 and (" + " .. t.copies_too_large .. " too large to count") or ""))
   for _, c in ipairs(self.copies) do
-    add(string.format("  %s%s = copy of %s  @%s -> @%s  %s  %s bytes", c.fn and ("@" .. c.fn .. " ") or "",
-                      c.name or "(inline)", c.value or "(inline)", c.src, c.dst, c.type,
-                      c.bytes and grouped(c.bytes) or "unknown"))
+    add_line(string.format("  %s%s = copy of %s  @%s -> @%s  %s  %s", c.fn and ("@" .. c.fn .. " ") or "",
+                           c.name or "(inline)", c.value or "(inline)", c.src, c.dst, c.type, copy_bytes(c)))
   end
-  add("")
-  add(string.format("total: %d call%s, %d cop%s, %s bytes copied, %s bytes resident",
-                    self.totals.calls, self.totals.calls == 1 and "" or "s",
-                    self.totals.copies, self.totals.copies == 1 and "y" or "ies", grouped(self.totals.bytes_copied),
-                    grouped(self.totals.bytes_resident)))
+  add_line("")
+  local left = {}
+  if t.copies_too_large > 0 then left[#left + 1] = t.copies_too_large .. (t.copies_too_large == 1 and " copy" or " copies") end
+  if t.too_large > 0 then left[#left + 1] = t.too_large .. (t.too_large == 1 and " value" or " values") end
+  add_line(string.format("total: %d call%s, %d cop%s, %s bytes copied, %s bytes resident%s",
+                         t.calls, t.calls == 1 and "" or "s", t.copies, t.copies == 1 and "y" or "ies",
+                         grouped(t.bytes_copied), grouped(t.bytes_resident),
+                         #left > 0 and (" (left out, too large to count: " .. table.concat(left, ", ") .. ")") or ""))
   local text = table.concat(lines, "\n") .. "\n"
   if self.schedule then text = text .. "\n" .. self.schedule:text({costs = self.schedule_costs}) end
   return text
@@ -201,9 +251,10 @@ function Report:json()
     data.schedule.costs = self.schedule_costs
   end
   return json.encode(data, {indent = true, keyorder = {
-    "devices", "copies", "totals", "schedule", "name", "device", "calls", "bytes", "unknown", "fn", "value",
-    "src", "dst", "type", "line", "col", "bytes_copied", "bytes_resident", "makespan", "costs", "serial",
-    "resources", "critical", "kind", "tasks", "busy", "task", "resource", "start", "finish", "waited"}}) .. "\n"
+    "devices", "copies", "totals", "schedule", "name", "device", "calls", "bytes", "size", "unknown", "too_large",
+    "fn", "value", "src", "dst", "type", "line", "col", "bytes_copied", "bytes_resident", "copies_too_large",
+    "makespan", "costs", "serial", "resources", "critical", "kind", "tasks", "busy", "task", "resource", "start",
+    "finish", "waited"}}) .. "\n"
 end
 
 return M

@@ -6,9 +6,10 @@
 --   assert.plans_to(input_text, expected_text, config, metatable?)  -- verified too
 --   assert.idempotent(pass, mod)                  -- pass(pass(mod)) == pass(mod)
 --
--- The palette is the one ../shared/conformance/run.lua builds (targets HOST,
--- CPU, GPU with an llvm host; virtual devices CPU, GPU, HOST, CPU_SCOPE_A, ...),
--- so a spec names devices exactly as the conformance cases do.
+-- The palette is the one the conformance runner (shared/conformance/run.lua)
+-- builds (targets HOST, CPU, GPU with an llvm host; virtual devices CPU, GPU,
+-- HOST, CPU_SCOPE_A, ...), so a spec names devices exactly as the conformance
+-- cases do.
 local dp = require "devplan"
 
 local M = {}
@@ -69,16 +70,39 @@ local function exists(path)
   return f ~= nil
 end
 
--- ../shared beside the project root (the read-only shared material).
-M.shared_dir = (function()
-  local root = dp.root or "."
-  for _, dir in ipairs{root .. "/../shared", "../shared", "/work/shared"} do
-    if exists(dir .. "/conformance/run.lua") then
-      return (dir:gsub("/[^/]+/%.%./", "/"))
-    end
+-- The shared test material (TVM's tests as data, reproducers, workloads):
+-- DEVPLAN_SHARED, else the folder `shared` beside the project's root. Only
+-- the specs that compare with it need it: M.shared_dir is looked up when
+-- first read, and is an error saying where it was looked for when missing.
+local function find_shared()
+  local env = os.getenv("DEVPLAN_SHARED")
+  if env and env ~= "" then
+    if exists(env .. "/conformance/run.lua") then return env end
+    error("devplan.testing: DEVPLAN_SHARED is " .. env .. ", which has no conformance/run.lua", 3)
   end
-  return root .. "/../shared"
-end)()
+  local root = dp.root or "."
+  local dir = (root .. "/../shared"):gsub("/[^/]+/%.%./", "/")
+  if exists(dir .. "/conformance/run.lua") then return dir end
+  error("devplan.testing: the shared test material was not found: no " .. dir .. "/conformance/run.lua "
+    .. "(set DEVPLAN_SHARED to its folder)", 3)
+end
+
+setmetatable(M, {__index = function(t, key)
+  if key == "shared_dir" then
+    local dir = find_shared()
+    rawset(t, key, dir)
+    return dir
+  end
+end})
+
+-- The path of a model the project ships (models/NAME.relay under dp.root).
+function M.model(name)
+  local path = (dp.root or ".") .. "/models/" .. name .. ".relay"
+  if not exists(path) then
+    error("devplan.testing.model: no model " .. name .. " (" .. path .. " does not exist)", 2)
+  end
+  return path
+end
 
 -- A nested list of `shape` filled with `fill`.
 function M.filled(shape, fill, depth)
@@ -141,6 +165,18 @@ end
 function M.remove_temp_files()
   for _, p in ipairs(temps) do os.remove(p) end
   temps = {}
+end
+
+-- Under busted, the temporary files a spec file made go when it ends, so
+-- that no spec leaves files in the temporary folder.
+do
+  local has_busted, busted = pcall(require, "busted")
+  if has_busted and type(busted) == "table" and busted.subscribe then
+    busted.subscribe({"suite", "end"}, function()
+      M.remove_temp_files()
+      return nil, true
+    end)
+  end
 end
 
 -- The executable under test: DEVPLAN_EXE (the sanitizer and valgrind runs

@@ -66,9 +66,8 @@ local function copy_lines(ctx, name, e, out)
   local v = e.args[1]
   while is_op(v, "on_device") do v = v.args[1] end
   local src, dst = e.attrs.src_virtual_device, e.attrs.dst_virtual_device
-  local b = report.bytes_of(e.checked_type)
-  out[#out + 1] = string.format("%s is a device_copy PlanDevices inserted: it copies a %s (%s bytes) from @%s to @%s",
-    name, tostring(e.checked_type), b and tostring(b) or "unknown", namer(src), namer(dst))
+  out[#out + 1] = string.format("%s is a device_copy PlanDevices inserted: it copies a %s (%s) from @%s to @%s",
+    name, tostring(e.checked_type), report.bytes_text(e.checked_type), namer(src), namer(dst))
   out[#out + 1] = "  the value is made on @" .. namer(src) .. ":"
   reason_lines(ctx, v, "    ", out)
   local users = users_of(ctx.planned, e)

@@ -23,6 +23,7 @@
  * in the source tree uses <root>/lua and <root>/passes; <prefix>/bin/devplan
  * when installed uses <prefix>/share/lua/5.4 (see add_lua_path).
  */
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,11 +291,22 @@ static void map_large_blocks(void) {
 #endif
 }
 
+/* Standard output is checked once more at the end (as coreutils'
+   close_stdout): what a script printed to a full disk, or what stayed in
+   the buffer, is an error too, never a silent success. */
+static int check_stdout(void) {
+  int err = fflush(stdout) != 0 ? errno : 0;
+  if (!err && !ferror(stdout)) return 0;
+  fprintf(stderr, "%s: cannot write to standard output: %s\n", progname,
+          err ? strerror(err) : "a write failed");
+  return 1;
+}
+
 int main(int argc, char **argv) {
   if (argv[0] && argv[0][0]) progname = argv[0];
   map_large_blocks();
   int rc = check_options(argc, argv);
-  if (rc >= 0) return rc;
+  if (rc >= 0) return check_stdout() ? 1 : rc;
   lua_State *L = luaL_newstate();
   if (!L) {
     fprintf(stderr, "%s: cannot create the Lua state: not enough memory\n", progname);
@@ -307,5 +319,7 @@ int main(int argc, char **argv) {
   lua_pushlightuserdata(L, &status);
   if (report(L, lua_pcall(L, 3, 0, 0)) != LUA_OK) status = 1;
   lua_close(L);
+  /* (a failed run has said what went wrong, standard output included) */
+  if (status == 0 && check_stdout()) status = 1;
   return status;
 }

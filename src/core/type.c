@@ -88,6 +88,67 @@ size_t dp_dtype_bytes(dp_dtype d) {
   return (size_t)((DP_DTYPE_BITS(d) + 7) / 8) * lanes;
 }
 
+/* ---------------- sizes ---------------- */
+
+/* Bytes of a tensor type, or -1 (unknown) / -2 (too large). */
+static int64_t tensor_bytes(const dp_tensor_type *tt) {
+  int64_t n = (int64_t)dp_dtype_bytes(tt->dtype);
+  int large = 0;
+  for (uint32_t i = 0; i < tt->ndim; i++) {
+    int64_t d = tt->dims[i];
+    if (d < 0) return -1;
+    if (d == 0) return 0; /* (an empty tensor, however large the rest) */
+    if (n > INT64_MAX / d) large = 1;
+    else n *= d;
+  }
+  return large ? -2 : n;
+}
+
+int dp_type_bytes(const dp_type *t, int64_t *bytes) {
+  *bytes = 0;
+  if (!t) return DP_BYTES_UNKNOWN;
+  dp_type *small[16], **stack = small;
+  uint32_t n = 0, cap = 16;
+  int rc = DP_BYTES_KNOWN;
+  stack[n++] = (dp_type *)t;
+  while (n > 0) {
+    const dp_type *x = stack[--n];
+    if (x->h.kind == DP_TY_TENSOR) {
+      int64_t b = tensor_bytes((const dp_tensor_type *)x);
+      if (b == -1) {
+        rc = DP_BYTES_UNKNOWN;
+        break;
+      }
+      if (b == -2 || *bytes > INT64_MAX - b) rc = DP_BYTES_TOO_LARGE; /* (an unknown one may follow) */
+      else *bytes += b;
+    } else if (x->h.kind == DP_TY_TUPLE) {
+      const dp_tuple_type *tt = (const dp_tuple_type *)x;
+      if (n + tt->n > cap) {
+        uint32_t want = n + tt->n;
+        dp_type **bigger = NULL;
+        uint32_t c = 0;
+        if (stack == small) {
+          if (dp_grow((void **)&bigger, &c, want, sizeof *bigger) == 0) memcpy(bigger, small, n * sizeof *small);
+        } else {
+          bigger = stack;
+          c = cap;
+          if (dp_grow((void **)&bigger, &c, want, sizeof *bigger) < 0) bigger = NULL;
+        }
+        if (!bigger) {
+          if (stack != small) free(stack);
+          return -1;
+        }
+        stack = bigger;
+        cap = c;
+      }
+      for (uint32_t i = tt->n; i-- > 0;) stack[n++] = tt->fields[i];
+    }
+  }
+  if (stack != small) free(stack);
+  if (rc != DP_BYTES_KNOWN) *bytes = 0;
+  return rc;
+}
+
 /* ---------------- interning ---------------- */
 
 /* The fields of a type to look up, before any node exists. */

@@ -351,8 +351,29 @@ int dp__lua_oom(lua_State *L) {
   return dp__lua_error(L, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
 }
 
+/* The text of the error value at 1, whatever a user's code raised: a
+   string as it is, a value with __tostring through it, a table's string
+   field `message`, else what the value is ("an error value that is a
+   table, not a message"), never "table: 0x55...". */
 static int tostring_body(lua_State *L) {
+  int t = lua_type(L, 1);
+  if (t == LUA_TNIL) {
+    lua_pushliteral(L, "an error with no value (error(nil))");
+    return 1;
+  }
+  if ((t == LUA_TTABLE || t == LUA_TUSERDATA) && luaL_getmetafield(L, 1, "__tostring") == LUA_TNIL) {
+    if (t == LUA_TTABLE && lua_getfield(L, 1, "message") == LUA_TSTRING) return 1;
+    lua_pushfstring(L, "an error value that is a %s, not a message", luaL_typename(L, 1));
+    return 1;
+  }
   luaL_tolstring(L, 1, NULL);
+  return 1;
+}
+
+int dp__lua_error_text(lua_State *L) {
+  luaL_checkany(L, 1);
+  lua_settop(L, 1);
+  dp__lua_errtext(L);
   return 1;
 }
 

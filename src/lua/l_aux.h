@@ -134,5 +134,7 @@ dp_err *dp__lua_toerr(lua_State *L, const char *what);
 /* Replaces the error value at the top of the stack by its text and returns
    it; never raises, even when the value's __tostring does. */
 const char *dp__lua_errtext(lua_State *L);
+/* core._error_text(v): the same text for the Lua side (cli, passes). */
+int dp__lua_error_text(lua_State *L);
 
 #endif

@@ -15,28 +15,44 @@
 
 /* ---------------- Lua -> elements ---------------- */
 
+/* The integers dtype dt holds, as text: "from -128 to 127". */
+static const char *int_range(lua_State *L, dp_dtype dt) {
+  int bits = DP_DTYPE_BITS(dt);
+  if (DP_DTYPE_CODE(dt) == DP_DT_UINT)
+    return bits >= 64 ? "from 0 to 18446744073709551615"
+                      : lua_pushfstring(L, "from 0 to %I", (lua_Integer)(((uint64_t)1 << bits) - 1));
+  if (bits >= 64) return "from -9223372036854775808 to 9223372036854775807";
+  lua_Integer hi = (lua_Integer)(((uint64_t)1 << (bits - 1)) - 1);
+  return lua_pushfstring(L, "from %I to %I", -hi - 1, hi);
+}
+
 /* Stores the Lua value at idx as element i of buf (through the core's
-   element conversions, scalar.h); returns an error message or NULL. */
+   element conversions, scalar.h); returns NULL, or what is wrong with it
+   in words ("is 300: int8 holds integers from -128 to 127"). */
 static const char *store(lua_State *L, int idx, dp_dtype dt, void *buf, size_t i) {
   int code = DP_DTYPE_CODE(dt);
   int t = lua_type(L, idx);
+  char name[32];
+  dp_dtype_name(dt, name);
   if (code == DP_DT_BOOL) {
     if (t == LUA_TBOOLEAN) dp_elem_set_int(dt, buf, i, lua_toboolean(L, idx));
     else if (t == LUA_TNUMBER) dp_elem_set_int(dt, buf, i, lua_tonumber(L, idx) != 0);
-    else return "a boolean";
+    else return lua_pushfstring(L, "is a %s, not a boolean or a number (dtype bool)", luaL_typename(L, idx));
     return NULL;
   }
-  if (t != LUA_TNUMBER) return "a number";
+  if (t != LUA_TNUMBER)
+    return lua_pushfstring(L, "is a %s, not a number (dtype %s)", luaL_typename(L, idx), name);
   if (code == DP_DT_FLOAT || code == DP_DT_BFLOAT) {
     dp_elem_set_real(dt, buf, i, lua_tonumber(L, idx));
     return NULL;
   }
   int isint;
   lua_Integer v = lua_tointegerx(L, idx, &isint);
-  if (!isint) return "an integer";
-  if (code == DP_DT_UINT && v < 0) return "a non-negative integer";
-  if (!dp_dtype_fits_int(dt, v < 0, v < 0 ? 0 - (uint64_t)v : (uint64_t)v))
-    return "an integer in the dtype's range";
+  if (!isint)
+    return lua_pushfstring(L, "is %s, not an integer (dtype %s)", luaL_tolstring(L, idx, NULL), name);
+  if ((code == DP_DT_UINT && v < 0) ||
+      !dp_dtype_fits_int(dt, v < 0, v < 0 ? 0 - (uint64_t)v : (uint64_t)v))
+    return lua_pushfstring(L, "is %I: %s holds integers %s", v, name, int_range(L, dt));
   dp_elem_set_int(dt, buf, i, v);
   return NULL;
 }
@@ -69,14 +85,17 @@ typedef struct fill_state {
   int64_t at[MAX_NDIM];
 } fill_state;
 
+/* "dp.const: the value WHAT" (a scalar) or "dp.const: element [i][j] WHAT"
+   (an element of nested tables, the path 1-based as Lua indexes it). */
 static void path_error(lua_State *L, fill_state *s, uint32_t depth, const char *what) {
   luaL_Buffer b;
   luaL_buffinit(L, &b);
-  luaL_addstring(&b, "dp.const: element ");
+  luaL_addstring(&b, depth == 0 ? "dp.const: the value" : "dp.const: element ");
   for (uint32_t i = 0; i < depth; i++) {
     lua_pushfstring(L, "[%d]", (int)s->at[i] + 1);
     luaL_addvalue(&b);
   }
+  luaL_addchar(&b, ' ');
   luaL_addstring(&b, what);
   luaL_pushresult(&b);
   lua_error(L);
@@ -86,13 +105,17 @@ static void path_error(lua_State *L, fill_state *s, uint32_t depth, const char *
 static void fill(lua_State *L, fill_state *s, uint32_t depth) {
   int idx = lua_gettop(L);
   if (depth == s->ndim) {
-    const char *want = store(L, idx, s->dt, s->buf, s->next++);
-    if (want) path_error(L, s, depth, lua_pushfstring(L, " must be %s (ragged or bad input)", want));
+    luaL_checkstack(L, 6, "dp.const");
+    const char *wrong = store(L, idx, s->dt, s->buf, s->next++);
+    if (wrong) path_error(L, s, depth, wrong);
     return;
   }
-  if (lua_type(L, idx) != LUA_TTABLE || lua_rawlen(L, idx) != (lua_Unsigned)s->dims[depth])
-    path_error(L, s, depth, lua_pushfstring(L, " must be a list of %d (ragged input)",
-                                            (int)s->dims[depth]));
+  if (lua_type(L, idx) != LUA_TTABLE)
+    path_error(L, s, depth, lua_pushfstring(L, "is a %s where a list of %d is (the first element's "
+                                            "shape: ragged input)", luaL_typename(L, idx), (int)s->dims[depth]));
+  if (lua_rawlen(L, idx) != (lua_Unsigned)s->dims[depth])
+    path_error(L, s, depth, lua_pushfstring(L, "has %d elements where the first has %d (ragged input)",
+                                            (int)lua_rawlen(L, idx), (int)s->dims[depth]));
   luaL_checkstack(L, 2, "dp.const");
   for (int64_t i = 0; i < s->dims[depth]; i++) {
     s->at[depth] = i;

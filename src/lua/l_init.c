@@ -20,6 +20,8 @@ int luaopen_devplan_core(lua_State *L) {
   lua_setfield(L, -2, "Error");
   lua_pushcfunction(L, dp__lua_is_error);
   lua_setfield(L, -2, "is_error");
+  lua_pushcfunction(L, dp__lua_error_text);
+  lua_setfield(L, -2, "_error_text");
   dp__lua_push_none(L);
   lua_setfield(L, -2, "NONE");
   dp__lua_open_device(L);
@@ -35,5 +37,7 @@ int luaopen_devplan_core(lua_State *L) {
   dp__lua_open_suggest(L);
   dp__lua_open_debug(L);
   dp__lua_open_schedule(L);
+  dp__lua_open_file(L);
+  dp__lua_open_graph(L);
   return 1;
 }

@@ -23,6 +23,8 @@ void dp__lua_open_dfpattern(lua_State *L);  /* l_dfpattern.c: core.pattern, the 
 void dp__lua_open_suggest(lua_State *L);    /* l_suggest.c: dp.suggest */
 void dp__lua_open_debug(lua_State *L);      /* l_debug.c: dp.debug (testing aids) */
 void dp__lua_open_schedule(lua_State *L);   /* l_schedule.c: core.schedule (dp.schedule, dp.costs) */
+void dp__lua_open_file(lua_State *L);       /* l_file.c: dp.write_file */
+void dp__lua_open_graph(lua_State *L);      /* l_graph.c: core._graph, the C half of dp.graph */
 
 /* The C half of `require "devplan"` (l_init.c). */
 int luaopen_devplan_core(lua_State *L);

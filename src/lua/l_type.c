@@ -175,11 +175,27 @@ static int type_tostring(lua_State *L) {
   return dp__lua_push_cstr(L, dp_type_str(dp__lua_check(L, 1, DP_OBJ_TYPE)));
 }
 
+/* dp.type.bytes(t) -> n, or nil and "unknown" / "too large" (dp_type_bytes). */
+static int l_bytes(lua_State *L) {
+  dp_type *t = dp__lua_check(L, 1, DP_OBJ_TYPE);
+  int64_t n;
+  int r = dp_type_bytes(t, &n);
+  if (r < 0) return dp__lua_oom(L);
+  if (r == DP_BYTES_KNOWN) {
+    lua_pushinteger(L, n);
+    return 1;
+  }
+  lua_pushnil(L);
+  lua_pushstring(L, r == DP_BYTES_UNKNOWN ? "unknown" : "too large");
+  return 2;
+}
+
 void dp__lua_open_type(lua_State *L) {
   dp__lua_newclass(L, DP_OBJ_TYPE, "devplan.Type", type_index, type_tostring);
   static const luaL_Reg fns[] = {
     {"tensor", l_tensor}, {"scalar", l_scalar}, {"tuple", l_tuple}, {"func", l_func},
-    {"ref", l_ref}, {"var", l_var}, {"adt", l_adt}, {"storage", l_storage}, {"hole", l_hole}, {NULL, NULL}};
+    {"ref", l_ref}, {"var", l_var}, {"adt", l_adt}, {"storage", l_storage}, {"hole", l_hole}, {"bytes", l_bytes},
+    {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_setfield(L, -2, "type");
 }

@@ -73,22 +73,31 @@ typedef struct pctx {
   dp_err *err;
 } pctx;
 
-/* Bytes of a value of type t (0 when unknown: no dimension may be ?). */
+/* Bytes of a value of type t (0 when unknown: no dimension may be ?;
+   TOO_LARGE when they reach DP_PLACE_INF, which means "cannot"). */
+#define TOO_LARGE (-1)
 static int64_t type_bytes(const dp_type *t) {
   if (!t) return 0;
   if (t->h.kind == DP_TY_TENSOR) {
     const dp_tensor_type *tt = (const dp_tensor_type *)t;
     int64_t n = (int64_t)dp_dtype_bytes(tt->dtype);
+    int large = 0;
     for (uint32_t i = 0; i < tt->ndim; i++) {
-      if (tt->dims[i] < 0 || (tt->dims[i] > 0 && n > INT64_MAX / 4 / tt->dims[i])) return 0;
-      n *= tt->dims[i];
+      if (tt->dims[i] < 0) return 0;
+      if (tt->dims[i] == 0) return 0;
+      if (n >= DP_PLACE_INF / tt->dims[i]) large = 1;
+      else n *= tt->dims[i];
     }
-    return n;
+    return large ? TOO_LARGE : n;
   }
   if (t->h.kind == DP_TY_TUPLE) { /* (types nest as deep as written: recursion is fine) */
     const dp_tuple_type *tt = (const dp_tuple_type *)t;
     int64_t n = 0;
-    for (uint32_t i = 0; i < tt->n; i++) n += type_bytes(tt->fields[i]);
+    for (uint32_t i = 0; i < tt->n; i++) {
+      int64_t f = type_bytes(tt->fields[i]);
+      if (f == TOO_LARGE || n >= DP_PLACE_INF - f) return TOO_LARGE;
+      n += f;
+    }
     return n;
   }
   return 0;
@@ -98,6 +107,22 @@ static int64_t value_bytes(const dp_expr *e) {
   const dp_type *t = e->type;
   if (!t && e->h.kind == DP_VAR) t = ((const dp_var *)e)->annot;
   return type_bytes(t);
+}
+
+/* The error for a value whose bytes no cost can hold (alone, or with the
+   values before it: all): placement would otherwise weigh it as nothing,
+   or as forbidden. */
+static int too_large(pctx *c, const dp_expr *value, int all) {
+  const dp_type *t = value->type;
+  if (!t && value->h.kind == DP_VAR) t = ((const dp_var *)value)->annot;
+  char *ts = t ? dp_type_str(t) : NULL;
+  c->err = dp_err_at(c->d->ctx, DP_ERR_VALUE, value->span,
+                     all ? "placement by cost: the module's values have more bytes together than a cost can "
+                           "count (2^61), reached at a value of type %s"
+                         : "placement by cost: a value of type %s has more bytes than a cost can count (2^61)",
+                     ts ? ts : "?");
+  free(ts);
+  return -1;
 }
 
 static int oom(pctx *c) {
@@ -213,6 +238,7 @@ static int nets(pctx *c) {
     key[i] = (fkey){(uint64_t)d->flows[i].value << 32 | dp__dom_find(d, d->flows[i].src), i};
   qsort(key, n, sizeof *key, cmp_flow);
   int rc = 0;
+  int64_t total = 0; /* the bytes of every net, once per reader */
   for (uint32_t i = 0; i < n && rc == 0;) {
     uint32_t j = i, k = 0;
     const dp_flowrec *f0 = &d->flows[key[i].i];
@@ -227,7 +253,17 @@ static int nets(pctx *c) {
     if (rc == 0) {
       for (uint32_t q = 0; q < k; q++) c->vtouched[readers[q]] = 1;
       c->vtouched[src] = 1;
-      if (dp_place_net(&c->pl->p, src, readers, k, value_bytes(value)) < 0) rc = oom(c);
+      int64_t w = value_bytes(value);
+      uint32_t before = c->pl->p.nnets;
+      if (w == TOO_LARGE) rc = too_large(c, value, 0);
+      else if (dp_place_net(&c->pl->p, src, readers, k, w) < 0) rc = oom(c);
+      else if (c->pl->p.nnets > before) {
+        /* every copy together stays below DP_PLACE_INF: a net copies at
+           most once per reader */
+        int64_t n = c->pl->p.nets[before].n;
+        if (w > (DP_PLACE_INF - 1 - total) / n) rc = too_large(c, value, 1);
+        else total += w * n;
+      }
     }
     i = j;
   }
