@@ -35,6 +35,10 @@ local EXAMPLES = {
                   finds = {"1 device_copy, 4,000 bytes:", "drawn: resnet18.svg"}},
   accelerator = {finds = {"resnet18.relay: 19 functions besides @main", "ext_dev: 9 functions",
                           "@main_ext_dev_0: nn.conv2d, nn.batch_norm, nn.relu"}},
+  byoc = {finds = {"@main_ccompiler_0 runs on ext_dev (ccompiler): nn.dense, nn.bias_add, nn.relu",
+                   "@main_llvm_0 runs on cpu (llvm): tanh"}},
+  latency = {args = "models/squeezenet.relay latency.svg", files = {"latency.svg"},
+             finds = {"HEFT (devices side by side)", "(modelled: no device ran anything)", "drawn: latency.svg"}},
   rules = {command = "plan models/resnet18.relay --rules examples/rules.lua --report text",
            finds = {"1 device_copy"}},
 }

@@ -78,7 +78,7 @@ double dp_call_flops(const dp_expr *call);
 double dp_call_bytes(const dp_expr *call);
 /* Bytes of a value of type t; *unknown set to 1 when a dimension is
    unknown (counted as 1) or t is not a tensor or tuple of them. */
-double dp_type_bytes(const dp_type *t, int *unknown);
+double dp_sched_type_bytes(const dp_type *t, int *unknown);
 /* The default model's seconds for call on a device of device_type. */
 double dp_cost_model_seconds(const dp_cost_model *m, const dp_expr *call, int device_type);
 

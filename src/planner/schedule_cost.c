@@ -15,6 +15,7 @@
  * with no overhead and no tensors.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "planner.h"
 #include "devplan/schedule.h"
@@ -30,51 +31,65 @@ const dp_cost_rate *dp_cost_rate_of(const dp_cost_model *m, int device_type) {
   return any;
 }
 
-/* Elements of a tensor type (unknown dimensions count 1); tuples sum. */
-static double elems(const dp_type *t, int *unknown) {
+/* Visits the tensors of t (tuples flattened, no recursion: types nest as
+   deep as written) with f; *unknown set when a part is neither a tensor
+   nor a tuple, or a dimension is unknown (counted as 1). */
+static double sum_tensors(const dp_type *t, int *unknown,
+                          double (*f)(const dp_tensor_type *, int *)) {
+  const dp_type *small[16], **stack = small;
+  uint32_t n = 0, cap = 16;
+  double sum = 0;
   if (!t) {
     *unknown = 1;
     return 0;
   }
-  if (t->h.kind == DP_TY_TENSOR) {
-    const dp_tensor_type *tt = (const dp_tensor_type *)t;
-    double n = 1;
-    for (uint32_t i = 0; i < tt->ndim; i++) {
-      if (tt->dims[i] < 0) *unknown = 1;
-      else n *= (double)tt->dims[i];
+  stack[n++] = t;
+  while (n > 0) {
+    const dp_type *x = stack[--n];
+    if (x->h.kind == DP_TY_TENSOR) {
+      sum += f((const dp_tensor_type *)x, unknown);
+    } else if (x->h.kind == DP_TY_TUPLE) {
+      const dp_tuple_type *tt = (const dp_tuple_type *)x;
+      if (n + tt->n > cap) {
+        uint32_t c = stack == small ? 0 : cap;
+        const dp_type **bigger = stack == small ? NULL : stack;
+        if (dp_grow((void **)&bigger, &c, n + tt->n, sizeof *bigger) < 0) {
+          *unknown = 1; /* (out of memory: what was counted stands) */
+          break;
+        }
+        if (stack == small) memcpy(bigger, small, n * sizeof *small);
+        stack = bigger;
+        cap = c;
+      }
+      for (uint32_t i = tt->n; i-- > 0;) stack[n++] = tt->fields[i];
+    } else {
+      *unknown = 1;
     }
-    return n;
   }
-  if (t->h.kind == DP_TY_TUPLE) { /* (types nest as deep as written: recursion is fine) */
-    const dp_tuple_type *tt = (const dp_tuple_type *)t;
-    double n = 0;
-    for (uint32_t i = 0; i < tt->n; i++) n += elems(tt->fields[i], unknown);
-    return n;
-  }
-  *unknown = 1;
-  return 0;
+  if (stack != small) free(stack);
+  return sum;
 }
 
-double dp_type_bytes(const dp_type *t, int *unknown) {
-  if (!t) {
-    *unknown = 1;
-    return 0;
+static double tensor_elems(const dp_tensor_type *tt, int *unknown) {
+  double n = 1;
+  for (uint32_t i = 0; i < tt->ndim; i++) {
+    if (tt->dims[i] < 0) *unknown = 1;
+    else n *= (double)tt->dims[i];
   }
-  if (t->h.kind == DP_TY_TENSOR) {
-    const dp_tensor_type *tt = (const dp_tensor_type *)t;
-    int u = 0;
-    double n = elems(t, &u) * (double)dp_dtype_bytes(tt->dtype);
-    if (u) *unknown = 1;
-    return n;
-  }
-  if (t->h.kind == DP_TY_TUPLE) {
-    const dp_tuple_type *tt = (const dp_tuple_type *)t;
-    double n = 0;
-    for (uint32_t i = 0; i < tt->n; i++) n += dp_type_bytes(tt->fields[i], unknown);
-    return n;
-  }
-  *unknown = 1;
-  return 0;
+  return n;
+}
+
+static double tensor_bytes(const dp_tensor_type *tt, int *unknown) {
+  return tensor_elems(tt, unknown) * (double)dp_dtype_bytes(tt->dtype);
+}
+
+/* Elements of a tensor type (unknown dimensions count 1); tuples sum. */
+static double elems(const dp_type *t, int *unknown) {
+  return sum_tensors(t, unknown, tensor_elems);
+}
+
+double dp_sched_type_bytes(const dp_type *t, int *unknown) {
+  return sum_tensors(t, unknown, tensor_bytes);
 }
 
 static const dp_tensor_type *tensor(const dp_expr *e) {
@@ -169,10 +184,10 @@ double dp_call_bytes(const dp_expr *call) {
   if (!call || call->h.kind != DP_CALL) return 0;
   const dp_call *c = (const dp_call *)call;
   int u = 0;
-  double n = dp_type_bytes(call->type, &u);
+  double n = dp_sched_type_bytes(call->type, &u);
   for (uint32_t i = 0; i < c->nargs; i++) {
     const dp_type *t = c->args[i]->type;
-    if (t && (t->h.kind == DP_TY_TENSOR || t->h.kind == DP_TY_TUPLE)) n += dp_type_bytes(t, &u);
+    if (t && (t->h.kind == DP_TY_TENSOR || t->h.kind == DP_TY_TUPLE)) n += dp_sched_type_bytes(t, &u);
   }
   return n;
 }

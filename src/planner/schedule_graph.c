@@ -418,7 +418,7 @@ static void before_child(gwalk *w, frame *t, uint32_t i) {
 static void record_bytes(gwalk *w, uint32_t v, const dp_expr *e) {
   int unknown = 0;
   const dp_type *t = e->type;
-  w->g->bytes[v] = dp_type_bytes(t, &unknown);
+  w->g->bytes[v] = dp_sched_type_bytes(t, &unknown);
   w->g->approx[v] = (uint8_t)unknown;
 }
 
