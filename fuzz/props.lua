@@ -17,7 +17,9 @@
 --                    default planning succeeds with the same module
 --   idempotence      planning a planned module again changes nothing (both modes)
 --   roundtrip-output the planned module re-parses to itself and prints the same
---   determinism      parsing and planning the text again gives the same text
+--   determinism      parsing and planning the text again gives the same text (the
+--                    planned module's or the error's), whether or not Lua holds
+--                    every node of the module, or some of them
 --   order            the same program with its definitions in another order plans
 --                    every function the same (or fails the same way)
 --   conflict         a conflict error names two distinct positions
@@ -28,7 +30,7 @@
 --   min-bytes        placement by cost (PlanDevices {placement = "min_bytes"}) gives a
 --                    plan or a conflict; the plan verifies against the input, TVM's
 --                    rules and min_bytes both plan it to itself, and the same text
---                    plans the same again
+--                    plans the same again (also with Lua holding every node)
 local dp = require "devplan"
 
 local M = {}
@@ -202,11 +204,34 @@ function Checker:min_bytes(mod, text)
       fail("min-bytes", p[2] .. " change the min_bytes plan: " .. tostring(diff))
     end
   end
-  local _, mod2 = self:parse("parse again", text, self.meta)
-  local k3, planned2 = attempt("plan min_bytes again", self.plan_min_bytes, mod2)
-  if k3 ~= "ok" or self:print("print", planned) ~= self:print("print", planned2) then
-    fail("min-bytes", "planning the same text twice with min_bytes differs")
+  local first = self:outcome_text(kind, planned)
+  for _, hold in ipairs{"none", "all"} do
+    if self:plan_held(self.plan_min_bytes, text, hold) ~= first then
+      fail("min-bytes", ("planning the same text again with min_bytes (Lua holding %s of its nodes) differs"):format(hold))
+    end
   end
+end
+
+-- What planning gave, as text: the planned module's, or the error's.
+function Checker:outcome_text(kind, res)
+  if kind == "ok" then return "planned:\n" .. self:print("print", res) end
+  return "error: " .. tostring(res)
+end
+
+-- The outcome text of pass on text parsed afresh while Lua holds its nodes:
+-- "none", "all", or "some" (every other node in visiting order, the shared
+-- ones among them).
+function Checker:plan_held(pass, text, hold)
+  local _, mod = self:parse("parse again", text, self.meta)
+  local held, i = {}, 0
+  if hold ~= "none" then
+    dp.visit(mod, function(e)
+      i = i + 1
+      if hold == "all" or i % 2 == 0 then held[#held + 1] = e end
+    end)
+  end
+  local kind, res = attempt("plan again", pass, mod)
+  return self:outcome_text(kind, res), #held
 end
 
 local function by_function(mod)
@@ -237,12 +262,16 @@ function Checker:run(text, opts)
     end
   end
   self:min_bytes(mod, text)
-  -- the same text again, parsed and planned afresh
-  local _, mod2 = self:parse("parse again", text, self.meta)
-  local dkind2, planned2 = attempt("plan again", self.plan, mod2)
-  if dkind2 ~= dkind or (dkind == "ok" and self:print("print", planned) ~= self:print("print", planned2))
-      or (dkind == "error" and tostring(planned) ~= tostring(planned2)) then
-    fail("determinism", "planning the same text twice differs:\n" .. describe(planned) .. "\n---\n" .. describe(planned2))
+  -- the same text again, parsed and planned afresh: with no node held, then
+  -- with Lua holding every node, then some (nothing a caller can change by
+  -- holding a node, a reference count, may change a plan or an error)
+  local first = self:outcome_text(dkind, planned)
+  for _, hold in ipairs{"none", "all", "some"} do
+    local again = self:plan_held(self.plan, text, hold)
+    if again ~= first then
+      fail("determinism", ("planning the same text again (Lua holding %s of its nodes) differs:\n"):format(hold)
+        .. first .. "\n---\n" .. again)
+    end
   end
   for i, other in ipairs(opts.orders or {}) do
     local okind, omod = self:parse("parse order " .. i, other, self.meta)
