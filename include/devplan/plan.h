@@ -112,6 +112,10 @@ typedef struct dp_place_hooks {
 
 typedef struct dp_plan_opts {
   int strict;          /* skip phase 0b: a value demanded on two devices is a conflict */
+  int tvm_conflicts;   /* phase 0b as TVM: copies only for values nobody annotated; a plain
+                          on_device whose result is demanded on two devices stays a conflict
+                          (default: computed there, read anywhere: readers elsewhere get a
+                          copy, one per destination device) */
   int all_conflicts;   /* analysis goes on after a conflict: every one is reported */
   int placement;       /* DP_PLACE_TVM: TVM's defaulting; DP_PLACE_MIN_BYTES: every value
                           nobody constrained where it minimises the bytes copied (one

@@ -182,10 +182,12 @@ static dp_expr *reconcile(cctx *c, dp_vdev *lexical, dp_vdev *expected, uint32_t
     return cv ? child(c, lexical, expected, cv, orig, rebuilt, err) : NULL;
   }
   /* the outermost on_device's own device is the reader's (TVM looks
-     through it; always under TVM's rules), except where placement by cost
-     put a copy between them:
-     then the value goes through that device too, as the annotation says */
-  dp_vdev *ov = c->ix->relax ? kid_vd(c, id, i, err) : expected;
+     through it; always under TVM's rules, and for a plain one, whose value
+     is read anywhere, placing by cost too), except where placement by cost
+     put a copy between them: then the value goes through that device too,
+     as the annotation says */
+  int plain = k != DP__NONE_ID && dp__plain_on_device(c->ix, k);
+  dp_vdev *ov = c->ix->relax && !plain ? kid_vd(c, id, i, err) : expected;
   dp_expr *t = ov ? through(c, id, i, rebuilt, ov != expected, &cv, err) : NULL;
   if (!t) return NULL;
   dp_expr *r = child(c, lexical, expected, cv, orig, t, err);

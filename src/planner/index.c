@@ -42,6 +42,7 @@ typedef struct walk {
   dp__index *ix;
   frame *st; uint32_t nst, capst;
   uint32_t from;            /* the first id of the function being numbered */
+  uint32_t parent, slot;    /* the node being reached is child slot of parent (DP__NONE_ID: a root) */
   int oom;
 } walk;
 
@@ -178,7 +179,7 @@ static int demand_again(walk *w, uint32_t id, uint32_t *aux, uint32_t d, uint32_
   }
   if (call == DP__NONE_ID || ix->what[id] == W_ON_DEVICE) return 0;
   if (dp_grow((void **)&ix->marks, &ix->capmarks, ix->nmarks + 1, sizeof *ix->marks) < 0) return -1;
-  ix->marks[ix->nmarks++] = (dp__mark){call, pos};
+  ix->marks[ix->nmarks++] = (dp__mark){call, 1 + pos, DP__NONE_ID};
   return 0;
 }
 
@@ -213,6 +214,29 @@ static int first_demand(walk *w, uint32_t id, dp_expr *e, uint32_t d, uint32_t c
   if (dst == 0 || dst == DP__NONE_ID) return 0;
   *aux = dst + 1;
   return d != DP__NONE_ID ? demand_again(w, id, aux, d, call, pos) : 0;
+}
+
+/* A plain on_device by its annotation alone: F_FIXED is given after the
+   node is reached (dp__read_anywhere skips those). */
+static int plain_ondev(const dp__index *ix, uint32_t id) {
+  uint32_t a = ix->ann[id], d = dp__ann_dev(a);
+  return ix->what[id] == W_ON_DEVICE && (a & ON_CBODY) && !(a & ON_CRESULT) && d != 0 &&
+         d != ON_DEV;
+}
+
+/* Demand d reached node id, child w->slot of w->parent: recorded when id
+   is a plain on_device another reference may reach (its readers, for
+   dp__read_anywhere). Reached once, nothing can conflict there. */
+static void read_of(walk *w, uint32_t id, uint32_t d) {
+  dp__index *ix = w->ix;
+  if (d == DP__NONE_ID || w->parent == DP__NONE_ID || !plain_ondev(ix, id) ||
+      !first_order(ix->x[id]))
+    return;
+  if (dp_grow((void **)&ix->reads, &ix->capreads, ix->nreads + 1, sizeof *ix->reads) < 0) {
+    w->oom = 1;
+    return;
+  }
+  ix->reads[ix->nreads++] = (dp__read){id, d, w->parent, w->slot};
 }
 
 /* The function a call's callee is, when known. */
@@ -324,8 +348,10 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
   dp__ptrslot *s = dp__ptrmap_find(&ix->map, e);
   if (s && s->val >= w->from) { /* reached again in this function */
     if (!quiet && d != DP__NONE_ID) {
+      uint32_t id = s->val;
       if (s->aux == 0) s->aux = (first_order(e) ? d : 0) + 1; /* its first use */
-      else if (demand_again(w, s->val, &s->aux, d, call, pos) < 0) w->oom = 1;
+      else if (demand_again(w, id, &s->aux, d, call, pos) < 0) w->oom = 1;
+      read_of(w, id, d);
     }
     return s->val;
   }
@@ -338,6 +364,7 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
   uint32_t old = s ? s->val : DP__NONE_ID, aux = s ? s->aux : 0;
   uint32_t id = number(w, e, 1, d == DP__NONE_ID ? 0 : d, quiet || again);
   if (id == DP__NONE_ID) return id;
+  if (!quiet) read_of(w, id, d);
   if (old != DP__NONE_ID) {
     ix->flag[id] |= F_DUP;
     if (push_u32(&ix->dups, &ix->ndups, &ix->capdups, id) < 0 ||
@@ -380,12 +407,14 @@ static int number_fn(walk *w, dp_func *root) {
   dp__index *ix = w->ix;
   w->from = ix->n;
   w->nst = 0;
+  w->parent = w->slot = DP__NONE_ID;
   reach(w, &root->e, 1, 0, DP__NONE_ID, DP__NONE_ID, 0);
   while (w->nst && !w->oom) {
     frame *t = &w->st[w->nst - 1];
     if (t->i < t->n) {
       uint32_t id = t->id, i = t->i++, call, pos;
       uint32_t d = t->quiet ? DP__NONE_ID : demand_of(w, t, i, &call, &pos);
+      w->parent = id, w->slot = i;
       uint32_t k = reach(w, dp__child(ix->x[id], i), 0, d, call, pos, t->quiet);
       /* (reach may have moved w->st: t is not used after it) */
       ix->kid[ix->koff[id] + i] = k;
@@ -420,7 +449,7 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   ix->fnid = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnid);
   ix->fnpost = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnpost);
   if (!ix->fnid || !ix->fnpost || room(ix) < 0) goto fail;
-  walk w = {ix, NULL, 0, 0, 0, 0};
+  walk w = {ix, NULL, 0, 0, 0, DP__NONE_ID, DP__NONE_ID, 0};
   for (uint32_t f = 0; f < m->nfuncs; f++) {
     ix->fnid[f] = ix->n;
     ix->fnpost[f] = ix->npost;
@@ -457,6 +486,7 @@ void dp__index_free(dp__index *ix) {
   free(ix->gref);
   free(ix->dups);
   free(ix->marks);
+  free(ix->reads);
   dp__ptrmap_free(&ix->map);
   dp__devices_free(&ix->dev);
   dp__plan_ops_free(&ix->ops);

@@ -209,8 +209,12 @@ static int nets(pctx *c) {
     free(readers);
     return oom(c);
   }
-  for (uint32_t i = 0; i < n; i++)
-    key[i] = (fkey){(uint64_t)d->flows[i].value << 32 | dp__dom_find(d, d->flows[i].src), i};
+  /* (a value made in two classes of one device, through a copy to itself
+     or an annotation looked through, is made there once) */
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t r = dp__dom_find(d, d->flows[i].src), dev = d->nodes[r].vdev;
+    key[i] = (fkey){(uint64_t)d->flows[i].value << 32 | (dev ? 0x80000000u | dev : r), i};
+  }
   qsort(key, n, sizeof *key, cmp_flow);
   int rc = 0;
   for (uint32_t i = 0; i < n && rc == 0;) {
