@@ -19,7 +19,7 @@
 -- or a pair, maybe under on_device or with the function's virtual_device.
 -- Tensors are (r, 7) or (r, 1) float32 (28 r or 4 r bytes). Devices:
 -- meta[VirtualDevice][0] (cpu) and [1] (cuda), the default device type
--- either.
+-- either; with opts.devices = 3 also [4] (opencl, fuzz/props.lua's META).
 --
 -- The problem (planner.md): every value (parameter, call, copy) is made on
 -- one device; the places planner.md's capture can put a copy are the
@@ -46,7 +46,9 @@ local function rng_of(seed)
   return r
 end
 
-local DEV = {"meta[VirtualDevice][0]", "meta[VirtualDevice][1]"}
+-- meta[VirtualDevice][i] of the conformance palette (devplan.testing.META)
+-- and of fuzz/props.lua's (M.META: [4] is opencl)
+local DEV = {"meta[VirtualDevice][0]", "meta[VirtualDevice][1]", "meta[VirtualDevice][4]"}
 
 local function ty(shape) return ("Tensor[(%d, %d), float32]"):format(shape[1], shape[2]) end
 local function bytes(shape) return shape[1] * shape[2] * 4 end
@@ -93,6 +95,7 @@ end
 function M.program(seed, opts)
   opts = opts or {}
   local r = rng_of(seed * 2654435761 % 2147483648 + 1)
+  local ndev = opts.devices or 2
   local P = new_problem()
   local vals, lines, params, copies = {}, {}, {}, {}
   local default = r.int(1, 2)
@@ -100,7 +103,7 @@ function M.program(seed, opts)
   -- annot = "plain" | "fixed" | nil, used}
   for i = 1, r.int(1, 3) do
     local shape = {r.int(1, 5), r.chance(0.8) and 7 or 1}
-    local dev = r.chance(0.3) and r.int(1, 2) or nil
+    local dev = r.chance(0.3) and r.int(1, ndev) or nil
     local c = P:class(dev)
     local v = {name = "%p" .. i, shape = shape, bytes = bytes(shape), class = c, param = true}
     params[#params + 1] = v.name .. (dev and (" {virtual_device=" .. DEV[dev] .. "}") or "") .. ": " .. ty(shape)
@@ -112,7 +115,7 @@ function M.program(seed, opts)
   local function arg_at(v, c)
     v.used = true
     if not v.annot and not v.copy and r.chance(0.12) then
-      local d = r.int(1, 2)
+      local d = r.int(1, ndev)
       P:fix(v.class, d)          -- the body is on d
       P:read(v, v.class, c)      -- its result read here
       return "on_device(" .. v.name .. ", virtual_device=" .. DEV[d] .. ")"
@@ -130,7 +133,7 @@ function M.program(seed, opts)
     elseif v.annot == "fixed" then
       P:same(v.class, c)
     elseif inline_ok and not v.copy and r.chance(0.15) then
-      local d = r.int(1, 2)
+      local d = r.int(1, ndev)
       P:fix(v.class, d)
       P:read(v, v.class, c)
       return "on_device(" .. v.name .. ", virtual_device=" .. DEV[d] .. ")"
@@ -145,12 +148,12 @@ function M.program(seed, opts)
     for k, x in pairs(extra or {}) do v[k] = x end
     local roll = r.int(1, 100)
     if not v.copy and roll <= 25 then
-      local d = r.int(1, 2)
+      local d = r.int(1, ndev)
       P:fix(class, d)
       v.annot = "plain"
       expr = "on_device(" .. expr .. ", virtual_device=" .. DEV[d] .. ")"
     elseif not v.copy and roll <= 33 then
-      local d = r.int(1, 2)
+      local d = r.int(1, ndev)
       P:fix(class, d)
       v.annot = "fixed"
       expr = "on_device(" .. expr .. ", virtual_device=" .. DEV[d] .. ", constrain_result=True)"
@@ -173,7 +176,7 @@ function M.program(seed, opts)
     elseif kind <= 25 then
       bind(r.pick{"nn.relu", "tanh", "negative"} .. "(" .. arg_at(x, c) .. ")", x.shape, c)
     elseif kind <= 35 then -- the user's copy: its argument on src, itself on dst
-      local s, t = r.int(1, 2), r.int(1, 2)
+      local s, t = r.int(1, ndev), r.int(1, ndev)
       local src = P:class(s)
       P:fix(c, t)
       local a = exact_at(x, src, false)
@@ -227,11 +230,11 @@ function M.program(seed, opts)
   local fres = P:class()
   local fdev, wrap = "", nil
   if r.chance(0.2) then
-    local d = r.int(1, 2)
+    local d = r.int(1, ndev)
     P:fix(fres, d)
     fdev = ", virtual_device=" .. DEV[d]
   elseif r.chance(0.15) then
-    wrap = r.int(1, 2)
+    wrap = r.int(1, ndev)
     P:fix(fres, wrap)
   end
   local body
@@ -248,13 +251,14 @@ function M.program(seed, opts)
   if wrap then body = "on_device(" .. body .. ", virtual_device=" .. DEV[wrap] .. ")" end
   local text = "#[version = \"0.0.5\"]\ndef @main(" .. table.concat(params, ", ") .. fdev .. ") {\n"
     .. table.concat(lines) .. "  " .. body .. "\n}\n"
-  return {text = text, default = default, problem = P, seed = seed}
+  return {text = text, default = default, problem = P, seed = seed, devices = ndev}
 end
 
 -- ------------------------------------------------------------ brute force
 
--- The least bytes over every placement of the free classes (each on device
--- 1 or 2), or nil when the fixed devices contradict each other.
+-- The least bytes over every placement of the free classes (each on one of
+-- the program's devices), or nil when the fixed devices contradict each
+-- other; and the number of free classes.
 function M.brute(prog)
   local P = prog.problem
   if P.bad then return nil end
@@ -271,9 +275,10 @@ function M.brute(prog)
     reads[i] = {value = rd.value, bytes = rd.bytes, from = P:find(rd.from), at = P:find(rd.at)}
   end
   -- a copy per value, device it is copied from and device it is copied to
-  local best = math.huge
-  for mask = 0, (1 << #free) - 1 do
-    for k, root in ipairs(free) do dev[root] = ((mask >> (k - 1)) & 1) + 1 end
+  local best, nd = math.huge, prog.devices or 2
+  for mask = 0, nd ^ #free - 1 do
+    local m = math.tointeger(mask)
+    for _, root in ipairs(free) do dev[root] = m % nd + 1; m = m // nd end
     local cost, seen = 0, {}
     for _, rd in ipairs(reads) do
       local a, b = dev[rd.from], dev[rd.at]

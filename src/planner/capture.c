@@ -30,11 +30,17 @@
 #include <string.h>
 #include "planner.h"
 
+/* The copy capture made of a shared copy phase 0b made for the readers of
+   a value on one device ("read anywhere"): node id's, to device vd
+   (retained). */
+typedef struct rcopy { uint32_t id; dp_vdev *vd; dp_expr *made; } rcopy;
+
 typedef struct cctx {
   dp_domains *d;
   dp__index *ix;
   uint32_t *dev;  /* id -> device index (0: none was determined) */
   dp_expr **out;  /* id -> rewritten node (owned) */
+  rcopy *rc; uint32_t nrc, caprc;
 } cctx;
 
 static dp_err *no_device(cctx *c, const dp_expr *e) {
@@ -164,6 +170,34 @@ static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *chi
   return res;
 }
 
+/* Is node k phase 0b's copy shared by the readers of a value on one device
+   (an unconstrained on_device naming its destination, with other
+   references)? */
+static int read_anywhere_copy(const cctx *c, uint32_t k) {
+  if (k == DP__NONE_ID || c->ix->what[k] != W_ON_DEVICE || !(c->ix->flag[k] & F_SHARED)) return 0;
+  uint32_t ann = c->ix->ann[k];
+  return !(ann & (ON_CBODY | ON_CRESULT)) && dp__ann_dev(ann);
+}
+
+/* Child i of node id when it is such a copy (k): its chain with the copy,
+   made once for all its readers; *vd its device. */
+static dp_expr *read_anywhere(cctx *c, uint32_t id, uint32_t i, uint32_t k, dp_expr *rebuilt,
+                              dp_vdev **vd, dp_err **err) {
+  for (uint32_t j = 0; j < c->nrc; j++)
+    if (c->rc[j].id == k) {
+      *vd = c->rc[j].vd;
+      return dp_retain(c->rc[j].made);
+    }
+  dp_expr *r = through(c, id, i, rebuilt, 1, vd, err);
+  if (r && dp_grow((void **)&c->rc, &c->caprc, c->nrc + 1, sizeof *c->rc) < 0) {
+    dp_release(r);
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return NULL;
+  }
+  if (r) c->rc[c->nrc++] = (rcopy){k, *vd, dp_retain(r)};
+  return r;
+}
+
 static int is_on_device(cctx *c, const dp_expr *e) {
   return dp__on_device_body(&c->ix->ops, e) != NULL;
 }
@@ -188,7 +222,8 @@ static dp_expr *reconcile(cctx *c, dp_vdev *lexical, dp_vdev *expected, uint32_t
      as the annotation says */
   int plain = k != DP__NONE_ID && dp__plain_on_device(c->ix, k);
   dp_vdev *ov = c->ix->relax && !plain ? kid_vd(c, id, i, err) : expected;
-  dp_expr *t = ov ? through(c, id, i, rebuilt, ov != expected, &cv, err) : NULL;
+  dp_expr *t = read_anywhere_copy(c, k) ? read_anywhere(c, id, i, k, rebuilt, &cv, err)
+               : ov ? through(c, id, i, rebuilt, ov != expected, &cv, err) : NULL;
   if (!t) return NULL;
   dp_expr *r = child(c, lexical, expected, cv, orig, t, err);
   dp_release(t);
@@ -254,7 +289,10 @@ static dp_expr *out_kid(cctx *c, uint32_t id, uint32_t i) {
    or none at all); equal ends: a no-op copy, removed. */
 static dp_expr *capture_copy(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
   dp_vdev *sv, *tv = id_vd(c, id, err);
-  dp_expr *arg = tv ? through(c, id, 1, out_kid(c, id, 1), 1, &sv, err) : NULL;
+  uint32_t k = dp__kid(c->ix, id, 1);
+  dp_expr *arg = !tv ? NULL
+                 : read_anywhere_copy(c, k) ? read_anywhere(c, id, 1, k, out_kid(c, id, 1), &sv, err)
+                 : through(c, id, 1, out_kid(c, id, 1), 1, &sv, err);
   if (!arg || sv == tv) return arg;
   dp_expr *r = child(c, tv, tv, sv, orig->args[0], arg, err);
   dp_release(arg);
@@ -479,7 +517,7 @@ static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
 
 dp_module *dp_plan_capture(dp_domains *d, dp_err **err) {
   dp__index *ix = d->ix;
-  cctx c = {d, ix, NULL, NULL};
+  cctx c = {d, ix, NULL, NULL, NULL, 0, 0};
   dp_module *m = ix->mod, *out = dp_module_copy(m);
   if (!out) goto oom;
   c.out = dp_calloc(ix->n ? ix->n : 1, sizeof *c.out);
@@ -507,5 +545,7 @@ done:
     for (uint32_t i = 0; i < ix->n; i++) dp_release(c.out[i]);
   free(c.out);
   free(c.dev);
+  for (uint32_t i = 0; i < c.nrc; i++) dp_release(c.rc[i].made);
+  free(c.rc);
   return out;
 }

@@ -34,6 +34,7 @@ typedef struct kctx {
   uint32_t *next;         /* mark -> the parent's next mark + 1 */
   dp__ptrmap fix;         /* plain on_device calls read anywhere: made fixed */
   dp_expr **shared;       /* share -> its copy (owned), made at its first mark */
+  uint32_t *sharedev;     /* share -> its destination (device index) */
   uint32_t nshares;
 } kctx;
 
@@ -68,7 +69,9 @@ static int push_mark(dp__index *ix, uint32_t parent, uint32_t slot, uint32_t sha
    readers whose demands join D (in walk order) read it there, and each
    other reader gets a copy, one per destination device (marks of one
    share). Demands that all join: nothing (TVM's plan). */
-static int read_group(dp__index *ix, const rkey *r, uint32_t n, uint32_t *nshares) {
+typedef struct shares { uint32_t n, cap; uint32_t *dev; } shares; /* per share: its destination */
+
+static int read_group(dp__index *ix, const rkey *r, uint32_t n, shares *sh) {
   dp__devices *dv = &ix->dev;
   uint32_t node = ix->reads[r[0].i].node, all = 0;
   for (uint32_t k = 0; k < n && all != DP__NONE_ID; k++) {
@@ -77,7 +80,7 @@ static int read_group(dp__index *ix, const rkey *r, uint32_t n, uint32_t *nshare
     all = dp__dev_join(dv, all, x->d);
   }
   if (all != DP__NONE_ID || !dp__copyable(ix->x[node]->type)) return 0;
-  uint32_t acc = dp__ann_dev(ix->ann[node]), first = *nshares;
+  uint32_t acc = dp__ann_dev(ix->ann[node]), first = sh->n;
   uint32_t dest[64], ndest = 0;   /* the destinations met (share first + k) */
   for (uint32_t k = 0; k < n; k++) {
     const dp__read *x = &ix->reads[r[k].i];
@@ -91,7 +94,8 @@ static int read_group(dp__index *ix, const rkey *r, uint32_t n, uint32_t *nshare
     if (s == ndest) {
       if (ndest == 64) return 0; /* (more devices than a table holds: left to analysis) */
       dest[ndest++] = x->d;
-      (*nshares)++;
+      if (dp_grow((void **)&sh->dev, &sh->cap, sh->n + 1, sizeof *sh->dev) < 0) return -1;
+      sh->dev[sh->n++] = x->d;
     }
     if (push_mark(ix, x->parent, x->slot, first + s) < 0) return -1;
   }
@@ -132,9 +136,11 @@ static int relax_group(dp__index *ix, const rkey *r, uint32_t n) {
    cannot join (read_group), or placing by cost (relax) for its readers that
    share its result (relax_group, and no other mark). 0, or -1 (out of
    memory). */
-int dp__read_anywhere(dp__index *ix, int relax, uint32_t *nshares) {
+int dp__read_anywhere(dp__index *ix, int relax, uint32_t *nshares, uint32_t **dest) {
+  shares sh = {0, 0, NULL};
   if (relax) ix->nmarks = 0;
   *nshares = 0;
+  *dest = NULL;
   if (ix->nreads < 2) return 0;
   rkey *r = dp_malloc(ix->nreads * sizeof *r);
   if (!r) return -1;
@@ -143,19 +149,28 @@ int dp__read_anywhere(dp__index *ix, int relax, uint32_t *nshares) {
   int rc = 0;
   for (uint32_t a = 0, b; a < ix->nreads && rc == 0; a = b) {
     for (b = a + 1; b < ix->nreads && r[b].node == r[a].node; b++) {}
-    if (b - a > 1) rc = relax ? relax_group(ix, r + a, b - a) : read_group(ix, r + a, b - a, nshares);
+    if (b - a > 1) rc = relax ? relax_group(ix, r + a, b - a) : read_group(ix, r + a, b - a, &sh);
   }
   free(r);
-  return rc;
+  if (rc < 0) {
+    free(sh.dev);
+    return -1;
+  }
+  *nshares = sh.n;
+  *dest = sh.dev;
+  return 0;
 }
 
 /* ---- the rewrite ---- */
 
-/* Child slot of rebuilt (kid) with the copy mark m allows (new reference). */
+/* Child slot of rebuilt (kid) with the copy mark m allows (new reference):
+   phase 0's unconstrained on_device, or for a share one node for all its
+   readers, which names its destination (capture makes one copy of it). */
 static dp_expr *copy_at(kctx *k, const dp__mark *m, dp_expr *kid, dp_err **err) {
   dp_expr **sh = m->share < k->nshares ? &k->shared[m->share] : NULL;
   if (sh && *sh && dp__on_device_body(&k->ix->ops, *sh) == kid) return dp_retain(*sh);
-  dp_expr *c = dp__on_device_at(&k->ix->ops, kid, NULL, 0, 0, kid->span, err);
+  dp_vdev *to = sh ? k->ix->dev.v[k->sharedev[m->share]] : NULL;
+  dp_expr *c = dp__on_device_at(&k->ix->ops, kid, to, 0, 0, kid->span, err);
   if (c && sh && !*sh) *sh = dp_retain(c);
   return c;
 }
@@ -233,9 +248,9 @@ oom:
 }
 
 dp__index *dp__conflicts(dp__index *ix, int mode, dp_err **err) {
-  kctx k = {ix, {0}, NULL, {0}, NULL, 0};
+  kctx k = {ix, {0}, NULL, {0}, NULL, NULL, 0};
   dp__index *next = NULL;
-  if (mode && dp__read_anywhere(ix, mode == DP__0B_RELAX, &k.nshares) < 0) goto oom;
+  if (mode && dp__read_anywhere(ix, mode == DP__0B_RELAX, &k.nshares, &k.sharedev) < 0) goto oom;
   if (!ix->nmarks) return ix;
   k.next = dp_malloc(ix->nmarks * sizeof *k.next);
   k.shared = k.nshares ? dp_calloc(k.nshares, sizeof *k.shared) : NULL;
@@ -250,6 +265,7 @@ done:
   free(k.next);
   for (uint32_t i = 0; i < k.nshares && k.shared; i++) dp_release(k.shared[i]);
   free(k.shared);
+  free(k.sharedev);
   dp__ptrmap_free(&k.callmarks);
   dp__ptrmap_free(&k.fix);
   dp__index_free(ix);

@@ -416,8 +416,9 @@ dp__index *dp__rewrite(dp__index *ix, dp_err **err);
 enum { DP__0B_TVM, DP__0B_ANYWHERE, DP__0B_RELAX };
 dp__index *dp__conflicts(dp__index *ix, int mode, dp_err **err);
 /* The marks of "read anywhere" (relax: placing by cost's): *nshares the
-   copies they share. 0, or -1 (out of memory). */
-int dp__read_anywhere(dp__index *ix, int relax, uint32_t *nshares);
+   copies they share, *dest (malloc'd) the destination of each. 0, or -1
+   (out of memory). */
+int dp__read_anywhere(dp__index *ix, int relax, uint32_t *nshares, uint32_t **dest);
 /* Phase 1: the domains of ix (consumed); dp__analyze_again runs it on
    fresh domains (explain.c's replay). */
 dp_domains *dp__analyze(dp__index *ix, dp_err **err);
