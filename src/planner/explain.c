@@ -300,7 +300,7 @@ static int note_steps(dp_domains *d, dp_err *e, const uint32_t *path, uint32_t l
     dp_expr *why;
     edge_of(d, path[i], path[i + 1], &rule, &why);
     char *r = reason(d, rule, why);
-    if (!r || dp_err_note(e, why ? why->span : DP_NOSPAN, "it flows through %s", r ? r : "?") < 0) rc = -1;
+    if (!r || dp_err_note(e, dp__span_of(why), "it flows through %s", r ? r : "?") < 0) rc = -1;
     free(r);
   }
   return rc;
@@ -309,7 +309,7 @@ static int note_steps(dp_domains *d, dp_err *e, const uint32_t *path, uint32_t l
 static char *constraint_text(dp_domains *d, uint32_t c, dp_span *span) {
   dp__dnode *n = &d->nodes[c];
   dp_expr *cwhy = n->crule ? dp__dom_cons(d, c)->why : NULL;
-  *span = cwhy ? cwhy->span : DP_NOSPAN;
+  *span = dp__span_of(cwhy);
   return reason(d, n->crule, cwhy);
 }
 
@@ -328,7 +328,7 @@ static dp_err *conflict_with_proofs(dp_domains *d, pindex *px, uint32_t a, uint3
   char *cb = lb ? constraint_text(d, pb[lb - 1], &sb) : dp_strdup("an earlier unification");
   char *da = dp__vdev_short(d->dev->v[va]), *db = dp__vdev_short(d->dev->v[vb]);
   char *at = reason(d, rule, why);
-  dp_err *e = dp_err_at(d->ctx, DP_ERR_CONFLICT, why ? why->span : DP_NOSPAN,
+  dp_err *e = dp_err_at(d->ctx, DP_ERR_CONFLICT, dp__span_of(why),
                         "conflicting virtual devices at %s: it must be on %s because of %s; "
                         "it must also be on %s because of %s",
                         at ? at : "?", da ? da : "?", ca ? ca : "?", db ? db : "?", cb ? cb : "?");
@@ -336,7 +336,7 @@ static dp_err *conflict_with_proofs(dp_domains *d, pindex *px, uint32_t a, uint3
     dp_err_note(e, sa, "%s puts it on %s", ca, da);
     note_steps(d, e, pa, la, 1);
   }
-  dp_err_note(e, why ? why->span : DP_NOSPAN, "the two meet at %s", at ? at : "?");
+  dp_err_note(e, dp__span_of(why), "the two meet at %s", at ? at : "?");
   if (lb) {
     note_steps(d, e, pb, lb, 0);
     dp_err_note(e, sb, "%s puts it on %s", cb, db);
@@ -370,7 +370,7 @@ dp_err *dp__conflict_error(dp_domains *d) {
   if (rc < 0 && e && e->code == DP_ERR_CONFLICT) return e;
   dp_err_free(e);
   char *at = dp__describe(d->ctx, why);
-  e = dp_err_at(d->ctx, DP_ERR_CONFLICT, why ? why->span : DP_NOSPAN,
+  e = dp_err_at(d->ctx, DP_ERR_CONFLICT, dp__span_of(why),
                 "conflicting virtual devices at %s", at ? at : "?");
   free(at);
   return e;
@@ -508,7 +508,7 @@ static int explain_constraint(dp_domains *d, dp_explain *x, const uint32_t *path
   dp__dnode *c = &d->nodes[path[len - 1]];
   if (!(x->rule = dp_strdup(rule_name(c->crule)))) return -1;
   dp_expr *cwhy = c->crule ? dp__dom_cons(d, path[len - 1])->why : NULL;
-  x->span = cwhy ? cwhy->span : DP_NOSPAN;
+  x->span = dp__span_of(cwhy);
   x->why = cwhy ? dp_retain(cwhy) : NULL;
   /* a placement by cost says what it weighed, both ways */
   char *ct = c->crule == R_PLACEMENT ? dp__place_reason(d, path[len - 1]) : NULL;

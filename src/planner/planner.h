@@ -473,8 +473,11 @@ int64_t dp__flow_solve(dp_flow *g, uint8_t *side);
 void dp__flow_budget(dp_flow *g, int64_t work);
 
 /* ================= diagnostics text (describe.c) ================= */
-/* "add at 3:5", malloc'd. */
+/* "add at 3:5", malloc'd; an on_device with no position (a pass inserted
+   it) by the call it wraps: "on_device of tanh at 4:8". */
 char *dp__describe(dp_ctx *ctx, const dp_expr *e);
+/* e's position; an on_device's without one: the call's it wraps. */
+dp_span dp__span_of(const dp_expr *e);
 /* Short device text for messages ("cuda", "cpu (memory scope \"a\")"), malloc'd. */
 char *dp__vdev_short(const dp_vdev *v);
 
