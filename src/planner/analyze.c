@@ -185,8 +185,10 @@ static int call_on_device(actx *a, uint32_t id, dp_call *c) {
   }
   int fixed = (ann & ON_CRESULT) || ((a->ix->flag[id] & F_FIXED) && (ann & ON_CBODY));
   int one = v && (ann & ON_CBODY) && fixed; /* body and result on v */
-  if (!one) { /* the body and the result may differ: a copy between */
-    if (a->ix->relax && flow(a, dp__kid(a->ix, id, 1), body, DOM(a, id), R_FREE_ON_DEVICE, &c->e) < 0)
+  if (!one) { /* the body and the result may differ: a copy between (placing by cost, where
+                 something reads the result itself: a plain one's call arguments read its body) */
+    if (a->ix->relax && (!dp__plain_on_device(a->ix, id) || (a->ix->flag[id] & F_EXACT)) &&
+        flow(a, dp__kid(a->ix, id, 1), body, DOM(a, id), R_FREE_ON_DEVICE, &c->e) < 0)
       return -1;
     if (!v) return 0;
   }

@@ -33,7 +33,7 @@
 /* The copy capture made of a shared copy phase 0b made for the readers of
    a value on one device ("read anywhere"): node id's, to device vd
    (retained). */
-typedef struct rcopy { uint32_t id; dp_vdev *vd; dp_expr *made; } rcopy;
+typedef struct rcopy { uint32_t id, next; dp_vdev *vd; dp_expr *made; } rcopy;
 
 typedef struct cctx {
   dp_domains *d;
@@ -41,6 +41,7 @@ typedef struct cctx {
   uint32_t *dev;  /* id -> device index (0: none was determined) */
   dp_expr **out;  /* id -> rewritten node (owned) */
   rcopy *rc; uint32_t nrc, caprc;
+  dp__ptrmap rcmap;  /* node -> its latest rcopy + 1 (a node numbered twice has two ids) */
 } cctx;
 
 static dp_err *no_device(cctx *c, const dp_expr *e) {
@@ -183,18 +184,24 @@ static int read_anywhere_copy(const cctx *c, uint32_t k) {
    made once for all its readers; *vd its device. */
 static dp_expr *read_anywhere(cctx *c, uint32_t id, uint32_t i, uint32_t k, dp_expr *rebuilt,
                               dp_vdev **vd, dp_err **err) {
-  for (uint32_t j = 0; j < c->nrc; j++)
-    if (c->rc[j].id == k) {
-      *vd = c->rc[j].vd;
-      return dp_retain(c->rc[j].made);
+  dp__ptrslot *s = dp__ptrmap_find(&c->rcmap, c->ix->x[k]);
+  for (uint32_t j = s ? s->val : 0; j; j = c->rc[j - 1].next)
+    if (c->rc[j - 1].id == k) {
+      *vd = c->rc[j - 1].vd;
+      return dp_retain(c->rc[j - 1].made);
     }
   dp_expr *r = through(c, id, i, rebuilt, 1, vd, err);
-  if (r && dp_grow((void **)&c->rc, &c->caprc, c->nrc + 1, sizeof *c->rc) < 0) {
+  if (r && (dp_grow((void **)&c->rc, &c->caprc, c->nrc + 1, sizeof *c->rc) < 0 ||
+            (!s && dp__ptrmap_set(&c->rcmap, c->ix->x[k], 0, 0) < 0))) {
     dp_release(r);
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return NULL;
   }
-  if (r) c->rc[c->nrc++] = (rcopy){k, *vd, dp_retain(r)};
+  if (r) {
+    s = dp__ptrmap_find(&c->rcmap, c->ix->x[k]);
+    c->rc[c->nrc] = (rcopy){k, s->val, *vd, dp_retain(r)};
+    s->val = ++c->nrc;
+  }
   return r;
 }
 
@@ -517,7 +524,7 @@ static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
 
 dp_module *dp_plan_capture(dp_domains *d, dp_err **err) {
   dp__index *ix = d->ix;
-  cctx c = {d, ix, NULL, NULL, NULL, 0, 0};
+  cctx c = {d, ix, NULL, NULL, NULL, 0, 0, DP__PTRMAP_INIT};
   dp_module *m = ix->mod, *out = dp_module_copy(m);
   if (!out) goto oom;
   c.out = dp_calloc(ix->n ? ix->n : 1, sizeof *c.out);
@@ -547,5 +554,6 @@ done:
   free(c.dev);
   for (uint32_t i = 0; i < c.nrc; i++) dp_release(c.rc[i].made);
   free(c.rc);
+  dp__ptrmap_free(&c.rcmap);
   return out;
 }

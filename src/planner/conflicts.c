@@ -111,19 +111,33 @@ static int flow_reader(const dp__index *ix, uint32_t parent, uint32_t slot) {
                       (w == W_OP_CALL && ix->ann[parent] == OP_ORDINARY));
 }
 
+/* The device a reader that is no call argument puts the annotation's
+   result on by itself (an on_device constraining its body to one, a
+   device_copy's source), or 0 (where it is, is the optimiser's to say). */
+static uint32_t reader_device(const dp__index *ix, uint32_t parent, uint32_t slot) {
+  uint32_t a = ix->ann[parent];
+  if (ix->what[parent] == W_ON_DEVICE && (a & ON_CBODY) && dp__ann_dev(a) != ON_DEV) return dp__ann_dev(a);
+  if (ix->what[parent] == W_COPY && slot == 1 && ix->copies[a].src != DP__NONE_ID) return ix->copies[a].src;
+  return 0;
+}
+
 /* Placing by cost: the readers of one plain on_device that are no call
    argument (a tuple field, a copy's source, a branch: they share the
-   annotation's result, one device for all) each get a place for a copy
-   when there are two or more, and the annotation is fixed: every reader
-   reads the value where it is made. */
+   annotation's result, one device for all) each get a place for a copy,
+   and the annotation is fixed (every reader reads the value where it is
+   made), when one device for all could cost: two or more of them, not all
+   on one device they name themselves. */
 static int relax_group(dp__index *ix, const rkey *r, uint32_t n) {
-  uint32_t node = ix->reads[r[0].i].node, hard = 0;
+  uint32_t node = ix->reads[r[0].i].node, open = 0, dev[2], ndev = 0;
   for (uint32_t k = 0; k < n; k++) {
     const dp__read *x = &ix->reads[r[k].i];
     if (ix->flag[x->node] & F_FIXED) return 0;
-    hard += !flow_reader(ix, x->parent, x->slot);
+    if (flow_reader(ix, x->parent, x->slot)) continue;
+    uint32_t v = reader_device(ix, x->parent, x->slot);
+    if (!v) open++;
+    else if (ndev < 2 && (ndev == 0 || dev[0] != v)) dev[ndev++] = v;
   }
-  if (hard < 2 || !dp__copyable(ix->x[node]->type)) return 0;
+  if (open + ndev < 2 || !dp__copyable(ix->x[node]->type)) return 0;
   for (uint32_t k = 0; k < n; k++) {
     const dp__read *x = &ix->reads[r[k].i];
     if (!flow_reader(ix, x->parent, x->slot) && push_mark(ix, x->parent, x->slot, DP__NONE_ID - 1) < 0)

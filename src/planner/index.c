@@ -385,9 +385,11 @@ static void child_flags(dp__index *ix, uint32_t id, uint32_t i, uint32_t k) {
   dp__ondev p;
   if (k == DP__NONE_ID) return;
   if (ix->what[id] == W_LOWERED && i == 2) ix->flag[k] |= F_LOWERED_ARGS;
-  if (i > 0 && (ix->what[id] == W_FN_CALL || ix->what[id] == W_CTOR_CALL ||
-                (ix->what[id] == W_OP_CALL && ix->ann[id] == OP_ORDINARY)))
-    ix->flag[k] |= F_ARG;
+  /* (only an annotation's own readers are asked about) */
+  if (ix->what[k] == W_ON_DEVICE &&
+      !(i > 0 && (ix->what[id] == W_FN_CALL || ix->what[id] == W_CTOR_CALL ||
+                  (ix->what[id] == W_OP_CALL && ix->ann[id] == OP_ORDINARY))))
+    ix->flag[k] |= F_EXACT;
   int fixpos = e->h.kind == DP_LET && i == 1;
   if (e->h.kind == DP_FUNC) {
     if (i < ((dp_func *)e)->nparams) ix->flag[k] |= F_PARAM;

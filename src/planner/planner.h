@@ -158,7 +158,9 @@ enum { /* dp__index.flag */
   F_LOWERED_ARGS = 4,  /* call_lowered's argument tuple */
   F_FIXED = 8,         /* an on_device phase 0 fixes (a let value, a function body) */
   F_DUP = 16,          /* numbered in an earlier function too: the same domain (dups) */
-  F_ARG = 32,          /* an argument of a call of an operator, constructor or function */
+  F_EXACT = 32,        /* an on_device read where no copy can go: a child of anything but
+                          an argument of a call of an ordinary operator, constructor or
+                          function */
 };
 enum { ON_CBODY = 1u << 30, ON_CRESULT = 1u << 31, ON_DEV = ON_CBODY - 1 };
 
