@@ -30,7 +30,12 @@
  * its reader across a place capture can put a copy on (an argument of a
  * call of an ordinary operator, a constructor or a function; the body and
  * the result of an on_device that does not fix both), analysis records a
- * flow instead (d->flows) and place.c decides both ends.
+ * flow instead (d->flows) and place.c decides both ends. A call's argument
+ * that is a plain on_device reads the value where the annotation puts it
+ * (read anywhere: the flow starts at its body); the user's device_copy is a
+ * reader of its value on its destination; flows name a value by its node
+ * under its on_device calls and copies to the same device, the first of
+ * the user's copies of one value between two devices standing for them.
  */
 #include <stdlib.h>
 #include "planner.h"

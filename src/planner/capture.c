@@ -9,7 +9,8 @@
  *   their neighbours), and is removed when they are equal;
  * - where a child's device differs from what its context expects, a
  *   device_copy(on_device(child, src, fixed), src, dst) is inserted (one
- *   per use, as TVM does); so also between nested on_device calls on
+ *   per use, as TVM does; one for all the readers of phase 0b's shared
+ *   "read anywhere" copy); so also between nested on_device calls on
  *   different devices, which TVM lost;
  * - let values, and call arguments whose device differs from the call's,
  *   are wrapped in a fixed on_device (never variables, globals, functions,

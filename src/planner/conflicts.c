@@ -20,6 +20,18 @@
  * the node's device to the demanded one: the same plan, but a conflict
  * that remains then named that copy, which the user never wrote.)
  *
+ * Computed here, read anywhere (PlanDevices' default, not TVM's): the walk
+ * also records the demands that reach a plain on_device other references
+ * may reach (dp__index.reads). Where they cannot all join, TVM's rules
+ * fail (each is a constraint analysis puts on the annotation's result), and
+ * there the annotation is made fixed, the readers whose demands join its
+ * device read it in place, and every other reader (a call's argument, a
+ * tuple field, a copy's source: any child slot) reads a copy, one node per
+ * destination device (an unconstrained on_device naming it; capture makes
+ * one device_copy of it). Placing by cost has a mode of its own: no mark of
+ * TVM's, and the readers that share a plain on_device's result, when they
+ * may differ, each get a place for a copy.
+ *
  * Requires: the index of the module (index.c), whose walk carried the
  * demands and made the marks (dp__index.marks). Leaves: that index when
  * there are none (the module is returned unchanged, not walked again),

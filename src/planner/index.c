@@ -18,7 +18,11 @@
  *   one demand meets another it cannot join (marks); none, and phase 0b
  *   returns the index as it is. (The demand walk reaches what the numbering
  *   reaches, in the same order, less binding positions: let variables and
- *   parameters are reached at their first use.)
+ *   parameters are reached at their first use.) It also records each
+ *   demand that reaches a plain on_device other references may reach
+ *   (reads: "read anywhere", conflicts.c). Nothing here depends on a
+ *   reference count but which nodes it must remember: a node with one
+ *   reference has one parent and is reached once.
  *
  * Requires: a module (operators registered) and a configuration.
  * Leaves: dp__index (planner.h). Operators and constructors get no id, nor

@@ -20,7 +20,10 @@
  * by analysis (dp__fixed_in_place); phase 0b asks each argument of a call
  * of a function for its parameter's annotation instead of passing the
  * call's own demand on (index.c, demand_of); an on_device of a function
- * value is where its body is (analyze.c, call_on_device).
+ * value is where its body is (analyze.c, call_on_device); a plain
+ * on_device demanded on devices that cannot join is computed there and
+ * read anywhere (conflicts.c, dp__read_anywhere; capture.c makes one copy
+ * per destination). docs/planner-semantics.md states each.
  */
 #ifndef DEVPLAN_PLANNER_H
 #define DEVPLAN_PLANNER_H
