@@ -5,6 +5,9 @@
 --   bin/devplan fuzz/gen_run.lua [--n N] [--seed S] [--out DIR] [--depth D]
 --                                [--no-shrink] [--max-failures K] [--per-cause K] [--quiet]
 --   bin/devplan fuzz/gen_run.lua --file PROGRAM.relay     (check one text)
+--   bin/devplan fuzz/gen_run.lua --dataflow [--devices 2|3] [--n N] [--seed S]
+--       small dataflow programs (fuzz/relaygen_dataflow.lua): every property,
+--       and placement by cost against brute force (props.check_placement)
 --
 -- Seeds S .. S+N-1 (defaults: N 1000, S 1). Only the first K failures
 -- (default 50), and with --per-cause the first K of each cause, are shrunk
@@ -37,6 +40,8 @@ while i <= #arg do
   elseif a == "--per-cause" then opts.per_cause = math.tointeger(tonumber(value()))
   elseif a == "--no-shrink" then opts.shrink = false
   elseif a == "--quiet" then opts.quiet = true
+  elseif a == "--dataflow" then opts.dataflow = true
+  elseif a == "--devices" then opts.devices = math.tointeger(tonumber(value()))
   else error("gen_run: unknown option " .. a) end
   i = i + 1
 end
@@ -58,6 +63,32 @@ if opts.file then
   end
   print("ok: " .. res.outcome)
   os.exit(0)
+end
+
+if opts.dataflow then
+  local df = require "relaygen_dataflow"
+  local counts, nfail, t0 = {}, 0, os.clock()
+  local function count(k) counts[k] = (counts[k] or 0) + 1 end
+  for seed = opts.seed, opts.seed + opts.n - 1 do
+    local prog = df.program(seed, {devices = opts.devices, max_calls = opts.devices == 3 and 5 or nil})
+    local failure = checker:check(prog.text)
+    local info
+    if not failure then failure, info = props.check_placement(prog, df) end
+    if failure then
+      nfail = nfail + 1
+      count("FAILED " .. failure.property)
+      if nfail <= opts.max_failures then print(("FAIL seed %d %s: %s"):format(seed, failure.property, failure.detail)) end
+    elseif not info.best then count("no placement (both a conflict)")
+    else
+      count(info.min_bytes == info.best and "min_bytes = brute force" or "min_bytes > brute force (alpha-expansion)")
+      if info.tvm then count(info.tvm > info.min_bytes and "TVM's rules plan, copy more" or "TVM's rules plan, copy as many") end
+    end
+  end
+  print(("%d dataflow programs (seeds %d..%d, %d devices), %.1f s"):format(opts.n, opts.seed,
+    opts.seed + opts.n - 1, opts.devices or 2, os.clock() - t0))
+  for _, k in ipairs(require("devplan.testing").sorted_keys(counts)) do print(("  %-45s %d"):format(k, counts[k])) end
+  print(("%d passed, %d failed"):format(opts.n - nfail, nfail))
+  os.exit(nfail == 0 and 0 or 1)
 end
 
 local function texts(prog, seed)

@@ -17,9 +17,14 @@
 --                    default planning succeeds with the same module
 --   idempotence      planning a planned module again changes nothing (both modes)
 --   roundtrip-output the planned module re-parses to itself and prints the same
---   determinism      parsing and planning the text again gives the same text
+--   determinism      parsing and planning the text again gives the same text (the
+--                    planned module's or the error's), whether or not Lua holds
+--                    every node of the module, or some of them
 --   order            the same program with its definitions in another order plans
 --                    every function the same (or fails the same way)
+--   read-anywhere    where TVM's phase 0b alone ({resolve_conflicts = "tvm"}) plans,
+--                    the default plans the same text ("computed here, read anywhere"
+--                    only turns conflicts into plans)
 --   conflict         a conflict error names two distinct positions
 --   plan-error       (opts.only_conflicts: texts that use the palette's devices only, as
 --                    generated ones) planning a module that parsed fails only with a conflict
@@ -28,7 +33,7 @@
 --   min-bytes        placement by cost (PlanDevices {placement = "min_bytes"}) gives a
 --                    plan or a conflict; the plan verifies against the input, TVM's
 --                    rules and min_bytes both plan it to itself, and the same text
---                    plans the same again
+--                    plans the same again (also with Lua holding every node)
 local dp = require "devplan"
 
 local M = {}
@@ -111,6 +116,7 @@ function M.checker(opts)
   self.plan = dp.passes.PlanDevices(self.config)
   self.plan_strict = dp.passes.PlanDevices(self.config, {resolve_conflicts = false})
   self.plan_min_bytes = dp.passes.PlanDevices(self.config, {placement = "min_bytes"})
+  self.plan_tvm = dp.passes.PlanDevices(self.config, {resolve_conflicts = "tvm"})
   self.verify = opts.verify
   if self.verify == nil then
     local config = self.config
@@ -202,11 +208,34 @@ function Checker:min_bytes(mod, text)
       fail("min-bytes", p[2] .. " change the min_bytes plan: " .. tostring(diff))
     end
   end
-  local _, mod2 = self:parse("parse again", text, self.meta)
-  local k3, planned2 = attempt("plan min_bytes again", self.plan_min_bytes, mod2)
-  if k3 ~= "ok" or self:print("print", planned) ~= self:print("print", planned2) then
-    fail("min-bytes", "planning the same text twice with min_bytes differs")
+  local first = self:outcome_text(kind, planned)
+  for _, hold in ipairs{"none", "all"} do
+    if self:plan_held(self.plan_min_bytes, text, hold) ~= first then
+      fail("min-bytes", ("planning the same text again with min_bytes (Lua holding %s of its nodes) differs"):format(hold))
+    end
   end
+end
+
+-- What planning gave, as text: the planned module's, or the error's.
+function Checker:outcome_text(kind, res)
+  if kind == "ok" then return "planned:\n" .. self:print("print", res) end
+  return "error: " .. tostring(res)
+end
+
+-- The outcome text of pass on text parsed afresh while Lua holds its nodes:
+-- "none", "all", or "some" (every other node in visiting order, the shared
+-- ones among them).
+function Checker:plan_held(pass, text, hold)
+  local _, mod = self:parse("parse again", text, self.meta)
+  local held, i = {}, 0
+  if hold ~= "none" then
+    dp.visit(mod, function(e)
+      i = i + 1
+      if hold == "all" or i % 2 == 0 then held[#held + 1] = e end
+    end)
+  end
+  local kind, res = attempt("plan again", pass, mod)
+  return self:outcome_text(kind, res), #held
 end
 
 local function by_function(mod)
@@ -236,13 +265,23 @@ function Checker:run(text, opts)
       fail("strict-default", "strict and default plans differ: " .. tostring(diff))
     end
   end
+  -- TVM's phase 0b alone: where it plans, "read anywhere" changes nothing
+  local tkind, by_tvm = attempt("plan tvm", self.plan_tvm, mod)
+  if tkind == "ok" and (dkind ~= "ok" or self:print("print", by_tvm) ~= self:print("print", planned)) then
+    fail("read-anywhere", "TVM's phase 0b alone plans, the default differs:\n"
+      .. self:print("print", by_tvm) .. "\n---\n" .. describe(planned))
+  end
   self:min_bytes(mod, text)
-  -- the same text again, parsed and planned afresh
-  local _, mod2 = self:parse("parse again", text, self.meta)
-  local dkind2, planned2 = attempt("plan again", self.plan, mod2)
-  if dkind2 ~= dkind or (dkind == "ok" and self:print("print", planned) ~= self:print("print", planned2))
-      or (dkind == "error" and tostring(planned) ~= tostring(planned2)) then
-    fail("determinism", "planning the same text twice differs:\n" .. describe(planned) .. "\n---\n" .. describe(planned2))
+  -- the same text again, parsed and planned afresh: with no node held, then
+  -- with Lua holding every node, then some (nothing a caller can change by
+  -- holding a node, a reference count, may change a plan or an error)
+  local first = self:outcome_text(dkind, planned)
+  for _, hold in ipairs{"none", "all", "some"} do
+    local again = self:plan_held(self.plan, text, hold)
+    if again ~= first then
+      fail("determinism", ("planning the same text again (Lua holding %s of its nodes) differs:\n"):format(hold)
+        .. first .. "\n---\n" .. again)
+    end
   end
   for i, other in ipairs(opts.orders or {}) do
     local okind, omod = self:parse("parse order " .. i, other, self.meta)
@@ -271,6 +310,62 @@ function Checker:check(text, opts)
   if ok then return nil, res end
   if getmetatable(res) == Fail then return {property = res.property, detail = res.detail} end
   return {property = "raw-error", detail = "inside the checker: " .. describe(res)}
+end
+
+-- ------------------------------------------------------------ placement by cost, exactly
+
+-- A program of fuzz/relaygen_dataflow.lua against the least bytes brute
+-- force finds (df.brute): placement by cost plus ShareCopies copies exactly
+-- that many with two devices, at least that many and never more than TVM's
+-- rules with three (alpha-expansion: place_solve.c), and plans exactly when
+-- some placement exists (else a conflict); TVM's rules, where they plan,
+-- never copy fewer. nil when all holds, else {property = "min-bytes-exact",
+-- detail =}; the second result: {best =, min_bytes =, tvm =} (bytes, nil
+-- when there is no plan).
+local share = dp.passes.ShareCopies()
+local configs = {}
+
+local function dataflow_config(prog)
+  local key = prog.devices .. ":" .. prog.default
+  if not configs[key] then
+    local targets = {"CPU", "GPU"}
+    if prog.devices == 3 then targets[3] = OPENCL_T end
+    configs[key] = testing.config(prog.default == 1 and "cpu" or "cuda", targets)
+  end
+  return configs[key]
+end
+
+function M.check_placement(prog, df)
+  local config = dataflow_config(prog)
+  local mod = dp.parse(prog.text, M.META)
+  local best = df.brute(prog)
+  local okm, mb = pcall(dp.passes.PlanDevices(config, {placement = "min_bytes"}), mod)
+  local okt, tvm = pcall(dp.passes.PlanDevices(config), mod)
+  local function bytes(m) return dp.planner.report(share(m), config).totals.bytes_copied end
+  local info = {best = best, min_bytes = okm and bytes(mb) or nil, tvm = okt and bytes(tvm) or nil}
+  local function failed(why)
+    return {property = "min-bytes-exact", detail = why .. " (seed " .. prog.seed .. ", " .. prog.devices
+      .. " devices: brute force " .. tostring(best) .. ", min_bytes " .. tostring(info.min_bytes) .. ", TVM's rules "
+      .. tostring(info.tvm) .. ")\n" .. prog.text}, info
+  end
+  for _, r in ipairs{{okm, mb}, {okt, tvm}} do
+    if not r[1] and not (is_error(r[2]) and r[2].code == "conflict") then
+      return failed("planning fails with " .. describe(r[2]))
+    end
+  end
+  if not best then
+    if okm then return failed("no placement exists, min_bytes plans") end
+    if okt then return failed("no placement exists, TVM's rules plan") end
+    return nil, info
+  end
+  if not okm then return failed("min_bytes raises a conflict where a placement exists: " .. tostring(mb)) end
+  local _, total = dp.planner.verify(mb, config, {input = mod})
+  if total > 0 then return failed("the min_bytes plan does not verify") end
+  if info.min_bytes < best then return failed("min_bytes copies fewer bytes than brute force (its model is off)") end
+  if prog.devices == 2 and info.min_bytes > best then return failed("min_bytes copies more than the minimum") end
+  if okt and info.tvm < best then return failed("TVM's rules copy fewer bytes than brute force (its model is off)") end
+  if okt and info.min_bytes > info.tvm then return failed("min_bytes copies more than TVM's rules") end
+  return nil, info
 end
 
 -- For a reproducer script (fuzz/findings/): checks each text with the

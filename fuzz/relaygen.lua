@@ -19,7 +19,7 @@
 -- operators (memory.alloc_storage, memory.alloc_tensor, vm.shape_of,
 -- vm.reshape_tensor, vm.invoke_tvm_op of Primitive functions and primfns),
 -- on_device in its four flavours (as let values, function bodies, nested,
--- around tuples, functions and ADTs), device_copy, parameter and result
+-- around tuples, functions and ADTs, shared by several readers), device_copy, parameter and result
 -- virtual_device annotations, scalar constants, and two or three devices
 -- among cpu, cuda, opencl and memory-scoped ones. Each program turns on a
 -- random subset of the ADT, reference, lowered and memory features, so
@@ -126,6 +126,9 @@ G.__index = G
 
 local function new_state(seed, opts)
   local self = setmetatable({rng = M.rng(seed), opts = opts or {}, defs = {}, primfns = {}}, G)
+  -- a second stream for what was added later, so that the first stream
+  -- (and so every program made before) stays as it was
+  self.rng2 = M.rng(seed * 7919 + 104729)
   local r = self.rng
   -- two or three devices: cpu and cuda, sometimes a memory-scoped one or opencl
   self.devices = {0, 1}
@@ -581,6 +584,12 @@ function G:block(ty, scope, depth, free)
         st.annotated = annotated
       else
         st.kind, st.name = "bind", self:fresh("%")
+        -- a plain on_device its readers share, which they may read on other
+        -- devices (computed there, read anywhere)
+        if sty == "T" and self.rng2:chance(0.12) then
+          st.expr = op("on_device", {e}, e.ty, ("virtual_device=meta[VirtualDevice][%d]")
+            :format(self.rng2:pick(self.devices)))
+        end
       end
       stmts[#stmts + 1] = st
       scope = with(scope, st.name, sty)

@@ -431,4 +431,63 @@ def @main(%a: Tensor[(5, 7), float32], virtual_device=meta[VirtualDevice][0]) {
       assert.falsy(s:find("2:13", 1, true), s)
     end)
   end)
+
+  describe("same module, same plan, whatever Lua holds", function()
+    -- d_plan_depends_on_lua_references*.lua: phase 0b took a node with a
+    -- reference count above one for shared, and only then made a
+    -- device_copy's destination its first demand
+    local function outcome(pass, text, hold)
+      local m = dp.parse(text, META)
+      local held, i = {}, 0
+      if hold then
+        dp.visit(m, function(e)
+          i = i + 1
+          if hold == "all" or i % hold == 0 then held[#held + 1] = e end
+        end)
+      end
+      collectgarbage()
+      local ok, r = pcall(pass, m)
+      return (ok and "planned:\n" or "error: ") .. tostring(r), #held
+    end
+    local copy_back = [[
+def @main(%x: Tensor[(5, 7), float32], virtual_device=meta[VirtualDevice][0]) {
+  %1 = device_copy(%x, src_virtual_device=meta[VirtualDevice][0], dst_virtual_device=meta[VirtualDevice][1]);
+  %2 = add(%x, %1);
+  add(%2, %x)
+}]]
+
+    it("a single-use device_copy read on its source device is copied back", function()
+      plans(copy_back, [[
+def @main(%x {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32], virtual_device=meta[VirtualDevice][0]) {
+  %0 = device_copy(%x, src_virtual_device=meta[VirtualDevice][0], dst_virtual_device=meta[VirtualDevice][1]);
+  %1 = on_device(%0, virtual_device=meta[VirtualDevice][1], constrain_result=True);
+  %2 = device_copy(%1, src_virtual_device=meta[VirtualDevice][1], dst_virtual_device=meta[VirtualDevice][0]);
+  %3 = add(%x, %2);
+  add(%3, %x)
+}]])
+    end)
+
+    it("plans or fails the same with no node, every node or some nodes held", function()
+      local texts = {copy_back, [[
+def @main(%a: Tensor[(5, 7), float32]) {
+  %0 = on_device(negative(%a), virtual_device=meta[VirtualDevice][1]);
+  let %v = on_device(add(%0, %a), virtual_device=meta[VirtualDevice][0]);
+  %1 = device_copy(%v, src_virtual_device=meta[VirtualDevice][0], dst_virtual_device=meta[VirtualDevice][1]);
+  %2 = on_device(%1, virtual_device=meta[VirtualDevice][0], constrain_result=True);
+  subtract(%2, %v)
+}]]}
+      local passes = {plan, t.plan(CONFIG, {resolve_conflicts = false}),
+                      t.plan(CONFIG, {placement = "min_bytes"})}
+      for _, text in ipairs(texts) do
+        for _, pass in ipairs(passes) do
+          local fresh = outcome(pass, text)
+          for _, hold in ipairs{"all", 2, 3} do
+            local held, n = outcome(pass, text, hold)
+            assert.is_true(n > 0)
+            assert.are.equal(fresh, held)
+          end
+        end
+      end
+    end)
+  end)
 end)

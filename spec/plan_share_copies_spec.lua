@@ -1,6 +1,6 @@
 -- dp.passes.ShareCopies (src/planner/share.c): one device_copy per value and
--- device pair where one copy can serve several uses, never moved out of a
--- branch or a closure into a scope that might not need it. On every
+-- device pair, made where it dominates every use it serves (before the
+-- branches or closures that each copied the value). On every
 -- conformance case, the models and generated programs, the
 -- result passes the verifier against the input, re-plans to itself,
 -- re-parses to itself, and copies no more than PlanDevices' plan.
@@ -49,15 +49,17 @@ describe("ShareCopies", function()
     assert.are.equal(1, copies(shared))
   end)
 
-  it("shares the copy both branches of an if make at their common scope only when the input shares it", function()
-    -- each branch copies %x itself: a copy each, never one hoisted before the if
-    local shared = planned_of(HEAD .. "  let %x = " .. on("add(%a, %b)", CPU) .. ";\n"
+  it("makes one copy for both branches of an if, before the if (after the value)", function()
+    -- each branch copies %x itself: no use dominates the other, one copy serves both
+    local shared, planned = planned_of(HEAD .. "  let %x = " .. on("add(%a, %b)", CPU) .. ";\n"
       .. "  if (%c) { " .. on("add(" .. on("%x", CPU) .. ", %d)", GPU) .. " } else { "
       .. on("multiply(" .. on("%x", CPU) .. ", " .. on("%x", CPU) .. ")", GPU) .. " }\n}\n")
-    assert.are.equal(2, copies(shared))
+    assert.are.equal(3, copies(planned))
+    assert.are.equal(1, copies(shared))
     local text = tostring(shared)
-    local if_at = text:find("if (%c)", 1, true)
-    assert.is_true(text:find("device_copy", 1, true) > if_at)
+    local let_at, copy_at, if_at = text:find("let %x", 1, true), text:find("device_copy", 1, true),
+                                   text:find("if (%c)", 1, true)
+    assert.is_true(let_at < copy_at and copy_at < if_at, text)
   end)
 
   it("reuses the copy of an enclosing scope inside a branch", function()
@@ -68,17 +70,28 @@ describe("ShareCopies", function()
     assert.are.equal(1, copies(shared))
   end)
 
-  it("keeps a copy in each closure that reads the value", function()
+  it("makes one copy for the closures that read a value of their context, in the context", function()
     local fn = function(op)
       return "fn (%y: " .. TY .. ") { " .. on(op .. "(" .. on("%x", CPU) .. ", %y)", GPU) .. " }"
     end
-    local shared = planned_of(HEAD .. "  let %x = " .. on("add(%a, %b)", CPU) .. ";\n"
+    local shared, planned = planned_of(HEAD .. "  let %x = " .. on("add(%a, %b)", CPU) .. ";\n"
       .. "  let %f = " .. fn("add") .. ";\n  let %g = " .. fn("multiply") .. ";\n"
       .. "  if (%c) { %f(%d) } else { %g(%d) }\n}\n")
-    assert.are.equal(2, copies(shared))
+    assert.are.equal(2, copies(planned))
+    assert.are.equal(1, copies(shared))
     for body in tostring(shared):gmatch("fn %b()%s*{(.-)};") do
-      assert.truthy(body:find("device_copy", 1, true))
+      assert.falsy(body:find("device_copy", 1, true))
     end
+  end)
+
+  it("merges the copies of a value copied to a device and back in two places", function()
+    local shared, planned = planned_of("#[version = \"0.0.5\"]\ndef @main(%a: " .. TY .. ") {\n"
+      .. "  %0 = " .. on("nn.relu(%a)", CPU) .. ";\n"
+      .. "  %1 = device_copy(%0, src_virtual_device=" .. GPU .. ", dst_virtual_device=" .. CPU .. ");\n"
+      .. "  %2 = device_copy(%0, src_virtual_device=" .. GPU .. ", dst_virtual_device=" .. CPU .. ");\n"
+      .. "  " .. on("add(%1, %2)", CPU) .. "\n}\n", testing.config("cpu"))
+    assert.are.equal(4, copies(planned))
+    assert.are.equal(2, copies(shared)) -- to the GPU, and back
   end)
 
   it("keeps copies of one value to two devices apart", function()

@@ -117,7 +117,9 @@ def @main(%a: Tensor[(5, 7), float32]) {
     assert.has_error(function() dp.passes.PlanDevices(config, {resolve_conflict = false}) end,
       "devplan.passes.PlanDevices: unknown option 'resolve_conflict'")
     assert.has_error(function() dp.passes.PlanDevices(config, {resolve_conflicts = "no"}) end,
-      "devplan.passes.PlanDevices: option 'resolve_conflicts' must be a boolean, got string")
+      "devplan.passes.PlanDevices: option 'resolve_conflicts' must be a boolean or \"tvm\", got \"no\"")
+    assert.has_error(function() dp.passes.PlanDevices(config, {resolve_conflicts = 1}) end,
+      "devplan.passes.PlanDevices: option 'resolve_conflicts' must be a boolean or string, got number")
     assert.has_error(function() dp.passes.PlanDevices(config, 5) end,
       "devplan.passes.PlanDevices: options must be a table, got number")
     assert.has_error(function() dp.passes.PlanDevices(nil, STRICT) end,

@@ -15,40 +15,10 @@
 --   slow_*      must also scale: a .relay by parsing it in this process with
 --               its longest repeated piece at n and 2n copies; a .lua by the
 --               times it prints per size (n=... name=SECONDSs).
---
--- CORRECTED lists the reproducers whose own check is wrong (../shared is
--- read-only): for each, the intended check, run here in place of the file,
--- and a test that the file's check is still the wrong one (so the entry goes
--- once the file is corrected).
+
 local dp = require "devplan"
 local testing = require "devplan.testing"
 local proc = dofile((dp.root or ".") .. "/spec/support/proc.lua")
-
--- e_respect_on_device_of_variable_dropped.lua looks its variable up with
--- C.find_var(planned, "%a"), but a variable's name has no '%' (dp.var("a").name
--- is "a", TVM's name_hint; the '%' is the text format's sigil), so its lookup
--- finds nothing and the file exits 1 whatever the planner does. Its intended
--- check: each of its three programs, planned with its own configuration
--- (common.lua), puts %a on cpu, as on_device(%a, cpu) asks
--- (spec/plan_repro_spec.lua checks the exact plans too).
-local function respect_on_device_of_variable(path)
-  local C = dofile((path:gsub("[^/]*$", "common.lua")))
-  local cases = {}
-  for name, text in testing.read_file(path):gmatch("\n  ([%w_]+) = %[%[(.-)%]%]") do cases[name] = text end
-  local names = {"let_value", "function_body", "let_value_against_other_annotation"}
-  for _, name in ipairs(names) do
-    assert.is_string(cases[name], "the reproducer has no case " .. name)
-    local planned = C.plan(dp.parse(cases[name], {VirtualDevice = {C.CPU, C.GPU}}))
-    assert.is_nil(C.find_var(planned, "%a"), "the file's own lookup finds %a now: run the file itself")
-    local a = C.find_var(planned, "a")
-    assert.is_not_nil(a, name)
-    assert.is_true(rawequal(C.devices(planned)[a], C.CPU), name .. ": %a not on cpu in\n" .. tostring(planned))
-  end
-end
-
-local CORRECTED = {
-  ["e_respect_on_device_of_variable_dropped.lua"] = respect_on_device_of_variable,
-}
 
 local DIRS = {testing.shared_dir .. "/repro", (dp.root or ".") .. "/fuzz/findings"}
 local QUICK = os.getenv("DEVPLAN_QUICK") ~= nil or testing.instrumented
@@ -234,7 +204,7 @@ describe("reproducers of ../shared/repro and fuzz/findings", function()
     if slow and QUICK then
       pending(name .. ": timing is not meaningful under instrumentation")
     else
-      it(name, CORRECTED[name] and function() CORRECTED[name](path) end or function()
+      it(name, function()
         local why = check(name, path)
         assert.is_nil(why, name .. ": " .. tostring(why))
       end)

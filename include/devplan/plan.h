@@ -18,8 +18,8 @@
  *                                function virtual devices, fixed on_device,
  *                                device_copy, primfn buffer scopes
  *
- * dp_plan_devices is exactly these phases in order. Four readings differ
- * from planner.md's wording, on purpose:
+ * dp_plan_devices is exactly these phases in order. Five readings differ
+ * from planner.md's wording, on purpose (docs/planner-semantics.md):
  * - phase 0's fixed let value or function body is read as fixed by
  *   analysis where it stands, and phase 0 rewrites only where that would
  *   not say the same (an annotation with other references, of an operator,
@@ -45,7 +45,14 @@
  *   move a function): a call through the annotation calls the function
  *   itself, its parameters take the call's arguments (reading the
  *   annotation's result as free let such a call pass an argument on one
- *   device to a parameter on another, with no copy and no error).
+ *   device to a parameter on another, with no copy and no error);
+ * - computed here, read anywhere: a plain on_device (its body on its
+ *   device, its result free) whose result phase 0b finds demanded on
+ *   devices that cannot join, which TVM's rules make a conflict, is fixed
+ *   where it is, and each reader on another device reads a copy, one per
+ *   destination device (opts.tvm_conflicts, strict planning and
+ *   constrain_result=True keep the conflict); where TVM's rules plan, the
+ *   plan is theirs.
  *
  * Every phase walks the IR with explicit stacks (1,000,000-deep programs
  * are fine) and never depends on addresses or hash order. Defaulting, the
@@ -112,6 +119,10 @@ typedef struct dp_place_hooks {
 
 typedef struct dp_plan_opts {
   int strict;          /* skip phase 0b: a value demanded on two devices is a conflict */
+  int tvm_conflicts;   /* phase 0b as TVM: copies only for values nobody annotated; a plain
+                          on_device whose result is demanded on two devices stays a conflict
+                          (default: computed there, read anywhere: readers elsewhere get a
+                          copy, one per destination device) */
   int all_conflicts;   /* analysis goes on after a conflict: every one is reported */
   int placement;       /* DP_PLACE_TVM: TVM's defaulting; DP_PLACE_MIN_BYTES: every value
                           nobody constrained where it minimises the bytes copied (one
@@ -146,10 +157,11 @@ dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_pla
 
 /* One device_copy per value and pair of devices in each function of a
    planned module: the copies of one value between the same two devices
-   become one node, which the text format binds where it dominates its uses
-   (the scope that holds them all). Copies that are not the planner's form
-   (device_copy of a value, its on_device looked through) are kept. The
-   result plans to itself. New reference, or NULL + error. */
+   (the user's too) become one node, which the text format binds where it
+   dominates its uses (the scope that holds them all: before two branches
+   or closures that each copied the value). Copies without both ends
+   written are kept. The result plans to itself. New reference, or NULL +
+   error. */
 dp_module *dp_plan_share_copies(dp_module *planned, dp_err **err);
 
 /* ---- the verifier ---- */

@@ -80,8 +80,9 @@ local OPTIONS = {
     help = "no conflict resolution: a value nobody annotated that is demanded on two devices\n"
       .. "is an error naming both constraints, instead of getting a device_copy"},
   ["--first-conflict"] = {kind = "flag",
-    help = "stop at the first conflict, as TVM (plan's default reports every independent\n"
-      .. "conflict, each with its constraints and chain, then how many)"},
+    help = "TVM's behaviour: stop at the first conflict, and resolve only what TVM resolves (a\n"
+      .. "plain on_device whose result is read on two devices stays a conflict); plan's\n"
+      .. "default reports every independent conflict, each with its constraints and chain"},
   ["--placement"] = {kind = "value", arg = "tvm|min_bytes", choices = {"tvm", "min_bytes"},
     help = "how values nobody annotated are placed: tvm (TVM's defaulting rules, the default)\n"
       .. "or min_bytes (the placement that copies the fewest bytes; annotations stay hard)"},
@@ -682,7 +683,7 @@ local function run_pipeline(command, opts, pipeline_text, reproducer, origins)
       if p.passes[i].name == "PlanDevices" then last = i break end
     end
     for i = 1, last - 1 do annotated = p.passes[i](annotated) end
-    local popts = {resolve_conflicts = not opts["--strict"]}
+    local popts = {resolve_conflicts = not opts["--strict"] and (not opts["--first-conflict"] or "tvm")}
     if opts["--placement"] == "min_bytes" then popts.placement = "min_bytes" end
     extra = explanation(attempt(sources, dp.planner.domains, annotated, cfg, popts))
       .. copy_explanations(res, annotated, cfg)
@@ -739,7 +740,8 @@ function COMMANDS.plan.run(opts)
   end
   local plan_args = {}
   if opts["--strict"] then plan_args[#plan_args + 1] = {"strict", "true"} end
-  if not opts["--first-conflict"] then plan_args[#plan_args + 1] = {"all_conflicts", "true"} end
+  if not opts["--first-conflict"] then plan_args[#plan_args + 1] = {"all_conflicts", "true"}
+  elseif not opts["--strict"] then plan_args[#plan_args + 1] = {"tvm_conflicts", "true"} end
   if opts["--placement"] == "min_bytes" then plan_args[#plan_args + 1] = {"placement", "min_bytes"} end
   items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}
   if opts["--share-copies"] then items[#items + 1] = {"share_copies"} end

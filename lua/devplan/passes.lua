@@ -2,9 +2,13 @@
 --
 --   dp.passes.PlanDevices(config, opts?)
 --       TVM's PlanDevices (every phase of dp.planner in order). Options:
---       resolve_conflicts = true  (default) TVM's semantics: phase 0b
---                                 inserts a device_copy where a value nobody
---                                 annotated is demanded on two devices
+--       resolve_conflicts = true  (default) phase 0b: a device_copy where a
+--                                 value nobody annotated is demanded on two
+--                                 devices (TVM's), and where the result of a
+--                                 plain on_device is (computed there, read
+--                                 anywhere: docs/planner-semantics.md)
+--       resolve_conflicts = "tvm" TVM's phase 0b alone: the second kind stays
+--                                 a conflict
 --       resolve_conflicts = false strict planning: phase 0b is skipped, so
 --                                 such a module is a "conflict" devplan.Error
 --                                 naming both constraints with their

@@ -354,12 +354,14 @@ M.register{
   options = {default = "the default device type (cpu, cuda, ...)",
              strict = "true: no conflict resolution (resolve_conflicts=false)",
              all_conflicts = "true: every independent conflict in one run (err.errors)",
+             tvm_conflicts = "true: resolve only what TVM resolves (resolve_conflicts=\"tvm\")",
              placement = "tvm (TVM's defaulting rules) or min_bytes (fewest bytes copied)"},
   make = function(args, env)
     local config = config_for(env, args.default) or core.CompilationConfig{targets = {"llvm", "cuda"}}
     local strict = boolean(args.strict, "strict")
     local opts = {}
-    if strict then opts.resolve_conflicts = false end
+    if strict then opts.resolve_conflicts = false
+    elseif boolean(args.tvm_conflicts, "tvm_conflicts") then opts.resolve_conflicts = "tvm" end
     if boolean(args.all_conflicts, "all_conflicts") then opts.all_conflicts = true end
     if args.placement == "min_bytes" then opts.placement = "min_bytes"
     elseif args.placement and args.placement ~= "tvm" then

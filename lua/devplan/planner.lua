@@ -16,7 +16,10 @@ local M = {}
 for name, fn in pairs(core.planner) do M[name] = fn end
 
 -- PlanDevices' options and the types they take (src/lua/l_place.c reads them):
---   resolve_conflicts  boolean   (default true) TVM's phase 0b; false: strict
+--   resolve_conflicts  true | false | "tvm"   (default true) phase 0b: a value demanded
+--                                 on two devices gets a copy (TVM's, and a plain
+--                                 on_device's result read anywhere: docs/planner-semantics.md);
+--                                 "tvm": TVM's phase 0b alone; false: strict
 --   all_conflicts      boolean   every independent conflict in one error (err.errors)
 --   placement          "tvm" | "min_bytes"   TVM's defaulting (default), or every
 --                                 value nobody constrained placed to minimise the
@@ -24,7 +27,7 @@ for name, fn in pairs(core.planner) do M[name] = fn end
 --   capability         function(call, vd) -> boolean   (min_bytes) may call run on vd
 --   compute_cost       function(call, vd) -> seconds   (min_bytes) time joins bytes
 --   bandwidth          number | function(src, dst) -> bytes per second  (min_bytes)
-local OPTIONS = {resolve_conflicts = {"boolean"}, all_conflicts = {"boolean"}, placement = {"string"},
+local OPTIONS = {resolve_conflicts = {"boolean", "string"}, all_conflicts = {"boolean"}, placement = {"string"},
                  capability = {"function"}, compute_cost = {"function"},
                  bandwidth = {"number", "function"}}
 local PLACEMENTS = {tvm = true, min_bytes = true}
@@ -43,6 +46,9 @@ function M.check_options(opts, who, level)
     if type(v) ~= want[1] and type(v) ~= want[2] then
       error(who .. ": option '" .. k .. "' must be a " .. table.concat(want, " or ") .. ", got " .. type(v), level + 1)
     end
+  end
+  if type(opts.resolve_conflicts) == "string" and opts.resolve_conflicts ~= "tvm" then
+    error(who .. ": option 'resolve_conflicts' must be a boolean or \"tvm\", got \"" .. opts.resolve_conflicts .. "\"", level + 1)
   end
   if opts.placement ~= nil and not PLACEMENTS[opts.placement] then
     error(who .. ": option 'placement' must be \"tvm\" or \"min_bytes\", got \"" .. opts.placement .. "\"", level + 1)

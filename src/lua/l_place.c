@@ -188,7 +188,7 @@ static int l_solve_placement(lua_State *L) {
 
 /* ---- PlanDevices' options (plan.h, dp_plan_opts) ----
 
-   {resolve_conflicts =, all_conflicts =, placement = "tvm" | "min_bytes",
+   {resolve_conflicts = true | false | "tvm", all_conflicts =, placement = "tvm" | "min_bytes",
     capability = function(call, vd) -> boolean, compute_cost = function(call,
     vd) -> seconds, bandwidth = bytes per second | function(src, dst) ->
     bytes per second}. The hooks call the Lua functions protected: an error
@@ -288,7 +288,16 @@ static void read_opts(lua_State *L, int idx, dp_plan_opts *o, hooks *h) {
   if (lua_isnoneornil(L, idx)) return;
   luaL_checktype(L, idx, LUA_TTABLE);
   idx = lua_absindex(L, idx);
-  o->strict = !bool_option(L, idx, "resolve_conflicts", 1);
+  if (lua_getfield(L, idx, "resolve_conflicts") == LUA_TSTRING) {
+    /* "tvm": phase 0b as TVM (a plain on_device read on two devices stays a conflict) */
+    if (strcmp(lua_tostring(L, -1), "tvm") != 0)
+      luaL_error(L, "option 'resolve_conflicts' must be a boolean or \"tvm\", got \"%s\"", lua_tostring(L, -1));
+    o->tvm_conflicts = 1;
+    lua_pop(L, 1);
+  } else {
+    lua_pop(L, 1);
+    o->strict = !bool_option(L, idx, "resolve_conflicts", 1);
+  }
   o->all_conflicts = bool_option(L, idx, "all_conflicts", 0);
   if (lua_getfield(L, idx, "placement") == LUA_TSTRING) {
     const char *p = lua_tostring(L, -1);

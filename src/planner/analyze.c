@@ -30,7 +30,12 @@
  * its reader across a place capture can put a copy on (an argument of a
  * call of an ordinary operator, a constructor or a function; the body and
  * the result of an on_device that does not fix both), analysis records a
- * flow instead (d->flows) and place.c decides both ends.
+ * flow instead (d->flows) and place.c decides both ends. A call's argument
+ * that is a plain on_device reads the value where the annotation puts it
+ * (read anywhere: the flow starts at its body); the user's device_copy is a
+ * reader of its value on its destination; flows name a value by its node
+ * under its on_device calls and copies to the same device, the first of
+ * the user's copies of one value between two devices standing for them.
  */
 #include <stdlib.h>
 #include "planner.h"
@@ -39,6 +44,7 @@ typedef struct actx {
   dp_domains *d;
   dp__index *ix;
   dp_err *err;
+  uint32_t *copy_rep;   /* placing by cost: copy_reps() */
 } actx;
 
 /* Give an error without a position the position of e. */
@@ -70,28 +76,66 @@ static int unify(actx *a, uint32_t x, uint32_t y, int rule, dp_expr *why) {
   return rc ? fail_at(a, e, why) : 0;
 }
 
-/* The value node id stands for: its on_device calls looked through. */
-static uint32_t value_of(const dp__index *ix, uint32_t id) {
-  while (id != DP__NONE_ID && ix->what[id] == W_ON_DEVICE) {
+/* A device_copy from a device to itself (capture removes it)? */
+static int noop_copy(const dp__index *ix, uint32_t id) {
+  const dp__copy_ends *ce = &ix->copies[ix->ann[id]];
+  return ce->src == ce->dst && ce->src != DP__NONE_ID;
+}
+
+/* The value node id stands for: its on_device calls, and the user's
+   copies from a device to itself, looked through; a copy of the user's,
+   the first copy of its value between the same devices (placing by cost:
+   copy_rep), which ShareCopies makes one. */
+static uint32_t value_of(const dp__index *ix, const uint32_t *copy_rep, uint32_t id) {
+  while (id != DP__NONE_ID && (ix->what[id] == W_ON_DEVICE || (ix->what[id] == W_COPY && noop_copy(ix, id)))) {
     uint32_t k = dp__kid(ix, id, 1);
     if (k == DP__NONE_ID) break;
     id = k;
   }
+  if (id != DP__NONE_ID && ix->what[id] == W_COPY && copy_rep) id = copy_rep[ix->ann[id]];
   return id;
 }
 
-/* May a device_copy carry a value of type t? Tensors and tuples of them;
-   not a reference (a copy would be another cell: writes through one would
-   not reach readers of the other), an ADT, storage or a function. Unknown:
-   yes (nothing says otherwise). (Types nest as deep as written.) */
-static int copyable(const dp_type *t) {
-  if (!t || t->h.kind == DP_TY_TENSOR) return 1;
-  if (t->h.kind != DP_TY_TUPLE) return 0;
-  const dp_tuple_type *tt = (const dp_tuple_type *)t;
-  for (uint32_t i = 0; i < tt->n; i++)
-    if (!copyable(tt->fields[i])) return 0;
-  return 1;
+/* copy_rep: per device_copy of the index, the first (in post order) of
+   the copies of its value between its two devices. NULL + -1: out of
+   memory. */
+static uint32_t *copy_reps(const dp__index *ix) {
+  uint32_t *rep = dp_malloc((ix->ncopies ? ix->ncopies : 1) * sizeof *rep);
+  uint32_t *next = dp_malloc((ix->ncopies ? ix->ncopies : 1) * sizeof *next);
+  dp__ptrmap first = DP__PTRMAP_INIT;  /* value -> its first copy + 1; copies chain through next */
+  int ok = rep && next;
+  for (uint32_t k = 0; ok && k < ix->npost; k++) {
+    uint32_t id = ix->post[k], kid = dp__kid(ix, id, 1);
+    if (ix->what[id] != W_COPY) continue;
+    uint32_t c = ix->ann[id];
+    rep[c] = id;
+    if (noop_copy(ix, id) || kid == DP__NONE_ID) continue;
+    const void *v = ix->x[value_of(ix, rep, kid)];
+    dp__ptrslot *s = dp__ptrmap_find(&first, v);
+    uint32_t j = s ? s->val : 0;
+    for (; j; j = next[j - 1]) {
+      const dp__copy_ends *a = &ix->copies[j - 1], *b = &ix->copies[c];
+      if (a->src == b->src && a->dst == b->dst) break;
+    }
+    if (j) {
+      rep[c] = rep[j - 1];
+      continue;
+    }
+    next[c] = s ? s->val : 0;
+    if (s) s->val = c + 1;
+    else ok = dp__ptrmap_set(&first, v, c + 1, 0) == 0;
+  }
+  free(next);
+  dp__ptrmap_free(&first);
+  if (!ok) {
+    free(rep);
+    return NULL;
+  }
+  return rep;
 }
+
+#define DOM(a, id) ((a)->d->dom[id])
+#define KDOM(a, id, i) dp__kdom((a)->d, (id), (i))
 
 /* The value of node id (domain src) is read in domain dst. PlanDevices
    unifies them (the reader runs where the value lives); placing by cost, a
@@ -103,15 +147,17 @@ static int flow(actx *a, uint32_t id, uint32_t src, uint32_t dst, int rule, dp_e
   dp_domains *d = a->d;
   if (!a->ix->relax || id == DP__NONE_ID || d->nodes[dp__dom_find(d, src)].isfn ||
       d->nodes[dp__dom_find(d, dst)].isfn ||
-      (rule != R_FREE_ON_DEVICE && !copyable(a->ix->x[value_of(a->ix, id)]->type)))
+      (rule != R_FREE_ON_DEVICE && !dp__copyable(a->ix->x[value_of(a->ix, NULL, id)]->type)))
     return unify(a, src, dst, rule, why);
+  /* computed here, read anywhere: the reader of a plain on_device reads
+     the value where the annotation puts it (its body), as its other readers
+     do, whatever the annotation's result is read as elsewhere (a tuple, a
+     copy's source); capture looks through it likewise */
+  if (rule != R_FREE_ON_DEVICE && dp__plain_on_device(a->ix, id)) src = KDOM(a, id, 1);
   if (dp_grow((void **)&d->flows, &d->capflows, d->nflows + 1, sizeof *d->flows) < 0) return oom_at(a, why);
-  d->flows[d->nflows++] = (dp_flowrec){value_of(a->ix, id), src, dst};
+  d->flows[d->nflows++] = (dp_flowrec){value_of(a->ix, a->copy_rep, id), src, dst};
   return 0;
 }
-
-#define DOM(a, id) ((a)->d->dom[id])
-#define KDOM(a, id, i) dp__kdom((a)->d, (id), (i))
 
 /* Canonical device index of an annotation, with the error placed at e. */
 static int canon(actx *a, dp_vdev *v, dp_expr *e, uint32_t *out) {
@@ -143,20 +189,18 @@ static int call_on_device(actx *a, uint32_t id, dp_call *c) {
     return canon(a, p.vd, &c->e, &v);
   }
   int fixed = (ann & ON_CRESULT) || ((a->ix->flag[id] & F_FIXED) && (ann & ON_CBODY));
-  /* placing by cost, the argument of a call that an on_device puts on a
-     device is on it: the copy, if any, goes on the argument's flow */
-  int relaxed_arg = a->ix->relax && (ann & ON_CBODY) && (a->ix->flag[id] & F_ARG) &&
-                    copyable(c->args[0]->type);
-  int one = v && (ann & ON_CBODY) && (fixed || relaxed_arg); /* body and result on v */
-  if (!one) { /* the body and the result may differ: a copy between */
-    if (a->ix->relax && flow(a, dp__kid(a->ix, id, 1), body, DOM(a, id), R_FREE_ON_DEVICE, &c->e) < 0)
+  int one = v && (ann & ON_CBODY) && fixed; /* body and result on v */
+  if (!one) { /* the body and the result may differ: a copy between (placing by cost, where
+                 something reads the result itself: a plain one's call arguments read its body) */
+    if (a->ix->relax && (!dp__plain_on_device(a->ix, id) || (a->ix->flag[id] & F_EXACT)) &&
+        flow(a, dp__kid(a->ix, id, 1), body, DOM(a, id), R_FREE_ON_DEVICE, &c->e) < 0)
       return -1;
     if (!v) return 0;
   }
   /* one constraint domain serves both sides, as TVM's target_domain */
   uint32_t k = dp__dom_for_type(a->d, c->args[0]->type, v, R_ON_DEVICE, &c->e);
   if ((ann & ON_CBODY) && unify(a, body, k, R_ON_DEVICE, &c->e) < 0) return -1;
-  if ((fixed || relaxed_arg) && unify(a, DOM(a, id), k, R_ON_DEVICE, &c->e) < 0) return -1;
+  if (fixed && unify(a, DOM(a, id), k, R_ON_DEVICE, &c->e) < 0) return -1;
   return 0;
 }
 
@@ -174,7 +218,16 @@ static int call_device_copy(actx *a, uint32_t id, dp_call *c) {
   if (ce.src == DP__NONE_ID) return bad_end(a, c, 0);
   if (ce.dst == DP__NONE_ID) return bad_end(a, c, 1);
   if (constrain(a, c->args[0], KDOM(a, id, 1), ce.src, R_COPY_SRC, &c->e) < 0) return -1;
-  return constrain(a, &c->e, DOM(a, id), ce.dst, R_COPY_DST, &c->e);
+  if (constrain(a, &c->e, DOM(a, id), ce.dst, R_COPY_DST, &c->e) < 0) return -1;
+  /* placing by cost, the user's copy is a reader of its value on its
+     destination: another reader there is served by the same copy (one
+     copy per value and destination device, as ShareCopies merges them) */
+  uint32_t k = dp__kid(a->ix, id, 1);
+  if (!a->ix->relax || k == DP__NONE_ID || !dp__copyable(c->args[0]->type)) return 0;
+  dp_domains *d = a->d;
+  if (dp_grow((void **)&d->flows, &d->capflows, d->nflows + 1, sizeof *d->flows) < 0) return oom_at(a, &c->e);
+  d->flows[d->nflows++] = (dp_flowrec){value_of(a->ix, a->copy_rep, k), KDOM(a, id, 1), DOM(a, id)};
+  return 0;
 }
 
 /* Calls of operators: the rules of planner.md's table (rules.c). */
@@ -382,6 +435,8 @@ static int analyze(actx *a) {
   for (uint32_t i = 0; i < m->nprims && !a->err; i++) primfn_domain(a, m->prims[i]);
   if (a->err) return -1;
   fresh_domains(d);
+  if (d->ix->relax && d->ix->ncopies && !(a->copy_rep = copy_reps(d->ix)))
+    return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
   for (uint32_t k = 0; k < d->ix->npost && !d->oom; k++)
     if (analyze_node(a, d->ix->post[k]) < 0) return -1;
   if (d->oom || d->dev->oom)
@@ -393,8 +448,10 @@ static int analyze(actx *a) {
 dp_domains *dp__analyze(dp__index *ix, dp_err **err) {
   dp_domains *d = dp__domains_new(ix, err);
   if (!d) return NULL;
-  actx a = {d, ix, NULL};
-  if (analyze(&a) < 0) {
+  actx a = {d, ix, NULL, NULL};
+  int rc = analyze(&a);
+  free(a.copy_rep);
+  if (rc < 0) {
     dp_err_set(err, a.err ? a.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     dp_release(d);
     return NULL;
@@ -406,8 +463,10 @@ dp_domains *dp__analyze(dp__index *ix, dp_err **err) {
 /* Analysis again on the index of d, with proofs (explain.c's replay).
    0, or -1 + error: the same as the first analysis gave. */
 int dp__analyze_again(dp_domains *d, dp_err **err) {
-  actx a = {d, d->ix, NULL};
-  if (analyze(&a) < 0) {
+  actx a = {d, d->ix, NULL, NULL};
+  int rc = analyze(&a);
+  free(a.copy_rep);
+  if (rc < 0) {
     dp_err_set(err, a.err ? a.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return -1;
   }

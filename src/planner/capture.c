@@ -9,7 +9,8 @@
  *   their neighbours), and is removed when they are equal;
  * - where a child's device differs from what its context expects, a
  *   device_copy(on_device(child, src, fixed), src, dst) is inserted (one
- *   per use, as TVM does); so also between nested on_device calls on
+ *   per use, as TVM does; one for all the readers of phase 0b's shared
+ *   "read anywhere" copy); so also between nested on_device calls on
  *   different devices, which TVM lost;
  * - let values, and call arguments whose device differs from the call's,
  *   are wrapped in a fixed on_device (never variables, globals, functions,
@@ -30,11 +31,18 @@
 #include <string.h>
 #include "planner.h"
 
+/* The copy capture made of a shared copy phase 0b made for the readers of
+   a value on one device ("read anywhere"): node id's, to device vd
+   (retained). */
+typedef struct rcopy { uint32_t id, next; dp_vdev *vd; dp_expr *made; } rcopy;
+
 typedef struct cctx {
   dp_domains *d;
   dp__index *ix;
   uint32_t *dev;  /* id -> device index (0: none was determined) */
   dp_expr **out;  /* id -> rewritten node (owned) */
+  rcopy *rc; uint32_t nrc, caprc;
+  dp__ptrmap rcmap;  /* node -> its latest rcopy + 1 (a node numbered twice has two ids) */
 } cctx;
 
 static dp_err *no_device(cctx *c, const dp_expr *e) {
@@ -164,6 +172,40 @@ static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *chi
   return res;
 }
 
+/* Is node k phase 0b's copy shared by the readers of a value on one device
+   (an unconstrained on_device naming its destination, with other
+   references)? */
+static int read_anywhere_copy(const cctx *c, uint32_t k) {
+  if (k == DP__NONE_ID || c->ix->what[k] != W_ON_DEVICE || !(c->ix->flag[k] & F_SHARED)) return 0;
+  uint32_t ann = c->ix->ann[k];
+  return !(ann & (ON_CBODY | ON_CRESULT)) && dp__ann_dev(ann);
+}
+
+/* Child i of node id when it is such a copy (k): its chain with the copy,
+   made once for all its readers; *vd its device. */
+static dp_expr *read_anywhere(cctx *c, uint32_t id, uint32_t i, uint32_t k, dp_expr *rebuilt,
+                              dp_vdev **vd, dp_err **err) {
+  dp__ptrslot *s = dp__ptrmap_find(&c->rcmap, c->ix->x[k]);
+  for (uint32_t j = s ? s->val : 0; j; j = c->rc[j - 1].next)
+    if (c->rc[j - 1].id == k) {
+      *vd = c->rc[j - 1].vd;
+      return dp_retain(c->rc[j - 1].made);
+    }
+  dp_expr *r = through(c, id, i, rebuilt, 1, vd, err);
+  if (r && (dp_grow((void **)&c->rc, &c->caprc, c->nrc + 1, sizeof *c->rc) < 0 ||
+            (!s && dp__ptrmap_set(&c->rcmap, c->ix->x[k], 0, 0) < 0))) {
+    dp_release(r);
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return NULL;
+  }
+  if (r) {
+    s = dp__ptrmap_find(&c->rcmap, c->ix->x[k]);
+    c->rc[c->nrc] = (rcopy){k, s->val, *vd, dp_retain(r)};
+    s->val = ++c->nrc;
+  }
+  return r;
+}
+
 static int is_on_device(cctx *c, const dp_expr *e) {
   return dp__on_device_body(&c->ix->ops, e) != NULL;
 }
@@ -182,11 +224,14 @@ static dp_expr *reconcile(cctx *c, dp_vdev *lexical, dp_vdev *expected, uint32_t
     return cv ? child(c, lexical, expected, cv, orig, rebuilt, err) : NULL;
   }
   /* the outermost on_device's own device is the reader's (TVM looks
-     through it; always under TVM's rules), except where placement by cost
-     put a copy between them:
-     then the value goes through that device too, as the annotation says */
-  dp_vdev *ov = c->ix->relax ? kid_vd(c, id, i, err) : expected;
-  dp_expr *t = ov ? through(c, id, i, rebuilt, ov != expected, &cv, err) : NULL;
+     through it; always under TVM's rules, and for a plain one, whose value
+     is read anywhere, placing by cost too), except where placement by cost
+     put a copy between them: then the value goes through that device too,
+     as the annotation says */
+  int plain = k != DP__NONE_ID && dp__plain_on_device(c->ix, k);
+  dp_vdev *ov = c->ix->relax && !plain ? kid_vd(c, id, i, err) : expected;
+  dp_expr *t = read_anywhere_copy(c, k) ? read_anywhere(c, id, i, k, rebuilt, &cv, err)
+               : ov ? through(c, id, i, rebuilt, ov != expected, &cv, err) : NULL;
   if (!t) return NULL;
   dp_expr *r = child(c, lexical, expected, cv, orig, t, err);
   dp_release(t);
@@ -252,7 +297,10 @@ static dp_expr *out_kid(cctx *c, uint32_t id, uint32_t i) {
    or none at all); equal ends: a no-op copy, removed. */
 static dp_expr *capture_copy(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
   dp_vdev *sv, *tv = id_vd(c, id, err);
-  dp_expr *arg = tv ? through(c, id, 1, out_kid(c, id, 1), 1, &sv, err) : NULL;
+  uint32_t k = dp__kid(c->ix, id, 1);
+  dp_expr *arg = !tv ? NULL
+                 : read_anywhere_copy(c, k) ? read_anywhere(c, id, 1, k, out_kid(c, id, 1), &sv, err)
+                 : through(c, id, 1, out_kid(c, id, 1), 1, &sv, err);
   if (!arg || sv == tv) return arg;
   dp_expr *r = child(c, tv, tv, sv, orig->args[0], arg, err);
   dp_release(arg);
@@ -477,7 +525,7 @@ static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
 
 dp_module *dp_plan_capture(dp_domains *d, dp_err **err) {
   dp__index *ix = d->ix;
-  cctx c = {d, ix, NULL, NULL};
+  cctx c = {d, ix, NULL, NULL, NULL, 0, 0, DP__PTRMAP_INIT};
   dp_module *m = ix->mod, *out = dp_module_copy(m);
   if (!out) goto oom;
   c.out = dp_calloc(ix->n ? ix->n : 1, sizeof *c.out);
@@ -505,5 +553,8 @@ done:
     for (uint32_t i = 0; i < ix->n; i++) dp_release(c.out[i]);
   free(c.out);
   free(c.dev);
+  for (uint32_t i = 0; i < c.nrc; i++) dp_release(c.rc[i].made);
+  free(c.rc);
+  dp__ptrmap_free(&c.rcmap);
   return out;
 }

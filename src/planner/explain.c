@@ -274,11 +274,16 @@ static uint32_t nearest(pindex *p, dp_domains *d, uint32_t x, uint32_t avoid, ui
 }
 
 /* One search on an index of its own (an explanation, one conflict). */
-static uint32_t nearest_constraint(dp_domains *d, uint32_t x, uint32_t avoid, uint32_t **path) {
+static uint32_t nearest_constraint(dp_domains *d, uint32_t x, uint32_t avoid, uint32_t **path,
+                                   int *oom) {
   pindex p;
   *path = NULL;
-  if (pindex_init(&p, d) < 0) return 0;
+  if (pindex_init(&p, d) < 0) {
+    *oom = 1;
+    return 0;
+  }
   uint32_t len = nearest(&p, d, x, avoid, path);
+  if (p.oom) *oom = 1;
   pindex_free(&p);
   return len;
 }
@@ -300,7 +305,7 @@ static int note_steps(dp_domains *d, dp_err *e, const uint32_t *path, uint32_t l
     dp_expr *why;
     edge_of(d, path[i], path[i + 1], &rule, &why);
     char *r = reason(d, rule, why);
-    if (!r || dp_err_note(e, why ? why->span : DP_NOSPAN, "it flows through %s", r ? r : "?") < 0) rc = -1;
+    if (!r || dp_err_note(e, dp__span_of(why), "it flows through %s", r ? r : "?") < 0) rc = -1;
     free(r);
   }
   return rc;
@@ -309,7 +314,7 @@ static int note_steps(dp_domains *d, dp_err *e, const uint32_t *path, uint32_t l
 static char *constraint_text(dp_domains *d, uint32_t c, dp_span *span) {
   dp__dnode *n = &d->nodes[c];
   dp_expr *cwhy = n->crule ? dp__dom_cons(d, c)->why : NULL;
-  *span = cwhy ? cwhy->span : DP_NOSPAN;
+  *span = dp__span_of(cwhy);
   return reason(d, n->crule, cwhy);
 }
 
@@ -320,29 +325,30 @@ static dp_err *conflict_with_proofs(dp_domains *d, pindex *px, uint32_t a, uint3
                                     dp_expr *why, ends *found) {
   uint32_t va = d->nodes[dp__dom_result(d, a)].vdev, vb = d->nodes[dp__dom_result(d, b)].vdev;
   uint32_t *pa = NULL, *pb = NULL;
-  uint32_t la = px ? nearest(px, d, a, vb, &pa) : nearest_constraint(d, a, vb, &pa);
-  uint32_t lb = px ? nearest(px, d, b, va, &pb) : nearest_constraint(d, b, va, &pb);
+  int oom = 0;
+  uint32_t la = px ? nearest(px, d, a, vb, &pa) : nearest_constraint(d, a, vb, &pa, &oom);
+  uint32_t lb = px ? nearest(px, d, b, va, &pb) : nearest_constraint(d, b, va, &pb, &oom);
+  if (px && px->oom) oom = 1;
   if (found) *found = (ends){la ? pa[la - 1] : DP__NONE_ID, lb ? pb[lb - 1] : DP__NONE_ID};
   dp_span sa = DP_NOSPAN, sb = DP_NOSPAN;
   char *ca = la ? constraint_text(d, pa[la - 1], &sa) : dp_strdup("an earlier unification");
   char *cb = lb ? constraint_text(d, pb[lb - 1], &sb) : dp_strdup("an earlier unification");
   char *da = dp__vdev_short(d->dev->v[va]), *db = dp__vdev_short(d->dev->v[vb]);
   char *at = reason(d, rule, why);
-  dp_err *e = dp_err_at(d->ctx, DP_ERR_CONFLICT, why ? why->span : DP_NOSPAN,
-                        "conflicting virtual devices at %s: it must be on %s because of %s; "
-                        "it must also be on %s because of %s",
-                        at ? at : "?", da ? da : "?", ca ? ca : "?", db ? db : "?", cb ? cb : "?");
-  if (la) {
-    dp_err_note(e, sa, "%s puts it on %s", ca, da);
-    note_steps(d, e, pa, la, 1);
-  }
-  dp_err_note(e, why ? why->span : DP_NOSPAN, "the two meet at %s", at ? at : "?");
-  if (lb) {
-    note_steps(d, e, pb, lb, 0);
-    dp_err_note(e, sb, "%s puts it on %s", cb, db);
+  dp_err *e = NULL;
+  if (!oom && ca && cb && da && db && at) {
+    e = dp_err_at(d->ctx, DP_ERR_CONFLICT, dp__span_of(why),
+                  "conflicting virtual devices at %s: it must be on %s because of %s; "
+                  "it must also be on %s because of %s", at, da, ca, db, cb);
+    if (la && (dp_err_note(e, sa, "%s puts it on %s", ca, da) < 0 || note_steps(d, e, pa, la, 1) < 0)) oom = 1;
+    if (dp_err_note(e, dp__span_of(why), "the two meet at %s", at) < 0) oom = 1;
+    if (lb && (note_steps(d, e, pb, lb, 0) < 0 || dp_err_note(e, sb, "%s puts it on %s", cb, db) < 0)) oom = 1;
   }
   free(pa); free(pb); free(ca); free(cb); free(da); free(db); free(at);
-  return e;
+  if (e && !oom) return e;
+  /* (out of memory on the way: that, not a conflict worded in part) */
+  dp_err_free(e);
+  return dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
 }
 
 /* ---- proofs on demand ---- */
@@ -367,10 +373,11 @@ dp_err *dp__conflict_error(dp_domains *d) {
   dp_domains *s = dp__domains_shadow(d, &e);
   int rc = s ? replay(s, d, d->nlog, &e) : -1;
   dp_release(s);
-  if (rc < 0 && e && e->code == DP_ERR_CONFLICT) return e;
+  /* (out of memory on the way: that, not a conflict worded without its chain) */
+  if (rc < 0 && e && (e->code == DP_ERR_CONFLICT || e->code == DP_ERR_MEMORY)) return e;
   dp_err_free(e);
   char *at = dp__describe(d->ctx, why);
-  e = dp_err_at(d->ctx, DP_ERR_CONFLICT, why ? why->span : DP_NOSPAN,
+  e = dp_err_at(d->ctx, DP_ERR_CONFLICT, dp__span_of(why),
                 "conflicting virtual devices at %s", at ? at : "?");
   free(at);
   return e;
@@ -393,7 +400,10 @@ int dp__conflict_collect(dp_domains *d) {
   if (pindex_cover(&c->px, d) < 0 || dp_grow((void **)&c->errs, &c->cap, c->n + 1, sizeof *c->errs) < 0)
     return -1;
   dp_err *e = conflict_with_proofs(d, &c->px, d->failed.a, d->failed.b, d->failed.rule, d->failed.why, NULL);
-  if (!e) return -1;
+  if (e->code == DP_ERR_MEMORY) {
+    dp_err_free(e);
+    return -1;
+  }
   c->errs[c->n++] = e;
   return 0;
 }
@@ -508,7 +518,7 @@ static int explain_constraint(dp_domains *d, dp_explain *x, const uint32_t *path
   dp__dnode *c = &d->nodes[path[len - 1]];
   if (!(x->rule = dp_strdup(rule_name(c->crule)))) return -1;
   dp_expr *cwhy = c->crule ? dp__dom_cons(d, path[len - 1])->why : NULL;
-  x->span = cwhy ? cwhy->span : DP_NOSPAN;
+  x->span = dp__span_of(cwhy);
   x->why = cwhy ? dp_retain(cwhy) : NULL;
   /* a placement by cost says what it weighed, both ways */
   char *ct = c->crule == R_PLACEMENT ? dp__place_reason(d, path[len - 1]) : NULL;

@@ -18,7 +18,11 @@
  *   one demand meets another it cannot join (marks); none, and phase 0b
  *   returns the index as it is. (The demand walk reaches what the numbering
  *   reaches, in the same order, less binding positions: let variables and
- *   parameters are reached at their first use.)
+ *   parameters are reached at their first use.) It also records each
+ *   demand that reaches a plain on_device other references may reach
+ *   (reads: "read anywhere", conflicts.c). Nothing here depends on a
+ *   reference count but which nodes it must remember: a node with one
+ *   reference has one parent and is reached once.
  *
  * Requires: a module (operators registered) and a configuration.
  * Leaves: dp__index (planner.h). Operators and constructors get no id, nor
@@ -42,6 +46,7 @@ typedef struct walk {
   dp__index *ix;
   frame *st; uint32_t nst, capst;
   uint32_t from;            /* the first id of the function being numbered */
+  uint32_t parent, slot;    /* the node being reached is child slot of parent (DP__NONE_ID: a root) */
   int oom;
 } walk;
 
@@ -165,20 +170,77 @@ static int first_order(const dp_expr *e) {
 }
 
 /* A node reached again with demand d from argument pos of call (DP__NONE_ID:
-   no call): joined with what it has, or a mark (a copy goes there). */
-static int demand_again(walk *w, uint32_t id, dp__ptrslot *s, uint32_t d, uint32_t call,
+   no call), keeping *aux (its demand + 1): joined with it, or a mark (a
+   copy goes there). */
+static int demand_again(walk *w, uint32_t id, uint32_t *aux, uint32_t d, uint32_t call,
                         uint32_t pos) {
   dp__index *ix = w->ix;
   if (!first_order(ix->x[id])) return 0;
-  uint32_t cur = s->aux - 1, j = dp__dev_join(&ix->dev, cur, d);
+  uint32_t cur = *aux - 1, j = dp__dev_join(&ix->dev, cur, d);
   if (j != DP__NONE_ID) {
-    s->aux = j + 1;
+    *aux = j + 1;
     return 0;
   }
   if (call == DP__NONE_ID || ix->what[id] == W_ON_DEVICE) return 0;
   if (dp_grow((void **)&ix->marks, &ix->capmarks, ix->nmarks + 1, sizeof *ix->marks) < 0) return -1;
-  ix->marks[ix->nmarks++] = (dp__mark){call, pos};
+  ix->marks[ix->nmarks++] = (dp__mark){call, 1 + pos, DP__NONE_ID};
   return 0;
+}
+
+/* The demand node id (expression e) keeps when phase 0b first reaches it,
+   with demand d (DP__NONE_ID: a binding position) from argument pos of
+   call, as aux (device + 1; 0: none yet): d, unless the node has a device
+   of its own, which is then its first demand and d a later one (a mark
+   where they cannot join):
+   - a parameter's virtual_device (else the first use's demand stood for
+     the parameter, and the copy went to the use that agreed with its
+     annotation, naming the parameter's position twice);
+   - a device_copy's destination (else a first use asking for the source
+     device stood for the copy, and the copy inserted for a later use went
+     from that device: generated seeds 10939 and 18710, a conflict between
+     the two ends of one copy).
+   Every node's first reach comes here, whether or not other references
+   may reach it again: what a node demands cannot depend on who else holds
+   it (a Lua script holding a single-use device_copy once changed its plan).
+   0, or -1 (out of memory). */
+static int first_demand(walk *w, uint32_t id, dp_expr *e, uint32_t d, uint32_t call,
+                        uint32_t pos, uint32_t *aux) {
+  dp__index *ix = w->ix;
+  int fo = first_order(e);
+  *aux = d != DP__NONE_ID ? (fo ? d : 0) + 1 : 0;
+  if (!fo) return 0;
+  if (d == DP__NONE_ID && e->h.kind == DP_VAR && ((dp_var *)e)->vdev) {
+    uint32_t v = canon(ix, ((dp_var *)e)->vdev);
+    if (v != DP__NONE_ID) *aux = v + 1;
+    return 0;
+  }
+  uint32_t dst = ix->what[id] == W_COPY ? ix->copies[ix->ann[id]].dst : 0;
+  if (dst == 0 || dst == DP__NONE_ID) return 0;
+  *aux = dst + 1;
+  return d != DP__NONE_ID ? demand_again(w, id, aux, d, call, pos) : 0;
+}
+
+/* A plain on_device by its annotation alone: F_FIXED is given after the
+   node is reached (dp__read_anywhere skips those). */
+static int plain_ondev(const dp__index *ix, uint32_t id) {
+  uint32_t a = ix->ann[id], d = dp__ann_dev(a);
+  return ix->what[id] == W_ON_DEVICE && (a & ON_CBODY) && !(a & ON_CRESULT) && d != 0 &&
+         d != ON_DEV;
+}
+
+/* Demand d reached node id, child w->slot of w->parent: recorded when id
+   is a plain on_device another reference may reach (its readers, for
+   dp__read_anywhere). Reached once, nothing can conflict there. */
+static void read_of(walk *w, uint32_t id, uint32_t d) {
+  dp__index *ix = w->ix;
+  if (d == DP__NONE_ID || w->parent == DP__NONE_ID || !plain_ondev(ix, id) ||
+      !first_order(ix->x[id]))
+    return;
+  if (dp_grow((void **)&ix->reads, &ix->capreads, ix->nreads + 1, sizeof *ix->reads) < 0) {
+    w->oom = 1;
+    return;
+  }
+  ix->reads[ix->nreads++] = (dp__read){id, d, w->parent, w->slot};
 }
 
 /* The function a call's callee is, when known. */
@@ -275,25 +337,38 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
   if (k == DP_OP || k == DP_CTOR) return DP__NONE_ID;
   /* globals take no demand (phase 0b skips them) */
   if (k == DP_GLOBAL) d = DP__NONE_ID;
+  /* A node with one reference has one parent: it is reached once, and
+     needs no place in the map (a pure saving: first_demand does for it
+     what the map's first entry does for a shared one; of what it keeps
+     only a mark matters then, which only a device_copy can make). */
   int shared = root || e->h.rc > 1;
-  if (!shared) return number(w, e, 0, d == DP__NONE_ID ? 0 : d, quiet);
+  if (!shared) {
+    uint32_t id = number(w, e, 0, d == DP__NONE_ID ? 0 : d, quiet), aux;
+    if (id != DP__NONE_ID && !quiet && d != DP__NONE_ID && ix->what[id] == W_COPY &&
+        first_demand(w, id, e, d, call, pos, &aux) < 0)
+      w->oom = 1;
+    return id;
+  }
   dp__ptrslot *s = dp__ptrmap_find(&ix->map, e);
   if (s && s->val >= w->from) { /* reached again in this function */
     if (!quiet && d != DP__NONE_ID) {
+      uint32_t id = s->val;
       if (s->aux == 0) s->aux = (first_order(e) ? d : 0) + 1; /* its first use */
-      else if (demand_again(w, s->val, s, d, call, pos) < 0) w->oom = 1;
+      else if (demand_again(w, id, &s->aux, d, call, pos) < 0) w->oom = 1;
+      read_of(w, id, d);
     }
     return s->val;
   }
   int again = 0; /* phase 0b reached it in an earlier function */
   if (s && !quiet && d != DP__NONE_ID) {
     if (s->aux == 0) s->aux = (first_order(e) ? d : 0) + 1;
-    else if (demand_again(w, s->val, s, d, call, pos) < 0) w->oom = 1;
+    else if (demand_again(w, s->val, &s->aux, d, call, pos) < 0) w->oom = 1;
     again = 1;
   }
   uint32_t old = s ? s->val : DP__NONE_ID, aux = s ? s->aux : 0;
   uint32_t id = number(w, e, 1, d == DP__NONE_ID ? 0 : d, quiet || again);
   if (id == DP__NONE_ID) return id;
+  if (!quiet) read_of(w, id, d);
   if (old != DP__NONE_ID) {
     ix->flag[id] |= F_DUP;
     if (push_u32(&ix->dups, &ix->ndups, &ix->capdups, id) < 0 ||
@@ -302,26 +377,8 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
     s = dp__ptrmap_find(&ix->map, e);
     s->val = id;
   } else {
-    if (!quiet && d != DP__NONE_ID) aux = (first_order(e) ? d : 0) + 1;
-    /* a parameter's own virtual_device is its first demand: a use that asks
-       for another device then gets the copy (else the first use's demand
-       stood for the parameter, and the copy went to the use that agreed
-       with its annotation, naming the parameter's position twice) */
-    if (!quiet && d == DP__NONE_ID && k == DP_VAR && ((dp_var *)e)->vdev && first_order(e)) {
-      uint32_t v = canon(ix, ((dp_var *)e)->vdev);
-      if (v != DP__NONE_ID) aux = v + 1;
-    }
-    /* so is a device_copy's destination, before its first use's demand (else
-       a first use asking for the source device stood for the copy, and the
-       copy inserted for a later use went from that device: generated seeds
-       10939 and 18710, a conflict between the two ends of one copy) */
-    uint32_t dst = ix->what[id] == W_COPY ? ix->copies[ix->ann[id]].dst : 0;
-    int own = !quiet && dst != 0 && dst != DP__NONE_ID && first_order(e);
-    if (own) aux = dst + 1;
+    if (!quiet && first_demand(w, id, e, d, call, pos, &aux) < 0) w->oom = 1;
     if (dp__ptrmap_set(&ix->map, e, id, aux) < 0) w->oom = 1;
-    else if (own && d != DP__NONE_ID &&
-             demand_again(w, id, dp__ptrmap_find(&ix->map, e), d, call, pos) < 0)
-      w->oom = 1;
   }
   return id;
 }
@@ -332,9 +389,11 @@ static void child_flags(dp__index *ix, uint32_t id, uint32_t i, uint32_t k) {
   dp__ondev p;
   if (k == DP__NONE_ID) return;
   if (ix->what[id] == W_LOWERED && i == 2) ix->flag[k] |= F_LOWERED_ARGS;
-  if (i > 0 && (ix->what[id] == W_FN_CALL || ix->what[id] == W_CTOR_CALL ||
-                (ix->what[id] == W_OP_CALL && ix->ann[id] == OP_ORDINARY)))
-    ix->flag[k] |= F_ARG;
+  /* (only an annotation's own readers are asked about) */
+  if (ix->what[k] == W_ON_DEVICE &&
+      !(i > 0 && (ix->what[id] == W_FN_CALL || ix->what[id] == W_CTOR_CALL ||
+                  (ix->what[id] == W_OP_CALL && ix->ann[id] == OP_ORDINARY))))
+    ix->flag[k] |= F_EXACT;
   int fixpos = e->h.kind == DP_LET && i == 1;
   if (e->h.kind == DP_FUNC) {
     if (i < ((dp_func *)e)->nparams) ix->flag[k] |= F_PARAM;
@@ -354,12 +413,14 @@ static int number_fn(walk *w, dp_func *root) {
   dp__index *ix = w->ix;
   w->from = ix->n;
   w->nst = 0;
+  w->parent = w->slot = DP__NONE_ID;
   reach(w, &root->e, 1, 0, DP__NONE_ID, DP__NONE_ID, 0);
   while (w->nst && !w->oom) {
     frame *t = &w->st[w->nst - 1];
     if (t->i < t->n) {
       uint32_t id = t->id, i = t->i++, call, pos;
       uint32_t d = t->quiet ? DP__NONE_ID : demand_of(w, t, i, &call, &pos);
+      w->parent = id, w->slot = i;
       uint32_t k = reach(w, dp__child(ix->x[id], i), 0, d, call, pos, t->quiet);
       /* (reach may have moved w->st: t is not used after it) */
       ix->kid[ix->koff[id] + i] = k;
@@ -394,7 +455,7 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   ix->fnid = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnid);
   ix->fnpost = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnpost);
   if (!ix->fnid || !ix->fnpost || room(ix) < 0) goto fail;
-  walk w = {ix, NULL, 0, 0, 0, 0};
+  walk w = {ix, NULL, 0, 0, 0, DP__NONE_ID, DP__NONE_ID, 0};
   for (uint32_t f = 0; f < m->nfuncs; f++) {
     ix->fnid[f] = ix->n;
     ix->fnpost[f] = ix->npost;
@@ -431,6 +492,7 @@ void dp__index_free(dp__index *ix) {
   free(ix->gref);
   free(ix->dups);
   free(ix->marks);
+  free(ix->reads);
   dp__ptrmap_free(&ix->map);
   dp__devices_free(&ix->dev);
   dp__plan_ops_free(&ix->ops);

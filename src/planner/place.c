@@ -37,6 +37,7 @@ struct dp_placement {
   uint32_t nlab, nsel;        /* labels; the first nsel a free class may take (all, once
                                  the annotations' devices are known) */
   int time;                   /* costs in picoseconds (compute, bandwidth), else bytes */
+  int tie;                    /* bytes times COPY_TIE plus copies (tie_copies) */
   /* the decisions, in the order made: class domain, variable, why, the
      constraint domain made (increasing) */
   uint32_t *dom, *var, *cons;
@@ -234,8 +235,12 @@ static int nets(pctx *c) {
     free(readers);
     return oom(c);
   }
-  for (uint32_t i = 0; i < n; i++)
-    key[i] = (fkey){(uint64_t)d->flows[i].value << 32 | dp__dom_find(d, d->flows[i].src), i};
+  /* (a value made in two classes of one device, through a copy to itself
+     or an annotation looked through, is made there once) */
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t r = dp__dom_find(d, d->flows[i].src), dev = d->nodes[r].vdev;
+    key[i] = (fkey){(uint64_t)d->flows[i].value << 32 | (dev ? 0x80000000u | dev : r), i};
+  }
   qsort(key, n, sizeof *key, cmp_flow);
   int rc = 0;
   int64_t total = 0; /* the bytes of every net, once per reader */
@@ -400,12 +405,28 @@ static int pair_costs(pctx *c) {
   return 0;
 }
 
+/* Placing by bytes, of two placements that copy as many bytes the one with
+   fewer copies is cheaper: each net's weight is its bytes times COPY_TIE,
+   plus one (a copy). Lexicographic while two placements differ by fewer
+   than COPY_TIE copies, and where every weight stays far from overflow
+   (else bytes alone). */
+#define COPY_TIE 1024
+
+static void tie_copies(struct dp_placement *pl) {
+  dp_place_problem *p = &pl->p;
+  int64_t total = 0, cap = DP_PLACE_INF / 16 / COPY_TIE;
+  for (uint32_t i = 0; i < p->nnets && total <= cap; i++) total += p->nets[i].w * (int64_t)p->nets[i].n;
+  pl->tie = total <= cap;
+  for (uint32_t i = 0; pl->tie && i < p->nnets; i++) p->nets[i].w = p->nets[i].w * COPY_TIE + 1;
+}
+
 /* Capabilities, compute costs and bandwidths, from the hooks. */
 static int costs(pctx *c) {
   dp__index *ix = c->ix;
   struct dp_placement *pl = c->pl;
   const dp_place_hooks *h = c->h;
   pl->time = h->compute || h->bandwidth || dp_config_has_bandwidths(c->d->dev->cfg);
+  if (!pl->time) tie_copies(pl);
   if (h->compute) {
     pl->p.unary = dp_calloc((size_t)(c->nv ? c->nv : 1) * pl->nlab, sizeof *pl->p.unary);
     if (!pl->p.unary) return oom(c);
@@ -529,9 +550,16 @@ int dp__place_replay(dp_domains *d, dp_err **err) {
 }
 
 static void cost_text(char *buf, size_t n, const struct dp_placement *pl, int64_t e) {
-  if (e >= DP_PLACE_INF) snprintf(buf, n, "not allowed (an annotation or the capability function)");
-  else if (pl->time) snprintf(buf, n, "%.6g s of compute and copies", (double)e / 1e12);
-  else snprintf(buf, n, "%lld byte%s copied", (long long)e, e == 1 ? "" : "s");
+  if (e >= DP_PLACE_INF) {
+    snprintf(buf, n, "not allowed (an annotation or the capability function)");
+    return;
+  }
+  if (pl->time) {
+    snprintf(buf, n, "%.6g s of compute and copies", (double)e / 1e12);
+    return;
+  }
+  if (pl->tie) e /= COPY_TIE; /* (the copies' count below it) */
+  snprintf(buf, n, "%lld byte%s copied", (long long)e, e == 1 ? "" : "s");
 }
 
 char *dp__place_reason(dp_domains *d, uint32_t cons) {

@@ -14,7 +14,7 @@
 dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err) {
   dp__index *ix = dp__index_new(m, cfg, err);   /* every node numbered, once */
   if (ix) ix = dp__rewrite(ix, err);           /* phase 0: fixed annotations */
-  if (ix) ix = dp__conflicts(ix, err);         /* phase 0b: conflicting demands */
+  if (ix) ix = dp__conflicts(ix, DP__0B_ANYWHERE, err); /* phase 0b: conflicting demands */
   if (!ix) return NULL;
   dp_domains *d = dp__analyze(ix, err);        /* phase 1: the domains */
   if (!d) return NULL;
@@ -32,8 +32,9 @@ void dp_conflicts_clear(dp_conflicts *c) {
 }
 
 /* The phases with options (plan.h): where devplan goes further than TVM.
-   Placement by cost reads the module without phase 0b: the copies 0b would
-   insert are what it decides. */
+   Placement by cost reads the module without TVM's phase 0b: the copies 0b
+   would insert are what it decides (its own 0b only gives the readers that
+   share a plain on_device's result a place for a copy each). */
 dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                             dp_conflicts *all, dp_err **err) {
   static const dp_plan_opts tvm = {0};
@@ -41,7 +42,8 @@ dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_op
   if (all) *all = (dp_conflicts){0};
   dp__index *ix = dp__index_new(m, cfg, err);
   if (ix) ix = dp__rewrite(ix, err);
-  if (ix && !o->strict && o->placement == DP_PLACE_TVM) ix = dp__conflicts(ix, err);
+  if (ix && o->placement != DP_PLACE_TVM) ix = dp__conflicts(ix, DP__0B_RELAX, err);
+  else if (ix && !o->strict) ix = dp__conflicts(ix, o->tvm_conflicts ? DP__0B_TVM : DP__0B_ANYWHERE, err);
   if (!ix) return NULL;
   ix->relax = o->placement != DP_PLACE_TVM;
   ix->collect = o->all_conflicts != 0;
@@ -120,8 +122,12 @@ dp_module *dp_plan_rewrite(dp_module *m, const dp_config *cfg, dp_err **err) {
   return one(m, cfg, dp__rewrite, err);
 }
 
+static dp__index *conflicts(dp__index *ix, dp_err **err) {
+  return dp__conflicts(ix, DP__0B_ANYWHERE, err);
+}
+
 dp_module *dp_plan_conflicts(dp_module *m, const dp_config *cfg, dp_err **err) {
-  return one(m, cfg, dp__conflicts, err);
+  return one(m, cfg, conflicts, err);
 }
 
 dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err) {

@@ -20,7 +20,10 @@
  * by analysis (dp__fixed_in_place); phase 0b asks each argument of a call
  * of a function for its parameter's annotation instead of passing the
  * call's own demand on (index.c, demand_of); an on_device of a function
- * value is where its body is (analyze.c, call_on_device).
+ * value is where its body is (analyze.c, call_on_device); a plain
+ * on_device demanded on devices that cannot join is computed there and
+ * read anywhere (conflicts.c, dp__read_anywhere; capture.c makes one copy
+ * per destination). docs/planner-semantics.md states each.
  */
 #ifndef DEVPLAN_PLANNER_H
 #define DEVPLAN_PLANNER_H
@@ -102,6 +105,9 @@ int dp__is_lowered(const struct dp__plan_ops *ops, const dp_call *c);
 uint32_t dp__any_call(const struct dp__plan_ops *ops, const dp_call *c, dp_expr **callee,
                       dp_expr *const **args);
 int dp__is_primitive(const dp_func *f);
+/* May a device_copy carry a value of type t (NULL: unknown, yes)? Tensors
+   and tuples of them. */
+int dp__copyable(const dp_type *t);
 
 /* The annotations the planner builds (typed like what they wrap). */
 dp_expr *dp__on_device_at(const struct dp__plan_ops *ops, dp_expr *body, dp_vdev *vd, int cbody,
@@ -155,14 +161,21 @@ enum { /* dp__index.flag */
   F_LOWERED_ARGS = 4,  /* call_lowered's argument tuple */
   F_FIXED = 8,         /* an on_device phase 0 fixes (a let value, a function body) */
   F_DUP = 16,          /* numbered in an earlier function too: the same domain (dups) */
-  F_ARG = 32,          /* an argument of a call of an operator, constructor or function */
+  F_EXACT = 32,        /* an on_device read where no copy can go: a child of anything but
+                          an argument of a call of an ordinary operator, constructor or
+                          function */
 };
 enum { ON_CBODY = 1u << 30, ON_CRESULT = 1u << 31, ON_DEV = ON_CBODY - 1 };
 
 /* A device_copy's written ends (device indices, DP__NONE_ID: not canonical). */
 typedef struct dp__copy_ends { uint32_t src, dst; } dp__copy_ends;
-/* Phase 0b: at argument pos of call, a copy is allowed. */
-typedef struct dp__mark { uint32_t call, pos; } dp__mark;
+/* Phase 0b: at child slot of node parent (a call's argument i: slot
+   1 + i), a copy is allowed; marks of one share (below the count made) are
+   one copy (dp__read_anywhere: one per value and destination device);
+   any share but DP__NONE_ID also fixes the annotation the mark's child is. */
+typedef struct dp__mark { uint32_t parent, slot, share; } dp__mark;
+/* Phase 0b: demand d reached plain on_device node, child slot of parent. */
+typedef struct dp__read { uint32_t node, d, parent, slot; } dp__read;
 
 typedef struct dp__index {
   dp_module *mod;          /* retained */
@@ -192,6 +205,7 @@ typedef struct dp__index {
   int dropped;             /* map freed after analysis (dp__index_drop_map) */
   uint32_t nrewrite;       /* nodes phase 0 rewrites */
   dp__mark *marks; uint32_t nmarks, capmarks; /* phase 0b's copies */
+  dp__read *reads; uint32_t nreads, capreads; /* phase 0b's demands on shared plain on_device calls */
   uint32_t nann;           /* annotations (constraint domains analysis makes) */
   /* how analysis reads the module (set by dp_plan_domains, seen by replays):
      relax: placement by cost (place.c): a call's arguments are not unified
@@ -217,6 +231,14 @@ static inline uint32_t dp__kid(const dp__index *ix, uint32_t id, uint32_t i) {
 }
 /* The device of a W_ON_DEVICE node's ann (ON_DEV: not canonical). */
 static inline uint32_t dp__ann_dev(uint32_t ann) { return ann & ON_DEV; }
+/* Is node id a plain on_device: of a device, constraining its body, not
+   its result (neither as written nor as phase 0 fixes it)? Its value is
+   computed there and may be read anywhere. */
+static inline int dp__plain_on_device(const dp__index *ix, uint32_t id) {
+  uint32_t a = ix->ann[id], d = dp__ann_dev(a);
+  return ix->what[id] == W_ON_DEVICE && (a & ON_CBODY) && !(a & ON_CRESULT) &&
+         !(ix->flag[id] & F_FIXED) && d != 0 && d != ON_DEV;
+}
 
 /* dp_expr_child / dp_expr_nchildren inline for the kinds a large program
    is made of (calls, lets): every phase asks for them. */
@@ -390,7 +412,18 @@ int dp__indep_conflict(dp__indep *t, uint32_t a, uint32_t b);
 /* Phase 0 and 0b on an index: the index itself when nothing changes (the
    module is not walked again), else the new module's. ix is consumed. */
 dp__index *dp__rewrite(dp__index *ix, dp_err **err);
-dp__index *dp__conflicts(dp__index *ix, dp_err **err);
+/* Phase 0b (conflicts.c) in one of three modes: TVM's (a copy where a
+   value nobody annotated is demanded on two devices); TVM's and "computed
+   here, read anywhere" (the readers of a plain on_device on other devices
+   get a copy, PlanDevices' default); placing by cost's (none of TVM's: the
+   optimiser places those copies; the readers of a plain on_device that
+   share its result each get a place for a copy). */
+enum { DP__0B_TVM, DP__0B_ANYWHERE, DP__0B_RELAX };
+dp__index *dp__conflicts(dp__index *ix, int mode, dp_err **err);
+/* The marks of "read anywhere" (relax: placing by cost's): *nshares the
+   copies they share, *dest (malloc'd) the destination of each. 0, or -1
+   (out of memory). */
+int dp__read_anywhere(dp__index *ix, int relax, uint32_t *nshares, uint32_t **dest);
 /* Phase 1: the domains of ix (consumed); dp__analyze_again runs it on
    fresh domains (explain.c's replay). */
 dp_domains *dp__analyze(dp__index *ix, dp_err **err);
@@ -445,8 +478,11 @@ int64_t dp__flow_solve(dp_flow *g, uint8_t *side);
 void dp__flow_budget(dp_flow *g, int64_t work);
 
 /* ================= diagnostics text (describe.c) ================= */
-/* "add at 3:5", malloc'd. */
+/* "add at 3:5", malloc'd; an on_device with no position (a pass inserted
+   it) by the call it wraps: "on_device of tanh at 4:8". */
 char *dp__describe(dp_ctx *ctx, const dp_expr *e);
+/* e's position; an on_device's without one: the call's it wraps. */
+dp_span dp__span_of(const dp_expr *e);
 /* Short device text for messages ("cuda", "cpu (memory scope \"a\")"), malloc'd. */
 char *dp__vdev_short(const dp_vdev *v);
 

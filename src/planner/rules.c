@@ -274,3 +274,16 @@ int dp__is_primitive(const dp_func *f) {
   if (v->kind == DP_AV_INT || v->kind == DP_AV_BOOL) return v->u.i != 0;
   return 1;
 }
+
+/* May a device_copy carry a value of type t? Tensors and tuples of them;
+   not a reference (a copy would be another cell: writes through one would
+   not reach readers of the other), an ADT, storage or a function. Unknown:
+   yes (nothing says otherwise). (Types nest as deep as written.) */
+int dp__copyable(const dp_type *t) {
+  if (!t || t->h.kind == DP_TY_TENSOR) return 1;
+  if (t->h.kind != DP_TY_TUPLE) return 0;
+  const dp_tuple_type *tt = (const dp_tuple_type *)t;
+  for (uint32_t i = 0; i < tt->n; i++)
+    if (!dp__copyable(tt->fields[i])) return 0;
+  return 1;
+}
