@@ -39,8 +39,8 @@ strip --strip-debug "$BINDIR/devplan" "$LIBDIR/devplan/core.so" "$CLIBDIR/libdev
 install -m 644 include/devplan/*.h "$INCDIR/devplan/"
 install -m 644 lua/devplan/*.lua "$LUADIR/devplan/"
 install -m 644 passes/*.lua "$LUADIR/"
-install -m 644 examples/*.lua "$DATA/examples/"
-install -m 644 examples/rules/*.lua "$DATA/examples/rules/"
+# every file of examples/ (scripts, rules, toolchain files, cost tables, TopHub logs)
+(cd examples && find . -type f) | while read -r f; do install -D -m 644 "examples/$f" "$DATA/examples/$f"; done
 install -m 644 models/*.relay models/README.md "$DATA/models/"
 install -m 644 docs/*.md "$DATA/docs/"
 install -m 644 docs/images/* "$DATA/docs/images/"

@@ -220,8 +220,15 @@ local function helpers(self)
     for op, d in pairs(map) do
       if type(d) == "string" then named[op] = d else fixed[op] = function() return d end end
     end
+    local before = m
     if next(named) then m = dp.pipeline.annotate_ops(named)(m) end
     if next(fixed) then m = dp.passes.AnnotateVirtualDevices(fixed)(m) end
+    -- (a call an annotation already placed is left alone: the first wins)
+    if rawequal(m, before) or dp.structural_equal(m, before) then
+      say(self, string.format("annotated: %d on_device (nothing new: each call named is placed already; mod and planned stay)",
+                              count_calls(m, "on_device")))
+      return
+    end
     env.mod = m
     say(self, string.format("annotated: %d on_device", count_calls(m, "on_device")))
     drop_plan(self, "annotate() changed mod")
