@@ -21,6 +21,7 @@
  *   plan.h       the device planner (PlanDevices), phase by phase
  *   dfpattern.h  dataflow patterns (find, group, rewrite)
  *   partition.h  partitioning a planned module by device
+ *   onnx.h       importing ONNX models (src/import)
  *
  * Names: dp_ is public (declared here); dp__ is internal to the library
  * (src/.../internal.h). A name ending in _str prints to a malloc'd string,
@@ -45,4 +46,5 @@
 #include "dfpattern.h"
 #include "partition.h"
 #include "meta.h"
+#include "onnx.h"
 #endif

@@ -34,5 +34,6 @@ int luaopen_devplan_core(lua_State *L) {
   dp__lua_open_dfpattern(L);
   dp__lua_open_suggest(L);
   dp__lua_open_debug(L);
+  dp__lua_open_onnx(L);
   return 1;
 }

@@ -22,6 +22,7 @@ void dp__lua_open_planner(lua_State *L);    /* l_planner.c: dp.planner */
 void dp__lua_open_dfpattern(lua_State *L);  /* l_dfpattern.c: core.pattern, the C half of dp.pattern */
 void dp__lua_open_suggest(lua_State *L);    /* l_suggest.c: dp.suggest */
 void dp__lua_open_debug(lua_State *L);      /* l_debug.c: dp.debug (testing aids) */
+void dp__lua_open_onnx(lua_State *L);       /* l_onnx.c: dp.onnx (importing ONNX models) */
 
 /* The C half of `require "devplan"` (l_init.c). */
 int luaopen_devplan_core(lua_State *L);
