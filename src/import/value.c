@@ -9,8 +9,8 @@
 #include <string.h>
 #include "internal.h"
 
-/* 1 GiB: far more than any shape computation, less than the machine */
-#define MAX_BYTES ((size_t)1 << 30)
+/* 64 MiB: far more than any shape computation (a mask of 4096 x 4096) */
+#define MAX_BYTES ((size_t)1 << 26)
 
 dp__ot *dp__ot_new(dp_dtype dtype, uint32_t ndim, const int64_t *dims, const char **why) {
   size_t eb = dp_elem_bytes(dtype), n = 1;
@@ -25,7 +25,7 @@ dp__ot *dp__ot_new(dp_dtype dtype, uint32_t ndim, const int64_t *dims, const cha
       return NULL;
     }
     if (dims[i] && n > MAX_BYTES / eb / (size_t)dims[i]) {
-      *why = "more than 1 GiB";
+      *why = "more than 64 MiB";
       return NULL;
     }
     n *= (size_t)dims[i];
