@@ -484,9 +484,20 @@ int64_t dp__ox_attr_int(dp__onnx *X, const char *name, int64_t dflt) {
   return a && a->has_i ? a->i : dflt;
 }
 
+/* The shortest decimal that is the float32 f: what was written (1e-3, not
+   0.0010000000474974513), so attributes print and read back as TVM's. */
+static double shortest(float f) {
+  char buf[32];
+  for (int p = 1; p < 10; p++) {
+    snprintf(buf, sizeof buf, "%.*g", p, (double)f);
+    if (strtof(buf, NULL) == f) return strtod(buf, NULL);
+  }
+  return f;
+}
+
 double dp__ox_attr_float(dp__onnx *X, const char *name, double dflt) {
   const Onnx__AttributeProto *a = dp__ox_attr(X, name);
-  return a && a->has_f ? a->f : dflt;
+  return a && a->has_f ? shortest(a->f) : dflt;
 }
 
 const char *dp__ox_attr_str(dp__onnx *X, const char *name, const char *dflt, char *buf, size_t n) {

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Makes the ONNX test models of spec/onnx_*_spec.lua (run from the project root:
-/usr/bin/python3 spec/data/onnx/make_models.py [NAME ...]).
+/usr/bin/python3 spec/data/onnx/make_models.py [NAME ... | tiny]).
 
 Real architectures are exported with Debian's python3-torch and python3-torchvision
 (random weights: nothing is downloaded), then stripped: every float initializer of
@@ -131,6 +131,21 @@ def tiny_models():
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     onnx.save(m, os.path.join(HERE, "tiny_unsupported.onnx"))
 
+    # a new shape computed from a graph input: not known at import
+    xr = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])
+    sr = helper.make_tensor_value_info("s", TensorProto.INT64, [2])
+    g = helper.make_graph([helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")], "dynreshape",
+                          [xr, sr], [yb])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]),
+              os.path.join(HERE, "tiny_dynamic_reshape.onnx"))
+
+    # an opset devplan does not read, and nodes without names (OpType_k)
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "old", [xb], [yb])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)]), os.path.join(HERE, "tiny_opset9.onnx"))
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r0"]), helper.make_node("Relu", ["r0"], ["r1"]),
+                           helper.make_node("Sigmoid", ["r1"], ["y"])], "unnamed", [xb], [yb])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(HERE, "tiny_unnamed.onnx"))
+
     # shape arithmetic as exporters of transformers write it: Range, Equal,
     # Where, Mod, Not, ScatterND, ConstantOfShape, Expand on shapes
     xs = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6, 8])
@@ -169,6 +184,8 @@ def tiny_models():
 def main():
     wanted = set(sys.argv[1:])
     tiny_models()
+    if wanted == {"tiny"}:  # the helper-API models alone (no torch needed)
+        return
     for name, (make, shape, opset) in torchvision_models().items():
         if not wanted or name in wanted:
             print("exporting", name, "opset", opset, flush=True)
