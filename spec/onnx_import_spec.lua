@@ -89,10 +89,10 @@ describe("dp.onnx.load", function()
         seen[e.callee.name] = e.span.source .. ":" .. e.span.line .. ":" .. e.span.col
       end
     end)
-    assert.are.same({["nn.conv2d"] = "conv1:1:1", ["nn.bias_add"] = "conv1:1:1", ["nn.batch_norm"] = "bn1:2:1",
-                     ["nn.relu"] = "relu1:3:1", ["nn.max_pool2d"] = "pool1:4:1", reshape = "flatten:9:1",
-                     ["nn.dense"] = "fc:10:1", add = "fc:10:1"}, seen)
-    assert.truthy(dp.astext(mod, {spans = true}):find("span=fc:10:1", 1, true))
+    assert.are.same({["nn.conv2d"] = "conv1:1:0", ["nn.bias_add"] = "conv1:1:0", ["nn.batch_norm"] = "bn1:2:0",
+                     ["nn.relu"] = "relu1:3:0", ["nn.max_pool2d"] = "pool1:4:0", reshape = "flatten:9:0",
+                     ["nn.dense"] = "fc:10:0", add = "fc:10:0"}, seen)
+    assert.truthy(dp.astext(mod, {spans = true}):find("span=fc:10:0", 1, true))
   end)
 
   it("names unnamed nodes OpType_k, as TVM did", function()

@@ -13,7 +13,8 @@
  *   input (fix it with the shapes option).
  * - Every call made for a node carries the node's span: its name as the
  *   source (or "OpType_k" for an unnamed node, the k-th of its type, as
- *   TVM named them), line = 1 + its index in graph.node, column 1.
+ *   TVM named them), line = 1 + its index in graph.node, column 0 (a
+ *   node has no column).
  * - Weights (initializers) become constants, or parameters of @main after
  *   the graph's inputs (DP_ONNX_WEIGHTS_PARAMS: their values are handed
  *   back; DP_ONNX_WEIGHTS_NONE: their values are not even read). Values a
@@ -61,6 +62,7 @@ typedef struct dp_onnx_typed {
 } dp_onnx_typed;
 
 typedef struct dp_onnx_info {
+  uint32_t nodes;        /* the graph's nodes */
   uint32_t nparams;
   dp_onnx_param *params; /* the weights' values (DP_ONNX_WEIGHTS_PARAMS) */
   uint32_t ntypes;

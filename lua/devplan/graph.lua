@@ -67,6 +67,9 @@ local function label(e, name)
   else
     what = e.kind
   end
+  -- a call made for an imported ONNX node (a span with no column) names it
+  local s = e.kind == "call" and e.span
+  if s and s.col == 0 and s.source then what = what .. "\n" .. s.source end
   if name and what ~= "" then return name .. "\n" .. what end
   return name or what
 end

@@ -121,7 +121,7 @@ function M.report(planned, config)
       r.copies[#r.copies + 1] = {
         fn = own.fn or val.fn, name = own.name, value = val.name or own.name,
         src = namer(src), dst = namer(dst), type = tostring(e.checked_type), bytes = b,
-        line = e.span and e.span.line, col = e.span and e.span.col,
+        line = e.span and e.span.line, col = e.span and e.span.col, source = e.span and e.span.source,
       }
       entry(src)
       resident(e, dst)
@@ -164,9 +164,11 @@ function Report:text()
   add(#self.copies == 0 and "no device_copy" or
       string.format("%d device_copy, %s bytes:", #self.copies, grouped(self.totals.bytes_copied)))
   for _, c in ipairs(self.copies) do
-    add(string.format("  %s%s = copy of %s  @%s -> @%s  %s  %s bytes", c.fn and ("@" .. c.fn .. " ") or "",
+    add(string.format("  %s%s = copy of %s  @%s -> @%s  %s  %s bytes%s", c.fn and ("@" .. c.fn .. " ") or "",
                       c.name or "(inline)", c.value or "(inline)", c.src, c.dst, c.type,
-                      c.bytes and grouped(c.bytes) or "unknown"))
+                      c.bytes and grouped(c.bytes) or "unknown",
+                      -- an imported ONNX node (a position with no column) by its name
+                      c.col == 0 and c.source and ("  (ONNX node " .. c.source .. ")") or ""))
   end
   add("")
   add(string.format("total: %d call%s, %d cop%s, %s bytes copied, %s bytes resident",
@@ -187,7 +189,7 @@ function Report:json()
   local data = {devices = self.devices, copies = self.copies, totals = self.totals}
   return json.encode(data, {indent = true, keyorder = {
     "devices", "copies", "totals", "name", "device", "calls", "bytes", "unknown", "fn", "value",
-    "src", "dst", "type", "line", "col", "bytes_copied", "bytes_resident"}}) .. "\n"
+    "src", "dst", "type", "line", "col", "source", "bytes_copied", "bytes_resident"}}) .. "\n"
 end
 
 return M

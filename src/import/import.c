@@ -868,7 +868,7 @@ static int convert_node(dp__onnx *X, uint32_t k) {
   name_node(X, n);
   uint32_t src = dp_ctx_source(X->ctx, S->nodename);
   if (!src) return oom(X);
-  X->span = (dp_span){src, k + 1, 1};
+  X->span = (dp_span){src, k + 1, 0}; /* column 0: a node has none */
   const char *op = str(n->op_type);
   if (!is_default_domain(n->domain))
     return dp__ox_fail(X, DP_ERR_VALUE, "operator '%s' of domain '%s' is not supported (only the default domain ai.onnx is)",
@@ -954,6 +954,7 @@ static int collect_types(dp__onnx *X) {
   struct dp__ox_state *S = X->st;
   dp_onnx_info *I = S->info;
   if (!I) return 0;
+  I->nodes = (uint32_t)S->g->n_node;
   uint32_t n = 0;
   for (uint32_t k = 0; k < S->nents; k++) n += S->ents[k].type != NULL;
   if (!(I->types = dp_calloc(n ? n : 1, sizeof *I->types))) return oom(X);

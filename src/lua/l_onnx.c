@@ -6,7 +6,8 @@
  *                                source = "name in errors"}) -> mod, info
  *
  * A string with a control character (every ONNX file has some: its tags
- * and lengths) is the model's bytes; any other string is a path. info.types
+ * and lengths) is the model's bytes; any other string is a path. info.nodes
+ * is the graph's node count; info.types
  * maps every ONNX value's name to the type devplan gave it; info.params,
  * with weights = "params", each weight parameter's name to its value (a
  * constant).
@@ -105,7 +106,9 @@ static int l_load(lua_State *L) {
   /* the module first: once on the stack, Lua owns it; info is copied into
      tables (a Lua memory error there leaks info, as any half-made table) */
   dp__lua_push_owned(L, m);
-  lua_createtable(L, 0, 2);
+  lua_createtable(L, 0, 3);
+  lua_pushinteger(L, info.nodes);
+  lua_setfield(L, -2, "nodes");
   lua_createtable(L, 0, (int)info.nparams);
   for (uint32_t i = 0; i < info.nparams; i++) {
     dp__lua_push(L, info.params[i].value);
