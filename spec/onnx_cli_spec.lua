@@ -85,6 +85,22 @@ describe("devplan import", function()
 end)
 
 describe("an .onnx file where a Relay file is read", function()
+  it("loads in the REPL, which plans and explains it", function()
+    local s = require("devplan.repl").session()
+    assert.truthy(s:eval('model("' .. DIR .. 'tiny_cnn.onnx")'):find("model: 1 function(s), 8 calls", 1, true))
+    s:eval('annotate{["nn.dense"] = "cuda"}')
+    s:eval("plan()")
+    assert.truthy(s:eval('explain("%6")'):find("at fc:10:0", 1, true))
+  end)
+
+  it("examples/onnx.lua imports, plans and explains a copy by its ONNX node", function()
+    local p = assert(io.popen(EXE .. " examples/onnx.lua 2>&1"))
+    local out = p:read("a")
+    assert.truthy(p:close(), out)
+    assert.truthy(has(out, "mobilenet_v3_small.onnx: 159 ONNX nodes became 251 Relay calls"), out)
+    assert.truthy(has(out, "first copy: ") and has(out, "(ONNX node /features/"), out)
+  end)
+
   it("plans, reports and explains, naming the ONNX nodes", function()
     local status, out, err = run("plan " .. DIR .. "resnet18.onnx --weights none --annotate nn.conv2d=cuda,nn.dense=cuda"
       .. " --report text")
