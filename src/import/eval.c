@@ -178,6 +178,7 @@ static int ev_gather(dp__onnx *X) {
   for (uint32_t i = (uint32_t)ax + 1; i < d->ndim; i++) dims[k++] = d->dims[i];
   dp__ot *r = make(X, d->dtype, n, dims);
   if (!r) return -1;
+  if (r->n == 0) return dp__ox_out_value(X, 0, r); /* nothing to copy (and no buffer) */
   size_t outer = 1, inner = 1, eb = dp_elem_bytes(d->dtype);
   for (int i = 0; i < ax; i++) outer *= (size_t)d->dims[i];
   for (uint32_t i = (uint32_t)ax + 1; i < d->ndim; i++) inner *= (size_t)d->dims[i];
@@ -263,6 +264,7 @@ static int ev_concat(dp__onnx *X) {
   }
   dp__ot *r = make(X, first->dtype, first->ndim, dims);
   if (!r) return -1;
+  if (r->n == 0) return dp__ox_out_value(X, 0, r);
   size_t outer = 1, inner = 1, eb = dp_elem_bytes(r->dtype), at = 0;
   for (int i = 0; i < ax; i++) outer *= (size_t)dims[i];
   for (uint32_t i = (uint32_t)ax + 1; i < r->ndim; i++) inner *= (size_t)dims[i];
@@ -270,6 +272,7 @@ static int ev_concat(dp__onnx *X) {
     for (uint32_t i = 0; i < n; i++) {
       const dp__ot *v = dp__ox_known(X, i);
       size_t chunk = (size_t)v->dims[ax] * inner * eb;
+      if (!chunk) continue;
       memcpy((char *)r->data + at, (char *)v->data + o * chunk, chunk);
       at += chunk;
     }
@@ -759,6 +762,7 @@ static int ev_scatter_nd(dp__onnx *X) {
   if (up->n != count * slice) return dp__ox_fail(X, DP_ERR_VALUE, "its updates do not fit its indices and data");
   dp__ot *o = copy_of(X, d);
   if (!o) return -1;
+  if (!slice || !o->n) return dp__ox_out_value(X, 0, o);
   strides_of(d->ndim, d->dims, st);
   for (size_t c = 0; c < count; c++) {
     int64_t off = 0;

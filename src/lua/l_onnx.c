@@ -75,6 +75,24 @@ static dp_onnx_shape *read_shapes(lua_State *L, int opts, uint32_t *n) {
   return shapes;
 }
 
+/* The import's info lives in a userdata whose __gc frees it, so a Lua error
+   while it is copied into tables leaks nothing. */
+static int info_gc(lua_State *L) {
+  dp_onnx_info_free(lua_touserdata(L, 1));
+  return 0;
+}
+
+static dp_onnx_info *new_info(lua_State *L) {
+  dp_onnx_info *info = lua_newuserdatauv(L, sizeof *info, 0);
+  *info = (dp_onnx_info){0};
+  if (luaL_newmetatable(L, "devplan.onnx.info")) {
+    lua_pushcfunction(L, info_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  return info;
+}
+
 static int l_load(lua_State *L) {
   static const char *const keys[] = {"weights", "shapes", "source", NULL};
   size_t len;
@@ -99,12 +117,13 @@ static int l_load(lua_State *L) {
   o.shapes = read_shapes(L, 2, &o.nshapes);
   dp_ctx *ctx = dp__lua_ctx(L);
   dp_err *err = NULL;
-  dp_onnx_info info = {0};
-  dp_module *m = is_bytes(s, len) ? dp_onnx_import(ctx, s, len, &o, &info, &err)
-                                  : dp_onnx_import_file(ctx, s, &o, &info, &err);
+  dp_onnx_info *ip = new_info(L), info;
+  dp_module *m = is_bytes(s, len) ? dp_onnx_import(ctx, s, len, &o, ip, &err)
+                                  : dp_onnx_import_file(ctx, s, &o, ip, &err);
+  info = *ip;
   if (!m) return dp__lua_error(L, err ? err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-  /* the module first: once on the stack, Lua owns it; info is copied into
-     tables (a Lua memory error there leaks info, as any half-made table) */
+  /* the module first: once on the stack, Lua owns it; then info is copied
+     into tables (the userdata frees it, also after an error) */
   dp__lua_push_owned(L, m);
   lua_createtable(L, 0, 3);
   lua_pushinteger(L, info.nodes);
@@ -121,7 +140,7 @@ static int l_load(lua_State *L) {
     lua_setfield(L, -2, info.types[i].name);
   }
   lua_setfield(L, -2, "types");
-  dp_onnx_info_free(&info);
+  dp_onnx_info_free(ip);
   return 2;
 }
 
