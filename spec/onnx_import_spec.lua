@@ -116,6 +116,12 @@ describe("dp.onnx.load", function()
     assert.are.equal("Tensor[(6), bool]", tostring(info.types.even))
   end)
 
+  it("splits into num_outputs parts with the last one smaller (opset 18)", function()
+    local mod = dp.onnx.load(DIR .. "tiny_split18.onnx")
+    assert.are.equal("(Tensor[(2, 3), float32], Tensor[(2, 3), float32], Tensor[(2, 1), float32])",
+                     tostring(mod:functions()[1][2].body.checked_type))
+  end)
+
   it("reads bytes as well as paths", function()
     local bytes = read(DIR .. "tiny_cnn.onnx")
     assert.structurally_equal(dp.onnx.load(DIR .. "tiny_cnn.onnx"), dp.onnx.load(bytes))

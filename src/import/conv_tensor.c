@@ -245,6 +245,11 @@ static int cv_split(dp__onnx *X) {
   int n = dp__ox_attr_ints(X, "split", sizes, DP__OT_MAXDIM + 1);
   if (n == -2) return -1;
   if (n == -1 && dp__ox_has(X, 1) && (n = known_ints(X, 1, "split", sizes, DP__OT_MAXDIM + 1)) < 0) return -1;
+  if (n == -1 && t->dims[ax] >= 0 && t->dims[ax] % nout) { /* opset 18: the last part smaller */
+    int64_t part = (t->dims[ax] + nout - 1) / nout, left = t->dims[ax];
+    for (uint32_t i = 0; i < nout; i++, left -= part) sizes[i] = left < part ? (left > 0 ? left : 0) : part;
+    n = (int)nout;
+  }
   dp__ab b = {0};
   if (n >= 0) {
     if ((uint32_t)n != nout) return dp__ox_fail(X, DP_ERR_VALUE, "split has %d sizes for %u outputs", n, nout);

@@ -146,6 +146,13 @@ def tiny_models():
                            helper.make_node("Sigmoid", ["r1"], ["y"])], "unnamed", [xb], [yb])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(HERE, "tiny_unnamed.onnx"))
 
+    # opset 18: Split into num_outputs parts, the last one smaller
+    x7 = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 7])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("a", "b", "c")]
+    g = helper.make_graph([helper.make_node("Split", ["x"], ["a", "b", "c"], name="split", axis=1, num_outputs=3)],
+                          "split18", [x7], outs)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), os.path.join(HERE, "tiny_split18.onnx"))
+
     # shape arithmetic as exporters of transformers write it: Range, Equal,
     # Where, Mod, Not, ScatterND, ConstantOfShape, Expand on shapes
     xs = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6, 8])
