@@ -51,7 +51,7 @@ struct dp__ox_state {
   uint32_t capvalues;
   opcount *counts;               /* unnamed nodes: OpType_k */
   uint32_t ncounts, capcounts;
-  char nodename[160];            /* the current node's name in errors */
+  char nodename[512];            /* the current node's name in errors and spans */
 };
 
 /* ---------------- errors ---------------- */
