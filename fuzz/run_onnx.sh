@@ -6,7 +6,8 @@
 #                                build/fuzz/corpus_onnx/ (what earlier runs found);
 #                                crashes, leaks and sanitizer reports go to
 #                                build/fuzz/artifacts_onnx/
-#   fuzz/run_onnx.sh --merge     minimise both into fuzz/corpus_onnx/
+#   fuzz/run_onnx.sh --merge     minimise both into fuzz/corpus_onnx/ (inputs cut at 8 KiB,
+#                                so the committed corpus stays small; the suite replays it)
 # Runs in fork mode with one worker, so a crash is saved and fuzzing goes on.
 set -e -o pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ common=(-max_len=65536 -timeout=10 -rss_limit_mb=2048 -dict=fuzz/onnx.dict
 case "${1:-60}" in
   --merge)
     rm -rf build/fuzz/merged_onnx && mkdir -p build/fuzz/merged_onnx
-    "$bin" "${common[@]}" -merge=1 build/fuzz/merged_onnx fuzz/corpus_onnx build/fuzz/corpus_onnx 2>&1 \
+    "$bin" "${common[@]}" -max_len=8192 -merge=1 build/fuzz/merged_onnx fuzz/corpus_onnx build/fuzz/corpus_onnx 2>&1 \
       | grep -E "MERGE-OUTER: [0-9]+ new files|ERROR" || true
     rm -f fuzz/corpus_onnx/*
     cp build/fuzz/merged_onnx/* fuzz/corpus_onnx/
