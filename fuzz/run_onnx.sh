@@ -2,8 +2,9 @@
 # The coverage-guided fuzzer on ONNX bytes (fuzz/fuzz_onnx.c) on one core.
 #
 #   fuzz/run_onnx.sh [SECONDS]   fuzz for SECONDS (default 60), starting from
-#                                fuzz/corpus_onnx/ (committed: small models) and
-#                                build/fuzz/corpus_onnx/ (what earlier runs found);
+#                                fuzz/corpus_onnx/ (committed), the test models of
+#                                spec/data/onnx/ and build/fuzz/corpus_onnx/ (what
+#                                earlier runs found);
 #                                crashes, leaks and sanitizer reports go to
 #                                build/fuzz/artifacts_onnx/
 #   fuzz/run_onnx.sh --merge     minimise both into fuzz/corpus_onnx/ (inputs cut at 8 KiB,
@@ -29,5 +30,5 @@ case "${1:-60}" in
     echo "fuzz/corpus_onnx: $(ls fuzz/corpus_onnx | wc -l) files" ;;
   *)
     exec "$bin" "${common[@]}" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
-      -max_total_time="${1:-60}" build/fuzz/corpus_onnx fuzz/corpus_onnx ;;
+      -max_total_time="${1:-60}" build/fuzz/corpus_onnx fuzz/corpus_onnx spec/data/onnx ;;
 esac
