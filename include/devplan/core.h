@@ -77,7 +77,8 @@ const char *dp_objtype_name(int type);
 
 /* --- source spans --- */
 /* `source` is an id from dp_ctx_source (0: no source known). line and col
-   count from 1; line 0 means the span is absent. */
+   count from 1; line 0 means the span is absent; col 0 a position with no
+   column (an imported ONNX node: source its name, line 1 + its index). */
 typedef struct dp_span {
   uint32_t source;
   uint32_t line;

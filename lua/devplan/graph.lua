@@ -165,6 +165,9 @@ end
 local function box_label(b, names, fns)
   if b.kind == "node" then
     local name, what = names[b.first], what_of(b.first)
+    -- a call made for an imported ONNX node (a span with no column) names it
+    local s = b.first.kind == "call" and b.first.span
+    if s and s.col == 0 and s.source then what = what .. "\n" .. s.source end
     if name and what ~= "" then return name .. "\n" .. what end
     return name or what
   end

@@ -38,7 +38,7 @@ Session.__index = Session
 
 local HELP = [[
 devplan REPL: Lua 5.4 with `dp` (require "devplan"). =expr or a bare expression prints it.
-  model(path_or_text, meta?)          load a model (a file or Relay text): the current module
+  model(path_or_text, meta?)          load a model (a file, .relay or .onnx, or Relay text): the current module
   config{targets = {"llvm", "cuda"}, default = "cpu"}   the configuration planning uses
   annotate{["nn.conv2d"] = "cuda"}    place every call of an operator on a device
   plan()                              PlanDevices on the current module: planned
@@ -177,7 +177,10 @@ local function helpers(self)
     if type(src) ~= "string" then error("model: a file name or Relay text expected", 2) end
     local f = io.open(src, "rb")
     local m
-    if f then
+    if f and src:lower():match("%.onnx$") then -- an ONNX model; meta: dp.onnx.load's options
+      f:close()
+      m = dp.onnx.load(src, meta)
+    elseif f then
       f:close()
       m = dp.parse_file(src, meta or devname.palette())
     elseif not src:find("\n") and (src:match("%.relay$") or src:find("/", 1, true)) then

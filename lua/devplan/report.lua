@@ -169,7 +169,7 @@ function M.report(planned, config)
       r.copies[#r.copies + 1] = {
         fn = own.fn or val.fn, name = own.name, value = val.name or own.name,
         src = namer(src), dst = namer(dst), type = tostring(e.checked_type), bytes = b, size = why,
-        line = e.span and e.span.line, col = e.span and e.span.col,
+        line = e.span and e.span.line, col = e.span and e.span.col, source = e.span and e.span.source,
       }
       entry(src)
       resident(e, dst)
@@ -215,8 +215,10 @@ function Report:text()
            string.format("%d device_copy, %s bytes%s:", #self.copies, grouped(t.bytes_copied),
                          t.copies_too_large > 0 and (" + " .. t.copies_too_large .. " too large to count") or ""))
   for _, c in ipairs(self.copies) do
-    add_line(string.format("  %s%s = copy of %s  @%s -> @%s  %s  %s", c.fn and ("@" .. c.fn .. " ") or "",
-                           c.name or "(inline)", c.value or "(inline)", c.src, c.dst, c.type, copy_bytes(c)))
+    add_line(string.format("  %s%s = copy of %s  @%s -> @%s  %s  %s%s", c.fn and ("@" .. c.fn .. " ") or "",
+                           c.name or "(inline)", c.value or "(inline)", c.src, c.dst, c.type, copy_bytes(c),
+                           -- an imported ONNX node (a position with no column) by its name
+                           c.col == 0 and c.source and ("  (ONNX node " .. c.source .. ")") or ""))
   end
   add_line("")
   local left = {}
@@ -252,7 +254,7 @@ function Report:json()
   end
   return json.encode(data, {indent = true, keyorder = {
     "devices", "copies", "totals", "schedule", "name", "device", "calls", "bytes", "size", "unknown", "too_large",
-    "fn", "value", "src", "dst", "type", "line", "col", "bytes_copied", "bytes_resident", "copies_too_large",
+    "fn", "value", "src", "dst", "type", "line", "col", "source", "bytes_copied", "bytes_resident", "copies_too_large",
     "makespan", "costs", "serial", "resources", "critical", "kind", "tasks", "busy", "task", "resource", "start",
     "finish", "waited"}}) .. "\n"
 end

@@ -39,5 +39,6 @@ int luaopen_devplan_core(lua_State *L) {
   dp__lua_open_schedule(L);
   dp__lua_open_file(L);
   dp__lua_open_graph(L);
+  dp__lua_open_onnx(L);
   return 1;
 }
