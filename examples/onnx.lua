@@ -1,5 +1,5 @@
 -- An ONNX model, imported and planned: mobilenet_v3_small as torch exports it
--- (spec/data/onnx/, its weights stripped, so imported with weights "none"), its
+-- (models/, its weights stripped, so imported with weights "none"), its
 -- convolutions and matrix products on the GPU and its hard-swish activations
 -- (clip) on the CPU; TVM's rules and placement by cost compared, and the first
 -- copy explained by the ONNX node that made its value.
@@ -9,7 +9,7 @@
 --    devplan plan model.onnx --annotate nn.conv2d=cuda,clip=cpu --placement min_bytes --report text)
 local dp = require "devplan"
 
-local model = arg and arg[1] or (dp.root .. "/spec/data/onnx/mobilenet_v3_small.onnx")
+local model = arg and arg[1] or (dp.root .. "/models/mobilenet_v3_small.onnx")
 local shapes
 if arg and arg[2] then -- e.g. input=1,3,224,224: sizes for dynamic dimensions
   local name, dims = arg[2]:match("^(.+)=(.*)$")

@@ -41,7 +41,7 @@ install -m 644 lua/devplan/*.lua "$LUADIR/devplan/"
 install -m 644 passes/*.lua "$LUADIR/"
 # every file of examples/ (scripts, rules, toolchain files, cost tables, TopHub logs)
 (cd examples && find . -type f) | while read -r f; do install -D -m 644 "examples/$f" "$DATA/examples/$f"; done
-install -m 644 models/*.relay models/README.md "$DATA/models/"
+install -m 644 models/*.relay models/*.onnx models/README.md "$DATA/models/"
 install -m 644 docs/*.md "$DATA/docs/"
 install -m 644 docs/images/* "$DATA/docs/images/"
 install -m 644 README.md LICENSE NOTICE "$DATA/"
