@@ -1,4 +1,4 @@
--- dp.passes.PartitionByVirtualDevice (src/pattern/regions.c): on a planned
+-- dp.passes.PartitionByVirtualDevice (src/planner/partition.c): on a planned
 -- module, connected same-device code hoisted into global functions, never a
 -- cycle, the same result; and the accelerator example built on it.
 local dp = require "devplan"

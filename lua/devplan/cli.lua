@@ -535,7 +535,7 @@ end
 
 -- The report, and the regions a partition pass hoisted (nil: none ran).
 local function report_text(r, regions, json)
-  local part = regions and require "partition_by_virtual_device"
+  local part = regions and require "devplan.passes.partition_by_virtual_device"
   if not json then return r:text() .. (regions and ("\n" .. part.regions_text(regions)) or "") end
   local text = r:json()
   if not regions then return text end

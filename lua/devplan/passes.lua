@@ -25,9 +25,10 @@
 --   dp.passes.MergeComposite(rules), dp.passes.MergeAndAnnotate(rules)
 --                                             passes/merge_composite.lua (dp.pattern)
 --   dp.passes.PartitionByVirtualDevice{by =}  passes/partition_by_virtual_device.lua
+--   (passes/: lua/devplan/passes/, the modules devplan.passes.*)
 --   dp.passes.InferType(), dp.passes.Verify(config?, opts?)  (below)
 --
--- Passes written in Lua live in passes/ (on package.path); they require
+-- Passes written in Lua live in lua/devplan/passes/; they require
 -- "devplan.core" and the Lua parts they need, never "devplan" itself.
 local pass = require "devplan.pass"
 local planner = require "devplan.planner"
@@ -54,12 +55,12 @@ function M.ShareCopies()
   return pass.new("ShareCopies", planner.share_copies)
 end
 
-M.AnnotateVirtualDevices = require("annotate_virtual_devices").new
+M.AnnotateVirtualDevices = require("devplan.passes.annotate_virtual_devices").new
 
 -- Pattern passes (dp.pattern): passes/merge_composite.lua
-local merge = require "merge_composite"
+local merge = require "devplan.passes.merge_composite"
 M.MergeComposite, M.MergeAndAnnotate = merge.MergeComposite, merge.MergeAndAnnotate
-M.PartitionByVirtualDevice = require("partition_by_virtual_device").new
+M.PartitionByVirtualDevice = require("devplan.passes.partition_by_virtual_device").new
 
 -- ---- the framework's passes (lua/devplan/verify.lua, pipelines) ----
 local core = require "devplan.core"

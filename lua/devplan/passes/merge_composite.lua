@@ -90,7 +90,7 @@ local function fallback(rules, level)
     error("MergeAndAnnotate: the fallback \"*\" must be a VirtualDevice or a function(call), got " .. type(f),
       level + 1)
   end
-  return require("annotate_virtual_devices").new{["*"] = f}
+  return require("devplan.passes.annotate_virtual_devices").new{["*"] = f}
 end
 
 -- keep[i]: does rule's check take group i? A check's error names the rule.
@@ -149,7 +149,7 @@ function M.MergeAndAnnotate(rules)
   local rest = fallback(rules, 2)
   return pass.new("MergeAndAnnotate", function(mod, ctx)
     -- calls an earlier annotation placed stay where it put them
-    local placed = require("annotate_virtual_devices").already_placed(mod)
+    local placed = require("devplan.passes.annotate_virtual_devices").already_placed(mod)
     each_function(mod, function(name)
       local body = mod[name].body
       local opaque, sets, graph = C.opaque(), {}, C.graph(body)

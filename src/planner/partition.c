@@ -44,7 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "../pattern/internal.h"
 #include "devplan/partition.h"
 #include "devplan/infer.h"
 #include "devplan/visit.h"
