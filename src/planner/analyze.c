@@ -155,7 +155,7 @@ static int flow(actx *a, uint32_t id, uint32_t src, uint32_t dst, int rule, dp_e
      copy's source); capture looks through it likewise */
   if (rule != R_FREE_ON_DEVICE && dp__plain_on_device(a->ix, id)) src = KDOM(a, id, 1);
   if (dp_grow((void **)&d->flows, &d->capflows, d->nflows + 1, sizeof *d->flows) < 0) return oom_at(a, why);
-  d->flows[d->nflows++] = (dp_flowrec){value_of(a->ix, a->copy_rep, id), src, dst};
+  d->flows[d->nflows++] = (dp__flowrec){value_of(a->ix, a->copy_rep, id), src, dst};
   return 0;
 }
 
@@ -226,7 +226,7 @@ static int call_device_copy(actx *a, uint32_t id, dp_call *c) {
   if (!a->ix->relax || k == DP__NONE_ID || !dp__copyable(c->args[0]->type)) return 0;
   dp_domains *d = a->d;
   if (dp_grow((void **)&d->flows, &d->capflows, d->nflows + 1, sizeof *d->flows) < 0) return oom_at(a, &c->e);
-  d->flows[d->nflows++] = (dp_flowrec){value_of(a->ix, a->copy_rep, k), KDOM(a, id, 1), DOM(a, id)};
+  d->flows[d->nflows++] = (dp__flowrec){value_of(a->ix, a->copy_rep, k), KDOM(a, id, 1), DOM(a, id)};
   return 0;
 }
 

@@ -30,7 +30,7 @@
 #include <string.h>
 #include "planner.h"
 
-struct dp_placement {
+struct dp__placement {
   dp_place_problem p;
   uint32_t *label;            /* per variable */
   uint32_t labdev[64];        /* label -> device index */
@@ -45,7 +45,7 @@ struct dp_placement {
   uint32_t n;
 };
 
-void dp__place_free(struct dp_placement *pl) {
+void dp__place_free(struct dp__placement *pl) {
   if (!pl) return;
   dp_place_free(&pl->p);
   free(pl->label);
@@ -60,7 +60,7 @@ typedef struct pctx {
   dp_domains *d;
   dp__index *ix;
   const dp_place_hooks *h;
-  struct dp_placement *pl;
+  struct dp__placement *pl;
   uint32_t *var_of;           /* domain (root) -> variable */
   /* per variable, as found (the problem's fixed and allowed are sized for
      every domain until the count is known): root, first expression */
@@ -133,7 +133,7 @@ static int oom(pctx *c) {
 
 /* The label of device index dev (added when new; fixed labels only). */
 static uint32_t label_of(pctx *c, uint32_t dev) {
-  struct dp_placement *pl = c->pl;
+  struct dp__placement *pl = c->pl;
   for (uint32_t l = 0; l < pl->nlab; l++)
     if (pl->labdev[l] == dev) return l;
   if (pl->nlab == 64) {
@@ -246,7 +246,7 @@ static int nets(pctx *c) {
   int64_t total = 0; /* the bytes of every net, once per reader */
   for (uint32_t i = 0; i < n && rc == 0;) {
     uint32_t j = i, k = 0;
-    const dp_flowrec *f0 = &d->flows[key[i].i];
+    const dp__flowrec *f0 = &d->flows[key[i].i];
     dp_expr *value = c->ix->x[f0->value];
     uint32_t src = var_for(c, f0->src, value);
     if (src == DP__NONE_ID) rc = -1;
@@ -281,7 +281,7 @@ static int nets(pctx *c) {
    annotation (a device with a memory scope exists only where annotations
    name it; leaving those out would copy to a scope and back for nothing). */
 static int widen(pctx *c) {
-  struct dp_placement *pl = c->pl;
+  struct dp__placement *pl = c->pl;
   uint64_t all = pl->nlab == 64 ? UINT64_MAX : ((uint64_t)1 << pl->nlab) - 1;
   /* a partly constrained class joined with each device: cpu and the
      memory scope "global" make "cpu, global" (as unification would) */
@@ -342,7 +342,7 @@ static int can_run(pctx *c, dp_expr *call, dp_vdev *vd, int *ok) {
    variable (only classes a flow touched: others are defaulting's). */
 static int call_costs(pctx *c, uint32_t id) {
   dp_domains *d = c->d;
-  struct dp_placement *pl = c->pl;
+  struct dp__placement *pl = c->pl;
   dp_place_problem *p = &pl->p;
   uint32_t v = c->var_of[dp__dom_find(d, d->dom[id])];
   if (v == DP__NONE_ID) return 0;
@@ -377,7 +377,7 @@ static int call_costs(pctx *c, uint32_t id) {
 /* Picoseconds per byte between each pair of labels: the bandwidth hook's,
    else the configuration's, else 10 GB/s. */
 static int pair_costs(pctx *c) {
-  struct dp_placement *pl = c->pl;
+  struct dp__placement *pl = c->pl;
   const dp_place_hooks *h = c->h;
   uint32_t K = pl->nlab;
   pl->p.pair = dp_calloc((size_t)K * K, sizeof *pl->p.pair);
@@ -412,7 +412,7 @@ static int pair_costs(pctx *c) {
    (else bytes alone). */
 #define COPY_TIE 1024
 
-static void tie_copies(struct dp_placement *pl) {
+static void tie_copies(struct dp__placement *pl) {
   dp_place_problem *p = &pl->p;
   int64_t total = 0, cap = DP_PLACE_INF / 16 / COPY_TIE;
   for (uint32_t i = 0; i < p->nnets && total <= cap; i++) total += p->nets[i].w * (int64_t)p->nets[i].n;
@@ -423,7 +423,7 @@ static void tie_copies(struct dp_placement *pl) {
 /* Capabilities, compute costs and bandwidths, from the hooks. */
 static int costs(pctx *c) {
   dp__index *ix = c->ix;
-  struct dp_placement *pl = c->pl;
+  struct dp__placement *pl = c->pl;
   const dp_place_hooks *h = c->h;
   pl->time = h->compute || h->bandwidth || dp_config_has_bandwidths(c->d->dev->cfg);
   if (!pl->time) tie_copies(pl);
@@ -441,7 +441,7 @@ static int costs(pctx *c) {
 
 static int decide(pctx *c) {
   dp_domains *d = c->d;
-  struct dp_placement *pl = c->pl;
+  struct dp__placement *pl = c->pl;
   const dp_place_problem *p = &pl->p;
   uint32_t n = 0;
   for (uint32_t v = 0; v < c->nv; v++) n += p->fixed[v] == DP__NONE_ID && c->vtouched[v];
@@ -484,7 +484,7 @@ static void name_classes(pctx *c) {
 }
 
 static int solve(pctx *c) {
-  struct dp_placement *pl = c->pl;
+  struct dp__placement *pl = c->pl;
   dp_place_problem *p = &pl->p;
   p->nvars = c->nv;
   p->nlabels = pl->nlab;
@@ -502,7 +502,7 @@ static int solve(pctx *c) {
 
 int dp__place(dp_domains *d, const dp_place_hooks *h, dp_err **err) {
   static const dp_place_hooks none = {0};
-  pctx c = {.d = d, .ix = d->ix, .h = h ? h : &none, .pl = dp_calloc(1, sizeof(struct dp_placement))};
+  pctx c = {.d = d, .ix = d->ix, .h = h ? h : &none, .pl = dp_calloc(1, sizeof(struct dp__placement))};
   int rc = -1;
   if (!c.pl || !(c.var_of = dp_malloc((size_t)(d->nnodes ? d->nnodes : 1) * sizeof *c.var_of))) {
     oom(&c);
@@ -537,7 +537,7 @@ done:
 /* ---- replays and explanations ---- */
 
 int dp__place_replay(dp_domains *d, dp_err **err) {
-  const struct dp_placement *pl = (d->owner ? d->owner : d)->place;
+  const struct dp__placement *pl = (d->owner ? d->owner : d)->place;
   if (!pl) return 0;
   for (uint32_t i = 0; i < pl->n; i++) {
     uint32_t k = dp__dom_first(d, pl->labdev[pl->label[pl->var[i]]], R_PLACEMENT, pl->why[i]);
@@ -549,7 +549,7 @@ int dp__place_replay(dp_domains *d, dp_err **err) {
   return 0;
 }
 
-static void cost_text(char *buf, size_t n, const struct dp_placement *pl, int64_t e) {
+static void cost_text(char *buf, size_t n, const struct dp__placement *pl, int64_t e) {
   if (e >= DP_PLACE_INF) {
     snprintf(buf, n, "not allowed (an annotation or the capability function)");
     return;
@@ -564,7 +564,7 @@ static void cost_text(char *buf, size_t n, const struct dp_placement *pl, int64_
 
 char *dp__place_reason(dp_domains *d, uint32_t cons) {
   const dp_domains *o = d->owner ? d->owner : d;
-  const struct dp_placement *pl = o->place;
+  const struct dp__placement *pl = o->place;
   if (!pl) return NULL;
   uint32_t lo = 0, hi = pl->n;
   while (lo < hi) {
@@ -593,7 +593,7 @@ char *dp__place_reason(dp_domains *d, uint32_t cons) {
 }
 
 int dp_domains_placements(dp_domains *d, dp_place_fn fn, void *ud, dp_err **err) {
-  const struct dp_placement *pl = (d->owner ? d->owner : d)->place;
+  const struct dp__placement *pl = (d->owner ? d->owner : d)->place;
   for (uint32_t i = 0; pl && i < pl->n; i++) {
     uint64_t a = pl->p.allowed[pl->var[i]];
     if (!(a & (a - 1))) continue; /* one device it could take: an annotation's, no choice */

@@ -312,8 +312,8 @@ enum { LOG_DEFAULT, LOG_UNIFY, LOG_CONSTRAIN, LOG_SET_DEFAULT, LOG_PLACE };
 /* Where a copy may sit when placing by cost: the value of node `value`
    (its on_device calls looked through) made in domain src and read in
    domain dst (analysis.c, ix->relax). */
-typedef struct dp_flowrec { uint32_t value, src, dst; } dp_flowrec;
-struct dp_placement; /* place.c */
+typedef struct dp__flowrec { uint32_t value, src, dst; } dp__flowrec;
+struct dp__placement; /* place.c */
 
 struct dp_domains {
   dp_obj h;                 /* dp_domains_objtype() */
@@ -337,9 +337,9 @@ struct dp_domains {
   struct { uint32_t a, b; int rule; dp_expr *why; } failed; /* the last conflict (dp__unify) */
   int oom;                  /* an allocation failed: the phase reports it */
   int repass;               /* a class a default was taken from was refined (default.c) */
-  dp_flowrec *flows; uint32_t nflows, capflows;  /* ix->relax: analysis' flows */
+  dp__flowrec *flows; uint32_t nflows, capflows;  /* ix->relax: analysis' flows */
   uint32_t nconf;                                /* ix->collect: the conflicts met */
-  struct dp_placement *place;                    /* place.c's decisions (owner only) */
+  struct dp__placement *place;                    /* place.c's decisions (owner only) */
   /* all_conflicts' replay (dp__conflict_errors): the proof forest's children
      (first child, next and previous sibling, each id + 1, 0: none), kept as
      it changes so each conflict is worded as it is met; which conflicts are
@@ -438,7 +438,7 @@ uint32_t *dp__plan_order(const dp__index *ix);
 int dp__place(dp_domains *d, const dp_place_hooks *h, dp_err **err);
 /* Replays the owner's decisions on its shadow (explain.c). */
 int dp__place_replay(dp_domains *d, dp_err **err);
-void dp__place_free(struct dp_placement *p);
+void dp__place_free(struct dp__placement *p);
 /* What placing domain cons (an R_PLACEMENT constraint) weighed: the
    sentence after "because of" (malloc'd), or NULL. */
 char *dp__place_reason(dp_domains *d, uint32_t cons);
@@ -458,24 +458,24 @@ int dp__conflict_collect(dp_domains *d);
 
 /* ================= maxflow.c: minimum s-t cut ================= */
 
-#define DP_FLOW_INF DP_PLACE_INF
-typedef struct dp_flow dp_flow;
-dp_flow *dp__flow_new(void);
-void dp__flow_free(dp_flow *g);
-void dp__flow_reset(dp_flow *g);                  /* no nodes, no arcs (memory kept) */
-uint32_t dp__flow_node(dp_flow *g);               /* a new node (0, 1, ...) */
-uint32_t dp__flow_count(const dp_flow *g);        /* nodes so far */
+#define DP__FLOW_INF DP_PLACE_INF
+typedef struct dp__flow dp__flow;
+dp__flow *dp__flow_new(void);
+void dp__flow_free(dp__flow *g);
+void dp__flow_reset(dp__flow *g);                  /* no nodes, no arcs (memory kept) */
+uint32_t dp__flow_node(dp__flow *g);               /* a new node (0, 1, ...) */
+uint32_t dp__flow_count(const dp__flow *g);        /* nodes so far */
 /* Capacity from the source to v and from v to the sink (added up). */
-void dp__flow_terminal(dp_flow *g, uint32_t v, int64_t from_source, int64_t to_sink);
+void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_sink);
 /* An arc u -> v of capacity cap, and v -> u of rcap. */
-void dp__flow_arc(dp_flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap);
+void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap);
 /* The minimum cut: side[v] = 0 (source side) or 1 (sink side) for every
    node; returns its capacity, or -1 (out of memory). Ties go to the source
    side. */
-int64_t dp__flow_solve(dp_flow *g, uint8_t *side);
+int64_t dp__flow_solve(dp__flow *g, uint8_t *side);
 /* Work Boykov-Kolmogorov may do before push-relabel takes over (maxflow.c):
    < 0 the default, 0 push-relabel alone (the tests run both). */
-void dp__flow_budget(dp_flow *g, int64_t work);
+void dp__flow_budget(dp__flow *g, int64_t work);
 
 /* ================= diagnostics text (describe.c) ================= */
 /* "add at 3:5", malloc'd; an on_device with no position (a pass inserted
