@@ -37,7 +37,7 @@
 typedef struct rcopy { uint32_t id, next; dp_vdev *vd; dp_expr *made; } rcopy;
 
 typedef struct cctx {
-  dp_domains *d;
+  dp__domains *d;
   dp__index *ix;
   uint32_t *dev;  /* id -> device index (0: none was determined) */
   dp_expr **out;  /* id -> rewritten node (owned) */
@@ -308,7 +308,7 @@ static dp_expr *capture_copy(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
 }
 
 static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
-  dp_domains *d = c->d;
+  dp__domains *d = c->d;
   switch (c->ix->what[id]) {
   case W_ON_DEVICE: return dp_retain(out_kid(c, id, 1)); /* the original ones go */
   case W_COPY: return capture_copy(c, id, orig, err);
@@ -523,7 +523,7 @@ static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
   return r ? dp_retain(r) : NULL;
 }
 
-dp_module *dp_plan_capture(dp_domains *d, dp_err **err) {
+dp_module *dp__capture(dp__domains *d, dp_err **err) {
   dp__index *ix = d->ix;
   cctx c = {d, ix, NULL, NULL, NULL, 0, 0, DP__PTRMAP_INIT};
   dp_module *m = ix->mod, *out = dp_module_copy(m);

@@ -961,16 +961,15 @@ void dp_regions_clear(dp_regions *rs) {
 dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partition_by by,
                                   dp_regions *regions, dp_err **err) {
   if (regions) *regions = (dp_regions){0};
-  dp_module *r = dp_plan_rewrite(m, cfg, err), *planned = NULL;
-  if (r) planned = dp_plan_conflicts(r, cfg, err);
-  dp_release(r);
-  if (!planned) return NULL;
   pctx c;
   memset(&c, 0, sizeof c);
   c.by = by;
   c.regions = regions;
-  c.d = dp_plan_analyze(planned, cfg, err);
-  if (!c.d || dp_plan_default(c.d, err) < 0) goto fail;
+  /* the devices, read back through PlanDevices' phases 0 to 2 (which leave
+     a planned module as it is) */
+  c.d = dp_plan_domains(m, cfg, NULL, NULL, err);
+  if (!c.d) return NULL;
+  dp_module *planned = dp_domains_module(c.d);
   if (!(c.out = dp_module_copy(planned))) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     goto fail;
@@ -987,7 +986,6 @@ dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partiti
   if (typed(m) && dp_infer_module(c.out, err) < 0) goto fail;
   free(c.names);
   dp_release(c.d);
-  dp_release(planned);
   return c.out;
 fail:
   dp_regions_clear(regions);
@@ -995,6 +993,5 @@ fail:
   dp_err_free(c.err);
   dp_release(c.out);
   dp_release(c.d);
-  dp_release(planned);
   return NULL;
 }
