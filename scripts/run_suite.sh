@@ -30,6 +30,7 @@ export DEVPLAN_EXE="$EXE"
 # exit status counts as one test.
 TEST_PROGRAMS=(
   "$(dirname "$EXE")/devplan-ctest"
+  "$EXE scripts/planner_layers.lua src/planner"   # the planner's layers, printed; fails on a cycle
 )
 
 passed=0
