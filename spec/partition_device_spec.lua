@@ -144,6 +144,17 @@ describe("PartitionByVirtualDevice", function()
     assert.same(evaluate(planned, {x = 0.7}), evaluate(parted, {x = 0.7}))
   end)
 
+  it("leaves a primitive global function as it is, whatever its Primitive attribute's value (the planner does not plan it)", function()
+    for _, flag in ipairs{"1", "True"} do
+      local planned = dp.passes.PlanDevices(cfg)(parse("def @main(%a: " .. T .. ", %b: " .. T .. [[) { @f(%a, %b) }
+        def @f(%x: ]] .. T .. ", %y: " .. T .. ", Primitive=" .. flag .. [[) {
+          %0 = add(%x, %y); %1 = on_device(%0, virtual_device=meta[VirtualDevice][0]); multiply(%1, %y) }]]))
+      local parted = partition(planned)
+      assert.same({"main_cuda_0"}, t.sorted_keys(hoisted(parted, planned)), flag)
+      assert.structurally_equal(planned:get("f"), parted:get("f"))
+    end
+  end)
+
   it("partitions inside function literals: the calls of a loop's closure (TVM's test_while_let)", function()
     local planned = dp.passes.PlanDevices(cfg)(parse([[
 def @main(%v1: Tensor[(2), float32]) {

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../pattern/internal.h"
+#include "planner.h"
 #include "devplan/partition.h"
 #include "devplan/infer.h"
 #include "devplan/visit.h"
@@ -928,11 +929,6 @@ static int partition_fn(pctx *c, const char *name, dp_func *fn) {
   return rc;
 }
 
-static int is_primitive(const dp_func *f) {
-  const dp_aval *v = f->attrs ? dp_attrs_get(f->attrs, "Primitive") : NULL;
-  return v && v->kind == DP_AV_INT && v->u.i != 0;
-}
-
 static int typed(const dp_module *m) {
   for (uint32_t i = 0; i < m->nfuncs; i++)
     if (!m->funcs[i].fn->e.type) return 0;
@@ -976,7 +972,7 @@ dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partiti
   }
   for (uint32_t i = 0; i < planned->nfuncs; i++) {
     dp_defn *f = &planned->funcs[i];
-    if (is_primitive(f->fn)) continue;
+    if (dp__is_primitive(f->fn)) continue; /* (not planned) */
     if (partition_fn(&c, f->global->name, f->fn) < 0) {
       dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       c.err = NULL;
