@@ -24,7 +24,6 @@
 local core = require "devplan.core"
 local pass = require "devplan.pass"
 local passes = require "devplan.passes"
-local verify = require "devplan.verify"
 local devname = require "devplan.devname"
 local suggest = require "devplan.suggest"
 
@@ -385,7 +384,7 @@ M.register{
   options = {planned = "true: check the plan even if no planning pass ran before"},
   make = function(args, env)
     local planned = boolean(args.planned, "planned")
-    return verify.pass(env.config, planned ~= nil and {planned = planned} or nil)
+    return passes.Verify(env.config, planned ~= nil and {planned = planned} or nil)
   end,
 }
 
