@@ -71,11 +71,12 @@ typedef struct level { dp_expr *e; uint32_t dom; } level;
 /* Room for one more level (the first 8 live in the caller's frame). */
 static int level_room(level **lv, uint32_t n, uint32_t *cap, level *small) {
   if (n < *cap) return 0;
-  level *g = dp_realloc(*lv == small ? NULL : *lv, (size_t)*cap * 2 * sizeof *g);
-  if (!g) return -1;
-  if (*lv == small) memcpy(g, small, n * sizeof *g);
-  *lv = g;
-  *cap *= 2;
+  level *heap = *lv == small ? NULL : *lv;
+  uint32_t c = *lv == small ? 0 : *cap;
+  if (dp_grow((void **)&heap, &c, n + 1, sizeof *heap) < 0) return -1;
+  if (*lv == small) memcpy(heap, small, n * sizeof *heap);
+  *lv = heap;
+  *cap = c;
   return 0;
 }
 

@@ -354,12 +354,10 @@ static int default_first(dp__domains *d, uint32_t x, uint32_t vdev, int rule, dp
    order: no allocation) and moves to the heap when it outgrows it. */
 static int stack_room(uint32_t **stack, uint32_t *cap, uint32_t *small, uint32_t need) {
   if (need <= *cap) return 0;
-  uint32_t c = *cap * 2;
-  while (c < need) c *= 2;
-  uint32_t *s = dp_realloc(*stack == small ? NULL : *stack, (size_t)c * sizeof *s);
-  if (!s) return -1;
-  if (*stack == small) memcpy(s, small, *cap * sizeof *s);
-  *stack = s;
+  uint32_t *heap = *stack == small ? NULL : *stack, c = *stack == small ? 0 : *cap;
+  if (dp_grow((void **)&heap, &c, need, sizeof *heap) < 0) return -1;
+  if (*stack == small) memcpy(heap, small, *cap * sizeof *heap);
+  *stack = heap;
   *cap = c;
   return 0;
 }

@@ -142,17 +142,9 @@ typedef struct proofs {
 static int cover(proofs *pf) {
   uint32_t n = pf->d.nnodes;
   if (n <= pf->n) return 0;
-  if (n > pf->cap) {
-    uint32_t cap = pf->cap;
-    if (dp_grow((void **)&pf->edge, &cap, n, sizeof *pf->edge) < 0) return -1;
-    uint32_t **arr[3] = {&pf->first, &pf->next, &pf->prev};
-    for (int i = 0; pf->indep && i < 3; i++) {
-      uint32_t *q = dp_realloc(*arr[i], (size_t)cap * sizeof *q);
-      if (!q) return -1;
-      *arr[i] = q;
-    }
-    pf->cap = cap;
-  }
+  void **const arrs[] = {(void **)&pf->edge, (void **)&pf->first, (void **)&pf->next, (void **)&pf->prev};
+  const size_t sizes[] = {sizeof *pf->edge, sizeof *pf->first, sizeof *pf->next, sizeof *pf->prev};
+  if (dp_grow_arrays(&pf->cap, n, pf->indep ? 4 : 1, arrs, sizes) < 0) return -1;
   for (uint32_t i = pf->n; i < n; i++) {
     pf->edge[i] = (proof){DP__NONE_ID, 0, NULL};
     if (pf->indep) pf->first[i] = pf->next[i] = pf->prev[i] = 0;
@@ -296,17 +288,11 @@ static int pindex_init(pindex *p, const proofs *pf) {
 
 /* The dynamic form's search arrays to the domains so far: 0, or -1. */
 static int pindex_cover(pindex *p, const dp__domains *d) {
-  uint32_t n = d->nnodes;
-  if (n <= p->n) return 0;
-  if (n < p->n * 2) n = p->n * 2;
-  uint32_t **arr[3] = {&p->from, &p->queue, &p->stamp};
-  for (int i = 0; i < 3; i++) {
-    uint32_t *a = dp_realloc(*arr[i], (size_t)n * sizeof *a);
-    if (!a) return -1;
-    *arr[i] = a;
-  }
-  memset(p->stamp + p->n, 0, (size_t)(n - p->n) * sizeof *p->stamp);
-  p->n = n;
+  uint32_t old = p->n;
+  void **const arrs[] = {(void **)&p->from, (void **)&p->queue, (void **)&p->stamp};
+  const size_t sizes[] = {sizeof *p->from, sizeof *p->queue, sizeof *p->stamp};
+  if (dp_grow_arrays(&p->n, d->nnodes, 3, arrs, sizes) < 0) return -1;
+  memset(p->stamp + old, 0, (size_t)(p->n - old) * sizeof *p->stamp);
   return 0;
 }
 

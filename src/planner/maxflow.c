@@ -72,12 +72,9 @@ void dp__flow_reset(dp__flow *g) {
 
 uint32_t dp__flow_node(dp__flow *g) {
   if (g->n == g->capn) {
-    uint32_t c = g->capn;
-    if (dp_grow((void **)&g->trs, &c, g->n + 1, sizeof *g->trs) < 0) goto oom;
-    void *p = dp_realloc(g->trt, (size_t)c * sizeof *g->trt);
-    if (!p) goto oom;
-    g->trt = p;
-    g->capn = c;
+    void **const arrs[] = {(void **)&g->trs, (void **)&g->trt};
+    const size_t sizes[] = {sizeof *g->trs, sizeof *g->trt};
+    if (dp_grow_arrays(&g->capn, g->n + 1, 2, arrs, sizes) < 0) goto oom;
   }
   g->trs[g->n] = g->trt[g->n] = 0;
   return g->n++;
@@ -99,16 +96,9 @@ void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_
 void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap) {
   if (g->oom || (cap == 0 && rcap == 0) || u == v) return;
   if (g->na == g->capa) {
-    uint32_t c = g->capa;
-    if (dp_grow((void **)&g->au, &c, g->na + 1, sizeof *g->au) < 0) goto oom;
-    void *p;
-    if (!(p = dp_realloc(g->av, (size_t)c * sizeof *g->av))) goto oom;
-    g->av = p;
-    if (!(p = dp_realloc(g->ac, (size_t)c * sizeof *g->ac))) goto oom;
-    g->ac = p;
-    if (!(p = dp_realloc(g->arc, (size_t)c * sizeof *g->arc))) goto oom;
-    g->arc = p;
-    g->capa = c;
+    void **const arrs[] = {(void **)&g->au, (void **)&g->av, (void **)&g->ac, (void **)&g->arc};
+    const size_t sizes[] = {sizeof *g->au, sizeof *g->av, sizeof *g->ac, sizeof *g->arc};
+    if (dp_grow_arrays(&g->capa, g->na + 1, 4, arrs, sizes) < 0) goto oom;
   }
   g->au[g->na] = u;
   g->av[g->na] = v;

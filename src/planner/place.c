@@ -186,16 +186,9 @@ static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
   uint32_t r = dp__dom_find(d, dom);
   if (c->var_of[r] != DP__NONE_ID) return c->var_of[r];
   if (c->nv == c->capv) {
-    uint32_t cap = c->capv;
-    if (dp_grow((void **)&c->vroot, &cap, c->nv + 1, sizeof *c->vroot) < 0) return oom(c), DP__NONE_ID;
-    void *q;
-    if (!(q = dp_realloc(c->vwhy, (size_t)cap * sizeof *c->vwhy))) return oom(c), DP__NONE_ID;
-    c->vwhy = q;
-    if (!(q = dp_realloc(c->vtouched, (size_t)cap * sizeof *c->vtouched))) return oom(c), DP__NONE_ID;
-    c->vtouched = q;
-    if (!(q = dp_realloc(c->vpart, (size_t)cap * sizeof *c->vpart))) return oom(c), DP__NONE_ID;
-    c->vpart = q;
-    c->capv = cap;
+    void **const arrs[] = {(void **)&c->vroot, (void **)&c->vwhy, (void **)&c->vtouched, (void **)&c->vpart};
+    const size_t sizes[] = {sizeof *c->vroot, sizeof *c->vwhy, sizeof *c->vtouched, sizeof *c->vpart};
+    if (dp_grow_arrays(&c->capv, c->nv + 1, 4, arrs, sizes) < 0) return oom(c), DP__NONE_ID;
   }
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
   c->vpart[v] = 0;

@@ -260,12 +260,7 @@ static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha
   for (uint32_t k = 0; k < m->nnets; k++) move_net(&c, &m->nets[k]);
   /* the side of every node of the graph (auxiliary ones included) */
   uint32_t nodes = dp__flow_count(g) + 1;
-  if (nodes > *capside) {
-    uint8_t *s = dp_realloc(*side, nodes);
-    if (!s) return -1;
-    *side = s;
-    *capside = nodes;
-  }
+  if (dp_grow((void **)side, capside, nodes, 1) < 0) return -1;
   if (dp__flow_solve(g, *side) < 0) return -1;
   for (uint32_t v = 0; v < m->nvars; v++)
     next[v] = state[v] < ST_T && (*side)[state[v]] ? alpha : label[v];
