@@ -19,6 +19,11 @@ local devname = require "devplan.devname"
 local parser = require "devplan.parser"
 local suggest = require "devplan.suggest"
 
+local assert, collectgarbage, error, ipairs, loadfile, pairs = assert, collectgarbage, error, ipairs, loadfile, pairs
+local pcall, require, tonumber, tostring, type = pcall, require, tonumber, tostring, type
+local io, os, string, table = io, os, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- devplan.term is the executable's terminal module (src/cli/term.c): not

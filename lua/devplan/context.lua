@@ -30,6 +30,11 @@ local core = require "devplan.core"
 local ir = require "devplan.ir"
 local instruments = require "devplan.instruments"
 
+local error, getmetatable, ipairs, pairs, pcall, setmetatable = error, getmetatable, ipairs, pairs, pcall, setmetatable
+local tostring, type = tostring, type
+local math, table = math, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- ---------------------------------------------------------------- passes

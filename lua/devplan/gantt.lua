@@ -7,6 +7,10 @@
 -- the critical path are outlined. Past opts.max_bars bars (default 20,000)
 -- a row's bars that touch on the drawing merge into one, so a million-call
 -- schedule stays a readable (and small) picture.
+local error, ipairs, pairs, tostring = error, ipairs, pairs, tostring
+local io, math, string, table = io, math, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local ROW, LABEL, WIDTH, TOP = 26, 170, 1000, 46

@@ -18,4 +18,6 @@
 -- calling a pass needs a context, and a context runs only passes.)
 local context = require "devplan.context"
 
+_ENV = nil -- no global is read or written below this line
+
 return {new = context.pass, is_pass = context.is_pass, Sequential = context.Sequential}

@@ -40,6 +40,9 @@ local annotate = require "devplan.passes.annotate_virtual_devices"
 local merge = require "devplan.passes.merge_composite"
 local partition = require "devplan.passes.partition_by_virtual_device"
 
+local error, pairs, rawequal, tostring, type = error, pairs, rawequal, tostring, type
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 function M.PlanDevices(config, opts)

@@ -21,6 +21,11 @@ local ir = require "devplan.ir"
 local parser = require "devplan.parser"
 
 local C = core.pattern
+local error, getmetatable, ipairs, pairs, pcall, rawequal = error, getmetatable, ipairs, pairs, pcall, rawequal
+local setmetatable, tostring, type = setmetatable, tostring, type
+local math, table = math, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local Pattern = {__name = "devplan.DFPattern"}

@@ -27,6 +27,11 @@ local passes = require "devplan.passes"
 local devname = require "devplan.devname"
 local suggest = require "devplan.suggest"
 
+local error, getmetatable, ipairs, loadfile, next, pairs = error, getmetatable, ipairs, loadfile, next, pairs
+local pcall, setmetatable, tostring, type = pcall, setmetatable, tostring, type
+local table = table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local registry = {}   -- name -> entry

@@ -9,6 +9,10 @@
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 
+local error, next, pairs, tostring, type = error, next, pairs, tostring, type
+local table = table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- PlanDevices' options and the types they take (src/lua/l_place.c reads them):

@@ -19,6 +19,9 @@ local report = require "devplan.report"
 local why = require "devplan.why"
 local schedule = require "devplan.schedule"
 
+local pairs = pairs
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 for name, fn in pairs(core.planner) do M[name] = fn end
 

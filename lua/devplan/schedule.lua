@@ -20,6 +20,10 @@ local devname = require "devplan.devname"
 local gantt = require "devplan.gantt"
 local passes = require "devplan.passes"
 
+local error, ipairs, pairs, setmetatable, tostring, type = error, ipairs, pairs, setmetatable, tostring, type
+local math, os, string, table = math, os, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local Schedule = {}

@@ -11,6 +11,9 @@
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 
+local error, type = error, type
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local function plan_check(mod, config, input)

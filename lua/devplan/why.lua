@@ -21,6 +21,10 @@ local devname = require "devplan.devname"
 local options = require "devplan.plan_options"
 local report = require "devplan.report"
 
+local error, ipairs, pairs, rawequal, tostring, type = error, ipairs, pairs, rawequal, tostring, type
+local string, table = string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local function is_op(e, name)

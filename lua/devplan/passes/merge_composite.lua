@@ -43,6 +43,11 @@ local pass = require "devplan.pass"
 local pattern = require "devplan.pattern"
 
 local C = core.pattern
+local error, ipairs, pairs, pcall, rawequal, require = error, ipairs, pairs, pcall, rawequal, require
+local tostring, type = tostring, type
+local math, table = math, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- The rules, checked; each gets its compiled program and a name for messages.

@@ -24,6 +24,11 @@ local core = require "devplan.core"
 local ir = require "devplan.ir"
 local pass = require "devplan.pass"
 
+local error, ipairs, pairs, pcall, rawset, setmetatable = error, ipairs, pairs, pcall, rawset, setmetatable
+local tostring, type = tostring, type
+local table = table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local BY = {virtual_device = true, target = true, device_type = true}
