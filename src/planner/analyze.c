@@ -1,6 +1,6 @@
 /*
  * Phase 1, analysis: the domain of every sub-expression of every global
- * function, from the constraints (planner.md "Domains", seed 002 phase 1).
+ * function, from the constraints (planner.md "Domains").
  *
  * Requires: the index of the module phase 0b left (index.c): its nodes,
  * post order and decoded annotations.

@@ -1,5 +1,5 @@
 /*
- * Phase 3, capture (seed 002 phase 3): writes the domains back into the
+ * Phase 3, capture: writes the domains back into the
  * module, so that a later pass recovers every device lexically.
  *
  * - parameters get their virtual_device, functions their result device;

@@ -1,5 +1,5 @@
 /*
- * Phase 2, defaulting (seed 002 phase 2).
+ * Phase 2, defaulting.
  *
  * Requires: the domains after analysis (and whatever a script changed).
  * Leaves: every domain of a numbered node constrained (a device for each

@@ -1,19 +1,28 @@
 /*
- * The planner's internals. PlanDevices (plan.c) is five phases in order,
- * one file each, over three pieces they share, one file each:
+ * The planner's internals, in layers: a file calls only files of the layers
+ * below its own (scripts/planner_layers.lua checks it, in the suite):
  *
- *   devices.c  the device table: the canonical virtual devices of a plan,
- *              by index (0: unconstrained), with join and default
- *   index.c    the node numbering: every node of every global function
- *              numbered once, in one walk, with its children, the post
- *              order, its on_device / device_copy attributes decoded, what
- *              phase 0 must rewrite and phase 0b's demands
- *   domains.c  the union-find of domains over those devices (the state
- *              between analysis and capture, dp_domains_objtype())
- *
- * and the rules of the special operators (rules.c), which analysis,
- * phase 0b and the verifier read from one table. Each phase keeps its own
- * state in its own file.
+ *   the pipeline    plan.c: PlanDevices' phases composed once (the options
+ *                   its branches), the public phases one by one;
+ *                   partition.c reads its devices through it
+ *   the state       domains_api.c: dp_domains (plan.h's handle) = the
+ *                   domains, the log of later changes, placement's
+ *                   decisions; lookups and a script's changes
+ *   explanation     explain.c: conflicts worded, explanations, on replays
+ *                   (replay.c applies the log) that keep proofs
+ *   the phases      rewrite.c (0), conflicts.c (0b), analyze.c (1),
+ *                   place.c (placement by cost), default.c (2, order.c),
+ *                   capture.c (3); share.c, verify.c, schedule_*.c beside
+ *                   them. A phase returns a conflict as data (dp__conflict)
+ *                   and keeps its own state in its own file.
+ *   the domains     domains.c: the union-find over the devices, nothing else
+ *   shared pieces   index.c (every node numbered once, in one walk, with its
+ *                   children, post order, decoded annotations, phase 0's
+ *                   and 0b's findings), devices.c (the canonical devices of
+ *                   a plan by index), rules.c (the special operators, one
+ *                   table for analysis, phase 0b and the verifier),
+ *                   describe.c (how diagnostics name things), maxflow.c,
+ *                   place_solve.c, independent.c
  *
  * Where devplan reads planner.md differently, on purpose (plan.h says
  * why): phase 0's fixed let values and function bodies are read in place
