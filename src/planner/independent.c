@@ -10,8 +10,8 @@
  * between other classes is independent, whatever constraints it names.
  *
  * The classes are followed by a union-find of their own that mirrors every
- * link the domains make (dp__unify calls dp__indep_link when it succeeds:
- * a failed unification, undone, never reaches here). Each independent
+ * link the domains make (explain.c's replay tells dp__indep_link each link
+ * the domains tell it of: a failed unification, undone, never reaches here). Each independent
  * conflict's pair of roots sits in a hash, kept current: when two classes
  * merge, the conflicts listed under the one with fewer move to the other,
  * so each conflict moves O(log n) times and the whole is near linear.
