@@ -1,4 +1,4 @@
--- AnnotateVirtualDevices (passes/annotate_virtual_devices.lua): per-operator
+-- AnnotateVirtualDevices (lua/devplan/passes/annotate_virtual_devices.lua): per-operator
 -- device rules. On the real models it reproduces the annotated modules the
 -- shared models were planned from, and planning them gives TVM's output.
 local dp = require "devplan"

@@ -1,3 +1,9 @@
+-- Passes, and the contexts they run in (dp.pass, dp.Sequential,
+-- dp.PassContext; devplan.pass gives the first two their names). A pass is
+-- a value: a name, the options it was made with, and a function from a
+-- module to a module; calling it runs it in a context (a new one, or the
+-- one given), and a context runs only passes: the two are one module.
+--
 -- dp.PassContext: where passes run. It carries the configuration, free
 -- options for passes, and instruments: tables of callbacks around every
 -- pass that runs in it (nested passes included).
@@ -22,10 +28,99 @@
 -- "callback" errors with the original message.
 local core = require "devplan.core"
 local ir = require "devplan.ir"
-local pass = require "devplan.pass"
 local instruments = require "devplan.instruments"
 
+local error, getmetatable, ipairs, pairs, pcall, setmetatable = error, getmetatable, ipairs, pairs, pcall, setmetatable
+local tostring, type = tostring, type
+local math, table = math, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
+
+-- ---------------------------------------------------------------- passes
+
+local Pass = {}
+Pass.__index = Pass
+Pass.__name = "devplan.Pass"
+
+-- Calling a pass runs it in ctx, or in a new context.
+function Pass.__call(self, mod, ctx)
+  if ctx == nil then ctx = M.new() end
+  if not M.is_context(ctx) then
+    error("devplan.pass: '" .. self.name .. "' runs in a dp.PassContext, got a " .. type(ctx), 2)
+  end
+  return ctx:run(self, mod)
+end
+
+local function option_text(v)
+  if type(v) == "string" then return v end
+  if type(v) == "number" or type(v) == "boolean" then return tostring(v) end
+  return "<" .. type(v) .. ">"
+end
+
+function Pass.__tostring(self)
+  if self.passes then
+    local parts = {}
+    for i, p in ipairs(self.passes) do parts[i] = tostring(p) end
+    return self.name .. "{" .. table.concat(parts, ", ") .. "}"
+  end
+  local keys = {}
+  for k in pairs(self.options) do keys[#keys + 1] = tostring(k) end
+  if #keys == 0 then return self.name end
+  table.sort(keys)
+  local parts = {}
+  for i, k in ipairs(keys) do parts[i] = k .. "=" .. option_text(self.options[k]) end
+  return self.name .. "(" .. table.concat(parts, ", ") .. ")"
+end
+
+-- A new pass. name: a string; run(mod, ctx) returns the new module;
+-- options: a table shown by tostring (not copied).
+function M.pass(name, run, options)
+  if type(name) ~= "string" or name == "" then
+    error("devplan.pass: the name must be a non-empty string, got " .. type(name), 2)
+  end
+  if type(run) ~= "function" then
+    error("devplan.pass: '" .. name .. "' needs a function(mod, ctx), got " .. type(run), 2)
+  end
+  if options ~= nil and type(options) ~= "table" then
+    error("devplan.pass: the options of '" .. name .. "' must be a table, got " .. type(options), 2)
+  end
+  return setmetatable({name = name, run = run, options = options or {}}, Pass)
+end
+
+-- Is v a pass?
+function M.is_pass(v)
+  return getmetatable(v) == Pass
+end
+
+-- dp.Sequential{p1, p2, ...}: one pass running each in turn, in the
+-- context it runs in. `passes` is copied; p.passes lists them.
+function M.Sequential(passes)
+  if type(passes) ~= "table" then
+    error("devplan.Sequential: a list of passes expected, got " .. type(passes), 2)
+  end
+  local list = {}
+  for k in pairs(passes) do
+    if math.type(k) ~= "integer" or k < 1 or k > #passes then
+      error("devplan.Sequential: a list of passes expected, got the key '" .. tostring(k) .. "'", 2)
+    end
+  end
+  for i, p in ipairs(passes) do
+    if not M.is_pass(p) then
+      error("devplan.Sequential: item " .. i .. " is a " .. type(p) .. ", not a pass (dp.pass)", 2)
+    end
+    list[i] = p
+  end
+  local seq = M.pass("Sequential", function(mod, ctx)
+    for _, p in ipairs(list) do mod = ctx:run(p, mod) end
+    return mod
+  end)
+  seq.passes = list
+  return seq
+end
+
+
+-- ---------------------------------------------------------------- contexts
 
 local Context = {}
 Context.__index = Context
@@ -110,7 +205,7 @@ end
 -- Runs pass p on mod in this context: should_run, before, the pass, after
 -- (each instrument in order); returns the new module.
 function Context:run(p, mod)
-  if not pass.is_pass(p) then
+  if not M.is_pass(p) then
     error("devplan.PassContext:run: a pass expected, got " .. type(p), 2)
   end
   if not ir.is_module(mod) then

@@ -14,6 +14,10 @@
 local core = require "devplan.core"
 local verify = require "devplan.verify"
 
+local error, ipairs, pairs, rawequal, tostring, type = error, ipairs, pairs, rawequal, tostring, type
+local io, os, string, table = io, os, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local EVENTS = {should_run = true, before = true, after = true, failed = true, name = true}

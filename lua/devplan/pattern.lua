@@ -2,7 +2,10 @@
 --
 -- A pattern is a small value built in Lua and composed with operators and
 -- methods; the first match compiles it to a C program (src/pattern), and
--- matching runs in C with explicit stacks. Not to be confused with the
+-- matching runs in C with explicit stacks. Where a pattern is expected, a
+-- string is the operator of that name and a function a predicate on any
+-- expression, as LPeg coerces its operands: P.call("nn.relu", {x}),
+-- conv + "nn.dense". Not to be confused with the
 -- match-clause patterns of dp.pat (ADTs, `match` expressions).
 --
 --   local P = dp.pattern
@@ -21,6 +24,11 @@ local ir = require "devplan.ir"
 local parser = require "devplan.parser"
 
 local C = core.pattern
+local error, getmetatable, ipairs, pairs, pcall, rawequal = error, getmetatable, ipairs, pairs, pcall, rawequal
+local setmetatable, tostring, type = setmetatable, tostring, type
+local math, table = math, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local Pattern = {__name = "devplan.DFPattern"}
@@ -32,7 +40,16 @@ M.is_pattern = is_pattern
 
 local function new(t) return setmetatable(t, Pattern) end
 
+-- v as a pattern, coerced as LPeg coerces an operand: a string is the
+-- operator of that name (P.op), a function a predicate on any expression
+-- (P.wild():where(f)).
 local function check_pattern(v, who, what, level)
+  if type(v) == "string" then
+    local ok, p = pcall(M.op, v)
+    if not ok then error(("%s: %s: %s"):format(who, what, tostring(p)), level + 1) end
+    return p
+  end
+  if type(v) == "function" then return M.wild():where(v) end
   if not is_pattern(v) then
     error(("%s: %s must be a pattern (dp.pattern), got %s"):format(who, what, type(v)), level + 1)
   end
@@ -103,14 +120,14 @@ end
 
 -- A call of callee with exactly these arguments (args nil: any number).
 function M.call(callee, args)
-  check_pattern(callee, "dp.pattern.call", "the callee", 2)
+  callee = check_pattern(callee, "dp.pattern.call", "the callee", 2)
   return new{kind = "call", callee = callee, args = check_list(args, "dp.pattern.call", "args", 2)}
 end
 
 -- p(a, b): a call of p with exactly these arguments.
 function Pattern.__call(p, ...)
   local args = table.pack(...)
-  for i = 1, args.n do check_pattern(args[i], "calling a pattern", "argument " .. i, 2) end
+  for i = 1, args.n do args[i] = check_pattern(args[i], "calling a pattern", "argument " .. i, 2) end
   args.n = nil
   return new{kind = "call", callee = p, args = args}
 end
@@ -122,7 +139,7 @@ end
 
 -- A projection t.i of a tuple matching p (i from 0; nil: any index).
 function M.proj(p, index)
-  check_pattern(p, "dp.pattern.proj", "the tuple", 2)
+  p = check_pattern(p, "dp.pattern.proj", "the tuple", 2)
   if index ~= nil and (math.type(index) ~= "integer" or index < 0) then
     error("dp.pattern.proj: the index must be an integer >= 0 or nil", 2)
   end
@@ -175,14 +192,15 @@ end
 
 -- p1 + p2: p1, or else p2 (ordered, as in LPeg).
 function Pattern.__add(a, b)
-  check_pattern(a, "pattern + pattern", "the left side", 2)
-  check_pattern(b, "pattern + pattern", "the right side", 2)
+  a = check_pattern(a, "pattern + pattern", "the left side", 2)
+  b = check_pattern(b, "pattern + pattern", "the right side", 2)
   return new{kind = "alt", left = a, right = b}
 end
 
 -- p + f(p): f builds the larger pattern from p (a pattern q stands for q(p)).
 function methods.optional(p, f)
   local wrapper
+  if type(f) == "string" then f = check_pattern(f, "pattern:optional", "the operator", 2) end
   if is_pattern(f) then wrapper = f(p)
   elseif type(f) == "function" then
     wrapper = check_pattern(f(p), "pattern:optional", "the result of the function", 2)
@@ -449,7 +467,7 @@ local function check_rules(rules, who)
   for i, r in ipairs(rules) do
     if type(r) ~= "table" then error(("%s: rule %d must be {pattern, function}"):format(who, i), 3) end
     local p, f = r[1], r[2]
-    check_pattern(p, who, "the pattern of rule " .. i, 3)
+    p = check_pattern(p, who, "the pattern of rule " .. i, 3)
     if type(f) ~= "function" then
       error(("%s: rule %d needs a function(captures) returning the replacement"):format(who, i), 3)
     end

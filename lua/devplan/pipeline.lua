@@ -24,9 +24,13 @@
 local core = require "devplan.core"
 local pass = require "devplan.pass"
 local passes = require "devplan.passes"
-local verify = require "devplan.verify"
 local devname = require "devplan.devname"
 local suggest = require "devplan.suggest"
+
+local error, getmetatable, ipairs, loadfile, next, pairs = error, getmetatable, ipairs, loadfile, next, pairs
+local pcall, setmetatable, tostring, type = pcall, setmetatable, tostring, type
+local table = table
+_ENV = nil -- no global is read or written below this line
 
 local M = {}
 
@@ -385,7 +389,7 @@ M.register{
   options = {planned = "true: check the plan even if no planning pass ran before"},
   make = function(args, env)
     local planned = boolean(args.planned, "planned")
-    return verify.pass(env.config, planned ~= nil and {planned = planned} or nil)
+    return passes.Verify(env.config, planned ~= nil and {planned = planned} or nil)
   end,
 }
 

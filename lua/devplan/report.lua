@@ -37,6 +37,11 @@ local core = require "devplan.core"
 local devname = require "devplan.devname"
 local ir = require "devplan.ir"
 
+local error, ipairs, pairs, pcall, require, setmetatable = error, ipairs, pairs, pcall, require, setmetatable
+local tostring, type = tostring, type
+local math, string, table = math, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local Report = {}

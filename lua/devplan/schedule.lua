@@ -16,6 +16,13 @@
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 local costs = require "devplan.costs"
+local devname = require "devplan.devname"
+local gantt = require "devplan.gantt"
+local passes = require "devplan.passes"
+
+local error, ipairs, pairs, setmetatable, tostring, type = error, ipairs, pairs, setmetatable, tostring, type
+local math, os, string, table = math, os, string, table
+_ENV = nil -- no global is read or written below this line
 
 local M = {}
 
@@ -93,10 +100,7 @@ function M.run(planned, config, opts)
   check_args(planned, config, "devplan.planner.schedule", 2)
   opts = check_options(opts, "devplan.planner.schedule", OPTIONS, 2)
   typed(planned)
-  if opts.verify then
-    local planner = require "devplan.planner"
-    planner.verify(planned, config, {raise = true})
-  end
+  if opts.verify then core.planner.verify(planned, config, {raise = true}) end
   local s = core.schedule.run(planned, config, core_options(opts))
   s.module, s.config = planned, config
   return setmetatable(s, Schedule)
@@ -134,7 +138,6 @@ end
 -- Names of a schedule's pieces: devices (short, as the printer writes them)
 -- and tasks (their printed name where the module text has one).
 function M.namer(s, with_names)
-  local devname = require "devplan.devname"
   local dn = devname.namer()
   local printed = {}
   if with_names ~= false and s.module then
@@ -215,8 +218,9 @@ function Schedule:summary()
 end
 
 -- The Gantt chart as SVG text (lua/devplan/gantt.lua), or written to path.
-function Schedule:svg(opts) return require("devplan.gantt").svg(self, opts) end
-function Schedule:write_svg(path, opts) return require("devplan.gantt").write(self, path, opts) end
+local function chart_text(s) return {names = M.namer(s, #s.tasks <= 5000), time = M.format_time} end
+function Schedule:svg(opts) return gantt.svg(self, chart_text(self), opts) end
+function Schedule:write_svg(path, opts) return gantt.write(self, chart_text(self), path, opts) end
 
 -- ---------------------------------------------------------------- placing: the baselines
 
@@ -241,7 +245,6 @@ local EVAL_OPTIONS = {cost = true, bandwidth = true, serial = true, verify = tru
 function M.evaluate(mod, config, placement, opts)
   check_args(mod, config, "devplan.schedule.evaluate", 2)
   opts = check_options(opts, "devplan.schedule.evaluate", EVAL_OPTIONS, 2)
-  local passes = require "devplan.passes"
   local annotated = placement and placement:annotate() or mod
   local planned = passes.PlanDevices(config)(annotated)
   if opts.share_copies ~= false then planned = passes.ShareCopies()(planned) end

@@ -1,4 +1,8 @@
 -- "Did you mean ...?": the closest of a list of names to a misspelt one.
+local ipairs = ipairs
+local math = math
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- Edit distance (insertions, deletions, substitutions, swaps of two

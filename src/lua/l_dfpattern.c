@@ -11,7 +11,6 @@
  *   core.pattern.opaque() -> opaque set
  *   core.pattern.annotate(body, {{groups, keep, vd}, ...}) -> body
  *   core.pattern.with_body(fn, body) -> fn   core.pattern.raise(code, message)
- *   core.pattern.partition(mod, config, by) -> mod, regions   (PartitionByVirtualDevice, partition.h)
  *
  * A node descriptor is a table {kind =, kids = {i, ...} (1-based), any =,
  * name =, op = <op>, expr =, type =, dtype =, shape =, index =, attrs =,
@@ -28,7 +27,6 @@
 #include "l_attrs.h"
 #include "l_init.h"
 #include "devplan/dfpattern.h"
-#include "devplan/partition.h"
 
 static const char PROGRAM[] = "devplan.DFProgram";
 static const char GROUPS[] = "devplan.DFGroups";
@@ -570,78 +568,6 @@ static int l_with_body(lua_State *L) {
   return dp__lua_push_new(L, dp_expr_with_children(f, kids), NULL);
 }
 
-/* The regions of a partitioning (partition.h), held for Lua: a userdata
-   owning the dp_regions; the lists of nodes become Lua values only when
-   asked for (a million-node module hoists a million nodes). */
-#define REGIONS "devplan.Regions"
-
-static int regions_gc(lua_State *L) {
-  dp_regions_clear(luaL_checkudata(L, 1, REGIONS));
-  return 0;
-}
-
-static const dp_region *region_arg(lua_State *L) {
-  dp_regions *rs = luaL_checkudata(L, 1, REGIONS);
-  lua_Integer i = luaL_checkinteger(L, 2);
-  luaL_argcheck(L, i >= 1 && i <= (lua_Integer)rs->n, 2, "no such region");
-  return &rs->r[i - 1];
-}
-
-/* regions:count() -> n */
-static int regions_count(lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)((dp_regions *)luaL_checkudata(L, 1, REGIONS))->n);
-  return 1;
-}
-
-/* regions:info(i) -> name, caller, virtual device */
-static int regions_info(lua_State *L) {
-  const dp_region *g = region_arg(L);
-  lua_pushstring(L, g->global->name);
-  lua_pushstring(L, g->caller);
-  dp__lua_push(L, g->vdev);
-  return 3;
-}
-
-/* regions:list(i, "nodes" | "inputs" | "outputs") -> list of expressions */
-static int regions_list(lua_State *L) {
-  static const char *const which[] = {"nodes", "inputs", "outputs", NULL};
-  const dp_region *g = region_arg(L);
-  switch (luaL_checkoption(L, 3, NULL, which)) {
-  case 0: dp__lua_push_list(L, (void *const *)g->nodes, g->nnodes); break;
-  case 1: dp__lua_push_list(L, (void *const *)g->inputs, g->ninputs); break;
-  default: dp__lua_push_list(L, (void *const *)g->outputs, g->noutputs); break;
-  }
-  return 1;
-}
-
-/* partition(mod, config, by) -> mod, regions: PartitionByVirtualDevice
-   (partition.h); regions as above (passes/partition_by_virtual_device.lua
-   makes them tables). */
-static int l_partition(lua_State *L) {
-  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
-  dp_config *cfg = dp__lua_check(L, 2, DP_OBJ_CONFIG);
-  static const char *const bys[] = {"virtual_device", "target", "device_type", NULL};
-  int by = luaL_checkoption(L, 3, "virtual_device", bys);
-  dp_err *err = NULL;
-  dp_regions *rs = lua_newuserdatauv(L, sizeof *rs, 0);
-  memset(rs, 0, sizeof *rs);
-  if (luaL_newmetatable(L, REGIONS)) {
-    static const luaL_Reg methods[] = {
-      {"count", regions_count}, {"info", regions_info}, {"list", regions_list}, {NULL, NULL}};
-    lua_pushcfunction(L, regions_gc);
-    lua_setfield(L, -2, "__gc");
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "__index");
-  }
-  lua_setmetatable(L, -2);
-  int at = lua_gettop(L);
-  dp_module *r = dp_partition_by_device(m, cfg, (dp_partition_by)by, rs, &err);
-  if (!r) return dp__lua_error(L, err);
-  dp__lua_push_owned(L, r);
-  lua_pushvalue(L, at);
-  return 2;
-}
-
 /* raise(code, message): a devplan.Error, for the Lua passes. */
 static int l_raise(lua_State *L) {
   static const char *const codes[] = {"callback", "value", "name", "type", NULL};
@@ -678,7 +604,7 @@ void dp__lua_open_dfpattern(lua_State *L) {
   lua_pop(L, 4);
   static const luaL_Reg fns[] = {
     {"compile", l_compile}, {"opaque", l_opaque}, {"annotate", l_annotate}, {"raise", l_raise},
-    {"with_body", l_with_body}, {"partition", l_partition}, {"graph", l_graph},
+    {"with_body", l_with_body}, {"graph", l_graph},
     {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_setfield(L, -2, "pattern");

@@ -52,24 +52,20 @@ typedef struct walk {
 
 /* ---- growing the arrays ---- */
 
-static int resize(dp__index *ix, uint32_t c) {
-  void *p;
-#define RE(field) \
-  if (!(p = dp_realloc(ix->field, (size_t)c * sizeof *ix->field))) return -1; \
-  ix->field = p;
-  RE(x) RE(koff) RE(post) RE(what) RE(flag) RE(ann)
-#undef RE
-  ix->cap = c;
-  return 0;
-}
+/* The per-id arrays, which share one capacity. */
+#define ID_ARRAYS(ix) {(void **)&(ix)->x, (void **)&(ix)->koff, (void **)&(ix)->post, \
+                       (void **)&(ix)->what, (void **)&(ix)->flag, (void **)&(ix)->ann}
+#define ID_SIZES(ix) {sizeof *(ix)->x, sizeof *(ix)->koff, sizeof *(ix)->post, \
+                      sizeof *(ix)->what, sizeof *(ix)->flag, sizeof *(ix)->ann}
 
 /* Room for one more id (+1: koff[n] closes). Doubling, so that the arrays
    are copied about once in all (each copy of six arrays of a million
    entries is a cost of its own); trim() gives the slack back at the end. */
 static int room(dp__index *ix) {
   if (ix->n + 2 <= ix->cap) return 0;
-  uint64_t c = ix->cap ? (uint64_t)ix->cap * 2 : 1024;
-  return c > UINT32_MAX / 2 ? -1 : resize(ix, (uint32_t)c);
+  void **const arrs[] = ID_ARRAYS(ix);
+  const size_t sizes[] = ID_SIZES(ix);
+  return dp_grow_arrays(&ix->cap, ix->n + 2, 6, arrs, sizes);
 }
 
 static int push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t v) {
@@ -437,7 +433,15 @@ static int number_fn(walk *w, dp_func *root) {
    every phase should not carry the growth slack. */
 static void trim(dp__index *ix) {
   uint32_t c = ix->n + 1;
-  if (c < ix->cap) resize(ix, c); /* (a failed shrink keeps the larger arrays) */
+  void **const arrs[] = ID_ARRAYS(ix);
+  const size_t sizes[] = ID_SIZES(ix);
+  int shrunk = 1;
+  for (int i = 0; i < 6 && c < ix->cap; i++) {
+    void *p = dp_realloc(*arrs[i], (size_t)c * sizes[i]);
+    if (p) *arrs[i] = p;
+    else shrunk = 0; /* (a failed shrink keeps the larger array) */
+  }
+  if (c < ix->cap && shrunk) ix->cap = c;
   if (ix->nkid && ix->nkid < ix->capkid) {
     void *p = dp_realloc(ix->kid, (size_t)ix->nkid * sizeof *ix->kid);
     if (p) ix->kid = p, ix->capkid = ix->nkid;

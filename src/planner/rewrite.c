@@ -1,5 +1,5 @@
 /*
- * Phase 0, rewrite (seed 002 phase 0), one explicit-stack rewrite per
+ * Phase 0, rewrite, one explicit-stack rewrite per
  * function:
  * - an on_device (body constrained, result not) that is a let value or a
  *   function body becomes fixed (constrain_result=True): the let variable

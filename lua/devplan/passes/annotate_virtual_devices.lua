@@ -55,6 +55,11 @@ local core = require "devplan.core"
 local ir = require "devplan.ir"
 local pass = require "devplan.pass"
 
+local error, getmetatable, ipairs, pairs, pcall, rawequal = error, getmetatable, ipairs, pairs, pcall, rawequal
+local tostring, type = tostring, type
+local table = table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local KINDS = {elemwise = true, broadcast = true, injective = true, comm_reduce = true,
