@@ -23,7 +23,7 @@ local suggest = require "devplan.suggest"
 
 local assert, collectgarbage, error, ipairs, loadfile, pairs = assert, collectgarbage, error, ipairs, loadfile, pairs
 local pcall, require, tonumber, tostring, type = pcall, require, tonumber, tostring, type
-local io, os, string, table = io, os, string, table
+local io, math, os, string, table = io, math, os, string, table
 _ENV = nil -- no global is read or written below this line
 
 local M = {}

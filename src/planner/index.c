@@ -347,6 +347,7 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
   }
   dp__ptrslot *s = dp__ptrmap_find(&ix->map, e);
   if (s && s->val >= w->from) { /* reached again in this function */
+    ix->flag[s->val] |= F_MULTI;
     if (!quiet && d != DP__NONE_ID) {
       uint32_t id = s->val;
       if (s->aux == 0) s->aux = (first_order(e) ? d : 0) + 1; /* its first use */
@@ -366,7 +367,8 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
   if (id == DP__NONE_ID) return id;
   if (!quiet) read_of(w, id, d);
   if (old != DP__NONE_ID) {
-    ix->flag[id] |= F_DUP;
+    ix->flag[id] |= F_DUP | F_MULTI;
+    ix->flag[old] |= F_MULTI;
     if (push_u32(&ix->dups, &ix->ndups, &ix->capdups, id) < 0 ||
         push_u32(&ix->dups, &ix->ndups, &ix->capdups, old) < 0)
       w->oom = 1;
@@ -402,7 +404,11 @@ static void child_flags(dp__index *ix, uint32_t id, uint32_t i, uint32_t k) {
      the same. (After phase 0 the module has none of those, whatever other
      references a node has then: a later phase's module shares it.) */
   ix->flag[k] |= F_FIXED;
-  if (!dp__fixed_in_place(&ix->ops, ix->x[k])) ix->nrewrite++;
+  /* (read in place only where no other parent in the module reaches it:
+     counted once the numbering knows, never by reference counts, which a
+     caller holding nodes would change) */
+  if (dp__fixed_in_place(&ix->ops, ix->x[k])) ix->flag[k] |= F_INPLACE;
+  else ix->nrewrite++;
 }
 
 static int number_fn(walk *w, dp_func *root) {
@@ -472,6 +478,10 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   ix->fnid[ix->nfn] = ix->n;
   ix->fnpost[ix->nfn] = ix->npost;
   free(w.st);
+  /* a fixed position another parent reaches too is rewritten (phase 0
+     gives that position a fixed annotation of its own) */
+  for (uint32_t id = 0; id < ix->n; id++)
+    if ((ix->flag[id] & (F_INPLACE | F_MULTI)) == (F_INPLACE | F_MULTI)) ix->nrewrite++;
   trim(ix);
   return ix;
 fail:

@@ -102,11 +102,13 @@ int dp__is_normal_on_device(const struct dp__plan_ops *ops, const dp_expr *e, dp
 /* Phase 0's rule for an on_device that is a let value or a function body:
    it is fixed. Analysis reads that in place (rewriting it would rebuild
    the whole spine above it), except where reading in place would not say
-   the same: a node with other references (phase 0's fixed one is for this
-   position only), an annotation of an operator or constructor (phase 0
+   the same: an annotation of an operator or constructor (phase 0
    drops it), of another on_device (phase 0 merges the two when they say
    the same device), or of a function; phase 0 runs where there is such a
-   one (or another of its forms). */
+   one (or another of its forms). A node another parent in the module
+   reaches too (phase 0's fixed one is for this position only) is not read
+   in place either: the index counts those (F_MULTI), never by reference
+   counts, which a caller holding nodes would change. */
 int dp__fixed_in_place(const struct dp__plan_ops *ops, const dp_expr *value);
 /* call_lowered(@f, (args)) (a call of @f): the callee and arguments as if
    it were not lowered. Returns the argument count. */
@@ -173,6 +175,8 @@ enum { /* dp__index.flag */
   F_EXACT = 32,        /* an on_device read where no copy can go: a child of anything but
                           an argument of a call of an ordinary operator, constructor or
                           function */
+  F_MULTI = 64,        /* reached from more than one parent in the module */
+  F_INPLACE = 128,     /* F_FIXED and readable where it stands, were it reached once */
 };
 enum { ON_CBODY = 1u << 30, ON_CRESULT = 1u << 31, ON_DEV = ON_CBODY - 1 };
 
