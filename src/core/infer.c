@@ -924,6 +924,7 @@ static dp_type **slot(infer *I, dp_expr *e) {
    is itself unknown; unknowns nested in a type (List[?] of a lone Nil)
    stay, printed as `?`, as TVM. */
 static int resolve_all(infer *I) {
+  dp__ts_freeze(&I->ts);
   for (uint32_t i = 0; i < I->norder; i++) {
     dp_expr *n = order_at(I, i);
     dp_type **t = slot(I, n);
