@@ -26,6 +26,7 @@ void dp__ts_free(dp__tsolver *s) {
   dp__ptrmap_free(&s->resolved);
   for (uint32_t i = 0; i < s->nkeep; i++) dp_release(s->keep[i]);
   free(s->keep);
+  free(s->bound);
   memset(s, 0, sizeof *s);
 }
 
@@ -170,9 +171,11 @@ static int step(pairs *st, dp_type *x, dp_type *y) {
 
 static int bind(dp__tsolver *s, dp_type *v, dp_type *t) {
   if (occurs(s, v, t)) return 0;
+  if (dp_grow((void **)&s->bound, &s->capbound, s->nbound + 1, sizeof *s->bound) < 0) return -1;
   dp__ptrslot *slot = dp__ptrmap_insert(&s->vars, v, NULL);
   if (!slot) return -1;
   slot->ptr = dp_retain(t);
+  s->bound[s->nbound++] = v;
   return 1;
 }
 
@@ -262,7 +265,7 @@ static dp_type *map_leaf(mapper *m, dp_type **t) {
     if (b == x) {
       if (dp__ts_is_unknown(m->s, x)) {
         *m->complete = 0;
-        m->unbound++;
+        if (!m->unbound++) m->s->blocker = x;
       }
       return dp_retain(x);
     }
@@ -283,7 +286,7 @@ static dp_type *remembered(mapper *m, dp_type *t) {
   if (!m->complete || !m->s->frozen || !m->s->resolved.n) return NULL;
   dp__ptrslot *slot = dp__ptrmap_find(&m->s->resolved, t);
   if (!slot) return NULL;
-  if (slot->word & 1) {
+  if (slot->word & 1) { /* (frozen: nothing waits for a blocker) */
     *m->complete = 0;
     m->unbound++;
   }
@@ -360,6 +363,7 @@ void dp__ts_freeze(dp__tsolver *s) { s->frozen = 1; }
 
 dp_type *dp__ts_resolve(dp__tsolver *s, dp_type *t, int *complete, dp_err **err) {
   mapper m = {s, complete, 0, 0, NULL, NULL, 0};
+  s->blocker = NULL;
   return map_type(&m, t, err);
 }
 
