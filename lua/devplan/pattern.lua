@@ -157,15 +157,51 @@ function M.dominates(parent, path, child)
              child = check_pattern(child, "dp.pattern.dominates", "the child", 2)}
 end
 
+-- The sub-patterns of p that match the very expression p matches (the
+-- others match its children, its inputs, or nodes before it).
+local function same_expression(p)
+  local k = p.kind
+  if k == "alt" then return {p.left, p.right}
+  elseif k == "attr" or k == "type" or k == "dtype" or k == "shape" or k == "where"
+      or k == "capture" then
+    return {p.pattern}
+  elseif k == "dominates" then return {p.child}
+  elseif k == "rec" then return {p.body}
+  elseif k == "ref" then return {p.target}
+  end
+  return {}
+end
+
+-- Does r come back to itself at the same expression (left recursion, which
+-- would make matching loop)? A walk with an explicit stack: a pattern may
+-- be as deep as the user built it.
+local function left_recursive(r)
+  local seen, stack = {}, {r.body}
+  while #stack > 0 do
+    local q = table.remove(stack)
+    if rawequal(q, r) then return true end
+    if not seen[q] then
+      seen[q] = true
+      for _, kid in ipairs(same_expression(q)) do stack[#stack + 1] = kid end
+    end
+  end
+  return false
+end
+
 -- A recursive pattern: f receives the pattern being defined and returns
 -- its body; P.rec(function(self) return P.op("cast")(self + dense) end)
--- matches a chain of casts ending in a dense.
+-- matches a chain of casts ending in a dense. As in LPeg, the body must
+-- match a sub-expression before it refers to the pattern again: a left
+-- recursive body (self, self + q, q + self, self:where(f), ...) could
+-- never finish matching, and compiling it (its first match, find or
+-- rewrite, or a pass given it) is a devplan.Error naming it.
 function M.rec(f)
   if type(f) ~= "function" then error("dp.pattern.rec: a function(self) expected, got " .. type(f), 2) end
   local r = new{kind = "rec"}
   local ref = new{kind = "ref", target = r}
   r.ref = ref
   r.body = check_pattern(f(ref), "dp.pattern.rec", "the result of the function", 2)
+  r.left_recursive = left_recursive(r)
   return r
 end
 
@@ -311,7 +347,7 @@ local function text(p, names)
       .. text(p.child, names) .. ")"
   elseif k == "where" then return text(p.pattern, names) .. ":where(...)"
   elseif k == "capture" then return p.name .. "=" .. text(p.pattern, names)
-  elseif k == "ref" then return names[p.target] or "?"
+  elseif k == "ref" then return names[p.target] or "(enclosing rec)"
   elseif k == "rec" then
     names.n = (names.n or 0) + 1
     names[p] = "R" .. names.n
@@ -377,6 +413,16 @@ local function compile(p)
         index[kid] = #order
         stack[#stack + 1] = kid
       end
+    end
+  end
+  for _, q in ipairs(order) do
+    if q.kind == "rec" and q.left_recursive then
+      local shown = tostring(q)
+      if #shown > 200 then shown = shown:sub(1, 200) .. "..." end
+      C.raise("value", ("dp.pattern: %s is left recursive: %s can come back to itself at the same "
+        .. "expression before matching any sub-expression, so matching it would never end (refer to "
+        .. "the pattern only inside a call, tuple, projection, function, if or let pattern)")
+        :format(shown, shown:match("^rec (R%d+)") or "it"))
     end
   end
   local descs, values, names = {}, {}, {}
