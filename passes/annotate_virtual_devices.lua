@@ -202,6 +202,13 @@ function M.new(rules, opts)
   -- optimiser chooses among the candidates by bytes instead of taking the
   -- first that fits.
   function p.capability(call, vd)
+    if not ir.is_expr(call) or call.kind ~= "call" then
+      error("AnnotateVirtualDevices: capability: argument 1 must be a call, got "
+        .. (ir.is_expr(call) and ("a " .. call.kind) or type(call)), 2)
+    end
+    if not ir.is_virtual_device(vd) then
+      error("AnnotateVirtualDevices: capability: argument 2 must be a VirtualDevice, got " .. type(vd), 2)
+    end
     local rule, key = rule_for(rules, call)
     local r = rule and devices_of(rule(call), key, call)
     if r == nil then return true end

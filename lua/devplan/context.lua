@@ -67,6 +67,7 @@ function M.new(opts)
     options = opts.options or {},
     timings = {},   -- {pass =, seconds =, depth =} in the order passes finished
     depth = 0,      -- how many passes are running (nesting)
+    running = 0,    -- how many of them run from a pass's own run function
     planned = false, -- set once a planning pass ran: the verifier then checks the plan
   }, Context)
   local ok, list = pcall(instruments.from_options, opts)
@@ -107,8 +108,78 @@ local function each(ctx, event, ...)
   end
 end
 
+-- How deep passes may run passes from inside their own run function
+-- (each such level is a protected call on the C stack); the passes of a
+-- dp.Sequential do not count, they nest to any depth.
+local MAX_RUN_NESTING = 64
+
+-- Does every should_run instrument let p run on mod? Raises (named) when
+-- one raises.
+local function should_run(ctx, p, mod)
+  for _, inst in ipairs(ctx.instruments) do
+    if inst.should_run then
+      local ok, r = pcall(inst.should_run, p, mod, ctx)
+      if not ok then return nil, named(r, p, "deciding whether to run pass ") end
+      if r == false then return false end
+    end
+  end
+  return true
+end
+
+-- What running p from mod to res tells the context (the verifier's input).
+local function note_planning(ctx, p, mod, res)
+  if p.plans or p.name == "PlanDevices" then
+    ctx.planned = true
+    ctx.planned_config = p.config or ctx.config
+    -- what the plan is checked against: the user's annotations of the
+    -- module the planning pass was given hold in the module it made
+    ctx.planned_input, ctx.planned_output = mod, res
+  end
+end
+
+-- Runs a pass that is not a dp.Sequential: before, the pass, after.
+-- Returns the new module, or nil and the error (named).
+local function run_leaf(ctx, p, mod)
+  local ok, err = pcall(each, ctx, "before", p, mod, ctx)
+  if not ok then return nil, named(err, p, "before pass ") end
+  if ctx.running >= MAX_RUN_NESTING then
+    return nil, core.Error{message = ("passes run from inside passes nested more than %d deep "
+      .. "(pass %s)"):format(MAX_RUN_NESTING, tostring(p)), code = "value", pass = p.name}
+  end
+  ctx.depth, ctx.running = ctx.depth + 1, ctx.running + 1
+  local res
+  ok, res = pcall(p.run, mod, ctx)
+  ctx.depth, ctx.running = ctx.depth - 1, ctx.running - 1
+  if ok and not ir.is_module(res) then
+    ok, res = false, core.Error{message = "pass " .. tostring(p) .. " returned a "
+      .. type(res) .. ", not an IRModule", code = "value"}
+  end
+  if not ok then
+    res = named(res, p)
+    pcall(each, ctx, "failed", p, res, ctx)
+    return nil, res
+  end
+  note_planning(ctx, p, mod, res)
+  ok, err = pcall(each, ctx, "after", p, mod, res, ctx)
+  if not ok then return nil, named(err, p, "after pass ") end
+  return res
+end
+
+-- An error err raised inside the Sequentials of `stack` (innermost last):
+-- each is told it failed, innermost first, then err goes on.
+local function unwind(ctx, stack, err)
+  for i = #stack, 1, -1 do
+    ctx.depth = ctx.depth - 1
+    pcall(each, ctx, "failed", stack[i].p, err, ctx)
+  end
+  error(err, 0)
+end
+
 -- Runs pass p on mod in this context: should_run, before, the pass, after
--- (each instrument in order); returns the new module.
+-- (each instrument in order); returns the new module. The passes of a
+-- dp.Sequential run here one after another from a stack of Sequentials
+-- (instruments see each, with ctx.depth their nesting), not from the
+-- Sequential's own run function, so nesting costs no C stack.
 function Context:run(p, mod)
   if not pass.is_pass(p) then
     error("devplan.PassContext:run: a pass expected, got " .. type(p), 2)
@@ -116,34 +187,47 @@ function Context:run(p, mod)
   if not ir.is_module(mod) then
     error("devplan.PassContext:run: pass " .. tostring(p) .. " needs an IRModule, got " .. type(mod), 2)
   end
-  for _, inst in ipairs(self.instruments) do
-    if inst.should_run and inst.should_run(p, mod, self) == false then return mod end
+  self.running = self.running or 0
+  local go, err = should_run(self, p, mod)
+  if err then error(err, 0) end
+  if not go then return mod end
+  if not pass.sequence_of(p) then
+    local res, e = run_leaf(self, p, mod)
+    if not res then error(e, 0) end
+    return res
   end
-  local ok, err = pcall(each, self, "before", p, mod, self)
-  if not ok then error(named(err, p, "before pass "), 0) end
-  self.depth = self.depth + 1
-  local res
-  ok, res = pcall(p.run, mod, self)
-  self.depth = self.depth - 1
-  if ok and not ir.is_module(res) then
-    ok, res = false, core.Error{message = "pass " .. tostring(p) .. " returned a "
-      .. type(res) .. ", not an IRModule", code = "value"}
+  local stack = {}
+  local function open(q, m) -- a Sequential starts: before, then its passes
+    local ok, e = pcall(each, self, "before", q, m, self)
+    if not ok then unwind(self, stack, named(e, q, "before pass ")) end
+    self.depth = self.depth + 1
+    stack[#stack + 1] = {p = q, list = pass.sequence_of(q), input = m, mod = m, i = 0}
   end
-  if not ok then
-    res = named(res, p)
-    pcall(each, self, "failed", p, res, self)
-    error(res, 0)
+  open(p, mod)
+  while true do
+    local top = stack[#stack]
+    top.i = top.i + 1
+    local q = top.list[top.i]
+    if q == nil then -- the Sequential is done: after
+      stack[#stack] = nil
+      self.depth = self.depth - 1
+      note_planning(self, top.p, top.input, top.mod)
+      local ok, e = pcall(each, self, "after", top.p, top.input, top.mod, self)
+      if not ok then unwind(self, stack, named(e, top.p, "after pass ")) end
+      if #stack == 0 then return top.mod end
+      stack[#stack].mod = top.mod
+    else
+      go, err = should_run(self, q, top.mod)
+      if err then unwind(self, stack, err) end
+      if go and pass.sequence_of(q) then
+        open(q, top.mod)
+      elseif go then
+        local res, e = run_leaf(self, q, top.mod)
+        if not res then unwind(self, stack, e) end
+        top.mod = res
+      end
+    end
   end
-  if p.plans or p.name == "PlanDevices" then
-    self.planned = true
-    self.planned_config = p.config or self.config
-    -- what the plan is checked against: the user's annotations of the
-    -- module the planning pass was given hold in the module it made
-    self.planned_input, self.planned_output = mod, res
-  end
-  ok, err = pcall(each, self, "after", p, mod, res, self)
-  if not ok then error(named(err, p, "after pass "), 0) end
-  return res
 end
 
 -- The timings as text: one line per pass run (nested ones indented),

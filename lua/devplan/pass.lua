@@ -38,12 +38,8 @@ local function option_text(v)
   return "<" .. type(v) .. ">"
 end
 
-function Pass.__tostring(self)
-  if self.passes then
-    local parts = {}
-    for i, p in ipairs(self.passes) do parts[i] = tostring(p) end
-    return self.name .. "{" .. table.concat(parts, ", ") .. "}"
-  end
+-- The text of a pass that is not made of passes.
+local function leaf_text(self)
   local keys = {}
   for k in pairs(self.options) do keys[#keys + 1] = tostring(k) end
   if #keys == 0 then return self.name end
@@ -51,6 +47,30 @@ function Pass.__tostring(self)
   local parts = {}
   for i, k in ipairs(keys) do parts[i] = k .. "=" .. option_text(self.options[k]) end
   return self.name .. "(" .. table.concat(parts, ", ") .. ")"
+end
+
+-- `Sequential{p1, Sequential{p2, p3}}`: an explicit stack, so passes
+-- nested to any depth print (in time linear in the text).
+function Pass.__tostring(self)
+  local out, stack = {}, {self}
+  while #stack > 0 do
+    local item = table.remove(stack)
+    if type(item) == "string" then
+      out[#out + 1] = item
+    elseif type(item.passes) == "table" then
+      out[#out + 1] = tostring(item.name) .. "{"
+      stack[#stack + 1] = "}"
+      for i = #item.passes, 1, -1 do
+        stack[#stack + 1] = item.passes[i]
+        if i > 1 then stack[#stack + 1] = ", " end
+      end
+    elseif M.is_pass(item) then
+      out[#out + 1] = leaf_text(item)
+    else
+      out[#out + 1] = "<" .. type(item) .. ">"
+    end
+  end
+  return table.concat(out)
 end
 
 -- A new pass. name: a string; run(mod, ctx) returns the new module;
@@ -72,6 +92,13 @@ end
 function M.is_pass(v)
   return getmetatable(v) == Pass
 end
+
+-- The passes of each dp.Sequential (weak keys): a context runs them
+-- itself, with a stack of its own, so Sequentials nest to any depth.
+local sequentials = setmetatable({}, {__mode = "k"})
+
+-- The list of passes of p when p is a dp.Sequential, else nil.
+function M.sequence_of(p) return sequentials[p] end
 
 -- dp.Sequential{p1, p2, ...}: one pass running each in turn, in the
 -- context it runs in. `passes` is copied; p.passes lists them.
@@ -96,6 +123,7 @@ function M.Sequential(passes)
     return mod
   end)
   seq.passes = list
+  sequentials[seq] = list
   return seq
 end
 

@@ -47,6 +47,11 @@ function M.check_options(opts, who, level)
   if opts.placement ~= nil and not PLACEMENTS[opts.placement] then
     error(who .. ": option 'placement' must be \"tvm\" or \"min_bytes\", got \"" .. opts.placement .. "\"", level + 1)
   end
+  if type(opts.bandwidth) == "number" and not (opts.bandwidth > 0 and opts.bandwidth <= 1e300) then
+    -- (dp_bandwidth_ok's rule, as CompilationConfig's bandwidths: NaN fails both tests)
+    error(("%s: option 'bandwidth' must be a number of bytes per second > 0 and finite, got %s")
+      :format(who, opts.bandwidth ~= opts.bandwidth and "nan" or tostring(opts.bandwidth)), level + 1)
+  end
   if (opts.capability or opts.compute_cost or opts.bandwidth) and opts.placement ~= "min_bytes" then
     error(who .. ": options capability, compute_cost and bandwidth need placement = \"min_bytes\"", level + 1)
   end
