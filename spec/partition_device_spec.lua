@@ -32,60 +32,10 @@ local function count(tbl)
   return n
 end
 
--- A small evaluator: a tensor is one number, each operator a stand-in
--- function (enough to tell values apart), on_device and device_copy the
--- identity; lets, ifs, tuples, projections, functions and global calls as usual.
-local STAND_INS = {
-  add = function(a, b) return a + b end, subtract = function(a, b) return a - b end,
-  multiply = function(a, b) return a * b end, negative = function(a) return -a end,
-  exp = function(a) return math.exp(a) end, log = function(a) return math.log(math.abs(a) + 1) end,
-  tanh = function(a) return math.tanh and math.tanh(a) or (a / (1 + math.abs(a))) end,
-  less = function(a, b) return a < b end, on_device = function(a) return a end,
-  device_copy = function(a) return a end,
-}
-local function evaluate(mod, args)
-  local function eval(e, env)
-    local k = e.kind
-    if k == "var" then
-      local v = env[e]
-      assert(v ~= nil, "unbound " .. e.name)
-      return v
-    end
-    if k == "const" then return 1 end
-    if k == "let" then
-      local env2 = setmetatable({[e.var] = eval(e.value, env)}, {__index = env})
-      return eval(e.body, env2)
-    end
-    if k == "if" then
-      if eval(e.cond, env) then return eval(e.then_branch, env) end
-      return eval(e.else_branch, env)
-    end
-    if k == "tuple" then
-      local r = {}
-      for i, f in ipairs(e.fields) do r[i] = eval(f, env) end
-      return r
-    end
-    if k == "proj" then return eval(e.tuple, env)[e.index + 1] end
-    if k == "fn" then
-      return function(...)
-        local env2 = setmetatable({}, {__index = env})
-        for i, p in ipairs(e.params) do env2[p] = select(i, ...) end
-        return eval(e.body, env2)
-      end
-    end
-    assert(k == "call", k)
-    local vals = {}
-    for i, a in ipairs(e.args) do vals[i] = eval(a, env) end
-    local callee = e.callee
-    if callee.kind == "op" then return assert(STAND_INS[callee.name], callee.name)(table.unpack(vals)) end
-    if callee.kind == "global" then return eval(mod:get(callee.name), {})(table.unpack(vals)) end
-    return eval(callee, env)(table.unpack(vals))
-  end
-  local main = mod.main
-  local vals = {}
-  for i, p in ipairs(main.params) do vals[i] = args[p.name] end
-  return eval(main, {})(table.unpack(vals, 1, #main.params))
-end
+-- What a module computes (devplan.evaluate: a tensor is one number, each
+-- operator a stand-in that tells values apart, on_device and device_copy
+-- the identity).
+local function evaluate(mod, args) return require("devplan.evaluate").run(mod, args) end
 
 describe("PartitionByVirtualDevice", function()
   local cfg = t.config("cuda")

@@ -328,6 +328,9 @@ end
 -- AnnotateVirtualDevices placing every call of each operator on a device:
 -- {["nn.conv2d"] = "cuda", ...} (short device names).
 function M.annotate_ops(map)
+  if type(map) ~= "table" then
+    error("devplan.pipeline.annotate_ops: a table {[operator name] = device name} expected, got " .. type(map), 2)
+  end
   local rules, shown = {}, {}
   for op, name in pairs(map) do
     local vd, why = devname.parse(name)

@@ -31,6 +31,7 @@ local PLACEMENTS = {tvm = true, min_bytes = true}
 
 -- PlanDevices' options, checked: unknown keys and wrong types are errors.
 function M.check_options(opts, who, level)
+  who, level = who or "devplan.planner.check_options", level or 1
   if opts == nil then return {} end
   if type(opts) ~= "table" then
     error(who .. ": options must be a table, got " .. type(opts), level + 1)
@@ -64,6 +65,7 @@ function M.is_tvm(opts)
 end
 
 function M.check_config(config, who, level)
+  who, level = who or "devplan.planner.check_config", level or 1
   if not ir.is_config(config) then
     error(who .. ": a CompilationConfig expected, got " .. type(config), level + 1)
   end

@@ -93,6 +93,12 @@ function M.why(planned, e, opts)
   for k in pairs(opts) do
     if not OPTIONS[k] then error("devplan.planner.why: unknown option '" .. tostring(k) .. "' (input, config, name)", 2) end
   end
+  if opts.input ~= nil and not ir.is_module(opts.input) then
+    error("devplan.planner.why: option input must be the IRModule that was planned, got " .. type(opts.input), 2)
+  end
+  if opts.input ~= nil and not ir.is_config(opts.config) then
+    error("devplan.planner.why: option input needs option config (the CompilationConfig it was planned with)", 2)
+  end
   local ctx = {planned = planned, config = opts.config,
                -- devplan.planner requires this file: it is loaded by the time why runs
                domains = opts.input and require("devplan.planner").domains(opts.input, opts.config)}

@@ -27,15 +27,15 @@
  * finds it (the lowest common scope of its uses); one walk of the scope
  * tree, keeping per copy key the outermost copy on the path, picks each
  * copy's representative; one rewrite (dp_rewrite) replaces each copy by its
- * representative's rebuilt node. Time: linear in the function, plus the
- * printer's cost for common scopes.
+ * representative's rebuilt node. Time: linear in the function, plus
+ * O(log depth) per use for common scopes (jump pointers, as the printer).
  */
 #include <stdlib.h>
 #include "planner.h"
 
 #define NONE DP__NONE_ID
 
-typedef struct scope { uint32_t parent, depth; } scope;
+typedef struct scope { uint32_t parent, depth, jump; } scope; /* jump: see lca */
 typedef struct ckey { dp_expr *value; dp_vdev *src, *dst; uint32_t next, rep, owner; } ckey;
 
 typedef struct sctx {
@@ -68,16 +68,36 @@ static uint32_t new_scope(sctx *c, uint32_t parent) {
     c->oom = 1;
     return 0;
   }
-  c->sc[c->nsc] = (scope){parent, parent == NONE ? 0 : c->sc[parent].depth + 1};
+  /* skew-binary jump pointers (Myers 1983), as the printer's: an ancestor
+     whose depth depends on the scope's depth alone */
+  uint32_t jump = c->nsc;
+  if (parent != NONE) {
+    uint32_t j = c->sc[parent].jump, jj = c->sc[j].jump;
+    jump = c->sc[parent].depth - c->sc[j].depth == c->sc[j].depth - c->sc[jj].depth ? jj : parent;
+  }
+  c->sc[c->nsc] = (scope){parent, parent == NONE ? 0 : c->sc[parent].depth + 1, jump};
   return c->nsc++;
 }
 
+/* The innermost scope holding a and b, in O(log depth) steps (walking
+   parents would make a value used at every level of a deep nesting of
+   branches quadratic). */
 static uint32_t lca(const sctx *c, uint32_t a, uint32_t b) {
-  while (c->sc[a].depth > c->sc[b].depth) a = c->sc[a].parent;
-  while (c->sc[b].depth > c->sc[a].depth) b = c->sc[b].parent;
+  const scope *s = c->sc;
+  if (s[a].depth < s[b].depth) {
+    uint32_t t = a;
+    a = b;
+    b = t;
+  }
+  while (s[a].depth > s[b].depth) a = s[s[a].jump].depth >= s[b].depth ? s[a].jump : s[a].parent;
   while (a != b) {
-    a = c->sc[a].parent;
-    b = c->sc[b].parent;
+    if (s[a].jump != s[b].jump) {
+      a = s[a].jump;
+      b = s[b].jump;
+    } else {
+      a = s[a].parent;
+      b = s[b].parent;
+    }
   }
   return a;
 }
