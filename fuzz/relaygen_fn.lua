@@ -120,12 +120,12 @@ function G:weights_T(scope, vars)
   return {var = #vars > 0 and 30 or 0, unary = 20, binary = 30, const = 8,
           apply = 25, apply2 = 12, apply_curried = 10, literal_now = 12,
           global_call = #self:helpers("T") > 0 and 15 or 0, proj = 10,
-          ["if"] = #of_type(scope, "B") > 0 and 12 or 0, on_device = 6, device_copy = 3}
+          ["if"] = #of_type(scope, "B") > 0 and 12 or 0, on_device = 3, device_copy = 1}
 end
 
 function G:weights_P(scope, vars)
   return {var = #vars > 0 and 3 or 0, tuple = 6, global_call = #self:helpers("P") > 0 and 2 or 0,
-          ["if"] = #of_type(scope, "B") > 0 and 1 or 0, on_device = 1}
+          ["if"] = #of_type(scope, "B") > 0 and 1 or 0, on_device = 0.3}
 end
 
 function G:weights_B(_, vars)
@@ -134,7 +134,7 @@ end
 
 local function fn_weights(self, ty, scope, vars)
   return {var = #vars > 0 and 6 or 0, ["fn_" .. ty] = 8, global_fn = #self:globals_of(ty) > 0 and 3 or 0,
-          ["if"] = #of_type(scope, "B") > 0 and 2 or 0, on_device = 1,
+          ["if"] = #of_type(scope, "B") > 0 and 2 or 0, on_device = 0.3,
           curried = ty == "F" and 3 or 0, global_call = #self:helpers(ty) > 0 and 2 or 0}
 end
 function G:weights_F(scope, vars) return fn_weights(self, "F", scope, vars) end

@@ -31,7 +31,9 @@ local PLACEMENTS = {tvm = true, min_bytes = true}
 
 -- PlanDevices' options, checked: unknown keys and wrong types are errors.
 function M.check_options(opts, who, level)
-  who, level = who or "devplan.planner.check_options", level or 1
+  -- (callers in devplan name themselves; anyone else gets this name)
+  who = type(who) == "string" and who or "devplan.planner.check_options"
+  level = math.type(level) == "integer" and level or 2
   if opts == nil then return {} end
   if type(opts) ~= "table" then
     error(who .. ": options must be a table, got " .. type(opts), level + 1)
@@ -61,11 +63,13 @@ end
 
 -- Are these options PlanDevices as TVM (nothing further)?
 function M.is_tvm(opts)
+  if type(opts) ~= "table" then return opts == nil end
   return next(opts) == nil or (next(opts, next(opts)) == nil and opts.resolve_conflicts == true)
 end
 
 function M.check_config(config, who, level)
-  who, level = who or "devplan.planner.check_config", level or 1
+  who = type(who) == "string" and who or "devplan.planner.check_config"
+  level = math.type(level) == "integer" and level or 2
   if not ir.is_config(config) then
     error(who .. ": a CompilationConfig expected, got " .. type(config), level + 1)
   end
