@@ -90,8 +90,11 @@ local function named(err, p, when)
     table.insert(err.notes, {message = (when or "in pass ") .. tostring(p)})
     return core.Error(err)
   end
+  local ok, text = pcall(tostring, err) -- (an error object whose tostring raises)
+  text = ok and text or ("a " .. type(err))
   return core.Error{
-    message = "pass " .. tostring(p) .. " failed: " .. tostring(err),
+    message = when and ("an instrument failed " .. when .. tostring(p) .. ": " .. text)
+      or ("pass " .. tostring(p) .. " failed: " .. text),
     code = "callback",
     pass = p.name,
     cause = err,
