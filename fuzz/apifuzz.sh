@@ -10,7 +10,8 @@
 # what kills a process (a crash, a sanitizer report, a hang, a leak found at
 # exit) is kept here: the batch that was running (or, for a leak, each batch
 # of the process run again alone until one leaks) goes to fuzz/failures/ as
-# apifuzz-SEED.lua, a reproducer. Ends with "N batches, N calls, N found";
+# apifuzz-SEED.lua, a reproducer (and what the process printed in
+# apifuzz-SEED.log). Ends with "N batches, N calls, N found";
 # exit status 1 when anything was found.
 set -u
 cd "$(dirname "$0")/.."
@@ -38,13 +39,19 @@ keep() {
     echo "-- report, a hang or a leak while the defect is there)"
     cat "$src"
     echo 'os.exit(rt.finish() and 0 or 1)'; } > "$out/apifuzz-$n.lua"
+  cp "$log" "$out/apifuzz-$n.log" # what the process printed (the sanitizer's report)
   echo "FOUND $why -> $out/apifuzz-$n.lua"
   found=$((found + 1))
 }
 
+# A process's memory: 4 GB (ASan reserves its shadow memory up front: its own
+# hard_rss_limit_mb counts what is used, ulimit -v would count the reservation)
+limit="ulimit -v 4000000;"
+case "$exe" in *asan*) limit=""; export ASAN_OPTIONS="$ASAN_OPTIONS:hard_rss_limit_mb=4000" ;; esac
+
 # run SEED N: N batches from SEED in one process; sets rc and last (the last batch started)
 run() {
-  ( ulimit -v 4000000; timeout 600 "$exe" fuzz/apifuzz.lua --seed "$1" --batches "$2" --out "$out" \
+  ( eval "$limit"; timeout 600 "$exe" fuzz/apifuzz.lua --seed "$1" --batches "$2" --out "$out" \
       --current "$current" ) > "$log" 2>&1
   rc=$?
   last=$(sed -n 's/^batch \([0-9]*\)$/\1/p' "$log" | tail -1)
@@ -74,7 +81,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
   else
     batches=$((batches + last - seed + 1))
     sed -e "1i -- apifuzz batch $last" "$current" > build/apifuzz/kept.lua
-    keep build/apifuzz/kept.lua "status $rc: $(grep -m1 -E 'ERROR|runtime error|Segmentation|Killed' "$log" || echo 'killed or timed out')"
+    keep build/apifuzz/kept.lua "status $rc: $(grep -m1 -E 'ERROR|runtime error|Segmentation|Killed|leak' "$log" || echo 'killed or timed out')"
     seed=$((last + 1))
   fi
 done

@@ -229,9 +229,13 @@ function M.deep_module(shape, n)
   return dp.IRModule{functions = {{"main", (M.deep_expr(shape, n))}}}
 end
 
--- A pattern n deep: op(op(...(wild))), or a chain of n alternatives.
+-- A pattern n deep: op(op(...(wild))), or a chain of n alternatives (at
+-- most 500: every node of a program tries every alternative, and the fuzzer
+-- matches patterns against programs 100,000 deep; the depth ladder times
+-- chains of 100,000 alone).
 function M.deep_pattern(kind, n)
   local P = dp.pattern
+  if kind == "alt" then n = math.min(n, 500) end
   local p = P.wild()
   for _ = 1, n do
     if kind == "alt" then p = P.op("negative")(P.wild()) + p else p = P.op("negative")(p) end
