@@ -23,6 +23,22 @@ M.found = {}    -- {id =, what =} per finding
 M.calls = 0
 M.armed = false -- allocation failure armed for the running call
 
+-- The deep values a call makes or picks multiply its work (finding a
+-- pattern n deep in a program m deep costs n x m): each call may use deep
+-- values whose sizes multiply to at most BUDGET. A deep value made asks
+-- for its size and gets what is left; a deep value of the pool is skipped
+-- by pick when it does not fit.
+local BUDGET = 1e6
+M.budget = BUDGET
+local sizes = setmetatable({}, {__mode = "k"}) -- deep value -> its size
+
+local function charge(n)
+  n = math.max(1, math.min(n, math.floor(M.budget)))
+  M.budget = math.max(1, M.budget / n)
+  return n
+end
+
+
 -- (at most 4,000: a callback called on every node of a deep program would
 -- make later picks slow)
 local function add(v)
@@ -60,10 +76,13 @@ M.kind_of = kind_of
 function M.pick(kind, k)
   local n, list = #M.V, {}
   for i = 1, n do
-    if kind == "any" or kind_of(M.V[i]) == kind then list[#list + 1] = M.V[i] end
+    local v = M.V[i]
+    if (kind == "any" or kind_of(v) == kind) and (sizes[v] or 1) <= M.budget then list[#list + 1] = v end
   end
   if #list == 0 then return nil end
-  return list[k % #list + 1]
+  local v = list[k % #list + 1]
+  if sizes[v] then charge(sizes[v]) end
+  return v
 end
 
 -- Calls the j-th callable member (sorted by name) of the k-th value of the
@@ -163,6 +182,7 @@ end
 -- results join the pool.
 function M.call(id, f, fail)
   M.calls = M.calls + 1
+  M.budget = BUDGET
   local co = coroutine.create(f)
   if fail then
     M.armed = true
@@ -173,10 +193,8 @@ function M.call(id, f, fail)
     if coroutine.status(co) ~= "suspended" then break end
     res = table.pack(coroutine.resume(co, M.V[(id % math.max(1, #M.V)) + 1]))
   end
-  if fail then
-    dp.debug.fail_alloc(0)
-    M.armed = false
-  end
+  dp.debug.fail_alloc(0) -- (also when the call itself armed it: dp.debug.fail_alloc is fuzzed too)
+  M.armed = false
   if coroutine.status(co) == "suspended" then return end -- left suspended, collected later
   if res[1] then
     for i = 2, math.min(res.n, 3) do add(res[i]) end
@@ -208,6 +226,7 @@ end
 
 -- An expression n deep of one shape (calls, tuples, ifs, lets, closures).
 function M.deep_expr(shape, n)
+  n = charge(n)
   local T = dp.type.tensor({2}, "float32")
   local a = dp.var("a", T)
   local e = dp.call("negative", {a})
@@ -222,11 +241,16 @@ function M.deep_expr(shape, n)
       e = dp.call(dp.fn({x}, dp.call("add", {x, e})), {a})
     else e = dp.call("negative", {e}) end
   end
-  return dp.fn({a}, e), a
+  local f = dp.fn({a}, e)
+  sizes[f] = n
+  return f, a
 end
 
 function M.deep_module(shape, n)
-  return dp.IRModule{functions = {{"main", (M.deep_expr(shape, n))}}}
+  local f = M.deep_expr(shape, n)
+  local m = dp.IRModule{functions = {{"main", f}}}
+  sizes[m] = sizes[f]
+  return m
 end
 
 -- A pattern n deep: op(op(...(wild))), or a chain of n alternatives (at
@@ -236,10 +260,12 @@ end
 function M.deep_pattern(kind, n)
   local P = dp.pattern
   if kind == "alt" then n = math.min(n, 500) end
+  n = charge(n)
   local p = P.wild()
   for _ = 1, n do
     if kind == "alt" then p = P.op("negative")(P.wild()) + p else p = P.op("negative")(p) end
   end
+  sizes[p] = n
   return p
 end
 

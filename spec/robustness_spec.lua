@@ -178,6 +178,14 @@ describe("passes nested and instruments", function()
     local depths = {}
     for i, t in ipairs(ctx.timings) do depths[i] = t.name .. t.depth end
     assert.same({"Sequential0", "InferType1", "Sequential1", "InferType2"}, depths)
+    -- each entry names its pass with the Sequentials inside cut short (linear in deep nesting)
+    assert.equal("Sequential{InferType, Sequential{...}}", ctx.timings[1].pass)
+    assert.equal("Sequential{InferType}", ctx.timings[3].pass)
+    local deep = dp.passes.InferType()
+    for _ = 1, 20000 do deep = dp.Sequential{deep} end
+    local t0 = os.clock()
+    dp.PassContext{time = true}:run(deep, mod)
+    assert.is_true(os.clock() - t0 < 20, "timing 20,000 nested Sequentials is linear")
   end)
 
   it("a pass running passes from its own run function may nest 64 deep", function()

@@ -101,7 +101,10 @@ local function timer()
   return {
     name = "time",
     before = function(p, _, ctx)
-      local entry = {pass = tostring(p), name = p.name, depth = ctx.depth, seconds = 0}
+      -- (a Sequential inside a Sequential as `Sequential{...}`: the passes in it
+      -- have their own entries, and a text per level of deep nesting would
+      -- make the timings quadratic in it)
+      local entry = {pass = require("devplan.pass").text(p, 1), name = p.name, depth = ctx.depth, seconds = 0}
       table.insert(ctx.timings, entry)
       table.insert(started, {entry = entry, t = os.clock()})
     end,

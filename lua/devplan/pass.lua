@@ -50,19 +50,24 @@ local function leaf_text(self)
 end
 
 -- `Sequential{p1, Sequential{p2, p3}}`: an explicit stack, so passes
--- nested to any depth print (in time linear in the text).
-function Pass.__tostring(self)
-  local out, stack = {}, {self}
+-- nested to any depth print (in time linear in the text). With levels,
+-- Sequentials nested deeper than that print as `Sequential{...}` (the
+-- timings name each pass this way: their lines show the nesting).
+local function text(self, levels)
+  local out, stack = {}, {{self, 0}}
   while #stack > 0 do
-    local item = table.remove(stack)
+    local entry = table.remove(stack)
+    local item, depth = entry[1], entry[2]
     if type(item) == "string" then
       out[#out + 1] = item
+    elseif type(item.passes) == "table" and levels and depth >= levels then
+      out[#out + 1] = tostring(item.name) .. "{...}"
     elseif type(item.passes) == "table" then
       out[#out + 1] = tostring(item.name) .. "{"
-      stack[#stack + 1] = "}"
+      stack[#stack + 1] = {"}"}
       for i = #item.passes, 1, -1 do
-        stack[#stack + 1] = item.passes[i]
-        if i > 1 then stack[#stack + 1] = ", " end
+        stack[#stack + 1] = {item.passes[i], depth + 1}
+        if i > 1 then stack[#stack + 1] = {", "} end
       end
     elseif M.is_pass(item) then
       out[#out + 1] = leaf_text(item)
@@ -72,6 +77,11 @@ function Pass.__tostring(self)
   end
   return table.concat(out)
 end
+
+function Pass.__tostring(self) return text(self) end
+
+-- The text of p with Sequentials nested deeper than `levels` cut short.
+function M.text(p, levels) return text(p, levels) end
 
 -- A new pass. name: a string; run(mod, ctx) returns the new module;
 -- options: a table shown by tostring (not copied).
