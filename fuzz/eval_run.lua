@@ -9,7 +9,10 @@
 -- default 20) is shrunk and written to DIR (default fuzz/failures/) as
 -- PROPERTY-SEED.lua: a reproducer that exits 1 while the defect is there,
 -- which spec/repro_spec.lua runs once it is moved to fuzz/findings/. The
--- last line is "N passed, N failed"; the exit status 1 when any failed.
+-- summary counts outcomes, failures by property and by cause (the first
+-- line of what failed, names and numbers left out) with the first seed of
+-- each; the last line is "N passed, N failed"; the exit status 1 when any
+-- failed.
 local dp = require "devplan"
 package.path = dp.root .. "/fuzz/?.lua;" .. package.path
 local gen = require "relaygen_fn"
@@ -80,7 +83,14 @@ local function write(path, s)
   f:close()
 end
 
-local outcomes, failures, nfail, written = {}, {}, 0, 0
+-- What a failure says, without what differs between programs (names, numbers).
+local function cause(failure)
+  local line = failure.detail:match("^[^\n]*")
+  line = line:gsub("%%[%w_.]+", "%%x"):gsub("@[%w_]+", "@f"):gsub("%d+", "N")
+  return failure.property .. ": " .. line:sub(1, 160)
+end
+
+local outcomes, failures, nfail, written, causes = {}, {}, 0, 0, {}
 local t0 = os.clock()
 for seed = opts.seed, opts.seed + opts.n - 1 do
   local prog = gen.program(seed, {depth = opts.depth})
@@ -88,6 +98,9 @@ for seed = opts.seed, opts.seed + opts.n - 1 do
   if failure then
     nfail = nfail + 1
     failures[failure.property] = (failures[failure.property] or 0) + 1
+    local c = cause(failure)
+    causes[c] = causes[c] or {n = 0, seed = seed}
+    causes[c].n = causes[c].n + 1
     if written < opts.max_failures then
       written = written + 1
       local small = prog
@@ -115,5 +128,7 @@ end
 print(("%d programs (seeds %d..%d), %.1f s"):format(opts.n, opts.seed, opts.seed + opts.n - 1, os.clock() - t0))
 for _, k in ipairs(sorted_keys(outcomes)) do print(("  %-20s %d"):format(k, outcomes[k])) end
 for _, k in ipairs(sorted_keys(failures)) do print(("  FAILED %-13s %d"):format(k, failures[k])) end
+if nfail > 0 then print("by cause (count, first seed):") end
+for _, k in ipairs(sorted_keys(causes)) do print(("  %5d  %-8d %s"):format(causes[k].n, causes[k].seed, k)) end
 print(("%d passed, %d failed"):format(opts.n - nfail, nfail))
 os.exit(nfail == 0 and 0 or 1)

@@ -242,10 +242,10 @@ static int host_pred(void *ud, uint32_t pred, dp_expr *e, dp_err **err) {
   lua_pushinteger(L, pred);
   lua_pushlightuserdata(L, e);
   if (lua_pcall(L, 3, 1, 0) != LUA_OK) {
-    const char *msg = luaL_tolstring(L, -1, NULL);
+    const char *msg = dp__lua_errtext(L); /* (its __tostring may raise: never past the matcher) */
     *err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "%s: the :where predicate raised an error: %s",
                       h->what, msg ? msg : "error");
-    lua_pop(L, 2);
+    lua_pop(L, 1);
     return -1;
   }
   int r = lua_toboolean(L, -1);
