@@ -308,7 +308,14 @@ function M.callback(kind, v)
       return v
     end
   end
-  if kind == "collect" then return function() collectgarbage() return v end end
+  if kind == "collect" then -- (a full collection the first times, then steps: called per node of a
+    local calls = 0          -- deep program, a full one each time would cost the heap per node)
+    return function()
+      calls = calls + 1
+      collectgarbage(calls <= 3 and "collect" or "step")
+      return v
+    end
+  end
   return function() return v end -- "return": returns v, whatever it is
 end
 
