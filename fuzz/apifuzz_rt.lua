@@ -308,11 +308,11 @@ function M.callback(kind, v)
       return v
     end
   end
-  if kind == "collect" then -- (a full collection the first times, then steps: called per node of a
-    local calls = 0          -- deep program, a full one each time would cost the heap per node)
+  if kind == "collect" then -- (a full collection its first three times only: called per node of a
+    local calls = 0          -- deep program, a collection each time would cost the heap per node)
     return function()
       calls = calls + 1
-      collectgarbage(calls <= 3 and "collect" or "step")
+      if calls <= 3 then collectgarbage() end
       return v
     end
   end
