@@ -32,8 +32,10 @@ local function count(tbl)
   return n
 end
 
--- The evaluator of spec/support/evaluate.lua: the same values before and after.
-local evaluate = dofile((dp.root or ".") .. "/spec/support/evaluate.lua")
+-- What a module computes (devplan.evaluate: a tensor is one number, each
+-- operator a stand-in that tells values apart, on_device and device_copy
+-- the identity).
+local function evaluate(mod, args) return require("devplan.evaluate").run(mod, args) end
 
 describe("PartitionByVirtualDevice", function()
   local cfg = t.config("cuda")

@@ -20,4 +20,5 @@ local context = require "devplan.context"
 
 _ENV = nil -- no global is read or written below this line
 
-return {new = context.pass, is_pass = context.is_pass, Sequential = context.Sequential}
+return {new = context.pass, is_pass = context.is_pass, Sequential = context.Sequential,
+        sequence_of = context.sequence_of, text = context.text}

@@ -10,7 +10,7 @@ local core = require "devplan.core"
 local ir = require "devplan.ir"
 
 local error, next, pairs, tostring, type = error, next, pairs, tostring, type
-local table = table
+local math, table = math, table
 _ENV = nil -- no global is read or written below this line
 
 local M = {}
@@ -34,6 +34,9 @@ local PLACEMENTS = {tvm = true, min_bytes = true}
 
 -- PlanDevices' options, checked: unknown keys and wrong types are errors.
 function M.check_options(opts, who, level)
+  -- (callers in devplan name themselves; anyone else gets this name)
+  who = type(who) == "string" and who or "devplan.planner.check_options"
+  level = math.type(level) == "integer" and level or 2
   if opts == nil then return {} end
   if type(opts) ~= "table" then
     error(who .. ": options must be a table, got " .. type(opts), level + 1)
@@ -53,6 +56,11 @@ function M.check_options(opts, who, level)
   if opts.placement ~= nil and not PLACEMENTS[opts.placement] then
     error(who .. ": option 'placement' must be \"tvm\" or \"min_bytes\", got \"" .. opts.placement .. "\"", level + 1)
   end
+  if type(opts.bandwidth) == "number" and not (opts.bandwidth > 0 and opts.bandwidth <= 1e300) then
+    -- (dp_bandwidth_ok's rule, as CompilationConfig's bandwidths: NaN fails both tests)
+    error(("%s: option 'bandwidth' must be a number of bytes per second > 0 and finite, got %s")
+      :format(who, opts.bandwidth ~= opts.bandwidth and "nan" or tostring(opts.bandwidth)), level + 1)
+  end
   if (opts.capability or opts.compute_cost or opts.bandwidth) and opts.placement ~= "min_bytes" then
     error(who .. ": options capability, compute_cost and bandwidth need placement = \"min_bytes\"", level + 1)
   end
@@ -61,10 +69,13 @@ end
 
 -- Are these options PlanDevices as TVM (nothing further)?
 function M.is_tvm(opts)
+  if type(opts) ~= "table" then return opts == nil end
   return next(opts) == nil or (next(opts, next(opts)) == nil and opts.resolve_conflicts == true)
 end
 
 function M.check_config(config, who, level)
+  who = type(who) == "string" and who or "devplan.planner.check_config"
+  level = math.type(level) == "integer" and level or 2
   if not ir.is_config(config) then
     error(who .. ": a CompilationConfig expected, got " .. type(config), level + 1)
   end

@@ -130,6 +130,9 @@ function M.report(planned, config)
   if not ir.is_module(planned) then
     error("devplan.planner.report: a planned IRModule expected, got " .. type(planned), 2)
   end
+  if config ~= nil and not ir.is_config(config) then
+    error("devplan.planner.report: config must be a CompilationConfig, got " .. type(config), 2)
+  end
   local devices = core.planner.virtual_devices(planned, config)
   local names = printed_names(planned)
   local namer = devname.namer()

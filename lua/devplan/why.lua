@@ -97,6 +97,15 @@ function M.why(planned, e, opts)
   for k in pairs(opts) do
     if not OPTIONS[k] then error("devplan.planner.why: unknown option '" .. tostring(k) .. "' (input, config, name)", 2) end
   end
+  if opts.config ~= nil and not ir.is_config(opts.config) then
+    error("devplan.planner.why: option config must be a CompilationConfig, got " .. type(opts.config), 2)
+  end
+  if opts.input ~= nil and not ir.is_module(opts.input) then
+    error("devplan.planner.why: option input must be the IRModule that was planned, got " .. type(opts.input), 2)
+  end
+  if opts.input ~= nil and not ir.is_config(opts.config) then
+    error("devplan.planner.why: option input needs option config (the CompilationConfig it was planned with)", 2)
+  end
   local ctx = {planned = planned, config = opts.config,
                domains = opts.input and options.domains(opts.input, opts.config)}
   local name = opts.name or "it"

@@ -11,6 +11,7 @@
  *   core.pattern.opaque() -> opaque set
  *   core.pattern.annotate(body, {{groups, keep, vd}, ...}) -> body
  *   core.pattern.with_body(fn, body) -> fn   core.pattern.raise(code, message)
+ *   core.pattern.check_attrs(t)   (has_attr's table: raises what dp.call would)
  *
  * A node descriptor is a table {kind =, kids = {i, ...} (1-based), any =,
  * name =, op = <op>, expr =, type =, dtype =, shape =, index =, attrs =,
@@ -239,10 +240,10 @@ static int host_pred(void *ud, uint32_t pred, dp_expr *e, dp_err **err) {
   lua_pushinteger(L, pred);
   lua_pushlightuserdata(L, e);
   if (lua_pcall(L, 3, 1, 0) != LUA_OK) {
-    const char *msg = luaL_tolstring(L, -1, NULL);
+    const char *msg = dp__lua_errtext(L); /* (its __tostring may raise: never past the matcher) */
     *err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "%s: the :where predicate raised an error: %s",
                       h->what, msg ? msg : "error");
-    lua_pop(L, 2);
+    lua_pop(L, 1);
     return -1;
   }
   int r = lua_toboolean(L, -1);
@@ -306,7 +307,7 @@ static int prog_match(lua_State *L) {
   }
   /* pushing may raise (out of memory): keep the bindings in a userdata */
   dp_dfp_bind *kept = lua_newuserdatauv(L, (n ? n : 1) * sizeof *kept, 0);
-  memcpy(kept, binds, n * sizeof *kept);
+  if (n) memcpy(kept, binds, n * sizeof *kept);
   free(binds);
   push_captures(L, h.info, kept, n);
   return 1;
@@ -568,6 +569,14 @@ static int l_with_body(lua_State *L) {
   return dp__lua_push_new(L, dp_expr_with_children(f, kids), NULL);
 }
 
+/* check_attrs(t): raises the error dp.call would give attribute table t
+   (names, kinds of values, nesting), so has_attr checks when built. */
+static int l_check_attrs(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  dp_release(dp__lua_make_attrs(L, 1, NULL));
+  return 0;
+}
+
 /* raise(code, message): a devplan.Error, for the Lua passes. */
 static int l_raise(lua_State *L) {
   static const char *const codes[] = {"callback", "value", "name", "type", NULL};
@@ -605,7 +614,7 @@ void dp__lua_open_dfpattern(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"compile", l_compile}, {"opaque", l_opaque}, {"annotate", l_annotate}, {"raise", l_raise},
     {"with_body", l_with_body}, {"graph", l_graph},
-    {NULL, NULL}};
+    {"check_attrs", l_check_attrs}, {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_setfield(L, -2, "pattern");
 }

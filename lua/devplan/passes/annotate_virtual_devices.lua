@@ -321,11 +321,11 @@ function M.new(rules, opts)
   -- first that fits.
   function p.capability(call, vd)
     if not (ir.is_expr(call) and call.kind == "call") then
-      core.pattern.raise("value", "AnnotateVirtualDevices.capability: a call expected, got "
+      core.pattern.raise("value", "AnnotateVirtualDevices.capability: argument 1 must be a call, got "
         .. (ir.is_expr(call) and ("a " .. call.kind) or type(call)))
     end
     if not ir.is_virtual_device(vd) then
-      core.pattern.raise("value", "AnnotateVirtualDevices.capability: a VirtualDevice expected, got " .. type(vd))
+      core.pattern.raise("value", "AnnotateVirtualDevices.capability: argument 2 must be a VirtualDevice, got " .. type(vd))
     end
     local rule, key = rule_for(rules, call)
     local r = rule and devices_of(rule(call), key, call)
