@@ -220,7 +220,7 @@ function Schedule:text(opts)
   return table.concat(lines, "\n") .. "\n"
 end
 
-Schedule.__tostring = function(s) return s:text() end
+Schedule.__tostring = function(s) return Schedule.text(s) end
 
 -- The schedule as plain data (for JSON): makespan, resources, critical path.
 function Schedule:summary()
