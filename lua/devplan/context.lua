@@ -101,7 +101,13 @@ end
 function Pass.__tostring(self) return text(self) end
 
 -- The text of p with Sequentials nested deeper than `levels` cut short.
-function M.text(p, levels) return text(p, levels) end
+function M.text(p, levels)
+  if not M.is_pass(p) then error("devplan.pass.text: a pass expected, got " .. type(p), 2) end
+  if levels ~= nil and math.type(levels) ~= "integer" then
+    error("devplan.pass.text: levels must be an integer, got " .. type(levels), 2)
+  end
+  return text(p, levels)
+end
 
 -- A new pass. name: a string; run(mod, ctx) returns the new module;
 -- options: a table shown by tostring (not copied).

@@ -36,7 +36,7 @@ local PLACEMENTS = {tvm = true, min_bytes = true}
 function M.check_options(opts, who, level)
   -- (callers in devplan name themselves; anyone else gets this name)
   who = type(who) == "string" and who or "devplan.planner.check_options"
-  level = math.type(level) == "integer" and level or 2
+  level = math.type(level) == "integer" and level >= 1 and level or 2
   if opts == nil then return {} end
   if type(opts) ~= "table" then
     error(who .. ": options must be a table, got " .. type(opts), level + 1)
@@ -75,7 +75,7 @@ end
 
 function M.check_config(config, who, level)
   who = type(who) == "string" and who or "devplan.planner.check_config"
-  level = math.type(level) == "integer" and level or 2
+  level = math.type(level) == "integer" and level >= 1 and level or 2
   if not ir.is_config(config) then
     error(who .. ": a CompilationConfig expected, got " .. type(config), level + 1)
   end
