@@ -21,6 +21,8 @@
 --                                 the fewest bytes (capability, compute_cost,
 --                                 bandwidth: planner.lua)
 --   dp.passes.ShareCopies()   one device_copy per value and pair of devices
+--   dp.passes.MoveCopies(config?, {max_new_functions =}?)   copies moved to where
+--                             they run least (docs/copies.md)
 --   dp.passes.AnnotateVirtualDevices(rules)   passes/annotate_virtual_devices.lua
 --   dp.passes.MergeComposite(rules), dp.passes.MergeAndAnnotate(rules)
 --                                             passes/merge_composite.lua (dp.pattern)
@@ -52,6 +54,35 @@ end
 -- module; src/planner/share.c). PlanDevices copies once per use, as TVM.
 function M.ShareCopies()
   return pass.new("ShareCopies", planner.share_copies)
+end
+
+-- MoveCopies: copies of a planned module moved out of functions, loops and
+-- branches, merged and cancelled, never more often on any path (issue 20;
+-- src/planner/move*.c, docs/copies.md). config: the configuration it was
+-- planned with (default: the pipeline's planning pass's, else the
+-- context's, else llvm and cuda with default cpu). The moves made are kept
+-- for the module made (dp.planner.moves(mod)) and explain each copy.
+function M.MoveCopies(config, opts)
+  if config ~= nil and not require("devplan.ir").is_config(config) then
+    if type(config) == "table" and opts == nil then config, opts = nil, config
+    else error("devplan.passes.MoveCopies: a CompilationConfig expected, got " .. type(config), 2) end
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error("devplan.passes.MoveCopies: options must be a table, got " .. type(opts), 2)
+  end
+  for k, v in pairs(opts or {}) do
+    if k ~= "max_new_functions" then
+      error("devplan.passes.MoveCopies: unknown option '" .. tostring(k) .. "' (max_new_functions)", 2)
+    end
+    if math.type(v) ~= "integer" or v < 1 then
+      error("devplan.passes.MoveCopies: option 'max_new_functions' must be a positive integer", 2)
+    end
+  end
+  local p = pass.new("MoveCopies", function(mod, ctx)
+    local cfg = config or (ctx and (ctx.planned_config or ctx.config)) or planner.default_config()
+    return planner.move(mod, cfg, opts)
+  end, opts)
+  return p
 end
 
 M.AnnotateVirtualDevices = require("annotate_virtual_devices").new

@@ -8,6 +8,7 @@
 --       dp.passes.PlanDevices(config, opts) would capture them
 --   dp.planner.plan_with(mod, config, opts) PlanDevices with options
 --   dp.planner.share_copies(planned)      ShareCopies
+--   dp.planner.move(planned, config, opts) MoveCopies (the module; its moves: dp.planner.moves)
 --   dp.planner.solve_placement(problem)   the placement optimiser on its own
 local core = require "devplan.core"
 local ir = require "devplan.ir"
@@ -80,6 +81,28 @@ function M.domains(mod, config, opts)
   end
   M.check_config(config, "devplan.planner.domains", 2)
   return M.domains_with(mod, config, opts)
+end
+
+-- MoveCopies (src/planner/move*.c): the module made, with its moves
+-- remembered (weakly, by module) for dp.planner.moves and explanations.
+local moves_of = setmetatable({}, {__mode = "k"})
+
+function M.move(planned, config, opts)
+  if not ir.is_module(planned) then
+    error("devplan.planner.move: a planned module expected, got " .. type(planned), 2)
+  end
+  M.check_config(config, "devplan.planner.move", 2)
+  local out, moves = core.planner.move_copies(planned, config, opts)
+  moves_of[out] = moves
+  return out, moves
+end
+
+-- The moves MoveCopies made to produce mod (nil: it did not make mod).
+function M.moves(mod) return moves_of[mod] end
+
+-- The configuration planner functions use when none is given.
+function M.default_config()
+  return core.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cpu"}
 end
 
 -- dp.planner.report(planned, config?): devices, copies and bytes (lua/devplan/report.lua)

@@ -1,0 +1,102 @@
+-- The properties of MoveCopies (issue 20), checked on a program's text by
+-- fuzz/copies_run.lua and spec/plan_move_copies_spec.lua:
+--
+--   local pc = require "props_copies"            -- fuzz/ on package.path
+--   local failure, stats = pc.check(text, runs)  -- runs: @main's arguments, one table per run
+--   -- failure nil when every property holds, else {property =, detail =}
+--
+-- The program is planned by TVM's rules (dp.passes.PlanDevices; a program
+-- they cannot plan is skipped: stats.skipped), then moved
+-- (dp.passes.MoveCopies), and
+--   move-error   MoveCopies gives a module (never an error)
+--   verify       dp.planner.verify accepts the moved module
+--   fixed-point  PlanDevices plans the moved module to itself
+--   idempotent   MoveCopies moves nothing in the moved module
+--   roundtrip    the moved module prints and parses back to itself
+-- and on every run (spec/support/copies.lua runs a module on small tensors):
+--   devices      every operator's arguments are on its device (both modules)
+--   values       the moved module computes what the planned one did
+--   copies       it executes no more copies, and no more bytes copied, on
+--                this run (this path) than the planned module
+-- stats: {skipped =, runs =, before =, after =, fewer =} (copies summed over
+-- the runs, runs with fewer copies).
+local dp = require "devplan"
+local props = require "props"
+local run = dofile((dp.root or ".") .. "/spec/support/copies.lua")
+
+local M = {}
+
+M.META, M.CONFIG = props.META, props.CONFIG
+
+local function equal(a, b)
+  if type(a) ~= type(b) then return false end
+  if type(a) ~= "table" then return a == b end
+  for k, v in pairs(a) do if not equal(v, b[k]) then return false end end
+  for k in pairs(b) do if a[k] == nil then return false end end
+  return true
+end
+M.equal = equal
+
+local function fail(property, detail) return {property = property, detail = detail} end
+
+local function text_of(e) return type(e) == "table" and e.message or tostring(e) end
+
+-- Checks text; opts.config / opts.meta override the palette's.
+function M.check(text, runs, opts)
+  opts = opts or {}
+  local config, meta = opts.config or M.CONFIG, opts.meta or M.META
+  local stats = {skipped = 0, runs = 0, before = 0, after = 0, fewer = 0, bytes_before = 0, bytes_after = 0}
+  local ok, mod = pcall(dp.parse, text, meta)
+  if not ok then return fail("parse", text_of(mod)), stats end
+  local planned
+  ok, planned = pcall(dp.passes.PlanDevices(config), mod)
+  if not ok then
+    stats.skipped = 1
+    return nil, stats
+  end
+  local moved, moves
+  ok, moved, moves = pcall(dp.planner.move, planned, config)
+  if not ok then return fail("move-error", text_of(moved)), stats end
+  stats.moves = moves
+  local v, total = dp.planner.verify(moved, config)
+  if total > 0 then return fail("verify", v[1].message), stats end
+  local again
+  ok, again = pcall(dp.passes.PlanDevices(config), moved)
+  if not ok then return fail("fixed-point", "planning the moved module failed: " .. text_of(again)), stats end
+  if not dp.structural_equal(again, moved) then
+    return fail("fixed-point", "PlanDevices changes the moved module:\n" .. tostring(again)), stats
+  end
+  local twice
+  ok, twice = pcall(dp.planner.move, moved, config)
+  if not ok then return fail("idempotent", "moving again failed: " .. text_of(twice)), stats end
+  if not dp.structural_equal(twice, moved) then
+    return fail("idempotent", "MoveCopies moves the moved module again:\n" .. tostring(twice)), stats
+  end
+  local re
+  ok, re = pcall(dp.parse, tostring(moved), meta)
+  if not ok or not dp.structural_equal(re, moved) then
+    return fail("roundtrip", ok and "parses to another module" or text_of(re)), stats
+  end
+  for i, args in ipairs(runs or {}) do
+    local ok0, r0 = pcall(run, planned, args)
+    local ok1, r1 = pcall(run, moved, args)
+    if not ok0 then return fail("devices", "run " .. i .. " of the planned module: " .. tostring(r0)), stats end
+    if not ok1 then return fail("devices", "run " .. i .. " of the moved module: " .. tostring(r1)), stats end
+    if r0.nviolations > 0 then return fail("devices", "planned, run " .. i .. ": " .. r0.violations[1]), stats end
+    if r1.nviolations > 0 then return fail("devices", "moved, run " .. i .. ": " .. r1.violations[1]), stats end
+    if not equal(r0.value, r1.value) then return fail("values", "run " .. i .. " computes another value"), stats end
+    if r1.copies > r0.copies or r1.bytes > r0.bytes then
+      return fail("copies", string.format("run %d copies %d (%d bytes) where the planned module copied %d (%d bytes)",
+        i, r1.copies, r1.bytes, r0.copies, r0.bytes)), stats
+    end
+    stats.runs = stats.runs + 1
+    stats.before = stats.before + r0.copies
+    stats.after = stats.after + r1.copies
+    stats.bytes_before = stats.bytes_before + r0.bytes
+    stats.bytes_after = stats.bytes_after + r1.bytes
+    if r1.copies < r0.copies then stats.fewer = stats.fewer + 1 end
+  end
+  return nil, stats
+end
+
+return M

@@ -1,0 +1,420 @@
+-- A seeded generator of programs whose copies can move (issue 20): helper
+-- functions with annotated parameters and results called from several
+-- places and devices, if branches whose arms copy the same values, match
+-- over an option, loops (recursive global functions and let-bound
+-- closures, while_loop's shape) over loop-invariant tensors, closures
+-- capturing values of their context, shared inputs.
+--
+--   local gen = require "relaygen_copies"        -- fuzz/ on package.path
+--   local text, info = gen.program(seed, opts?)  -- Relay text, and the inputs to run it on
+--   info.inputs = { {a = 3, c0 = true, n = 2, ...}, ... }   -- @main's parameters, per run
+--
+-- Devices are decided by the generator, as a user writing annotations
+-- would: every operator call is placed with a plain on_device (computed
+-- there, read anywhere: a reader elsewhere gets a copy), parameters and
+-- function results carry a virtual_device, and a value that lives on one
+-- device (a let variable, a parameter, a call's result) read on another is
+-- copied explicitly (device_copy), so TVM's rules plan the program as
+-- written. Devices: meta[VirtualDevice][0] cpu, [1] cuda, [4] opencl
+-- (fuzz/props.lua's palette); opts.devices = 2 (default) or 3.
+local relaygen = require "relaygen"
+
+local M = {}
+
+local T = "Tensor[(5, 7), float32]"
+local META = {cpu = "meta[VirtualDevice][0]", cuda = "meta[VirtualDevice][1]", opencl = "meta[VirtualDevice][4]"}
+local UNARY = {"negative", "exp", "tanh", "nn.relu", "abs"}
+local BINARY = {"add", "multiply", "subtract"}
+
+M.TYPE = T
+
+-- ------------------------------------------------------------ the state
+
+local Gen = {}
+Gen.__index = Gen
+
+local function new(seed, opts)
+  local g = setmetatable({}, Gen)
+  g.rng = relaygen.rng(seed)
+  g.devices = (opts and opts.devices == 3) and {"cpu", "cuda", "opencl"} or {"cpu", "cuda"}
+  g.k = 0          -- graph binding numbers
+  g.names = {}     -- let names used
+  g.funcs = {}     -- helper functions: {name, params = {{name, dev}...}, bools, ret}
+  g.loops = {}     -- global loops: {name, dev, invariants = {dev...}}
+  g.defs = {}      -- text of the definitions, in order
+  return g
+end
+
+function Gen:dev() return self.rng:pick(self.devices) end
+function Gen:chance(p) return self.rng:chance(p) end
+function Gen:below(n) return self.rng:below(n) end
+
+function Gen:fresh(prefix)
+  local n = 1
+  while self.names[prefix .. n] do n = n + 1 end
+  self.names[prefix .. n] = true
+  return prefix .. n
+end
+
+-- A block: lines, the values visible in it ({name, dev, fixed}), the
+-- booleans, the counter and its device, the indentation.
+local function block(parent, indent)
+  local b = {lines = {}, vals = {}, bools = parent and parent.bools or {}, indent = indent,
+             n = parent and parent.n, parent = parent}
+  if parent then for _, v in ipairs(parent.vals) do b.vals[#b.vals + 1] = v end end
+  return b
+end
+
+local function emit(b, line) b.lines[#b.lines + 1] = string.rep("  ", b.indent) .. line end
+
+-- The text reading value v on device d: a value that lives on one device
+-- (fixed) read elsewhere is copied; one computed by a plain on_device (or a
+-- parameter nobody placed) is read anywhere.
+local function use(v, d)
+  if v.fixed and v.dev ~= d then
+    return "device_copy(" .. v.name .. ", src_virtual_device=" .. META[v.dev]
+      .. ", dst_virtual_device=" .. META[d] .. ")"
+  end
+  return v.name
+end
+
+function Gen:pick_val(b)
+  -- later values more often (chains), any value sometimes (sharing)
+  local n = #b.vals
+  if self:chance(0.5) then return b.vals[n - self:below(math.min(n, 3))] end
+  return b.vals[self:below(n) + 1]
+end
+
+-- ------------------------------------------------------------ statements
+
+-- An operator call on device d: a graph binding (read anywhere) or a let
+-- (lives on d).
+function Gen:op_stmt(b, d)
+  d = d or self:dev()
+  local call
+  if self:chance(0.4) then
+    call = self.rng:pick(UNARY) .. "(" .. use(self:pick_val(b), d) .. ")"
+  else
+    call = self.rng:pick(BINARY) .. "(" .. use(self:pick_val(b), d) .. ", " .. use(self:pick_val(b), d) .. ")"
+  end
+  local ann = "on_device(" .. call .. ", virtual_device=" .. META[d] .. ")"
+  if self:chance(0.35) then
+    local name = "%" .. self:fresh("x")
+    emit(b, "let " .. name .. " = " .. ann .. ";")
+    b.vals[#b.vals + 1] = {name = name, dev = d, fixed = true}
+  else
+    local name = "%" .. self.k
+    self.k = self.k + 1
+    emit(b, name .. " = " .. ann .. ";")
+    b.vals[#b.vals + 1] = {name = name, dev = d, fixed = false}
+  end
+end
+
+-- A call of a helper function: its arguments copied to its parameters'
+-- devices where they live elsewhere; its result lives on its device.
+function Gen:call_stmt(b, f)
+  local args = {}
+  for i, p in ipairs(f.params) do args[i] = use(self:pick_val(b), p.dev) end
+  for _ = 1, f.bools do args[#args + 1] = #b.bools > 0 and self.rng:pick(b.bools) or "True" end
+  local name = "%" .. self:fresh("r")
+  emit(b, "let " .. name .. " = @" .. f.name .. "(" .. table.concat(args, ", ") .. ");")
+  b.vals[#b.vals + 1] = {name = name, dev = f.ret, fixed = true}
+end
+
+-- A block's statements (as many as count), ending in a value on device d:
+-- the text of that value.
+function Gen:body(b, count, d, depth)
+  for _ = 1, count do self:stmt(b, depth) end
+  return use(self:pick_val(b), d)
+end
+
+-- if (%c) { ... } else { ... } on device d (the condition lives there too).
+function Gen:if_stmt(b, depth)
+  local d = self:dev()
+  local c = self.rng:pick(b.bools)
+  local arms = {}
+  -- a value both arms read (so both copy it), sometimes
+  local shared = self:chance(0.6) and self:pick_val(b) or nil
+  local sd = self:dev()
+  for i = 1, 2 do
+    local a = block(b, b.indent + 1)
+    if shared then
+      local name = "%" .. self.k
+      self.k = self.k + 1
+      emit(a, name .. " = on_device(" .. self.rng:pick(UNARY) .. "(" .. use(shared, sd) .. "), virtual_device="
+        .. META[sd] .. ");")
+      a.vals[#a.vals + 1] = {name = name, dev = sd, fixed = false}
+    end
+    arms[i] = {a, self:body(a, self:below(3), d, depth + 1)}
+  end
+  local name = "%" .. self.k
+  self.k = self.k + 1
+  emit(b, name .. " = on_device(if (" .. c .. ") {")
+  for _, l in ipairs(arms[1][1].lines) do b.lines[#b.lines + 1] = l end
+  emit(b, "  " .. arms[1][2])
+  emit(b, "} else {")
+  for _, l in ipairs(arms[2][1].lines) do b.lines[#b.lines + 1] = l end
+  emit(b, "  " .. arms[2][2])
+  emit(b, "}, virtual_device=" .. META[d] .. ");")
+  b.vals[#b.vals + 1] = {name = name, dev = d, fixed = false}
+end
+
+-- match over an option made from a boolean: both clauses read a value of
+-- the context on one device (so both copy it where it lives elsewhere).
+function Gen:match_stmt(b, depth)
+  local d, sd = self:dev(), self:dev()
+  local c = self.rng:pick(b.bools)
+  local v, w = self:pick_val(b), self:pick_val(b)
+  local opt = "%" .. self:fresh("o")
+  emit(b, "let " .. opt .. " = on_device(if (" .. c .. ") { Some(" .. use(v, d) .. ") } else { Nothing }, "
+    .. "virtual_device=" .. META[d] .. ");")
+  local y = "%" .. self:fresh("y")
+  local arms = {}
+  for i = 1, 2 do
+    local a = block(b, b.indent + 2)
+    local first = w
+    if i == 1 then
+      first = {name = y, dev = d, fixed = true}
+      a.vals[#a.vals + 1] = first
+    end
+    local name = "%" .. self.k
+    self.k = self.k + 1
+    emit(a, name .. " = on_device(" .. self.rng:pick(BINARY) .. "(" .. use(first, sd) .. ", " .. use(w, sd)
+      .. "), virtual_device=" .. META[sd] .. ");")
+    a.vals[#a.vals + 1] = {name = name, dev = sd, fixed = false}
+    arms[i] = {a, self:body(a, self:below(2), d, depth + 1)}
+  end
+  local name = "%" .. self.k
+  self.k = self.k + 1
+  emit(b, name .. " = on_device(match (" .. opt .. ") {")
+  for i, head in ipairs{"Some(" .. y .. ")", "Nothing"} do
+    emit(b, "  " .. head .. " => {")
+    for _, l in ipairs(arms[i][1].lines) do b.lines[#b.lines + 1] = l end
+    emit(b, "    " .. arms[i][2])
+    emit(b, "  },")
+  end
+  emit(b, "}, virtual_device=" .. META[d] .. ");")
+  b.vals[#b.vals + 1] = {name = name, dev = d, fixed = false}
+  self.uses_option = true
+end
+
+-- A loop as a let-bound recursive closure (Relay's while_loop): a counter
+-- and an accumulator on device d; its body reads values of the context
+-- (loop invariants, copied on every iteration as written).
+function Gen:closure_loop_stmt(b)
+  local d = self:dev()
+  local lp = "%" .. self:fresh("loop")
+  local i, acc = "%" .. self:fresh("i"), "%" .. self:fresh("acc")
+  local inner = block(b, b.indent + 2)
+  inner.vals[#inner.vals + 1] = {name = acc, dev = d, fixed = true}
+  local nops = 1 + self:below(3)
+  for _ = 1, nops do
+    local od = self:chance(0.7) and d or self:dev()
+    -- read the accumulator and an invariant
+    local inv = b.vals[self:below(#b.vals) + 1]
+    local call = self.rng:pick(BINARY) .. "(" .. use(inner.vals[#inner.vals], od) .. ", " .. use(inv, od) .. ")"
+    local name = "%" .. self.k
+    self.k = self.k + 1
+    emit(inner, name .. " = on_device(" .. call .. ", virtual_device=" .. META[od] .. ");")
+    inner.vals[#inner.vals + 1] = {name = name, dev = od, fixed = false}
+  end
+  local init = self:pick_val(b)
+  emit(b, "let " .. lp .. " = fn (" .. i .. " {virtual_device=" .. META[d] .. "}: int32, " .. acc
+    .. " {virtual_device=" .. META[d] .. "}: " .. T .. ", virtual_device=" .. META[d] .. ") -> " .. T .. " {")
+  emit(b, "  if (less(" .. i .. ", " .. use(b.n, d) .. ")) {")
+  for _, l in ipairs(inner.lines) do b.lines[#b.lines + 1] = l end
+  emit(b, "    " .. lp .. "(add(" .. i .. ", 1), " .. use(inner.vals[#inner.vals], d) .. ")")
+  emit(b, "  } else {")
+  emit(b, "    " .. acc)
+  emit(b, "  }")
+  emit(b, "};")
+  local name = "%" .. self:fresh("l")
+  emit(b, "let " .. name .. " = " .. lp .. "(0, " .. use(init, d) .. ");")
+  b.vals[#b.vals + 1] = {name = name, dev = d, fixed = true}
+end
+
+-- A closure of the context, called once or twice.
+function Gen:closure_stmt(b, depth)
+  local r = self:dev()
+  local pd = self:dev()
+  local f = "%" .. self:fresh("f")
+  local y = "%" .. self:fresh("y")
+  local inner = block(b, b.indent + 1)
+  inner.vals[#inner.vals + 1] = {name = y, dev = pd, fixed = true}
+  local res = self:body(inner, 1 + self:below(2), r, depth + 1)
+  emit(b, "let " .. f .. " = fn (" .. y .. " {virtual_device=" .. META[pd] .. "}: " .. T .. ", virtual_device="
+    .. META[r] .. ") -> " .. T .. " {")
+  for _, l in ipairs(inner.lines) do b.lines[#b.lines + 1] = l end
+  emit(b, "  " .. res)
+  emit(b, "};")
+  for _ = 1, 1 + self:below(2) do
+    local name = "%" .. self:fresh("k")
+    emit(b, "let " .. name .. " = " .. f .. "(" .. use(self:pick_val(b), pd) .. ");")
+    b.vals[#b.vals + 1] = {name = name, dev = r, fixed = true}
+  end
+end
+
+-- A call of a global loop.
+function Gen:loop_call_stmt(b, lp)
+  local args = {"0", use(b.n, lp.dev), use(self:pick_val(b), lp.dev)}
+  for _, wd in ipairs(lp.invariants) do args[#args + 1] = use(self:pick_val(b), wd) end
+  local name = "%" .. self:fresh("g")
+  emit(b, "let " .. name .. " = @" .. lp.name .. "(" .. table.concat(args, ", ") .. ");")
+  b.vals[#b.vals + 1] = {name = name, dev = lp.dev, fixed = true}
+end
+
+function Gen:stmt(b, depth)
+  local w = {op = 6, copy = 0.6}
+  if #self.funcs > 0 then w.call = 2.5 end
+  if depth < 2 and #b.bools > 0 then w["if"] = 1.5; w.match = 0.6 end
+  if b.n and depth < 1 then w.closure_loop = 1 end
+  if b.n and #self.loops > 0 and depth < 2 then w.loop = 1.5 end
+  if depth < 1 then w.closure = 0.7 end
+  local k = self.rng:weighted(w)
+  if k == "op" then self:op_stmt(b)
+  elseif k == "call" then self:call_stmt(b, self.rng:pick(self.funcs))
+  elseif k == "if" then self:if_stmt(b, depth)
+  elseif k == "match" then self:match_stmt(b, depth)
+  elseif k == "closure_loop" then self:closure_loop_stmt(b)
+  elseif k == "loop" then self:loop_call_stmt(b, self.rng:pick(self.loops))
+  elseif k == "closure" then self:closure_stmt(b, depth)
+  else
+    -- an explicit copy of a value that lives on one device
+    local v = self:pick_val(b)
+    if v.fixed then
+      local d = self:dev()
+      if d ~= v.dev then
+        local name = "%" .. self:fresh("z")
+        emit(b, "let " .. name .. " = " .. use(v, d) .. ";")
+        b.vals[#b.vals + 1] = {name = name, dev = d, fixed = true}
+        return
+      end
+    end
+    self:op_stmt(b)
+  end
+end
+
+-- ------------------------------------------------------------ definitions
+
+function Gen:helper(idx)
+  local f = {name = "g" .. idx, params = {}, bools = self:chance(0.4) and 1 or 0, ret = self:dev()}
+  local b = block(nil, 1)
+  local ps = {}
+  for i = 1, 1 + self:below(3) do
+    local p = {name = "%p" .. i, dev = self:dev()}
+    f.params[i] = p
+    b.vals[#b.vals + 1] = {name = p.name, dev = p.dev, fixed = true}
+    ps[#ps + 1] = p.name .. " {virtual_device=" .. META[p.dev] .. "}: " .. T
+  end
+  if f.bools > 0 then
+    b.bools = {"%c"}
+    ps[#ps + 1] = "%c: bool"
+  end
+  local saved = self.funcs
+  self.funcs = {table.unpack(saved)} -- calls only earlier helpers
+  local res = self:body(b, 1 + self:below(4), f.ret, 1)
+  self.funcs = saved
+  local lines = {"def @" .. f.name .. "(" .. table.concat(ps, ", ") .. ", virtual_device=" .. META[f.ret] .. ") -> "
+    .. T .. " {"}
+  for _, l in ipairs(b.lines) do lines[#lines + 1] = l end
+  lines[#lines + 1] = "  " .. res
+  lines[#lines + 1] = "}"
+  self.defs[#self.defs + 1] = table.concat(lines, "\n")
+  self.funcs[#self.funcs + 1] = f
+end
+
+-- A global recursive loop over invariant tensors it passes on unchanged.
+function Gen:global_loop(idx)
+  local lp = {name = "loop" .. idx, dev = self:dev(), invariants = {}}
+  local b = block(nil, 2)
+  b.vals[#b.vals + 1] = {name = "%acc", dev = lp.dev, fixed = true}
+  local ps = {"%i {virtual_device=" .. META[lp.dev] .. "}: int32", "%n {virtual_device=" .. META[lp.dev] .. "}: int32",
+              "%acc {virtual_device=" .. META[lp.dev] .. "}: " .. T}
+  local ws = {}
+  for i = 1, 1 + self:below(2) do
+    local wd = self:dev()
+    lp.invariants[i] = wd
+    ps[#ps + 1] = "%w" .. i .. " {virtual_device=" .. META[wd] .. "}: " .. T
+    ws[i] = {name = "%w" .. i, dev = wd, fixed = true}
+  end
+  for _ = 1, 1 + self:below(3) do
+    local od = self:chance(0.7) and lp.dev or self:dev()
+    local inv = self.rng:pick(ws)
+    local call = self.rng:pick(BINARY) .. "(" .. use(b.vals[#b.vals], od) .. ", " .. use(inv, od) .. ")"
+    local name = "%" .. self.k
+    self.k = self.k + 1
+    emit(b, name .. " = on_device(" .. call .. ", virtual_device=" .. META[od] .. ");")
+    b.vals[#b.vals + 1] = {name = name, dev = od, fixed = false}
+  end
+  local pass = {}
+  for i = 1, #ws do pass[i] = ws[i].name end
+  local lines = {"def @" .. lp.name .. "(" .. table.concat(ps, ", ") .. ", virtual_device=" .. META[lp.dev] .. ") -> "
+    .. T .. " {", "  if (less(%i, %n)) {"}
+  for _, l in ipairs(b.lines) do lines[#lines + 1] = l end
+  lines[#lines + 1] = "    @" .. lp.name .. "(add(%i, 1), %n, " .. use(b.vals[#b.vals], lp.dev) .. ", "
+    .. table.concat(pass, ", ") .. ")"
+  lines[#lines + 1] = "  } else {"
+  lines[#lines + 1] = "    %acc"
+  lines[#lines + 1] = "  }"
+  lines[#lines + 1] = "}"
+  self.defs[#self.defs + 1] = table.concat(lines, "\n")
+  self.loops[#self.loops + 1] = lp
+end
+
+function M.program(seed, opts)
+  local g = new(seed, opts)
+  for i = 1, g:below(3) do g:helper(i) end
+  for i = 1, g:below(2) do g:global_loop(i) end
+  local b = block(nil, 1)
+  local ps, inputs = {}, {}
+  local nt = 1 + g:below(3)
+  for i = 1, nt do
+    local name = string.char(96 + i)
+    local d = g:chance(0.6) and g:dev() or nil
+    if d then
+      ps[#ps + 1] = "%" .. name .. " {virtual_device=" .. META[d] .. "}: " .. T
+      b.vals[#b.vals + 1] = {name = "%" .. name, dev = d, fixed = true}
+    else
+      ps[#ps + 1] = "%" .. name .. ": " .. T
+      b.vals[#b.vals + 1] = {name = "%" .. name, dev = nil, fixed = false}
+    end
+    inputs[#inputs + 1] = {name = name, kind = "tensor"}
+  end
+  local nb = g:below(3)
+  for i = 1, nb do
+    ps[#ps + 1] = "%c" .. (i - 1) .. ": bool"
+    b.bools[#b.bools + 1] = "%c" .. (i - 1)
+    inputs[#inputs + 1] = {name = "c" .. (i - 1), kind = "bool"}
+  end
+  if g:chance(0.6) or #g.loops > 0 then
+    ps[#ps + 1] = "%n: int32"
+    b.n = {name = "%n", fixed = false}
+    inputs[#inputs + 1] = {name = "n", kind = "count"}
+  end
+  local rd = g:dev()
+  local res = g:body(b, 2 + g:below(6), rd, 0)
+  local lines = {'#[version = "0.0.5"]'}
+  if g.uses_option then lines[#lines + 1] = "type Option[A] {\n  Some(A),\n  Nothing,\n}" end
+  for _, d in ipairs(g.defs) do lines[#lines + 1] = d end
+  lines[#lines + 1] = "def @main(" .. table.concat(ps, ", ") .. ", virtual_device=" .. META[rd] .. ") -> " .. T .. " {"
+  for _, l in ipairs(b.lines) do lines[#lines + 1] = l end
+  lines[#lines + 1] = "  " .. res
+  lines[#lines + 1] = "}"
+  -- runs: every combination of the booleans (at most 4), loop counts 0, 1 and 3
+  local runs = {}
+  local counts = b.n and {0, 1, 3} or {0}
+  for mask = 0, (1 << nb) - 1 do
+    for _, cnt in ipairs(counts) do
+      local r = {}
+      for k, inp in ipairs(inputs) do
+        if inp.kind == "tensor" then r[inp.name] = (seed * 31 + k * 17 + mask) % 997
+        elseif inp.kind == "bool" then r[inp.name] = (mask >> tonumber(inp.name:sub(2))) & 1 == 1
+        else r[inp.name] = cnt end
+      end
+      runs[#runs + 1] = r
+    end
+  end
+  return table.concat(lines, "\n") .. "\n", {inputs = runs}
+end
+
+return M
