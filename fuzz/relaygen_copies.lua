@@ -70,8 +70,8 @@ local function emit(b, line) b.lines[#b.lines + 1] = string.rep("  ", b.indent) 
 -- The text reading value v on device d: a value that lives on one device
 -- (fixed) read elsewhere is copied; one computed by a plain on_device (or a
 -- parameter nobody placed) is read anywhere.
-local function use(v, d)
-  if v.fixed and v.dev ~= d then
+local function use(v, d, strict)
+  if (v.fixed or strict) and v.dev and v.dev ~= d then
     return "device_copy(" .. v.name .. ", src_virtual_device=" .. META[v.dev]
       .. ", dst_virtual_device=" .. META[d] .. ")"
   end
@@ -114,7 +114,7 @@ end
 -- devices where they live elsewhere; its result lives on its device.
 function Gen:call_stmt(b, f)
   local args = {}
-  for i, p in ipairs(f.params) do args[i] = use(self:pick_val(b), p.dev) end
+  for i, p in ipairs(f.params) do args[i] = use(self:pick_val(b), p.dev, true) end
   for _ = 1, f.bools do args[#args + 1] = #b.bools > 0 and self.rng:pick(b.bools) or "True" end
   local name = "%" .. self:fresh("r")
   emit(b, "let " .. name .. " = @" .. f.name .. "(" .. table.concat(args, ", ") .. ");")
@@ -122,10 +122,18 @@ function Gen:call_stmt(b, f)
 end
 
 -- A block's statements (as many as count), ending in a value on device d:
--- the text of that value.
+-- the text of that value (copied explicitly where it is made elsewhere:
+-- a block's result is where its context is).
 function Gen:body(b, count, d, depth)
   for _ = 1, count do self:stmt(b, depth) end
-  return use(self:pick_val(b), d)
+  local v = self:pick_val(b)
+  if not v.dev then -- (a parameter nobody placed: placed by its readers; computed here instead)
+    local name = "%" .. self.k
+    self.k = self.k + 1
+    emit(b, name .. " = on_device(" .. self.rng:pick(UNARY) .. "(" .. v.name .. "), virtual_device=" .. META[d] .. ");")
+    return name
+  end
+  return use(v, d, true)
 end
 
 -- if (%c) { ... } else { ... } on device d (the condition lives there too).
@@ -223,13 +231,13 @@ function Gen:closure_loop_stmt(b)
     .. " {virtual_device=" .. META[d] .. "}: " .. T .. ", virtual_device=" .. META[d] .. ") -> " .. T .. " {")
   emit(b, "  if (less(" .. i .. ", " .. use(b.n, d) .. ")) {")
   for _, l in ipairs(inner.lines) do b.lines[#b.lines + 1] = l end
-  emit(b, "    " .. lp .. "(add(" .. i .. ", 1), " .. use(inner.vals[#inner.vals], d) .. ")")
+  emit(b, "    " .. lp .. "(add(" .. i .. ", 1), " .. use(inner.vals[#inner.vals], d, true) .. ")")
   emit(b, "  } else {")
   emit(b, "    " .. acc)
   emit(b, "  }")
   emit(b, "};")
   local name = "%" .. self:fresh("l")
-  emit(b, "let " .. name .. " = " .. lp .. "(0, " .. use(init, d) .. ");")
+  emit(b, "let " .. name .. " = " .. lp .. "(0, " .. use(init, d, true) .. ");")
   b.vals[#b.vals + 1] = {name = name, dev = d, fixed = true}
 end
 
@@ -249,15 +257,15 @@ function Gen:closure_stmt(b, depth)
   emit(b, "};")
   for _ = 1, 1 + self:below(2) do
     local name = "%" .. self:fresh("k")
-    emit(b, "let " .. name .. " = " .. f .. "(" .. use(self:pick_val(b), pd) .. ");")
+    emit(b, "let " .. name .. " = " .. f .. "(" .. use(self:pick_val(b), pd, true) .. ");")
     b.vals[#b.vals + 1] = {name = name, dev = r, fixed = true}
   end
 end
 
 -- A call of a global loop.
 function Gen:loop_call_stmt(b, lp)
-  local args = {"0", use(b.n, lp.dev), use(self:pick_val(b), lp.dev)}
-  for _, wd in ipairs(lp.invariants) do args[#args + 1] = use(self:pick_val(b), wd) end
+  local args = {"0", use(b.n, lp.dev), use(self:pick_val(b), lp.dev, true)}
+  for _, wd in ipairs(lp.invariants) do args[#args + 1] = use(self:pick_val(b), wd, true) end
   local name = "%" .. self:fresh("g")
   emit(b, "let " .. name .. " = @" .. lp.name .. "(" .. table.concat(args, ", ") .. ");")
   b.vals[#b.vals + 1] = {name = name, dev = lp.dev, fixed = true}
@@ -351,7 +359,7 @@ function Gen:global_loop(idx)
   local lines = {"def @" .. lp.name .. "(" .. table.concat(ps, ", ") .. ", virtual_device=" .. META[lp.dev] .. ") -> "
     .. T .. " {", "  if (less(%i, %n)) {"}
   for _, l in ipairs(b.lines) do lines[#lines + 1] = l end
-  lines[#lines + 1] = "    @" .. lp.name .. "(add(%i, 1), %n, " .. use(b.vals[#b.vals], lp.dev) .. ", "
+  lines[#lines + 1] = "    @" .. lp.name .. "(add(%i, 1), %n, " .. use(b.vals[#b.vals], lp.dev, true) .. ", "
     .. table.concat(pass, ", ") .. ")"
   lines[#lines + 1] = "  } else {"
   lines[#lines + 1] = "    %acc"

@@ -9,13 +9,15 @@
  *   1. boundaries: for each function whose every reference is a call
  *      (globals other than @main, let-bound closures, literals called in
  *      place), a parameter copied on every call moves to the callers; a
- *      result copied on every exit moves to the callers; else a recursive
- *      function (or closure) that copies a loop invariant before every
- *      recursive call is peeled (its first iteration calls a clone that
- *      takes the value on the destination);
- *   2. when no boundary moved: copies of one value to one device merge where
- *      one runs whenever another would (dominance, every arm of a branch),
- *      and lets bound to copies nobody reads go;
+ *      result copied on every exit moves to the callers;
+ *   2. when no boundary moved, loops: a recursive function (or closure)
+ *      that copies a loop invariant before every recursive call is peeled
+ *      (its first iteration calls a clone that takes the value on the
+ *      destination); a clone copies its region as the analysis saw it, so
+ *      these rounds decide nothing else, and nested regions wait a round;
+ *   3. when nothing else moved: copies of one value to one device merge
+ *      where one runs whenever another would (dominance, every arm of a
+ *      branch), and lets bound to copies nobody reads go;
  *
  * and in every rewrite a copy of a copy back is the value. Rounds go on
  * until nothing moves (at most MAX_ROUNDS). Then the module is type-checked
@@ -730,169 +732,189 @@ static uint32_t recursive_calls(mstate *st, mhandle *h, uint32_t **rec) {
   return n;
 }
 
-/* Peels h over parameter i (pid) copied as vc (see peel_global). */
-static int peel_global_param(mstate *st, mhandle *h, uint32_t i, uint32_t pid, const vcopies *vc,
-                             const uint32_t *rec, uint32_t nrec, const uint32_t *dom, dp_err **err) {
-  dp__mfun *f = &st->f[h->fn];
-  dp_func *fn = hfunc(st, h);
-  dp_var *p = fn->params[i];
-  char *name = fresh_name(st, f->name, vc->dst);
-  mclone *cl = name ? new_clone(st, h->fn, h->node, err) : NULL;
-  if (!cl) {
-    free(name);
-    return -1;
+/* One loop invariant: a parameter (global: at pos) or a variable the
+   closure captures, its copies, and for each recursive call the copy that
+   runs before it. */
+typedef struct minv { uint32_t pos, vid; dp_var *var; vcopies vc; uint32_t *dom; } minv;
+
+static void invs_free(minv *v, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    free(v[i].vc.c);
+    free(v[i].dom);
   }
-  cl->name = name;
-  dp_global *g = dp_global_new(name, fn->e.span);
-  dp__mdec *d = g ? dp__mtable_dec(&cl->t, pid) : NULL;
-  if (!d || !(d->var = dp__mvar_like(p, vc->dst))) goto fail;
-  /* the clone: the parameter on the destination, its copies the
-     parameter, recursive calls to the clone */
-  d->op = MD_VAR;
-  dp_var *np = d->var;
-  for (uint32_t j = 0; j < vc->n; j++) {
-    if (!(d = dp__mtable_dec(&cl->t, vc->c[j]))) goto fail;
-    d->op = MD_VAR;
-    d->var = dp_retain(np);
-  }
-  for (uint32_t k = 0; k < nrec; k++) {
-    if (!(d = dp__mtable_dec(&cl->t, rec[k]))) goto fail;
-    d->callee = dp_retain(&g->e);
-  }
-  /* the original: recursive calls go to the clone with the copy */
-  for (uint32_t k = 0; k < nrec; k++) {
-    if (dp__mtable_act(&st->t[h->fn], rec[k], (dp__mact){i, MA_USE, dom[k], NULL, NULL, NULL}) < 0)
-      goto fail;
-    if (!(d = dp__mtable_dec(&st->t[h->fn], rec[k]))) goto fail;
-    d->callee = dp_retain(&g->e);
-    if (!(d = dp__mtable_dec(&st->t[h->fn], dom[k]))) goto fail;
-    d->keep = 1;
-  }
-  char *value = fmt("%%%s", p->name);
-  char *gname = fmt("@%s", name);
-  peel_log(st, h, value ? value : "?", p->e.span, vc, gname ? gname : name);
-  free(gname);
-  free(value);
-  dp_release(g);
-  st->budget--;
-  if (st->log) st->log->functions_added++;
-  return 1;
-fail:
-  dp_release(g);
-  return -1;
+  free(v);
 }
 
-/* A global recursive function: a parameter passed on unchanged, copied
-   before every recursive call. */
+/* Adds invariant (var, vid, pos) to *v when its copies dominate every
+   recursive call: 1 added, 0 not, -1 out of memory. */
+static int add_inv(mstate *st, mhandle *h, minv **v, uint32_t *n, uint32_t *cap, dp_var *var,
+                   uint32_t vid, int param, uint32_t pos, uint32_t *rec, uint32_t nrec) {
+  minv x = {pos, vid, var, {0}, NULL};
+  int ok = copies_of(st, h, vid, param, pos, &x.vc);
+  if (ok > 0 && param && x.vc.src != var->vdev) ok = 0;
+  if (ok > 0 && !(x.dom = dp_malloc(nrec * sizeof *x.dom))) ok = -1;
+  if (ok > 0) ok = dominators(st, h, &x.vc, rec, nrec, x.dom);
+  if (ok > 0 && dp_grow((void **)v, cap, *n + 1, sizeof **v) < 0) ok = -1;
+  if (ok <= 0) {
+    free(x.vc.c);
+    free(x.dom);
+    return ok;
+  }
+  (*v)[(*n)++] = x;
+  return 1;
+}
+
+/* The original's recursive calls go to the clone, with the copies made
+   before them (which stay as they are: a peel reads them by identity). */
+static int redirect(mstate *st, mhandle *h, const minv *v, uint32_t n, uint32_t *rec, uint32_t nrec,
+                    dp_expr *callee, int append) {
+  dp__mtable *t = &st->t[h->fn];
+  for (uint32_t k = 0; k < nrec; k++) {
+    for (uint32_t j = 0; j < n; j++) {
+      dp__mact a = {v[j].pos, append ? MA_APPEND_USE : MA_USE, v[j].dom[k], NULL, NULL, NULL};
+      if (dp__mtable_act(t, rec[k], a) < 0) return -1;
+      dp__mdec *d = dp__mtable_dec(t, v[j].dom[k]);
+      if (!d) return -1;
+      d->keep = 1;
+    }
+    dp__mdec *d = dp__mtable_dec(t, rec[k]);
+    if (!d) return -1;
+    dp_release(d->callee);
+    d->callee = dp_retain(callee);
+  }
+  return 0;
+}
+
+/* In the clone, the invariant's copies are the new variable. */
+static int copies_become(dp__mtable *t, const minv *x, dp_var *nv) {
+  for (uint32_t j = 0; j < x->vc.n; j++) {
+    dp__mdec *d = dp__mtable_dec(t, x->vc.c[j]);
+    if (!d) return -1;
+    d->op = MD_VAR;
+    dp_release(d->var);
+    d->var = dp_retain(nv);
+  }
+  return 0;
+}
+
+static void peel_logs(mstate *st, mhandle *h, const minv *v, uint32_t n, const char *clone) {
+  for (uint32_t j = 0; j < n; j++) {
+    char *value = fmt("%%%s", v[j].var->name);
+    peel_log(st, h, value ? value : "?", v[j].var->e.span, &v[j].vc, clone);
+    free(value);
+  }
+}
+
+/* A global recursive function: its parameters passed on unchanged and
+   copied before every recursive call. The clone takes them where they are
+   copied to, and calls itself. */
 static int peel_global(mstate *st, mhandle *h, uint32_t *rec, uint32_t nrec, dp_err **err) {
   dp__mfun *f = &st->f[h->fn];
   dp_func *fn = hfunc(st, h);
-  uint32_t *dom = dp_malloc(nrec * sizeof *dom);
-  if (!dom) return -1;
-  int r = 0;
-  for (uint32_t i = 0; i < fn->nparams && r == 0; i++) {
+  minv *v = NULL;
+  uint32_t n = 0, cap = 0;
+  for (uint32_t i = 0; i < fn->nparams; i++) {
     dp_var *p = fn->params[i];
     uint32_t pid = dp__mfun_id(f, &p->e);
-    vcopies vc = {0};
     int ok = pid != MV_NONE && p->vdev && !dp__mtable_get(&st->t[h->fn], pid);
-    for (uint32_t k = 0; k < nrec && ok; k++) ok = arg_id(f, rec[k], i) == pid;  /* (unwrapped) */
-    if (ok) ok = copies_of(st, h, pid, 1, i, &vc);
-    if (ok > 0 && vc.src == p->vdev) ok = dominators(st, h, &vc, rec, nrec, dom);
-    else if (ok > 0) ok = 0;
-    if (ok < 0) {
-      free(vc.c);
-      r = -1;
-      break;
-    }
-    if (!ok) {
-      free(vc.c);
-      continue;
-    }
-    r = peel_global_param(st, h, i, pid, &vc, rec, nrec, dom, err);
-    free(vc.c);
+    for (uint32_t k = 0; k < nrec && ok; k++) ok = arg_id(f, rec[k], i) == pid;
+    if (ok && add_inv(st, h, &v, &n, &cap, p, pid, 1, i, rec, nrec) < 0) goto oom;
   }
-  free(dom);
-  return r;
-}
-
-/* Peels closure h over captured variable x copied as vc (see peel_closure). */
-static int peel_closure_var(mstate *st, mhandle *h, dp_var *x, const vcopies *vc, const uint32_t *rec,
-                            uint32_t nrec, const uint32_t *dom, dp_err **err) {
-  dp__mfun *f = &st->f[h->fn];
-  dp_var *hv = (dp_var *)f->x[h->var];
-  char *name = fresh_name(st, hv->name, vc->dst); /* (only a name hint) */
+  if (!n) return 0;
+  char *name = fresh_name(st, f->name, v[0].vc.dst);
   mclone *cl = name ? new_clone(st, h->fn, h->node, err) : NULL;
-  dp_var *nv = cl ? dp_var_new(name, hv->annot, hv->vdev, hv->e.span) : NULL;
-  free(name);
-  if (!nv) return -1;
-  cl->into = h->let;
-  dp__mdec *d = dp__mtable_dec(&st->t[h->fn], h->let);
-  if (!d) goto fail;
-  d->before_var = nv; /* (owned by the table from here) */
-  if (!(d = dp__mtable_dec(&cl->t, h->node)) || !(d->extra = dp__mvar_like(x, vc->dst))) goto fail;
-  dp_var *np = d->extra;
-  for (uint32_t j = 0; j < vc->n; j++) {
-    if (!(d = dp__mtable_dec(&cl->t, vc->c[j]))) goto fail;
+  if (!cl) {
+    free(name);
+    goto oom;
+  }
+  cl->name = name;
+  dp_global *g = dp_global_new(name, fn->e.span);
+  if (!g) goto oom;
+  for (uint32_t j = 0; j < n; j++) {
+    dp__mdec *d = dp__mtable_dec(&cl->t, v[j].vid);
+    if (!d || !(d->var = dp__mvar_like(v[j].var, v[j].vc.dst))) goto oomg;
     d->op = MD_VAR;
-    d->var = dp_retain(np);
+    if (copies_become(&cl->t, &v[j], d->var) < 0) goto oomg;
   }
   for (uint32_t k = 0; k < nrec; k++) {
-    if (dp__mtable_act(&cl->t, rec[k], (dp__mact){0, MA_APPEND_VAR, 0, np, NULL, NULL}) < 0) goto fail;
-    if (!(d = dp__mtable_dec(&cl->t, rec[k]))) goto fail;
-    d->callee = dp_retain(&nv->e);
+    dp__mdec *d = dp__mtable_dec(&cl->t, rec[k]);
+    if (!d) goto oomg;
+    d->callee = dp_retain(&g->e);
   }
-  for (uint32_t k = 0; k < nrec; k++) {
-    if (dp__mtable_act(&st->t[h->fn], rec[k], (dp__mact){0, MA_APPEND_USE, dom[k], NULL, NULL, NULL}) < 0)
-      goto fail;
-    if (!(d = dp__mtable_dec(&st->t[h->fn], rec[k]))) goto fail;
-    d->callee = dp_retain(&nv->e);
-    if (!(d = dp__mtable_dec(&st->t[h->fn], dom[k]))) goto fail;
-    d->keep = 1;
-  }
-  char *value = fmt("%%%s", x->name), *clone = fmt("%%%s", nv->name);
-  peel_log(st, h, value ? value : "?", x->e.span, vc, clone ? clone : "?");
-  free(value);
-  free(clone);
+  if (redirect(st, h, v, n, rec, nrec, &g->e, 0) < 0) goto oomg;
+  char *gname = fmt("@%s", name);
+  peel_logs(st, h, v, n, gname ? gname : name);
+  free(gname);
+  dp_release(g);
+  invs_free(v, n);
   st->budget--;
   if (st->log) st->log->functions_added++;
   return 1;
-fail:
-  if (!dp__mtable_get(&st->t[h->fn], h->let) || dp__mtable_get(&st->t[h->fn], h->let)->before_var != nv)
-    dp_release(nv);
+oomg:
+  dp_release(g);
+oom:
+  invs_free(v, n);
   return -1;
 }
 
-/* A recursive let-bound closure: a variable it captures, copied before
-   every recursive call, becomes a parameter of its clone. */
+/* A recursive let-bound closure (while_loop's shape): the variables it
+   captures and copies before every recursive call become parameters of
+   its clone, bound by a let before it, which calls itself. */
 static int peel_closure(mstate *st, mhandle *h, uint32_t *rec, uint32_t nrec, dp_err **err) {
   dp__mfun *f = &st->f[h->fn];
   dp_func *fn = hfunc(st, h);
   uint32_t nfree = 0;
   dp_var **fv = dp_free_vars(&fn->e, &nfree);
-  uint32_t *dom = dp_malloc((nrec ? nrec : 1) * sizeof *dom);
-  int r = 0;
-  if (!fv || !dom) {
-    free(fv);
-    free(dom);
-    return -1;
-  }
-  for (uint32_t i = 0; i < nfree && r == 0; i++) {
+  minv *v = NULL;
+  uint32_t n = 0, cap = 0;
+  if (!fv) return -1;
+  for (uint32_t i = 0; i < nfree; i++) {
     if (&fv[i]->e == f->x[h->var]) continue;
     uint32_t w = dp__mfun_id(f, &fv[i]->e);
-    vcopies vc = {0};
-    int ok = w != MV_NONE ? copies_of(st, h, w, 0, 0, &vc) : 0;
-    if (ok > 0) ok = dominators(st, h, &vc, rec, nrec, dom);
-    if (ok < 0) r = -1;
-    if (ok <= 0) {
-      free(vc.c);
-      continue;
+    if (w != MV_NONE && add_inv(st, h, &v, &n, &cap, fv[i], w, 0, 0, rec, nrec) < 0) {
+      free(fv);
+      goto oom;
     }
-    r = peel_closure_var(st, h, fv[i], &vc, rec, nrec, dom, err);
-    free(vc.c);
   }
   free(fv);
-  free(dom);
-  return r;
+  if (!n) return 0;
+  dp_var *hv = (dp_var *)f->x[h->var];
+  char *name = fresh_name(st, hv->name, v[0].vc.dst); /* (a name hint) */
+  mclone *cl = name ? new_clone(st, h->fn, h->node, err) : NULL;
+  dp_var *nv = cl ? dp_var_new(name, hv->annot, hv->vdev, hv->e.span) : NULL;
+  free(name);
+  if (!nv) goto oom;
+  cl->into = h->let;
+  dp__mdec *d = dp__mtable_dec(&st->t[h->fn], h->let);
+  if (!d) {
+    dp_release(nv);
+    goto oom;
+  }
+  d->before_var = nv; /* (the table owns it from here) */
+  for (uint32_t j = 0; j < n; j++) {
+    dp_var *np = dp__mvar_like(v[j].var, v[j].vc.dst);
+    int rc = np ? dp__mtable_act(&cl->t, h->node, (dp__mact){0, MA_APPEND_VAR, 0, np, NULL, NULL}) : -1;
+    if (rc == 0) rc = copies_become(&cl->t, &v[j], np);
+    for (uint32_t k = 0; k < nrec && rc == 0; k++)
+      rc = dp__mtable_act(&cl->t, rec[k], (dp__mact){0, MA_APPEND_VAR, 0, np, NULL, NULL});
+    dp_release(np);
+    if (rc < 0) goto oom;
+  }
+  for (uint32_t k = 0; k < nrec; k++) {
+    if (!(d = dp__mtable_dec(&cl->t, rec[k]))) goto oom;
+    d->callee = dp_retain(&nv->e);
+  }
+  if (redirect(st, h, v, n, rec, nrec, &nv->e, 1) < 0) goto oom;
+  char *clone = fmt("%%%s", nv->name);
+  peel_logs(st, h, v, n, clone ? clone : "?");
+  free(clone);
+  invs_free(v, n);
+  st->budget--;
+  if (st->log) st->log->functions_added++;
+  return 1;
+oom:
+  invs_free(v, n);
+  return -1;
 }
 
 static int peel(mstate *st, mhandle *h, dp_err **err) {
@@ -919,13 +941,50 @@ static int boundaries(mstate *st, dp_err **err) {
         r = q < 0 ? -1 : r + q;
       }
     }
-    if (r == 0) r = peel(st, h, err);
     if (r < 0) {
       if (err && !*err) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return -1;
     }
     moved += r;
   }
+  return moved;
+}
+
+/* Loops peeled, in a round of their own: a clone copies its region as the
+   analysis saw it, so no other decision may fall in it; in one function,
+   regions that nest are peeled one per round. */
+static int peels(mstate *st, dp_err **err) {
+  int moved = 0;
+  uint32_t *region = dp_malloc((st->nh ? st->nh : 1) * sizeof *region), *rfn = NULL;
+  uint32_t nr = 0;
+  if (!region || !(rfn = dp_malloc((st->nh ? st->nh : 1) * sizeof *rfn))) {
+    free(region);
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return -1;
+  }
+  for (uint32_t i = 0; i < st->nh; i++) {
+    mhandle *h = &st->h[i];
+    dp__mfun *f = &st->f[h->fn];
+    int overlap = 0;
+    for (uint32_t k = 0; k < nr && !overlap; k++)
+      overlap = rfn[k] == h->fn && (h->kind == H_GLOBAL || dp__mscope_within(f, h->body, region[k], 0) ||
+                                    dp__mscope_within(f, region[k], h->body, 0));
+    if (overlap) continue;
+    int r = peel(st, h, err);
+    if (r < 0) {
+      free(region);
+      free(rfn);
+      if (err && !*err) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      return -1;
+    }
+    if (r > 0) {
+      region[nr] = h->kind == H_GLOBAL ? 0 : h->body;
+      rfn[nr++] = h->fn;
+    }
+    moved += r;
+  }
+  free(region);
+  free(rfn);
   return moved;
 }
 
@@ -1200,6 +1259,7 @@ dp_module *dp_plan_move_copies(dp_module *planned, const dp_config *cfg, const d
   for (uint32_t round = 0; round < MAX_ROUNDS; round++) {
     if (analyse(&st, err) < 0) goto fail;
     int moved = boundaries(&st, err);
+    if (moved == 0) moved = peels(&st, err);
     if (moved == 0) moved = merges(&st, err);
     if (moved < 0 || st.oom) goto fail;
     if (moved == 0) {

@@ -83,7 +83,8 @@ typedef struct dp__mact {
   uint32_t arg;          /* the argument (MA_WRAP, MA_USE) */
   uint8_t kind;
   uint32_t node;         /* MA_USE, MA_APPEND_USE: the rewritten node of this id */
-  dp_var *var;           /* MA_APPEND_VAR (borrowed from the decision table) */
+  dp_var *var;           /* MA_APPEND_VAR: the variable (owned by the table); on a
+                            function's decision, a parameter appended */
   dp_vdev *src, *dst;    /* MA_WRAP (borrowed: interned devices) */
 } dp__mact;
 
@@ -95,7 +96,6 @@ typedef struct dp__mdec {
   dp_var *var;           /* MD_VAR (owned by the table) */
   dp_vdev *src, *dst;    /* wrap */
   dp_vdev *vdev;         /* a function literal or the global: its new result device */
-  dp_var *extra;         /* a function: a parameter appended (owned by the table) */
   dp_expr *callee;       /* a call: its new callee (owned by the table) */
   uint32_t aoff, na;     /* a call: its argument actions */
   dp_var *before_var;    /* a let: `let before_var = <clone>; <the let>` (owned) */

@@ -32,10 +32,10 @@ int dp__mtable_init(dp__mtable *t, dp__mfun *f, int fresh, dp_err **err) {
 void dp__mtable_free(dp__mtable *t) {
   for (uint32_t i = 0; i < t->nd; i++) {
     dp_release(t->d[i].var);
-    dp_release(t->d[i].extra);
     dp_release(t->d[i].callee);
     dp_release(t->d[i].before_var);
   }
+  for (uint32_t i = 0; i < t->na; i++) dp_release(t->a[i].var);
   for (uint32_t i = 0; i < t->freshvars.cap; i++)
     if (t->freshvars.slots[i].key) dp_release(t->freshvars.slots[i].ptr);
   dp__ptrmap_free(&t->freshvars);
@@ -65,9 +65,11 @@ int dp__mtable_act(dp__mtable *t, uint32_t id, dp__mact act) {
     /* not the last call given actions: move its actions to the end */
     if (dp_grow((void **)&t->a, &t->capa, t->na + d->na + 1, sizeof *t->a) < 0) return -1;
     memmove(&t->a[t->na], &t->a[d->aoff], d->na * sizeof *t->a);
+    for (uint32_t i = d->aoff; i < d->aoff + d->na; i++) t->a[i].var = NULL; /* (moved) */
     d->aoff = t->na;
     t->na += d->na;
   }
+  dp_retain(act.var);
   t->a[t->na++] = act;
   d->na++;
   return 0;
@@ -325,20 +327,23 @@ fail:
   return NULL;
 }
 
-/* The function out (owned) with its new result device or parameter. */
-static dp_expr *func_changes(const dp__mdec *d, dp_expr *out, dp_err **err) {
+/* The function out (owned) with its new result device or parameters
+   (MA_APPEND_VAR actions). */
+static dp_expr *func_changes(const dp__mtable *t, const dp__mdec *d, dp_expr *out, dp_err **err) {
   if (out->h.kind != DP_FUNC) return out;
   dp_func *f = (dp_func *)out;
-  uint32_t n = f->nparams + (d->extra ? 1 : 0);
+  uint32_t n = f->nparams;
+  for (uint32_t i = 0; i < d->na; i++) n += t->a[d->aoff + i].kind == MA_APPEND_VAR;
   dp_var **ps = dp_malloc((n ? n : 1) * sizeof *ps);
   if (!ps) goto fail;
   for (uint32_t i = 0; i < f->nparams; i++) ps[i] = f->params[i];
-  if (d->extra) ps[f->nparams] = d->extra;
+  for (uint32_t i = 0, k = f->nparams; i < d->na; i++)
+    if (t->a[d->aoff + i].kind == MA_APPEND_VAR) ps[k++] = t->a[d->aoff + i].var;
   dp_func *r = dp_func_new_generic(f->ntparams, f->tparams, n, ps, f->body, f->ret, f->attrs,
                                    d->vdev ? d->vdev : f->vdev, out->span);
   free(ps);
   if (!r) goto fail;
-  if (!d->extra) typed_like(&r->e, out);
+  if (n == f->nparams) typed_like(&r->e, out);
   dp_release(out);
   return &r->e;
 fail:
@@ -396,7 +401,7 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
     if (!(out = m)) goto fail;
   }
   if (d && (d->callee || d->na) && !(out = call_actions(c, d, out, err))) return NULL;
-  if (d && (d->vdev || d->extra) && !(out = func_changes(d, out, err))) return NULL;
+  if (d && (d->vdev || d->na) && !(out = func_changes(t, d, out, err))) return NULL;
   if (d && d->wrap) {
     dp_expr *w = copy_of(c, out, d->src, d->dst, err);
     dp_release(out);
