@@ -425,4 +425,121 @@ function M.program(seed, opts)
   return table.concat(lines, "\n") .. "\n", {inputs = runs}
 end
 
+-- ------------------------------------------------------------ known minimums
+--
+-- Programs whose fewest copies per run are known by construction, for
+-- checking that MoveCopies reaches them:
+--   "loop"      a loop on the GPU (a recursive global function, or a let-bound
+--               closure as while_loop writes it) over k loop invariants the
+--               CPU holds, each read in every iteration: k copies when the
+--               loop runs, none when it does not;
+--   "calls"     a chain of m calls of a function that takes its argument and
+--               returns its result on the CPU but computes on the GPU, made
+--               from the GPU (each call copies its argument there and back,
+--               and its result): no copy at all;
+--   "branches"  a value on the CPU read on the GPU in both arms of an if
+--               (or both clauses of a match) and after it: one copy.
+-- M.family(kind, seed) -> text, runs, minimum(run) (copies).
+local CPU, GPU = META.cpu, META.cuda
+
+local function copy(x, a, b)
+  return "device_copy(" .. x .. ", src_virtual_device=" .. a .. ", dst_virtual_device=" .. b .. ")"
+end
+
+local function family_loop(rng)
+  local k = 1 + rng:below(3)
+  local closure = rng:chance(0.5)
+  local nops = 1 + rng:below(3)
+  local ws, wps = {}, {}
+  for i = 1, k do
+    ws[i] = "%w" .. i
+    wps[i] = "%w" .. i .. " {virtual_device=" .. CPU .. "}: " .. T
+  end
+  local lines = {'#[version = "0.0.5"]'}
+  local body = {}
+  local acc = "%acc"
+  for j = 1, nops + k - 1 do
+    local w = ws[(j - 1) % k + 1]
+    local name = "%" .. (j - 1)
+    body[#body + 1] = "    " .. name .. " = on_device(" .. BINARY[(j - 1) % 3 + 1] .. "(" .. acc .. ", "
+      .. copy(w, CPU, GPU) .. "), virtual_device=" .. GPU .. ");"
+    acc = name
+  end
+  if closure then
+    lines[#lines + 1] = "def @main(%n {virtual_device=" .. GPU .. "}: int32, %x {virtual_device=" .. GPU .. "}: " .. T
+      .. ", " .. table.concat(wps, ", ") .. ", virtual_device=" .. GPU .. ") -> " .. T .. " {"
+    lines[#lines + 1] = "  let %loop = fn (%i {virtual_device=" .. GPU .. "}: int32, %acc {virtual_device=" .. GPU
+      .. "}: " .. T .. ", virtual_device=" .. GPU .. ") -> " .. T .. " {"
+    lines[#lines + 1] = "  if (less(%i, %n)) {"
+    for _, l in ipairs(body) do lines[#lines + 1] = l end
+    lines[#lines + 1] = "    %loop(add(%i, 1), " .. acc .. ")"
+    lines[#lines + 1] = "  } else {\n    %acc\n  }\n  };"
+    lines[#lines + 1] = "  %loop(0, %x)\n}"
+  else
+    lines[#lines + 1] = "def @loop(%i {virtual_device=" .. GPU .. "}: int32, %n {virtual_device=" .. GPU
+      .. "}: int32, %acc {virtual_device=" .. GPU .. "}: " .. T .. ", " .. table.concat(wps, ", ")
+      .. ", virtual_device=" .. GPU .. ") -> " .. T .. " {"
+    lines[#lines + 1] = "  if (less(%i, %n)) {"
+    for _, l in ipairs(body) do lines[#lines + 1] = l end
+    lines[#lines + 1] = "    @loop(add(%i, 1), %n, " .. acc .. ", " .. table.concat(ws, ", ") .. ")"
+    lines[#lines + 1] = "  } else {\n    %acc\n  }\n}"
+    lines[#lines + 1] = "def @main(%n {virtual_device=" .. GPU .. "}: int32, %x {virtual_device=" .. GPU .. "}: " .. T
+      .. ", " .. table.concat(wps, ", ") .. ", virtual_device=" .. GPU .. ") -> " .. T .. " {"
+    lines[#lines + 1] = "  @loop(0, %n, %x, " .. table.concat(ws, ", ") .. ")\n}"
+  end
+  local runs = {}
+  for _, n in ipairs{0, 1, 4} do
+    local r = {n = n, x = 5}
+    for i = 1, k do r["w" .. i] = 10 + i end
+    runs[#runs + 1] = r
+  end
+  return table.concat(lines, "\n") .. "\n", runs, function(r) return r.n > 0 and k or 0 end
+end
+
+local function family_calls(rng)
+  local m = 1 + rng:below(4)
+  local lines = {'#[version = "0.0.5"]',
+    "def @f(%a {virtual_device=" .. CPU .. "}: " .. T .. ", virtual_device=" .. CPU .. ") -> " .. T .. " {",
+    "  let %y = on_device(" .. UNARY[rng:below(#UNARY) + 1] .. "(" .. copy("%a", CPU, GPU) .. "), virtual_device=" .. GPU .. ");",
+    "  %0 = on_device(add(%y, %y), virtual_device=" .. GPU .. ");",
+    "  " .. copy("%0", GPU, CPU),
+    "}",
+    "def @main(%x {virtual_device=" .. GPU .. "}: " .. T .. ", virtual_device=" .. GPU .. ") -> " .. T .. " {"}
+  local prev = "%x"
+  for i = 1, m do
+    lines[#lines + 1] = "  let %r" .. i .. " = " .. copy("@f(" .. copy(prev, GPU, CPU) .. ")", CPU, GPU) .. ";"
+    prev = "%r" .. i
+  end
+  lines[#lines + 1] = "  " .. prev .. "\n}"
+  return table.concat(lines, "\n") .. "\n", {{x = 7}}, function() return 0 end
+end
+
+local function family_branches(rng)
+  local match = rng:chance(0.5)
+  local lines = {'#[version = "0.0.5"]'}
+  if match then lines[#lines + 1] = "type Option[A] {\n  Some(A),\n  Nothing,\n}" end
+  lines[#lines + 1] = "def @main(%x {virtual_device=" .. CPU .. "}: " .. T .. ", %y {virtual_device=" .. GPU .. "}: "
+    .. T .. ", %c {virtual_device=" .. GPU .. "}: bool, virtual_device=" .. GPU .. ") -> " .. T .. " {"
+  local arm = function(op) return "on_device(" .. op .. "(" .. copy("%x", CPU, GPU) .. ", %y), virtual_device=" .. GPU .. ")" end
+  if match then
+    lines[#lines + 1] = "  let %o = on_device(if (%c) { Some(%y) } else { Nothing }, virtual_device=" .. GPU .. ");"
+    lines[#lines + 1] = "  %0 = match (%o) {\n    Some(%z) => " .. arm("add") .. ",\n    Nothing => " .. arm("multiply") .. ",\n  };"
+  else
+    lines[#lines + 1] = "  %0 = if (%c) { " .. arm("add") .. " } else { " .. arm("multiply") .. " };"
+  end
+  lines[#lines + 1] = "  on_device(subtract(%0, " .. copy("%x", CPU, GPU) .. "), virtual_device=" .. GPU .. ")\n}"
+  return table.concat(lines, "\n") .. "\n", {{x = 3, y = 4, c = true}, {x = 3, y = 4, c = false}},
+    function() return 1 end
+end
+
+function M.family(kind, seed)
+  local rng = relaygen.rng(seed)
+  if kind == "loop" then return family_loop(rng) end
+  if kind == "calls" then return family_calls(rng) end
+  if kind == "branches" then return family_branches(rng) end
+  error("relaygen_copies.family: unknown kind " .. tostring(kind))
+end
+
+M.FAMILIES = {"loop", "calls", "branches"}
+
 return M

@@ -380,6 +380,24 @@ M.register{
 }
 
 M.register{
+  name = "move_copies",
+  help = "MoveCopies: copies out of functions, loops and branches, merged and cancelled, never more "
+    .. "often on any path (docs/copies.md)",
+  options = {max_new_functions = "at most this many functions added by peeling loops (default 16)"},
+  make = function(args, env)
+    local opts
+    if args.max_new_functions then
+      local n = math.tointeger(tonumber(args.max_new_functions))
+      if not n or n < 1 then
+        error("option 'max_new_functions' must be a positive integer, got '" .. args.max_new_functions .. "'", 0)
+      end
+      opts = {max_new_functions = n}
+    end
+    return passes.MoveCopies(env.config, opts)
+  end,
+}
+
+M.register{
   name = "verify",
   help = "type-check, and check the plan once the module is planned",
   options = {planned = "true: check the plan even if no planning pass ran before"},

@@ -2,13 +2,15 @@
 -- planned module is where it is, including the values PlanDevices made.
 --
 --   a device_copy   why it was inserted: where the copied value is made and
---                   why, and where its users are and why
+--                   why, and where its users are and why; in a module
+--                   MoveCopies made, first why the copy is where it is now
+--                   (the moves that brought it there, dp.planner.moves)
 --   an on_device with constrain_result (PlanDevices writes these)
 --                   what it marks, and why the value inside is on its device
 --   anything else   dp.planner.explain's reason and steps
 --
 -- Reasons are told in terms of the module before planning when `input` is
--- given (the module PlanDevices was run on, annotations included): its
+-- given (unless MoveCopies made the module: it moves devices on purpose) (the module PlanDevices was run on, annotations included): its
 -- domains are analysed (dp.planner.domains) and each planned node is
 -- matched to the input node of the same position and kind (planning keeps
 -- positions), so the reason is the annotation or defaulting rule of the
@@ -61,13 +63,62 @@ local function reason_lines(ctx, e, indent, out)
   for _, s in ipairs(ex.steps) do out[#out + 1] = indent .. "  " .. s.message end
 end
 
+local function strip(v)
+  while is_op(v, "on_device") do v = v.args[1] end
+  return v
+end
+
+-- The name a move record gives a callee: "@f" for a global, "%f" for a
+-- let-bound closure (records say "%f (in @main)").
+local function callee_name(c)
+  if c.kind == "global" then return "@" .. c.name end
+  if c.kind == "var" then return "%" .. c.name end
+  return nil
+end
+
+local function named(record_name, callee)
+  return callee and record_name and (record_name == callee or record_name:sub(1, #callee + 1) == callee .. " ")
+end
+
+-- The moves (dp.planner.moves of the module) that brought copy e where it is.
+local function move_lines(ctx, e, out)
+  local moves = ctx.moves
+  if not moves then return end
+  local src, dst = e.attrs.src_virtual_device, e.attrs.dst_virtual_device
+  local v = strip(e.args[1])
+  local users = users_of(ctx.planned, e)
+  local found = {}
+  for _, m in ipairs(moves) do
+    local same = m.src and m.dst and rawequal(m.src, src) and rawequal(m.dst, dst)
+    local hit = false
+    if same and m.kind == "parameter" then
+      for _, u in ipairs(users) do
+        if u.kind == "call" and named(m.fn, callee_name(u.callee)) then hit = true end
+      end
+    elseif same and m.kind == "result" then
+      hit = v.kind == "call" and named(m.fn, callee_name(v.callee))
+    elseif same and m.kind == "loop" then
+      for _, u in ipairs(users) do
+        if u.kind == "call" and named(m.to, callee_name(u.callee)) then hit = true end
+      end
+    elseif same and m.kind == "merged" then
+      hit = v.kind == "var" and m.value == "%" .. v.name
+    end
+    if hit then found[#found + 1] = m end
+  end
+  if #found == 0 then return end
+  out[#out + 1] = "  MoveCopies moved it here:"
+  for _, m in ipairs(found) do out[#out + 1] = "    " .. m.text end
+end
+
 local function copy_lines(ctx, name, e, out)
   local namer = devname.namer()
-  local v = e.args[1]
-  while is_op(v, "on_device") do v = v.args[1] end
+  local v = strip(e.args[1])
   local src, dst = e.attrs.src_virtual_device, e.attrs.dst_virtual_device
-  out[#out + 1] = string.format("%s is a device_copy PlanDevices inserted: it copies a %s (%s) from @%s to @%s",
-    name, tostring(e.checked_type), report.bytes_text(e.checked_type), namer(src), namer(dst))
+  out[#out + 1] = string.format("%s is a device_copy %s: it copies a %s (%s) from @%s to @%s",
+    name, ctx.moves and "PlanDevices inserted and MoveCopies kept" or "PlanDevices inserted",
+    tostring(e.checked_type), report.bytes_text(e.checked_type), namer(src), namer(dst))
+  move_lines(ctx, e, out)
   out[#out + 1] = "  the value is made on @" .. namer(src) .. ":"
   reason_lines(ctx, v, "    ", out)
   local users = users_of(ctx.planned, e)
@@ -92,9 +143,11 @@ function M.why(planned, e, opts)
   for k in pairs(opts) do
     if not OPTIONS[k] then error("devplan.planner.why: unknown option '" .. tostring(k) .. "' (input, config, name)", 2) end
   end
-  local ctx = {planned = planned, config = opts.config,
-               -- devplan.planner requires this file: it is loaded by the time why runs
-               domains = opts.input and require("devplan.planner").domains(opts.input, opts.config)}
+  -- devplan.planner requires this file: it is loaded by the time why runs
+  local moves = require("devplan.planner").moves(planned)
+  -- (MoveCopies changes devices on purpose: a moved module is explained by itself)
+  local ctx = {planned = planned, config = opts.config, moves = moves,
+               domains = opts.input and not moves and require("devplan.planner").domains(opts.input, opts.config)}
   local name = opts.name or "it"
   local out = {}
   if is_op(e, "device_copy") then

@@ -278,10 +278,11 @@ static int find_handles(mstate *st) {
 
 static int analyse(mstate *st, dp_err **err) {
   dp_module *m = st->m;
-  st->nf = m->nfuncs;
-  if (!(st->f = dp_calloc(st->nf ? st->nf : 1, sizeof *st->f)) ||
-      !(st->t = dp_calloc(st->nf ? st->nf : 1, sizeof *st->t)))
+  st->nf = 0; /* (the functions made so far: what forget frees) */
+  if (!(st->f = dp_calloc(m->nfuncs ? m->nfuncs : 1, sizeof *st->f)) ||
+      !(st->t = dp_calloc(m->nfuncs ? m->nfuncs : 1, sizeof *st->t)))
     goto oom;
+  st->nf = m->nfuncs;
   for (uint32_t g = 0; g < st->nf; g++) {
     if (dp__mfun_init(&st->f[g], &m->funcs[g].fn->e, m->funcs[g].global->name, err) < 0) {
       st->nf = g; /* (the ones made are freed by forget) */
@@ -464,13 +465,14 @@ static int move_params(mstate *st, mhandle *h) {
       if (dp__mtable_act(&st->t[c->fn], c->id, (dp__mact){i, MA_WRAP, 0, NULL, src, dst}) < 0) return -1;
       sites++;
     }
-    char *who = hname(st, h), *a = dev(src), *b = dev(dst);
-    log_move(st, DP_MOVE_PARAM, who, NULL, p->name, p->e.span, src, dst, ncopies,
+    char *who = hname(st, h), *a = dev(src), *b = dev(dst), *pn = fmt("%%%s", p->name);
+    log_move(st, DP_MOVE_PARAM, who, NULL, pn, p->e.span, src, dst, ncopies,
              "the copy of parameter %%%s of %s from %s to %s, made on every call, moved to its %u "
              "call site%s: %s now takes %%%s on %s (a call site copies once per call, as the "
              "function did; one that holds the value on %s already copies nothing)",
              p->name, who ? who : "?", a ? a : "?", b ? b : "?", sites, sites == 1 ? "" : "s",
              who ? who : "?", p->name, b ? b : "?", b ? b : "?");
+    free(pn);
     free(who);
     free(a);
     free(b);
@@ -508,10 +510,10 @@ static int tail_of(mstate *st, mhandle *h, tailw *w) {
   dp_func *fn = hfunc(st, h);
   dp_vdev *dres = fn->vdev;
   uint32_t *stack = NULL, n = 0, cap = 0;
-  int ok = dres != NULL;
+  int ok = dres != NULL, oom = 0;
   uint32_t body = f->kid[f->koff[h->node] + fn->nparams];
   if (ok && tail_push(&stack, &n, &cap, body) < 0) return -1;
-  while (ok && n) {
+  while (ok && !oom && n) {
     uint32_t id = stack[--n];
     dp_expr *e = f->x[id];
     dp_vdev *s2, *d2;
@@ -520,13 +522,13 @@ static int tail_of(mstate *st, mhandle *h, tailw *w) {
       break;
     }
     if (e->h.kind == DP_LET) {
-      ok = tail_push(&stack, &n, &cap, f->kid[f->koff[id] + 2]) == 0;
+      oom |= tail_push(&stack, &n, &cap, f->kid[f->koff[id] + 2]) < 0;
     } else if (dp__on_device_body(&st->ops, e)) {
-      ok = tail_push(&w->wrap, &w->nw, &w->capw, id) == 0 &&
-           tail_push(&stack, &n, &cap, f->kid[f->koff[id] + 1]) == 0;
+      oom |= tail_push(&w->wrap, &w->nw, &w->capw, id) < 0 ||
+             tail_push(&stack, &n, &cap, f->kid[f->koff[id] + 1]) < 0;
     } else if (is_copy(st, e, &s2, &d2) && d2 == dres && (!w->src || w->src == s2)) {
       w->src = s2;
-      ok = tail_push(&w->copy, &w->nc, &w->capc, id) == 0;
+      oom |= tail_push(&w->copy, &w->nc, &w->capc, id) < 0;
     } else if (e->h.kind == DP_VAR) {
       /* a let variable bound to a copy, read only here */
       uint32_t let = MV_NONE;
@@ -538,8 +540,8 @@ static int tail_of(mstate *st, mhandle *h, tailw *w) {
       }
       uint32_t v = f->kid[f->koff[let] + 1];
       while (ok && v != MV_NONE && dp__on_device_body(&st->ops, f->x[v])) {
-        ok = dp__mfun_nuses(f, v) == 1 && !dp__mtable_get(t, v) &&
-             tail_push(&w->wrap, &w->nw, &w->capw, v) == 0;
+        ok = dp__mfun_nuses(f, v) == 1 && !dp__mtable_get(t, v);
+        oom |= ok && tail_push(&w->wrap, &w->nw, &w->capw, v) < 0;
         v = f->kid[f->koff[v] + 1];
       }
       if (!ok || v == MV_NONE || dp__mfun_nuses(f, v) != 1 || dp__mtable_get(t, v) ||
@@ -548,14 +550,15 @@ static int tail_of(mstate *st, mhandle *h, tailw *w) {
         break;
       }
       w->src = s2;
-      ok = tail_push(&w->copy, &w->nc, &w->capc, v) == 0;
+      oom |= tail_push(&w->copy, &w->nc, &w->capc, v) < 0;
     } else if (is_call(e) && callee_handle(st, h->fn, id) == (uint32_t)(h - st->h)) {
-      ok = tail_push(&w->self, &w->ns, &w->caps, id) == 0;
+      oom |= tail_push(&w->self, &w->ns, &w->caps, id) < 0;
     } else {
       ok = 0;
     }
   }
   free(stack);
+  if (oom) return -1;
   return ok && w->nc > 0;
 }
 
@@ -715,21 +718,24 @@ static int peel_log(mstate *st, mhandle *h, const char *value, dp_span span, con
 }
 
 /* Recursive calls of h, all reached from its body through branches:
-   *rec (malloc'd), their count; 0 when there are none or one is not. */
-static uint32_t recursive_calls(mstate *st, mhandle *h, uint32_t **rec) {
-  uint32_t n = 0, cap = 0;
+   *rec (malloc'd) and *n their count (0 when there are none, or one is
+   not so reached). 0, or -1 (out of memory). */
+static int recursive_calls(mstate *st, mhandle *h, uint32_t **rec, uint32_t *n) {
+  uint32_t cap = 0;
   *rec = NULL;
+  *n = 0;
   for (uint32_t k = 0; k < h->ncalls; k++) {
     mcall *c = &h->calls[k];
     if (!inside(st, h, c, 0)) continue;
-    if (!inside(st, h, c, 1) || dp__mtable_get(&st->t[h->fn], c->id) ||
-        tail_push(rec, &n, &cap, c->id) < 0) {
+    int bad = !inside(st, h, c, 1) || dp__mtable_get(&st->t[h->fn], c->id);
+    if (bad || tail_push(rec, n, &cap, c->id) < 0) {
       free(*rec);
       *rec = NULL;
-      return 0;
+      *n = 0;
+      return bad ? 0 : -1;
     }
   }
-  return n;
+  return 0;
 }
 
 /* One loop invariant: a parameter (global: at pos) or a variable the
@@ -920,8 +926,8 @@ oom:
 static int peel(mstate *st, mhandle *h, dp_err **err) {
   if (!st->budget || is_main(st, h) || h->kind == H_LITERAL) return 0;
   if (h->kind == H_LET && dp__mtable_get(&st->t[h->fn], h->let)) return 0;
-  uint32_t *rec;
-  uint32_t nrec = recursive_calls(st, h, &rec);
+  uint32_t *rec, nrec;
+  if (recursive_calls(st, h, &rec, &nrec) < 0) return -1;
   if (!nrec) return 0;
   int r = h->kind == H_GLOBAL ? peel_global(st, h, rec, nrec, err) : peel_closure(st, h, rec, nrec, err);
   free(rec);
@@ -1279,14 +1285,11 @@ dp_module *dp_plan_move_copies(dp_module *planned, const dp_config *cfg, const d
     }
   }
   dp__plan_ops_free(&st.ops);
-  if (dp_infer_module(st.m, err) < 0) {
-    dp_release(st.m);
-    return NULL;
-  }
   /* the planned form, by TVM's rules (every device is written, so they
      change none: a conflict here would be a bug of this pass) */
-  dp_module *norm = dp_plan_devices(st.m, cfg, err);
+  dp_module *norm = dp_infer_module(st.m, err) == 0 ? dp_plan_devices(st.m, cfg, err) : NULL;
   dp_release(st.m);
+  if (!norm && out) dp_moves_clear(out);
   return norm;
 fail:
   if (err && !*err) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));

@@ -424,7 +424,10 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   }
 record:
   c->made[id] = dp_retain(out);
-  if (note_let_value(c, id, out) < 0) goto fail;
+  if (note_let_value(c, id, out) < 0) {
+    dp_release(out);
+    goto fail;
+  }
   return out;
 fail:
   if (!*err) *err = oom();
