@@ -3,6 +3,9 @@
 -- copies executed before and after.
 --
 --   bin/devplan fuzz/copies_run.lua [--n N] [--seed S] [--devices 2|3] [--quiet]
+--   bin/devplan fuzz/copies_run.lua --polymorphic [--n N] ...   helpers with no device
+--       annotations called on several devices, planned with PlanDevices'
+--       polymorphic option (props_copies.check_poly)
 --   bin/devplan fuzz/copies_run.lua --file PROGRAM.relay    (the properties of one text,
 --                                                             no runs)
 --
@@ -27,6 +30,7 @@ while i <= #arg do
   elseif a == "--devices" then opts.devices = math.tointeger(tonumber(value()))
   elseif a == "--file" then opts.file = value()
   elseif a == "--quiet" then opts.quiet = true
+  elseif a == "--polymorphic" then opts.poly = true
   else error("copies_run: unknown option " .. a) end
   i = i + 1
 end
@@ -42,6 +46,29 @@ if opts.file then
   end
   print("ok")
   os.exit(0)
+end
+
+if opts.poly then
+  local total = {programs = 0, plain = 0, poly = 0, failed = 0, specialised = 0, before = 0, after = 0, runs = 0}
+  local by_property = {}
+  for seed = opts.seed, opts.seed + opts.n - 1 do
+    local text, info = gen.program(seed, {devices = opts.devices, free_signatures = true})
+    local failure, st = pc.check_poly(text, info.inputs)
+    total.programs = total.programs + 1
+    for _, k in ipairs{"plain", "poly", "specialised", "before", "after", "runs"} do total[k] = total[k] + st[k] end
+    if failure then
+      total.failed = total.failed + 1
+      by_property[failure.property] = (by_property[failure.property] or 0) + 1
+      if not opts.quiet or by_property[failure.property] <= 3 then
+        print(string.format("seed %d: %s: %s", seed, failure.property, (failure.detail:gsub("\n.*", " ..."))))
+      end
+    end
+  end
+  print(string.format("%d programs: TVM's rules plan %d, polymorphic planning %d (%d functions specialised); "
+    .. "%d failed; on the runs both plan, %d copies executed by TVM's plan, %d by the polymorphic one",
+    total.programs, total.plain, total.poly, total.specialised, total.failed, total.before, total.after))
+  for p, n in pairs(by_property) do print("  " .. p .. ": " .. n) end
+  os.exit(total.failed == 0 and 0 or 1)
 end
 
 local total = {programs = 0, skipped = 0, failed = 0, runs = 0, before = 0, after = 0, fewer = 0,

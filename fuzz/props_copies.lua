@@ -54,8 +54,16 @@ function M.check(text, runs, opts)
     stats.skipped = 1
     return nil, stats
   end
-  local moved, moves
-  ok, moved, moves = pcall(dp.planner.move, planned, config)
+  return M.check_planned(planned, runs, opts, stats)
+end
+
+-- The properties of MoveCopies on a planned module (check's, from
+-- move-error on).
+function M.check_planned(planned, runs, opts, stats)
+  opts = opts or {}
+  local config, meta = opts.config or M.CONFIG, opts.meta or M.META
+  stats = stats or {skipped = 0, runs = 0, before = 0, after = 0, fewer = 0, bytes_before = 0, bytes_after = 0}
+  local ok, moved, moves = pcall(dp.planner.move, planned, config)
   if not ok then return fail("move-error", text_of(moved)), stats end
   stats.moves = moves
   local v, total = dp.planner.verify(moved, config)
@@ -96,6 +104,63 @@ function M.check(text, runs, opts)
     stats.bytes_after = stats.bytes_after + r1.bytes
     if r1.copies < r0.copies then stats.fewer = stats.fewer + 1 end
   end
+  return nil, stats
+end
+
+-- Device-polymorphic planning (PlanDevices {polymorphic = true}), checked
+-- on a program's text:
+--   poly-error   where TVM's rules plan, polymorphic planning plans too
+--   verify, fixed-point, roundtrip   as above, of the polymorphic plan
+--   devices, values   every run of it: arguments on their devices, the value
+--                of TVM's plan (or, where that is a conflict, of the program
+--                run without devices)
+--   copies       no run copies more than TVM's plan did
+--   move         MoveCopies after it keeps the properties of check
+-- stats: {plain =, poly = (plans made), specialised =, before =, after =}.
+function M.check_poly(text, runs, opts)
+  opts = opts or {}
+  local config, meta = opts.config or M.CONFIG, opts.meta or M.META
+  local stats = {plain = 0, poly = 0, specialised = 0, before = 0, after = 0, runs = 0}
+  local ok, mod = pcall(dp.parse, text, meta)
+  if not ok then return fail("parse", text_of(mod)), stats end
+  local okp, plain = pcall(dp.passes.PlanDevices(config), mod)
+  local okq, poly = pcall(dp.passes.PlanDevices(config, {polymorphic = true}), mod)
+  if okp then stats.plain = 1 end
+  if not okq then
+    if okp then return fail("poly-error", text_of(poly)), stats end
+    return nil, stats
+  end
+  stats.poly = 1
+  local rep = dp.planner.specialisations(poly)
+  stats.specialised = rep.specialised
+  local v, total = dp.planner.verify(poly, config)
+  if total > 0 then return fail("verify", v[1].message), stats end
+  local again
+  ok, again = pcall(dp.passes.PlanDevices(config), poly)
+  if not ok or not dp.structural_equal(again, poly) then
+    return fail("fixed-point", ok and "PlanDevices changes the polymorphic plan" or text_of(again)), stats
+  end
+  local re
+  ok, re = pcall(dp.parse, tostring(poly), meta)
+  if not ok or not dp.structural_equal(re, poly) then return fail("roundtrip", "the polymorphic plan"), stats end
+  for i, args in ipairs(runs or {}) do
+    local okr, want = pcall(run, okp and plain or mod, args)
+    local ok1, r1 = pcall(run, poly, args)
+    if not okr then return fail("devices", "run " .. i .. " of the reference: " .. tostring(want)), stats end
+    if not ok1 then return fail("devices", "run " .. i .. " of the polymorphic plan: " .. tostring(r1)), stats end
+    if r1.nviolations > 0 then return fail("devices", "polymorphic, run " .. i .. ": " .. r1.violations[1]), stats end
+    if not equal(want.value, r1.value) then return fail("values", "run " .. i .. " computes another value"), stats end
+    if okp and r1.copies > want.copies then
+      return fail("copies", string.format("run %d copies %d where TVM's plan copied %d", i, r1.copies, want.copies)), stats
+    end
+    if okp then
+      stats.before = stats.before + want.copies
+      stats.after = stats.after + r1.copies
+    end
+    stats.runs = stats.runs + 1
+  end
+  local failure = M.check_planned(poly, runs, {config = config, meta = meta})
+  if failure then return fail("move", failure.property .. ": " .. failure.detail), stats end
   return nil, stats
 end
 

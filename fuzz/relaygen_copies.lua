@@ -17,6 +17,12 @@
 -- copied explicitly (device_copy), so TVM's rules plan the program as
 -- written. Devices: meta[VirtualDevice][0] cpu, [1] cuda, [4] opencl
 -- (fuzz/props.lua's palette); opts.devices = 2 (default) or 3.
+--
+-- opts.free_signatures: helper functions with no device annotation at all
+-- (parameters, result, body), each call placing its arguments and result on
+-- one device of its own choice: TVM's rules see one function called on two
+-- devices (a conflict), device-polymorphic planning (PlanDevices'
+-- polymorphic option) a specialisation per device.
 local relaygen = require "relaygen"
 
 local M = {}
@@ -110,9 +116,22 @@ function Gen:op_stmt(b, d)
   end
 end
 
+-- A call of a helper with no device annotations: on a device the call
+-- chooses, its arguments copied there, its result living there.
+function Gen:free_call_stmt(b, f)
+  local d = self:dev()
+  local args = {}
+  for i = 1, f.nparams do args[i] = use(self:pick_val(b), d, true) end
+  local name = "%" .. self:fresh("r")
+  emit(b, "let " .. name .. " = on_device(@" .. f.name .. "(" .. table.concat(args, ", ") .. "), virtual_device="
+    .. META[d] .. ");")
+  b.vals[#b.vals + 1] = {name = name, dev = d, fixed = true}
+end
+
 -- A call of a helper function: its arguments copied to its parameters'
 -- devices where they live elsewhere; its result lives on its device.
 function Gen:call_stmt(b, f)
+  if f.free then return self:free_call_stmt(b, f) end
   local args = {}
   for i, p in ipairs(f.params) do args[i] = use(self:pick_val(b), p.dev, true) end
   for _ = 1, f.bools do args[#args + 1] = #b.bools > 0 and self.rng:pick(b.bools) or "True" end
@@ -331,6 +350,41 @@ function Gen:helper(idx)
   self.funcs[#self.funcs + 1] = f
 end
 
+-- A helper with no device annotations: operators over its parameters and
+-- calls of earlier such helpers, wherever its callers put it.
+function Gen:free_helper(idx)
+  local f = {name = "h" .. idx, free = true, nparams = 1 + self:below(3)}
+  local ps, vals = {}, {}
+  for i = 1, f.nparams do
+    ps[i] = "%q" .. i .. ": " .. T
+    vals[i] = "%q" .. i
+  end
+  local lines = {"def @" .. f.name .. "(" .. table.concat(ps, ", ") .. ") -> " .. T .. " {"}
+  local k = 0
+  for _ = 1, 1 + self:below(3) do
+    local call
+    local earlier = {}
+    for _, g in ipairs(self.funcs) do if g.free then earlier[#earlier + 1] = g end end
+    if #earlier > 0 and self:chance(0.3) then
+      local g = self.rng:pick(earlier)
+      local args = {}
+      for i = 1, g.nparams do args[i] = self.rng:pick(vals) end
+      call = "@" .. g.name .. "(" .. table.concat(args, ", ") .. ")"
+    elseif self:chance(0.4) then
+      call = self.rng:pick(UNARY) .. "(" .. self.rng:pick(vals) .. ")"
+    else
+      call = self.rng:pick(BINARY) .. "(" .. self.rng:pick(vals) .. ", " .. self.rng:pick(vals) .. ")"
+    end
+    lines[#lines + 1] = "  %v" .. k .. " = " .. call .. ";"
+    vals[#vals + 1] = "%v" .. k
+    k = k + 1
+  end
+  lines[#lines + 1] = "  " .. vals[#vals]
+  lines[#lines + 1] = "}"
+  self.defs[#self.defs + 1] = table.concat(lines, "\n")
+  self.funcs[#self.funcs + 1] = f
+end
+
 -- A global recursive loop over invariant tensors it passes on unchanged.
 function Gen:global_loop(idx)
   local lp = {name = "loop" .. idx, dev = self:dev(), invariants = {}}
@@ -371,6 +425,9 @@ end
 
 function M.program(seed, opts)
   local g = new(seed, opts)
+  if opts and opts.free_signatures then
+    for i = 1, 1 + g:below(3) do g:free_helper(i) end
+  end
   for i = 1, g:below(3) do g:helper(i) end
   for i = 1, g:below(2) do g:global_loop(i) end
   local b = block(nil, 1)

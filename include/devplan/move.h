@@ -41,6 +41,7 @@
 #define DEVPLAN_MOVE_H
 
 #include "module.h"
+#include "plan.h"
 
 enum {
   DP_MOVE_PARAM = 1,   /* a parameter's copy went to the callers */
@@ -81,5 +82,36 @@ typedef struct dp_move_opts {
 dp_module *dp_plan_move_copies(dp_module *planned, const dp_config *cfg, const dp_move_opts *o,
                                dp_moves *out, dp_err **err);
 void dp_moves_clear(dp_moves *m);
+
+/* ---- device-polymorphic functions ----
+
+   PlanDevices with every global function specialised per distinct device
+   signature its callers give it: each call gets a copy of the function of
+   its own, the copies are planned, and those whose planned functions are
+   the same (devices included) are one again, so a function called with one
+   signature stays one function and one called from two devices becomes
+   two, named after the device their result is on (@f and @f_cuda). A
+   recursive cycle of functions is copied whole per call from outside it
+   (its recursive calls stay in the copy: a recursion that would call
+   itself with another signature keeps one, with copies, as without this
+   option; specialising it could not end). A function used as a value, or
+   @main, is not copied; past the budget of new functions the remaining
+   calls share the function as it is. */
+typedef struct dp_poly_opts {
+  uint32_t max_new_functions;   /* copies made while expanding; 0: the default, 64 */
+} dp_poly_opts;
+
+typedef struct dp_poly_report {
+  uint32_t specialised;         /* functions planned with more than one signature */
+  uint32_t functions_added;     /* functions the specialisations added */
+  int64_t copies_before;        /* device_copy calls PlanDevices makes without it (-1: a conflict) */
+  uint32_t copies_after;        /* and with it */
+} dp_poly_report;
+
+/* PlanDevices (with o, as dp_plan_devices_opts) with device-polymorphic
+   functions; rep may be NULL. NULL + error. */
+dp_module *dp_plan_polymorphic(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
+                               const dp_poly_opts *po, dp_poly_report *rep, dp_conflicts *all,
+                               dp_err **err);
 
 #endif

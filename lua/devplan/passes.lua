@@ -20,6 +20,9 @@
 --       placement = "min_bytes"   values nobody constrained placed to copy
 --                                 the fewest bytes (capability, compute_cost,
 --                                 bandwidth: planner.lua)
+--       polymorphic = true        a global function specialised per device
+--                                 signature (@f, @f_cuda; max_specialisations;
+--                                 dp.planner.specialisations(planned))
 --   dp.passes.ShareCopies()   one device_copy per value and pair of devices
 --   dp.passes.MoveCopies(config?, {max_new_functions =}?)   copies moved to where
 --                             they run least (docs/copies.md)
@@ -43,7 +46,7 @@ function M.PlanDevices(config, opts)
   if planner.is_tvm(opts) then
     run = function(mod) return planner.plan(mod, config) end
   else
-    run = function(mod) return planner.plan_with(mod, config, opts) end
+    run = function(mod) return (planner.plan_options(mod, config, opts)) end
   end
   local p = pass.new("PlanDevices", run, opts)
   p.config = config -- what the verifier checks the plan against

@@ -28,9 +28,14 @@ for name, fn in pairs(core.planner) do M[name] = fn end
 --   capability         function(call, vd) -> boolean   (min_bytes) may call run on vd
 --   compute_cost       function(call, vd) -> seconds   (min_bytes) time joins bytes
 --   bandwidth          number | function(src, dst) -> bytes per second  (min_bytes)
+--   polymorphic        boolean   a global function called with different device
+--                                 signatures is specialised per signature (@f, @f_cuda;
+--                                 src/planner/poly.c, docs/copies.md)
+--   max_specialisations integer  (polymorphic) at most this many functions copied (default 64)
 local OPTIONS = {resolve_conflicts = {"boolean", "string"}, all_conflicts = {"boolean"}, placement = {"string"},
                  capability = {"function"}, compute_cost = {"function"},
-                 bandwidth = {"number", "function"}}
+                 bandwidth = {"number", "function"}, polymorphic = {"boolean"},
+                 max_specialisations = {"number"}}
 local PLACEMENTS = {tvm = true, min_bytes = true}
 
 -- PlanDevices' options, checked: unknown keys and wrong types are errors.
@@ -53,6 +58,12 @@ function M.check_options(opts, who, level)
   end
   if opts.placement ~= nil and not PLACEMENTS[opts.placement] then
     error(who .. ": option 'placement' must be \"tvm\" or \"min_bytes\", got \"" .. opts.placement .. "\"", level + 1)
+  end
+  if opts.max_specialisations ~= nil and not opts.polymorphic then
+    error(who .. ": option 'max_specialisations' needs polymorphic = true", level + 1)
+  end
+  if opts.max_specialisations ~= nil and (math.type(opts.max_specialisations) ~= "integer" or opts.max_specialisations < 1) then
+    error(who .. ": option 'max_specialisations' must be a positive integer", level + 1)
   end
   if (opts.capability or opts.compute_cost or opts.bandwidth) and opts.placement ~= "min_bytes" then
     error(who .. ": options capability, compute_cost and bandwidth need placement = \"min_bytes\"", level + 1)
@@ -99,6 +110,20 @@ end
 
 -- The moves MoveCopies made to produce mod (nil: it did not make mod).
 function M.moves(mod) return moves_of[mod] end
+
+-- PlanDevices with options, remembering the report of polymorphic = true
+-- (dp.planner.specialisations(mod)).
+local specialised_of = setmetatable({}, {__mode = "k"})
+function M.plan_options(mod, config, opts)
+  local out, report = core.planner.plan_with(mod, config, opts)
+  if report then specialised_of[out] = report end
+  return out, report
+end
+
+-- The report of PlanDevices' polymorphic option for the module it made:
+-- {specialised =, functions_added =, copies_before = (false: a conflict
+-- without it), copies_after =}, or nil.
+function M.specialisations(mod) return specialised_of[mod] end
 
 -- The configuration planner functions use when none is given.
 function M.default_config()

@@ -236,9 +236,14 @@ return function(mod, args, opts)
     local info = info_of_node[e]
     return info and info.opened[e] and info.opened[e][slot]
   end
+  -- fmt's last %s is the device the value is on
   local function check_leaves(v, dev, fmt, ...)
     for _, t in ipairs(leaves(v)) do
-      if dev and t.dev and t.dev ~= dev then violate(fmt, t.dev, ...) end
+      if dev and t.dev and t.dev ~= dev then
+        local args = table.pack(...)
+        args[args.n + 1] = t.dev
+        violate(fmt, table.unpack(args, 1, args.n + 1))
+      end
     end
   end
 
@@ -269,12 +274,12 @@ return function(mod, args, opts)
       local env2 = setmetatable({}, {__index = env})
       for i, p in ipairs(fn.params) do
         local want = devkey(p.virtual_device)
-        check_leaves(vals[i], want, "argument %d of the call at %s of %s is on %s, its parameter on %s",
+        check_leaves(vals[i], want, "argument %d of the call at %s of %s: its parameter is on %s, the argument on %s",
                      i, site, name or "a function", want)
         env2[p] = vals[i]
       end
       local r = eval(fn.body, env2, dev, act)
-      check_leaves(r, dev, "the result of %s is on %s, the function's virtual_device %s", name or "a function", dev)
+      check_leaves(r, dev, "the result of %s: the function's virtual_device is %s, the result on %s", name or "a function", dev)
       return r
     end}
   end
@@ -360,7 +365,7 @@ return function(mod, args, opts)
       if name == "device_copy" then
         local src, dst = devkey(e.attrs.src_virtual_device), devkey(e.attrs.dst_virtual_device)
         local v = eval(e.args[1], env, src or dev, act)
-        check_leaves(v, src, "the argument of the device_copy at %s is on %s, its source %s", where(e), src)
+        check_leaves(v, src, "the argument of the device_copy at %s: its source is %s, the argument on %s", where(e), src)
         local function moved(x)
           if type(x) ~= "table" then return x end
           if x.data ~= nil then return tensor(x.data, dst) end
@@ -379,7 +384,7 @@ return function(mod, args, opts)
       local vals = {n = #e.args}
       for i, a in ipairs(e.args) do
         vals[i] = eval(a, env, dev, act)
-        check_leaves(vals[i], dev, "argument %d of %s is on %s, the call runs on %s", i, where(e), dev)
+        check_leaves(vals[i], dev, "argument %d of %s: the call runs on %s, the argument is on %s", i, where(e), dev)
       end
       local f = STAND_INS[name]
       if f then

@@ -1,7 +1,8 @@
 /*
- * The Lua binding of MoveCopies (include/devplan/move.h), part of
- * dp.planner: planner.move_copies(planned, config, opts) -> module, moves
- * (dp.passes.MoveCopies wraps it).
+ * The Lua binding of include/devplan/move.h, part of dp.planner:
+ * planner.move_copies(planned, config, opts) -> module, moves
+ * (dp.passes.MoveCopies wraps it), and PlanDevices' polymorphic option
+ * (planner.plan_with with polymorphic = true, l_place.c).
  */
 #include "l_init.h"
 
@@ -76,6 +77,53 @@ static int l_move_copies(lua_State *L) {
   lua_pushinteger(L, mv.rounds);
   lua_setfield(L, -2, "rounds");
   dp_moves_clear(&mv);
+  return 2;
+}
+
+/* PlanDevices with polymorphic = true (l_place.c's planner.plan_with, the
+   options read there; max_specialisations read here): pushes the module
+   and a report {specialised =, functions_added =, copies_before = (false:
+   a conflict without it), copies_after =}, or raises the error (with the
+   conflicts of all_conflicts in its field `errors`). */
+int dp__lua_plan_polymorphic(lua_State *L, dp_module *m, dp_config *cfg, const dp_plan_opts *o,
+                              int opts_idx) {
+  dp_poly_opts po = {0};
+  if (dp__lua_opt_field(L, opts_idx, "max_specialisations") != LUA_TNIL) {
+    lua_Integer n = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+    if (n < 1 || n > 1000000)
+      return luaL_error(L, "option 'max_specialisations' must be an integer in [1, 1000000]");
+    po.max_new_functions = (uint32_t)n;
+  }
+  lua_pop(L, 1);
+  dp_poly_report rep;
+  dp_conflicts all = {0};
+  dp_err *err = NULL;
+  dp_module *r = dp_plan_polymorphic(m, cfg, o, &po, &rep, &all, &err);
+  if (!r) {
+    dp__lua_push_error(L, err);
+    if (all.n) {
+      lua_createtable(L, (int)all.n, 0);
+      for (uint32_t i = 0; i < all.n; i++) {
+        dp__lua_push_error(L, all.v[i]);
+        all.v[i] = NULL;
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+      }
+      lua_setfield(L, -2, "errors");
+    }
+    dp_conflicts_clear(&all);
+    return lua_error(L);
+  }
+  dp__lua_push_owned(L, r);
+  lua_createtable(L, 0, 4);
+  lua_pushinteger(L, rep.specialised);
+  lua_setfield(L, -2, "specialised");
+  lua_pushinteger(L, rep.functions_added);
+  lua_setfield(L, -2, "functions_added");
+  if (rep.copies_before >= 0) lua_pushinteger(L, rep.copies_before);
+  else lua_pushboolean(L, 0);
+  lua_setfield(L, -2, "copies_before");
+  lua_pushinteger(L, rep.copies_after);
+  lua_setfield(L, -2, "copies_after");
   return 2;
 }
 

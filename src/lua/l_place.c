@@ -350,6 +350,9 @@ static dp_config *config_at(lua_State *L, int idx) {
   return dp__lua_check(L, idx, DP_OBJ_CONFIG);
 }
 
+int dp__lua_plan_polymorphic(lua_State *L, dp_module *m, dp_config *cfg, const dp_plan_opts *o,
+                              int opts_idx); /* l_move.c */
+
 /* planner.plan_with(mod, config, opts) -> planned module. */
 static int l_plan_with(lua_State *L) {
   dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
@@ -359,6 +362,9 @@ static int l_plan_with(lua_State *L) {
   read_opts(L, 3, &o, &h);
   dp_err *err = NULL;
   dp_conflicts all = {0};
+  /* polymorphic = true (issue 20, src/planner/poly.c): the module and a report */
+  int poly = lua_istable(L, 3) && bool_option(L, 3, "polymorphic", 0);
+  if (poly) return dp__lua_plan_polymorphic(L, m, cfg, &o, 3);
   dp_module *r = dp_plan_devices_opts(m, cfg, &o, &all, &err);
   if (!r) return raise_conflicts(L, err, &all);
   dp__lua_push_owned(L, r);
