@@ -6,6 +6,8 @@
 --   bin/devplan fuzz/copies_run.lua --polymorphic [--n N] ...   helpers with no device
 --       annotations called on several devices, planned with PlanDevices'
 --       polymorphic option (props_copies.check_poly)
+--   bin/devplan fuzz/copies_run.lua --recompute [--n N] ...    values cheap to compute
+--       anywhere, planned with PlanDevices' recompute option (check_recompute)
 --   bin/devplan fuzz/copies_run.lua --file PROGRAM.relay    (the properties of one text,
 --                                                             no runs)
 --
@@ -31,6 +33,7 @@ while i <= #arg do
   elseif a == "--file" then opts.file = value()
   elseif a == "--quiet" then opts.quiet = true
   elseif a == "--polymorphic" then opts.poly = true
+  elseif a == "--recompute" then opts.recompute = true
   else error("copies_run: unknown option " .. a) end
   i = i + 1
 end
@@ -46,6 +49,29 @@ if opts.file then
   end
   print("ok")
   os.exit(0)
+end
+
+if opts.recompute then
+  local total = {programs = 0, plans = 0, failed = 0, recomputed = 0, before = 0, after = 0, runs = 0}
+  local by_property = {}
+  for seed = opts.seed, opts.seed + opts.n - 1 do
+    local text, info = gen.program(seed, {devices = opts.devices, constants = true})
+    local failure, st = pc.check_recompute(text, info.inputs)
+    total.programs = total.programs + 1
+    for _, k in ipairs{"plans", "recomputed", "before", "after", "runs"} do total[k] = total[k] + st[k] end
+    if failure then
+      total.failed = total.failed + 1
+      by_property[failure.property] = (by_property[failure.property] or 0) + 1
+      if not opts.quiet or by_property[failure.property] <= 3 then
+        print(string.format("seed %d: %s: %s", seed, failure.property, (failure.detail:gsub("\n.*", " ..."))))
+      end
+    end
+  end
+  print(string.format("%d programs, %d plans (TVM's placement and min_bytes), %d failed; %d values recomputed; "
+    .. "%d runs: %d copies executed without recompute, %d with it", total.programs, total.plans, total.failed,
+    total.recomputed, total.runs, total.before, total.after))
+  for p, n in pairs(by_property) do print("  " .. p .. ": " .. n) end
+  os.exit(total.failed == 0 and 0 or 1)
 end
 
 if opts.poly then

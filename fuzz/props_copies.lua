@@ -107,6 +107,62 @@ function M.check_planned(planned, runs, opts, stats)
   return nil, stats
 end
 
+-- Recompute instead of copy (PlanDevices {recompute = true}, with TVM's
+-- placement and with min_bytes), checked on a program's text against the
+-- same placement without it:
+--   recompute-error  where that plans, so does recompute
+--   verify, fixed-point, roundtrip   of the plan with recompute
+--   devices, values  every run: arguments on their devices, the same value
+--   copies       no run copies more than the plan without recompute
+-- stats: {plans =, recomputed =, before =, after =}.
+function M.check_recompute(text, runs, opts)
+  opts = opts or {}
+  local config, meta = opts.config or M.CONFIG, opts.meta or M.META
+  local stats = {plans = 0, recomputed = 0, before = 0, after = 0, runs = 0}
+  local ok, mod = pcall(dp.parse, text, meta)
+  if not ok then return fail("parse", text_of(mod)), stats end
+  for _, placement in ipairs{"tvm", "min_bytes"} do
+    local okp, plain = pcall(dp.passes.PlanDevices(config, {placement = placement}), mod)
+    if okp then
+      local okr, rc = pcall(dp.passes.PlanDevices(config, {placement = placement, recompute = true}), mod)
+      if not okr then return fail("recompute-error", placement .. ": " .. text_of(rc)), stats end
+      stats.plans = stats.plans + 1
+      stats.recomputed = stats.recomputed + #dp.planner.recomputed(rc)
+      local v, total = dp.planner.verify(rc, config)
+      if total > 0 then return fail("verify", placement .. ": " .. v[1].message), stats end
+      local again
+      ok, again = pcall(dp.passes.PlanDevices(config), rc)
+      if not ok or not dp.structural_equal(again, rc) then
+        return fail("fixed-point", placement .. ": " .. (ok and "TVM's rules change it" or text_of(again))), stats
+      end
+      if placement == "min_bytes" then
+        ok, again = pcall(dp.passes.PlanDevices(config, {placement = "min_bytes", recompute = true}), rc)
+        if not ok or not dp.structural_equal(again, rc) then
+          return fail("fixed-point", "min_bytes with recompute changes its own plan"), stats
+        end
+      end
+      local re
+      ok, re = pcall(dp.parse, tostring(rc), meta)
+      if not ok or not dp.structural_equal(re, rc) then return fail("roundtrip", placement), stats end
+      for i, args in ipairs(runs or {}) do
+        local ok0, r0 = pcall(run, plain, args)
+        local ok1, r1 = pcall(run, rc, args)
+        if not ok0 or not ok1 then return fail("devices", tostring(ok0 and r1 or r0)), stats end
+        if r1.nviolations > 0 then return fail("devices", placement .. ", run " .. i .. ": " .. r1.violations[1]), stats end
+        if not equal(r0.value, r1.value) then return fail("values", placement .. ", run " .. i), stats end
+        if r1.copies > r0.copies then
+          return fail("copies", string.format("%s, run %d: %d copies, %d without recompute", placement, i, r1.copies,
+            r0.copies)), stats
+        end
+        stats.before = stats.before + r0.copies
+        stats.after = stats.after + r1.copies
+        stats.runs = stats.runs + 1
+      end
+    end
+  end
+  return nil, stats
+end
+
 -- Device-polymorphic planning (PlanDevices {polymorphic = true}), checked
 -- on a program's text:
 --   poly-error   where TVM's rules plan, polymorphic planning plans too

@@ -18,6 +18,9 @@
 -- written. Devices: meta[VirtualDevice][0] cpu, [1] cuda, [4] opencl
 -- (fuzz/props.lua's palette); opts.devices = 2 (default) or 3.
 --
+-- opts.constants: values cheap to compute anywhere (zeros, ones, constants
+-- nobody placed, reshapes), for PlanDevices' recompute option.
+--
 -- opts.free_signatures: helper functions with no device annotation at all
 -- (parameters, result, body), each call placing its arguments and result on
 -- one device of its own choice: TVM's rules see one function called on two
@@ -43,6 +46,7 @@ local function new(seed, opts)
   local g = setmetatable({}, Gen)
   g.rng = relaygen.rng(seed)
   g.devices = (opts and opts.devices == 3) and {"cpu", "cuda", "opencl"} or {"cpu", "cuda"}
+  g.constants = opts and opts.constants
   g.k = 0          -- graph binding numbers
   g.names = {}     -- let names used
   g.funcs = {}     -- helper functions: {name, params = {{name, dev}...}, bools, ret}
@@ -92,6 +96,25 @@ function Gen:pick_val(b)
 end
 
 -- ------------------------------------------------------------ statements
+
+-- A value cheap to compute anywhere (opts.constants): zeros, ones or a
+-- constant nobody placed (read anywhere), or a reshape of a value, placed.
+function Gen:const_stmt(b)
+  local name = "%" .. self.k
+  self.k = self.k + 1
+  local r = self:below(4)
+  if r == 0 then emit(b, name .. ' = zeros(shape=[5, 7], dtype="float32");')
+  elseif r == 1 then emit(b, name .. ' = ones(shape=[5, 7], dtype="float32");')
+  elseif r == 2 then emit(b, name .. " = add(ones(shape=[5, 7], dtype=\"float32\"), 2f);")
+  else
+    local d = self:dev()
+    emit(b, name .. " = on_device(reshape(" .. use(self:pick_val(b), d) .. ", newshape=[5, 7]), virtual_device="
+      .. META[d] .. ");")
+    b.vals[#b.vals + 1] = {name = name, dev = d, fixed = false}
+    return
+  end
+  b.vals[#b.vals + 1] = {name = name, dev = nil, fixed = false}
+end
 
 -- An operator call on device d: a graph binding (read anywhere) or a let
 -- (lives on d).
@@ -291,7 +314,7 @@ function Gen:loop_call_stmt(b, lp)
 end
 
 function Gen:stmt(b, depth)
-  local w = {op = 6, copy = 0.6}
+  local w = {op = 6, copy = 0.6, const = self.constants and 2 or 0}
   if #self.funcs > 0 then w.call = 2.5 end
   if depth < 2 and #b.bools > 0 then w["if"] = 1.5; w.match = 0.6 end
   if b.n and depth < 1 then w.closure_loop = 1 end
@@ -305,6 +328,7 @@ function Gen:stmt(b, depth)
   elseif k == "closure_loop" then self:closure_loop_stmt(b)
   elseif k == "loop" then self:loop_call_stmt(b, self.rng:pick(self.loops))
   elseif k == "closure" then self:closure_stmt(b, depth)
+  elseif k == "const" then self:const_stmt(b)
   else
     -- an explicit copy of a value that lives on one device
     local v = self:pick_val(b)

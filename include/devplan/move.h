@@ -114,4 +114,31 @@ dp_module *dp_plan_polymorphic(dp_module *m, const dp_config *cfg, const dp_plan
                                const dp_poly_opts *po, dp_poly_report *rep, dp_conflicts *all,
                                dp_err **err);
 
+/* ---- recompute instead of copy ----
+
+   In a planned module, a copy of a value cheaper to compute again on the
+   destination than to copy there is replaced by that computation: a
+   constant; zeros, ones, full; a reshape, expand_dims, squeeze,
+   broadcast_to, reshape_like, zeros_like, ones_like or shape_of of what is
+   already there (a variable living on the destination) or is itself
+   recomputed; at most 4 operator calls per copy (src/planner/recompute.c).
+   The recomputation stands where the copy stood. The result is planned by
+   TVM's rules again (it plans to itself). */
+typedef struct dp_recompute {
+  char *value;         /* what was recomputed: "%c", "ones", "a constant" (malloc'd) */
+  char *fn;            /* the function (malloc'd) */
+  dp_span span;        /* its position */
+  dp_vdev *src, *dst;  /* the copy it replaced (retained) */
+  uint32_t calls;      /* operator calls computed again */
+} dp_recompute;
+typedef struct dp_recomputes { uint32_t n, cap; dp_recompute *v; } dp_recomputes;
+
+dp_module *dp_plan_recompute(dp_module *planned, const dp_config *cfg, dp_recomputes *out,
+                             dp_err **err);
+void dp_recomputes_clear(dp_recomputes *r);
+/* Placement by cost's view (dp_place_hooks.recomputable): is value computed
+   from nothing (a constant; zeros, ones, full of such), so that a copy of
+   it costs nothing once recomputed? */
+int dp_recompute_free(dp_expr *value);
+
 #endif

@@ -89,6 +89,10 @@ local OPTIONS = {
   ["--share-copies"] = {kind = "flag",
     help = "after planning, one device_copy per value and device pair where it dominates\n"
       .. "its uses (dp.passes.ShareCopies) instead of one per use"},
+  ["--polymorphic"] = {kind = "flag",
+    help = "specialise a function called with different device signatures, one copy per\n"
+      .. "signature (@f, @f_cuda), instead of one signature and copies; the output ends with\n"
+      .. "a // line saying how many were specialised and what that did to the copies"},
   ["--move-copies"] = {kind = "flag",
     help = "after planning, move copies out of functions, loops and branches to where they\n"
       .. "run least, merged and cancelled (dp.passes.MoveCopies, docs/copies.md)"},
@@ -171,12 +175,14 @@ COMMANDS.plan = {
   summary = "place operators, plan devices (PlanDevices) and print the planned module",
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
     .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes]\n"
+    .. "                    [--polymorphic]\n"
     .. "                    [--bandwidth B] [--share-copies] [--move-copies] [--partition] [--explain] [--verify]\n"
     .. "                    [--report text|json]\n"
     .. "                    [--costs FILE ...] [--board NAME] [--gantt FILE.svg]\n"
     .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]\n"
     .. "                    [--graph-detail LEVEL]",
   options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--placement",
+                  "--polymorphic",
                   "--share-copies", "--move-copies", "--partition", "--explain", "--verify",
                   "--report", "--reproducer", "--costs", "--board", "--gantt"}, CONFIG, OUTPUT, INSTRUMENTS),
   text = "Parses FILE, runs the annotation rules (--rules, then --annotate), then\n"
@@ -518,6 +524,20 @@ local function explanation(d)
   return table.concat(out, "\n") .. "\n"
 end
 
+-- The "// " line of PlanDevices' polymorphic option (empty when not asked).
+local function specialisation_line(p)
+  for _, q in ipairs(p.passes or {}) do
+    local r = q.name == "PlanDevices" and q.report
+    if r then
+      local without = r.copies_before == false and "a conflict without it"
+        or (r.copies_before .. " without it")
+      return string.format("// polymorphic: %d function%s specialised (%d added); %d device_copy (%s)\n",
+        r.specialised, r.specialised == 1 and "" or "s", r.functions_added, r.copies_after, without)
+    end
+  end
+  return ""
+end
+
 -- "// " lines: what MoveCopies moved after planning (the devices above are
 -- PlanDevices'; a moved parameter or result is where the module now says).
 local function moves_explanation(mod)
@@ -707,6 +727,8 @@ local function run_pipeline(command, opts, pipeline_text, reproducer, origins)
   -- nothing reads the input any more (the context held it for verify):
   -- its nodes the result does not share and its text go before the
   -- result is printed, which lowers the peak of a large module by a module
+  extra = (extra or "") .. specialisation_line(p)
+  if extra == "" then extra = nil end
   local planned_config, regions = ctx.planned_config or config, ctx.regions
   mod, sources, ctx = nil, nil, nil
   collectgarbage()
@@ -759,6 +781,7 @@ function COMMANDS.plan.run(opts)
   if not opts["--first-conflict"] then plan_args[#plan_args + 1] = {"all_conflicts", "true"}
   elseif not opts["--strict"] then plan_args[#plan_args + 1] = {"tvm_conflicts", "true"} end
   if opts["--placement"] == "min_bytes" then plan_args[#plan_args + 1] = {"placement", "min_bytes"} end
+  if opts["--polymorphic"] then plan_args[#plan_args + 1] = {"polymorphic", "true"} end
   items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}
   if opts["--share-copies"] then items[#items + 1] = {"share_copies"} end
   if opts["--move-copies"] then items[#items + 1] = {"move_copies"} end

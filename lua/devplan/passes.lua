@@ -42,13 +42,14 @@ local M = {}
 function M.PlanDevices(config, opts)
   opts = planner.check_options(opts, "devplan.passes.PlanDevices", 2)
   planner.check_config(config, "devplan.passes.PlanDevices", 2)
-  local run
-  if planner.is_tvm(opts) then
-    run = function(mod) return planner.plan(mod, config) end
-  else
-    run = function(mod) return (planner.plan_options(mod, config, opts)) end
-  end
-  local p = pass.new("PlanDevices", run, opts)
+  local tvm = planner.is_tvm(opts)
+  local p
+  p = pass.new("PlanDevices", function(mod)
+    if tvm then return planner.plan(mod, config) end
+    local out, report = planner.plan_options(mod, config, opts)
+    p.report = report -- polymorphic: the report of the last run (dp.planner.specialisations)
+    return out
+  end, opts)
   p.config = config -- what the verifier checks the plan against
   return p
 end

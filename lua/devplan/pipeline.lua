@@ -355,7 +355,9 @@ M.register{
              strict = "true: no conflict resolution (resolve_conflicts=false)",
              all_conflicts = "true: every independent conflict in one run (err.errors)",
              tvm_conflicts = "true: resolve only what TVM resolves (resolve_conflicts=\"tvm\")",
-             placement = "tvm (TVM's defaulting rules) or min_bytes (fewest bytes copied)"},
+             placement = "tvm (TVM's defaulting rules) or min_bytes (fewest bytes copied)",
+             polymorphic = "true: a function called with different device signatures is specialised per signature",
+             max_specialisations = "(polymorphic) at most this many functions copied (default 64)"},
   make = function(args, env)
     local config = config_for(env, args.default) or core.CompilationConfig{targets = {"llvm", "cuda"}}
     local strict = boolean(args.strict, "strict")
@@ -366,6 +368,14 @@ M.register{
     if args.placement == "min_bytes" then opts.placement = "min_bytes"
     elseif args.placement and args.placement ~= "tvm" then
       error("option 'placement' must be tvm or min_bytes, got '" .. args.placement .. "'", 0)
+    end
+    if boolean(args.polymorphic, "polymorphic") then opts.polymorphic = true end
+    if args.max_specialisations then
+      local n = math.tointeger(tonumber(args.max_specialisations))
+      if not n or n < 1 then
+        error("option 'max_specialisations' must be a positive integer, got '" .. args.max_specialisations .. "'", 0)
+      end
+      opts.max_specialisations = n
     end
     local p = passes.PlanDevices(config, next(opts) and opts or nil)
     p.config = config

@@ -32,10 +32,14 @@ for name, fn in pairs(core.planner) do M[name] = fn end
 --                                 signatures is specialised per signature (@f, @f_cuda;
 --                                 src/planner/poly.c, docs/copies.md)
 --   max_specialisations integer  (polymorphic) at most this many functions copied (default 64)
+--   recompute          boolean   a copy of a value cheaper to compute again on its
+--                                 destination (a constant, zeros, a reshape of what is
+--                                 there, ...) is that computation instead (src/planner/
+--                                 recompute.c; dp.planner.recomputed(planned))
 local OPTIONS = {resolve_conflicts = {"boolean", "string"}, all_conflicts = {"boolean"}, placement = {"string"},
                  capability = {"function"}, compute_cost = {"function"},
                  bandwidth = {"number", "function"}, polymorphic = {"boolean"},
-                 max_specialisations = {"number"}}
+                 max_specialisations = {"number"}, recompute = {"boolean"}}
 local PLACEMENTS = {tvm = true, min_bytes = true}
 
 -- PlanDevices' options, checked: unknown keys and wrong types are errors.
@@ -114,11 +118,22 @@ function M.moves(mod) return moves_of[mod] end
 -- PlanDevices with options, remembering the report of polymorphic = true
 -- (dp.planner.specialisations(mod)).
 local specialised_of = setmetatable({}, {__mode = "k"})
+local recomputed_of = setmetatable({}, {__mode = "k"})
 function M.plan_options(mod, config, opts)
   local out, report = core.planner.plan_with(mod, config, opts)
+  if opts and opts.recompute then
+    local list
+    out, list = core.planner.recompute(out, config)
+    recomputed_of[out] = list
+  end
   if report then specialised_of[out] = report end
   return out, report
 end
+
+-- What PlanDevices' recompute option computed again instead of copying, for
+-- the module it made: a list of {value =, fn =, line =, col =, src =, dst =,
+-- calls =}, or nil.
+function M.recomputed(mod) return recomputed_of[mod] end
 
 -- The report of PlanDevices' polymorphic option for the module it made:
 -- {specialised =, functions_added =, copies_before = (false: a conflict

@@ -127,7 +127,50 @@ int dp__lua_plan_polymorphic(lua_State *L, dp_module *m, dp_config *cfg, const d
   return 2;
 }
 
+/* Placement by cost's recompute hook (recompute = true, l_place.c). */
+int h_recomputable(void *ud, dp_expr *value);
+int h_recomputable(void *ud, dp_expr *value) {
+  (void)ud;
+  return dp_recompute_free(value);
+}
+
+/* planner.recompute(planned, config) -> module, recomputed (a list of
+   {value =, fn =, line =, col =, src =, dst =, calls =}). */
+static int l_recompute(lua_State *L) {
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp_config *cfg = dp__lua_check(L, 2, DP_OBJ_CONFIG);
+  dp_recomputes rc = {0};
+  dp_err *err = NULL;
+  dp_module *r = dp_plan_recompute(m, cfg, &rc, &err);
+  if (!r) return dp__lua_error(L, err);
+  dp__lua_push_owned(L, r);
+  lua_createtable(L, (int)rc.n, 0);
+  for (uint32_t i = 0; i < rc.n; i++) {
+    const dp_recompute *x = &rc.v[i];
+    lua_createtable(L, 0, 7);
+    lua_pushstring(L, x->value);
+    lua_setfield(L, -2, "value");
+    lua_pushstring(L, x->fn);
+    lua_setfield(L, -2, "fn");
+    if (x->span.line) {
+      lua_pushinteger(L, x->span.line);
+      lua_setfield(L, -2, "line");
+      lua_pushinteger(L, x->span.col);
+      lua_setfield(L, -2, "col");
+    }
+    dp__lua_push(L, x->src);
+    lua_setfield(L, -2, "src");
+    dp__lua_push(L, x->dst);
+    lua_setfield(L, -2, "dst");
+    lua_pushinteger(L, x->calls);
+    lua_setfield(L, -2, "calls");
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  dp_recomputes_clear(&rc);
+  return 2;
+}
+
 void dp__lua_open_move(lua_State *L) {
-  static const luaL_Reg fns[] = {{"move_copies", l_move_copies}, {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"move_copies", l_move_copies}, {"recompute", l_recompute}, {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

@@ -263,6 +263,8 @@ static int h_bandwidth(void *ud, dp_vdev *src, dp_vdev *dst, double *bps, dp_err
   return number_result(h->L, "bandwidth", bps, err);
 }
 
+int h_recomputable(void *ud, dp_expr *value); /* l_move.c */
+
 /* A function option t[k] pushed (its stack index), or 0 when absent. */
 static int fn_option(lua_State *L, int t, const char *k) {
   int ty = lua_getfield(L, t, k);
@@ -326,6 +328,7 @@ static void read_opts(lua_State *L, int idx, dp_plan_opts *o, hooks *h) {
   h->h.can_run = h->cap ? h_can_run : NULL;
   h->h.compute = h->comp ? h_compute : NULL;
   h->h.bandwidth = h->bw || h->bwconst ? h_bandwidth : NULL;
+  h->h.recomputable = bool_option(L, idx, "recompute", 0) ? h_recomputable : NULL; /* (l_move.c) */
   o->hooks = &h->h;
 }
 
