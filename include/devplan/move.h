@@ -120,8 +120,9 @@ dp_module *dp_plan_polymorphic(dp_module *m, const dp_config *cfg, const dp_plan
    destination than to copy there is replaced by that computation: a
    constant; zeros, ones, full; a reshape, expand_dims, squeeze,
    broadcast_to, reshape_like, zeros_like, ones_like or shape_of of what is
-   already there (a variable living on the destination) or is itself
-   recomputed; at most 4 operator calls per copy (src/planner/recompute.c).
+   already there (a variable living on the destination, or copied away from
+   there) or is itself recomputed; at most 4 operator calls per copy
+   (src/planner/recompute.c).
    The recomputation stands where the copy stood. The result is planned by
    TVM's rules again (it plans to itself). */
 typedef struct dp_recompute {

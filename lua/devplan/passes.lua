@@ -48,6 +48,7 @@ function M.PlanDevices(config, opts)
     if tvm then return planner.plan(mod, config) end
     local out, report = planner.plan_options(mod, config, opts)
     p.report = report -- polymorphic: the report of the last run (dp.planner.specialisations)
+    p.recomputed = planner.recomputed(out) -- recompute: what the last run computed again
     return out
   end, opts)
   p.config = config -- what the verifier checks the plan against

@@ -357,7 +357,8 @@ M.register{
              tvm_conflicts = "true: resolve only what TVM resolves (resolve_conflicts=\"tvm\")",
              placement = "tvm (TVM's defaulting rules) or min_bytes (fewest bytes copied)",
              polymorphic = "true: a function called with different device signatures is specialised per signature",
-             max_specialisations = "(polymorphic) at most this many functions copied (default 64)"},
+             max_specialisations = "(polymorphic) at most this many functions copied (default 64)",
+             recompute = "true: a copy of a value cheaper to compute again where it is read is that computation"},
   make = function(args, env)
     local config = config_for(env, args.default) or core.CompilationConfig{targets = {"llvm", "cuda"}}
     local strict = boolean(args.strict, "strict")
@@ -370,6 +371,7 @@ M.register{
       error("option 'placement' must be tvm or min_bytes, got '" .. args.placement .. "'", 0)
     end
     if boolean(args.polymorphic, "polymorphic") then opts.polymorphic = true end
+    if boolean(args.recompute, "recompute") then opts.recompute = true end
     if args.max_specialisations then
       local n = math.tointeger(tonumber(args.max_specialisations))
       if not n or n < 1 then

@@ -40,7 +40,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "move.h"
-#include "devplan/print.h"
 
 #define MAX_ROUNDS 32
 
@@ -1278,11 +1277,6 @@ dp_module *dp_plan_move_copies(dp_module *planned, const dp_config *cfg, const d
     if (!next) goto fail;
     dp_release(st.m);
     st.m = next;
-    if (getenv("DEVPLAN_MOVE_DEBUG")) {
-      char *txt = dp_print_module(st.m, 0, NULL);
-      fprintf(stderr, "---- round %u\n%s\n", round, txt ? txt : "?");
-      free(txt);
-    }
   }
   dp__plan_ops_free(&st.ops);
   /* the planned form, by TVM's rules (every device is written, so they

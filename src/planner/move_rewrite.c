@@ -161,7 +161,10 @@ static void typed_like(dp_expr *e, const dp_expr *like) {
   if (e && !e->type && like->type) e->type = dp_retain(like->type);
 }
 
-/* A new node like e (atoms excepted): a clone shares nothing. */
+/* A new node like e (variables, globals, operators, constructors
+   excepted): a clone shares nothing with the original (the planner gives a
+   node two functions share one device, and the text format evaluates a
+   node two closures share once, outside both). */
 static dp_expr *fresh_node(dp_expr *e) {
   dp_expr *r = NULL;
   switch (e->h.kind) {
@@ -202,6 +205,11 @@ static dp_expr *fresh_node(dp_expr *e) {
   case DP_REF_WRITE: {
     dp_ref_write *x = (dp_ref_write *)e;
     r = (dp_expr *)dp_ref_write_new(x->ref, x->value, e->span);
+    break;
+  }
+  case DP_CONST: { /* (the planner gives a node shared by two functions one device) */
+    dp_const *x = (dp_const *)e;
+    r = (dp_expr *)dp_const_new(x->dtype, x->ndim, x->shape, x->data, e->span, NULL);
     break;
   }
   default: return dp_retain(e);
@@ -391,7 +399,7 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
     dp__ptrslot *s = dp__ptrmap_find(&t->freshvars, orig);
     if (s) out = dp_retain(s->ptr);
   }
-  if (!out && t->fresh && rebuilt == orig && !is_atom(orig)) {
+  if (!out && t->fresh && rebuilt == orig && (!is_atom(orig) || orig->h.kind == DP_CONST)) {
     if (!(out = fresh_node(orig))) goto fail;
   }
   if (!out) out = dp_retain(rebuilt);

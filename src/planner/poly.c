@@ -84,8 +84,8 @@ static char *fmt2(const char *a, const char *b, uint32_t k) {
 
 static int analyse(pstate *s) {
   dp_module *m = s->m;
+  if (!(s->fn = dp_calloc(m->nfuncs ? m->nfuncs : 1, sizeof *s->fn))) return oomerr(s);
   s->nfn = m->nfuncs;
-  if (!(s->fn = dp_calloc(s->nfn ? s->nfn : 1, sizeof *s->fn))) return oomerr(s);
   for (uint32_t g = 0; g < s->nfn; g++) {
     pfun *p = &s->fn[g];
     if (dp__mfun_init(&p->f, &m->funcs[g].fn->e, m->funcs[g].global->name, &s->err) < 0) {
@@ -387,11 +387,12 @@ static char *class_name(pstate *s, const char *base, const dp_func *f, char *con
   return NULL;
 }
 
-static uint32_t count_copies(const struct dp__plan_ops *ops, dp_module *m) {
-  uint32_t n = 0;
+/* The device_copy calls of m, or -1 (out of memory). */
+static int64_t count_copies(const struct dp__plan_ops *ops, dp_module *m) {
+  int64_t n = 0;
   for (uint32_t g = 0; g < m->nfuncs; g++) {
     dp__mfun f;
-    if (dp__mfun_init(&f, &m->funcs[g].fn->e, m->funcs[g].global->name, NULL) < 0) return n;
+    if (dp__mfun_init(&f, &m->funcs[g].fn->e, m->funcs[g].global->name, NULL) < 0) return -1;
     for (uint32_t i = 0; i < f.n; i++) {
       dp_expr *b;
       dp_vdev *a, *c;
@@ -428,10 +429,13 @@ static void pstate_free(pstate *s) {
 }
 
 /* Merges the instances of each unit (callees first) whose planned
-   functions are the same once their calls are renamed: the class of each
-   instance (s->in[i].cls), the names of the classes (given, per slot of a
-   class's first instance). */
-static int merge(pstate *s, dp_module *exp, dp_module *planned, dp_func **final, char **given,
+   functions are the same once their calls are renamed (calls of merged
+   callees by their class's name, of the instance's own functions by the
+   originals' names): the class of each instance (s->in[i].cls), the name of
+   each class (given, per slot of its first instance), and map: every slot
+   to its class's name. cmp holds the compared forms of the classes' first
+   instances (per slot). */
+static int merge(pstate *s, dp_module *exp, dp_module *planned, dp_func **cmp, char **given,
                  char **map, dp_poly_report *rep) {
   prename r = {exp, s->slot_of, map};
   for (uint32_t u = 0; u < s->nunit; u++) {
@@ -439,7 +443,6 @@ static int merge(pstate *s, dp_module *exp, dp_module *planned, dp_func **final,
     for (uint32_t i = 0; i < s->nin; i++) {
       if (s->in[i].unit != u) continue;
       if (first == MV_NONE) first = i;
-      /* its own functions compared under their original names */
       for (uint32_t k = 0; k < nm; k++) map[s->in[i].first + k] = (char *)s->m->funcs[s->umem[s->uoff[u] + k]].global->name;
       for (uint32_t k = 0; k < nm; k++) {
         uint32_t slot = s->in[i].first + k;
@@ -449,7 +452,7 @@ static int merge(pstate *s, dp_module *exp, dp_module *planned, dp_func **final,
           if (!s->err) s->err = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "polymorphic: @%s was lost", s->names[slot]);
           return -1;
         }
-        final[slot] = (dp_func *)rn;
+        cmp[slot] = (dp_func *)rn;
       }
       for (uint32_t k = 0; k < nm; k++) map[s->in[i].first + k] = NULL;
       uint32_t cls = MV_NONE;
@@ -457,18 +460,24 @@ static int merge(pstate *s, dp_module *exp, dp_module *planned, dp_func **final,
         if (s->in[j].unit != u || s->in[j].cls != j) continue;
         int same = 1;
         for (uint32_t k = 0; k < nm && same == 1; k++)
-          same = dp_expr_equal(&final[s->in[i].first + k]->e, &final[s->in[j].first + k]->e, NULL);
+          same = dp_expr_equal(&cmp[s->in[i].first + k]->e, &cmp[s->in[j].first + k]->e, NULL);
         if (same < 0) return oomerr(s);
         if (same) cls = j;
       }
       s->in[i].cls = cls == MV_NONE ? i : cls;
-      if (cls == MV_NONE) {
-        classes++;
+      if (cls != MV_NONE) { /* (only a class's first instance's form is compared again) */
         for (uint32_t k = 0; k < nm; k++) {
-          uint32_t slot = s->in[i].first + k;
-          const char *base = s->m->funcs[s->umem[s->uoff[u] + k]].global->name;
-          if (!(given[slot] = class_name(s, base, final[slot], given, s->nnames, i == first))) return oomerr(s);
+          dp_release(cmp[s->in[i].first + k]);
+          cmp[s->in[i].first + k] = NULL;
         }
+        continue;
+      }
+      classes++;
+      for (uint32_t k = 0; k < nm; k++) {
+        uint32_t slot = s->in[i].first + k;
+        const char *base = s->m->funcs[s->umem[s->uoff[u] + k]].global->name;
+        dp_func *pf = dp_module_func(planned, s->names[slot]);
+        if (!(given[slot] = class_name(s, base, pf, given, s->nnames, i == first))) return oomerr(s);
       }
     }
     /* from here the unit's functions are called by their class's names */
@@ -489,7 +498,7 @@ dp_module *dp_plan_polymorphic(dp_module *m, const dp_config *cfg, const dp_plan
   pstate s = {0};
   dp_module *exp = NULL, *planned = NULL, *out = NULL;
   char **given = NULL, **map = NULL;
-  dp_func **final = NULL;
+  dp_func **cmp = NULL;
   if (rep) *rep = (dp_poly_report){0};
   if (dp__plan_ops(m->ctx, &s.ops, err) < 0) return NULL;
   s.m = m;
@@ -499,12 +508,12 @@ dp_module *dp_plan_polymorphic(dp_module *m, const dp_config *cfg, const dp_plan
   planned = dp_plan_devices_opts(exp, cfg, o, all, &s.err);
   if (!planned) goto fail;
   uint32_t nn = s.nnames ? s.nnames : 1;
-  if (!(given = dp_calloc(nn, sizeof *given)) || !(final = dp_calloc(nn, sizeof *final)) ||
+  if (!(given = dp_calloc(nn, sizeof *given)) || !(cmp = dp_calloc(nn, sizeof *cmp)) ||
       !(map = dp_calloc(nn, sizeof *map))) {
     oomerr(&s);
     goto fail;
   }
-  if (merge(&s, exp, planned, final, given, map, rep) < 0) goto fail;
+  if (merge(&s, exp, planned, cmp, given, map, rep) < 0) goto fail;
   /* the module: each class once, under its name, with its calls renamed */
   prename r = {exp, s.slot_of, map};
   if (!(out = dp_module_new(m->ctx))) {
@@ -521,7 +530,7 @@ dp_module *dp_plan_polymorphic(dp_module *m, const dp_config *cfg, const dp_plan
         if (s.in[i].unit != s.fn[g].unit || s.in[i].cls != i) continue;
         uint32_t slot = s.in[i].first + member(&s, g);
         if ((pass == 0) != (strcmp(given[slot], s.m->funcs[g].global->name) == 0)) continue;
-        dp_expr *fn = renamed(&final[slot]->e, &r, &s.err);
+        dp_expr *fn = renamed(&dp_module_func(planned, s.names[slot])->e, &r, &s.err);
         dp_global *gl = fn ? dp_global_new(given[slot], fn->span) : NULL;
         int rc = gl ? dp_module_add_func(out, gl, (dp_func *)fn, &s.err) : -1;
         dp_release(gl);
@@ -529,16 +538,19 @@ dp_module *dp_plan_polymorphic(dp_module *m, const dp_config *cfg, const dp_plan
         if (rc < 0) goto fail;
       }
   if (rep) {
-    rep->copies_after = count_copies(&s.ops, out);
+    int64_t after = count_copies(&s.ops, out), before = -1;
     dp_err *e2 = NULL;
-    dp_module *plain = dp_plan_devices_opts(m, cfg, o, NULL, &e2);
-    if (plain) rep->copies_before = (int64_t)count_copies(&s.ops, plain);
-    else if (e2 && e2->code == DP_ERR_MEMORY) {
-      s.err = e2;
-      goto fail;
-    } else rep->copies_before = -1;
-    dp_err_free(e2);
+    dp_module *plain = after >= 0 ? dp_plan_devices_opts(m, cfg, o, NULL, &e2) : NULL;
+    if (plain && (before = count_copies(&s.ops, plain)) < 0) after = -1;
     dp_release(plain);
+    if (after < 0 || (!plain && (!e2 || e2->code == DP_ERR_MEMORY))) {
+      dp_err_free(e2);
+      oomerr(&s);
+      goto fail;
+    }
+    dp_err_free(e2);
+    rep->copies_after = (uint32_t)after;
+    rep->copies_before = before; /* (-1: TVM's rules find a conflict) */
   }
   goto done;
 fail:
@@ -550,10 +562,10 @@ fail:
 done:
   for (uint32_t i = 0; i < s.nnames; i++) {
     if (given) free(given[i]);
-    if (final) dp_release(final[i]);
+    if (cmp) dp_release(cmp[i]);
   }
   free(given);
-  free(final);
+  free(cmp);
   free(map);
   dp_release(exp);
   dp_release(planned);

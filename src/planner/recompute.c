@@ -12,7 +12,9 @@
  *     squeeze, broadcast_to, reshape_like, zeros_like, ones_like, shape_of,
  *     of arguments that qualify themselves, or that are variables (a
  *     parameter, a let) living on the destination;
- *   - a let variable whose value qualifies (computed again from there).
+ *   - a let variable whose value qualifies (computed again from there);
+ *   - a copy from the destination of what qualifies (the value before it
+ *     was copied away).
  * Nothing else moves: the recomputation stands where the copy stood (the
  * copies of one value to one device in a function share one, which the
  * text format binds where it dominates them, as ShareCopies does), and a
@@ -96,7 +98,8 @@ static int bind_lets(void *ud, dp_expr *e) {
 static int on(rctx *c, dp_expr *x, dp_vdev *dst) {
   dp_err *e = NULL;
   dp_vdev *v = dp_domains_lookup(c->d, x, &e);
-  dp_err_free(e);
+  if (!v && e && e->code == DP_ERR_MEMORY && !c->err) c->err = e; /* (rebuild returns NULL, err set) */
+  else dp_err_free(e);
   int same = v == dst;
   dp_release(v);
   return same;
@@ -123,6 +126,10 @@ static dp_expr *rebuild(rctx *c, dp_expr *e, dp_vdev *dst, uint32_t *calls, uint
     }
     return on(c, e, dst) ? dp_retain(e) : NULL;
   }
+  dp_expr *z;
+  dp_vdev *s2, *d2;
+  if (dp__device_copy_props(&c->ops, e, &z, &s2, &d2) && s2 == dst) /* what was copied away from there */
+    return rebuild(c, z, dst, calls, depth + 1);
   const char *op = op_name(e);
   if (!op || !(one_of(op, CREATE) || one_of(op, VIEWS)) || ++*calls > RECOMPUTE_MAX_CALLS) return NULL;
   dp_call *call = (dp_call *)e;
@@ -227,7 +234,9 @@ dp_module *dp_plan_recompute(dp_module *planned, const dp_config *cfg, dp_recomp
     c.fn = planned->funcs[g].global->name;
     dp_visitor v = {NULL, bind_lets, &c};
     dp_rewriter rw = {NULL, post, &c};
-    dp_expr *nf = dp_visit(f, &v) == 0 ? dp_rewrite(f, &rw, err) : NULL;
+    dp_expr *nf = NULL;
+    if (dp_visit(f, &v) == 0) nf = dp_rewrite(f, &rw, err);
+    else if (!c.err) c.err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
     dp__ptrmap_free(&c.letval);
     for (uint32_t i = 0; i < c.ndone; i++) dp_release(c.done[i].made);
     c.ndone = 0;
