@@ -34,8 +34,11 @@
 -- executed are, over every scope, the times it ran times the device_copy
 -- nodes that live there, whether or not the value of such a copy was read
 -- on that path (a copy made before an if runs whichever branch is taken).
--- Values themselves are computed lazily (programs are pure), each node
--- once per activation of its scope.
+-- Values are computed as they are read (programs are pure), each node once
+-- per activation of its scope; when a scope's activation ends, the nodes of
+-- that scope nothing read run too (the text format evaluates them there),
+-- so their branches and calls count, without device checks (their context
+-- is their readers', and none read them on this path).
 local dp = require "devplan"
 local report = require "devplan.report"
 
@@ -149,6 +152,12 @@ local function scopes_of(fn)
     end
   end
   for _, e in ipairs(post) do
+    local k = e.kind
+    if k ~= "var" and k ~= "global" and k ~= "op" and k ~= "ctor" and e ~= fn then
+      local s = home[e]
+      s.nodes = s.nodes or {}
+      s.nodes[#s.nodes + 1] = e
+    end
     if is_op(e, "device_copy") then
       local s = home[e]
       local b = report.bytes_of(e.checked_type) or 0
@@ -214,7 +223,9 @@ return function(mod, args, opts)
   local scope_info = {}      -- global function name -> {home, opened, root}
   local counts = {}          -- scope -> times it ran
   local violations, nviol = {}, 0
+  local forcing = 0
   local function violate(fmt, ...)
+    if forcing > 0 then return end -- (a node no one reads here: run for its copies only)
     nviol = nviol + 1
     if #violations < 20 then violations[#violations + 1] = string.format(fmt, ...) end
   end
@@ -248,6 +259,17 @@ return function(mod, args, opts)
   end
 
   local eval
+  -- Every node whose scope is act's runs when act does, read or not (where
+  -- the printer binds it): the ones nothing read yet run at the end.
+  local function force(act, env, dev)
+    local nodes = act.scope and act.scope.nodes
+    if not nodes then return end
+    forcing = forcing + 1
+    for _, e in ipairs(nodes) do
+      if act.memo[e] == nil then eval(e, env, dev, act) end
+    end
+    forcing = forcing - 1
+  end
   local function bind(p, v, env)
     if p.kind == "wild" then return true end
     if p.kind == "var" then env[p.var] = v return true end
@@ -279,6 +301,7 @@ return function(mod, args, opts)
         env2[p] = vals[i]
       end
       local r = eval(fn.body, env2, dev, act)
+      force(act, env2, dev)
       check_leaves(r, dev, "the result of %s: the function's virtual_device is %s, the result on %s", name or "a function", dev)
       return r
     end}
@@ -317,9 +340,10 @@ return function(mod, args, opts)
     if k == "ctor" then return {ctor = e.name, fields = {}} end
     if k == "fn" then return closure(e, env, nil, act) end
     if k == "let" then
-      local env2 = setmetatable({}, {__index = env})
-      env2[e.var] = eval(e.value, e.value.kind == "fn" and env2 or env, dev, act)
-      return eval(e.body, env2, dev, act)
+      -- (variables are unique nodes: the let binds in the environment of
+      -- its activation, so a long let chain is no long __index chain)
+      env[e.var] = eval(e.value, env, dev, act)
+      return eval(e.body, env, dev, act)
     end
     if k == "if" then
       local c = eval(e.cond, env, dev, act)
@@ -328,7 +352,10 @@ return function(mod, args, opts)
       local slot = cv and 2 or 3
       local s = scope_at(e, slot)
       if s then ran(s) end
-      return eval(cv and e.then_branch or e.else_branch, env, dev, {scope = s, parent = act, memo = {}})
+      local a = {scope = s, parent = act, memo = {}}
+      local r = eval(cv and e.then_branch or e.else_branch, env, dev, a)
+      force(a, env, dev)
+      return r
     end
     if k == "tuple" then
       local r = {n = #e.fields}
@@ -347,7 +374,10 @@ return function(mod, args, opts)
         if bind(c.pattern, v, env2) then
           local s = scope_at(e, i + 1)
           if s then ran(s) end
-          return eval(c.rhs, env2, dev, {scope = s, parent = act, memo = {}})
+          local a = {scope = s, parent = act, memo = {}}
+          local r = eval(c.rhs, env2, dev, a)
+          force(a, env2, dev)
+          return r
         end
       end
       error("no clause matches", 0)
