@@ -112,6 +112,28 @@ def @main(%p {virtual_device=CPU}: T, %c: bool) -> T {
     assert.is_true((kinds(moves).cancelled or 0) >= 1)
   end)
 
+  it("moves the copy every caller makes of the result into the function, where it copies it already", function()
+    local text = [[
+#[version = "0.0.5"]
+def @f(%a {virtual_device=GPU}: T, virtual_device=GPU) -> T {
+  %0 = on_device(exp(%a), virtual_device=GPU);
+  let %u = on_device(tanh(device_copy(%0, src_virtual_device=GPU, dst_virtual_device=CPU)), virtual_device=CPU);
+  %0
+}
+def @main(%x {virtual_device=GPU}: T, virtual_device=CPU) -> T {
+  %1 = device_copy(@f(%x), src_virtual_device=GPU, dst_virtual_device=CPU);
+  %2 = device_copy(@f(on_device(negative(%x), virtual_device=GPU)), src_virtual_device=GPU, dst_virtual_device=CPU);
+  add(%1, %2)
+}
+]]
+    local moved, _, moves, before, after = moved_of(text, {{x = 3}})
+    assert.are.same({4}, before)
+    assert.are.same({2}, after) -- each call copied its result twice, once inside and once after
+    assert.are.equal("cpu", moved:get("f").virtual_device.device_type_name)
+    assert.are.equal(0, testing.count_calls(moved:get("main"), "device_copy"))
+    assert.truthy(moves[1].text:find("moved into it", 1, true), moves[1].text)
+  end)
+
   it("leaves a parameter copied only in one branch of the function where it is", function()
     local text = [[
 #[version = "0.0.5"]

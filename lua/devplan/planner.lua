@@ -9,6 +9,9 @@
 --   dp.planner.plan_with(mod, config, opts) PlanDevices with options
 --   dp.planner.share_copies(planned)      ShareCopies
 --   dp.planner.move(planned, config, opts) MoveCopies (the module; its moves: dp.planner.moves)
+--   dp.planner.specialisations(planned)   PlanDevices {polymorphic = true}'s report
+--   dp.planner.recomputed(planned)        PlanDevices {recompute = true}'s list
+--   (docs/copies.md)
 --   dp.planner.solve_placement(problem)   the placement optimiser on its own
 local core = require "devplan.core"
 local ir = require "devplan.ir"

@@ -333,10 +333,10 @@ static uint32_t strip_id(mstate *st, const dp__mfun *f, uint32_t id) {
   return id;
 }
 
-/* The uses of variable v, looking through the on_device calls around it
-   (planned modules wrap a value where its device is written): each use with
-   the node it reads (v or its outermost on_device); the on_device calls met
-   go to *wraps (with the use they lead to). */
+/* The uses of node v (a variable, or any value), looking through the
+   on_device calls around it (planned modules wrap a value where its device
+   is written): each use with the node it reads (v or its outermost
+   on_device); the on_device calls met go to out->w. */
 typedef struct vuse { uint32_t par, slot, node; } vuse;
 typedef struct vuses { vuse *u; uint32_t n, cap; uint32_t *w, nw, capw; } vuses;
 
@@ -614,6 +614,117 @@ done:
   free(w.copy);
   free(w.wrap);
   free(w.self);
+  return r;
+}
+
+/* A result every caller copies to one device moves into the function when
+   it meets a copy the function makes there already (of the value it
+   returns, on every call): the two are one, and the function returns on
+   that device. Each call ran both; it runs one. (Without such a copy it
+   stays with the callers: per call the same, and the function keeps
+   running where it computes.) */
+static int move_result_in(mstate *st, mhandle *h) {
+  dp__mfun *f = &st->f[h->fn];
+  dp__mtable *t = &st->t[h->fn];
+  dp_func *fn = hfunc(st, h);
+  dp_vdev *d1 = fn->vdev, *d2 = NULL;
+  uint32_t hi = (uint32_t)(h - st->h);
+  if (!d1 || dp__mtable_get(t, h->node)) return 0;
+  /* every call is read only by a copy from d1 to one device (through
+     on_device calls); none is a recursive call */
+  for (uint32_t k = 0; k < h->ncalls; k++) {
+    mcall *c = &h->calls[k];
+    dp__mfun *cf = &st->f[c->fn];
+    if (c->fn == h->fn && inside(st, h, c, 0)) return 0;
+    uint32_t x = c->id;
+    while (dp__mfun_nuses(cf, x) == 1 && cf->uslot[cf->uoff[x]] == 1 &&
+           dp__on_device_body(&st->ops, cf->x[cf->upar[cf->uoff[x]]]))
+      x = cf->upar[cf->uoff[x]];
+    dp_vdev *s2, *dd;
+    if (dp__mfun_nuses(cf, x) != 1 || cf->uslot[cf->uoff[x]] != 1) return 0;
+    uint32_t q = cf->upar[cf->uoff[x]];
+    if (!is_copy(st, cf->x[q], &s2, &dd) || s2 != d1 || (d2 && dd != d2) || dp__mtable_get(&st->t[c->fn], q))
+      return 0;
+    d2 = dd;
+  }
+  if (!d2) return 0;
+  /* the tail: through lets and on_device calls to the value returned */
+  uint32_t parent = h->node, slot = fn->nparams, leaf = f->kid[f->koff[h->node] + fn->nparams];
+  uint32_t *wraps = NULL, nw = 0, capw = 0;
+  int r = 0;
+  while (leaf != MV_NONE && dp__mfun_nuses(f, leaf) == 1 && !dp__mtable_get(t, leaf) &&
+         (f->x[leaf]->h.kind == DP_LET || dp__on_device_body(&st->ops, f->x[leaf]))) {
+    if (f->x[leaf]->h.kind == DP_LET) {
+      parent = leaf;
+      slot = 2;
+      leaf = f->kid[f->koff[leaf] + 2];
+    } else {
+      if (tail_push(&wraps, &nw, &capw, leaf) < 0) return -1;
+      leaf = f->kid[f->koff[leaf] + 1];
+    }
+  }
+  dp_vdev *s2, *dd;
+  if (leaf == MV_NONE || dp__mtable_get(t, leaf) || is_copy(st, f->x[leaf], &s2, &dd) ||
+      (is_call(f->x[leaf]) && callee_handle(st, h->fn, leaf) == hi))
+    goto done;
+  /* a copy of it to d2 the function makes on every call, met before the tail */
+  vuses vu = {0};
+  uint32_t q = MV_NONE;
+  if (var_uses(st, f, leaf, &vu) < 0) { /* (through the on_device calls around it) */
+    r = -1;
+    goto done;
+  }
+  for (uint32_t u = 0; u < vu.n && q == MV_NONE; u++) {
+    uint32_t c = vu.u[u].par;
+    if (vu.u[u].slot == 1 && is_copy(st, f->x[c], &s2, &dd) && s2 == d1 && dd == d2 && f->home[c] == h->body &&
+        c < parent && !dp__mtable_get(t, c))
+      q = c;
+  }
+  free(vu.u);
+  free(vu.w);
+  if (q == MV_NONE) goto done;
+  r = -1;
+  for (uint32_t k = 0; k < nw; k++) {
+    dp__mdec *d = dp__mtable_dec(t, wraps[k]);
+    if (!d) goto done;
+    d->op = MD_KID;
+    d->kid = 1;
+  }
+  dp__mdec *d = dp__mtable_dec(t, parent);
+  if (!d) goto done;
+  d->sub = 1;
+  d->sub_slot = slot;
+  d->sub_node = q;
+  if (!(d = dp__mtable_dec(t, h->node))) goto done;
+  d->vdev = d2;
+  for (uint32_t k = 0; k < h->ncalls; k++) {
+    mcall *c = &h->calls[k];
+    dp__mfun *cf = &st->f[c->fn];
+    uint32_t x = c->id;
+    while (dp__mfun_nuses(cf, x) == 1 && dp__on_device_body(&st->ops, cf->x[cf->upar[cf->uoff[x]]])) {
+      x = cf->upar[cf->uoff[x]];
+      dp__mdec *dw = dp__mtable_dec(&st->t[c->fn], x);
+      if (!dw) goto done;
+      dw->op = MD_KID;
+      dw->kid = 1;
+    }
+    dp__mdec *dq = dp__mtable_dec(&st->t[c->fn], cf->upar[cf->uoff[x]]);
+    if (!dq) goto done;
+    dq->op = MD_KID;
+    dq->kid = 1;
+  }
+  char *who = hname(st, h), *a = dev(d1), *b = dev(d2);
+  log_move(st, DP_MOVE_RESULT, who, NULL, "the result", fn->e.span, d1, d2, h->ncalls,
+           "every call of %s copied its result from %s to %s, which %s copies there already on every "
+           "call: the callers' copies moved into it are that copy, and %s now returns on %s (each call "
+           "ran two copies, it runs one)",
+           who ? who : "?", a ? a : "?", b ? b : "?", who ? who : "?", who ? who : "?", b ? b : "?");
+  free(who);
+  free(a);
+  free(b);
+  r = 1;
+done:
+  free(wraps);
   return r;
 }
 
@@ -943,6 +1054,7 @@ static int boundaries(mstate *st, dp_err **err) {
       r = move_params(st, h);
       if (r >= 0) {
         int q = move_result(st, h);
+        if (q == 0) q = move_result_in(st, h);
         r = q < 0 ? -1 : r + q;
       }
     }
@@ -1062,6 +1174,36 @@ static char *value_text(mstate *st, dp_expr *v) {
   return dp__describe(st->m->ctx, v);
 }
 
+/* Dropping the copy c (a dead let's value) takes a use from the value it
+   copies: a value read elsewhere then runs where those reads meet, which
+   must be no more often than now (its scope, or a branch below it; not a
+   function literal). 1 yes, 0 no, -1 out of memory. */
+static int stays_put(mstate *st, dp__mfun *f, uint32_t c) {
+  uint32_t v = c == MV_NONE ? MV_NONE : f->kid[f->koff[c] + 1];
+  while (v != MV_NONE && dp__on_device_body(&st->ops, f->x[v]) && dp__mfun_nuses(f, v) == 1)
+    v = f->kid[f->koff[v] + 1];
+  if (v == MV_NONE) return 0;
+  int k = f->x[v]->h.kind;
+  if (k == DP_VAR || k == DP_GLOBAL || k == DP_CONST || k == DP_OP || k == DP_CTOR) return 1;
+  vuses vu = {0};
+  if (var_uses(st, f, v, &vu) < 0) return -1;
+  uint32_t at = MV_NONE;
+  for (uint32_t u = 0; u < vu.n; u++) {
+    uint32_t p = vu.u[u].par;
+    int through = p == c; /* (the copy itself, or the on_device calls on the way to it) */
+    for (uint32_t q = p; !through && q != MV_NONE && dp__on_device_body(&st->ops, f->x[q]);) {
+      q = dp__mfun_nuses(f, q) == 1 ? f->upar[f->uoff[q]] : MV_NONE;
+      through = q == c;
+    }
+    if (through) continue;
+    uint32_t sc = dp__mfun_scope_at(f, p, vu.u[u].slot);
+    at = dp__mscope_lca(f, at, sc != MV_NONE ? sc : f->home[p]);
+  }
+  free(vu.u);
+  free(vu.w);
+  return at == MV_NONE || dp__mscope_within(f, at, f->home[v], 1);
+}
+
 static int merge_fn(mstate *st, uint32_t g) {
   dp__mfun *f = &st->f[g];
   dp__mtable *t = &st->t[g];
@@ -1079,6 +1221,11 @@ static int merge_fn(mstate *st, uint32_t g) {
     dp_vdev *src, *dst;
     int copy = is_copy(st, val, &src, &dst);
     if (!copy && val->h.kind != DP_VAR) continue;
+    if (copy) {
+      int ok = stays_put(st, f, dp__mfun_id(f, val));
+      if (ok < 0) goto done;
+      if (!ok) continue;
+    }
     dp__mdec *d = dp__mtable_dec(t, id);
     /* its copy merges with no other (the let goes, and its uses with it) */
     dp__mdec *dv = d ? dp__mtable_dec(t, dp__mfun_id(f, val)) : NULL;

@@ -92,6 +92,8 @@ typedef struct dp__mdec {
   uint8_t op;            /* MD_* */
   uint8_t wrap;          /* then a copy src -> dst of the result */
   uint8_t keep;          /* must come out as itself (a peel uses it by identity): no cancel */
+  uint8_t sub;           /* child sub_slot becomes the rewritten node sub_node */
+  uint32_t sub_slot, sub_node;
   uint32_t kid, rep;
   dp_var *var;           /* MD_VAR (owned by the table) */
   dp_vdev *src, *dst;    /* wrap */

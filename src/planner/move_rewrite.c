@@ -89,6 +89,7 @@ typedef struct mrw {
   dp_expr **made;      /* id -> its rewritten node (owned) */
   dp_expr **rep;       /* id of a representative -> the node standing for its group (owned) */
   dp__ptrmap letval;   /* rewritten let variable -> rewritten value (borrowed from made) */
+  dp__ptrmap letid;    /* rewritten let variable -> the let's id */
   const struct mrw *outer; /* a clone made inside a rewrite: that rewrite */
   uint32_t root, body; /* a clone: its root and the scope of its body */
 } mrw;
@@ -111,12 +112,16 @@ static dp_expr *strip(const struct dp__plan_ops *ops, dp_expr *e) {
 
 /* The value a copy from b to a of x gives back without a copy: x is (under
    on_device calls, or a let variable bound to) a copy from a to b of z: z
-   (borrowed), else NULL. */
-static dp_expr *undone(mrw *c, dp_expr *x, dp_vdev *a, dp_vdev *b) {
+   (borrowed), else NULL. pos: the node whose place the value takes. Through
+   a let variable, z is read there from then on, and once the let goes (a
+   let of a copy nobody reads) there alone: pos must run at most as often as
+   the let (in its scope or a branch below it, not in a function literal). */
+static dp_expr *undone(mrw *c, dp_expr *x, dp_vdev *a, dp_vdev *b, uint32_t pos) {
   dp_expr *y = strip(c->ops, x), *z;
   if (y->h.kind == DP_VAR) {
-    dp__ptrslot *s = dp__ptrmap_find(&c->letval, y);
-    if (!s) return NULL;
+    dp__ptrslot *s = dp__ptrmap_find(&c->letval, y), *l = dp__ptrmap_find(&c->letid, y);
+    dp__mfun *f = c->t->f;
+    if (!s || !l || pos == MV_NONE || !dp__mscope_within(f, f->home[pos], f->home[l->val], 1)) return NULL;
     y = strip(c->ops, s->ptr);
   }
   dp_vdev *s2, *d2;
@@ -124,12 +129,13 @@ static dp_expr *undone(mrw *c, dp_expr *x, dp_vdev *a, dp_vdev *b) {
   return NULL;
 }
 
-/* out (owned) replaced when it is a copy that undoes a copy. */
-static dp_expr *cancel(mrw *c, dp_expr *out) {
+/* out (owned, at the place of node pos) replaced when it is a copy that
+   undoes a copy. */
+static dp_expr *cancel(mrw *c, dp_expr *out, uint32_t pos) {
   dp_expr *x;
   dp_vdev *src, *dst;
   if (!dp__device_copy_props(c->ops, out, &x, &src, &dst) || !src || !dst) return out;
-  dp_expr *z = undone(c, x, dst, src);
+  dp_expr *z = undone(c, x, dst, src, pos);
   if (!z) return out;
   c->t->ncancel++;
   dp_retain(z);
@@ -137,9 +143,10 @@ static dp_expr *cancel(mrw *c, dp_expr *out) {
   return z;
 }
 
-/* A copy of x (borrowed) from src to dst, or what undoes it. */
-static dp_expr *copy_of(mrw *c, dp_expr *x, dp_vdev *src, dp_vdev *dst, dp_err **err) {
-  dp_expr *z = undone(c, x, dst, src);
+/* A copy of x (borrowed, at the place of node pos) from src to dst, or
+   what undoes it. */
+static dp_expr *copy_of(mrw *c, dp_expr *x, dp_vdev *src, dp_vdev *dst, uint32_t pos, dp_err **err) {
+  dp_expr *z = undone(c, x, dst, src, pos);
   if (z) {
     c->t->ncancel++;
     return dp_retain(z);
@@ -285,7 +292,7 @@ done:
 }
 
 /* The call out (owned) with its new callee and argument actions. */
-static dp_expr *call_actions(mrw *c, const dp__mdec *d, dp_expr *out, dp_err **err) {
+static dp_expr *call_actions(mrw *c, const dp__mdec *d, dp_expr *out, uint32_t id, dp_err **err) {
   if (out->h.kind != DP_CALL) return out;
   dp_call *x = (dp_call *)out;
   uint32_t extra = 0;
@@ -305,7 +312,7 @@ static dp_expr *call_actions(mrw *c, const dp__mdec *d, dp_expr *out, dp_err **e
     switch (a->kind) {
     case MA_WRAP:
       if (a->arg >= x->nargs) continue;
-      v = copy_of(c, args[a->arg], a->src, a->dst, err);
+      v = copy_of(c, args[a->arg], a->src, a->dst, id, err);
       if (!v) goto fail;
       dp_release(args[a->arg]);
       args[a->arg] = v;
@@ -368,7 +375,7 @@ static int note_let_value(mrw *c, uint32_t id, dp_expr *out) {
     if (f->uslot[u] != 1 || f->x[p]->h.kind != DP_LET) continue;
     uint32_t v = f->kid[f->koff[p]];
     dp_expr *var = made_of(c, v);
-    if (dp__ptrmap_put(&c->letval, var, out) < 0) return -1;
+    if (dp__ptrmap_put(&c->letval, var, out) < 0 || dp__ptrmap_set(&c->letid, var, p, 0) < 0) return -1;
   }
   return 0;
 }
@@ -408,14 +415,29 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
     dp_release(out);
     if (!(out = m)) goto fail;
   }
-  if (d && (d->callee || d->na) && !(out = call_actions(c, d, out, err))) return NULL;
+  if (d && d->sub && out->h.kind == orig->h.kind) { /* one child becomes another node */
+    uint32_t n = dp__nchildren(out);
+    dp_expr **kids = dp_malloc((n ? n : 1) * sizeof *kids);
+    if (!kids) {
+      dp_release(out);
+      goto fail;
+    }
+    for (uint32_t i = 0; i < n; i++) kids[i] = dp__child(out, i);
+    if (d->sub_slot < n) kids[d->sub_slot] = made_of(c, d->sub_node);
+    dp_expr *r = dp_expr_with_children(out, kids);
+    free(kids);
+    dp_release(out);
+    if (!(out = r)) goto fail;
+    typed_like(out, orig);
+  }
+  if (d && (d->callee || d->na) && !(out = call_actions(c, d, out, id, err))) return NULL;
   if (d && (d->vdev || d->na) && !(out = func_changes(t, d, out, err))) return NULL;
   if (d && d->wrap) {
-    dp_expr *w = copy_of(c, out, d->src, d->dst, err);
+    dp_expr *w = copy_of(c, out, d->src, d->dst, id, err);
     dp_release(out);
     if (!(out = w)) return NULL;
   }
-  if (!(d && d->keep)) out = cancel(c, out);
+  if (!(d && d->keep)) out = cancel(c, out, id);
   if (d && d->op == MD_REP && !c->rep[d->rep]) c->rep[d->rep] = dp_retain(out);
   if (d && d->clone) {
     dp_expr *cl = rewrite_with(c->ops, d->clone, d->clone_root, c, err);
@@ -511,7 +533,7 @@ static dp_expr *rewrite_with(const struct dp__plan_ops *ops, dp__mtable *t, uint
   dp__mfun *f = t->f;
   uint32_t body = MV_NONE;
   if (f->x[root]->h.kind == DP_FUNC) body = dp__mfun_scope_at(f, root, ((dp_func *)f->x[root])->nparams);
-  mrw c = {ops, t, NULL, NULL, DP__PTRMAP_INIT, outer, root, body};
+  mrw c = {ops, t, NULL, NULL, DP__PTRMAP_INIT, DP__PTRMAP_INIT, outer, root, body};
   dp_expr *out = NULL;
   if (!(c.made = dp_calloc(f->n, sizeof *c.made)) || !(c.rep = dp_calloc(f->n, sizeof *c.rep))) {
     dp_err_set(err, oom());
@@ -535,6 +557,7 @@ done:
   free(c.made);
   free(c.rep);
   dp__ptrmap_free(&c.letval);
+  dp__ptrmap_free(&c.letid);
   return out;
 }
 
