@@ -333,40 +333,6 @@ static uint32_t strip_id(mstate *st, const dp__mfun *f, uint32_t id) {
   return id;
 }
 
-/* The uses of node v (a variable, or any value), looking through the
-   on_device calls around it (planned modules wrap a value where its device
-   is written): each use with the node it reads (v or its outermost
-   on_device); the on_device calls met go to out->w. */
-typedef struct vuse { uint32_t par, slot, node; } vuse;
-typedef struct vuses { vuse *u; uint32_t n, cap; uint32_t *w, nw, capw; } vuses;
-
-static int var_uses(mstate *st, const dp__mfun *f, uint32_t v, vuses *out) {
-  uint32_t *stack = NULL, n = 0, cap = 0;
-  int rc = 0;
-  if (dp_grow((void **)&stack, &cap, 1, sizeof *stack) < 0) return -1;
-  stack[n++] = v;
-  while (n && rc == 0) {
-    uint32_t x = stack[--n];
-    for (uint32_t k = f->uoff[x]; k < f->uoff[x + 1] && rc == 0; k++) {
-      uint32_t q = f->upar[k], slot = f->uslot[k];
-      if (slot == 1 && dp__on_device_body(&st->ops, f->x[q])) {
-        if (dp_grow((void **)&stack, &cap, n + 1, sizeof *stack) < 0 ||
-            dp_grow((void **)&out->w, &out->capw, out->nw + 1, sizeof *out->w) < 0)
-          rc = -1;
-        else {
-          stack[n++] = q;
-          out->w[out->nw++] = q;
-        }
-        continue;
-      }
-      if (dp_grow((void **)&out->u, &out->cap, out->n + 1, sizeof *out->u) < 0) rc = -1;
-      else out->u[out->n++] = (vuse){q, slot, x};
-    }
-  }
-  free(stack);
-  return rc;
-}
-
 static dp_func *hfunc(mstate *st, const mhandle *h) {
   return (dp_func *)st->f[h->fn].x[h->node];
 }
@@ -409,8 +375,8 @@ static int move_params(mstate *st, mhandle *h) {
     if (pid == MV_NONE || !src || dp__mtable_get(t, pid)) continue;
     int ok = 1;
     uint32_t top = 0, ncopies = 0;
-    vuses vu = {0};
-    if (var_uses(st, f, pid, &vu) < 0) return -1;
+    dp__mvuses vu = {0};
+    if (dp__mfun_uses(&st->ops, f, pid, &vu) < 0) return -1;
     for (uint32_t u = 0; u < vu.n && ok; u++) {
       uint32_t q = vu.u[u].par, slot = vu.u[u].slot;
       dp_vdev *s2, *d2;
@@ -668,9 +634,9 @@ static int move_result_in(mstate *st, mhandle *h) {
       (is_call(f->x[leaf]) && callee_handle(st, h->fn, leaf) == hi))
     goto done;
   /* a copy of it to d2 the function makes on every call, met before the tail */
-  vuses vu = {0};
+  dp__mvuses vu = {0};
   uint32_t q = MV_NONE;
-  if (var_uses(st, f, leaf, &vu) < 0) { /* (through the on_device calls around it) */
+  if (dp__mfun_uses(&st->ops, f, leaf, &vu) < 0) { /* (through the on_device calls around it) */
     r = -1;
     goto done;
   }
@@ -766,9 +732,9 @@ static int copies_of(mstate *st, mhandle *h, uint32_t v, int param, uint32_t pos
   dp__mfun *f = &st->f[h->fn];
   dp__mtable *t = &st->t[h->fn];
   uint32_t hi = (uint32_t)(h - st->h);
-  vuses vu = {0};
+  dp__mvuses vu = {0};
   int rc = 1;
-  if (var_uses(st, f, v, &vu) < 0) return -1;
+  if (dp__mfun_uses(&st->ops, f, v, &vu) < 0) return -1;
   for (uint32_t u = 0; u < vu.n && rc > 0; u++) {
     uint32_t q = vu.u[u].par, slot = vu.u[u].slot;
     dp_vdev *s2, *d2;
@@ -1174,36 +1140,6 @@ static char *value_text(mstate *st, dp_expr *v) {
   return dp__describe(st->m->ctx, v);
 }
 
-/* Dropping the copy c (a dead let's value) takes a use from the value it
-   copies: a value read elsewhere then runs where those reads meet, which
-   must be no more often than now (its scope, or a branch below it; not a
-   function literal). 1 yes, 0 no, -1 out of memory. */
-static int stays_put(mstate *st, dp__mfun *f, uint32_t c) {
-  uint32_t v = c == MV_NONE ? MV_NONE : f->kid[f->koff[c] + 1];
-  while (v != MV_NONE && dp__on_device_body(&st->ops, f->x[v]) && dp__mfun_nuses(f, v) == 1)
-    v = f->kid[f->koff[v] + 1];
-  if (v == MV_NONE) return 0;
-  int k = f->x[v]->h.kind;
-  if (k == DP_VAR || k == DP_GLOBAL || k == DP_CONST || k == DP_OP || k == DP_CTOR) return 1;
-  vuses vu = {0};
-  if (var_uses(st, f, v, &vu) < 0) return -1;
-  uint32_t at = MV_NONE;
-  for (uint32_t u = 0; u < vu.n; u++) {
-    uint32_t p = vu.u[u].par;
-    int through = p == c; /* (the copy itself, or the on_device calls on the way to it) */
-    for (uint32_t q = p; !through && q != MV_NONE && dp__on_device_body(&st->ops, f->x[q]);) {
-      q = dp__mfun_nuses(f, q) == 1 ? f->upar[f->uoff[q]] : MV_NONE;
-      through = q == c;
-    }
-    if (through) continue;
-    uint32_t sc = dp__mfun_scope_at(f, p, vu.u[u].slot);
-    at = dp__mscope_lca(f, at, sc != MV_NONE ? sc : f->home[p]);
-  }
-  free(vu.u);
-  free(vu.w);
-  return at == MV_NONE || dp__mscope_within(f, at, f->home[v], 1);
-}
-
 static int merge_fn(mstate *st, uint32_t g) {
   dp__mfun *f = &st->f[g];
   dp__mtable *t = &st->t[g];
@@ -1222,7 +1158,7 @@ static int merge_fn(mstate *st, uint32_t g) {
     int copy = is_copy(st, val, &src, &dst);
     if (!copy && val->h.kind != DP_VAR) continue;
     if (copy) {
-      int ok = stays_put(st, f, dp__mfun_id(f, val));
+      int ok = dp__mfun_stays_put(&st->ops, f, dp__mfun_id(f, val));
       if (ok < 0) goto done;
       if (!ok) continue;
     }

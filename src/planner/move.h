@@ -66,6 +66,19 @@ int dp__mscope_within(const dp__mfun *m, uint32_t a, uint32_t b, int arms_only);
 /* The lowest common ancestor of two scopes. */
 uint32_t dp__mscope_lca(const dp__mfun *m, uint32_t a, uint32_t b);
 
+/* The uses of node v, looking through the on_device calls around it (a
+   planned module wraps a value where its device is written): each use with
+   the node it reads (v or its outermost on_device) in u; the on_device calls
+   met in w. 0 (the caller frees u and w), or -1 (out of memory: nothing to free). */
+typedef struct dp__mvuse { uint32_t par, slot, node; } dp__mvuse;
+typedef struct dp__mvuses { dp__mvuse *u; uint32_t n, cap; uint32_t *w, nw, capw; } dp__mvuses;
+int dp__mfun_uses(const struct dp__plan_ops *ops, const dp__mfun *f, uint32_t v, dp__mvuses *out);
+/* Dropping copy c takes a use from the value it copies: a value read
+   elsewhere then runs where those reads meet. Is that no more often than
+   now (its scope, or a branch below it; never inside a function literal,
+   which may run many times)? 1 yes, 0 no, -1 out of memory. */
+int dp__mfun_stays_put(const struct dp__plan_ops *ops, const dp__mfun *f, uint32_t c);
+
 /* ================= move_rewrite.c: applying decisions ================= */
 
 /* What the rewrite does at one node (by id, in one function). */

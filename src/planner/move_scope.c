@@ -182,3 +182,58 @@ void dp__mfun_free(dp__mfun *m) {
   free(m->s);
   *m = (dp__mfun){0};
 }
+
+/* ---- uses through on_device calls ---- */
+
+int dp__mfun_uses(const struct dp__plan_ops *ops, const dp__mfun *f, uint32_t v, dp__mvuses *out) {
+  uint32_t *stack = NULL, n = 0, cap = 0;
+  int rc = 0;
+  if (dp_grow((void **)&stack, &cap, 1, sizeof *stack) < 0) return -1;
+  stack[n++] = v;
+  while (n && rc == 0) {
+    uint32_t x = stack[--n];
+    for (uint32_t k = f->uoff[x]; k < f->uoff[x + 1] && rc == 0; k++) {
+      uint32_t q = f->upar[k], slot = f->uslot[k];
+      if (slot == 1 && dp__on_device_body(ops, f->x[q])) {
+        if (dp_grow((void **)&stack, &cap, n + 1, sizeof *stack) < 0 ||
+            dp_grow((void **)&out->w, &out->capw, out->nw + 1, sizeof *out->w) < 0)
+          rc = -1;
+        else {
+          stack[n++] = q;
+          out->w[out->nw++] = q;
+        }
+        continue;
+      }
+      if (dp_grow((void **)&out->u, &out->cap, out->n + 1, sizeof *out->u) < 0) rc = -1;
+      else out->u[out->n++] = (dp__mvuse){q, slot, x};
+    }
+  }
+  free(stack);
+  if (rc < 0) {
+    free(out->u);
+    free(out->w);
+    *out = (dp__mvuses){0};
+  }
+  return rc;
+}
+
+int dp__mfun_stays_put(const struct dp__plan_ops *ops, const dp__mfun *f, uint32_t c) {
+  uint32_t v = c == MV_NONE ? MV_NONE : f->kid[f->koff[c] + 1];
+  while (v != MV_NONE && dp__on_device_body(ops, f->x[v]) && dp__mfun_nuses(f, v) == 1)
+    v = f->kid[f->koff[v] + 1];
+  if (v == MV_NONE) return 0;
+  int k = f->x[v]->h.kind;
+  if (k == DP_VAR || k == DP_GLOBAL || k == DP_CONST || k == DP_OP || k == DP_CTOR) return 1;
+  dp__mvuses vu = {0};
+  if (dp__mfun_uses(ops, f, v, &vu) < 0) return -1;
+  uint32_t at = MV_NONE;
+  for (uint32_t u = 0; u < vu.n; u++) {
+    uint32_t p = vu.u[u].par;
+    if (p == c) continue; /* (the copy itself, through the on_device calls on the way to it) */
+    uint32_t sc = dp__mfun_scope_at(f, p, vu.u[u].slot);
+    at = dp__mscope_lca(f, at, sc != MV_NONE ? sc : f->home[p]);
+  }
+  free(vu.u);
+  free(vu.w);
+  return at == MV_NONE || dp__mscope_within(f, at, f->home[v], 1);
+}

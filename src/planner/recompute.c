@@ -15,7 +15,11 @@
  *   - a let variable whose value qualifies (computed again from there);
  *   - a copy from the destination of what qualifies (the value before it
  *     was copied away).
- * Nothing else moves: the recomputation stands where the copy stood (the
+ * A copy is kept where dropping it would move the value it copies into a
+ * function literal (its other readers all there: it would run on every
+ * call instead of once, and its own copies with it); a value computed from
+ * nothing runs no copy, and its copies always go. Nothing else moves: the recomputation stands where
+ * the copy stood (the
  * copies of one value to one device in a function share one, which the
  * text format binds where it dominates them, as ShareCopies does), and a
  * variable already on the destination is read where it is bound.
@@ -70,6 +74,7 @@ int dp_recompute_free(dp_expr *value) {
 typedef struct rctx {
   struct dp__plan_ops ops;
   dp_domains *d;          /* the planned module's devices */
+  dp__mfun f;             /* this function's scopes (a copy dropped must not move its value) */
   dp__ptrmap letval;      /* let variable -> its value (this function) */
   dp_recomputes *out;
   const char *fn;
@@ -178,6 +183,15 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
     return dp_retain(rebuilt);
   uint32_t calls = 0;
   dp_expr *value = strip(c, ((dp_call *)orig)->args[0]);
+  /* the value copied loses this reader: it must not then run more often
+     where that runs copies (a value computed from nothing has none: its
+     copies always go, as placement by cost counted them) */
+  int put = dp_recompute_free(value) ? 1 : dp__mfun_stays_put(&c->ops, &c->f, dp__mfun_id(&c->f, orig));
+  if (put < 0) {
+    *err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+    return NULL;
+  }
+  if (!put) return dp_retain(rebuilt);
   for (uint32_t i = 0; i < c->ndone; i++) /* (one recomputation per value and device) */
     if (c->done[i].value == value && c->done[i].dst == dst) return dp_retain(c->done[i].made);
   dp_expr *r = rebuild(c, value, dst, &calls, 0);
@@ -216,51 +230,74 @@ void dp_recomputes_clear(dp_recomputes *r) {
   *r = (dp_recomputes){0};
 }
 
-dp_module *dp_plan_recompute(dp_module *planned, const dp_config *cfg, dp_recomputes *out, dp_err **err) {
-  rctx c = {0};
+/* One round over every function: the module (a new reference; planned
+   again when anything was recomputed), or NULL + error. */
+static dp_module *round_of(rctx *c, dp_module *planned, const dp_config *cfg, dp_err **err) {
   dp_module *m = NULL, *norm = NULL;
-  if (out) *out = (dp_recomputes){0};
-  c.out = out;
-  if (dp__plan_ops(planned->ctx, &c.ops, err) < 0) return NULL;
-  if (!(c.d = dp_plan_domains(planned, cfg, NULL, NULL, err))) goto done;
+  uint32_t before = c->out->n;
+  if (!(c->d = dp_plan_domains(planned, cfg, NULL, NULL, err))) goto done;
   if (!(m = dp_module_copy(planned))) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     goto done;
   }
-  uint32_t before = out ? out->n : 0;
   for (uint32_t g = 0; g < planned->nfuncs; g++) {
     dp_expr *f = &planned->funcs[g].fn->e;
     if (dp__is_primitive((dp_func *)f)) continue;
-    c.fn = planned->funcs[g].global->name;
-    dp_visitor v = {NULL, bind_lets, &c};
-    dp_rewriter rw = {NULL, post, &c};
+    c->fn = planned->funcs[g].global->name;
+    dp_visitor v = {NULL, bind_lets, c};
+    dp_rewriter rw = {NULL, post, c};
     dp_expr *nf = NULL;
+    if (dp__mfun_init(&c->f, f, c->fn, err) < 0) goto done;
     if (dp_visit(f, &v) == 0) nf = dp_rewrite(f, &rw, err);
-    else if (!c.err) c.err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
-    dp__ptrmap_free(&c.letval);
-    for (uint32_t i = 0; i < c.ndone; i++) dp_release(c.done[i].made);
-    c.ndone = 0;
-    if (!nf && c.err) {
-      dp_err_set(err, c.err);
-      c.err = NULL;
+    else if (!c->err) c->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+    dp__mfun_free(&c->f);
+    dp__ptrmap_free(&c->letval);
+    for (uint32_t i = 0; i < c->ndone; i++) dp_release(c->done[i].made);
+    c->ndone = 0;
+    if (!nf && c->err) {
+      dp_err_set(err, c->err);
+      c->err = NULL;
     }
-    int rc = nf ? dp_module_set_func(m, c.fn, (dp_func *)nf, err) : -1;
+    int rc = nf ? dp_module_set_func(m, c->fn, (dp_func *)nf, err) : -1;
     dp_release(nf);
     if (rc < 0) goto done;
   }
-  if (!out || out->n > before) {
+  if (c->out->n > before) {
     /* the planned form, by TVM's rules, which change no device here */
     if (dp_infer_module(m, err) == 0) norm = dp_plan_devices(m, cfg, err);
   } else {
     norm = dp_retain(planned);
   }
 done:
-  for (uint32_t i = 0; i < c.ndone; i++) dp_release(c.done[i].made);
-  free(c.done);
   dp_release(m);
-  dp_release(c.d);
+  dp_release(c->d);
+  c->d = NULL;
+  return norm;
+}
+
+/* Rounds until one recomputes nothing more (a copy kept because its value
+   had a reader in a function literal may go once that reader's copy was
+   recomputed): at most RECOMPUTE_ROUNDS. */
+#define RECOMPUTE_ROUNDS 4
+
+dp_module *dp_plan_recompute(dp_module *planned, const dp_config *cfg, dp_recomputes *out, dp_err **err) {
+  rctx c = {0};
+  dp_recomputes mine = {0};
+  if (out) *out = (dp_recomputes){0};
+  c.out = out ? out : &mine;
+  if (dp__plan_ops(planned->ctx, &c.ops, err) < 0) return NULL;
+  dp_module *m = dp_retain(planned);
+  for (int r = 0; m && r < RECOMPUTE_ROUNDS; r++) {
+    uint32_t before = c.out->n;
+    dp_module *next = round_of(&c, m, cfg, err);
+    dp_release(m);
+    m = next;
+    if (c.out->n == before) break;
+  }
+  free(c.done);
   dp__plan_ops_free(&c.ops);
   dp_err_free(c.err);
-  if (!norm && out) dp_recomputes_clear(out);
-  return norm;
+  if (!m && out) dp_recomputes_clear(out);
+  dp_recomputes_clear(&mine);
+  return m;
 }
