@@ -8,6 +8,18 @@
 local LUA_INC = os.getenv("LUA_INC") or "/usr/include/lua5.4"
 local LUA_LIB = os.getenv("LUA_LIB") or "lua5.4"
 
+-- The ONNX reader (src/import) decodes with protobuf-c (Debian's
+-- libprotobuf-c-dev) through code generated from ONNX's own schema
+-- (libonnx-dev's onnx.proto) by protoc-c into build/gen, here, each time
+-- the makefiles are written (scripts/onnx_proto.sh; scripts/setup.sh
+-- installs the three packages).
+local ROOT = path.getdirectory(_SCRIPT)
+local GEN = ROOT .. "/build/gen"
+if _ACTION and _ACTION ~= "clean" then
+  local rc = os.execute('sh "' .. ROOT .. '/scripts/onnx_proto.sh" "' .. GEN .. '"')
+  if rc ~= 0 and rc ~= true then error("scripts/onnx_proto.sh failed: the ONNX reader cannot be generated") end
+end
+
 solution "devplan"
   configurations { "release", "debug", "asan" }
   location "build"
@@ -30,13 +42,16 @@ solution "devplan"
   configuration {}
 
 -- The C core (IR, types, devices, configuration), the planner, the parser's C half
--- (src/parse: lexer and builder; its grammar is lua/devplan/parser.lua) and the
--- dataflow pattern matcher (src/pattern): no Lua headers here.
+-- (src/parse: lexer and builder; its grammar is lua/devplan/parser.lua), the
+-- dataflow pattern matcher (src/pattern) and the ONNX importer (src/import, with
+-- the generated protobuf code): no Lua headers here.
 project "devplan_core"
   kind "StaticLib"
   targetdir "lib"
   targetname "devplan_core"
-  files { "src/core/*.c", "src/planner/*.c", "src/parse/*.c", "src/pattern/*.c", "include/devplan/*.h" }
+  files { "src/core/*.c", "src/planner/*.c", "src/parse/*.c", "src/pattern/*.c", "include/devplan/*.h",
+          "src/import/*.c", "build/gen/onnx.pb-c.c" }
+  includedirs { "build/gen" }
   configuration "asan"
     targetdir "build/asan/lib"   -- instrumented outputs never clobber lib/ and bin/
   configuration {}
@@ -50,7 +65,7 @@ project "devplan_module"
   targetprefix ""
   includedirs { LUA_INC }
   files { "src/lua/*.c" }
-  links { "devplan_core", "m", "dl" }
+  links { "devplan_core", "protobuf-c", "m", "dl" }
   configuration "asan"
     targetdir "build/asan/lib"
   configuration {}
@@ -62,7 +77,7 @@ project "devplan"
   targetdir "bin"
   includedirs { LUA_INC }
   files { "src/cli/*.c", "src/lua/*.c" }
-  links { "devplan_core", LUA_LIB, "edit", "m", "dl" }
+  links { "devplan_core", "protobuf-c", LUA_LIB, "edit", "m", "dl" }
   linkoptions { "-Wl,-E" }
   configuration "asan"
     targetdir "build/asan/bin"
@@ -74,7 +89,7 @@ project "devplan_ctest"
   targetdir "bin"
   targetname "devplan-ctest"
   files { "tests/c/*.c" }
-  links { "devplan_core", "m" }
+  links { "devplan_core", "protobuf-c", "m" }
   configuration "asan"
     targetdir "build/asan/bin"
   configuration {}
@@ -86,7 +101,7 @@ project "devplan_bench_ir"
   targetdir "bin"
   targetname "devplan-bench-ir"
   files { "bench/ir_chain.c" }
-  links { "devplan_core", "m" }
+  links { "devplan_core", "protobuf-c", "m" }
   linkoptions { "-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free" }
   configuration "asan"
     targetdir "build/asan/bin"

@@ -13,7 +13,7 @@
 --   fixed-point  PlanDevices plans the moved module to itself
 --   idempotent   MoveCopies moves nothing in the moved module
 --   roundtrip    the moved module prints and parses back to itself
--- and on every run (spec/support/copies.lua runs a module on small tensors):
+-- and on every run (devplan.evaluate runs a module on small tensors):
 --   devices      every operator's arguments are on its device (both modules)
 --   values       the moved module computes what the planned one did
 --   copies       it executes no more copies, and no more bytes copied, on
@@ -22,19 +22,13 @@
 -- the runs, runs with fewer copies).
 local dp = require "devplan"
 local props = require "props"
-local run = dofile((dp.root or ".") .. "/spec/support/copies.lua")
+local run = require("devplan.evaluate").execute
 
 local M = {}
 
 M.META, M.CONFIG = props.META, props.CONFIG
 
-local function equal(a, b)
-  if type(a) ~= type(b) then return false end
-  if type(a) ~= "table" then return a == b end
-  for k, v in pairs(a) do if not equal(v, b[k]) then return false end end
-  for k in pairs(b) do if a[k] == nil then return false end end
-  return true
-end
+local equal = require("devplan.evaluate").same
 M.equal = equal
 
 local function fail(property, detail) return {property = property, detail = detail} end

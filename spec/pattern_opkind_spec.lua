@@ -13,16 +13,18 @@ local TVM = {
     "ones", "nn.relu", "nn.leaky_relu"},
   broadcast = {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "floor_divide",
     "mod", "logical_and", "logical_or", "equal", "not_equal", "less", "less_equal", "greater",
-    "greater_equal", "expand_dims", "nn.bias_add"},
+    "greater_equal", "expand_dims", "nn.bias_add", "where", "floor_mod", "logical_xor", "broadcast_to",
+    "nn.prelu"},
   injective = {"concatenate", "split", "reshape", "reshape_like", "transpose", "squeeze",
-    "layout_transform", "nn.batch_flatten"},
+    "layout_transform", "nn.batch_flatten", "strided_slice", "take", "tile", "nn.pad", "image.resize2d"},
   comm_reduce = {"sum", "mean", "max", "min", "prod"},
   out_elemwise_fusable = {"nn.conv2d", "nn.conv2d_transpose", "nn.conv3d", "nn.dense", "nn.batch_norm",
     "nn.max_pool2d", "nn.avg_pool2d", "nn.global_avg_pool2d", "nn.global_max_pool2d",
-    "nn.adaptive_avg_pool2d", "nn.adaptive_max_pool2d", "nn.adaptive_avg_pool3d", "nn.adaptive_max_pool3d"},
+    "nn.adaptive_avg_pool2d", "nn.adaptive_max_pool2d", "nn.adaptive_avg_pool3d", "nn.adaptive_max_pool3d",
+    "nn.batch_matmul"},
   opaque = {"nn.dropout", "nn.softmax", "nn.log_softmax", "on_device", "device_copy",
     "memory.alloc_storage", "memory.alloc_tensor", "vm.shape_of", "vm.reshape_tensor",
-    "vm.invoke_tvm_op", "call_lowered"},
+    "vm.invoke_tvm_op", "call_lowered", "nn.layer_norm"},
 }
 local VALUE = {elemwise = 0, broadcast = 1, injective = 2, comm_reduce = 3, out_elemwise_fusable = 4, opaque = 8}
 

@@ -1,6 +1,6 @@
 -- dp.passes.MoveCopies (src/planner/move*.c, issue 20): copies of a planned
 -- module moved to where they run least, counted per execution by the
--- evaluator of spec/support/copies.lua (which also checks every operator's
+-- reference evaluator, devplan.evaluate (which also checks every operator's
 -- arguments are on its device). device_planner.cc's worked example, loops
 -- over loop invariants (global recursion and while_loop's closures),
 -- branches and matches whose arms copy, round trips, closures; the
@@ -13,7 +13,7 @@ local testing = require "devplan.testing"
 package.path = (dp.root or ".") .. "/fuzz/?.lua;" .. package.path
 local gen = require "relaygen_copies"
 local pc = require "props_copies"
-local run = dofile((dp.root or ".") .. "/spec/support/copies.lua")
+local run = require("devplan.evaluate").execute
 
 local T = "Tensor[(5, 7), float32]"
 local CPU, GPU = "meta[VirtualDevice][0]", "meta[VirtualDevice][1]"

@@ -3,13 +3,13 @@
 -- function per signature (@f, @f_cuda); one called with one signature
 -- stays one; recursion is specialised whole per call from outside it; the
 -- budget; the report; the pipeline and the command line; generated helpers
--- with no annotations, checked with the evaluator of spec/support/copies.lua.
+-- with no annotations, checked with devplan.evaluate (copies counted per execution).
 local dp = require "devplan"
 local testing = require "devplan.testing"
 package.path = (dp.root or ".") .. "/fuzz/?.lua;" .. package.path
 local gen = require "relaygen_copies"
 local pc = require "props_copies"
-local run = dofile((dp.root or ".") .. "/spec/support/copies.lua")
+local run = require("devplan.evaluate").execute
 
 local T = "Tensor[(5, 7), float32]"
 local config = testing.config("cpu")

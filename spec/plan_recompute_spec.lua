@@ -4,13 +4,13 @@
 -- #15019's program (a value shared by a CPU call and a GPU call, read again
 -- after each) ends with the one copy it cannot do without; what qualifies
 -- and what does not; generated programs, checked with the evaluator of
--- spec/support/copies.lua.
+-- devplan.evaluate.
 local dp = require "devplan"
 local testing = require "devplan.testing"
 package.path = (dp.root or ".") .. "/fuzz/?.lua;" .. package.path
 local gen = require "relaygen_copies"
 local pc = require "props_copies"
-local run = dofile((dp.root or ".") .. "/spec/support/copies.lua")
+local run = require("devplan.evaluate").execute
 
 local T = "Tensor[(5, 7), float32]"
 local config = testing.config("cpu")

@@ -7,6 +7,9 @@ local TWO = "def @main(%a: Tensor[(5, 7), float32]) {\n"
   .. "  %0 = on_device(negative(%a), virtual_device=meta[VirtualDevice][0]);\n"
   .. "  %1 = on_device(exp(%a), virtual_device=meta[VirtualDevice][1]);\n"
   .. "  (%0, %1)\n}"
+-- TWO and a call nobody annotated
+local THREE = TWO:gsub("  %(%%0, %%1%)\n}$", "  %%2 = add(%%a, %%a);\n  (%%0, %%1, %%2)\n}")
+assert(THREE ~= TWO)
 
 describe("the REPL", function()
   it("prints bare expressions and =expr, runs statements, reads unfinished chunks on", function()
@@ -85,7 +88,7 @@ describe("the REPL", function()
   it("says when its state changes, and answers about planned only", function()
     local s = repl.session()
     assert.truthy(s:eval("report()"):find("^no model yet"))
-    s:eval("model(" .. string.format("%q", TWO) .. ")")
+    s:eval("model(" .. string.format("%q", THREE) .. ")")
     assert.equal("nothing is planned yet: plan() (or step() through the phases) first\n", s:eval("report()"))
     assert.equal("nothing is planned yet: plan() (or step() through the phases) first\n", s:eval('device("%0")'))
     assert.truthy(s:eval("show()"):find("^// mod %(not planned: plan%(%) plans it%)\n"))
@@ -93,16 +96,20 @@ describe("the REPL", function()
     assert.truthy(s:eval("show()"):find("^// planned: the plan of mod\n"))
     assert.truthy(s:eval('device("%0")'):find("VirtualDevice", 1, true))
     -- each change of mod or the configuration drops the plan and says so
-    assert.equal("annotated: 3 on_device\n(planned is nil now: annotate() changed mod; plan() plans again)\n",
+    -- (negative is placed already: the first annotation wins, nothing changes)
+    assert.equal("annotated: 2 on_device (nothing new: each call named is placed already; mod and planned stay)\n",
                  s:eval('annotate{negative = "cuda"}'))
+    assert.truthy(s:eval('device("%0")'):find("VirtualDevice", 1, true))
+    assert.equal("annotated: 3 on_device\n(planned is nil now: annotate() changed mod; plan() plans again)\n",
+                 s:eval('annotate{add = "cuda"}'))
     assert.equal("nothing is planned: annotate() changed mod since the last plan; plan() again\n", s:eval('explain("%0")'))
     s:eval("plan()")
     assert.truthy(s:eval("config{default = 'cuda'}"):find("\n%(planned is nil now: config%(%) changed the configuration; plan%(%) plans again%)\n$"))
     assert.truthy(s:eval("report()"):find("^nothing is planned: config%(%) changed the configuration"))
     s:eval("plan()")
-    assert.truthy(s:eval("model(" .. string.format("%q", TWO) .. ")"):find("\n%(planned is nil now: model%(%) loaded another module; plan%(%) plans again%)\n$"))
+    assert.truthy(s:eval("model(" .. string.format("%q", THREE) .. ")"):find("\n%(planned is nil now: model%(%) loaded another module; plan%(%) plans again%)\n$"))
     -- no message when there was nothing to drop
-    assert.equal("annotated: 3 on_device\n", s:eval('annotate{exp = "cuda"}'))
+    assert.equal("annotated: 3 on_device\n", s:eval('annotate{add = "cuda"}'))
     -- in the middle of a step() cycle: the helpers say where it is
     s:eval("step()")
     s:eval("step()")
@@ -111,7 +118,7 @@ describe("the REPL", function()
     assert.truthy(s:eval("show()"):find("^// mod at phase 0b, conflicts of step%(%) %(not planned yet%)\n"))
     assert.truthy(s:eval("plan()"):find("^%(the step%(%) cycle at phase 0b, conflicts is left%)\nplanned: "))
     -- mod assigned by hand: planned is not its plan any more
-    s:eval("mod = dp.parse(" .. string.format("%q", TWO) .. ", {VirtualDevice = {dp.VirtualDevice{device_type = 'cpu'}, "
+    s:eval("mod = dp.parse(" .. string.format("%q", THREE) .. ", {VirtualDevice = {dp.VirtualDevice{device_type = 'cpu'}, "
       .. "dp.VirtualDevice{device_type = 'cuda'}}})")
     assert.equal("planned is the plan of another module than mod (mod was assigned since): plan() again\n",
                  s:eval("report()"))

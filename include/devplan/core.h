@@ -77,7 +77,8 @@ const char *dp_objtype_name(int type);
 
 /* --- source spans --- */
 /* `source` is an id from dp_ctx_source (0: no source known). line and col
-   count from 1; line 0 means the span is absent. */
+   count from 1; line 0 means the span is absent; col 0 a position with no
+   column (an imported ONNX node: source its name, line 1 + its index). */
 typedef struct dp_span {
   uint32_t source;
   uint32_t line;
@@ -161,6 +162,11 @@ char *dp_strndup(const char *s, size_t n);
 /* Grow *arr (of *cap items of `elem` bytes) to hold at least `need` items,
    doubling from 16. 0, or -1 on out of memory (*arr is left as it was). */
 int dp_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+/* dp_grow for parallel arrays: the n arrays *arrs[i] (of elems[i] bytes an
+   item) share the capacity *cap, grown as dp_grow grows one to hold at
+   least `need` items. 0, or -1 on out of memory (*cap is left as it was;
+   every array keeps its items, some may have room for more). */
+int dp_grow_arrays(uint32_t *cap, uint32_t need, uint32_t n, void **const arrs[], const size_t elems[]);
 
 /* --- testing aid: allocation failure injection ---
    Every heap allocation of the library (core, parser, patterns, planner,

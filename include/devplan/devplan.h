@@ -24,6 +24,7 @@
  *   partition.h  partitioning a planned module by device
  *   schedule.h   the modelled schedule of a plan (devices side by side),
  *                its cost model, and the latency baselines (HEFT, bounds)
+ *   onnx.h       importing ONNX models (src/import)
  *
  * Names: dp_ is public (declared here); dp__ is internal to the library
  * (src/.../internal.h). A name ending in _str prints to a malloc'd string,
@@ -50,4 +51,5 @@
 #include "partition.h"
 #include "meta.h"
 #include "schedule.h"
+#include "onnx.h"
 #endif

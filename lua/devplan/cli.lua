@@ -7,8 +7,10 @@
 --   devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [configuration] [output options]
 --   devplan opt FILE -p PIPELINE [configuration] [output options]
 --   devplan opt --run-reproducer FILE
+--   devplan import MODEL.onnx [-o OUT.relay] [--weights const|params|none] [--input-shape NAME=DIMS ...]
 --
--- FILE may be `-` (standard input); `-o OUT` writes the result to OUT
+-- FILE may be `-` (standard input) and an ONNX model (MODEL.onnx, or ONNX
+-- bytes on standard input), imported as `devplan import` does; `-o OUT` writes the result to OUT
 -- (`-` standard output, the default). Results go to standard output,
 -- errors to standard error; M.main returns the exit status (0 or 1).
 -- Errors with a position print as "file:line:col: message", the source
@@ -18,6 +20,11 @@ local dp = require "devplan"
 local devname = require "devplan.devname"
 local parser = require "devplan.parser"
 local suggest = require "devplan.suggest"
+
+local assert, collectgarbage, error, ipairs, loadfile, pairs = assert, collectgarbage, error, ipairs, loadfile, pairs
+local pcall, require, tonumber, tostring, type = pcall, require, tonumber, tostring, type
+local io, math, os, string, table = io, math, os, string, table
+_ENV = nil -- no global is read or written below this line
 
 local M = {}
 
@@ -130,12 +137,19 @@ local OPTIONS = {
   ["--gantt"] = {kind = "value", arg = "FILE.svg",
     help = "also draw the modelled schedule as a timeline per device and link (SVG; the\n"
       .. "default model without --costs)"},
+  ["--weights"] = {kind = "value", arg = "const|params|none",
+    help = "an ONNX model's weights: constants (the default, printed in a #[metadata]\n"
+      .. "section), parameters of @main (params), or parameters whose values are not read (none)"},
+  ["--input-shape"] = {kind = "list", arg = "NAME=DIMS",
+    help = "the size of every dimension of an ONNX graph input, e.g. input=1,3,224,224\n"
+      .. "(fixes dynamic dimensions); repeatable"},
 }
 OPTIONS["--pipeline"] = OPTIONS["-p"]
 
 local OUTPUT = {"-o", "--types", "--short-devices", "--show-meta-data", "--spans", "--color", "--no-color",
                 "--dot", "--svg", "--graph-detail"}
 local CONFIG = {"--target", "--host", "--default", "--bandwidth"}
+local ONNX = {"--weights", "--input-shape"}
 local INSTRUMENTS = {"--print-after-all", "--print-before-all", "--print-after", "--print-before",
                      "--print-changed", "--time-passes", "--verify-each"}
 
@@ -158,7 +172,7 @@ id 0); planning gives them the --target of their device type. Anything else
           ["relay.Constant"] = {dp.const({1, 2}, "int64")}}]]
 
 local COMMANDS = {}
-local COMMAND_ORDER = {"parse", "plan", "opt", "help"}
+local COMMAND_ORDER = {"parse", "plan", "opt", "import", "help"}
 
 COMMANDS.help = {
   summary = "the commands, or one command's options",
@@ -171,7 +185,7 @@ COMMANDS.parse = {
   summary = "parse a module, type-check it and print it",
   usage = "devplan parse FILE [--meta META.lua] [--types] [--short-devices] [--show-meta-data] [--spans]\n"
     .. "                    [-o OUT] [--dot FILE] [--svg FILE] [--graph-detail LEVEL]",
-  options = join({"--meta"}, OUTPUT),
+  options = join({"--meta"}, OUTPUT, ONNX),
   text = "Parses FILE (the Relay text format; '-' reads standard input), type-checks it\nand prints the module.",
 }
 
@@ -188,7 +202,7 @@ COMMANDS.plan = {
   options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--placement",
                   "--polymorphic", "--recompute",
                   "--share-copies", "--move-copies", "--partition", "--explain", "--verify",
-                  "--report", "--reproducer", "--costs", "--board", "--gantt"}, CONFIG, OUTPUT, INSTRUMENTS),
+                  "--report", "--reproducer", "--costs", "--board", "--gantt"}, CONFIG, OUTPUT, INSTRUMENTS, ONNX),
   text = "Parses FILE, runs the annotation rules (--rules, then --annotate), then\n"
     .. "dp.passes.PlanDevices with the configuration of the targets, and prints the\n"
     .. "planned module (or its report). The same as\n"
@@ -201,13 +215,28 @@ COMMANDS.plan = {
     .. "then \"N errors\"; the status is 1. --first-conflict stops at the first.",
 }
 
+COMMANDS.import = {
+  summary = "import an ONNX model and print it as a Relay module",
+  usage = "devplan import MODEL.onnx [-o OUT.relay] [--weights const|params|none] [--input-shape NAME=DIMS ...]\n"
+    .. "                    [--types] [--spans]",
+  options = join({"-o", "--types", "--spans"}, ONNX),
+  text = "Reads the ONNX model (a file, or '-': its bytes on standard input), maps each\n"
+    .. "node to Relay operators as TVM's relay.frontend.from_onnx did, evaluates the\n"
+    .. "parts of the graph that compute on shapes and constants, type-checks, and\n"
+    .. "prints the module: @main takes the graph's inputs and returns its outputs,\n"
+    .. "weights are constants in a #[metadata] section (as TVM printed them) unless\n"
+    .. "--weights says otherwise, every call carries its ONNX node's name as its span\n"
+    .. "(--spans shows them). Every command that reads a Relay file reads an .onnx\n"
+    .. "file the same way (--weights, --input-shape).",
+}
+
 COMMANDS.opt = {
   summary = "run a pipeline of passes on a module (as mlir-opt)",
   usage = "devplan opt FILE -p PIPELINE [--load FILE.lua ...] [--target T ...] [-o OUT]\n"
     .. "                   [--print-after-all] [--time-passes] [--verify-each] [--report text|json]\n"
     .. "       devplan opt --run-reproducer FILE",
   options = join({"-p", "--pipeline", "--load", "--meta", "--report", "--reproducer", "--run-reproducer",
-                  "--list-passes"}, CONFIG, OUTPUT, INSTRUMENTS),
+                  "--list-passes"}, CONFIG, OUTPUT, INSTRUMENTS, ONNX),
   text = "Parses FILE and runs PIPELINE on it: registered pass names separated by commas,\n"
     .. "each with optional key=value arguments, e.g.\n"
     .. "  infer_type,annotate(rules=rules.lua),plan_devices(default=cuda),verify\n"
@@ -370,13 +399,56 @@ local function check_not_empty(mod, source, command)
     .. (command == "plan" and "plan" or "run the passes on"))
 end
 
+-- --input-shape NAME=D1,D2,... -> dp.onnx.load's shapes.
+local function input_shapes(opts, command)
+  local shapes
+  for _, spec in ipairs(opts["--input-shape"] or {}) do
+    local name, dims = spec:match("^(.+)=([%d,%s]*)$")
+    if not name then
+      fail(usage_error(command, "--input-shape wants NAME=D1,D2,... (e.g. input=1,3,224,224), got '" .. spec .. "'").text)
+    end
+    local list = {}
+    for d in dims:gmatch("%d+") do list[#list + 1] = math.tointeger(tonumber(d)) end
+    shapes = shapes or {}
+    shapes[name] = list
+  end
+  return shapes
+end
+
+-- An ONNX model (a file named .onnx, or bytes with control characters,
+-- which Relay text never has) imported with the ONNX options.
+local function onnx_module(opts, command, path, text, source)
+  local weights = opts["--weights"]
+  if weights and weights ~= "const" and weights ~= "params" and weights ~= "none" then
+    fail(usage_error(command, "--weights takes const, params or none, got '" .. weights .. "'").text)
+  end
+  local ok, mod = pcall(dp.onnx.load, text or path, {source = source, weights = weights,
+                                                     shapes = input_shapes(opts, command)})
+  if not ok then error({text = error_text(mod), err = mod}, 0) end
+  -- weights print as a #[metadata] section, as TVM printed an imported model
+  if opts["--show-meta-data"] == nil then opts["--show-meta-data"] = true end
+  return mod
+end
+
+local function is_onnx(path, text)
+  return path:lower():match("%.onnx$") or (text and text:find("[%z\1-\8\11\12\14-\31]"))
+end
+
 -- The module of opts' input file; sources[name] = its text (for carets).
 local function parse_module(opts, command, sources)
   if #opts.files == 0 then fail(usage_error(command, "a FILE is needed ('-' for standard input)").text) end
   if #opts.files > 1 then
     fail(usage_error(command, "one file expected, got '" .. opts.files[1] .. "' and '" .. opts.files[2] .. "'").text)
   end
-  local text, source = read_input(opts.files[1])
+  local path = opts.files[1]
+  if path ~= "-" and is_onnx(path) then
+    local f, why = io.open(path, "rb")
+    if not f then fail("devplan: cannot open " .. tostring(why)) end
+    f:close()
+    return onnx_module(opts, command, path, nil, path)
+  end
+  local text, source = read_input(path)
+  if is_onnx(path, text) then return onnx_module(opts, command, path, text, source) end
   sources[source] = text
   -- the devices of meta[...]: --meta, else the file's own metadata section,
   -- else (a file without one) the palette
@@ -590,7 +662,7 @@ end
 
 -- The report, and the regions a partition pass hoisted (nil: none ran).
 local function report_text(r, regions, json)
-  local part = regions and require "partition_by_virtual_device"
+  local part = regions and require "devplan.passes.partition_by_virtual_device"
   if not json then return r:text() .. (regions and ("\n" .. part.regions_text(regions)) or "") end
   local text = r:json()
   if not regions then return text end
@@ -755,6 +827,11 @@ local function run_pipeline(command, opts, pipeline_text, reproducer, origins)
 end
 
 -- ---------------------------------------------------------------- the commands
+
+function COMMANDS.import.run(opts)
+  local mod = parse_module(opts, "import", {})
+  emit(opts, mod, nil)
+end
 
 function COMMANDS.parse.run(opts)
   local sources = {}
@@ -935,13 +1012,19 @@ end
 -- "script". An existing file named like a command runs as a script.
 function M.route(a)
   if COMMANDS[a] and not is_file(a) then return "command" end
-  if is_file(a) then return a:match("%.relay$") and "command" or "script" end
+  if is_file(a) then return (a:match("%.relay$") or a:lower():match("%.onnx$")) and "command" or "script" end
   if not a:find("[/.]") then return "command" end
   return "script"
 end
 
 -- What to say for a first argument that is no command.
 local function not_a_command(name)
+  if name:lower():match("%.onnx$") then
+    return "devplan: '" .. name .. "' is an ONNX model, not a Lua script: say what to do with it, e.g.\n"
+      .. "  devplan import " .. name .. " -o model.relay\n"
+      .. "  devplan plan " .. name .. " --annotate nn.conv2d=cuda\n"
+      .. "(devplan help for the commands)"
+  end
   if name:match("%.relay$") then
     return "devplan: '" .. name .. "' is a model, not a Lua script: say what to do with it, e.g.\n"
       .. "  devplan parse " .. name .. "\n"
@@ -956,7 +1039,7 @@ end
 -- Runs command `name` with its arguments; returns the exit status.
 function M.main(name, ...)
   local cmd = COMMANDS[name]
-  if not cmd or is_file(name) and name:match("%.relay$") then
+  if not cmd or is_file(name) and (name:match("%.relay$") or name:lower():match("%.onnx$")) then
     io.stderr:write(not_a_command(tostring(name)), "\n")
     return 1
   end

@@ -38,6 +38,11 @@ local ir = require "devplan.ir"
 local devname = require "devplan.devname"
 local report = require "devplan.report"
 
+local error, ipairs, pairs, pcall, select, tonumber = error, ipairs, pairs, pcall, select, tonumber
+local tostring, type = tostring, type
+local io, math, os, string, table = io, math, os, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- Fill colours for devices in order of first use (then again).
@@ -165,6 +170,9 @@ end
 local function box_label(b, names, fns)
   if b.kind == "node" then
     local name, what = names[b.first], what_of(b.first)
+    -- a call made for an imported ONNX node (a span with no column) names it
+    local s = b.first.kind == "call" and b.first.span
+    if s and s.col == 0 and s.source then what = what .. "\n" .. s.source end
     if name and what ~= "" then return name .. "\n" .. what end
     return name or what
   end

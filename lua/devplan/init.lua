@@ -7,6 +7,10 @@
 -- "devplan" itself, so that loading this file has no cycle.
 local core = require "devplan.core"
 
+local loadfile, pairs, pcall, require, type = loadfile, pairs, pcall, require, type
+local debug, os = debug, os
+_ENV = nil -- no global is read or written below this line
+
 local dp = {}
 for name, value in pairs(core) do dp[name] = value end
 

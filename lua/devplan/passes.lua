@@ -19,10 +19,13 @@
 --                                 "Every conflict at once")
 --       placement = "min_bytes"   values nobody constrained placed to copy
 --                                 the fewest bytes (capability, compute_cost,
---                                 bandwidth: planner.lua)
+--                                 bandwidth: plan_options.lua)
 --       polymorphic = true        a global function specialised per device
 --                                 signature (@f, @f_cuda; max_specialisations;
 --                                 dp.planner.specialisations(planned))
+--       recompute = true          a copy of a constant, zeros, a reshape of
+--                                 what is there... computed again instead
+--                                 (dp.planner.recomputed(planned))
 --   dp.passes.ShareCopies()   one device_copy per value and pair of devices
 --   dp.passes.MoveCopies(config?, {max_new_functions =}?)   copies moved to where
 --                             they run least (docs/copies.md)
@@ -30,27 +33,41 @@
 --   dp.passes.MergeComposite(rules), dp.passes.MergeAndAnnotate(rules)
 --                                             passes/merge_composite.lua (dp.pattern)
 --   dp.passes.PartitionByVirtualDevice{by =}  passes/partition_by_virtual_device.lua
+--   (passes/: lua/devplan/passes/, the modules devplan.passes.*)
 --   dp.passes.InferType(), dp.passes.Verify(config?, opts?)  (below)
 --
--- Passes written in Lua live in passes/ (on package.path); they require
--- "devplan.core" and the Lua parts they need, never "devplan" itself.
+-- Passes written in Lua live in lua/devplan/passes/; they require
+-- "devplan.core" and the Lua parts they need, never "devplan" itself, nor
+-- this module (it requires them).
+local core = require "devplan.core"
+local ir = require "devplan.ir"
 local pass = require "devplan.pass"
-local planner = require "devplan.planner"
+local options = require "devplan.plan_options"
+local copies = require "devplan.copies"
+local verify = require "devplan.verify"
+local annotate = require "devplan.passes.annotate_virtual_devices"
+local merge = require "devplan.passes.merge_composite"
+local partition = require "devplan.passes.partition_by_virtual_device"
+
+local error, pairs, rawequal, tostring, type = error, pairs, rawequal, tostring, type
+_ENV = nil -- no global is read or written below this line
 
 local M = {}
 
 function M.PlanDevices(config, opts)
-  opts = planner.check_options(opts, "devplan.passes.PlanDevices", 2)
-  planner.check_config(config, "devplan.passes.PlanDevices", 2)
-  local tvm = planner.is_tvm(opts)
+  opts = options.check_options(opts, "devplan.passes.PlanDevices", 2)
+  options.check_config(config, "devplan.passes.PlanDevices", 2)
   local p
-  p = pass.new("PlanDevices", function(mod)
-    if tvm then return planner.plan(mod, config) end
-    local out, report = planner.plan_options(mod, config, opts)
-    p.report = report -- polymorphic: the report of the last run (dp.planner.specialisations)
-    p.recomputed = planner.recomputed(out) -- recompute: what the last run computed again
-    return out
-  end, opts)
+  if options.is_tvm(opts) then
+    p = pass.new("PlanDevices", function(mod) return core.planner.plan(mod, config) end, opts)
+  else
+    p = pass.new("PlanDevices", function(mod)
+      local out, report = copies.plan_with(mod, config, opts)
+      p.report = report -- polymorphic: the report of the last run (dp.planner.specialisations)
+      p.recomputed = copies.recomputed(out) -- recompute: what the last run computed again
+      return out
+    end, opts)
+  end
   p.config = config -- what the verifier checks the plan against
   return p
 end
@@ -58,7 +75,7 @@ end
 -- ShareCopies: one device_copy per value and pair of devices (of a planned
 -- module; src/planner/share.c). PlanDevices copies once per use, as TVM.
 function M.ShareCopies()
-  return pass.new("ShareCopies", planner.share_copies)
+  return pass.new("ShareCopies", core.planner.share_copies)
 end
 
 -- MoveCopies: copies of a planned module moved out of functions, loops and
@@ -68,40 +85,48 @@ end
 -- context's, else llvm and cuda with default cpu). The moves made are kept
 -- for the module made (dp.planner.moves(mod)) and explain each copy.
 function M.MoveCopies(config, opts)
-  if config ~= nil and not require("devplan.ir").is_config(config) then
+  if config ~= nil and not ir.is_config(config) then
     if type(config) == "table" and opts == nil then config, opts = nil, config
     else error("devplan.passes.MoveCopies: a CompilationConfig expected, got " .. type(config), 2) end
   end
-  if opts ~= nil and type(opts) ~= "table" then
-    error("devplan.passes.MoveCopies: options must be a table, got " .. type(opts), 2)
-  end
-  for k, v in pairs(opts or {}) do
-    if k ~= "max_new_functions" then
-      error("devplan.passes.MoveCopies: unknown option '" .. tostring(k) .. "' (max_new_functions)", 2)
-    end
-    if math.type(v) ~= "integer" or v < 1 then
-      error("devplan.passes.MoveCopies: option 'max_new_functions' must be a positive integer", 2)
-    end
-  end
-  local p = pass.new("MoveCopies", function(mod, ctx)
-    local cfg = config or (ctx and (ctx.planned_config or ctx.config)) or planner.default_config()
-    return planner.move(mod, cfg, opts)
+  copies.check_move_options(opts, "devplan.passes.MoveCopies", 2)
+  return pass.new("MoveCopies", function(mod, ctx)
+    local cfg = config or (ctx and (ctx.planned_config or ctx.config)) or copies.default_config()
+    return copies.move(mod, cfg, opts)
   end, opts)
-  return p
 end
 
-M.AnnotateVirtualDevices = require("annotate_virtual_devices").new
+M.AnnotateVirtualDevices = annotate.new
 
 -- Pattern passes (dp.pattern): passes/merge_composite.lua
-local merge = require "merge_composite"
 M.MergeComposite, M.MergeAndAnnotate = merge.MergeComposite, merge.MergeAndAnnotate
-M.PartitionByVirtualDevice = require("partition_by_virtual_device").new
+M.PartitionByVirtualDevice = partition.new
 
 -- ---- the framework's passes (lua/devplan/verify.lua, pipelines) ----
-local core = require "devplan.core"
 --   dp.passes.InferType()   type-check the module (dp.infer_type)
 function M.InferType() return pass.new("InferType", core.infer_type) end
---   dp.passes.Verify(config?, {planned =}?)   lua/devplan/verify.lua
-M.Verify = require("devplan.verify").pass
+
+--   dp.passes.Verify(config?, {planned =}?)   the verifier (lua/devplan/verify.lua) as a
+--   pass: checks the module it is given and returns it. The plan is checked when the
+--   context has seen a planning pass (or when {planned = true}); config: the
+--   configuration to check it against (default: the one it was planned with, else the
+--   context's).
+function M.Verify(config, opts)
+  if config ~= nil and not ir.is_config(config) then
+    error("devplan.passes.Verify: a CompilationConfig expected, got " .. type(config), 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error("devplan.passes.Verify: options must be a table, got " .. type(opts), 2)
+  end
+  opts = opts or {}
+  for k in pairs(opts) do
+    if k ~= "planned" then error("devplan.passes.Verify: unknown option '" .. tostring(k) .. "' (planned)", 2) end
+  end
+  return pass.new("Verify", function(mod, ctx)
+    return verify.check(mod, {planned = opts.planned or ctx.planned,
+                              config = config or ctx.planned_config or ctx.config,
+                              input = rawequal(mod, ctx.planned_output) and ctx.planned_input or nil})
+  end, opts)
+end
 
 return M

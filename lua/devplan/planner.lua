@@ -13,148 +13,50 @@
 --   dp.planner.recomputed(planned)        PlanDevices {recompute = true}'s list
 --   (docs/copies.md)
 --   dp.planner.solve_placement(problem)   the placement optimiser on its own
+--   dp.planner.report, why, schedule      what a plan does (below)
+--
+-- PlanDevices' options are checked by devplan.plan_options, which the
+-- passes and the reports share; this module stands above them all.
 local core = require "devplan.core"
 local ir = require "devplan.ir"
+local options = require "devplan.plan_options"
+local copies = require "devplan.copies"
+local report = require "devplan.report"
+local why = require "devplan.why"
+local schedule = require "devplan.schedule"
+
+local error, pairs, type = error, pairs, type
+_ENV = nil -- no global is read or written below this line
 
 local M = {}
 for name, fn in pairs(core.planner) do M[name] = fn end
 
--- PlanDevices' options and the types they take (src/lua/l_place.c reads them):
---   resolve_conflicts  true | false | "tvm"   (default true) phase 0b: a value demanded
---                                 on two devices gets a copy (TVM's, and a plain
---                                 on_device's result read anywhere: docs/planner-semantics.md);
---                                 "tvm": TVM's phase 0b alone; false: strict
---   all_conflicts      boolean   every independent conflict in one error (err.errors)
---   placement          "tvm" | "min_bytes"   TVM's defaulting (default), or every
---                                 value nobody constrained placed to minimise the
---                                 bytes copied (src/planner/place.c)
---   capability         function(call, vd) -> boolean   (min_bytes) may call run on vd
---   compute_cost       function(call, vd) -> seconds   (min_bytes) time joins bytes
---   bandwidth          number | function(src, dst) -> bytes per second  (min_bytes)
---   polymorphic        boolean   a global function called with different device
---                                 signatures is specialised per signature (@f, @f_cuda;
---                                 src/planner/poly.c, docs/copies.md)
---   max_specialisations integer  (polymorphic) at most this many functions copied (default 64)
---   recompute          boolean   a copy of a value cheaper to compute again on its
---                                 destination (a constant, zeros, a reshape of what is
---                                 there, ...) is that computation instead (src/planner/
---                                 recompute.c; dp.planner.recomputed(planned))
-local OPTIONS = {resolve_conflicts = {"boolean", "string"}, all_conflicts = {"boolean"}, placement = {"string"},
-                 capability = {"function"}, compute_cost = {"function"},
-                 bandwidth = {"number", "function"}, polymorphic = {"boolean"},
-                 max_specialisations = {"number"}, recompute = {"boolean"}}
-local PLACEMENTS = {tvm = true, min_bytes = true}
+M.check_options, M.is_tvm, M.check_config = options.check_options, options.is_tvm, options.check_config
+M.domains = options.domains
 
--- PlanDevices' options, checked: unknown keys and wrong types are errors.
-function M.check_options(opts, who, level)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then
-    error(who .. ": options must be a table, got " .. type(opts), level + 1)
-  end
-  for k, v in pairs(opts) do
-    local want = OPTIONS[k]
-    if not want then
-      error(who .. ": unknown option '" .. tostring(k) .. "'", level + 1)
-    end
-    if type(v) ~= want[1] and type(v) ~= want[2] then
-      error(who .. ": option '" .. k .. "' must be a " .. table.concat(want, " or ") .. ", got " .. type(v), level + 1)
-    end
-  end
-  if type(opts.resolve_conflicts) == "string" and opts.resolve_conflicts ~= "tvm" then
-    error(who .. ": option 'resolve_conflicts' must be a boolean or \"tvm\", got \"" .. opts.resolve_conflicts .. "\"", level + 1)
-  end
-  if opts.placement ~= nil and not PLACEMENTS[opts.placement] then
-    error(who .. ": option 'placement' must be \"tvm\" or \"min_bytes\", got \"" .. opts.placement .. "\"", level + 1)
-  end
-  if opts.max_specialisations ~= nil and not opts.polymorphic then
-    error(who .. ": option 'max_specialisations' needs polymorphic = true", level + 1)
-  end
-  if opts.max_specialisations ~= nil and (math.type(opts.max_specialisations) ~= "integer" or opts.max_specialisations < 1) then
-    error(who .. ": option 'max_specialisations' must be a positive integer", level + 1)
-  end
-  if (opts.capability or opts.compute_cost or opts.bandwidth) and opts.placement ~= "min_bytes" then
-    error(who .. ": options capability, compute_cost and bandwidth need placement = \"min_bytes\"", level + 1)
-  end
-  return opts
-end
-
--- Are these options PlanDevices as TVM (nothing further)?
-function M.is_tvm(opts)
-  return next(opts) == nil or (next(opts, next(opts)) == nil and opts.resolve_conflicts == true)
-end
-
-function M.check_config(config, who, level)
-  if not ir.is_config(config) then
-    error(who .. ": a CompilationConfig expected, got " .. type(config), level + 1)
-  end
-end
-
--- Phases 0, (0b), 1, (placement) and 2: the domains a planned module is
--- captured from, with PlanDevices' options (resolve_conflicts = false skips
--- phase 0b: strict planning).
-function M.domains(mod, config, opts)
-  opts = M.check_options(opts, "devplan.planner.domains", 2)
+-- dp.planner.plan_with(mod, config, opts): PlanDevices with options, as the
+-- pass runs it (polymorphic and recompute included: devplan.copies).
+function M.plan_with(mod, config, opts)
+  opts = options.check_options(opts, "devplan.planner.plan_with", 2)
   if not ir.is_module(mod) then
-    error("devplan.planner.domains: a module expected, got " .. type(mod), 2)
+    error("devplan.planner.plan_with: a module expected, got " .. type(mod), 2)
   end
-  M.check_config(config, "devplan.planner.domains", 2)
-  return M.domains_with(mod, config, opts)
+  options.check_config(config, "devplan.planner.plan_with", 2)
+  return copies.plan_with(mod, config, opts)
 end
 
--- MoveCopies (src/planner/move*.c): the module made, with its moves
--- remembered (weakly, by module) for dp.planner.moves and explanations.
-local moves_of = setmetatable({}, {__mode = "k"})
-
-function M.move(planned, config, opts)
-  if not ir.is_module(planned) then
-    error("devplan.planner.move: a planned module expected, got " .. type(planned), 2)
-  end
-  M.check_config(config, "devplan.planner.move", 2)
-  local out, moves = core.planner.move_copies(planned, config, opts)
-  moves_of[out] = moves
-  return out, moves
-end
-
--- The moves MoveCopies made to produce mod (nil: it did not make mod).
-function M.moves(mod) return moves_of[mod] end
-
--- PlanDevices with options, remembering the report of polymorphic = true
--- (dp.planner.specialisations(mod)).
-local specialised_of = setmetatable({}, {__mode = "k"})
-local recomputed_of = setmetatable({}, {__mode = "k"})
-function M.plan_options(mod, config, opts)
-  local out, report = core.planner.plan_with(mod, config, opts)
-  if opts and opts.recompute then
-    local list
-    out, list = core.planner.recompute(out, config)
-    recomputed_of[out] = list
-  end
-  if report then specialised_of[out] = report end
-  return out, report
-end
-
--- What PlanDevices' recompute option computed again instead of copying, for
--- the module it made: a list of {value =, fn =, line =, col =, src =, dst =,
--- calls =}, or nil.
-function M.recomputed(mod) return recomputed_of[mod] end
-
--- The report of PlanDevices' polymorphic option for the module it made:
--- {specialised =, functions_added =, copies_before = (false: a conflict
--- without it), copies_after =}, or nil.
-function M.specialisations(mod) return specialised_of[mod] end
-
--- The configuration planner functions use when none is given.
-function M.default_config()
-  return core.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cpu"}
-end
+-- Copies where they belong (lua/devplan/copies.lua, docs/copies.md)
+M.move, M.moves = copies.move, copies.moves
+M.specialisations, M.recomputed = copies.specialisations, copies.recomputed
+M.default_config = copies.default_config
 
 -- dp.planner.report(planned, config?): devices, copies and bytes (lua/devplan/report.lua)
-M.report = require("devplan.report").report
+M.report = report.report
 -- dp.planner.why(planned, e, {input =, config =, name =}?): why a planned value is
 -- where it is; for a device_copy, why it was inserted (lua/devplan/why.lua)
-M.why = require("devplan.why").why
+M.why = why.why
 -- dp.planner.schedule(planned, config, {cost =, bandwidth =, serial =, verify =}?): the
 -- modelled schedule of a planned module (lua/devplan/schedule.lua, src/planner/schedule_*.c)
-function M.schedule(planned, config, opts) return require("devplan.schedule").run(planned, config, opts) end
+M.schedule = schedule.run
 
 return M

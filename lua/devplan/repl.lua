@@ -31,6 +31,12 @@
 local dp = require "devplan"
 local devname = require "devplan.devname"
 
+local error, getmetatable, ipairs, load, next, pairs = error, getmetatable, ipairs, load, next, pairs
+local pcall, require, select, setmetatable, tonumber, tostring = pcall, require, select, setmetatable, tonumber, tostring
+local rawequal, type = rawequal, type
+local _G, _VERSION, io, os, string, table = _G, _VERSION, io, os, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local Session = {}
@@ -38,7 +44,7 @@ Session.__index = Session
 
 local HELP = [[
 devplan REPL: Lua 5.4 with `dp` (require "devplan"). =expr or a bare expression prints it.
-  model(path_or_text, meta?)          load a model (a file or Relay text): the current module
+  model(path_or_text, meta?)          load a model (a file, .relay or .onnx, or Relay text): the current module
   config{targets = {"llvm", "cuda"}, default = "cpu"}   the configuration planning uses
   annotate{["nn.conv2d"] = "cuda"}    place every call of an operator on a device
   plan()                              PlanDevices on the current module: planned
@@ -177,7 +183,10 @@ local function helpers(self)
     if type(src) ~= "string" then error("model: a file name or Relay text expected", 2) end
     local f = io.open(src, "rb")
     local m
-    if f then
+    if f and src:lower():match("%.onnx$") then -- an ONNX model; meta: dp.onnx.load's options
+      f:close()
+      m = dp.onnx.load(src, meta)
+    elseif f then
       f:close()
       m = dp.parse_file(src, meta or devname.palette())
     elseif not src:find("\n") and (src:match("%.relay$") or src:find("/", 1, true)) then
@@ -220,8 +229,15 @@ local function helpers(self)
     for op, d in pairs(map) do
       if type(d) == "string" then named[op] = d else fixed[op] = function() return d end end
     end
+    local before = m
     if next(named) then m = dp.pipeline.annotate_ops(named)(m) end
     if next(fixed) then m = dp.passes.AnnotateVirtualDevices(fixed)(m) end
+    -- (a call an annotation already placed is left alone: the first wins)
+    if rawequal(m, before) or dp.structural_equal(m, before) then
+      say(self, string.format("annotated: %d on_device (nothing new: each call named is placed already; mod and planned stay)",
+                              count_calls(m, "on_device")))
+      return
+    end
     env.mod = m
     say(self, string.format("annotated: %d on_device", count_calls(m, "on_device")))
     drop_plan(self, "annotate() changed mod")

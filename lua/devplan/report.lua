@@ -37,6 +37,11 @@ local core = require "devplan.core"
 local devname = require "devplan.devname"
 local ir = require "devplan.ir"
 
+local error, ipairs, pairs, pcall, require, setmetatable = error, ipairs, pairs, pcall, require, setmetatable
+local tostring, type = tostring, type
+local math, string, table = math, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local Report = {}
@@ -125,6 +130,9 @@ function M.report(planned, config)
   if not ir.is_module(planned) then
     error("devplan.planner.report: a planned IRModule expected, got " .. type(planned), 2)
   end
+  if config ~= nil and not ir.is_config(config) then
+    error("devplan.planner.report: config must be a CompilationConfig, got " .. type(config), 2)
+  end
   local devices = core.planner.virtual_devices(planned, config)
   local names = printed_names(planned)
   local namer = devname.namer()
@@ -169,7 +177,7 @@ function M.report(planned, config)
       r.copies[#r.copies + 1] = {
         fn = own.fn or val.fn, name = own.name, value = val.name or own.name,
         src = namer(src), dst = namer(dst), type = tostring(e.checked_type), bytes = b, size = why,
-        line = e.span and e.span.line, col = e.span and e.span.col,
+        line = e.span and e.span.line, col = e.span and e.span.col, source = e.span and e.span.source,
       }
       entry(src)
       resident(e, dst)
@@ -215,8 +223,10 @@ function Report:text()
            string.format("%d device_copy, %s bytes%s:", #self.copies, grouped(t.bytes_copied),
                          t.copies_too_large > 0 and (" + " .. t.copies_too_large .. " too large to count") or ""))
   for _, c in ipairs(self.copies) do
-    add_line(string.format("  %s%s = copy of %s  @%s -> @%s  %s  %s", c.fn and ("@" .. c.fn .. " ") or "",
-                           c.name or "(inline)", c.value or "(inline)", c.src, c.dst, c.type, copy_bytes(c)))
+    add_line(string.format("  %s%s = copy of %s  @%s -> @%s  %s  %s%s", c.fn and ("@" .. c.fn .. " ") or "",
+                           c.name or "(inline)", c.value or "(inline)", c.src, c.dst, c.type, copy_bytes(c),
+                           -- an imported ONNX node (a position with no column) by its name
+                           c.col == 0 and c.source and ("  (ONNX node " .. c.source .. ")") or ""))
   end
   add_line("")
   local left = {}
@@ -252,7 +262,7 @@ function Report:json()
   end
   return json.encode(data, {indent = true, keyorder = {
     "devices", "copies", "totals", "schedule", "name", "device", "calls", "bytes", "size", "unknown", "too_large",
-    "fn", "value", "src", "dst", "type", "line", "col", "bytes_copied", "bytes_resident", "copies_too_large",
+    "fn", "value", "src", "dst", "type", "line", "col", "source", "bytes_copied", "bytes_resident", "copies_too_large",
     "makespan", "costs", "serial", "resources", "critical", "kind", "tasks", "busy", "task", "resource", "start",
     "finish", "waited"}}) .. "\n"
 end

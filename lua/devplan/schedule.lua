@@ -16,6 +16,14 @@
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 local costs = require "devplan.costs"
+local devname = require "devplan.devname"
+local gantt = require "devplan.gantt"
+local passes = require "devplan.passes"
+
+local error, getmetatable, ipairs, pairs, setmetatable, tostring, type =
+  error, getmetatable, ipairs, pairs, setmetatable, tostring, type
+local math, os, string, table = math, os, string, table
+_ENV = nil -- no global is read or written below this line
 
 local M = {}
 
@@ -93,17 +101,22 @@ function M.run(planned, config, opts)
   check_args(planned, config, "devplan.planner.schedule", 2)
   opts = check_options(opts, "devplan.planner.schedule", OPTIONS, 2)
   typed(planned)
-  if opts.verify then
-    local planner = require "devplan.planner"
-    planner.verify(planned, config, {raise = true})
-  end
+  if opts.verify then core.planner.verify(planned, config, {raise = true}) end
   local s = core.schedule.run(planned, config, core_options(opts))
   s.module, s.config = planned, config
   return setmetatable(s, Schedule)
 end
 
+-- A method called on something else (Schedule.text(x)) is an error naming it.
+local function check_self(self, method)
+  if getmetatable(self) ~= Schedule then
+    error("devplan.Schedule:" .. method .. ": a schedule expected (dp.planner.schedule), got " .. type(self), 3)
+  end
+end
+
 -- Per device (not links): busy seconds, in the order of s.resources.
 function Schedule:busy()
+  check_self(self, "busy")
   local out = {}
   for _, r in ipairs(self.resources) do
     if r.kind == "device" then out[#out + 1] = {device = r.device, busy = r.busy, tasks = r.tasks} end
@@ -122,6 +135,10 @@ local function unit_of(scale)
 end
 
 function M.format_time(t, scale)
+  if type(t) ~= "number" or (scale ~= nil and type(scale) ~= "number") then
+    error("devplan.schedule.format_time: seconds (a number) and an optional scale (a number) expected, got "
+      .. type(t) .. (scale ~= nil and (", " .. type(scale)) or ""), 2)
+  end
   local u, name = unit_of(scale or t)
   return string.format("%.3f %s", t / u, name)
 end
@@ -134,7 +151,9 @@ end
 -- Names of a schedule's pieces: devices (short, as the printer writes them)
 -- and tasks (their printed name where the module text has one).
 function M.namer(s, with_names)
-  local devname = require "devplan.devname"
+  if getmetatable(s) ~= Schedule then
+    error("devplan.schedule.namer: a schedule expected (dp.planner.schedule), got " .. type(s), 2)
+  end
   local dn = devname.namer()
   local printed = {}
   if with_names ~= false and s.module then
@@ -165,6 +184,10 @@ end
 -- The schedule as text: makespan, per resource its tasks and busy time,
 -- the critical path (at most opts.path entries, default 30).
 function Schedule:text(opts)
+  check_self(self, "text")
+  if opts ~= nil and type(opts) ~= "table" then
+    error("devplan.Schedule:text: options must be a table {names =, path =, costs =}, got " .. type(opts), 2)
+  end
   opts = opts or {}
   local names = M.namer(self, opts.names)
   local ms = self.makespan
@@ -201,6 +224,7 @@ Schedule.__tostring = function(s) return s:text() end
 
 -- The schedule as plain data (for JSON): makespan, resources, critical path.
 function Schedule:summary()
+  check_self(self, "summary")
   local names = M.namer(self, false)
   local res, path = {}, {}
   for i, r in ipairs(self.resources) do
@@ -215,8 +239,15 @@ function Schedule:summary()
 end
 
 -- The Gantt chart as SVG text (lua/devplan/gantt.lua), or written to path.
-function Schedule:svg(opts) return require("devplan.gantt").svg(self, opts) end
-function Schedule:write_svg(path, opts) return require("devplan.gantt").write(self, path, opts) end
+local function chart_text(s) return {names = M.namer(s, #s.tasks <= 5000), time = M.format_time} end
+function Schedule:svg(opts)
+  check_self(self, "svg")
+  return gantt.svg(self, chart_text(self), opts)
+end
+function Schedule:write_svg(path, opts)
+  check_self(self, "write_svg")
+  return gantt.write(self, chart_text(self), path, opts)
+end
 
 -- ---------------------------------------------------------------- placing: the baselines
 
@@ -241,7 +272,6 @@ local EVAL_OPTIONS = {cost = true, bandwidth = true, serial = true, verify = tru
 function M.evaluate(mod, config, placement, opts)
   check_args(mod, config, "devplan.schedule.evaluate", 2)
   opts = check_options(opts, "devplan.schedule.evaluate", EVAL_OPTIONS, 2)
-  local passes = require "devplan.passes"
   local annotated = placement and placement:annotate() or mod
   local planned = passes.PlanDevices(config)(annotated)
   if opts.share_copies ~= false then planned = passes.ShareCopies()(planned) end

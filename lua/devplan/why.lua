@@ -10,7 +10,8 @@
 --   anything else   dp.planner.explain's reason and steps
 --
 -- Reasons are told in terms of the module before planning when `input` is
--- given (unless MoveCopies made the module: it moves devices on purpose) (the module PlanDevices was run on, annotations included): its
+-- given (the module PlanDevices was run on, annotations included; unless
+-- MoveCopies made the module: it moves devices on purpose): its
 -- domains are analysed (dp.planner.domains) and each planned node is
 -- matched to the input node of the same position and kind (planning keeps
 -- positions), so the reason is the annotation or defaulting rule of the
@@ -20,7 +21,13 @@
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 local devname = require "devplan.devname"
+local options = require "devplan.plan_options"
+local copies = require "devplan.copies"
 local report = require "devplan.report"
+
+local error, ipairs, pairs, rawequal, tostring, type = error, ipairs, pairs, rawequal, tostring, type
+local string, table = string, table
+_ENV = nil -- no global is read or written below this line
 
 local M = {}
 
@@ -143,11 +150,19 @@ function M.why(planned, e, opts)
   for k in pairs(opts) do
     if not OPTIONS[k] then error("devplan.planner.why: unknown option '" .. tostring(k) .. "' (input, config, name)", 2) end
   end
-  -- devplan.planner requires this file: it is loaded by the time why runs
-  local moves = require("devplan.planner").moves(planned)
+  if opts.config ~= nil and not ir.is_config(opts.config) then
+    error("devplan.planner.why: option config must be a CompilationConfig, got " .. type(opts.config), 2)
+  end
+  if opts.input ~= nil and not ir.is_module(opts.input) then
+    error("devplan.planner.why: option input must be the IRModule that was planned, got " .. type(opts.input), 2)
+  end
+  if opts.input ~= nil and not ir.is_config(opts.config) then
+    error("devplan.planner.why: option input needs option config (the CompilationConfig it was planned with)", 2)
+  end
+  local moves = copies.moves(planned)
   -- (MoveCopies changes devices on purpose: a moved module is explained by itself)
   local ctx = {planned = planned, config = opts.config, moves = moves,
-               domains = opts.input and not moves and require("devplan.planner").domains(opts.input, opts.config)}
+               domains = opts.input and not moves and options.domains(opts.input, opts.config)}
   local name = opts.name or "it"
   local out = {}
   if is_op(e, "device_copy") then

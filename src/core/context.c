@@ -28,6 +28,7 @@ static void ctx_free(dp_obj *o, dp_worklist *wl) {
   free(ops);
   for (uint32_t i = 0; i < ctx->nsources; i++) free(ctx->sources[i]);
   free(ctx->sources);
+  free(ctx->srcslots);
   dp__itab_free(&ctx->targets);
   dp__itab_free(&ctx->vdevs);
   dp__itab_free(&ctx->types);
@@ -62,10 +63,37 @@ void dp_ctx_close(dp_ctx *ctx) {
   dp_release(ctx);
 }
 
+/* The slot of name in the hash index (its id, or the empty slot to put it in). */
+static uint32_t *source_slot(dp_ctx *ctx, const char *name, uint32_t h) {
+  for (uint32_t i = h & (ctx->capsrcslots - 1);; i = (i + 1) & (ctx->capsrcslots - 1)) {
+    uint32_t id = ctx->srcslots[i];
+    if (!id || strcmp(ctx->sources[id - 1], name) == 0) return &ctx->srcslots[i];
+  }
+}
+
+/* Keeps the index at most half full (an imported ONNX model names a source
+   per node: thousands, looked up once per node). */
+static int grow_source_index(dp_ctx *ctx) {
+  uint32_t cap = ctx->capsrcslots ? ctx->capsrcslots * 2 : 16;
+  uint32_t *slots = dp_calloc(cap, sizeof *slots);
+  if (!slots) return -1;
+  uint32_t *old = ctx->srcslots;
+  ctx->srcslots = slots;
+  ctx->capsrcslots = cap;
+  for (uint32_t id = 1; id <= ctx->nsources; id++) {
+    const char *s = ctx->sources[id - 1];
+    *source_slot(ctx, s, dp__hash_string(0, s)) = id;
+  }
+  free(old);
+  return 0;
+}
+
 uint32_t dp_ctx_source(dp_ctx *ctx, const char *name) {
   if (!name) name = "<string>";
-  for (uint32_t i = 0; i < ctx->nsources; i++)
-    if (strcmp(ctx->sources[i], name) == 0) return i + 1;
+  if ((ctx->nsources + 1) * 2 > ctx->capsrcslots && grow_source_index(ctx) < 0) return 0;
+  uint32_t h = dp__hash_string(0, name);
+  uint32_t *slot = source_slot(ctx, name, h);
+  if (*slot) return *slot;
   if (ctx->nsources == ctx->capsources) {
     uint32_t cap = ctx->capsources ? ctx->capsources * 2 : 8;
     char **s = dp_realloc(ctx->sources, cap * sizeof *s);
@@ -76,6 +104,7 @@ uint32_t dp_ctx_source(dp_ctx *ctx, const char *name) {
   char *copy = dp_strdup(name);
   if (!copy) return 0;
   ctx->sources[ctx->nsources++] = copy;
+  *slot = ctx->nsources;
   return ctx->nsources;
 }
 

@@ -67,6 +67,8 @@ struct dp_ctx {
   dp__itab types;            /* interned dp_type */
   char **sources;           /* source names; id = index + 1 */
   uint32_t nsources, capsources;
+  uint32_t *srcslots;       /* hash index of sources: id, or 0 empty (capsrcslots a power of 2) */
+  uint32_t capsrcslots;
   dp_op **ops;              /* registry, registration order (retained) */
   uint32_t nops, capops;
   dp__itab opnames;          /* name -> op */

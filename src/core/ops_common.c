@@ -222,5 +222,6 @@ int dp_register_builtin_ops(dp_ctx *ctx, dp_err **err) {
   if (dp__register_tensor_ops(ctx, err) < 0) return -1;
   if (dp__register_nn_ops(ctx, err) < 0) return -1;
   if (dp__register_device_ops(ctx, err) < 0) return -1;
+  if (dp__register_onnx_extra_ops(ctx, err) < 0) return -1;
   return 0;
 }

@@ -40,6 +40,8 @@ int dp__register_opdefs(dp_ctx *ctx, const dp__opdef *defs, size_t n, dp_err **e
 int dp__register_tensor_ops(dp_ctx *ctx, dp_err **err);
 int dp__register_nn_ops(dp_ctx *ctx, dp_err **err);
 int dp__register_device_ops(dp_ctx *ctx, dp_err **err);
+/* What models imported from ONNX need besides (ops_onnx_extra.c). */
+int dp__register_onnx_extra_ops(dp_ctx *ctx, dp_err **err);
 
 /* ---- relation helpers (op is the relation's ud) ---- */
 

@@ -39,7 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "move.h"
+#include "planner.h"
 
 #define MAX_ROUNDS 32
 

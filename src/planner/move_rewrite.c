@@ -15,7 +15,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "move.h"
+#include "planner.h"
 
 int dp__mtable_init(dp__mtable *t, dp__mfun *f, int fresh, dp_err **err) {
   *t = (dp__mtable){0};

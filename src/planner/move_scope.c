@@ -15,7 +15,7 @@
  * branches and literals nest).
  */
 #include <stdlib.h>
-#include "move.h"
+#include "planner.h"
 
 typedef struct nctx { dp__mfun *m; int oom; } nctx;
 

@@ -1,19 +1,32 @@
 /*
- * The planner's internals. PlanDevices (plan.c) is five phases in order,
- * one file each, over three pieces they share, one file each:
+ * The planner's internals, in layers: a file calls only files of the layers
+ * below its own (scripts/planner_layers.lua checks it, in the suite):
  *
- *   devices.c  the device table: the canonical virtual devices of a plan,
- *              by index (0: unconstrained), with join and default
- *   index.c    the node numbering: every node of every global function
- *              numbered once, in one walk, with its children, the post
- *              order, its on_device / device_copy attributes decoded, what
- *              phase 0 must rewrite and phase 0b's demands
- *   domains.c  the union-find of domains over those devices (the state
- *              between analysis and capture, dp_domains_objtype())
- *
- * and the rules of the special operators (rules.c), which analysis,
- * phase 0b and the verifier read from one table. Each phase keeps its own
- * state in its own file.
+ *   above it        move.c (MoveCopies), poly.c (device-polymorphic
+ *                   functions), recompute.c: on a planned module, planning
+ *                   again through plan.c; move_scope.c (scopes, uses) and
+ *                   move_rewrite.c (applying decisions) beside the phases
+ *   the pipeline    plan.c: PlanDevices' phases composed once (the options
+ *                   its branches), the public phases one by one;
+ *                   partition.c reads its devices through it
+ *   the state       domains_api.c: dp_domains (plan.h's handle) = the
+ *                   domains, the log of later changes, placement's
+ *                   decisions; lookups and a script's changes
+ *   explanation     explain.c: conflicts worded, explanations, on replays
+ *                   (replay.c applies the log) that keep proofs
+ *   the phases      rewrite.c (0), conflicts.c (0b), analyze.c (1),
+ *                   place.c (placement by cost), default.c (2, order.c),
+ *                   capture.c (3); share.c, verify.c, schedule_*.c beside
+ *                   them. A phase returns a conflict as data (dp__conflict)
+ *                   and keeps its own state in its own file.
+ *   the domains     domains.c: the union-find over the devices, nothing else
+ *   shared pieces   index.c (every node numbered once, in one walk, with its
+ *                   children, post order, decoded annotations, phase 0's
+ *                   and 0b's findings), devices.c (the canonical devices of
+ *                   a plan by index), rules.c (the special operators, one
+ *                   table for analysis, phase 0b and the verifier),
+ *                   describe.c (how diagnostics name things), maxflow.c,
+ *                   place_solve.c, independent.c
  *
  * Where devplan reads planner.md differently, on purpose (plan.h says
  * why): phase 0's fixed let values and function bodies are read in place
@@ -93,11 +106,13 @@ int dp__is_normal_on_device(const struct dp__plan_ops *ops, const dp_expr *e, dp
 /* Phase 0's rule for an on_device that is a let value or a function body:
    it is fixed. Analysis reads that in place (rewriting it would rebuild
    the whole spine above it), except where reading in place would not say
-   the same: a node with other references (phase 0's fixed one is for this
-   position only), an annotation of an operator or constructor (phase 0
+   the same: an annotation of an operator or constructor (phase 0
    drops it), of another on_device (phase 0 merges the two when they say
    the same device), or of a function; phase 0 runs where there is such a
-   one (or another of its forms). */
+   one (or another of its forms). A node another parent in the module
+   reaches too (phase 0's fixed one is for this position only) is not read
+   in place either: the index counts those (F_MULTI), never by reference
+   counts, which a caller holding nodes would change. */
 int dp__fixed_in_place(const struct dp__plan_ops *ops, const dp_expr *value);
 /* call_lowered(@f, (args)) (a call of @f): the callee and arguments as if
    it were not lowered. Returns the argument count. */
@@ -164,6 +179,8 @@ enum { /* dp__index.flag */
   F_EXACT = 32,        /* an on_device read where no copy can go: a child of anything but
                           an argument of a call of an ordinary operator, constructor or
                           function */
+  F_MULTI = 64,        /* reached from more than one parent in the module */
+  F_INPLACE = 128,     /* F_FIXED and readable where it stands, were it reached once */
 };
 enum { ON_CBODY = 1u << 30, ON_CRESULT = 1u << 31, ON_DEV = ON_CBODY - 1 };
 
@@ -207,11 +224,10 @@ typedef struct dp__index {
   dp__mark *marks; uint32_t nmarks, capmarks; /* phase 0b's copies */
   dp__read *reads; uint32_t nreads, capreads; /* phase 0b's demands on shared plain on_device calls */
   uint32_t nann;           /* annotations (constraint domains analysis makes) */
-  /* how analysis reads the module (set by dp_plan_domains, seen by replays):
-     relax: placement by cost (place.c): a call's arguments are not unified
-     with where it runs but recorded as flows a copy may sit on; collect:
-     a conflict is recorded and analysis goes on (all conflicts) */
-  uint8_t relax, collect;
+  /* how analysis, defaulting and capture read the module (set with phase
+     0b's mode, seen by replays): placement by cost (place.c): where a copy
+     may sit, a value and its reader are not unified but recorded as a flow */
+  uint8_t relax;
 } dp__index;
 
 /* Number every global function of m (one walk each); NULL + error. */
@@ -298,103 +314,85 @@ typedef struct dp__dnode {
    it; made in domain order, so found by binary search (dp__dom_cons). */
 typedef struct dp__cons { uint32_t dom, vdev; dp_expr *why; } dp__cons;
 
-/* The proof forest (explanations, conflict messages): an undirected
-   spanning tree of every class whose edges say why two domains were
-   unified. Kept only by the domains explain.c builds to answer a question
-   (dp__domains_shadow), which replay analysis and what followed it. */
-typedef struct dp__proof { uint32_t parent; uint8_t rule; dp_expr *why; } dp__proof;
+/* A conflict, as data: unification was asked to make domains a and b one
+   (rule and why say why) and could not; what it had done was undone. */
+typedef struct dp__conflict { uint32_t a, b; int rule; dp_expr *why; } dp__conflict;
 
-/* What happened to the domains after analysis, in order: replayed to build
-   the proof forest when it was not kept. */
-typedef struct dp__op_log { uint8_t op; int rule; dp_expr *a, *b; uint32_t vdev; } dp__op_log;
-enum { LOG_DEFAULT, LOG_UNIFY, LOG_CONSTRAIN, LOG_SET_DEFAULT, LOG_PLACE };
+typedef struct dp__domains dp__domains;
+/* Told each link the union-find makes: domains x and y are one now, for
+   rule and why (explain.c keeps its proofs so). 0, or -1: out of memory. */
+typedef int (*dp__link_fn)(void *ud, dp__domains *d, uint32_t x, uint32_t y, int rule, dp_expr *why);
 
-/* Where a copy may sit when placing by cost: the value of node `value`
-   (its on_device calls looked through) made in domain src and read in
-   domain dst (analysis.c, ix->relax). */
-typedef struct dp_flowrec { uint32_t value, src, dst; } dp_flowrec;
-struct dp_placement; /* place.c */
-
-struct dp_domains {
-  dp_obj h;                 /* dp_domains_objtype() */
-  dp__index *ix;             /* the analysed module's numbering (owned, or owner's) */
-  dp_domains *owner;        /* explain.c's replay: the domains whose index this borrows */
+/* The domains of a module: the union-find over the devices of its index,
+   nothing else. What the layers above keep beside it is theirs: the
+   planner's state (dp_domains, below) holds the log of later changes and
+   placement's decisions; explain.c keeps the proofs of the domains it
+   replays, through on_link. */
+struct dp__domains {
+  dp__index *ix;             /* the numbering (borrowed) */
   dp__devices *dev;          /* &ix->dev */
   dp_ctx *ctx;
   dp__dnode *nodes; uint32_t nnodes, capnodes;
   dp__cons *cons; uint32_t ncons, capcons;
   uint32_t *kids; uint32_t nkids, capkids;   /* function domains: arity, params..., result */
   uint32_t *dom;            /* id -> domain */
-  dp__ptrmap extra;            /* domains of what the index does not number (primfns,
+  dp__ptrmap extra;         /* domains of what the index does not number (primfns,
                                pattern variables never used, operators of lookups) */
-  dp__proof *proof;          /* per domain, or NULL (proofs off) */
-  dp__op_log *log; uint32_t nlog, caplog;
-  int analysed;             /* analysis completed (the log starts) */
   /* scratch for unify */
   uint32_t *work; uint32_t nwork, capwork;
   uint32_t *trail; uint32_t ntrail, captrail;
   uint32_t *links; uint32_t nlinks, caplinks;
-  struct { uint32_t a, b; int rule; dp_expr *why; } failed; /* the last conflict (dp__unify) */
+  dp__conflict failed;      /* the last conflict (dp__unify returned 1) */
   int oom;                  /* an allocation failed: the phase reports it */
   int repass;               /* a class a default was taken from was refined (default.c) */
-  dp_flowrec *flows; uint32_t nflows, capflows;  /* ix->relax: analysis' flows */
-  uint32_t nconf;                                /* ix->collect: the conflicts met */
-  struct dp_placement *place;                    /* place.c's decisions (owner only) */
-  /* all_conflicts' replay (dp__conflict_errors): the proof forest's children
-     (first child, next and previous sibling, each id + 1, 0: none), kept as
-     it changes so each conflict is worded as it is met; which conflicts are
-     independent (owned); explain.c's state for the wording (not owned) */
-  uint32_t *pfirst, *pnext, *pprev;
-  struct dp__indep *indep;
-  struct dp__collector *collector;
+  dp__link_fn on_link;      /* NULL: links are not told */
+  void *link_ud;
 };
 
-void dp__domains_free_fn(dp_obj *o, dp_worklist *wl);
-/* New domains over ix (taking it), without proofs. */
-dp_domains *dp__domains_new(dp__index *ix, dp_err **err);
-uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy);
-uint32_t dp__dom_fn(dp_domains *d, uint32_t arity, const uint32_t *kids);
-uint32_t dp__dom_for_type(dp_domains *d, const dp_type *t, uint32_t vdev, int crule,
+/* Domains over ix (borrowed), room for cap domains (0: as analysis needs);
+   domain 0 made (what a failed allocation hands out). 0, or -1 + error
+   (then clear them all the same). */
+int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err);
+void dp__domains_clear(dp__domains *d);
+uint32_t dp__dom_first(dp__domains *d, uint32_t vdev, int crule, dp_expr *cwhy);
+uint32_t dp__dom_fn(dp__domains *d, uint32_t arity, const uint32_t *kids);
+uint32_t dp__dom_for_type(dp__domains *d, const dp_type *t, uint32_t vdev, int crule,
                           dp_expr *cwhy);
-uint32_t dp__dom_new(dp_domains *d, const dp_expr *e); /* a fresh free domain for e's type */
-uint32_t dp__dom_of(dp_domains *d, dp_expr *e);        /* e's domain (a fresh one if none) */
-uint32_t dp__dom_find(dp_domains *d, uint32_t x);
-uint32_t dp__dom_result(dp_domains *d, uint32_t x);    /* root of the result domain */
-uint32_t dp__dom_arity(dp_domains *d, uint32_t x);     /* 0 for first-order */
-uint32_t dp__dom_kid(dp_domains *d, uint32_t x, uint32_t i); /* i == arity: result */
-uint32_t dp__dom_dev(dp_domains *d, uint32_t x);       /* result device index (0: free) */
-dp_vdev *dp__dom_vdev(dp_domains *d, uint32_t x);      /* result device, NULL free (borrowed) */
+uint32_t dp__dom_new(dp__domains *d, const dp_expr *e); /* a fresh free domain for e's type */
+uint32_t dp__dom_of(dp__domains *d, dp_expr *e);        /* e's domain (a fresh one if none) */
+/* Does e have a domain (is it an expression of the analysed module)? */
+int dp__dom_has(const dp__domains *d, const dp_expr *e);
+uint32_t dp__dom_find(dp__domains *d, uint32_t x);
+uint32_t dp__dom_result(dp__domains *d, uint32_t x);    /* root of the result domain */
+uint32_t dp__dom_arity(dp__domains *d, uint32_t x);     /* 0 for first-order */
+uint32_t dp__dom_kid(dp__domains *d, uint32_t x, uint32_t i); /* i == arity: result */
+uint32_t dp__dom_dev(dp__domains *d, uint32_t x);       /* result device index (0: free) */
+dp_vdev *dp__dom_vdev(dp__domains *d, uint32_t x);      /* result device, NULL free (borrowed) */
 /* Unify; rule/why say why. 0; 1 when the two cannot be one (a conflict:
-   everything is left as it was, d->failed says where, and the caller asks
-   explain.c for the error, or goes on); -1 + error (out of memory). */
-int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err);
+   everything is left as it was, d->failed says where); -1 + error (out of
+   memory). */
+int dp__unify(dp__domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err);
 /* TVM's SetDefault and its function form; 0, 1 (a conflict) or -1, as dp__unify. */
-int dp__set_default(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
+int dp__set_default(dp__domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
                     dp_err **err);
-int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev, int rule,
+int dp__set_result_default_then_params(dp__domains *d, uint32_t x, uint32_t vdev, int rule,
                                        dp_expr *why, dp_err **err);
+/* A constraint (rule) putting e's domain's result on device index vdev: 0,
+   1 (a conflict) or -1, as dp__unify. */
+int dp__constrain(dp__domains *d, dp_expr *e, uint32_t vdev, int rule, dp_err **err);
 /* The device of x's result as the source of a default: marked, so that a
    later refinement of it asks for another pass (default.c). */
-uint32_t dp__dom_source(dp_domains *d, uint32_t x);
+uint32_t dp__dom_source(dp__domains *d, uint32_t x);
 /* The constraint of domain x (its crule is set). */
-const dp__cons *dp__dom_cons(const dp_domains *d, uint32_t x);
-int dp__dom_fully_constrained(dp_domains *d, uint32_t x);
+const dp__cons *dp__dom_cons(const dp__domains *d, uint32_t x);
+int dp__dom_fully_constrained(dp__domains *d, uint32_t x);
 /* The domain of child i of id. */
-static inline uint32_t dp__kdom(dp_domains *d, uint32_t id, uint32_t i) {
+static inline uint32_t dp__kdom(dp__domains *d, uint32_t id, uint32_t i) {
   uint32_t k = dp__kid(d->ix, id, i);
   return k != DP__NONE_ID ? d->dom[k] : dp__dom_of(d, dp__child(d->ix->x[id], i));
 }
 /* The domain of a call's callee (DP__NONE_ID for operators and constructors). */
-uint32_t dp__callee_dom(dp_domains *d, uint32_t id);
-/* A post-analysis change, logged before it is applied (explain.c replays
-   the log); dp__domains_apply applies one (0, or -1 + error). */
-void dp__domains_log(dp_domains *d, int op, int rule, dp_expr *a, dp_expr *b, uint32_t vdev);
-int dp__domains_apply(dp_domains *d, const dp__op_log *op, dp_err **err);
-/* New domains with proofs over d's index (for explain.c's replay). */
-dp_domains *dp__domains_shadow(dp_domains *d, dp_err **err);
-/* On a shadow, before its replay: the proof forest's children lists kept,
-   and the links followed for dp__indep (all_conflicts). 0, or -1 + error. */
-int dp__domains_track_conflicts(dp_domains *d, dp_err **err);
+uint32_t dp__callee_dom(dp__domains *d, uint32_t id);
 
 /* ================= independent.c: which conflicts are independent ================= */
 
@@ -424,58 +422,122 @@ dp__index *dp__conflicts(dp__index *ix, int mode, dp_err **err);
    copies they share, *dest (malloc'd) the destination of each. 0, or -1
    (out of memory). */
 int dp__read_anywhere(dp__index *ix, int relax, uint32_t *nshares, uint32_t **dest);
-/* Phase 1: the domains of ix (consumed); dp__analyze_again runs it on
-   fresh domains (explain.c's replay). */
-dp_domains *dp__analyze(dp__index *ix, dp_err **err);
-int dp__analyze_again(dp_domains *d, dp_err **err);
+
+/* Where a copy may sit when placing by cost: the value of node `value`
+   (its on_device calls looked through) made in domain src and read in
+   domain dst (analyze.c, ix->relax). */
+typedef struct dp__flowrec { uint32_t value, src, dst; } dp__flowrec;
+typedef struct dp__flows { dp__flowrec *v; uint32_t n, cap; } dp__flows;
+
+/* How analysis runs, and what it found besides the domains. */
+typedef struct dp__analysis {
+  int collect;              /* a conflict is counted (and told) and analysis goes on
+                               (0: the first conflict stops it) */
+  /* collect: each conflict as met (d->failed), told before analysis goes
+     on; 0, or -1 (out of memory). NULL: counted only. */
+  int (*conflict)(void *ud, dp__domains *d);
+  void *ud;
+  dp__flows *flows;         /* ix->relax: the flows made (NULL: not kept) */
+  uint32_t nconf;           /* collect: the conflicts met */
+} dp__analysis;
+/* Phase 1 (analyze.c): the domains of every numbered node of d's index
+   (ix->relax: placing by cost's reading), on fresh domains. 0; 1 when the
+   first conflict stopped it (d->failed); -1 + error. */
+int dp__analyze(dp__domains *d, dp__analysis *how, dp_err **err);
 /* The global functions in the order defaulting visits them (order.c):
    callers first, then by name. A new array of ix->nfn indices, or NULL. */
 uint32_t *dp__plan_order(const dp__index *ix);
 
 /* Placement by cost (place.c), between analysis and defaulting: every free
    class a flow reaches gets the device that minimises the bytes copied
-   (or the time). 0, or -1 + error. */
-int dp__place(dp_domains *d, const dp_place_hooks *h, dp_err **err);
-/* Replays the owner's decisions on its shadow (explain.c). */
-int dp__place_replay(dp_domains *d, dp_err **err);
-void dp__place_free(struct dp_placement *p);
+   (or the time). Its decisions (*out, place.c's own: dp__place_free) say
+   what it weighed and replay it. 0, or -1 + error. */
+struct dp__placement;
+int dp__place(dp__domains *d, const dp__flows *flows, const dp_place_hooks *h,
+              struct dp__placement **out, dp_err **err);
+void dp__place_free(struct dp__placement *p);
+/* The decisions pl made, made again on d (fresh domains of the same index
+   after the same analysis: explain.c's replay). 0, or -1 + error. */
+int dp__place_replay(dp__domains *d, const struct dp__placement *pl, dp_err **err);
 /* What placing domain cons (an R_PLACEMENT constraint) weighed: the
    sentence after "because of" (malloc'd), or NULL. */
-char *dp__place_reason(dp_domains *d, uint32_t cons);
+char *dp__place_reason(dp__domains *d, const struct dp__placement *pl, uint32_t cons);
+/* dp_domains_placements (plan.h) of the decisions pl. */
+int dp__place_each(dp__domains *d, const struct dp__placement *pl, dp_place_fn fn, void *ud,
+                   dp_err **err);
+
+/* Phase 2 (default.c): 0; 1 when a default conflicts (d->failed); -1 + error. */
+int dp__default(dp__domains *d, dp_err **err);
+/* Phase 3 (capture.c): the planned module, or NULL + error. */
+dp_module *dp__capture(dp__domains *d, dp_err **err);
+
+/* ================= replay.c: the log of later changes ================= */
+
+/* What changed the domains after analysis, in order: replayed on new
+   domains when proofs are asked for (explain.c). */
+typedef struct dp__op_log { uint8_t op; int rule; dp_expr *a, *b; uint32_t vdev; } dp__op_log;
+enum { LOG_DEFAULT, LOG_UNIFY, LOG_CONSTRAIN, LOG_SET_DEFAULT, LOG_PLACE };
+typedef struct dp__log { dp__op_log *v; uint32_t n, cap; } dp__log;
+
+/* Appends op: 0, or -1 (out of memory). */
+int dp__log_add(dp__log *l, dp__op_log op);
+void dp__log_free(dp__log *l);
+/* Applies op to d (pl: the decisions LOG_PLACE replays). 0, 1 (a
+   conflict: d->failed) or -1 + error, as dp__unify. */
+int dp__log_apply(dp__domains *d, const dp__op_log *op, const struct dp__placement *pl,
+                  dp_err **err);
+
+/* ================= domains_api.c: the planner's state ================= */
+
+/* plan.h's dp_domains: the domains of a module between analysis and
+   capture, and what the layers above them keep beside them, each freed by
+   its owner: the log of what changed them after analysis (so that explain.c
+   can replay it) and placement by cost's decisions (place.c's). It owns
+   the index its domains are over. */
+struct dp_domains {
+  dp_obj h;                 /* dp_domains_objtype() */
+  dp__domains uf;           /* the union-find and the devices */
+  dp__log log;
+  struct dp__placement *place;
+};
+
+/* New state over ix (taken), its domains not yet analysed; NULL + error. */
+dp_domains *dp__state_new(dp__index *ix, dp_err **err);
+/* Logs op and applies it (undone from the log when it fails); a conflict
+   worded (explain.c). 0, or -1 + error. */
+int dp__state_apply(dp_domains *s, dp__op_log op, dp_err **err);
 
 /* ================= explain.c ================= */
 const char *dp__rule_text(int rule);
-/* The error of the conflict d->failed records (after dp__unify returned 1). */
-dp_err *dp__conflict_error(dp_domains *d);
-/* The errors of the conflicts analysis met (d->nconf, all_conflicts): a
-   replay of analysis words each independent one as it is met
-   (independent.c says which), with both constraints and the chain; in
-   source order, a summary error (*err) and each in *all (may be NULL). -1. */
-int dp__conflict_errors(dp_domains *d, dp_conflicts *all, dp_err **err);
-/* On that replay (d->collector set), the conflict d->failed records: worded
-   now, when independent. 0, or -1 (out of memory). */
-int dp__conflict_collect(dp_domains *d);
+/* The error of the conflict s's domains record (after something returned
+   1): found again on a replay that keeps proofs, and worded. */
+dp_err *dp__conflict_error(dp_domains *s);
+/* The errors of the conflicts analysis met (all_conflicts): a replay of
+   analysis words each independent one as it is met (independent.c says
+   which), with both constraints and the chain; in source order, a summary
+   error (*err) and each in *all (may be NULL). -1. */
+int dp__conflict_errors(dp_domains *s, dp_conflicts *all, dp_err **err);
 
 /* ================= maxflow.c: minimum s-t cut ================= */
 
-#define DP_FLOW_INF DP_PLACE_INF
-typedef struct dp_flow dp_flow;
-dp_flow *dp__flow_new(void);
-void dp__flow_free(dp_flow *g);
-void dp__flow_reset(dp_flow *g);                  /* no nodes, no arcs (memory kept) */
-uint32_t dp__flow_node(dp_flow *g);               /* a new node (0, 1, ...) */
-uint32_t dp__flow_count(const dp_flow *g);        /* nodes so far */
+#define DP__FLOW_INF DP_PLACE_INF
+typedef struct dp__flow dp__flow;
+dp__flow *dp__flow_new(void);
+void dp__flow_free(dp__flow *g);
+void dp__flow_reset(dp__flow *g);                  /* no nodes, no arcs (memory kept) */
+uint32_t dp__flow_node(dp__flow *g);               /* a new node (0, 1, ...) */
+uint32_t dp__flow_count(const dp__flow *g);        /* nodes so far */
 /* Capacity from the source to v and from v to the sink (added up). */
-void dp__flow_terminal(dp_flow *g, uint32_t v, int64_t from_source, int64_t to_sink);
+void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_sink);
 /* An arc u -> v of capacity cap, and v -> u of rcap. */
-void dp__flow_arc(dp_flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap);
+void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap);
 /* The minimum cut: side[v] = 0 (source side) or 1 (sink side) for every
    node; returns its capacity, or -1 (out of memory). Ties go to the source
    side. */
-int64_t dp__flow_solve(dp_flow *g, uint8_t *side);
+int64_t dp__flow_solve(dp__flow *g, uint8_t *side);
 /* Work Boykov-Kolmogorov may do before push-relabel takes over (maxflow.c):
    < 0 the default, 0 push-relabel alone (the tests run both). */
-void dp__flow_budget(dp_flow *g, int64_t work);
+void dp__flow_budget(dp__flow *g, int64_t work);
 
 /* ================= diagnostics text (describe.c) ================= */
 /* "add at 3:5", malloc'd; an on_device with no position (a pass inserted
@@ -485,5 +547,149 @@ char *dp__describe(dp_ctx *ctx, const dp_expr *e);
 dp_span dp__span_of(const dp_expr *e);
 /* Short device text for messages ("cuda", "cpu (memory scope \"a\")"), malloc'd. */
 char *dp__vdev_short(const dp_vdev *v);
+
+/* ================= MoveCopies' internals (move.c, poly.c, recompute.c) =================
+
+   A copy is counted per execution: a node shared by several places runs
+   once, at the innermost scope that holds all its uses (a function body,
+   an if branch, a match clause: where the printer binds it), each time that
+   scope runs (include/devplan/visit.h). So where a copy runs is its scope,
+   its "home", and every decision MoveCopies makes is made on homes: a copy
+   at the top of a function's body runs once per call, one in a branch when
+   the branch runs, one in a recursive function's branch once per iteration.
+   include/devplan/move.h is the public side. */
+
+#define MV_NONE UINT32_MAX
+
+/* ================= move_scope.c: one function's nodes and scopes ================= */
+
+enum { MS_ROOT, MS_FN, MS_ARM };   /* the body of the global function, of a literal, a branch */
+
+typedef struct dp__mscope {
+  uint32_t parent;   /* MV_NONE for the root */
+  uint32_t depth;
+  uint32_t opener;   /* the node that opens it (the global function for the root) */
+  uint8_t kind;      /* MS_* */
+} dp__mscope;
+
+/* Every distinct node of one global function, numbered in post order (the
+   order dp_visit and dp_rewrite meet them), with its children, its uses
+   (the parent and child slot of each), and the scope it runs in. */
+typedef struct dp__mfun {
+  dp_expr *root;                  /* the global function (borrowed: the module holds it) */
+  const char *name;               /* its name (borrowed) */
+  dp__ptrmap id;                  /* node -> id */
+  dp_expr **x; uint32_t n, capx;  /* id -> node */
+  uint32_t *koff, *kid;           /* children of id: kid[koff[id] .. koff[id + 1]) */
+  uint32_t nkid, capkid;
+  uint32_t *uoff, *upar, *uslot;  /* uses of id: (upar, uslot)[uoff[id] .. uoff[id + 1]) */
+  uint32_t *home;                 /* id -> the scope it runs in */
+  uint32_t *open;                 /* id -> the first scope it opens (MV_NONE: none) */
+  dp__mscope *s; uint32_t ns, caps;
+} dp__mfun;
+
+/* Number and scope the function f (0, or -1 + error: out of memory). */
+int dp__mfun_init(dp__mfun *m, dp_expr *f, const char *name, dp_err **err);
+void dp__mfun_free(dp__mfun *m);
+static inline uint32_t dp__mfun_id(const dp__mfun *m, const dp_expr *e) {
+  dp__ptrslot *s = dp__ptrmap_find(&m->id, e);
+  return s ? s->val : MV_NONE;
+}
+static inline uint32_t dp__mfun_nuses(const dp__mfun *m, uint32_t id) {
+  return m->uoff[id + 1] - m->uoff[id];
+}
+/* The scope node id opens at child slot (MV_NONE: none there). */
+uint32_t dp__mfun_scope_at(const dp__mfun *m, uint32_t id, uint32_t slot);
+/* Is scope a inside scope b (or b itself)? With arms_only, only through
+   branches (no function literal between them: code in a runs whenever b
+   runs and then takes the branches down to a, in the same call). */
+int dp__mscope_within(const dp__mfun *m, uint32_t a, uint32_t b, int arms_only);
+/* The lowest common ancestor of two scopes. */
+uint32_t dp__mscope_lca(const dp__mfun *m, uint32_t a, uint32_t b);
+
+/* The uses of node v, looking through the on_device calls around it (a
+   planned module wraps a value where its device is written): each use with
+   the node it reads (v or its outermost on_device) in u; the on_device calls
+   met in w. 0 (the caller frees u and w), or -1 (out of memory: nothing to free). */
+typedef struct dp__mvuse { uint32_t par, slot, node; } dp__mvuse;
+typedef struct dp__mvuses { dp__mvuse *u; uint32_t n, cap; uint32_t *w, nw, capw; } dp__mvuses;
+int dp__mfun_uses(const struct dp__plan_ops *ops, const dp__mfun *f, uint32_t v, dp__mvuses *out);
+/* Dropping copy c takes a use from the value it copies: a value read
+   elsewhere then runs where those reads meet. Is that no more often than
+   now (its scope, or a branch below it; never inside a function literal,
+   which may run many times)? 1 yes, 0 no, -1 out of memory. */
+int dp__mfun_stays_put(const struct dp__plan_ops *ops, const dp__mfun *f, uint32_t c);
+
+/* ================= move_rewrite.c: applying decisions ================= */
+
+/* What the rewrite does at one node (by id, in one function). */
+enum {
+  MD_KEEP = 0,
+  MD_VAR,        /* becomes the variable `var` */
+  MD_KID,        /* becomes its rewritten child `kid` (a copy becomes its argument,
+                    an on_device its body) */
+  MD_REP,        /* a copy merged into copy `rep` (the first met stands for all) */
+  MD_BODY,       /* a let becomes its body (a dead let) */
+};
+enum { MA_WRAP, MA_USE, MA_APPEND_VAR, MA_APPEND_USE };  /* call argument actions */
+
+typedef struct dp__mact {
+  uint32_t arg;          /* the argument (MA_WRAP, MA_USE) */
+  uint8_t kind;
+  uint32_t node;         /* MA_USE, MA_APPEND_USE: the rewritten node of this id */
+  dp_var *var;           /* MA_APPEND_VAR: the variable (owned by the table); on a
+                            function's decision, a parameter appended */
+  dp_vdev *src, *dst;    /* MA_WRAP (borrowed: interned devices) */
+} dp__mact;
+
+typedef struct dp__mdec {
+  uint8_t op;            /* MD_* */
+  uint8_t wrap;          /* then a copy src -> dst of the result */
+  uint8_t keep;          /* must come out as itself (a peel uses it by identity): no cancel */
+  uint8_t sub;           /* child sub_slot becomes the rewritten node sub_node */
+  uint32_t sub_slot, sub_node;
+  uint32_t kid, rep;
+  dp_var *var;           /* MD_VAR (owned by the table) */
+  dp_vdev *src, *dst;    /* wrap */
+  dp_vdev *vdev;         /* a function literal or the global: its new result device */
+  dp_expr *callee;       /* a call: its new callee (owned by the table) */
+  uint32_t aoff, na;     /* a call: its argument actions */
+  dp_var *before_var;    /* a let: `let before_var = <clone>; <the let>` (owned) */
+  struct dp__mtable *clone; /* that clone's decisions (borrowed), made from node clone_root
+                               when the let is rewritten (what it shares with the let's
+                               context is the rewrite's by then) */
+  uint32_t clone_root;
+} dp__mdec;
+
+/* The decisions of one rewrite of one function (or of a clone of part of
+   it). fresh: a clone: every variable bound inside gets a new one, every
+   node but atoms is new (nothing is shared with the original, whose
+   variables it must not read). */
+typedef struct dp__mtable {
+  dp__mfun *f;
+  uint32_t *at;                   /* id -> decision index, or MV_NONE */
+  dp__mdec *d; uint32_t nd, capd;
+  dp__mact *a; uint32_t na, capa;
+  int fresh;
+  dp__ptrmap freshvars;           /* (fresh) bound variable -> its new variable (owned) */
+  int any;                        /* a decision was made */
+  uint32_t ncancel;               /* (the rewrite's count) copies that undid a copy */
+} dp__mtable;
+
+int dp__mtable_init(dp__mtable *t, dp__mfun *f, int fresh, dp_err **err);
+void dp__mtable_free(dp__mtable *t);
+/* The decision of id, made on first ask (NULL: out of memory). */
+dp__mdec *dp__mtable_dec(dp__mtable *t, uint32_t id);
+static inline dp__mdec *dp__mtable_get(const dp__mtable *t, uint32_t id) {
+  return t->at[id] == MV_NONE ? NULL : &t->d[t->at[id]];
+}
+/* A call's argument action (appended to id's decision). */
+int dp__mtable_act(dp__mtable *t, uint32_t id, dp__mact act);
+/* A copy of v (fresh: not yet known) with device vd (NULL: as v). */
+dp_var *dp__mvar_like(dp_var *v, dp_vdev *vd);
+
+/* Rewrites node root of t's function (an id of it: the global function, a
+   literal for a clone) by the table: a new reference, or NULL + error. */
+dp_expr *dp__mrewrite(const struct dp__plan_ops *ops, dp__mtable *t, uint32_t root, dp_err **err);
 
 #endif

@@ -26,7 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "move.h"
+#include "planner.h"
 
 typedef struct pcall { uint32_t id, callee; } pcall;   /* a call site: node id, callee function */
 

@@ -33,7 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "move.h"
+#include "planner.h"
 
 #define RECOMPUTE_MAX_CALLS 4
 

@@ -1,0 +1,993 @@
+/*
+ * PartitionByVirtualDevice (partition.h): the connected same-device pieces
+ * of each function of a planned module hoisted into global functions.
+ *
+ * Every function body is partitioned, the bodies of the function literals
+ * inside it too (innermost first; a Composite or Primitive literal is one
+ * unit and is never entered). Per body, over its dataflow graph (function
+ * literals are leaves there, replaced by their partitioned versions):
+ * 1. every node is a member (a call of an operator, a global or a
+ *    Composite function, a tuple, a projection, with a device), a wrapper
+ *    (on_device, and a let-bound variable, which stands for its let's value:
+ *    transparent), a barrier (anything else with inputs: device_copy, let,
+ *    if, ...), or a leaf (a parameter, a constant, a function literal); a
+ *    let's body is in the let's block (it always runs after the value), an
+ *    if's branches and a match's clauses each in a block of their own, and
+ *    regions never cross blocks;
+ * 2. in post order (a topological order), each member starts a region and
+ *    takes in its producers' regions of the same device and block, unless
+ *    a producer's region is restricted: TVM's MergeCompilerRegions, where a
+ *    region's restrictions are the regions that reach it through another
+ *    region or a barrier (a region of another device is always one);
+ *    restrictions of regions that can take no more consumers are dropped,
+ *    which keeps the sets as small as the open frontier of the program;
+ * 3. each region with a call becomes a function (inputs as parameters,
+ *    outputs as its result or a tuple of them), and the caller is rebuilt
+ *    in a topological order of the graph with each region contracted to
+ *    its call, which exists since regions never form a cycle. A let whose
+ *    value is hoisted and whose variable only its region reads is dropped
+ *    (the region computes the value and its uses); any other let keeps its
+ *    variable, bound to the region's output. (Not when the body has a
+ *    function literal: its reads of variables are not in the graph.)
+ * 4. scopes: a region's call is one node, evaluated where all its uses
+ *    meet, so a region that reads a let's variable and also gives a value
+ *    used before that let would read the variable out of its scope. The
+ *    rebuilt body is checked (dp_check_scopes); the lets whose variables
+ *    were read out of scope become block boundaries and the body is
+ *    partitioned again; should that still fail, every let body is a block
+ *    of its own, where every node of a block lives in the block's scope and
+ *    no region can leave it.
+ * Everything walks with explicit stacks and arrays indexed by the post
+ * order: a 1,000,000-node program is fine.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../pattern/internal.h"
+#include "planner.h"
+#include "devplan/partition.h"
+#include "devplan/infer.h"
+#include "devplan/visit.h"
+
+enum { C_LEAF = 0, C_WRAP, C_MEMBER, C_BARRIER };
+#define MULTI UINT32_MAX
+
+typedef struct region {
+  dp_global *global;     /* the hoisted function's name (owned) */
+  dp_func *fn;           /* the hoisted function (owned; added to the module once the body checks) */
+  dp_vdev *vd;           /* where it runs (owned) */
+  uint32_t first, nmem;  /* its members: mem[first .. first + nmem) */
+  uint32_t nout;
+  uint32_t *inputs;      /* what flows in: node indices */
+  uint32_t ninputs;
+  dp_expr *call;         /* the call in the caller (owned) */
+  uint8_t state;         /* caller walk: 0 new, 1 open, 2 done */
+} region;
+
+/* The next number of the hoisted functions named <function>_<label>_<n>. */
+typedef struct namectr {
+  char kind[64];  /* what it is named after */
+  char label[64]; /* as a name writes it */
+  uint32_t next;
+} namectr;
+
+typedef struct pctx {
+  /* the module */
+  dp_domains *d;
+  dp_partition_by by;
+  dp_module *out;
+  dp_regions *regions;  /* the regions made, for the caller (NULL: not wanted) */
+  dp_err *err;
+  /* the global function */
+  const char *fname;
+  namectr *names;
+  uint32_t nnames, capnames;
+  /* the body: its graph, and the lets whose bodies are blocks of their own */
+  int strict;           /* every let body */
+  uint8_t *fence;
+  /* the graph, in post order (function literals not entered) */
+  dp__dfp_graph g;
+  uint32_t n;           /* g.n */
+  dp_expr **x;          /* g.x */
+  uint8_t *cls;
+  uint32_t *base;       /* the node under any on_device wrappers */
+  uint32_t *block;      /* let body / branch the node is in (MULTI: several) */
+  uintptr_t *key;       /* members: the device compared */
+  /* regions: union-find over node indices */
+  uint32_t *uf, *remaining, *stamp, clock;
+  uint8_t *closed, *hascall, *isout;
+  uint32_t *letof;      /* a let-bound variable -> its let (MULTI: none) */
+  uint8_t *drop;        /* a let dropped from the caller */
+  int has_fnlit;        /* a Composite or Primitive literal with free variables (not entered) */
+  dp__dfp_u32s *restr;
+  /* hoisted regions */
+  uint32_t *rid;        /* rep -> region number + 1 */
+  region *regs;
+  uint32_t nregs;
+  uint32_t *mem;        /* members of each region, post order */
+  uint32_t *outpos;     /* member -> position among its region's outputs */
+  dp_expr **inner;      /* member -> its copy inside the function (owned) */
+  dp_expr **outexpr;    /* member (output) -> what the caller reads (owned) */
+} pctx;
+
+static void set_oom(pctx *c) {
+  if (!c->err) c->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+}
+
+/* Child slot k of node v: a node index, or DP__DFP_NONE (an operator, a global). */
+static uint32_t kid(const pctx *c, uint32_t v, uint32_t k) { return c->g.kids[c->g.kstart[v] + k]; }
+static uint32_t nslots(const pctx *c, uint32_t v) { return c->g.kstart[v + 1] - c->g.kstart[v]; }
+
+static int alloc_arrays(pctx *c) {
+  uint32_t n = c->n ? c->n : 1;
+  c->cls = dp_calloc(n, 1);
+  c->closed = dp_calloc(n, 1);
+  c->hascall = dp_calloc(n, 1);
+  c->isout = dp_calloc(n, 1);
+  c->base = dp_calloc(n, sizeof *c->base);
+  c->block = dp_calloc(n, sizeof *c->block);
+  c->key = dp_calloc(n, sizeof *c->key);
+  c->uf = dp_calloc(n, sizeof *c->uf);
+  c->remaining = dp_calloc(n, sizeof *c->remaining);
+  c->stamp = dp_calloc(n, sizeof *c->stamp);
+  c->restr = dp_calloc(n, sizeof *c->restr);
+  c->rid = dp_calloc(n, sizeof *c->rid);
+  c->outpos = dp_calloc(n, sizeof *c->outpos);
+  c->inner = dp_calloc(n, sizeof *c->inner);
+  c->outexpr = dp_calloc(n, sizeof *c->outexpr);
+  c->letof = dp_malloc(n * sizeof *c->letof);
+  c->drop = dp_calloc(n, 1);
+  return c->cls && c->closed && c->hascall && c->isout && c->base && c->block && c->key && c->uf &&
+                 c->remaining && c->stamp && c->restr && c->rid && c->outpos && c->inner && c->outexpr &&
+                 c->letof && c->drop
+             ? 0 : -1;
+}
+
+/* Blocks, parents first (reverse post order is topological): an if's
+   branches, a match's clauses, a function literal's body and a fenced
+   let's body open new blocks.
+   0: not reached yet; the body is block 1. */
+static void assign_blocks(pctx *c) {
+  uint32_t next = 2;
+  memset(c->block, 0, c->n * sizeof *c->block);
+  c->block[c->n - 1] = 1;
+  for (uint32_t v = c->n; v-- > 0;) {
+    dp_expr *e = c->x[v];
+    for (uint32_t k = 0; k < nslots(c, v); k++) {
+      uint32_t ci = kid(c, v, k);
+      if (ci == DP__DFP_NONE) continue;
+      int opens = ((e->h.kind == DP_IF || e->h.kind == DP_MATCH) && k > 0) ||
+                  (e->h.kind == DP_FUNC && k == ((const dp_func *)e)->nparams) ||
+                  (e->h.kind == DP_LET && k == 2 && (c->strict || c->fence[v]));
+      uint32_t b = c->block[v] == MULTI ? MULTI : opens ? next++ : c->block[v];
+      uint32_t old = c->block[ci];
+      c->block[ci] = old == 0 || old == b ? b : MULTI;
+    }
+  }
+}
+
+/* The memory and VM dialect (call_lowered, memory.*, vm.*): instructions of
+   the executor with their own device rules (sizes and shapes on the host,
+   argument tuples written in place), never part of a piece. */
+static int is_dialect_call(const dp_expr *e) {
+  if (e->h.kind != DP_CALL || ((const dp_call *)e)->fn->h.kind != DP_OP) return 0;
+  const char *name = ((const dp_op *)((const dp_call *)e)->fn)->name;
+  return !strcmp(name, "call_lowered") || !strncmp(name, "memory.", 7) || !strncmp(name, "vm.", 3);
+}
+
+static int is_member_kind(const pctx *c, uint32_t v) {
+  const dp_expr *e = c->x[v];
+  if (e->h.kind == DP_TUPLE) { /* not an argument tuple of the dialect */
+    for (uint32_t i = c->g.ostart[v]; i < c->g.ostart[v + 1]; i++)
+      if (is_dialect_call(c->x[c->g.outs[i]])) return 0;
+    return 1;
+  }
+  if (e->h.kind == DP_PROJ) return 1;
+  if (e->h.kind != DP_CALL || is_dialect_call(e)) return 0;
+  const dp_expr *fn = ((const dp_call *)e)->fn;
+  if (fn->h.kind == DP_GLOBAL || dp__dfp_is_unit_fn(fn)) return 1;
+  return fn->h.kind == DP_OP && !dp_is_op_call(e, "on_device") && !dp_is_op_call(e, "device_copy");
+}
+
+/* An on_device that says nothing (no device, constrains neither its body
+   nor its result): phase 0 wraps values so while planning; the caller is
+   rebuilt without them, as planning's last phase leaves its output. */
+static int is_noop_on_device(const dp_expr *e) {
+  if (!dp_is_op_call(e, "on_device")) return 0;
+  const dp_attrs *a = ((const dp_call *)e)->attrs;
+  const dp_aval *vd = a ? dp_attrs_get(a, "virtual_device") : NULL;
+  const dp_aval *cb = a ? dp_attrs_get(a, "constrain_body") : NULL;
+  const dp_aval *cr = a ? dp_attrs_get(a, "constrain_result") : NULL;
+  int body = !cb || ((cb->kind == DP_AV_BOOL || cb->kind == DP_AV_INT) && cb->u.i != 0);
+  int result = cr && (cr->kind == DP_AV_BOOL || cr->kind == DP_AV_INT) && cr->u.i != 0;
+  int device = vd && vd->kind == DP_AV_VDEV && vd->u.vdev && !dp_vdev_is_fully_unconstrained(vd->u.vdev);
+  return !body && !result && !device;
+}
+
+static uintptr_t key_of(const pctx *c, dp_vdev *vd) {
+  if (c->by == DP_PART_DEVICE_TYPE) return (uintptr_t)vd->device_type;
+  if (c->by == DP_PART_TARGET && vd->target) return (uintptr_t)vd->target;
+  return (uintptr_t)vd;
+}
+
+/* What wrapper v stands for: on_device its argument, a let-bound variable
+   its let's value (DP__DFP_NONE: nothing). */
+static uint32_t wrapped(const pctx *c, uint32_t v) {
+  if (c->letof[v] != MULTI) return kid(c, c->letof[v], 1);
+  return kid(c, v, 1);
+}
+
+/* base[v]: the node under v's wrappers. A variable comes before its value
+   in post order, so chains are followed here, after classify; each node's
+   base is found once (a stack of the chain being resolved). */
+static int resolve_bases(pctx *c) {
+  uint8_t *done = dp_calloc(c->n ? c->n : 1, 1);
+  uint32_t *chain = NULL, nchain = 0, cap = 0;
+  int rc = done ? 0 : -1;
+  for (uint32_t v = 0; v < c->n && rc == 0; v++) {
+    uint32_t w = v;
+    nchain = 0;
+    while (!done[w] && c->cls[w] == C_WRAP && wrapped(c, w) != DP__DFP_NONE) {
+      if (dp_grow((void **)&chain, &cap, nchain + 1, sizeof *chain) < 0) {
+        rc = -1;
+        break;
+      }
+      chain[nchain++] = w;
+      w = wrapped(c, w);
+    }
+    uint32_t b = done[w] ? c->base[w] : w;
+    done[w] = 1;
+    c->base[w] = b;
+    while (nchain) {
+      uint32_t u = chain[--nchain];
+      c->base[u] = b;
+      done[u] = 1;
+    }
+  }
+  free(chain);
+  free(done);
+  return rc;
+}
+
+static void classify(pctx *c) {
+  for (uint32_t v = 0; v < c->n; v++) c->letof[v] = MULTI;
+  for (uint32_t v = 0; v < c->n; v++) /* a let's variable stands for its value */
+    if (c->x[v]->h.kind == DP_LET && kid(c, v, 0) != DP__DFP_NONE && kid(c, v, 1) != DP__DFP_NONE)
+      c->letof[kid(c, v, 0)] = v;
+  for (uint32_t v = 0; v < c->n; v++) {
+    dp_expr *e = c->x[v];
+    c->base[v] = v;
+    c->uf[v] = v;
+    if (e->h.kind == DP_FUNC && nslots(c, v) == 0 && !c->has_fnlit) {
+      uint32_t nfree = 0;
+      dp_var **fv = dp_free_vars(e, &nfree);
+      c->has_fnlit = !fv || nfree > 0; /* (out of memory: as if it read some) */
+      free(fv);
+    }
+    if (c->letof[v] != MULTI || dp_is_op_call(e, "on_device")) {
+      c->cls[v] = C_WRAP;
+      continue;
+    }
+    if (is_member_kind(c, v) && c->block[v] != MULTI) {
+      dp_vdev *vd = dp_domains_lookup(c->d, e, NULL);
+      if (vd && !dp_vdev_is_fully_unconstrained(vd)) {
+        c->cls[v] = C_MEMBER;
+        c->key[v] = key_of(c, vd);
+        c->hascall[v] = e->h.kind == DP_CALL;
+        dp_release(vd); /* interned and held by the domains: the key stays valid */
+        continue;
+      }
+      dp_release(vd);
+    }
+    c->cls[v] = nslots(c, v) ? C_BARRIER : C_LEAF;
+  }
+}
+
+/* The node child k of v reads (under its wrappers), or DP__DFP_NONE when it
+   is a leaf, an operator or a global. */
+static uint32_t producer(const pctx *c, uint32_t v, uint32_t k) {
+  uint32_t ci = kid(c, v, k);
+  if (ci == DP__DFP_NONE || (k == 0 && c->x[v]->h.kind == DP_LET)) return DP__DFP_NONE;
+  uint32_t b = c->base[ci];
+  return c->cls[b] == C_MEMBER || c->cls[b] == C_BARRIER ? b : DP__DFP_NONE;
+}
+
+static int flows(const pctx *c, uint32_t v) { return c->cls[v] == C_MEMBER || c->cls[v] == C_BARRIER; }
+
+/* ---------------- regions ---------------- */
+
+static uint32_t find(pctx *c, uint32_t v) {
+  while (c->uf[v] != v) {
+    c->uf[v] = c->uf[c->uf[v]];
+    v = c->uf[v];
+  }
+  return v;
+}
+
+/* Adds region r (a representative) to acc unless closed or there already. */
+static int add_restr(pctx *c, dp__dfp_u32s *acc, uint32_t r) {
+  if (c->closed[r] || c->stamp[r] == c->clock) return 0;
+  c->stamp[r] = c->clock;
+  return dp__dfp_u32s_push(acc, r);
+}
+
+static int same_place(const pctx *c, uint32_t a, uint32_t b) {
+  return c->cls[a] == C_MEMBER && c->cls[b] == C_MEMBER && c->key[a] == c->key[b] &&
+         c->block[a] == c->block[b];
+}
+
+/* One member or barrier v, in topological order. */
+static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *acc) {
+  uint32_t ns = nslots(c, v);
+  parents->n = acc->n = 0;
+  c->clock++;
+  for (uint32_t k = 0; k < ns; k++) {
+    uint32_t p = producer(c, v, k);
+    if (p == DP__DFP_NONE) continue;
+    uint32_t r = find(c, p);
+    if (c->stamp[r] != c->clock) {
+      c->stamp[r] = c->clock;
+      if (dp__dfp_u32s_push(parents, r) < 0) return -1;
+    }
+  }
+  c->clock++; /* the stamp now marks acc */
+  for (uint32_t i = 0; i < parents->n; i++) {
+    dp__dfp_u32s *pr = &c->restr[parents->a[i]];
+    for (uint32_t j = 0; j < pr->n; j++)
+      if (add_restr(c, acc, find(c, pr->a[j])) < 0) return -1;
+  }
+  for (uint32_t i = 0; i < parents->n; i++)
+    if (!same_place(c, parents->a[i], v) && add_restr(c, acc, parents->a[i]) < 0) return -1;
+  for (uint32_t i = 0; i < parents->n; i++) {
+    uint32_t p = parents->a[i];
+    if (!same_place(c, p, v) || c->stamp[p] == c->clock) continue;
+    c->uf[p] = v;                        /* the producer's region joins v's */
+    c->remaining[v] += c->remaining[p];
+    c->hascall[v] |= c->hascall[p];
+    free(c->restr[p].a);
+    c->restr[p] = (dp__dfp_u32s){NULL, 0, 0};
+  }
+  free(c->restr[v].a);
+  c->restr[v] = *acc;
+  *acc = (dp__dfp_u32s){NULL, 0, 0};
+  /* v's reads are done: regions with no reader left are closed */
+  for (uint32_t k = 0; k < ns; k++) {
+    uint32_t p = producer(c, v, k);
+    if (p == DP__DFP_NONE) continue;
+    uint32_t r = find(c, p);
+    if (c->remaining[r] && --c->remaining[r] == 0) c->closed[r] = 1;
+  }
+  return 0;
+}
+
+static int make_regions(pctx *c) {
+  for (uint32_t v = 0; v < c->n; v++)
+    if (flows(c, v))
+      for (uint32_t k = 0; k < nslots(c, v); k++) {
+        uint32_t p = producer(c, v, k);
+        if (p != DP__DFP_NONE) c->remaining[p]++;
+      }
+  uint32_t root = c->base[c->n - 1];
+  if (flows(c, root)) c->remaining[root]++; /* the function's result: never closed */
+  dp__dfp_u32s parents = {NULL, 0, 0}, acc = {NULL, 0, 0};
+  int rc = 0;
+  for (uint32_t v = 0; v < c->n && rc == 0; v++) {
+    if (!flows(c, v)) continue;
+    rc = visit(c, v, &parents, &acc);
+    if (rc == 0 && c->remaining[v] == 0) c->closed[v] = 1;
+  }
+  free(parents.a);
+  free(acc.a);
+  return rc;
+}
+
+/* ---------------- the hoisted functions ---------------- */
+
+static int hoisted(pctx *c, uint32_t v) {
+  return v != DP__DFP_NONE && c->cls[v] == C_MEMBER && c->rid[find(c, v)] != 0;
+}
+
+static region *region_of(pctx *c, uint32_t v) { return &c->regs[c->rid[find(c, v)] - 1]; }
+
+/* Which lets the caller drops: the value hoisted, the variable read, and
+   only by members of the value's region (vout: read from anywhere else,
+   through any chain of wrappers). */
+static int mark_lets(pctx *c) {
+  /* per variable: read at all, and read from outside its value's region */
+  uint8_t *read = dp_calloc(c->n ? c->n : 1, 1), *vout = dp_calloc(c->n ? c->n : 1, 1);
+  if (!read || !vout) {
+    free(read);
+    free(vout);
+    return -1;
+  }
+  for (uint32_t v = 0; v < c->n; v++) {
+    if (!flows(c, v)) continue;
+    int inside = hoisted(c, v);
+    for (uint32_t k = 0; k < nslots(c, v); k++) {
+      uint32_t w = kid(c, v, k);
+      if (w == DP__DFP_NONE || (k == 0 && c->x[v]->h.kind == DP_LET)) continue;
+      for (; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w)) {
+        if (c->letof[w] == MULTI) continue;
+        read[w] = 1;
+        if (!inside || !hoisted(c, c->base[w]) || find(c, v) != find(c, c->base[w])) vout[w] = 1;
+      }
+    }
+  }
+  /* the function's result read through variables: read from outside */
+  for (uint32_t w = c->n - 1; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w))
+    if (c->letof[w] != MULTI) vout[w] = 1;
+  for (uint32_t v = 0; v < c->n; v++) {
+    uint32_t let = c->letof[v];
+    int drop = let != MULTI && read[v] && !vout[v] && !c->has_fnlit && hoisted(c, c->base[v]);
+    if (let != MULTI) c->drop[let] = (uint8_t)drop;
+  }
+  free(read);
+  free(vout);
+  return 0;
+}
+
+/* Numbers the regions with a call, lists their members, marks outputs. */
+static int list_regions(pctx *c) {
+  for (uint32_t v = 0; v < c->n; v++) {
+    if (c->cls[v] != C_MEMBER) continue;
+    uint32_t r = find(c, v);
+    if (!c->hascall[r]) continue;
+    if (!c->rid[r]) {
+      void *regs = c->regs;
+      uint32_t cap = c->nregs;
+      if (dp_grow(&regs, &cap, c->nregs + 1, sizeof *c->regs) < 0) return -1;
+      c->regs = regs;
+      memset(&c->regs[c->nregs], 0, sizeof *c->regs);
+      c->rid[r] = ++c->nregs;
+    }
+    c->regs[c->rid[r] - 1].nmem++;
+  }
+  uint32_t total = 0;
+  for (uint32_t i = 0; i < c->nregs; i++) {
+    c->regs[i].first = total;
+    total += c->regs[i].nmem;
+    c->regs[i].nmem = 0;
+  }
+  c->mem = dp_malloc((total ? total : 1) * sizeof *c->mem);
+  if (!c->mem) return -1;
+  for (uint32_t v = 0; v < c->n; v++)
+    if (hoisted(c, v)) {
+      region *g = region_of(c, v);
+      c->mem[g->first + g->nmem++] = v;
+    }
+  /* outputs: read from outside the region, or the function's result */
+  uint32_t root = c->base[c->n - 1];
+  if (hoisted(c, root)) c->isout[root] = 1;
+  if (mark_lets(c) < 0) return -1;
+  for (uint32_t v = 0; v < c->n; v++) {
+    if (!flows(c, v)) continue;
+    for (uint32_t k = 0; k < nslots(c, v); k++) {
+      uint32_t p = producer(c, v, k);
+      if (c->drop[v] && k == 1) continue; /* a dropped let reads nothing */
+      if (hoisted(c, p) && !(c->cls[v] == C_MEMBER && find(c, v) == find(c, p))) c->isout[p] = 1;
+    }
+  }
+  /* a region whose only readers were dropped lets (its values are dead but
+     for them) keeps one of them: it is still evaluated, as before */
+  for (uint32_t v = 0; v < c->n; v++)
+    if (c->isout[v]) region_of(c, v)->nout = 1; /* (counted for real below) */
+  for (uint32_t v = 0; v < c->n; v++) {
+    if (!c->drop[v]) continue;
+    uint32_t p = producer(c, v, 1);
+    region *g = region_of(c, p);
+    if (!g->nout) {
+      c->drop[v] = 0;
+      c->isout[p] = 1;
+      g->nout = 1;
+    }
+  }
+  for (uint32_t i = 0; i < c->nregs; i++) c->regs[i].nout = 0;
+  for (uint32_t i = 0; i < c->nregs; i++) {
+    region *g = &c->regs[i];
+    for (uint32_t j = 0; j < g->nmem; j++)
+      if (c->isout[c->mem[g->first + j]]) c->outpos[c->mem[g->first + j]] = g->nout++;
+  }
+  return 0;
+}
+
+/* What a hoisted function is named after: its target's kind (a toolchain's
+   name: "ccompiler"), or its device type when partitioning by device type
+   or when it has no target. */
+static const char *label_of(const pctx *c, const dp_vdev *vd) {
+  if (vd && vd->target && c->by != DP_PART_DEVICE_TYPE) return vd->target->kind;
+  const char *dev = vd && vd->device_type > 0 ? dp_device_type_name(vd->device_type) : NULL;
+  return dev ? dev : "device";
+}
+
+/* A fresh global name <function>_<label>_<n>, n counting per label from
+   where the last one stopped. */
+static dp_global *fresh_global(pctx *c, dp_vdev *vd) {
+  const char *label = label_of(c, vd);
+  namectr *ctr = NULL;
+  for (uint32_t i = 0; i < c->nnames && !ctr; i++)
+    if (!strcmp(c->names[i].kind, label)) ctr = &c->names[i];
+  if (!ctr) {
+    if (dp_grow((void **)&c->names, &c->capnames, c->nnames + 1, sizeof *c->names) < 0) return NULL;
+    ctr = &c->names[c->nnames++];
+    snprintf(ctr->kind, sizeof ctr->kind, "%s", label);
+    snprintf(ctr->label, sizeof ctr->label, "%s", label);
+    for (char *p = ctr->label; *p; p++) /* a global's name: letters, digits and '_' ("ethos-u": ethos_u) */
+      if (!(isalnum((unsigned char)*p) || *p == '_')) *p = '_';
+    ctr->next = 0;
+  }
+  char name[320];
+  for (;; ctr->next++) {
+    snprintf(name, sizeof name, "%.200s_%.63s_%u", c->fname, ctr->label, ctr->next);
+    if (!dp_module_func(c->out, name) && !dp_module_primfn(c->out, name)) break;
+  }
+  ctr->next++;
+  return dp_global_new(name, DP_NOSPAN);
+}
+
+typedef struct fbuild {
+  dp__dfp_vec params;       /* dp_var * (owned) */
+  dp__dfp_u32s inputs;      /* node indices */
+  dp__ptrmap seen;       /* input -> param index + 1 */
+} fbuild;
+
+/* The parameter standing for input xi (one per distinct input). */
+static dp_expr *param_for(pctx *c, fbuild *b, uint32_t xi, dp_vdev *fallback) {
+  dp_expr *x = c->x[xi];
+  dp__ptrslot *s = dp__ptrmap_find(&b->seen, x);
+  if (s) return b->params.items[(uintptr_t)s->ptr - 1];
+  char name[32];
+  if (x->h.kind == DP_VAR) snprintf(name, sizeof name, "%.30s", ((dp_var *)x)->name);
+  else snprintf(name, sizeof name, "p%u", b->params.n);
+  dp_vdev *vd = dp_domains_lookup(c->d, x, NULL);
+  dp_var *p = dp_var_new(name, x->type, vd ? vd : fallback, DP_NOSPAN);
+  dp_release(vd);
+  if (!p || dp__dfp_vec_push(&b->params, p) < 0 || dp__dfp_u32s_push(&b->inputs, xi) < 0 ||
+      dp__ptrmap_put(&b->seen, x, (void *)(uintptr_t)b->params.n) < 0) {
+    if (p && (b->params.n == 0 || b->params.items[b->params.n - 1] != p)) dp_release(p);
+    return NULL;
+  }
+  return &p->e;
+}
+
+/* Does child xi (with base xb) move into the function that reads it? A
+   constant does, with the on_device annotations around it (the host's
+   sizes and shapes of the memory dialect say so); so does a Composite or
+   Primitive literal without free variables. Not through a variable: its
+   let stays in the caller. -1: out of memory. */
+static int stays_inside(const pctx *c, uint32_t xi, uint32_t xb) {
+  for (uint32_t w = xi; w != xb; w = wrapped(c, w))
+    if (c->letof[w] != MULTI) return 0;
+  const dp_expr *e = c->x[xb];
+  if (e->h.kind == DP_CONST) return 1;
+  if (!dp__dfp_is_unit_fn(e)) return 0;
+  uint32_t n = 0;
+  dp_var **fv = dp_free_vars((dp_expr *)e, &n);
+  free(fv);
+  return fv ? n == 0 : -1;
+}
+
+/* The copy of member m inside its function: children in the region are
+   their copies (wrappers dropped), constants and closed Composite
+   functions stay, anything else is read through a parameter. */
+static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
+  dp_expr *e = c->x[m];
+  uint32_t n = nslots(c, m);
+  dp_expr *small[8], **kids = n <= 8 ? small : dp_malloc(n * sizeof *kids);
+  if (!kids) return NULL;
+  dp_expr *r = NULL;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t xi = kid(c, m, k);
+    uint32_t xb = xi == DP__DFP_NONE ? DP__DFP_NONE : c->base[xi];
+    int inside = xi == DP__DFP_NONE ? 0 : stays_inside(c, xi, xb);
+    if (inside < 0) goto out;
+    if (xi == DP__DFP_NONE) kids[k] = dp_expr_child(e, k);
+    else if (hoisted(c, xb) && find(c, xb) == find(c, m)) kids[k] = c->inner[xb];
+    else if (inside) kids[k] = c->x[xi];
+    else if (!(kids[k] = param_for(c, b, xi, vd))) goto out;
+  }
+  r = dp_expr_with_children(e, kids);
+out:
+  if (kids != small) free(kids);
+  return r;
+}
+
+/* Region g's function (not yet in the module). */
+static int make_function(pctx *c, region *g) {
+  fbuild b = {{NULL, 0, 0}, {NULL, 0, 0}, DP__PTRMAP_INIT};
+  dp_expr **outs = dp_malloc(g->nout * sizeof *outs);
+  dp_expr *body = NULL;
+  int rc = -1;
+  if (!outs) goto out;
+  for (uint32_t j = 0; j < g->nmem; j++) {
+    uint32_t m = c->mem[g->first + j];
+    if (c->isout[m] && !g->vd) g->vd = dp_domains_lookup(c->d, c->x[m], NULL);
+  }
+  for (uint32_t j = 0; j < g->nmem; j++) {
+    uint32_t m = c->mem[g->first + j];
+    if (!(c->inner[m] = copy_member(c, &b, m, g->vd))) goto out;
+    if (c->isout[m]) outs[c->outpos[m]] = c->inner[m];
+  }
+  body = g->nout == 1 ? dp_retain(outs[0]) : (dp_expr *)dp_tuple_new(g->nout, outs, DP_NOSPAN);
+  if (!body) goto out;
+  g->fn = dp_func_new(b.params.n, (dp_var *const *)b.params.items, body, NULL, NULL, g->vd, DP_NOSPAN);
+  g->global = g->fn ? fresh_global(c, g->vd) : NULL;
+  if (!g->global) goto out;
+  g->inputs = b.inputs.a;
+  g->ninputs = b.inputs.n;
+  b.inputs.a = NULL;
+  rc = 0;
+out:
+  for (uint32_t i = 0; i < b.params.n; i++) dp_release(b.params.items[i]);
+  free(b.params.items);
+  free(b.inputs.a);
+  dp__ptrmap_free(&b.seen);
+  free(outs);
+  dp_release(body);
+  return rc;
+}
+
+/* ---------------- the caller ---------------- */
+
+/* What the caller reads for hoisted member m: the call, or its projection. */
+static dp_expr *out_of(pctx *c, uint32_t m) {
+  region *g = region_of(c, m);
+  if (g->nout == 1) return g->call;
+  if (!c->outexpr[m]) c->outexpr[m] = (dp_expr *)dp_proj_new(g->call, c->outpos[m], DP_NOSPAN);
+  return c->outexpr[m];
+}
+
+typedef struct cfr {
+  uint32_t v;       /* a node of the caller, when g is NULL */
+  region *g;
+  uint32_t i, n;
+} cfr;
+
+typedef struct walk {
+  cfr *st;
+  uint32_t sp, cap;
+  uint8_t *state;   /* per node: 0 new, 1 open, 2 done */
+  dp_expr **newx;   /* per node: its new version (owned) */
+} walk;
+
+/* What the caller reads for slot k of node v (done already). */
+static dp_expr *read_new(pctx *c, walk *w, uint32_t xi, dp_expr *x) {
+  if (xi == DP__DFP_NONE) return x;
+  if (hoisted(c, xi)) return out_of(c, xi);
+  return w->newx[xi];
+}
+
+/* Pushes what node xi needs first: its region, or itself. 0 done already,
+   1 pushed, -1 error (a cycle would be a bug: regions never form one). */
+static int need(pctx *c, walk *w, uint32_t xi) {
+  if (xi == DP__DFP_NONE) return 0;
+  cfr f = {xi, NULL, 0, 0};
+  uint8_t *state = hoisted(c, xi) ? &(f.g = region_of(c, xi))->state : &w->state[xi];
+  if (*state == 2) return 0;
+  if (*state == 1) {
+    c->err = dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "PartitionByVirtualDevice: the pieces of @%s form a cycle",
+                        c->fname);
+    return -1;
+  }
+  *state = 1;
+  f.n = f.g ? f.g->ninputs : nslots(c, xi);
+  if (dp_grow((void **)&w->st, &w->cap, w->sp + 1, sizeof *w->st) < 0) return -1;
+  w->st[w->sp++] = f;
+  return 1;
+}
+
+static int finish(pctx *c, walk *w, cfr *f) {
+  dp_expr *small[8], **kids = f->n <= 8 ? small : dp_malloc(f->n * sizeof *kids);
+  if (!kids) return -1;
+  for (uint32_t k = 0; k < f->n; k++) {
+    uint32_t xi = f->g ? f->g->inputs[k] : kid(c, f->v, k);
+    kids[k] = read_new(c, w, xi, xi == DP__DFP_NONE ? dp_expr_child(c->x[f->v], k) : c->x[xi]);
+  }
+  int rc = -1;
+  if (f->g) {
+    f->g->call = (dp_expr *)dp_call_new(&f->g->global->e, f->n, kids, NULL, DP_NOSPAN);
+    f->g->state = 2;
+    rc = f->g->call ? 0 : -1;
+  } else {
+    dp_expr *x = c->x[f->v];
+    w->newx[f->v] = c->drop[f->v] || is_noop_on_device(x) ? dp_retain(kids[c->drop[f->v] ? 2 : 1])
+                    : f->n == 0 ? dp_retain(x) : dp_expr_with_children(x, kids);
+    w->state[f->v] = 2;
+    rc = w->newx[f->v] ? 0 : -1;
+  }
+  if (kids != small) free(kids);
+  return rc;
+}
+
+/* The caller's body, in a topological order of its graph with each region
+   contracted to its call. */
+static dp_expr *rebuild_caller(pctx *c) {
+  walk w = {NULL, 0, 0, dp_calloc(c->n, 1), dp_calloc(c->n, sizeof(dp_expr *))};
+  uint32_t root = c->n - 1;
+  dp_expr *r = NULL;
+  int rc = w.state && w.newx ? need(c, &w, root) : -1;
+  while (rc >= 0 && w.sp) {
+    cfr *f = &w.st[w.sp - 1];
+    if (f->i < f->n) {
+      uint32_t xi = f->g ? f->g->inputs[f->i] : kid(c, f->v, f->i);
+      f->i++;
+      rc = need(c, &w, xi);
+    } else {
+      cfr done = *f;
+      w.sp--;
+      rc = finish(c, &w, &done);
+    }
+  }
+  if (rc >= 0) r = dp_retain(read_new(c, &w, root, c->x[root]));
+  for (uint32_t i = 0; w.newx && i < c->n; i++) dp_release(w.newx[i]);
+  free(w.newx);
+  free(w.state);
+  free(w.st);
+  if (!r) set_oom(c);
+  return r;
+}
+
+/* ---------------- one body ---------------- */
+
+/* Frees what one attempt at the body made (not the graph, not the fences). */
+static void attempt_clear(pctx *c) {
+  for (uint32_t i = 0; i < c->n; i++) {
+    if (c->restr) free(c->restr[i].a);
+    if (c->inner) dp_release(c->inner[i]);
+    if (c->outexpr) dp_release(c->outexpr[i]);
+  }
+  for (uint32_t i = 0; i < c->nregs; i++) {
+    dp_release(c->regs[i].global);
+    dp_release(c->regs[i].fn);
+    dp_release(c->regs[i].vd);
+    dp_release(c->regs[i].call);
+    free(c->regs[i].inputs);
+  }
+  free(c->regs);
+  free(c->cls); free(c->closed); free(c->hascall); free(c->isout); free(c->base); free(c->block);
+  free(c->key); free(c->uf); free(c->remaining); free(c->stamp); free(c->restr); free(c->rid);
+  free(c->mem); free(c->outpos); free(c->inner); free(c->outexpr);
+  free(c->letof); free(c->drop);
+  c->regs = NULL;
+  c->nregs = 0;
+  c->cls = c->closed = c->hascall = c->isout = c->drop = NULL;
+  c->base = c->block = c->uf = c->remaining = c->stamp = c->rid = c->mem = c->outpos = c->letof = NULL;
+  c->key = NULL;
+  c->restr = NULL;
+  c->inner = c->outexpr = NULL;
+  c->clock = 0;
+  c->has_fnlit = 0;
+}
+
+/* The regions made, for the caller of dp_partition_by_device. */
+static int record(pctx *c, region *g) {
+  dp_regions *o = c->regions;
+  if (!o) return 0;
+  if (dp_grow((void **)&o->r, &o->cap, o->n + 1, sizeof *o->r) < 0) return -1;
+  dp_region *r = &o->r[o->n];
+  memset(r, 0, sizeof *r);
+  r->nodes = dp_malloc((g->nmem ? g->nmem : 1) * sizeof *r->nodes);
+  r->inputs = dp_malloc((g->ninputs ? g->ninputs : 1) * sizeof *r->inputs);
+  r->outputs = dp_malloc((g->nout ? g->nout : 1) * sizeof *r->outputs);
+  r->caller = dp_strdup(c->fname);
+  if (!r->nodes || !r->inputs || !r->outputs || !r->caller) {
+    free(r->nodes), free(r->inputs), free(r->outputs), free(r->caller);
+    return -1;
+  }
+  r->global = dp_retain(g->global);
+  r->vdev = dp_retain(g->vd);
+  for (uint32_t j = 0; j < g->nmem; j++) {
+    uint32_t m = c->mem[g->first + j];
+    r->nodes[r->nnodes++] = dp_retain(c->x[m]);
+    if (c->isout[m]) r->outputs[c->outpos[m]] = dp_retain(c->x[m]);
+  }
+  r->noutputs = g->nout;
+  for (uint32_t j = 0; j < g->ninputs; j++) r->inputs[r->ninputs++] = dp_retain(c->x[g->inputs[j]]);
+  o->n++;
+  return 0;
+}
+
+/* Marks the lets to fence after the scope errors of a rebuilt body (in
+   round `round`, from 1); asks for every let when one cannot be found or
+   was fenced in an earlier round already. */
+static void fence_lets(pctx *c, int nerr, const dp_scope_error *errs, int shown, uint8_t round) {
+  if (nerr > shown) c->strict = 1;
+  for (int i = 0; i < shown && i < nerr && !c->strict; i++) {
+    uint32_t v = dp__dfp_graph_find(&c->g, &errs[i].var->e);
+    uint32_t let = v == DP__DFP_NONE || errs[i].twice ? MULTI : c->letof[v];
+    if (let == MULTI || (c->fence[let] && c->fence[let] != round)) c->strict = 1;
+    else c->fence[let] = round;
+  }
+}
+
+/* Does the body bind a variable (a let, a match clause, a function literal
+   it enters)? Else every variable it reads is a parameter, in scope
+   wherever a piece's call lands. */
+static int binds(const pctx *c) {
+  for (uint32_t v = 0; v < c->n; v++) {
+    int k = c->x[v]->h.kind;
+    if (k == DP_LET || k == DP_MATCH || (k == DP_FUNC && nslots(c, v) > 0)) return 1;
+  }
+  return 0;
+}
+
+/* Is there anything to rebuild in a body without pieces: an on_device
+   that says nothing? */
+static int rebuilds(pctx *c) {
+  for (uint32_t v = 0; v < c->n; v++)
+    if (is_noop_on_device(c->x[v])) return 1;
+  return 0;
+}
+
+/* One attempt: the body partitioned under the current fences. 1 done
+   (*out the new body), 0 a variable is read out of its scope (fences
+   added), -1 error. */
+static int attempt(pctx *c, uint8_t round, dp_expr **out) {
+  *out = NULL;
+  if (alloc_arrays(c) < 0) return -1;
+  assign_blocks(c);
+  classify(c);
+  if (resolve_bases(c) < 0 || make_regions(c) < 0 || list_regions(c) < 0) return -1;
+  for (uint32_t i = 0; i < c->nregs; i++)
+    if (make_function(c, &c->regs[i]) < 0) return -1;
+  if (!c->nregs && !rebuilds(c)) {
+    *out = dp_retain(c->x[c->n - 1]);
+    return 1;
+  }
+  dp_expr *body = rebuild_caller(c);
+  if (!body) return -1;
+  if (!c->nregs || !binds(c)) { /* no read moved, or no variable but parameters */
+    *out = body;
+    return 1;
+  }
+  dp_scope_error errs[16];
+  int nerr = dp_check_scopes(body, errs, 16);
+  if (nerr < 0) {
+    dp_release(body);
+    return -1;
+  }
+  if (nerr > 0) {
+    if (c->strict) { /* every node of a block lives in its scope: cannot happen */
+      c->err = dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "PartitionByVirtualDevice: internal error: a "
+                          "piece of @%s reads %%%s outside its scope", c->fname, errs[0].var->name);
+      dp_release(body);
+      return -1;
+    }
+    fence_lets(c, nerr, errs, 16, round);
+    dp_release(body);
+    return 0;
+  }
+  *out = body;
+  return 1;
+}
+
+/* Partitions one body: *out is its new version; the hoisted functions are
+   added to the module. */
+static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
+  int rc = -1;
+  namectr *saved = NULL;
+  uint32_t nsaved = c->nnames;
+  if (dp__dfp_graph_build(&c->g, body, DP__DFP_FNS_PLAIN) < 0) goto done;
+  c->n = c->g.n;
+  c->x = c->g.x;
+  c->strict = 0;
+  c->fence = dp_calloc(c->n ? c->n : 1, 1);
+  saved = dp_malloc((c->nnames ? c->nnames : 1) * sizeof *saved);
+  if (!c->fence || !saved) goto done;
+  if (c->nnames) memcpy(saved, c->names, c->nnames * sizeof *saved);
+  for (int tries = 0; tries < 3; tries++) {
+    if (tries == 2) c->strict = 1;
+    rc = attempt(c, (uint8_t)(tries + 1), out);
+    if (rc != 0) break;
+    attempt_clear(c);
+    c->nnames = nsaved; /* the names start again where they were */
+    if (nsaved) memcpy(c->names, saved, nsaved * sizeof *saved);
+  }
+  for (uint32_t i = 0; rc == 1 && i < c->nregs; i++) {
+    region *g = &c->regs[i];
+    if (dp_module_add_func(c->out, g->global, g->fn, &c->err) < 0 || record(c, g) < 0) rc = -1;
+  }
+done:
+  if (rc < 0) {
+    dp_release(*out);
+    *out = NULL;
+  }
+  attempt_clear(c);
+  dp__dfp_graph_free(&c->g);
+  free(c->fence);
+  free(saved);
+  c->fence = NULL;
+  c->n = 0;
+  c->x = NULL;
+  if (rc < 0) set_oom(c);
+  return rc < 0 ? -1 : 0;
+}
+
+/* ---------------- one function, the module ---------------- */
+
+/* Partitions global function `name`: adds the hoisted functions to c->out
+   and replaces the function there. */
+static int partition_fn(pctx *c, const char *name, dp_func *fn) {
+  c->fname = name;
+  c->nnames = 0; /* the names count per function */
+  dp_expr *body = NULL;
+  int rc = partition_body(c, fn->body, &body);
+  if (rc == 0 && body != fn->body) {
+    dp_expr *small[17], **kids = fn->nparams < 16 ? small : dp_malloc((fn->nparams + 1) * sizeof *kids);
+    dp_expr *nf = NULL;
+    if (kids) {
+      for (uint32_t i = 0; i < fn->nparams; i++) kids[i] = &fn->params[i]->e;
+      kids[fn->nparams] = body;
+      nf = dp_expr_with_children(&fn->e, kids);
+      if (kids != small) free(kids);
+    }
+    rc = nf ? dp_module_set_func(c->out, name, (dp_func *)nf, &c->err) : -1;
+    dp_release(nf);
+  }
+  dp_release(body);
+  if (rc < 0) set_oom(c);
+  return rc;
+}
+
+static int typed(const dp_module *m) {
+  for (uint32_t i = 0; i < m->nfuncs; i++)
+    if (!m->funcs[i].fn->e.type) return 0;
+  return 1;
+}
+
+void dp_regions_clear(dp_regions *rs) {
+  for (uint32_t i = 0; rs && i < rs->n; i++) {
+    dp_region *r = &rs->r[i];
+    dp_release(r->global);
+    dp_release(r->vdev);
+    free(r->caller);
+    for (uint32_t j = 0; j < r->nnodes; j++) dp_release(r->nodes[j]);
+    for (uint32_t j = 0; j < r->ninputs; j++) dp_release(r->inputs[j]);
+    for (uint32_t j = 0; j < r->noutputs; j++) dp_release(r->outputs[j]);
+    free(r->nodes);
+    free(r->inputs);
+    free(r->outputs);
+  }
+  if (rs) {
+    free(rs->r);
+    *rs = (dp_regions){0};
+  }
+}
+
+dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partition_by by,
+                                  dp_regions *regions, dp_err **err) {
+  if (regions) *regions = (dp_regions){0};
+  pctx c;
+  memset(&c, 0, sizeof c);
+  c.by = by;
+  c.regions = regions;
+  /* the devices, read back through PlanDevices' phases 0 to 2 (which leave
+     a planned module as it is) */
+  c.d = dp_plan_domains(m, cfg, NULL, NULL, err);
+  if (!c.d) return NULL;
+  dp_module *planned = dp_domains_module(c.d);
+  if (!(c.out = dp_module_copy(planned))) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    goto fail;
+  }
+  for (uint32_t i = 0; i < planned->nfuncs; i++) {
+    dp_defn *f = &planned->funcs[i];
+    if (dp__is_primitive(f->fn)) continue; /* (not planned) */
+    if (partition_fn(&c, f->global->name, f->fn) < 0) {
+      dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      c.err = NULL;
+      goto fail;
+    }
+  }
+  if (typed(m) && dp_infer_module(c.out, err) < 0) goto fail;
+  free(c.names);
+  dp_release(c.d);
+  return c.out;
+fail:
+  dp_regions_clear(regions);
+  free(c.names);
+  dp_err_free(c.err);
+  dp_release(c.out);
+  dp_release(c.d);
+  return NULL;
+}
