@@ -205,6 +205,87 @@ def @main(%n {virtual_device=GPU}: int32, %x {virtual_device=GPU}: T, %w {virtua
   end)
 end)
 
+describe("MoveCopies out of closures", function()
+  -- a closure called twice whenever it is made, copying %x (which it captures) on every call
+  local TWICE = [[
+#[version = "0.0.5"]
+def @main(%x {virtual_device=CPU}: T, %y {virtual_device=GPU}: T, virtual_device=GPU) -> T {
+  %0 = on_device(negative(%x), virtual_device=CPU);
+  let %f = fn (%z {virtual_device=GPU}: T, virtual_device=GPU) -> T { on_device(add(]] .. copy("%0", CPU, GPU) .. [[, %z), virtual_device=GPU) };
+  %1 = %f(%y);
+  %f(%1)
+}
+]]
+
+  it("makes a copy of what a closure captures where the closure is made, when a call always follows", function()
+    local moved, _, moves, before, after = moved_of(TWICE, {{x = 1, y = 2}})
+    assert.are.same({2}, before)
+    assert.are.same({1}, after)
+    assert.are.same({captured = 1}, kinds(moves))
+    assert.truthy(moves[1].text:find("once per closure instead of once per call", 1, true), moves[1].text)
+    -- the copy and what it copies now run outside the closure
+    local text = tostring(moved)
+    assert.truthy(text:find("let %copy_cuda = ", 1, true), text)
+    assert.truthy(text:find("fn (%z {virtual_device=VirtualDevice(device_type=cuda, virtual_device_id=0, target=\"cuda -host=llvm\")}: Tensor[(5, 7), float32], virtual_device=VirtualDevice(device_type=cuda, virtual_device_id=0, target=\"cuda -host=llvm\")) -> Tensor[(5, 7), float32] {\n    add(%copy_cuda, %z)", 1, true), text)
+    -- explained
+    local texts = {}
+    dp.visit(moved, function(e)
+      if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "device_copy" then
+        texts[#texts + 1] = dp.planner.why(moved, e, {config = config})
+      end
+    end)
+    assert.are.equal(1, #texts)
+    assert.truthy(texts[1]:find("MoveCopies moved it here:\n    %f (in @main) copies", 1, true), texts[1])
+  end)
+
+  it("names the variable it copies, and leaves one it makes from its parameters", function()
+    local text = [[
+#[version = "0.0.5"]
+def @main(%x {virtual_device=CPU}: T, %y {virtual_device=GPU}: T, virtual_device=GPU) -> T {
+  let %f = fn (%z {virtual_device=GPU}: T, virtual_device=GPU) -> T {
+    %0 = on_device(add(%x, ]] .. copy("%z", GPU, CPU) .. [[), virtual_device=CPU);
+    on_device(multiply(]] .. copy("%x", CPU, GPU) .. [[, ]] .. copy("%0", CPU, GPU) .. [[), virtual_device=GPU)
+  };
+  %1 = %f(%y);
+  %f(%1)
+}
+]]
+    local moved, _, moves, before, after = moved_of(text, {{x = 1, y = 2}})
+    assert.are.same({6}, before)
+    assert.are.same({5}, after) -- %x once; what it computes from %z still per call
+    assert.are.equal(1, kinds(moves).captured)
+    assert.truthy(tostring(moved):find("let %x_cuda = ", 1, true))
+  end)
+
+  it("leaves the copy where a call may not follow the closure (a branch), or runs only sometimes", function()
+    local in_branch = [[
+#[version = "0.0.5"]
+def @main(%x {virtual_device=CPU}: T, %y {virtual_device=GPU}: T, %c {virtual_device=GPU}: bool, virtual_device=GPU) -> T {
+  let %f = fn (%z {virtual_device=GPU}: T, virtual_device=GPU) -> T { on_device(add(]] .. copy("%x", CPU, GPU) .. [[, %z), virtual_device=GPU) };
+  if (%c) { %1 = %f(%y); %f(%1) } else { %y }
+}
+]]
+    local _, _, moves, before, after = moved_of(in_branch, {{x = 1, y = 2, c = true}, {x = 1, y = 2, c = false}})
+    assert.are.same({2, 0}, before)
+    assert.are.same({2, 0}, after)
+    assert.is_nil(kinds(moves).captured)
+    local in_arm = [[
+#[version = "0.0.5"]
+def @main(%x {virtual_device=CPU}: T, %y {virtual_device=GPU}: T, %c {virtual_device=GPU}: bool, virtual_device=GPU) -> T {
+  let %f = fn (%z {virtual_device=GPU}: T, %d {virtual_device=GPU}: bool, virtual_device=GPU) -> T {
+    if (%d) { on_device(add(]] .. copy("%x", CPU, GPU) .. [[, %z), virtual_device=GPU) } else { %z }
+  };
+  %1 = %f(%y, %c);
+  %f(%1, %c)
+}
+]]
+    _, _, moves, before, after = moved_of(in_arm, {{x = 1, y = 2, c = true}, {x = 1, y = 2, c = false}})
+    assert.are.same({2, 0}, before)
+    assert.are.same({2, 0}, after)
+    assert.is_nil(kinds(moves).captured)
+  end)
+end)
+
 describe("MoveCopies out of branches", function()
   it("makes one copy before an if whose arms both copy the value", function()
     local text = [[

@@ -50,6 +50,7 @@ enum {
   DP_MOVE_MERGED,      /* copies of one value became one (out of branches, dominated) */
   DP_MOVE_CANCELLED,   /* a copy of a copy back is the value */
   DP_MOVE_DEAD,        /* a let bound to a copy nobody reads */
+  DP_MOVE_CAPTURED,    /* a closure's copy of what it captures went to where it is made */
 };
 
 /* One move. */

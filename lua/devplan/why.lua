@@ -110,6 +110,13 @@ local function move_lines(ctx, e, out)
       end
     elseif same and m.kind == "merged" then
       hit = v.kind == "var" and m.value == "%" .. v.name
+    elseif same and m.kind == "captured" then
+      -- the copy is the value of the let MoveCopies put before the closure
+      local up = users
+      while #up == 1 and is_op(up[1], "on_device") do up = users_of(ctx.planned, up[1]) end
+      for _, u in ipairs(up) do
+        if u.kind == "let" and m.to == "%" .. u.var.name then hit = true end
+      end
     end
     if hit then found[#found + 1] = m end
   end

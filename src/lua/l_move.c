@@ -6,11 +6,11 @@
  */
 #include "l_init.h"
 
-static const char *const KINDS[] = {NULL, "parameter", "result", "loop", "merged", "cancelled", "dead"};
+static const char *const KINDS[] = {NULL, "parameter", "result", "loop", "merged", "cancelled", "dead", "captured"};
 
 static void push_move(lua_State *L, const dp_move *mv) {
   lua_createtable(L, 0, 10);
-  lua_pushstring(L, mv->kind > 0 && mv->kind <= DP_MOVE_DEAD ? KINDS[mv->kind] : "?");
+  lua_pushstring(L, mv->kind > 0 && mv->kind <= DP_MOVE_CAPTURED ? KINDS[mv->kind] : "?");
   lua_setfield(L, -2, "kind");
   if (mv->fn) {
     lua_pushstring(L, mv->fn);

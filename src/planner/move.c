@@ -10,12 +10,15 @@
  *      (globals other than @main, let-bound closures, literals called in
  *      place), a parameter copied on every call moves to the callers; a
  *      result copied on every exit moves to the callers;
- *   2. when no boundary moved, loops: a recursive function (or closure)
+ *   2. when no boundary moved, closures: a let-bound closure called
+ *      whenever it is made that copies, on every call, a value it captures
+ *      makes that copy where it is made instead (once per closure);
+ *   3. when nothing above moved, loops: a recursive function (or closure)
  *      that copies a loop invariant before every recursive call is peeled
  *      (its first iteration calls a clone that takes the value on the
  *      destination); a clone copies its region as the analysis saw it, so
  *      these rounds decide nothing else, and nested regions wait a round;
- *   3. when nothing else moved: copies of one value to one device merge
+ *   4. when nothing else moved: copies of one value to one device merge
  *      where one runs whenever another would (dominance, every arm of a
  *      branch), and lets bound to copies nobody reads go;
  *
@@ -29,11 +32,14 @@
  * often for one that runs at most as often: a parameter copy made on every
  * call (its scope is the body) for one per call site (one per call), none
  * where the argument is already there; a result copy made on every exit for
- * one per call site; a peeled loop's copies for those of its first
- * iteration; merged copies for one in a scope where one of them ran
- * whenever it runs (its own scope, or a branch whose every arm copied).
- * Nothing else changes where a node runs: a replacement takes the place of
- * the node it replaces, under the same uses.
+ * one per call site; a closure's copy made on every call for one where
+ * the closure is made, which a call follows every time (what it copies,
+ * read outside now, runs there too: once per closure, not per call); a
+ * peeled loop's copies for those of its first iteration; merged copies for
+ * one in a scope where one of them ran whenever it runs (its own scope, or
+ * a branch whose every arm copied). Nothing else changes where a node
+ * runs: a replacement takes the place of the node it replaces, under the
+ * same uses.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -1279,6 +1285,125 @@ static int merges(mstate *st, dp_err **err) {
   return moved;
 }
 
+/* ---------------------------------------------------------------- out of closures */
+
+/* Does value node v read only variables the closure of h captures (bound
+   outside it, not its own variable)? fv: those, as a set. 1, 0, -1 (out
+   of memory). */
+static int captured_only(mstate *st, mhandle *h, const dp__ptrmap *fv, dp_expr *v) {
+  uint32_t n = 0;
+  dp_var **vs = dp_free_vars(v, &n);
+  if (!vs) return -1;
+  int ok = 1;
+  for (uint32_t i = 0; i < n && ok; i++)
+    ok = dp__ptrmap_find(fv, vs[i]) && &vs[i]->e != st->f[h->fn].x[h->var];
+  free(vs);
+  return ok;
+}
+
+/* Copy c (at the top of h's body: it runs on every call) moves to where
+   the closure is made: `let %v = device_copy(...); let %f = fn ...`, the
+   copy inside becomes %v. 1 moved, 0 not (what it copies reads something
+   bound inside), -1 out of memory. */
+static int hoist_copy(mstate *st, mhandle *h, const dp__ptrmap *fv, uint32_t c) {
+  dp__mfun *f = &st->f[h->fn];
+  dp__mtable *t = &st->t[h->fn];
+  dp_vdev *src, *dst;
+  if (!is_copy(st, f->x[c], &src, &dst) || !src || !dst || dp__mtable_get(t, c)) return 0;
+  uint32_t arg = f->kid[f->koff[c] + 1];
+  int ok = captured_only(st, h, fv, f->x[arg]);
+  if (ok <= 0) return ok;
+  dp_expr *v = strip(st, f->x[arg]);
+  char id[96];
+  dev_ident(dst, id, sizeof id);
+  char *name = v->h.kind == DP_VAR ? fmt("%s_%s", ((dp_var *)v)->name, id) : fmt("copy_%s", id);
+  dp_var *nv = name ? dp_var_new(name, NULL, NULL, f->x[c]->span) : NULL; /* (its device: the copy's) */
+  free(name);
+  if (!nv) return -1;
+  if (f->x[c]->type) nv->e.type = dp_retain(f->x[c]->type);
+  dp__mdec *dc = dp__mtable_dec(t, c);
+  if (!dc) {
+    dp_release(nv);
+    return -1;
+  }
+  dc->op = MD_VAR;
+  dc->var = nv; /* (the table owns it) */
+  dp__mdec *dl = dp__mtable_dec(t, h->let);
+  if (!dl) return -1;
+  dl->hoist_var = dp_retain(nv);
+  dl->hoist_arg = arg;
+  dl->hoist_src = src;
+  dl->hoist_dst = dst;
+  char *who = hname(st, h), *what = value_text(st, v), *a = dev(src), *b = dev(dst);
+  char *to = fmt("%%%s", nv->name);
+  log_move(st, DP_MOVE_CAPTURED, who, to, what, f->x[c]->span, src, dst, 1,
+           "%s copies %s, which it captures, from %s to %s on every call, and is called "
+           "whenever it is made: the copy moved to where it is made (%s), once per closure "
+           "instead of once per call",
+           who ? who : "?", what ? what : "?", a ? a : "?", b ? b : "?", to ? to : "?");
+  free(who);
+  free(what);
+  free(a);
+  free(b);
+  free(to);
+  return 1;
+}
+
+/* Let-bound closures called whenever they are made (a call in the let's
+   own scope: it runs each time the let does) that copy, on every call (at
+   the top of the body), a value they capture: the copy is made once, where
+   the closure is, instead of once per call. One copy per closure and
+   round; none where the let or the closure has another decision. */
+static int hoists(mstate *st, dp_err **err) {
+  int moved = 0;
+  for (uint32_t g = 0; g < st->nf; g++) {
+    dp__mfun *f = &st->f[g];
+    uint32_t *by = NULL; /* scope -> the handle whose body it is */
+    for (uint32_t i = 0; i < st->nh; i++) {
+      mhandle *h = &st->h[i];
+      if (h->fn != g || h->kind != H_LET || h->body == MV_NONE) continue;
+      if (dp__mtable_get(&st->t[g], h->let) || dp__mtable_get(&st->t[g], h->node)) continue;
+      int called = 0;
+      for (uint32_t k = 0; k < h->ncalls && !called; k++)
+        called = h->calls[k].fn == g && f->home[h->calls[k].id] == f->home[h->let];
+      if (!called) continue;
+      if (!by) {
+        if (!(by = dp_malloc((f->ns ? f->ns : 1) * sizeof *by))) goto oom;
+        for (uint32_t k = 0; k < f->ns; k++) by[k] = MV_NONE;
+      }
+      by[h->body] = i;
+    }
+    if (!by) continue;
+    for (uint32_t c = 0; c < f->n; c++) {
+      uint32_t hi = by[f->home[c]];
+      if (hi == MV_NONE || !is_call(f->x[c])) continue;
+      mhandle *h = &st->h[hi];
+      dp__ptrmap fv = {0};
+      uint32_t nfree = 0;
+      dp_var **vs = dp_free_vars(&hfunc(st, h)->e, &nfree);
+      int r = vs ? 0 : -1;
+      for (uint32_t i = 0; i < nfree && r == 0; i++)
+        if (dp__ptrmap_put(&fv, vs[i], vs[i]) < 0) r = -1;
+      free(vs);
+      if (r == 0) r = hoist_copy(st, h, &fv, c);
+      dp__ptrmap_free(&fv);
+      if (r < 0) {
+        free(by);
+        goto oom;
+      }
+      if (r > 0) {
+        by[h->body] = MV_NONE; /* one per closure and round */
+        moved++;
+      }
+    }
+    free(by);
+  }
+  return moved;
+oom:
+  if (err && !*err) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return -1;
+}
+
 /* ---------------------------------------------------------------- applying */
 
 static dp_module *apply(mstate *st, dp_err **err) {
@@ -1347,6 +1472,7 @@ dp_module *dp_plan_move_copies(dp_module *planned, const dp_config *cfg, const d
   for (uint32_t round = 0; round < MAX_ROUNDS; round++) {
     if (analyse(&st, err) < 0) goto fail;
     int moved = boundaries(&st, err);
+    if (moved == 0) moved = hoists(&st, err);
     if (moved == 0) moved = peels(&st, err);
     if (moved == 0) moved = merges(&st, err);
     if (moved < 0 || st.oom) goto fail;

@@ -9,7 +9,8 @@
  * child, the copy it merged into, its let's body), then a call's new callee
  * and argument actions (wrap an argument in a copy, use another node,
  * append one), a function's new result device or appended parameter, a
- * copy around the result, a let put before it; and everywhere a copy of a
+ * copy around the result, a let put before it (a copy a closure made of
+ * what it captures, a loop's clone); and everywhere a copy of a
  * copy back to where the value was is the value itself (looking through
  * on_device calls and through let variables bound to copies).
  */
@@ -34,6 +35,7 @@ void dp__mtable_free(dp__mtable *t) {
     dp_release(t->d[i].var);
     dp_release(t->d[i].callee);
     dp_release(t->d[i].before_var);
+    dp_release(t->d[i].hoist_var);
   }
   for (uint32_t i = 0; i < t->na; i++) dp_release(t->a[i].var);
   for (uint32_t i = 0; i < t->freshvars.cap; i++)
@@ -439,6 +441,19 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   }
   if (!(d && d->keep)) out = cancel(c, out, id);
   if (d && d->op == MD_REP && !c->rep[d->rep]) c->rep[d->rep] = dp_retain(out);
+  if (d && d->hoist_var) { /* the closure's copy, now made where the closure is */
+    dp_expr *cp = copy_of(c, made_of(c, d->hoist_arg), d->hoist_src, d->hoist_dst, id, err);
+    dp_let *l = cp ? dp_let_new(d->hoist_var, cp, out, orig->span) : NULL;
+    dp_release(cp);
+    if (!l) {
+      dp_release(out);
+      if (!*err) *err = oom();
+      return NULL;
+    }
+    typed_like(&l->e, out);
+    dp_release(out);
+    out = &l->e;
+  }
   if (d && d->clone) {
     dp_expr *cl = rewrite_with(c->ops, d->clone, d->clone_root, c, err);
     dp_let *l = cl ? dp_let_new(d->before_var, cl, out, orig->span) : NULL;

@@ -655,6 +655,11 @@ typedef struct dp__mdec {
   dp_expr *callee;       /* a call: its new callee (owned by the table) */
   uint32_t aoff, na;     /* a call: its argument actions */
   dp_var *before_var;    /* a let: `let before_var = <clone>; <the let>` (owned) */
+  dp_var *hoist_var;     /* a let: `let hoist_var = device_copy(<node hoist_arg>, hoist_src,
+                            hoist_dst); <the let>` (owned): a copy its closure made of
+                            what it captures, now made where the closure is */
+  uint32_t hoist_arg;
+  dp_vdev *hoist_src, *hoist_dst; /* (borrowed: interned devices) */
   struct dp__mtable *clone; /* that clone's decisions (borrowed), made from node clone_root
                                when the let is rewritten (what it shares with the let's
                                context is the rewrite's by then) */
