@@ -442,10 +442,18 @@ def @main(%n {virtual_device=GPU}: int32, %x {virtual_device=GPU}: T, %w {virtua
   };
   %1 = if (%c) { on_device(exp(device_copy(%w, src_virtual_device=CPU, dst_virtual_device=GPU)), virtual_device=GPU) } else { %x };
   %2 = device_copy(@f(device_copy(%1, src_virtual_device=GPU, dst_virtual_device=CPU)), src_virtual_device=CPU, dst_virtual_device=GPU);
-  %loop(0, %2)
+  let %g = fn (%z {virtual_device=GPU}: T, virtual_device=GPU) -> T {
+    on_device(subtract(%z, device_copy(negative(%w), src_virtual_device=CPU, dst_virtual_device=GPU)), virtual_device=GPU)
+  };
+  %3 = %g(%2);
+  %loop(0, %g(%3))
 }
 ]])
-    local want = tostring((dp.planner.move(planned, config)))
+    local want_mod, want_moves = dp.planner.move(planned, config)
+    local want = tostring(want_mod)
+    local k = {}
+    for _, m in ipairs(want_moves) do k[m.kind] = true end
+    assert.is_true(k.captured and k.loop and k.parameter and k.result and true, want) -- every kind of move fails in turn
     -- every allocation in turn fails once: an out of memory error, or (an
     -- allocation whose failure changes nothing) the same module
     local n, failures, run_of_oks = 1, 0, 0

@@ -64,11 +64,16 @@ local MAX_VIOLATIONS = 20
 
 local function fail(msg) error("devplan.evaluate: " .. msg, 0) end
 
--- The integer a name stands for (FNV-1a, reduced).
+-- The integer a name stands for (FNV-1a, reduced), remembered.
+local name_hashes = {}
 local function name_hash(s)
-  local h = 2166136261
+  local h = name_hashes[s]
+  if h then return h end
+  h = 2166136261
   for i = 1, #s do h = ((h ~ s:byte(i)) * 16777619) & 0xffffffff end
-  return h % PRIME
+  h = h % PRIME
+  name_hashes[s] = h
+  return h
 end
 
 -- The integer a Lua number or boolean stands for.
@@ -217,13 +222,35 @@ local function scopes_of(fn, home, opened, scopes)
     end
   end
   for _, e in ipairs(post) do
-    local s = home[e]
-    if not ATOMS[e.kind] and e ~= fn then s.nodes[#s.nodes + 1] = e end
-    if is_op(e, "device_copy") then
+    local s, k = home[e], e.kind
+    if not ATOMS[k] and not rawequal(e, fn) then s.nodes[#s.nodes + 1] = e end
+    if k == "call" and is_op(e, "device_copy") then
       s.copies = s.copies + 1
       s.bytes = s.bytes + (report.bytes_of(e.checked_type) or 0)
     end
   end
+end
+
+-- The scopes of every function of mod: home, opened and the list of
+-- scopes, kept for the module while its functions are the same nodes (a
+-- module is run once per argument set, and once per pass it goes through).
+local analyses = setmetatable({}, {__mode = "k"})
+
+local function analysis(mod)
+  local fns = mod:functions()
+  local a = analyses[mod]
+  if a and #a.fns == #fns then
+    local same = true
+    for i, nf in ipairs(fns) do same = same and rawequal(a.fns[i], nf[2]) end
+    if same then return a.home, a.opened, a.scopes end
+  end
+  a = {fns = {}, home = {}, opened = {}, scopes = {}}
+  for i, nf in ipairs(fns) do
+    a.fns[i] = nf[2]
+    scopes_of(nf[2], a.home, a.opened, a.scopes)
+  end
+  analyses[mod] = a
+  return a.home, a.opened, a.scopes
 end
 
 -- ------------------------------------------------------------ running
@@ -254,8 +281,7 @@ local function execute(mod, args, opts)
     end
     return k
   end
-  local home, opened, scopes = {}, {}, {}
-  for _, nf in ipairs(mod:functions()) do scopes_of(nf[2], home, opened, scopes) end
+  local home, opened, scopes = analysis(mod)
   local counts = {}          -- scope -> times it ran
   local violations, nviol = {}, 0
   local forcing = 0
@@ -272,12 +298,28 @@ local function execute(mod, args, opts)
   end
   local function ran(s) counts[s] = (counts[s] or 0) + 1 end
   local function scope_at(e, slot) return opened[e] and opened[e][slot] end
-  -- fmt's last %s is the device the value is on
+  -- The device of a tensor of v not on dev (tuples nested), or nil.
+  local function elsewhere(v, dev)
+    if v.data ~= nil then return v.dev and v.dev ~= dev and v.dev or nil end
+    if v.tuple then
+      for i = 1, v.n do
+        local d = elsewhere(v[i], dev)
+        if d then return d end
+      end
+    end
+    return nil
+  end
+  -- fmt's last %s is the device the value is on; a the argument that
+  -- tells where (a node: where(a))
   local function check_leaves(v, dev, fmt, ...)
-    if not dev then return end
+    if not dev or forcing > 0 then return end
+    if not elsewhere(v, dev) then return end
     for _, t in ipairs(leaves(v, {})) do
       if t.dev and t.dev ~= dev then
         local a = table.pack(...)
+        for i = 1, a.n do
+          if type(a[i]) == "userdata" then a[i] = where(a[i]) end
+        end
         a[a.n + 1] = t.dev
         violate(fmt, table.unpack(a, 1, a.n + 1))
       end
@@ -307,9 +349,9 @@ local function execute(mod, args, opts)
       local env2 = setmetatable({}, {__index = env})
       for i, p in ipairs(fn.params) do
         local v = vals[i]
-        if v == nil then fail("too few arguments in the call at " .. site) end
+        if v == nil then fail("too few arguments in the call at " .. (type(site) == "string" and site or where(site))) end
         local want = devkey(p.virtual_device)
-        check_leaves(v, want, "argument %d of the call at %s of %s: its parameter is on %s, the argument on %s",
+        check_leaves(v, want, "argument %d of %s of %s: its parameter is on %s, the argument on %s",
                      i, site, name or "a function", want)
         env2[p] = v
       end
@@ -434,14 +476,14 @@ local function execute(mod, args, opts)
       elseif name == "device_copy" then
         local src, dst = devkey(e.attrs.src_virtual_device), devkey(e.attrs.dst_virtual_device)
         local v = eval(e.args[1], env, src or dev, act)
-        check_leaves(v, src, "the argument of the device_copy at %s: its source is %s, the argument on %s",
-                     where(e), src)
+        check_leaves(v, src, "the argument of %s: its source is %s, the argument on %s",
+                     e, src)
         return moved(v, dst)
       end
       local vals = {n = #e.args}
       for i, a in ipairs(e.args) do
         vals[i] = eval(a, env, dev, act)
-        check_leaves(vals[i], dev, "argument %d of %s: the call runs on %s, the argument is on %s", i, where(e), dev)
+        check_leaves(vals[i], dev, "argument %d of %s: the call runs on %s, the argument is on %s", i, e, dev)
       end
       if name == "ref" then return {isref = true, ref = vals[1]} end
       if name == "ref_read" then return ref_of(vals[1]).ref end
@@ -461,7 +503,7 @@ local function execute(mod, args, opts)
     local f = eval(callee, env, dev, act)
     if f.ctor then return f end -- a constructor of no fields
     if not f.closure then fail("a call of a value that is not a function") end
-    return f.call(vals, where(e))
+    return f.call(vals, e)
   end
   -- A node runs once per activation of its home scope: its value is kept
   -- there (the activations of the scopes around the current one, lexically:

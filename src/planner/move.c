@@ -1336,6 +1336,7 @@ static int hoist_copy(mstate *st, mhandle *h, const dp__ptrmap *fv, uint32_t c) 
   dl->hoist_dst = dst;
   char *who = hname(st, h), *what = value_text(st, v), *a = dev(src), *b = dev(dst);
   char *to = fmt("%%%s", nv->name);
+  if (!who || !what || !a || !b || !to) st->oom = 1; /* (an error: no message with a "?") */
   log_move(st, DP_MOVE_CAPTURED, who, to, what, f->x[c]->span, src, dst, 1,
            "%s copies %s, which it captures, from %s to %s on every call, and is called "
            "whenever it is made: the copy moved to where it is made (%s), once per closure "
