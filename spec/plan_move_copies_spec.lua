@@ -257,6 +257,38 @@ def @main(%x {virtual_device=CPU}: T, %y {virtual_device=GPU}: T, virtual_device
     assert.truthy(tostring(moved):find("let %x_cuda = ", 1, true))
   end)
 
+  it("moves what it copies out of the closure only when operators alone compute it", function()
+    local text = [[
+#[version = "0.0.5"]
+def @g(%a: T) -> T { negative(%a) }
+def @main(%x {virtual_device=CPU}: T, %y {virtual_device=GPU}: T, virtual_device=GPU) -> T {
+  let %f = fn (%z {virtual_device=GPU}: T, virtual_device=GPU) -> T { on_device(add(]] .. copy("on_device(@g(%x), virtual_device=CPU)", CPU, GPU) .. [[, %z), virtual_device=GPU) };
+  %1 = %f(%y);
+  %f(%1)
+}
+]]
+    -- a call of a function (which may do anything, each time) stays in the closure
+    local _, _, moves, before, after = moved_of(text, {{x = 1, y = 2}})
+    assert.are.same({2}, before)
+    assert.are.same({2}, after)
+    assert.is_nil(kinds(moves).captured)
+    -- computed before the closure already (read there too), it is copied once
+    local outside = [[
+#[version = "0.0.5"]
+def @g(%a: T) -> T { negative(%a) }
+def @main(%x {virtual_device=CPU}: T, %y {virtual_device=GPU}: T, virtual_device=GPU) -> T {
+  %0 = on_device(@g(%x), virtual_device=CPU);
+  let %f = fn (%z {virtual_device=GPU}: T, virtual_device=GPU) -> T { on_device(add(]] .. copy("%0", CPU, GPU) .. [[, %z), virtual_device=GPU) };
+  %1 = %f(%y);
+  on_device(add(%f(%1), ]] .. copy("exp(%0)", CPU, GPU) .. [[), virtual_device=GPU)
+}
+]]
+    _, _, moves, before, after = moved_of(outside, {{x = 1, y = 2}})
+    assert.are.same({3}, before)
+    assert.are.same({2}, after)
+    assert.are.equal(1, kinds(moves).captured)
+  end)
+
   it("leaves the copy where a call may not follow the closure (a branch), or runs only sometimes", function()
     local in_branch = [[
 #[version = "0.0.5"]

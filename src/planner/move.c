@@ -1287,31 +1287,65 @@ static int merges(mstate *st, dp_err **err) {
 
 /* ---------------------------------------------------------------- out of closures */
 
-/* Does value node v read only variables the closure of h captures (bound
-   outside it, not its own variable)? fv: those, as a set. 1, 0, -1 (out
-   of memory). */
-static int captured_only(mstate *st, mhandle *h, const dp__ptrmap *fv, dp_expr *v) {
-  uint32_t n = 0;
-  dp_var **vs = dp_free_vars(v, &n);
-  if (!vs) return -1;
+/* May value node v of h's closure be computed where the closure is made,
+   once, instead of on every call? Its nodes computed inside the closure (those
+   outside it are computed there already) must be operators alone (constants,
+   tuples, projections, constructors, operator calls but references'), so
+   that computing them once gives what each call computed, and read only
+   variables the closure captures (fv: bound outside it; not its own). A
+   walk with an explicit stack (mark: f->n stamps, *stamp bumped). 1, 0, -1
+   (out of memory). */
+static int movable(mstate *st, mhandle *h, const dp__ptrmap *fv, uint32_t v, uint32_t *mark,
+                   uint32_t *stamp) {
+  dp__mfun *f = &st->f[h->fn];
+  uint32_t *stack = NULL, n = 0, cap = 0;
+  uint32_t s = ++*stamp;
   int ok = 1;
-  for (uint32_t i = 0; i < n && ok; i++)
-    ok = dp__ptrmap_find(fv, vs[i]) && &vs[i]->e != st->f[h->fn].x[h->var];
-  free(vs);
+  if (tail_push(&stack, &n, &cap, v) < 0) return -1;
+  mark[v] = s;
+  while (n && ok > 0) {
+    uint32_t id = stack[--n];
+    dp_expr *e = f->x[id];
+    if (e->h.kind == DP_VAR) {
+      ok = dp__ptrmap_find(fv, e) && id != h->var;
+      continue;
+    }
+    if (!dp__mscope_within(f, f->home[id], h->body, 0)) continue; /* computed outside already */
+    switch (e->h.kind) {
+    case DP_CONST: case DP_OP: case DP_CTOR: case DP_TUPLE: case DP_PROJ: break;
+    case DP_CALL: {
+      dp_expr *callee = ((dp_call *)e)->fn;
+      if (callee->h.kind == DP_CTOR) break;
+      const char *name = callee->h.kind == DP_OP ? ((dp_op *)callee)->name : NULL;
+      ok = name && strcmp(name, "ref") != 0 && strcmp(name, "ref_read") != 0 && strcmp(name, "ref_write") != 0;
+      break;
+    }
+    default: ok = 0; break;
+    }
+    for (uint32_t k = f->koff[id]; k < f->koff[id + 1] && ok > 0; k++) {
+      uint32_t c = f->kid[k];
+      if (c == MV_NONE || mark[c] == s) continue;
+      mark[c] = s;
+      if (tail_push(&stack, &n, &cap, c) < 0) ok = -1;
+    }
+  }
+  free(stack);
   return ok;
 }
 
 /* Copy c (at the top of h's body: it runs on every call) moves to where
    the closure is made: `let %v = device_copy(...); let %f = fn ...`, the
    copy inside becomes %v. 1 moved, 0 not (what it copies reads something
-   bound inside), -1 out of memory. */
-static int hoist_copy(mstate *st, mhandle *h, const dp__ptrmap *fv, uint32_t c) {
+   bound inside, or is more than operators: a call of a function, a
+   reference, a branch), -1 out of memory. */
+static int hoist_copy(mstate *st, mhandle *h, const dp__ptrmap *fv, uint32_t c, uint32_t *mark,
+                      uint32_t *stamp) {
   dp__mfun *f = &st->f[h->fn];
   dp__mtable *t = &st->t[h->fn];
   dp_vdev *src, *dst;
   if (!is_copy(st, f->x[c], &src, &dst) || !src || !dst || dp__mtable_get(t, c)) return 0;
   uint32_t arg = f->kid[f->koff[c] + 1];
-  int ok = captured_only(st, h, fv, f->x[arg]);
+  int ok = movable(st, h, fv, arg, mark, stamp);
   if (ok <= 0) return ok;
   dp_expr *v = strip(st, f->x[arg]);
   char id[96];
@@ -1356,53 +1390,68 @@ static int hoist_copy(mstate *st, mhandle *h, const dp__ptrmap *fv, uint32_t c) 
    the closure is, instead of once per call. One copy per closure and
    round; none where the let or the closure has another decision. */
 static int hoists(mstate *st, dp_err **err) {
-  int moved = 0;
-  for (uint32_t g = 0; g < st->nf; g++) {
+  int moved = 0, rc = 0;
+  uint32_t **by = dp_calloc(st->nf ? st->nf : 1, sizeof *by); /* fn -> scope -> handle */
+  dp__ptrmap *fv = dp_calloc(st->nh ? st->nh : 1, sizeof *fv); /* handle -> what it captures */
+  uint8_t *has_fv = dp_calloc(st->nh ? st->nh : 1, 1);
+  if (!by || !fv || !has_fv) rc = -1;
+  for (uint32_t i = 0; i < st->nh && rc == 0; i++) {
+    mhandle *h = &st->h[i];
+    uint32_t g = h->fn;
     dp__mfun *f = &st->f[g];
-    uint32_t *by = NULL; /* scope -> the handle whose body it is */
-    for (uint32_t i = 0; i < st->nh; i++) {
-      mhandle *h = &st->h[i];
-      if (h->fn != g || h->kind != H_LET || h->body == MV_NONE) continue;
-      if (dp__mtable_get(&st->t[g], h->let) || dp__mtable_get(&st->t[g], h->node)) continue;
-      int called = 0;
-      for (uint32_t k = 0; k < h->ncalls && !called; k++)
-        called = h->calls[k].fn == g && f->home[h->calls[k].id] == f->home[h->let];
-      if (!called) continue;
-      if (!by) {
-        if (!(by = dp_malloc((f->ns ? f->ns : 1) * sizeof *by))) goto oom;
-        for (uint32_t k = 0; k < f->ns; k++) by[k] = MV_NONE;
+    if (h->kind != H_LET || h->body == MV_NONE) continue;
+    if (dp__mtable_get(&st->t[g], h->let) || dp__mtable_get(&st->t[g], h->node)) continue;
+    int called = 0;
+    for (uint32_t k = 0; k < h->ncalls && !called; k++)
+      called = h->calls[k].fn == g && f->home[h->calls[k].id] == f->home[h->let];
+    if (!called) continue;
+    if (!by[g]) {
+      if (!(by[g] = dp_malloc((f->ns ? f->ns : 1) * sizeof **by))) {
+        rc = -1;
+        break;
       }
-      by[h->body] = i;
+      for (uint32_t k = 0; k < f->ns; k++) by[g][k] = MV_NONE;
     }
-    if (!by) continue;
-    for (uint32_t c = 0; c < f->n; c++) {
-      uint32_t hi = by[f->home[c]];
-      if (hi == MV_NONE || !is_call(f->x[c])) continue;
+    by[g][h->body] = i;
+  }
+  for (uint32_t g = 0; g < st->nf && rc == 0; g++) {
+    dp__mfun *f = &st->f[g];
+    if (!by[g]) continue;
+    uint32_t *mark = dp_calloc(f->n ? f->n : 1, sizeof *mark), stamp = 0;
+    if (!mark) rc = -1;
+    for (uint32_t c = 0; c < f->n && rc == 0; c++) {
+      uint32_t hi = by[g][f->home[c]];
+      dp_vdev *src, *dst;
+      if (hi == MV_NONE || !is_call(f->x[c]) || !is_copy(st, f->x[c], &src, &dst)) continue;
       mhandle *h = &st->h[hi];
-      dp__ptrmap fv = {0};
-      uint32_t nfree = 0;
-      dp_var **vs = dp_free_vars(&hfunc(st, h)->e, &nfree);
-      int r = vs ? 0 : -1;
-      for (uint32_t i = 0; i < nfree && r == 0; i++)
-        if (dp__ptrmap_put(&fv, vs[i], vs[i]) < 0) r = -1;
-      free(vs);
-      if (r == 0) r = hoist_copy(st, h, &fv, c);
-      dp__ptrmap_free(&fv);
-      if (r < 0) {
-        free(by);
-        goto oom;
+      if (!has_fv[hi]) { /* (once per closure and round) */
+        uint32_t nfree = 0;
+        dp_var **vs = dp_free_vars(&hfunc(st, h)->e, &nfree);
+        if (!vs) rc = -1;
+        for (uint32_t i = 0; i < nfree && rc == 0; i++)
+          if (dp__ptrmap_put(&fv[hi], vs[i], vs[i]) < 0) rc = -1;
+        free(vs);
+        has_fv[hi] = 1;
       }
+      int r = rc == 0 ? hoist_copy(st, h, &fv[hi], c, mark, &stamp) : -1;
+      if (r < 0) rc = -1;
       if (r > 0) {
-        by[h->body] = MV_NONE; /* one per closure and round */
+        by[g][h->body] = MV_NONE; /* one per closure and round */
         moved++;
       }
     }
-    free(by);
+    free(mark);
+  }
+  for (uint32_t g = 0; by && g < st->nf; g++) free(by[g]);
+  for (uint32_t i = 0; fv && i < st->nh; i++) dp__ptrmap_free(&fv[i]);
+  free(by);
+  free(fv);
+  free(has_fv);
+  if (rc < 0) {
+    if (err && !*err) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return -1;
   }
   return moved;
-oom:
-  if (err && !*err) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-  return -1;
 }
 
 /* ---------------------------------------------------------------- applying */
