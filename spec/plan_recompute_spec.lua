@@ -59,6 +59,13 @@ describe("PlanDevices {recompute = true}", function()
     assert.are.equal("ones", list[1].value)
     assert.are.equal("cuda", list[1].dst.device_type_name)
     assert.are.equal(1, run(planned(ISSUE_15019, {recompute = true}), args).copies) -- with TVM's placement too
+    -- dp.planner.plan_with runs the option as the pass does, and checks it the same way
+    local mod = dp.parse(program(ISSUE_15019), testing.META)
+    local direct = dp.planner.plan_with(mod, config, {placement = "min_bytes", recompute = true})
+    assert.structurally_equal(rc, direct)
+    assert.are.equal(1, #dp.planner.recomputed(direct))
+    assert.has_error(function() dp.planner.plan_with(mod, config, {recompute = 1}) end,
+      "devplan.planner.plan_with: option 'recompute' must be a boolean, got number")
   end)
 
   it("recomputes a reshape of what is already there, not other computations", function()
