@@ -105,8 +105,8 @@ local OPTIONS = {
       .. "ones, a reshape of what is there, ...) is that computation instead; with\n"
       .. "--placement min_bytes such copies also cost nothing to the optimiser"},
   ["--move-copies"] = {kind = "flag",
-    help = "after planning, move copies out of functions, loops and branches to where they\n"
-      .. "run least, merged and cancelled (dp.passes.MoveCopies, docs/copies.md)"},
+    help = "after planning, move copies out of functions, closures, loops and branches to\n"
+      .. "where they run least, merged and cancelled (dp.passes.MoveCopies, docs/copies.md)"},
   ["--partition"] = {kind = "flag",
     help = "after planning, hoist the connected code on each device into functions named\n"
       .. "after their target (dp.passes.PartitionByVirtualDevice); with --report, the regions"},

@@ -427,7 +427,7 @@ M.register{
 
 M.register{
   name = "move_copies",
-  help = "MoveCopies: copies out of functions, loops and branches, merged and cancelled, never more "
+  help = "MoveCopies: copies out of functions, closures, loops and branches, merged and cancelled, never more "
     .. "often on any path (docs/copies.md)",
   options = {max_new_functions = "at most this many functions added by peeling loops (default 16)"},
   make = function(args, env)
