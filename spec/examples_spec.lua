@@ -40,6 +40,9 @@ local EXAMPLES = {
                    "@main_llvm_0 runs on cpu (llvm): tanh"}},
   latency = {args = "models/squeezenet.relay latency.svg", files = {"latency.svg"},
              finds = {"HEFT (devices side by side)", "(modelled: no device ran anything)", "drawn: latency.svg"}},
+  copies = {finds = {"a loop of 100 iterations over %w: 100 copies run as planned, 1 after MoveCopies",
+                     "@f called from the GPU: 4 copies as planned, 0 after MoveCopies; @f now runs on cuda",
+                     "TVM's rules: conflict", "polymorphic: 1 function specialised, 1 device_copy"}},
   rules = {command = "plan models/resnet18.relay --rules examples/rules.lua --report text",
            finds = {"1 device_copy"}},
 }

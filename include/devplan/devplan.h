@@ -19,6 +19,7 @@
  *   meta.h       the #[metadata] section
  *   parse.h      the C half of the text parser
  *   plan.h       the device planner (PlanDevices), phase by phase
+ *   move.h       copies where they belong: MoveCopies, per execution
  *   dfpattern.h  dataflow patterns (find, group, rewrite)
  *   partition.h  partitioning a planned module by device
  *   schedule.h   the modelled schedule of a plan (devices side by side),
@@ -44,6 +45,7 @@
 #include "print.h"
 #include "infer.h"
 #include "plan.h"
+#include "move.h"
 #include "parse.h"
 #include "dfpattern.h"
 #include "partition.h"

@@ -115,6 +115,9 @@ typedef struct dp_place_hooks {
      this or the configuration's bandwidths are given, else bytes. */
   int (*bandwidth)(void *ud, dp_vdev *src, dp_vdev *dst, double *bytes_per_second,
                    dp_err **err);
+  /* Will a copy of value be recomputed on its destination instead (so it
+     costs nothing)? NULL: no (move.h's recompute option sets it). */
+  int (*recomputable)(void *ud, dp_expr *value);
 } dp_place_hooks;
 
 typedef struct dp_plan_opts {

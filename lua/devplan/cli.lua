@@ -96,6 +96,17 @@ local OPTIONS = {
   ["--share-copies"] = {kind = "flag",
     help = "after planning, one device_copy per value and device pair where it dominates\n"
       .. "its uses (dp.passes.ShareCopies) instead of one per use"},
+  ["--polymorphic"] = {kind = "flag",
+    help = "specialise a function called with different device signatures, one copy per\n"
+      .. "signature (@f, @f_cuda), instead of one signature and copies; the output ends with\n"
+      .. "a // line saying how many were specialised and what that did to the copies"},
+  ["--recompute"] = {kind = "flag",
+    help = "a copy of a value cheaper to compute again where it is read (a constant, zeros,\n"
+      .. "ones, a reshape of what is there, ...) is that computation instead; with\n"
+      .. "--placement min_bytes such copies also cost nothing to the optimiser"},
+  ["--move-copies"] = {kind = "flag",
+    help = "after planning, move copies out of functions, closures, loops and branches to\n"
+      .. "where they run least, merged and cancelled (dp.passes.MoveCopies, docs/copies.md)"},
   ["--partition"] = {kind = "flag",
     help = "after planning, hoist the connected code on each device into functions named\n"
       .. "after their target (dp.passes.PartitionByVirtualDevice); with --report, the regions"},
@@ -182,19 +193,23 @@ COMMANDS.plan = {
   summary = "place operators, plan devices (PlanDevices) and print the planned module",
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
     .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes]\n"
-    .. "                    [--bandwidth B] [--share-copies] [--partition] [--explain] [--verify] [--report text|json]\n"
+    .. "                    [--polymorphic] [--recompute]\n"
+    .. "                    [--bandwidth B] [--share-copies] [--move-copies] [--partition] [--explain] [--verify]\n"
+    .. "                    [--report text|json]\n"
     .. "                    [--costs FILE ...] [--board NAME] [--gantt FILE.svg]\n"
     .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]\n"
     .. "                    [--graph-detail LEVEL]",
   options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--placement",
-                  "--share-copies", "--partition", "--explain", "--verify",
+                  "--polymorphic", "--recompute",
+                  "--share-copies", "--move-copies", "--partition", "--explain", "--verify",
                   "--report", "--reproducer", "--costs", "--board", "--gantt"}, CONFIG, OUTPUT, INSTRUMENTS, ONNX),
   text = "Parses FILE, runs the annotation rules (--rules, then --annotate), then\n"
     .. "dp.passes.PlanDevices with the configuration of the targets, and prints the\n"
     .. "planned module (or its report). The same as\n"
     .. "  devplan opt FILE -p 'annotate(rules=FILE.lua),annotate(OP=DEVICE),plan_devices(all_conflicts=true)'\n"
     .. "(--placement min_bytes: plan_devices(all_conflicts=true,placement=min_bytes);\n"
-    .. "--share-copies adds share_copies after it, --partition then partition.)\n"
+    .. "--share-copies adds share_copies after it, --move-copies move_copies, --partition\n"
+    .. "then partition.)\n"
     .. "Every independent conflict is printed, as a compiler prints errors: both\n"
     .. "constraints with their positions and the chain between them, in source order,\n"
     .. "then \"N errors\"; the status is 1. --first-conflict stops at the first.",
@@ -585,6 +600,46 @@ local function explanation(d)
   return table.concat(out, "\n") .. "\n"
 end
 
+-- The "// " lines of PlanDevices' polymorphic and recompute options (empty
+-- when not asked).
+local function specialisation_line(p, mod)
+  local out = ""
+  local rec = dp.planner.recomputed(mod)
+  for _, q in ipairs(p.passes or {}) do
+    if q.name == "PlanDevices" and q.options and q.options.recompute and q.recomputed then rec = q.recomputed end
+  end
+  if rec then
+    local namer = devname.namer()
+    out = "// recompute: " .. #rec .. " cop" .. (#rec == 1 and "y" or "ies") .. " computed again on the destination"
+      .. (#rec > 0 and ":" or "") .. "\n"
+    for _, x in ipairs(rec) do
+      out = out .. string.format("//   %s at %s:%s in @%s (%d call%s) on %s instead of copied from %s\n", x.value,
+        x.line or "?", x.col or "?", x.fn, x.calls, x.calls == 1 and "" or "s", namer(x.dst), namer(x.src))
+    end
+  end
+  for _, q in ipairs(p.passes or {}) do
+    local r = q.name == "PlanDevices" and q.report
+    if r then
+      local without = r.copies_before == false and "a conflict without it"
+        or (r.copies_before .. " without it")
+      return out .. string.format("// polymorphic: %d function%s specialised (%d added); %d device_copy (%s)\n",
+        r.specialised, r.specialised == 1 and "" or "s", r.functions_added, r.copies_after, without)
+    end
+  end
+  return out
+end
+
+-- "// " lines: what MoveCopies moved after planning (the devices above are
+-- PlanDevices'; a moved parameter or result is where the module now says).
+local function moves_explanation(mod)
+  local moves = dp.planner.moves(mod)
+  if not moves then return "" end
+  local out = {"// MoveCopies then moved copies (" .. #moves .. " move" .. (#moves == 1 and "" or "s")
+    .. "; the devices above are PlanDevices', before it):"}
+  for _, m in ipairs(moves) do out[#out + 1] = "//   " .. m.text end
+  return table.concat(out, "\n") .. "\n"
+end
+
 -- "// " lines: why each device_copy of the planned module was inserted.
 local function copy_explanations(planned, input, config)
   local _, names = dp.astext(planned, {names = true})
@@ -758,11 +813,13 @@ local function run_pipeline(command, opts, pipeline_text, reproducer, origins)
     local popts = {resolve_conflicts = not opts["--strict"] and (not opts["--first-conflict"] or "tvm")}
     if opts["--placement"] == "min_bytes" then popts.placement = "min_bytes" end
     extra = explanation(attempt(sources, dp.planner.domains, annotated, cfg, popts))
-      .. copy_explanations(res, annotated, cfg)
+      .. moves_explanation(res) .. copy_explanations(res, annotated, cfg)
   end
   -- nothing reads the input any more (the context held it for verify):
   -- its nodes the result does not share and its text go before the
   -- result is printed, which lowers the peak of a large module by a module
+  extra = (extra or "") .. specialisation_line(p, res)
+  if extra == "" then extra = nil end
   local planned_config, regions = ctx.planned_config or config, ctx.regions
   mod, sources, ctx = nil, nil, nil
   collectgarbage()
@@ -820,8 +877,11 @@ function COMMANDS.plan.run(opts)
   if not opts["--first-conflict"] then plan_args[#plan_args + 1] = {"all_conflicts", "true"}
   elseif not opts["--strict"] then plan_args[#plan_args + 1] = {"tvm_conflicts", "true"} end
   if opts["--placement"] == "min_bytes" then plan_args[#plan_args + 1] = {"placement", "min_bytes"} end
+  if opts["--polymorphic"] then plan_args[#plan_args + 1] = {"polymorphic", "true"} end
+  if opts["--recompute"] then plan_args[#plan_args + 1] = {"recompute", "true"} end
   items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}
   if opts["--share-copies"] then items[#items + 1] = {"share_copies"} end
+  if opts["--move-copies"] then items[#items + 1] = {"move_copies"} end
   if opts["--partition"] then items[#items + 1] = {"partition"} end
   if opts["--verify"] then items[#items + 1] = {"verify"} end
   run_pipeline("plan", opts, dp.pipeline.text(items), opts["--reproducer"], origins)

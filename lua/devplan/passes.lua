@@ -20,7 +20,15 @@
 --       placement = "min_bytes"   values nobody constrained placed to copy
 --                                 the fewest bytes (capability, compute_cost,
 --                                 bandwidth: plan_options.lua)
+--       polymorphic = true        a global function specialised per device
+--                                 signature (@f, @f_cuda; max_specialisations;
+--                                 dp.planner.specialisations(planned))
+--       recompute = true          a copy of a constant, zeros, a reshape of
+--                                 what is there... computed again instead
+--                                 (dp.planner.recomputed(planned))
 --   dp.passes.ShareCopies()   one device_copy per value and pair of devices
+--   dp.passes.MoveCopies(config?, {max_new_functions =}?)   copies moved to where
+--                             they run least (docs/copies.md)
 --   dp.passes.AnnotateVirtualDevices(rules)   passes/annotate_virtual_devices.lua
 --   dp.passes.MergeComposite(rules), dp.passes.MergeAndAnnotate(rules)
 --                                             passes/merge_composite.lua (dp.pattern)
@@ -35,6 +43,7 @@ local core = require "devplan.core"
 local ir = require "devplan.ir"
 local pass = require "devplan.pass"
 local options = require "devplan.plan_options"
+local copies = require "devplan.copies"
 local verify = require "devplan.verify"
 local annotate = require "devplan.passes.annotate_virtual_devices"
 local merge = require "devplan.passes.merge_composite"
@@ -48,13 +57,17 @@ local M = {}
 function M.PlanDevices(config, opts)
   opts = options.check_options(opts, "devplan.passes.PlanDevices", 2)
   options.check_config(config, "devplan.passes.PlanDevices", 2)
-  local run
+  local p
   if options.is_tvm(opts) then
-    run = function(mod) return core.planner.plan(mod, config) end
+    p = pass.new("PlanDevices", function(mod) return core.planner.plan(mod, config) end, opts)
   else
-    run = function(mod) return core.planner.plan_with(mod, config, opts) end
+    p = pass.new("PlanDevices", function(mod)
+      local out, report = copies.plan_with(mod, config, opts)
+      p.report = report -- polymorphic: the report of the last run (dp.planner.specialisations)
+      p.recomputed = copies.recomputed(out) -- recompute: what the last run computed again
+      return out
+    end, opts)
   end
-  local p = pass.new("PlanDevices", run, opts)
   p.config = config -- what the verifier checks the plan against
   return p
 end
@@ -63,6 +76,24 @@ end
 -- module; src/planner/share.c). PlanDevices copies once per use, as TVM.
 function M.ShareCopies()
   return pass.new("ShareCopies", core.planner.share_copies)
+end
+
+-- MoveCopies: copies of a planned module moved out of functions, loops and
+-- branches, merged and cancelled, never more often on any path (issue 20;
+-- src/planner/move*.c, docs/copies.md). config: the configuration it was
+-- planned with (default: the pipeline's planning pass's, else the
+-- context's, else llvm and cuda with default cpu). The moves made are kept
+-- for the module made (dp.planner.moves(mod)) and explain each copy.
+function M.MoveCopies(config, opts)
+  if config ~= nil and not ir.is_config(config) then
+    if type(config) == "table" and opts == nil then config, opts = nil, config
+    else error("devplan.passes.MoveCopies: a CompilationConfig expected, got " .. type(config), 2) end
+  end
+  copies.check_move_options(opts, "devplan.passes.MoveCopies", 2)
+  return pass.new("MoveCopies", function(mod, ctx)
+    local cfg = config or (ctx and (ctx.planned_config or ctx.config)) or copies.default_config()
+    return copies.move(mod, cfg, opts)
+  end, opts)
 end
 
 M.AnnotateVirtualDevices = annotate.new

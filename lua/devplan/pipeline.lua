@@ -29,7 +29,7 @@ local suggest = require "devplan.suggest"
 
 local error, getmetatable, ipairs, loadfile, next, pairs = error, getmetatable, ipairs, loadfile, next, pairs
 local pcall, setmetatable, tostring, type = pcall, setmetatable, tostring, type
-local table = table
+local math, table, tonumber = math, table, tonumber
 _ENV = nil -- no global is read or written below this line
 
 local M = {}
@@ -294,6 +294,12 @@ end
 
 -- The configuration env starts from, with the default device type of
 -- `default` when given.
+local function positive_integer(v, key)
+  local n = math.tointeger(tonumber(v))
+  if not n or n < 1 then error("option '" .. key .. "' must be a positive integer, got '" .. tostring(v) .. "'", 0) end
+  return n
+end
+
 local function config_for(env, default)
   local base = env.config
   if not default then return base end
@@ -387,7 +393,10 @@ M.register{
              strict = "true: no conflict resolution (resolve_conflicts=false)",
              all_conflicts = "true: every independent conflict in one run (err.errors)",
              tvm_conflicts = "true: resolve only what TVM resolves (resolve_conflicts=\"tvm\")",
-             placement = "tvm (TVM's defaulting rules) or min_bytes (fewest bytes copied)"},
+             placement = "tvm (TVM's defaulting rules) or min_bytes (fewest bytes copied)",
+             polymorphic = "true: a function called with different device signatures is specialised per signature",
+             max_specialisations = "(polymorphic) at most this many functions copied (default 64)",
+             recompute = "true: a copy of a value cheaper to compute again where it is read is that computation"},
   make = function(args, env)
     local config = config_for(env, args.default) or core.CompilationConfig{targets = {"llvm", "cuda"}}
     local strict = boolean(args.strict, "strict")
@@ -399,6 +408,11 @@ M.register{
     elseif args.placement and args.placement ~= "tvm" then
       error("option 'placement' must be tvm or min_bytes, got '" .. args.placement .. "'", 0)
     end
+    if boolean(args.polymorphic, "polymorphic") then opts.polymorphic = true end
+    if boolean(args.recompute, "recompute") then opts.recompute = true end
+    if args.max_specialisations then
+      opts.max_specialisations = positive_integer(args.max_specialisations, "max_specialisations")
+    end
     local p = passes.PlanDevices(config, next(opts) and opts or nil)
     p.config = config
     return p
@@ -409,6 +423,20 @@ M.register{
   name = "share_copies",
   help = "ShareCopies: one device_copy per value and device pair where it dominates its uses",
   make = function() return passes.ShareCopies() end,
+}
+
+M.register{
+  name = "move_copies",
+  help = "MoveCopies: copies out of functions, closures, loops and branches, merged and cancelled, never more "
+    .. "often on any path (docs/copies.md)",
+  options = {max_new_functions = "at most this many functions added by peeling loops (default 16)"},
+  make = function(args, env)
+    local opts
+    if args.max_new_functions then
+      opts = {max_new_functions = positive_integer(args.max_new_functions, "max_new_functions")}
+    end
+    return passes.MoveCopies(env.config, opts)
+  end,
 }
 
 M.register{

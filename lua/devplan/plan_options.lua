@@ -27,9 +27,18 @@ local M = {}
 --   capability         function(call, vd) -> boolean   (min_bytes) may call run on vd
 --   compute_cost       function(call, vd) -> seconds   (min_bytes) time joins bytes
 --   bandwidth          number | function(src, dst) -> bytes per second  (min_bytes)
+--   polymorphic        boolean   a global function called with different device
+--                                 signatures is specialised per signature (@f, @f_cuda;
+--                                 src/planner/poly.c, docs/copies.md)
+--   max_specialisations integer  (polymorphic) at most this many functions copied (default 64)
+--   recompute          boolean   a copy of a value cheaper to compute again on its
+--                                 destination (a constant, zeros, a reshape of what is
+--                                 there, ...) is that computation instead (src/planner/
+--                                 recompute.c; dp.planner.recomputed(planned))
 local OPTIONS = {resolve_conflicts = {"boolean", "string"}, all_conflicts = {"boolean"}, placement = {"string"},
                  capability = {"function"}, compute_cost = {"function"},
-                 bandwidth = {"number", "function"}}
+                 bandwidth = {"number", "function"}, polymorphic = {"boolean"},
+                 max_specialisations = {"number"}, recompute = {"boolean"}}
 local PLACEMENTS = {tvm = true, min_bytes = true}
 
 -- PlanDevices' options, checked: unknown keys and wrong types are errors.
@@ -60,6 +69,12 @@ function M.check_options(opts, who, level)
     -- (dp_bandwidth_ok's rule, as CompilationConfig's bandwidths: NaN fails both tests)
     error(("%s: option 'bandwidth' must be a number of bytes per second > 0 and finite, got %s")
       :format(who, opts.bandwidth ~= opts.bandwidth and "nan" or tostring(opts.bandwidth)), level + 1)
+  end
+  if opts.max_specialisations ~= nil and not opts.polymorphic then
+    error(who .. ": option 'max_specialisations' needs polymorphic = true", level + 1)
+  end
+  if opts.max_specialisations ~= nil and (math.type(opts.max_specialisations) ~= "integer" or opts.max_specialisations < 1) then
+    error(who .. ": option 'max_specialisations' must be a positive integer", level + 1)
   end
   if (opts.capability or opts.compute_cost or opts.bandwidth) and opts.placement ~= "min_bytes" then
     error(who .. ": options capability, compute_cost and bandwidth need placement = \"min_bytes\"", level + 1)

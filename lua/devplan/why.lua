@@ -2,13 +2,16 @@
 -- planned module is where it is, including the values PlanDevices made.
 --
 --   a device_copy   why it was inserted: where the copied value is made and
---                   why, and where its users are and why
+--                   why, and where its users are and why; in a module
+--                   MoveCopies made, first why the copy is where it is now
+--                   (the moves that brought it there, dp.planner.moves)
 --   an on_device with constrain_result (PlanDevices writes these)
 --                   what it marks, and why the value inside is on its device
 --   anything else   dp.planner.explain's reason and steps
 --
 -- Reasons are told in terms of the module before planning when `input` is
--- given (the module PlanDevices was run on, annotations included): its
+-- given (the module PlanDevices was run on, annotations included; unless
+-- MoveCopies made the module: it moves devices on purpose): its
 -- domains are analysed (dp.planner.domains) and each planned node is
 -- matched to the input node of the same position and kind (planning keeps
 -- positions), so the reason is the annotation or defaulting rule of the
@@ -19,6 +22,7 @@ local core = require "devplan.core"
 local ir = require "devplan.ir"
 local devname = require "devplan.devname"
 local options = require "devplan.plan_options"
+local copies = require "devplan.copies"
 local report = require "devplan.report"
 
 local error, ipairs, pairs, rawequal, tostring, type = error, ipairs, pairs, rawequal, tostring, type
@@ -66,13 +70,69 @@ local function reason_lines(ctx, e, indent, out)
   for _, s in ipairs(ex.steps) do out[#out + 1] = indent .. "  " .. s.message end
 end
 
+local function strip(v)
+  while is_op(v, "on_device") do v = v.args[1] end
+  return v
+end
+
+-- The name a move record gives a callee: "@f" for a global, "%f" for a
+-- let-bound closure (records say "%f (in @main)").
+local function callee_name(c)
+  if c.kind == "global" then return "@" .. c.name end
+  if c.kind == "var" then return "%" .. c.name end
+  return nil
+end
+
+local function named(record_name, callee)
+  return callee and record_name and (record_name == callee or record_name:sub(1, #callee + 1) == callee .. " ")
+end
+
+-- The moves (dp.planner.moves of the module) that brought copy e where it is.
+local function move_lines(ctx, e, out)
+  local moves = ctx.moves
+  if not moves then return end
+  local src, dst = e.attrs.src_virtual_device, e.attrs.dst_virtual_device
+  local v = strip(e.args[1])
+  local users = users_of(ctx.planned, e)
+  local found = {}
+  for _, m in ipairs(moves) do
+    local same = m.src and m.dst and rawequal(m.src, src) and rawequal(m.dst, dst)
+    local hit = false
+    if same and m.kind == "parameter" then
+      for _, u in ipairs(users) do
+        if u.kind == "call" and named(m.fn, callee_name(u.callee)) then hit = true end
+      end
+    elseif same and m.kind == "result" then
+      hit = v.kind == "call" and named(m.fn, callee_name(v.callee))
+    elseif same and m.kind == "loop" then
+      for _, u in ipairs(users) do
+        if u.kind == "call" and named(m.to, callee_name(u.callee)) then hit = true end
+      end
+    elseif same and m.kind == "merged" then
+      hit = v.kind == "var" and m.value == "%" .. v.name
+    elseif same and m.kind == "captured" then
+      -- the copy is the value of the let MoveCopies put before the closure
+      local up = users
+      while #up == 1 and is_op(up[1], "on_device") do up = users_of(ctx.planned, up[1]) end
+      for _, u in ipairs(up) do
+        if u.kind == "let" and m.to == "%" .. u.var.name then hit = true end
+      end
+    end
+    if hit then found[#found + 1] = m end
+  end
+  if #found == 0 then return end
+  out[#out + 1] = "  MoveCopies moved it here:"
+  for _, m in ipairs(found) do out[#out + 1] = "    " .. m.text end
+end
+
 local function copy_lines(ctx, name, e, out)
   local namer = devname.namer()
-  local v = e.args[1]
-  while is_op(v, "on_device") do v = v.args[1] end
+  local v = strip(e.args[1])
   local src, dst = e.attrs.src_virtual_device, e.attrs.dst_virtual_device
-  out[#out + 1] = string.format("%s is a device_copy PlanDevices inserted: it copies a %s (%s) from @%s to @%s",
-    name, tostring(e.checked_type), report.bytes_text(e.checked_type), namer(src), namer(dst))
+  out[#out + 1] = string.format("%s is a device_copy %s: it copies a %s (%s) from @%s to @%s",
+    name, ctx.moves and "PlanDevices inserted and MoveCopies kept" or "PlanDevices inserted",
+    tostring(e.checked_type), report.bytes_text(e.checked_type), namer(src), namer(dst))
+  move_lines(ctx, e, out)
   out[#out + 1] = "  the value is made on @" .. namer(src) .. ":"
   reason_lines(ctx, v, "    ", out)
   local users = users_of(ctx.planned, e)
@@ -106,8 +166,10 @@ function M.why(planned, e, opts)
   if opts.input ~= nil and not ir.is_config(opts.config) then
     error("devplan.planner.why: option input needs option config (the CompilationConfig it was planned with)", 2)
   end
-  local ctx = {planned = planned, config = opts.config,
-               domains = opts.input and options.domains(opts.input, opts.config)}
+  local moves = copies.moves(planned)
+  -- (MoveCopies changes devices on purpose: a moved module is explained by itself)
+  local ctx = {planned = planned, config = opts.config, moves = moves,
+               domains = opts.input and not moves and options.domains(opts.input, opts.config)}
   local name = opts.name or "it"
   local out = {}
   if is_op(e, "device_copy") then

@@ -263,6 +263,8 @@ static int h_bandwidth(void *ud, dp_vdev *src, dp_vdev *dst, double *bps, dp_err
   return number_result(h->L, "bandwidth", bps, err);
 }
 
+int h_recomputable(void *ud, dp_expr *value); /* l_move.c */
+
 /* A function option t[k] pushed (its stack index), or 0 when absent. */
 static int fn_option(lua_State *L, int t, const char *k) {
   int ty = lua_getfield(L, t, k);
@@ -328,6 +330,7 @@ static void read_opts(lua_State *L, int idx, dp_plan_opts *o, hooks *h) {
   h->h.can_run = h->cap ? h_can_run : NULL;
   h->h.compute = h->comp ? h_compute : NULL;
   h->h.bandwidth = h->bw || h->bwconst ? h_bandwidth : NULL;
+  h->h.recomputable = bool_option(L, idx, "recompute", 0) ? h_recomputable : NULL; /* (l_move.c) */
   o->hooks = &h->h;
 }
 
@@ -352,6 +355,9 @@ static dp_config *config_at(lua_State *L, int idx) {
   return dp__lua_check(L, idx, DP_OBJ_CONFIG);
 }
 
+int dp__lua_plan_polymorphic(lua_State *L, dp_module *m, dp_config *cfg, const dp_plan_opts *o,
+                              int opts_idx); /* l_move.c */
+
 /* planner.plan_with(mod, config, opts) -> planned module. */
 static int l_plan_with(lua_State *L) {
   dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
@@ -361,6 +367,9 @@ static int l_plan_with(lua_State *L) {
   read_opts(L, 3, &o, &h);
   dp_err *err = NULL;
   dp_conflicts all = {0};
+  /* polymorphic = true (issue 20, src/planner/poly.c): the module and a report */
+  int poly = lua_istable(L, 3) && bool_option(L, 3, "polymorphic", 0);
+  if (poly) return dp__lua_plan_polymorphic(L, m, cfg, &o, 3);
   dp_module *r = dp_plan_devices_opts(m, cfg, &o, &all, &err);
   if (!r) return raise_conflicts(L, err, &all);
   dp__lua_push_owned(L, r);

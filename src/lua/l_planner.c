@@ -462,6 +462,7 @@ static int l_verify(lua_State *L) {
 
 void dp__domains_free_fn(dp_obj *o, dp_worklist *wl);
 void dp__lua_open_place(lua_State *L); /* l_place.c */
+void dp__lua_open_move(lua_State *L);  /* l_move.c */
 
 void dp__lua_open_planner(lua_State *L) {
   dp__lua_newmeta(L, dp_domains_objtype(), DOMAINS_META);
@@ -484,5 +485,6 @@ void dp__lua_open_planner(lua_State *L) {
     {NULL, NULL}};
   luaL_newlib(L, planner);
   dp__lua_open_place(L);
+  dp__lua_open_move(L);
   lua_setfield(L, -2, "planner");
 }

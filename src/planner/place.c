@@ -256,6 +256,7 @@ static int nets(pctx *c) {
       for (uint32_t q = 0; q < k; q++) c->vtouched[readers[q]] = 1;
       c->vtouched[src] = 1;
       int64_t w = value_bytes(value);
+      if (w > 0 && c->h->recomputable && c->h->recomputable(c->h->ud, value)) w = 0; /* (recompute.c) */
       uint32_t before = c->pl->p.nnets;
       if (w == TOO_LARGE) rc = too_large(c, value, 0);
       else if (dp_place_net(&c->pl->p, src, readers, k, w) < 0) rc = oom(c);
