@@ -151,4 +151,20 @@ describe("parser statements", function()
     check_error("def @main() { }", 1, 15, "expected an expression")
     check_error("def @main() { let %x = 1; }", 1, 27, "expected an expression")
   end)
+
+  it("reads a let variable's virtual device as the printer writes it (as a parameter's)", function()
+    local x = dp.var("x", dp.parse_type(T))
+    local v = dp.var("v", dp.parse_type(T), {virtual_device = GPU})
+    local m = dp.IRModule{functions = {{"main", dp.fn({x}, dp.let(v, dp.call("negative", {x}), dp.call("exp", {v})))}}}
+    local text = tostring(m)
+    assert.truthy(text:find("let %v {virtual_device=", 1, true), text)
+    local back = dp.parse(text)
+    assert.are.equal(text, tostring(back))
+    assert.truthy(back.main.body.var.virtual_device, text)
+    -- without a type, with the metadata's device, and any other key an error at its place
+    local body = main(def("  let %v {virtual_device=meta[VirtualDevice][1]} = add(%a, %b);\n  %v")).body
+    assert.are.equal("cuda", body.var.virtual_device.device_type_name)
+    check_error(def("  let %v {foo=1}: " .. T .. " = add(%a, %b);\n  %v"), 2, 11,
+      "unknown let variable attribute 'foo' %(only virtual_device%)")
+  end)
 end)

@@ -188,7 +188,10 @@ local function grammar(K, TEXT, A, diag)
   -- blocks: statements, then the final expression (the block's value)
   -- (`%x =` is one token, BIND; with a type, `%x: T =`)
   -- `free_var %x: T;` declares a free variable (as a parameter is written)
-  local let_lhs = ev(T "LET") * (T "BIND" + tok "VAR" * T "COLON" * V "atype" * tok "EQ")
+  -- (a let variable may carry `{virtual_device=...}` as a parameter does)
+  local let_lhs = ev(T "LET") * (T "BIND" + tok "VAR"
+    * (ev(T "LBRACE") * (V "attr" * (tok "COMMA" * V "attr")^0)^-1 * ev(tok "RBRACE"))^-1
+    * (T "COLON" * V "atype")^-1 * tok "EQ")
   local stmt = let_lhs * V "expr" * ev(tok "SEMI")
     + ev(T "BIND") * V "expr" * ev(tok "SEMI")
     + ev(T "FREE_VAR") * V "param" * ev(tok "SEMI")

@@ -96,18 +96,58 @@ static int push_let(dp_parser *p, uint32_t var, uint32_t val, dp_span span) {
   return 0;
 }
 
-/* `let %x: T =` from ev[*i] (the `let`; the variable is the next token, a
-   BIND or a VAR): the variable, in scope from now. */
+/* A variable's `{virtual_device=...}` from ev[*i] (the `{`): *vd (a new
+   reference, or NULL when there is none); left on the `}`. A key other
+   than virtual_device is an error (`what` names it). 0, or -1 on error. */
+static int var_attrs(dp_parser *p, const int64_t *ev, size_t n, size_t *i, const char *what, dp_vdev **vd) {
+  int rc = 0;
+  *vd = NULL;
+  for ((*i)++; rc == 0 && *i < n && dp__kind(p, (uint32_t)ev[*i]) == DP_TOK_KEY; (*i)++) {
+    uint32_t key = (uint32_t)ev[*i];
+    size_t len;
+    const char *k = dp__tok_text(p, key, &len);
+    dp_aval v;
+    (*i)++;
+    if (dp__read_aval(p, ev, n, i, &v) != 0) return -1;
+    if (len != 14 || memcmp(k, "virtual_device", 14) != 0)
+      rc = dp__unknown_attr(p, key, what, "virtual_device");
+    else if (v.kind != DP_AV_VDEV)
+      rc = dp__fail(p, DP_ERR_VALUE, key, "virtual_device must be a virtual device");
+    else if (!*vd)
+      *vd = dp_retain(v.u.vdev);
+    dp_av_clear(&v);
+  }
+  if (rc != 0 || p->err) {
+    dp_release(*vd);
+    *vd = NULL;
+    return -1;
+  }
+  return 0;
+}
+
+/* `let %x {virtual_device=...}: T =` from ev[*i] (the `let`; the variable
+   is the next token, a BIND or a VAR; the attributes and the type are
+   optional, as a parameter's, so that what the printer writes of a let
+   variable with a device reads back): the variable, in scope from now. */
 static uint32_t let_head(dp_parser *p, const int64_t *ev, size_t n, size_t *i) {
   uint32_t let = (uint32_t)ev[(*i)++], vtok = let + 1;
   dp_type *annot = NULL;
+  dp_vdev *vd = NULL;
+  if (*i < n && ev[*i] > 0 && dp__kind(p, (uint32_t)ev[*i]) == DP_TOK_LBRACE) {
+    if (var_attrs(p, ev, n, i, "let variable attribute", &vd) != 0) return 0;
+    (*i)++; /* (past the `}`) */
+  }
   if (*i < n && ev[*i] < 0) {
     dp_obj *t = dp__event_obj(p, ev[(*i)++], vtok);
     if (t && t->type != DP_OBJ_TYPE) dp__fail(p, DP_ERR_GENERIC, vtok, "parser: let type");
-    if (!t || t->type != DP_OBJ_TYPE) return 0;
+    if (!t || t->type != DP_OBJ_TYPE) {
+      dp_release(vd);
+      return 0;
+    }
     annot = (dp_type *)t;
   }
-  uint32_t h = new_var(p, vtok, annot, NULL);
+  uint32_t h = new_var(p, vtok, annot, vd);
+  dp_release(vd);
   return h && bind_name(p, vtok, h, NULL, NULL) == 0 ? h : 0;
 }
 
@@ -209,22 +249,8 @@ static uint32_t param_var(dp_parser *p, const int64_t *ev, size_t n, size_t *i, 
   dp_type *annot = NULL;
   int rc = 0;
   if (*i + 1 < n && ev[*i + 1] > 0 && dp__kind(p, (uint32_t)ev[*i + 1]) == DP_TOK_LBRACE) {
-    for (*i += 2; rc == 0 && *i < n && dp__kind(p, (uint32_t)ev[*i]) == DP_TOK_KEY; (*i)++) {
-      uint32_t key = (uint32_t)ev[*i];
-      size_t len;
-      const char *k = dp__tok_text(p, key, &len);
-      dp_aval v;
-      (*i)++;
-      if (dp__read_aval(p, ev, n, i, &v) != 0) break;
-      if (len != 14 || memcmp(k, "virtual_device", 14) != 0)
-        rc = dp__unknown_attr(p, key, "parameter attribute", "virtual_device");
-      else if (v.kind != DP_AV_VDEV)
-        rc = dp__fail(p, DP_ERR_VALUE, key, "virtual_device must be a virtual device");
-      else if (!vd)
-        vd = dp_retain(v.u.vdev);
-      dp_av_clear(&v);
-    }
-    /* (left on the `}`) */
+    (*i)++;
+    rc = var_attrs(p, ev, n, i, "parameter attribute", &vd); /* (left on the `}`) */
   }
   if (p->err) rc = -1;
   if (rc == 0 && *i + 1 < n && ev[*i + 1] < 0) {
