@@ -24,6 +24,7 @@ local dp = require "devplan"
 package.path = dp.root .. "/fuzz/?.lua;" .. package.path
 local relaygen = require "relaygen"
 local rt = require "apifuzz_rt"
+local runner = require "runner"
 
 local M = {}
 
@@ -405,11 +406,6 @@ end
 
 -- ------------------------------------------------------------ running
 
-local function write(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
 
 -- Runs the source of a batch here; true when nothing was found.
 function M.run_source(src, name)
@@ -453,7 +449,7 @@ local function main(args)
   local seed = opts.seed
   while (opts.seconds and os.time() - t0 < opts.seconds) or (not opts.seconds and seed < opts.seed + opts.batches) do
     local src = M.batch(seed, opts.calls, opts.alloc)
-    if opts.current then write(opts.current, src) end
+    if opts.current then runner.write(opts.current, src) end
     if not opts.quiet then io.write(("batch %d\n"):format(seed)) io.stdout:flush() end
     if M.run_source(src, "apifuzz-" .. seed) then
       passed = passed + 1
@@ -461,7 +457,7 @@ local function main(args)
       failed = failed + 1
       os.execute("mkdir -p '" .. opts.out .. "'")
       local path = ("%s/apifuzz-%d.lua"):format(opts.out, seed)
-      write(path, M.reproducer(seed, src, rt.found))
+      runner.write(path, M.reproducer(seed, src, rt.found))
       print(("FAIL batch %d -> %s"):format(seed, path))
     end
     seed = seed + 1

@@ -18,31 +18,13 @@ local dp = require "devplan"
 package.path = dp.root .. "/fuzz/?.lua;" .. package.path
 local gen = require "relaygen_copies"
 local pc = require "props_copies"
+local runner = require "runner"
 
-local opts = {n = 1000, seed = 1, devices = 2}
-local i = 1
-while i <= #arg do
-  local a = arg[i]
-  local function value()
-    i = i + 1
-    return arg[i] or error("copies_run: " .. a .. " needs a value")
-  end
-  if a == "--n" then opts.n = math.tointeger(tonumber(value()))
-  elseif a == "--seed" then opts.seed = math.tointeger(tonumber(value()))
-  elseif a == "--devices" then opts.devices = math.tointeger(tonumber(value()))
-  elseif a == "--file" then opts.file = value()
-  elseif a == "--quiet" then opts.quiet = true
-  elseif a == "--polymorphic" then opts.poly = true
-  elseif a == "--recompute" then opts.recompute = true
-  else error("copies_run: unknown option " .. a) end
-  i = i + 1
-end
+local opts = runner.options("copies_run", arg, {n = 1000, seed = 1, devices = 2},
+  {"n", "seed", "devices", "file", "quiet"}, {["--polymorphic"] = "poly", ["--recompute"] = "recompute"})
 
 if opts.file then
-  local f = assert(io.open(opts.file, "rb"))
-  local text = f:read("a")
-  f:close()
-  local failure = pc.check(text, nil)
+  local failure = pc.check(runner.read(opts.file), nil)
   if failure then
     print(failure.property .. ": " .. failure.detail)
     os.exit(1)
@@ -51,77 +33,63 @@ if opts.file then
   os.exit(0)
 end
 
-if opts.recompute then
-  local total = {programs = 0, plans = 0, failed = 0, recomputed = 0, before = 0, after = 0, runs = 0}
-  local by_property = {}
-  for seed = opts.seed, opts.seed + opts.n - 1 do
-    local text, info = gen.program(seed, {devices = opts.devices, constants = true})
-    local failure, st = pc.check_recompute(text, info.inputs)
-    total.programs = total.programs + 1
-    for _, k in ipairs{"plans", "recomputed", "before", "after", "runs"} do total[k] = total[k] + st[k] end
-    if failure then
-      total.failed = total.failed + 1
-      by_property[failure.property] = (by_property[failure.property] or 0) + 1
-      if not opts.quiet or by_property[failure.property] <= 3 then
-        print(string.format("seed %d: %s: %s", seed, failure.property, (failure.detail:gsub("\n.*", " ..."))))
-      end
-    end
-  end
-  print(string.format("%d programs, %d plans (TVM's placement and min_bytes), %d failed; %d values recomputed; "
-    .. "%d runs: %d copies executed without recompute, %d with it", total.programs, total.plans, total.failed,
-    total.recomputed, total.runs, total.before, total.after))
-  for p, n in pairs(by_property) do print("  " .. p .. ": " .. n) end
-  os.exit(total.failed == 0 and 0 or 1)
-end
+-- The three runs: what the generator makes, the properties checked, the
+-- counts summed (of every program, or only of those that passed) and the
+-- summary line.
+local MODES = {
+  recompute = {
+    gen = {constants = true}, check = pc.check_recompute, always = true,
+    keys = {"plans", "recomputed", "before", "after", "runs"},
+    summary = function(t)
+      return string.format("%d programs, %d plans (TVM's placement and min_bytes), %d failed; %d values "
+        .. "recomputed; %d runs: %d copies executed without recompute, %d with it", t.programs, t.plans,
+        t.failed, t.recomputed, t.runs, t.before, t.after)
+    end,
+  },
+  poly = {
+    gen = {free_signatures = true}, check = pc.check_poly, always = true,
+    keys = {"plain", "poly", "specialised", "before", "after", "runs"},
+    summary = function(t)
+      return string.format("%d programs: TVM's rules plan %d, polymorphic planning %d (%d functions "
+        .. "specialised); %d failed; on the runs both plan, %d copies executed by TVM's plan, %d by the "
+        .. "polymorphic one", t.programs, t.plain, t.poly, t.specialised, t.failed, t.before, t.after)
+    end,
+  },
+  move = {
+    gen = {}, check = pc.check, always = false,
+    keys = {"runs", "before", "after", "fewer", "bytes_before", "bytes_after"},
+    summary = function(t)
+      return string.format("%d programs (%d not planned by TVM's rules, skipped), %d failed; %d runs: %d "
+        .. "copies executed before MoveCopies, %d after (%d bytes, %d bytes); %d runs and %d programs copy "
+        .. "less; %.1f s", t.programs, t.skipped, t.failed, t.runs, t.before, t.after, t.bytes_before,
+        t.bytes_after, t.fewer, t.changed, os.clock() - t.clock)
+    end,
+  },
+}
 
-if opts.poly then
-  local total = {programs = 0, plain = 0, poly = 0, failed = 0, specialised = 0, before = 0, after = 0, runs = 0}
-  local by_property = {}
-  for seed = opts.seed, opts.seed + opts.n - 1 do
-    local text, info = gen.program(seed, {devices = opts.devices, free_signatures = true})
-    local failure, st = pc.check_poly(text, info.inputs)
-    total.programs = total.programs + 1
-    for _, k in ipairs{"plain", "poly", "specialised", "before", "after", "runs"} do total[k] = total[k] + st[k] end
-    if failure then
-      total.failed = total.failed + 1
-      by_property[failure.property] = (by_property[failure.property] or 0) + 1
-      if not opts.quiet or by_property[failure.property] <= 3 then
-        print(string.format("seed %d: %s: %s", seed, failure.property, (failure.detail:gsub("\n.*", " ..."))))
-      end
-    end
-  end
-  print(string.format("%d programs: TVM's rules plan %d, polymorphic planning %d (%d functions specialised); "
-    .. "%d failed; on the runs both plan, %d copies executed by TVM's plan, %d by the polymorphic one",
-    total.programs, total.plain, total.poly, total.specialised, total.failed, total.before, total.after))
-  for p, n in pairs(by_property) do print("  " .. p .. ": " .. n) end
-  os.exit(total.failed == 0 and 0 or 1)
-end
-
-local total = {programs = 0, skipped = 0, failed = 0, runs = 0, before = 0, after = 0, fewer = 0,
-               bytes_before = 0, bytes_after = 0, changed = 0}
+local mode = MODES[opts.recompute and "recompute" or opts.poly and "poly" or "move"]
+local total = {programs = 0, failed = 0, skipped = 0, changed = 0, clock = os.clock()}
+for _, k in ipairs(mode.keys) do total[k] = 0 end
 local by_property = {}
-local clock = os.clock()
 for seed = opts.seed, opts.seed + opts.n - 1 do
-  local text, info = gen.program(seed, {devices = opts.devices})
-  local failure, st = pc.check(text, info.inputs)
+  local gen_opts = {devices = opts.devices}
+  for k, v in pairs(mode.gen) do gen_opts[k] = v end
+  local text, info = gen.program(seed, gen_opts)
+  local failure, st = mode.check(text, info.inputs)
   total.programs = total.programs + 1
-  total.skipped = total.skipped + st.skipped
+  total.skipped = total.skipped + (st.skipped or 0)
   if failure then
     total.failed = total.failed + 1
     by_property[failure.property] = (by_property[failure.property] or 0) + 1
     if not opts.quiet or by_property[failure.property] <= 3 then
       print(string.format("seed %d: %s: %s", seed, failure.property, (failure.detail:gsub("\n.*", " ..."))))
     end
-  else
-    for _, k in ipairs{"runs", "before", "after", "fewer", "bytes_before", "bytes_after"} do
-      total[k] = total[k] + st[k]
-    end
-    if st.before > st.after then total.changed = total.changed + 1 end
+  end
+  if mode.always or not failure then
+    for _, k in ipairs(mode.keys) do total[k] = total[k] + st[k] end
+    if not mode.always and st.before > st.after then total.changed = total.changed + 1 end
   end
 end
-print(string.format("%d programs (%d not planned by TVM's rules, skipped), %d failed; %d runs: %d copies "
-  .. "executed before MoveCopies, %d after (%d bytes, %d bytes); %d runs and %d programs copy less; %.1f s",
-  total.programs, total.skipped, total.failed, total.runs, total.before, total.after, total.bytes_before,
-  total.bytes_after, total.fewer, total.changed, os.clock() - clock))
+print(mode.summary(total))
 for p, n in pairs(by_property) do print("  " .. p .. ": " .. n) end
 os.exit(total.failed == 0 and 0 or 1)

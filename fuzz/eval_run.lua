@@ -17,25 +17,11 @@ local dp = require "devplan"
 package.path = dp.root .. "/fuzz/?.lua;" .. package.path
 local gen = require "relaygen_fn"
 local eval_props = require "eval_props"
+local runner = require "runner"
 
-local opts = {n = 1000, seed = 1, out = dp.root .. "/fuzz/failures", shrink = true, max_failures = 20}
-local i = 1
-while i <= #arg do
-  local a = arg[i]
-  local function value()
-    i = i + 1
-    return arg[i] or error("eval_run: " .. a .. " needs a value", 0)
-  end
-  if a == "--n" then opts.n = math.tointeger(tonumber(value()))
-  elseif a == "--seed" then opts.seed = math.tointeger(tonumber(value()))
-  elseif a == "--depth" then opts.depth = math.tointeger(tonumber(value()))
-  elseif a == "--out" then opts.out = value()
-  elseif a == "--max-failures" then opts.max_failures = math.tointeger(tonumber(value()))
-  elseif a == "--no-shrink" then opts.shrink = false
-  elseif a == "--quiet" then opts.quiet = true
-  else error("eval_run: unknown option " .. a, 0) end
-  i = i + 1
-end
+local opts = runner.options("eval_run", arg,
+  {n = 1000, seed = 1, out = dp.root .. "/fuzz/failures", shrink = true, max_failures = 20},
+  {"n", "seed", "depth", "out", "max-failures", "no-shrink", "quiet"})
 
 local function argsets(prog) return {gen.args(prog, 1), gen.args(prog, 2), gen.args(prog, 3)} end
 
@@ -77,32 +63,12 @@ local function reproducer(seed, prog, failure)
   return table.concat(lines, "\n") .. "\n"
 end
 
-local function write(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
-
--- What a failure says, without what differs between programs (names, numbers).
-local function cause(failure)
-  local line = failure.detail:match("^[^\n]*")
-  line = line:gsub("%%[%w_.]+", "%%x"):gsub("@[%w_]+", "@f"):gsub("%d+", "N")
-  return failure.property .. ": " .. line:sub(1, 160)
-end
-
-local outcomes, failures, nfail, written, causes = {}, {}, 0, 0, {}
-local t0 = os.clock()
+local tally = runner.tally(opts)
 for seed = opts.seed, opts.seed + opts.n - 1 do
   local prog = gen.program(seed, {depth = opts.depth})
   local failure, outcome = check(prog, seed)
   if failure then
-    nfail = nfail + 1
-    failures[failure.property] = (failures[failure.property] or 0) + 1
-    local c = cause(failure)
-    causes[c] = causes[c] or {n = 0, seed = seed}
-    causes[c].n = causes[c].n + 1
-    if written < opts.max_failures then
-      written = written + 1
+    if tally:fail(seed, failure) then
       local small = prog
       if opts.shrink then
         small = gen.shrink(prog, function(cand)
@@ -113,22 +79,13 @@ for seed = opts.seed, opts.seed + opts.n - 1 do
       local f2 = check(small, seed) or failure
       os.execute("mkdir -p '" .. opts.out .. "'")
       local path = ("%s/%s-%d.lua"):format(opts.out, f2.property, seed)
-      write(path, reproducer(seed, small, f2))
+      runner.write(path, reproducer(seed, small, f2))
       print(("FAIL seed %d %s -> %s\n  %s"):format(seed, f2.property, path,
         (f2.detail:sub(1, 300):gsub("\n", "\n  "))))
     end
   else
-    outcomes[outcome] = (outcomes[outcome] or 0) + 1
+    tally:ok(outcome)
   end
-  if not opts.quiet and (seed - opts.seed + 1) % 1000 == 0 then
-    io.stderr:write(("%d programs, %d failed, %.0f s\n"):format(seed - opts.seed + 1, nfail, os.clock() - t0))
-  end
+  tally:progress(seed)
 end
-
-print(("%d programs (seeds %d..%d), %.1f s"):format(opts.n, opts.seed, opts.seed + opts.n - 1, os.clock() - t0))
-for _, k in ipairs(sorted_keys(outcomes)) do print(("  %-20s %d"):format(k, outcomes[k])) end
-for _, k in ipairs(sorted_keys(failures)) do print(("  FAILED %-13s %d"):format(k, failures[k])) end
-if nfail > 0 then print("by cause (count, first seed):") end
-for _, k in ipairs(sorted_keys(causes)) do print(("  %5d  %-8d %s"):format(causes[k].n, causes[k].seed, k)) end
-print(("%d passed, %d failed"):format(opts.n - nfail, nfail))
-os.exit(nfail == 0 and 0 or 1)
+tally:finish()

@@ -22,41 +22,17 @@ local dp = require "devplan"
 package.path = dp.root .. "/fuzz/?.lua;" .. package.path
 local gen = require "relaygen"
 local props = require "props"
+local runner = require "runner"
 
-local opts = {n = 1000, seed = 1, out = dp.root .. "/fuzz/failures", shrink = true, max_failures = 50}
-local i = 1
-while i <= #arg do
-  local a = arg[i]
-  local function value()
-    i = i + 1
-    return arg[i] or error("gen_run: " .. a .. " needs a value")
-  end
-  if a == "--n" then opts.n = math.tointeger(tonumber(value()))
-  elseif a == "--seed" then opts.seed = math.tointeger(tonumber(value()))
-  elseif a == "--out" then opts.out = value()
-  elseif a == "--depth" then opts.depth = math.tointeger(tonumber(value()))
-  elseif a == "--file" then opts.file = value()
-  elseif a == "--max-failures" then opts.max_failures = math.tointeger(tonumber(value()))
-  elseif a == "--per-cause" then opts.per_cause = math.tointeger(tonumber(value()))
-  elseif a == "--no-shrink" then opts.shrink = false
-  elseif a == "--quiet" then opts.quiet = true
-  elseif a == "--dataflow" then opts.dataflow = true
-  elseif a == "--devices" then opts.devices = math.tointeger(tonumber(value()))
-  else error("gen_run: unknown option " .. a) end
-  i = i + 1
-end
+local opts = runner.options("gen_run", arg,
+  {n = 1000, seed = 1, out = dp.root .. "/fuzz/failures", shrink = true, max_failures = 50},
+  {"n", "seed", "out", "depth", "file", "max-failures", "per-cause", "no-shrink", "quiet", "devices"},
+  {["--dataflow"] = "dataflow"})
 
 local checker = props.checker()
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 if opts.file then
-  local failure, res = checker:check(read(opts.file))
+  local failure, res = checker:check(runner.read(opts.file))
   if failure then
     print(("FAIL %s: %s"):format(failure.property, failure.detail))
     os.exit(1)
@@ -109,12 +85,6 @@ local function shrink(prog, seed, property)
   end)
 end
 
-local function write(path, s)
-  local f = assert(io.open(path, "wb"))
-  f:write(s)
-  f:close()
-end
-
 local function report(seed, prog, failure)
   os.execute("mkdir -p '" .. opts.out .. "'")
   local small = opts.shrink and shrink(prog, seed, failure.property) or prog
@@ -124,52 +94,26 @@ local function report(seed, prog, failure)
     .. "// %s\n// Check: bin/devplan fuzz/gen_run.lua --seed %d --n 1   (meta: fuzz/props.lua M.META)\n")
     :format(f2.property, seed, (f2.detail:gsub("\n", "\n// ")), seed)
   local base = ("%s/%s-%d"):format(opts.out, f2.property, seed)
-  write(base .. ".relay", header .. text)
+  runner.write(base .. ".relay", header .. text)
   if f2.property == "order" then
-    for k, o in ipairs(orders) do write(("%s.order%d.relay"):format(base, k), header .. o) end
+    for k, o in ipairs(orders) do runner.write(("%s.order%d.relay"):format(base, k), header .. o) end
   end
   return base .. ".relay", f2
 end
 
--- What a failure says, without what differs between programs.
-local function cause(failure)
-  local line = failure.detail:match("^[^\n]*")
-  line = line:gsub("<string>:%d+:%d+:? ?", ""):gsub("at %d+:%d+", "")
-  line = line:gsub("%%[%w_.]+", "%%x"):gsub("@[%w_]+", "@f"):gsub("%d+", "N")
-  line = line:gsub('memory scope "[^"]*"', 'memory scope "S"')
-  return failure.property .. ": " .. line:sub(1, 160)
-end
-
-local outcomes, failures, nfail, causes, written = {}, {}, 0, {}, 0
-local t0 = os.clock()
+local tally = runner.tally(opts)
 for seed = opts.seed, opts.seed + opts.n - 1 do
   local prog = gen.program(seed, {depth = opts.depth})
   local failure, res = check(prog, seed)
   if failure then
-    nfail = nfail + 1
-    failures[failure.property] = (failures[failure.property] or 0) + 1
-    local c = cause(failure)
-    causes[c] = causes[c] or {n = 0, seed = seed}
-    causes[c].n = causes[c].n + 1
-    if written < opts.max_failures and causes[c].n <= (opts.per_cause or math.maxinteger) then
-      written = written + 1
+    if tally:fail(seed, failure) then
       local path, f2 = report(seed, prog, failure)
       print(("FAIL seed %d %s -> %s\n  %s"):format(seed, failure.property, path,
         (f2.detail:sub(1, 300):gsub("\n", "\n  "))))
     end
   else
-    outcomes[res.outcome] = (outcomes[res.outcome] or 0) + 1
+    tally:ok(res.outcome)
   end
-  if not opts.quiet and (seed - opts.seed + 1) % 1000 == 0 then
-    io.stderr:write(("%d programs, %d failed, %.0f s\n"):format(seed - opts.seed + 1, nfail, os.clock() - t0))
-  end
+  tally:progress(seed)
 end
-
-local sorted_keys = require("devplan.testing").sorted_keys
-print(("%d programs (seeds %d..%d), %.1f s"):format(opts.n, opts.seed, opts.seed + opts.n - 1, os.clock() - t0))
-for _, k in ipairs(sorted_keys(outcomes)) do print(("  %-20s %d"):format(k, outcomes[k])) end
-for _, k in ipairs(sorted_keys(failures)) do print(("  FAILED %-13s %d"):format(k, failures[k])) end
-if nfail > 0 then print("by cause (count, first seed):") end
-for _, k in ipairs(sorted_keys(causes)) do print(("  %5d  %-8d %s"):format(causes[k].n, causes[k].seed, k)) end
-print(("%d passed, %d failed"):format(opts.n - nfail, nfail))
-os.exit(nfail == 0 and 0 or 1)
+tally:finish()
