@@ -669,6 +669,8 @@ end
 -- ------------------------------------------------------------ printing and shrinking
 
 M.text = text.text
+-- (scopes, for the generators built on this one: relaygen_fn.lua)
+M.with, M.of_type = with, of_type
 
 -- Item orders (primfns and definitions) to compare: reversed, and a seeded shuffle.
 function M.orders(prog, seed)

@@ -32,20 +32,8 @@ G.__index = G
 local function var(v) return {k = "var", name = v.name, ty = v.ty} end
 local function op(name, args, ty, attrs) return {k = "op", op = name, args = args, ty = ty, attrs = attrs} end
 
-local function with(scope, name, ty)
-  local s = {}
-  for i = 1, #scope do s[i] = scope[i] end
-  s[#s + 1] = {name = name, ty = ty}
-  return s
-end
-
-local function of_type(scope, ty)
-  local out = {}
-  for _, v in ipairs(scope) do
-    if v.ty == ty then out[#out + 1] = v end
-  end
-  return out
-end
+-- Scopes: lists of {name, ty} visible here (relaygen.lua's).
+local with, of_type = relaygen.with, relaygen.of_type
 
 function G:fresh(prefix)
   self.counter = self.counter + 1
