@@ -16,6 +16,21 @@ describe("dp.pass", function()
     assert.has_error(function() p(mod, {answer = 42}) end, "devplan.pass: 'count' runs in a dp.PassContext, got a table")
   end)
 
+  it("p.run is its function called directly: arguments checked, a fresh context when left out", function()
+    local seen
+    local p = dp.pass("direct", function(m, ctx) seen = ctx; return m end)
+    assert.equal(mod, p.run(mod))
+    assert.equal("devplan.PassContext", getmetatable(seen).__name)
+    assert.has_error(function() p.run(0 / 0) end, "devplan.pass: direct.run(mod, ctx?): mod must be an IRModule, got number")
+    assert.has_error(function() p.run(mod, 5) end,
+      "devplan.pass: direct.run(mod, ctx?): ctx must be a dp.PassContext, got number")
+    -- built-in passes read their context: called directly they get one
+    for _, q in ipairs{dp.Sequential{p}, dp.passes.Verify(), dp.passes.PartitionByVirtualDevice()} do
+      assert.is_true(dp.is_module(q.run(mod)), tostring(q))
+      assert.has_error(function() q.run(mod, {}) end)
+    end
+  end)
+
   it("prints its name and options in key order", function()
     assert.equal("p", tostring(dp.pass("p", function(m) return m end)))
     assert.equal("p(a=1, b=x, c=true)",

@@ -109,6 +109,9 @@ function M.text(p, levels)
   return text(p, levels)
 end
 
+-- Each pass's own function (weak keys): what a context runs.
+local bodies = setmetatable({}, {__mode = "k"})
+
 -- A new pass. name: a string; run(mod, ctx) returns the new module;
 -- options: a table shown by tostring (not copied).
 function M.pass(name, run, options)
@@ -121,7 +124,23 @@ function M.pass(name, run, options)
   if options ~= nil and type(options) ~= "table" then
     error("devplan.pass: the options of '" .. name .. "' must be a table, got " .. type(options), 2)
   end
-  return setmetatable({name = name, run = run, options = options or {}}, Pass)
+  -- p.run is the pass's function for anyone who calls it directly: with a
+  -- context checked (a fresh one when left out), as built-in passes read
+  -- theirs; contexts call the function itself (bodies)
+  local p = setmetatable({name = name, options = options or {}}, Pass)
+  p.run = function(mod, ctx)
+    if not ir.is_module(mod) then
+      error("devplan.pass: " .. name .. ".run(mod, ctx?): mod must be an IRModule, got " .. type(mod), 2)
+    end
+    if ctx == nil then
+      ctx = M.new()
+    elseif not M.is_context(ctx) then
+      error("devplan.pass: " .. name .. ".run(mod, ctx?): ctx must be a dp.PassContext, got " .. type(ctx), 2)
+    end
+    return run(mod, ctx)
+  end
+  bodies[p] = run
+  return p
 end
 
 -- Is v a pass?
@@ -290,7 +309,7 @@ local function run_leaf(ctx, p, mod)
   end
   ctx.depth, ctx.running = ctx.depth + 1, ctx.running + 1
   local res
-  ok, res = pcall(p.run, mod, ctx)
+  ok, res = pcall(bodies[p], mod, ctx)
   ctx.depth, ctx.running = ctx.depth - 1, ctx.running - 1
   if ok and not ir.is_module(res) then
     ok, res = false, core.Error{message = "pass " .. tostring(p) .. " returned a "
