@@ -488,21 +488,7 @@ def @main(%n {virtual_device=GPU}: int32, %x {virtual_device=GPU}: T, %w {virtua
     assert.is_true(k.captured and k.loop and k.parameter and k.result and true, want) -- every kind of move fails in turn
     -- every allocation in turn fails once: an out of memory error, or (an
     -- allocation whose failure changes nothing) the same module
-    local n, failures, run_of_oks = 1, 0, 0
-    while run_of_oks < 20 do
-      dp.debug.fail_alloc(n)
-      local ok, res = pcall(dp.planner.move, planned, config)
-      dp.debug.fail_alloc(0)
-      if ok then
-        run_of_oks = run_of_oks + 1
-        assert.are.equal(want, tostring(res), "allocation " .. n .. " failed silently")
-      else
-        assert.are.equal("memory", res.code, tostring(res))
-        failures = failures + 1
-        run_of_oks = 0
-      end
-      n = n + 1
-    end
+    local failures = testing.fail_each_allocation(function() return dp.planner.move(planned, config) end, want)
     assert.is_true(failures > 300, failures .. " allocations")
     assert.are.equal(want, tostring((dp.planner.move(planned, config))))
   end)

@@ -169,20 +169,7 @@ describe("PlanDevices {polymorphic = true} under allocation failures", function(
     local mod = dp.parse(program(TWO), testing.META)
     local p = dp.passes.PlanDevices(config, {polymorphic = true})
     local want = tostring(p(mod))
-    local n, failures, oks = 1, 0, 0
-    while oks < 20 do
-      dp.debug.fail_alloc(n)
-      local ok, res = pcall(p, mod)
-      dp.debug.fail_alloc(0)
-      if ok then
-        oks = oks + 1
-        assert.are.equal(want, tostring(res), "allocation " .. n .. " failed silently")
-      else
-        assert.are.equal("memory", res.code, tostring(res))
-        failures, oks = failures + 1, 0
-      end
-      n = n + 1
-    end
+    local failures = testing.fail_each_allocation(function() return p(mod) end, want)
     assert.is_true(failures > 200, failures .. " allocations")
   end)
 end)

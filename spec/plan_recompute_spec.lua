@@ -124,20 +124,7 @@ describe("PlanDevices {recompute = true} under allocation failures", function()
     local mod = dp.parse(program(ISSUE_15019), testing.META)
     local p = dp.passes.PlanDevices(config, {placement = "min_bytes", recompute = true})
     local want = tostring(p(mod))
-    local n, failures, oks = 1, 0, 0
-    while oks < 20 do
-      dp.debug.fail_alloc(n)
-      local ok, res = pcall(p, mod)
-      dp.debug.fail_alloc(0)
-      if ok then
-        oks = oks + 1
-        assert.are.equal(want, tostring(res), "allocation " .. n .. " failed silently")
-      else
-        assert.are.equal("memory", res.code, tostring(res))
-        failures, oks = failures + 1, 0
-      end
-      n = n + 1
-    end
+    local failures = testing.fail_each_allocation(function() return p(mod) end, want)
     assert.is_true(failures > 100, failures .. " allocations")
   end)
 end)

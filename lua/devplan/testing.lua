@@ -265,6 +265,31 @@ def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
 
 -- ---------------------------------------------------------------- memory
 
+-- Runs f() with its n-th allocation failing, for n = 1, 2, ... until
+-- `settle` runs in a row (default 20) fail nothing (past f's last
+-- allocation). Each run gives `want` (compared as text: an allocation whose
+-- failure changes nothing) or raises a "memory" devplan.Error; anything
+-- else is an error naming n. Returns how many runs failed.
+function M.fail_each_allocation(f, want, settle)
+  settle = settle or 20
+  local n, failures, oks = 1, 0, 0
+  while oks < settle do
+    dp.debug.fail_alloc(n)
+    local ok, res = pcall(f)
+    dp.debug.fail_alloc(0)
+    if ok then
+      oks = oks + 1
+      assert(tostring(res) == want, "allocation " .. n .. " failed silently")
+    else
+      assert(type(res) == "table" and res.code == "memory", "allocation " .. n .. ": " .. tostring(res))
+      failures, oks = failures + 1, 0
+    end
+    n = n + 1
+  end
+  return failures
+end
+
+
 -- Valgrind and ASan hold freed blocks back (quarantine), so RSS says
 -- nothing about reuse under them.
 M.instrumented = ((os.getenv("LD_PRELOAD") or ""):find("vgpreload") or os.getenv("ASAN_OPTIONS")) ~= nil
