@@ -20,6 +20,9 @@
 --       placement = "min_bytes"   values nobody constrained placed to copy
 --                                 the fewest bytes (capability, compute_cost,
 --                                 bandwidth: planner.lua)
+--       placement = "latency"     the plan whose modelled schedule finishes
+--                                 first (cost =, bandwidth =, exact =, effort =:
+--                                 dp.schedule.place, docs/latency.md)
 --   dp.passes.ShareCopies()   one device_copy per value and pair of devices
 --   dp.passes.AnnotateVirtualDevices(rules)   passes/annotate_virtual_devices.lua
 --   dp.passes.MergeComposite(rules), dp.passes.MergeAndAnnotate(rules)
@@ -38,7 +41,10 @@ function M.PlanDevices(config, opts)
   opts = planner.check_options(opts, "devplan.passes.PlanDevices", 2)
   planner.check_config(config, "devplan.passes.PlanDevices", 2)
   local run
-  if planner.is_tvm(opts) then
+  if opts.placement == "latency" then
+    local lopts = planner.latency_options(opts)
+    run = function(mod) return require("devplan.schedule").place(mod, config, lopts).planned end
+  elseif planner.is_tvm(opts) then
     run = function(mod) return planner.plan(mod, config) end
   else
     run = function(mod) return planner.plan_with(mod, config, opts) end

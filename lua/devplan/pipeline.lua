@@ -273,7 +273,8 @@ local function config_for(env, default)
   if not default then return base end
   local targets = base and base.primitive_targets or {"llvm", "cuda"}
   return core.CompilationConfig{targets = targets, host = base and base.host_target or nil,
-                                default_device_type = default, bandwidth = base and base.bandwidth or nil}
+                                default_device_type = default, bandwidth = base and base.bandwidth or nil,
+                                memory = base and base.memory or nil}
 end
 
 -- The list of passes a rules file returns (a pass or a list of passes):

@@ -27,10 +27,13 @@ for name, fn in pairs(core.planner) do M[name] = fn end
 --   capability         function(call, vd) -> boolean   (min_bytes) may call run on vd
 --   compute_cost       function(call, vd) -> seconds   (min_bytes) time joins bytes
 --   bandwidth          number | function(src, dst) -> bytes per second  (min_bytes)
+--   cost               function | cost table | model   (latency) what a call costs (dp.costs)
+--   exact, effort      (latency) branch and bound up to `exact` decisions; the search's work
 local OPTIONS = {resolve_conflicts = {"boolean", "string"}, all_conflicts = {"boolean"}, placement = {"string"},
                  capability = {"function"}, compute_cost = {"function"},
-                 bandwidth = {"number", "function"}}
-local PLACEMENTS = {tvm = true, min_bytes = true}
+                 bandwidth = {"number", "function"}, cost = {"function", "table"},
+                 exact = {"number"}, effort = {"number"}}
+local PLACEMENTS = {tvm = true, min_bytes = true, latency = true}
 
 -- PlanDevices' options, checked: unknown keys and wrong types are errors.
 function M.check_options(opts, who, level)
@@ -51,13 +54,28 @@ function M.check_options(opts, who, level)
     error(who .. ": option 'resolve_conflicts' must be a boolean or \"tvm\", got \"" .. opts.resolve_conflicts .. "\"", level + 1)
   end
   if opts.placement ~= nil and not PLACEMENTS[opts.placement] then
-    error(who .. ": option 'placement' must be \"tvm\" or \"min_bytes\", got \"" .. opts.placement .. "\"", level + 1)
+    error(who .. ": option 'placement' must be \"tvm\", \"min_bytes\" or \"latency\", got \"" .. opts.placement .. "\"", level + 1)
   end
-  if (opts.capability or opts.compute_cost or opts.bandwidth) and opts.placement ~= "min_bytes" then
-    error(who .. ": options capability, compute_cost and bandwidth need placement = \"min_bytes\"", level + 1)
+  if opts.placement == "latency" then
+    if opts.capability or opts.compute_cost then
+      error(who .. ": placement = \"latency\" takes cost = function(call, vd) -> seconds | nil "
+        .. "(nil: vd cannot run the call), not capability or compute_cost", level + 1)
+    end
+  elseif opts.cost or opts.exact or opts.effort then
+    error(who .. ": options cost, exact and effort need placement = \"latency\"", level + 1)
+  elseif (opts.capability or opts.compute_cost or opts.bandwidth) and opts.placement ~= "min_bytes" then
+    error(who .. ": options capability, compute_cost and bandwidth need placement = \"min_bytes\" or \"latency\"", level + 1)
   end
   return opts
 end
+
+-- The latency placement's options for dp.schedule.place.
+local function latency_options(opts)
+  local o = {}
+  for k, v in pairs(opts) do if k ~= "placement" then o[k] = v end end
+  return o
+end
+M.latency_options = latency_options
 
 -- Are these options PlanDevices as TVM (nothing further)?
 function M.is_tvm(opts)
@@ -79,6 +97,9 @@ function M.domains(mod, config, opts)
     error("devplan.planner.domains: a module expected, got " .. type(mod), 2)
   end
   M.check_config(config, "devplan.planner.domains", 2)
+  if opts.placement == "latency" then
+    return require("devplan.schedule").place_domains(mod, config, latency_options(opts))
+  end
   return M.domains_with(mod, config, opts)
 end
 

@@ -281,5 +281,60 @@ function M.baselines(mod, config, opts)
   return out
 end
 
+-- ---------------------------------------------------------------- the latency placement
+
+local PLACE_OPTIONS = {cost = true, bandwidth = true, objective = true, exact = true, full = true,
+                       effort = true, resolve_conflicts = true, all_conflicts = true}
+
+local function check_place_options(opts, who, level)
+  opts = check_options(opts, who, PLACE_OPTIONS, level + 1)
+  if opts.objective ~= nil and opts.objective ~= "time" and opts.objective ~= "bytes" then
+    error(who .. ": option 'objective' must be \"time\" or \"bytes\", got " .. tostring(opts.objective), level + 1)
+  end
+  for _, k in ipairs{"exact", "full"} do
+    local v = opts[k]
+    if v ~= nil and (math.type(v) ~= "integer" or v < 0 or (k == "exact" and v > 64)) then
+      error(who .. ": option '" .. k .. "' must be an integer >= 0" .. (k == "exact" and " and <= 64" or ""), level + 1)
+    end
+  end
+  if opts.effort ~= nil and not (type(opts.effort) == "number" and opts.effort > 0 and opts.effort < math.huge) then
+    error(who .. ": option 'effort' must be a number > 0", level + 1)
+  end
+  local rc = opts.resolve_conflicts
+  if rc ~= nil and type(rc) ~= "boolean" and rc ~= "tvm" then
+    error(who .. ": option 'resolve_conflicts' must be a boolean or \"tvm\"", level + 1)
+  end
+  if opts.all_conflicts ~= nil and type(opts.all_conflicts) ~= "boolean" then
+    error(who .. ": option 'all_conflicts' must be a boolean", level + 1)
+  end
+  return opts
+end
+
+local function place_core_options(opts)
+  local c = core_options(opts)
+  for _, k in ipairs{"objective", "exact", "full", "effort", "resolve_conflicts", "all_conflicts"} do c[k] = opts[k] end
+  return c
+end
+
+-- dp.schedule.place(mod, config, {cost =, bandwidth =, objective =, exact =, effort =, ...}?)
+-- -> {planned =, makespan =, bytes =, bound =, candidates = {{name =, makespan =, model =, ...}},
+--     winner =, exact =, evaluations =, calls =, decisions =, soft =, soft_broken =, soft_weight =}:
+-- the latency placement (include/devplan/latency.h, docs/latency.md).
+function M.place(mod, config, opts)
+  check_args(mod, config, "devplan.schedule.place", 2)
+  opts = check_place_options(opts, "devplan.schedule.place", 2)
+  typed(mod)
+  return core.schedule.latency(mod, config, place_core_options(opts))
+end
+
+-- The domains of the latency placement's plan (dp.planner.domains with
+-- placement = "latency").
+function M.place_domains(mod, config, opts)
+  check_args(mod, config, "devplan.planner.domains", 2)
+  opts = check_place_options(opts, "devplan.planner.domains", 2)
+  typed(mod)
+  return core.schedule.latency_domains(mod, config, place_core_options(opts))
+end
+
 M.Schedule = Schedule
 return M

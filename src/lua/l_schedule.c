@@ -22,6 +22,7 @@
 #include "l_attrs.h"
 #include "l_init.h"
 #include "devplan/schedule.h"
+#include "devplan/latency.h"
 
 #define RUN_META "devplan.ScheduleRun"
 #define PROBLEM_META "devplan.SchedProblem"
@@ -605,6 +606,133 @@ static int pl_counts(lua_State *L) {
   return 1;
 }
 
+/* ---- the latency placement (latency.h) ---- */
+
+/* The planning options of opts at idx: resolve_conflicts (true | false |
+   "tvm"), all_conflicts (schedule.lua checked them). */
+static void plan_opts(lua_State *L, int idx, dp_plan_opts *po) {
+  *po = (dp_plan_opts){0};
+  if (!lua_istable(L, idx)) return;
+  int t = lua_getfield(L, idx, "resolve_conflicts");
+  if (t == LUA_TSTRING) po->tvm_conflicts = 1;
+  else if (t == LUA_TBOOLEAN) po->strict = !lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  lua_getfield(L, idx, "all_conflicts");
+  po->all_conflicts = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+}
+
+static void latency_opts(lua_State *L, int idx, hooks *h, dp_latency_opts *lo) {
+  *lo = (dp_latency_opts){.costs = &h->c};
+  if (!lua_istable(L, idx)) return;
+  lua_getfield(L, idx, "objective");
+  if (lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "bytes") == 0) lo->objective = DP_LATENCY_BYTES;
+  lua_pop(L, 1);
+  lo->exact = (uint32_t)num_field(L, idx, "exact", 0);
+  lo->full = (uint32_t)num_field(L, idx, "full", 0);
+  lo->effort = num_field(L, idx, "effort", 0);
+}
+
+/* Raises err, with all_conflicts' errors as its field `errors`. */
+static int raise_all(lua_State *L, dp_err *err, dp_conflicts *all) {
+  dp__lua_push_error(L, err);
+  if (all->n) {
+    lua_createtable(L, (int)all->n, 0);
+    for (uint32_t i = 0; i < all->n; i++) {
+      dp__lua_push_error(L, all->v[i]);
+      all->v[i] = NULL;
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "errors");
+  }
+  dp_conflicts_clear(all);
+  return lua_error(L);
+}
+
+/* core.schedule.latency(mod, config, opts) -> {planned =, makespan =, ...} */
+static int l_latency(lua_State *L) {
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp_config *cfg = dp__lua_check(L, 2, DP_OBJ_CONFIG);
+  lua_settop(L, 3);
+  hooks h;
+  read_opts(L, 3, &h);
+  dp_latency_opts lo;
+  dp_plan_opts po;
+  latency_opts(L, 3, &h, &lo);
+  plan_opts(L, 3, &po);
+  dp_conflicts all = {0};
+  lo.plan = &po;
+  lo.all = &all;
+  dp_latency_result r;
+  dp_err *err = NULL;
+  if (dp_plan_latency(m, cfg, &lo, &r, &err) < 0) return raise_all(L, err, &all);
+  dp_conflicts_clear(&all);
+  lua_createtable(L, 0, 16);
+  int t = lua_gettop(L);
+  dp__lua_push(L, r.planned);
+  lua_setfield(L, t, "planned");
+  set_num(L, "makespan", r.makespan);
+  set_num(L, "bytes", r.bytes);
+  set_num(L, "bound", r.bound);
+  set_num(L, "soft_weight", r.soft_weight);
+  lua_pushinteger(L, r.soft_broken);
+  lua_setfield(L, t, "soft_broken");
+  lua_pushinteger(L, r.nsoft);
+  lua_setfield(L, t, "soft");
+  lua_pushinteger(L, r.calls);
+  lua_setfield(L, t, "calls");
+  lua_pushinteger(L, r.decisions);
+  lua_setfield(L, t, "decisions");
+  lua_pushinteger(L, r.evaluations);
+  lua_setfield(L, t, "evaluations");
+  lua_pushboolean(L, r.exact);
+  lua_setfield(L, t, "exact");
+  lua_createtable(L, (int)r.ncand, 0);
+  for (uint32_t i = 0; i < r.ncand; i++) {
+    const dp_latency_candidate *c = &r.cand[i];
+    lua_createtable(L, 0, 8);
+    lua_pushstring(L, c->name);
+    lua_setfield(L, -2, "name");
+    if (strcmp(c->name, "single") == 0) {
+      lua_pushinteger(L, (lua_Integer)c->device + 1);
+      lua_setfield(L, -2, "device");
+    }
+    set_num(L, "makespan", c->makespan);
+    set_num(L, "bytes", c->bytes);
+    set_num(L, "soft", c->soft);
+    set_num(L, "excess", c->excess);
+    set_num(L, "objective", c->objective);
+    if (c->model >= 0) set_num(L, "model", c->model);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, t, "candidates");
+  lua_pushstring(L, r.cand[r.winner].name);
+  lua_setfield(L, t, "winner");
+  dp_latency_result_clear(&r);
+  lua_settop(L, t);
+  return 1;
+}
+
+/* core.schedule.latency_domains(mod, config, opts) -> the domains of the
+   latency placement's plan (dp.planner.domains). */
+static int l_latency_domains(lua_State *L) {
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp_config *cfg = dp__lua_check(L, 2, DP_OBJ_CONFIG);
+  lua_settop(L, 3);
+  hooks h;
+  read_opts(L, 3, &h);
+  dp_plan_opts po;
+  plan_opts(L, 3, &po);
+  po.placement = DP_PLACE_LATENCY;
+  po.costs = &h.c;
+  dp_conflicts all = {0};
+  dp_err *err = NULL;
+  dp_domains *d = dp_plan_domains(m, cfg, &po, &all, &err);
+  if (!d) return raise_all(L, err, &all);
+  dp__lua_push_owned(L, d);
+  return 1;
+}
+
 /* ---- the default model and what cost tables match on ---- */
 
 static int l_model_seconds(lua_State *L) {
@@ -674,7 +802,8 @@ void dp__lua_open_schedule(lua_State *L) {
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
   static const luaL_Reg fns[] = {
-    {"run", l_run}, {"problem", l_problem}, {"model_seconds", l_model_seconds},
+    {"run", l_run}, {"problem", l_problem}, {"latency", l_latency}, {"latency_domains", l_latency_domains},
+    {"model_seconds", l_model_seconds},
     {"flops", l_flops}, {"bytes", l_bytes}, {"call_attrs", l_call_attrs}, {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_setfield(L, -2, "schedule");
