@@ -126,6 +126,15 @@ function M.format_time(t, scale)
   return string.format("%.3f %s", t / u, name)
 end
 
+-- "1.5 MiB" for bytes.
+function M.format_bytes(b)
+  local units = {"bytes", "KiB", "MiB", "GiB", "TiB"}
+  local u = 1
+  while b >= 1024 and u < #units do b, u = b / 1024, u + 1 end
+  if u == 1 then return string.format("%d bytes", math.floor(b + 0.5)) end
+  return string.format("%.3g %s", b, units[u])
+end
+
 local function grouped(n)
   local s = tostring(math.tointeger(n) or n)
   return (s:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", ""))
@@ -182,6 +191,13 @@ function Schedule:text(opts)
     add(string.format("%-24s %8s %14s %5.0f%%", names.resource(r), grouped(r.tasks), M.format_time(r.busy, ms),
                       ms > 0 and 100 * r.busy / ms or 0))
   end
+  for _, m in ipairs(self.memory or {}) do
+    if m.peak > 0 or m.budget then
+      add(string.format("memory %-17s peak %s at %s%s", names.device(m.device), M.format_bytes(m.peak),
+                        M.format_time(m.at, ms), m.budget and string.format(" (budget %s%s)", M.format_bytes(m.budget),
+                          m.peak > m.budget and ", OVER" or "") or ""))
+    end
+  end
   local path = self.critical
   local limit = opts.path or 30
   add(string.format("critical path: %d task%s%s", #path, #path == 1 and "" or "s",
@@ -211,7 +227,20 @@ function Schedule:summary()
     path[i] = {task = names.task(t), resource = names.resource(t.resource), start = t.start,
                finish = t.finish, waited = c.waited}
   end
-  return {makespan = self.makespan, serial = self.serial, resources = res, critical = path}
+  local mem = {}
+  for i, m in ipairs(self.memory or {}) do
+    mem[i] = {device = names.device(m.device), peak = m.peak, at = m.at, budget = m.budget}
+  end
+  return {makespan = self.makespan, serial = self.serial, resources = res, critical = path, memory = mem}
+end
+
+-- The values a device holds at its peak (s.memory): {{kind = "call" |
+-- "copy" | "parameter", expr =, bytes =, from =, to =}, ...}.
+function Schedule:live(device)
+  if not ir.is_virtual_device(device) then
+    error("devplan.Schedule:live: a VirtualDevice expected, got " .. type(device), 2)
+  end
+  return core.schedule.live(self._run, device)
 end
 
 -- The Gantt chart as SVG text (lua/devplan/gantt.lua), or written to path.

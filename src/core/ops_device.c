@@ -140,7 +140,7 @@ static dp_type *call_lowered_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nar
 }
 
 static const dp__opdef defs[] = {
-  {"on_device", 1, DP_OPF_IDENTITY,
+  {"on_device", 1, DP_OPF_IDENTITY | DP_OPF_CHECK_ATTRS,
    "virtual_device:vdev constrain_body:bool=True constrain_result:bool=False soft:float=None",
    on_device_rel, K_OPAQUE},
   {"device_copy", 1, DP_OPF_IDENTITY, "src_virtual_device:vdev dst_virtual_device:vdev", identity_rel, K_OPAQUE},

@@ -148,6 +148,7 @@ static void read_opts(lua_State *L, int idx, hooks *h) {
 typedef struct runctx {
   dp_sched_graph g;
   dp_schedule s;
+  dp_sched_memory mem;     /* what each device holds (begin and end per node kept) */
   double *dur;
   uint32_t *path, *order;  /* order: the tasks by start (then number) */
   uint8_t *why;
@@ -157,6 +158,7 @@ typedef struct runctx {
 static void run_free(runctx *r) {
   dp_sched_graph_free(&r->g);
   dp_schedule_free(&r->s);
+  dp_sched_memory_free(&r->mem);
   free(r->dur);
   free(r->path);
   free(r->order);
@@ -210,6 +212,56 @@ static void push_resources(lua_State *L, runctx *r, int serial) {
     lua_setfield(L, -2, "tasks");
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
+}
+
+/* The memory list: per physical device (in device order) {device =, peak
+   = bytes, at = seconds, budget = bytes (nil: none)}. */
+static void push_memory(lua_State *L, runctx *r, const dp_config *cfg) {
+  const dp_sched_graph *g = &r->g;
+  lua_createtable(L, (int)g->ndevs, 0);
+  lua_Integer k = 0;
+  for (uint32_t d = 0; d < g->ndevs; d++) {
+    if (g->phys[d] != d) continue;
+    lua_createtable(L, 0, 4);
+    dp__lua_push(L, g->devs[d]);
+    lua_setfield(L, -2, "device");
+    set_num(L, "peak", r->mem.peak[d]);
+    set_num(L, "at", r->mem.at[d]);
+    double b = dp_config_memory(cfg, g->devs[d]->device_type);
+    if (b > 0) set_num(L, "budget", b);
+    lua_rawseti(L, -2, ++k);
+  }
+}
+
+/* core.schedule.live(run, device) -> the values device holds at its peak:
+   {{kind = "call" | "copy" | "parameter", expr =, bytes =, from =, to =}, ...} */
+static int l_live(lua_State *L) {
+  runctx *r = luaL_checkudata(L, 1, RUN_META);
+  dp_vdev *vd = dp__lua_check(L, 2, DP_OBJ_VDEV);
+  const dp_sched_graph *g = &r->g;
+  uint32_t d = NONE;
+  for (uint32_t i = 0; i < g->ndevs && d == NONE; i++)
+    if (g->devs[i]->device_type == vd->device_type && g->devs[i]->virtual_device_id == vd->virtual_device_id)
+      d = g->phys[i];
+  lua_newtable(L);
+  if (d == NONE || !r->mem.begin) return 1;
+  uint32_t *nodes = NULL, n = 0;
+  dp_err *err = NULL;
+  if (dp_sched_memory_live(g, &r->mem, d, r->mem.at[d], &nodes, &n, &err) < 0) return dp__lua_error(L, err);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t v = nodes[i];
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, g->kind[v] == DP_TASK_COPY ? "copy" : g->kind[v] == DP_TASK_CALL ? "call" : "parameter");
+    lua_setfield(L, -2, "kind");
+    dp__lua_push(L, g->expr[v]);
+    lua_setfield(L, -2, "expr");
+    set_num(L, "bytes", g->bytes[v]);
+    set_num(L, "from", r->mem.begin[v]);
+    set_num(L, "to", r->mem.end[v]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  free(nodes);
+  return 1;
 }
 
 /* Pushes the table of the task at position i (0-based, in start order);
@@ -315,13 +367,15 @@ static int l_run(lua_State *L) {
   runctx *r = new_run(L);
   int rix = lua_gettop(L);
   dp_err *err = NULL;
-  if (dp_sched_graph_build(&r->g, m, cfg, DP_GRAPH_PLANNED, &err) < 0) return dp__lua_error(L, err);
+  if (dp_sched_graph_build(&r->g, m, cfg, DP_GRAPH_PLANNED | DP_GRAPH_PARAMS, &err) < 0)
+    return dp__lua_error(L, err);
   r->dur = dp_malloc(((size_t)r->g.n + 1) * sizeof *r->dur);
   if (!r->dur) return dp__lua_oom(L);
   if (dp_sched_durations(&r->g, &h.c, r->dur, &err) < 0) return dp__lua_error(L, err);
   if (dp_sched_list(&r->g, r->dur, serial, &r->s, &err) < 0) return dp__lua_error(L, err);
   uint32_t npath = 0;
   if (dp_sched_critical(&r->g, &r->s, &r->path, &r->why, &npath, &err) < 0) return dp__lua_error(L, err);
+  if (dp_sched_memory_profile(&r->g, &r->s, &r->mem, &err) < 0) return dp__lua_error(L, err);
   const dp_sched_graph *g = &r->g;
   r->order = dp_malloc(((size_t)g->ntasks + 1) * sizeof *r->order);
   if (!r->order) return dp__lua_oom(L);
@@ -339,6 +393,10 @@ static int l_run(lua_State *L) {
   int resources = lua_gettop(L);
   lua_pushvalue(L, resources);
   lua_setfield(L, res, "resources");
+  push_memory(L, r, cfg);
+  lua_setfield(L, res, "memory");
+  lua_pushvalue(L, rix);
+  lua_setfield(L, res, "_run");
   /* the tasks: a list filled in on access */
   lua_createtable(L, 0, 0);
   int tasks = lua_gettop(L);
@@ -802,7 +860,8 @@ void dp__lua_open_schedule(lua_State *L) {
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
   static const luaL_Reg fns[] = {
-    {"run", l_run}, {"problem", l_problem}, {"latency", l_latency}, {"latency_domains", l_latency_domains},
+    {"run", l_run}, {"live", l_live}, {"problem", l_problem}, {"latency", l_latency},
+    {"latency_domains", l_latency_domains},
     {"model_seconds", l_model_seconds},
     {"flops", l_flops}, {"bytes", l_bytes}, {"call_attrs", l_call_attrs}, {NULL, NULL}};
   luaL_newlib(L, fns);

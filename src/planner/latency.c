@@ -76,6 +76,7 @@ static void lat_free(dp__lat *l) {
   free(l->xpar);
   free(l->soft_choice);
   free(l->tied);
+  free(l->all);
   free(l->heads);
   free(l->tstart);
   free(l->tfinish);
@@ -153,7 +154,12 @@ static int chains(dp__lat *l) {
   l->nheads = 0;
   for (uint32_t v = 0; v < n; v++)
     if (l->chain[v] == v && l->chain_next[v] != NONE) l->heads[l->nheads++] = v;
-  /* the decisions: tied parameters go with their call */
+  /* the decisions: tied parameters go with their call (the exact search
+     has them all) */
+  l->all = dp_malloc(((size_t)l->ndec + 1) * sizeof *l->all);
+  if (!l->all) return -1;
+  memcpy(l->all, l->dec, (size_t)l->ndec * sizeof *l->all);
+  l->nall = l->ndec;
   uint32_t k = 0;
   for (uint32_t i = 0; i < l->ndec; i++)
     if (l->tied[l->dec[i]] == NONE) l->dec[k++] = l->dec[i];
@@ -330,10 +336,7 @@ static int score_plan(dp__lat *l, const dp_latency_opts *o, dp_module *planned, 
   if (l->budgets) {
     dp_sched_memory mem;
     if (dp_sched_memory_profile(&pg, &s, &mem, err) < 0) goto done;
-    for (uint32_t d = 0; d < l->K; d++)
-      if (l->g.phys[d] == d && pg.phys[d] == d && mem.peak[d] > l->budget[d]) out->s.excess += mem.peak[d] - l->budget[d];
-    /* (the plan's devices beyond the configuration's: by their type's budget) */
-    for (uint32_t d = l->K; d < pg.ndevs; d++) {
+    for (uint32_t d = 0; d < pg.ndevs; d++) { /* (the plan's devices: each by its type's budget) */
       double b = dp_config_memory(l->cfg, pg.devs[d]->device_type);
       if (pg.phys[d] == d && b > 0 && mem.peak[d] > b) out->s.excess += mem.peak[d] - b;
     }
@@ -629,7 +632,7 @@ static int search(driver *d, uint32_t **best, dp__score *bs, int *exact, dp_err 
   if (dp__lat_perturb(l, st[b].place, &st[b].s) < 0) goto fail;
   uint32_t lim = d->o->exact ? d->o->exact : EXACT_DEFAULT;
   *exact = 0;
-  if (l->ndec <= lim && l->ndec <= 64) {
+  if (l->nall <= lim && l->nall <= 64) {
     int r = dp__lat_exact(l, st[b].place, &st[b].s, BB_NODES);
     if (r < 0) goto fail;
     *exact = r;
@@ -858,7 +861,7 @@ int dp_plan_latency(dp_module *m, const dp_config *cfg, const dp_latency_opts *o
   if (setup(&d.l, m, cfg, o, err) < 0) goto done;
   for (uint32_t v = 0; v < d.l.n; v++) d.calls += d.l.g.kind[v] == DP_TASK_CALL;
   out->calls = d.calls;
-  out->decisions = d.l.ndec;
+  out->decisions = d.l.nall;
   out->nsoft = d.l.g.nsoft;
   if (d.calls <= (o->full ? o->full : FULL_DEFAULT) && own_conflicts(&d, err) < 0) goto done;
   dp_sched_bound b;

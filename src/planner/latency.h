@@ -61,7 +61,11 @@ typedef struct dp__lat {
   double *minc;               /* per node: a call's cheapest cost (0 for the others) */
   uint32_t *fixed;            /* per node: the device of a fixed call or parameter, else NONE */
   uint64_t *allowed;          /* per node: the devices a decision may take */
-  uint32_t *dec, ndec;        /* the decisions (free calls and parameters), in topological order */
+  uint32_t *dec, ndec;        /* the decisions the search moves (free calls, and parameters
+                                 that do not move with a call), in topological order */
+  uint32_t *all, nall;        /* every decision (calls and parameters), in topological order:
+                                 the exact search's (a parameter copied to its only reader can
+                                 be better: it lets another task go first) */
   int rdec;                   /* @main's result device is a decision: place[n] holds it (its
                                  result is a join, a tuple of values: those made elsewhere are
                                  copied there, as TVM's rules copy them to @main's device) */

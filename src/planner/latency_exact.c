@@ -1,6 +1,6 @@
 /*
- * The latency placement's exact search: branch and bound over the
- * decisions (calls and parameters, in topological order), each leaf
+ * The latency placement's exact search: branch and bound over every
+ * decision (calls and parameters, in topological order), each leaf
  * scored by the inner model (latency_model.c). A partial placement is cut
  * off when a lower bound on every completion's score is no better than the
  * best found: the longest path (calls placed at their cost, the others at
@@ -105,7 +105,7 @@ static void search(bb *b, uint32_t i) {
     b->stopped = 1;
     return;
   }
-  if (i == l->ndec) { /* (and @main's result on each device, where it is a decision) */
+  if (i == l->nall) { /* (and @main's result on each device, where it is a decision) */
     for (uint32_t r = 0; r < (l->rdec ? l->K : 1); r++) {
       if (l->rdec) b->place[l->n] = r;
       dp__score s;
@@ -120,23 +120,16 @@ static void search(bb *b, uint32_t i) {
     }
     return;
   }
-  uint32_t v = l->dec[i], first = b->best[v];
+  uint32_t v = l->all[i], first = b->best[v];
   for (uint32_t t = 0; t <= l->K; t++) { /* the best's device first, then the others */
     uint32_t d = t == 0 ? first : t - 1;
     if ((t > 0 && d == first) || d >= l->K || !(l->allowed[v] >> d & 1)) continue;
     b->place[v] = d;
     b->set[v] = 1;
-    if (l->g.kind[v] == DP_TASK_CALL) /* (the parameters only it reads go with it) */
-      for (uint32_t k = l->xoff[v]; k < l->xoff[v + 1]; k++) {
-        b->place[l->xpar[k]] = d;
-        b->set[l->xpar[k]] = 1;
-      }
     double lb = bound(b);
     int cut = b->score->excess <= 0 && lb >= b->score->primary * (1 - 1e-12);
     if (!cut) search(b, i + 1);
     b->set[v] = 0;
-    if (l->g.kind[v] == DP_TASK_CALL)
-      for (uint32_t k = l->xoff[v]; k < l->xoff[v + 1]; k++) b->set[l->xpar[k]] = 0;
     if (b->err || b->stopped) return;
   }
 }
