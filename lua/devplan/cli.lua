@@ -183,9 +183,9 @@ COMMANDS.parse = {
 COMMANDS.plan = {
   summary = "place operators, plan devices (PlanDevices) and print the planned module",
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
-    .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes]\n"
+    .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes|latency]\n"
     .. "                    [--bandwidth B] [--share-copies] [--partition] [--explain] [--verify] [--report text|json]\n"
-    .. "                    [--costs FILE ...] [--board NAME] [--gantt FILE.svg]\n"
+    .. "                    [--costs FILE ...] [--board NAME] [--memory DEVTYPE=SIZE ...] [--gantt FILE.svg]\n"
     .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]\n"
     .. "                    [--graph-detail LEVEL]",
   options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--placement",
@@ -195,7 +195,8 @@ COMMANDS.plan = {
     .. "dp.passes.PlanDevices with the configuration of the targets, and prints the\n"
     .. "planned module (or its report). The same as\n"
     .. "  devplan opt FILE -p 'annotate(rules=FILE.lua),annotate(OP=DEVICE),plan_devices(all_conflicts=true)'\n"
-    .. "(--placement min_bytes: plan_devices(all_conflicts=true,placement=min_bytes);\n"
+    .. "(--placement min_bytes: plan_devices(all_conflicts=true,placement=min_bytes), latency:\n"
+    .. "placement=latency, with --costs' costs;\n"
     .. "--share-copies adds share_copies after it, --partition then partition.)\n"
     .. "Every independent conflict is printed, as a compiler prints errors: both\n"
     .. "constraints with their positions and the chain between them, in source order,\n"
