@@ -205,3 +205,28 @@ def @main(%a {virtual_device=CPU}: Tensor[(5, 7), float32]) {
     assert.truthy(text:find("need placement=latency", 1, true), text)
   end)
 end)
+
+describe("allocation failures while placing", function()
+  local W = dofile((dp.root or ".") .. "/spec/support/oom_workload.lua")
+  after_each(function() dp.debug.fail_alloc(0) end)
+
+  it("give an out-of-memory error or the clean result, one failure at a time", function()
+    local prog = P.program(7, 5, {hard = 20, soft = 30})
+    local cost = P.cost(3)
+    local small = dp.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cpu",
+                                       memory = {cuda = 300, cpu = 1e6}}
+    local none = dp.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cpu", memory = {cpu = 100, cuda = 100}}
+    local run = function()
+      local out = {}
+      local r = dp.schedule.place(prog.module, small, {cost = cost, bandwidth = 1e3})
+      out[#out + 1] = ("%.9g %s %d %.9g"):format(r.makespan, r.winner, r.soft_broken, r.bytes)
+      out[#out + 1] = dp.astext(dp.passes.PlanDevices(small, {placement = "min_bytes"})(prog.module))
+      local ok, err = pcall(dp.schedule.place, prog.module, none, {cost = cost})
+      out[#out + 1] = tostring(ok) .. " " .. tostring(err and err.message)
+      return table.concat(out, "\n")
+    end
+    local problems, runs = W.walk{run = run, step = 3}
+    assert.same({}, problems)
+    assert.is_true(runs > 100, tostring(runs))
+  end)
+end)

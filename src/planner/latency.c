@@ -900,10 +900,12 @@ void dp_latency_result_clear(dp_latency_result *r) {
 
 /* ---- PlanDevices' hook (plan.c) ---- */
 
-int dp__placed_by_search(dp_module *m, const dp_config *cfg, const dp_plan_opts *o) {
-  if (!o) return 0;
-  if (o->placement == DP_PLACE_LATENCY) return 1;
-  return o->placement == DP_PLACE_MIN_BYTES && (cfg->nmemory || dp__soft_count(m));
+int dp__placed_by_search(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_err **err) {
+  if (!o || o->placement == DP_PLACE_TVM) return 0;
+  if (o->placement == DP_PLACE_LATENCY || cfg->nmemory) return 1;
+  uint32_t found = 0;
+  if (o->placement == DP_PLACE_MIN_BYTES && dp__soft_count(m, &found, err) < 0) return -1;
+  return found > 0;
 }
 
 /* min_bytes' hooks as a cost model: the capability says where a call

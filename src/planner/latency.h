@@ -21,12 +21,13 @@ double dp__soft_weight(const struct dp__plan_ops *ops, const dp_expr *e);
    decides) or an ordinary on_device (harden 1); *found counts them (m
    itself, retained, when none). NULL + error. */
 dp_module *dp__soft_rewrite(dp_module *m, int harden, uint32_t *found, dp_err **err);
-/* The soft annotations of m. */
-uint32_t dp__soft_count(dp_module *m);
+/* The soft annotations of m into *found: 0, or -1 + error. */
+int dp__soft_count(dp_module *m, uint32_t *found, dp_err **err);
 
 /* PlanDevices' hook (plan.c): placement = "latency", and min_bytes with
-   soft annotations or memory budgets, are placed by the search. */
-int dp__placed_by_search(dp_module *m, const dp_config *cfg, const dp_plan_opts *o);
+   soft annotations or memory budgets, are placed by the search: 1, 0 (not),
+   or -1 + error (out of memory). */
+int dp__placed_by_search(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_err **err);
 dp_module *dp__plan_search(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_conflicts *all,
                            dp_err **err);
 dp_domains *dp__search_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,

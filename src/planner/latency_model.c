@@ -194,8 +194,9 @@ static int build(dp__lat *l, struct dp__xg *m, const uint32_t *place) {
     uint32_t deg = g->poff[v + 1] - g->poff[v];
     m->jbase[v] = m->cbase[v] = NONE;
     ne += deg;
-    if (is_producer(g, v)) {
-      uint64_t c = m->need[v] & ~((uint64_t)1 << dev_of(l, place, v));
+    if (is_producer(g, v)) { /* (a parameter nobody reads has no device: nothing to copy) */
+      uint32_t d = dev_of(l, place, v);
+      uint64_t c = d < 64 ? m->need[v] & ~((uint64_t)1 << d) : 0;
       if (c) {
         m->cbase[v] = nn;
         nn += (uint32_t)popc(c);

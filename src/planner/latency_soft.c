@@ -61,30 +61,35 @@ static dp_expr *rw_post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err)
   return dp__on_device_at(&c->ops, body, p.vd, p.cbody, p.cresult, orig->span, err);
 }
 
-static void count(dp_module *m, sctx *c) {
+static int count(dp_module *m, sctx *c, dp_err **err) {
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_visitor v = {find_pre, NULL, c};
-    dp_visit(&m->funcs[i].fn->e, &v);
+    if (dp_visit(&m->funcs[i].fn->e, &v) < 0) { /* (its stack: out of memory) */
+      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      return -1;
+    }
   }
+  return 0;
 }
 
-uint32_t dp__soft_count(dp_module *m) {
+int dp__soft_count(dp_module *m, uint32_t *found, dp_err **err) {
   sctx c = {0};
-  dp_err *e = NULL;
-  if (dp__plan_ops(m->ctx, &c.ops, &e) < 0) {
-    dp_err_free(e);
-    return 0;
-  }
-  count(m, &c);
+  *found = 0;
+  if (dp__plan_ops(m->ctx, &c.ops, err) < 0) return -1;
+  int rc = count(m, &c, err);
   dp__plan_ops_free(&c.ops);
-  return c.found;
+  *found = c.found;
+  return rc;
 }
 
 dp_module *dp__soft_rewrite(dp_module *m, int harden, uint32_t *found, dp_err **err) {
   sctx c = {.harden = harden};
   *found = 0;
   if (dp__plan_ops(m->ctx, &c.ops, err) < 0) return NULL;
-  count(m, &c);
+  if (count(m, &c, err) < 0) {
+    dp__plan_ops_free(&c.ops);
+    return NULL;
+  }
   *found = c.found;
   dp_module *out = c.found ? dp_module_copy(m) : dp_retain(m);
   if (!out) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));

@@ -41,7 +41,8 @@ dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_op
   static const dp_plan_opts tvm = {0};
   if (!o) o = &tvm;
   if (all) *all = (dp_conflicts){0};
-  if (dp__placed_by_search(m, cfg, o)) return dp__search_domains(m, cfg, o, all, err); /* latency.c */
+  int search = dp__placed_by_search(m, cfg, o, err); /* latency.c: latency, soft annotations, budgets */
+  if (search) return search < 0 ? NULL : dp__search_domains(m, cfg, o, all, err);
   dp__index *ix = dp__index_new(m, cfg, err);
   if (ix) ix = dp__rewrite(ix, err);
   if (ix && o->placement != DP_PLACE_TVM) ix = dp__conflicts(ix, DP__0B_RELAX, err);
@@ -89,7 +90,8 @@ static dp_module *plan_round(dp_module *m, const dp_config *cfg, const dp_plan_o
 dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                                 dp_conflicts *all, dp_err **err) {
   if (all) *all = (dp_conflicts){0};
-  if (dp__placed_by_search(m, cfg, o)) return dp__plan_search(m, cfg, o, all, err); /* latency.c */
+  int search = dp__placed_by_search(m, cfg, o, err); /* latency.c: latency, soft annotations, budgets */
+  if (search) return search < 0 ? NULL : dp__plan_search(m, cfg, o, all, err);
   int scoped;
   dp_module *out = plan_round(m, cfg, o, all, &scoped, err);
   /* With memory scopes the optimiser may also meet that plan differently
