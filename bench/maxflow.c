@@ -162,7 +162,7 @@ static graph make_random(uint32_t n) {
 /* devplan's cut: graph building and solving both timed (the optimiser
    builds one graph per move). */
 static double run_devplan(const graph *g, int64_t *capacity) {
-  dp_flow *f = dp__flow_new();
+  dp__flow *f = dp__flow_new();
   uint8_t *side = xcalloc(g->n, 1);
   if (!f) die_oom();
   double t0 = cpu_now();

@@ -114,7 +114,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   lua_setfield(L, -2, "devplan.core");
   lua_pop(L, 1);
   lua_getglobal(L, "package");
-  lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua;%s/passes/?.lua", root, root, root);
+  lua_pushfstring(L, "%s/lua/?.lua;%s/lua/?/init.lua", root, root);
   lua_setfield(L, -2, "path");
   lua_pop(L, 1);
   lua_getglobal(L, "require");

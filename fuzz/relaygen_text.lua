@@ -20,6 +20,10 @@ local TYPE_TEXT = {
   H = "Tensor[(2), int64]",
   I = "int64",
   U = "()",
+  -- function types of relaygen_fn.lua: two parameters, and a function
+  -- returning a function
+  F2 = "fn (" .. TENSOR .. ", " .. TENSOR .. ") -> " .. TENSOR,
+  FF = "fn (" .. TENSOR .. ") -> " .. FN,
 }
 M.TYPE_TEXT = TYPE_TEXT
 
@@ -88,7 +92,8 @@ function Printer:expr(e)
     return "if (" .. self:expr(e.cond) .. ") " .. self:block(e.then_) .. " else " .. self:block(e.else_)
   end
   if k == "fn" then
-    return "fn (" .. self:params(e.params, nil, e.attrs) .. ") -> " .. TENSOR .. " " .. self:block(e.body)
+    return "fn (" .. self:params(e.params, nil, e.attrs) .. ") -> " .. (e.ret and TYPE_TEXT[e.ret] or TENSOR)
+      .. " " .. self:block(e.body)
   end
   if k == "match" then return self:match(e) end
   error("relaygen: unknown expression kind " .. tostring(k))

@@ -4,10 +4,11 @@
 #                                         finds its Lua files from its own path, so it
 #                                         needs nothing else whatever the prefix
 #   PREFIX/lib/lua/5.4/devplan/core.so    the C half, require "devplan.core"
-#   PREFIX/share/lua/5.4/devplan/*.lua    the Lua half, require "devplan"
-#   PREFIX/share/lua/5.4/<pass>.lua       passes/*.lua, under the module names they
-#                                         have in the tree (require "annotate_virtual_devices")
-#   PREFIX/share/devplan/                 dp.root: examples/ (rules/ included), models/,
+#   PREFIX/share/lua/5.4/devplan/*.lua    the Lua half, require "devplan", and its
+#                                         passes written in Lua (devplan/passes/*.lua:
+#                                         require "devplan.passes.annotate_virtual_devices")
+#   PREFIX/share/devplan/                 dp.root: examples/ (with every file they read:
+#                                         rules/, byoc/, tophub/, *.costs), models/,
 #                                         docs/ (images/ included), README.md, LICENSE, NOTICE
 #   PREFIX/lib/libdevplan_core.a, PREFIX/include/devplan/*.h   the C library
 # Debug information is stripped: nothing installed refers to the build tree.
@@ -30,17 +31,18 @@ CLIBDIR=${CLIBDIR:-$PREFIX/lib}
 INCDIR=${INCDIR:-$PREFIX/include}
 DATA=${DATADIR:-$PREFIX/share/devplan}
 [ -x bin/devplan ] && [ -f lib/devplan.so ] || bash scripts/build.sh release
-install -d "$BINDIR" "$LIBDIR/devplan" "$LUADIR/devplan" "$CLIBDIR" "$INCDIR/devplan" \
-  "$DATA/examples/rules" "$DATA/models" "$DATA/docs/images"
+install -d "$BINDIR" "$LIBDIR/devplan" "$LUADIR/devplan/passes" "$CLIBDIR" "$INCDIR/devplan" \
+  "$DATA/examples" "$DATA/models" "$DATA/docs/images"
 install -m 755 bin/devplan "$BINDIR/devplan"
 install -m 755 lib/devplan.so "$LIBDIR/devplan/core.so"
 install -m 644 lib/libdevplan_core.a "$CLIBDIR/libdevplan_core.a"
 strip --strip-debug "$BINDIR/devplan" "$LIBDIR/devplan/core.so" "$CLIBDIR/libdevplan_core.a"
 install -m 644 include/devplan/*.h "$INCDIR/devplan/"
 install -m 644 lua/devplan/*.lua "$LUADIR/devplan/"
-install -m 644 passes/*.lua "$LUADIR/"
-# every file of examples/ (scripts, rules, toolchain files, cost tables, TopHub logs)
-(cd examples && find . -type f) | while read -r f; do install -D -m 644 "examples/$f" "$DATA/examples/$f"; done
+install -m 644 lua/devplan/passes/*.lua "$LUADIR/devplan/passes/"
+(cd examples && find . -type f | sort) | while read -r f; do
+  install -D -m 644 "examples/$f" "$DATA/examples/$f"
+done
 install -m 644 models/*.relay models/*.onnx models/README.md "$DATA/models/"
 install -m 644 docs/*.md "$DATA/docs/"
 install -m 644 docs/images/* "$DATA/docs/images/"

@@ -30,6 +30,7 @@ export DEVPLAN_EXE="$EXE"
 # exit status counts as one test.
 TEST_PROGRAMS=(
   "$(dirname "$EXE")/devplan-ctest"
+  "$EXE scripts/planner_layers.lua src/planner"   # the planner's layers, printed; fails on a cycle
 )
 
 passed=0
@@ -55,7 +56,7 @@ for spec in spec/*_spec.lua; do
   [ -e "$spec" ] || continue
   echo "== $spec"
   # shellcheck disable=SC2086
-  $WRAP $BUSTED --lpath='lua/?.lua;lua/?/init.lua;passes/?.lua' --cpath="$LIB/?.so" \
+  $WRAP $BUSTED --lpath='lua/?.lua;lua/?/init.lua' --cpath="$LIB/?.so" \
     -o scripts/busted_count.lua "$spec" 2>&1 | tee "$log" | grep -v '^devplan-count:'
   status=${PIPESTATUS[0]}
   line=$(grep '^devplan-count:' "$log" | tail -1)

@@ -1,4 +1,4 @@
--- AnnotateVirtualDevices (passes/annotate_virtual_devices.lua): per-operator
+-- AnnotateVirtualDevices (lua/devplan/passes/annotate_virtual_devices.lua): per-operator
 -- device rules. On the real models it reproduces the annotated modules the
 -- shared models were planned from, and planning them gives TVM's output.
 local dp = require "devplan"
@@ -214,9 +214,9 @@ def @main(%x: Tensor[(4), float32]) {
     local ok, err = pcall(a.capability, dp.fn({}, dp.const(1.0)), GPU)
     assert.is_false(ok)
     assert.equal("value", err.code)
-    assert.truthy(tostring(err):find("a call expected, got a fn", 1, true), tostring(err))
+    assert.truthy(tostring(err):find("argument 1 must be a call, got a fn", 1, true), tostring(err))
     ok, err = pcall(a.capability, dp.call("add", {dp.const(1.0), dp.const(2.0)}), "cuda")
     assert.is_false(ok)
-    assert.truthy(tostring(err):find("a VirtualDevice expected", 1, true), tostring(err))
+    assert.truthy(tostring(err):find("argument 2 must be a VirtualDevice", 1, true), tostring(err))
   end)
 end)

@@ -53,7 +53,7 @@ describe("make install PREFIX=DIR", function()
 
   it("lays the module out as Lua 5.4 expects under the prefix", function()
     for _, f in ipairs{"/bin/devplan", "/lib/lua/5.4/devplan/core.so", "/share/lua/5.4/devplan/init.lua",
-                       "/share/lua/5.4/devplan/pipeline.lua", "/share/lua/5.4/annotate_virtual_devices.lua",
+                       "/share/lua/5.4/devplan/pipeline.lua", "/share/lua/5.4/devplan/passes/annotate_virtual_devices.lua",
                        "/share/devplan/examples/quickstart.lua", "/share/devplan/examples/rules/accelerator.lua",
                        "/share/devplan/models/resnet18.relay", "/share/devplan/models/README.md",
                        "/share/devplan/docs/api.md", "/share/devplan/docs/images/resnet18.svg",

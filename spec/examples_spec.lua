@@ -56,7 +56,7 @@ local function make_copy()
   local cmd = table.concat({
     "mkdir -p " .. sh_quote(copy .. "/bin") .. " " .. sh_quote(copy .. "/lib"),
     "cd " .. sh_quote(root),
-    "cp -R lua passes examples models docs README.md " .. sh_quote(copy),
+    "cp -R lua examples models docs README.md " .. sh_quote(copy),
     "cp " .. sh_quote(EXE) .. " " .. sh_quote(copy .. "/bin/devplan"),
     "cp lib/devplan.so " .. sh_quote(copy .. "/lib/"),
   }, " && ")

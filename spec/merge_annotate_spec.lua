@@ -1,4 +1,4 @@
--- dp.passes.MergeAndAnnotate (passes/merge_composite.lua, src/pattern/annotate.c):
+-- dp.passes.MergeAndAnnotate (lua/devplan/passes/merge_composite.lua, src/pattern/annotate.c):
 -- MergeComposite's groups kept in place and placed on their rule's device;
 -- after PlanDevices every call of a group runs there and only what enters or
 -- leaves a group is copied.

@@ -1,4 +1,4 @@
--- dp.passes.MergeComposite (passes/merge_composite.lua over src/pattern):
+-- dp.passes.MergeComposite (lua/devplan/passes/merge_composite.lua over src/pattern):
 -- TVM's MergeComposite, rule by rule in table order.
 local dp = require "devplan"
 local t = require "devplan.testing"

@@ -1,4 +1,4 @@
--- dp.passes.PartitionByVirtualDevice (src/pattern/regions.c): on a planned
+-- dp.passes.PartitionByVirtualDevice (src/planner/partition.c): on a planned
 -- module, connected same-device code hoisted into global functions, never a
 -- cycle, the same result; and the accelerator example built on it.
 local dp = require "devplan"
@@ -32,8 +32,10 @@ local function count(tbl)
   return n
 end
 
--- The evaluator of spec/support/evaluate.lua: the same values before and after.
-local evaluate = dofile((dp.root or ".") .. "/spec/support/evaluate.lua")
+-- What a module computes (devplan.evaluate: a tensor is one number, each
+-- operator a stand-in that tells values apart, on_device and device_copy
+-- the identity).
+local function evaluate(mod, args) return require("devplan.evaluate").run(mod, args) end
 
 describe("PartitionByVirtualDevice", function()
   local cfg = t.config("cuda")
@@ -142,6 +144,17 @@ describe("PartitionByVirtualDevice", function()
     dp.visit(parted.main.body, function(e) if e.kind == "let" then bound[e.var.name] = true end end)
     assert.is_true(bound.a)
     assert.same(evaluate(planned, {x = 0.7}), evaluate(parted, {x = 0.7}))
+  end)
+
+  it("leaves a primitive global function as it is, whatever its Primitive attribute's value (the planner does not plan it)", function()
+    for _, flag in ipairs{"1", "True"} do
+      local planned = dp.passes.PlanDevices(cfg)(parse("def @main(%a: " .. T .. ", %b: " .. T .. [[) { @f(%a, %b) }
+        def @f(%x: ]] .. T .. ", %y: " .. T .. ", Primitive=" .. flag .. [[) {
+          %0 = add(%x, %y); %1 = on_device(%0, virtual_device=meta[VirtualDevice][0]); multiply(%1, %y) }]]))
+      local parted = partition(planned)
+      assert.same({"main_cuda_0"}, t.sorted_keys(hoisted(parted, planned)), flag)
+      assert.structurally_equal(planned:get("f"), parted:get("f"))
+    end
   end)
 
   it("partitions inside function literals: the calls of a loop's closure (TVM's test_while_let)", function()

@@ -1,7 +1,7 @@
 -- PartitionByVirtualDevice on generated planned programs: the partitioned
 -- module verifies (dp.planner.verify, scopes included), type-checks,
 -- prints text that re-parses to the same text, and computes the same
--- values as the planned one (spec/support/evaluate.lua). Two sources:
+-- values as the planned one (devplan.evaluate). Two sources:
 -- fuzz/relaygen.lua's programs (all of Relay), and programs made here of
 -- let chains, closures called in lets, closures with operators inside and
 -- annotations on two devices (the shapes where a piece's call could land
@@ -11,7 +11,7 @@ local t = require "devplan.testing"
 package.path = (dp.root or ".") .. "/fuzz/?.lua;" .. package.path
 local gen = require "relaygen"
 local props = require "props"
-local evaluate = dofile((dp.root or ".") .. "/spec/support/evaluate.lua")
+local evaluate = require("devplan.evaluate").run
 
 local QUICK = os.getenv("DEVPLAN_QUICK") ~= nil
 

@@ -467,6 +467,39 @@ def @main(%x {virtual_device=meta[VirtualDevice][0]}: Tensor[(5, 7), float32], v
 }]])
     end)
 
+    it("reads a fixed let value in place whether or not Lua holds it (explain answers about that node)", function()
+      -- phase 0 took a let value whose reference count was above one for
+      -- one another parent reaches too and rebuilt it, so what explain said
+      -- of the input's nodes depended on what Lua held
+      local text = [[
+def @main(%a: Tensor[(5, 7), float32]) {
+  let %v = on_device(add(%a, %a), virtual_device=meta[VirtualDevice][1]);
+  negative(%v)
+}]]
+      local function explain_value(hold_all)
+        local m = dp.parse(text, META)
+        local value, held = nil, {}
+        dp.visit(m, function(e)
+          if hold_all then held[#held + 1] = e end
+          if e.kind == "call" and e.callee.kind == "op" and e.callee.name == "on_device" then value = e end
+        end)
+        collectgarbage()
+        return dp.planner.explain(m, value)
+      end
+      local one, all = explain_value(false), explain_value(true)
+      assert.truthy(one.text:find("^on_device at"), one.text)
+      for _, k in ipairs({"text", "rule", "line", "col", "steps"}) do assert.are.same(one[k], all[k]) end
+      assert.are.equal(tostring(one.device), tostring(all.device))
+      -- a value another parent reaches too is still given a fixed annotation of its own
+      local shared = dp.parse([[
+def @main(%a: Tensor[(5, 7), float32]) {
+  %0 = on_device(add(%a, %a), virtual_device=meta[VirtualDevice][1]);
+  let %v = %0;
+  (%v, %0)
+}]], META)
+      assert.truthy(tostring(plan(shared)):find("constrain_result=True", 1, true))
+    end)
+
     it("plans or fails the same with no node, every node or some nodes held", function()
       local texts = {copy_back, [[
 def @main(%a: Tensor[(5, 7), float32]) {

@@ -162,6 +162,11 @@ char *dp_strndup(const char *s, size_t n);
 /* Grow *arr (of *cap items of `elem` bytes) to hold at least `need` items,
    doubling from 16. 0, or -1 on out of memory (*arr is left as it was). */
 int dp_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+/* dp_grow for parallel arrays: the n arrays *arrs[i] (of elems[i] bytes an
+   item) share the capacity *cap, grown as dp_grow grows one to hold at
+   least `need` items. 0, or -1 on out of memory (*cap is left as it was;
+   every array keeps its items, some may have room for more). */
+int dp_grow_arrays(uint32_t *cap, uint32_t need, uint32_t n, void **const arrs[], const size_t elems[]);
 
 /* --- testing aid: allocation failure injection ---
    Every heap allocation of the library (core, parser, patterns, planner,

@@ -247,6 +247,10 @@ dp_config *dp_config_make(dp_ctx *ctx, dp_target *const *targets, uint32_t ntarg
    none), replacing cfg's. New reference, or NULL + error. */
 dp_config *dp_config_with_bandwidths(const dp_config *cfg, const dp_bandwidth *bw, uint32_t n,
                                      double dflt, dp_err **err);
+/* Is v a bandwidth: a number of bytes per second > 0 and finite (at most
+   1e300)? The one rule of every bandwidth devplan reads (the configuration's,
+   PlanDevices' option, a bandwidth hook's answer). */
+int dp_bandwidth_ok(double v);
 /* A bandwidth key "SRC->DST": device type names, "*" for any (0). 0, or
    -1 + error naming what is wrong (with a suggestion for a misspelt name). */
 int dp_bandwidth_key(const char *key, int *src, int *dst, dp_err **err);

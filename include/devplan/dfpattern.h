@@ -89,7 +89,9 @@ void dp_dfp_free(dp_dfp *p);
    retained). 0, or -1 + error (index out of range, a kid out of range, a
    wrong number of kids for the kind, out of memory). */
 int dp_dfp_set(dp_dfp *p, uint32_t i, const dp_dfp_node *proto, dp_err **err);
-/* Seals the program with its root: checks it, adds the re-associated
+/* Seals the program with its root: checks it (a cycle that comes back to
+   a node at the same expression, through alternatives, predicates and
+   uses alone, is left recursion: an error), adds the re-associated
    patterns, orders the pattern graph. 0, or -1 + error. */
 int dp_dfp_finish(dp_dfp *p, uint32_t root, dp_err **err);
 uint32_t dp_dfp_size(const dp_dfp *p);        /* nodes given to dp_dfp_new */

@@ -1,7 +1,7 @@
 /*
  * The device planner (PlanDevices): decides the virtual device of every
  * sub-expression of a module and inserts the copies between devices
- * (seed 002, ../shared/docs/planner.md). It is a set of separate phases so
+ * (docs/planner.md, docs/planner-semantics.md). It is a set of separate phases so
  * that a script can run them one by one and change the domains between
  * analysis and capture:
  *
@@ -37,8 +37,8 @@
  *   whose ends are the two demands: analysis gives the value and its
  *   consumer those devices anyway (each demand is a constraint it
  *   applies), so the plans are the same, but a device_copy the user never
- *   wrote, at the position of the value it copies, was named in the
- *   conflicts that remain (fuzz findings g13, g15); and a value's own
+ *   wrote, at the position of the value it copies, would be named in the
+ *   conflicts that remain; and a value's own
  *   device (a parameter's virtual_device, a device_copy's destination) is
  *   its first demand;
  * - an on_device of a function value is where its body is (no copy can

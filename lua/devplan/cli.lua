@@ -21,6 +21,11 @@ local devname = require "devplan.devname"
 local parser = require "devplan.parser"
 local suggest = require "devplan.suggest"
 
+local assert, collectgarbage, error, ipairs, loadfile, pairs = assert, collectgarbage, error, ipairs, loadfile, pairs
+local pcall, require, tonumber, tostring, type = pcall, require, tonumber, tostring, type
+local io, math, os, string, table = io, math, os, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- devplan.term is the executable's terminal module (src/cli/term.c): not
@@ -627,7 +632,7 @@ end
 
 -- The report, and the regions a partition pass hoisted (nil: none ran).
 local function report_text(r, regions, json)
-  local part = regions and require "partition_by_virtual_device"
+  local part = regions and require "devplan.passes.partition_by_virtual_device"
   if not json then return r:text() .. (regions and ("\n" .. part.regions_text(regions)) or "") end
   local text = r:json()
   if not regions then return text end

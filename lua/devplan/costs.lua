@@ -27,6 +27,11 @@
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 
+local error, getmetatable, ipairs, pairs, pcall, require = error, getmetatable, ipairs, pairs, pcall, require
+local setmetatable, tonumber, tostring, type = setmetatable, tonumber, tostring, type
+local io, math, string, table = io, math, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- ---------------------------------------------------------------- the default model

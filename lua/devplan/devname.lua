@@ -5,6 +5,9 @@
 -- graphs write them.
 local core = require "devplan.core"
 
+local pcall, setmetatable, tonumber, tostring, type = pcall, setmetatable, tonumber, tostring, type
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- "cuda", "@cuda:1", "cuda:1.texture" -> VirtualDevice (id 0 when not

@@ -7,6 +7,10 @@
 -- the critical path are outlined. Past opts.max_bars bars (default 20,000)
 -- a row's bars that touch on the drawing merge into one, so a million-call
 -- schedule stays a readable (and small) picture.
+local error, ipairs, pairs, tostring = error, ipairs, pairs, tostring
+local io, math, string, table = io, math, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local ROW, LABEL, WIDTH, TOP = 26, 170, 1000, 46
@@ -39,10 +43,11 @@ local function op_colour(colours, name)
   return c
 end
 
-function M.svg(s, opts)
+-- The chart of schedule s; text: how the schedule names its pieces and
+-- writes times ({names = its namer, time = format_time}, devplan.schedule).
+function M.svg(s, text, opts)
   opts = opts or {}
-  local schedule = require "devplan.schedule"
-  local names = schedule.namer(s, #s.tasks <= 5000)
+  local names, format_time = text.names, text.time
   local ms = s.makespan > 0 and s.makespan or 1
   local max_bars = opts.max_bars or 20000
   local merge = #s.tasks > max_bars
@@ -59,7 +64,7 @@ function M.svg(s, opts)
   add(string.format('<rect width="100%%" height="100%%" fill="white"/>'))
   local title = opts.title or "schedule"
   add(string.format('<text x="8" y="16" font-size="13" font-weight="bold">%s: makespan %s (modelled)</text>',
-                    esc(title), esc(schedule.format_time(s.makespan))))
+                    esc(title), esc(format_time(s.makespan))))
   -- axis
   local step = tick_step(ms, 10)
   local t = 0
@@ -67,7 +72,7 @@ function M.svg(s, opts)
     local x = LABEL + t / ms * WIDTH
     add(string.format('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>', x, TOP - 6, x, TOP + #rows * ROW))
     add(string.format('<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%s</text>', x, TOP - 10,
-                      esc(schedule.format_time(t, ms))))
+                      esc(format_time(t, ms))))
     t = t + step
   end
   for i, r in ipairs(rows) do
@@ -109,7 +114,7 @@ function M.svg(s, opts)
       local y = TOP + (i - 1) * ROW + 3
       local w = math.max(x1 - x0, 0.5)
       local tip = string.format("%s on %s: %s to %s", names.task(task), names.resource(task.resource),
-                                schedule.format_time(task.start, ms), schedule.format_time(task.finish, ms))
+                                format_time(task.start, ms), format_time(task.finish, ms))
       add(string.format('<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s"%s><title>%s</title></rect>',
                         x0, y, w, ROW - 6, colour,
                         critical[task] and ' stroke="black" stroke-width="1.5"' or ' stroke="white" stroke-width="0.3"',
@@ -131,11 +136,11 @@ function M.svg(s, opts)
 end
 
 -- Writes the chart to path; a failed write is an error naming the file.
-function M.write(s, path, opts)
-  local text = M.svg(s, opts)
+function M.write(s, text, path, opts)
+  local svg = M.svg(s, text, opts)
   local f, why = io.open(path, "wb")
   if not f then error("devplan: cannot write " .. tostring(why), 0) end
-  local ok, werr = f:write(text)
+  local ok, werr = f:write(svg)
   local closed, cerr = f:close()
   if not ok or not closed then
     error("devplan: cannot write " .. path .. ": " .. tostring(werr or cerr), 0)

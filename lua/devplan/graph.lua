@@ -38,6 +38,11 @@ local ir = require "devplan.ir"
 local devname = require "devplan.devname"
 local report = require "devplan.report"
 
+local error, ipairs, pairs, pcall, select, tonumber = error, ipairs, pairs, pcall, select, tonumber
+local tostring, type = tostring, type
+local io, math, os, string, table = io, math, os, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- Fill colours for devices in order of first use (then again).

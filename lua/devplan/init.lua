@@ -7,6 +7,10 @@
 -- "devplan" itself, so that loading this file has no cycle.
 local core = require "devplan.core"
 
+local loadfile, pairs, pcall, require, type = loadfile, pairs, pcall, require, type
+local debug, os = debug, os
+_ENV = nil -- no global is read or written below this line
+
 local dp = {}
 for name, value in pairs(core) do dp[name] = value end
 
@@ -40,7 +44,7 @@ dp.planner = require "devplan.planner"
 dp.pattern = require "devplan.pattern"   -- replaces core.pattern, its C half
 dp.pass = require("devplan.pass").new
 dp.passes = require "devplan.passes"
-dp.soft = require("annotate_virtual_devices").soft   -- a rule's soft annotation: dp.soft(vd, weight)
+dp.soft = require("devplan.passes.annotate_virtual_devices").soft   -- a rule's soft annotation: dp.soft(vd, weight)
 
 -- ---- the framework: pipelines, pass contexts, reports, graphs ----
 dp.Sequential = require("devplan.pass").Sequential

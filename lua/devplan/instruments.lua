@@ -14,6 +14,10 @@
 local core = require "devplan.core"
 local verify = require "devplan.verify"
 
+local error, ipairs, pairs, rawequal, tostring, type = error, ipairs, pairs, rawequal, tostring, type
+local io, os, string, table = io, os, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local EVENTS = {should_run = true, before = true, after = true, failed = true, name = true}
@@ -92,7 +96,7 @@ end
 
 -- An entry per pass, in the order passes started (so a Sequential comes
 -- before the passes inside it), filled in when it finishes.
-local function timer()
+local function timer(pass_text)
   local started = {}
   local function stop()
     local s = table.remove(started)
@@ -101,7 +105,10 @@ local function timer()
   return {
     name = "time",
     before = function(p, _, ctx)
-      local entry = {pass = tostring(p), name = p.name, depth = ctx.depth, seconds = 0}
+      -- (a Sequential inside a Sequential as `Sequential{...}`: the passes in it
+      -- have their own entries, and a text per level of deep nesting would
+      -- make the timings quadratic in it)
+      local entry = {pass = pass_text(p, 1), name = p.name, depth = ctx.depth, seconds = 0}
       table.insert(ctx.timings, entry)
       table.insert(started, {entry = entry, t = os.clock()})
     end,
@@ -125,7 +132,7 @@ local function check_user(inst, i)
 end
 
 -- The instrument list of a context made with `opts` (devplan.context).
-function M.from_options(opts)
+function M.from_options(opts, pass_text)
   local list = {}
   if opts.verify_each then list[#list + 1] = verifier() end
   local pr = printer(opts)
@@ -136,7 +143,7 @@ function M.from_options(opts)
   end
   -- last: its `before` runs right before the pass and its `after` right
   -- after it (after and failed go in reverse order), so it times the pass alone
-  if opts.time then list[#list + 1] = timer() end
+  if opts.time then list[#list + 1] = timer(pass_text) end
   return list
 end
 

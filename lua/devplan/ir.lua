@@ -1,5 +1,8 @@
 -- Lua-side helpers of the IR binding: predicates that tell devplan values
 -- apart without pcall (the C side checks arguments on its own).
+local getmetatable, rawget, type = getmetatable, rawget, type
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local function is(meta_name)

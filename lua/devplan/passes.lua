@@ -19,35 +19,47 @@
 --                                 "Every conflict at once")
 --       placement = "min_bytes"   values nobody constrained placed to copy
 --                                 the fewest bytes (capability, compute_cost,
---                                 bandwidth: planner.lua)
+--                                 bandwidth: plan_options.lua)
 --       placement = "latency"     the plan whose modelled schedule finishes
 --                                 first (cost =, bandwidth =, exact =, effort =:
---                                 dp.schedule.place, docs/latency.md)
+--                                 devplan.latency, docs/latency.md)
 --   dp.passes.ShareCopies()   one device_copy per value and pair of devices
 --   dp.passes.AnnotateVirtualDevices(rules)   passes/annotate_virtual_devices.lua
 --   dp.passes.MergeComposite(rules), dp.passes.MergeAndAnnotate(rules)
 --                                             passes/merge_composite.lua (dp.pattern)
 --   dp.passes.PartitionByVirtualDevice{by =}  passes/partition_by_virtual_device.lua
+--   (passes/: lua/devplan/passes/, the modules devplan.passes.*)
 --   dp.passes.InferType(), dp.passes.Verify(config?, opts?)  (below)
 --
--- Passes written in Lua live in passes/ (on package.path); they require
--- "devplan.core" and the Lua parts they need, never "devplan" itself.
+-- Passes written in Lua live in lua/devplan/passes/; they require
+-- "devplan.core" and the Lua parts they need, never "devplan" itself, nor
+-- this module (it requires them).
+local core = require "devplan.core"
+local ir = require "devplan.ir"
 local pass = require "devplan.pass"
-local planner = require "devplan.planner"
+local options = require "devplan.plan_options"
+local latency = require "devplan.latency"
+local verify = require "devplan.verify"
+local annotate = require "devplan.passes.annotate_virtual_devices"
+local merge = require "devplan.passes.merge_composite"
+local partition = require "devplan.passes.partition_by_virtual_device"
+
+local error, pairs, rawequal, tostring, type = error, pairs, rawequal, tostring, type
+_ENV = nil -- no global is read or written below this line
 
 local M = {}
 
 function M.PlanDevices(config, opts)
-  opts = planner.check_options(opts, "devplan.passes.PlanDevices", 2)
-  planner.check_config(config, "devplan.passes.PlanDevices", 2)
+  opts = options.check_options(opts, "devplan.passes.PlanDevices", 2)
+  options.check_config(config, "devplan.passes.PlanDevices", 2)
   local run
   if opts.placement == "latency" then
-    local lopts = planner.latency_options(opts)
-    run = function(mod) return require("devplan.schedule").place(mod, config, lopts).planned end
-  elseif planner.is_tvm(opts) then
-    run = function(mod) return planner.plan(mod, config) end
+    local lopts = options.latency_options(opts)
+    run = function(mod) return latency.place(mod, config, lopts).planned end
+  elseif options.is_tvm(opts) then
+    run = function(mod) return core.planner.plan(mod, config) end
   else
-    run = function(mod) return planner.plan_with(mod, config, opts) end
+    run = function(mod) return core.planner.plan_with(mod, config, opts) end
   end
   local p = pass.new("PlanDevices", run, opts)
   p.config = config -- what the verifier checks the plan against
@@ -57,21 +69,40 @@ end
 -- ShareCopies: one device_copy per value and pair of devices (of a planned
 -- module; src/planner/share.c). PlanDevices copies once per use, as TVM.
 function M.ShareCopies()
-  return pass.new("ShareCopies", planner.share_copies)
+  return pass.new("ShareCopies", core.planner.share_copies)
 end
 
-M.AnnotateVirtualDevices = require("annotate_virtual_devices").new
+M.AnnotateVirtualDevices = annotate.new
 
 -- Pattern passes (dp.pattern): passes/merge_composite.lua
-local merge = require "merge_composite"
 M.MergeComposite, M.MergeAndAnnotate = merge.MergeComposite, merge.MergeAndAnnotate
-M.PartitionByVirtualDevice = require("partition_by_virtual_device").new
+M.PartitionByVirtualDevice = partition.new
 
 -- ---- the framework's passes (lua/devplan/verify.lua, pipelines) ----
-local core = require "devplan.core"
 --   dp.passes.InferType()   type-check the module (dp.infer_type)
 function M.InferType() return pass.new("InferType", core.infer_type) end
---   dp.passes.Verify(config?, {planned =}?)   lua/devplan/verify.lua
-M.Verify = require("devplan.verify").pass
+
+--   dp.passes.Verify(config?, {planned =}?)   the verifier (lua/devplan/verify.lua) as a
+--   pass: checks the module it is given and returns it. The plan is checked when the
+--   context has seen a planning pass (or when {planned = true}); config: the
+--   configuration to check it against (default: the one it was planned with, else the
+--   context's).
+function M.Verify(config, opts)
+  if config ~= nil and not ir.is_config(config) then
+    error("devplan.passes.Verify: a CompilationConfig expected, got " .. type(config), 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    error("devplan.passes.Verify: options must be a table, got " .. type(opts), 2)
+  end
+  opts = opts or {}
+  for k in pairs(opts) do
+    if k ~= "planned" then error("devplan.passes.Verify: unknown option '" .. tostring(k) .. "' (planned)", 2) end
+  end
+  return pass.new("Verify", function(mod, ctx)
+    return verify.check(mod, {planned = opts.planned or ctx.planned,
+                              config = config or ctx.planned_config or ctx.config,
+                              input = rawequal(mod, ctx.planned_output) and ctx.planned_input or nil})
+  end, opts)
+end
 
 return M

@@ -2,7 +2,10 @@
 --
 -- A pattern is a small value built in Lua and composed with operators and
 -- methods; the first match compiles it to a C program (src/pattern), and
--- matching runs in C with explicit stacks. Not to be confused with the
+-- matching runs in C with explicit stacks. Where a pattern is expected, a
+-- string is the operator of that name and a function a predicate on any
+-- expression, as LPeg coerces its operands: P.call("nn.relu", {x}),
+-- conv + "nn.dense". Not to be confused with the
 -- match-clause patterns of dp.pat (ADTs, `match` expressions).
 --
 --   local P = dp.pattern
@@ -21,6 +24,11 @@ local ir = require "devplan.ir"
 local parser = require "devplan.parser"
 
 local C = core.pattern
+local error, getmetatable, ipairs, pairs, pcall, rawequal = error, getmetatable, ipairs, pairs, pcall, rawequal
+local setmetatable, tostring, type = setmetatable, tostring, type
+local math, table = math, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local Pattern = {__name = "devplan.DFPattern"}
@@ -32,7 +40,16 @@ M.is_pattern = is_pattern
 
 local function new(t) return setmetatable(t, Pattern) end
 
+-- v as a pattern, coerced as LPeg coerces an operand: a string is the
+-- operator of that name (P.op), a function a predicate on any expression
+-- (P.wild():where(f)).
 local function check_pattern(v, who, what, level)
+  if type(v) == "string" then
+    local ok, p = pcall(M.op, v)
+    if not ok then error(("%s: %s: %s"):format(who, what, tostring(p)), level + 1) end
+    return p
+  end
+  if type(v) == "function" then return M.wild():where(v) end
   if not is_pattern(v) then
     error(("%s: %s must be a pattern (dp.pattern), got %s"):format(who, what, type(v)), level + 1)
   end
@@ -103,14 +120,14 @@ end
 
 -- A call of callee with exactly these arguments (args nil: any number).
 function M.call(callee, args)
-  check_pattern(callee, "dp.pattern.call", "the callee", 2)
+  callee = check_pattern(callee, "dp.pattern.call", "the callee", 2)
   return new{kind = "call", callee = callee, args = check_list(args, "dp.pattern.call", "args", 2)}
 end
 
 -- p(a, b): a call of p with exactly these arguments.
 function Pattern.__call(p, ...)
   local args = table.pack(...)
-  for i = 1, args.n do check_pattern(args[i], "calling a pattern", "argument " .. i, 2) end
+  for i = 1, args.n do args[i] = check_pattern(args[i], "calling a pattern", "argument " .. i, 2) end
   args.n = nil
   return new{kind = "call", callee = p, args = args}
 end
@@ -122,7 +139,7 @@ end
 
 -- A projection t.i of a tuple matching p (i from 0; nil: any index).
 function M.proj(p, index)
-  check_pattern(p, "dp.pattern.proj", "the tuple", 2)
+  p = check_pattern(p, "dp.pattern.proj", "the tuple", 2)
   if index ~= nil and (math.type(index) ~= "integer" or index < 0) then
     error("dp.pattern.proj: the index must be an integer >= 0 or nil", 2)
   end
@@ -157,15 +174,51 @@ function M.dominates(parent, path, child)
              child = check_pattern(child, "dp.pattern.dominates", "the child", 2)}
 end
 
+-- The sub-patterns of p that match the very expression p matches (the
+-- others match its children, its inputs, or nodes before it).
+local function same_expression(p)
+  local k = p.kind
+  if k == "alt" then return {p.left, p.right}
+  elseif k == "attr" or k == "type" or k == "dtype" or k == "shape" or k == "where"
+      or k == "capture" then
+    return {p.pattern}
+  elseif k == "dominates" then return {p.child}
+  elseif k == "rec" then return {p.body}
+  elseif k == "ref" then return {p.target}
+  end
+  return {}
+end
+
+-- Does r come back to itself at the same expression (left recursion, which
+-- would make matching loop)? A walk with an explicit stack: a pattern may
+-- be as deep as the user built it.
+local function left_recursive(r)
+  local seen, stack = {}, {r.body}
+  while #stack > 0 do
+    local q = table.remove(stack)
+    if rawequal(q, r) then return true end
+    if not seen[q] then
+      seen[q] = true
+      for _, kid in ipairs(same_expression(q)) do stack[#stack + 1] = kid end
+    end
+  end
+  return false
+end
+
 -- A recursive pattern: f receives the pattern being defined and returns
 -- its body; P.rec(function(self) return P.op("cast")(self + dense) end)
--- matches a chain of casts ending in a dense.
+-- matches a chain of casts ending in a dense. As in LPeg, the body must
+-- match a sub-expression before it refers to the pattern again: a left
+-- recursive body (self, self + q, q + self, self:where(f), ...) could
+-- never finish matching, and compiling it (its first match, find or
+-- rewrite, or a pass given it) is a devplan.Error naming it.
 function M.rec(f)
   if type(f) ~= "function" then error("dp.pattern.rec: a function(self) expected, got " .. type(f), 2) end
   local r = new{kind = "rec"}
   local ref = new{kind = "ref", target = r}
   r.ref = ref
   r.body = check_pattern(f(ref), "dp.pattern.rec", "the result of the function", 2)
+  r.left_recursive = left_recursive(r)
   return r
 end
 
@@ -175,14 +228,15 @@ end
 
 -- p1 + p2: p1, or else p2 (ordered, as in LPeg).
 function Pattern.__add(a, b)
-  check_pattern(a, "pattern + pattern", "the left side", 2)
-  check_pattern(b, "pattern + pattern", "the right side", 2)
+  a = check_pattern(a, "pattern + pattern", "the left side", 2)
+  b = check_pattern(b, "pattern + pattern", "the right side", 2)
   return new{kind = "alt", left = a, right = b}
 end
 
 -- p + f(p): f builds the larger pattern from p (a pattern q stands for q(p)).
 function methods.optional(p, f)
   local wrapper
+  if type(f) == "string" then f = check_pattern(f, "pattern:optional", "the operator", 2) end
   if is_pattern(f) then wrapper = f(p)
   elseif type(f) == "function" then
     wrapper = check_pattern(f(p), "pattern:optional", "the result of the function", 2)
@@ -201,6 +255,8 @@ function methods.has_attr(p, attrs)
   for k in pairs(attrs) do
     if type(k) ~= "string" then error("pattern:has_attr: attribute names must be strings", 2) end
   end
+  local ok, why = pcall(C.check_attrs, attrs)
+  if not ok then error("pattern:has_attr: " .. tostring(why), 2) end
   return new{kind = "attr", pattern = p, attrs = attrs}
 end
 
@@ -269,58 +325,82 @@ local function attrs_text(attrs)
   return "{" .. table.concat(keys, ", ") .. "}"
 end
 
-local function text(p, names)
-  local function list(items)
-    local parts = {}
-    for i, q in ipairs(items) do parts[i] = text(q, names) end
-    return table.concat(parts, ", ")
-  end
+-- The pieces of p's text, in order: strings, and sub-patterns to print in
+-- their place. names: the rec patterns named so far.
+local function pieces(p, names)
   local k = p.kind
-  if k == "wild" then return "_"
-  elseif k == "var" then return p.name and ("%" .. p.name) or "var"
-  elseif k == "const" then return "const"
-  elseif k == "expr" then return (tostring(p.expr):gsub("%s*\n%s*", " "))
-  elseif k == "op" then return p.name
-  elseif k == "opkind" then return "<" .. table.concat(p.kinds, "|") .. ">"
+  local function list(items, out)
+    for i, q in ipairs(items) do
+      if i > 1 then out[#out + 1] = ", " end
+      out[#out + 1] = q
+    end
+    return out
+  end
+  if k == "wild" then return {"_"}
+  elseif k == "var" then return {p.name and ("%" .. p.name) or "var"}
+  elseif k == "const" then return {"const"}
+  elseif k == "expr" then return {(tostring(p.expr):gsub("%s*\n%s*", " "))}
+  elseif k == "op" then return {p.name}
+  elseif k == "opkind" then return {"<" .. table.concat(p.kinds, "|") .. ">"}
   elseif k == "call" then
-    return text(p.callee, names) .. "(" .. (p.args and list(p.args) or "...") .. ")"
+    if not p.args then return {p.callee, "(...)"} end
+    local out = list(p.args, {p.callee, "("})
+    out[#out + 1] = ")"
+    return out
   elseif k == "tuple" then
-    if not p.fields then return "(...)" end
-    return "(" .. list(p.fields) .. (#p.fields == 1 and ",)" or ")")
-  elseif k == "proj" then return text(p.tuple, names) .. "." .. (p.index or "?")
+    if not p.fields then return {"(...)"} end
+    local out = list(p.fields, {"("})
+    out[#out + 1] = #p.fields == 1 and ",)" or ")"
+    return out
+  elseif k == "proj" then return {p.tuple, "." .. (p.index or "?")}
   elseif k == "fn" then
-    return "fn(" .. (p.params and list(p.params) or "...") .. ") { " .. text(p.body, names) .. " }"
-  elseif k == "if" then
-    return "if (" .. text(p.cond, names) .. ") { " .. text(p.then_, names) .. " } else { "
-      .. text(p.else_, names) .. " }"
-  elseif k == "let" then
-    return "let " .. text(p.var, names) .. " = " .. text(p.value, names) .. "; " .. text(p.body, names)
+    local out = p.params and list(p.params, {"fn("}) or {"fn(..."}
+    out[#out + 1] = ") { "
+    out[#out + 1] = p.body
+    out[#out + 1] = " }"
+    return out
+  elseif k == "if" then return {"if (", p.cond, ") { ", p.then_, " } else { ", p.else_, " }"}
+  elseif k == "let" then return {"let ", p.var, " = ", p.value, "; ", p.body}
   elseif k == "alt" then
-    local r = text(p.right, names)
-    if p.right.kind == "alt" then r = "(" .. r .. ")" end
-    return text(p.left, names) .. " + " .. r
-  elseif k == "attr" then return text(p.pattern, names) .. ":has_attr" .. attrs_text(p.attrs)
-  elseif k == "type" then return text(p.pattern, names) .. ":has_type(" .. tostring(p.type) .. ")"
-  elseif k == "dtype" then return text(p.pattern, names) .. ":has_dtype(" .. p.dtype .. ")"
+    if p.right.kind == "alt" then return {p.left, " + (", p.right, ")"} end
+    return {p.left, " + ", p.right}
+  elseif k == "attr" then return {p.pattern, ":has_attr" .. attrs_text(p.attrs)}
+  elseif k == "type" then return {p.pattern, ":has_type(" .. tostring(p.type) .. ")"}
+  elseif k == "dtype" then return {p.pattern, ":has_dtype(" .. p.dtype .. ")"}
   elseif k == "shape" then
     local dims = {}
     for i, d in ipairs(p.shape) do dims[i] = d < 0 and "?" or tostring(d) end
-    return text(p.pattern, names) .. ":has_shape{" .. table.concat(dims, ", ") .. "}"
-  elseif k == "dominates" then
-    return "dominates(" .. text(p.parent, names) .. ", " .. text(p.path, names) .. ", "
-      .. text(p.child, names) .. ")"
-  elseif k == "where" then return text(p.pattern, names) .. ":where(...)"
-  elseif k == "capture" then return p.name .. "=" .. text(p.pattern, names)
-  elseif k == "ref" then return names[p.target] or "?"
+    return {p.pattern, ":has_shape{" .. table.concat(dims, ", ") .. "}"}
+  elseif k == "dominates" then return {"dominates(", p.parent, ", ", p.path, ", ", p.child, ")"}
+  elseif k == "where" then return {p.pattern, ":where(...)"}
+  elseif k == "capture" then return {p.name .. "=", p.pattern}
+  elseif k == "ref" then return {names[p.target] or "(enclosing rec)"}
   elseif k == "rec" then
     names.n = (names.n or 0) + 1
     names[p] = "R" .. names.n
-    return "rec " .. names[p] .. " = " .. text(p.body, names)
+    return {"rec " .. names[p] .. " = ", p.body}
   end
-  return "<" .. tostring(k) .. ">"
+  return {"<" .. tostring(k) .. ">"}
 end
 
-function Pattern.__tostring(p) return text(p, {}) end
+-- p's text: pieces expanded with an explicit stack, in order, and joined
+-- once (a chain of 100,000 alternatives prints in linear time, at any depth).
+local function text(p)
+  local out, names, stack = {}, {}, {p}
+  while #stack > 0 do
+    local item = stack[#stack]
+    stack[#stack] = nil
+    if type(item) == "string" then
+      out[#out + 1] = item
+    else
+      local ps = pieces(item, names)
+      for i = #ps, 1, -1 do stack[#stack + 1] = ps[i] end
+    end
+  end
+  return table.concat(out)
+end
+
+function Pattern.__tostring(p) return text(p) end
 
 ---------------------------------------------------------------------------------------
 -- Compiling
@@ -365,6 +445,7 @@ local compiled = setmetatable({}, {__mode = "k"})
 local function compile(p)
   local prog = compiled[p]
   if prog then return prog end
+  if not is_pattern(p) then error("dp.pattern.compile: a pattern expected, got " .. type(p), 2) end
   local index, order = {}, {}
   local stack = {p}
   index[p] = 1
@@ -377,6 +458,16 @@ local function compile(p)
         index[kid] = #order
         stack[#stack + 1] = kid
       end
+    end
+  end
+  for _, q in ipairs(order) do
+    if q.kind == "rec" and q.left_recursive then
+      local shown = tostring(q)
+      if #shown > 200 then shown = shown:sub(1, 200) .. "..." end
+      C.raise("value", ("dp.pattern: %s is left recursive: %s can come back to itself at the same "
+        .. "expression before matching any sub-expression, so matching it would never end (refer to "
+        .. "the pattern only inside a call, tuple, projection, function, if or let pattern)")
+        :format(shown, shown:match("^rec (R%d+)") or "it"))
     end
   end
   local descs, values, names = {}, {}, {}
@@ -449,7 +540,7 @@ local function check_rules(rules, who)
   for i, r in ipairs(rules) do
     if type(r) ~= "table" then error(("%s: rule %d must be {pattern, function}"):format(who, i), 3) end
     local p, f = r[1], r[2]
-    check_pattern(p, who, "the pattern of rule " .. i, 3)
+    p = check_pattern(p, who, "the pattern of rule " .. i, 3)
     if type(f) ~= "function" then
       error(("%s: rule %d needs a function(captures) returning the replacement"):format(who, i), 3)
     end

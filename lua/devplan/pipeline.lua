@@ -24,9 +24,15 @@
 local core = require "devplan.core"
 local pass = require "devplan.pass"
 local passes = require "devplan.passes"
-local verify = require "devplan.verify"
 local devname = require "devplan.devname"
 local suggest = require "devplan.suggest"
+local costs = require "devplan.costs"
+local annotate = require "devplan.passes.annotate_virtual_devices"
+
+local error, getmetatable, ipairs, loadfile, next, pairs = error, getmetatable, ipairs, loadfile, next, pairs
+local pcall, setmetatable, tonumber, tostring, type = pcall, setmetatable, tonumber, tostring, type
+local math, table = math, table
+_ENV = nil -- no global is read or written below this line
 
 local M = {}
 
@@ -37,6 +43,12 @@ local order = {}      -- names in registration order
 
 local function fail(msg, col, code)
   error(core.Error{message = msg, code = code or "syntax", source = "pipeline", line = 1, col = col}, 0)
+end
+
+-- A name as a message quotes it: a long one cut (its length said).
+local function quoted(name)
+  if #name <= 60 then return "'" .. name .. "'" end
+  return ("'%s...' (%d characters)"):format(name:sub(1, 40), #name)
 end
 
 -- ---------------------------------------------------------------- registry
@@ -117,13 +129,13 @@ end
 local function check_item(it)
   local e = registry[it.name]
   if not e then
-    fail("unknown pass '" .. it.name .. "'" .. suggest.hint(it.name, order)
+    fail("unknown pass " .. quoted(it.name) .. suggest.hint(it.name, order)
       .. " (known: " .. table.concat(order, ", ") .. ")", it.col, "name")
   end
   local seen = {}
   for _, kv in ipairs(it.args or {}) do
     local key, col = kv[1], kv.col
-    if seen[key] then fail(it.name .. ": option '" .. key .. "' given twice", col, "value") end
+    if seen[key] then fail(it.name .. ": option " .. quoted(key) .. " given twice", col, "value") end
     seen[key] = true
     if not e.options[key] then
       local ok, why = false, nil
@@ -132,7 +144,7 @@ local function check_item(it)
         local known = {}
         for k in pairs(e.options) do known[#known + 1] = k end
         table.sort(known)
-        fail(it.name .. ": " .. (why or ("unknown option '" .. key .. "'" .. suggest.hint(key, known)
+        fail(it.name .. ": " .. (why or ("unknown option " .. quoted(key) .. suggest.hint(key, known)
           .. (#known > 0 and " (options: " .. table.concat(known, ", ") .. ")" or " (it takes none)"))),
           col, "value")
       end
@@ -218,8 +230,24 @@ function M.is_pipeline(v) return getmetatable(v) == Pipeline end
 -- checks it: a program writes a pipeline it hands on (the command line,
 -- reproducers).
 function M.text(items)
+  local who = "devplan.pipeline.text"
+  if type(items) ~= "table" then error(who .. ": a list of {name, {{key, value}, ...}?} expected, got " .. type(items), 2) end
   local list = {}
   for i, it in ipairs(items) do
+    if type(it) ~= "table" or type(it[1]) ~= "string" then
+      error(("%s: item %d must be {name, {{key, value}, ...}?} with a string name, got %s"):format(
+        who, i, type(it) == "table" and "a name of type " .. type(it[1]) or type(it)), 2)
+    end
+    if it[2] ~= nil and type(it[2]) ~= "table" then
+      error(("%s: item %d ('%s'): its options must be a list of {key, value}, got %s"):format(
+        who, i, it[1], type(it[2])), 2)
+    end
+    for j, kv in ipairs(it[2] or {}) do
+      if type(kv) ~= "table" or type(kv[1]) ~= "string" or type(kv[2]) ~= "string" then
+        error(("%s: item %d ('%s'): option %d must be {key, value} with two strings"):format(
+          who, i, it[1], j), 2)
+      end
+    end
     list[i] = {name = it[1], args = it[2], col = 1}
   end
   local p = setmetatable({items = list}, Pipeline)
@@ -282,6 +310,9 @@ end
 -- The list of passes a rules file returns (a pass or a list of passes):
 -- annotation rules written in Lua, any annotation pass.
 function M.load_rules(path)
+  if type(path) ~= "string" then
+    error("devplan.pipeline.load_rules: the path of a rules file (a string) expected, got " .. type(path), 2)
+  end
   local chunk, why = loadfile(path, "t")
   if not chunk then error(core.Error{message = "cannot load rules: " .. why, code = "value"}, 0) end
   local ok, r = pcall(chunk)
@@ -307,6 +338,9 @@ end
 -- {["nn.conv2d"] = "cuda", ...} (short device names); "cuda~W" is a soft
 -- annotation of weight W (dp.soft).
 function M.annotate_ops(map)
+  if type(map) ~= "table" then
+    error("devplan.pipeline.annotate_ops: a table {[operator name] = device name} expected, got " .. type(map), 2)
+  end
   local rules, shown = {}, {}
   for op, name in pairs(map) do
     local dev, weight = name:match("^(.-)~(.*)$")
@@ -317,7 +351,7 @@ function M.annotate_ops(map)
     local vd, why = devname.parse(dev or name)
     if not vd then error(why, 0) end
     core.op.get(op)
-    local soft = w and require("annotate_virtual_devices").soft(vd, w)
+    local soft = w and annotate.soft(vd, w)
     rules[op] = function() return soft or vd end
     shown[op] = name
   end
@@ -329,7 +363,7 @@ end
 local function is_op(key)
   if pcall(core.op.get, key) then return true end
   local names = core.op.names()
-  return false, "unknown operator or option '" .. key .. "'" .. suggest.hint(key, names)
+  return false, "unknown operator or option " .. quoted(key) .. suggest.hint(key, names)
     .. " (options: rules=FILE.lua, or OP=DEVICE for an operator)"
 end
 
@@ -389,7 +423,7 @@ M.register{
       if args.costs then
         local files = {}
         for f in args.costs:gmatch("[^;]+") do files[#files + 1] = f end
-        opts.cost = require("devplan.costs").load(files, {board = args.board})
+        opts.cost = costs.load(files, {board = args.board})
       else
         opts.cost = env.costs
       end
@@ -412,7 +446,7 @@ M.register{
   options = {planned = "true: check the plan even if no planning pass ran before"},
   make = function(args, env)
     local planned = boolean(args.planned, "planned")
-    return verify.pass(env.config, planned ~= nil and {planned = planned} or nil)
+    return passes.Verify(env.config, planned ~= nil and {planned = planned} or nil)
   end,
 }
 

@@ -31,6 +31,12 @@
 local dp = require "devplan"
 local devname = require "devplan.devname"
 
+local error, getmetatable, ipairs, load, next, pairs = error, getmetatable, ipairs, load, next, pairs
+local pcall, require, select, setmetatable, tonumber, tostring = pcall, require, select, setmetatable, tonumber, tostring
+local rawequal, type = rawequal, type
+local _G, _VERSION, io, os, string, table = _G, _VERSION, io, os, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local Session = {}

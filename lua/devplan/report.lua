@@ -37,6 +37,11 @@ local core = require "devplan.core"
 local devname = require "devplan.devname"
 local ir = require "devplan.ir"
 
+local error, ipairs, pairs, pcall, require, setmetatable = error, ipairs, pairs, pcall, require, setmetatable
+local tostring, type = tostring, type
+local math, string, table = math, string, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 local Report = {}
@@ -124,6 +129,9 @@ end
 function M.report(planned, config)
   if not ir.is_module(planned) then
     error("devplan.planner.report: a planned IRModule expected, got " .. type(planned), 2)
+  end
+  if config ~= nil and not ir.is_config(config) then
+    error("devplan.planner.report: config must be a CompilationConfig, got " .. type(config), 2)
   end
   local devices = core.planner.virtual_devices(planned, config)
   local names = printed_names(planned)

@@ -16,6 +16,15 @@
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 local costs = require "devplan.costs"
+local devname = require "devplan.devname"
+local gantt = require "devplan.gantt"
+local passes = require "devplan.passes"
+local latency = require "devplan.latency"
+
+local error, getmetatable, ipairs, pairs, setmetatable, tostring, type =
+  error, getmetatable, ipairs, pairs, setmetatable, tostring, type
+local math, os, string, table = math, os, string, table
+_ENV = nil -- no global is read or written below this line
 
 local M = {}
 
@@ -26,65 +35,8 @@ Schedule.__name = "devplan.Schedule"
 -- ---------------------------------------------------------------- options
 
 local OPTIONS = {cost = true, bandwidth = true, serial = true, verify = true}
-
-local function check_options(opts, who, allowed, level)
-  level = level + 1
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then error(who .. ": options must be a table, got " .. type(opts), level) end
-  for k, v in pairs(opts) do
-    if not allowed[k] then
-      local names = {}
-      for n in pairs(allowed) do names[#names + 1] = n end
-      table.sort(names)
-      error(who .. ": unknown option '" .. tostring(k) .. "' (" .. table.concat(names, ", ") .. ")", level)
-    end
-  end
-  if opts.cost ~= nil and not costs.is_costs(opts.cost) then
-    error(who .. ": option 'cost' must be a function(call, vd) -> seconds | nil, a cost table "
-      .. "(dp.costs.load) or a model (dp.costs.model), got " .. type(opts.cost), level)
-  end
-  local bw = opts.bandwidth
-  if bw ~= nil and type(bw) ~= "function" and not (type(bw) == "number" and bw > 0 and bw < math.huge) then
-    error(who .. ": option 'bandwidth' must be a number of bytes per second > 0 or a function(src, dst)", level)
-  end
-  for _, k in ipairs{"serial", "verify", "share_copies"} do
-    if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
-      error(who .. ": option '" .. k .. "' must be a boolean", level)
-    end
-  end
-  return opts
-end
-
--- The options the C side reads.
-local function core_options(opts)
-  local c, cost = {bandwidth = opts.bandwidth, serial = opts.serial}, opts.cost
-  if costs.is_model(cost) then
-    c.rates = cost.rates
-  elseif costs.is_table(cost) then
-    c.cost = function(call, vd) return cost(call, vd) end
-  elseif type(cost) == "function" then
-    c.cost = cost
-  else
-    c.rates = costs.DEFAULT.rates
-  end
-  return c
-end
-
-local function typed(mod)
-  for _, nf in ipairs(mod:functions()) do
-    if nf[2].body.checked_type == nil then
-      core.infer_type(mod)
-      return
-    end
-  end
-end
-
-local function check_args(mod, config, who, level)
-  if not ir.is_module(mod) then error(who .. ": a module expected, got " .. type(mod), level + 1) end
-  if not ir.is_config(config) then
-    error(who .. ": a CompilationConfig expected, got " .. type(config), level + 1)
-  end
-end
+local check_options, core_options, typed, check_args =
+  latency.check_options, latency.core_options, latency.typed, latency.check_args
 
 -- ---------------------------------------------------------------- the schedule of a plan
 
@@ -93,17 +45,22 @@ function M.run(planned, config, opts)
   check_args(planned, config, "devplan.planner.schedule", 2)
   opts = check_options(opts, "devplan.planner.schedule", OPTIONS, 2)
   typed(planned)
-  if opts.verify then
-    local planner = require "devplan.planner"
-    planner.verify(planned, config, {raise = true})
-  end
+  if opts.verify then core.planner.verify(planned, config, {raise = true}) end
   local s = core.schedule.run(planned, config, core_options(opts))
   s.module, s.config = planned, config
   return setmetatable(s, Schedule)
 end
 
+-- A method called on something else (Schedule.text(x)) is an error naming it.
+local function check_self(self, method)
+  if getmetatable(self) ~= Schedule then
+    error("devplan.Schedule:" .. method .. ": a schedule expected (dp.planner.schedule), got " .. type(self), 3)
+  end
+end
+
 -- Per device (not links): busy seconds, in the order of s.resources.
 function Schedule:busy()
+  check_self(self, "busy")
   local out = {}
   for _, r in ipairs(self.resources) do
     if r.kind == "device" then out[#out + 1] = {device = r.device, busy = r.busy, tasks = r.tasks} end
@@ -122,6 +79,10 @@ local function unit_of(scale)
 end
 
 function M.format_time(t, scale)
+  if type(t) ~= "number" or (scale ~= nil and type(scale) ~= "number") then
+    error("devplan.schedule.format_time: seconds (a number) and an optional scale (a number) expected, got "
+      .. type(t) .. (scale ~= nil and (", " .. type(scale)) or ""), 2)
+  end
   local u, name = unit_of(scale or t)
   return string.format("%.3f %s", t / u, name)
 end
@@ -143,7 +104,9 @@ end
 -- Names of a schedule's pieces: devices (short, as the printer writes them)
 -- and tasks (their printed name where the module text has one).
 function M.namer(s, with_names)
-  local devname = require "devplan.devname"
+  if getmetatable(s) ~= Schedule then
+    error("devplan.schedule.namer: a schedule expected (dp.planner.schedule), got " .. type(s), 2)
+  end
   local dn = devname.namer()
   local printed = {}
   if with_names ~= false and s.module then
@@ -174,6 +137,10 @@ end
 -- The schedule as text: makespan, per resource its tasks and busy time,
 -- the critical path (at most opts.path entries, default 30).
 function Schedule:text(opts)
+  check_self(self, "text")
+  if opts ~= nil and type(opts) ~= "table" then
+    error("devplan.Schedule:text: options must be a table {names =, path =, costs =}, got " .. type(opts), 2)
+  end
   opts = opts or {}
   local names = M.namer(self, opts.names)
   local ms = self.makespan
@@ -217,6 +184,7 @@ Schedule.__tostring = function(s) return s:text() end
 
 -- The schedule as plain data (for JSON): makespan, resources, critical path.
 function Schedule:summary()
+  check_self(self, "summary")
   local names = M.namer(self, false)
   local res, path = {}, {}
   for i, r in ipairs(self.resources) do
@@ -244,8 +212,15 @@ function Schedule:live(device)
 end
 
 -- The Gantt chart as SVG text (lua/devplan/gantt.lua), or written to path.
-function Schedule:svg(opts) return require("devplan.gantt").svg(self, opts) end
-function Schedule:write_svg(path, opts) return require("devplan.gantt").write(self, path, opts) end
+local function chart_text(s) return {names = M.namer(s, #s.tasks <= 5000), time = M.format_time} end
+function Schedule:svg(opts)
+  check_self(self, "svg")
+  return gantt.svg(self, chart_text(self), opts)
+end
+function Schedule:write_svg(path, opts)
+  check_self(self, "write_svg")
+  return gantt.write(self, chart_text(self), path, opts)
+end
 
 -- ---------------------------------------------------------------- placing: the baselines
 
@@ -270,7 +245,6 @@ local EVAL_OPTIONS = {cost = true, bandwidth = true, serial = true, verify = tru
 function M.evaluate(mod, config, placement, opts)
   check_args(mod, config, "devplan.schedule.evaluate", 2)
   opts = check_options(opts, "devplan.schedule.evaluate", EVAL_OPTIONS, 2)
-  local passes = require "devplan.passes"
   local annotated = placement and placement:annotate() or mod
   local planned = passes.PlanDevices(config)(annotated)
   if opts.share_copies ~= false then planned = passes.ShareCopies()(planned) end
@@ -312,58 +286,8 @@ end
 
 -- ---------------------------------------------------------------- the latency placement
 
-local PLACE_OPTIONS = {cost = true, bandwidth = true, objective = true, exact = true, full = true,
-                       effort = true, resolve_conflicts = true, all_conflicts = true}
-
-local function check_place_options(opts, who, level)
-  opts = check_options(opts, who, PLACE_OPTIONS, level + 1)
-  if opts.objective ~= nil and opts.objective ~= "time" and opts.objective ~= "bytes" then
-    error(who .. ": option 'objective' must be \"time\" or \"bytes\", got " .. tostring(opts.objective), level + 1)
-  end
-  for _, k in ipairs{"exact", "full"} do
-    local v = opts[k]
-    if v ~= nil and (math.type(v) ~= "integer" or v < 0 or (k == "exact" and v > 64)) then
-      error(who .. ": option '" .. k .. "' must be an integer >= 0" .. (k == "exact" and " and <= 64" or ""), level + 1)
-    end
-  end
-  if opts.effort ~= nil and not (type(opts.effort) == "number" and opts.effort > 0 and opts.effort < math.huge) then
-    error(who .. ": option 'effort' must be a number > 0", level + 1)
-  end
-  local rc = opts.resolve_conflicts
-  if rc ~= nil and type(rc) ~= "boolean" and rc ~= "tvm" then
-    error(who .. ": option 'resolve_conflicts' must be a boolean or \"tvm\"", level + 1)
-  end
-  if opts.all_conflicts ~= nil and type(opts.all_conflicts) ~= "boolean" then
-    error(who .. ": option 'all_conflicts' must be a boolean", level + 1)
-  end
-  return opts
-end
-
-local function place_core_options(opts)
-  local c = core_options(opts)
-  for _, k in ipairs{"objective", "exact", "full", "effort", "resolve_conflicts", "all_conflicts"} do c[k] = opts[k] end
-  return c
-end
-
--- dp.schedule.place(mod, config, {cost =, bandwidth =, objective =, exact =, effort =, ...}?)
--- -> {planned =, makespan =, bytes =, bound =, candidates = {{name =, makespan =, model =, ...}},
---     winner =, exact =, evaluations =, calls =, decisions =, soft =, soft_broken =, soft_weight =}:
--- the latency placement (include/devplan/latency.h, docs/latency.md).
-function M.place(mod, config, opts)
-  check_args(mod, config, "devplan.schedule.place", 2)
-  opts = check_place_options(opts, "devplan.schedule.place", 2)
-  typed(mod)
-  return core.schedule.latency(mod, config, place_core_options(opts))
-end
-
--- The domains of the latency placement's plan (dp.planner.domains with
--- placement = "latency").
-function M.place_domains(mod, config, opts)
-  check_args(mod, config, "devplan.planner.domains", 2)
-  opts = check_place_options(opts, "devplan.planner.domains", 2)
-  typed(mod)
-  return core.schedule.latency_domains(mod, config, place_core_options(opts))
-end
+-- dp.schedule.place and the domains of its plan (devplan.latency).
+M.place, M.place_domains = latency.place, latency.place_domains
 
 M.Schedule = Schedule
 return M

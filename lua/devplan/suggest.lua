@@ -1,4 +1,8 @@
 -- "Did you mean ...?": the closest of a list of names to a misspelt one.
+local ipairs = ipairs
+local math = math
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- Edit distance (insertions, deletions, substitutions, swaps of two
@@ -25,16 +29,22 @@ M.distance = distance
 -- The name of `names` closest to `word` when it is close enough to be
 -- what was meant (a third of its length, at least 1 and at most 3 edits,
 -- or a prefix of at least 3 letters), else nil. Ties: the first in order.
+-- A name whose length differs by more than the edits allowed cannot be
+-- close (unless the word is its prefix): it is skipped unmeasured, so a
+-- megabyte of a misspelt word costs a glance, not a megabyte-wide table.
 function M.closest(word, names)
   local best, bestd
   local lw = word:lower()
+  local limit = math.max(1, math.min(3, #word // 3))
   for _, n in ipairs(names) do
     local ln = n:lower()
-    local dist = distance(lw, ln)
-    if #lw >= 3 and ln:sub(1, #lw) == lw then dist = math.min(dist, 1) end
-    if not bestd or dist < bestd then best, bestd = n, dist end
+    local prefix = #lw >= 3 and ln:sub(1, #lw) == lw
+    if prefix or math.abs(#ln - #lw) <= limit then
+      local dist = prefix and (ln == lw and 0 or 1) or distance(lw, ln)
+      if not bestd or dist < bestd then best, bestd = n, dist end
+    end
   end
-  if best and bestd <= math.max(1, math.min(3, #word // 3)) then return best end
+  if best and bestd <= limit then return best end
   return nil
 end
 

@@ -12,6 +12,11 @@
 -- cases do.
 local dp = require "devplan"
 
+local assert, collectgarbage, dofile, error, ipairs, pairs = assert, collectgarbage, dofile, error, ipairs, pairs
+local pcall, rawset, require, setmetatable, tostring, type = pcall, rawset, require, setmetatable, tostring, type
+local io, os, table = io, os, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- ---------------------------------------------------------------- palette

@@ -18,7 +18,12 @@
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 local devname = require "devplan.devname"
+local options = require "devplan.plan_options"
 local report = require "devplan.report"
+
+local error, ipairs, pairs, rawequal, tostring, type = error, ipairs, pairs, rawequal, tostring, type
+local string, table = string, table
+_ENV = nil -- no global is read or written below this line
 
 local M = {}
 
@@ -92,9 +97,17 @@ function M.why(planned, e, opts)
   for k in pairs(opts) do
     if not OPTIONS[k] then error("devplan.planner.why: unknown option '" .. tostring(k) .. "' (input, config, name)", 2) end
   end
+  if opts.config ~= nil and not ir.is_config(opts.config) then
+    error("devplan.planner.why: option config must be a CompilationConfig, got " .. type(opts.config), 2)
+  end
+  if opts.input ~= nil and not ir.is_module(opts.input) then
+    error("devplan.planner.why: option input must be the IRModule that was planned, got " .. type(opts.input), 2)
+  end
+  if opts.input ~= nil and not ir.is_config(opts.config) then
+    error("devplan.planner.why: option input needs option config (the CompilationConfig it was planned with)", 2)
+  end
   local ctx = {planned = planned, config = opts.config,
-               -- devplan.planner requires this file: it is loaded by the time why runs
-               domains = opts.input and require("devplan.planner").domains(opts.input, opts.config)}
+               domains = opts.input and options.domains(opts.input, opts.config)}
   local name = opts.name or "it"
   local out = {}
   if is_op(e, "device_copy") then

@@ -20,7 +20,7 @@
  * binary). Errors print a traceback and exit with status 1.
  *
  * The project's Lua files are found from /proc/self/exe: <root>/bin/devplan
- * in the source tree uses <root>/lua and <root>/passes; <prefix>/bin/devplan
+ * in the source tree uses <root>/lua; <prefix>/bin/devplan
  * when installed uses <prefix>/share/lua/5.4 (see add_lua_path).
  */
 #include <errno.h>
@@ -78,19 +78,18 @@ static int docall(lua_State *L, int nargs) { return docall_n(L, nargs, 0); }
    files first on package.path (the module itself never changes a search
    path), so that an executable runs the Lua files it was built or
    installed with:
-     <root>/bin/devplan             source tree: <root>/lua, <root>/passes
+     <root>/bin/devplan             source tree: <root>/lua
      <root>/build/asan/bin/devplan  sanitizer build: the same
-     <prefix>/bin/devplan           installed: <prefix>/share/lua/5.4 (passes too)
+     <prefix>/bin/devplan           installed: <prefix>/share/lua/5.4
    DEVPLAN_ROOT names a source tree to use instead. Nothing is changed when
    none is found (the default path may have an installed module). */
 static const struct layout {
   const char *up;     /* from the executable's folder */
   const char *lua;    /* the folder of devplan/init.lua, from there */
-  const char *passes; /* the folder of the passes, or NULL: the same */
 } layouts[] = {
-  {"/..", "/lua", "/passes"},
-  {"/../../..", "/lua", "/passes"},
-  {"/../share/lua/5.4", "", NULL},
+  {"/..", "/lua"},
+  {"/../../..", "/lua"},
+  {"/../share/lua/5.4", ""},
 };
 
 static int find_layout(const char *base, const struct layout *l, char *root) {
@@ -105,7 +104,7 @@ static void add_lua_path(lua_State *L) {
   char bin[PATH_MAX], root[PATH_MAX];
   const struct layout *found = NULL;
   const char *env = getenv("DEVPLAN_ROOT");
-  static const struct layout tree = {"", "/lua", "/passes"};
+  static const struct layout tree = {"", "/lua"};
   if (env && *env && find_layout(env, &tree, root)) found = &tree;
   if (!found && realpath("/proc/self/exe", bin)) {
     char *slash = strrchr(bin, '/');
@@ -116,11 +115,7 @@ static void add_lua_path(lua_State *L) {
   if (!found) return;
   lua_getglobal(L, "package");
   lua_getfield(L, -1, "path");
-  if (found->passes)
-    lua_pushfstring(L, "%s%s/?.lua;%s%s/?/init.lua;%s%s/?.lua;%s", root, found->lua, root, found->lua,
-                    root, found->passes, lua_tostring(L, -1));
-  else
-    lua_pushfstring(L, "%s%s/?.lua;%s%s/?/init.lua;%s", root, found->lua, root, found->lua, lua_tostring(L, -1));
+  lua_pushfstring(L, "%s%s/?.lua;%s%s/?/init.lua;%s", root, found->lua, root, found->lua, lua_tostring(L, -1));
   lua_setfield(L, -3, "path");
   lua_pop(L, 2);
 }

@@ -393,9 +393,13 @@ double dp_config_memory(const dp_config *cfg, int device_type) {
 
 /* ---- bandwidths (placement by cost) ---- */
 
+int dp_bandwidth_ok(double v) { return v > 0 && v <= 1e300; } /* (NaN fails both) */
+
 static dp_err *bad_bandwidth(double v) {
+  char got[32];
+  snprintf(got, sizeof got, v != v ? "nan" : "%g", v); /* (no "-nan") */
   return dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
-                    "CompilationConfig: a bandwidth must be a number of bytes per second > 0, got %g", v);
+                    "CompilationConfig: a bandwidth must be a number of bytes per second > 0 and finite, got %s", got);
 }
 
 static int cmp_pair(const void *x, const void *y) {
@@ -410,12 +414,12 @@ dp_config *dp_config_with_bandwidths(const dp_config *cfg, const dp_bandwidth *b
     dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: no configuration"));
     return NULL;
   }
-  if (!(dflt >= 0) || dflt > 1e300) {
+  if (dflt != 0 && !dp_bandwidth_ok(dflt)) {
     dp_err_set(err, bad_bandwidth(dflt));
     return NULL;
   }
   for (uint32_t i = 0; i < n; i++)
-    if (!(bw[i].bytes_per_second > 0) || bw[i].bytes_per_second > 1e300 || bw[i].src < 0 || bw[i].dst < 0) {
+    if (!dp_bandwidth_ok(bw[i].bytes_per_second) || bw[i].src < 0 || bw[i].dst < 0) {
       dp_err_set(err, bw[i].src < 0 || bw[i].dst < 0
                           ? dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: invalid device type in a bandwidth")
                           : bad_bandwidth(bw[i].bytes_per_second));

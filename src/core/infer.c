@@ -44,6 +44,7 @@ typedef struct pending {
   dp_type *res;        /* its result unknown (solver owned) */
   uint32_t nargs;
   dp_type **args;      /* call: argument types (retained); projection: args[0] = tuple type */
+  uint32_t next;       /* in solve: 1 + the next entry waiting for the same unknown */
 } pending;
 
 /* A remembered relation result. Types are interned, so the same argument
@@ -458,7 +459,10 @@ static int relation_result(infer *I, pending *p, dp_type **out) {
 static int projection_result(infer *I, pending *p, dp_type **out) {
   dp_proj *pr = (dp_proj *)p->e;
   dp_type *t = dp__ts_find(&I->ts, p->args[0]);
-  if (dp__ts_is_unknown(&I->ts, t)) return 0;
+  if (dp__ts_is_unknown(&I->ts, t)) {
+    I->ts.blocker = t;
+    return 0;
+  }
   if (t->h.kind != DP_TY_TUPLE) {
     char *s = dp_type_str(t);
     fail(I, p->e, dp_err_new(DP_ERR_TYPE, DP_NOSPAN, "projects a non-tuple of type %s", s ? s : "?"));
@@ -479,7 +483,8 @@ static int pending_result(infer *I, pending *p, dp_type **out) {
   return p->e->h.kind == DP_PROJ ? projection_result(I, p, out) : relation_result(I, p, out);
 }
 
-/* 1: solved (its result unified with p->res), 0: not ready, -1: error. */
+/* 1: solved (its result unified with p->res), 0: not ready (I->ts.blocker
+   is an unknown it waits for), -1: error. */
 static int try_pending(infer *I, pending *p) {
   dp_type *t = NULL;
   int r = pending_result(I, p, &t);
@@ -497,7 +502,7 @@ static void pending_clear(pending *p) {
    made); else gives it a fresh unknown and keeps it in the pending list.
    Takes args. */
 static int defer(infer *I, dp_expr *e, uint32_t nargs, dp_type **args) {
-  pending p = {e, NULL, nargs, args};
+  pending p = {e, NULL, nargs, args, 0};
   dp_type *t = NULL;
   int r = pending_result(I, &p, &t);
   if (r != 0) {
@@ -522,29 +527,56 @@ static int defer(infer *I, dp_expr *e, uint32_t nargs, dp_type **args) {
   return set_type(I, e, dp_retain(p.res));
 }
 
+/* Entry i waits for unknown v (an entry of the wait lists of solve). */
+static int wait_for(infer *I, dp__ptrmap *waits, uint32_t i, dp_type *v) {
+  if (!v) return failf(I, I->pend[i].e, "cannot infer the types of its arguments");
+  dp__ptrslot *slot = dp__ptrmap_insert(waits, v, NULL);
+  if (!slot) return oom(I, I->pend[i].e);
+  I->pend[i].next = (uint32_t)slot->word; /* the list's order does not matter: */
+  slot->word = i + 1;                     /* each entry is tried when it can go */
+  return 0;
+}
+
+/* Tries entry i: solved (cleared, its e NULL), or waiting again. */
+static int retry(infer *I, dp__ptrmap *waits, uint32_t i) {
+  int r = try_pending(I, &I->pend[i]);
+  if (r < 0) return -1;
+  if (r == 0) return wait_for(I, waits, i, I->ts.blocker);
+  pending_clear(&I->pend[i]);
+  I->pend[i].e = NULL;
+  return 0;
+}
+
 /* Runs the pending list to a fixed point; at the end (final) anything
-   left is an error. Order is kept, so errors do not depend on addresses. */
+   left is an error. One sweep in order tries every entry; an entry not
+   ready waits for the unknown that stopped it, and is tried again when
+   that unknown is bound (the solver's trail says which): so a chain of n
+   entries listed against the order they solve in takes n tries, not n
+   sweeps. Solved entries leave the list, the rest keep their order, so
+   errors do not depend on addresses. */
 static int solve(infer *I, int final) {
-  int progress = 1;
-  while (progress && I->npend) {
-    progress = 0;
-    uint32_t keep = 0;
-    for (uint32_t i = 0; i < I->npend; i++) {
-      int r = try_pending(I, &I->pend[i]);
-      if (r < 0) { /* the entries not solved yet stay, once each, for infer_finish to free */
-        for (uint32_t j = i; j < I->npend; j++) I->pend[keep++] = I->pend[j];
-        I->npend = keep;
-        return -1;
-      }
-      if (r > 0) {
-        pending_clear(&I->pend[i]);
-        progress = 1;
-      } else {
-        I->pend[keep++] = I->pend[i];
-      }
+  dp__ptrmap waits = DP__PTRMAP_INIT; /* unknown -> 1 + its first waiting entry */
+  int rc = 0;
+  I->ts.nbound = 0; /* bindings before the sweep: the sweep sees them */
+  for (uint32_t i = 0; i < I->npend && rc == 0; i++) rc = retry(I, &waits, i);
+  for (uint32_t b = 0; b < I->ts.nbound && rc == 0; b++) {
+    dp__ptrslot *slot = dp__ptrmap_find(&waits, I->ts.bound[b]);
+    if (!slot) continue;
+    uint32_t w = (uint32_t)slot->word;
+    dp__ptrmap_remove(&waits, I->ts.bound[b]);
+    while (w && rc == 0) {
+      uint32_t i = w - 1;
+      w = I->pend[i].next;
+      rc = retry(I, &waits, i);
     }
-    I->npend = keep;
   }
+  I->ts.nbound = 0;
+  dp__ptrmap_free(&waits);
+  uint32_t keep = 0; /* on an error, the entries not solved stay for infer_finish to free */
+  for (uint32_t i = 0; i < I->npend; i++)
+    if (I->pend[i].e) I->pend[keep++] = I->pend[i];
+  I->npend = keep;
+  if (rc < 0) return -1;
   if (final && I->npend)
     return failf(I, I->pend[0].e, "cannot infer the types of its arguments");
   return 0;
@@ -932,6 +964,7 @@ static dp_type **slot(infer *I, dp_expr *e) {
    is itself unknown; unknowns nested in a type (List[?] of a lone Nil)
    stay, printed as `?`, as TVM. */
 static int resolve_all(infer *I) {
+  dp__ts_freeze(&I->ts);
   for (uint32_t i = 0; i < I->norder; i++) {
     dp_expr *n = order_at(I, i);
     dp_type **t = slot(I, n);

@@ -435,11 +435,16 @@ static dp_const *ndarray(reader *r, uint32_t j, const unsigned char *b, size_t n
     }
     count *= (uint64_t)shape[i];
   }
-  uint64_t size = le(b + at, 8);
+  uint64_t size = le(b + at, 8), need = count * dp_dtype_bytes(dt);
   at += 8;
-  if (size != count * dp_dtype_bytes(dt) || n - at != size) {
+  if (n - at != need) {
     fail(r, j, "relay.Constant: the array holds %llu bytes where its shape and dtype need %llu",
-         (unsigned long long)(n - at), (unsigned long long)(count * dp_dtype_bytes(dt)));
+         (unsigned long long)(n - at), (unsigned long long)need);
+    return NULL;
+  }
+  if (size != need) {
+    fail(r, j, "relay.Constant: the array's header gives its size as %llu bytes where its shape and "
+         "dtype need %llu (which it holds)", (unsigned long long)size, (unsigned long long)need);
     return NULL;
   }
   dp_err *e = NULL;

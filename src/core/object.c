@@ -130,14 +130,37 @@ char *dp_strndup(const char *s, size_t n) {
   return d;
 }
 
+/* The capacity dp_grow grows cap to for need items of elem bytes, or 0
+   when that many do not fit. */
+static uint64_t grown(uint32_t cap, uint32_t need, size_t elem) {
+  uint64_t c = cap ? cap : 16;
+  while (c < need) c *= 2;
+  return c > UINT32_MAX || c * elem / elem != c ? 0 : c;
+}
+
 int dp_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
   if (need <= *cap) return 0;
-  uint64_t c = *cap ? *cap : 16;
-  while (c < need) c *= 2;
-  if (c > UINT32_MAX || c * elem / elem != c) return -1;
-  void *a = dp_realloc(*arr, (size_t)c * elem);
+  uint64_t c = grown(*cap, need, elem);
+  void *a = c ? dp_realloc(*arr, (size_t)c * elem) : NULL;
   if (!a) return -1;
   *arr = a;
+  *cap = (uint32_t)c;
+  return 0;
+}
+
+int dp_grow_arrays(uint32_t *cap, uint32_t need, uint32_t n, void **const arrs[], const size_t elems[]) {
+  if (need <= *cap) return 0;
+  uint64_t c = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t ci = grown(*cap, need, elems[i]);
+    if (!ci) return -1;
+    c = ci; /* (the same for every size that fits) */
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    void *a = dp_realloc(*arrs[i], (size_t)c * elems[i]);
+    if (!a) return -1;
+    *arrs[i] = a;
+  }
   *cap = (uint32_t)c;
   return 0;
 }

@@ -18,13 +18,19 @@
  *     scope, a let writes its `let %x = v;` line before its body is printed.
  *
  * Speed (a million-node chain prints in a fraction of a second, bench/ir.sh):
- * no malloc per node. The lines of the outermost scope and of a root
- * function's body are written straight into the output, where they stay.
- * The text of an inline node waits for its one user on a stack of texts:
- * children finish in order, so a node's inline children lie side by side
- * on top of the stack when it finishes, and its own text replaces them.
- * Variable names live in one character array; integers are formatted by
- * hand; a node's kind is kept with it so that pass 2 does not touch the IR.
+ * no malloc per node, and time linear in the text whatever the nesting.
+ * The lines of the outermost scope and of a root function's body are
+ * written straight into the output, where they stay. Every other text (an
+ * inline node's, the lines of an inner scope) is a rope: a linked list of
+ * pieces of one arena of bytes. A text enters its one user by splicing its
+ * list, never by copying its bytes, so a text nested n scopes deep is
+ * copied once (into the output), not n times. An inline node's text waits
+ * for its user on a stack of ropes: children finish in order, so a node's
+ * inline children lie side by side on top of the stack when it finishes,
+ * and its own rope replaces them. Indentation stops growing at MAX_INDENT
+ * levels, so the text of a program nested 100,000 deep stays linear in its
+ * size. Variable names live in one character array; integers are formatted
+ * by hand; a node's kind is kept with it so that pass 2 does not touch the IR.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +41,11 @@
 #include "devplan/visit.h"
 
 #define NOSCOPE UINT32_MAX
+#define NOSEG UINT32_MAX
+/* Indentation (two spaces a level) stops growing at this level: deeper
+   scopes print at its column, so the text's size stays linear in the
+   program's. (No program a person reads nests 64 scopes deep.) */
+#define MAX_INDENT 64
 #define NONODE UINT32_MAX
 #define ATOM (UINT32_MAX - 1) /* edge to an atomic child */
 #define ATOM_VAR (UINT32_MAX - 2) /* edge to a variable */
@@ -67,10 +78,24 @@ typedef struct pnode {
   uint32_t flags;  /* F_... and the uses */
 } pnode;
 
+/* A piece of a rope: bytes [off, off + len) of the arena, then piece next. */
+typedef struct seg {
+  size_t off, len;
+  uint32_t next;
+} seg;
+
+/* A text not yet in the output: its first and last pieces (NOSEG: empty). */
+typedef struct rope {
+  uint32_t head, tail;
+} rope;
+
+static const rope EMPTY_ROPE = {NOSEG, NOSEG};
+
 typedef struct scope {
   uint32_t parent, level, indent;
-  int direct; /* its lines go straight to the output (see run) */
-  dp__tb buf;  /* else they gather here */
+  uint32_t jump; /* an ancestor (see lca) */
+  int direct;  /* its lines go straight to the output (see run) */
+  rope lines;  /* else they gather here */
 } scope;
 
 typedef struct nslot {
@@ -84,7 +109,7 @@ typedef struct frame {
 
 typedef struct pframe {
   uint32_t node, k;
-  size_t mark; /* the stack of texts when the node was entered */
+  uint32_t mark; /* the stack of texts when the node was entered */
 } pframe;
 
 typedef struct printer {
@@ -105,10 +130,14 @@ typedef struct printer {
   scope *scopes;
   uint32_t nscopes, capscopes;
   dp__tb *out;  /* the output */
-  dp__tb *stk;  /* texts of inline nodes waiting for their user */
-  dp__tb side;  /* an inline node's children's texts while it is printed */
-  const dp__tb *src; /* where the texts being read are: stk or side */
-  size_t cur;  /* where the next inline child's text starts in src */
+  dp__tb arena; /* the bytes of the ropes */
+  seg *segs;    /* their pieces */
+  uint32_t nsegs, capsegs;
+  rope *open;     /* the rope written to when writing to the arena */
+  size_t open_at; /* where its bytes not yet in a piece start */
+  rope *texts;  /* texts of inline nodes waiting for their user */
+  uint32_t ntexts, captexts;
+  uint32_t cur; /* the next inline child's text in texts */
   char *nm;    /* the printed variable names, NUL-terminated, one after another */
   size_t nmlen, nmcap;
   nslot *names; /* the names in use (open addressing) */
@@ -257,29 +286,121 @@ static uint32_t new_scopes(printer *p, uint32_t count, uint32_t parent, uint32_t
   p->scopes = s;
   uint32_t first = p->nscopes;
   for (uint32_t i = 0; i < count; i++) {
+    uint32_t self = p->nscopes;
     scope *sc = &s[p->nscopes++];
     sc->parent = parent;
     sc->level = parent == NOSCOPE ? 0 : s[parent].level + 1;
     sc->indent = parent == NOSCOPE ? 0 : s[parent].indent + indent_step;
+    if (sc->indent > MAX_INDENT) sc->indent = MAX_INDENT;
+    /* skew-binary jump pointers (Myers 1983): an ancestor whose level
+       depends on the scope's level alone, so that lca takes O(log depth)
+       steps where walking parents would take the depth */
+    if (parent == NOSCOPE) {
+      sc->jump = self;
+    } else {
+      uint32_t j = s[parent].jump, jj = s[j].jump;
+      sc->jump = s[parent].level - s[j].level == s[j].level - s[jj].level ? jj : parent;
+    }
     sc->direct = parent == NOSCOPE;
-    dp__tb_init(&sc->buf);
+    sc->lines = EMPTY_ROPE;
   }
   return first;
 }
 
-/* Where the lines of scope s go. */
-static dp__tb *lines_of(printer *p, uint32_t s) {
-  return p->scopes[s].direct ? p->out : &p->scopes[s].buf;
-}
-
+/* The innermost scope that holds both a and b. */
 static uint32_t lca(const printer *p, uint32_t a, uint32_t b) {
-  while (p->scopes[a].level > p->scopes[b].level) a = p->scopes[a].parent;
-  while (p->scopes[b].level > p->scopes[a].level) b = p->scopes[b].parent;
+  const scope *s = p->scopes;
+  if (s[a].level < s[b].level) {
+    uint32_t t = a;
+    a = b;
+    b = t;
+  }
+  while (s[a].level > s[b].level) a = s[s[a].jump].level >= s[b].level ? s[a].jump : s[a].parent;
   while (a != b) {
-    a = p->scopes[a].parent;
-    b = p->scopes[b].parent;
+    if (s[a].jump != s[b].jump) {
+      a = s[a].jump;
+      b = s[b].jump;
+    } else {
+      a = s[a].parent;
+      b = s[b].parent;
+    }
   }
   return a;
+}
+
+/* ---------------- ropes ---------------- */
+
+/* Bytes [off, off + len) of the arena after rope r. */
+static void rope_add(printer *p, rope *r, size_t off, size_t len) {
+  if (r->tail != NOSEG && p->segs[r->tail].off + p->segs[r->tail].len == off) {
+    p->segs[r->tail].len += len;
+    return;
+  }
+  seg *g = grow_array(p->segs, &p->capsegs, p->nsegs + 1, sizeof *g);
+  if (!g || p->nsegs == NOSEG) {
+    p->failed = 1;
+    return;
+  }
+  p->segs = g;
+  g[p->nsegs] = (seg){off, len, NOSEG};
+  if (r->tail == NOSEG) r->head = p->nsegs;
+  else g[r->tail].next = p->nsegs;
+  r->tail = p->nsegs++;
+}
+
+/* Rope x after rope r (x is used up: a text has one user). */
+static void rope_cat(printer *p, rope *r, rope x) {
+  if (x.head == NOSEG) return;
+  if (r->tail == NOSEG) r->head = x.head;
+  else p->segs[r->tail].next = x.head;
+  r->tail = x.tail;
+}
+
+/* Writing to the arena appends to rope r until text_end. */
+static dp__tb *text_begin(printer *p, rope *r) {
+  if (p->open) p->failed = 1; /* one rope at a time */
+  p->open = r;
+  p->open_at = p->arena.n;
+  return &p->arena;
+}
+
+/* The bytes written since the last cut into the open rope. */
+static void text_cut(printer *p) {
+  if (p->arena.n > p->open_at) rope_add(p, p->open, p->open_at, p->arena.n - p->open_at);
+  p->open_at = p->arena.n;
+}
+
+static void text_end(printer *p) {
+  text_cut(p);
+  p->open = NULL;
+}
+
+/* Append rope x to b: spliced when b is the arena (the open rope), its
+   bytes copied otherwise (into the output: their one copy). */
+static void put_text(printer *p, dp__tb *b, rope x) {
+  if (b == &p->arena && p->open) {
+    text_cut(p);
+    rope_cat(p, p->open, x);
+    return;
+  }
+  for (uint32_t g = x.head; g != NOSEG; g = p->segs[g].next) put(b, p->arena.s + p->segs[g].off, p->segs[g].len);
+  /* a text of one piece, the last one written (a let's value, most
+     often): its room is free again, so a long let chain reuses it */
+  if (x.head != NOSEG && x.head == x.tail && x.head == p->nsegs - 1 && !p->open &&
+      p->segs[x.head].off + p->segs[x.head].len == p->arena.n) {
+    p->arena.n = p->segs[x.head].off;
+    p->nsegs--;
+  }
+}
+
+/* Where the lines of scope s go: the output, or (opened) its rope; end
+   with close_lines. */
+static dp__tb *open_lines(printer *p, uint32_t s) {
+  return p->scopes[s].direct ? p->out : text_begin(p, &p->scopes[s].lines);
+}
+
+static void close_lines(printer *p) {
+  if (p->open) text_end(p);
 }
 
 static void indent(dp__tb *b, uint32_t n) {
@@ -684,9 +805,11 @@ static void put_kid(printer *p, dp__tb *b, uint32_t i, uint32_t k) {
     put_temp(b, n->aux);
     return;
   }
-  size_t at = p->cur;
-  p->cur += n->aux;
-  if (n->aux) put(b, p->src->s + at, n->aux);
+  if (p->cur >= p->ntexts) {
+    p->failed = 1;
+    return;
+  }
+  put_text(p, b, p->texts[p->cur++]);
 }
 
 /* `@cuda`: the short name of vd (DP_PRINT_SHORT_DEVICES). */
@@ -788,9 +911,9 @@ static void put_attrs(printer *p, dp__tb *b, const dp_attrs *a, int first) {
    of node i), then a newline. */
 static void put_scope(printer *p, dp__tb *b, uint32_t s, uint32_t i, uint32_t k) {
   scope *sc = &p->scopes[s];
-  if (sc->buf.failed) p->failed = 1;
-  if (sc->buf.n) put(b, sc->buf.s, sc->buf.n);
-  dp__tb_free(&sc->buf);
+  rope lines = sc->lines;
+  sc->lines = EMPTY_ROPE;
+  put_text(p, b, lines);
   indent(b, sc->indent);
   put_kid(p, b, i, k);
   putc_(b, '\n');
@@ -931,13 +1054,12 @@ static void put_match(printer *p, dp__tb *b, uint32_t i) {
     indent(b, ind + 1);
     walk_pattern(p, b, m->clauses[k].pat, 0);
     put(b, " => ", 4);
-    if (p->scopes[s + k].buf.n) { /* bindings: a braced block */
+    if (p->scopes[s + k].lines.head != NOSEG) { /* bindings: a braced block */
       put(b, "{\n", 2);
       put_scope(p, b, s + k, i, k + 1);
       indent(b, ind + 1);
       putc_(b, '}');
     } else {
-      dp__tb_free(&p->scopes[s + k].buf);
       put_kid(p, b, i, k + 1);
     }
     put(b, ",\n", 2);
@@ -1021,52 +1143,50 @@ static void put_node(printer *p, dp__tb *b, uint32_t i) {
 }
 
 /* Node i has all its children printed, their inline texts on the stack
-   from `mark`. An inline node's text replaces them there, for its one
-   user (they move aside first, so that it is written in place: moving the
-   node's text instead would copy a function's whole body again); a bound
-   node writes its graph binding into its home scope. */
-static void finish(printer *p, uint32_t i, size_t mark) {
-  dp__tb *stk = p->stk;
+   of texts from `mark`. An inline node's rope replaces them there, for its
+   one user (the root's text goes to the output); a bound node writes its
+   graph binding into its home scope. */
+static void finish(printer *p, uint32_t i, uint32_t mark) {
   p->nodes[i].flags |= F_DONE;
   if (p->nodes[i].flags & F_ELSEIF) return; /* its texts stay for the chain's head */
+  p->cur = mark;
+  if (is_inline(&p->nodes[i]) && (p->nodes[i].flags & F_ROOT)) {
+    put_node(p, p->out, i); /* after the outermost scope's lines */
+    p->ntexts = mark;
+    return;
+  }
   if (is_inline(&p->nodes[i])) {
-    /* the root's text ends the output (after the outermost scope's lines) */
-    dp__tb *dst = p->nodes[i].flags & F_ROOT ? p->out : stk;
-    size_t start = dst->n;
-    p->side.n = 0;
-    if (stk->n > mark) put(&p->side, stk->s + mark, stk->n - mark);
-    if (p->side.failed) {
+    rope r = EMPTY_ROPE;
+    put_node(p, text_begin(p, &r), i);
+    text_end(p);
+    p->ntexts = mark; /* (room for one: its children's texts were there) */
+    rope *t = grow_array(p->texts, &p->captexts, mark + 1, sizeof *t);
+    if (!t) {
       p->failed = 1;
       return;
     }
-    if (stk->s) stk->s[stk->n = mark] = 0;
-    p->src = &p->side;
-    p->cur = 0;
-    if (dst == stk) start = mark;
-    put_node(p, dst, i);
-    if (dst->n - start > UINT32_MAX) p->failed = 1;
-    p->nodes[i].aux = (uint32_t)(dst->n - start);
+    p->texts = t;
+    t[p->ntexts++] = r;
     return;
   }
   pnode *n = &p->nodes[i];
   n->flags |= F_BOUND;
   n->aux = p->next_temp++;
   if (p->opts->on_name) report_name(p, n->e, 0);
-  dp__tb *b = lines_of(p, n->home);
-  p->src = stk;
-  p->cur = mark;
+  dp__tb *b = open_lines(p, n->home);
   indent(b, p->scopes[n->home].indent);
   put_temp(b, n->aux);
   put(b, " = ", 3);
   put_node(p, b, i);
   put(b, ";\n", 2);
+  close_lines(p);
   if (b->failed) p->failed = 1;
-  if (stk->s) stk->s[stk->n = mark] = 0;
+  p->ntexts = mark;
 }
 
 /* Work due before child k of node i is printed: binders get their names
    in binding order, a let writes its line before its body. */
-static void before_child(printer *p, uint32_t i, uint32_t k, size_t mark) {
+static void before_child(printer *p, uint32_t i, uint32_t k, uint32_t mark) {
   const dp_expr *e = p->nodes[i].e;
   uint32_t kind = KIND_OF(&p->nodes[i]);
   if (kind == DP_FUNC && k < ((const dp_func *)e)->nparams) {
@@ -1078,17 +1198,17 @@ static void before_child(printer *p, uint32_t i, uint32_t k, size_t mark) {
     binder_name(p, ((const dp_let *)e)->var);
   } else if (kind == DP_LET && k == 2) {
     /* the value's inline text, if any, is on the stack from mark */
-    dp__tb *b = lines_of(p, p->nodes[i].inner);
-    p->src = p->stk;
     p->cur = mark;
+    dp__tb *b = open_lines(p, p->nodes[i].inner);
     indent(b, p->scopes[p->nodes[i].inner].indent);
     put(b, "let ", 4);
     put_var_decl(p, b, ((const dp_let *)e)->var, 0);
     put(b, " = ", 3);
     put_kid(p, b, i, 1);
     put(b, ";\n", 2);
+    close_lines(p);
     if (b->failed) p->failed = 1;
-    if (p->stk->s) p->stk->s[p->stk->n = mark] = 0;
+    p->ntexts = mark;
   } else if (kind == DP_MATCH && k >= 1) {
     walk_pattern(p, NULL, ((const dp_match *)e)->clauses[k - 1].pat, 1);
   }
@@ -1098,11 +1218,11 @@ static int print_nodes(printer *p, uint32_t root) {
   pframe *stack = NULL;
   uint32_t n = 0, cap = 0;
   if (!(stack = grow_array(stack, &cap, 1, sizeof *stack))) return -1;
-  stack[n++] = (pframe){root, 0, p->stk->n};
-  while (n && !p->failed && !p->stk->failed) {
+  stack[n++] = (pframe){root, 0, p->ntexts};
+  while (n && !p->failed && !p->arena.failed) {
     pframe *f = &stack[n - 1];
     uint32_t i = f->node;
-    size_t mark = f->mark;
+    uint32_t mark = f->mark;
     if (f->k >= p->nodes[i].nc) {
       n--;
       finish(p, i, mark);
@@ -1121,16 +1241,15 @@ static int print_nodes(printer *p, uint32_t root) {
       break;
     }
     stack = s;
-    stack[n++] = (pframe){ci, 0, p->stk->n};
+    stack[n++] = (pframe){ci, 0, p->ntexts};
   }
   free(stack);
-  return p->failed || p->stk->failed ? -1 : 0;
+  return p->failed || p->arena.failed ? -1 : 0;
 }
 
 /* ---------------- driver ---------------- */
 
 static void printer_free(printer *p) {
-  for (uint32_t i = 0; i < p->nscopes; i++) dp__tb_free(&p->scopes[i].buf);
   for (int i = 0; i < 64; i++) free(p->tcache[i].s);
   for (int i = 0; i < 64; i++) free(p->acache[i].s);
   free(p->nodes);
@@ -1140,7 +1259,9 @@ static void printer_free(printer *p) {
   free(p->names);
   free(p->nm);
   free(p->frees);
-  dp__tb_free(&p->side);
+  dp__tb_free(&p->arena);
+  free(p->segs);
+  free(p->texts);
   dp__ptrmap_free(&p->map);
 }
 
@@ -1188,11 +1309,7 @@ static void declare_frees(printer *p, dp__tb *out) {
    so the bulk of the text is written once, where it ends up. Inline
    texts wait on a stack of their own. */
 static int run(printer *p, dp__tb *out, const dp_expr *root) {
-  dp__tb texts;
-  dp__tb_init(&texts);
   p->out = out;
-  p->stk = &texts;
-  p->src = &texts;
   int rc = -1;
   if (is_atomic(root)) {
     if (!p->def_name) name_free_vars(p, root);
@@ -1207,9 +1324,6 @@ static int run(printer *p, dp__tb *out, const dp_expr *root) {
   }
   rc = p->failed || out->failed ? -1 : 0;
 done:
-  dp__tb_free(&texts);
-  p->stk = NULL; /* they pointed at texts */
-  p->src = NULL;
   return rc;
 }
 

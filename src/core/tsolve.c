@@ -18,8 +18,15 @@ void dp__ts_free(dp__tsolver *s) {
   for (uint32_t i = 0; i < s->vars.cap; i++)
     if (s->vars.slots[i].key) dp_release(s->vars.slots[i].ptr);
   dp__ptrmap_free(&s->vars);
+  for (uint32_t i = 0; i < s->resolved.cap; i++) {
+    if (!s->resolved.slots[i].key) continue;
+    dp_release((dp_type *)s->resolved.slots[i].key);
+    dp_release((dp_type *)(s->resolved.slots[i].word & ~(uint64_t)1));
+  }
+  dp__ptrmap_free(&s->resolved);
   for (uint32_t i = 0; i < s->nkeep; i++) dp_release(s->keep[i]);
   free(s->keep);
+  free(s->bound);
   memset(s, 0, sizeof *s);
 }
 
@@ -164,9 +171,11 @@ static int step(pairs *st, dp_type *x, dp_type *y) {
 
 static int bind(dp__tsolver *s, dp_type *v, dp_type *t) {
   if (occurs(s, v, t)) return 0;
+  if (dp_grow((void **)&s->bound, &s->capbound, s->nbound + 1, sizeof *s->bound) < 0) return -1;
   dp__ptrslot *slot = dp__ptrmap_insert(&s->vars, v, NULL);
   if (!slot) return -1;
   slot->ptr = dp_retain(t);
+  s->bound[s->nbound++] = v;
   return 1;
 }
 
@@ -219,6 +228,7 @@ int dp__ts_unify(dp__tsolver *s, dp_type *a, dp_type *b, dp_err **err) {
 typedef struct mapper {
   dp__tsolver *s;
   int *complete;
+  uint32_t unbound;         /* resolution: unbound unknowns met so far */
   uint32_t n;               /* instantiation: rigid from[i] -> to[i] */
   dp_type *const *from, *const *to;
   int holes;                /* filling: each hole (dp_type_hole) a fresh unknown */
@@ -253,7 +263,10 @@ static dp_type *map_leaf(mapper *m, dp_type **t) {
     if (!m->complete) return dp_retain(x);
     dp_type *b = dp__ts_find(m->s, x);
     if (b == x) {
-      if (dp__ts_is_unknown(m->s, x)) *m->complete = 0;
+      if (dp__ts_is_unknown(m->s, x)) {
+        *m->complete = 0;
+        if (!m->unbound++) m->s->blocker = x;
+      }
       return dp_retain(x);
     }
     *t = b;
@@ -261,11 +274,35 @@ static dp_type *map_leaf(mapper *m, dp_type **t) {
 }
 
 /* One type being mapped: its components' images gather on the value
-   stack from `base`. */
+   stack from `base`; `unbound` is the mapper's count when it started. */
 typedef struct mframe {
   dp_type *t;
-  uint32_t next, n, base;
+  uint32_t next, n, base, unbound;
 } mframe;
+
+/* Resolving in a frozen solver: t's remembered image (a new reference),
+   or NULL. */
+static dp_type *remembered(mapper *m, dp_type *t) {
+  if (!m->complete || !m->s->frozen || !m->s->resolved.n) return NULL;
+  dp__ptrslot *slot = dp__ptrmap_find(&m->s->resolved, t);
+  if (!slot) return NULL;
+  if (slot->word & 1) { /* (frozen: nothing waits for a blocker) */
+    *m->complete = 0;
+    m->unbound++;
+  }
+  return dp_retain((dp_type *)(slot->word & ~(uint64_t)1));
+}
+
+/* Resolving in a frozen solver: remember t -> img (nothing on out of
+   memory: it is only a shortcut). */
+static void remember(mapper *m, dp_type *t, dp_type *img, int unbound) {
+  if (!m->complete || !m->s->frozen) return;
+  int fresh;
+  dp__ptrslot *slot = dp__ptrmap_insert(&m->s->resolved, t, &fresh);
+  if (!slot || !fresh) return;
+  slot->word = (uint64_t)(uintptr_t)dp_retain(img) | (unbound ? 1u : 0u);
+  dp_retain(t);
+}
 
 /* The image of t (a new reference): an explicit stack, so a type nests as
    deep as the parser reads it (types are DAGs of interned nodes; a shared
@@ -276,12 +313,13 @@ static dp_type *map_type(mapper *m, dp_type *t, dp_err **err) {
   uint32_t nf = 0, capf = 0, nv = 0, capv = 0;
   dp_type *res = NULL;
   int ok = dp_grow((void **)&fs, &capf, 1, sizeof *fs) == 0;
-  if (ok) fs[nf++] = (mframe){t, 0, UINT32_MAX, 0};
+  if (ok) fs[nf++] = (mframe){t, 0, UINT32_MAX, 0, 0};
   while (ok && nf) {
     mframe *f = &fs[nf - 1];
     dp_type *img = NULL;
     if (f->n == UINT32_MAX) { /* first visit */
-      if (!(img = map_leaf(m, &f->t))) {
+      if (!(img = map_leaf(m, &f->t)) && !(img = remembered(m, f->t))) {
+        f->unbound = m->unbound;
         dp_type *const *kids;
         f->n = components(f->t, &kids) + (f->t->h.kind == DP_TY_FUNC);
         f->base = nv;
@@ -292,7 +330,7 @@ static dp_type *map_type(mapper *m, dp_type *t, dp_err **err) {
       uint32_t nk = components(f->t, &kids), k = f->next++;
       dp_type *c = k < nk ? kids[k] : ((dp_func_type *)f->t)->ret;
       if (!(ok = dp_grow((void **)&fs, &capf, nf + 1, sizeof *fs) == 0)) break;
-      fs[nf++] = (mframe){c, 0, UINT32_MAX, 0};
+      fs[nf++] = (mframe){c, 0, UINT32_MAX, 0, 0};
       continue;
     }
     if (!img) { /* its components are mapped: the same type when none changed */
@@ -304,6 +342,7 @@ static dp_type *map_type(mapper *m, dp_type *t, dp_err **err) {
       img = same ? dp_retain(f->t) : rebuild(m, f->t, vals + f->base, nk, ret);
       while (nv > f->base) dp_release(vals[--nv]);
       if (!(ok = img != NULL)) break;
+      remember(m, f->t, img, m->unbound != f->unbound);
     }
     nf--;
     if (!(ok = dp_grow((void **)&vals, &capv, nv + 1, sizeof *vals) == 0)) {
@@ -320,19 +359,22 @@ static dp_type *map_type(mapper *m, dp_type *t, dp_err **err) {
   return res;
 }
 
+void dp__ts_freeze(dp__tsolver *s) { s->frozen = 1; }
+
 dp_type *dp__ts_resolve(dp__tsolver *s, dp_type *t, int *complete, dp_err **err) {
-  mapper m = {s, complete, 0, NULL, NULL, 0};
+  mapper m = {s, complete, 0, 0, NULL, NULL, 0};
+  s->blocker = NULL;
   return map_type(&m, t, err);
 }
 
 dp_type *dp__ts_instantiate(dp__tsolver *s, dp_type *t, uint32_t n, dp_type *const *from,
                             dp_type *const *to, dp_err **err) {
-  mapper m = {s, NULL, n, from, to, 0};
+  mapper m = {s, NULL, 0, n, from, to, 0};
   return map_type(&m, t, err);
 }
 
 dp_type *dp__ts_fill_holes(dp__tsolver *s, dp_type *t, dp_err **err) {
   if (!(t->h.flags & DP_TYPE_HOLE)) return dp_retain(t);
-  mapper m = {s, NULL, 0, NULL, NULL, 1};
+  mapper m = {s, NULL, 0, 0, NULL, NULL, 1};
   return map_type(&m, t, err);
 }

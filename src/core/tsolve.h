@@ -14,6 +14,13 @@ typedef struct dp__tsolver {
   dp__ptrmap vars;       /* solver var -> binding (retained) or NULL when unbound */
   dp_type **keep;        /* types kept alive until the solver goes (vars, instances) */
   uint32_t nkeep, capkeep;
+  dp_type **bound;       /* the unknowns bound, in order (the trail inference's
+                            pending list follows; it empties it) */
+  uint32_t nbound, capbound;
+  dp_type *blocker;      /* an unbound unknown the last resolution met, or NULL */
+  int frozen;            /* bindings no longer change: resolutions are remembered */
+  dp__ptrmap resolved;   /* frozen: type (retained) -> its resolution (retained;
+                            low bit set: it holds an unbound unknown) */
 } dp__tsolver;
 
 void dp__ts_init(dp__tsolver *s, dp_ctx *ctx);
@@ -28,7 +35,12 @@ dp_type *dp__ts_find(dp__tsolver *s, dp_type *t);
 /* Unify a and b; on failure sets *err (a message without position). */
 int dp__ts_unify(dp__tsolver *s, dp_type *a, dp_type *b, dp_err **err);
 /* t with every bound unknown substituted (new reference); *complete is
-   cleared when unbound unknowns remain. NULL + *err on failure. */
+   cleared when unbound unknowns remain (s->blocker is then the first met).
+   NULL + *err on failure. */
+/* No unknown will be bound from now on (the solving is over): resolution
+   remembers each type it resolves, so resolving the types of n nested
+   tuples (each holding the one before) costs n, not n^2. */
+void dp__ts_freeze(dp__tsolver *s);
 dp_type *dp__ts_resolve(dp__tsolver *s, dp_type *t, int *complete, dp_err **err);
 /* t with the rigid variables from[i] replaced by to[i] (new reference):
    instantiates a polymorphic constructor or function type. */

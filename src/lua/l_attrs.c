@@ -59,6 +59,8 @@ static void check_aval_depth(lua_State *L, int idx, const char *key, int depth) 
   case LUA_TTABLE: {
     if (dp__lua_is_none(L, idx)) return;
     if (depth >= MAX_LIST_DEPTH) luaL_error(L, "attribute '%s': lists nested too deeply", key);
+    /* (each level holds a key and a value: a coroutine's stack starts small) */
+    luaL_checkstack(L, 4, "attribute lists nested too deeply");
     lua_Unsigned n = lua_rawlen(L, idx);
     lua_pushnil(L);
     while (lua_next(L, idx)) {
@@ -111,6 +113,7 @@ int dp__lua_to_aval(lua_State *L, int idx, dp_attrkind want, dp_aval *out) {
     return 0;
   }
   uint32_t n = (uint32_t)lua_rawlen(L, idx);
+  if (!lua_checkstack(L, 2)) return -1; /* (a level's value; never raises here) */
   dp_aval *items = dp_calloc(n, sizeof *items);
   if (!items) return -1;
   for (uint32_t i = 0; i < n; i++) {

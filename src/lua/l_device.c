@@ -379,11 +379,21 @@ static int default_device_type(lua_State *L, int idx) {
   return t;
 }
 
-/* A bandwidth value at idx (what names it, for the error). */
+/* A bandwidth value at idx (what names it: "'bandwidth'", "bandwidth
+   'cpu->cuda'"): a number of bytes per second > 0 and finite, the rule of
+   every bandwidth (dp_bandwidth_ok; PlanDevices' option alike). */
 static double bandwidth_number(lua_State *L, int idx, const char *what) {
-  if (lua_type(L, idx) != LUA_TNUMBER || !(lua_tonumber(L, idx) > 0))
-    value_error(L, "CompilationConfig: bandwidth %s must be a number of bytes per second > 0", what, NULL);
-  return lua_tonumber(L, idx);
+  int isnum = lua_type(L, idx) == LUA_TNUMBER;
+  double v = isnum ? lua_tonumber(L, idx) : 0;
+  if (!isnum || !dp_bandwidth_ok(v)) {
+    char got[64];
+    if (isnum && v != v) snprintf(got, sizeof got, "nan");
+    else if (isnum) snprintf(got, sizeof got, "%g", v);
+    else snprintf(got, sizeof got, "a %s", luaL_typename(L, idx));
+    dp__lua_error(L, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: %s must be a number of bytes "
+                                "per second > 0 and finite, got %s", what, got));
+  }
+  return v;
 }
 
 /* cfg (at cfg_idx) with the bandwidths at idx: a number (every pair), or
@@ -394,7 +404,7 @@ static void config_bandwidths(lua_State *L, int idx, int cfg_idx) {
   uint32_t n = 0;
   dp_bandwidth *bw = NULL;
   if (lua_type(L, idx) == LUA_TNUMBER) {
-    dflt = bandwidth_number(L, idx, "");
+    dflt = bandwidth_number(L, idx, "'bandwidth'");
   } else if (lua_istable(L, idx)) {
     lua_Integer cap = 0;
     lua_pushnil(L);
@@ -406,11 +416,13 @@ static void config_bandwidths(lua_State *L, int idx, int cfg_idx) {
         value_error(L, "CompilationConfig: bandwidth keys are \"SRC->DST\" strings or default%s", "", NULL);
       const char *key = lua_tostring(L, -2);
       if (!strcmp(key, "default")) {
-        dflt = bandwidth_number(L, -1, "default");
+        dflt = bandwidth_number(L, -1, "bandwidth 'default'");
       } else {
         dp_err *e = NULL;
         if (dp_bandwidth_key(key, &bw[n].src, &bw[n].dst, &e) < 0) dp__lua_error(L, e);
-        bw[n++].bytes_per_second = bandwidth_number(L, -1, key);
+        lua_pushfstring(L, "bandwidth '%s'", key); /* (popped with the value) */
+        bw[n++].bytes_per_second = bandwidth_number(L, -2, lua_tostring(L, -1));
+        lua_pop(L, 1);
       }
       lua_pop(L, 1);
     }

@@ -11,7 +11,7 @@
  *   core.pattern.opaque() -> opaque set
  *   core.pattern.annotate(body, {{groups, keep, vd}, ...}) -> body
  *   core.pattern.with_body(fn, body) -> fn   core.pattern.raise(code, message)
- *   core.pattern.partition(mod, config, by) -> mod, regions   (PartitionByVirtualDevice, partition.h)
+ *   core.pattern.check_attrs(t)   (has_attr's table: raises what dp.call would)
  *
  * A node descriptor is a table {kind =, kids = {i, ...} (1-based), any =,
  * name =, op = <op>, expr =, type =, dtype =, shape =, index =, attrs =,
@@ -28,7 +28,6 @@
 #include "l_attrs.h"
 #include "l_init.h"
 #include "devplan/dfpattern.h"
-#include "devplan/partition.h"
 
 static const char PROGRAM[] = "devplan.DFProgram";
 static const char GROUPS[] = "devplan.DFGroups";
@@ -241,10 +240,10 @@ static int host_pred(void *ud, uint32_t pred, dp_expr *e, dp_err **err) {
   lua_pushinteger(L, pred);
   lua_pushlightuserdata(L, e);
   if (lua_pcall(L, 3, 1, 0) != LUA_OK) {
-    const char *msg = luaL_tolstring(L, -1, NULL);
+    const char *msg = dp__lua_errtext(L); /* (its __tostring may raise: never past the matcher) */
     *err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "%s: the :where predicate raised an error: %s",
                       h->what, msg ? msg : "error");
-    lua_pop(L, 2);
+    lua_pop(L, 1);
     return -1;
   }
   int r = lua_toboolean(L, -1);
@@ -308,7 +307,7 @@ static int prog_match(lua_State *L) {
   }
   /* pushing may raise (out of memory): keep the bindings in a userdata */
   dp_dfp_bind *kept = lua_newuserdatauv(L, (n ? n : 1) * sizeof *kept, 0);
-  memcpy(kept, binds, n * sizeof *kept);
+  if (n) memcpy(kept, binds, n * sizeof *kept);
   free(binds);
   push_captures(L, h.info, kept, n);
   return 1;
@@ -570,76 +569,12 @@ static int l_with_body(lua_State *L) {
   return dp__lua_push_new(L, dp_expr_with_children(f, kids), NULL);
 }
 
-/* The regions of a partitioning (partition.h), held for Lua: a userdata
-   owning the dp_regions; the lists of nodes become Lua values only when
-   asked for (a million-node module hoists a million nodes). */
-#define REGIONS "devplan.Regions"
-
-static int regions_gc(lua_State *L) {
-  dp_regions_clear(luaL_checkudata(L, 1, REGIONS));
+/* check_attrs(t): raises the error dp.call would give attribute table t
+   (names, kinds of values, nesting), so has_attr checks when built. */
+static int l_check_attrs(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  dp_release(dp__lua_make_attrs(L, 1, NULL));
   return 0;
-}
-
-static const dp_region *region_arg(lua_State *L) {
-  dp_regions *rs = luaL_checkudata(L, 1, REGIONS);
-  lua_Integer i = luaL_checkinteger(L, 2);
-  luaL_argcheck(L, i >= 1 && i <= (lua_Integer)rs->n, 2, "no such region");
-  return &rs->r[i - 1];
-}
-
-/* regions:count() -> n */
-static int regions_count(lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)((dp_regions *)luaL_checkudata(L, 1, REGIONS))->n);
-  return 1;
-}
-
-/* regions:info(i) -> name, caller, virtual device */
-static int regions_info(lua_State *L) {
-  const dp_region *g = region_arg(L);
-  lua_pushstring(L, g->global->name);
-  lua_pushstring(L, g->caller);
-  dp__lua_push(L, g->vdev);
-  return 3;
-}
-
-/* regions:list(i, "nodes" | "inputs" | "outputs") -> list of expressions */
-static int regions_list(lua_State *L) {
-  static const char *const which[] = {"nodes", "inputs", "outputs", NULL};
-  const dp_region *g = region_arg(L);
-  switch (luaL_checkoption(L, 3, NULL, which)) {
-  case 0: dp__lua_push_list(L, (void *const *)g->nodes, g->nnodes); break;
-  case 1: dp__lua_push_list(L, (void *const *)g->inputs, g->ninputs); break;
-  default: dp__lua_push_list(L, (void *const *)g->outputs, g->noutputs); break;
-  }
-  return 1;
-}
-
-/* partition(mod, config, by) -> mod, regions: PartitionByVirtualDevice
-   (partition.h); regions as above (passes/partition_by_virtual_device.lua
-   makes them tables). */
-static int l_partition(lua_State *L) {
-  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
-  dp_config *cfg = dp__lua_check(L, 2, DP_OBJ_CONFIG);
-  static const char *const bys[] = {"virtual_device", "target", "device_type", NULL};
-  int by = luaL_checkoption(L, 3, "virtual_device", bys);
-  dp_err *err = NULL;
-  dp_regions *rs = lua_newuserdatauv(L, sizeof *rs, 0);
-  memset(rs, 0, sizeof *rs);
-  if (luaL_newmetatable(L, REGIONS)) {
-    static const luaL_Reg methods[] = {
-      {"count", regions_count}, {"info", regions_info}, {"list", regions_list}, {NULL, NULL}};
-    lua_pushcfunction(L, regions_gc);
-    lua_setfield(L, -2, "__gc");
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "__index");
-  }
-  lua_setmetatable(L, -2);
-  int at = lua_gettop(L);
-  dp_module *r = dp_partition_by_device(m, cfg, (dp_partition_by)by, rs, &err);
-  if (!r) return dp__lua_error(L, err);
-  dp__lua_push_owned(L, r);
-  lua_pushvalue(L, at);
-  return 2;
 }
 
 /* raise(code, message): a devplan.Error, for the Lua passes. */
@@ -678,8 +613,8 @@ void dp__lua_open_dfpattern(lua_State *L) {
   lua_pop(L, 4);
   static const luaL_Reg fns[] = {
     {"compile", l_compile}, {"opaque", l_opaque}, {"annotate", l_annotate}, {"raise", l_raise},
-    {"with_body", l_with_body}, {"partition", l_partition}, {"graph", l_graph},
-    {NULL, NULL}};
+    {"with_body", l_with_body}, {"graph", l_graph},
+    {"check_attrs", l_check_attrs}, {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_setfield(L, -2, "pattern");
 }

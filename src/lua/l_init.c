@@ -34,6 +34,7 @@ int luaopen_devplan_core(lua_State *L) {
   dp__lua_open_parse(L);
   dp__lua_open_planner(L);
   dp__lua_open_dfpattern(L);
+  dp__lua_open_partition(L);
   dp__lua_open_suggest(L);
   dp__lua_open_debug(L);
   dp__lua_open_schedule(L);

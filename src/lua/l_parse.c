@@ -188,17 +188,25 @@ static int p_module(lua_State *L) {
   return finish(L, lp, m, err);
 }
 
+/* The object number of argument 2, an action's result (a negative
+   integer: object k is -k); 0 (no object) for anything else, without
+   negating math.mininteger. */
+static int64_t object_arg(lua_State *L) {
+  lua_Integer h = luaL_checkinteger(L, 2);
+  return h < 0 && h != LUA_MININTEGER ? -(int64_t)h : 0;
+}
+
 static int p_expr(lua_State *L) {
   lparser *lp = check_parser(L);
   dp_err *err = NULL;
-  dp_expr *e = dp_parser_expr(lp->p, -luaL_checkinteger(L, 2), &err);
+  dp_expr *e = dp_parser_expr(lp->p, object_arg(L), &err);
   return finish(L, lp, e, err);
 }
 
 static int p_type(lua_State *L) {
   lparser *lp = check_parser(L);
   dp_err *err = NULL;
-  dp_type *t = dp_parser_type(lp->p, -luaL_checkinteger(L, 2), &err);
+  dp_type *t = dp_parser_type(lp->p, object_arg(L), &err);
   return finish(L, lp, t, err);
 }
 

@@ -312,7 +312,9 @@ static void read_opts(lua_State *L, int idx, dp_plan_opts *o, hooks *h) {
   int ty = lua_getfield(L, idx, "bandwidth");
   if (ty == LUA_TNUMBER) {
     h->bwconst = lua_tonumber(L, -1);
-    if (!(h->bwconst > 0)) luaL_error(L, "option 'bandwidth' must be a number of bytes per second > 0");
+    if (!dp_bandwidth_ok(h->bwconst))
+      luaL_error(L, "option 'bandwidth' must be a number of bytes per second > 0 and finite, got %s",
+                 h->bwconst != h->bwconst ? "nan" : lua_tostring(L, -1));
     lua_pop(L, 1);
   } else if (ty == LUA_TFUNCTION) {
     h->bw = lua_gettop(L);

@@ -368,7 +368,7 @@ static int valid(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
     return dp__fail(p, DP_ERR_GENERIC, 0, "parser: the parse has ended");
   if (a < 1 || a >= DP_ACT__COUNT) return dp__fail(p, DP_ERR_GENERIC, 0, "parser: bad action %d", (int)a);
   for (size_t i = 0; i < n; i++) {
-    if (ev[i] > (int64_t)p->ntok || -ev[i] > (int64_t)p->nobjs)
+    if (ev[i] > (int64_t)p->ntok || ev[i] < -(int64_t)p->nobjs) /* (never negates ev[i]) */
       return dp__fail(p, DP_ERR_GENERIC, 0, "parser: bad event %lld", (long long)ev[i]);
     if (ev[i] > 0 && (uint32_t)ev[i] > p->progress) p->progress = (uint32_t)ev[i];
   }

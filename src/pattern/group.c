@@ -277,14 +277,14 @@ static int keep_group(grouper *gr, dp_expr *root, uint32_t number) {
   out->bpool = bp;
   dp_dfp_group g = {root, number, nin, (dp_expr **)(uintptr_t)gr->nx, nint,
                     (dp_expr **)(uintptr_t)(gr->nx + nin), nb, (dp_dfp_bind *)(uintptr_t)gr->nb};
-  memcpy(out->xpool + gr->nx, gr->in.items, nin * sizeof(dp_expr *));
+  if (nin) memcpy(out->xpool + gr->nx, gr->in.items, nin * sizeof(dp_expr *)); /* (none: in.items may be NULL) */
   gr->nx += nin;
   for (uint32_t i = 0; i < nint; i++) {
     uint32_t k = (uint32_t)(uintptr_t)gr->interior.items[i];
     out->xpool[gr->nx++] = gr->g->x[k];
     gr->gid[k] = out->n + 1;
   }
-  memcpy(out->bpool + gr->nb, gr->m.trail, nb * sizeof(dp_dfp_bind));
+  if (nb) memcpy(out->bpool + gr->nb, gr->m.trail, nb * sizeof(dp_dfp_bind));
   gr->nb += nb;
   out->items[out->n++] = g;
   return 0;
@@ -294,9 +294,10 @@ static int keep_group(grouper *gr, dp_expr *root, uint32_t number) {
 static void fix_pointers(dp_dfp_groups *out) {
   for (uint32_t i = 0; i < out->n; i++) {
     dp_dfp_group *g = &out->items[i];
-    g->inputs = out->xpool + (uintptr_t)g->inputs;
-    g->interior = out->xpool + (uintptr_t)g->interior;
-    g->binds = out->bpool + (uintptr_t)g->binds;
+    /* (a pool nothing went into stays NULL, and so do its pointers) */
+    g->inputs = out->xpool ? out->xpool + (uintptr_t)g->inputs : NULL;
+    g->interior = out->xpool ? out->xpool + (uintptr_t)g->interior : NULL;
+    g->binds = out->bpool ? out->bpool + (uintptr_t)g->binds : NULL;
   }
 }
 

@@ -478,7 +478,7 @@ int dp_dfp_match(const dp_dfp *p, dp_expr *e, const dp_dfp_host *host, dp_dfp_bi
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       r = -1;
     } else {
-      memcpy(*binds, m.trail, m.ntrail * sizeof **binds);
+      if (m.ntrail) memcpy(*binds, m.trail, m.ntrail * sizeof **binds);
       if (nbinds) *nbinds = m.ntrail;
     }
   }

@@ -268,9 +268,70 @@ static void root_filter(dp_dfp *p) {
   }
 }
 
+/* The kids of x that match the very expression x matches (the others
+   match its children or other nodes): k of them from *first. */
+static uint32_t same_expression(const dp_dfp_node *x, uint32_t *first) {
+  *first = 0;
+  switch (x->kind) {
+  case DP_DFP_ALT: return 2;
+  case DP_DFP_ATTR: case DP_DFP_TYPE: case DP_DFP_DTYPE: case DP_DFP_SHAPE:
+  case DP_DFP_WHERE: case DP_DFP_USE:
+    return 1;
+  case DP_DFP_DOMINATES: *first = 2; return 1;
+  default: return 0;
+  }
+}
+
+/* A cycle of same-expression edges (left recursion: matching it would
+   never end, as a left recursive LPeg grammar): the index of a node on
+   it, DP__DFP_NONE when there is none, or -1 (as UINT32_MAX - 1) on out
+   of memory. Depth-first with an explicit stack, three colours. */
+#define LEFT_OOM (UINT32_MAX - 1)
+static uint32_t left_recursion(const dp_dfp *p) {
+  uint8_t *colour = dp_calloc(p->nuser, 1); /* 0 new, 1 on the stack, 2 done */
+  uint32_t *stack = dp_malloc(2 * (size_t)p->nuser * sizeof *stack);
+  uint32_t found = DP__DFP_NONE;
+  if (!colour || !stack) found = LEFT_OOM;
+  for (uint32_t s = 0; s < p->nuser && found == DP__DFP_NONE; s++) {
+    if (colour[s]) continue;
+    uint32_t sp = 0;
+    stack[sp++] = s;
+    stack[sp++] = 0;
+    colour[s] = 1;
+    while (sp && found == DP__DFP_NONE) {
+      uint32_t i = stack[sp - 2], k = stack[sp - 1], first;
+      uint32_t n = same_expression(&p->nodes[i], &first);
+      if (k < n) {
+        stack[sp - 1]++;
+        uint32_t kid = p->nodes[i].kids[first + k];
+        if (colour[kid] == 1) found = kid;
+        if (colour[kid] == 0) {
+          colour[kid] = 1;
+          stack[sp++] = kid;
+          stack[sp++] = 0;
+        }
+      } else {
+        colour[i] = 2;
+        sp -= 2;
+      }
+    }
+  }
+  free(colour);
+  free(stack);
+  return found;
+}
+
 int dp_dfp_finish(dp_dfp *p, uint32_t root, dp_err **err) {
   if (!p || p->finished) return fail(err, "the program is sealed", root);
   if (root >= p->nuser) return fail(err, "the root is out of range", root);
+  uint32_t cycle = left_recursion(p);
+  if (cycle == LEFT_OOM) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return -1;
+  }
+  if (cycle != DP__DFP_NONE)
+    return fail(err, "left recursion: it can match itself again at the same expression before "
+                "matching any sub-expression, so matching would never end", cycle);
   p->root = root;
   for (uint32_t i = 0; i < p->n; i++) {
     dp_dfp_node *x = &p->nodes[i];

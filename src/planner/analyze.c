@@ -1,6 +1,6 @@
 /*
  * Phase 1, analysis: the domain of every sub-expression of every global
- * function, from the constraints (planner.md "Domains", seed 002 phase 1).
+ * function, from the constraints (planner.md "Domains").
  *
  * Requires: the index of the module phase 0b left (index.c): its nodes,
  * post order and decoded annotations.
@@ -19,18 +19,18 @@
  * constrains its result too. An on_device of a function value is where its
  * body is: a function cannot be copied (plan.h).
  *
- * The first constraint that cannot hold stops the phase with a
- * DP_ERR_CONFLICT error (explain.c words it); the domains are left as they
- * were before it (a failed unification is undone). With ix->collect (all
- * conflicts) each is counted in d->nconf and analysis goes on; explain.c
- * then replays analysis to word the independent ones as they are met
- * (d->collector set: dp__conflict_collect).
+ * The first constraint that cannot hold stops the phase: dp__analyze
+ * returns 1, the conflict in d->failed, the domains as they were before it
+ * (a failed unification is undone); the caller has it worded (explain.c).
+ * With how->collect (all conflicts) each is counted, told to how->conflict
+ * (explain.c's replay words the independent ones as they are met) and
+ * analysis goes on.
  *
  * With ix->relax (placement by cost), where PlanDevices unifies a value with
  * its reader across a place capture can put a copy on (an argument of a
  * call of an ordinary operator, a constructor or a function; the body and
  * the result of an on_device that does not fix both), analysis records a
- * flow instead (d->flows) and place.c decides both ends. A call's argument
+ * flow instead (how->flows) and place.c decides both ends. A call's argument
  * that is a plain on_device reads the value where the annotation puts it
  * (read anywhere: the flow starts at its body); the user's device_copy is a
  * reader of its value on its destination; flows name a value by its node
@@ -41,9 +41,11 @@
 #include "planner.h"
 
 typedef struct actx {
-  dp_domains *d;
+  dp__domains *d;
   dp__index *ix;
+  dp__analysis *how;
   dp_err *err;
+  int conflict;         /* the first conflict stopped analysis (d->failed) */
   uint32_t *copy_rep;   /* placing by cost: copy_reps() */
 } actx;
 
@@ -63,17 +65,25 @@ static int oom_at(actx *a, const dp_expr *at) {
 
 static int unify(actx *a, uint32_t x, uint32_t y, int rule, dp_expr *why) {
   dp_err *e = NULL;
-  dp_domains *d = a->d;
-  int rc = dp__unify(d, x, y, rule, why, &e);
-  if (rc > 0 && d->collector) { /* all_conflicts' replay: worded as met, and on */
-    return dp__conflict_collect(d) < 0 ? oom_at(a, why) : 0;
+  int rc = dp__unify(a->d, x, y, rule, why, &e);
+  if (rc > 0 && a->how->collect) { /* every conflict: counted (undone), told, and on */
+    a->how->nconf++;
+    return a->how->conflict && a->how->conflict(a->how->ud, a->d) < 0 ? oom_at(a, why) : 0;
   }
-  if (rc > 0 && a->ix->collect) { /* every conflict: counted (undone), and on */
-    d->nconf++;
-    return 0;
+  if (rc > 0) { /* the first one stops the phase */
+    a->conflict = 1;
+    return -1;
   }
-  if (rc > 0) e = dp__conflict_error(d); /* (the first one stops the phase) */
   return rc ? fail_at(a, e, why) : 0;
+}
+
+/* A flow of the value of node value, made in src and read in dst. */
+static int add_flow(actx *a, uint32_t value, uint32_t src, uint32_t dst, const dp_expr *why) {
+  dp__flows *f = a->how->flows;
+  if (!f) return 0;
+  if (dp_grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v) < 0) return oom_at(a, why);
+  f->v[f->n++] = (dp__flowrec){value, src, dst};
+  return 0;
 }
 
 /* A device_copy from a device to itself (capture removes it)? */
@@ -144,7 +154,7 @@ static uint32_t *copy_reps(const dp__index *ix) {
    on_device asks explicitly for a copy of any value, as in TVM), or the
    node is not numbered. */
 static int flow(actx *a, uint32_t id, uint32_t src, uint32_t dst, int rule, dp_expr *why) {
-  dp_domains *d = a->d;
+  dp__domains *d = a->d;
   if (!a->ix->relax || id == DP__NONE_ID || d->nodes[dp__dom_find(d, src)].isfn ||
       d->nodes[dp__dom_find(d, dst)].isfn ||
       (rule != R_FREE_ON_DEVICE && !dp__copyable(a->ix->x[value_of(a->ix, NULL, id)]->type)))
@@ -154,9 +164,7 @@ static int flow(actx *a, uint32_t id, uint32_t src, uint32_t dst, int rule, dp_e
      do, whatever the annotation's result is read as elsewhere (a tuple, a
      copy's source); capture looks through it likewise */
   if (rule != R_FREE_ON_DEVICE && dp__plain_on_device(a->ix, id)) src = KDOM(a, id, 1);
-  if (dp_grow((void **)&d->flows, &d->capflows, d->nflows + 1, sizeof *d->flows) < 0) return oom_at(a, why);
-  d->flows[d->nflows++] = (dp_flowrec){value_of(a->ix, a->copy_rep, id), src, dst};
-  return 0;
+  return add_flow(a, value_of(a->ix, a->copy_rep, id), src, dst, why);
 }
 
 /* Canonical device index of an annotation, with the error placed at e. */
@@ -224,10 +232,7 @@ static int call_device_copy(actx *a, uint32_t id, dp_call *c) {
      copy per value and destination device, as ShareCopies merges them) */
   uint32_t k = dp__kid(a->ix, id, 1);
   if (!a->ix->relax || k == DP__NONE_ID || !dp__copyable(c->args[0]->type)) return 0;
-  dp_domains *d = a->d;
-  if (dp_grow((void **)&d->flows, &d->capflows, d->nflows + 1, sizeof *d->flows) < 0) return oom_at(a, &c->e);
-  d->flows[d->nflows++] = (dp_flowrec){value_of(a->ix, a->copy_rep, k), KDOM(a, id, 1), DOM(a, id)};
-  return 0;
+  return add_flow(a, value_of(a->ix, a->copy_rep, k), KDOM(a, id, 1), DOM(a, id), &c->e);
 }
 
 /* Calls of operators: the rules of planner.md's table (rules.c). */
@@ -260,7 +265,7 @@ static int call_op(actx *a, uint32_t id, dp_call *c) {
    or not: the arguments unify with its parameters, the call with its
    result. */
 static int call_fn(actx *a, uint32_t id, dp_call *c) {
-  dp_domains *d = a->d;
+  dp__domains *d = a->d;
   dp_expr *callee;
   dp_expr *const *args;
   uint32_t n = dp__any_call(&a->ix->ops, c, &callee, &args);
@@ -297,7 +302,7 @@ static int analyze_call(actx *a, uint32_t id, dp_call *c) {
 }
 
 static int analyze_func(actx *a, uint32_t id, dp_func *fn) {
-  dp_domains *d = a->d;
+  dp__domains *d = a->d;
   uint32_t f = DOM(a, id);
   if (dp__dom_arity(d, f) != fn->nparams)
     return fail_at(a, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
@@ -330,7 +335,8 @@ static int pattern_var(void *ud, dp_var *v) {
 static int analyze_pattern(actx *a, uint32_t data, dp_pattern *root, dp_expr *why) {
   patctx p = {a, data, why};
   int rc = dp_pattern_vars(root, pattern_var, &p);
-  if (rc < 0 && !a->err) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), why);
+  if (rc < 0 && !a->err && !a->conflict)
+    return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), why);
   return rc;
 }
 
@@ -379,7 +385,7 @@ static int analyze_node(actx *a, uint32_t id) {
 /* The domain of a primfn: each buffer's memory scope constrains its
    argument or the result. */
 static int primfn_domain(actx *a, dp_primfn *pf) {
-  dp_domains *d = a->d;
+  dp__domains *d = a->d;
   uint32_t small[8], *k = pf->nargs < 7 ? small : dp_malloc((pf->nargs + 1) * sizeof *k);
   if (!k) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
   int rc = 0;
@@ -408,7 +414,7 @@ static int primfn_domain(actx *a, dp_primfn *pf) {
 /* A fresh domain for every node (its type's shape); a node numbered in two
    functions has one, and a global reference its function's (roots are
    given theirs first). */
-static void fresh_domains(dp_domains *d) {
+static void fresh_domains(dp__domains *d) {
   dp__index *ix = d->ix;
   for (uint32_t id = 0; id < ix->n; id++) {
     const dp_expr *e = ix->x[id];
@@ -429,7 +435,7 @@ static void fresh_domains(dp_domains *d) {
 }
 
 static int analyze(actx *a) {
-  dp_domains *d = a->d;
+  dp__domains *d = a->d;
   dp_module *m = d->ix->mod;
   if (dp__index_map(d->ix) < 0) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
   for (uint32_t i = 0; i < m->nprims && !a->err; i++) primfn_domain(a, m->prims[i]);
@@ -441,34 +447,15 @@ static int analyze(actx *a) {
     if (analyze_node(a, d->ix->post[k]) < 0) return -1;
   if (d->oom || d->dev->oom)
     return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
-  d->analysed = 1;
   return 0;
 }
 
-dp_domains *dp__analyze(dp__index *ix, dp_err **err) {
-  dp_domains *d = dp__domains_new(ix, err);
-  if (!d) return NULL;
-  actx a = {d, ix, NULL, NULL};
+int dp__analyze(dp__domains *d, dp__analysis *how, dp_err **err) {
+  actx a = {d, d->ix, how, NULL, 0, NULL};
   int rc = analyze(&a);
   free(a.copy_rep);
-  if (rc < 0) {
-    dp_err_set(err, a.err ? a.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-    dp_release(d);
-    return NULL;
-  }
-  dp__index_drop_map(ix); /* defaulting and capture go by id */
-  return d;
-}
-
-/* Analysis again on the index of d, with proofs (explain.c's replay).
-   0, or -1 + error: the same as the first analysis gave. */
-int dp__analyze_again(dp_domains *d, dp_err **err) {
-  actx a = {d, d->ix, NULL, NULL};
-  int rc = analyze(&a);
-  free(a.copy_rep);
-  if (rc < 0) {
-    dp_err_set(err, a.err ? a.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-    return -1;
-  }
-  return 0;
+  if (rc == 0) return 0;
+  if (a.conflict) return 1;
+  dp_err_set(err, a.err ? a.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return -1;
 }

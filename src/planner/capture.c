@@ -1,5 +1,5 @@
 /*
- * Phase 3, capture (seed 002 phase 3): writes the domains back into the
+ * Phase 3, capture: writes the domains back into the
  * module, so that a later pass recovers every device lexically.
  *
  * - parameters get their virtual_device, functions their result device;
@@ -37,7 +37,7 @@
 typedef struct rcopy { uint32_t id, next; dp_vdev *vd; dp_expr *made; } rcopy;
 
 typedef struct cctx {
-  dp_domains *d;
+  dp__domains *d;
   dp__index *ix;
   uint32_t *dev;  /* id -> device index (0: none was determined) */
   dp_expr **out;  /* id -> rewritten node (owned) */
@@ -71,11 +71,12 @@ typedef struct level { dp_expr *e; uint32_t dom; } level;
 /* Room for one more level (the first 8 live in the caller's frame). */
 static int level_room(level **lv, uint32_t n, uint32_t *cap, level *small) {
   if (n < *cap) return 0;
-  level *g = dp_realloc(*lv == small ? NULL : *lv, (size_t)*cap * 2 * sizeof *g);
-  if (!g) return -1;
-  if (*lv == small) memcpy(g, small, n * sizeof *g);
-  *lv = g;
-  *cap *= 2;
+  level *heap = *lv == small ? NULL : *lv;
+  uint32_t c = *lv == small ? 0 : *cap;
+  if (dp_grow((void **)&heap, &c, n + 1, sizeof *heap) < 0) return -1;
+  if (*lv == small) memcpy(heap, small, n * sizeof *heap);
+  *lv = heap;
+  *cap = c;
   return 0;
 }
 
@@ -308,7 +309,7 @@ static dp_expr *capture_copy(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
 }
 
 static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
-  dp_domains *d = c->d;
+  dp__domains *d = c->d;
   switch (c->ix->what[id]) {
   case W_ON_DEVICE: return dp_retain(out_kid(c, id, 1)); /* the original ones go */
   case W_COPY: return capture_copy(c, id, orig, err);
@@ -523,7 +524,7 @@ static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
   return r ? dp_retain(r) : NULL;
 }
 
-dp_module *dp_plan_capture(dp_domains *d, dp_err **err) {
+dp_module *dp__capture(dp__domains *d, dp_err **err) {
   dp__index *ix = d->ix;
   cctx c = {d, ix, NULL, NULL, NULL, 0, 0, DP__PTRMAP_INIT};
   dp_module *m = ix->mod, *out = dp_module_copy(m);

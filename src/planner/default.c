@@ -1,9 +1,10 @@
 /*
- * Phase 2, defaulting (seed 002 phase 2).
+ * Phase 2, defaulting.
  *
  * Requires: the domains after analysis (and whatever a script changed).
  * Leaves: every domain of a numbered node constrained (a device for each
- * value, the configuration's default where nothing decided).
+ * value, the configuration's default where nothing decided); or, where a
+ * default conflicts, dp__default returns 1 with the conflict in d->failed.
  *
  * First the free on_device calls (neither body nor result constrained: "a
  * copy is allowed here") try to put their body and result on one device,
@@ -24,7 +25,7 @@
 #include "planner.h"
 
 typedef struct dctx {
-  dp_domains *d;
+  dp__domains *d;
   dp__index *ix;
   uint32_t dflt;
   dp_err *err;
@@ -35,14 +36,14 @@ static int is_free_on_device(const dp__index *ix, uint32_t id) {
 }
 
 static int free_on_device(dctx *c, uint32_t id) {
-  dp_domains *d = c->d;
+  dp__domains *d = c->d;
   /* a failed try (1) changes nothing */
   return dp__unify(d, d->dom[id], dp__kdom(d, id, 1), R_FREE_ON_DEVICE, c->ix->x[id], &c->err) < 0
              ? -1 : 0;
 }
 
 static int default_call(dctx *c, uint32_t id, dp_call *call) {
-  dp_domains *d = c->d;
+  dp__domains *d = c->d;
   uint32_t f = dp__callee_dom(d, id);
   if (f != DP__NONE_ID)
     return dp__set_result_default_then_params(d, f, c->dflt, R_DEF_CALL, &call->e, &c->err);
@@ -57,7 +58,7 @@ static int default_call(dctx *c, uint32_t id, dp_call *call) {
 
 /* TVM's defaulting rules for one node. */
 static int default_node(dctx *c, uint32_t id) {
-  dp_domains *d = c->d;
+  dp__domains *d = c->d;
   dp_expr *e = c->ix->x[id];
   int rc = 0;
   switch (e->h.kind) {
@@ -73,17 +74,16 @@ static int default_node(dctx *c, uint32_t id) {
   }
   default: break;
   }
-  if (rc > 0) c->err = dp__conflict_error(d);
   if (rc == 0 && d->oom) {
     c->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
     rc = -1;
   }
-  return rc ? -1 : 0;
+  return rc;
 }
 
 static int run(dctx *c, const uint32_t *order) {
   const dp__index *ix = c->ix;
-  dp_domains *d = c->d;
+  dp__domains *d = c->d;
   /* (placing by cost decided free on_device calls: their body and result
      are a flow) */
   for (uint32_t k = 0; k < ix->nfn && !ix->relax; k++) {
@@ -103,22 +103,20 @@ static int run(dctx *c, const uint32_t *order) {
     d->repass = 0;
     for (uint32_t k = 0; k < ix->nfn; k++) {
       uint32_t fn = order ? order[k] : k;
-      for (uint32_t id = ix->fnid[fn]; id < ix->fnid[fn + 1]; id++)
-        if (default_node(c, id) < 0) return -1;
+      for (uint32_t id = ix->fnid[fn]; id < ix->fnid[fn + 1]; id++) {
+        int rc = default_node(c, id);
+        if (rc) return rc;
+      }
     }
   }
   return 0;
 }
 
-int dp_plan_default(dp_domains *d, dp_err **err) {
+int dp__default(dp__domains *d, dp_err **err) {
   dctx c = {d, d->ix, d->dev->dflt, NULL};
   uint32_t *order = d->ix->nfn > 1 ? dp__plan_order(d->ix) : NULL;
-  dp__domains_log(d, LOG_DEFAULT, 0, NULL, NULL, 0);
   int rc = d->ix->nfn > 1 && !order ? -1 : run(&c, order);
   free(order);
-  if (rc < 0) {
-    dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-    return -1;
-  }
-  return 0;
+  if (rc < 0) dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return rc;
 }

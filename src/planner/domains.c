@@ -1,9 +1,9 @@
 /*
  * Domains: union-find over first-order domains (a device index, 0 while
- * free) and function domains fn(D1..Dn):Dr (planner.md "Domains"), the
- * state between analysis and capture (dp_domains_objtype()). Every numbered node
- * has one (dom[id]); what the numbering leaves out (primfns, pattern
- * variables never used) has one in `extra`.
+ * free) and function domains fn(D1..Dn):Dr (planner.md "Domains"), over
+ * the devices of a module's index (devices.c). Every numbered node has one
+ * (dom[id]); what the numbering leaves out (primfns, pattern variables
+ * never used) has one in `extra`.
  *
  * Unification joins devices field by field (devices.c) and unifies
  * function domains argument-wise; a first-order domain met by a function
@@ -14,17 +14,11 @@
  * after a conflict). The common case, two first-order classes of which
  * one is free or both agree, links the roots and nothing else.
  *
- * With proofs on, each link is also recorded in a proof forest: an
- * undirected spanning tree of every class whose edges say why two domains
- * were unified; explanations and conflict messages walk it from an
- * expression to the constraint that decided it. Analysis keeps no proofs
- * (they would be more than half of the domains' memory): explain.c builds
- * them when asked, on new domains (dp__domains_shadow) that replay analysis
- * and what followed it (the log). The domains never call into explain.c: a conflict is a return
- * value, with where it is in d->failed, and the phase asks for its words.
- * On the replay that words every conflict (dp__domains_track_conflicts),
- * the forest also keeps each node's children, and each link is told to
- * independent.c.
+ * A conflict is data: dp__unify returns 1 and d->failed says which two
+ * domains could not be one and why they were asked to; whoever asked
+ * decides what to do with it (the pipeline has explain.c word it). Each
+ * link made is told to on_link when it is set: explain.c keeps the proofs
+ * of the domains it replays so, and nothing here knows of them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,131 +26,50 @@
 
 _Static_assert(R__COUNT <= 64, "dp__dnode.crule has 6 bits");
 
-static void domains_free(dp_obj *o, dp_worklist *wl) {
-  dp_domains *d = (dp_domains *)o;
-  if (d->owner) dp_release_deferred(wl, d->owner);
-  else dp__index_free(d->ix);
+int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err) {
+  *d = (dp__domains){.ix = ix, .dev = &ix->dev, .ctx = ix->mod->ctx};
+  if (!cap) {
+    /* one domain per node, a constraint per annotation (at most two), and
+       a few more: sized once, not doubled (a doubling copies everything and
+       holds both copies at once) */
+    uint64_t want = (uint64_t)ix->n + 2 * (uint64_t)ix->nann + ix->n / 16 + 64;
+    cap = want > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)want;
+  }
+  d->capnodes = cap;
+  d->nodes = dp_malloc((size_t)d->capnodes * sizeof *d->nodes);
+  d->dom = dp_malloc((size_t)(ix->n ? ix->n : 1) * sizeof *d->dom);
+  if (!d->nodes || !d->dom) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return -1;
+  }
+  dp__dom_first(d, 0, 0, NULL); /* domain 0: what a failed allocation hands out */
+  return 0;
+}
+
+void dp__domains_clear(dp__domains *d) {
   free(d->nodes);
   free(d->cons);
   free(d->kids);
   free(d->dom);
-  free(d->proof);
-  free(d->log);
   free(d->work);
   free(d->trail);
   free(d->links);
-  free(d->flows);
-  free(d->pfirst);
-  free(d->pnext);
-  free(d->pprev);
-  dp__indep_free(d->indep);
-  dp__place_free(d->place);
   dp__ptrmap_free(&d->extra);
-  free(d);
+  *d = (dp__domains){0};
 }
 
-void dp__domains_free_fn(dp_obj *o, dp_worklist *wl) { domains_free(o, wl); }
-
-int dp_domains_objtype(void) {
-  static int type;
-  if (!type) type = dp_objtype_register("Domains", dp__domains_free_fn);
-  return type;
-}
-
-dp_domains *dp__domains_new(dp__index *ix, dp_err **err) {
-  dp_domains *d = dp_calloc(1, sizeof *d);
-  if (!d) {
-    dp__index_free(ix);
-    goto oom;
-  }
-  d->h.rc = 1;
-  d->h.type = dp_domains_objtype();
-  d->ix = ix;
-  d->dev = &ix->dev;
-  d->ctx = ix->mod->ctx;
-  /* one domain per node, a constraint per annotation (at most two), and
-     a few more: sized once, not doubled (a doubling copies everything and
-     holds both copies at once) */
-  uint64_t want = (uint64_t)ix->n + 2 * (uint64_t)ix->nann + ix->n / 16 + 64;
-  d->capnodes = want > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)want;
-  d->nodes = dp_malloc((size_t)d->capnodes * sizeof *d->nodes);
-  d->dom = dp_malloc((size_t)(ix->n ? ix->n : 1) * sizeof *d->dom);
-  if (!d->nodes || !d->dom) {
-    dp_release(d);
-    goto oom;
-  }
-  dp__dom_first(d, 0, 0, NULL); /* domain 0: what a failed allocation hands out */
-  return d;
-oom:
-  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-  return NULL;
-}
-
-dp_domains *dp__domains_shadow(dp_domains *owner, dp_err **err) {
-  dp_domains *d = dp_calloc(1, sizeof *d);
-  if (!d) {
-    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-    return NULL;
-  }
-  d->h.rc = 1;
-  d->h.type = dp_domains_objtype();
-  d->owner = dp_retain(owner);
-  d->ix = owner->ix;
-  d->dev = owner->dev;
-  d->ctx = owner->ctx;
-  d->capnodes = owner->nnodes + 64;
-  d->nodes = dp_malloc((size_t)d->capnodes * sizeof *d->nodes);
-  d->proof = dp_malloc((size_t)d->capnodes * sizeof *d->proof);
-  d->dom = dp_malloc((size_t)(d->ix->n ? d->ix->n : 1) * sizeof *d->dom);
-  if (!d->nodes || !d->proof || !d->dom) {
-    dp_release(d);
-    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-    return NULL;
-  }
-  dp__dom_first(d, 0, 0, NULL);
-  return d;
-}
-
-/* The proof forest's children lists to cap nodes (the new ones cleared by new_node). */
-static int grow_kids(dp_domains *d, uint32_t cap) {
-  uint32_t **arr[3] = {&d->pfirst, &d->pnext, &d->pprev};
-  for (int i = 0; i < 3; i++) {
-    uint32_t *p = dp_realloc(*arr[i], (size_t)cap * sizeof *p);
-    if (!p) return -1;
-    *arr[i] = p;
-  }
-  return 0;
-}
-
-int dp__domains_track_conflicts(dp_domains *d, dp_err **err) {
-  d->pfirst = dp_calloc(d->capnodes, sizeof *d->pfirst);
-  d->pnext = dp_calloc(d->capnodes, sizeof *d->pnext);
-  d->pprev = dp_calloc(d->capnodes, sizeof *d->pprev);
-  d->indep = dp__indep_new();
-  if (d->proof && d->pfirst && d->pnext && d->pprev && d->indep) return 0;
-  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-  return -1;
-}
-
-static uint32_t new_node(dp_domains *d) {
-  if (d->nnodes == d->capnodes) {
-    uint32_t cap = d->capnodes;
-    if (dp_grow((void **)&d->nodes, &cap, d->nnodes + 1, sizeof *d->nodes) < 0 ||
-        (d->proof && !(d->proof = dp_realloc(d->proof, (size_t)cap * sizeof *d->proof))) ||
-        (d->pfirst && grow_kids(d, cap) < 0)) {
-      d->oom = 1;
-      return 0;
-    }
-    d->capnodes = cap;
+static uint32_t new_node(dp__domains *d) {
+  if (d->nnodes == d->capnodes &&
+      dp_grow((void **)&d->nodes, &d->capnodes, d->nnodes + 1, sizeof *d->nodes) < 0) {
+    d->oom = 1;
+    return 0;
   }
   uint32_t id = d->nnodes++;
   d->nodes[id] = (dp__dnode){.parent = id, .size = 1};
-  if (d->proof) d->proof[id] = (dp__proof){DP__NONE_ID, 0, NULL};
-  if (d->pfirst) d->pfirst[id] = d->pnext[id] = d->pprev[id] = 0;
   return id;
 }
 
-uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy) {
+uint32_t dp__dom_first(dp__domains *d, uint32_t vdev, int crule, dp_expr *cwhy) {
   uint32_t id = new_node(d);
   if (d->oom) return 0;
   d->nodes[id].vdev = vdev;
@@ -170,7 +83,7 @@ uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy) {
   return id;
 }
 
-uint32_t dp__dom_fn(dp_domains *d, uint32_t arity, const uint32_t *kids) {
+uint32_t dp__dom_fn(dp__domains *d, uint32_t arity, const uint32_t *kids) {
   if (dp_grow((void **)&d->kids, &d->capkids, d->nkids + arity + 2, sizeof *d->kids) < 0) {
     d->oom = 1;
     return 0;
@@ -187,7 +100,7 @@ uint32_t dp__dom_fn(dp_domains *d, uint32_t arity, const uint32_t *kids) {
 }
 
 /* Types nest only as deep as a user writes them, so recursion is fine. */
-uint32_t dp__dom_for_type(dp_domains *d, const dp_type *t, uint32_t vdev, int crule,
+uint32_t dp__dom_for_type(dp__domains *d, const dp_type *t, uint32_t vdev, int crule,
                           dp_expr *cwhy) {
   if (!t || t->h.kind != DP_TY_FUNC) return dp__dom_first(d, vdev, crule, cwhy);
   const dp_func_type *ft = (const dp_func_type *)t;
@@ -204,7 +117,7 @@ uint32_t dp__dom_for_type(dp_domains *d, const dp_type *t, uint32_t vdev, int cr
   return id;
 }
 
-static uint32_t dom_of_global(dp_domains *d, const dp_global *g) {
+static uint32_t dom_of_global(dp__domains *d, const dp_global *g) {
   const dp__index *ix = d->ix;
   int f = dp_module_func_index(ix->mod, g->name);
   if (f >= 0 && (uint32_t)f < ix->nfn) return d->dom[ix->fnid[f]]; /* its root's */
@@ -216,7 +129,7 @@ static uint32_t dom_of_global(dp_domains *d, const dp_global *g) {
   return dp__dom_for_type(d, g->e.type, 0, 0, NULL);
 }
 
-uint32_t dp__dom_of(dp_domains *d, dp_expr *e) {
+uint32_t dp__dom_of(dp__domains *d, dp_expr *e) {
   dp__ptrslot *s = NULL;
   /* (operators and constructors are never numbered) */
   if (e->h.kind != DP_OP && e->h.kind != DP_CTOR) {
@@ -230,7 +143,16 @@ uint32_t dp__dom_of(dp_domains *d, dp_expr *e) {
   return id;
 }
 
-uint32_t dp__dom_new(dp_domains *d, const dp_expr *e) {
+int dp__dom_has(const dp__domains *d, const dp_expr *e) {
+  if (!e) return 0;
+  const dp_module *m = d->ix->mod;
+  if (e->h.kind == DP_GLOBAL) return dp_module_func(m, ((const dp_global *)e)->name) != NULL ||
+                                     dp_module_primfn(m, ((const dp_global *)e)->name) != NULL;
+  if (dp__index_id(d->ix, e) != DP__NONE_ID) return 1;
+  return dp__ptrmap_find(&d->extra, e) != NULL;
+}
+
+uint32_t dp__dom_new(dp__domains *d, const dp_expr *e) {
   if (e->h.kind == DP_GLOBAL) return dom_of_global(d, (const dp_global *)e);
   if (e->h.kind == DP_FUNC && (!e->type || e->type->h.kind != DP_TY_FUNC)) {
     const dp_func *f = (const dp_func *)e;
@@ -249,12 +171,12 @@ uint32_t dp__dom_new(dp_domains *d, const dp_expr *e) {
   return dp__dom_for_type(d, t, 0, 0, NULL);
 }
 
-static uint32_t find_nc(const dp_domains *d, uint32_t x) {
+static uint32_t find_nc(const dp__domains *d, uint32_t x) {
   while (d->nodes[x].parent != x) x = d->nodes[x].parent;
   return x;
 }
 
-uint32_t dp__dom_find(dp_domains *d, uint32_t x) {
+uint32_t dp__dom_find(dp__domains *d, uint32_t x) {
   uint32_t r = find_nc(d, x);
   while (d->nodes[x].parent != r) { /* path compression */
     uint32_t next = d->nodes[x].parent;
@@ -264,27 +186,27 @@ uint32_t dp__dom_find(dp_domains *d, uint32_t x) {
   return r;
 }
 
-uint32_t dp__dom_arity(dp_domains *d, uint32_t x) {
+uint32_t dp__dom_arity(dp__domains *d, uint32_t x) {
   uint32_t r = dp__dom_find(d, x);
   return d->nodes[r].isfn ? d->kids[d->nodes[r].aux] : 0;
 }
 
-uint32_t dp__dom_kid(dp_domains *d, uint32_t x, uint32_t i) {
+uint32_t dp__dom_kid(dp__domains *d, uint32_t x, uint32_t i) {
   uint32_t r = dp__dom_find(d, x);
   return d->kids[d->nodes[r].aux + 1 + i];
 }
 
-uint32_t dp__dom_result(dp_domains *d, uint32_t x) {
+uint32_t dp__dom_result(dp__domains *d, uint32_t x) {
   uint32_t r = dp__dom_find(d, x);
   while (d->nodes[r].isfn) r = dp__dom_find(d, d->kids[d->nodes[r].aux + 1 + d->kids[d->nodes[r].aux]]);
   return r;
 }
 
-uint32_t dp__dom_dev(dp_domains *d, uint32_t x) {
+uint32_t dp__dom_dev(dp__domains *d, uint32_t x) {
   return d->nodes[dp__dom_result(d, x)].vdev;
 }
 
-dp_vdev *dp__dom_vdev(dp_domains *d, uint32_t x) {
+dp_vdev *dp__dom_vdev(dp__domains *d, uint32_t x) {
   uint32_t v = dp__dom_dev(d, x);
   return v ? d->dev->v[v] : NULL;
 }
@@ -304,7 +226,7 @@ static void grow_size(dp__dnode *root, const dp__dnode *other) {
 /* Link two roots, the smaller class under the larger; the trail keeps
    (child, old root value, old root size). A function root keeps its own
    kids (set_val 0). */
-static void link_roots(dp_domains *d, uint32_t rx, uint32_t ry, uint32_t vdev, int set_val) {
+static void link_roots(dp__domains *d, uint32_t rx, uint32_t ry, uint32_t vdev, int set_val) {
   if (d->nodes[rx].size < d->nodes[ry].size) {
     uint32_t t = rx;
     rx = ry;
@@ -321,7 +243,7 @@ static void link_roots(dp_domains *d, uint32_t rx, uint32_t ry, uint32_t vdev, i
   d->nodes[rx].read |= d->nodes[ry].read; /* (not undone: one pass more at worst) */
 }
 
-static void undo(dp_domains *d) {
+static void undo(dp__domains *d) {
   while (d->ntrail >= 4) {
     d->ntrail -= 4;
     uint32_t child = d->trail[d->ntrail], val = d->trail[d->ntrail + 1];
@@ -333,58 +255,11 @@ static void undo(dp_domains *d) {
   }
 }
 
-/* ---- the proof forest ---- */
-
-/* Is the proof path from y shorter than the one from x? Walks both in
-   lockstep, so the cost is the shorter of the two: a chain of a million
-   unifications must not make each new link walk the whole chain. */
-static int proof_shorter(const dp_domains *d, uint32_t x, uint32_t y) {
-  for (;;) {
-    if (d->proof[y].parent == DP__NONE_ID) return d->proof[x].parent != DP__NONE_ID;
-    if (d->proof[x].parent == DP__NONE_ID) return 0;
-    x = d->proof[x].parent;
-    y = d->proof[y].parent;
-  }
-}
-
-/* The children lists (d->pfirst): c leaves parent p's, joins parent q's. */
-static void kid_move(dp_domains *d, uint32_t c, uint32_t p, uint32_t q) {
-  if (p != DP__NONE_ID) {
-    uint32_t nx = d->pnext[c], pv = d->pprev[c];
-    if (pv) d->pnext[pv - 1] = nx;
-    else d->pfirst[p] = nx;
-    if (nx) d->pprev[nx - 1] = pv;
-  }
-  uint32_t f = d->pfirst[q];
-  d->pnext[c] = f;
-  d->pprev[c] = 0;
-  if (f) d->pprev[f - 1] = c + 1;
-  d->pfirst[q] = c + 1;
-}
-
-/* An edge x - y: x's tree is re-rooted at x, which then hangs under y. */
-static void proof_link(dp_domains *d, uint32_t x, uint32_t y, int rule, dp_expr *why) {
-  if (d->indep && dp__indep_link(d->indep, x, y) < 0) d->oom = 1;
-  if (proof_shorter(d, x, y)) {
-    uint32_t t = x;
-    x = y;
-    y = t;
-  }
-  dp__proof carry = {y, (uint8_t)rule, why};
-  for (uint32_t cur = x; cur != DP__NONE_ID;) {
-    dp__proof old = d->proof[cur];
-    if (d->pfirst) kid_move(d, cur, old.parent, carry.parent);
-    d->proof[cur] = carry;
-    carry = (dp__proof){cur, old.rule, old.why};
-    cur = old.parent;
-  }
-}
-
 /* ---- unification ---- */
 
 /* The general case: function domains, collapses, a join to compute; all
    undone on failure. */
-static int unify_slow(dp_domains *d, uint32_t a, uint32_t b, uint32_t *fx, uint32_t *fy) {
+static int unify_slow(dp__domains *d, uint32_t a, uint32_t b, uint32_t *fx, uint32_t *fy) {
   d->nwork = d->ntrail = d->nlinks = 0;
   if (push2(&d->work, &d->nwork, &d->capwork, a, b) < 0) d->oom = 1;
   while (d->nwork && !d->oom) {
@@ -419,12 +294,12 @@ static int unify_slow(dp_domains *d, uint32_t a, uint32_t b, uint32_t *fx, uint3
         if (push2(&d->work, &d->nwork, &d->capwork, d->kids[off + 1 + i], f) < 0) d->oom = 1;
       continue;
     }
-    if (d->proof && push2(&d->links, &d->nlinks, &d->caplinks, x, y) < 0) d->oom = 1;
+    if (d->on_link && push2(&d->links, &d->nlinks, &d->caplinks, x, y) < 0) d->oom = 1;
   }
   return d->oom ? -1 : 0;
 }
 
-int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err) {
+int dp__unify(dp__domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err) {
   uint32_t ra = dp__dom_find(d, a), rb = dp__dom_find(d, b);
   if (ra == rb) return 0;
   dp__dnode *A = &d->nodes[ra], *B = &d->nodes[rb];
@@ -440,7 +315,7 @@ int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_
     grow_size(&d->nodes[ra], &d->nodes[rb]);
     d->nodes[ra].vdev = v;
     d->nodes[ra].read |= d->nodes[rb].read;
-    if (d->proof) proof_link(d, a, b, rule, why);
+    if (d->on_link && d->on_link(d->link_ud, d, a, b, rule, why) < 0) d->oom = 1;
     return 0;
   }
   uint32_t fx = DP__NONE_ID, fy = DP__NONE_ID;
@@ -450,19 +325,17 @@ int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return -1;
     }
-    d->failed.a = fx;
-    d->failed.b = fy;
-    d->failed.rule = rule;
-    d->failed.why = why;
+    d->failed = (dp__conflict){fx, fy, rule, why};
     return 1;
   }
-  for (uint32_t i = 0; i < d->nlinks; i += 2) proof_link(d, d->links[i], d->links[i + 1], rule, why);
+  for (uint32_t i = 0; i < d->nlinks && d->on_link; i += 2)
+    if (d->on_link(d->link_ud, d, d->links[i], d->links[i + 1], rule, why) < 0) d->oom = 1;
   return 0;
 }
 
 /* ---- defaults ---- */
 
-static int default_first(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
+static int default_first(dp__domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
                          dp_err **err) {
   uint32_t r = dp__dom_find(d, x), cur = d->nodes[r].vdev;
   if (cur == vdev || vdev == 0) return 0;
@@ -481,17 +354,15 @@ static int default_first(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_
    order: no allocation) and moves to the heap when it outgrows it. */
 static int stack_room(uint32_t **stack, uint32_t *cap, uint32_t *small, uint32_t need) {
   if (need <= *cap) return 0;
-  uint32_t c = *cap * 2;
-  while (c < need) c *= 2;
-  uint32_t *s = dp_realloc(*stack == small ? NULL : *stack, (size_t)c * sizeof *s);
-  if (!s) return -1;
-  if (*stack == small) memcpy(s, small, *cap * sizeof *s);
-  *stack = s;
+  uint32_t *heap = *stack == small ? NULL : *stack, c = *stack == small ? 0 : *cap;
+  if (dp_grow((void **)&heap, &c, need, sizeof *heap) < 0) return -1;
+  if (*stack == small) memcpy(heap, small, *cap * sizeof *heap);
+  *stack = heap;
   *cap = c;
   return 0;
 }
 
-int dp__set_default(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
+int dp__set_default(dp__domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
                     dp_err **err) {
   uint32_t r0 = dp__dom_find(d, x);
   if (!d->nodes[r0].isfn) {
@@ -521,7 +392,7 @@ oom:
   return -1;
 }
 
-int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev, int rule,
+int dp__set_result_default_then_params(dp__domains *d, uint32_t x, uint32_t vdev, int rule,
                                        dp_expr *why, dp_err **err) {
   uint32_t r = dp__dom_find(d, x);
   if (!d->nodes[r].isfn) return dp__set_default(d, r, vdev, rule, why, err);
@@ -533,13 +404,18 @@ int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev,
   return rc;
 }
 
-uint32_t dp__dom_source(dp_domains *d, uint32_t x) {
+int dp__constrain(dp__domains *d, dp_expr *e, uint32_t vdev, int rule, dp_err **err) {
+  uint32_t k = dp__dom_first(d, vdev, rule, e);
+  return dp__unify(d, dp__dom_result(d, dp__dom_of(d, e)), k, rule, e, err);
+}
+
+uint32_t dp__dom_source(dp__domains *d, uint32_t x) {
   uint32_t r = dp__dom_result(d, x);
   d->nodes[r].read = 1;
   return d->nodes[r].vdev;
 }
 
-int dp__dom_fully_constrained(dp_domains *d, uint32_t x) {
+int dp__dom_fully_constrained(dp__domains *d, uint32_t x) {
   uint32_t small[16], *stack = small, n = 0, cap = 16;
   int ok = 1;
   stack[n++] = x;
@@ -560,7 +436,7 @@ int dp__dom_fully_constrained(dp_domains *d, uint32_t x) {
   return ok;
 }
 
-uint32_t dp__callee_dom(dp_domains *d, uint32_t id) {
+uint32_t dp__callee_dom(dp__domains *d, uint32_t id) {
   const dp__index *ix = d->ix;
   /* call_lowered(@f, (args)): @f is child 1 */
   uint32_t i = ix->what[id] == W_LOWERED ? 1 : 0;
@@ -569,16 +445,7 @@ uint32_t dp__callee_dom(dp_domains *d, uint32_t id) {
   return k == DP_OP || k == DP_CTOR ? DP__NONE_ID : dp__kdom(d, id, i);
 }
 
-void dp__domains_log(dp_domains *d, int op, int rule, dp_expr *a, dp_expr *b, uint32_t vdev) {
-  if (!d->analysed) return;
-  if (dp_grow((void **)&d->log, &d->caplog, d->nlog + 1, sizeof *d->log) < 0) {
-    d->oom = 1;
-    return;
-  }
-  d->log[d->nlog++] = (dp__op_log){(uint8_t)op, rule, a, b, vdev};
-}
-
-const dp__cons *dp__dom_cons(const dp_domains *d, uint32_t x) {
+const dp__cons *dp__dom_cons(const dp__domains *d, uint32_t x) {
   uint32_t lo = 0, hi = d->ncons;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;

@@ -10,8 +10,8 @@
  * between other classes is independent, whatever constraints it names.
  *
  * The classes are followed by a union-find of their own that mirrors every
- * link the domains make (dp__unify calls dp__indep_link when it succeeds:
- * a failed unification, undone, never reaches here). Each independent
+ * link the domains make (explain.c's replay tells dp__indep_link each link
+ * the domains tell it of: a failed unification, undone, never reaches here). Each independent
  * conflict's pair of roots sits in a hash, kept current: when two classes
  * merge, the conflicts listed under the one with fewer move to the other,
  * so each conflict moves O(log n) times and the whole is near linear.
@@ -48,19 +48,13 @@ void dp__indep_free(dp__indep *t) {
 /* Domains up to id x followed (a domain never seen is its own class). */
 static int cover(dp__indep *t, uint32_t x) {
   if (x < t->cap) return 0;
-  uint32_t cap = t->cap ? t->cap : 1024;
-  while (cap <= x) cap = cap > UINT32_MAX / 2 ? UINT32_MAX : cap * 2;
-  uint32_t *p = dp_realloc(t->parent, (size_t)cap * sizeof *p);
-  if (p) t->parent = p;
-  uint32_t *h = p ? dp_realloc(t->head, (size_t)cap * sizeof *h) : NULL;
-  if (h) t->head = h;
-  uint32_t *c = h ? dp_realloc(t->count, (size_t)cap * sizeof *c) : NULL;
-  if (!c) return -1;
-  t->count = c;
-  for (uint32_t i = t->cap; i < cap; i++) t->parent[i] = i;
-  memset(t->head + t->cap, 0, (size_t)(cap - t->cap) * sizeof *t->head);
-  memset(t->count + t->cap, 0, (size_t)(cap - t->cap) * sizeof *t->count);
-  t->cap = cap;
+  uint32_t old = t->cap;
+  void **const arrs[] = {(void **)&t->parent, (void **)&t->head, (void **)&t->count};
+  const size_t sizes[] = {sizeof *t->parent, sizeof *t->head, sizeof *t->count};
+  if (x == UINT32_MAX || dp_grow_arrays(&t->cap, x + 1, 3, arrs, sizes) < 0) return -1;
+  for (uint32_t i = old; i < t->cap; i++) t->parent[i] = i;
+  memset(t->head + old, 0, (size_t)(t->cap - old) * sizeof *t->head);
+  memset(t->count + old, 0, (size_t)(t->cap - old) * sizeof *t->count);
   return 0;
 }
 
@@ -191,13 +185,9 @@ int dp__indep_conflict(dp__indep *t, uint32_t a, uint32_t b) {
   uint32_t ra = find(t, a), rb = find(t, b);
   uint64_t k = pair_key(ra, rb);
   if (ra == rb || has(t, k)) return 0;
-  if (dp_grow((void **)&t->side, &t->capent, t->nent + 2, sizeof *t->side) < 0) return -1;
-  uint32_t *n = dp_realloc(t->next, (size_t)t->capent * sizeof *n);
-  if (!n || add_key(t, k) < 0) {
-    if (n) t->next = n;
-    return -1;
-  }
-  t->next = n;
+  void **const arrs[] = {(void **)&t->side, (void **)&t->next};
+  const size_t sizes[] = {sizeof *t->side, sizeof *t->next};
+  if (dp_grow_arrays(&t->capent, t->nent + 2, 2, arrs, sizes) < 0 || add_key(t, k) < 0) return -1;
   uint32_t roots[2] = {ra, rb};
   for (int s = 0; s < 2; s++) {
     uint32_t e = t->nent++;

@@ -52,24 +52,20 @@ typedef struct walk {
 
 /* ---- growing the arrays ---- */
 
-static int resize(dp__index *ix, uint32_t c) {
-  void *p;
-#define RE(field) \
-  if (!(p = dp_realloc(ix->field, (size_t)c * sizeof *ix->field))) return -1; \
-  ix->field = p;
-  RE(x) RE(koff) RE(post) RE(what) RE(flag) RE(ann)
-#undef RE
-  ix->cap = c;
-  return 0;
-}
+/* The per-id arrays, which share one capacity. */
+#define ID_ARRAYS(ix) {(void **)&(ix)->x, (void **)&(ix)->koff, (void **)&(ix)->post, \
+                       (void **)&(ix)->what, (void **)&(ix)->flag, (void **)&(ix)->ann}
+#define ID_SIZES(ix) {sizeof *(ix)->x, sizeof *(ix)->koff, sizeof *(ix)->post, \
+                      sizeof *(ix)->what, sizeof *(ix)->flag, sizeof *(ix)->ann}
 
 /* Room for one more id (+1: koff[n] closes). Doubling, so that the arrays
    are copied about once in all (each copy of six arrays of a million
    entries is a cost of its own); trim() gives the slack back at the end. */
 static int room(dp__index *ix) {
   if (ix->n + 2 <= ix->cap) return 0;
-  uint64_t c = ix->cap ? (uint64_t)ix->cap * 2 : 1024;
-  return c > UINT32_MAX / 2 ? -1 : resize(ix, (uint32_t)c);
+  void **const arrs[] = ID_ARRAYS(ix);
+  const size_t sizes[] = ID_SIZES(ix);
+  return dp_grow_arrays(&ix->cap, ix->n + 2, 6, arrs, sizes);
 }
 
 static int push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t v) {
@@ -351,6 +347,7 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
   }
   dp__ptrslot *s = dp__ptrmap_find(&ix->map, e);
   if (s && s->val >= w->from) { /* reached again in this function */
+    ix->flag[s->val] |= F_MULTI;
     if (!quiet && d != DP__NONE_ID) {
       uint32_t id = s->val;
       if (s->aux == 0) s->aux = (first_order(e) ? d : 0) + 1; /* its first use */
@@ -370,7 +367,8 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
   if (id == DP__NONE_ID) return id;
   if (!quiet) read_of(w, id, d);
   if (old != DP__NONE_ID) {
-    ix->flag[id] |= F_DUP;
+    ix->flag[id] |= F_DUP | F_MULTI;
+    ix->flag[old] |= F_MULTI;
     if (push_u32(&ix->dups, &ix->ndups, &ix->capdups, id) < 0 ||
         push_u32(&ix->dups, &ix->ndups, &ix->capdups, old) < 0)
       w->oom = 1;
@@ -406,7 +404,11 @@ static void child_flags(dp__index *ix, uint32_t id, uint32_t i, uint32_t k) {
      the same. (After phase 0 the module has none of those, whatever other
      references a node has then: a later phase's module shares it.) */
   ix->flag[k] |= F_FIXED;
-  if (!dp__fixed_in_place(&ix->ops, ix->x[k])) ix->nrewrite++;
+  /* (read in place only where no other parent in the module reaches it:
+     counted once the numbering knows, never by reference counts, which a
+     caller holding nodes would change) */
+  if (dp__fixed_in_place(&ix->ops, ix->x[k])) ix->flag[k] |= F_INPLACE;
+  else ix->nrewrite++;
 }
 
 static int number_fn(walk *w, dp_func *root) {
@@ -437,7 +439,15 @@ static int number_fn(walk *w, dp_func *root) {
    every phase should not carry the growth slack. */
 static void trim(dp__index *ix) {
   uint32_t c = ix->n + 1;
-  if (c < ix->cap) resize(ix, c); /* (a failed shrink keeps the larger arrays) */
+  void **const arrs[] = ID_ARRAYS(ix);
+  const size_t sizes[] = ID_SIZES(ix);
+  int shrunk = 1;
+  for (int i = 0; i < 6 && c < ix->cap; i++) {
+    void *p = dp_realloc(*arrs[i], (size_t)c * sizes[i]);
+    if (p) *arrs[i] = p;
+    else shrunk = 0; /* (a failed shrink keeps the larger array) */
+  }
+  if (c < ix->cap && shrunk) ix->cap = c;
   if (ix->nkid && ix->nkid < ix->capkid) {
     void *p = dp_realloc(ix->kid, (size_t)ix->nkid * sizeof *ix->kid);
     if (p) ix->kid = p, ix->capkid = ix->nkid;
@@ -468,6 +478,10 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   ix->fnid[ix->nfn] = ix->n;
   ix->fnpost[ix->nfn] = ix->npost;
   free(w.st);
+  /* a fixed position another parent reaches too is rewritten (phase 0
+     gives that position a fixed annotation of its own) */
+  for (uint32_t id = 0; id < ix->n; id++)
+    if ((ix->flag[id] & (F_INPLACE | F_MULTI)) == (F_INPLACE | F_MULTI)) ix->nrewrite++;
   trim(ix);
   return ix;
 fail:

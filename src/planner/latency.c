@@ -22,15 +22,17 @@
  *      the objective, then the makespan, then the bytes. The best plan is
  *      the answer; dp.planner.schedule of it gives its makespan.
  *
- * PlanDevices' hook (plan.c) sends placement = "latency" here, and
- * min_bytes when the module has soft annotations or the configuration
- * memory budgets (objective bytes).
+ * plan.c sends placement = "latency" here, and min_bytes when the module
+ * has soft annotations or the configuration memory budgets (objective
+ * bytes). Planning a placement is plan.c's composition of the phases,
+ * handed in as a function (dp__plan_fn): this file sits below plan.c in
+ * the planner's layers and never calls it by name.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "latency.h"
+#include "planner.h"
 
 #define NONE LAT_NONE
 #define EXACT_DEFAULT 16
@@ -361,7 +363,8 @@ static int typed(const dp_module *m) {
 
 /* The plan of a placement: written as annotations, planned by TVM's
    rules. NULL + error (a conflict: TVM's rules could not plan it). */
-static dp_module *plan_placement(dp__lat *l, const uint32_t *place, dp_module **from, dp_err **err) {
+static dp_module *plan_placement(dp__lat *l, dp__plan_fn plan, const uint32_t *place, dp_module **from,
+                                 dp_err **err) {
   uint32_t *pl = dp_malloc(((size_t)l->n + 1) * sizeof *pl);
   if (!pl) {
     dp_err_set(err, oom_err());
@@ -379,7 +382,7 @@ static dp_module *plan_placement(dp__lat *l, const uint32_t *place, dp_module **
     return NULL;
   }
   if (!annotated) return NULL;
-  dp_module *planned = dp_plan_devices(annotated, l->cfg, err);
+  dp_module *planned = plan(annotated, l->cfg, NULL, NULL, err);
   if (planned) *from = annotated;
   else dp_release(annotated);
   return planned;
@@ -397,6 +400,7 @@ typedef struct cand {
 
 typedef struct driver {
   dp__lat l;
+  dp__plan_fn plan;         /* plan.c's composition */
   const dp_latency_opts *o;
   dp_module *m;
   cand c[DP_LATENCY_MAXCAND];
@@ -741,7 +745,7 @@ static dp_module *plan_apart(driver *d, int placement, dp_module **from, dp_err 
   dp_module *out = NULL;
   if (plain) {
     dp_plan_opts po = {.placement = placement};
-    out = dp_plan_devices_opts(hard, plain, &po, NULL, err);
+    out = d->plan(hard, plain, &po, NULL, err);
   }
   dp_release(plain);
   if (out) *from = hard;
@@ -775,7 +779,7 @@ static int answer(driver *d, uint32_t *best, dp__score *bs, dp_latency_result *o
     dp_err *e = NULL;
     dp_module *from = NULL, *planned;
     int by = DP_PLACE_TVM;
-    if (c->place) planned = plan_placement(l, c->place, &from, &e);
+    if (c->place) planned = plan_placement(l, d->plan, c->place, &from, &e);
     else {
       by = strcmp(c->name, "tvm") == 0 ? DP_PLACE_TVM : DP_PLACE_MIN_BYTES;
       planned = plan_apart(d, by, &from, &e);
@@ -842,7 +846,7 @@ static int own_conflicts(driver *d, dp_err **err) {
   po.costs = NULL;
   dp_config *plain = d->l.cfg->nmemory ? dp_config_with_memory(d->l.cfg, NULL, 0, err)
                                        : dp_retain((dp_config *)d->l.cfg);
-  dp_module *p = plain ? dp_plan_devices_opts(free_, plain, &po, d->o->all, err) : NULL;
+  dp_module *p = plain ? d->plan(free_, plain, &po, d->o->all, err) : NULL;
   dp_release(plain);
   dp_release(free_);
   if (!p) return -1;
@@ -850,12 +854,12 @@ static int own_conflicts(driver *d, dp_err **err) {
   return 0;
 }
 
-int dp_plan_latency(dp_module *m, const dp_config *cfg, const dp_latency_opts *o, dp_latency_result *out,
-                    dp_err **err) {
+int dp__latency(dp_module *m, const dp_config *cfg, const dp_latency_opts *o, dp__plan_fn plan,
+                dp_latency_result *out, dp_err **err) {
   static const dp_latency_opts dflt = {0};
   if (!o) o = &dflt;
   *out = (dp_latency_result){0};
-  driver d = {.o = o, .m = m};
+  driver d = {.o = o, .m = m, .plan = plan};
   uint32_t *best = NULL;
   int rc = -1;
   if (setup(&d.l, m, cfg, o, err) < 0) goto done;
@@ -898,7 +902,7 @@ void dp_latency_result_clear(dp_latency_result *r) {
   *r = (dp_latency_result){0};
 }
 
-/* ---- PlanDevices' hook (plan.c) ---- */
+/* ---- PlanDevices' options (plan.c) ---- */
 
 int dp__placed_by_search(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_err **err) {
   if (!o || o->placement == DP_PLACE_TVM) return 0;
@@ -927,8 +931,8 @@ static int adapt_bw(void *ud, dp_vdev *src, dp_vdev *dst, double *bps, dp_err **
   return h->bandwidth(h->ud, src, dst, bps, err);
 }
 
-static int plan_search(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_conflicts *all,
-                       dp_latency_result *r, dp_err **err) {
+int dp__latency_of_plan(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_conflicts *all,
+                        dp__plan_fn plan, dp_latency_result *r, dp_err **err) {
   adapter a = {{0}, o->hooks};
   dp_latency_opts lo = {.costs = o->costs, .plan = o, .all = all,
                         .objective = o->placement == DP_PLACE_LATENCY ? DP_LATENCY_TIME : DP_LATENCY_BYTES};
@@ -938,26 +942,5 @@ static int plan_search(dp_module *m, const dp_config *cfg, const dp_plan_opts *o
     a.c.bandwidth = o->hooks->bandwidth ? adapt_bw : NULL;
     lo.costs = &a.c;
   }
-  return dp_plan_latency(m, cfg, &lo, r, err);
-}
-
-dp_module *dp__plan_search(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_conflicts *all,
-                           dp_err **err) {
-  dp_latency_result r;
-  if (plan_search(m, cfg, o, all, &r, err) < 0) return NULL;
-  dp_module *out = dp_retain(r.planned);
-  dp_latency_result_clear(&r);
-  return out;
-}
-
-dp_domains *dp__search_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_conflicts *all,
-                               dp_err **err) {
-  dp_latency_result r;
-  if (plan_search(m, cfg, o, all, &r, err) < 0) return NULL;
-  dp_plan_opts po = {.placement = r.from_placement};
-  dp_config *plain = cfg->nmemory ? dp_config_with_memory(cfg, NULL, 0, err) : dp_retain((dp_config *)cfg);
-  dp_domains *d = plain ? dp_plan_domains(r.from, plain, &po, all, err) : NULL;
-  dp_release(plain);
-  dp_latency_result_clear(&r);
-  return d;
+  return dp__latency(m, cfg, &lo, plan, r, err);
 }

@@ -26,7 +26,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "latency.h"
+#include "planner.h"
 
 #define NONE LAT_NONE
 

@@ -27,7 +27,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "latency.h"
+#include "planner.h"
 
 #define NONE LAT_NONE
 #define ALL_MOVES 4096   /* decisions up to which every one is tried each pass */

@@ -12,7 +12,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "latency.h"
+#include "planner.h"
 
 double dp__soft_weight(const struct dp__plan_ops *ops, const dp_expr *e) {
   if (!ops->on_device || e->h.kind != DP_CALL || ((const dp_call *)e)->fn != (const dp_expr *)ops->on_device)

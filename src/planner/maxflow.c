@@ -3,7 +3,7 @@
  * builds one graph per move: nodes, arcs with a capacity each way, and
  * terminal capacities that accumulate per node (the source and sink are
  * not nodes of the caller's numbering). Capacities are non-negative int64;
- * DP_FLOW_INF marks an arc no cut may cross (the optimiser keeps the
+ * DP__FLOW_INF marks an arc no cut may cross (the optimiser keeps the
  * finite ones far below it). The cut read is the same whichever maximum
  * flow is found: the sink side is the nodes that still reach the sink in
  * the residual graph.
@@ -34,7 +34,7 @@
 #include <string.h>
 #include "planner.h"
 
-struct dp_flow {
+struct dp__flow {
   uint32_t n, capn;          /* the caller's nodes */
   int64_t *trs, *trt;        /* from the source, to the sink */
   uint32_t *au, *av;         /* arcs u -> v (cap) with v -> u (rcap) */
@@ -44,15 +44,15 @@ struct dp_flow {
   int64_t budget;            /* Boykov-Kolmogorov's work: < 0 the default */
 };
 
-dp_flow *dp__flow_new(void) {
-  dp_flow *g = dp_calloc(1, sizeof(dp_flow));
+dp__flow *dp__flow_new(void) {
+  dp__flow *g = dp_calloc(1, sizeof(dp__flow));
   if (g) g->budget = -1;
   return g;
 }
 
-void dp__flow_budget(dp_flow *g, int64_t work) { g->budget = work; }
+void dp__flow_budget(dp__flow *g, int64_t work) { g->budget = work; }
 
-void dp__flow_free(dp_flow *g) {
+void dp__flow_free(dp__flow *g) {
   if (!g) return;
   free(g->trs);
   free(g->trt);
@@ -63,21 +63,18 @@ void dp__flow_free(dp_flow *g) {
   free(g);
 }
 
-uint32_t dp__flow_count(const dp_flow *g) { return g->n; }
+uint32_t dp__flow_count(const dp__flow *g) { return g->n; }
 
-void dp__flow_reset(dp_flow *g) {
+void dp__flow_reset(dp__flow *g) {
   g->n = g->na = 0;
   g->oom = 0;
 }
 
-uint32_t dp__flow_node(dp_flow *g) {
+uint32_t dp__flow_node(dp__flow *g) {
   if (g->n == g->capn) {
-    uint32_t c = g->capn;
-    if (dp_grow((void **)&g->trs, &c, g->n + 1, sizeof *g->trs) < 0) goto oom;
-    void *p = dp_realloc(g->trt, (size_t)c * sizeof *g->trt);
-    if (!p) goto oom;
-    g->trt = p;
-    g->capn = c;
+    void **const arrs[] = {(void **)&g->trs, (void **)&g->trt};
+    const size_t sizes[] = {sizeof *g->trs, sizeof *g->trt};
+    if (dp_grow_arrays(&g->capn, g->n + 1, 2, arrs, sizes) < 0) goto oom;
   }
   g->trs[g->n] = g->trt[g->n] = 0;
   return g->n++;
@@ -87,28 +84,21 @@ oom:
 }
 
 static int64_t sat_add(int64_t a, int64_t b) {
-  return a > DP_FLOW_INF - b ? DP_FLOW_INF : a + b;
+  return a > DP__FLOW_INF - b ? DP__FLOW_INF : a + b;
 }
 
-void dp__flow_terminal(dp_flow *g, uint32_t v, int64_t from_source, int64_t to_sink) {
+void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_sink) {
   if (g->oom) return;
   g->trs[v] = sat_add(g->trs[v], from_source);
   g->trt[v] = sat_add(g->trt[v], to_sink);
 }
 
-void dp__flow_arc(dp_flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap) {
+void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap) {
   if (g->oom || (cap == 0 && rcap == 0) || u == v) return;
   if (g->na == g->capa) {
-    uint32_t c = g->capa;
-    if (dp_grow((void **)&g->au, &c, g->na + 1, sizeof *g->au) < 0) goto oom;
-    void *p;
-    if (!(p = dp_realloc(g->av, (size_t)c * sizeof *g->av))) goto oom;
-    g->av = p;
-    if (!(p = dp_realloc(g->ac, (size_t)c * sizeof *g->ac))) goto oom;
-    g->ac = p;
-    if (!(p = dp_realloc(g->arc, (size_t)c * sizeof *g->arc))) goto oom;
-    g->arc = p;
-    g->capa = c;
+    void **const arrs[] = {(void **)&g->au, (void **)&g->av, (void **)&g->ac, (void **)&g->arc};
+    const size_t sizes[] = {sizeof *g->au, sizeof *g->av, sizeof *g->ac, sizeof *g->arc};
+    if (dp_grow_arrays(&g->capa, g->na + 1, 4, arrs, sizes) < 0) goto oom;
   }
   g->au[g->na] = u;
   g->av[g->na] = v;
@@ -160,7 +150,7 @@ static void pr_free(pr *p) {
 /* The CSR of g's arcs plus the terminal arcs (a node with both terminal
    capacities keeps only their difference: min of the two is paid by
    every cut). */
-static int pr_build(pr *p, const dp_flow *g) {
+static int pr_build(pr *p, const dp__flow *g) {
   uint32_t n = g->n, N = n + 2, s = n, t = n + 1;
   uint64_t m = 2 * (uint64_t)g->na;
   for (uint32_t v = 0; v < n; v++) m += 2 * ((g->trs[v] > g->trt[v]) + (g->trt[v] > g->trs[v]));
@@ -332,7 +322,7 @@ static void cut(pr *p, uint8_t *side, uint32_t n) {
 }
 
 /* The flow through the graph (terminal capacities net of each other), or -1. */
-static int64_t pr_solve(const dp_flow *g, uint8_t *side) {
+static int64_t pr_solve(const dp__flow *g, uint8_t *side) {
   pr p = {0};
   int64_t flow = -1;
   if (pr_build(&p, g) < 0) goto done;
@@ -398,7 +388,7 @@ static void bk_free(bk *b) {
   free(b->orph);
 }
 
-static int bk_build(bk *b, const dp_flow *g) {
+static int bk_build(bk *b, const dp__flow *g) {
   uint32_t n = g->n;
   size_t m = 2 * (size_t)g->na, nn = n ? n : 1;
   if (m > UINT32_MAX - 1) return -1;
@@ -576,7 +566,7 @@ static uint32_t bk_grow(bk *b, uint32_t i) {
 
 /* The flow through the graph (terminal capacities net of each other), -1
    (out of memory) or -2 (over budget: nothing written). */
-static int64_t bk_solve(const dp_flow *g, uint8_t *side, int64_t budget) {
+static int64_t bk_solve(const dp__flow *g, uint8_t *side, int64_t budget) {
   bk b = {0};
   int64_t flow = -1;
   if (bk_build(&b, g) < 0) goto done;
@@ -633,7 +623,7 @@ done:
 
 /* ================= the cut ================= */
 
-int64_t dp__flow_solve(dp_flow *g, uint8_t *side) {
+int64_t dp__flow_solve(dp__flow *g, uint8_t *side) {
   if (g->oom) return -1;
   uint64_t size = (uint64_t)g->n + 2 * (uint64_t)g->na;
   int64_t budget = g->budget >= 0 ? g->budget : (int64_t)(64 * size + (1u << 20));

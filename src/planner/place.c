@@ -6,13 +6,15 @@
  * Where devplan goes further than TVM: TVM's defaulting rules give such a
  * value the device the first rule to reach it says.
  *
- * Requires: domains analysed with ix->relax (analyze.c): the places where
- * PlanDevices would unify a value with its reader but capture can put a
- * copy are flows (d->flows: the value's node, the domain it is made in,
+ * Requires: domains analysed with ix->relax (analyze.c), and the places
+ * where PlanDevices would unify a value with its reader but capture can
+ * put a copy: analysis' flows (the value's node, the domain it is made in,
  * the domain it is read in). Leaves: each such free class constrained to
- * its device (rule R_PLACEMENT, the class's first expression as why), the
- * decisions kept (d->place) for explanations and replays; defaulting then
- * fixes what is left (classes no flow reaches) by TVM's rules.
+ * its device (rule R_PLACEMENT, the class's first expression as why), and
+ * the decisions (struct dp__placement, this file's own, which the caller
+ * keeps and frees with dp__place_free) for explanations and replays;
+ * defaulting then fixes what is left (classes no flow reaches) by TVM's
+ * rules.
  *
  * The problem given to the optimiser (place_solve.c): a variable per class
  * a flow touches (constrained classes are fixed at their device, filled in
@@ -30,7 +32,7 @@
 #include <string.h>
 #include "planner.h"
 
-struct dp_placement {
+struct dp__placement {
   dp_place_problem p;
   uint32_t *label;            /* per variable */
   uint32_t labdev[64];        /* label -> device index */
@@ -45,7 +47,7 @@ struct dp_placement {
   uint32_t n;
 };
 
-void dp__place_free(struct dp_placement *pl) {
+void dp__place_free(struct dp__placement *pl) {
   if (!pl) return;
   dp_place_free(&pl->p);
   free(pl->label);
@@ -57,10 +59,11 @@ void dp__place_free(struct dp_placement *pl) {
 }
 
 typedef struct pctx {
-  dp_domains *d;
+  dp__domains *d;
+  const dp__flows *flows;     /* analysis' */
   dp__index *ix;
   const dp_place_hooks *h;
-  struct dp_placement *pl;
+  struct dp__placement *pl;
   uint32_t *var_of;           /* domain (root) -> variable */
   /* per variable, as found (the problem's fixed and allowed are sized for
      every domain until the count is known): root, first expression */
@@ -133,7 +136,7 @@ static int oom(pctx *c) {
 
 /* The label of device index dev (added when new; fixed labels only). */
 static uint32_t label_of(pctx *c, uint32_t dev) {
-  struct dp_placement *pl = c->pl;
+  struct dp__placement *pl = c->pl;
   for (uint32_t l = 0; l < pl->nlab; l++)
     if (pl->labdev[l] == dev) return l;
   if (pl->nlab == 64) {
@@ -165,7 +168,7 @@ static int selectable(pctx *c) {
 /* The classes an operator's rule puts on the host: the host device, whole
    (its memory scope left open is not the user's to fill in). */
 static int exact_classes(pctx *c) {
-  dp_domains *d = c->d;
+  dp__domains *d = c->d;
   if (!(c->exact = dp_calloc(d->nnodes ? d->nnodes : 1, 1))) return oom(c);
   for (uint32_t i = 0; i < d->ncons; i++) {
     int r = d->nodes[d->cons[i].dom].crule;
@@ -178,21 +181,14 @@ static int exact_classes(pctx *c) {
 /* The variable of domain dom's class (new when first met), or DP__NONE_ID
    + c->err. */
 static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
-  dp_domains *d = c->d;
+  dp__domains *d = c->d;
   dp_place_problem *p = &c->pl->p;
   uint32_t r = dp__dom_find(d, dom);
   if (c->var_of[r] != DP__NONE_ID) return c->var_of[r];
   if (c->nv == c->capv) {
-    uint32_t cap = c->capv;
-    if (dp_grow((void **)&c->vroot, &cap, c->nv + 1, sizeof *c->vroot) < 0) return oom(c), DP__NONE_ID;
-    void *q;
-    if (!(q = dp_realloc(c->vwhy, (size_t)cap * sizeof *c->vwhy))) return oom(c), DP__NONE_ID;
-    c->vwhy = q;
-    if (!(q = dp_realloc(c->vtouched, (size_t)cap * sizeof *c->vtouched))) return oom(c), DP__NONE_ID;
-    c->vtouched = q;
-    if (!(q = dp_realloc(c->vpart, (size_t)cap * sizeof *c->vpart))) return oom(c), DP__NONE_ID;
-    c->vpart = q;
-    c->capv = cap;
+    void **const arrs[] = {(void **)&c->vroot, (void **)&c->vwhy, (void **)&c->vtouched, (void **)&c->vpart};
+    const size_t sizes[] = {sizeof *c->vroot, sizeof *c->vwhy, sizeof *c->vtouched, sizeof *c->vpart};
+    if (dp_grow_arrays(&c->capv, c->nv + 1, 4, arrs, sizes) < 0) return oom(c), DP__NONE_ID;
   }
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
   c->vpart[v] = 0;
@@ -225,8 +221,9 @@ static int cmp_flow(const void *a, const void *b) {
 
 /* One net per (value, making class): the flows sorted by both. */
 static int nets(pctx *c) {
-  dp_domains *d = c->d;
-  uint32_t n = d->nflows;
+  dp__domains *d = c->d;
+  const dp__flowrec *flows = c->flows->v;
+  uint32_t n = c->flows->n;
   if (!n) return 0;
   fkey *key = dp_malloc((size_t)n * sizeof *key);
   uint32_t *readers = dp_malloc((size_t)n * sizeof *readers);
@@ -238,20 +235,20 @@ static int nets(pctx *c) {
   /* (a value made in two classes of one device, through a copy to itself
      or an annotation looked through, is made there once) */
   for (uint32_t i = 0; i < n; i++) {
-    uint32_t r = dp__dom_find(d, d->flows[i].src), dev = d->nodes[r].vdev;
-    key[i] = (fkey){(uint64_t)d->flows[i].value << 32 | (dev ? 0x80000000u | dev : r), i};
+    uint32_t r = dp__dom_find(d, flows[i].src), dev = d->nodes[r].vdev;
+    key[i] = (fkey){(uint64_t)flows[i].value << 32 | (dev ? 0x80000000u | dev : r), i};
   }
   qsort(key, n, sizeof *key, cmp_flow);
   int rc = 0;
   int64_t total = 0; /* the bytes of every net, once per reader */
   for (uint32_t i = 0; i < n && rc == 0;) {
     uint32_t j = i, k = 0;
-    const dp_flowrec *f0 = &d->flows[key[i].i];
+    const dp__flowrec *f0 = &flows[key[i].i];
     dp_expr *value = c->ix->x[f0->value];
     uint32_t src = var_for(c, f0->src, value);
     if (src == DP__NONE_ID) rc = -1;
     for (; j < n && key[j].k == key[i].k && rc == 0; j++) {
-      uint32_t r = var_for(c, d->flows[key[j].i].dst, c->ix->x[f0->value]);
+      uint32_t r = var_for(c, flows[key[j].i].dst, c->ix->x[f0->value]);
       if (r == DP__NONE_ID) rc = -1;
       else readers[k++] = r;
     }
@@ -281,7 +278,7 @@ static int nets(pctx *c) {
    annotation (a device with a memory scope exists only where annotations
    name it; leaving those out would copy to a scope and back for nothing). */
 static int widen(pctx *c) {
-  struct dp_placement *pl = c->pl;
+  struct dp__placement *pl = c->pl;
   uint64_t all = pl->nlab == 64 ? UINT64_MAX : ((uint64_t)1 << pl->nlab) - 1;
   /* a partly constrained class joined with each device: cpu and the
      memory scope "global" make "cpu, global" (as unification would) */
@@ -341,8 +338,8 @@ static int can_run(pctx *c, dp_expr *call, dp_vdev *vd, int *ok) {
 /* The capability and compute cost of the call node id, for its class's
    variable (only classes a flow touched: others are defaulting's). */
 static int call_costs(pctx *c, uint32_t id) {
-  dp_domains *d = c->d;
-  struct dp_placement *pl = c->pl;
+  dp__domains *d = c->d;
+  struct dp__placement *pl = c->pl;
   dp_place_problem *p = &pl->p;
   uint32_t v = c->var_of[dp__dom_find(d, d->dom[id])];
   if (v == DP__NONE_ID) return 0;
@@ -377,7 +374,7 @@ static int call_costs(pctx *c, uint32_t id) {
 /* Picoseconds per byte between each pair of labels: the bandwidth hook's,
    else the configuration's, else 10 GB/s. */
 static int pair_costs(pctx *c) {
-  struct dp_placement *pl = c->pl;
+  struct dp__placement *pl = c->pl;
   const dp_place_hooks *h = c->h;
   uint32_t K = pl->nlab;
   pl->p.pair = dp_calloc((size_t)K * K, sizeof *pl->p.pair);
@@ -412,7 +409,7 @@ static int pair_costs(pctx *c) {
    (else bytes alone). */
 #define COPY_TIE 1024
 
-static void tie_copies(struct dp_placement *pl) {
+static void tie_copies(struct dp__placement *pl) {
   dp_place_problem *p = &pl->p;
   int64_t total = 0, cap = DP_PLACE_INF / 16 / COPY_TIE;
   for (uint32_t i = 0; i < p->nnets && total <= cap; i++) total += p->nets[i].w * (int64_t)p->nets[i].n;
@@ -423,7 +420,7 @@ static void tie_copies(struct dp_placement *pl) {
 /* Capabilities, compute costs and bandwidths, from the hooks. */
 static int costs(pctx *c) {
   dp__index *ix = c->ix;
-  struct dp_placement *pl = c->pl;
+  struct dp__placement *pl = c->pl;
   const dp_place_hooks *h = c->h;
   pl->time = h->compute || h->bandwidth || dp_config_has_bandwidths(c->d->dev->cfg);
   if (!pl->time) tie_copies(pl);
@@ -440,8 +437,8 @@ static int costs(pctx *c) {
 /* ---- the decisions ---- */
 
 static int decide(pctx *c) {
-  dp_domains *d = c->d;
-  struct dp_placement *pl = c->pl;
+  dp__domains *d = c->d;
+  struct dp__placement *pl = c->pl;
   const dp_place_problem *p = &pl->p;
   uint32_t n = 0;
   for (uint32_t v = 0; v < c->nv; v++) n += p->fixed[v] == DP__NONE_ID && c->vtouched[v];
@@ -484,7 +481,7 @@ static void name_classes(pctx *c) {
 }
 
 static int solve(pctx *c) {
-  struct dp_placement *pl = c->pl;
+  struct dp__placement *pl = c->pl;
   dp_place_problem *p = &pl->p;
   p->nvars = c->nv;
   p->nlabels = pl->nlab;
@@ -500,9 +497,12 @@ static int solve(pctx *c) {
   return 0;
 }
 
-int dp__place(dp_domains *d, const dp_place_hooks *h, dp_err **err) {
+int dp__place(dp__domains *d, const dp__flows *flows, const dp_place_hooks *h,
+              struct dp__placement **out, dp_err **err) {
   static const dp_place_hooks none = {0};
-  pctx c = {.d = d, .ix = d->ix, .h = h ? h : &none, .pl = dp_calloc(1, sizeof(struct dp_placement))};
+  pctx c = {.d = d, .flows = flows, .ix = d->ix, .h = h ? h : &none,
+            .pl = dp_calloc(1, sizeof(struct dp__placement))};
+  *out = NULL;
   int rc = -1;
   if (!c.pl || !(c.var_of = dp_malloc((size_t)(d->nnodes ? d->nnodes : 1) * sizeof *c.var_of))) {
     oom(&c);
@@ -518,8 +518,7 @@ int dp__place(dp_domains *d, const dp_place_hooks *h, dp_err **err) {
   }
   if (selectable(&c) < 0 || nets(&c) < 0 || widen(&c) < 0 || (name_classes(&c), costs(&c)) < 0 || solve(&c) < 0 || decide(&c) < 0)
     goto done;
-  dp__domains_log(d, LOG_PLACE, R_PLACEMENT, NULL, NULL, 0);
-  d->place = c.pl;
+  *out = c.pl;
   c.pl = NULL;
   rc = 0;
 done:
@@ -536,8 +535,7 @@ done:
 
 /* ---- replays and explanations ---- */
 
-int dp__place_replay(dp_domains *d, dp_err **err) {
-  const struct dp_placement *pl = (d->owner ? d->owner : d)->place;
+int dp__place_replay(dp__domains *d, const struct dp__placement *pl, dp_err **err) {
   if (!pl) return 0;
   for (uint32_t i = 0; i < pl->n; i++) {
     uint32_t k = dp__dom_first(d, pl->labdev[pl->label[pl->var[i]]], R_PLACEMENT, pl->why[i]);
@@ -549,7 +547,7 @@ int dp__place_replay(dp_domains *d, dp_err **err) {
   return 0;
 }
 
-static void cost_text(char *buf, size_t n, const struct dp_placement *pl, int64_t e) {
+static void cost_text(char *buf, size_t n, const struct dp__placement *pl, int64_t e) {
   if (e >= DP_PLACE_INF) {
     snprintf(buf, n, "not allowed (an annotation or the capability function)");
     return;
@@ -562,9 +560,7 @@ static void cost_text(char *buf, size_t n, const struct dp_placement *pl, int64_
   snprintf(buf, n, "%lld byte%s copied", (long long)e, e == 1 ? "" : "s");
 }
 
-char *dp__place_reason(dp_domains *d, uint32_t cons) {
-  const dp_domains *o = d->owner ? d->owner : d;
-  const struct dp_placement *pl = o->place;
+char *dp__place_reason(dp__domains *d, const struct dp__placement *pl, uint32_t cons) {
   if (!pl) return NULL;
   uint32_t lo = 0, hi = pl->n;
   while (lo < hi) {
@@ -592,12 +588,12 @@ char *dp__place_reason(dp_domains *d, uint32_t cons) {
   return s;
 }
 
-int dp_domains_placements(dp_domains *d, dp_place_fn fn, void *ud, dp_err **err) {
-  const struct dp_placement *pl = (d->owner ? d->owner : d)->place;
+int dp__place_each(dp__domains *d, const struct dp__placement *pl, dp_place_fn fn, void *ud,
+                   dp_err **err) {
   for (uint32_t i = 0; pl && i < pl->n; i++) {
     uint64_t a = pl->p.allowed[pl->var[i]];
     if (!(a & (a - 1))) continue; /* one device it could take: an annotation's, no choice */
-    char *text = dp__place_reason(d, pl->cons[i]);
+    char *text = dp__place_reason(d, pl, pl->cons[i]);
     if (!text) {
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return -1;

@@ -99,14 +99,14 @@ int dp_place_net(dp_place_problem *m, uint32_t src, const uint32_t *readers, uin
 }
 
 static int64_t sat_add(int64_t a, int64_t b) {
-  return a > DP_FLOW_INF - b ? DP_FLOW_INF : a + b;
+  return a > DP__FLOW_INF - b ? DP__FLOW_INF : a + b;
 }
 
 int64_t dp_place_copy_cost(const dp_place_problem *m, int64_t w, uint32_t a, uint32_t b) {
   if (a == b) return 0;
   if (!m->pair) return w;
   double c = (double)w * m->pair[(size_t)a * m->nlabels + b];
-  return c >= (double)DP_FLOW_INF ? DP_FLOW_INF : c <= 0 ? 0 : (int64_t)llround(c);
+  return c >= (double)DP__FLOW_INF ? DP__FLOW_INF : c <= 0 ? 0 : (int64_t)llround(c);
 }
 
 /* The labels among a net's readers (a mask). */
@@ -128,7 +128,7 @@ static int64_t net_cost(const dp_place_problem *m, const dp_place_pin_range *nt,
 int64_t dp_place_energy(const dp_place_problem *m, const uint32_t *label) {
   int64_t e = 0;
   for (uint32_t v = 0; v < m->nvars; v++) {
-    if (label[v] >= m->nlabels || !((m->allowed[v] >> label[v]) & 1)) return DP_FLOW_INF;
+    if (label[v] >= m->nlabels || !((m->allowed[v] >> label[v]) & 1)) return DP__FLOW_INF;
     if (m->unary) e = sat_add(e, m->unary[(size_t)v * m->nlabels + label[v]]);
   }
   for (uint32_t k = 0; k < m->nnets; k++) e = sat_add(e, net_cost(m, &m->nets[k], label));
@@ -143,7 +143,7 @@ int64_t dp_place_energy_at(const dp_place_problem *m, const uint32_t *label, uin
   memcpy(lab, label, (size_t)m->nvars * sizeof *lab);
   lab[v] = l;
   int64_t e = 0;
-  if (!((m->allowed[v] >> l) & 1)) e = DP_FLOW_INF;
+  if (!((m->allowed[v] >> l) & 1)) e = DP__FLOW_INF;
   else if (m->unary) e = m->unary[(size_t)v * m->nlabels + l];
   for (uint32_t k = 0; k < m->nnets; k++) {
     const dp_place_pin_range *nt = &m->nets[k];
@@ -162,7 +162,7 @@ typedef struct mv {
   const uint32_t *label;
   uint32_t alpha;
   uint32_t *state;   /* per variable: its node, ST_S or ST_T */
-  dp_flow *g;
+  dp__flow *g;
 } mv;
 
 /* [p keeps and some reader is alpha] * w */
@@ -188,7 +188,7 @@ static void gadget_keep_to_alpha(mv *c, uint32_t p, const dp_place_pin_range *nt
   else dp__flow_arc(c->g, p, a, w, 0);
   for (uint32_t i = 0; i < nt->n; i++) {
     uint32_t st = c->state[c->m->pins[nt->off + i]];
-    if (st != ST_S) dp__flow_arc(c->g, a, st, DP_FLOW_INF, 0);
+    if (st != ST_S) dp__flow_arc(c->g, a, st, DP__FLOW_INF, 0);
   }
 }
 
@@ -215,7 +215,7 @@ static void gadget_kept_reader(mv *c, uint32_t p, const dp_place_pin_range *nt, 
   uint32_t b = dp__flow_node(c->g);
   for (uint32_t i = 0; i < nt->n; i++) {
     uint32_t r = c->m->pins[nt->off + i];
-    if (c->label[r] == l) dp__flow_arc(c->g, c->state[r], b, DP_FLOW_INF, 0);
+    if (c->label[r] == l) dp__flow_arc(c->g, c->state[r], b, DP__FLOW_INF, 0);
   }
   if (p == ST_T) dp__flow_terminal(c->g, b, 0, w);
   else dp__flow_arc(c->g, b, p, w, 0);
@@ -242,7 +242,7 @@ static void move_net(mv *c, const dp_place_pin_range *nt) {
 
 /* The best move towards alpha from label (into next). 0, or -1. */
 static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha, uint32_t *state,
-                uint8_t **side, uint32_t *capside, dp_flow *g, uint32_t *next) {
+                uint8_t **side, uint32_t *capside, dp__flow *g, uint32_t *next) {
   dp__flow_reset(g);
   for (uint32_t v = 0; v < m->nvars; v++) {
     uint32_t l = label[v];
@@ -260,12 +260,7 @@ static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha
   for (uint32_t k = 0; k < m->nnets; k++) move_net(&c, &m->nets[k]);
   /* the side of every node of the graph (auxiliary ones included) */
   uint32_t nodes = dp__flow_count(g) + 1;
-  if (nodes > *capside) {
-    uint8_t *s = dp_realloc(*side, nodes);
-    if (!s) return -1;
-    *side = s;
-    *capside = nodes;
-  }
+  if (dp_grow((void **)side, capside, nodes, 1) < 0) return -1;
   if (dp__flow_solve(g, *side) < 0) return -1;
   for (uint32_t v = 0; v < m->nvars; v++)
     next[v] = state[v] < ST_T && (*side)[state[v]] ? alpha : label[v];
@@ -298,7 +293,7 @@ int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
   uint32_t *next = dp_malloc((size_t)m->nvars * sizeof *next);
   uint8_t *side = NULL;
   uint32_t capside = 0;
-  dp_flow *g = dp__flow_new();
+  dp__flow *g = dp__flow_new();
   int rc = -1;
   if (!state || !next || !g) goto done;
   /* two labels: the one move from the default label to the other is exact */

@@ -1,30 +1,31 @@
 /*
- * PlanDevices: the phases in order (plan.h, planner.md).
+ * PlanDevices: the phases in order (plan.h, planner.md), composed once.
  *
- * The module is numbered once (index.c); phases 0 and 0b hand the same
- * index on when they change nothing (the usual case), and a new module's
- * when they insert something. Analysis takes the index into the domains,
- * which defaulting completes and capture writes back. Every phase drops
- * what it was given on an error, so nothing is left behind.
+ * plan() below is the whole pipeline, as QBE's main.c shows its own: the
+ * module is numbered once (index.c); phases 0 and 0b hand the same index
+ * on when they change nothing (the usual case), and a new module's when
+ * they insert something; analysis takes the index into the domains, which
+ * placement by cost and defaulting complete and capture writes back. The
+ * options are branches of that one composition: which phase 0b, whether
+ * analysis stops at the first conflict, whether placement by cost runs.
+ * A conflict comes back from a phase as data; only here (and in the
+ * planner's state, domains_api.c, for a script's changes) is explain.c
+ * asked to word it. Every phase drops what it was given on an error, so
+ * nothing is left behind.
+ *
+ * The public phases one by one (dp_plan_rewrite, ...) are each one step
+ * of it on a module of its own, for scripts that change the domains
+ * between analysis and capture; PartitionByVirtualDevice (partition.c)
+ * reads its devices from plan()'s phases 0 to 2.
+ *
+ * The latency placement (placement = "latency"; min_bytes with soft
+ * annotations or memory budgets) is one more branch: its search
+ * (latency.c) proposes placements and judges each by the plan this
+ * composition makes of it, handed to it as dp_plan_devices_opts.
  */
 #include <stdlib.h>
 #include "planner.h"
-#include "latency.h"
 #include "devplan/print.h"
-
-dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err) {
-  dp__index *ix = dp__index_new(m, cfg, err);   /* every node numbered, once */
-  if (ix) ix = dp__rewrite(ix, err);           /* phase 0: fixed annotations */
-  if (ix) ix = dp__conflicts(ix, DP__0B_ANYWHERE, err); /* phase 0b: conflicting demands */
-  if (!ix) return NULL;
-  dp_domains *d = dp__analyze(ix, err);        /* phase 1: the domains */
-  if (!d) return NULL;
-  dp_module *out = NULL;
-  if (dp_plan_default(d, err) == 0)            /* phase 2: defaults */
-    out = dp_plan_capture(d, err);             /* phase 3: the planned module */
-  dp_release(d);
-  return out;
-}
 
 void dp_conflicts_clear(dp_conflicts *c) {
   for (uint32_t i = 0; i < c->n; i++) dp_err_free(c->v[i]);
@@ -32,35 +33,89 @@ void dp_conflicts_clear(dp_conflicts *c) {
   *c = (dp_conflicts){0};
 }
 
-/* The phases with options (plan.h): where devplan goes further than TVM.
-   Placement by cost reads the module without TVM's phase 0b: the copies 0b
-   would insert are what it decides (its own 0b only gives the readers that
-   share a plain on_device's result a place for a copy each). */
+/* rc (0, 1: a conflict, -1) as 0 or -1 + error: a conflict worded. */
+static int worded(dp_domains *s, int rc, dp_err **err) {
+  if (rc > 0) dp_err_set(err, dp__conflict_error(s));
+  return rc ? -1 : 0;
+}
+
+/* Placement by cost on the domains of s, from analysis' flows: its
+   decisions kept in s (for explanations and replays), and logged. */
+static int place(dp_domains *s, const dp__flows *flows, const dp_place_hooks *h, dp_err **err) {
+  if (dp__place(&s->uf, flows, h, &s->place, err) < 0) return -1;
+  if (dp__log_add(&s->log, (dp__op_log){LOG_PLACE, R_PLACEMENT, NULL, NULL, 0}) == 0) return 0;
+  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return -1;
+}
+
+/* Phases 0 to 2 with options: the domains capture writes back. */
+static dp_domains *plan(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
+                        dp_conflicts *all, dp_err **err) {
+  int placing = o->placement != DP_PLACE_TVM;
+  dp__index *ix = dp__index_new(m, cfg, err);    /* every node numbered, once */
+  if (ix) ix = dp__rewrite(ix, err);             /* phase 0: fixed annotations */
+  if (ix && placing) ix = dp__conflicts(ix, DP__0B_RELAX, err); /* phase 0b: a place for each copy */
+  else if (ix && !o->strict)                     /* phase 0b: conflicting demands */
+    ix = dp__conflicts(ix, o->tvm_conflicts ? DP__0B_TVM : DP__0B_ANYWHERE, err);
+  if (!ix) return NULL;
+  ix->relax = (uint8_t)placing;                  /* (placing reads copies as flows) */
+  dp_domains *s = dp__state_new(ix, err);
+  if (!s) return NULL;
+  dp__flows flows = {0};
+  dp__analysis how = {.collect = o->all_conflicts != 0, .flows = placing ? &flows : NULL};
+  int rc = dp__analyze(&s->uf, &how, err);      /* phase 1: the domains */
+  if (rc == 0) dp__index_drop_map(ix);           /* (the phases after it go by id) */
+  if (rc > 0) rc = worded(s, rc, err);           /* the first conflict, worded */
+  else if (rc == 0 && how.nconf) rc = dp__conflict_errors(s, all, err); /* every one */
+  else if (rc == 0 && placing) rc = place(s, &flows, o->hooks, err);    /* placement by cost */
+  free(flows.v);
+  if (rc == 0) rc = dp_plan_default(s, err);    /* phase 2: defaults */
+  if (rc < 0) {
+    dp_release(s);
+    return NULL;
+  }
+  return s;
+}
+
+/* The latency placement (latency.c): its search proposes placements and
+   judges each by its plan, which this composition makes (handed to it as
+   dp_plan_devices_opts); the answer is planned once more here for its
+   domains, from what it was planned from, without the budgets it already
+   kept. placement = "latency", and min_bytes with soft annotations or
+   memory budgets, go this way. */
+int dp_plan_latency(dp_module *m, const dp_config *cfg, const dp_latency_opts *o, dp_latency_result *out,
+                    dp_err **err) {
+  return dp__latency(m, cfg, o, dp_plan_devices_opts, out, err);
+}
+
+static dp_module *searched(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_conflicts *all,
+                           dp_err **err) {
+  dp_latency_result r;
+  if (dp__latency_of_plan(m, cfg, o, all, dp_plan_devices_opts, &r, err) < 0) return NULL;
+  dp_module *out = dp_retain(r.planned);
+  dp_latency_result_clear(&r);
+  return out;
+}
+
+static dp_domains *search_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
+                                  dp_conflicts *all, dp_err **err) {
+  dp_latency_result r;
+  if (dp__latency_of_plan(m, cfg, o, all, dp_plan_devices_opts, &r, err) < 0) return NULL;
+  dp_plan_opts by = {.placement = r.from_placement};
+  dp_config *plain = cfg->nmemory ? dp_config_with_memory(cfg, NULL, 0, err) : dp_retain((dp_config *)cfg);
+  dp_domains *s = plain ? plan(r.from, plain, &by, all, err) : NULL;
+  dp_release(plain);
+  dp_latency_result_clear(&r);
+  return s;
+}
+
 dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                             dp_conflicts *all, dp_err **err) {
   static const dp_plan_opts tvm = {0};
-  if (!o) o = &tvm;
   if (all) *all = (dp_conflicts){0};
-  int search = dp__placed_by_search(m, cfg, o, err); /* latency.c: latency, soft annotations, budgets */
-  if (search) return search < 0 ? NULL : dp__search_domains(m, cfg, o, all, err);
-  dp__index *ix = dp__index_new(m, cfg, err);
-  if (ix) ix = dp__rewrite(ix, err);
-  if (ix && o->placement != DP_PLACE_TVM) ix = dp__conflicts(ix, DP__0B_RELAX, err);
-  else if (ix && !o->strict) ix = dp__conflicts(ix, o->tvm_conflicts ? DP__0B_TVM : DP__0B_ANYWHERE, err);
-  if (!ix) return NULL;
-  ix->relax = o->placement != DP_PLACE_TVM;
-  ix->collect = o->all_conflicts != 0;
-  dp_domains *d = dp__analyze(ix, err);
-  if (!d) return NULL;
-  int rc = 0;
-  if (d->nconf) rc = dp__conflict_errors(d, all, err);
-  else if (o->placement != DP_PLACE_TVM) rc = dp__place(d, o->hooks, err);
-  if (rc == 0) rc = dp_plan_default(d, err);
-  if (rc < 0) {
-    dp_release(d);
-    return NULL;
-  }
-  return d;
+  int search = dp__placed_by_search(m, cfg, o, err); /* latency, soft annotations, budgets */
+  if (search) return search < 0 ? NULL : search_domains(m, cfg, o, all, err);
+  return plan(m, cfg, o ? o : &tvm, all, err);
 }
 
 /* Placement by cost decides devices; where the module names memory scopes
@@ -69,29 +124,29 @@ dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_op
    memory scopes left open (a copy whose two ends they join goes). To the
    optimiser a device with its scope open and the same device in a scope
    are two devices, to TVM's rules one: without this last step a plan
-   could change when planned again (generated programs 52, 104, 145). */
+   could change when planned again. */
 static dp_module *scopes_by_tvm(dp_module *planned, const dp_config *cfg, dp_err **err) {
   dp_module *out = planned ? dp_plan_devices(planned, cfg, err) : NULL;
   dp_release(planned);
   return out;
 }
 
-/* One round: the phases with options, capture, and on a module with
+/* One round: phases 0 to 2, capture (phase 3), and on a module with
    memory scopes TVM's rules' scopes. */
 static dp_module *plan_round(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                              dp_conflicts *all, int *scoped, dp_err **err) {
-  dp_domains *d = dp_plan_domains(m, cfg, o, all, err);
-  dp_module *out = d ? dp_plan_capture(d, err) : NULL;
-  *scoped = out && o && o->placement != DP_PLACE_TVM && dp__dev_any_scope(d->dev);
-  dp_release(d);
+  dp_domains *s = dp_plan_domains(m, cfg, o, all, err);
+  dp_module *out = s ? dp__capture(&s->uf, err) : NULL;
+  *scoped = out && o && o->placement != DP_PLACE_TVM && dp__dev_any_scope(s->uf.dev);
+  dp_release(s);
   return *scoped ? scopes_by_tvm(out, cfg, err) : out;
 }
 
 dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                                 dp_conflicts *all, dp_err **err) {
   if (all) *all = (dp_conflicts){0};
-  int search = dp__placed_by_search(m, cfg, o, err); /* latency.c: latency, soft annotations, budgets */
-  if (search) return search < 0 ? NULL : dp__plan_search(m, cfg, o, all, err);
+  int search = dp__placed_by_search(m, cfg, o, err); /* latency, soft annotations, budgets */
+  if (search) return search < 0 ? NULL : searched(m, cfg, o, all, err);
   int scoped;
   dp_module *out = plan_round(m, cfg, o, all, &scoped, err);
   /* With memory scopes the optimiser may also meet that plan differently
@@ -114,7 +169,12 @@ dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_pla
   return out;
 }
 
-/* The phases one by one (plan.h), each on a module of its own. */
+dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err) {
+  return dp_plan_devices_opts(m, cfg, NULL, NULL, err);
+}
+
+/* ---- the phases one by one (plan.h), each on a module of its own ---- */
+
 static dp_module *one(dp_module *m, const dp_config *cfg, dp__index *(*phase)(dp__index *, dp_err **),
                       dp_err **err) {
   dp__index *ix = dp__index_new(m, cfg, err);
@@ -138,5 +198,26 @@ dp_module *dp_plan_conflicts(dp_module *m, const dp_config *cfg, dp_err **err) {
 
 dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err) {
   dp__index *ix = dp__index_new(m, cfg, err);
-  return ix ? dp__analyze(ix, err) : NULL;
+  dp_domains *s = ix ? dp__state_new(ix, err) : NULL;
+  if (!s) return NULL;
+  dp__analysis how = {0};
+  int rc = dp__analyze(&s->uf, &how, err);
+  if (rc == 0) dp__index_drop_map(ix);
+  if (worded(s, rc, err) < 0) {
+    dp_release(s);
+    return NULL;
+  }
+  return s;
+}
+
+int dp_plan_default(dp_domains *s, dp_err **err) {
+  if (dp__log_add(&s->log, (dp__op_log){LOG_DEFAULT, 0, NULL, NULL, 0}) < 0) {
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return -1;
+  }
+  return worded(s, dp__default(&s->uf, err), err);
+}
+
+dp_module *dp_plan_capture(dp_domains *s, dp_err **err) {
+  return dp__capture(&s->uf, err);
 }

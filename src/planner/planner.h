@@ -1,19 +1,33 @@
 /*
- * The planner's internals. PlanDevices (plan.c) is five phases in order,
- * one file each, over three pieces they share, one file each:
+ * The planner's internals, in layers: a file calls only files of the layers
+ * below its own (scripts/planner_layers.lua checks it, in the suite):
  *
- *   devices.c  the device table: the canonical virtual devices of a plan,
- *              by index (0: unconstrained), with join and default
- *   index.c    the node numbering: every node of every global function
- *              numbered once, in one walk, with its children, the post
- *              order, its on_device / device_copy attributes decoded, what
- *              phase 0 must rewrite and phase 0b's demands
- *   domains.c  the union-find of domains over those devices (the state
- *              between analysis and capture, dp_domains_objtype())
- *
- * and the rules of the special operators (rules.c), which analysis,
- * phase 0b and the verifier read from one table. Each phase keeps its own
- * state in its own file.
+ *   the pipeline    plan.c: PlanDevices' phases composed once (the options
+ *                   its branches), the public phases one by one;
+ *                   partition.c reads its devices through it
+ *   the search      latency.c: the latency placement, judging placements
+ *                   by their plans (plan.c's composition handed to it as
+ *                   a function); latency_model.c (a placement's score),
+ *                   latency_search.c, latency_exact.c, latency_soft.c
+ *                   (soft annotations) below it
+ *   the state       domains_api.c: dp_domains (plan.h's handle) = the
+ *                   domains, the log of later changes, placement's
+ *                   decisions; lookups and a script's changes
+ *   explanation     explain.c: conflicts worded, explanations, on replays
+ *                   (replay.c applies the log) that keep proofs
+ *   the phases      rewrite.c (0), conflicts.c (0b), analyze.c (1),
+ *                   place.c (placement by cost), default.c (2, order.c),
+ *                   capture.c (3); share.c, verify.c, schedule_*.c beside
+ *                   them. A phase returns a conflict as data (dp__conflict)
+ *                   and keeps its own state in its own file.
+ *   the domains     domains.c: the union-find over the devices, nothing else
+ *   shared pieces   index.c (every node numbered once, in one walk, with its
+ *                   children, post order, decoded annotations, phase 0's
+ *                   and 0b's findings), devices.c (the canonical devices of
+ *                   a plan by index), rules.c (the special operators, one
+ *                   table for analysis, phase 0b and the verifier),
+ *                   describe.c (how diagnostics name things), maxflow.c,
+ *                   place_solve.c, independent.c
  *
  * Where devplan reads planner.md differently, on purpose (plan.h says
  * why): phase 0's fixed let values and function bodies are read in place
@@ -93,11 +107,13 @@ int dp__is_normal_on_device(const struct dp__plan_ops *ops, const dp_expr *e, dp
 /* Phase 0's rule for an on_device that is a let value or a function body:
    it is fixed. Analysis reads that in place (rewriting it would rebuild
    the whole spine above it), except where reading in place would not say
-   the same: a node with other references (phase 0's fixed one is for this
-   position only), an annotation of an operator or constructor (phase 0
+   the same: an annotation of an operator or constructor (phase 0
    drops it), of another on_device (phase 0 merges the two when they say
    the same device), or of a function; phase 0 runs where there is such a
-   one (or another of its forms). */
+   one (or another of its forms). A node another parent in the module
+   reaches too (phase 0's fixed one is for this position only) is not read
+   in place either: the index counts those (F_MULTI), never by reference
+   counts, which a caller holding nodes would change. */
 int dp__fixed_in_place(const struct dp__plan_ops *ops, const dp_expr *value);
 /* call_lowered(@f, (args)) (a call of @f): the callee and arguments as if
    it were not lowered. Returns the argument count. */
@@ -164,6 +180,8 @@ enum { /* dp__index.flag */
   F_EXACT = 32,        /* an on_device read where no copy can go: a child of anything but
                           an argument of a call of an ordinary operator, constructor or
                           function */
+  F_MULTI = 64,        /* reached from more than one parent in the module */
+  F_INPLACE = 128,     /* F_FIXED and readable where it stands, were it reached once */
 };
 enum { ON_CBODY = 1u << 30, ON_CRESULT = 1u << 31, ON_DEV = ON_CBODY - 1 };
 
@@ -207,11 +225,10 @@ typedef struct dp__index {
   dp__mark *marks; uint32_t nmarks, capmarks; /* phase 0b's copies */
   dp__read *reads; uint32_t nreads, capreads; /* phase 0b's demands on shared plain on_device calls */
   uint32_t nann;           /* annotations (constraint domains analysis makes) */
-  /* how analysis reads the module (set by dp_plan_domains, seen by replays):
-     relax: placement by cost (place.c): a call's arguments are not unified
-     with where it runs but recorded as flows a copy may sit on; collect:
-     a conflict is recorded and analysis goes on (all conflicts) */
-  uint8_t relax, collect;
+  /* how analysis, defaulting and capture read the module (set with phase
+     0b's mode, seen by replays): placement by cost (place.c): where a copy
+     may sit, a value and its reader are not unified but recorded as a flow */
+  uint8_t relax;
 } dp__index;
 
 /* Number every global function of m (one walk each); NULL + error. */
@@ -298,103 +315,85 @@ typedef struct dp__dnode {
    it; made in domain order, so found by binary search (dp__dom_cons). */
 typedef struct dp__cons { uint32_t dom, vdev; dp_expr *why; } dp__cons;
 
-/* The proof forest (explanations, conflict messages): an undirected
-   spanning tree of every class whose edges say why two domains were
-   unified. Kept only by the domains explain.c builds to answer a question
-   (dp__domains_shadow), which replay analysis and what followed it. */
-typedef struct dp__proof { uint32_t parent; uint8_t rule; dp_expr *why; } dp__proof;
+/* A conflict, as data: unification was asked to make domains a and b one
+   (rule and why say why) and could not; what it had done was undone. */
+typedef struct dp__conflict { uint32_t a, b; int rule; dp_expr *why; } dp__conflict;
 
-/* What happened to the domains after analysis, in order: replayed to build
-   the proof forest when it was not kept. */
-typedef struct dp__op_log { uint8_t op; int rule; dp_expr *a, *b; uint32_t vdev; } dp__op_log;
-enum { LOG_DEFAULT, LOG_UNIFY, LOG_CONSTRAIN, LOG_SET_DEFAULT, LOG_PLACE };
+typedef struct dp__domains dp__domains;
+/* Told each link the union-find makes: domains x and y are one now, for
+   rule and why (explain.c keeps its proofs so). 0, or -1: out of memory. */
+typedef int (*dp__link_fn)(void *ud, dp__domains *d, uint32_t x, uint32_t y, int rule, dp_expr *why);
 
-/* Where a copy may sit when placing by cost: the value of node `value`
-   (its on_device calls looked through) made in domain src and read in
-   domain dst (analysis.c, ix->relax). */
-typedef struct dp_flowrec { uint32_t value, src, dst; } dp_flowrec;
-struct dp_placement; /* place.c */
-
-struct dp_domains {
-  dp_obj h;                 /* dp_domains_objtype() */
-  dp__index *ix;             /* the analysed module's numbering (owned, or owner's) */
-  dp_domains *owner;        /* explain.c's replay: the domains whose index this borrows */
+/* The domains of a module: the union-find over the devices of its index,
+   nothing else. What the layers above keep beside it is theirs: the
+   planner's state (dp_domains, below) holds the log of later changes and
+   placement's decisions; explain.c keeps the proofs of the domains it
+   replays, through on_link. */
+struct dp__domains {
+  dp__index *ix;             /* the numbering (borrowed) */
   dp__devices *dev;          /* &ix->dev */
   dp_ctx *ctx;
   dp__dnode *nodes; uint32_t nnodes, capnodes;
   dp__cons *cons; uint32_t ncons, capcons;
   uint32_t *kids; uint32_t nkids, capkids;   /* function domains: arity, params..., result */
   uint32_t *dom;            /* id -> domain */
-  dp__ptrmap extra;            /* domains of what the index does not number (primfns,
+  dp__ptrmap extra;         /* domains of what the index does not number (primfns,
                                pattern variables never used, operators of lookups) */
-  dp__proof *proof;          /* per domain, or NULL (proofs off) */
-  dp__op_log *log; uint32_t nlog, caplog;
-  int analysed;             /* analysis completed (the log starts) */
   /* scratch for unify */
   uint32_t *work; uint32_t nwork, capwork;
   uint32_t *trail; uint32_t ntrail, captrail;
   uint32_t *links; uint32_t nlinks, caplinks;
-  struct { uint32_t a, b; int rule; dp_expr *why; } failed; /* the last conflict (dp__unify) */
+  dp__conflict failed;      /* the last conflict (dp__unify returned 1) */
   int oom;                  /* an allocation failed: the phase reports it */
   int repass;               /* a class a default was taken from was refined (default.c) */
-  dp_flowrec *flows; uint32_t nflows, capflows;  /* ix->relax: analysis' flows */
-  uint32_t nconf;                                /* ix->collect: the conflicts met */
-  struct dp_placement *place;                    /* place.c's decisions (owner only) */
-  /* all_conflicts' replay (dp__conflict_errors): the proof forest's children
-     (first child, next and previous sibling, each id + 1, 0: none), kept as
-     it changes so each conflict is worded as it is met; which conflicts are
-     independent (owned); explain.c's state for the wording (not owned) */
-  uint32_t *pfirst, *pnext, *pprev;
-  struct dp__indep *indep;
-  struct dp__collector *collector;
+  dp__link_fn on_link;      /* NULL: links are not told */
+  void *link_ud;
 };
 
-void dp__domains_free_fn(dp_obj *o, dp_worklist *wl);
-/* New domains over ix (taking it), without proofs. */
-dp_domains *dp__domains_new(dp__index *ix, dp_err **err);
-uint32_t dp__dom_first(dp_domains *d, uint32_t vdev, int crule, dp_expr *cwhy);
-uint32_t dp__dom_fn(dp_domains *d, uint32_t arity, const uint32_t *kids);
-uint32_t dp__dom_for_type(dp_domains *d, const dp_type *t, uint32_t vdev, int crule,
+/* Domains over ix (borrowed), room for cap domains (0: as analysis needs);
+   domain 0 made (what a failed allocation hands out). 0, or -1 + error
+   (then clear them all the same). */
+int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err);
+void dp__domains_clear(dp__domains *d);
+uint32_t dp__dom_first(dp__domains *d, uint32_t vdev, int crule, dp_expr *cwhy);
+uint32_t dp__dom_fn(dp__domains *d, uint32_t arity, const uint32_t *kids);
+uint32_t dp__dom_for_type(dp__domains *d, const dp_type *t, uint32_t vdev, int crule,
                           dp_expr *cwhy);
-uint32_t dp__dom_new(dp_domains *d, const dp_expr *e); /* a fresh free domain for e's type */
-uint32_t dp__dom_of(dp_domains *d, dp_expr *e);        /* e's domain (a fresh one if none) */
-uint32_t dp__dom_find(dp_domains *d, uint32_t x);
-uint32_t dp__dom_result(dp_domains *d, uint32_t x);    /* root of the result domain */
-uint32_t dp__dom_arity(dp_domains *d, uint32_t x);     /* 0 for first-order */
-uint32_t dp__dom_kid(dp_domains *d, uint32_t x, uint32_t i); /* i == arity: result */
-uint32_t dp__dom_dev(dp_domains *d, uint32_t x);       /* result device index (0: free) */
-dp_vdev *dp__dom_vdev(dp_domains *d, uint32_t x);      /* result device, NULL free (borrowed) */
+uint32_t dp__dom_new(dp__domains *d, const dp_expr *e); /* a fresh free domain for e's type */
+uint32_t dp__dom_of(dp__domains *d, dp_expr *e);        /* e's domain (a fresh one if none) */
+/* Does e have a domain (is it an expression of the analysed module)? */
+int dp__dom_has(const dp__domains *d, const dp_expr *e);
+uint32_t dp__dom_find(dp__domains *d, uint32_t x);
+uint32_t dp__dom_result(dp__domains *d, uint32_t x);    /* root of the result domain */
+uint32_t dp__dom_arity(dp__domains *d, uint32_t x);     /* 0 for first-order */
+uint32_t dp__dom_kid(dp__domains *d, uint32_t x, uint32_t i); /* i == arity: result */
+uint32_t dp__dom_dev(dp__domains *d, uint32_t x);       /* result device index (0: free) */
+dp_vdev *dp__dom_vdev(dp__domains *d, uint32_t x);      /* result device, NULL free (borrowed) */
 /* Unify; rule/why say why. 0; 1 when the two cannot be one (a conflict:
-   everything is left as it was, d->failed says where, and the caller asks
-   explain.c for the error, or goes on); -1 + error (out of memory). */
-int dp__unify(dp_domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err);
+   everything is left as it was, d->failed says where); -1 + error (out of
+   memory). */
+int dp__unify(dp__domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err);
 /* TVM's SetDefault and its function form; 0, 1 (a conflict) or -1, as dp__unify. */
-int dp__set_default(dp_domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
+int dp__set_default(dp__domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
                     dp_err **err);
-int dp__set_result_default_then_params(dp_domains *d, uint32_t x, uint32_t vdev, int rule,
+int dp__set_result_default_then_params(dp__domains *d, uint32_t x, uint32_t vdev, int rule,
                                        dp_expr *why, dp_err **err);
+/* A constraint (rule) putting e's domain's result on device index vdev: 0,
+   1 (a conflict) or -1, as dp__unify. */
+int dp__constrain(dp__domains *d, dp_expr *e, uint32_t vdev, int rule, dp_err **err);
 /* The device of x's result as the source of a default: marked, so that a
    later refinement of it asks for another pass (default.c). */
-uint32_t dp__dom_source(dp_domains *d, uint32_t x);
+uint32_t dp__dom_source(dp__domains *d, uint32_t x);
 /* The constraint of domain x (its crule is set). */
-const dp__cons *dp__dom_cons(const dp_domains *d, uint32_t x);
-int dp__dom_fully_constrained(dp_domains *d, uint32_t x);
+const dp__cons *dp__dom_cons(const dp__domains *d, uint32_t x);
+int dp__dom_fully_constrained(dp__domains *d, uint32_t x);
 /* The domain of child i of id. */
-static inline uint32_t dp__kdom(dp_domains *d, uint32_t id, uint32_t i) {
+static inline uint32_t dp__kdom(dp__domains *d, uint32_t id, uint32_t i) {
   uint32_t k = dp__kid(d->ix, id, i);
   return k != DP__NONE_ID ? d->dom[k] : dp__dom_of(d, dp__child(d->ix->x[id], i));
 }
 /* The domain of a call's callee (DP__NONE_ID for operators and constructors). */
-uint32_t dp__callee_dom(dp_domains *d, uint32_t id);
-/* A post-analysis change, logged before it is applied (explain.c replays
-   the log); dp__domains_apply applies one (0, or -1 + error). */
-void dp__domains_log(dp_domains *d, int op, int rule, dp_expr *a, dp_expr *b, uint32_t vdev);
-int dp__domains_apply(dp_domains *d, const dp__op_log *op, dp_err **err);
-/* New domains with proofs over d's index (for explain.c's replay). */
-dp_domains *dp__domains_shadow(dp_domains *d, dp_err **err);
-/* On a shadow, before its replay: the proof forest's children lists kept,
-   and the links followed for dp__indep (all_conflicts). 0, or -1 + error. */
-int dp__domains_track_conflicts(dp_domains *d, dp_err **err);
+uint32_t dp__callee_dom(dp__domains *d, uint32_t id);
 
 /* ================= independent.c: which conflicts are independent ================= */
 
@@ -424,58 +423,122 @@ dp__index *dp__conflicts(dp__index *ix, int mode, dp_err **err);
    copies they share, *dest (malloc'd) the destination of each. 0, or -1
    (out of memory). */
 int dp__read_anywhere(dp__index *ix, int relax, uint32_t *nshares, uint32_t **dest);
-/* Phase 1: the domains of ix (consumed); dp__analyze_again runs it on
-   fresh domains (explain.c's replay). */
-dp_domains *dp__analyze(dp__index *ix, dp_err **err);
-int dp__analyze_again(dp_domains *d, dp_err **err);
+
+/* Where a copy may sit when placing by cost: the value of node `value`
+   (its on_device calls looked through) made in domain src and read in
+   domain dst (analyze.c, ix->relax). */
+typedef struct dp__flowrec { uint32_t value, src, dst; } dp__flowrec;
+typedef struct dp__flows { dp__flowrec *v; uint32_t n, cap; } dp__flows;
+
+/* How analysis runs, and what it found besides the domains. */
+typedef struct dp__analysis {
+  int collect;              /* a conflict is counted (and told) and analysis goes on
+                               (0: the first conflict stops it) */
+  /* collect: each conflict as met (d->failed), told before analysis goes
+     on; 0, or -1 (out of memory). NULL: counted only. */
+  int (*conflict)(void *ud, dp__domains *d);
+  void *ud;
+  dp__flows *flows;         /* ix->relax: the flows made (NULL: not kept) */
+  uint32_t nconf;           /* collect: the conflicts met */
+} dp__analysis;
+/* Phase 1 (analyze.c): the domains of every numbered node of d's index
+   (ix->relax: placing by cost's reading), on fresh domains. 0; 1 when the
+   first conflict stopped it (d->failed); -1 + error. */
+int dp__analyze(dp__domains *d, dp__analysis *how, dp_err **err);
 /* The global functions in the order defaulting visits them (order.c):
    callers first, then by name. A new array of ix->nfn indices, or NULL. */
 uint32_t *dp__plan_order(const dp__index *ix);
 
 /* Placement by cost (place.c), between analysis and defaulting: every free
    class a flow reaches gets the device that minimises the bytes copied
-   (or the time). 0, or -1 + error. */
-int dp__place(dp_domains *d, const dp_place_hooks *h, dp_err **err);
-/* Replays the owner's decisions on its shadow (explain.c). */
-int dp__place_replay(dp_domains *d, dp_err **err);
-void dp__place_free(struct dp_placement *p);
+   (or the time). Its decisions (*out, place.c's own: dp__place_free) say
+   what it weighed and replay it. 0, or -1 + error. */
+struct dp__placement;
+int dp__place(dp__domains *d, const dp__flows *flows, const dp_place_hooks *h,
+              struct dp__placement **out, dp_err **err);
+void dp__place_free(struct dp__placement *p);
+/* The decisions pl made, made again on d (fresh domains of the same index
+   after the same analysis: explain.c's replay). 0, or -1 + error. */
+int dp__place_replay(dp__domains *d, const struct dp__placement *pl, dp_err **err);
 /* What placing domain cons (an R_PLACEMENT constraint) weighed: the
    sentence after "because of" (malloc'd), or NULL. */
-char *dp__place_reason(dp_domains *d, uint32_t cons);
+char *dp__place_reason(dp__domains *d, const struct dp__placement *pl, uint32_t cons);
+/* dp_domains_placements (plan.h) of the decisions pl. */
+int dp__place_each(dp__domains *d, const struct dp__placement *pl, dp_place_fn fn, void *ud,
+                   dp_err **err);
+
+/* Phase 2 (default.c): 0; 1 when a default conflicts (d->failed); -1 + error. */
+int dp__default(dp__domains *d, dp_err **err);
+/* Phase 3 (capture.c): the planned module, or NULL + error. */
+dp_module *dp__capture(dp__domains *d, dp_err **err);
+
+/* ================= replay.c: the log of later changes ================= */
+
+/* What changed the domains after analysis, in order: replayed on new
+   domains when proofs are asked for (explain.c). */
+typedef struct dp__op_log { uint8_t op; int rule; dp_expr *a, *b; uint32_t vdev; } dp__op_log;
+enum { LOG_DEFAULT, LOG_UNIFY, LOG_CONSTRAIN, LOG_SET_DEFAULT, LOG_PLACE };
+typedef struct dp__log { dp__op_log *v; uint32_t n, cap; } dp__log;
+
+/* Appends op: 0, or -1 (out of memory). */
+int dp__log_add(dp__log *l, dp__op_log op);
+void dp__log_free(dp__log *l);
+/* Applies op to d (pl: the decisions LOG_PLACE replays). 0, 1 (a
+   conflict: d->failed) or -1 + error, as dp__unify. */
+int dp__log_apply(dp__domains *d, const dp__op_log *op, const struct dp__placement *pl,
+                  dp_err **err);
+
+/* ================= domains_api.c: the planner's state ================= */
+
+/* plan.h's dp_domains: the domains of a module between analysis and
+   capture, and what the layers above them keep beside them, each freed by
+   its owner: the log of what changed them after analysis (so that explain.c
+   can replay it) and placement by cost's decisions (place.c's). It owns
+   the index its domains are over. */
+struct dp_domains {
+  dp_obj h;                 /* dp_domains_objtype() */
+  dp__domains uf;           /* the union-find and the devices */
+  dp__log log;
+  struct dp__placement *place;
+};
+
+/* New state over ix (taken), its domains not yet analysed; NULL + error. */
+dp_domains *dp__state_new(dp__index *ix, dp_err **err);
+/* Logs op and applies it (undone from the log when it fails); a conflict
+   worded (explain.c). 0, or -1 + error. */
+int dp__state_apply(dp_domains *s, dp__op_log op, dp_err **err);
 
 /* ================= explain.c ================= */
 const char *dp__rule_text(int rule);
-/* The error of the conflict d->failed records (after dp__unify returned 1). */
-dp_err *dp__conflict_error(dp_domains *d);
-/* The errors of the conflicts analysis met (d->nconf, all_conflicts): a
-   replay of analysis words each independent one as it is met
-   (independent.c says which), with both constraints and the chain; in
-   source order, a summary error (*err) and each in *all (may be NULL). -1. */
-int dp__conflict_errors(dp_domains *d, dp_conflicts *all, dp_err **err);
-/* On that replay (d->collector set), the conflict d->failed records: worded
-   now, when independent. 0, or -1 (out of memory). */
-int dp__conflict_collect(dp_domains *d);
+/* The error of the conflict s's domains record (after something returned
+   1): found again on a replay that keeps proofs, and worded. */
+dp_err *dp__conflict_error(dp_domains *s);
+/* The errors of the conflicts analysis met (all_conflicts): a replay of
+   analysis words each independent one as it is met (independent.c says
+   which), with both constraints and the chain; in source order, a summary
+   error (*err) and each in *all (may be NULL). -1. */
+int dp__conflict_errors(dp_domains *s, dp_conflicts *all, dp_err **err);
 
 /* ================= maxflow.c: minimum s-t cut ================= */
 
-#define DP_FLOW_INF DP_PLACE_INF
-typedef struct dp_flow dp_flow;
-dp_flow *dp__flow_new(void);
-void dp__flow_free(dp_flow *g);
-void dp__flow_reset(dp_flow *g);                  /* no nodes, no arcs (memory kept) */
-uint32_t dp__flow_node(dp_flow *g);               /* a new node (0, 1, ...) */
-uint32_t dp__flow_count(const dp_flow *g);        /* nodes so far */
+#define DP__FLOW_INF DP_PLACE_INF
+typedef struct dp__flow dp__flow;
+dp__flow *dp__flow_new(void);
+void dp__flow_free(dp__flow *g);
+void dp__flow_reset(dp__flow *g);                  /* no nodes, no arcs (memory kept) */
+uint32_t dp__flow_node(dp__flow *g);               /* a new node (0, 1, ...) */
+uint32_t dp__flow_count(const dp__flow *g);        /* nodes so far */
 /* Capacity from the source to v and from v to the sink (added up). */
-void dp__flow_terminal(dp_flow *g, uint32_t v, int64_t from_source, int64_t to_sink);
+void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_sink);
 /* An arc u -> v of capacity cap, and v -> u of rcap. */
-void dp__flow_arc(dp_flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap);
+void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap);
 /* The minimum cut: side[v] = 0 (source side) or 1 (sink side) for every
    node; returns its capacity, or -1 (out of memory). Ties go to the source
    side. */
-int64_t dp__flow_solve(dp_flow *g, uint8_t *side);
+int64_t dp__flow_solve(dp__flow *g, uint8_t *side);
 /* Work Boykov-Kolmogorov may do before push-relabel takes over (maxflow.c):
    < 0 the default, 0 push-relabel alone (the tests run both). */
-void dp__flow_budget(dp_flow *g, int64_t work);
+void dp__flow_budget(dp__flow *g, int64_t work);
 
 /* ================= diagnostics text (describe.c) ================= */
 /* "add at 3:5", malloc'd; an on_device with no position (a pass inserted
@@ -485,5 +548,136 @@ char *dp__describe(dp_ctx *ctx, const dp_expr *e);
 dp_span dp__span_of(const dp_expr *e);
 /* Short device text for messages ("cuda", "cpu (memory scope \"a\")"), malloc'd. */
 char *dp__vdev_short(const dp_vdev *v);
+
+/* ================= schedule_list.c: the list scheduler's order ================= */
+
+/* dp_sched_list with ties of rank broken by key[v] (the order the
+   nodes of a plan would have), then by node number (schedule_list.c). */
+int dp__sched_list_keyed(const dp_sched_graph *g, const double *dur, int serial, const uint64_t *key,
+                         dp_schedule *out, dp_err **err);
+
+/* ================= latency_soft.c: soft annotations (on_device soft=W) ================= */
+
+/* The weight of a soft annotation (on_device(..., soft=W)), or -1 when e
+   is not one (an ordinary on_device, or no on_device). */
+double dp__soft_weight(const struct dp__plan_ops *ops, const dp_expr *e);
+/* m with each soft annotation made its body (harden 0: the placement
+   decides) or an ordinary on_device (harden 1); *found counts them (m
+   itself, retained, when none). NULL + error. */
+dp_module *dp__soft_rewrite(dp_module *m, int harden, uint32_t *found, dp_err **err);
+/* The soft annotations of m into *found: 0, or -1 + error. */
+int dp__soft_count(dp_module *m, uint32_t *found, dp_err **err);
+
+/* ================= latency_model.c: the latency placement's problem and its score ================= */
+
+#define LAT_NONE DP_SCHED_NONE
+
+/* What a placement scores: memory over the budgets first, then the
+   objective (makespan or bytes copied, plus the weights of the soft
+   annotations it breaks), then the makespan, then the sum of the tasks'
+   finish times (the inner model's: a move that lets work finish earlier
+   without changing the makespan yet is progress), then the bytes copied. */
+typedef struct dp__score {
+  double excess;      /* bytes over the budgets, summed over devices */
+  double primary;     /* the objective */
+  double makespan, bytes, soft;
+  double flow;        /* the sum of the tasks' finish times (0 for a plan's score) */
+} dp__score;
+
+/* Is a strictly better than b (relative tolerance 1e-9)? */
+int dp__score_better(const dp__score *a, const dp__score *b);
+
+/* One placement problem: the module's task graph (DAG mode, with @main's
+   parameters), the costs, which nodes are decisions, and scratch for the
+   inner model. */
+typedef struct dp__lat {
+  dp_sched_graph g;           /* DP_GRAPH_DAG | DP_GRAPH_PARAMS */
+  const dp_config *cfg;
+  int objective;              /* DP_LATENCY_TIME, DP_LATENCY_BYTES */
+  uint32_t n, K;              /* nodes; devices to choose from (g.devs[0 .. K)) */
+  uint32_t nphys;             /* physical devices among them */
+  double *cost;               /* n * K: a call's seconds (INFINITY: cannot); others 0 */
+  double *bw;                 /* g.ndevs * g.ndevs bytes per second */
+  double *minc;               /* per node: a call's cheapest cost (0 for the others) */
+  uint32_t *fixed;            /* per node: the device of a fixed call or parameter, else NONE */
+  uint64_t *allowed;          /* per node: the devices a decision may take */
+  uint32_t *dec, ndec;        /* the decisions the search moves (free calls, and parameters
+                                 that do not move with a call), in topological order */
+  uint32_t *all, nall;        /* every decision (calls and parameters), in topological order:
+                                 the exact search's (a parameter copied to its only reader can
+                                 be better: it lets another task go first) */
+  int rdec;                   /* @main's result device is a decision: place[n] holds it (its
+                                 result is a join, a tuple of values: those made elsewhere are
+                                 copied there, as TVM's rules copy them to @main's device) */
+  uint32_t *topo;             /* a topological order of the graph */
+  uint32_t *chain;            /* per node: the first node of its chain (a call run straight
+                                 into its only reader), itself otherwise; NONE for non-decisions */
+  uint32_t *chain_next;       /* per decision: the next node of its chain, NONE at its end */
+  uint32_t *xoff, *xpar;      /* per call: the free parameters only it reads, xpar[xoff[v] ..
+                                 xoff[v + 1]) (they move with it) */
+  uint32_t *tied;             /* per node: the call a parameter moves with (not a decision of
+                                 its own), else NONE */
+  uint32_t *soft_choice;      /* per soft annotation: the device it prefers (NONE: none of K) */
+  double budget[64];          /* per device: bytes (INFINITY: none) */
+  int budgets;                /* any budget given */
+  double soft_scale;          /* a soft weight in the objective's unit */
+  uint32_t *heads, nheads;    /* the first call of each chain (of two calls or more) */
+  /* the inner model's scratch (latency_model.c) */
+  struct dp__xg *xg;
+  double *tstart, *tfinish;   /* per node: its start and finish in the last evaluation (calls) */
+  /* counters */
+  uint64_t work, work_budget; /* node-evaluations spent and allowed in the search */
+  uint32_t evals;
+  int oom;
+  dp_err *err;
+} dp__lat;
+
+/* The score of a placement (a device per node: calls and
+   parameters; others ignored) without planning it: the task graph with a
+   copy per value and destination device, scheduled by dp_sched_list as a
+   plan's would be. *crit (optional) gets the decisions on its critical
+   path (malloc'd, *ncrit of them). 0, or -1 (l->err). */
+int dp__lat_eval(dp__lat *l, const uint32_t *place, dp__score *out, uint32_t **crit, uint32_t *ncrit);
+void dp__lat_model_free(dp__lat *l);
+/* The soft annotations a placement breaks: their count and weight (in
+   the annotations' own unit). */
+void dp__lat_soft(const dp__lat *l, const uint32_t *place, uint32_t *broken, double *weight);
+
+/* ================= latency_search.c: starting placements, local search ================= */
+
+int dp__lat_mincut(dp__lat *l, uint32_t *place);            /* serial time or bytes, min cut */
+void dp__lat_params(dp__lat *l, uint32_t *place);           /* each free parameter by its readers */
+void dp__lat_result(dp__lat *l, uint32_t *place);           /* @main's result where most of it is made */
+int dp__lat_improve(dp__lat *l, uint32_t *place, dp__score *score); /* to a local optimum */
+int dp__lat_perturb(dp__lat *l, uint32_t *place, dp__score *score); /* iterated local search */
+
+/* ================= latency_exact.c: branch and bound ================= */
+
+/* Branch and bound over the decisions (at most 64), with
+   the inner model at the leaves. place/score hold the incumbent and get
+   the optimum; returns 1 when the search was complete (optimal under the
+   inner model), 0 when it stopped at its node limit, -1 on error. */
+int dp__lat_exact(dp__lat *l, uint32_t *place, dp__score *score, uint64_t node_limit);
+
+/* ================= latency.c: the latency placement ================= */
+
+/* How the placement plans a module (written as annotations, or as it is
+   by TVM's rules or min_bytes): plan.c hands it dp_plan_devices_opts, the
+   composition of the phases; the search sits below plan.c and knows that
+   composition only through this. */
+typedef dp_module *(*dp__plan_fn)(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
+                                  dp_conflicts *all, dp_err **err);
+/* dp_plan_latency (latency.h) with the planner given. */
+int dp__latency(dp_module *m, const dp_config *cfg, const dp_latency_opts *o, dp__plan_fn plan,
+                dp_latency_result *out, dp_err **err);
+/* PlanDevices' options (plan.c): placement = "latency", and min_bytes with
+   soft annotations or memory budgets, are placed by the search: 1, 0 (not),
+   or -1 + error (out of memory). */
+int dp__placed_by_search(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_err **err);
+/* The search's plan with PlanDevices' options o (objective: the time for
+   latency, else the bytes; costs: o->costs, else o->hooks' as a cost
+   model). As dp__latency. */
+int dp__latency_of_plan(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_conflicts *all,
+                        dp__plan_fn plan, dp_latency_result *out, dp_err **err);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * Phase 0, rewrite (seed 002 phase 0), one explicit-stack rewrite per
+ * Phase 0, rewrite, one explicit-stack rewrite per
  * function:
  * - an on_device (body constrained, result not) that is a let value or a
  *   function body becomes fixed (constrain_result=True): the let variable
@@ -16,8 +16,8 @@
  *   the primfn's memory scopes do not match).
  *
  * Where the only such forms are let values and function bodies analysis
- * can read as fixed where they stand (dp__fixed_in_place: one reference,
- * not of an operator, outside primitive functions, which analysis does not
+ * can read as fixed where they stand (dp__fixed_in_place, and one parent:
+ * F_MULTI), not of an operator, outside primitive functions, which analysis does not
  * read), phase 0 leaves the module as it is: rewriting them would rebuild
  * the whole spine above each, a let chain's every let, for the same
  * constraints. When it rewrites, it rewrites them all.

@@ -147,7 +147,7 @@ static int fn_typed(const dp_expr *e) {
 int dp__fixed_in_place(const struct dp__plan_ops *ops, const dp_expr *value) {
   const dp_expr *body = ((const dp_call *)value)->args[0];
   dp__ondev p;
-  return value->h.rc == 1 && body->h.kind != DP_OP && body->h.kind != DP_CTOR &&
+  return body->h.kind != DP_OP && body->h.kind != DP_CTOR &&
          !dp__on_device_props(ops, body, &p) && !fn_typed(value) && !fn_typed(body);
 }
 

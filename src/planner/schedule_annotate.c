@@ -22,7 +22,6 @@
 #include <string.h>
 #include "planner.h"
 #include "devplan/schedule.h"
-#include "latency.h"
 
 typedef struct actx {
   const dp_sched_graph *g;

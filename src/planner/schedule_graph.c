@@ -39,7 +39,6 @@
 #include <string.h>
 #include "planner.h"
 #include "devplan/schedule.h"
-#include "latency.h"
 
 #define NONE DP_SCHED_NONE
 
@@ -182,12 +181,11 @@ static int choice_devices(gwalk *w) {
 static uint32_t new_node(gwalk *w, int kind, dp_expr *e) {
   dp_sched_graph *g = w->g;
   if (g->n + 1 > w->capnodes) {
-    uint32_t c = w->capnodes ? w->capnodes * 2 : 256;
-    void *p;
-#define RE(f) if (!(p = dp_realloc(g->f, (size_t)c * sizeof *g->f))) return oom(w), NONE; g->f = p;
-    RE(kind) RE(expr) RE(dev) RE(src) RE(bytes) RE(approx)
-#undef RE
-    w->capnodes = c;
+    void **const arrs[] = {(void **)&g->kind, (void **)&g->expr, (void **)&g->dev, (void **)&g->src,
+                           (void **)&g->bytes, (void **)&g->approx};
+    const size_t sizes[] = {sizeof *g->kind, sizeof *g->expr, sizeof *g->dev, sizeof *g->src,
+                            sizeof *g->bytes, sizeof *g->approx};
+    if (dp_grow_arrays(&w->capnodes, g->n + 1, 6, arrs, sizes) < 0) return oom(w), NONE;
   }
   uint32_t v = g->n++;
   g->kind[v] = (uint8_t)kind;
@@ -202,20 +200,12 @@ static uint32_t new_node(gwalk *w, int kind, dp_expr *e) {
 static void edge(gwalk *w, uint32_t from, uint32_t to) {
   if (from == NONE || to == NONE) return;
   if (w->nedges + 1 > w->capedges) {
-    uint32_t c = w->capedges ? w->capedges * 2 : 512;
-    uint32_t *a = dp_realloc(w->efrom, (size_t)c * sizeof *a);
-    if (!a) {
+    void **const arrs[] = {(void **)&w->efrom, (void **)&w->eto};
+    const size_t sizes[] = {sizeof *w->efrom, sizeof *w->eto};
+    if (dp_grow_arrays(&w->capedges, w->nedges + 1, 2, arrs, sizes) < 0) {
       oom(w);
       return;
     }
-    w->efrom = a;
-    uint32_t *b = dp_realloc(w->eto, (size_t)c * sizeof *b);
-    if (!b) {
-      oom(w);
-      return;
-    }
-    w->eto = b;
-    w->capedges = c;
   }
   w->efrom[w->nedges] = from;
   w->eto[w->nedges++] = to;

@@ -88,14 +88,9 @@ static double earliest(const line *l, double ready, double w, uint32_t *at) {
 
 static int insert(line *l, uint32_t at, double s, double f) {
   if (l->n + 1 > l->cap) {
-    uint32_t c = l->cap ? l->cap * 2 : 64;
-    double *a = dp_realloc(l->s, (size_t)c * sizeof *a);
-    if (!a) return -1;
-    l->s = a;
-    double *b = dp_realloc(l->f, (size_t)c * sizeof *b);
-    if (!b) return -1;
-    l->f = b;
-    l->cap = c;
+    void **const arrs[] = {(void **)&l->s, (void **)&l->f};
+    const size_t sizes[] = {sizeof *l->s, sizeof *l->f};
+    if (dp_grow_arrays(&l->cap, l->n + 1, 2, arrs, sizes) < 0) return -1;
   }
   memmove(l->s + at + 1, l->s + at, (size_t)(l->n - at) * sizeof *l->s);
   memmove(l->f + at + 1, l->f + at, (size_t)(l->n - at) * sizeof *l->f);

@@ -23,7 +23,6 @@
 #include <string.h>
 #include "planner.h"
 #include "devplan/schedule.h"
-#include "latency.h"
 
 #define NONE DP_SCHED_NONE
 

@@ -106,3 +106,34 @@ void dp_test_objtypes(int *passed, int *failed) {
   dp_release(b);
   CHECK(nfreed == 1);
 }
+
+/* dp_grow and dp_grow_arrays: doubling from 16, the items kept, parallel
+   arrays sharing one capacity, and a size that cannot fit refused. */
+void dp_test_grow(int *passed, int *failed);
+
+void dp_test_grow(int *passed, int *failed) {
+  uint32_t *a = NULL, cap = 0;
+  CHECK(dp_grow((void **)&a, &cap, 1, sizeof *a) == 0 && cap == 16);
+  for (uint32_t i = 0; i < 16; i++) a[i] = i;
+  CHECK(dp_grow((void **)&a, &cap, 40, sizeof *a) == 0 && cap == 64 && a[15] == 15);
+  CHECK(dp_grow((void **)&a, &cap, 64, sizeof *a) == 0 && cap == 64); /* room already */
+  uint32_t cap2 = cap;
+  CHECK(dp_grow((void **)&a, &cap2, UINT32_MAX, (size_t)1 << 40) == -1 && cap2 == cap);
+  uint64_t *b = dp_calloc(cap, sizeof *b);
+  uint8_t *c = dp_calloc(cap, sizeof *c);
+  CHECK(b && c);
+  if (!b || !c) return;
+  b[63] = 7;
+  c[63] = 9;
+  void **const arrs[] = {(void **)&a, (void **)&b, (void **)&c};
+  const size_t sizes[] = {sizeof *a, sizeof *b, sizeof *c};
+  CHECK(dp_grow_arrays(&cap, 65, 3, arrs, sizes) == 0 && cap == 128);
+  a[127] = 1, b[127] = 2, c[127] = 3; /* (ASan: each has room for cap items) */
+  CHECK(a[15] == 15 && b[63] == 7 && c[63] == 9);
+  CHECK(dp_grow_arrays(&cap, 100, 3, arrs, sizes) == 0 && cap == 128);
+  const size_t huge[] = {sizeof *a, (size_t)1 << 40, 1};
+  CHECK(dp_grow_arrays(&cap, UINT32_MAX, 3, arrs, huge) == -1 && cap == 128 && a[15] == 15);
+  free(a);
+  free(b);
+  free(c);
+}

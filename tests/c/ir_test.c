@@ -562,6 +562,7 @@ static void test_deep(long n) {
 void dp_test_infer(int *passed, int *failed);    /* tests/c/infer_test.c */
 void dp_test_contexts(int *passed, int *failed); /* tests/c/context_test.c */
 void dp_test_objtypes(int *passed, int *failed); /* tests/c/context_test.c */
+void dp_test_grow(int *passed, int *failed);     /* tests/c/context_test.c */
 void dp_test_suggest(int *passed, int *failed);  /* tests/c/suggest_test.c */
 void dp_test_context_close(int *passed, int *failed); /* tests/c/context_test.c */
 void dp_test_parse(int *passed, int *failed);    /* tests/c/parse_test.c */
@@ -586,6 +587,7 @@ int main(void) {
   dp_test_infer(&passed, &failed);
   dp_test_contexts(&passed, &failed);
   dp_test_objtypes(&passed, &failed);
+  dp_test_grow(&passed, &failed);
   dp_test_suggest(&passed, &failed);
   dp_test_context_close(&passed, &failed);
   dp_test_parse(&passed, &failed);

@@ -29,7 +29,7 @@ static uint32_t next_random(uint64_t *st) {
   return (uint32_t)(*st >> 33);
 }
 
-static int64_t add(int64_t a, int64_t b) { return a > DP_FLOW_INF - b ? DP_FLOW_INF : a + b; }
+static int64_t add(int64_t a, int64_t b) { return a > DP__FLOW_INF - b ? DP__FLOW_INF : a + b; }
 
 /* The capacity of the cut with node v on the sink side when bit v of mask is set. */
 static int64_t cut_of(const small *g, uint32_t mask) {
@@ -46,13 +46,13 @@ static int64_t cut_of(const small *g, uint32_t mask) {
 
 static int64_t weight(uint64_t *st) {
   uint32_t r = next_random(st) % 10;
-  return r < 3 ? 0 : r == 9 ? DP_FLOW_INF : 1 + next_random(st) % 50;
+  return r < 3 ? 0 : r == 9 ? DP__FLOW_INF : 1 + next_random(st) % 50;
 }
 
 void dp_test_maxflow(int *passed, int *failed) {
   uint64_t st = 7;
   long wrong_value = 0, wrong_side = 0, other_side = 0, graphs = 0;
-  dp_flow *f = dp__flow_new();
+  dp__flow *f = dp__flow_new();
   if (!f) {
     CHECK(f != NULL);
     return;
@@ -76,7 +76,7 @@ void dp_test_maxflow(int *passed, int *failed) {
       g.rc[a] = next_random(&st) % 2 ? weight(&st) : 0;
       dp__flow_arc(f, g.u[a], g.v[a], g.c[a], g.rc[a]);
     }
-    int64_t best = DP_FLOW_INF;
+    int64_t best = DP__FLOW_INF;
     for (uint32_t mask = 0; mask < (1u << g.n); mask++) {
       int64_t c = cut_of(&g, mask);
       if (c < best) best = c;
@@ -88,10 +88,10 @@ void dp_test_maxflow(int *passed, int *failed) {
       int64_t got = dp__flow_solve(f, side);
       uint32_t mask = 0;
       for (uint32_t v = 0; v < g.n; v++) mask |= (uint32_t)(side[v] != 0) << v;
-      /* Below DP_FLOW_INF the value is exact; a cut no finite one beats is
-         reported as at least DP_FLOW_INF. */
-      wrong_value += best < DP_FLOW_INF ? got != best : got < DP_FLOW_INF;
-      wrong_side += best < DP_FLOW_INF && cut_of(&g, mask) != best;
+      /* Below DP__FLOW_INF the value is exact; a cut no finite one beats is
+         reported as at least DP__FLOW_INF. */
+      wrong_value += best < DP__FLOW_INF ? got != best : got < DP__FLOW_INF;
+      wrong_side += best < DP__FLOW_INF && cut_of(&g, mask) != best;
       masks[way] = mask;
     }
     other_side += masks[1] != masks[0] || masks[2] != masks[0];

@@ -59,6 +59,12 @@ local core = require "devplan.core"
 local ir = require "devplan.ir"
 local pass = require "devplan.pass"
 
+local error, getmetatable, ipairs, pairs, pcall, rawequal, setmetatable =
+  error, getmetatable, ipairs, pairs, pcall, rawequal, setmetatable
+local tostring, type = tostring, type
+local math, table = math, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- dp.soft(vd, weight): what a rule returns for a soft annotation.
@@ -344,11 +350,11 @@ function M.new(rules, opts)
   -- first that fits.
   function p.capability(call, vd)
     if not (ir.is_expr(call) and call.kind == "call") then
-      core.pattern.raise("value", "AnnotateVirtualDevices.capability: a call expected, got "
+      core.pattern.raise("value", "AnnotateVirtualDevices.capability: argument 1 must be a call, got "
         .. (ir.is_expr(call) and ("a " .. call.kind) or type(call)))
     end
     if not ir.is_virtual_device(vd) then
-      core.pattern.raise("value", "AnnotateVirtualDevices.capability: a VirtualDevice expected, got " .. type(vd))
+      core.pattern.raise("value", "AnnotateVirtualDevices.capability: argument 2 must be a VirtualDevice, got " .. type(vd))
     end
     local rule, key = rule_for(rules, call)
     local r = rule and devices_of(rule(call), key, call)

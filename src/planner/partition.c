@@ -44,7 +44,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "internal.h"
+#include "../pattern/internal.h"
+#include "planner.h"
 #include "devplan/partition.h"
 #include "devplan/infer.h"
 #include "devplan/visit.h"
@@ -928,11 +929,6 @@ static int partition_fn(pctx *c, const char *name, dp_func *fn) {
   return rc;
 }
 
-static int is_primitive(const dp_func *f) {
-  const dp_aval *v = f->attrs ? dp_attrs_get(f->attrs, "Primitive") : NULL;
-  return v && v->kind == DP_AV_INT && v->u.i != 0;
-}
-
 static int typed(const dp_module *m) {
   for (uint32_t i = 0; i < m->nfuncs; i++)
     if (!m->funcs[i].fn->e.type) return 0;
@@ -961,23 +957,22 @@ void dp_regions_clear(dp_regions *rs) {
 dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partition_by by,
                                   dp_regions *regions, dp_err **err) {
   if (regions) *regions = (dp_regions){0};
-  dp_module *r = dp_plan_rewrite(m, cfg, err), *planned = NULL;
-  if (r) planned = dp_plan_conflicts(r, cfg, err);
-  dp_release(r);
-  if (!planned) return NULL;
   pctx c;
   memset(&c, 0, sizeof c);
   c.by = by;
   c.regions = regions;
-  c.d = dp_plan_analyze(planned, cfg, err);
-  if (!c.d || dp_plan_default(c.d, err) < 0) goto fail;
+  /* the devices, read back through PlanDevices' phases 0 to 2 (which leave
+     a planned module as it is) */
+  c.d = dp_plan_domains(m, cfg, NULL, NULL, err);
+  if (!c.d) return NULL;
+  dp_module *planned = dp_domains_module(c.d);
   if (!(c.out = dp_module_copy(planned))) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     goto fail;
   }
   for (uint32_t i = 0; i < planned->nfuncs; i++) {
     dp_defn *f = &planned->funcs[i];
-    if (is_primitive(f->fn)) continue;
+    if (dp__is_primitive(f->fn)) continue; /* (not planned) */
     if (partition_fn(&c, f->global->name, f->fn) < 0) {
       dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       c.err = NULL;
@@ -987,7 +982,6 @@ dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partiti
   if (typed(m) && dp_infer_module(c.out, err) < 0) goto fail;
   free(c.names);
   dp_release(c.d);
-  dp_release(planned);
   return c.out;
 fail:
   dp_regions_clear(regions);
@@ -995,6 +989,5 @@ fail:
   dp_err_free(c.err);
   dp_release(c.out);
   dp_release(c.d);
-  dp_release(planned);
   return NULL;
 }

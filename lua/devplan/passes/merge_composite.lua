@@ -43,6 +43,11 @@ local pass = require "devplan.pass"
 local pattern = require "devplan.pattern"
 
 local C = core.pattern
+local error, ipairs, pairs, pcall, rawequal, require = error, ipairs, pairs, pcall, rawequal, require
+local tostring, type = tostring, type
+local math, table = math, table
+_ENV = nil -- no global is read or written below this line
+
 local M = {}
 
 -- The rules, checked; each gets its compiled program and a name for messages.
@@ -90,7 +95,7 @@ local function fallback(rules, level)
     error("MergeAndAnnotate: the fallback \"*\" must be a VirtualDevice or a function(call), got " .. type(f),
       level + 1)
   end
-  return require("annotate_virtual_devices").new{["*"] = f}
+  return require("devplan.passes.annotate_virtual_devices").new{["*"] = f}
 end
 
 -- keep[i]: does rule's check take group i? A check's error names the rule.
@@ -149,7 +154,7 @@ function M.MergeAndAnnotate(rules)
   local rest = fallback(rules, 2)
   return pass.new("MergeAndAnnotate", function(mod, ctx)
     -- calls an earlier annotation placed stay where it put them
-    local placed = require("annotate_virtual_devices").already_placed(mod)
+    local placed = require("devplan.passes.annotate_virtual_devices").already_placed(mod)
     each_function(mod, function(name)
       local body = mod[name].body
       local opaque, sets, graph = C.opaque(), {}, C.graph(body)

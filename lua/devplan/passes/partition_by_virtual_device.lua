@@ -1,7 +1,7 @@
 -- PartitionByVirtualDevice: on a planned module, the maximal connected
 -- pieces of code on one device become global functions whose
 -- virtual_device says where they run (RFC 0038's PartitionBySEScope;
--- src/pattern/regions.c, include/devplan/partition.h say how).
+-- src/planner/partition.c, include/devplan/partition.h say how).
 --
 --   local partition = dp.passes.PartitionByVirtualDevice{by = "virtual_device"}
 --   local parted = partition(planned)
@@ -23,6 +23,11 @@
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 local pass = require "devplan.pass"
+
+local error, ipairs, pairs, pcall, rawset, setmetatable = error, ipairs, pairs, pcall, rawset, setmetatable
+local tostring, type = tostring, type
+local table = table
+_ENV = nil -- no global is read or written below this line
 
 local M = {}
 
@@ -93,7 +98,7 @@ function M.new(opts)
       error("PartitionByVirtualDevice: a module expected, got " .. type(mod), 2)
     end
     local cfg = opts.config or (ir.is_config(ctx and ctx.config) and ctx.config) or config_of(mod)
-    local parted, held = core.pattern.partition(mod, cfg, by)
+    local parted, held = core.partition(mod, cfg, by)
     local regions = {}
     for i = 1, held:count() do
       local name, caller, vd = held:info(i)
