@@ -22,12 +22,17 @@
 --   heft      HEFT's placement (dp.schedule.problem(...):heft()), planned and scheduled
 --   tvm       TVM's rules with the calls the mali log covers (conv2d, dense) on the GPU
 --   minb      min_bytes (then ShareCopies) with the same annotations
+--   latency   the latency placement (PlanDevices placement = "latency"; no annotations: it
+--             places every call), its plan scheduled
 --   bound     max(critical path of per-call minima, sum of per-call minima / 2)
---   heft/bnd  how far HEFT is above the bound; ser/heft: serial over HEFT
+--   heft/bnd  how far HEFT is above the bound; lat/bnd the latency placement's
+--   closer    how much smaller the latency placement's gap to the bound is than HEFT's
+--             ((heft - lat) / (heft - bound))
 --   sched ms  CPU ms of dp.planner.schedule on HEFT's plan (the cost model included);
 --             heft ms: HEFT itself (p:heft(), the cost matrix made); plan ms:
---             PlanDevices of the annotated module (TVM's rules); each after a full
---             collection, the collector stopped
+--             PlanDevices of the annotated module (TVM's rules); lat ms: the latency
+--             placement (dp.schedule.place, cost lookups included), lat/plan: over plan ms;
+--             each after a full collection, the collector stopped
 -- Baseline plans are PlanDevices' plans of the placement written as annotations
 -- (dp.schedule.evaluate), after ShareCopies; every schedule is valid by
 -- construction and the suite's checker (spec/schedule_check_spec.lua) checks
@@ -121,9 +126,9 @@ local function row(cells, widths)
   return "| " .. table.concat(out, " | ") .. " |"
 end
 
-local HEAD = {"workload", "calls", "cov c/g", "single", "serial", "heft", "tvm", "minb", "bound",
-              "heft/bnd", "ser/heft", "sched ms", "heft ms", "plan ms"}
-local W = {22, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8}
+local HEAD = {"workload", "calls", "cov c/g", "single", "serial", "heft", "tvm", "minb", "latency", "bound",
+              "heft/bnd", "lat/bnd", "closer", "sched ms", "heft ms", "lat ms", "plan ms", "lat/plan"}
+local W = {18, 8, 7, 7, 7, 7, 7, 7, 7, 7, 8, 7, 7, 8, 7, 8, 7, 8}
 
 local function header(title)
   print(title)
@@ -136,6 +141,7 @@ end
 -- One workload: every plan, its makespan, the times.
 local function measure(name, mod, cfg, cost, ann_pass)
   local b = dp.schedule.baselines(mod, cfg, {cost = cost})
+  local b_single, bound = b.best_single.schedule.makespan, b.bound.bound
   local calls = select(1, b.problem:calls())
   local heft = b.heft.schedule.makespan
   local _, sched_s = clock(dp.planner.schedule, b.heft.planned, cfg, {cost = cost})
@@ -147,15 +153,23 @@ local function measure(name, mod, cfg, cost, ann_pass)
   local mb_planned = dp.passes.ShareCopies()(dp.passes.PlanDevices(cfg, {placement = "min_bytes"})(annotated))
   local minb = dp.planner.schedule(mb_planned, cfg, {cost = cost}).makespan
   local serial = b.cheapest.schedule.makespan
-  return {name = name, calls = calls, single = b.best_single.schedule.makespan, serial = serial, heft = heft,
-          tvm = tvm, minb = minb, bound = b.bound.bound, sched = sched_s, heft_s = heft_s, plan = plan_s}
+  b = nil
+  local lat, lat_s = clock(dp.schedule.place, mod, cfg, {cost = cost})
+  local s = dp.planner.schedule(lat.planned, cfg, {cost = cost})
+  assert(math.abs(s.makespan - lat.makespan) <= 1e-9 * s.makespan, name .. ": the latency plan's schedule differs")
+  return {name = name, calls = calls, single = b_single, serial = serial, heft = heft,
+          tvm = tvm, minb = minb, bound = bound, sched = sched_s, heft_s = heft_s, plan = plan_s,
+          lat = lat.makespan, lat_s = lat_s}
 end
 
 local function print_row(r, cov)
+  local gap = r.heft - r.bound
   print(row({r.name, tostring(r.calls), cov or "", fmt(r.single), fmt(r.serial), fmt(r.heft), fmt(r.tvm),
-             fmt(r.minb), fmt(r.bound), string.format("%.3f", r.heft / r.bound),
-             string.format("%.3f", r.serial / r.heft), string.format("%.2f", r.sched * 1e3),
-             string.format("%.2f", r.heft_s * 1e3), string.format("%.2f", r.plan * 1e3)}, W))
+             fmt(r.minb), fmt(r.lat), fmt(r.bound), string.format("%.3f", r.heft / r.bound),
+             string.format("%.3f", r.lat / r.bound), gap > 0 and string.format("%.0f%%", 100 * (r.heft - r.lat) / gap) or "-",
+             string.format("%.2f", r.sched * 1e3), string.format("%.2f", r.heft_s * 1e3),
+             string.format("%.1f", r.lat_s * 1e3), string.format("%.2f", r.plan * 1e3),
+             string.format("%.1f", r.lat_s / r.plan)}, W))
 end
 
 print(string.format("bench/latency.lua, %s, load average %s; MODELLED latency: no device ran anything",

@@ -204,7 +204,7 @@ describe("CompilationConfig", function()
       local msg, e = err_of(config, {targets = {"llvm"}, default = "cuda"})
       assert.equal("string", type(e)) -- API misuse: an argument error
       assert.truthy(msg:find("bad argument #1 to 'CompilationConfig' (unknown key 'default'; known keys: targets, "
-        .. "host, default_device_type, bandwidth)", 1, true), msg)
+        .. "host, default_device_type, bandwidth, memory)", 1, true), msg)
       assert.truthy(err_of(config, {target = {"llvm"}}):find("unknown key 'target'; did you mean 'targets'?", 1, true))
       assert.truthy(err_of(config, {targets = {"tpu"}}):find("unknown target kind 'tpu'", 1, true))
       assert.truthy(err_of(config, {targets = {"llvm"}, default_device_type = "nope"})

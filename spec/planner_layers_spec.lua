@@ -48,6 +48,21 @@ describe("the planner's layers", function()
     assert.is_nil(g.edges["domains.c"]["place.c"])
   end)
 
+  it("have the latency search below the pipeline, planning through the function it is handed", function()
+    local level = level_of(g)
+    assert.truthy(g.edges["plan.c"]["latency.c"])
+    for _, f in ipairs(g.files) do
+      if f:match("^latency") then
+        assert.is_nil(g.edges[f]["plan.c"], f .. " asks plan.c by name")
+        assert.is_nil(g.edges[f]["explain.c"], f .. " asks explain.c")
+        assert.is_true(level["plan.c"] > level[f], f)
+      end
+    end
+    for _, f in ipairs{"latency_model.c", "latency_search.c", "latency_exact.c", "latency_soft.c"} do
+      assert.is_true(level["latency.c"] > level[f], f)
+    end
+  end)
+
   it("have partitioning reuse the pipeline: it asks no phase itself", function()
     assert.truthy(g.edges["partition.c"]["plan.c"])
     for _, phase in ipairs{"rewrite.c", "conflicts.c", "analyze.c", "place.c", "default.c", "capture.c",

@@ -226,7 +226,15 @@ typedef struct dp_config {
   uint32_t nbandwidths;
   struct dp_bandwidth *bandwidths;
   double default_bandwidth;      /* 0: not given */
+  /* Memory budgets in bytes per device type (each device of the type has
+     its own): the latency and min_bytes placements keep every device's peak
+     within (schedule.h, dp_sched_memory); each device type at most once. */
+  uint32_t nmemory;
+  struct dp_memory_budget *memory;
 } dp_config;
+
+/* One device type's budget (bytes > 0). */
+typedef struct dp_memory_budget { int device_type; double bytes; } dp_memory_budget;
 
 /* One pair: src and dst device types (0 matches any). */
 typedef struct dp_bandwidth { int src, dst; double bytes_per_second; } dp_bandwidth;
@@ -252,6 +260,16 @@ int dp_config_has_bandwidths(const dp_config *cfg);
    types, else "src->*", else "*->dst", else "*->*", else the default; 0
    when cfg gives none. */
 double dp_config_bandwidth(const dp_config *cfg, const dp_vdev *src, const dp_vdev *dst);
+/* A copy of cfg with the memory budgets given (n, each device type > 0
+   once, bytes > 0), replacing cfg's. New reference, or NULL + error. */
+dp_config *dp_config_with_memory(const dp_config *cfg, const dp_memory_budget *m, uint32_t n,
+                                 dp_err **err);
+/* A size in bytes: a number with an optional unit, B, kB/KB, MB, GB, TB
+   (powers of 1000) or KiB, MiB, GiB, TiB (of 1024), case as written, as
+   "2GiB", "512 MB", "1e9". 0, or -1 when it is not one (or <= 0). */
+int dp_bytes_parse(const char *s, double *bytes);
+/* The budget of a device of device_type, 0 when cfg gives none. */
+double dp_config_memory(const dp_config *cfg, int device_type);
 /* Rule 6: the canonical form of vd (new reference), or NULL + error. */
 dp_vdev *dp_config_canonical(const dp_config *cfg, dp_vdev *vd, dp_err **err);
 

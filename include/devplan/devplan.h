@@ -23,7 +23,8 @@
  *   dfpattern.h  dataflow patterns (find, group, rewrite)
  *   partition.h  partitioning a planned module by device
  *   schedule.h   the modelled schedule of a plan (devices side by side),
- *                its cost model, and the latency baselines (HEFT, bounds)
+ *                its cost model, memory, and the latency baselines (HEFT, bounds)
+ *   latency.h    the latency placement: the plan whose schedule finishes first
  *   onnx.h       importing ONNX models (src/import)
  *
  * Names: dp_ is public (declared here); dp__ is internal to the library
@@ -51,5 +52,6 @@
 #include "partition.h"
 #include "meta.h"
 #include "schedule.h"
+#include "latency.h"
 #include "onnx.h"
 #endif

@@ -58,8 +58,10 @@ const char *dp_oppattern_name(int kind);
 int dp_oppattern_parse(const char *name);
 
 enum {
-  DP_OPF_IDENTITY = 1 /* result type = type of the first argument, unified
-                         even when unknown (on_device, device_copy) */
+  DP_OPF_IDENTITY = 1,   /* result type = type of the first argument, unified
+                            even when unknown (on_device, device_copy) */
+  DP_OPF_CHECK_ATTRS = 2 /* with IDENTITY: the relation is run too, as a check of
+                            the attributes (on_device's soft weight) */
 };
 
 typedef struct dp_op {

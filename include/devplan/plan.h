@@ -99,7 +99,9 @@ dp_module *dp_plan_devices(dp_module *m, const dp_config *cfg, dp_err **err);
    PlanDevices' default (all zero) is TVM's output; each option changes
    what it does on purpose. */
 
-enum { DP_PLACE_TVM = 0, DP_PLACE_MIN_BYTES = 1 };
+enum { DP_PLACE_TVM = 0, DP_PLACE_MIN_BYTES = 1,
+       DP_PLACE_LATENCY = 2 };   /* the smallest modelled makespan (latency.h) */
+struct dp_sched_costs;           /* schedule.h */
 
 /* What placement by cost may ask of its caller (the Lua binding sets them
    from Lua functions). Each returns 0, or -1 with *err set (an error a
@@ -132,6 +134,10 @@ typedef struct dp_plan_opts {
                           copy per value and destination device), or with compute costs
                           the time (compute + bytes / bandwidth); annotations stay hard */
   const dp_place_hooks *hooks;  /* for placement; NULL: bytes, every device runs everything */
+  const struct dp_sched_costs *costs; /* DP_PLACE_LATENCY: what calls cost (NULL: the hooks'
+                          compute and capability, else the default model); min_bytes with
+                          soft annotations or memory budgets is placed by the same search
+                          (latency.h), by bytes */
 } dp_plan_opts;
 
 /* Every independent conflict of a module (all_conflicts): errors

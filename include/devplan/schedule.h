@@ -101,8 +101,12 @@ typedef struct dp_sched_costs {
 
 enum { DP_TASK_CALL = 1, DP_TASK_COPY = 2, DP_TASK_JOIN = 3 };
 enum { DP_GRAPH_PLANNED = 0,  /* a planned module: devices from the plan, copies are tasks */
-       DP_GRAPH_DAG = 1 };    /* any module: calls only (copies looked through), devices free
+       DP_GRAPH_DAG = 1,      /* any module: calls only (copies looked through), devices free
                                  but where an annotation fixes them */
+       DP_GRAPH_PARAMS = 4 }; /* or-ed with either: @main's parameters are nodes too (joins
+                                 without predecessors, ready at 0: param0 .., with their
+                                 bytes and, planned or annotated, their device), and soft
+                                 annotations are read (DAG mode: preferences, not fixes) */
 
 /* Nodes are tasks (calls, copies) and joins (zero-time points where
    several values meet: a tuple read whole, a call of a function, an if),
@@ -128,6 +132,14 @@ typedef struct dp_sched_graph {
                                 device of the same type and id) */
   uint32_t nchoice;          /* DAG mode: devs[0 .. nchoice) are the configuration's
                                 (its default first, then one per primitive target) */
+  /* with DP_GRAPH_PARAMS: */
+  uint32_t param0, nparams;  /* @main's parameters: nodes param0 .. + nparams (expr: the
+                                parameter; dev: its device, or NONE where free) */
+  uint32_t result;           /* the node whose finish makes @main's result ready (NONE) */
+  uint32_t nsoft;            /* DAG mode: soft annotations (on_device(..., soft=W)) of a
+                                call or parameter, each (node, device, weight) */
+  uint32_t *soft_node, *soft_dev;
+  double *soft_weight;
 } dp_sched_graph;
 
 /* The task graph of m under cfg. PLANNED: every call's device is where the
@@ -199,6 +211,31 @@ void dp_schedule_free(dp_schedule *s);
 int dp_sched_critical(const dp_sched_graph *g, const dp_schedule *s, uint32_t **path,
                       uint8_t **why, uint32_t *n, dp_err **err);
 
+/* ---- memory (schedule_memory.c) ----
+
+   A value occupies its bytes on its device (a call's: where it runs; a
+   copy's: its destination; a parameter of @main, with DP_GRAPH_PARAMS:
+   its device) from the start of the task that makes it (a parameter: 0)
+   to the finish of its last reader (through joins), or to the makespan
+   when it is part of @main's result; a value nobody reads while it is
+   made. Intervals are half-open: one freed at t and one made at t do not
+   meet. Devices are physical (memory scopes of one device share it). */
+typedef struct dp_sched_memory {
+  uint32_t ndevs;            /* g->ndevs */
+  double *peak;              /* per device index: the peak bytes (a physical device's own
+                                index; the others 0) */
+  double *at;                /* per device index: when the peak is first reached */
+  double *begin, *end;       /* per node: the interval its value occupies (end < 0: none) */
+} dp_sched_memory;
+
+int dp_sched_memory_profile(const dp_sched_graph *g, const dp_schedule *s, dp_sched_memory *out,
+                            dp_err **err);
+void dp_sched_memory_free(dp_sched_memory *m);
+/* The nodes whose values occupy physical device d at time t (begin <= t <
+   end), in node order, into *nodes (malloc'd). 0, or -1 + error. */
+int dp_sched_memory_live(const dp_sched_graph *g, const dp_sched_memory *m, uint32_t d, double t,
+                         uint32_t **nodes, uint32_t *n, dp_err **err);
+
 /* ---- baselines on a DAG-mode graph (schedule_heft.c, schedule_bound.c) ----
 
    A placement gives each call node a device index (in devs[0 ..
@@ -233,7 +270,11 @@ int dp_sched_lower_bound(const dp_sched_graph *g, const double *cost, dp_sched_b
    the let variable (on_device(%x, vd)) and each call of the global
    function alike, so that a reader elsewhere gets a copy, not a conflict.
    Calls with placement DP_SCHED_NONE or fixed already are left as they
-   are. */
+   are. With DP_GRAPH_PARAMS, a free parameter of @main with a placement is
+   pinned the same way (each use on_device(%p, vd)), placement[g->n] (one
+   past the nodes), when not NONE, becomes @main's virtual_device (its
+   result's device: values made elsewhere are copied there), and soft
+   annotations go (each becomes what it wraps: the placement decides). */
 dp_module *dp_sched_annotate(const dp_sched_graph *g, const uint32_t *placement, dp_err **err);
 
 #endif

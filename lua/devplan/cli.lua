@@ -77,7 +77,13 @@ local OPTIONS = {
       .. "comma-separated ('cpu->cuda=12e9,cuda->cpu=10e9,*->cpu=8e9,default=5e9')"},
   ["--annotate"] = {kind = "list", arg = "OP=DEVICE",
     help = "run every call of operator OP on DEVICE (cpu, cuda, cuda:1, cuda:1.texture);\n"
-      .. "repeatable, or OP=DEVICE,OP=DEVICE"},
+      .. "repeatable, or OP=DEVICE,OP=DEVICE. OP=DEVICE~W is a soft annotation: a preference\n"
+      .. "of weight W (seconds under --placement latency, bytes under min_bytes) that the\n"
+      .. "placement breaks only where that saves more than W (TVM's rules keep it)"},
+  ["--memory"] = {kind = "list", arg = "DEVTYPE=SIZE",
+    help = "a memory budget per device of DEVTYPE (cuda=2GiB, cpu=512MB, bytes or B, KB, MB,\n"
+      .. "GB, KiB, MiB, GiB); the latency and min_bytes placements keep every device's\n"
+      .. "peak within, --report shows the peaks; repeatable, or DEVTYPE=SIZE,DEVTYPE=SIZE"},
   ["--rules"] = {kind = "list", arg = "FILE.lua",
     help = "annotation rules: FILE.lua returns a pass or a list of passes, run before\n"
       .. "planning (dp.passes.AnnotateVirtualDevices{...}, MergeAndAnnotate, your own)"},
@@ -90,9 +96,10 @@ local OPTIONS = {
     help = "TVM's behaviour: stop at the first conflict, and resolve only what TVM resolves (a\n"
       .. "plain on_device whose result is read on two devices stays a conflict); plan's\n"
       .. "default reports every independent conflict, each with its constraints and chain"},
-  ["--placement"] = {kind = "value", arg = "tvm|min_bytes", choices = {"tvm", "min_bytes"},
-    help = "how values nobody annotated are placed: tvm (TVM's defaulting rules, the default)\n"
-      .. "or min_bytes (the placement that copies the fewest bytes; annotations stay hard)"},
+  ["--placement"] = {kind = "value", arg = "tvm|min_bytes|latency", choices = {"tvm", "min_bytes", "latency"},
+    help = "how values nobody annotated are placed: tvm (TVM's defaulting rules, the default),\n"
+      .. "min_bytes (the placement that copies the fewest bytes) or latency (the plan whose\n"
+      .. "modelled schedule finishes first, with the costs of --costs); annotations stay hard"},
   ["--share-copies"] = {kind = "flag",
     help = "after planning, one device_copy per value and device pair where it dominates\n"
       .. "its uses (dp.passes.ShareCopies) instead of one per use"},
@@ -148,7 +155,7 @@ OPTIONS["--pipeline"] = OPTIONS["-p"]
 
 local OUTPUT = {"-o", "--types", "--short-devices", "--show-meta-data", "--spans", "--color", "--no-color",
                 "--dot", "--svg", "--graph-detail"}
-local CONFIG = {"--target", "--host", "--default", "--bandwidth"}
+local CONFIG = {"--target", "--host", "--default", "--bandwidth", "--memory"}
 local ONNX = {"--weights", "--input-shape"}
 local INSTRUMENTS = {"--print-after-all", "--print-before-all", "--print-after", "--print-before",
                      "--print-changed", "--time-passes", "--verify-each"}
@@ -192,11 +199,11 @@ COMMANDS.parse = {
 COMMANDS.plan = {
   summary = "place operators, plan devices (PlanDevices) and print the planned module",
   usage = "devplan plan FILE [--annotate OP=DEVICE ...] [--rules FILE.lua ...] [--target T ...]\n"
-    .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes]\n"
+    .. "                    [--default DEVTYPE] [--strict] [--first-conflict] [--placement tvm|min_bytes|latency]\n"
     .. "                    [--polymorphic] [--recompute]\n"
     .. "                    [--bandwidth B] [--share-copies] [--move-copies] [--partition] [--explain] [--verify]\n"
     .. "                    [--report text|json]\n"
-    .. "                    [--costs FILE ...] [--board NAME] [--gantt FILE.svg]\n"
+    .. "                    [--costs FILE ...] [--board NAME] [--memory DEVTYPE=SIZE ...] [--gantt FILE.svg]\n"
     .. "                    [-o OUT] [--short-devices] [--types] [--dot FILE] [--svg FILE]\n"
     .. "                    [--graph-detail LEVEL]",
   options = join({"--annotate", "--rules", "--load", "--meta", "--strict", "--first-conflict", "--placement",
@@ -207,7 +214,8 @@ COMMANDS.plan = {
     .. "dp.passes.PlanDevices with the configuration of the targets, and prints the\n"
     .. "planned module (or its report). The same as\n"
     .. "  devplan opt FILE -p 'annotate(rules=FILE.lua),annotate(OP=DEVICE),plan_devices(all_conflicts=true)'\n"
-    .. "(--placement min_bytes: plan_devices(all_conflicts=true,placement=min_bytes);\n"
+    .. "(--placement min_bytes: plan_devices(all_conflicts=true,placement=min_bytes), latency:\n"
+    .. "placement=latency, with --costs' costs;\n"
     .. "--share-copies adds share_copies after it, --move-copies move_copies, --partition\n"
     .. "then partition.)\n"
     .. "Every independent conflict is printed, as a compiler prints errors: both\n"
@@ -481,6 +489,22 @@ local function bandwidths(text)
   return t
 end
 
+-- --memory: "cuda=2GiB", "cuda=2GiB,cpu=8GB" (repeatable) -> the configuration's memory.
+local function budgets(list)
+  if not list then return nil end
+  local t = {}
+  for _, text in ipairs(list) do
+    for item in (text .. ","):gmatch("([^,]*),") do
+      local key, value = item:match("^%s*([%w_]+)%s*=%s*(.-)%s*$")
+      if not key or value == "" then
+        error("--memory: '" .. item .. "' is not DEVTYPE=SIZE (cuda=2GiB)", 0)
+      end
+      t[key] = tonumber(value) or value
+    end
+  end
+  return t
+end
+
 local function make_config(opts)
   return attempt(nil, function()
     return dp.CompilationConfig{
@@ -489,6 +513,7 @@ local function make_config(opts)
       host = opts["--host"] and dp.Target(opts["--host"]) or nil,
       default_device_type = opts["--default"] or (not opts["--target"] and "cpu" or nil),
       bandwidth = bandwidths(opts["--bandwidth"]),
+      memory = budgets(opts["--memory"]),
     }
   end)
 end
@@ -672,19 +697,23 @@ local function report_text(r, regions, json)
   return text:gsub("%s*}%s*$", "", 1) .. ',\n  "regions":' .. list:gsub("\n", "\n  ") .. "\n}\n"
 end
 
+-- The costs of --costs (and --board), loaded once; nil without --costs.
+local function costs_of(opts)
+  if opts["--board"] and not opts["--costs"] then
+    fail(usage_error("plan", "--board needs --costs (the TopHub logs to read)").text)
+  end
+  if not opts["--costs"] then return nil end
+  opts.loaded_costs = opts.loaded_costs or attempt(nil, dp.costs.load, opts["--costs"], {board = opts["--board"]})
+  return opts.loaded_costs
+end
+
 -- The modelled schedule of the planned module when --costs or --gantt asks
 -- for it (lua/devplan/schedule.lua); --gantt draws it. Returns the schedule
 -- and what its costs are, or nil.
 local function modelled_schedule(opts, mod, config)
-  if opts["--board"] and not opts["--costs"] then
-    fail(usage_error("plan", "--board needs --costs (the TopHub logs to read)").text)
-  end
+  local cost, label = costs_of(opts), "default cost model"
   if not (opts["--costs"] or opts["--gantt"]) or not config then return nil end
-  local cost, label = nil, "default cost model"
-  if opts["--costs"] then
-    cost = attempt(nil, dp.costs.load, opts["--costs"], {board = opts["--board"]})
-    label = "costs from " .. table.concat(opts["--costs"], ", ")
-  end
+  if opts["--costs"] then label = "costs from " .. table.concat(opts["--costs"], ", ") end
   local sched = attempt(nil, dp.planner.schedule, mod, config, {cost = cost})
   if opts["--gantt"] then attempt(nil, sched.write_svg, sched, opts["--gantt"], {title = label}) end
   return sched, label
@@ -740,7 +769,7 @@ end
 local function write_reproducer(path, opts, pipeline_text, mod, err)
   local lines = {"// devplan reproducer: replay with  devplan opt --run-reproducer " .. path,
                  "// pipeline: " .. pipeline_text}
-  for _, key in ipairs{"--target", "--host", "--default", "--bandwidth", "--load"} do
+  for _, key in ipairs{"--target", "--host", "--default", "--bandwidth", "--memory", "--load"} do
     local v = opts[key]
     for _, x in ipairs(type(v) == "table" and v or {v}) do
       lines[#lines + 1] = "// arg: " .. key
@@ -780,7 +809,7 @@ end
 local function run_pipeline(command, opts, pipeline_text, reproducer, origins)
   local sources = {pipeline = pipeline_text}
   local config = make_config(opts)
-  local built, p = pcall(dp.pipeline.build, pipeline_text, {config = config})
+  local built, p = pcall(dp.pipeline.build, pipeline_text, {config = config, costs = costs_of(opts)})
   if not built then
     fail(origin_error(command, p, pipeline_text, origins) or error_text(p, sources))
   end
@@ -811,7 +840,8 @@ local function run_pipeline(command, opts, pipeline_text, reproducer, origins)
     end
     for i = 1, last - 1 do annotated = p.passes[i](annotated) end
     local popts = {resolve_conflicts = not opts["--strict"] and (not opts["--first-conflict"] or "tvm")}
-    if opts["--placement"] == "min_bytes" then popts.placement = "min_bytes" end
+    if opts["--placement"] and opts["--placement"] ~= "tvm" then popts.placement = opts["--placement"] end
+    if popts.placement == "latency" then popts.cost = costs_of(opts) end
     extra = explanation(attempt(sources, dp.planner.domains, annotated, cfg, popts))
       .. moves_explanation(res) .. copy_explanations(res, annotated, cfg)
   end
@@ -852,7 +882,11 @@ local function annotations(opts)
       if not pcall(dp.op.get, op) then
         fail("devplan plan: --annotate " .. item .. ": unknown operator '" .. op .. "'" .. suggest.hint(op, dp.op.names()))
       end
-      local vd, why = devname.parse(dev)
+      local name, weight = dev:match("^(.-)~(.*)$")
+      if name and not (tonumber(weight) and tonumber(weight) >= 0) then
+        fail("devplan plan: --annotate " .. item .. ": the weight after ~ must be a number >= 0 (OP=DEVICE~W)")
+      end
+      local vd, why = devname.parse(name or dev)
       if not vd then fail("devplan plan: --annotate " .. item .. ": " .. why) end
       list[#list + 1] = {op, dev}
     end
@@ -876,7 +910,7 @@ function COMMANDS.plan.run(opts)
   if opts["--strict"] then plan_args[#plan_args + 1] = {"strict", "true"} end
   if not opts["--first-conflict"] then plan_args[#plan_args + 1] = {"all_conflicts", "true"}
   elseif not opts["--strict"] then plan_args[#plan_args + 1] = {"tvm_conflicts", "true"} end
-  if opts["--placement"] == "min_bytes" then plan_args[#plan_args + 1] = {"placement", "min_bytes"} end
+  if opts["--placement"] and opts["--placement"] ~= "tvm" then plan_args[#plan_args + 1] = {"placement", opts["--placement"]} end
   if opts["--polymorphic"] then plan_args[#plan_args + 1] = {"polymorphic", "true"} end
   if opts["--recompute"] then plan_args[#plan_args + 1] = {"recompute", "true"} end
   items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}

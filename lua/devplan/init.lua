@@ -44,6 +44,7 @@ dp.planner = require "devplan.planner"
 dp.pattern = require "devplan.pattern"   -- replaces core.pattern, its C half
 dp.pass = require("devplan.pass").new
 dp.passes = require "devplan.passes"
+dp.soft = require("devplan.passes.annotate_virtual_devices").soft   -- a rule's soft annotation: dp.soft(vd, weight)
 
 -- ---- the framework: pipelines, pass contexts, reports, graphs ----
 dp.Sequential = require("devplan.pass").Sequential

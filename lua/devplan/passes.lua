@@ -26,6 +26,9 @@
 --       recompute = true          a copy of a constant, zeros, a reshape of
 --                                 what is there... computed again instead
 --                                 (dp.planner.recomputed(planned))
+--       placement = "latency"     the plan whose modelled schedule finishes
+--                                 first (cost =, bandwidth =, exact =, effort =:
+--                                 devplan.latency, docs/latency.md)
 --   dp.passes.ShareCopies()   one device_copy per value and pair of devices
 --   dp.passes.MoveCopies(config?, {max_new_functions =}?)   copies moved to where
 --                             they run least (docs/copies.md)
@@ -44,6 +47,7 @@ local ir = require "devplan.ir"
 local pass = require "devplan.pass"
 local options = require "devplan.plan_options"
 local copies = require "devplan.copies"
+local latency = require "devplan.latency"
 local verify = require "devplan.verify"
 local annotate = require "devplan.passes.annotate_virtual_devices"
 local merge = require "devplan.passes.merge_composite"
@@ -58,7 +62,10 @@ function M.PlanDevices(config, opts)
   opts = options.check_options(opts, "devplan.passes.PlanDevices", 2)
   options.check_config(config, "devplan.passes.PlanDevices", 2)
   local p
-  if options.is_tvm(opts) then
+  if opts.placement == "latency" then
+    local lopts = options.latency_options(opts)
+    p = pass.new("PlanDevices", function(mod) return latency.place(mod, config, lopts).planned end, opts)
+  elseif options.is_tvm(opts) then
     p = pass.new("PlanDevices", function(mod) return core.planner.plan(mod, config) end, opts)
   else
     p = pass.new("PlanDevices", function(mod)

@@ -26,10 +26,12 @@ local pass = require "devplan.pass"
 local passes = require "devplan.passes"
 local devname = require "devplan.devname"
 local suggest = require "devplan.suggest"
+local costs = require "devplan.costs"
+local annotate = require "devplan.passes.annotate_virtual_devices"
 
 local error, getmetatable, ipairs, loadfile, next, pairs = error, getmetatable, ipairs, loadfile, next, pairs
-local pcall, setmetatable, tostring, type = pcall, setmetatable, tostring, type
-local math, table, tonumber = math, table, tonumber
+local pcall, setmetatable, tonumber, tostring, type = pcall, setmetatable, tonumber, tostring, type
+local math, table = math, table
 _ENV = nil -- no global is read or written below this line
 
 local M = {}
@@ -262,7 +264,9 @@ function M.build(p, env)
   env = env or {}
   if type(env) ~= "table" then error("devplan.pipeline.build: env must be a table", 2) end
   for k in pairs(env) do
-    if k ~= "config" then error("devplan.pipeline.build: unknown option '" .. tostring(k) .. "' (config)", 2) end
+    if k ~= "config" and k ~= "costs" then
+      error("devplan.pipeline.build: unknown option '" .. tostring(k) .. "' (config, costs)", 2)
+    end
   end
   local list = {}
   for i, it in ipairs(p.items) do
@@ -305,7 +309,8 @@ local function config_for(env, default)
   if not default then return base end
   local targets = base and base.primitive_targets or {"llvm", "cuda"}
   return core.CompilationConfig{targets = targets, host = base and base.host_target or nil,
-                                default_device_type = default, bandwidth = base and base.bandwidth or nil}
+                                default_device_type = default, bandwidth = base and base.bandwidth or nil,
+                                memory = base and base.memory or nil}
 end
 
 -- The list of passes a rules file returns (a pass or a list of passes):
@@ -336,17 +341,24 @@ function M.load_rules(path)
 end
 
 -- AnnotateVirtualDevices placing every call of each operator on a device:
--- {["nn.conv2d"] = "cuda", ...} (short device names).
+-- {["nn.conv2d"] = "cuda", ...} (short device names); "cuda~W" is a soft
+-- annotation of weight W (dp.soft).
 function M.annotate_ops(map)
   if type(map) ~= "table" then
     error("devplan.pipeline.annotate_ops: a table {[operator name] = device name} expected, got " .. type(map), 2)
   end
   local rules, shown = {}, {}
   for op, name in pairs(map) do
-    local vd, why = devname.parse(name)
+    local dev, weight = name:match("^(.-)~(.*)$")
+    local w = weight and tonumber(weight)
+    if weight and not (w and w >= 0 and w < math.huge) then
+      error("the weight of '" .. name .. "' must be a number >= 0 (DEVICE~W: a soft annotation)", 0)
+    end
+    local vd, why = devname.parse(dev or name)
     if not vd then error(why, 0) end
     core.op.get(op)
-    rules[op] = function() return vd end
+    local soft = w and annotate.soft(vd, w)
+    rules[op] = function() return soft or vd end
     shown[op] = name
   end
   local p = passes.AnnotateVirtualDevices(rules)
@@ -393,10 +405,14 @@ M.register{
              strict = "true: no conflict resolution (resolve_conflicts=false)",
              all_conflicts = "true: every independent conflict in one run (err.errors)",
              tvm_conflicts = "true: resolve only what TVM resolves (resolve_conflicts=\"tvm\")",
-             placement = "tvm (TVM's defaulting rules) or min_bytes (fewest bytes copied)",
+             placement = "tvm (TVM's defaulting rules), min_bytes (fewest bytes copied) or latency "
+               .. "(the modelled schedule that finishes first)",
              polymorphic = "true: a function called with different device signatures is specialised per signature",
              max_specialisations = "(polymorphic) at most this many functions copied (default 64)",
-             recompute = "true: a copy of a value cheaper to compute again where it is read is that computation"},
+             recompute = "true: a copy of a value cheaper to compute again where it is read is that computation",
+             costs = "(latency) cost files, ';'-separated: devplan's format or TopHub logs (default: "
+               .. "the command's --costs, else the default model)",
+             board = "(latency) the TopHub records of -model=NAME"},
   make = function(args, env)
     local config = config_for(env, args.default) or core.CompilationConfig{targets = {"llvm", "cuda"}}
     local strict = boolean(args.strict, "strict")
@@ -404,9 +420,22 @@ M.register{
     if strict then opts.resolve_conflicts = false
     elseif boolean(args.tvm_conflicts, "tvm_conflicts") then opts.resolve_conflicts = "tvm" end
     if boolean(args.all_conflicts, "all_conflicts") then opts.all_conflicts = true end
-    if args.placement == "min_bytes" then opts.placement = "min_bytes"
+    if args.placement == "min_bytes" or args.placement == "latency" then opts.placement = args.placement
     elseif args.placement and args.placement ~= "tvm" then
-      error("option 'placement' must be tvm or min_bytes, got '" .. args.placement .. "'", 0)
+      error("option 'placement' must be tvm, min_bytes or latency, got '" .. args.placement .. "'", 0)
+    end
+    if (args.costs or args.board) and opts.placement ~= "latency" then
+      error("options costs and board need placement=latency", 0)
+    end
+    if args.board and not args.costs then error("option board needs costs=FILE", 0) end
+    if opts.placement == "latency" then
+      if args.costs then
+        local files = {}
+        for f in args.costs:gmatch("[^;]+") do files[#files + 1] = f end
+        opts.cost = costs.load(files, {board = args.board})
+      else
+        opts.cost = env.costs
+      end
     end
     if boolean(args.polymorphic, "polymorphic") then opts.polymorphic = true end
     if boolean(args.recompute, "recompute") then opts.recompute = true end

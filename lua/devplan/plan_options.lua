@@ -6,8 +6,10 @@
 --   is_tvm(opts)                     are they PlanDevices as TVM (nothing further)?
 --   check_config(config, who, level)
 --   domains(mod, config, opts)       dp.planner.domains: phases 0 to 2 with opts
+--   latency_options(opts)            placement = "latency"'s options for devplan.latency
 local core = require "devplan.core"
 local ir = require "devplan.ir"
+local latency = require "devplan.latency"
 
 local error, next, pairs, tostring, type = error, next, pairs, tostring, type
 local math, table = math, table
@@ -26,7 +28,9 @@ local M = {}
 --                                 bytes copied (src/planner/place.c)
 --   capability         function(call, vd) -> boolean   (min_bytes) may call run on vd
 --   compute_cost       function(call, vd) -> seconds   (min_bytes) time joins bytes
---   bandwidth          number | function(src, dst) -> bytes per second  (min_bytes)
+--   bandwidth          number | function(src, dst) -> bytes per second  (min_bytes, latency)
+--   cost               function | cost table | model   (latency) what a call costs (dp.costs)
+--   exact, effort      (latency) branch and bound up to `exact` decisions; the search's work
 --   polymorphic        boolean   a global function called with different device
 --                                 signatures is specialised per signature (@f, @f_cuda;
 --                                 src/planner/poly.c, docs/copies.md)
@@ -37,9 +41,10 @@ local M = {}
 --                                 recompute.c; dp.planner.recomputed(planned))
 local OPTIONS = {resolve_conflicts = {"boolean", "string"}, all_conflicts = {"boolean"}, placement = {"string"},
                  capability = {"function"}, compute_cost = {"function"},
-                 bandwidth = {"number", "function"}, polymorphic = {"boolean"},
+                 bandwidth = {"number", "function"}, cost = {"function", "table"},
+                 exact = {"number"}, effort = {"number"}, polymorphic = {"boolean"},
                  max_specialisations = {"number"}, recompute = {"boolean"}}
-local PLACEMENTS = {tvm = true, min_bytes = true}
+local PLACEMENTS = {tvm = true, min_bytes = true, latency = true}
 
 -- PlanDevices' options, checked: unknown keys and wrong types are errors.
 function M.check_options(opts, who, level)
@@ -63,7 +68,7 @@ function M.check_options(opts, who, level)
     error(who .. ": option 'resolve_conflicts' must be a boolean or \"tvm\", got \"" .. opts.resolve_conflicts .. "\"", level + 1)
   end
   if opts.placement ~= nil and not PLACEMENTS[opts.placement] then
-    error(who .. ": option 'placement' must be \"tvm\" or \"min_bytes\", got \"" .. opts.placement .. "\"", level + 1)
+    error(who .. ": option 'placement' must be \"tvm\", \"min_bytes\" or \"latency\", got \"" .. opts.placement .. "\"", level + 1)
   end
   if type(opts.bandwidth) == "number" and not (opts.bandwidth > 0 and opts.bandwidth <= 1e300) then
     -- (dp_bandwidth_ok's rule, as CompilationConfig's bandwidths: NaN fails both tests)
@@ -76,10 +81,28 @@ function M.check_options(opts, who, level)
   if opts.max_specialisations ~= nil and (math.type(opts.max_specialisations) ~= "integer" or opts.max_specialisations < 1) then
     error(who .. ": option 'max_specialisations' must be a positive integer", level + 1)
   end
-  if (opts.capability or opts.compute_cost or opts.bandwidth) and opts.placement ~= "min_bytes" then
-    error(who .. ": options capability, compute_cost and bandwidth need placement = \"min_bytes\"", level + 1)
+  if opts.placement == "latency" and (opts.polymorphic or opts.recompute) then
+    error(who .. ": options polymorphic and recompute go with placement = \"tvm\" or \"min_bytes\", "
+      .. "not \"latency\"", level + 1)
+  end
+  if opts.placement == "latency" then
+    if opts.capability or opts.compute_cost then
+      error(who .. ": placement = \"latency\" takes cost = function(call, vd) -> seconds | nil "
+        .. "(nil: vd cannot run the call), not capability or compute_cost", level + 1)
+    end
+  elseif opts.cost or opts.exact or opts.effort then
+    error(who .. ": options cost, exact and effort need placement = \"latency\"", level + 1)
+  elseif (opts.capability or opts.compute_cost or opts.bandwidth) and opts.placement ~= "min_bytes" then
+    error(who .. ": options capability, compute_cost and bandwidth need placement = \"min_bytes\" or \"latency\"", level + 1)
   end
   return opts
+end
+
+-- placement = "latency"'s options as devplan.latency.place takes them.
+function M.latency_options(opts)
+  local o = {}
+  for k, v in pairs(opts) do if k ~= "placement" then o[k] = v end end
+  return o
 end
 
 -- Are these options PlanDevices as TVM (nothing further)?
@@ -105,6 +128,9 @@ function M.domains(mod, config, opts)
     error("devplan.planner.domains: a module expected, got " .. type(mod), 2)
   end
   M.check_config(config, "devplan.planner.domains", 2)
+  if opts.placement == "latency" then
+    return latency.place_domains(mod, config, M.latency_options(opts))
+  end
   return core.planner.domains_with(mod, config, opts)
 end
 

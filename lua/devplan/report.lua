@@ -264,7 +264,7 @@ function Report:json()
     "devices", "copies", "totals", "schedule", "name", "device", "calls", "bytes", "size", "unknown", "too_large",
     "fn", "value", "src", "dst", "type", "line", "col", "source", "bytes_copied", "bytes_resident", "copies_too_large",
     "makespan", "costs", "serial", "resources", "critical", "kind", "tasks", "busy", "task", "resource", "start",
-    "finish", "waited"}}) .. "\n"
+    "finish", "waited", "memory", "peak", "at", "budget"}}) .. "\n"
 end
 
 return M

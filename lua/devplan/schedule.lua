@@ -19,6 +19,7 @@ local costs = require "devplan.costs"
 local devname = require "devplan.devname"
 local gantt = require "devplan.gantt"
 local passes = require "devplan.passes"
+local latency = require "devplan.latency"
 
 local error, getmetatable, ipairs, pairs, setmetatable, tostring, type =
   error, getmetatable, ipairs, pairs, setmetatable, tostring, type
@@ -34,65 +35,8 @@ Schedule.__name = "devplan.Schedule"
 -- ---------------------------------------------------------------- options
 
 local OPTIONS = {cost = true, bandwidth = true, serial = true, verify = true}
-
-local function check_options(opts, who, allowed, level)
-  level = level + 1
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then error(who .. ": options must be a table, got " .. type(opts), level) end
-  for k, v in pairs(opts) do
-    if not allowed[k] then
-      local names = {}
-      for n in pairs(allowed) do names[#names + 1] = n end
-      table.sort(names)
-      error(who .. ": unknown option '" .. tostring(k) .. "' (" .. table.concat(names, ", ") .. ")", level)
-    end
-  end
-  if opts.cost ~= nil and not costs.is_costs(opts.cost) then
-    error(who .. ": option 'cost' must be a function(call, vd) -> seconds | nil, a cost table "
-      .. "(dp.costs.load) or a model (dp.costs.model), got " .. type(opts.cost), level)
-  end
-  local bw = opts.bandwidth
-  if bw ~= nil and type(bw) ~= "function" and not (type(bw) == "number" and bw > 0 and bw < math.huge) then
-    error(who .. ": option 'bandwidth' must be a number of bytes per second > 0 or a function(src, dst)", level)
-  end
-  for _, k in ipairs{"serial", "verify", "share_copies"} do
-    if opts[k] ~= nil and type(opts[k]) ~= "boolean" then
-      error(who .. ": option '" .. k .. "' must be a boolean", level)
-    end
-  end
-  return opts
-end
-
--- The options the C side reads.
-local function core_options(opts)
-  local c, cost = {bandwidth = opts.bandwidth, serial = opts.serial}, opts.cost
-  if costs.is_model(cost) then
-    c.rates = cost.rates
-  elseif costs.is_table(cost) then
-    c.cost = function(call, vd) return cost(call, vd) end
-  elseif type(cost) == "function" then
-    c.cost = cost
-  else
-    c.rates = costs.DEFAULT.rates
-  end
-  return c
-end
-
-local function typed(mod)
-  for _, nf in ipairs(mod:functions()) do
-    if nf[2].body.checked_type == nil then
-      core.infer_type(mod)
-      return
-    end
-  end
-end
-
-local function check_args(mod, config, who, level)
-  if not ir.is_module(mod) then error(who .. ": a module expected, got " .. type(mod), level + 1) end
-  if not ir.is_config(config) then
-    error(who .. ": a CompilationConfig expected, got " .. type(config), level + 1)
-  end
-end
+local check_options, core_options, typed, check_args =
+  latency.check_options, latency.core_options, latency.typed, latency.check_args
 
 -- ---------------------------------------------------------------- the schedule of a plan
 
@@ -141,6 +85,15 @@ function M.format_time(t, scale)
   end
   local u, name = unit_of(scale or t)
   return string.format("%.3f %s", t / u, name)
+end
+
+-- "1.5 MiB" for bytes.
+function M.format_bytes(b)
+  local units = {"bytes", "KiB", "MiB", "GiB", "TiB"}
+  local u = 1
+  while b >= 1024 and u < #units do b, u = b / 1024, u + 1 end
+  if u == 1 then return string.format("%d bytes", math.floor(b + 0.5)) end
+  return string.format("%.3g %s", b, units[u])
 end
 
 local function grouped(n)
@@ -205,6 +158,13 @@ function Schedule:text(opts)
     add(string.format("%-24s %8s %14s %5.0f%%", names.resource(r), grouped(r.tasks), M.format_time(r.busy, ms),
                       ms > 0 and 100 * r.busy / ms or 0))
   end
+  for _, m in ipairs(self.memory or {}) do
+    if m.peak > 0 or m.budget then
+      add(string.format("memory %-17s peak %s at %s%s", names.device(m.device), M.format_bytes(m.peak),
+                        M.format_time(m.at, ms), m.budget and string.format(" (budget %s%s)", M.format_bytes(m.budget),
+                          m.peak > m.budget and ", OVER" or "") or ""))
+    end
+  end
   local path = self.critical
   local limit = opts.path or 30
   add(string.format("critical path: %d task%s%s", #path, #path == 1 and "" or "s",
@@ -235,7 +195,20 @@ function Schedule:summary()
     path[i] = {task = names.task(t), resource = names.resource(t.resource), start = t.start,
                finish = t.finish, waited = c.waited}
   end
-  return {makespan = self.makespan, serial = self.serial, resources = res, critical = path}
+  local mem = {}
+  for i, m in ipairs(self.memory or {}) do
+    mem[i] = {device = names.device(m.device), peak = m.peak, at = m.at, budget = m.budget}
+  end
+  return {makespan = self.makespan, serial = self.serial, resources = res, critical = path, memory = mem}
+end
+
+-- The values a device holds at its peak (s.memory): {{kind = "call" |
+-- "copy" | "parameter", expr =, bytes =, from =, to =}, ...}.
+function Schedule:live(device)
+  if not ir.is_virtual_device(device) then
+    error("devplan.Schedule:live: a VirtualDevice expected, got " .. type(device), 2)
+  end
+  return core.schedule.live(self._run, device)
 end
 
 -- The Gantt chart as SVG text (lua/devplan/gantt.lua), or written to path.
@@ -310,6 +283,11 @@ function M.baselines(mod, config, opts)
   out.problem = p
   return out
 end
+
+-- ---------------------------------------------------------------- the latency placement
+
+-- dp.schedule.place and the domains of its plan (devplan.latency).
+M.place, M.place_domains = latency.place, latency.place_domains
 
 M.Schedule = Schedule
 return M

@@ -27,6 +27,7 @@ void dp__config_free_fn(dp_obj *o, dp_worklist *wl) {
   dp_release_deferred(wl, c->default_vdev);
   dp_release_deferred(wl, c->ctx);
   free(c->bandwidths);
+  free(c->memory);
   free(c);
 }
 
@@ -290,6 +291,106 @@ dp_vdev *dp_config_canonical(const dp_config *cfg, dp_vdev *vd, dp_err **err) {
   return dp_vdev_make(cfg->ctx, vd->device_type, id, target, vd->memory_scope, err);
 }
 
+/* A new configuration with everything of cfg (its own arrays). */
+static dp_config *config_copy(const dp_config *cfg) {
+  dp_config *c = dp_calloc(1, sizeof *c);
+  dp_target **ts = c ? dp_calloc(cfg->ntargets ? cfg->ntargets : 1, sizeof *ts) : NULL;
+  dp_bandwidth *b = ts && cfg->nbandwidths ? dp_malloc(cfg->nbandwidths * sizeof *b) : NULL;
+  dp_memory_budget *m = ts && cfg->nmemory ? dp_malloc(cfg->nmemory * sizeof *m) : NULL;
+  if (!c || !ts || (cfg->nbandwidths && !b) || (cfg->nmemory && !m)) {
+    free(c);
+    free(ts);
+    free(b);
+    free(m);
+    return NULL;
+  }
+  *c = *cfg;
+  c->h.rc = 1;
+  c->h.flags = 0;
+  dp_retain(c->ctx);
+  dp_retain(c->host_target);
+  dp_retain(c->host_vdev);
+  dp_retain(c->default_vdev);
+  for (uint32_t i = 0; i < cfg->ntargets; i++) ts[i] = dp_retain(cfg->primitive_targets[i]);
+  c->primitive_targets = ts;
+  if (b) memcpy(b, cfg->bandwidths, cfg->nbandwidths * sizeof *b);
+  if (m) memcpy(m, cfg->memory, cfg->nmemory * sizeof *m);
+  c->bandwidths = b;
+  c->memory = m;
+  return c;
+}
+
+/* ---- memory budgets ---- */
+
+static int cmp_budget(const void *x, const void *y) {
+  const dp_memory_budget *a = x, *b = y;
+  return a->device_type < b->device_type ? -1 : a->device_type > b->device_type;
+}
+
+dp_config *dp_config_with_memory(const dp_config *cfg, const dp_memory_budget *mb, uint32_t n,
+                                 dp_err **err) {
+  if (!cfg || (n && !mb)) {
+    dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: no configuration"));
+    return NULL;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    if (mb[i].device_type <= 0 || !dp_device_type_name(mb[i].device_type)) {
+      dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: invalid device type "
+                                 "in a memory budget"));
+      return NULL;
+    }
+    if (!(mb[i].bytes > 0) || mb[i].bytes > 1e300) {
+      dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: the memory budget of "
+                                 "%s must be a number of bytes > 0, got %g",
+                                 dp_device_type_name(mb[i].device_type), mb[i].bytes));
+      return NULL;
+    }
+    for (uint32_t j = 0; j < i; j++)
+      if (mb[j].device_type == mb[i].device_type) {
+        dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "CompilationConfig: two memory budgets "
+                                   "for %s", dp_device_type_name(mb[i].device_type)));
+        return NULL;
+      }
+  }
+  dp_config *c = config_copy(cfg);
+  dp_memory_budget *m = c && n ? dp_malloc(n * sizeof *m) : NULL;
+  if (!c || (n && !m)) {
+    dp_release(c);
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return NULL;
+  }
+  free(c->memory);
+  if (n) memcpy(m, mb, n * sizeof *m);
+  if (n) qsort(m, n, sizeof *m, cmp_budget); /* (one order whatever the caller's) */
+  c->memory = m;
+  c->nmemory = n;
+  return c;
+}
+
+int dp_bytes_parse(const char *s, double *bytes) {
+  static const struct { const char *unit; double scale; } units[] = {
+    {"", 1}, {"B", 1}, {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  char *end;
+  double v = s ? strtod(s, &end) : 0;
+  if (!s || end == s) return -1;
+  while (*end == ' ') end++;
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (strcmp(end, units[i].unit) == 0) {
+      v *= units[i].scale;
+      if (!(v > 0) || v > 1e300) return -1;
+      *bytes = v;
+      return 0;
+    }
+  return -1;
+}
+
+double dp_config_memory(const dp_config *cfg, int device_type) {
+  for (uint32_t i = 0; cfg && i < cfg->nmemory; i++)
+    if (cfg->memory[i].device_type == device_type) return cfg->memory[i].bytes;
+  return 0;
+}
+
 /* ---- bandwidths (placement by cost) ---- */
 
 int dp_bandwidth_ok(double v) { return v > 0 && v <= 1e300; } /* (NaN fails both) */
@@ -331,24 +432,14 @@ dp_config *dp_config_with_bandwidths(const dp_config *cfg, const dp_bandwidth *b
                                    "the same pair of device types"));
         return NULL;
       }
-  dp_config *c = dp_calloc(1, sizeof *c);
-  dp_target **ts = c ? dp_calloc(cfg->ntargets ? cfg->ntargets : 1, sizeof *ts) : NULL;
-  dp_bandwidth *b = ts && n ? dp_malloc(n * sizeof *b) : NULL;
-  if (!c || !ts || (n && !b)) {
-    free(c);
-    free(ts);
+  dp_config *c = config_copy(cfg);
+  dp_bandwidth *b = c && n ? dp_malloc(n * sizeof *b) : NULL;
+  if (!c || (n && !b)) {
+    dp_release(c);
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return NULL;
   }
-  *c = *cfg;
-  c->h.rc = 1;
-  c->h.flags = 0;
-  dp_retain(c->ctx);
-  dp_retain(c->host_target);
-  dp_retain(c->host_vdev);
-  dp_retain(c->default_vdev);
-  for (uint32_t i = 0; i < cfg->ntargets; i++) ts[i] = dp_retain(cfg->primitive_targets[i]);
-  c->primitive_targets = ts;
+  free(c->bandwidths);
   if (n) memcpy(b, bw, n * sizeof *b);
   if (n) qsort(b, n, sizeof *b, cmp_pair); /* (one order whatever the caller's) */
   c->bandwidths = b;

@@ -614,6 +614,12 @@ static int call_op(infer *I, dp_call *c, dp_op *op) {
   if (op->num_inputs >= 0 && arity(I, c, (uint32_t)op->num_inputs) < 0) return -1;
   if ((op->flags & DP_OPF_IDENTITY) && c->nargs >= 1) {
     dp_type *t = ty(I, c->args[0]);
+    if (t && (op->flags & DP_OPF_CHECK_ATTRS) && op->rel) { /* (its attributes checked) */
+      dp_err *e = NULL;
+      dp_type *r = op->rel(I->ctx, &t, 1, c->attrs, op->ud, &e);
+      if (!r) return e ? fail(I, &c->e, e) : oom(I, &c->e);
+      dp_release(r);
+    }
     return t ? set_type(I, &c->e, dp_retain(t)) : -1;
   }
   dp_type *local[8], **args = c->nargs <= 8 ? local : dp_malloc(c->nargs * sizeof *args);

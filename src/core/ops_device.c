@@ -16,6 +16,29 @@ static dp_type *identity_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
   return dp_retain(args[0]);
 }
 
+/* on_device: its argument's type. A soft annotation (soft=W, devplan's: a
+   preference of weight W instead of a constraint, issue 24) names a
+   device, constrains its body only, and weighs W >= 0. */
+static dp_type *on_device_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nargs,
+                              const dp_attrs *attrs, void *ud, dp_err **err) {
+  const dp_aval *w = dp_op_attr(OP, attrs, "soft");
+  if (w && w->kind != DP_AV_NONE) {
+    double x = w->kind == DP_AV_FLOAT ? w->u.f : w->kind == DP_AV_INT ? (double)w->u.i : -1;
+    const dp_aval *vd = dp_op_attr(OP, attrs, "virtual_device");
+    const dp_aval *cb = dp_op_attr(OP, attrs, "constrain_body");
+    const dp_aval *cr = dp_op_attr(OP, attrs, "constrain_result");
+    if (!(x >= 0) || x > 1e300)
+      return dp__rel_fail(err, OP, "soft must be a weight >= 0 (seconds under the latency placement, "
+                          "bytes under min_bytes)");
+    if (!vd || vd->kind != DP_AV_VDEV || !vd->u.vdev || vd->u.vdev->device_type == 0)
+      return dp__rel_fail(err, OP, "a soft annotation needs a virtual_device with a device type");
+    if ((cr && cr->kind == DP_AV_BOOL && cr->u.i) || (cb && cb->kind == DP_AV_BOOL && !cb->u.i))
+      return dp__rel_fail(err, OP, "a soft annotation constrains its body only "
+                          "(constrain_body=True, constrain_result=False)");
+  }
+  return dp_retain(args[0]);
+}
+
 /* An integer scalar or 1-D shape tensor argument. */
 static int is_int_tensor(const dp_type *t, uint32_t ndim) {
   const dp_tensor_type *tt = (const dp_tensor_type *)t;
@@ -117,8 +140,9 @@ static dp_type *call_lowered_rel(dp_ctx *ctx, dp_type *const *args, uint32_t nar
 }
 
 static const dp__opdef defs[] = {
-  {"on_device", 1, DP_OPF_IDENTITY,
-   "virtual_device:vdev constrain_body:bool=True constrain_result:bool=False", identity_rel, K_OPAQUE},
+  {"on_device", 1, DP_OPF_IDENTITY | DP_OPF_CHECK_ATTRS,
+   "virtual_device:vdev constrain_body:bool=True constrain_result:bool=False soft:float=None",
+   on_device_rel, K_OPAQUE},
   {"device_copy", 1, DP_OPF_IDENTITY, "src_virtual_device:vdev dst_virtual_device:vdev", identity_rel, K_OPAQUE},
   {"memory.alloc_storage", -1, 0, "virtual_device:vdev dtype_hint:dtype=float32", alloc_storage_rel, K_OPAQUE},
   {"memory.alloc_tensor", 3, 0, "dtype:dtype=float32 const_shape:any=None assert_shape:ints=None",

@@ -437,10 +437,48 @@ static void config_bandwidths(lua_State *L, int idx, int cfg_idx) {
   lua_replace(L, cfg_idx);
 }
 
+/* cfg (at cfg_idx) with the memory budgets at idx: {cuda = bytes or
+   "2GiB", ...} (device type names). Replaces the configuration at cfg_idx. */
+static void config_memory(lua_State *L, int idx, int cfg_idx) {
+  if (!lua_istable(L, idx))
+    value_error(L, "CompilationConfig: 'memory' must be a table {cuda = bytes, ...}, got %s",
+                luaL_typename(L, idx), NULL);
+  lua_Integer cap = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) cap++, lua_pop(L, 1);
+  dp_memory_budget *mb = lua_newuserdatauv(L, (size_t)(cap ? cap : 1) * sizeof *mb, 0); /* anchored */
+  uint32_t n = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    if (lua_type(L, -2) != LUA_TSTRING)
+      value_error(L, "CompilationConfig: memory budgets are keyed by device type names (cuda = bytes)%s", "", NULL);
+    const char *key = lua_tostring(L, -2);
+    int t = dp_device_type_parse(key);
+    if (t <= 0) {
+      const char *best = dp_device_type_suggest(key);
+      lua_pushfstring(L, "CompilationConfig: unknown device type '%s' in 'memory'%s%s%s", key,
+                      best ? "; did you mean '" : "", best ? best : "", best ? "'?" : "");
+      value_error(L, "%s", lua_tostring(L, -1), NULL);
+    }
+    double bytes = 0;
+    if (lua_type(L, -1) == LUA_TNUMBER) bytes = lua_tonumber(L, -1);
+    else if (lua_type(L, -1) != LUA_TSTRING || dp_bytes_parse(lua_tostring(L, -1), &bytes) < 0)
+      value_error(L, "CompilationConfig: the memory budget of %s must be a number of bytes or a size "
+                  "such as \"2GiB\" or \"512MB\"", key, NULL);
+    mb[n++] = (dp_memory_budget){t, bytes};
+    lua_pop(L, 1);
+  }
+  dp_err *e = NULL;
+  dp_config *c = dp_config_with_memory(dp__lua_check(L, cfg_idx, DP_OBJ_CONFIG), mb, n, &e);
+  if (!c) dp__lua_error(L, e);
+  dp__lua_push_owned(L, c);
+  lua_replace(L, cfg_idx);
+}
+
 /* dp.CompilationConfig{targets = {...} or "cuda,llvm", host = t?, default_device_type = d?,
-   bandwidth = n or {["cpu->cuda"] = n, default = n}?} */
+   bandwidth = n or {["cpu->cuda"] = n, default = n}?, memory = {cuda = bytes, ...}?} */
 static int config_new(lua_State *L) {
-  static const char *const fields[] = {"targets", "host", "default_device_type", "bandwidth", NULL};
+  static const char *const fields[] = {"targets", "host", "default_device_type", "bandwidth", "memory", NULL};
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 1);
   check_fields(L, 1, "CompilationConfig", fields);
@@ -464,7 +502,23 @@ static int config_new(lua_State *L) {
   lua_getfield(L, 1, "bandwidth"); /* 8 */
   if (!lua_isnil(L, 8)) config_bandwidths(L, 8, 7);
   lua_settop(L, 7);
+  lua_getfield(L, 1, "memory"); /* 8 */
+  if (!lua_isnil(L, 8)) config_memory(L, 8, 7);
+  lua_settop(L, 7);
   return 1;
+}
+
+/* config.memory: nil, or {cuda = bytes, ...} as given. */
+static void push_memory(lua_State *L, const dp_config *c) {
+  if (!c->nmemory) {
+    lua_pushnil(L);
+    return;
+  }
+  lua_createtable(L, 0, (int)c->nmemory);
+  for (uint32_t i = 0; i < c->nmemory; i++) {
+    lua_pushnumber(L, c->memory[i].bytes);
+    lua_setfield(L, -2, dp_device_type_name(c->memory[i].device_type));
+  }
 }
 
 /* config.bandwidth: nil, or {["cpu->cuda"] = n, default = n} as given. */
@@ -535,6 +589,16 @@ static int config_tostring(lua_State *L) {
     }
     luaL_addchar(&b, '}');
   }
+  if (c->nmemory) {
+    char num[64];
+    luaL_addstring(&b, ", memory={");
+    for (uint32_t i = 0; i < c->nmemory; i++) {
+      snprintf(num, sizeof num, "%.6g", c->memory[i].bytes);
+      lua_pushfstring(L, "%s%s=%s", i ? ", " : "", dp_device_type_name(c->memory[i].device_type), num);
+      luaL_addvalue(&b);
+    }
+    luaL_addchar(&b, '}');
+  }
   luaL_addchar(&b, ')');
   luaL_pushresult(&b);
   return 1;
@@ -551,6 +615,7 @@ static int config_index(lua_State *L) {
     dp__lua_push_list(L, (void *const *)c->primitive_targets, c->ntargets);
   else if (!strcmp(k, "canonical")) lua_pushcfunction(L, config_canonical);
   else if (!strcmp(k, "bandwidth")) push_bandwidths(L, c);
+  else if (!strcmp(k, "memory")) push_memory(L, c);
   else lua_pushnil(L);
   return 1;
 }

@@ -22,6 +22,7 @@
 #include "l_attrs.h"
 #include "l_init.h"
 #include "devplan/schedule.h"
+#include "devplan/latency.h"
 
 #define RUN_META "devplan.ScheduleRun"
 #define PROBLEM_META "devplan.SchedProblem"
@@ -147,6 +148,7 @@ static void read_opts(lua_State *L, int idx, hooks *h) {
 typedef struct runctx {
   dp_sched_graph g;
   dp_schedule s;
+  dp_sched_memory mem;     /* what each device holds (begin and end per node kept) */
   double *dur;
   uint32_t *path, *order;  /* order: the tasks by start (then number) */
   uint8_t *why;
@@ -156,6 +158,7 @@ typedef struct runctx {
 static void run_free(runctx *r) {
   dp_sched_graph_free(&r->g);
   dp_schedule_free(&r->s);
+  dp_sched_memory_free(&r->mem);
   free(r->dur);
   free(r->path);
   free(r->order);
@@ -209,6 +212,56 @@ static void push_resources(lua_State *L, runctx *r, int serial) {
     lua_setfield(L, -2, "tasks");
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
+}
+
+/* The memory list: per physical device (in device order) {device =, peak
+   = bytes, at = seconds, budget = bytes (nil: none)}. */
+static void push_memory(lua_State *L, runctx *r, const dp_config *cfg) {
+  const dp_sched_graph *g = &r->g;
+  lua_createtable(L, (int)g->ndevs, 0);
+  lua_Integer k = 0;
+  for (uint32_t d = 0; d < g->ndevs; d++) {
+    if (g->phys[d] != d) continue;
+    lua_createtable(L, 0, 4);
+    dp__lua_push(L, g->devs[d]);
+    lua_setfield(L, -2, "device");
+    set_num(L, "peak", r->mem.peak[d]);
+    set_num(L, "at", r->mem.at[d]);
+    double b = dp_config_memory(cfg, g->devs[d]->device_type);
+    if (b > 0) set_num(L, "budget", b);
+    lua_rawseti(L, -2, ++k);
+  }
+}
+
+/* core.schedule.live(run, device) -> the values device holds at its peak:
+   {{kind = "call" | "copy" | "parameter", expr =, bytes =, from =, to =}, ...} */
+static int l_live(lua_State *L) {
+  runctx *r = luaL_checkudata(L, 1, RUN_META);
+  dp_vdev *vd = dp__lua_check(L, 2, DP_OBJ_VDEV);
+  const dp_sched_graph *g = &r->g;
+  uint32_t d = NONE;
+  for (uint32_t i = 0; i < g->ndevs && d == NONE; i++)
+    if (g->devs[i]->device_type == vd->device_type && g->devs[i]->virtual_device_id == vd->virtual_device_id)
+      d = g->phys[i];
+  lua_newtable(L);
+  if (d == NONE || !r->mem.begin) return 1;
+  uint32_t *nodes = NULL, n = 0;
+  dp_err *err = NULL;
+  if (dp_sched_memory_live(g, &r->mem, d, r->mem.at[d], &nodes, &n, &err) < 0) return dp__lua_error(L, err);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t v = nodes[i];
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, g->kind[v] == DP_TASK_COPY ? "copy" : g->kind[v] == DP_TASK_CALL ? "call" : "parameter");
+    lua_setfield(L, -2, "kind");
+    dp__lua_push(L, g->expr[v]);
+    lua_setfield(L, -2, "expr");
+    set_num(L, "bytes", g->bytes[v]);
+    set_num(L, "from", r->mem.begin[v]);
+    set_num(L, "to", r->mem.end[v]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  free(nodes);
+  return 1;
 }
 
 /* Pushes the table of the task at position i (0-based, in start order);
@@ -314,13 +367,15 @@ static int l_run(lua_State *L) {
   runctx *r = new_run(L);
   int rix = lua_gettop(L);
   dp_err *err = NULL;
-  if (dp_sched_graph_build(&r->g, m, cfg, DP_GRAPH_PLANNED, &err) < 0) return dp__lua_error(L, err);
+  if (dp_sched_graph_build(&r->g, m, cfg, DP_GRAPH_PLANNED | DP_GRAPH_PARAMS, &err) < 0)
+    return dp__lua_error(L, err);
   r->dur = dp_malloc(((size_t)r->g.n + 1) * sizeof *r->dur);
   if (!r->dur) return dp__lua_oom(L);
   if (dp_sched_durations(&r->g, &h.c, r->dur, &err) < 0) return dp__lua_error(L, err);
   if (dp_sched_list(&r->g, r->dur, serial, &r->s, &err) < 0) return dp__lua_error(L, err);
   uint32_t npath = 0;
   if (dp_sched_critical(&r->g, &r->s, &r->path, &r->why, &npath, &err) < 0) return dp__lua_error(L, err);
+  if (dp_sched_memory_profile(&r->g, &r->s, &r->mem, &err) < 0) return dp__lua_error(L, err);
   const dp_sched_graph *g = &r->g;
   r->order = dp_malloc(((size_t)g->ntasks + 1) * sizeof *r->order);
   if (!r->order) return dp__lua_oom(L);
@@ -338,6 +393,10 @@ static int l_run(lua_State *L) {
   int resources = lua_gettop(L);
   lua_pushvalue(L, resources);
   lua_setfield(L, res, "resources");
+  push_memory(L, r, cfg);
+  lua_setfield(L, res, "memory");
+  lua_pushvalue(L, rix);
+  lua_setfield(L, res, "_run");
   /* the tasks: a list filled in on access */
   lua_createtable(L, 0, 0);
   int tasks = lua_gettop(L);
@@ -605,6 +664,133 @@ static int pl_counts(lua_State *L) {
   return 1;
 }
 
+/* ---- the latency placement (latency.h) ---- */
+
+/* The planning options of opts at idx: resolve_conflicts (true | false |
+   "tvm"), all_conflicts (schedule.lua checked them). */
+static void plan_opts(lua_State *L, int idx, dp_plan_opts *po) {
+  *po = (dp_plan_opts){0};
+  if (!lua_istable(L, idx)) return;
+  int t = lua_getfield(L, idx, "resolve_conflicts");
+  if (t == LUA_TSTRING) po->tvm_conflicts = 1;
+  else if (t == LUA_TBOOLEAN) po->strict = !lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  lua_getfield(L, idx, "all_conflicts");
+  po->all_conflicts = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+}
+
+static void latency_opts(lua_State *L, int idx, hooks *h, dp_latency_opts *lo) {
+  *lo = (dp_latency_opts){.costs = &h->c};
+  if (!lua_istable(L, idx)) return;
+  lua_getfield(L, idx, "objective");
+  if (lua_isstring(L, -1) && strcmp(lua_tostring(L, -1), "bytes") == 0) lo->objective = DP_LATENCY_BYTES;
+  lua_pop(L, 1);
+  lo->exact = (uint32_t)num_field(L, idx, "exact", 0);
+  lo->full = (uint32_t)num_field(L, idx, "full", 0);
+  lo->effort = num_field(L, idx, "effort", 0);
+}
+
+/* Raises err, with all_conflicts' errors as its field `errors`. */
+static int raise_all(lua_State *L, dp_err *err, dp_conflicts *all) {
+  dp__lua_push_error(L, err);
+  if (all->n) {
+    lua_createtable(L, (int)all->n, 0);
+    for (uint32_t i = 0; i < all->n; i++) {
+      dp__lua_push_error(L, all->v[i]);
+      all->v[i] = NULL;
+      lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "errors");
+  }
+  dp_conflicts_clear(all);
+  return lua_error(L);
+}
+
+/* core.schedule.latency(mod, config, opts) -> {planned =, makespan =, ...} */
+static int l_latency(lua_State *L) {
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp_config *cfg = dp__lua_check(L, 2, DP_OBJ_CONFIG);
+  lua_settop(L, 3);
+  hooks h;
+  read_opts(L, 3, &h);
+  dp_latency_opts lo;
+  dp_plan_opts po;
+  latency_opts(L, 3, &h, &lo);
+  plan_opts(L, 3, &po);
+  dp_conflicts all = {0};
+  lo.plan = &po;
+  lo.all = &all;
+  dp_latency_result r;
+  dp_err *err = NULL;
+  if (dp_plan_latency(m, cfg, &lo, &r, &err) < 0) return raise_all(L, err, &all);
+  dp_conflicts_clear(&all);
+  lua_createtable(L, 0, 16);
+  int t = lua_gettop(L);
+  dp__lua_push(L, r.planned);
+  lua_setfield(L, t, "planned");
+  set_num(L, "makespan", r.makespan);
+  set_num(L, "bytes", r.bytes);
+  set_num(L, "bound", r.bound);
+  set_num(L, "soft_weight", r.soft_weight);
+  lua_pushinteger(L, r.soft_broken);
+  lua_setfield(L, t, "soft_broken");
+  lua_pushinteger(L, r.nsoft);
+  lua_setfield(L, t, "soft");
+  lua_pushinteger(L, r.calls);
+  lua_setfield(L, t, "calls");
+  lua_pushinteger(L, r.decisions);
+  lua_setfield(L, t, "decisions");
+  lua_pushinteger(L, r.evaluations);
+  lua_setfield(L, t, "evaluations");
+  lua_pushboolean(L, r.exact);
+  lua_setfield(L, t, "exact");
+  lua_createtable(L, (int)r.ncand, 0);
+  for (uint32_t i = 0; i < r.ncand; i++) {
+    const dp_latency_candidate *c = &r.cand[i];
+    lua_createtable(L, 0, 8);
+    lua_pushstring(L, c->name);
+    lua_setfield(L, -2, "name");
+    if (strcmp(c->name, "single") == 0) {
+      lua_pushinteger(L, (lua_Integer)c->device + 1);
+      lua_setfield(L, -2, "device");
+    }
+    set_num(L, "makespan", c->makespan);
+    set_num(L, "bytes", c->bytes);
+    set_num(L, "soft", c->soft);
+    set_num(L, "excess", c->excess);
+    set_num(L, "objective", c->objective);
+    if (c->model >= 0) set_num(L, "model", c->model);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, t, "candidates");
+  lua_pushstring(L, r.cand[r.winner].name);
+  lua_setfield(L, t, "winner");
+  dp_latency_result_clear(&r);
+  lua_settop(L, t);
+  return 1;
+}
+
+/* core.schedule.latency_domains(mod, config, opts) -> the domains of the
+   latency placement's plan (dp.planner.domains). */
+static int l_latency_domains(lua_State *L) {
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp_config *cfg = dp__lua_check(L, 2, DP_OBJ_CONFIG);
+  lua_settop(L, 3);
+  hooks h;
+  read_opts(L, 3, &h);
+  dp_plan_opts po;
+  plan_opts(L, 3, &po);
+  po.placement = DP_PLACE_LATENCY;
+  po.costs = &h.c;
+  dp_conflicts all = {0};
+  dp_err *err = NULL;
+  dp_domains *d = dp_plan_domains(m, cfg, &po, &all, &err);
+  if (!d) return raise_all(L, err, &all);
+  dp__lua_push_owned(L, d);
+  return 1;
+}
+
 /* ---- the default model and what cost tables match on ---- */
 
 static int l_model_seconds(lua_State *L) {
@@ -674,7 +860,9 @@ void dp__lua_open_schedule(lua_State *L) {
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
   static const luaL_Reg fns[] = {
-    {"run", l_run}, {"problem", l_problem}, {"model_seconds", l_model_seconds},
+    {"run", l_run}, {"live", l_live}, {"problem", l_problem}, {"latency", l_latency},
+    {"latency_domains", l_latency_domains},
+    {"model_seconds", l_model_seconds},
     {"flops", l_flops}, {"bytes", l_bytes}, {"call_attrs", l_call_attrs}, {NULL, NULL}};
   luaL_newlib(L, fns);
   lua_setfield(L, -2, "schedule");

@@ -17,6 +17,11 @@
  * of it on a module of its own, for scripts that change the domains
  * between analysis and capture; PartitionByVirtualDevice (partition.c)
  * reads its devices from plan()'s phases 0 to 2.
+ *
+ * The latency placement (placement = "latency"; min_bytes with soft
+ * annotations or memory budgets) is one more branch: its search
+ * (latency.c) proposes placements and judges each by the plan this
+ * composition makes of it, handed to it as dp_plan_devices_opts.
  */
 #include <stdlib.h>
 #include "planner.h"
@@ -72,10 +77,44 @@ static dp_domains *plan(dp_module *m, const dp_config *cfg, const dp_plan_opts *
   return s;
 }
 
+/* The latency placement (latency.c): its search proposes placements and
+   judges each by its plan, which this composition makes (handed to it as
+   dp_plan_devices_opts); the answer is planned once more here for its
+   domains, from what it was planned from, without the budgets it already
+   kept. placement = "latency", and min_bytes with soft annotations or
+   memory budgets, go this way. */
+int dp_plan_latency(dp_module *m, const dp_config *cfg, const dp_latency_opts *o, dp_latency_result *out,
+                    dp_err **err) {
+  return dp__latency(m, cfg, o, dp_plan_devices_opts, out, err);
+}
+
+static dp_module *searched(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_conflicts *all,
+                           dp_err **err) {
+  dp_latency_result r;
+  if (dp__latency_of_plan(m, cfg, o, all, dp_plan_devices_opts, &r, err) < 0) return NULL;
+  dp_module *out = dp_retain(r.planned);
+  dp_latency_result_clear(&r);
+  return out;
+}
+
+static dp_domains *search_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
+                                  dp_conflicts *all, dp_err **err) {
+  dp_latency_result r;
+  if (dp__latency_of_plan(m, cfg, o, all, dp_plan_devices_opts, &r, err) < 0) return NULL;
+  dp_plan_opts by = {.placement = r.from_placement};
+  dp_config *plain = cfg->nmemory ? dp_config_with_memory(cfg, NULL, 0, err) : dp_retain((dp_config *)cfg);
+  dp_domains *s = plain ? plan(r.from, plain, &by, all, err) : NULL;
+  dp_release(plain);
+  dp_latency_result_clear(&r);
+  return s;
+}
+
 dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                             dp_conflicts *all, dp_err **err) {
   static const dp_plan_opts tvm = {0};
   if (all) *all = (dp_conflicts){0};
+  int search = dp__placed_by_search(m, cfg, o, err); /* latency, soft annotations, budgets */
+  if (search) return search < 0 ? NULL : search_domains(m, cfg, o, all, err);
   return plan(m, cfg, o ? o : &tvm, all, err);
 }
 
@@ -105,6 +144,9 @@ static dp_module *plan_round(dp_module *m, const dp_config *cfg, const dp_plan_o
 
 dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                                 dp_conflicts *all, dp_err **err) {
+  if (all) *all = (dp_conflicts){0};
+  int search = dp__placed_by_search(m, cfg, o, err); /* latency, soft annotations, budgets */
+  if (search) return search < 0 ? NULL : searched(m, cfg, o, all, err);
   int scoped;
   dp_module *out = plan_round(m, cfg, o, all, &scoped, err);
   /* With memory scopes the optimiser may also meet that plan differently

@@ -19,6 +19,7 @@
  * the rewrite then wraps the uses.
  */
 #include <stdlib.h>
+#include <string.h>
 #include "planner.h"
 #include "devplan/schedule.h"
 
@@ -30,6 +31,7 @@ typedef struct actx {
   dp__ptrmap pinned;         /* let variable -> device of the value it carries */
   dp_vdev **fnpin;           /* per global function: the device its result is pinned to */
   int changed;
+  int global_calls;          /* a call of a global function was met (fnpin matters) */
   int oom;
 } actx;
 
@@ -39,19 +41,25 @@ static dp_vdev *lookup(const dp__ptrmap *m, const void *k) {
 }
 
 /* The device the value of e is fixed on, by the placement or by an
-   annotation: a placed call; an on_device that fixes its result; a
+   annotation: a placed call; an on_device that fixes its body or result; a
    device_copy (its destination); a call of a global function whose result
    is fixed; a variable bound to such a value (or a parameter with a
    virtual_device); a projection of any of these. NULL otherwise. */
 static dp_vdev *made_on(actx *c, const dp_expr *e) {
-  while (e->h.kind == DP_PROJ) e = ((const dp_proj *)e)->tuple;
+  for (;;) { /* (a soft annotation goes: what it wraps is placed) */
+    if (e->h.kind == DP_PROJ) e = ((const dp_proj *)e)->tuple;
+    else if (dp__soft_weight(&c->ops, e) >= 0) e = ((const dp_call *)e)->args[0];
+    else break;
+  }
   if (e->h.kind == DP_VAR) return lookup(&c->pinned, e);
   if (e->h.kind != DP_CALL) return NULL;
   const dp_call *call = (const dp_call *)e;
   dp__ondev p;
   dp_expr *body;
   dp_vdev *src, *dst;
-  if (dp__on_device_props(&c->ops, e, &p)) return p.cresult ? p.vd : NULL;
+  /* (an annotation that constrains its body: the value is made there, and
+     each reader elsewhere takes a copy from there) */
+  if (dp__on_device_props(&c->ops, e, &p)) return p.cresult || p.cbody ? p.vd : NULL;
   if (dp__device_copy_props(&c->ops, e, &body, &src, &dst)) return dst;
   if (call->fn->h.kind == DP_GLOBAL) {
     int i = dp_module_func_index(c->g->mod, ((const dp_global *)call->fn)->name);
@@ -65,13 +73,15 @@ static dp_vdev *made_on(actx *c, const dp_expr *e) {
 static dp_vdev *pinned_value(actx *c, const dp_expr *e) {
   while (e->h.kind == DP_LET) e = ((const dp_let *)e)->body;
   dp__ondev p;
-  if (dp__on_device_props(&c->ops, e, &p)) return p.cbody || p.cresult ? p.vd : NULL;
+  if (dp__soft_weight(&c->ops, e) < 0 && dp__on_device_props(&c->ops, e, &p))
+    return p.cbody || p.cresult ? p.vd : NULL;
   return made_on(c, e);
 }
 
 static int pin_pre(void *ud, dp_expr *e) {
   actx *c = ud;
   if (e->h.kind == DP_FUNC && dp__is_primitive((dp_func *)e)) return 0;
+  if (e->h.kind == DP_CALL && ((dp_call *)e)->fn->h.kind == DP_GLOBAL) c->global_calls = 1;
   if (e->h.kind == DP_FUNC) {
     dp_func *f = (dp_func *)e;
     for (uint32_t i = 0; i < f->nparams; i++)
@@ -96,7 +106,7 @@ static int find_pinned(actx *c) {
     c->changed = 0;
     for (uint32_t i = 0; i < m->nfuncs; i++) {
       dp_visitor v = {pin_pre, NULL, c};
-      if (dp_visit(&m->funcs[i].fn->e, &v) < 0 && c->oom) return -1;
+      if (dp_visit(&m->funcs[i].fn->e, &v) < 0) return -1; /* (out of memory: its own or pin_pre's) */
       dp_func *f = m->funcs[i].fn;
       dp_vdev *vd = dp__is_primitive(f) ? NULL
                     : f->vdev && !dp_vdev_is_fully_unconstrained(f->vdev) ? f->vdev
@@ -106,7 +116,7 @@ static int find_pinned(actx *c) {
         c->changed = 1;
       }
     }
-    if (!c->changed) break;
+    if (!c->changed || !c->global_calls) break; /* (what fnpin says matters to calls of globals) */
   }
   return 0;
 }
@@ -158,8 +168,12 @@ static dp_expr *rw_pre(void *ud, dp_expr *orig, dp_err **err) {
 
 static dp_expr *rw_post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   actx *c = ud;
+  if (dp__soft_weight(&c->ops, orig) >= 0) return dp_retain(((dp_call *)rebuilt)->args[0]);
   uint32_t n = dp_expr_nchildren(orig);
   dp_expr *out = dp_retain(rebuilt);
+  /* (an annotation keeps its body's type, and so each node rebuilt keeps
+     its own: the module stays typed without inference) */
+  if (!out->type && orig->type) dp_expr_set_type(out, orig->type);
   dp_expr *small[8], **kids = NULL;
   for (uint32_t i = 0; i < n; i++) {
     dp_expr *kid = dp_expr_child(orig, i);
@@ -183,6 +197,7 @@ static dp_expr *rw_post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err)
     if (!r) goto oom;
     dp_release(out);
     out = r;
+    if (!out->type && orig->type) dp_expr_set_type(out, orig->type);
   }
   return out;
 oom:
@@ -212,13 +227,33 @@ dp_module *dp_sched_annotate(const dp_sched_graph *g, const uint32_t *placement,
         dp__ptrmap_put(&c.placed, g->expr[v], g->devs[placement[v]]) < 0)
       goto oom;
   }
+  /* @main's parameters a placement puts somewhere (DP_GRAPH_PARAMS) */
+  for (uint32_t i = 0; i < g->nparams; i++) {
+    uint32_t v = g->param0 + i, d = placement[v];
+    if (g->dev[v] == DP_SCHED_NONE && d != DP_SCHED_NONE && d < g->ndevs &&
+        dp__ptrmap_put(&c.pinned, g->expr[v], g->devs[d]) < 0)
+      goto oom;
+  }
   if (find_pinned(&c) < 0) goto oom;
   out = dp_module_copy(m);
   if (!out) goto oom;
+  /* @main's result device, one past the nodes (DP_GRAPH_PARAMS) */
+  dp_vdev *result = NULL;
+  if ((g->mode & DP_GRAPH_PARAMS) && placement[g->n] != DP_SCHED_NONE && placement[g->n] < g->ndevs)
+    result = g->devs[placement[g->n]];
   dp_rewriter rw = {rw_pre, rw_post, &c};
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     if (dp__is_primitive(m->funcs[i].fn)) continue;
     dp_expr *f = dp_rewrite(&m->funcs[i].fn->e, &rw, err);
+    if (f && result && strcmp(m->funcs[i].global->name, "main") == 0) {
+      dp_func *fn = (dp_func *)f;
+      dp_func *r = dp_func_new_generic(fn->ntparams, fn->tparams, fn->nparams, fn->params, fn->body,
+                                       fn->ret, fn->attrs, result, fn->e.span);
+      if (r && f->type) dp_expr_set_type(&r->e, f->type);
+      dp_release(f);
+      f = (dp_expr *)r;
+      if (!f) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    }
     int rc = f ? dp_module_set_func(out, m->funcs[i].global->name, (dp_func *)f, err) : -1;
     dp_release(f);
     if (rc < 0) {

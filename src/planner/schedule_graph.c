@@ -99,6 +99,8 @@ typedef struct gwalk {
   uint32_t capnodes, capdevs;
   uint32_t host;                         /* DAG: the host device index */
   uint32_t *lfix; uint32_t nlfix, caplfix; /* DAG: (join, device) pairs fixed once functions are decided */
+  int params;                            /* DP_GRAPH_PARAMS */
+  uint32_t capsoft;
   dp_err *err;
   int oom;
 } gwalk;
@@ -309,15 +311,34 @@ static void open_frame(gwalk *w, dp_expr *e, uint32_t ctx, uint32_t fn) {
 }
 
 /* A function's frame: its parameters bound (placeholders but for @main). */
+/* With DP_GRAPH_PARAMS, @main's parameters are nodes: their bytes, and
+   the device a planned module gives them (DAG mode: an annotated one's). */
+static void main_params(gwalk *w, dp_func *f, uint32_t p0) {
+  dp_sched_graph *g = w->g;
+  g->param0 = p0;
+  g->nparams = f->nparams;
+  for (uint32_t i = 0; i < f->nparams && !failed(w); i++) {
+    dp_var *p = f->params[i];
+    int unknown = 0;
+    g->expr[p0 + i] = &p->e;
+    g->bytes[p0 + i] = dp_sched_type_bytes(p->e.type ? p->e.type : p->annot, &unknown);
+    g->approx[p0 + i] = (uint8_t)unknown;
+    if (p->vdev && p->vdev->device_type != 0) g->dev[p0 + i] = device_of(w, p->vdev, &p->e);
+  }
+}
+
 static void enter_fn(gwalk *w, dp_func *f, uint32_t ctx, uint32_t fi, int is_main) {
   fnrec *r = &w->fns[fi];
   r->main = (uint8_t)is_main;
-  if (!is_main) {
-    r->param0 = w->g->n;
+  uint32_t p0 = NONE;
+  if (!is_main || w->params) {
+    p0 = w->g->n;
     for (uint32_t i = 0; i < f->nparams && !failed(w); i++) new_node(w, DP_TASK_JOIN, NULL);
   }
+  if (!is_main) r->param0 = p0;
+  else if (p0 != NONE && !failed(w)) main_params(w, f, p0);
   for (uint32_t i = 0; i < f->nparams && !failed(w); i++)
-    remember(w, f->params[i], (val){is_main ? NONE : r->param0 + i, NONE, NONE});
+    remember(w, f->params[i], (val){p0 == NONE ? NONE : p0 + i, NONE, NONE});
   if (dp_grow((void **)&w->fnstack, &w->capfnstack, w->nfnstack + 1, sizeof *w->fnstack) < 0) {
     oom(w);
     return;
@@ -436,6 +457,39 @@ static void place_call(gwalk *w, uint32_t v, frame *t) {
   record_bytes(w, v, t->e);
 }
 
+static int is_param(const dp_sched_graph *g, uint32_t v) {
+  return g->nparams && v >= g->param0 && v - g->param0 < g->nparams;
+}
+
+/* DAG mode with DP_GRAPH_PARAMS: a soft annotation (on_device(..., soft=W))
+   of the value a call or parameter makes: a preference of weight W for
+   that device, resolved through calls of inlined functions as fixes are. */
+static void soft_pref(gwalk *w, const val *kid, dp_vdev *vd, double weight, const dp_expr *ann) {
+  dp_sched_graph *g = w->g;
+  if (!vd || vd->device_type == 0 || kid->node == NONE) return;
+  uint32_t d = device_of(w, vd, ann);
+  if (d == NONE) return;
+  if (dp_grow((void **)&g->soft_node, &w->capsoft, g->nsoft + 1, sizeof *g->soft_node) < 0) {
+    oom(w);
+    return;
+  }
+  void *a = dp_realloc(g->soft_dev, (size_t)w->capsoft * sizeof *g->soft_dev);
+  if (!a) {
+    oom(w);
+    return;
+  }
+  g->soft_dev = a;
+  a = dp_realloc(g->soft_weight, (size_t)w->capsoft * sizeof *g->soft_weight);
+  if (!a) {
+    oom(w);
+    return;
+  }
+  g->soft_weight = a;
+  g->soft_node[g->nsoft] = kid->node;
+  g->soft_dev[g->nsoft] = d;
+  g->soft_weight[g->nsoft++] = weight;
+}
+
 /* DAG mode: an annotation of a value a call makes (the call itself, a
    variable bound to it, a projection of it: TVM's rules unify them all)
    fixes where the call runs. */
@@ -446,6 +500,10 @@ static void fix_call(gwalk *w, const val *kid, dp_vdev *vd, const dp_expr *ann) 
   if (!vd || vd->device_type == 0 || v == NONE) return;
   uint32_t d = device_of(w, vd, ann);
   if (d == NONE) return;
+  if (is_param(w->g, v)) { /* @main's parameter (DP_GRAPH_PARAMS) */
+    if (w->g->dev[v] == NONE) w->g->dev[v] = d;
+    return;
+  }
   if (w->g->kind[v] == DP_TASK_JOIN) { /* a call of a function: its body's, if inlined */
     if (dp_grow((void **)&w->lfix, &w->caplfix, w->nlfix + 2, sizeof *w->lfix) < 0) {
       oom(w);
@@ -478,6 +536,21 @@ static void late_fixes(gwalk *w) {
     }
     if (v != NONE && g->kind[v] == DP_TASK_CALL && g->dev[v] == NONE) g->dev[v] = w->lfix[k + 1];
   }
+  /* soft annotations: the call (or parameter) each prefers; others dropped */
+  uint32_t kept = 0;
+  for (uint32_t k = 0; k < g->nsoft; k++) {
+    uint32_t v = g->soft_node[k];
+    for (uint32_t steps = 0; v != NONE && g->kind[v] == DP_TASK_JOIN && site[v] != NONE &&
+                             steps <= w->nsites; steps++) {
+      const fnrec *f = &w->fns[w->sites[site[v]].fn];
+      v = f->state == 2 ? f->result : NONE;
+    }
+    if (v == NONE || (g->kind[v] != DP_TASK_CALL && !is_param(g, v))) continue;
+    g->soft_node[kept] = v;
+    g->soft_dev[kept] = g->soft_dev[k];
+    g->soft_weight[kept++] = g->soft_weight[k];
+  }
+  g->nsoft = kept;
   free(site);
 }
 
@@ -486,7 +559,9 @@ static val post_call(gwalk *w, frame *t, dp_call *c, val *kids) {
   dp_expr *body;
   dp_vdev *src, *dst;
   if (dp__on_device_props(&w->ops, &c->e, &p)) {
-    if (w->dag && p.cbody) fix_call(w, &kids[1], p.vd, &c->e);
+    double soft = w->params ? dp__soft_weight(&w->ops, &c->e) : -1;
+    if (w->dag && p.cbody && soft >= 0) soft_pref(w, &kids[1], p.vd, soft, &c->e);
+    else if (w->dag && p.cbody) fix_call(w, &kids[1], p.vd, &c->e);
     return kids[1];
   }
   if (dp__device_copy_props(&w->ops, &c->e, &body, &src, &dst)) {
@@ -565,6 +640,7 @@ static void complete(gwalk *w) {
   case DP_FUNC: {
     dp_func *f = (dp_func *)e;
     w->fns[t.fn].result = kids[f->nparams].node;
+    if (w->fns[t.fn].main) w->g->result = kids[f->nparams].node;
     if (w->dag) fix_call(w, &kids[f->nparams], f->vdev, e); /* the function's result device */
     w->nfnstack--;
     r = (val){NONE, NONE, t.fn};
@@ -725,7 +801,9 @@ static void walk_free(gwalk *w) {
 int dp_sched_graph_build(dp_sched_graph *g, dp_module *m, const dp_config *cfg, int mode,
                          dp_err **err) {
   *g = (dp_sched_graph){0};
-  gwalk w = {.g = g, .m = m, .cfg = cfg, .ctx = m->ctx, .dag = mode == DP_GRAPH_DAG, .host = NONE};
+  gwalk w = {.g = g, .m = m, .cfg = cfg, .ctx = m->ctx, .dag = (mode & 3) == DP_GRAPH_DAG,
+             .params = (mode & DP_GRAPH_PARAMS) != 0, .host = NONE};
+  g->param0 = g->result = NONE;
   g->mod = dp_retain(m);
   g->cfg = dp_retain((dp_config *)cfg);
   g->mode = mode;
@@ -780,6 +858,9 @@ void dp_sched_graph_free(dp_sched_graph *g) {
   free(g->soff);
   free(g->succ);
   free(g->phys);
+  free(g->soft_node);
+  free(g->soft_dev);
+  free(g->soft_weight);
   dp_release(g->mod);
   dp_release(g->cfg);
   *g = (dp_sched_graph){0};

@@ -42,12 +42,14 @@ typedef struct lctx {
   uint32_t *work, nwork;    /* nodes finished at the current time, to release */
   uint32_t *last;           /* per resource: the task it ran last */
   uint32_t nres;            /* resources (rq's length, kept past dp_schedule_free) */
+  const uint64_t *key;      /* ties of rank: by key, else by node number */
   double now;
   int oom;
 } lctx;
 
 static int rank_before(const lctx *c, uint32_t a, uint32_t b) {
   if (c->rank[a] != c->rank[b]) return c->rank[a] > c->rank[b];
+  if (c->key && c->key[a] != c->key[b]) return c->key[a] < c->key[b];
   return a < b;
 }
 
@@ -255,9 +257,14 @@ static void lctx_free(lctx *c) {
 
 int dp_sched_list(const dp_sched_graph *g, const double *dur, int serial, dp_schedule *out,
                   dp_err **err) {
+  return dp__sched_list_keyed(g, dur, serial, NULL, out, err);
+}
+
+int dp__sched_list_keyed(const dp_sched_graph *g, const double *dur, int serial, const uint64_t *key,
+                         dp_schedule *out, dp_err **err) {
   dp_schedule *s = out;
   *s = (dp_schedule){.n = g->n};
-  lctx c = {.g = g, .dur = dur, .s = s};
+  lctx c = {.g = g, .dur = dur, .s = s, .key = key};
   size_t n = (size_t)g->n + 1;
   s->start = dp_calloc(n, sizeof *s->start);
   s->finish = dp_calloc(n, sizeof *s->finish);

@@ -37,6 +37,10 @@
 -- A rule returns:
 --   nil                 leave the call alone;
 --   a VirtualDevice     place the call there;
+--   dp.soft(vd, w)      a soft annotation: on_device(call, virtual_device=vd, soft=w), a
+--                       preference of weight w (seconds under the latency placement,
+--                       bytes under min_bytes) that a placement by cost breaks only where
+--                       that saves more than w; TVM's rules keep it as an annotation;
 --   {vd1, vd2, ...}     candidates in order of preference (RFC 0038): the
 --                       call goes to the first one the planner accepts
 --                       without a conflict, given the other annotations
@@ -55,12 +59,34 @@ local core = require "devplan.core"
 local ir = require "devplan.ir"
 local pass = require "devplan.pass"
 
-local error, getmetatable, ipairs, pairs, pcall, rawequal = error, getmetatable, ipairs, pairs, pcall, rawequal
+local error, getmetatable, ipairs, pairs, pcall, rawequal, setmetatable =
+  error, getmetatable, ipairs, pairs, pcall, rawequal, setmetatable
 local tostring, type = tostring, type
-local table = table
+local math, table = math, table
 _ENV = nil -- no global is read or written below this line
 
 local M = {}
+
+-- dp.soft(vd, weight): what a rule returns for a soft annotation.
+local Soft = {__name = "devplan.Soft"}
+Soft.__index = Soft
+function Soft.__tostring(s) return "soft(" .. tostring(s.device) .. ", " .. tostring(s.weight) .. ")" end
+
+function M.soft(vd, weight)
+  if not ir.is_virtual_device(vd) then
+    error("devplan.soft: a VirtualDevice expected, got " .. type(vd), 2)
+  end
+  if type(weight) ~= "number" or not (weight >= 0) or weight == math.huge then
+    error("devplan.soft: the weight must be a number >= 0 (seconds under the latency placement, "
+      .. "bytes under min_bytes), got " .. tostring(weight), 2)
+  end
+  if vd.device_type == 0 then
+    error("devplan.soft: a soft annotation names a device type", 2)
+  end
+  return setmetatable({device = vd, weight = weight}, Soft)
+end
+
+function M.is_soft(v) return getmetatable(v) == Soft end
 
 local KINDS = {elemwise = true, broadcast = true, injective = true, comm_reduce = true,
                out_elemwise_fusable = true, tuple = true, opaque = true}
@@ -138,7 +164,7 @@ end
 
 -- What a rule returned: a device, a list of candidates, or nil.
 local function devices_of(r, key, call)
-  if r == nil or ir.is_virtual_device(r) then return r end
+  if r == nil or ir.is_virtual_device(r) or getmetatable(r) == Soft then return r end
   if type(r) == "table" and getmetatable(r) == nil then
     for i, vd in ipairs(r) do
       if not ir.is_virtual_device(vd) then
@@ -150,8 +176,8 @@ local function devices_of(r, key, call)
     if #r == 1 then return r[1] end
     return r
   end
-  error(("AnnotateVirtualDevices: the rule '%s' (for %s) must return a VirtualDevice, a list of them "
-    .. "or nil, got %s"):format(key, call_name(call), type(r)), 0)
+  error(("AnnotateVirtualDevices: the rule '%s' (for %s) must return a VirtualDevice, a list of them, "
+    .. "dp.soft(vd, weight) or nil, got %s"):format(key, call_name(call), type(r)), 0)
 end
 
 local function where(call)
@@ -281,6 +307,9 @@ function M.new(rules, opts)
         local rule, key = rule_for(rules, original)
         local r = rule and devices_of(rule(original), key, original)
         if ir.is_virtual_device(r) then return core.call("on_device", {call}, {virtual_device = r}) end
+        if getmetatable(r) == Soft then
+          return core.call("on_device", {call}, {virtual_device = r.device, soft = r.weight + 0.0})
+        end
         if r then pending[#pending + 1] = {call = call, original = original, list = r} end
       end,
     }))
@@ -329,7 +358,7 @@ function M.new(rules, opts)
     end
     local rule, key = rule_for(rules, call)
     local r = rule and devices_of(rule(call), key, call)
-    if r == nil then return true end
+    if r == nil or getmetatable(r) == Soft then return true end -- (a preference restricts nothing)
     if ir.is_virtual_device(r) then r = {r} end
     for _, c in ipairs(r) do
       local j = c:join(vd)

@@ -1,0 +1,109 @@
+/*
+ * Soft annotations (issue 24): on_device(e, virtual_device=D, soft=W), a
+ * preference of weight W for D instead of a constraint. The placements by
+ * cost weigh it (latency: W seconds; min_bytes: W bytes) and break it only
+ * where that saves more than W; TVM's rules have no costs to weigh it
+ * against and read it as the annotation it would be without `soft`.
+ *
+ * Here: reading the weight, and rewriting a module's soft annotations away
+ * (each becomes its body: the placement by cost decides) or into ordinary
+ * ones (each becomes a hard on_device), for the plans the latency
+ * placement compares.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "planner.h"
+
+double dp__soft_weight(const struct dp__plan_ops *ops, const dp_expr *e) {
+  if (!ops->on_device || e->h.kind != DP_CALL || ((const dp_call *)e)->fn != (const dp_expr *)ops->on_device)
+    return -1;
+  const dp_attrs *a = ((const dp_call *)e)->attrs;
+  for (uint32_t i = 0; a && i < a->n; i++) {
+    if (strcmp(a->items[i].key, "soft") != 0) continue;
+    const dp_aval *v = &a->items[i].val;
+    if (v->kind == DP_AV_FLOAT) return v->u.f >= 0 ? v->u.f : -1;
+    if (v->kind == DP_AV_INT) return v->u.i >= 0 ? (double)v->u.i : -1;
+  }
+  return -1;
+}
+
+typedef struct sctx {
+  struct dp__plan_ops ops;
+  int harden;
+  uint32_t found;
+} sctx;
+
+static int find_pre(void *ud, dp_expr *e) {
+  sctx *c = ud;
+  if (e->h.kind == DP_FUNC && dp__is_primitive((dp_func *)e)) return 0;
+  if (dp__soft_weight(&c->ops, e) >= 0) c->found++;
+  return 1;
+}
+
+static dp_expr *rw_pre(void *ud, dp_expr *orig, dp_err **err) {
+  (void)ud;
+  (void)err;
+  if (orig->h.kind == DP_FUNC && dp__is_primitive((dp_func *)orig)) return dp_retain(orig);
+  return NULL;
+}
+
+static dp_expr *rw_post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
+  sctx *c = ud;
+  if (dp__soft_weight(&c->ops, orig) < 0) {
+    /* (what an annotation wraps keeps its type, and so every node rebuilt) */
+    if (!rebuilt->type && orig->type) dp_expr_set_type(rebuilt, orig->type);
+    return dp_retain(rebuilt);
+  }
+  dp_expr *body = ((dp_call *)rebuilt)->args[0];
+  if (!c->harden) return dp_retain(body);
+  dp__ondev p;
+  dp__on_device_props(&c->ops, orig, &p);
+  return dp__on_device_at(&c->ops, body, p.vd, p.cbody, p.cresult, orig->span, err);
+}
+
+static int count(dp_module *m, sctx *c, dp_err **err) {
+  for (uint32_t i = 0; i < m->nfuncs; i++) {
+    dp_visitor v = {find_pre, NULL, c};
+    if (dp_visit(&m->funcs[i].fn->e, &v) < 0) { /* (its stack: out of memory) */
+      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int dp__soft_count(dp_module *m, uint32_t *found, dp_err **err) {
+  sctx c = {0};
+  *found = 0;
+  if (dp__plan_ops(m->ctx, &c.ops, err) < 0) return -1;
+  int rc = count(m, &c, err);
+  dp__plan_ops_free(&c.ops);
+  *found = c.found;
+  return rc;
+}
+
+dp_module *dp__soft_rewrite(dp_module *m, int harden, uint32_t *found, dp_err **err) {
+  sctx c = {.harden = harden};
+  *found = 0;
+  if (dp__plan_ops(m->ctx, &c.ops, err) < 0) return NULL;
+  if (count(m, &c, err) < 0) {
+    dp__plan_ops_free(&c.ops);
+    return NULL;
+  }
+  *found = c.found;
+  dp_module *out = c.found ? dp_module_copy(m) : dp_retain(m);
+  if (!out) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  dp_rewriter rw = {rw_pre, rw_post, &c};
+  for (uint32_t i = 0; out && c.found && i < m->nfuncs; i++) {
+    if (dp__is_primitive(m->funcs[i].fn)) continue;
+    dp_expr *f = dp_rewrite(&m->funcs[i].fn->e, &rw, err);
+    int rc = f ? dp_module_set_func(out, m->funcs[i].global->name, (dp_func *)f, err) : -1;
+    dp_release(f);
+    if (rc < 0) {
+      dp_release(out);
+      out = NULL;
+    }
+  }
+  dp__plan_ops_free(&c.ops);
+  return out;
+}
