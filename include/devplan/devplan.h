@@ -46,6 +46,7 @@
 #include "plan.h"
 #include "parse.h"
 #include "dfpattern.h"
+#include "annotate.h"
 #include "partition.h"
 #include "meta.h"
 #include "schedule.h"

@@ -210,6 +210,11 @@ local function typed(mod)
   return true
 end
 
+-- A function literal that is one unit: its calls are not placed on their own.
+local function is_unit(fn)
+  return fn.attrs ~= nil and (fn.attrs.Composite ~= nil or fn.attrs.Primitive == 1)
+end
+
 -- The memory and VM dialect: its operators' arguments have rules of their own.
 local function dialect(name)
   return name == "call_lowered" or name:match("^memory%.") or name:match("^vm%.")
@@ -269,21 +274,20 @@ function M.new(rules, opts)
     end
     -- rules read the calls' types: the module as the rules see it is type-checked
     if not typed(mod) then mod = core.infer_type(mod) end
-    local placed = already_placed(mod)
+    -- one walk in C: the calls earlier annotations placed are skipped, an
+    -- operator's rule is found there, and only calls with a rule reach Lua
     local pending = {}
-    local out = core.infer_type(core.rewrite(mod, {
-      pre = function(e)
-        -- a Composite or Primitive function is one unit: its calls are not placed on their own
-        if e.kind == "fn" and e.attrs and (e.attrs.Composite ~= nil or e.attrs.Primitive == 1) then return e end
-      end,
-      call = function(call, original)
-        if placed[original] then return nil end
-        local rule, key = rule_for(rules, original)
-        local r = rule and devices_of(rule(original), key, original)
-        if ir.is_virtual_device(r) then return core.call("on_device", {call}, {virtual_device = r}) end
-        if r then pending[#pending + 1] = {call = call, original = original, list = r} end
-      end,
-    }))
+    local function take(r, key, original)
+      r = devices_of(r, key, original)
+      if r == nil or ir.is_virtual_device(r) then return r end
+      pending[#pending + 1] = {original = original, list = r}
+      return true
+    end
+    local out, later, untyped = core.annotate_calls(mod, rules, rule_for, take, is_unit)
+    for i, call in ipairs(later) do pending[i].call = call end
+    -- rebuilt nodes keep their types: inference again only for a module
+    -- whose nodes were not all typed
+    if untyped then out = core.infer_type(out) end
     if #pending == 0 then return out, {} end
     local cfg = opts.config or (ctx and ir.is_config(ctx.config) and ctx.config)
     if not cfg then
