@@ -47,6 +47,7 @@
 #include "parse.h"
 #include "dfpattern.h"
 #include "annotate.h"
+#include "report.h"
 #include "partition.h"
 #include "meta.h"
 #include "schedule.h"

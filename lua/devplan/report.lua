@@ -37,7 +37,7 @@ local core = require "devplan.core"
 local devname = require "devplan.devname"
 local ir = require "devplan.ir"
 
-local error, ipairs, pairs, pcall, require, setmetatable = error, ipairs, pairs, pcall, require, setmetatable
+local error, ipairs, pcall, require, setmetatable = error, ipairs, pcall, require, setmetatable
 local tostring, type = tostring, type
 local math, string, table = math, string, table
 _ENV = nil -- no global is read or written below this line
@@ -47,8 +47,6 @@ local M = {}
 local Report = {}
 Report.__index = Report
 Report.__name = "devplan.Report"
-
-local MAX = math.maxinteger
 
 -- ---------------------------------------------------------------- sizes
 
@@ -87,45 +85,6 @@ end
 
 -- ---------------------------------------------------------------- counting
 
-local function is_op(e, name)
-  return e.kind == "call" and e.callee.kind == "op" and e.callee.name == name
-end
-
--- expr -> {fn =, name =}: the printed names of the module's nodes.
-local function printed_names(mod)
-  local _, names = core.astext(mod, {names = true})
-  local of = {}
-  for fn, map in pairs(names) do
-    for name, e in pairs(map) do of[e] = {fn = fn, name = name} end
-  end
-  return of
-end
-
--- The copied value, through the on_device that marks where it was made.
-local function copied(e)
-  local v = e.args[1]
-  while is_op(v, "on_device") do v = v.args[1] end
-  return v
-end
-
--- The names of the global functions another function refers to (their
--- parameters are the callers' arguments).
-local function called_functions(mod)
-  local called = {}
-  for _, nf in ipairs(mod:functions()) do
-    core.visit(nf[2].body, function(e)
-      if e.kind == "global" and e.name ~= nf[1] then called[e.name] = true end
-    end)
-  end
-  return called
-end
-
--- sum + b without wrapping: the new sum, or nil when it does not fit.
-local function add(sum, b)
-  if b == nil or sum > MAX - b then return nil end
-  return sum + b
-end
-
 function M.report(planned, config)
   if not ir.is_module(planned) then
     error("devplan.planner.report: a planned IRModule expected, got " .. type(planned), 2)
@@ -133,68 +92,25 @@ function M.report(planned, config)
   if config ~= nil and not ir.is_config(config) then
     error("devplan.planner.report: config must be a CompilationConfig, got " .. type(config), 2)
   end
-  local devices = core.planner.virtual_devices(planned, config)
-  local names = printed_names(planned)
+  -- counted in C (src/planner/report.c), in one walk; worded here
+  local scan = core.planner.report_scan(planned, config)
   local namer = devname.namer()
-  local per, order = {}, {}
-  local totals = {calls = 0, copies = 0, bytes_copied = 0, bytes_resident = 0, copies_too_large = 0, too_large = 0}
-  local r = setmetatable({devices = order, copies = {}, totals = totals}, Report)
-  local function entry(vd)
-    local n = namer(vd)
-    if not per[n] then
-      per[n] = {name = n, device = tostring(vd), calls = 0, bytes = 0, unknown = 0, too_large = 0}
-      order[#order + 1] = per[n]
-    end
-    return per[n]
+  for _, d in ipairs(scan.devices) do namer(d.vd) end -- names in the order devices are met
+  local order, listed = {}, {}
+  for _, d in ipairs(scan.devices) do
+    if d.entered then listed[#listed + 1] = d end
   end
-  local function resident(e, vd)
-    if not vd or vd:is_fully_unconstrained() then return end
-    local d = entry(vd)
-    local b, why = M.bytes_of(e.checked_type)
-    if why == "unknown" then
-      d.unknown = d.unknown + 1
-      return
-    end
-    local sum = add(d.bytes, b)
-    if sum then d.bytes = sum else d.too_large = d.too_large + 1 end
-    sum = add(totals.bytes_resident, b)
-    if sum then totals.bytes_resident = sum else totals.too_large = totals.too_large + 1 end
+  table.sort(listed, function(a, b) return a.entered < b.entered end)
+  for i, d in ipairs(listed) do
+    order[i] = {name = namer(d.vd), device = tostring(d.vd), calls = d.calls, bytes = d.bytes,
+                unknown = d.unknown, too_large = d.too_large}
   end
-  local called = called_functions(planned)
-  for _, nf in ipairs(planned:functions()) do
-    if not called[nf[1]] then
-      for _, p in ipairs(nf[2].params) do resident(p, devices[p]) end
-    end
+  local r = setmetatable({devices = order, copies = {}, totals = scan.totals}, Report)
+  -- the copies as C lists them (names as the printer gives them), their ends named here
+  for i, c in ipairs(scan.copies) do
+    c.src, c.dst = namer(c.src), namer(c.dst)
+    r.copies[i] = c
   end
-  core.visit(planned, function(e)
-    if e.kind == "const" then
-      resident(e, devices[e])
-    elseif is_op(e, "device_copy") then
-      local src, dst = e.attrs.src_virtual_device, e.attrs.dst_virtual_device
-      local v = copied(e)
-      local own, val = names[e] or {}, names[v] or {}
-      local b, why = M.bytes_of(e.checked_type)
-      r.copies[#r.copies + 1] = {
-        fn = own.fn or val.fn, name = own.name, value = val.name or own.name,
-        src = namer(src), dst = namer(dst), type = tostring(e.checked_type), bytes = b, size = why,
-        line = e.span and e.span.line, col = e.span and e.span.col, source = e.span and e.span.source,
-      }
-      entry(src)
-      resident(e, dst)
-      totals.copies = totals.copies + 1
-      if why ~= "unknown" then
-        local sum = add(totals.bytes_copied, b)
-        if sum then totals.bytes_copied = sum else totals.copies_too_large = totals.copies_too_large + 1 end
-      end
-    elseif e.kind == "call" and (e.callee.kind == "op" or e.callee.kind == "ctor") and not is_op(e, "on_device") then
-      local vd = devices[e]
-      if vd and not vd:is_fully_unconstrained() then
-        entry(vd).calls = entry(vd).calls + 1
-        totals.calls = totals.calls + 1
-      end
-      resident(e, vd)
-    end
-  end)
   return r
 end
 

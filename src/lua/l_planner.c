@@ -369,6 +369,93 @@ static int l_virtual_devices(lua_State *L) {
   return 1;
 }
 
+/* report_scan(planned, config?) -> {devices = {{vd =, calls =, bytes =,
+   unknown =, too_large =, entered =}, ...} (in the order first met;
+   entered: rank in the report's list, nil when only named), copies = {the
+   device_copy nodes}, totals = {...}}: what dp.planner.report counts
+   (report.h), for lua/devplan/report.lua to word. */
+static void set_int(lua_State *L, const char *k, int64_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+static void set_str(lua_State *L, const char *k, const char *v) {
+  lua_pushstring(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static int l_report_scan(lua_State *L) {
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp_domains *d = planned_domains(L, m, 2);
+  dp__lua_push_owned(L, d); /* (held on the stack: the devices are borrowed from it) */
+  dp_report_data r;
+  dp_err *err = NULL;
+  if (dp_report_scan(m, d, &r, &err) < 0) return dp__lua_error(L, err);
+  lua_createtable(L, 0, 3);
+  lua_createtable(L, (int)r.ndev, 0);
+  for (uint32_t i = 0; i < r.ndev; i++) {
+    const dp_report_dev *v = &r.dev[i];
+    lua_createtable(L, 0, 6);
+    dp__lua_push(L, v->vd);
+    lua_setfield(L, -2, "vd");
+    set_int(L, "calls", v->calls);
+    set_int(L, "bytes", v->bytes);
+    set_int(L, "unknown", v->unknown);
+    set_int(L, "too_large", v->too_large);
+    if (v->entered != UINT32_MAX) set_int(L, "entered", (int64_t)v->entered + 1);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "devices");
+  /* each copy as the report lists it, its ends as devices (the report names them) */
+  lua_createtable(L, (int)r.ncopies, 0);
+  int types = lua_gettop(L) + 1; /* checked type -> its text (types are interned) */
+  lua_newtable(L);
+  for (uint32_t i = 0; i < r.ncopies; i++) {
+    const dp_report_copy *c = &r.copies[i];
+    dp_expr *e = c->copy;
+    lua_createtable(L, 0, 11);
+    const char *fn = c->fn ? c->fn : c->value_fn, *value = c->value_name ? c->value_name : c->name;
+    if (fn) set_str(L, "fn", fn);
+    if (c->name) set_str(L, "name", c->name);
+    if (value) set_str(L, "value", value);
+    dp__lua_push(L, c->src);
+    lua_setfield(L, -2, "src");
+    dp__lua_push(L, c->dst);
+    lua_setfield(L, -2, "dst");
+    if (!e->type) lua_pushliteral(L, "nil");
+    else if (lua_rawgetp(L, types, e->type) == LUA_TNIL) {
+      lua_pop(L, 1);
+      dp__lua_push_cstr(L, dp_type_str(e->type));
+      lua_pushvalue(L, -1);
+      lua_rawsetp(L, types, e->type);
+    }
+    lua_setfield(L, -2, "type");
+    int64_t b = 0;
+    int k = e->type ? dp_type_bytes(e->type, &b) : DP_BYTES_UNKNOWN;
+    if (k < 0) return dp__lua_oom(L);
+    if (k == DP_BYTES_KNOWN) set_int(L, "bytes", b);
+    else set_str(L, "size", k == DP_BYTES_UNKNOWN ? "unknown" : "too large");
+    if (e->span.line) {
+      set_int(L, "line", e->span.line);
+      set_int(L, "col", e->span.col);
+      set_str(L, "source", dp_ctx_source_name(dp__lua_ctx(L), e->span.source));
+    }
+    lua_rawseti(L, -3, (lua_Integer)i + 1);
+  }
+  lua_pop(L, 1);
+  lua_setfield(L, -2, "copies");
+  lua_createtable(L, 0, 6);
+  set_int(L, "calls", r.calls);
+  set_int(L, "copies", r.copies_total);
+  set_int(L, "bytes_copied", r.bytes_copied);
+  set_int(L, "bytes_resident", r.bytes_resident);
+  set_int(L, "copies_too_large", r.copies_too_large);
+  set_int(L, "too_large", r.too_large);
+  lua_setfield(L, -2, "totals");
+  dp_report_data_clear(&r);
+  return 1;
+}
+
 /* ---- the verifier ---- */
 
 /* opts of dp.planner.verify: input (module), raise (boolean), limit (integer >= 1). */
@@ -481,7 +568,7 @@ void dp__lua_open_planner(lua_State *L) {
     {"plan", l_plan}, {"rewrite", l_rewrite}, {"conflicts", l_conflicts}, {"analyze", l_analyze},
     {"default", l_default}, {"capture", l_capture}, {"explain", l_explain},
     {"virtual_devices", l_virtual_devices}, {"verify", l_verify}, {"reason", l_reason},
-    {NULL, NULL}};
+    {"report_scan", l_report_scan}, {NULL, NULL}};
   luaL_newlib(L, planner);
   dp__lua_open_place(L);
   lua_setfield(L, -2, "planner");
