@@ -21,6 +21,7 @@ typedef struct dp_report_copy {
   dp_expr *copy;          /* the device_copy (borrowed) */
   dp_expr *value;         /* what it copies, under the on_device calls that mark where it is made */
   dp_vdev *src, *dst;     /* its written ends (borrowed; NULL: not written) */
+  uint32_t src_dev, dst_dev; /* their indices in dev (UINT32_MAX: not written) */
   const char *fn, *name;  /* the copy's printed name and its function (NULL: none; owned by the data) */
   const char *value_fn, *value_name; /* the value's */
 } dp_report_copy;

@@ -37,7 +37,7 @@ local core = require "devplan.core"
 local devname = require "devplan.devname"
 local ir = require "devplan.ir"
 
-local error, ipairs, pcall, require, setmetatable = error, ipairs, pcall, require, setmetatable
+local error, getmetatable, ipairs, next, pcall, rawset, require, setmetatable = error, getmetatable, ipairs, next, pcall, rawset, require, setmetatable
 local tostring, type = tostring, type
 local math, string, table = math, string, table
 _ENV = nil -- no global is read or written below this line
@@ -45,7 +45,24 @@ _ENV = nil -- no global is read or written below this line
 local M = {}
 
 local Report = {}
-Report.__index = Report
+
+-- A report's copies (one per value and device it crosses to: often half
+-- the calls of a module) stay in C until a script reads r.copies; text()
+-- and json() write them from C meanwhile.
+local pending = setmetatable({}, {__mode = "k"}) -- report -> {scan =, names =}
+
+Report.__index = function(r, k)
+  if k == "copies" then
+    local p = pending[r]
+    if p then
+      local copies = p.scan:copies(p.names)
+      rawset(r, "copies", copies)
+      pending[r] = nil
+      return copies
+    end
+  end
+  return Report[k]
+end
 Report.__name = "devplan.Report"
 
 -- ---------------------------------------------------------------- sizes
@@ -94,10 +111,11 @@ function M.report(planned, config)
   end
   -- counted in C (src/planner/report.c), in one walk; worded here
   local scan = core.planner.report_scan(planned, config)
-  local namer = devname.namer()
-  for _, d in ipairs(scan.devices) do namer(d.vd) end -- names in the order devices are met
+  local devices = scan:devices()
+  local namer, names = devname.namer(), {}
+  for i, d in ipairs(devices) do names[i] = namer(d.vd) end -- named in the order met
   local order, listed = {}, {}
-  for _, d in ipairs(scan.devices) do
+  for _, d in ipairs(devices) do
     if d.entered then listed[#listed + 1] = d end
   end
   table.sort(listed, function(a, b) return a.entered < b.entered end)
@@ -105,12 +123,8 @@ function M.report(planned, config)
     order[i] = {name = namer(d.vd), device = tostring(d.vd), calls = d.calls, bytes = d.bytes,
                 unknown = d.unknown, too_large = d.too_large}
   end
-  local r = setmetatable({devices = order, copies = {}, totals = scan.totals}, Report)
-  -- the copies as C lists them (names as the printer gives them), their ends named here
-  for i, c in ipairs(scan.copies) do
-    c.src, c.dst = namer(c.src), namer(c.dst)
-    r.copies[i] = c
-  end
+  local r = setmetatable({devices = order, totals = scan:totals()}, Report)
+  pending[r] = {scan = scan, names = names} -- r.copies: made when first read
   return r
 end
 
@@ -135,14 +149,20 @@ function Report:text()
   end
   for _, d in ipairs(self.devices) do add_line("  @" .. d.name .. " = " .. d.device) end
   add_line("")
-  add_line(#self.copies == 0 and "no device_copy" or
-           string.format("%d device_copy, %s bytes%s:", #self.copies, grouped(t.bytes_copied),
+  local p = pending[self]
+  local ncopies = p and p.scan:count() or #self.copies
+  add_line(ncopies == 0 and "no device_copy" or
+           string.format("%d device_copy, %s bytes%s:", ncopies, grouped(t.bytes_copied),
                          t.copies_too_large > 0 and (" + " .. t.copies_too_large .. " too large to count") or ""))
-  for _, c in ipairs(self.copies) do
-    add_line(string.format("  %s%s = copy of %s  @%s -> @%s  %s  %s%s", c.fn and ("@" .. c.fn .. " ") or "",
-                           c.name or "(inline)", c.value or "(inline)", c.src, c.dst, c.type, copy_bytes(c),
-                           -- an imported ONNX node (a position with no column) by its name
-                           c.col == 0 and c.source and ("  (ONNX node " .. c.source .. ")") or ""))
+  if p then -- the same lines, written in C
+    if ncopies > 0 then add_line(p.scan:copies_text(p.names)) end
+  else
+    for _, c in ipairs(self.copies) do
+      add_line(string.format("  %s%s = copy of %s  @%s -> @%s  %s  %s%s", c.fn and ("@" .. c.fn .. " ") or "",
+                             c.name or "(inline)", c.value or "(inline)", c.src, c.dst, c.type, copy_bytes(c),
+                             -- an imported ONNX node (a position with no column) by its name
+                             c.col == 0 and c.source and ("  (ONNX node " .. c.source .. ")") or ""))
+    end
   end
   add_line("")
   local left = {}
@@ -166,12 +186,64 @@ function Report:with_schedule(sched, label)
 end
 
 -- The report as JSON (dkjson, Debian's lua-dkjson): keys in a fixed order.
+-- The copies as dkjson writes them (below, at their depth, keys in the
+-- report's order), each with one concatenation instead of dkjson's generic
+-- walk: a report lists one copy per value and device it crosses to, often
+-- half the calls of a module. Copies that are not the report's own plain
+-- rows (changed by a script) are left to dkjson.
+local COPY_KEYS = {"name", "bytes", "size", "fn", "value", "src", "dst", "type", "line", "col", "source"}
+local COPY_KNOWN = {}
+for _, k in ipairs(COPY_KEYS) do COPY_KNOWN[k] = true end
+
+-- (the bytes dkjson's quotestring escapes, or looks at)
+local ESCAPED = "[%z\1-\31\"\\\127\194\216\220\225\226\239]"
+
+local function copies_json(copies, escape)
+  if #copies == 0 then return copies end
+  local quoted = {}
+  local function quote(v)
+    local q = quoted[v]
+    if not q then
+      q = string.find(v, ESCAPED) and escape(v) or "\"" .. v .. "\""
+      quoted[v] = q
+    end
+    return q
+  end
+  local keys = {}
+  for i, k in ipairs(COPY_KEYS) do keys[i] = "\n      " .. quote(k) .. ":" end
+  local items = {}
+  for i, c in ipairs(copies) do
+    if type(c) ~= "table" or getmetatable(c) ~= nil then return copies end
+    for k, v in next, c do
+      local tv = type(v)
+      if not COPY_KNOWN[k] or (tv ~= "string" and math.type(v) ~= "integer") then return copies end
+    end
+    local parts, n = {}, 0
+    for j, k in ipairs(COPY_KEYS) do
+      local v = c[k]
+      if v ~= nil then
+        n = n + 1
+        parts[n] = keys[j] .. (type(v) == "string" and quote(v) or tostring(v))
+      end
+    end
+    items[i] = "{" .. table.concat(parts, ",") .. "\n    }"
+  end
+  local text = "[" .. table.concat(items, ",") .. "]"
+  return setmetatable({}, {__tojson = function() return text end})
+end
+
 function Report:json()
   local ok, json = pcall(require, "dkjson")
   if not ok then
     error("devplan: the JSON report needs dkjson (Debian package lua-dkjson; scripts/setup.sh installs it)", 2)
   end
-  local data = {devices = self.devices, copies = self.copies, totals = self.totals}
+  local p, copies = pending[self], nil
+  if p and p.scan:count() > 0 then -- written in C, unless a string needs dkjson's escapes
+    local text = p.scan:copies_json(p.names)
+    if text then copies = setmetatable({}, {__tojson = function() return text end}) end
+  end
+  copies = copies or copies_json(self.copies, json.quotestring)
+  local data = {devices = self.devices, copies = copies, totals = self.totals}
   if self.schedule then
     data.schedule = self.schedule:summary()
     data.schedule.costs = self.schedule_costs

@@ -138,9 +138,12 @@ static int post(void *ud, dp_expr *e) {
       dp_expr *value = call->nargs ? call->args[0] : e;
       while (value->h.kind == DP_CALL && ((dp_call *)value)->fn == &c->on_device->e && ((dp_call *)value)->nargs)
         value = ((dp_call *)value)->args[0];
-      r->copies[r->ncopies++] = (dp_report_copy){e, value, src, dst, NULL, NULL, NULL, NULL};
-      if (src) named(c, src);
-      if (dst) named(c, dst);
+      dp_report_copy *rc = &r->copies[r->ncopies++];
+      *rc = (dp_report_copy){e, value, src, dst, UINT32_MAX, UINT32_MAX, NULL, NULL, NULL, NULL};
+      dp_report_dev *sd = src ? named(c, src) : NULL;
+      if (sd) rc->src_dev = (uint32_t)(sd - r->dev);
+      dp_report_dev *dd = dst ? named(c, dst) : NULL;
+      if (dd) rc->dst_dev = (uint32_t)(dd - r->dev);
       if (src) entry(c, src);
       resident(c, e, dst);
       r->copies_total++;
