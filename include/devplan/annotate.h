@@ -43,5 +43,8 @@ typedef struct dp_annot_result {
    type). 0, or -1 with *err set (nothing leaks). */
 int dp_annotate_calls(dp_module *m, const dp_annot_hooks *h, dp_annot_result *out, dp_err **err);
 void dp_annot_result_clear(dp_annot_result *r);
+/* The calls of m earlier annotations placed (as above), in no particular
+   order: *out a malloc'd array of borrowed nodes. 0, or -1 with *err set. */
+int dp_annotate_placed(dp_module *m, dp_expr ***out, uint32_t *n, dp_err **err);
 
 #endif

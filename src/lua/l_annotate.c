@@ -12,8 +12,12 @@
  * the rebuilt call is listed in `later`, in the same order). unit(fn) says
  * whether a function literal with a Composite or Primitive attribute is
  * one unit (never entered). untyped: the module needs inference again.
+ *   core.annotate_placed(mod) -> {[call] = true, ...}: the calls earlier
+ *   annotations placed (MergeAndAnnotate leaves them alone too)
+ *
  * lua/devplan/passes/annotate_virtual_devices.lua makes the pass of it.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "l_init.h"
 #include "devplan/annotate.h"
@@ -208,7 +212,25 @@ static int l_annotate_calls(lua_State *L) {
   return 3;
 }
 
+static int l_annotate_placed(lua_State *L) {
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp_expr **placed = NULL;
+  uint32_t n = 0;
+  dp_err *err = NULL;
+  if (dp_annotate_placed(m, &placed, &n, &err) < 0) return dp__lua_error(L, err);
+  lua_createtable(L, 0, (int)n);
+  for (uint32_t i = 0; i < n; i++) { /* (the module keeps the nodes; a Lua error here leaks the array) */
+    dp__lua_push(L, placed[i]);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+  }
+  free(placed);
+  return 1;
+}
+
 void dp__lua_open_annotate(lua_State *L) {
+  lua_pushcfunction(L, l_annotate_placed);
+  lua_setfield(L, -2, "annotate_placed");
   lua_pushcfunction(L, l_annotate_calls);
   lua_setfield(L, -2, "annotate_calls");
 }

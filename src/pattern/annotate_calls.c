@@ -145,6 +145,38 @@ void dp_annot_result_clear(dp_annot_result *r) {
   memset(r, 0, sizeof *r);
 }
 
+/* The calls already placed: every function walked, post order. */
+static int mark_module(rctx *c, dp_module *m, dp_err **err) {
+  dp_visitor v = {NULL, mark, c};
+  for (uint32_t i = 0; i < m->nfuncs; i++) {
+    if (dp_visit(&m->funcs[i].fn->e, &v) < 0) {
+      dp_err_set(err, oom());
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int dp_annotate_placed(dp_module *m, dp_expr ***out, uint32_t *n, dp_err **err) {
+  rctx c;
+  memset(&c, 0, sizeof c);
+  *out = NULL;
+  *n = 0;
+  int rc = mark_module(&c, m, err);
+  if (rc == 0) {
+    *out = dp_malloc((c.placed.n ? c.placed.n : 1) * sizeof **out);
+    if (!*out) {
+      dp_err_set(err, oom());
+      rc = -1;
+    }
+    for (uint32_t i = 0; rc == 0 && i < c.placed.cap; i++)
+      if (c.placed.slots[i].key) (*out)[(*n)++] = (dp_expr *)c.placed.slots[i].key;
+  }
+  dp__ptrmap_free(&c.placed);
+  dp__ptrmap_free(&c.fixed);
+  return rc;
+}
+
 int dp_annotate_calls(dp_module *m, const dp_annot_hooks *h, dp_annot_result *out, dp_err **err) {
   memset(out, 0, sizeof *out);
   rctx c;
@@ -158,13 +190,7 @@ int dp_annotate_calls(dp_module *m, const dp_annot_hooks *h, dp_annot_result *ou
     dp_err_set(err, dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "AnnotateVirtualDevices: no operator on_device"));
     goto out;
   }
-  dp_visitor v = {NULL, mark, &c};
-  for (uint32_t i = 0; i < m->nfuncs; i++) {
-    if (dp_visit(&m->funcs[i].fn->e, &v) < 0) {
-      dp_err_set(err, oom());
-      goto out;
-    }
-  }
+  if (mark_module(&c, m, err) < 0) goto out;
   if (!(nm = dp_module_copy(m))) {
     dp_err_set(err, oom());
     goto out;

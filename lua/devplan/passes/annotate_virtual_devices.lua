@@ -1,8 +1,9 @@
 -- AnnotateVirtualDevices: device rules per operator, per operator pattern
--- kind, per Composite function, per global function, or for every call,
--- written in Lua on top of dp.rewrite. Each call a rule applies to is
--- wrapped in on_device(call, virtual_device=vd); the planner then places
--- everything else.
+-- kind, per Composite function, per global function, or for every call.
+-- Each call a rule applies to is wrapped in on_device(call,
+-- virtual_device=vd); the planner then places everything else. The module
+-- is walked once in C (src/pattern/annotate_calls.c): only the calls a
+-- rule names reach Lua, and the annotated module keeps its types.
 --
 --   local annotate = dp.passes.AnnotateVirtualDevices{
 --     ["nn.conv2d"] = function(call) return gpu end,      -- one operator
@@ -215,41 +216,16 @@ local function is_unit(fn)
   return fn.attrs ~= nil and (fn.attrs.Composite ~= nil or fn.attrs.Primitive == 1)
 end
 
--- The memory and VM dialect: its operators' arguments have rules of their own.
-local function dialect(name)
-  return name == "call_lowered" or name:match("^memory%.") or name:match("^vm%.")
-end
-
--- The calls whose device earlier annotations decided already: the body of
--- an on_device that names a device and constrains its body (the default);
--- and an operator call reading a value whose device is fixed (an on_device
--- with constrain_result=True, a device_copy's result, another such call):
--- an operator runs where its arguments are, so planning puts it there
--- (MergeAndAnnotate's groups are read this way: their inputs are fixed on
--- the group's device, their calls read them and each other).
+-- The calls whose device earlier annotations decided already, as a set
+-- (MergeAndAnnotate reads it; the pass finds the same calls in its C walk):
+-- the body of an on_device that names a device and constrains its body (the
+-- default); and an operator call reading a value whose device is fixed (an
+-- on_device with constrain_result=True, a device_copy's result, another
+-- such call): an operator runs where its arguments are, so planning puts it
+-- there (MergeAndAnnotate's groups are read this way: their inputs are fixed
+-- on the group's device, their calls read them and each other).
 local function already_placed(mod)
-  local placed, fixed = {}, {}
-  local function has_device(vd) return vd ~= nil and not vd:is_fully_unconstrained() end
-  core.visit(mod, function(e)
-    if e.kind ~= "call" or e.callee.kind ~= "op" then return end
-    local name, a = e.callee.name, e.attrs or {}
-    if name == "on_device" then
-      if has_device(a.virtual_device) then
-        if a.constrain_body ~= false and e.args[1].kind == "call" then placed[e.args[1]] = true end
-        if a.constrain_result == true then fixed[e] = true end
-      end
-    elseif name == "device_copy" then
-      if has_device(a.dst_virtual_device) then fixed[e] = true end
-    elseif not dialect(name) then
-      for _, arg in ipairs(e.args) do
-        if fixed[arg] then
-          placed[e], fixed[e] = true, true
-          break
-        end
-      end
-    end
-  end)
-  return placed
+  return core.annotate_placed(mod)
 end
 
 M.already_placed = already_placed
