@@ -264,6 +264,12 @@ int dp_report_scan(dp_module *planned, dp_domains *d, dp_report_data *out, dp_er
   for (uint32_t i = 0; same && i < dm->nfuncs; i++) same = dm->funcs[i].fn == planned->funcs[i].fn;
   c.use_exact = !same;
   int rc = c.called && c.on_device && c.device_copy ? 0 : -1;
+  /* the domains find nodes by their address: the index's map of every node
+     is made now, so that running out of memory there is an error rather
+     than nodes without a device */
+  dp__index *ix = d->uf.ix;
+  if (rc == 0 && planned->nfuncs && dp__index_id(ix, &planned->funcs[0].fn->e) == DP__NONE_ID && !ix->full)
+    rc = -1;
   if (rc == 0 && c.use_exact) rc = dp_domains_each(d, remember, &c, err);
   if (rc == 0) {
     rc = scan(&c);
