@@ -49,6 +49,8 @@
 #include "move.h"
 #include "parse.h"
 #include "dfpattern.h"
+#include "annotate.h"
+#include "report.h"
 #include "partition.h"
 #include "meta.h"
 #include "schedule.h"

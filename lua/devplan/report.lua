@@ -37,7 +37,7 @@ local core = require "devplan.core"
 local devname = require "devplan.devname"
 local ir = require "devplan.ir"
 
-local error, ipairs, pairs, pcall, require, setmetatable = error, ipairs, pairs, pcall, require, setmetatable
+local error, getmetatable, ipairs, next, pcall, rawset, require, setmetatable = error, getmetatable, ipairs, next, pcall, rawset, require, setmetatable
 local tostring, type = tostring, type
 local math, string, table = math, string, table
 _ENV = nil -- no global is read or written below this line
@@ -45,10 +45,25 @@ _ENV = nil -- no global is read or written below this line
 local M = {}
 
 local Report = {}
-Report.__index = Report
-Report.__name = "devplan.Report"
 
-local MAX = math.maxinteger
+-- A report's copies (one per value and device it crosses to: often half
+-- the calls of a module) stay in C until a script reads r.copies; text()
+-- and json() write them from C meanwhile.
+local pending = setmetatable({}, {__mode = "k"}) -- report -> {scan =, names =}
+
+Report.__index = function(r, k)
+  if k == "copies" then
+    local p = pending[r]
+    if p then
+      local copies = p.scan:copies(p.names)
+      rawset(r, "copies", copies)
+      pending[r] = nil
+      return copies
+    end
+  end
+  return Report[k]
+end
+Report.__name = "devplan.Report"
 
 -- ---------------------------------------------------------------- sizes
 
@@ -87,45 +102,6 @@ end
 
 -- ---------------------------------------------------------------- counting
 
-local function is_op(e, name)
-  return e.kind == "call" and e.callee.kind == "op" and e.callee.name == name
-end
-
--- expr -> {fn =, name =}: the printed names of the module's nodes.
-local function printed_names(mod)
-  local _, names = core.astext(mod, {names = true})
-  local of = {}
-  for fn, map in pairs(names) do
-    for name, e in pairs(map) do of[e] = {fn = fn, name = name} end
-  end
-  return of
-end
-
--- The copied value, through the on_device that marks where it was made.
-local function copied(e)
-  local v = e.args[1]
-  while is_op(v, "on_device") do v = v.args[1] end
-  return v
-end
-
--- The names of the global functions another function refers to (their
--- parameters are the callers' arguments).
-local function called_functions(mod)
-  local called = {}
-  for _, nf in ipairs(mod:functions()) do
-    core.visit(nf[2].body, function(e)
-      if e.kind == "global" and e.name ~= nf[1] then called[e.name] = true end
-    end)
-  end
-  return called
-end
-
--- sum + b without wrapping: the new sum, or nil when it does not fit.
-local function add(sum, b)
-  if b == nil or sum > MAX - b then return nil end
-  return sum + b
-end
-
 function M.report(planned, config)
   if not ir.is_module(planned) then
     error("devplan.planner.report: a planned IRModule expected, got " .. type(planned), 2)
@@ -133,68 +109,22 @@ function M.report(planned, config)
   if config ~= nil and not ir.is_config(config) then
     error("devplan.planner.report: config must be a CompilationConfig, got " .. type(config), 2)
   end
-  local devices = core.planner.virtual_devices(planned, config)
-  local names = printed_names(planned)
-  local namer = devname.namer()
-  local per, order = {}, {}
-  local totals = {calls = 0, copies = 0, bytes_copied = 0, bytes_resident = 0, copies_too_large = 0, too_large = 0}
-  local r = setmetatable({devices = order, copies = {}, totals = totals}, Report)
-  local function entry(vd)
-    local n = namer(vd)
-    if not per[n] then
-      per[n] = {name = n, device = tostring(vd), calls = 0, bytes = 0, unknown = 0, too_large = 0}
-      order[#order + 1] = per[n]
-    end
-    return per[n]
+  -- counted in C (src/planner/report.c), in one walk; worded here
+  local scan = core.planner.report_scan(planned, config)
+  local devices = scan:devices()
+  local namer, names = devname.namer(), {}
+  for i, d in ipairs(devices) do names[i] = namer(d.vd) end -- named in the order met
+  local order, listed = {}, {}
+  for _, d in ipairs(devices) do
+    if d.entered then listed[#listed + 1] = d end
   end
-  local function resident(e, vd)
-    if not vd or vd:is_fully_unconstrained() then return end
-    local d = entry(vd)
-    local b, why = M.bytes_of(e.checked_type)
-    if why == "unknown" then
-      d.unknown = d.unknown + 1
-      return
-    end
-    local sum = add(d.bytes, b)
-    if sum then d.bytes = sum else d.too_large = d.too_large + 1 end
-    sum = add(totals.bytes_resident, b)
-    if sum then totals.bytes_resident = sum else totals.too_large = totals.too_large + 1 end
+  table.sort(listed, function(a, b) return a.entered < b.entered end)
+  for i, d in ipairs(listed) do
+    order[i] = {name = namer(d.vd), device = tostring(d.vd), calls = d.calls, bytes = d.bytes,
+                unknown = d.unknown, too_large = d.too_large}
   end
-  local called = called_functions(planned)
-  for _, nf in ipairs(planned:functions()) do
-    if not called[nf[1]] then
-      for _, p in ipairs(nf[2].params) do resident(p, devices[p]) end
-    end
-  end
-  core.visit(planned, function(e)
-    if e.kind == "const" then
-      resident(e, devices[e])
-    elseif is_op(e, "device_copy") then
-      local src, dst = e.attrs.src_virtual_device, e.attrs.dst_virtual_device
-      local v = copied(e)
-      local own, val = names[e] or {}, names[v] or {}
-      local b, why = M.bytes_of(e.checked_type)
-      r.copies[#r.copies + 1] = {
-        fn = own.fn or val.fn, name = own.name, value = val.name or own.name,
-        src = namer(src), dst = namer(dst), type = tostring(e.checked_type), bytes = b, size = why,
-        line = e.span and e.span.line, col = e.span and e.span.col, source = e.span and e.span.source,
-      }
-      entry(src)
-      resident(e, dst)
-      totals.copies = totals.copies + 1
-      if why ~= "unknown" then
-        local sum = add(totals.bytes_copied, b)
-        if sum then totals.bytes_copied = sum else totals.copies_too_large = totals.copies_too_large + 1 end
-      end
-    elseif e.kind == "call" and (e.callee.kind == "op" or e.callee.kind == "ctor") and not is_op(e, "on_device") then
-      local vd = devices[e]
-      if vd and not vd:is_fully_unconstrained() then
-        entry(vd).calls = entry(vd).calls + 1
-        totals.calls = totals.calls + 1
-      end
-      resident(e, vd)
-    end
-  end)
+  local r = setmetatable({devices = order, totals = scan:totals()}, Report)
+  pending[r] = {scan = scan, names = names} -- r.copies: made when first read
   return r
 end
 
@@ -219,14 +149,20 @@ function Report:text()
   end
   for _, d in ipairs(self.devices) do add_line("  @" .. d.name .. " = " .. d.device) end
   add_line("")
-  add_line(#self.copies == 0 and "no device_copy" or
-           string.format("%d device_copy, %s bytes%s:", #self.copies, grouped(t.bytes_copied),
+  local p = pending[self]
+  local ncopies = p and p.scan:count() or #self.copies
+  add_line(ncopies == 0 and "no device_copy" or
+           string.format("%d device_copy, %s bytes%s:", ncopies, grouped(t.bytes_copied),
                          t.copies_too_large > 0 and (" + " .. t.copies_too_large .. " too large to count") or ""))
-  for _, c in ipairs(self.copies) do
-    add_line(string.format("  %s%s = copy of %s  @%s -> @%s  %s  %s%s", c.fn and ("@" .. c.fn .. " ") or "",
-                           c.name or "(inline)", c.value or "(inline)", c.src, c.dst, c.type, copy_bytes(c),
-                           -- an imported ONNX node (a position with no column) by its name
-                           c.col == 0 and c.source and ("  (ONNX node " .. c.source .. ")") or ""))
+  if p then -- the same lines, written in C
+    if ncopies > 0 then add_line(p.scan:copies_text(p.names)) end
+  else
+    for _, c in ipairs(self.copies) do
+      add_line(string.format("  %s%s = copy of %s  @%s -> @%s  %s  %s%s", c.fn and ("@" .. c.fn .. " ") or "",
+                             c.name or "(inline)", c.value or "(inline)", c.src, c.dst, c.type, copy_bytes(c),
+                             -- an imported ONNX node (a position with no column) by its name
+                             c.col == 0 and c.source and ("  (ONNX node " .. c.source .. ")") or ""))
+    end
   end
   add_line("")
   local left = {}
@@ -250,12 +186,64 @@ function Report:with_schedule(sched, label)
 end
 
 -- The report as JSON (dkjson, Debian's lua-dkjson): keys in a fixed order.
+-- The copies as dkjson writes them (below, at their depth, keys in the
+-- report's order), each with one concatenation instead of dkjson's generic
+-- walk: a report lists one copy per value and device it crosses to, often
+-- half the calls of a module. Copies that are not the report's own plain
+-- rows (changed by a script) are left to dkjson.
+local COPY_KEYS = {"name", "bytes", "size", "fn", "value", "src", "dst", "type", "line", "col", "source"}
+local COPY_KNOWN = {}
+for _, k in ipairs(COPY_KEYS) do COPY_KNOWN[k] = true end
+
+-- (the bytes dkjson's quotestring escapes, or looks at)
+local ESCAPED = "[%z\1-\31\"\\\127\194\216\220\225\226\239]"
+
+local function copies_json(copies, escape)
+  if #copies == 0 then return copies end
+  local quoted = {}
+  local function quote(v)
+    local q = quoted[v]
+    if not q then
+      q = string.find(v, ESCAPED) and escape(v) or "\"" .. v .. "\""
+      quoted[v] = q
+    end
+    return q
+  end
+  local keys = {}
+  for i, k in ipairs(COPY_KEYS) do keys[i] = "\n      " .. quote(k) .. ":" end
+  local items = {}
+  for i, c in ipairs(copies) do
+    if type(c) ~= "table" or getmetatable(c) ~= nil then return copies end
+    for k, v in next, c do
+      local tv = type(v)
+      if not COPY_KNOWN[k] or (tv ~= "string" and math.type(v) ~= "integer") then return copies end
+    end
+    local parts, n = {}, 0
+    for j, k in ipairs(COPY_KEYS) do
+      local v = c[k]
+      if v ~= nil then
+        n = n + 1
+        parts[n] = keys[j] .. (type(v) == "string" and quote(v) or tostring(v))
+      end
+    end
+    items[i] = "{" .. table.concat(parts, ",") .. "\n    }"
+  end
+  local text = "[" .. table.concat(items, ",") .. "]"
+  return setmetatable({}, {__tojson = function() return text end})
+end
+
 function Report:json()
   local ok, json = pcall(require, "dkjson")
   if not ok then
     error("devplan: the JSON report needs dkjson (Debian package lua-dkjson; scripts/setup.sh installs it)", 2)
   end
-  local data = {devices = self.devices, copies = self.copies, totals = self.totals}
+  local p, copies = pending[self], nil
+  if p and p.scan:count() > 0 then -- written in C, unless a string needs dkjson's escapes
+    local text = p.scan:copies_json(p.names)
+    if text then copies = setmetatable({}, {__tojson = function() return text end}) end
+  end
+  copies = copies or copies_json(self.copies, json.quotestring)
+  local data = {devices = self.devices, copies = copies, totals = self.totals}
   if self.schedule then
     data.schedule = self.schedule:summary()
     data.schedule.costs = self.schedule_costs

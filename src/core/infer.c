@@ -44,7 +44,8 @@ typedef struct pending {
   dp_type *res;        /* its result unknown (solver owned) */
   uint32_t nargs;
   dp_type **args;      /* call: argument types (retained); projection: args[0] = tuple type */
-  uint32_t next;       /* in solve: 1 + the next entry waiting for the same unknown */
+  uint32_t next;       /* 1 + the next entry waiting for the same unknown */
+  dp_type *blocker;    /* the unknown it waits for (solver owned; NULL: not tried yet) */
 } pending;
 
 /* A remembered relation result. Types are interned, so the same argument
@@ -100,6 +101,9 @@ typedef struct infer {
   dp__ptrmap sigs;     /* dp_func of a global -> its signature (retained) */
   pending *pend;
   uint32_t npend, cappend;
+  uint32_t swept;      /* entries [0, swept) wait in `waits` (or are solved: e NULL) */
+  uint32_t nsolved;    /* of those, solved and not yet compacted away */
+  dp__ptrmap waits;    /* unknown -> 1 + its first waiting entry */
   memo memo[MEMO_SIZE];
   frame *stack;        /* the walk (its ancestors locate errors without spans) */
   uint32_t nstack, capstack;
@@ -502,7 +506,7 @@ static void pending_clear(pending *p) {
    made); else gives it a fresh unknown and keeps it in the pending list.
    Takes args. */
 static int defer(infer *I, dp_expr *e, uint32_t nargs, dp_type **args) {
-  pending p = {e, NULL, nargs, args, 0};
+  pending p = {e, NULL, nargs, args, 0, NULL};
   dp_type *t = NULL;
   int r = pending_result(I, &p, &t);
   if (r != 0) {
@@ -528,55 +532,77 @@ static int defer(infer *I, dp_expr *e, uint32_t nargs, dp_type **args) {
 }
 
 /* Entry i waits for unknown v (an entry of the wait lists of solve). */
-static int wait_for(infer *I, dp__ptrmap *waits, uint32_t i, dp_type *v) {
+static int wait_for(infer *I, uint32_t i, dp_type *v) {
   if (!v) return failf(I, I->pend[i].e, "cannot infer the types of its arguments");
-  dp__ptrslot *slot = dp__ptrmap_insert(waits, v, NULL);
+  dp__ptrslot *slot = dp__ptrmap_insert(&I->waits, v, NULL);
   if (!slot) return oom(I, I->pend[i].e);
+  I->pend[i].blocker = v;
   I->pend[i].next = (uint32_t)slot->word; /* the list's order does not matter: */
   slot->word = i + 1;                     /* each entry is tried when it can go */
   return 0;
 }
 
 /* Tries entry i: solved (cleared, its e NULL), or waiting again. */
-static int retry(infer *I, dp__ptrmap *waits, uint32_t i) {
+static int retry(infer *I, uint32_t i) {
   int r = try_pending(I, &I->pend[i]);
   if (r < 0) return -1;
-  if (r == 0) return wait_for(I, waits, i, I->ts.blocker);
+  if (r == 0) return wait_for(I, i, I->ts.blocker);
   pending_clear(&I->pend[i]);
   I->pend[i].e = NULL;
+  I->pend[i].args = NULL;
+  I->pend[i].nargs = 0;
+  I->nsolved++;
+  return 0;
+}
+
+/* Tries again the entries waiting for the unknowns bound since bound[*b]. */
+static int wake(infer *I, uint32_t *b) {
+  int rc = 0;
+  for (; *b < I->ts.nbound && rc == 0; (*b)++) {
+    dp__ptrslot *slot = I->waits.n ? dp__ptrmap_find(&I->waits, I->ts.bound[*b]) : NULL;
+    if (!slot) continue;
+    uint32_t w = (uint32_t)slot->word;
+    dp__ptrmap_remove(&I->waits, I->ts.bound[*b]);
+    while (w && rc == 0) {
+      uint32_t i = w - 1;
+      w = I->pend[i].next;
+      rc = retry(I, i);
+    }
+  }
+  return rc;
+}
+
+/* Solved entries leave the list, the rest keep their order (so errors do
+   not depend on addresses); the wait lists are made again for the new
+   positions. */
+static int compact(infer *I) {
+  uint32_t keep = 0;
+  for (uint32_t i = 0; i < I->npend; i++)
+    if (I->pend[i].e) I->pend[keep++] = I->pend[i];
+  I->npend = I->swept = keep;
+  I->nsolved = 0;
+  dp__ptrmap_free(&I->waits);
+  for (uint32_t i = 0; i < keep; i++)
+    if (wait_for(I, i, I->pend[i].blocker) < 0) return -1;
   return 0;
 }
 
 /* Runs the pending list to a fixed point; at the end (final) anything
-   left is an error. One sweep in order tries every entry; an entry not
-   ready waits for the unknown that stopped it, and is tried again when
-   that unknown is bound (the solver's trail says which): so a chain of n
-   entries listed against the order they solve in takes n tries, not n
-   sweeps. Solved entries leave the list, the rest keep their order, so
-   errors do not depend on addresses. */
+   left is an error. Each entry is tried when it is added (here, after the
+   walk that added it) and again only when the unknown that stopped it is
+   bound (the solver's trail says which, also of the bindings the walks
+   made between two solves): so a chain of n entries listed against the
+   order they solve in takes n tries, not n sweeps, and a module of many
+   functions, solved after each, sweeps each entry once. The list is
+   compacted when half of it is solved, and at the end. */
 static int solve(infer *I, int final) {
-  dp__ptrmap waits = DP__PTRMAP_INIT; /* unknown -> 1 + its first waiting entry */
-  int rc = 0;
-  I->ts.nbound = 0; /* bindings before the sweep: the sweep sees them */
-  for (uint32_t i = 0; i < I->npend && rc == 0; i++) rc = retry(I, &waits, i);
-  for (uint32_t b = 0; b < I->ts.nbound && rc == 0; b++) {
-    dp__ptrslot *slot = dp__ptrmap_find(&waits, I->ts.bound[b]);
-    if (!slot) continue;
-    uint32_t w = (uint32_t)slot->word;
-    dp__ptrmap_remove(&waits, I->ts.bound[b]);
-    while (w && rc == 0) {
-      uint32_t i = w - 1;
-      w = I->pend[i].next;
-      rc = retry(I, &waits, i);
-    }
-  }
+  uint32_t b = 0;
+  int rc = wake(I, &b); /* earlier entries whose unknowns the walk bound */
+  for (; I->swept < I->npend && rc == 0; I->swept++) rc = retry(I, I->swept);
+  if (rc == 0) rc = wake(I, &b);
   I->ts.nbound = 0;
-  dp__ptrmap_free(&waits);
-  uint32_t keep = 0; /* on an error, the entries not solved stay for infer_finish to free */
-  for (uint32_t i = 0; i < I->npend; i++)
-    if (I->pend[i].e) I->pend[keep++] = I->pend[i];
-  I->npend = keep;
-  if (rc < 0) return -1;
+  if (rc < 0) return -1; /* the entries not solved stay for infer_finish to free */
+  if ((final || 2 * I->nsolved > I->npend) && compact(I) < 0) return -1;
   if (final && I->npend)
     return failf(I, I->pend[0].e, "cannot infer the types of its arguments");
   return 0;
@@ -1036,8 +1062,10 @@ static int infer_finish(infer *I, int rc, dp_err **err) {
   release_values(&I->types);
   release_values(&I->sigs);
   for (uint32_t i = 0; i < MEMO_SIZE; i++) memo_clear(&I->memo[i]);
-  for (uint32_t i = 0; i < I->npend; i++) pending_clear(&I->pend[i]);
+  for (uint32_t i = 0; i < I->npend; i++)
+    if (I->pend[i].e) pending_clear(&I->pend[i]);
   free(I->pend);
+  dp__ptrmap_free(&I->waits);
   free(I->order);
   free(I->olds);
   free(I->stack);

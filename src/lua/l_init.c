@@ -35,6 +35,7 @@ int luaopen_devplan_core(lua_State *L) {
   dp__lua_open_planner(L);
   dp__lua_open_dfpattern(L);
   dp__lua_open_partition(L);
+  dp__lua_open_annotate(L);
   dp__lua_open_suggest(L);
   dp__lua_open_debug(L);
   dp__lua_open_schedule(L);

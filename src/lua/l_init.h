@@ -21,6 +21,7 @@ void dp__lua_open_parse(lua_State *L);      /* l_parse.c: the parser's C half */
 void dp__lua_open_planner(lua_State *L);    /* l_planner.c: dp.planner */
 void dp__lua_open_dfpattern(lua_State *L);  /* l_dfpattern.c: core.pattern, the C half of dp.pattern */
 void dp__lua_open_partition(lua_State *L);  /* l_partition.c: core.partition (PartitionByVirtualDevice) */
+void dp__lua_open_annotate(lua_State *L);   /* l_annotate.c: core.annotate_calls (AnnotateVirtualDevices) */
 void dp__lua_open_suggest(lua_State *L);    /* l_suggest.c: dp.suggest */
 void dp__lua_open_debug(lua_State *L);      /* l_debug.c: dp.debug (testing aids) */
 void dp__lua_open_schedule(lua_State *L);   /* l_schedule.c: core.schedule (dp.schedule, dp.costs) */

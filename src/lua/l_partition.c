@@ -4,9 +4,11 @@
  *   core.partition(mod, config, by) -> mod, regions
  *   regions:count(), regions:info(i) -> name, caller, virtual device,
  *   regions:list(i, "nodes" | "inputs" | "outputs") -> expressions
+ *   core.partition_targets(mod) -> {target, ...}
  *
  * lua/devplan/passes/partition_by_virtual_device.lua makes the pass of it.
  */
+#include <stdlib.h>
 #include <string.h>
 #include "l_init.h"
 #include "devplan/partition.h"
@@ -83,7 +85,65 @@ static int l_partition(lua_State *L) {
   return 2;
 }
 
+/* The targets a planned module names (the virtual devices of functions,
+   parameters, and on_device and device_copy attributes), each once, in the
+   order a post-order walk of each function meets them: what the pass
+   builds a configuration from when it is given none. */
+typedef struct targets {
+  dp_target **t;
+  uint32_t n, cap;
+  int oom;
+} targets;
+
+static void add_target(targets *ts, const dp_vdev *vd) {
+  if (!vd || !vd->target || ts->oom) return;
+  for (uint32_t i = 0; i < ts->n; i++)
+    if (ts->t[i] == vd->target) return;
+  if (dp_grow((void **)&ts->t, &ts->cap, ts->n + 1, sizeof *ts->t) < 0) ts->oom = 1;
+  else ts->t[ts->n++] = vd->target;
+}
+
+static void add_attr(targets *ts, const dp_attrs *a, const char *key) {
+  const dp_aval *v = a ? dp_attrs_get(a, key) : NULL;
+  if (v && v->kind == DP_AV_VDEV) add_target(ts, v->u.vdev);
+}
+
+static int target_post(void *ud, dp_expr *e) {
+  targets *ts = ud;
+  if (e->h.kind == DP_FUNC) add_target(ts, ((dp_func *)e)->vdev);
+  else if (e->h.kind == DP_VAR) add_target(ts, ((dp_var *)e)->vdev);
+  else if (e->h.kind == DP_CALL && ((dp_call *)e)->fn->h.kind == DP_OP) {
+    const dp_attrs *a = ((dp_call *)e)->attrs;
+    add_attr(ts, a, "virtual_device");
+    add_attr(ts, a, "src_virtual_device");
+    add_attr(ts, a, "dst_virtual_device");
+  }
+  return ts->oom ? -1 : 0;
+}
+
+static int l_partition_targets(lua_State *L) {
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  targets *ts = lua_newuserdatauv(L, sizeof *ts, 0); /* (freed below; a Lua error cannot happen in between) */
+  memset(ts, 0, sizeof *ts);
+  dp_visitor v = {NULL, target_post, ts};
+  int rc = 0;
+  for (uint32_t i = 0; i < m->nfuncs && rc == 0; i++) rc = dp_visit(&m->funcs[i].fn->e, &v);
+  if (rc < 0 || ts->oom) {
+    free(ts->t);
+    return dp__lua_oom(L);
+  }
+  lua_createtable(L, (int)ts->n, 0);
+  for (uint32_t i = 0; i < ts->n; i++) {
+    dp__lua_push(L, ts->t[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  free(ts->t);
+  return 1;
+}
+
 void dp__lua_open_partition(lua_State *L) {
   lua_pushcfunction(L, l_partition);
   lua_setfield(L, -2, "partition");
+  lua_pushcfunction(L, l_partition_targets);
+  lua_setfield(L, -2, "partition_targets");
 }

@@ -5,6 +5,7 @@
  * fully_constrained, explain), dp.planner.explain / virtual_devices and
  * dp.planner.verify.
  */
+#include <stdio.h>
 #include <string.h>
 #include "l_init.h"
 
@@ -369,6 +370,313 @@ static int l_virtual_devices(lua_State *L) {
   return 1;
 }
 
+/* report_scan(planned, config?) -> scan: what dp.planner.report counts
+   (report.h, src/planner/report.c), for lua/devplan/report.lua to word:
+     scan:devices()  {{vd =, calls =, bytes =, unknown =, too_large =, entered =}, ...}
+                     every device in the order met (entered: its rank in the
+                     report's list; nil when it is only a copy's end)
+     scan:totals()   {calls =, copies =, bytes_copied =, ...}
+     scan:count()    the number of copies
+     scan:copies(names)       the copies as the report's rows (names: each
+                              device's name, in the order of devices())
+     scan:copies_text(names)  their lines of the text report, joined by "\n"
+     scan:copies_json(names)  their JSON array as dkjson writes it at the
+                              report's depth, or nil when a string needs
+                              escaping (the caller encodes the rows then)
+   A report lists one copy per value and device it crosses to, often half
+   the calls of a module: the rows are made only when a script reads them. */
+#define REPORT_SCAN "devplan.ReportScan"
+
+typedef struct lscan {
+  dp_report_data r;
+  dp_domains *d;   /* the devices are borrowed from it */
+  dp_module *m;    /* the copies from it */
+  int ok;
+} lscan;
+
+static int scan_gc(lua_State *L) {
+  lscan *u = luaL_checkudata(L, 1, REPORT_SCAN);
+  if (u->ok) dp_report_data_clear(&u->r);
+  u->ok = 0;
+  dp_release(u->d);
+  dp_release(u->m);
+  u->d = NULL;
+  u->m = NULL;
+  return 0;
+}
+
+static lscan *check_scan(lua_State *L) {
+  lscan *u = luaL_checkudata(L, 1, REPORT_SCAN);
+  if (!u->ok) luaL_error(L, "a report scan that failed");
+  return u;
+}
+
+static void set_int(lua_State *L, const char *k, int64_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+static void set_str(lua_State *L, const char *k, const char *v) {
+  lua_pushstring(L, v);
+  lua_setfield(L, -2, k);
+}
+
+static int scan_devices(lua_State *L) {
+  lscan *u = check_scan(L);
+  lua_createtable(L, (int)u->r.ndev, 0);
+  for (uint32_t i = 0; i < u->r.ndev; i++) {
+    const dp_report_dev *v = &u->r.dev[i];
+    lua_createtable(L, 0, 6);
+    dp__lua_push(L, v->vd);
+    lua_setfield(L, -2, "vd");
+    set_int(L, "calls", v->calls);
+    set_int(L, "bytes", v->bytes);
+    set_int(L, "unknown", v->unknown);
+    set_int(L, "too_large", v->too_large);
+    if (v->entered != UINT32_MAX) set_int(L, "entered", (int64_t)v->entered + 1);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+static int scan_totals(lua_State *L) {
+  lscan *u = check_scan(L);
+  lua_createtable(L, 0, 6);
+  set_int(L, "calls", u->r.calls);
+  set_int(L, "copies", u->r.copies_total);
+  set_int(L, "bytes_copied", u->r.bytes_copied);
+  set_int(L, "bytes_resident", u->r.bytes_resident);
+  set_int(L, "copies_too_large", u->r.copies_too_large);
+  set_int(L, "too_large", u->r.too_large);
+  return 1;
+}
+
+static int scan_count(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)check_scan(L)->r.ncopies);
+  return 1;
+}
+
+/* What the report says of one copy (the row's fields). */
+typedef struct crow {
+  const char *fn, *name, *value, *src, *dst, *type, *size, *source;
+  int64_t bytes;
+  int has_bytes, has_span;
+  uint32_t line, col;
+} crow;
+
+/* names (arg 2): each device's name; types: a table at `types` caching
+   each checked type's text (types are interned). */
+static void row_of(lua_State *L, lscan *u, uint32_t i, int types, crow *w) {
+  const dp_report_copy *c = &u->r.copies[i];
+  dp_expr *e = c->copy;
+  memset(w, 0, sizeof *w);
+  w->fn = c->fn ? c->fn : c->value_fn;
+  w->name = c->name;
+  w->value = c->value_name ? c->value_name : c->name;
+  if (c->src_dev != UINT32_MAX && lua_rawgeti(L, 2, (lua_Integer)c->src_dev + 1) == LUA_TSTRING) w->src = lua_tostring(L, -1);
+  else luaL_error(L, "report: no name for a copy's source device");
+  lua_pop(L, 1); /* (the names table keeps the string) */
+  if (c->dst_dev != UINT32_MAX && lua_rawgeti(L, 2, (lua_Integer)c->dst_dev + 1) == LUA_TSTRING) w->dst = lua_tostring(L, -1);
+  else luaL_error(L, "report: no name for a copy's destination device");
+  lua_pop(L, 1);
+  if (!e->type) w->type = "nil";
+  else {
+    if (lua_rawgetp(L, types, e->type) == LUA_TNIL) {
+      lua_pop(L, 1);
+      dp__lua_push_cstr(L, dp_type_str(e->type));
+      lua_pushvalue(L, -1);
+      lua_rawsetp(L, types, e->type);
+    }
+    w->type = lua_tostring(L, -1);
+    lua_pop(L, 1); /* (the types table keeps it) */
+  }
+  int64_t b = 0;
+  int k = e->type ? dp_type_bytes(e->type, &b) : DP_BYTES_UNKNOWN;
+  if (k < 0) dp__lua_oom(L);
+  if (k == DP_BYTES_KNOWN) w->bytes = b, w->has_bytes = 1;
+  else w->size = k == DP_BYTES_UNKNOWN ? "unknown" : "too large";
+  if (e->span.line) {
+    w->has_span = 1;
+    w->line = e->span.line;
+    w->col = e->span.col;
+    w->source = dp_ctx_source_name(dp__lua_ctx(L), e->span.source);
+  }
+}
+
+static int scan_copies(lua_State *L) {
+  lscan *u = check_scan(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  lua_newtable(L); /* 3: types */
+  lua_createtable(L, (int)u->r.ncopies, 0);
+  for (uint32_t i = 0; i < u->r.ncopies; i++) {
+    crow w;
+    row_of(L, u, i, 3, &w);
+    lua_createtable(L, 0, 11);
+    if (w.fn) set_str(L, "fn", w.fn);
+    if (w.name) set_str(L, "name", w.name);
+    if (w.value) set_str(L, "value", w.value);
+    set_str(L, "src", w.src);
+    set_str(L, "dst", w.dst);
+    set_str(L, "type", w.type);
+    if (w.has_bytes) set_int(L, "bytes", w.bytes);
+    else set_str(L, "size", w.size);
+    if (w.has_span) {
+      set_int(L, "line", w.line);
+      set_int(L, "col", w.col);
+      if (w.source) set_str(L, "source", w.source);
+    }
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+/* 1234567 -> "1,234,567" (report.grouped) */
+static void add_grouped(luaL_Buffer *b, int64_t n) {
+  char digits[32], out[48];
+  int len = snprintf(digits, sizeof digits, "%lld", (long long)n), o = 0;
+  int neg = digits[0] == '-', first = neg ? 1 : 0;
+  if (neg) out[o++] = '-';
+  for (int i = first; i < len; i++) {
+    if (i > first && (len - i) % 3 == 0) out[o++] = ',';
+    out[o++] = digits[i];
+  }
+  luaL_addlstring(b, out, (size_t)o);
+}
+
+static int scan_copies_text(lua_State *L) {
+  lscan *u = check_scan(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  lua_newtable(L); /* 3: types */
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (uint32_t i = 0; i < u->r.ncopies; i++) {
+    crow w;
+    row_of(L, u, i, 3, &w);
+    if (i) luaL_addchar(&b, '\n');
+    luaL_addstring(&b, "  ");
+    if (w.fn) {
+      luaL_addchar(&b, '@');
+      luaL_addstring(&b, w.fn);
+      luaL_addchar(&b, ' ');
+    }
+    luaL_addstring(&b, w.name ? w.name : "(inline)");
+    luaL_addstring(&b, " = copy of ");
+    luaL_addstring(&b, w.value ? w.value : "(inline)");
+    luaL_addstring(&b, "  @");
+    luaL_addstring(&b, w.src);
+    luaL_addstring(&b, " -> @");
+    luaL_addstring(&b, w.dst);
+    luaL_addstring(&b, "  ");
+    luaL_addstring(&b, w.type);
+    luaL_addstring(&b, "  ");
+    if (w.has_bytes) {
+      add_grouped(&b, w.bytes);
+      luaL_addstring(&b, " bytes");
+    } else {
+      luaL_addstring(&b, strcmp(w.size, "too large") ? "unknown bytes" : "more bytes than a 64-bit count holds");
+    }
+    if (w.has_span && w.col == 0 && w.source) { /* an imported ONNX node by its name */
+      luaL_addstring(&b, "  (ONNX node ");
+      luaL_addstring(&b, w.source);
+      luaL_addchar(&b, ')');
+    }
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+/* Would dkjson escape s (or look at it closely)? Its quotestring's bytes. */
+static int json_plain(const char *s) {
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    if (*p < 32 || *p == '"' || *p == '\\' || *p == 127 || *p == 194 || *p == 216 || *p == 220 ||
+        *p == 225 || *p == 226 || *p == 239)
+      return 0;
+  return 1;
+}
+
+static void add_json_key(luaL_Buffer *b, int *first, const char *key) {
+  if (!*first) luaL_addchar(b, ',');
+  *first = 0;
+  luaL_addstring(b, "\n      \"");
+  luaL_addstring(b, key);
+  luaL_addstring(b, "\":");
+}
+
+static int add_json_str(luaL_Buffer *b, int *first, const char *key, const char *v) {
+  if (!v) return 1;
+  if (!json_plain(v)) return 0;
+  add_json_key(b, first, key);
+  luaL_addchar(b, '"');
+  luaL_addstring(b, v);
+  luaL_addchar(b, '"');
+  return 1;
+}
+
+static void add_json_int(luaL_Buffer *b, int *first, const char *key, int64_t v) {
+  char num[32];
+  add_json_key(b, first, key);
+  luaL_addlstring(b, num, (size_t)snprintf(num, sizeof num, "%lld", (long long)v));
+}
+
+static int scan_copies_json(lua_State *L) {
+  lscan *u = check_scan(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
+  lua_newtable(L); /* 3: types */
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addchar(&b, '[');
+  int plain = 1;
+  for (uint32_t i = 0; i < u->r.ncopies && plain; i++) {
+    crow w;
+    row_of(L, u, i, 3, &w);
+    int first = 1;
+    if (i) luaL_addchar(&b, ',');
+    luaL_addchar(&b, '{');
+    /* the keys in the report's key order: name, bytes, size, fn, value, src, dst, type, line, col, source */
+    plain = add_json_str(&b, &first, "name", w.name);
+    if (w.has_bytes) add_json_int(&b, &first, "bytes", w.bytes);
+    plain = plain && add_json_str(&b, &first, "size", w.size) && add_json_str(&b, &first, "fn", w.fn) &&
+            add_json_str(&b, &first, "value", w.value) && add_json_str(&b, &first, "src", w.src) &&
+            add_json_str(&b, &first, "dst", w.dst) && add_json_str(&b, &first, "type", w.type);
+    if (plain && w.has_span) {
+      add_json_int(&b, &first, "line", w.line);
+      add_json_int(&b, &first, "col", w.col);
+      plain = add_json_str(&b, &first, "source", w.source);
+    }
+    luaL_addstring(&b, "\n    }");
+  }
+  luaL_addchar(&b, ']');
+  luaL_pushresult(&b);
+  if (!plain) lua_pushnil(L);
+  return 1;
+}
+
+static int l_report_scan(lua_State *L) {
+  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
+  dp_domains *d = planned_domains(L, m, 2);
+  lscan *u = lua_newuserdatauv(L, sizeof *u, 0);
+  memset(u, 0, sizeof *u);
+  u->d = d;
+  u->m = dp_retain(m);
+  if (luaL_newmetatable(L, REPORT_SCAN)) {
+    static const luaL_Reg methods[] = {
+      {"devices", scan_devices}, {"totals", scan_totals}, {"count", scan_count}, {"copies", scan_copies},
+      {"copies_text", scan_copies_text}, {"copies_json", scan_copies_json}, {NULL, NULL}};
+    lua_pushcfunction(L, scan_gc);
+    lua_setfield(L, -2, "__gc");
+    luaL_newlib(L, methods);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_setmetatable(L, -2);
+  dp_err *err = NULL;
+  if (dp_report_scan(m, d, &u->r, &err) < 0) return dp__lua_error(L, err);
+  u->ok = 1;
+  return 1;
+}
+
 /* ---- the verifier ---- */
 
 /* opts of dp.planner.verify: input (module), raise (boolean), limit (integer >= 1). */
@@ -482,7 +790,7 @@ void dp__lua_open_planner(lua_State *L) {
     {"plan", l_plan}, {"rewrite", l_rewrite}, {"conflicts", l_conflicts}, {"analyze", l_analyze},
     {"default", l_default}, {"capture", l_capture}, {"explain", l_explain},
     {"virtual_devices", l_virtual_devices}, {"verify", l_verify}, {"reason", l_reason},
-    {NULL, NULL}};
+    {"report_scan", l_report_scan}, {NULL, NULL}};
   luaL_newlib(L, planner);
   dp__lua_open_place(L);
   dp__lua_open_move(L);

@@ -219,6 +219,43 @@ static int cmp_flow(const void *a, const void *b) {
   return x->i < y->i ? -1 : x->i > y->i;
 }
 
+/* key sorted as qsort with cmp_flow sorts it (by k, then i), in linear
+   time for the usual case: a stable counting sort by the value (the high
+   half of k, a node id below nids), then each value's flows (its readers,
+   few) by the rest of k, which keeps i's order among equal keys. */
+static int sort_flows(fkey *key, uint32_t n, uint32_t nids) {
+  uint32_t *start = dp_calloc((size_t)nids + 2, sizeof *start);
+  fkey *out = dp_malloc((size_t)n * sizeof *out);
+  if (!start || !out) {
+    free(start);
+    free(out);
+    return -1;
+  }
+  for (uint32_t i = 0; i < n; i++) start[(key[i].k >> 32) + 1]++;
+  for (uint32_t v = 0; v <= nids; v++) start[v + 1] += start[v];
+  for (uint32_t i = 0; i < n; i++) out[start[key[i].k >> 32]++] = key[i];
+  for (uint32_t i = 0; i < n;) { /* each value's flows, by the rest of k, then i */
+    uint32_t j = i + 1;
+    while (j < n && out[j].k >> 32 == out[i].k >> 32) j++;
+    uint32_t sorted = i + 1;
+    while (sorted < j && out[sorted - 1].k <= out[sorted].k) sorted++;
+    if (sorted == j) { /* already in order (a value all read from one class) */
+    } else if (j - i > 16) qsort(out + i, j - i, sizeof *out, cmp_flow);
+    else
+      for (uint32_t a = i + 1; a < j; a++) { /* insertion sort: stable, i already increasing */
+        fkey x = out[a];
+        uint32_t b = a;
+        for (; b > i && out[b - 1].k > x.k; b--) out[b] = out[b - 1];
+        out[b] = x;
+      }
+    i = j;
+  }
+  memcpy(key, out, (size_t)n * sizeof *key);
+  free(out);
+  free(start);
+  return 0;
+}
+
 /* One net per (value, making class): the flows sorted by both. */
 static int nets(pctx *c) {
   dp__domains *d = c->d;
@@ -238,7 +275,11 @@ static int nets(pctx *c) {
     uint32_t r = dp__dom_find(d, flows[i].src), dev = d->nodes[r].vdev;
     key[i] = (fkey){(uint64_t)flows[i].value << 32 | (dev ? 0x80000000u | dev : r), i};
   }
-  qsort(key, n, sizeof *key, cmp_flow);
+  if (sort_flows(key, n, c->ix->n) < 0) {
+    free(key);
+    free(readers);
+    return oom(c);
+  }
   int rc = 0;
   int64_t total = 0; /* the bytes of every net, once per reader */
   for (uint32_t i = 0; i < n && rc == 0;) {

@@ -281,6 +281,27 @@ static int start(const dp_place_problem *m, uint32_t *label) {
   return none;
 }
 
+/* May the move towards alpha be skipped, as one that cannot lower the
+   energy? Yes when alpha is no variable's label, there are copies only (no
+   unary costs, one cost per byte), and a move towards some label beta that
+   every variable able to take alpha may take too is known to find nothing
+   from this labelling: a move towards alpha puts some variables G on
+   alpha; naming alpha beta instead never adds a copy (a net's set of reader
+   labels other than its maker's can only shrink), and the result is a move
+   towards beta from this labelling, which lowers nothing. */
+static int idle_label(const dp_place_problem *m, const uint32_t *label, uint32_t alpha,
+                      const uint64_t *same_since, uint64_t changes) {
+  if (m->unary || m->pair) return 0;
+  uint64_t beta = 0; /* labels whose move finds nothing from here */
+  for (uint32_t l = 0; l < m->nlabels; l++)
+    if (l != alpha && same_since[l] == changes) beta |= (uint64_t)1 << l;
+  for (uint32_t v = 0; v < m->nvars && beta; v++) {
+    if (label[v] == alpha) return 0;
+    if (m->fixed[v] == DP__NONE_ID && ((m->allowed[v] >> alpha) & 1)) beta &= m->allowed[v];
+  }
+  return beta != 0;
+}
+
 int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
   if (m->oom) return -1;
   if (start(m, label)) return 1;
@@ -313,6 +334,10 @@ int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
     for (uint32_t alpha = 0; alpha < m->nlabels; alpha++) {
       if (m->nlabels == 2 && alpha == m->dflt) continue;
       if (same_since[alpha] == changes) continue;
+      if (idle_label(m, label, alpha, same_since, changes)) {
+        same_since[alpha] = changes;
+        continue;
+      }
       if (move(m, label, alpha, state, &side, &capside, g, next) < 0) goto done;
       int64_t e = dp_place_energy(m, next);
       if (e < cur) {

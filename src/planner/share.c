@@ -38,29 +38,18 @@
 
 typedef struct ckey { dp_expr *value; dp_vdev *src, *dst; uint32_t next, rep; } ckey;
 
+typedef struct copy { dp_expr *e; uint32_t key, rep; } copy;
+
 typedef struct sctx {
   struct dp__plan_ops ops;
-  dp__ptrmap id;              /* node -> id (post order) */
-  dp_expr **node; uint32_t n, cap;
-  uint32_t *key;              /* per id: its copy key, or NONE (not a planner copy) */
-  uint32_t *rep;              /* per id of a copy: the copy that stands for it */
-  dp_expr **made;             /* per id of a representative: its rebuilt node (owned) */
+  copy *cp; uint32_t n, cap;  /* the planner copies, in post order */
+  dp__ptrmap id;              /* copy -> its index in cp */
+  dp_expr **made;             /* per copy that stands for others: its rebuilt node (owned) */
   ckey *k; uint32_t nk, capk;
   dp__ptrmap first;           /* value -> its first key + 1 */
   int again;                  /* a round merged the value of another copy */
   int oom;
 } sctx;
-
-static int number(void *ud, dp_expr *e) {
-  sctx *c = ud;
-  if (dp_grow((void **)&c->node, &c->cap, c->n + 1, sizeof *c->node) < 0 ||
-      dp__ptrmap_set(&c->id, e, c->n, 0) < 0) {
-    c->oom = 1;
-    return -1;
-  }
-  c->node[c->n++] = e;
-  return 0;
-}
 
 /* The key of a planner copy (value under its on_device calls, src, dst). */
 static uint32_t key_of(sctx *c, dp_expr *e) {
@@ -81,23 +70,34 @@ oom:
   return NONE;
 }
 
-/* Each copy's representative: the first copy of its key (post order). */
-static void representatives(sctx *c) {
-  for (uint32_t i = 0; i < c->n; i++) {
-    if (c->key[i] == NONE) continue;
-    ckey *k = &c->k[c->key[i]];
-    if (k->rep == NONE) k->rep = i;
-    c->rep[i] = k->rep;
+/* Post order: each planner copy keyed, its representative the first copy
+   of its key. Only copies are remembered: a plan without copies costs one
+   walk. */
+static int number(void *ud, dp_expr *e) {
+  sctx *c = ud;
+  if (e->h.kind != DP_CALL || ((dp_call *)e)->fn != &c->ops.device_copy->e) return 0;
+  uint32_t key = key_of(c, e);
+  if (c->oom) return -1;
+  if (key == NONE) return 0;
+  if (dp_grow((void **)&c->cp, &c->cap, c->n + 1, sizeof *c->cp) < 0 ||
+      dp__ptrmap_set(&c->id, e, c->n, 0) < 0) {
+    c->oom = 1;
+    return -1;
   }
+  ckey *k = &c->k[key];
+  if (k->rep == NONE) k->rep = c->n;
+  c->cp[c->n] = (copy){e, key, k->rep};
+  c->n++;
+  return 0;
 }
 
 static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   sctx *c = ud;
   (void)err;
   if (!rebuilt->type && orig->type) rebuilt->type = dp_retain(orig->type);
-  dp__ptrslot *slot = dp__ptrmap_find(&c->id, orig);
-  if (!slot || c->key[slot->val] == NONE) return dp_retain(rebuilt);
-  uint32_t r = c->rep[slot->val];
+  dp__ptrslot *slot = orig->h.kind == DP_CALL ? dp__ptrmap_find(&c->id, orig) : NULL;
+  if (!slot) return dp_retain(rebuilt);
+  uint32_t r = c->cp[slot->val].rep;
   if (!c->made[r]) c->made[r] = dp_retain(rebuilt); /* the first member met stands for all */
   return dp_retain(c->made[r]);
 }
@@ -105,10 +105,7 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
 static void forget(sctx *c) {
   if (c->made)
     for (uint32_t i = 0; i < c->n; i++) dp_release(c->made[i]);
-  free(c->key);
-  free(c->rep);
   free(c->made);
-  c->key = c->rep = NULL;
   c->made = NULL;
   c->n = c->nk = 0;
   dp__ptrmap_free(&c->id);
@@ -119,24 +116,18 @@ static void forget(sctx *c) {
 static dp_expr *share_fn(sctx *c, dp_expr *f, dp_err **err) {
   dp_visitor v = {NULL, number, c};
   dp_expr *out = NULL;
+  c->again = 0;
   if (dp_visit(f, &v) < 0 || c->oom) goto oom;
-  if (!(c->key = dp_malloc((size_t)c->n * sizeof *c->key)) ||
-      !(c->rep = dp_malloc((size_t)c->n * sizeof *c->rep)) ||
-      !(c->made = dp_calloc(c->n, sizeof *c->made)))
-    goto oom;
-  for (uint32_t i = 0; i < c->n && !c->oom; i++) {
-    c->key[i] = key_of(c, c->node[i]);
-    c->rep[i] = NONE;
+  if (c->n == 0) { /* nothing to share */
+    forget(c);
+    return dp_retain(f);
   }
-  if (c->oom) goto oom;
-  representatives(c);
+  if (!(c->made = dp_calloc(c->n, sizeof *c->made))) goto oom;
   /* a copy of a copy that goes now has its key only after this round (a
      value copied to a device and back, twice): another round merges it */
-  c->again = 0;
   for (uint32_t i = 0; i < c->n && !c->again; i++) {
-    if (c->key[i] == NONE) continue;
-    dp__ptrslot *v = dp__ptrmap_find(&c->id, c->k[c->key[i]].value);
-    c->again = v && c->key[v->val] != NONE && c->rep[v->val] != v->val;
+    dp__ptrslot *v = dp__ptrmap_find(&c->id, c->k[c->cp[i].key].value);
+    c->again = v && c->cp[v->val].rep != v->val;
   }
   dp_rewriter rw = {NULL, post, c};
   out = dp_rewrite(f, &rw, err);
@@ -172,7 +163,7 @@ dp_module *dp_plan_share_copies(dp_module *m, dp_err **err) {
       break;
     }
   }
-  free(c.node);
+  free(c.cp);
   free(c.k);
   dp__ptrmap_free(&c.id);
   dp__ptrmap_free(&c.first);

@@ -1,8 +1,9 @@
 -- AnnotateVirtualDevices: device rules per operator, per operator pattern
--- kind, per Composite function, per global function, or for every call,
--- written in Lua on top of dp.rewrite. Each call a rule applies to is
--- wrapped in on_device(call, virtual_device=vd); the planner then places
--- everything else.
+-- kind, per Composite function, per global function, or for every call.
+-- Each call a rule applies to is wrapped in on_device(call,
+-- virtual_device=vd); the planner then places everything else. The module
+-- is walked once in C (src/pattern/annotate_calls.c): only the calls a
+-- rule names reach Lua, and the annotated module keeps its types.
 --
 --   local annotate = dp.passes.AnnotateVirtualDevices{
 --     ["nn.conv2d"] = function(call) return gpu end,      -- one operator
@@ -236,41 +237,21 @@ local function typed(mod)
   return true
 end
 
--- The memory and VM dialect: its operators' arguments have rules of their own.
-local function dialect(name)
-  return name == "call_lowered" or name:match("^memory%.") or name:match("^vm%.")
+-- A function literal that is one unit: its calls are not placed on their own.
+local function is_unit(fn)
+  return fn.attrs ~= nil and (fn.attrs.Composite ~= nil or fn.attrs.Primitive == 1)
 end
 
--- The calls whose device earlier annotations decided already: the body of
--- an on_device that names a device and constrains its body (the default);
--- and an operator call reading a value whose device is fixed (an on_device
--- with constrain_result=True, a device_copy's result, another such call):
--- an operator runs where its arguments are, so planning puts it there
--- (MergeAndAnnotate's groups are read this way: their inputs are fixed on
--- the group's device, their calls read them and each other).
+-- The calls whose device earlier annotations decided already, as a set
+-- (MergeAndAnnotate reads it; the pass finds the same calls in its C walk):
+-- the body of an on_device that names a device and constrains its body (the
+-- default); and an operator call reading a value whose device is fixed (an
+-- on_device with constrain_result=True, a device_copy's result, another
+-- such call): an operator runs where its arguments are, so planning puts it
+-- there (MergeAndAnnotate's groups are read this way: their inputs are fixed
+-- on the group's device, their calls read them and each other).
 local function already_placed(mod)
-  local placed, fixed = {}, {}
-  local function has_device(vd) return vd ~= nil and not vd:is_fully_unconstrained() end
-  core.visit(mod, function(e)
-    if e.kind ~= "call" or e.callee.kind ~= "op" then return end
-    local name, a = e.callee.name, e.attrs or {}
-    if name == "on_device" then
-      if has_device(a.virtual_device) then
-        if a.constrain_body ~= false and e.args[1].kind == "call" then placed[e.args[1]] = true end
-        if a.constrain_result == true then fixed[e] = true end
-      end
-    elseif name == "device_copy" then
-      if has_device(a.dst_virtual_device) then fixed[e] = true end
-    elseif not dialect(name) then
-      for _, arg in ipairs(e.args) do
-        if fixed[arg] then
-          placed[e], fixed[e] = true, true
-          break
-        end
-      end
-    end
-  end)
-  return placed
+  return core.annotate_placed(mod)
 end
 
 M.already_placed = already_placed
@@ -295,24 +276,21 @@ function M.new(rules, opts)
     end
     -- rules read the calls' types: the module as the rules see it is type-checked
     if not typed(mod) then mod = core.infer_type(mod) end
-    local placed = already_placed(mod)
+    -- one walk in C: the calls earlier annotations placed are skipped, an
+    -- operator's rule is found there, and only calls with a rule reach Lua
     local pending = {}
-    local out = core.infer_type(core.rewrite(mod, {
-      pre = function(e)
-        -- a Composite or Primitive function is one unit: its calls are not placed on their own
-        if e.kind == "fn" and e.attrs and (e.attrs.Composite ~= nil or e.attrs.Primitive == 1) then return e end
-      end,
-      call = function(call, original)
-        if placed[original] then return nil end
-        local rule, key = rule_for(rules, original)
-        local r = rule and devices_of(rule(original), key, original)
-        if ir.is_virtual_device(r) then return core.call("on_device", {call}, {virtual_device = r}) end
-        if getmetatable(r) == Soft then
-          return core.call("on_device", {call}, {virtual_device = r.device, soft = r.weight + 0.0})
-        end
-        if r then pending[#pending + 1] = {call = call, original = original, list = r} end
-      end,
-    }))
+    local function take(r, key, original)
+      r = devices_of(r, key, original)
+      if r == nil or ir.is_virtual_device(r) then return r end
+      if getmetatable(r) == Soft then return r.device, r.weight + 0.0 end
+      pending[#pending + 1] = {original = original, list = r}
+      return true
+    end
+    local out, later, untyped = core.annotate_calls(mod, rules, rule_for, take, is_unit)
+    for i, call in ipairs(later) do pending[i].call = call end
+    -- rebuilt nodes keep their types: inference again only for a module
+    -- whose nodes were not all typed
+    if untyped then out = core.infer_type(out) end
     if #pending == 0 then return out, {} end
     local cfg = opts.config or (ctx and ir.is_config(ctx.config) and ctx.config)
     if not cfg then

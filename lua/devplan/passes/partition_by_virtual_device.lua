@@ -33,34 +33,12 @@ local M = {}
 
 local BY = {virtual_device = true, target = true, device_type = true}
 
--- The targets a planned module names (function, parameter, on_device and
--- device_copy virtual devices), in first-seen order.
-local function targets_of(mod)
-  local seen, list = {}, {}
-  local function add(vd)
-    local t = vd and vd.target
-    if t and not seen[t] then
-      seen[t] = true
-      list[#list + 1] = t
-    end
-  end
-  core.visit(mod, function(e)
-    if e.kind == "fn" then add(e.virtual_device)
-    elseif e.kind == "var" then add(e.virtual_device)
-    elseif e.kind == "call" and e.callee.kind == "op" then
-      local a = e.attrs
-      if a then add(a.virtual_device); add(a.src_virtual_device); add(a.dst_virtual_device) end
-    end
-  end)
-  return list
-end
-
 -- A configuration that canonicalises the module's devices to themselves:
 -- one target per kind (the one with a host, as primitive targets are),
 -- and their host; the planner's default (llvm, cuda) when there is none.
 local function config_of(mod)
   local by_kind, order, host = {}, {}, nil
-  for _, t in ipairs(targets_of(mod)) do
+  for _, t in ipairs(core.partition_targets(mod)) do -- (one walk in C)
     if t.host then host = host or t.host end
     local k = t.kind
     if not by_kind[k] then order[#order + 1] = k end

@@ -1,0 +1,178 @@
+-- dp.planner.report counts in C (src/planner/report.c) and writes its copies
+-- from C until a script reads r.copies: checked here against the report as
+-- it was written in Lua (a walk of every node with each node's device,
+-- kept below as the reference), and the text and JSON written from C
+-- against the same written from the rows.
+local dp = require "devplan"
+local core = require "devplan.core"
+local devname = require "devplan.devname"
+local testing = require "devplan.testing"
+local gen = dofile((dp.root or ".") .. "/bench/gen.lua")
+
+local MAX = math.maxinteger
+local function bytes_of(t)
+  if t == nil then return nil, "unknown" end
+  return core.type.bytes(t)
+end
+local M = {bytes_of = bytes_of}
+
+-- the reference: dp.planner.report as it was before it counted in C
+local function is_op(e, name)
+  return e.kind == "call" and e.callee.kind == "op" and e.callee.name == name
+end
+
+-- expr -> {fn =, name =}: the printed names of the module's nodes.
+local function printed_names(mod)
+  local _, names = core.astext(mod, {names = true})
+  local of = {}
+  for fn, map in pairs(names) do
+    for name, e in pairs(map) do of[e] = {fn = fn, name = name} end
+  end
+  return of
+end
+
+-- The copied value, through the on_device that marks where it was made.
+local function copied(e)
+  local v = e.args[1]
+  while is_op(v, "on_device") do v = v.args[1] end
+  return v
+end
+
+-- The names of the global functions another function refers to (their
+-- parameters are the callers' arguments).
+local function called_functions(mod)
+  local called = {}
+  for _, nf in ipairs(mod:functions()) do
+    core.visit(nf[2].body, function(e)
+      if e.kind == "global" and e.name ~= nf[1] then called[e.name] = true end
+    end)
+  end
+  return called
+end
+
+-- sum + b without wrapping: the new sum, or nil when it does not fit.
+local function add(sum, b)
+  if b == nil or sum > MAX - b then return nil end
+  return sum + b
+end
+
+local function reference(planned, config)
+  local devices = core.planner.virtual_devices(planned, config)
+  local names = printed_names(planned)
+  local namer = devname.namer()
+  local per, order = {}, {}
+  local totals = {calls = 0, copies = 0, bytes_copied = 0, bytes_resident = 0, copies_too_large = 0, too_large = 0}
+  local r = {devices = order, copies = {}, totals = totals}
+  local function entry(vd)
+    local n = namer(vd)
+    if not per[n] then
+      per[n] = {name = n, device = tostring(vd), calls = 0, bytes = 0, unknown = 0, too_large = 0}
+      order[#order + 1] = per[n]
+    end
+    return per[n]
+  end
+  local function resident(e, vd)
+    if not vd or vd:is_fully_unconstrained() then return end
+    local d = entry(vd)
+    local b, why = M.bytes_of(e.checked_type)
+    if why == "unknown" then
+      d.unknown = d.unknown + 1
+      return
+    end
+    local sum = add(d.bytes, b)
+    if sum then d.bytes = sum else d.too_large = d.too_large + 1 end
+    sum = add(totals.bytes_resident, b)
+    if sum then totals.bytes_resident = sum else totals.too_large = totals.too_large + 1 end
+  end
+  local called = called_functions(planned)
+  for _, nf in ipairs(planned:functions()) do
+    if not called[nf[1]] then
+      for _, p in ipairs(nf[2].params) do resident(p, devices[p]) end
+    end
+  end
+  core.visit(planned, function(e)
+    if e.kind == "const" then
+      resident(e, devices[e])
+    elseif is_op(e, "device_copy") then
+      local src, dst = e.attrs.src_virtual_device, e.attrs.dst_virtual_device
+      local v = copied(e)
+      local own, val = names[e] or {}, names[v] or {}
+      local b, why = M.bytes_of(e.checked_type)
+      r.copies[#r.copies + 1] = {
+        fn = own.fn or val.fn, name = own.name, value = val.name or own.name,
+        src = namer(src), dst = namer(dst), type = tostring(e.checked_type), bytes = b, size = why,
+        line = e.span and e.span.line, col = e.span and e.span.col, source = e.span and e.span.source,
+      }
+      entry(src)
+      resident(e, dst)
+      totals.copies = totals.copies + 1
+      if why ~= "unknown" then
+        local sum = add(totals.bytes_copied, b)
+        if sum then totals.bytes_copied = sum else totals.copies_too_large = totals.copies_too_large + 1 end
+      end
+    elseif e.kind == "call" and (e.callee.kind == "op" or e.callee.kind == "ctor") and not is_op(e, "on_device") then
+      local vd = devices[e]
+      if vd and not vd:is_fully_unconstrained() then
+        entry(vd).calls = entry(vd).calls + 1
+        totals.calls = totals.calls + 1
+      end
+      resident(e, vd)
+    end
+  end)
+  return r
+
+end
+
+local cuda = testing.config("cuda")
+local cpu = dp.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cpu"}
+
+-- planned modules: generated shapes, annotated models, their partitions
+local function cases()
+  local list = {}
+  for _, shape in ipairs{"chain", "let", "branchy"} do
+    local planned = dp.passes.PlanDevices(cuda)(dp.parse(gen[shape](400), testing.META))
+    list[#list + 1] = {shape, planned, cuda}
+    list[#list + 1] = {shape .. " partitioned", dp.passes.PartitionByVirtualDevice{}(planned), cuda}
+  end
+  for _, name in ipairs{"resnet18", "lstm", "squeezenet", "mlp"} do
+    local mod = dp.parse_file(dp.root .. "/models/" .. name .. ".relay")
+    local planned = dp.pipeline.build("annotate(nn.conv2d=cuda,nn.dense=cuda,concatenate=cpu),plan_devices",
+                                      {config = cpu})(mod)
+    list[#list + 1] = {name, planned, cpu}
+    list[#list + 1] = {name .. " partitioned", dp.passes.PartitionByVirtualDevice{}(planned), cpu}
+  end
+  return list
+end
+
+describe("dp.planner.report counted in C", function()
+  it("counts every device, copy and total as the walk of every node in Lua did", function()
+    for _, c in ipairs(cases()) do
+      local r, want = dp.planner.report(c[2], c[3]), reference(c[2], c[3])
+      assert.same(want.devices, r.devices, c[1])
+      assert.same(want.totals, r.totals, c[1])
+      assert.same(want.copies, r.copies, c[1])
+    end
+  end)
+
+  it("writes the copies in text and JSON from C as from the rows a script reads", function()
+    local copies = 0
+    for _, c in ipairs(cases()) do
+      local fast = dp.planner.report(c[2], c[3])
+      local text, json = fast:text(), fast:json()
+      local rows = dp.planner.report(c[2], c[3])
+      copies = copies + #rows.copies -- read: text and JSON now come from the rows
+      assert.equal(rows:text(), text, c[1])
+      assert.equal(rows:json(), json, c[1])
+    end
+    assert.is_true(copies > 100, copies .. " copies") -- the cases have copies to write
+  end)
+
+  it("lets a script change the rows before writing them", function()
+    local planned = dp.passes.PlanDevices(cuda)(dp.parse(gen.branchy(120), testing.META))
+    local r = dp.planner.report(planned, cuda)
+    assert.is_true(#r.copies > 0)
+    r.copies[1].name = "%renamed \"quoted\""
+    assert.truthy(r:text():find("%renamed \"quoted\" = copy of", 1, true))
+    assert.truthy(r:json():find('"name":"%renamed \\"quoted\\""', 1, true))
+  end)
+end)

@@ -1,0 +1,293 @@
+/*
+ * What dp.planner.report counts (lua/devplan/report.lua words it), in one
+ * C walk of a planned module: per device the calls and the bytes resident,
+ * every device_copy, the totals. Above the phases: it reads the domains the
+ * pipeline gives back for the planned module (dp_plan_domains), as
+ * dp_domains_each tells each node's device, and the module's own
+ * annotations.
+ *
+ * Each value is counted once, where it is made: the parameters of the entry
+ * functions (those no other function refers to), the results of operator
+ * and constructor calls (but on_device), constants, and the results of
+ * copies (on their destination). Sums never wrap: a value whose bytes
+ * would carry a sum past INT64_MAX is counted in too_large instead, in the
+ * order the values are met (parameters first, then each function's nodes
+ * in post order), as the report always did.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "planner.h"
+#include "devplan/print.h"
+#include "devplan/report.h"
+
+typedef struct rctx {
+  dp_report_data *r;
+  dp_domains *d;
+  dp__ptrmap exact;       /* node -> device, when the quick lookup cannot be used */
+  int use_exact;
+  int primitive;          /* the quick walk met a primitive function: use `exact` */
+  const dp_op *on_device, *device_copy;
+  const dp_module *m;
+  uint32_t fn;            /* the function walked */
+  uint8_t *called;        /* per function: another function refers to it */
+  uint32_t entered;
+  int oom;
+} rctx;
+
+/* The entry of vd, named (added) when new. */
+static dp_report_dev *named(rctx *c, dp_vdev *vd) {
+  dp_report_data *r = c->r;
+  for (uint32_t i = r->ndev; i-- > 0;)
+    if (r->dev[i].vd == vd) return &r->dev[i];
+  if (dp_grow((void **)&r->dev, &r->capdev, r->ndev + 1, sizeof *r->dev) < 0) {
+    c->oom = 1;
+    return NULL;
+  }
+  dp_report_dev *d = &r->dev[r->ndev++];
+  memset(d, 0, sizeof *d);
+  d->vd = vd;
+  d->entered = UINT32_MAX;
+  return d;
+}
+
+/* The entry of vd as the report lists it (in order of first use). */
+static dp_report_dev *entry(rctx *c, dp_vdev *vd) {
+  dp_report_dev *d = named(c, vd);
+  if (d && d->entered == UINT32_MAX) d->entered = c->entered++;
+  return d;
+}
+
+/* sum + b unless it passes INT64_MAX: 1 added, 0 left out. */
+static int add(int64_t *sum, int64_t b) {
+  if (*sum > INT64_MAX - b) return 0;
+  *sum += b;
+  return 1;
+}
+
+static void resident(rctx *c, dp_expr *e, dp_vdev *vd) {
+  if (!vd || dp_vdev_is_fully_unconstrained(vd)) return;
+  dp_report_dev *d = entry(c, vd);
+  if (!d) return;
+  int64_t b = 0;
+  int r = e->type ? dp_type_bytes(e->type, &b) : DP_BYTES_UNKNOWN;
+  if (r < 0) {
+    c->oom = 1;
+    return;
+  }
+  if (r == DP_BYTES_UNKNOWN) {
+    d->unknown++;
+    return;
+  }
+  if (r != DP_BYTES_KNOWN || !add(&d->bytes, b)) d->too_large++;
+  if (r != DP_BYTES_KNOWN || !add(&c->r->bytes_resident, b)) c->r->too_large++;
+}
+
+/* The device dp_domains_each gives e, or NULL (borrowed: the domains hold it). */
+static dp_vdev *device(rctx *c, dp_expr *e) {
+  if (c->use_exact) {
+    dp__ptrslot *s = dp__ptrmap_find(&c->exact, e);
+    return s ? s->ptr : NULL;
+  }
+  if (!dp_domains_has(c->d, e)) return NULL;
+  dp_vdev *vd = dp_domains_lookup(c->d, e, NULL);
+  dp_release(vd); /* interned, held by the domains */
+  return vd;
+}
+
+static int remember(void *ud, const char *global, dp_expr *e, dp_vdev *vd) {
+  rctx *c = ud;
+  (void)global;
+  return dp__ptrmap_put(&c->exact, e, vd) < 0 ? -1 : 0;
+}
+
+static const dp_aval *attr(const dp_call *call, const char *key) {
+  return call->attrs ? dp_attrs_get(call->attrs, key) : NULL;
+}
+
+static dp_vdev *vdev_attr(const dp_call *call, const char *key) {
+  const dp_aval *v = attr(call, key);
+  return v && v->kind == DP_AV_VDEV ? v->u.vdev : NULL;
+}
+
+/* The quick lookup reads the domains as dp_domains_each's walk would,
+   which does not enter primitive functions: met one, the walk stops and
+   the exact table is made instead. */
+static int pre(void *ud, dp_expr *e) {
+  rctx *c = ud;
+  if (!c->use_exact && e->h.kind == DP_FUNC && dp__is_primitive((dp_func *)e)) {
+    c->primitive = 1;
+    return -1;
+  }
+  return 1;
+}
+
+static int post(void *ud, dp_expr *e) {
+  rctx *c = ud;
+  dp_report_data *r = c->r;
+  if (e->h.kind == DP_CONST) {
+    resident(c, e, device(c, e));
+  } else if (e->h.kind == DP_CALL) {
+    dp_call *call = (dp_call *)e;
+    dp_expr *fn = call->fn;
+    if (fn == &c->device_copy->e) {
+      dp_vdev *src = vdev_attr(call, "src_virtual_device"), *dst = vdev_attr(call, "dst_virtual_device");
+      if (dp_grow((void **)&r->copies, &r->capcopies, r->ncopies + 1, sizeof *r->copies) < 0) {
+        c->oom = 1;
+        return -1;
+      }
+      dp_expr *value = call->nargs ? call->args[0] : e;
+      while (value->h.kind == DP_CALL && ((dp_call *)value)->fn == &c->on_device->e && ((dp_call *)value)->nargs)
+        value = ((dp_call *)value)->args[0];
+      dp_report_copy *rc = &r->copies[r->ncopies++];
+      *rc = (dp_report_copy){e, value, src, dst, UINT32_MAX, UINT32_MAX, NULL, NULL, NULL, NULL};
+      dp_report_dev *sd = src ? named(c, src) : NULL;
+      if (sd) rc->src_dev = (uint32_t)(sd - r->dev);
+      dp_report_dev *dd = dst ? named(c, dst) : NULL;
+      if (dd) rc->dst_dev = (uint32_t)(dd - r->dev);
+      if (src) entry(c, src);
+      resident(c, e, dst);
+      r->copies_total++;
+      int64_t b = 0;
+      int k = e->type ? dp_type_bytes(e->type, &b) : DP_BYTES_UNKNOWN;
+      if (k < 0) c->oom = 1;
+      else if (k != DP_BYTES_UNKNOWN && (k != DP_BYTES_KNOWN || !add(&r->bytes_copied, b))) r->copies_too_large++;
+    } else if ((fn->h.kind == DP_OP || fn->h.kind == DP_CTOR) && fn != &c->on_device->e) {
+      dp_vdev *vd = device(c, e);
+      if (vd && !dp_vdev_is_fully_unconstrained(vd)) {
+        dp_report_dev *d = entry(c, vd);
+        if (d) d->calls++;
+        r->calls++;
+      }
+      resident(c, e, vd);
+    }
+  }
+  return c->oom ? -1 : 0;
+}
+
+/* Which functions another function refers to. */
+static int find_called(void *ud, dp_expr *e) {
+  rctx *c = ud;
+  if (e->h.kind == DP_GLOBAL) {
+    int i = dp_module_func_index(c->m, ((dp_global *)e)->name);
+    if (i >= 0 && (uint32_t)i != c->fn) c->called[i] = 1;
+  }
+  return 0;
+}
+
+/* ---- the copies' names, as the printer gives them ---- */
+
+typedef struct nctx {
+  dp_report_data *r;
+  dp__ptrmap want;        /* copy or value -> 1 + the index of its function's name in r->strings
+                             (its own name follows), 0 while not named */
+  int oom;
+} nctx;
+
+static char *keep(nctx *n, const char *s) {
+  dp_report_data *r = n->r;
+  char *d = dp_strdup(s);
+  if (!d || dp_grow((void **)&r->strings, &r->capstrings, r->nstrings + 1, sizeof *r->strings) < 0) {
+    free(d);
+    n->oom = 1;
+    return NULL;
+  }
+  return r->strings[r->nstrings++] = d;
+}
+
+static void on_name(void *ud, const char *fn, const dp_expr *e, const char *name) {
+  nctx *n = ud;
+  dp__ptrslot *s = n->oom ? NULL : dp__ptrmap_find(&n->want, e);
+  if (!s || s->word) return; /* the first name a node is given */
+  if (keep(n, fn) && keep(n, name)) s->word = n->r->nstrings - 1;
+}
+
+static int name_copies(dp_module *m, dp_report_data *r) {
+  nctx n = {r, DP__PTRMAP_INIT, 0};
+  for (uint32_t i = 0; i < r->ncopies && !n.oom; i++)
+    if (!dp__ptrmap_insert(&n.want, r->copies[i].copy, NULL) || !dp__ptrmap_insert(&n.want, r->copies[i].value, NULL))
+      n.oom = 1;
+  dp_print_opts o = {0, on_name, &n, NULL};
+  char *text = n.oom ? NULL : dp_print_module_with(m, &o, NULL);
+  free(text);
+  if (!text) n.oom = 1;
+  for (uint32_t i = 0; i < r->ncopies && !n.oom; i++) {
+    dp_report_copy *c = &r->copies[i];
+    dp__ptrslot *a = dp__ptrmap_find(&n.want, c->copy), *b = dp__ptrmap_find(&n.want, c->value);
+    if (a && a->word) c->fn = r->strings[a->word - 1], c->name = r->strings[a->word];
+    if (b && b->word) c->value_fn = r->strings[b->word - 1], c->value_name = r->strings[b->word];
+  }
+  dp__ptrmap_free(&n.want);
+  return n.oom ? -1 : 0;
+}
+
+void dp_report_data_clear(dp_report_data *r) {
+  if (!r) return;
+  for (uint32_t i = 0; i < r->nstrings; i++) free(r->strings[i]);
+  free(r->strings);
+  free(r->dev);
+  free(r->copies);
+  memset(r, 0, sizeof *r);
+}
+
+static int scan(rctx *c) {
+  const dp_module *m = c->m;
+  dp_visitor v = {pre, post, c};
+  memset(c->called, 0, m->nfuncs ? m->nfuncs : 1);
+  if (m->nfuncs > 1) { /* the entry functions are known before any node is counted */
+    dp_visitor g = {NULL, find_called, c};
+    for (c->fn = 0; c->fn < m->nfuncs; c->fn++)
+      if (dp_visit(m->funcs[c->fn].fn->body, &g) < 0) return -1;
+  }
+  for (uint32_t i = 0; i < m->nfuncs && !c->oom; i++) {
+    if (c->called[i]) continue;
+    const dp_func *f = m->funcs[i].fn;
+    for (uint32_t p = 0; p < f->nparams; p++) resident(c, &f->params[p]->e, device(c, &f->params[p]->e));
+  }
+  for (c->fn = 0; c->fn < m->nfuncs && !c->oom; c->fn++)
+    if (dp_visit(&m->funcs[c->fn].fn->e, &v) < 0) return -1;
+  return c->oom ? -1 : 0;
+}
+
+int dp_report_scan(dp_module *planned, dp_domains *d, dp_report_data *out, dp_err **err) {
+  memset(out, 0, sizeof *out);
+  rctx c;
+  memset(&c, 0, sizeof c);
+  c.r = out;
+  c.d = d;
+  c.m = planned;
+  c.on_device = dp_op_get(planned->ctx, "on_device");
+  c.device_copy = dp_op_get(planned->ctx, "device_copy");
+  c.called = dp_malloc(planned->nfuncs ? planned->nfuncs : 1);
+  /* the quick lookup: the domains are the planned module's own nodes */
+  const dp_module *dm = dp_domains_module(d);
+  int same = dm->nfuncs == planned->nfuncs;
+  for (uint32_t i = 0; same && i < dm->nfuncs; i++) same = dm->funcs[i].fn == planned->funcs[i].fn;
+  c.use_exact = !same;
+  int rc = c.called && c.on_device && c.device_copy ? 0 : -1;
+  /* the domains find nodes by their address: the index's map of every node
+     is made now, so that running out of memory there is an error rather
+     than nodes without a device */
+  dp__index *ix = d->uf.ix;
+  if (rc == 0 && planned->nfuncs && dp__index_id(ix, &planned->funcs[0].fn->e) == DP__NONE_ID && !ix->full)
+    rc = -1;
+  if (rc == 0 && c.use_exact) rc = dp_domains_each(d, remember, &c, err);
+  if (rc == 0) {
+    rc = scan(&c);
+    if (rc < 0 && c.primitive && !c.oom) { /* again, exactly */
+      dp_report_data_clear(out);
+      c.use_exact = 1;
+      c.entered = 0;
+      rc = dp_domains_each(d, remember, &c, err);
+      if (rc == 0) rc = scan(&c);
+    }
+  }
+  if (rc == 0 && out->ncopies) rc = name_copies(planned, out);
+  free(c.called);
+  dp__ptrmap_free(&c.exact);
+  if (rc < 0) {
+    dp_report_data_clear(out);
+    if (err && !*err) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return -1;
+  }
+  return 0;
+}
