@@ -14,9 +14,11 @@
 --   --n N            the size of the rows measured at 1,000,000 calls
 --   --old DIR        also run every row with DIR/bin/devplan (a build of
 --                    another commit: old and new side by side in one run)
---   --callgrind      instructions per call (valgrind's callgrind, at 100,000
---                    calls) of the rows that have a column for it: the step's
---                    instructions are those of a run with it minus one without
+--   --callgrind LIST instructions per call (valgrind's callgrind, at 100,000
+--                    calls) of these steps (plan, parse, print, printplan,
+--                    annotate, share, partition, report_text, report_json,
+--                    min_bytes, min_bytes4; "all"): a run with the step minus
+--                    one without it (the machine has no instruction counters)
 --   --repeat N       best of N fresh processes per measurement (default 1)
 -- Columns: CPU seconds (os.clock around the step alone; the shared machine's
 -- load is printed first: wall times on it are noisy, instructions are not),
@@ -33,9 +35,11 @@ local OUT = root .. "/bench/out"
 -- ---------------------------------------------------------------- the child
 
 -- One step in this process: prints "secs warm_secs heap_bytes" (heap: the
--- peak heap growth when bench/heapcount.c is preloaded, else 0). With skip
--- everything but the step runs (callgrind's baseline).
-local function child(row, shape, n, skip)
+-- peak heap growth when bench/heapcount.c is preloaded, else 0). Mode
+-- "skip": everything but the step runs (callgrind's baseline); "once": the
+-- step runs once (no warm run).
+local function child(row, shape, n, mode)
+  local skip, once = mode == "skip", mode == "once"
   local testing = require "devplan.testing"
   local config = testing.config("cuda")
   local function read(path)
@@ -70,7 +74,7 @@ local function child(row, shape, n, skip)
     local s1, r = time(f, ...)
     local h = heap()
     r = nil
-    local s2 = time(f, ...)
+    local s2 = once and 0 or time(f, ...)
     print(s1, s2, h)
   end
   if row == "plan" or row == "heap" then return twice(plan, mod) end
@@ -93,8 +97,11 @@ local function child(row, shape, n, skip)
 end
 
 if arg[1] == "--child" then
-  child(arg[2], arg[3], tonumber(arg[4]), arg[5] == "skip")
-  return
+  child(arg[2], arg[3], tonumber(arg[4]), arg[5])
+  -- (no closing of the state: freeing what the step made is not the step,
+  -- and would count in callgrind's difference)
+  io.stdout:flush()
+  os.exit(0)
 end
 
 -- ---------------------------------------------------------------- the parent
@@ -105,8 +112,7 @@ do
   local i = 1
   while arg[i] do
     local a = arg[i]
-    if a == "--callgrind" then opts.callgrind = true i = i + 1
-    elseif a == "--rows" or a == "--old" or a == "--n" or a == "--repeat" then
+    if a == "--rows" or a == "--old" or a == "--n" or a == "--repeat" or a == "--callgrind" then
       opts[a:sub(3)] = assert(arg[i + 1], a .. " needs a value")
       i = i + 2
     else error("perf.lua: unknown option " .. a .. " (see the header of bench/perf.lua)") end
@@ -175,9 +181,10 @@ end
 
 -- Instructions of a step per call (callgrind: with it minus without it).
 local function instructions(build, row, shape, n)
+  module_file(shape, n)
   local function ir(skip)
     local out = sh(("valgrind --tool=callgrind --callgrind-out-file=/dev/null '%s/bin/devplan' '%s' --child %s %s %d %s 2>&1")
-      :format(build[2], SCRIPT, row, shape, n, skip and "skip" or ""))
+      :format(build[2], SCRIPT, row, shape, n, skip and "skip" or "once"))
     return tonumber((out:match("Collected : (%d+)")))
   end
   local with, without = ir(false), ir(true)
@@ -222,8 +229,10 @@ local function header(title, cols)
   print(cols)
 end
 
+local CG = {}
+for r in (opts.callgrind or ""):gmatch("[^,]+") do CG[r] = true end
 local function ipc(build, r, shape)
-  if not opts.callgrind then return "" end
+  if not (CG[r] or CG.all) then return "" end
   local v = instructions(build, r, shape, 100000)
   return v and ("%9.0f"):format(v) or "        ?"
 end
