@@ -64,7 +64,7 @@ local function child(row, shape, n, mode)
   local heap = function() return tonumber(os.getenv("DEVPLAN_HEAP_PEAK")) or 0 end
   if row == "parse" then
     local s = time(dp.parse, text, testing.META)
-    print(s, "nan", 0)
+    print(s, -1, 0) -- (no warm run: the text is parsed once)
     return
   end
   local mod = dp.parse(text, testing.META)
@@ -291,7 +291,8 @@ local function step_table(title, r, shapes, n, goal)
     for _, b in ipairs(BUILDS) do
       local cold, warm = step(b, r, shape, n)
       local p = plan_time(b, shape, n)
-      row("%-8s %-4s %9.3f %9.3f %9.1f %s", shape, b[1], cold, warm, cold / p, ipc(b, r, shape))
+      row("%-8s %-4s %9.3f %9s %9.1f %s", shape, b[1], cold, warm < 0 and "-" or ("%9.3f"):format(warm),
+        cold / p, ipc(b, r, shape))
     end
   end
 end
@@ -333,7 +334,7 @@ if ROWS["10m"] then
     local file = module_file(shape, n)
     for _, b in ipairs(BUILDS) do
       local s, m, out = command(b, ("plan '%s' -o '%s/plan_out.relay' --time-passes"):format(file, OUT))
-      local p = out:match("PlanDevices%s+([%d.]+)")
+      local p = out:match("\n%s*([%d.]+)%s+[%d.]+%%%s+PlanDevices")
       row("%-8s %-4s %9.2f %9s %9.0f", shape, b[1], s, p or "?", m)
     end
   end
