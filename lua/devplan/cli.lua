@@ -651,7 +651,9 @@ local function emit(opts, mod, config, extra, regions)
     -- printed straight into the file: a large module's text is never
     -- held whole (as a Lua string it was as large as the module)
     local out = opts["-o"]
-    local ok, err = pcall(dp.write_file, out and out ~= "-" and out or io.stdout, mod, print_options(opts))
+    local po = print_options(opts)
+    po.newline = true -- (as write_output ends every text)
+    local ok, err = pcall(dp.write_file, out and out ~= "-" and out or io.stdout, mod, po)
     if not ok then fail("devplan: " .. (dp.is_error(err) and err.message or tostring(err))) end
     return
   end

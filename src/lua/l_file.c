@@ -4,7 +4,8 @@
  * options of dp.astext), written out as it is printed (dp_print_module_to):
  * the text of a large module is never held whole, in C or in Lua.
  * dp.write_file(file, ...): an open Lua file (io.stdout), written where
- * it is.
+ * it is. Option newline = true: the text ends with a newline (one is
+ * added when the printed text has none: a metadata section's JSON).
  *
  * A failed run must never leave half a file, and a full disk must never
  * pass for success. So a regular file (or a path that does not exist yet)
@@ -53,6 +54,8 @@ typedef struct content {
   size_t n;
   const dp_module *m;
   dp_print_opts o;
+  int newline;  /* a module's text ends with a newline (added when it has none) */
+  char last;    /* the last byte written */
   int fd, err; /* (the sink's: the file, the errno of a failed write) */
   off_t base;  /* where the text starts in the file */
 } content;
@@ -60,6 +63,7 @@ typedef struct content {
 static int sink_write(void *ud, const char *s, size_t n) {
   content *c = ud;
   c->err = write_all(c->fd, s, n);
+  if (n) c->last = s[n - 1];
   return c->err ? -1 : 0;
 }
 
@@ -80,7 +84,8 @@ static int put_content(int fd, content *c, int seekable) {
   c->fd = fd;
   c->err = 0;
   dp_print_sink sink = {sink_write, seekable ? sink_rewind : NULL, c};
-  if (dp_print_module_to(c->m, &c->o, &sink) == 0) return 0;
+  if (dp_print_module_to(c->m, &c->o, &sink) == 0)
+    return c->newline && c->last != '\n' ? write_all(fd, "\n", 1) : 0;
   return c->err ? c->err : -1;
 }
 
@@ -152,7 +157,13 @@ static int write_file(lua_State *L) {
   dp_obj *o = dp__lua_testobj(L, 2);
   if (o && o->type == DP_OBJ_MODULE) {
     c.m = (const dp_module *)o;
-    c.o = (dp_print_opts){dp__lua_print_flags(L, 3, "devplan.write_file"), NULL, NULL, dp__lua_ctx(L)};
+    static const char *const keys[] = {"types", "short_devices", "param_lines", "spans", "meta",
+                                       "newline", NULL};
+    dp__lua_check_opts(L, 3);
+    dp__lua_check_opt_keys(L, 3, keys, "devplan.write_file");
+    c.o = (dp_print_opts){dp__lua_print_flags(L, 3, NULL), NULL, NULL, dp__lua_ctx(L)};
+    c.newline = dp__lua_opt_field(L, 3, "newline") != LUA_TNIL && lua_toboolean(L, -1);
+    lua_pop(L, 1);
   } else {
     if (o) return luaL_typeerror(L, 2, "string or IRModule");
     c.s = luaL_checklstring(L, 2, &c.n);
