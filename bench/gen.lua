@@ -8,13 +8,28 @@ local CPU = "meta[VirtualDevice][0]"
 local GPU = "meta[VirtualDevice][1]"
 local OPS = {[0] = "add", "multiply"}
 
+-- Each shape returns its text; given a file (anything with :write), it
+-- writes the text there instead, in pieces (a 10,000,000-call module is
+-- hundreds of megabytes: bench/perf.lua), and returns nothing.
+local function piecewise(file)
+  local out = {}
+  if not file then return out, function() return table.concat(out) end end
+  return setmetatable({}, {__newindex = function(t, k, v)
+    out[#out + 1] = v
+    if #out >= 4096 then
+      file:write(table.concat(out))
+      out = {}
+    end
+  end, __len = function() return 0 end}), function() file:write(table.concat(out)) end
+end
+
 local function header(out)
   out[#out + 1] = '#[version = "0.0.5"]\n'
   out[#out + 1] = "def @main(%a: " .. TY .. ", %b: " .. TY .. ") {\n"
 end
 
-function M.chain(n)
-  local out = {}
+function M.chain(n, file)
+  local out, done = piecewise(file)
   header(out)
   local prev, k = "%a", 0
   for i = 0, n - 1 do
@@ -27,11 +42,11 @@ function M.chain(n)
     prev = "%" .. (k - 1)
   end
   out[#out + 1] = "  " .. prev .. "\n}\n"
-  return table.concat(out)
+  return done()
 end
 
-function M.let(n)
-  local out = {}
+function M.let(n, file)
+  local out, done = piecewise(file)
   header(out)
   local prev = "%a"
   for i = 0, n - 1 do
@@ -41,14 +56,17 @@ function M.let(n)
     prev = "%x" .. i
   end
   out[#out + 1] = "  " .. prev .. "\n}\n"
-  return table.concat(out)
+  return done()
 end
 
-function M.branchy(n, naive)
+function M.branchy(n, naive, file)
   local function dev_of(i) return (i // 50) % 2 == 0 and CPU or GPU end
-  local out = {}
+  local out, done = piecewise(file)
   header(out)
-  local names, k = {}, 0
+  -- (the name of call i: %k where k counts the lines before it, one more
+  -- when an on_device follows it; computed, not kept: 10M names are a GB)
+  local function name(i) return "%" .. (i + i // 50 + (i % 50 == 49 and 1 or 0)) end
+  local k = 0
   for i = 0, n - 1 do
     local lhs, rhs
     if i == 0 then
@@ -56,7 +74,7 @@ function M.branchy(n, naive)
     else
       local ops = {}
       for _, j in ipairs{i - 1, i // 2} do
-        local ref = names[j]
+        local ref = name(j)
         if not naive and dev_of(j) ~= dev_of(i) then
           ref = "on_device(" .. ref .. ", virtual_device=" .. dev_of(j) .. ")"
         end
@@ -70,10 +88,9 @@ function M.branchy(n, naive)
       out[#out + 1] = "  %" .. k .. " = on_device(%" .. (k - 1) .. ", virtual_device=" .. dev_of(i) .. ");\n"
       k = k + 1
     end
-    names[i] = "%" .. (k - 1)
   end
-  out[#out + 1] = "  " .. names[n - 1] .. "\n}\n"
-  return table.concat(out)
+  out[#out + 1] = "  " .. name(n - 1) .. "\n}\n"
+  return done()
 end
 
 M["branchy-naive"] = function(n) return M.branchy(n, true) end

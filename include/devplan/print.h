@@ -46,6 +46,21 @@ typedef struct dp_print_opts {
 /* dp_print_module / dp_print_expr with options (o NULL: none). */
 char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *len);
 char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len);
+/* Where dp_print_module_to writes: write(ud, s, n) takes the next n bytes
+   (0, or -1: a failed write, which ends printing); rewind(ud, offset)
+   goes back to byte offset of what was written, dropping what follows
+   (0, or -1), or NULL where that cannot be done (a pipe). */
+typedef struct dp_print_sink {
+  int (*write)(void *ud, const char *s, size_t n);
+  int (*rewind)(void *ud, uint64_t offset);
+  void *ud;
+} dp_print_sink;
+/* The text of dp_print_module_with, written out as it is printed: a large
+   module's text is never held whole (a megabyte or so at a time; with
+   rewind NULL, a definition at a time; with DP_PRINT_SHORT_DEVICES, whose
+   legend comes first, all of it). 0, or -1 (out of memory, or a write
+   failed: the sink knows why). */
+int dp_print_module_to(const dp_module *m, const dp_print_opts *o, const dp_print_sink *sink);
 /* `primfn @gem(Tensor[(2), float32] scope="a", ...) -> T scope="b";` malloc'd. */
 char *dp_print_primfn(const dp_primfn *pf);
 /* `type List[A] {\n  Cons(A, List[A]),\n  Nil,\n}` as a module prints it. malloc'd. */

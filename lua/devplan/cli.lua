@@ -731,6 +731,16 @@ local function emit(opts, mod, config, extra, regions)
     return
   end
   if (opts["--svg"] or opts["--dot"]) and not opts["-o"] and not extra then return end
+  if not extra and not coloured(opts) then
+    -- printed straight into the file: a large module's text is never
+    -- held whole (as a Lua string it was as large as the module)
+    local out = opts["-o"]
+    local po = print_options(opts)
+    po.newline = true -- (as write_output ends every text)
+    local ok, err = pcall(dp.write_file, out and out ~= "-" and out or io.stdout, mod, po)
+    if not ok then fail("devplan: " .. (dp.is_error(err) and err.message or tostring(err))) end
+    return
+  end
   local text = dp.astext(mod, print_options(opts))
   if extra then -- (before a metadata section: the JSON ends the text)
     local at = text:find("\n#[metadata]\n", 1, true) or #text + 1

@@ -23,14 +23,19 @@ const char *dp_exprkind_name(int kind) {
   return kind_names[kind];
 }
 
-static void *new_node(size_t size, int kind, dp_span span) {
-  dp_expr *e = dp_calloc(1, size);
+/* A node with its header set; the rest zeroed (new_node) or, for the
+   nodes made by the million whose constructor sets every field (calls,
+   lets, variables), left for it to set (set_node: no clearing first). */
+static void *set_node(dp_expr *e, int kind, dp_span span) {
   if (!e) return NULL;
-  e->h.rc = 1;
-  e->h.type = DP_OBJ_EXPR;
-  e->h.kind = (uint8_t)kind;
+  e->h = (dp_obj){1, DP_OBJ_EXPR, (uint8_t)kind, 0};
   e->span = span;
+  e->type = NULL;
   return e;
+}
+
+static void *new_node(size_t size, int kind, dp_span span) {
+  return set_node(dp_calloc(1, size), kind, span);
 }
 
 static int all_set(dp_expr *const *items, uint32_t n) {
@@ -47,7 +52,7 @@ static void retain_all(dp_expr **items, uint32_t n) {
 dp_var *dp_var_new(const char *name, dp_type *annot, dp_vdev *vdev, dp_span span) {
   if (!name) name = "";
   size_t len = strlen(name) + 1;
-  dp_var *v = new_node(sizeof *v + len, DP_VAR, span);
+  dp_var *v = set_node(dp_malloc(sizeof *v + len), DP_VAR, span);
   if (!v) return NULL;
   v->annot = dp_retain(annot);
   v->vdev = dp_retain(vdev);
@@ -113,7 +118,7 @@ dp_const *dp_const_new(dp_dtype dtype, uint32_t ndim, const int64_t *shape,
 dp_call *dp_call_new(dp_expr *fn, uint32_t nargs, dp_expr *const *args, dp_attrs *attrs,
                      dp_span span) {
   if (!fn || !all_set(args, nargs)) return NULL;
-  dp_call *c = new_node(sizeof *c + nargs * sizeof(dp_expr *), DP_CALL, span);
+  dp_call *c = set_node(dp_malloc(sizeof *c + nargs * sizeof(dp_expr *)), DP_CALL, span);
   if (!c) return NULL;
   c->fn = dp_retain(fn);
   c->attrs = dp_retain(attrs);
@@ -156,7 +161,7 @@ dp_func *dp_func_new(uint32_t nparams, dp_var *const *params, dp_expr *body, dp_
 
 dp_let *dp_let_new(dp_var *var, dp_expr *value, dp_expr *body, dp_span span) {
   if (!var || var->e.h.kind != DP_VAR || !value || !body) return NULL;
-  dp_let *l = new_node(sizeof *l, DP_LET, span);
+  dp_let *l = set_node(dp_malloc(sizeof *l), DP_LET, span);
   if (!l) return NULL;
   l->var = dp_retain(var);
   l->value = dp_retain(value);

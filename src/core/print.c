@@ -146,6 +146,8 @@ typedef struct printer {
   const dp_var **frees; /* free variables met at a use in a def (declared at the end) */
   uint32_t nfrees, capfrees;
   size_t body_start;    /* where a def's body starts in the output */
+  int streamed;         /* part of the output was written out (dp__tb_flush)
+                           after body_start: frees cannot be declared there */
   uint32_t next_temp;
   uint32_t nbinders; /* let variables and parameters: most names */
   struct { const dp_type *t; char *s; } tcache[64];
@@ -1226,6 +1228,14 @@ static int print_nodes(printer *p, uint32_t root) {
     if (f->k >= p->nodes[i].nc) {
       n--;
       finish(p, i, mark);
+      /* streaming: the output's lines so far are final (nothing refers to
+         their offsets between nodes) unless free variables were met,
+         whose declarations go back to body_start */
+      dp__tb *o = p->out;
+      if (o->write && o->inner && o->n >= DP__TB_FLUSH_AT && !p->nfrees) {
+        p->streamed = 1;
+        if (dp__tb_flush(o) < 0) p->failed = 1;
+      }
       continue;
     }
     uint32_t k = f->k++;
@@ -1320,7 +1330,13 @@ static int run(printer *p, dp__tb *out, const dp_expr *root) {
     if (!p->def_name) name_free_vars(p, root);
     place_all(p, 0);
     if (p->failed || print_nodes(p, 0) < 0) goto done;
-    if (p->nfrees && !(p->flags & DP__PRINT_NO_DECLS)) declare_frees(p, out);
+    if (p->nfrees && !(p->flags & DP__PRINT_NO_DECLS)) {
+      if (p->streamed) { /* (their place was written out: the caller prints it again) */
+        rc = DP__PRINT_AGAIN;
+        goto done;
+      }
+      declare_frees(p, out);
+    }
   }
   rc = p->failed || out->failed ? -1 : 0;
 done:

@@ -65,7 +65,13 @@ int dp__metaw_write(struct dp__tb *b, const dp__metaw *w);
    definition `def @name(...) {...}` of the function root. Names and graph
    binding numbers start afresh; device names (DP_PRINT_SHORT_DEVICES) are
    given in dn, and meta references (DP_PRINT_META) in mw, shared by the
-   functions of a module. 0, or -1 on out of memory. */
+   functions of a module. 0, or -1 on out of memory (or a failed write).
+   Streaming (b->write and b->inner): the output is written out between
+   nodes once a good part of it waits; DP__PRINT_AGAIN when a definition
+   met free variables after part of its text was written out (their
+   declarations go at its start): the caller goes back to where the
+   definition started and prints it again with b->inner off. */
+#define DP__PRINT_AGAIN (-2)
 int dp__print_root(struct dp__tb *b, const dp_expr *root, const char *def_name,
                    const dp_print_opts *o, dp__devnames *dn, dp__metaw *mw);
 

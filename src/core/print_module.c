@@ -187,6 +187,60 @@ char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *l
   return NULL;
 }
 
+int dp_print_module_to(const dp_module *m, const dp_print_opts *o, const dp_print_sink *sink) {
+  dp_print_opts own = o ? *o : (dp_print_opts){0, NULL, NULL, NULL};
+  if (!own.ctx) own.ctx = m->ctx; /* spans resolve through the module's context */
+  if (own.flags & DP_PRINT_SHORT_DEVICES) {
+    /* the legend goes first, and its names are known once all is printed */
+    size_t len = 0;
+    char *s = dp_print_module_with(m, &own, &len);
+    int rc = !s ? -1 : sink->write(sink->ud, s, len);
+    free(s);
+    return rc < 0 ? -1 : 0;
+  }
+  dp__tb b;
+  session s;
+  memset(&s, 0, sizeof s);
+  dp__metaw_init(&s.mw);
+  dp__tb_init(&b);
+  b.write = sink->write;
+  b.ud = sink->ud;
+  b.inner = sink->rewind != NULL;
+  dp__tb_puts(&b, "#[version = \"0.0.5\"]\n");
+  for (uint32_t i = 0; i < m->nprims; i++) {
+    put_primfn(&b, m->prims[i]);
+    dp__tb_putc(&b, '\n');
+  }
+  for (uint32_t i = 0; i < m->ntypedefs; i++) {
+    put_typedef(&b, m->typedefs[i]);
+    dp__tb_putc(&b, '\n');
+  }
+  int rc = 0;
+  for (uint32_t i = 0; i < m->nfuncs && rc == 0 && !b.failed; i++) {
+    if (b.n >= DP__TB_FLUSH_AT && dp__tb_flush(&b) < 0) break;
+    uint64_t start = b.flushed + b.n;
+    rc = dp__print_root(&b, &m->funcs[i].fn->e, m->funcs[i].global->name, &own, &s.dn, &s.mw);
+    if (rc == DP__PRINT_AGAIN) { /* its free variables go at its start */
+      b.n = 0;
+      b.inner = 0;
+      b.flushed = start;
+      rc = sink->rewind(sink->ud, start) < 0 ? -1
+           : dp__print_root(&b, &m->funcs[i].fn->e, m->funcs[i].global->name, &own, &s.dn, &s.mw);
+      b.inner = 1;
+    }
+    dp__tb_putc(&b, '\n');
+  }
+  if (rc == 0 && (own.flags & DP_PRINT_META) && (s.mw.nvdevs || s.mw.nconsts)) {
+    dp__tb_puts(&b, "\n#[metadata]\n");
+    if (dp__metaw_write(&b, &s.mw) < 0) b.failed = 1;
+  }
+  if (rc == 0) rc = dp__tb_flush(&b);
+  dp__tb_free(&b);
+  dp__devnames_free(&s.dn);
+  dp__metaw_free(&s.mw);
+  return rc < 0 ? -1 : 0;
+}
+
 char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len) {
   dp__tb b, body;
   session s;

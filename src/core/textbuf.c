@@ -10,9 +10,20 @@
 #include "textbuf.h"
 
 void dp__tb_init(dp__tb *b) {
-  b->s = NULL;
-  b->n = b->cap = 0;
-  b->failed = 0;
+  memset(b, 0, sizeof *b);
+}
+
+int dp__tb_flush(dp__tb *b) {
+  if (b->failed) return -1;
+  if (!b->write || !b->n) return 0;
+  if (b->write(b->ud, b->s, b->n) < 0) {
+    b->failed = 1;
+    return -1;
+  }
+  b->flushed += b->n;
+  b->n = 0;
+  b->s[0] = 0;
+  return 0;
 }
 
 int dp__tb_reserve(dp__tb *b, size_t extra) {

@@ -7,11 +7,18 @@
 #define DEVPLAN_TEXTBUF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct dp__tb {
   char *s;
   size_t n, cap;
   int failed;
+  /* streaming (dp__tb_flush): the bytes so far go to write(ud, s, n) (0, or
+     -1: failed) and the buffer starts again; NULL: a plain buffer */
+  int (*write)(void *ud, const char *s, size_t n);
+  void *ud;
+  uint64_t flushed;  /* bytes written so far */
+  int inner;         /* a writer may also flush inside a function (print.c) */
 } dp__tb;
 
 void dp__tb_init(dp__tb *b);
@@ -24,6 +31,11 @@ void dp__tb_printf(dp__tb *b, const char *fmt, ...) __attribute__((format(printf
 /* s as the text format's string: double-quoted, `"` `\` newline and tab
    escaped (what the lexer reads back to s). */
 void dp__tb_put_quoted(dp__tb *b, const char *s);
+/* Streaming: the bytes so far written out (none without a writer); a failed
+   write is sticky, as out of memory. 0, or -1. */
+int dp__tb_flush(dp__tb *b);
+/* Flush when at least this many bytes wait (fewer, larger writes). */
+#define DP__TB_FLUSH_AT ((size_t)1 << 20)
 /* The malloc'd string (NUL-terminated), or NULL when an append failed.
    The buffer is reset either way. */
 char *dp__tb_take(dp__tb *b);

@@ -64,6 +64,10 @@ void dp__lua_subtable(lua_State *L, const char *name);
 /* Pushes the text of the module or expression at idx (flags of print.h);
    raises a Lua argument error for anything else. Returns 1. */
 int dp__lua_push_printed(lua_State *L, int idx, int flags);
+/* The DP_PRINT_* flags of the print options at idx (dp.astext's, names
+   aside; nil: none), checked for unknown keys in the name of who (NULL:
+   the caller checked them). (l_irmodule.c) */
+int dp__lua_print_flags(lua_State *L, int idx, const char *who);
 
 /* The object at idx if it is of `type`, else NULL / a Lua argument error
    naming the type (dp_objtype_name). */

@@ -1,5 +1,11 @@
 /*
  * dp.write_file(path, text): write a whole file, every error reported.
+ * dp.write_file(path, module, print_options?): the module's text (the
+ * options of dp.astext), written out as it is printed (dp_print_module_to):
+ * the text of a large module is never held whole, in C or in Lua.
+ * dp.write_file(file, ...): an open Lua file (io.stdout), written where
+ * it is. Option newline = true: the text ends with a newline (one is
+ * added when the printed text has none: a metadata section's JSON).
  *
  * A failed run must never leave half a file, and a full disk must never
  * pass for success. So a regular file (or a path that does not exist yet)
@@ -23,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "devplan/print.h"
 #include "l_aux.h"
 #include "l_init.h"
 
@@ -41,11 +48,52 @@ static int write_all(int fd, const char *s, size_t n) {
   return 0;
 }
 
+/* What goes into the file: text s (n bytes), or module m printed with o. */
+typedef struct content {
+  const char *s;
+  size_t n;
+  const dp_module *m;
+  dp_print_opts o;
+  int newline;  /* a module's text ends with a newline (added when it has none) */
+  char last;    /* the last byte written */
+  int fd, err; /* (the sink's: the file, the errno of a failed write) */
+  off_t base;  /* where the text starts in the file */
+} content;
+
+static int sink_write(void *ud, const char *s, size_t n) {
+  content *c = ud;
+  c->err = write_all(c->fd, s, n);
+  if (n) c->last = s[n - 1];
+  return c->err ? -1 : 0;
+}
+
+static int sink_rewind(void *ud, uint64_t offset) {
+  content *c = ud;
+  off_t at = c->base + (off_t)offset;
+  if (lseek(c->fd, at, SEEK_SET) < 0 || ftruncate(c->fd, at) != 0) {
+    c->err = errno;
+    return -1;
+  }
+  return 0;
+}
+
+/* Writes c to fd (seekable: a file of our own); 0, an errno, or -1 when
+   out of memory. */
+static int put_content(int fd, content *c, int seekable) {
+  if (!c->m) return write_all(fd, c->s, c->n);
+  c->fd = fd;
+  c->err = 0;
+  dp_print_sink sink = {sink_write, seekable ? sink_rewind : NULL, c};
+  if (dp_print_module_to(c->m, &c->o, &sink) == 0)
+    return c->newline && c->last != '\n' ? write_all(fd, "\n", 1) : 0;
+  return c->err ? c->err : -1;
+}
+
 /* A device, a pipe: written where it is. */
-static int write_in_place(const char *path, const char *s, size_t n) {
+static int write_in_place(const char *path, content *c) {
   int fd = open(path, O_WRONLY | O_TRUNC);
   if (fd < 0) return errno;
-  int e = write_all(fd, s, n);
+  int e = put_content(fd, c, 0);
   if (close(fd) != 0 && !e) e = errno;
   return e;
 }
@@ -53,7 +101,7 @@ static int write_in_place(const char *path, const char *s, size_t n) {
 /* A regular file or a new one: a temporary file beside it, renamed over
    it. target is the path to replace (a link's target already resolved).
    0, an errno, or -1 when out of memory. */
-static int write_replacing(const char *target, int exists, mode_t mode, const char *s, size_t n) {
+static int write_replacing(const char *target, int exists, mode_t mode, content *c) {
   size_t len = strlen(target);
   char *tmp = dp_malloc(len + 16);
   if (!tmp) return -1;
@@ -76,7 +124,7 @@ static int write_replacing(const char *target, int exists, mode_t mode, const ch
     mode = 0666 & ~mask;
   }
   int e = fchmod(fd, mode & 07777) != 0 ? errno : 0;
-  if (!e) e = write_all(fd, s, n);
+  if (!e) e = put_content(fd, c, 1);
   if (close(fd) != 0 && !e) e = errno;
   if (!e && rename(tmp, target) != 0) e = errno;
   if (e) unlink(tmp);
@@ -84,21 +132,58 @@ static int write_replacing(const char *target, int exists, mode_t mode, const ch
   return e;
 }
 
+/* An open Lua file (io.stdout): written where it is, after what its
+   buffer holds; a text goes through its buffer, a module straight to its
+   descriptor (going back only in a regular file not opened to append). */
+static int write_handle(lua_State *L, luaL_Stream *h, content *c) {
+  if (!h->closef) return luaL_error(L, "attempt to use a closed file");
+  errno = 0;
+  if (!c->m) {
+    size_t done = fwrite(c->s, 1, c->n, h->f);
+    return done == c->n && fflush(h->f) == 0 ? 0 : errno ? errno : EIO;
+  }
+  if (fflush(h->f) != 0) return errno ? errno : EIO;
+  int fd = fileno(h->f);
+  off_t at = lseek(fd, 0, SEEK_CUR);
+  int fl = fcntl(fd, F_GETFL);
+  c->base = at;
+  return put_content(fd, c, at >= 0 && fl >= 0 && !(fl & O_APPEND));
+}
+
 static int write_file(lua_State *L) {
-  size_t n;
-  const char *path = luaL_checkstring(L, 1);
-  const char *s = luaL_checklstring(L, 2, &n);
+  content c = {0};
+  luaL_Stream *h = luaL_testudata(L, 1, LUA_FILEHANDLE);
+  const char *path = h ? "<file>" : luaL_checkstring(L, 1);
+  dp_obj *o = dp__lua_testobj(L, 2);
+  if (o && o->type == DP_OBJ_MODULE) {
+    c.m = (const dp_module *)o;
+    static const char *const keys[] = {"types", "short_devices", "param_lines", "spans", "meta",
+                                       "newline", NULL};
+    dp__lua_check_opts(L, 3);
+    dp__lua_check_opt_keys(L, 3, keys, "devplan.write_file");
+    c.o = (dp_print_opts){dp__lua_print_flags(L, 3, NULL), NULL, NULL, dp__lua_ctx(L)};
+    c.newline = dp__lua_opt_field(L, 3, "newline") != LUA_TNIL && lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  } else {
+    if (o) return luaL_typeerror(L, 2, "string or IRModule");
+    c.s = luaL_checklstring(L, 2, &c.n);
+  }
+  if (h) {
+    if (h->f == stdout) path = "to standard output";
+    else if (h->f == stderr) path = "to standard error";
+  }
   luaL_argcheck(L, *path != '\0', 1, "a file name expected, got an empty string");
   struct stat st;
-  int e, exists = stat(path, &st) == 0;
-  if (exists && S_ISDIR(st.st_mode)) e = EISDIR;
-  else if (exists && !S_ISREG(st.st_mode)) e = write_in_place(path, s, n);
+  int e, exists = !h && stat(path, &st) == 0;
+  if (h) e = write_handle(L, h, &c);
+  else if (exists && S_ISDIR(st.st_mode)) e = EISDIR;
+  else if (exists && !S_ISREG(st.st_mode)) e = write_in_place(path, &c);
   else {
     char real[PATH_MAX];
     const char *target = path;
     struct stat lst;
     if (exists && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) && realpath(path, real)) target = real;
-    e = write_replacing(target, exists, exists ? st.st_mode : 0, s, n);
+    e = write_replacing(target, exists, exists ? st.st_mode : 0, &c);
   }
   if (e == 0) {
     lua_pushboolean(L, 1);

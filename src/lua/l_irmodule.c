@@ -398,6 +398,23 @@ static void push_names(lua_State *L, printed_names *pn) {
 }
 
 static const char *const ASTEXT_OPTIONS[] = {"types", "short_devices", "param_lines", "names", "spans", "meta", NULL};
+static const char *const PRINT_OPTIONS[] = {"types", "short_devices", "param_lines", "spans", "meta", NULL};
+
+int dp__lua_print_flags(lua_State *L, int idx, const char *who) {
+  static const struct { const char *key; int flag; } flags[] = {
+    {"types", DP_PRINT_TYPES}, {"short_devices", DP_PRINT_SHORT_DEVICES},
+    {"param_lines", DP_PRINT_PARAM_LINES}, {"spans", DP_PRINT_SPANS}, {"meta", DP_PRINT_META}};
+  if (who) {
+    dp__lua_check_opts(L, idx);
+    dp__lua_check_opt_keys(L, idx, PRINT_OPTIONS, who);
+  }
+  int f = 0;
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    if (dp__lua_opt_field(L, idx, flags[i].key) != LUA_TNIL && lua_toboolean(L, -1)) f |= flags[i].flag;
+    lua_pop(L, 1);
+  }
+  return f;
+}
 
 /* dp.astext(module_or_expr, {types =, short_devices =, param_lines =, names =}?)
    -> text (, names when opts.names) */
@@ -405,14 +422,7 @@ static int l_astext(lua_State *L) {
   lua_settop(L, 2); /* fixed slots: scratch buffers go above */
   dp__lua_check_opts(L, 2);
   dp__lua_check_opt_keys(L, 2, ASTEXT_OPTIONS, "devplan.astext");
-  static const struct { const char *key; int flag; } flags[] = {
-    {"types", DP_PRINT_TYPES}, {"short_devices", DP_PRINT_SHORT_DEVICES},
-    {"param_lines", DP_PRINT_PARAM_LINES}, {"spans", DP_PRINT_SPANS}, {"meta", DP_PRINT_META}};
-  dp_print_opts o = {0, NULL, NULL, dp__lua_ctx(L)};
-  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
-    if (dp__lua_opt_field(L, 2, flags[i].key) != LUA_TNIL && lua_toboolean(L, -1)) o.flags |= flags[i].flag;
-    lua_pop(L, 1);
-  }
+  dp_print_opts o = {dp__lua_print_flags(L, 2, NULL), NULL, NULL, dp__lua_ctx(L)};
   int want_names = dp__lua_opt_field(L, 2, "names") != LUA_TNIL && lua_toboolean(L, -1);
   lua_pop(L, 1);
   if (!want_names) return dp__lua_push_printed(L, 1, o.flags);

@@ -239,7 +239,8 @@ static int call_device_copy(actx *a, uint32_t id, dp_call *c) {
 static int call_op(actx *a, uint32_t id, dp_call *c) {
   const dp__oprule *r = &dp__op_rules[a->ix->ann[id]];
   uint32_t host = a->d->dev->host;
-  for (uint32_t i = 0; i < c->nargs; i++) {
+  uint32_t nargs = a->ix->koff[id + 1] - a->ix->koff[id] - 1; /* (c->nargs, not read cold) */
+  for (uint32_t i = 0; i < nargs; i++) {
     int rule = dp__arg_rule(r, i);
     if (rule == ARG_CALL) {
       /* an ordinary operator's arguments may be copied to it (placing) */
@@ -343,7 +344,7 @@ static int analyze_pattern(actx *a, uint32_t data, dp_pattern *root, dp_expr *wh
 static int analyze_node(actx *a, uint32_t id) {
   dp_expr *e = a->ix->x[id];
   uint32_t me = DOM(a, id);
-  switch (e->h.kind) {
+  switch (a->ix->kind[id] & K_KIND) {
   case DP_CALL: return analyze_call(a, id, (dp_call *)e);
   /* (a primitive function's body is not numbered: its domain and its
      parameters' are found by expression) */
@@ -417,13 +418,10 @@ static int primfn_domain(actx *a, dp_primfn *pf) {
 static void fresh_domains(dp__domains *d) {
   dp__index *ix = d->ix;
   for (uint32_t id = 0; id < ix->n; id++) {
-    const dp_expr *e = ix->x[id];
-    int k = e->h.kind;
-    if (k == DP_GLOBAL) continue;
+    int k = ix->kind[id];
+    if ((k & K_KIND) == DP_GLOBAL) continue;
     /* most nodes are first order: a free domain, whatever else their type says */
-    int first = k != DP_FUNC && !(e->type && e->type->h.kind == DP_TY_FUNC) &&
-                !(k == DP_VAR && !e->type && ((const dp_var *)e)->annot);
-    d->dom[id] = first ? dp__dom_first(d, 0, 0, NULL) : dp__dom_new(d, e);
+    d->dom[id] = k & K_FIRST ? dp__dom_first(d, 0, 0, NULL) : dp__dom_new(d, ix->x[id]);
   }
   for (uint32_t k = 0; k < ix->ndups; k += 2) d->dom[ix->dups[k]] = d->dom[ix->dups[k + 1]];
   for (uint32_t r = 0; r < ix->ngref; r++) {

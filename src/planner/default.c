@@ -51,7 +51,8 @@ static int default_call(dctx *c, uint32_t id, dp_call *call) {
   uint32_t me = d->dom[id];
   int rc = dp__set_default(d, me, c->dflt, R_DEF_CALL, &call->e, &c->err);
   uint32_t rv = dp__dom_source(d, me);
-  for (uint32_t i = 0; i < call->nargs && rc == 0; i++)
+  uint32_t nargs = c->ix->koff[id + 1] - c->ix->koff[id] - 1; /* (call->nargs, not read cold) */
+  for (uint32_t i = 0; i < nargs && rc == 0; i++)
     rc = dp__set_default(d, dp__kdom(d, id, 1 + i), rv, R_DEF_CALL, &call->e, &c->err);
   return rc;
 }
@@ -59,9 +60,9 @@ static int default_call(dctx *c, uint32_t id, dp_call *call) {
 /* TVM's defaulting rules for one node. */
 static int default_node(dctx *c, uint32_t id) {
   dp__domains *d = c->d;
-  dp_expr *e = c->ix->x[id];
+  dp_expr *e = c->ix->x[id]; /* (its kind is the index's: e is read only where needed) */
   int rc = 0;
-  switch (e->h.kind) {
+  switch (c->ix->kind[id] & K_KIND) {
   case DP_FUNC:
     if (c->ix->what[id] == W_PRIM_FUNC) return 0;
     rc = dp__set_result_default_then_params(d, d->dom[id], c->dflt, R_DEF_RESULT, e, &c->err);

@@ -54,18 +54,21 @@ typedef struct walk {
 
 /* The per-id arrays, which share one capacity. */
 #define ID_ARRAYS(ix) {(void **)&(ix)->x, (void **)&(ix)->koff, (void **)&(ix)->post, \
-                       (void **)&(ix)->what, (void **)&(ix)->flag, (void **)&(ix)->ann}
+                       (void **)&(ix)->what, (void **)&(ix)->flag, (void **)&(ix)->ann, \
+                       (void **)&(ix)->kind}
 #define ID_SIZES(ix) {sizeof *(ix)->x, sizeof *(ix)->koff, sizeof *(ix)->post, \
-                      sizeof *(ix)->what, sizeof *(ix)->flag, sizeof *(ix)->ann}
+                      sizeof *(ix)->what, sizeof *(ix)->flag, sizeof *(ix)->ann, \
+                      sizeof *(ix)->kind}
+#define NID_ARRAYS 7
 
 /* Room for one more id (+1: koff[n] closes). Doubling, so that the arrays
-   are copied about once in all (each copy of six arrays of a million
+   are copied about once in all (each copy of seven arrays of a million
    entries is a cost of its own); trim() gives the slack back at the end. */
 static int room(dp__index *ix) {
   if (ix->n + 2 <= ix->cap) return 0;
   void **const arrs[] = ID_ARRAYS(ix);
   const size_t sizes[] = ID_SIZES(ix);
-  return dp_grow_arrays(&ix->cap, ix->n + 2, 6, arrs, sizes);
+  return dp_grow_arrays(&ix->cap, ix->n + 2, NID_ARRAYS, arrs, sizes);
 }
 
 static int push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t v) {
@@ -304,6 +307,12 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
   }
   ix->n++;
   ix->x[id] = e;
+  int k = e->h.kind;
+  /* (most nodes are first order: analysis gives them a free domain,
+     whatever else their type says) */
+  int first = k != DP_FUNC && !(e->type && e->type->h.kind == DP_TY_FUNC) &&
+              !(k == DP_VAR && !e->type && ((const dp_var *)e)->annot);
+  ix->kind[id] = (uint8_t)(k | (first ? K_FIRST : 0));
   ix->flag[id] = shared ? F_SHARED : 0;
   ix->ann[id] = 0;
   int what = decode(ix, id, e);
@@ -345,7 +354,16 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
       w->oom = 1;
     return id;
   }
-  dp__ptrslot *s = dp__ptrmap_find(&ix->map, e);
+  /* (found or added in one probe: a new node's slot is filled in below,
+     nothing else enters the map before) */
+  int fresh;
+  dp__ptrslot *s = dp__ptrmap_insert(&ix->map, e, &fresh);
+  if (!s) {
+    w->oom = 1;
+    return DP__NONE_ID;
+  }
+  dp__ptrslot *added = fresh ? s : NULL;
+  if (fresh) s = NULL;
   if (s && s->val >= w->from) { /* reached again in this function */
     ix->flag[s->val] |= F_MULTI;
     if (!quiet && d != DP__NONE_ID) {
@@ -376,7 +394,8 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
     s->val = id;
   } else {
     if (!quiet && first_demand(w, id, e, d, call, pos, &aux) < 0) w->oom = 1;
-    if (dp__ptrmap_set(&ix->map, e, id, aux) < 0) w->oom = 1;
+    added->val = id;
+    added->aux = aux;
   }
   return id;
 }
@@ -442,7 +461,7 @@ static void trim(dp__index *ix) {
   void **const arrs[] = ID_ARRAYS(ix);
   const size_t sizes[] = ID_SIZES(ix);
   int shrunk = 1;
-  for (int i = 0; i < 6 && c < ix->cap; i++) {
+  for (int i = 0; i < NID_ARRAYS && c < ix->cap; i++) {
     void *p = dp_realloc(*arrs[i], (size_t)c * sizes[i]);
     if (p) *arrs[i] = p;
     else shrunk = 0; /* (a failed shrink keeps the larger array) */
@@ -498,6 +517,7 @@ void dp__index_free(dp__index *ix) {
   free(ix->kid);
   free(ix->post);
   free(ix->what);
+  free(ix->kind);
   free(ix->flag);
   free(ix->ann);
   free(ix->copies);

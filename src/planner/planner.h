@@ -199,6 +199,8 @@ typedef struct dp__mark { uint32_t parent, slot, share; } dp__mark;
 /* Phase 0b: demand d reached plain on_device node, child slot of parent. */
 typedef struct dp__read { uint32_t node, d, parent, slot; } dp__read;
 
+enum { K_KIND = 0x1F, K_FIRST = 0x80 };
+
 typedef struct dp__index {
   dp_module *mod;          /* retained */
   struct dp__plan_ops ops;
@@ -211,6 +213,9 @@ typedef struct dp__index {
   uint32_t nkid, capkid;
   uint32_t *post;          /* ids in post order */
   uint32_t npost;
+  uint8_t *kind;           /* the node's dp_exprkind (K_KIND), and K_FIRST: analysis gives
+                              it a first-order domain whatever its type (the phases read
+                              what a node is here, not from the IR, cold at a million) */
   uint8_t *what;           /* W_* */
   uint8_t *flag;           /* F_* */
   uint32_t *ann;           /* W_ON_DEVICE: device | ON_CBODY | ON_CRESULT (device ON_DEV when

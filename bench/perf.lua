@@ -1,0 +1,342 @@
+-- Every row of issue 23's table in one run: the planner (PlanDevices on the
+-- generated chain, let and branchy modules of bench/gen.lua, cold and warm,
+-- its planning heap), `devplan plan FILE` end to end, parse, print, the
+-- passes around the planner (AnnotateVirtualDevices, ShareCopies,
+-- PartitionByVirtualDevice, the report, min_bytes) and 10,000,000-call
+-- modules. Each measurement runs in a fresh process (a cold run is what a
+-- user waits for; a warm one is the same step run again in that process),
+-- so that no row pays for another's garbage or page faults.
+--
+-- Usage: bin/devplan bench/perf.lua [options]
+--   --rows LIST      rows to run (default all but 10m): plan, scale, heap,
+--                    cli, parse, print, annotate, share, partition, report,
+--                    min_bytes, 10m
+--   --n N            the size of the rows measured at 1,000,000 calls
+--   --old DIR        also run every row with DIR/bin/devplan (a build of
+--                    another commit: old and new side by side in one run)
+--   --callgrind LIST instructions per call (valgrind's callgrind, at 100,000
+--                    calls) of these steps (plan, parse, print, printplan,
+--                    annotate, share, partition, report_text, report_json,
+--                    min_bytes, min_bytes4; "all"): a run with the step minus
+--                    one without it (the machine has no instruction counters)
+--   --repeat N       best of N fresh processes per measurement (default 1)
+-- Columns: CPU seconds (os.clock around the step alone; the shared machine's
+-- load is printed first: wall times on it are noisy, instructions are not),
+-- peak RSS where a whole command is measured, and the ratio to the goal's
+-- reference where the goal is relative (x plan: the time over PlanDevices'
+-- on the same module). The modules are written once to bench/out/.
+local dp = require "devplan"
+
+local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "bench"
+local root = here .. "/.."
+local gen = dofile(here .. "/gen.lua")
+local OUT = root .. "/bench/out"
+
+-- ---------------------------------------------------------------- the child
+
+-- One step in this process: prints "secs warm_secs heap_bytes" (heap: the
+-- peak heap growth when bench/heapcount.c is preloaded, else 0). Mode
+-- "skip": everything but the step runs (callgrind's baseline); "once": the
+-- step runs once (no warm run).
+local function child(row, shape, n, mode)
+  local skip, once = mode == "skip", mode == "once"
+  local testing = require "devplan.testing"
+  local config = testing.config("cuda")
+  local function read(path)
+    local f = assert(io.open(path, "rb"))
+    local t = f:read("a")
+    f:close()
+    return t
+  end
+  local file = ("%s/%s_%d.relay"):format(OUT, shape, n)
+  local text = read(file)
+  local function time(f, ...)
+    if skip then return 0 end
+    collectgarbage()
+    collectgarbage("stop")
+    os.getenv("DEVPLAN_HEAP_RESET")
+    local t0 = os.clock()
+    local r = f(...)
+    local s = os.clock() - t0
+    collectgarbage("restart")
+    return s, r
+  end
+  local heap = function() return tonumber(os.getenv("DEVPLAN_HEAP_PEAK")) or 0 end
+  if row == "parse" then
+    local s = time(dp.parse, text, testing.META)
+    print(s, -1, 0) -- (no warm run: the text is parsed once)
+    return
+  end
+  local mod = dp.parse(text, testing.META)
+  text = nil
+  local plan = dp.passes.PlanDevices(config)
+  local function twice(f, ...)
+    local s1, r = time(f, ...)
+    local h = heap()
+    r = nil
+    local s2 = once and 0 or time(f, ...)
+    print(s1, s2, h)
+  end
+  if row == "plan" or row == "heap" then return twice(plan, mod) end
+  if row == "print" then return twice(dp.astext, mod) end
+  if row == "annotate" then
+    return twice(dp.passes.AnnotateVirtualDevices{add = function() return testing.PALETTE.GPU end}, mod)
+  end
+  if row == "min_bytes" or row == "min_bytes4" then
+    local cfg = row == "min_bytes" and config
+      or dp.CompilationConfig{targets = {"llvm", "cuda", "opencl", "vulkan"}, default_device_type = "cuda"}
+    return twice(dp.passes.PlanDevices(cfg, {placement = "min_bytes"}), mod)
+  end
+  local planned = plan(mod)
+  if row == "printplan" then return twice(dp.astext, planned) end
+  if row == "share" then return twice(dp.passes.ShareCopies(), planned) end
+  if row == "partition" then return twice(dp.passes.PartitionByVirtualDevice{config = config}, planned) end
+  if row == "report_text" then return twice(function(m) return dp.planner.report(m, config):text() end, planned) end
+  if row == "report_json" then return twice(function(m) return dp.planner.report(m, config):json() end, planned) end
+  error("perf.lua: unknown row " .. row)
+end
+
+if arg[1] == "--child" then
+  child(arg[2], arg[3], tonumber(arg[4]), arg[5])
+  -- (no closing of the state: freeing what the step made is not the step,
+  -- and would count in callgrind's difference)
+  io.stdout:flush()
+  os.exit(0)
+end
+
+-- ---------------------------------------------------------------- the parent
+
+local opts = {rows = "plan,scale,heap,cli,parse,print,annotate,share,partition,report,min_bytes",
+              n = 1000000, ["repeat"] = 1}
+do
+  local i = 1
+  while arg[i] do
+    local a = arg[i]
+    if a == "--rows" or a == "--old" or a == "--n" or a == "--repeat" or a == "--callgrind" then
+      opts[a:sub(3)] = assert(arg[i + 1], a .. " needs a value")
+      i = i + 2
+    else error("perf.lua: unknown option " .. a .. " (see the header of bench/perf.lua)") end
+  end
+  opts.n = math.tointeger(tonumber(opts.n))
+  opts["repeat"] = math.tointeger(tonumber(opts["repeat"]))
+end
+local ROWS = {}
+for r in opts.rows:gmatch("[^,]+") do ROWS[r] = true end
+local N = opts.n
+
+local function sh(cmd)
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+local function exists(path)
+  local f = io.open(path)
+  if f then f:close() end
+  return f ~= nil
+end
+
+-- The module files (written once).
+local function module_file(shape, n)
+  local path = ("%s/%s_%d.relay"):format(OUT, shape, n)
+  if not exists(path) then
+    os.execute("mkdir -p '" .. OUT .. "'")
+    local f = assert(io.open(path .. ".tmp", "wb"))
+    if shape == "branchy" then gen.branchy(n, false, f) else gen[shape](n, f) end
+    assert(f:close())
+    assert(os.rename(path .. ".tmp", path))
+  end
+  return path
+end
+
+local HEAPCOUNT = root .. "/bin/heapcount.so"
+local function heapcount()
+  if not exists(HEAPCOUNT) then
+    assert(os.execute("cc -O2 -shared -fPIC -o '" .. HEAPCOUNT .. "' '" .. root .. "/bench/heapcount.c'"))
+  end
+  return HEAPCOUNT
+end
+
+-- The builds compared: {label, root}.
+local BUILDS = {}
+if opts.old then BUILDS[#BUILDS + 1] = {"old", opts.old} end
+BUILDS[#BUILDS + 1] = {opts.old and "new" or "", root}
+local SCRIPT = here .. "/perf.lua"
+
+-- A step in fresh processes: best cold and warm CPU seconds, heap bytes.
+local function step(build, row, shape, n, env)
+  module_file(shape, n)
+  local best = {math.huge, math.huge, 0}
+  for _ = 1, opts["repeat"] do
+    local out = sh(("%s '%s/bin/devplan' '%s' --child %s %s %d"):format(env or "", build[2], SCRIPT, row,
+      shape, n))
+    local a, b, c = out:match("^(%S+)%s+(%S+)%s+(%S+)")
+    assert(a, "perf.lua: the step " .. row .. " " .. shape .. " failed:\n" .. out)
+    best[1] = math.min(best[1], tonumber(a))
+    best[2] = math.min(best[2], tonumber(b))
+    best[3] = math.max(best[3], tonumber(c))
+  end
+  return best[1], best[2], best[3]
+end
+
+-- Instructions of a step per call (callgrind: with it minus without it).
+local function instructions(build, row, shape, n)
+  module_file(shape, n)
+  local function ir(skip)
+    local out = sh(("valgrind --tool=callgrind --callgrind-out-file=/dev/null '%s/bin/devplan' '%s' --child %s %s %d %s 2>&1")
+      :format(build[2], SCRIPT, row, shape, n, skip and "skip" or "once"))
+    return tonumber((out:match("Collected : (%d+)")))
+  end
+  local with, without = ir(false), ir(true)
+  if not with or not without then return nil end
+  return (with - without) / n
+end
+
+-- A command line: CPU seconds (user + sys) and peak RSS in MB.
+local function command(build, args)
+  local out = sh(("/usr/bin/time -f '@@ %%U %%S %%M' '%s/bin/devplan' %s 2>&1 >/dev/null"):format(build[2], args))
+  local u, s, m = out:match("@@ (%S+) (%S+) (%d+)")
+  assert(u, "perf.lua: the command failed: devplan " .. args .. "\n" .. out)
+  return tonumber(u) + tonumber(s), tonumber(m) / 1024, out
+end
+
+local function load()
+  local f = io.open("/proc/loadavg")
+  local l = f and f:read("l") or "?"
+  if f then f:close() end
+  return l:match("^(%S+ %S+ %S+)") or l
+end
+
+print(("bench/perf.lua: %s, load average %s, %s"):format(os.date("!%Y-%m-%d %H:%M UTC"), load(),
+  (sh("nproc"):gsub("%s+$", "")) .. " cores"))
+if opts.old then print("old: " .. opts.old .. "   new: " .. root) end
+
+local function row(fmt, ...) print(fmt:format(...)) end
+local SHAPES = {"chain", "let", "branchy"}
+local plan_secs = {} -- [build label][shape][n] = cold seconds
+
+local function plan_time(build, shape, n)
+  plan_secs[build[1]] = plan_secs[build[1]] or {}
+  local t = plan_secs[build[1]]
+  t[shape] = t[shape] or {}
+  if not t[shape][n] then t[shape][n] = {step(build, "plan", shape, n)} end
+  return table.unpack(t[shape][n])
+end
+
+local function header(title, cols)
+  print("")
+  print("## " .. title)
+  print(cols)
+end
+
+local CG = {}
+for r in (opts.callgrind or ""):gmatch("[^,]+") do CG[r] = true end
+local function ipc(build, r, shape)
+  if not (CG[r] or CG.all) then return "" end
+  local v = instructions(build, r, shape, 100000)
+  return v and ("%9.0f"):format(v) or "        ?"
+end
+
+if ROWS.plan then
+  header(("PlanDevices, %d calls (goal < 0.5 s cold)"):format(N),
+    ("%-8s %-4s %9s %9s %9s"):format("shape", "", "cold s", "warm s", opts.callgrind and "Ir/call" or ""))
+  for _, shape in ipairs(SHAPES) do
+    for _, b in ipairs(BUILDS) do
+      local cold, warm = plan_time(b, shape, N)
+      row("%-8s %-4s %9.3f %9.3f %s", shape, b[1], cold, warm, ipc(b, "plan", shape))
+    end
+  end
+end
+
+if ROWS.scale then
+  header(("PlanDevices 10k -> 100k -> %d (goal: each step <= 11x, cold)"):format(N),
+    ("%-8s %-4s %9s %9s %9s %7s %7s"):format("shape", "", "10k s", "100k s", N .. " s", "x", "x"))
+  for _, shape in ipairs(SHAPES) do
+    for _, b in ipairs(BUILDS) do
+      local a, c, d = plan_time(b, shape, 10000), plan_time(b, shape, 100000), plan_time(b, shape, N)
+      row("%-8s %-4s %9.4f %9.4f %9.3f %7.1f %7.1f", shape, b[1], a, c, d, c / a, d / c)
+    end
+  end
+end
+
+if ROWS.heap then
+  header(("PlanDevices' heap at its peak, %d calls (the planned module included; goal let < 300 B/call)"):format(N),
+    ("%-8s %-4s %12s"):format("shape", "", "B/call"))
+  for _, shape in ipairs(SHAPES) do
+    for _, b in ipairs(BUILDS) do
+      local _, _, h = step(b, "heap", shape, N, "LD_PRELOAD=" .. heapcount())
+      row("%-8s %-4s %12.0f", shape, b[1], h / N)
+    end
+  end
+end
+
+if ROWS.cli then
+  header(("devplan plan FILE -o OUT, %d calls (goal < 2 s CPU and < 300 MB)"):format(N),
+    ("%-8s %-4s %9s %9s"):format("shape", "", "CPU s", "peak MB"))
+  for _, shape in ipairs(SHAPES) do
+    local file = module_file(shape, N)
+    for _, b in ipairs(BUILDS) do
+      local s, m = command(b, ("plan '%s' -o '%s/plan_out.relay'"):format(file, OUT))
+      row("%-8s %-4s %9.2f %9.0f", shape, b[1], s, m)
+    end
+  end
+  os.remove(OUT .. "/plan_out.relay")
+end
+
+-- A step with a cold and warm column, and its time over PlanDevices'.
+local function step_table(title, r, shapes, n, goal)
+  header(("%s, %d calls (goal %s)"):format(title, n, goal),
+    ("%-8s %-4s %9s %9s %9s %9s"):format("shape", "", "cold s", "warm s", "x plan", opts.callgrind and "Ir/call" or ""))
+  for _, shape in ipairs(shapes) do
+    for _, b in ipairs(BUILDS) do
+      local cold, warm = step(b, r, shape, n)
+      local p = plan_time(b, shape, n)
+      row("%-8s %-4s %9.3f %9s %9.1f %s", shape, b[1], cold, warm < 0 and "-" or ("%9.3f"):format(warm),
+        cold / p, ipc(b, r, shape))
+    end
+  end
+end
+
+if ROWS.parse then step_table("parse with type inference", "parse", SHAPES, N, "< 1 s") end
+if ROWS.print then
+  step_table("print the parsed module (dp.astext)", "print", SHAPES, N, "< 0.3 s")
+  step_table("print the planned module (dp.astext)", "printplan", SHAPES, N, "< 0.3 s")
+end
+if ROWS.annotate then
+  step_table("AnnotateVirtualDevices, one rule (add on the GPU)", "annotate", {"chain", "let"}, N, "within 2x of PlanDevices")
+end
+if ROWS.share then step_table("ShareCopies on the plan", "share", {"chain", "let"}, N, "within 1x of PlanDevices") end
+if ROWS.partition then
+  step_table("PartitionByVirtualDevice on the plan", "partition", {"let", "branchy"}, N // 10, "within 3x of PlanDevices")
+  header(("PartitionByVirtualDevice 10k -> 100k -> %d (goal: linear, each step <= 11x)"):format(N),
+    ("%-8s %-4s %9s %9s %9s %7s %7s"):format("shape", "", "10k s", "100k s", N .. " s", "x", "x"))
+  for _, shape in ipairs{"let", "branchy"} do
+    for _, b in ipairs(BUILDS) do
+      local a, c, d = step(b, "partition", shape, 10000), step(b, "partition", shape, 100000), step(b, "partition", shape, N)
+      row("%-8s %-4s %9.4f %9.4f %9.3f %7.1f %7.1f", shape, b[1], a, c, d, c / a, d / c)
+    end
+  end
+end
+if ROWS.report then
+  step_table("dp.planner.report(...):text() of the plan", "report_text", {"let", "branchy"}, N // 10, "within 2x of PlanDevices")
+  step_table("dp.planner.report(...):json() of the plan", "report_json", {"let", "branchy"}, N // 10, "within 2x of PlanDevices")
+end
+if ROWS.min_bytes then
+  step_table("PlanDevices placement = min_bytes, 2 devices", "min_bytes", {"chain", "let", "branchy"}, N, "within 2x of PlanDevices")
+  step_table("PlanDevices placement = min_bytes, 4 targets", "min_bytes4", {"chain", "let", "branchy"}, N, "within 2x of PlanDevices")
+end
+
+if ROWS["10m"] then
+  local n = 10 * N
+  header(("devplan plan FILE -o OUT --time-passes, %d calls (goal: planning < 6 s, peak < 3 GB)"):format(n),
+    ("%-8s %-4s %9s %9s %9s"):format("shape", "", "CPU s", "plan s", "peak MB"))
+  for _, shape in ipairs{"chain", "branchy"} do
+    local file = module_file(shape, n)
+    for _, b in ipairs(BUILDS) do
+      local s, m, out = command(b, ("plan '%s' -o '%s/plan_out.relay' --time-passes"):format(file, OUT))
+      local p = out:match("\n%s*([%d.]+)%s+[%d.]+%%%s+PlanDevices")
+      row("%-8s %-4s %9.2f %9s %9.0f", shape, b[1], s, p or "?", m)
+    end
+  end
+  os.remove(OUT .. "/plan_out.relay")
+end
