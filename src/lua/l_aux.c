@@ -590,3 +590,40 @@ void **dp__lua_opt_type_params(lua_State *L, int idx, void **small, uint32_t nsm
       luaL_argerror(L, idx, "type parameters must be type variables (dp.type.var)");
   return tp;
 }
+
+/* ---------------- hooks: a user's function called from C ---------------- */
+
+/* (fn, a, b) with a and b light pointers to core objects: fn(a, b). */
+static int hook_body(lua_State *L) {
+  for (int i = 2; i <= 3; i++) {
+    dp__lua_push(L, lua_touserdata(L, i));
+    lua_replace(L, i);
+  }
+  lua_call(L, 2, 1);
+  return 1;
+}
+
+int dp__lua_call_hook(lua_State *L, int idx, void *a, void *b, const char *what, dp_err **err) {
+  if (!lua_checkstack(L, 4)) {
+    *err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+    return -1;
+  }
+  lua_pushcfunction(L, hook_body);
+  lua_pushvalue(L, idx);
+  lua_pushlightuserdata(L, a);
+  lua_pushlightuserdata(L, b);
+  if (lua_pcall(L, 3, 1, 0) != LUA_OK) {
+    *err = dp__lua_toerr(L, what);
+    return -1;
+  }
+  return 0;
+}
+
+int dp__lua_hook_number(lua_State *L, const char *what, const char *unit, double *out, dp_err **err) {
+  int isnum = lua_type(L, -1) == LUA_TNUMBER;
+  *out = isnum ? lua_tonumber(L, -1) : 0;
+  lua_pop(L, 1);
+  if (isnum) return 0;
+  *err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "%s must return %s", what, unit);
+  return -1;
+}

@@ -141,4 +141,14 @@ const char *dp__lua_errtext(lua_State *L);
 /* core._error_text(v): the same text for the Lua side (cli, passes). */
 int dp__lua_error_text(lua_State *L);
 
+/* A user's hook called from C (capability, costs, bandwidths): the function
+   at stack index idx called as fn(a, b), a and b core objects pushed as
+   their Lua values; protected, so a raise (or running out of memory) is
+   err (a "callback" error naming `what`). Its one result at the top, or -1
+   + err. */
+int dp__lua_call_hook(lua_State *L, int idx, void *a, void *b, const char *what, dp_err **err);
+/* Pops the hook's result: a number into *out (0), else -1 + err ("WHAT
+   must return UNIT"). */
+int dp__lua_hook_number(lua_State *L, const char *what, const char *unit, double *out, dp_err **err);
+
 #endif

@@ -202,55 +202,18 @@ typedef struct hooks {
   double bwconst;         /* bandwidth given as a number (0: none) */
 } hooks;
 
-/* (fn, a, b) with a and b light pointers to core objects: fn(a, b). */
-static int hook_body(lua_State *L) {
-  for (int i = 2; i <= 3; i++) {
-    dp__lua_push(L, lua_touserdata(L, i));
-    lua_replace(L, i);
-  }
-  lua_call(L, 2, 1);
-  return 1;
-}
-
-/* Calls the function at idx with a and b; its result at the top, or -1 +
-   err (what: the option's name). */
-static int call_hook(lua_State *L, int idx, void *a, void *b, const char *what, dp_err **err) {
-  if (!lua_checkstack(L, 4)) {
-    *err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
-    return -1;
-  }
-  lua_pushcfunction(L, hook_body);
-  lua_pushvalue(L, idx);
-  lua_pushlightuserdata(L, a);
-  lua_pushlightuserdata(L, b);
-  if (lua_pcall(L, 3, 1, 0) != LUA_OK) {
-    *err = dp__lua_toerr(L, what);
-    return -1;
-  }
-  return 0;
-}
-
 static int h_can_run(void *ud, dp_expr *call, dp_vdev *vd, int *ok, dp_err **err) {
   hooks *h = ud;
-  if (call_hook(h->L, h->cap, call, vd, "capability", err) < 0) return -1;
+  if (dp__lua_call_hook(h->L, h->cap, call, vd, "capability", err) < 0) return -1;
   *ok = lua_toboolean(h->L, -1);
   lua_pop(h->L, 1);
   return 0;
 }
 
-static int number_result(lua_State *L, const char *what, double *out, dp_err **err) {
-  int isnum = lua_type(L, -1) == LUA_TNUMBER;
-  *out = isnum ? lua_tonumber(L, -1) : 0;
-  lua_pop(L, 1);
-  if (isnum) return 0;
-  *err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "%s must return a number", what);
-  return -1;
-}
-
 static int h_compute(void *ud, dp_expr *call, dp_vdev *vd, double *s, dp_err **err) {
   hooks *h = ud;
-  if (call_hook(h->L, h->comp, call, vd, "compute_cost", err) < 0) return -1;
-  return number_result(h->L, "compute_cost", s, err);
+  if (dp__lua_call_hook(h->L, h->comp, call, vd, "compute_cost", err) < 0) return -1;
+  return dp__lua_hook_number(h->L, "compute_cost", "a number", s, err);
 }
 
 static int h_bandwidth(void *ud, dp_vdev *src, dp_vdev *dst, double *bps, dp_err **err) {
@@ -259,8 +222,8 @@ static int h_bandwidth(void *ud, dp_vdev *src, dp_vdev *dst, double *bps, dp_err
     *bps = h->bwconst;
     return 0;
   }
-  if (call_hook(h->L, h->bw, src, dst, "bandwidth", err) < 0) return -1;
-  return number_result(h->L, "bandwidth", bps, err);
+  if (dp__lua_call_hook(h->L, h->bw, src, dst, "bandwidth", err) < 0) return -1;
+  return dp__lua_hook_number(h->L, "bandwidth", "a number", bps, err);
 }
 
 int h_recomputable(void *ud, dp_expr *value); /* l_move.c */

@@ -39,35 +39,10 @@ typedef struct hooks {
   dp_cost_model model;    /* the rates (owned) */
 } hooks;
 
-static int hook_body(lua_State *L) {
-  for (int i = 2; i <= 3; i++) {
-    dp__lua_push(L, lua_touserdata(L, i));
-    lua_replace(L, i);
-  }
-  lua_call(L, 2, 1);
-  return 1;
-}
-
-static int call_hook(lua_State *L, int idx, void *a, void *b, const char *what, dp_err **err) {
-  if (!lua_checkstack(L, 4)) {
-    *err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
-    return -1;
-  }
-  lua_pushcfunction(L, hook_body);
-  lua_pushvalue(L, idx);
-  lua_pushlightuserdata(L, a);
-  lua_pushlightuserdata(L, b);
-  if (lua_pcall(L, 3, 1, 0) != LUA_OK) {
-    *err = dp__lua_toerr(L, what);
-    return -1;
-  }
-  return 0;
-}
-
 static int h_cost(void *ud, dp_expr *call, dp_vdev *vd, double *s, dp_err **err) {
   hooks *h = ud;
   lua_State *L = h->L;
-  if (call_hook(L, h->cost, call, vd, "cost", err) < 0) return -1;
+  if (dp__lua_call_hook(L, h->cost, call, vd, "cost", err) < 0) return -1;
   int t = lua_type(L, -1);
   *s = t == LUA_TNUMBER ? lua_tonumber(L, -1) : 0;
   lua_pop(L, 1);
@@ -84,13 +59,8 @@ static int h_bandwidth(void *ud, dp_vdev *src, dp_vdev *dst, double *bps, dp_err
     *bps = h->bwconst;
     return 0;
   }
-  if (call_hook(h->L, h->bw, src, dst, "bandwidth", err) < 0) return -1;
-  int isnum = lua_type(h->L, -1) == LUA_TNUMBER;
-  *bps = isnum ? lua_tonumber(h->L, -1) : 0;
-  lua_pop(h->L, 1);
-  if (isnum) return 0;
-  *err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "bandwidth must return a number of bytes per second");
-  return -1;
+  if (dp__lua_call_hook(h->L, h->bw, src, dst, "bandwidth", err) < 0) return -1;
+  return dp__lua_hook_number(h->L, "bandwidth", "a number of bytes per second", bps, err);
 }
 
 static double num_field(lua_State *L, int t, const char *k, double dflt) {
