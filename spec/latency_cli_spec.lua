@@ -83,10 +83,25 @@ describe("devplan plan --placement latency", function()
       {"--memory cuda=lots", "the memory budget of cuda must be a number of bytes or a size"},
       {"--memory cdua=1GB", "did you mean 'cuda'"},
       {"--placement fastest", "latency"},
+      {"--placement latency --polymorphic", "--polymorphic goes with --placement tvm or min_bytes, not latency"},
     } do
       local status, _, err = testing.run_devplan("plan " .. file .. " " .. case[1])
       assert.equal(1, status, case[1])
       assert.truthy(err:find(case[2], 1, true), case[1] .. ": " .. err)
     end
+  end)
+
+  it("recomputes on the latency placement's answer (--recompute)", function()
+    local file = testing.temp_file([[
+def @main(%x: Tensor[(5, 7), float32], %y: Tensor[(5, 7), float32]) {
+  %0 = ones(shape=[5, 7], dtype="float32");
+  %1 = on_device(add(%x, %0), virtual_device=VirtualDevice(device_type=cpu));
+  %2 = on_device(multiply(%y, %0), virtual_device=VirtualDevice(device_type=cuda));
+  add(%1, %2)
+}]], ".relay")
+    local status, out, err = testing.run_devplan("plan " .. file .. " --placement latency --recompute")
+    assert.equal(0, status, err)
+    assert.truthy(out:find("// recompute: 1 copy computed again on the destination:", 1, true), out)
+    assert.truthy(out:find("ones at 2:8 in @main (1 call) on cuda instead of copied from cpu", 1, true), out)
   end)
 end)

@@ -59,6 +59,16 @@ describe("PlanDevices {recompute = true}", function()
     assert.are.equal("ones", list[1].value)
     assert.are.equal("cuda", list[1].dst.device_type_name)
     assert.are.equal(1, run(planned(ISSUE_15019, {recompute = true}), args).copies) -- with TVM's placement too
+    -- and on the latency placement's answer: never more copies than it alone, the same values
+    local lat = planned(ISSUE_15019, {placement = "latency"})
+    local lat_rc = planned(ISSUE_15019, {placement = "latency", recompute = true})
+    local rl, rlr = run(lat, args), run(lat_rc, args)
+    assert.is_true(rlr.copies <= rl.copies, rlr.copies .. " > " .. rl.copies)
+    assert.is_true(pc.equal(rl.value, rlr.value))
+    assert.are.equal(0, rlr.nviolations, rlr.violations[1])
+    assert.is_table(dp.planner.recomputed(lat_rc))
+    assert.has_error(function() dp.passes.PlanDevices(config, {placement = "latency", polymorphic = true}) end,
+      'devplan.passes.PlanDevices: option polymorphic goes with placement = "tvm" or "min_bytes", not "latency"')
     -- dp.planner.plan_with runs the option as the pass does, and checks it the same way
     local mod = dp.parse(program(ISSUE_15019), testing.META)
     local direct = dp.planner.plan_with(mod, config, {placement = "min_bytes", recompute = true})

@@ -921,6 +921,9 @@ function COMMANDS.plan.run(opts)
   if not opts["--first-conflict"] then plan_args[#plan_args + 1] = {"all_conflicts", "true"}
   elseif not opts["--strict"] then plan_args[#plan_args + 1] = {"tvm_conflicts", "true"} end
   if opts["--placement"] and opts["--placement"] ~= "tvm" then plan_args[#plan_args + 1] = {"placement", opts["--placement"]} end
+  if opts["--polymorphic"] and opts["--placement"] == "latency" then
+    fail(usage_error("plan", "--polymorphic goes with --placement tvm or min_bytes, not latency").text)
+  end
   if opts["--polymorphic"] then plan_args[#plan_args + 1] = {"polymorphic", "true"} end
   if opts["--recompute"] then plan_args[#plan_args + 1] = {"recompute", "true"} end
   items[#items + 1] = {"plan_devices", #plan_args > 0 and plan_args or nil}

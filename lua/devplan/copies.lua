@@ -16,6 +16,7 @@
 local core = require "devplan.core"
 local ir = require "devplan.ir"
 local options = require "devplan.plan_options"
+local latency = require "devplan.latency"
 
 local error, math, pairs, setmetatable, tostring, type = error, math, pairs, setmetatable, tostring, type
 _ENV = nil -- no global is read or written below this line
@@ -60,18 +61,29 @@ end
 -- The moves MoveCopies made to produce mod (nil: it did not make mod).
 function M.moves(mod) return moves_of[mod] end
 
--- PlanDevices with options (already checked): the module, and with
--- polymorphic = true its report, remembered for specialisations(out); with
+-- PlanDevices with options (already checked; placement = "latency" too):
+-- the module, and with polymorphic = true its report, remembered for specialisations(out); with
 -- recompute = true what was computed again, remembered for recomputed(out).
 function M.plan_with(mod, config, opts)
-  local out, report = core.planner.plan_with(mod, config, opts)
-  if opts and opts.recompute then
-    local list
-    out, list = core.planner.recompute(out, config)
-    recomputed_of[out] = list
+  if opts and opts.placement == "latency" then
+    -- (the search does not weigh recomputation: it runs on the answer)
+    local out = latency.place(mod, config, options.latency_options(opts)).planned
+    if opts.recompute then out = M.recompute(out, config) end
+    return out
   end
+  local out, report = core.planner.plan_with(mod, config, opts)
+  if opts and opts.recompute then out = M.recompute(out, config) end
   if report then specialised_of[out] = report end
   return out, report
+end
+
+-- recompute = true on a planned module (TVM's rules and min_bytes plan
+-- with it; the latency placement's answer gets it afterwards): the module
+-- with what was computed again remembered for recomputed(out).
+function M.recompute(planned, config)
+  local out, list = core.planner.recompute(planned, config)
+  recomputed_of[out] = list
+  return out
 end
 
 -- What PlanDevices' recompute option computed again instead of copying, for

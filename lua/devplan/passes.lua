@@ -47,7 +47,6 @@ local ir = require "devplan.ir"
 local pass = require "devplan.pass"
 local options = require "devplan.plan_options"
 local copies = require "devplan.copies"
-local latency = require "devplan.latency"
 local verify = require "devplan.verify"
 local annotate = require "devplan.passes.annotate_virtual_devices"
 local merge = require "devplan.passes.merge_composite"
@@ -62,10 +61,7 @@ function M.PlanDevices(config, opts)
   opts = options.check_options(opts, "devplan.passes.PlanDevices", 2)
   options.check_config(config, "devplan.passes.PlanDevices", 2)
   local p
-  if opts.placement == "latency" then
-    local lopts = options.latency_options(opts)
-    p = pass.new("PlanDevices", function(mod) return latency.place(mod, config, lopts).planned end, opts)
-  elseif options.is_tvm(opts) then
+  if options.is_tvm(opts) then
     p = pass.new("PlanDevices", function(mod) return core.planner.plan(mod, config) end, opts)
   else
     p = pass.new("PlanDevices", function(mod)

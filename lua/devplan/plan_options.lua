@@ -81,9 +81,8 @@ function M.check_options(opts, who, level)
   if opts.max_specialisations ~= nil and (math.type(opts.max_specialisations) ~= "integer" or opts.max_specialisations < 1) then
     error(who .. ": option 'max_specialisations' must be a positive integer", level + 1)
   end
-  if opts.placement == "latency" and (opts.polymorphic or opts.recompute) then
-    error(who .. ": options polymorphic and recompute go with placement = \"tvm\" or \"min_bytes\", "
-      .. "not \"latency\"", level + 1)
+  if opts.placement == "latency" and opts.polymorphic then
+    error(who .. ": option polymorphic goes with placement = \"tvm\" or \"min_bytes\", not \"latency\"", level + 1)
   end
   if opts.placement == "latency" then
     if opts.capability or opts.compute_cost then
@@ -101,7 +100,8 @@ end
 -- placement = "latency"'s options as devplan.latency.place takes them.
 function M.latency_options(opts)
   local o = {}
-  for k, v in pairs(opts) do if k ~= "placement" then o[k] = v end end
+  -- (recompute runs on the placement's answer: lua/devplan/passes.lua)
+  for k, v in pairs(opts) do if k ~= "placement" and k ~= "recompute" then o[k] = v end end
   return o
 end
 
