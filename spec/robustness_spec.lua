@@ -254,3 +254,25 @@ describe("option rules", function()
       1, true), err.message)
   end)
 end)
+
+describe("methods and helpers called with anything (the API fuzzer's finds of 2026-11-29)", function()
+  it("name themselves instead of failing inside the library", function()
+    local cases = {
+      {dp.schedule.Schedule.text, {5}, "devplan.Schedule:text: a schedule expected"},
+      {dp.schedule.Schedule.__tostring, {{}}, "devplan.Schedule:text: a schedule expected"},
+      {dp.schedule.format_time, {{}}, "devplan.schedule.format_time: seconds (a number)"},
+      {dp.planner.check_options, {"", "who", 0}, "who: options must be a table"},
+      {dp.Sequential{}.run, {0 / 0}, "mod must be an IRModule"},
+      {dp.passes.Verify().run, {dp.parse(testing.SMALL_MODULE), 5}, "ctx must be a dp.PassContext"},
+      {getmetatable(dp.costs.DEFAULT).__call, {}, "devplan.CostModel:__call: a CostModel expected"},
+      {dp.costs.DEFAULT, {}, "devplan.CostModel: a call expected"},
+    }
+    for i, c in ipairs(cases) do
+      local ok, err = pcall(c[1], table.unpack(c[2]))
+      assert.is_false(ok, "case " .. i)
+      local text = tostring(err)
+      assert.truthy(text:find(c[3], 1, true), "case " .. i .. ": " .. text)
+      assert.falsy(text:find("lua/devplan/", 1, true), "case " .. i .. ": " .. text)
+    end
+  end)
+end)

@@ -99,17 +99,37 @@ function M.model(spec)
   return new_model(per_type)
 end
 
+-- Methods called on something else (Model.rate(5)), and a call and a
+-- device that are not one: errors naming the method (the API fuzzer calls
+-- every method with anything).
+local function check_self(self, class, what, method)
+  if getmetatable(self) ~= class then
+    error(("devplan.%s:%s: a %s expected, got %s"):format(what, method, what, type(self)), 3)
+  end
+end
+local function check_call_vd(call, vd, who)
+  if not ir.is_expr(call) or call.kind ~= "call" then
+    error(who .. ": a call expected, got " .. (ir.is_expr(call) and ("a " .. call.kind) or type(call)), 3)
+  end
+  if not ir.is_virtual_device(vd) then error(who .. ": a VirtualDevice expected, got " .. type(vd), 3) end
+end
+
 function Model:__call(call, vd)
+  check_self(self, Model, "CostModel", "__call")
+  check_call_vd(call, vd, "devplan.CostModel")
   return core.schedule.model_seconds(call, vd, self.rates)
 end
 
 -- The rate of a device type name (its own, the model's default, DEFAULT_RATE).
 function Model:rate(name)
+  check_self(self, Model, "CostModel", "rate")
   return self.per_type[name] or self.per_type.default or M.DEFAULT_RATE
 end
 
 -- A copy of the model with the rates of other's device types over it.
 function Model:with(other)
+  check_self(self, Model, "CostModel", "with")
+  if getmetatable(other) ~= Model then error("devplan.CostModel:with: a cost model expected, got " .. type(other), 2) end
   local per_type = {}
   for k, v in pairs(self.per_type) do per_type[k] = v end
   for k, v in pairs(other.per_type) do per_type[k] = v end
@@ -117,6 +137,7 @@ function Model:with(other)
 end
 
 function Model:__tostring()
+  check_self(self, Model, "CostModel", "__tostring")
   local parts = {}
   for _, r in ipairs(self.rates) do
     local name = r.device_type == 0 and "default" or core.VirtualDevice{device_type = r.device_type}.device_type_name
@@ -259,15 +280,15 @@ end
 
 -- The entry that covers call on vd, or nil.
 function Table:entry(call, vd)
-  if not ir.is_expr(call) or call.kind ~= "call" then
-    error("devplan.CostTable: a call expected, got " .. (ir.is_expr(call) and call.kind or type(call)), 2)
-  end
+  check_self(self, Table, "CostTable", "entry")
+  check_call_vd(call, vd, "devplan.CostTable")
   local sig, dname = signature(call), vd.device_type_name
   return best_in(self.by_op["*"], sig, dname, best_in(self.by_op[sig.op], sig, dname, nil))
 end
 
 -- seconds (covered), false (the table says vd cannot run it), nil (not covered).
 function Table:lookup(call, vd)
+  check_self(self, Table, "CostTable", "lookup")
   local e = self:entry(call, vd)
   if not e then return nil end
   if e.cannot then return false end
@@ -275,6 +296,7 @@ function Table:lookup(call, vd)
 end
 
 function Table:__call(call, vd)
+  check_self(self, Table, "CostTable", "__call")
   local s = self:lookup(call, vd)
   if s == false then return nil end
   if s then return s end
@@ -282,11 +304,15 @@ function Table:__call(call, vd)
 end
 
 -- Does an entry cover call on vd?
-function Table:covers(call, vd) return self:entry(call, vd) ~= nil end
+function Table:covers(call, vd)
+  check_self(self, Table, "CostTable", "covers")
+  return self:entry(call, vd) ~= nil
+end
 
 -- A new table: self's entries then other's (which win ties), other's
 -- rates over self's.
 function Table:merge(other)
+  check_self(self, Table, "CostTable", "merge")
   if getmetatable(other) ~= Table then error("devplan.CostTable:merge: a cost table expected", 2) end
   local t = new_table(self.model:with(other.model))
   for _, src in ipairs{self, other} do
@@ -302,6 +328,7 @@ end
 
 -- The table in the plain format (rates, then entries in order).
 function Table:text()
+  check_self(self, Table, "CostTable", "text")
   local out = {"# devplan costs"}
   for _, r in ipairs(self.model.rates) do
     local name = r.device_type == 0 and "*" or core.VirtualDevice{device_type = r.device_type}.device_type_name
@@ -319,11 +346,15 @@ function Table:text()
 end
 
 function Table:__tostring()
+  check_self(self, Table, "CostTable", "__tostring")
   return string.format("CostTable(%d entries from %s)", #self.entries,
                        #self.sources > 0 and table.concat(self.sources, ", ") or "no file")
 end
 
-function Table:__len() return #self.entries end
+function Table:__len()
+  check_self(self, Table, "CostTable", "__len")
+  return #self.entries
+end
 
 function M.is_table(x) return getmetatable(x) == Table end
 

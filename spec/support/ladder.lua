@@ -179,11 +179,13 @@ end
 -- linear pass costs more per node as the depth grows; its ratios measured
 -- up to 41x for one step (mostly where the caches run out: from 1,000 to
 -- 10,000 for passes, 10,000 to 100,000 for the printers' megabytes of text)
--- and up to 500x for both. Hence: at most 45x a step, 600x both steps
+-- and up to 500x for both; at load 10 (2026-11-29: four jobs on the two
+-- cores) up to 53x a step (InferType of a typed module: microseconds at
+-- 10,000 deep) and 622x both. Hence: at most 60x a step, 900x both steps
 -- (12^2 = 144, with the same toll). A quadratic pass costs 100x a step
 -- (times the toll) and 10,000x both.
-M.STEP_BOUNDS = {45, 45} -- the first step, the second
-M.LADDER_BOUND = 600
+M.STEP_BOUNDS = {60, 60} -- the first step, the second
+M.LADDER_BOUND = 900
 
 -- nil when the ladder stays in its bounds, else why not.
 function M.verdict(m)
