@@ -29,6 +29,11 @@ void dp__lua_open_file(lua_State *L);       /* l_file.c: dp.write_file */
 void dp__lua_open_graph(lua_State *L);      /* l_graph.c: core._graph, the C half of dp.graph */
 void dp__lua_open_onnx(lua_State *L);       /* l_onnx.c: dp.onnx (importing ONNX models) */
 
+/* l_place.c: raises err, with all_conflicts' errors as its field `errors`
+   (PlanDevices and the latency placement report conflicts alike). */
+struct dp_conflicts;
+int dp__lua_raise_conflicts(lua_State *L, dp_err *err, struct dp_conflicts *all);
+
 /* The C half of `require "devplan"` (l_init.c). */
 int luaopen_devplan_core(lua_State *L);
 

@@ -297,8 +297,7 @@ static void read_opts(lua_State *L, int idx, dp_plan_opts *o, hooks *h) {
   o->hooks = &h->h;
 }
 
-/* Raises err; with the conflicts of all_conflicts as its field `errors`. */
-static int raise_conflicts(lua_State *L, dp_err *err, dp_conflicts *all) {
+int dp__lua_raise_conflicts(lua_State *L, dp_err *err, dp_conflicts *all) {
   dp__lua_push_error(L, err);
   if (all->n) {
     lua_createtable(L, (int)all->n, 0);
@@ -334,7 +333,7 @@ static int l_plan_with(lua_State *L) {
   int poly = lua_istable(L, 3) && bool_option(L, 3, "polymorphic", 0);
   if (poly) return dp__lua_plan_polymorphic(L, m, cfg, &o, 3);
   dp_module *r = dp_plan_devices_opts(m, cfg, &o, &all, &err);
-  if (!r) return raise_conflicts(L, err, &all);
+  if (!r) return dp__lua_raise_conflicts(L, err, &all);
   dp__lua_push_owned(L, r);
   return 1;
 }
@@ -348,7 +347,7 @@ dp_domains *dp__lua_planned_domains(lua_State *L, dp_module *m, dp_config *cfg, 
   dp_err *err = NULL;
   dp_conflicts all = {0};
   dp_domains *d = dp_plan_domains(m, cfg, &o, &all, &err);
-  if (!d) raise_conflicts(L, err, &all);
+  if (!d) dp__lua_raise_conflicts(L, err, &all);
   return d;
 }
 

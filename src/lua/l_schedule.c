@@ -661,22 +661,6 @@ static void latency_opts(lua_State *L, int idx, hooks *h, dp_latency_opts *lo) {
   lo->effort = num_field(L, idx, "effort", 0);
 }
 
-/* Raises err, with all_conflicts' errors as its field `errors`. */
-static int raise_all(lua_State *L, dp_err *err, dp_conflicts *all) {
-  dp__lua_push_error(L, err);
-  if (all->n) {
-    lua_createtable(L, (int)all->n, 0);
-    for (uint32_t i = 0; i < all->n; i++) {
-      dp__lua_push_error(L, all->v[i]);
-      all->v[i] = NULL;
-      lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-    lua_setfield(L, -2, "errors");
-  }
-  dp_conflicts_clear(all);
-  return lua_error(L);
-}
-
 /* core.schedule.latency(mod, config, opts) -> {planned =, makespan =, ...} */
 static int l_latency(lua_State *L) {
   dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
@@ -693,7 +677,7 @@ static int l_latency(lua_State *L) {
   lo.all = &all;
   dp_latency_result r;
   dp_err *err = NULL;
-  if (dp_plan_latency(m, cfg, &lo, &r, &err) < 0) return raise_all(L, err, &all);
+  if (dp_plan_latency(m, cfg, &lo, &r, &err) < 0) return dp__lua_raise_conflicts(L, err, &all);
   dp_conflicts_clear(&all);
   lua_createtable(L, 0, 16);
   int t = lua_gettop(L);
@@ -756,7 +740,7 @@ static int l_latency_domains(lua_State *L) {
   dp_conflicts all = {0};
   dp_err *err = NULL;
   dp_domains *d = dp_plan_domains(m, cfg, &po, &all, &err);
-  if (!d) return raise_all(L, err, &all);
+  if (!d) return dp__lua_raise_conflicts(L, err, &all);
   dp__lua_push_owned(L, d);
   return 1;
 }

@@ -108,7 +108,10 @@ static int var_attrs(dp_parser *p, const int64_t *ev, size_t n, size_t *i, const
     const char *k = dp__tok_text(p, key, &len);
     dp_aval v;
     (*i)++;
-    if (dp__read_aval(p, ev, n, i, &v) != 0) return -1;
+    if (dp__read_aval(p, ev, n, i, &v) != 0) {
+      rc = -1;
+      break;
+    }
     if (len != 14 || memcmp(k, "virtual_device", 14) != 0)
       rc = dp__unknown_attr(p, key, what, "virtual_device");
     else if (v.kind != DP_AV_VDEV)

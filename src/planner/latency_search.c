@@ -215,19 +215,11 @@ typedef struct mover {
   double *st, *fin;         /* the last accepted placement's start and finish per node */
 } mover;
 
-/* Moves the group to d (where allowed): 1 when kept (better), 0 not, -1. */
-static int try_move(mover *mv, uint32_t ng, uint32_t d) {
+/* Scores mv->place as a move left it: kept when better (1: its critical
+   decisions and times remembered), else the move's n nodes (mv->grp) put
+   back to their devices before it (mv->old) (0); -1 out of memory. */
+static int judge(mover *mv, uint32_t n) {
   dp__lat *l = mv->l;
-  uint32_t changed = 0;
-  for (uint32_t i = 0; i < ng; i++) {
-    uint32_t v = mv->grp[i];
-    mv->old[i] = mv->place[v];
-    if ((l->allowed[v] >> d & 1) && mv->place[v] != d) {
-      mv->place[v] = d;
-      changed++;
-    }
-  }
-  if (!changed) return 0;
   dp__score s;
   uint32_t *crit = NULL, ncrit = 0;
   if (dp__lat_eval(l, mv->place, &s, &crit, &ncrit) < 0) return -1;
@@ -241,8 +233,24 @@ static int try_move(mover *mv, uint32_t ng, uint32_t d) {
     return 1;
   }
   free(crit);
-  for (uint32_t i = 0; i < ng; i++) mv->place[mv->grp[i]] = mv->old[i];
+  for (uint32_t i = 0; i < n; i++) mv->place[mv->grp[i]] = mv->old[i];
   return 0;
+}
+
+/* Moves the group to d (where allowed): 1 when kept (better), 0 not, -1. */
+static int try_move(mover *mv, uint32_t ng, uint32_t d) {
+  dp__lat *l = mv->l;
+  uint32_t changed = 0;
+  for (uint32_t i = 0; i < ng; i++) {
+    uint32_t v = mv->grp[i];
+    mv->old[i] = mv->place[v];
+    if ((l->allowed[v] >> d & 1) && mv->place[v] != d) {
+      mv->place[v] = d;
+      changed++;
+    }
+  }
+  if (!changed) return 0;
+  return judge(mv, ng);
 }
 
 /* The time window of the group's calls in the last accepted schedule. */
@@ -278,20 +286,8 @@ static int swaps_of(mover *mv, uint32_t v) {
       uint32_t x = mv->grp[i], to = i < ng ? b : a;
       if (l->allowed[x] >> to & 1) mv->place[x] = to;
     }
-    dp__score s;
-    uint32_t *crit = NULL, ncrit = 0;
-    if (dp__lat_eval(l, mv->place, &s, &crit, &ncrit) < 0) return -1;
-    if (dp__score_better(&s, mv->score)) {
-      *mv->score = s;
-      free(mv->crit);
-      mv->crit = crit;
-      mv->ncrit = ncrit;
-      memcpy(mv->st, l->tstart, (size_t)l->n * sizeof *mv->st);
-      memcpy(mv->fin, l->tfinish, (size_t)l->n * sizeof *mv->fin);
-      return 1;
-    }
-    free(crit);
-    for (uint32_t i = 0; i < ng + nu; i++) mv->place[mv->grp[i]] = mv->old[i];
+    int r = judge(mv, ng + nu);
+    if (r != 0) return r;
   }
   return 0;
 }
@@ -344,23 +340,11 @@ static int pass(mover *mv, uint8_t *tried) {
   for (uint32_t d = 0; l->rdec && d < l->K && !spent(l); d++) { /* @main's result device */
     if (d == mv->place[l->n]) continue;
     mv->grp[0] = l->n;
-    uint32_t was = mv->place[l->n];
+    mv->old[0] = mv->place[l->n];
     mv->place[l->n] = d;
-    dp__score s;
-    uint32_t *crit = NULL, ncrit = 0;
-    if (dp__lat_eval(l, mv->place, &s, &crit, &ncrit) < 0) return -1;
-    if (dp__score_better(&s, mv->score)) {
-      *mv->score = s;
-      free(mv->crit);
-      mv->crit = crit;
-      mv->ncrit = ncrit;
-      memcpy(mv->st, l->tstart, (size_t)l->n * sizeof *mv->st);
-      memcpy(mv->fin, l->tfinish, (size_t)l->n * sizeof *mv->fin);
-      any = 1;
-    } else {
-      free(crit);
-      mv->place[l->n] = was;
-    }
+    int r = judge(mv, 1);
+    if (r < 0) return -1;
+    if (r > 0) any = 1;
   }
   for (uint32_t i = 0; i < mv->ncrit && !spent(l); i++) {
     uint32_t v = mv->crit[i];
