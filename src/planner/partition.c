@@ -429,20 +429,16 @@ static int mark_lets(pctx *c) {
 
 /* Numbers the regions with a call, lists their members, marks outputs. */
 static int list_regions(pctx *c) {
-  for (uint32_t v = 0; v < c->n; v++) {
+  uint32_t nregs = 0;
+  for (uint32_t v = 0; v < c->n; v++) { /* numbered first, allocated once */
     if (c->cls[v] != C_MEMBER) continue;
     uint32_t r = find(c, v);
-    if (!c->hascall[r]) continue;
-    if (!c->rid[r]) {
-      void *regs = c->regs;
-      uint32_t cap = c->nregs;
-      if (dp_grow(&regs, &cap, c->nregs + 1, sizeof *c->regs) < 0) return -1;
-      c->regs = regs;
-      memset(&c->regs[c->nregs], 0, sizeof *c->regs);
-      c->rid[r] = ++c->nregs;
-    }
-    c->regs[c->rid[r] - 1].nmem++;
+    if (c->hascall[r] && !c->rid[r]) c->rid[r] = ++nregs;
   }
+  if (!(c->regs = dp_calloc(nregs ? nregs : 1, sizeof *c->regs))) return -1;
+  c->nregs = nregs;
+  for (uint32_t v = 0; v < c->n; v++)
+    if (hoisted(c, v)) region_of(c, v)->nmem++;
   uint32_t total = 0;
   for (uint32_t i = 0; i < c->nregs; i++) {
     c->regs[i].first = total;
