@@ -39,6 +39,29 @@ describe("the depth ladder", function()
     end)
   end
 
+  -- issue 22: the API fuzzer's batch (seed 9593746455) ran this pipeline
+  -- on closures 100,000 deep; a realloc per piece made it quadratic (over 10
+  -- minutes under ASan)
+  local FUZZ_PIPELINE = [[
+    local dp = require "devplan"
+    local pipe = dp.Sequential{dp.passes.PartitionByVirtualDevice(), dp.passes.ShareCopies()}
+    return function(m) return dp.PassContext{verify_each = true}:run(pipe, m) end
+  ]]
+
+  it("PartitionByVirtualDevice and ShareCopies (verify_each) are linear in the depth of closures, "
+     .. "in time and in memory", function()
+    local run = load(FUZZ_PIPELINE)()
+    local why, m = L.check({name = "Partition, ShareCopies", run = run}, "fuzzer closures",
+                           L.inputs("fuzzer closures"))
+    assert.is_nil(why, "superlinear\n" .. table_of({{name = "Partition, ShareCopies", m = m, why = why}}))
+    local k10 = L.peak_kb("fuzzer closures", 10000, FUZZ_PIPELINE)
+    if not k10 then return end -- (no /proc: the time is checked)
+    local k100 = L.peak_kb("fuzzer closures", 100000, FUZZ_PIPELINE)
+    -- linear: 10x the memory (with room: 20x); quadratic: 100x
+    assert.is_true(k100 <= 20 * math.max(k10, 1000),
+      ("peak memory 10,000 deep %d KB, 100,000 deep %d KB (x%.1f, over x20)"):format(k10, k100, k100 / k10))
+  end)
+
   it("patterns print and match in time linear in their depth", function()
     local inputs = L.inputs("nested calls")
     local rows, failed = {}, 0

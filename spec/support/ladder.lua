@@ -75,6 +75,19 @@ M.SHAPES = {
     end
     return module_of({a}, e)
   end,
+  -- (fn (%x1) { add(%x1, (fn (%x2) { add(%x2, ... negative(%a)) })(%a)) })(%a):
+  -- the API fuzzer's closures (fuzz/apifuzz_rt.lua, shape "fn"), each body a
+  -- piece of its own for PartitionByVirtualDevice (issue 22: 100,000 deep
+  -- took over 10 minutes under ASan); timed by its own test, not every step
+  ["fuzzer closures"] = function(n)
+    local a = dp.var("a", T)
+    local e = dp.call("negative", {a})
+    for i = 1, n do
+      local x = dp.var("x" .. i, T)
+      e = dp.call(dp.fn({x}, dp.call("add", {x, e})), {a})
+    end
+    return module_of({a}, e)
+  end,
 }
 
 M.SHAPE_ORDER = {"nested if", "nested tuples", "nested calls", "lets", "closures"}
@@ -239,6 +252,43 @@ function M.check_pattern(step, inputs)
     if not M.verdict(m) then return nil, m end
   end
   return M.verdict(m), m
+end
+
+-- The memory a run takes: the peak resident kilobytes above what the
+-- process held before it (Linux: /proc/self/clear_refs resets the peak), in
+-- a fresh process (memory freed earlier would hide a run's growth).
+-- `code` is a Lua chunk returning function(module) run on the typed module
+-- of shape at depth n. nil when the system cannot say.
+function M.peak_kb(shape, n, code)
+  local f = io.open("/proc/self/clear_refs", "w")
+  if not f then return nil end
+  f:close()
+  local script = testing.temp_file(([=[
+local dp = require "devplan"
+local L = dofile(dp.root .. "/spec/support/ladder.lua")
+local run = load(%q)()
+local function kb(field)
+  for l in io.lines("/proc/self/status") do
+    local v = l:match("^" .. field .. ":%%s*(%%d+)")
+    if v then return tonumber(v) end
+  end
+end
+local m = dp.infer_type(L.SHAPES[%q](%d))
+collectgarbage()
+collectgarbage()
+local f = assert(io.open("/proc/self/clear_refs", "w"))
+f:write("5")
+f:close()
+local before = kb("VmRSS")
+local out = run(m)
+print("peak_kb", kb("VmHWM") - before, out ~= nil)
+]=]):format(code, shape, n), ".lua")
+  local p = io.popen(testing.exe .. " " .. script .. " 2>&1")
+  local text = p:read("a")
+  p:close()
+  local kb = text:match("peak_kb%s+(%d+)")
+  assert(kb, "peak_kb: the run failed:\n" .. text)
+  return tonumber(kb)
 end
 
 -- A row of numbers for the table bench/ladder.lua prints.
