@@ -134,8 +134,20 @@ describe("deep and wrong values", function()
     assert.truthy(err_of(dp.pipeline.text, 7):find("a list of", 1, true))
     assert.truthy(err_of(dp.pipeline.load_rules, {}):find("a string", 1, true))
     assert.truthy(err_of(dp.pipeline.annotate_ops, "cuda"):find("annotate_ops: a table", 1, true))
+    assert.truthy(err_of(dp.pipeline.annotate_ops, {add = 1}):find("(strings), got [string] = number", 1, true))
+    assert.truthy(err_of(dp.pipeline.annotate_ops, {"cuda"}):find("got [number] = string", 1, true))
     local a = dp.passes.AnnotateVirtualDevices{add = function() end}
     assert.truthy(tostring(err_of(a.capability, dp.fn({}, dp.const(1.0)), testing.PALETTE.GPU)):find("must be a call", 1, true))
+  end)
+
+  it("the schedule's helpers and methods name what they were given (API fuzzer, 2026-11-29)", function()
+    local S = dp.schedule
+    assert.truthy(tostring(err_of(S.Schedule.live)):find("Schedule:live: a schedule expected", 1, true))
+    assert.truthy(tostring(err_of(S.Schedule.live, 1e308, testing.PALETTE.GPU)):find("got number", 1, true))
+    assert.truthy(tostring(err_of(S.format_bytes, {})):find("format_bytes: bytes (a number) expected, got table", 1, true))
+    assert.equal("nan bytes", S.format_bytes(0/0):gsub("^%-", ""))
+    assert.equal("-inf bytes", S.format_bytes(-math.huge))
+    assert.equal("1.5 KiB", S.format_bytes(1536))
   end)
 
   it("an unknown pass name of a megabyte is rejected at once, and cut in the message", function()

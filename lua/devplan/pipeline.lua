@@ -349,6 +349,10 @@ function M.annotate_ops(map)
   end
   local rules, shown = {}, {}
   for op, name in pairs(map) do
+    if type(op) ~= "string" or type(name) ~= "string" then
+      error("devplan.pipeline.annotate_ops: each entry must be [operator name] = device name (strings), got ["
+        .. type(op) .. "] = " .. type(name), 2)
+    end
     local dev, weight = name:match("^(.-)~(.*)$")
     local w = weight and tonumber(weight)
     if weight and not (w and w >= 0 and w < math.huge) then

@@ -89,10 +89,15 @@ end
 
 -- "1.5 MiB" for bytes.
 function M.format_bytes(b)
+  if type(b) ~= "number" then
+    error("devplan.schedule.format_bytes: bytes (a number) expected, got " .. type(b), 2)
+  end
   local units = {"bytes", "KiB", "MiB", "GiB", "TiB"}
   local u = 1
   while b >= 1024 and u < #units do b, u = b / 1024, u + 1 end
-  if u == 1 then return string.format("%d bytes", math.floor(b + 0.5)) end
+  local whole = u == 1 and math.tointeger(math.floor(b + 0.5))
+  if whole then return string.format("%d bytes", whole) end
+  if u == 1 then return tostring(b) .. " bytes" end
   return string.format("%.3g %s", b, units[u])
 end
 
@@ -205,6 +210,7 @@ end
 -- The values a device holds at its peak (s.memory): {{kind = "call" |
 -- "copy" | "parameter", expr =, bytes =, from =, to =}, ...}.
 function Schedule:live(device)
+  check_self(self, "live")
   if not ir.is_virtual_device(device) then
     error("devplan.Schedule:live: a VirtualDevice expected, got " .. type(device), 2)
   end
