@@ -336,6 +336,10 @@ local function error_text(err, sources)
   local s = err.formatted
   if not err.line then return "devplan: " .. s end
   local text = sources and sources[err.source]
+  if type(text) == "function" then -- (a file read again: see parse_module)
+    text = text()
+    sources[err.source] = text
+  end
   if text and err.col and not s:find("\n%s*%^\n") and not s:find("\n%s*%^$") then
     local l = line_of(text, err.line)
     if l and #l <= 200 then
@@ -442,7 +446,10 @@ local function is_onnx(path, text)
   return path:lower():match("%.onnx$") or (text and text:find("[%z\1-\8\11\12\14-\31]"))
 end
 
--- The module of opts' input file; sources[name] = its text (for carets).
+-- The module of opts' input file; sources[name] = its text (for carets):
+-- once it is parsed, a file's text is not kept (a large module's text
+-- would stay resident while it is planned) but read again for the carets
+-- of a later error; standard input's is kept.
 local function parse_module(opts, command, sources)
   if #opts.files == 0 then fail(usage_error(command, "a FILE is needed ('-' for standard input)").text) end
   if #opts.files > 1 then
@@ -463,7 +470,17 @@ local function parse_module(opts, command, sources)
   local own = not opts["--meta"] and parser.has_metadata(text)
   local meta = opts["--meta"] and load_meta(opts["--meta"]) or not own and devname.palette() or nil
   local ok, mod = pcall(dp.parse, text, meta, {source_name = source})
-  if ok then return check_not_empty(mod, source, command), text end
+  if ok then
+    if source ~= "<stdin>" then
+      sources[source] = function()
+        local f = io.open(path, "rb")
+        local again = f and f:read("a")
+        if f then f:close() end
+        return again
+      end
+    end
+    return check_not_empty(mod, source, command)
+  end
   local msg = error_text(mod, sources)
   if not opts["--meta"] and not own and type(mod) == "table" and type(mod.message) == "string"
       and mod.message:find("^meta%[") then
@@ -824,6 +841,9 @@ local function run_pipeline(command, opts, pipeline_text, reproducer, origins)
     fail(origin_error(command, p, pipeline_text, origins) or error_text(p, sources))
   end
   local mod = parse_module(opts, command, sources)
+  -- the input's text and the parser are garbage now: collected before
+  -- planning (no Lua allocation would run the collector while C plans)
+  collectgarbage()
   local ctx = attempt(sources, dp.PassContext, context_options(opts, config))
   local ok, res = pcall(p, mod, ctx)
   if opts["--time-passes"] then io.stderr:write(ctx:timing_report()) end

@@ -232,6 +232,155 @@ static int homes(scopes *S) {
   return 0;
 }
 
+/* ---- 0. the common case: a tree ----
+   When no node inside e is held twice, each is evaluated where it stands,
+   so a read is in scope exactly when a binder of its variable encloses it
+   in the walk: one walk that counts each variable's open binders says so,
+   with a map of the variables read or bound and a stack, instead of the
+   arrays of 1-3 (a parsed million-let chain: a fifth of the memory and the
+   time). Anything else (a node held twice, a variable bound twice, a read
+   out of scope) is left to the full check, which words the errors. */
+
+enum { V_BOUND = 1, V_OUTSIDE = 2, V_OPEN = 4 }; /* V_OPEN: one open binder */
+
+typedef struct tframe { dp_expr *e; uint32_t k, n; } tframe;
+typedef struct tstate { dp__ptrmap vars; int verdict; } tstate; /* verdict 0: ask the full check */
+
+static uint64_t *var_state(tstate *T, const dp_var *v) {
+  dp__ptrslot *s = dp__ptrmap_insert(&T->vars, v, NULL);
+  if (!s) T->verdict = -1;
+  return s ? &s->word : NULL;
+}
+
+/* A binder of v is met: bound twice, or read before (out of its scope), is
+   the full check's to say. */
+static int tree_bind(void *ud, dp_var *v) {
+  tstate *T = ud;
+  uint64_t *w = var_state(T, v);
+  if (!w) return -1;
+  if (*w & (V_BOUND | V_OUTSIDE)) {
+    T->verdict = 0;
+    return 1;
+  }
+  *w |= V_BOUND;
+  return 0;
+}
+
+static int tree_open(void *ud, dp_var *v) {
+  uint64_t *w = var_state(ud, v);
+  if (w) *w += V_OPEN;
+  return w ? 0 : -1;
+}
+
+static int tree_close(void *ud, dp_var *v) {
+  uint64_t *w = var_state(ud, v);
+  if (w) *w -= V_OPEN;
+  return w ? 0 : -1;
+}
+
+/* Entering (open 1) or leaving (open 0) child slot k of e: the binders it
+   is inside of open or close; entering a binding slot binds. Returns 1
+   when slot k binds (its child is no read), 0, or -1 (see T->verdict). */
+static int tree_slot(tstate *T, dp_expr *e, uint32_t k, int open) {
+  int (*fn)(void *, dp_var *) = open ? tree_open : tree_close;
+  switch (e->h.kind) {
+  case DP_LET: {
+    dp_let *l = (dp_let *)e;
+    if (k == 0) return open && tree_bind(T, l->var) != 0 ? -1 : 1;
+    if (k == 2 || l->value->h.kind == DP_FUNC) return fn(T, l->var);
+    return 0;
+  }
+  case DP_FUNC: {
+    dp_func *f = (dp_func *)e;
+    if (k < f->nparams) return open && tree_bind(T, f->params[k]) != 0 ? -1 : 1;
+    for (uint32_t p = 0; p < f->nparams; p++)
+      if (fn(T, f->params[p]) != 0) return -1;
+    return 0;
+  }
+  case DP_MATCH: {
+    dp_pattern *pat = k ? ((dp_match *)e)->clauses[k - 1].pat : NULL;
+    if (!pat) return 0;
+    if (open && dp_pattern_vars(pat, tree_bind, T) != 0) return -1;
+    return dp_pattern_vars(pat, fn, T) != 0 ? -1 : 0;
+  }
+  default: return 0;
+  }
+}
+
+/* A read of v: in scope when a binder of v is open; a variable bound
+   nowhere (yet) is marked, so that binding it later is a doubt. */
+static int tree_read(tstate *T, dp_var *v) {
+  uint64_t *w = var_state(T, v);
+  if (!w) return -1;
+  if (*w >= V_OPEN) return 0;
+  if (*w & V_BOUND) {
+    T->verdict = 0;
+    return -1;
+  }
+  *w |= V_OUTSIDE;
+  return 0;
+}
+
+static int binds_in(const dp_expr *e) {
+  return e->h.kind == DP_LET || e->h.kind == DP_FUNC || e->h.kind == DP_MATCH;
+}
+
+/* dp_expr_child, the commonest kinds first. */
+static dp_expr *tree_child(dp_expr *e, uint32_t k) {
+  if (e->h.kind == DP_CALL) return k ? ((dp_call *)e)->args[k - 1] : ((dp_call *)e)->fn;
+  if (e->h.kind == DP_LET) return k == 0 ? &((dp_let *)e)->var->e : k == 1 ? ((dp_let *)e)->value : ((dp_let *)e)->body;
+  return dp_expr_child(e, k);
+}
+
+static uint32_t tree_nchildren(const dp_expr *e) {
+  switch (e->h.kind) {
+  case DP_VAR: case DP_GLOBAL: case DP_CONST: case DP_OP: case DP_CTOR: return 0;
+  case DP_CALL: return ((const dp_call *)e)->nargs + 1;
+  case DP_LET: return 3;
+  default: return dp_expr_nchildren(e);
+  }
+}
+
+/* 1: e is a tree whose reads are all in scope; 0: ask the full check;
+   -1: out of memory. */
+static int tree_in_scope(dp_expr *root) {
+  tstate T = {DP__PTRMAP_INIT, 1};
+  tframe *st = NULL;
+  uint32_t sp = 0, cap = 0;
+  if (dp_grow((void **)&st, &cap, 1, sizeof *st) < 0) return -1;
+  st[sp++] = (tframe){root, 0, tree_nchildren(root)};
+  while (sp && T.verdict == 1) {
+    tframe *f = &st[sp - 1];
+    if (f->k == f->n) {
+      if (--sp && binds_in(st[sp - 1].e) && tree_slot(&T, st[sp - 1].e, st[sp - 1].k, 0) < 0) break;
+      if (sp) st[sp - 1].k++;
+      continue;
+    }
+    dp_expr *e = f->e, *c = tree_child(e, f->k);
+    int scoped = binds_in(e), binds = scoped ? tree_slot(&T, e, f->k, 1) : 0;
+    if (binds < 0) break;
+    uint32_t nc = c ? tree_nchildren(c) : 0;
+    if (nc == 0) { /* atomic: a read when a variable, then the slot is left */
+      if (!binds && c && c->h.kind == DP_VAR && tree_read(&T, (dp_var *)c) < 0) break;
+      if (scoped && tree_slot(&T, e, f->k, 0) < 0) break;
+      f->k++;
+      continue;
+    }
+    if (c->h.rc > 1) { /* (maybe held twice here) */
+      T.verdict = 0;
+      break;
+    }
+    if (dp_grow((void **)&st, &cap, sp + 1, sizeof *st) < 0) {
+      T.verdict = -1;
+      break;
+    }
+    st[sp++] = (tframe){c, 0, nc};
+  }
+  free(st);
+  dp__ptrmap_free(&T.vars);
+  return T.verdict;
+}
+
 /* ---- 3. the checks ---- */
 
 /* Depth-first entry and exit numbers of the scope tree. Scopes are made
@@ -303,6 +452,8 @@ static uint32_t check_reads(scopes *S, dp_scope_error *out, uint32_t max) {
 }
 
 int dp_check_scopes(dp_expr *e, dp_scope_error *out, uint32_t max) {
+  int tree = e ? tree_in_scope(e) : 0;
+  if (tree != 0) return tree > 0 ? 0 : -1;
   scopes S;
   memset(&S, 0, sizeof S);
   S.index = S.bound = DP__PTRMAP_INIT;

@@ -173,11 +173,21 @@ static int p_error_here(lua_State *L) {
   return raise(L, lp, dp_parser_error_here(lp->p, "%s", luaL_checkstring(L, 2)));
 }
 
+/* A parser closed by a method (at stack index 1): its text is let go at
+   once, not when the parser itself is collected (an object with a
+   finalizer keeps what it refers to for one more cycle, and the text of a
+   large module would stay resident while the module is planned). */
+static void close_at_1(lua_State *L, lparser *lp) {
+  close_parser(lp);
+  lua_pushnil(L);
+  lua_setiuservalue(L, 1, 1);
+}
+
 /* The result of a finished parse; the parser is closed after. */
 static int finish(lua_State *L, lparser *lp, void *obj, dp_err *err) {
   if (!obj) raise(L, lp, err);
   dp__lua_push_owned(L, obj);
-  close_parser(lp);
+  close_at_1(L, lp);
   return 1;
 }
 
@@ -211,7 +221,7 @@ static int p_type(lua_State *L) {
 }
 
 static int p_close(lua_State *L) {
-  close_parser(luaL_checkudata(L, 1, PARSER_META));
+  close_at_1(L, luaL_checkudata(L, 1, PARSER_META));
   return 0;
 }
 
