@@ -4,6 +4,10 @@
  */
 #include <stdlib.h>
 #include <stdint.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 #include "internal.h"
 #include "arena.h"
 
@@ -20,6 +24,21 @@ static void drop(dp__chunk *c) {
   if (--c->live == 0) free(c);
 }
 
+void dp__prefault(void *p, size_t n) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+  static uintptr_t page;
+  if (!page) {
+    long ps = sysconf(_SC_PAGESIZE);
+    page = ps > 0 ? (uintptr_t)ps : 4096;
+  }
+  uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
+  if (n >= 16 * page && b > a) (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE); /* (a hint) */
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
 void *dp__arena_alloc(dp__arena *a, size_t size, int *in_arena) {
   size = (size + 7) & ~(size_t)7;
   *in_arena = 0;
@@ -28,6 +47,7 @@ void *dp__arena_alloc(dp__arena *a, size_t size, int *in_arena) {
   if (!c || c->used + size > CHUNK) {
     c = dp__malloc_aligned(CHUNK, CHUNK);
     if (!c) return NULL;
+    dp__prefault(c, CHUNK); /* (it is all written) */
     *c = (dp__chunk){1, (uint32_t)HEAD};
     if (a->cur) drop(a->cur);
     a->cur = c;

@@ -40,6 +40,12 @@ void dp__arena_done(dp__arena *a);
    last node. */
 void dp__arena_node_free(void *e);
 
+/* Asks the system for the pages of [p, p + n), writable, in one go
+   rather than one fault each as they are first written (a hint: nothing
+   where the system has no way to say it, or for less than 16 pages). For
+   memory about to be written whole: a chunk, a large array. */
+void dp__prefault(void *p, size_t n);
+
 /* Calls and lets in an arena (NULL: on the heap): dp_call_new and
    dp_let_new otherwise. */
 dp_call *dp__call_new_in(dp__arena *a, dp_expr *fn, uint32_t nargs, dp_expr *const *args,

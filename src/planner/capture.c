@@ -542,6 +542,7 @@ dp_module *dp__capture(dp__domains *d, dp_err **err) {
   if (!out) goto oom;
   c.out = dp_calloc(ix->n ? ix->n : 1, sizeof *c.out);
   if (!c.out) goto oom;
+  dp__prefault(c.out, (size_t)ix->n * sizeof *c.out);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = capture_function(&c, i, err);
     if (!f) goto fail;

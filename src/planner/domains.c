@@ -42,6 +42,9 @@ int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err) 
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return -1;
   }
+  /* (both are about to be written whole: their pages in one go) */
+  dp__prefault(d->nodes, (size_t)d->capnodes * sizeof *d->nodes);
+  dp__prefault(d->dom, (size_t)ix->n * sizeof *d->dom);
   dp__dom_first(d, 0, 0, NULL); /* domain 0: what a failed allocation hands out */
   return 0;
 }
