@@ -12,6 +12,10 @@
 #include "internal.h"
 #include "devplan/expr.h"
 #include "devplan/op.h"
+#include "arena.h"
+
+/* (dp_expr.mark sits in what was padding: a node is no larger for it) */
+_Static_assert(sizeof(dp_expr) == 32, "dp_expr is 32 bytes");
 
 static const char *kind_names[] = {
   NULL, "var", "global", "const", "op", "call", "fn", "let", "tuple", "proj",
@@ -30,6 +34,7 @@ static void *set_node(dp_expr *e, int kind, dp_span span) {
   if (!e) return NULL;
   e->h = (dp_obj){1, DP_OBJ_EXPR, (uint8_t)kind, 0};
   e->span = span;
+  e->mark = 0;
   e->type = NULL;
   return e;
 }
@@ -115,10 +120,18 @@ dp_const *dp_const_new(dp_dtype dtype, uint32_t ndim, const int64_t *shape,
   return c;
 }
 
-dp_call *dp_call_new(dp_expr *fn, uint32_t nargs, dp_expr *const *args, dp_attrs *attrs,
-                     dp_span span) {
+/* A node made in arena a (NULL: on the heap) marked as such. */
+static void *in_arena(dp__arena *a, size_t size, int kind, dp_span span) {
+  int marked;
+  dp_expr *e = set_node(dp__arena_alloc(a, size, &marked), kind, span);
+  if (e && marked) e->h.flags = DP__OBJ_IN_ARENA;
+  return e;
+}
+
+dp_call *dp__call_new_in(dp__arena *a, dp_expr *fn, uint32_t nargs, dp_expr *const *args,
+                         dp_attrs *attrs, dp_span span) {
   if (!fn || !all_set(args, nargs)) return NULL;
-  dp_call *c = set_node(dp_malloc(sizeof *c + nargs * sizeof(dp_expr *)), DP_CALL, span);
+  dp_call *c = in_arena(a, sizeof *c + nargs * sizeof(dp_expr *), DP_CALL, span);
   if (!c) return NULL;
   c->fn = dp_retain(fn);
   c->attrs = dp_retain(attrs);
@@ -126,6 +139,11 @@ dp_call *dp_call_new(dp_expr *fn, uint32_t nargs, dp_expr *const *args, dp_attrs
   if (nargs) memcpy(c->args, args, nargs * sizeof *args);
   retain_all(c->args, nargs);
   return c;
+}
+
+dp_call *dp_call_new(dp_expr *fn, uint32_t nargs, dp_expr *const *args, dp_attrs *attrs,
+                     dp_span span) {
+  return dp__call_new_in(NULL, fn, nargs, args, attrs, span);
 }
 
 dp_func *dp_func_new_generic(uint32_t ntparams, dp_type *const *tparams, uint32_t nparams,
@@ -159,14 +177,18 @@ dp_func *dp_func_new(uint32_t nparams, dp_var *const *params, dp_expr *body, dp_
   return dp_func_new_generic(0, NULL, nparams, params, body, ret, attrs, vdev, span);
 }
 
-dp_let *dp_let_new(dp_var *var, dp_expr *value, dp_expr *body, dp_span span) {
+dp_let *dp__let_new_in(dp__arena *a, dp_var *var, dp_expr *value, dp_expr *body, dp_span span) {
   if (!var || var->e.h.kind != DP_VAR || !value || !body) return NULL;
-  dp_let *l = set_node(dp_malloc(sizeof *l), DP_LET, span);
+  dp_let *l = in_arena(a, sizeof *l, DP_LET, span);
   if (!l) return NULL;
   l->var = dp_retain(var);
   l->value = dp_retain(value);
   l->body = dp_retain(body);
   return l;
+}
+
+dp_let *dp_let_new(dp_var *var, dp_expr *value, dp_expr *body, dp_span span) {
+  return dp__let_new_in(NULL, var, value, body, span);
 }
 
 dp_tuple *dp_tuple_new(uint32_t n, dp_expr *const *fields, dp_span span) {
@@ -371,5 +393,6 @@ void dp__expr_free_fn(dp_obj *o, dp_worklist *wl) {
   uint32_t n = dp_expr_nchildren(e);
   for (uint32_t i = 0; i < n; i++) dp_release_deferred(wl, dp_expr_child(e, i));
   free_extras(e, wl);
-  free(e);
+  if (e->h.flags & DP__OBJ_IN_ARENA) dp__arena_node_free(e);
+  else free(e);
 }

@@ -23,9 +23,10 @@
  *
  * Each function's nodes are rewritten in post order (the index's), each
  * once, from its children's rewritten forms and the devices of their
- * domains, resolved once per node before the walk. A node whose children
- * all come back as they were, and which needs no change itself, is kept
- * (no new node): most of a large program's nodes are such.
+ * domains. A node whose children all come back as they were, and which
+ * needs no change itself, is kept (no new node); the new ones are made in
+ * one node arena (src/core/arena.h: in bulk, yet each an ordinary node to
+ * whoever holds it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,6 @@ typedef struct rcopy { uint32_t id, next; dp_vdev *vd; dp_expr *made; } rcopy;
 typedef struct cctx {
   dp__domains *d;
   dp__index *ix;
-  uint32_t *dev;  /* id -> device index (0: none was determined) */
   dp_expr **out;  /* id -> rewritten node (owned) */
   rcopy *rc; uint32_t nrc, caprc;
   dp__ptrmap rcmap;  /* node -> its latest rcopy + 1 (a node numbered twice has two ids) */
@@ -133,13 +133,14 @@ static dp_vdev *dom_vd(cctx *c, uint32_t dom, const dp_expr *e, dp_err **err) {
   return v;
 }
 
-/* The device of node id (resolved before the walk). */
+/* The device of node id. */
 static dp_vdev *id_vd(cctx *c, uint32_t id, dp_err **err) {
-  if (!c->dev[id]) {
+  uint32_t v = dp__dom_dev(c->d, c->d->dom[id]);
+  if (!v) {
     dp_err_set(err, no_device(c, c->ix->x[id]));
     return NULL;
   }
-  return c->d->dev->v[c->dev[id]];
+  return c->d->dev->v[v];
 }
 
 /* The device of child i of node id. */
@@ -256,19 +257,19 @@ static void release_all(dp_expr **kids, uint32_t n) {
 
 /* orig with other kids: calls and lets (most of a program) built here,
    without comparing the children again. */
-static dp_expr *rebuild(dp_expr *orig, dp_expr **kids) {
+static dp_expr *rebuild(dp__arena *a, dp_expr *orig, dp_expr **kids) {
   if (orig->h.kind == DP_CALL) {
     const dp_call *c = (const dp_call *)orig;
-    return (dp_expr *)dp_call_new(kids[0], c->nargs, kids + 1, c->attrs, orig->span);
+    return (dp_expr *)dp__call_new_in(a, kids[0], c->nargs, kids + 1, c->attrs, orig->span);
   }
   if (orig->h.kind == DP_LET && kids[0]->h.kind == DP_VAR)
-    return (dp_expr *)dp_let_new((dp_var *)kids[0], kids[1], kids[2], orig->span);
+    return (dp_expr *)dp__let_new_in(a, (dp_var *)kids[0], kids[1], kids[2], orig->span);
   return dp_expr_with_children(orig, kids);
 }
 
 /* orig with kids (new references, released here): orig itself where every
    kid is its child as it was. */
-static dp_expr *with_kids(dp_expr *orig, dp_expr **kids, uint32_t n, dp_err **err) {
+static dp_expr *with_kids(cctx *c, dp_expr *orig, dp_expr **kids, uint32_t n, dp_err **err) {
   uint32_t same = 0;
   for (uint32_t i = 0; i < n; i++) {
     if (!kids[i]) {
@@ -277,7 +278,7 @@ static dp_expr *with_kids(dp_expr *orig, dp_expr **kids, uint32_t n, dp_err **er
     }
     same += kids[i] == dp__child(orig, i);
   }
-  dp_expr *r = same == n ? dp_retain(orig) : rebuild(orig, kids);
+  dp_expr *r = same == n ? dp_retain(orig) : rebuild(c->ix->ops.arena, orig, kids);
   release_all(kids, n);
   if (!r) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return typed(r, orig);
@@ -368,7 +369,7 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
     if (!r) goto oom;
     r = typed(r, &orig->e);
   } else {
-    r = with_kids(&orig->e, k, n + 1, err);
+    r = with_kids(c, &orig->e, k, n + 1, err);
   }
   if (k != small) free(k);
   return r;
@@ -430,7 +431,7 @@ static int is_param(cctx *c, uint32_t id) {
    (c->out). */
 static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
   dp_expr *orig = c->ix->x[id];
-  switch (orig->h.kind) {
+  switch (c->ix->kind[id] & K_KIND) {
   case DP_VAR:
     if (is_param(c, id)) return capture_param(c, id, (dp_var *)orig, err);
     return dp_retain(orig);
@@ -445,7 +446,7 @@ static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
     dp_expr *k[3] = {dp_retain(out_kid(c, id, 0)), reconcile(c, NULL, xv, id, 1, out_kid(c, id, 1), err),
                      NULL};
     if (k[1]) k[2] = same(c, lv, id, 2, out_kid(c, id, 2), err);
-    return with_kids(orig, k, 3, err);
+    return with_kids(c, orig, k, 3, err);
   }
   case DP_TUPLE: case DP_PROJ: case DP_IF: case DP_MATCH: case DP_REF_CREATE: case DP_REF_READ:
   case DP_REF_WRITE: {
@@ -458,12 +459,12 @@ static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
     dp_expr *r;
     if (c->ix->flag[id] & F_LOWERED_ARGS) {
       for (uint32_t i = 0; i < n; i++) k[i] = dp_retain(out_kid(c, id, i));
-      r = with_kids(orig, k, n, err);
+      r = with_kids(c, orig, k, n, err);
     } else {
       dp_vdev *pv = id_vd(c, id, err);
       for (uint32_t i = 0; i < n; i++)
         k[i] = pv && (i == 0 || k[i - 1]) ? same(c, pv, id, i, out_kid(c, id, i), err) : NULL;
-      r = with_kids(orig, k, n, err);
+      r = with_kids(c, orig, k, n, err);
     }
     if (k != small) free(k);
     return r;
@@ -505,11 +506,17 @@ oom:
    rewritten once from its children's results; the root comes last. A node
    that is not shared has one parent, so its result is dropped as soon as
    the parent is built. */
+#define AHEAD 8
+
 static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
   const dp__index *ix = c->ix;
   dp_expr *r = NULL;
-  for (uint32_t k = ix->fnpost[fn]; k < ix->fnpost[fn + 1]; k++) {
+  uint32_t end = ix->fnpost[fn + 1];
+  for (uint32_t k = ix->fnpost[fn]; k < end; k++) {
     uint32_t id = ix->post[k];
+    /* (the module's nodes are cold at a million: each is asked for a few
+       nodes ahead of its turn) */
+    if (k + AHEAD < end) dp__prefetch(ix->x[ix->post[k + AHEAD]]);
     r = capture_node(c, id, err);
     if (!r) return NULL;
     c->out[id] = r;
@@ -526,13 +533,16 @@ static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
 
 dp_module *dp__capture(dp__domains *d, dp_err **err) {
   dp__index *ix = d->ix;
-  cctx c = {d, ix, NULL, NULL, NULL, 0, 0, DP__PTRMAP_INIT};
+  cctx c = {d, ix, NULL, NULL, 0, 0, DP__PTRMAP_INIT};
+  /* the planned module's new nodes, made in bulk (the annotations too:
+     rules.c makes them in ix->ops.arena) */
+  dp__arena arena = DP__ARENA_INIT;
+  ix->ops.arena = &arena;
   dp_module *m = ix->mod, *out = dp_module_copy(m);
   if (!out) goto oom;
   c.out = dp_calloc(ix->n ? ix->n : 1, sizeof *c.out);
-  c.dev = dp_malloc((ix->n ? ix->n : 1) * sizeof *c.dev);
-  if (!c.out || !c.dev) goto oom;
-  for (uint32_t id = 0; id < ix->n; id++) c.dev[id] = dp__dom_dev(d, d->dom[id]);
+  if (!c.out) goto oom;
+  dp__prefault(c.out, (size_t)ix->n * sizeof *c.out);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = capture_function(&c, i, err);
     if (!f) goto fail;
@@ -553,9 +563,10 @@ done:
   if (c.out)
     for (uint32_t i = 0; i < ix->n; i++) dp_release(c.out[i]);
   free(c.out);
-  free(c.dev);
   for (uint32_t i = 0; i < c.nrc; i++) dp_release(c.rc[i].made);
   free(c.rc);
   dp__ptrmap_free(&c.rcmap);
+  ix->ops.arena = NULL;
+  dp__arena_done(&arena);
   return out;
 }

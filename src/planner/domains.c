@@ -42,6 +42,9 @@ int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err) 
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return -1;
   }
+  /* (both are about to be written whole: their pages in one go) */
+  dp__prefault(d->nodes, (size_t)d->capnodes * sizeof *d->nodes);
+  dp__prefault(d->dom, (size_t)ix->n * sizeof *d->dom);
   dp__dom_first(d, 0, 0, NULL); /* domain 0: what a failed allocation hands out */
   return 0;
 }
@@ -130,14 +133,13 @@ static uint32_t dom_of_global(dp__domains *d, const dp_global *g) {
 }
 
 uint32_t dp__dom_of(dp__domains *d, dp_expr *e) {
-  dp__ptrslot *s = NULL;
   /* (operators and constructors are never numbered) */
   if (e->h.kind != DP_OP && e->h.kind != DP_CTOR) {
-    if (dp__index_map(d->ix) < 0) d->oom = 1;
-    s = dp__ptrmap_find(&d->ix->map, e);
+    uint32_t k = dp__index_find(d->ix, e, &d->oom);
+    if (k != DP__NONE_ID) return d->dom[k];
   }
-  if (s) return d->dom[s->val];
-  if ((s = dp__ptrmap_find(&d->extra, e))) return s->val;
+  dp__ptrslot *s = dp__ptrmap_find(&d->extra, e);
+  if (s) return s->val;
   uint32_t id = dp__dom_new(d, e);
   if (dp__ptrmap_set(&d->extra, e, id, 0) < 0) d->oom = 1;
   return id;

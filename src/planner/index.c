@@ -6,9 +6,12 @@
  * read it (what: on_device, device_copy, which call) with its annotation
  * decoded once (devices canonicalised through the configuration), and
  * flags (shared, parameter, call_lowered arguments, phase 0's fixed
- * positions). The phases then run over these arrays: a node is found by
- * pointer only where it is shared (other references may reach it), which
- * is the only hash lookup; attributes are never read by name again.
+ * positions). The phases then run over these arrays; attributes are never
+ * read by name again. A node is looked up by pointer only where it is
+ * shared (other references may reach it: let variables, parameters, values
+ * read twice), and then by its mark (dp_expr.mark: the id this walk gave
+ * it, checked against x[], so a mark left by another walk is never
+ * believed): no hash map is made unless something asks by expression.
  *
  * The same walk does two phases' reading:
  * - phase 0 (rewrite.c): it counts the nodes phase 0 rewrites (nrewrite);
@@ -45,6 +48,7 @@ typedef struct frame {
 typedef struct walk {
   dp__index *ix;
   frame *st; uint32_t nst, capst;
+  uint32_t *aux; uint32_t capaux; /* shared node id -> phase 0b's demand + 1 (0: none yet) */
   uint32_t from;            /* the first id of the function being numbered */
   uint32_t parent, slot;    /* the node being reached is child slot of parent (DP__NONE_ID: a root) */
   int oom;
@@ -327,6 +331,10 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
   ix->koff[id] = ix->nkid;
   ix->nkid += nk;
   ix->koff[id + 1] = ix->nkid;
+  if (shared && dp_grow((void **)&w->aux, &w->capaux, id + 1, sizeof *w->aux) < 0) {
+    w->oom = 1;
+    return DP__NONE_ID;
+  }
   w->st[w->nst++] = (frame){id, 0, nk, (uint32_t)(quiet != 0), demand};
   if (e->h.kind == DP_GLOBAL && push_u32(&ix->gref, &ix->ngref, &ix->capgref, id) < 0) w->oom = 1;
   return id;
@@ -354,33 +362,27 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
       w->oom = 1;
     return id;
   }
-  /* (found or added in one probe: a new node's slot is filled in below,
-     nothing else enters the map before) */
-  int fresh;
-  dp__ptrslot *s = dp__ptrmap_insert(&ix->map, e, &fresh);
-  if (!s) {
-    w->oom = 1;
-    return DP__NONE_ID;
-  }
-  dp__ptrslot *added = fresh ? s : NULL;
-  if (fresh) s = NULL;
-  if (s && s->val >= w->from) { /* reached again in this function */
-    ix->flag[s->val] |= F_MULTI;
+  /* A shared node is found by its mark: the id this walk gave it last
+     (a mark another walk left names no node of this one, or not this
+     node), and what phase 0b demanded of it so far is in w->aux. */
+  uint32_t m = e->mark;
+  int known = m < ix->n && ix->x[m] == e;
+  if (known && m >= w->from) { /* reached again in this function */
+    ix->flag[m] |= F_MULTI;
     if (!quiet && d != DP__NONE_ID) {
-      uint32_t id = s->val;
-      if (s->aux == 0) s->aux = (first_order(e) ? d : 0) + 1; /* its first use */
-      else if (demand_again(w, id, &s->aux, d, call, pos) < 0) w->oom = 1;
-      read_of(w, id, d);
+      if (w->aux[m] == 0) w->aux[m] = (first_order(e) ? d : 0) + 1; /* its first use */
+      else if (demand_again(w, m, &w->aux[m], d, call, pos) < 0) w->oom = 1;
+      read_of(w, m, d);
     }
-    return s->val;
+    return m;
   }
   int again = 0; /* phase 0b reached it in an earlier function */
-  if (s && !quiet && d != DP__NONE_ID) {
-    if (s->aux == 0) s->aux = (first_order(e) ? d : 0) + 1;
-    else if (demand_again(w, s->val, &s->aux, d, call, pos) < 0) w->oom = 1;
+  if (known && !quiet && d != DP__NONE_ID) {
+    if (w->aux[m] == 0) w->aux[m] = (first_order(e) ? d : 0) + 1;
+    else if (demand_again(w, m, &w->aux[m], d, call, pos) < 0) w->oom = 1;
     again = 1;
   }
-  uint32_t old = s ? s->val : DP__NONE_ID, aux = s ? s->aux : 0;
+  uint32_t old = known ? m : DP__NONE_ID, aux = known ? w->aux[m] : 0;
   uint32_t id = number(w, e, 1, d == DP__NONE_ID ? 0 : d, quiet || again);
   if (id == DP__NONE_ID) return id;
   if (!quiet) read_of(w, id, d);
@@ -390,13 +392,11 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
     if (push_u32(&ix->dups, &ix->ndups, &ix->capdups, id) < 0 ||
         push_u32(&ix->dups, &ix->ndups, &ix->capdups, old) < 0)
       w->oom = 1;
-    s = dp__ptrmap_find(&ix->map, e);
-    s->val = id;
-  } else {
-    if (!quiet && first_demand(w, id, e, d, call, pos, &aux) < 0) w->oom = 1;
-    added->val = id;
-    added->aux = aux;
+  } else if (!quiet && first_demand(w, id, e, d, call, pos, &aux) < 0) {
+    w->oom = 1;
   }
+  e->mark = id;
+  w->aux[id] = aux;
   return id;
 }
 
@@ -484,12 +484,13 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   ix->fnid = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnid);
   ix->fnpost = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnpost);
   if (!ix->fnid || !ix->fnpost || room(ix) < 0) goto fail;
-  walk w = {ix, NULL, 0, 0, 0, DP__NONE_ID, DP__NONE_ID, 0};
+  walk w = {ix, NULL, 0, 0, NULL, 0, 0, DP__NONE_ID, DP__NONE_ID, 0};
   for (uint32_t f = 0; f < m->nfuncs; f++) {
     ix->fnid[f] = ix->n;
     ix->fnpost[f] = ix->npost;
     if (number_fn(&w, m->funcs[f].fn) < 0) {
       free(w.st);
+      free(w.aux);
       goto fail;
     }
     ix->nfn++;
@@ -497,6 +498,7 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   ix->fnid[ix->nfn] = ix->n;
   ix->fnpost[ix->nfn] = ix->npost;
   free(w.st);
+  free(w.aux);
   /* a fixed position another parent reaches too is rewritten (phase 0
      gives that position a fixed annotation of its own) */
   for (uint32_t id = 0; id < ix->n; id++)
@@ -534,18 +536,27 @@ void dp__index_free(dp__index *ix) {
   free(ix);
 }
 
-/* The map again, after dp__index_drop_map: every node (the latest id of a
-   node numbered twice). 0, or -1 on out of memory. */
+/* The map of every node (the latest id of a node numbered twice: ids
+   ascend, a later one replaces an earlier). 0, or -1 on out of memory. */
 static int full_map(dp__index *ix) {
   if (ix->full) return 0;
-  for (uint32_t id = 0; id < ix->n; id++) {
-    /* shared nodes are there already, unless the map was dropped; (put: a
-       node under a node numbered in two functions has two ids) */
-    if ((ix->flag[id] & F_SHARED) && !ix->dropped) continue;
+  dp__ptrmap_free(&ix->map);
+  if (dp__ptrmap_reserve(&ix->map, ix->n) < 0) return -1;
+  for (uint32_t id = 0; id < ix->n; id++)
     if (dp__ptrmap_set(&ix->map, ix->x[id], id, 0) < 0) return -1;
-  }
   ix->full = 1;
+  ix->shared = 0;
   ix->dropped = 0;
+  return 0;
+}
+
+/* The map of the shared nodes, for lookups where a mark cannot be
+   trusted. 0, or -1 on out of memory. */
+static int shared_map(dp__index *ix) {
+  if (ix->full || ix->shared) return 0;
+  for (uint32_t id = 0; id < ix->n; id++)
+    if ((ix->flag[id] & F_SHARED) && dp__ptrmap_set(&ix->map, ix->x[id], id, 0) < 0) return -1;
+  ix->shared = 1;
   return 0;
 }
 
@@ -556,11 +567,32 @@ int dp__index_map(dp__index *ix) {
 void dp__index_drop_map(dp__index *ix) {
   dp__ptrmap_free(&ix->map);
   ix->full = 0;
+  ix->shared = 0;
   ix->dropped = 1;
 }
 
 uint32_t dp__index_id(dp__index *ix, const dp_expr *e) {
   if (full_map(ix) < 0) return DP__NONE_ID; /* lookups by expression need every node */
+  dp__ptrslot *s = dp__ptrmap_find(&ix->map, e);
+  return s ? s->val : DP__NONE_ID;
+}
+
+uint32_t dp__index_find(dp__index *ix, const dp_expr *e, int *oom) {
+  if (ix->dropped || ix->full) {
+    if (full_map(ix) < 0) {
+      *oom = 1;
+      return DP__NONE_ID;
+    }
+  } else {
+    /* a node numbered once: its mark is its id, when no later walk has
+       marked it since (then it names another node or none) */
+    uint32_t m = e->mark;
+    if (!ix->ndups && m < ix->n && ix->x[m] == e) return ix->flag[m] & F_SHARED ? m : DP__NONE_ID;
+    if (shared_map(ix) < 0) {
+      *oom = 1;
+      return DP__NONE_ID;
+    }
+  }
   dp__ptrslot *s = dp__ptrmap_find(&ix->map, e);
   return s ? s->val : DP__NONE_ID;
 }

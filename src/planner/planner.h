@@ -87,6 +87,8 @@ struct dp__plan_ops {
   dp_op *on_device, *device_copy;
   dp_op *special[OP__COUNT];  /* [OP_ORDINARY] unused; NULL when not registered */
   struct dp__attr_cache *cache; /* attribute sets built, by device pair (dp__plan_ops_free) */
+  struct dp__arena *arena;    /* where the annotations below are made (NULL: the heap;
+                                 capture's arena while it runs) */
 };
 
 int dp__plan_ops(dp_ctx *ctx, struct dp__plan_ops *ops, dp_err **err);
@@ -172,11 +174,13 @@ static inline dp_vdev *dp__dev(const dp__devices *t, uint32_t i) { return t->v[i
 
 /* ================= the pointer map: src/core/ptrmap.h ================= */
 #include "../core/ptrmap.h"
+/* ================= node arenas: src/core/arena.h ================= */
+#include "../core/arena.h"
 
 /* ================= index.c: the node numbering ================= */
 
 enum { /* dp__index.flag */
-  F_SHARED = 1,        /* other references may reach it: found through the map */
+  F_SHARED = 1,        /* other references may reach it: found again by its mark */
   F_PARAM = 2,         /* a function's parameter */
   F_LOWERED_ARGS = 4,  /* call_lowered's argument tuple */
   F_FIXED = 8,         /* an on_device phase 0 fixes (a let value, a function body) */
@@ -227,8 +231,11 @@ typedef struct dp__index {
   uint32_t *fnid, *fnpost, nfn;
   uint32_t *gref; uint32_t ngref, capgref;   /* ids of global references (order.c) */
   uint32_t *dups; uint32_t ndups, capdups;   /* (id, earlier id) pairs of F_DUP nodes */
-  dp__ptrmap map;             /* shared node -> latest id (aux: phase 0b's demand + 1) */
+  dp__ptrmap map;          /* node -> latest id, made on demand (the walk finds a shared
+                              node by its mark, dp_expr.mark): empty, the shared nodes, or
+                              every node */
   int full;                /* map holds every node (dp__index_id) */
+  int shared;              /* map holds the shared nodes (dp__index_find) */
   int dropped;             /* map freed after analysis (dp__index_drop_map) */
   uint32_t nrewrite;       /* nodes phase 0 rewrites */
   dp__mark *marks; uint32_t nmarks, capmarks; /* phase 0b's copies */
@@ -245,6 +252,10 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err);
 void dp__index_free(dp__index *ix);
 /* e's id (its latest, for a node numbered twice), or DP__NONE_ID. */
 uint32_t dp__index_id(dp__index *ix, const dp_expr *e);
+/* The id of e where analysis asks by expression: before dp__index_drop_map
+   a shared node's (what other references may reach; DP__NONE_ID for any
+   other), after it any node's; *oom set on out of memory. */
+uint32_t dp__index_find(dp__index *ix, const dp_expr *e, int *oom);
 /* After analysis the phases find nodes by id alone: the map is freed (a
    million shared nodes hold tens of megabytes), and made again, with every
    node, when something asks by expression (dp__index_map: 0 or -1). */
@@ -265,6 +276,14 @@ static inline int dp__plain_on_device(const dp__index *ix, uint32_t id) {
   return ix->what[id] == W_ON_DEVICE && (a & ON_CBODY) && !(a & ON_CRESULT) &&
          !(ix->flag[id] & F_FIXED) && d != 0 && d != ON_DEV;
 }
+
+/* Asks for the cache line of p ahead of its use (a hint; nothing where the
+   compiler has no way to say it). */
+#if defined(__GNUC__)
+#define dp__prefetch(p) __builtin_prefetch(p)
+#else
+#define dp__prefetch(p) ((void)(p))
+#endif
 
 /* dp_expr_child / dp_expr_nchildren inline for the kinds a large program
    is made of (calls, lets): every phase asks for them. */

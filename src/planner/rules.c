@@ -205,7 +205,7 @@ dp_expr *dp__on_device_at(const struct dp__plan_ops *ops, dp_expr *body, dp_vdev
     if (!a) return NULL;
     remember(ops, vd, NULL, kind, a);
   }
-  dp_call *c = dp_call_new((dp_expr *)ops->on_device, 1, &body, a, span);
+  dp_call *c = dp__call_new_in(ops->arena, (dp_expr *)ops->on_device, 1, &body, a, span);
   dp_release(a);
   if (!c) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
@@ -259,7 +259,7 @@ dp_expr *dp__device_copy(const struct dp__plan_ops *ops, dp_expr *body, dp_vdev 
     if (!a) return NULL;
     remember(ops, src, dst, 8, a);
   }
-  dp_call *c = dp_call_new((dp_expr *)ops->device_copy, 1, &body, a, body->span);
+  dp_call *c = dp__call_new_in(ops->arena, (dp_expr *)ops->device_copy, 1, &body, a, body->span);
   dp_release(a);
   if (!c) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));

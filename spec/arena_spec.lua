@@ -1,0 +1,57 @@
+-- The planned module's nodes are made in bulk (capture's node arena,
+-- src/core/arena.c): to Lua they are nodes like any other. A node held
+-- after its module is dropped keeps what it needs (its chunk, its
+-- children), and dropping everything leaves nothing behind (the leak
+-- checks of the asan build and valgrind run this spec too).
+local dp = require "devplan"
+local testing = require "devplan.testing"
+local gen = dofile("bench/gen.lua")
+
+local settle = testing.settle
+
+-- The let nodes of a let chain from e, outermost first.
+local function lets(e)
+  local out = {}
+  while e.kind == "let" do
+    out[#out + 1] = e
+    e = e.body
+  end
+  return out
+end
+
+describe("the planned module's node arena", function()
+  local config = testing.config("cuda")
+  local plan = dp.passes.PlanDevices(config)
+
+  it("makes nodes a script can hold after the module is dropped", function()
+    -- 3,000 lets: the planned module spans many chunks
+    local planned = plan(dp.parse(gen.let(3000), testing.META))
+    local chain = lets(planned.main.body)
+    assert.equal(3000, #chain)
+    local held = {chain[1], chain[1500], chain[3000], chain[2999].value}
+    local text = {}
+    for i, e in ipairs(held) do text[i] = tostring(e) end
+    planned, chain = nil, nil
+    settle()
+    -- held nodes, their children and their types are whole
+    for i, e in ipairs(held) do assert.equal(text[i], tostring(e)) end
+    assert.equal("let", held[2].kind)
+    assert.equal("x1499", held[2].var.name)
+    assert.equal(1501, #lets(held[2]))
+    assert.equal("call", held[4].kind)
+    assert.truthy(held[4].checked_type)
+    held = nil
+    settle()
+  end)
+
+  it("drops every node it made when nothing holds them", function()
+    settle()
+    local base = dp.debug.counts()
+    for _ = 1, 5 do
+      local planned = plan(dp.parse(gen.let(2000), testing.META))
+      assert.equal(2000, #lets(planned.main.body))
+    end
+    settle()
+    assert.same(base, dp.debug.counts())
+  end)
+end)

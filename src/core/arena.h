@@ -1,0 +1,55 @@
+/*
+ * Node arenas (internal; the planner's capture phase makes a planned
+ * module's nodes in one): nodes allocated in bulk, from chunks, instead of
+ * one malloc each. A node of an arena is an ordinary node to everyone
+ * else: reference counted, its children retained, freed when its last
+ * reference goes. Only its memory differs: it lies in a chunk, which is
+ * freed when the last of its nodes is (and the arena has moved on from
+ * it). So a chunk lives as long as any of its nodes is held: Lua may keep
+ * any node of a planned module after the module is dropped.
+ *
+ * A chunk is CHUNK bytes aligned on CHUNK (a node finds its chunk by its
+ * address) and counts its live nodes; no free list: a planned module's
+ * nodes are made once and dropped together. Not thread-safe (neither are
+ * reference counts).
+ */
+#ifndef DEVPLAN_ARENA_H
+#define DEVPLAN_ARENA_H
+
+#include <stddef.h>
+#include "devplan/expr.h"
+
+typedef struct dp__arena {
+  struct dp__chunk *cur; /* the chunk being filled (the arena holds it), or NULL */
+} dp__arena;
+
+#define DP__ARENA_INIT ((dp__arena){NULL})
+
+/* dp_obj.flags of an expression whose memory is an arena's (expr.c frees
+   it through dp__arena_node_free). (Inference uses 0x8000 and 0x4000.) */
+#define DP__OBJ_IN_ARENA 0x2000u
+
+/* Memory for one node of `size` bytes (8-aligned, not cleared), from a
+   (NULL arena: dp_malloc's, the node's own). NULL on out of memory. The
+   caller marks the node (dp__arena_mark) once its header is set. */
+void *dp__arena_alloc(dp__arena *a, size_t size, int *in_arena);
+/* The arena makes no more nodes: its hold on its chunk goes (the nodes
+   made keep theirs). The arena is empty and reusable after. */
+void dp__arena_done(dp__arena *a);
+/* Frees the memory of node e (DP__OBJ_IN_ARENA): its chunk goes with its
+   last node. */
+void dp__arena_node_free(void *e);
+
+/* Asks the system for the pages of [p, p + n), writable, in one go
+   rather than one fault each as they are first written (a hint: nothing
+   where the system has no way to say it, or for less than 16 pages). For
+   memory about to be written whole: a chunk, a large array. */
+void dp__prefault(void *p, size_t n);
+
+/* Calls and lets in an arena (NULL: on the heap): dp_call_new and
+   dp_let_new otherwise. */
+dp_call *dp__call_new_in(dp__arena *a, dp_expr *fn, uint32_t nargs, dp_expr *const *args,
+                         dp_attrs *attrs, dp_span span);
+dp_let *dp__let_new_in(dp__arena *a, dp_var *var, dp_expr *value, dp_expr *body, dp_span span);
+
+#endif
