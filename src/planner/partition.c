@@ -327,7 +327,9 @@ static uint32_t find(pctx *c, uint32_t v) {
    representative's), so while r stays a representative each of them is in
    the set or closed. Entries may be stale (r joined a region since) or
    closed: a set made from another resolves and drops them, and a lookup
-   only trusts a covered representative. That lets the common cases take
+   only trusts a covered representative. (A let variable's value may come
+   after a reader in the post order: such a producer's set is made later,
+   so it is never covered, and a node reading one makes its set by copying.) That lets the common cases take
    a set over instead of copying it (which made the walk quadratic where
    many regions stay open, as on branchy modules):
    - a barrier reading one region Q: its set is Q's plus Q (an alias, made
@@ -461,6 +463,8 @@ static int join(pctx *c, uint32_t p, uint32_t v) {
 
 /* The cases without a copy (above). 1 done, 0 not one of them, -1 error. */
 static int take_over(pctx *c, uint32_t v, const dp__dfp_u32s *parents) {
+  for (uint32_t i = 0; i < parents->n; i++) /* (a variable's value may come later: its set is not made yet) */
+    if (parents->a[i] > v) return 0;
   if (c->cls[v] == C_BARRIER && parents->n == 1 && c->restr[parents->a[0]].alias == DP__DFP_NONE) {
     uint32_t q = parents->a[0];
     rset_free(&c->restr[v]);
@@ -529,8 +533,10 @@ static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *joins
     c->clock++; /* the stamp now marks acc */
     for (uint32_t i = 0; i < parents->n; i++)
       if (add_set(c, &acc, &c->restr[parents->a[i]]) < 0) return rset_free(&acc), -1;
-    for (uint32_t i = 0; i < parents->n; i++) /* (all their restrictions are in: covered) */
-      if (!same_place(c, parents->a[i], v) && add_restr(c, &acc, parents->a[i], 1) < 0) return rset_free(&acc), -1;
+    for (uint32_t i = 0; i < parents->n; i++) { /* all their restrictions are in: covered, once made */
+      uint32_t p = parents->a[i];
+      if (!same_place(c, p, v) && add_restr(c, &acc, p, p < v) < 0) return rset_free(&acc), -1;
+    }
     for (uint32_t i = 0; i < parents->n; i++) {
       uint32_t p = parents->a[i];
       if (same_place(c, p, v) && c->stamp[p] != c->clock && dp__dfp_u32s_push(joins, p) < 0)
