@@ -62,6 +62,13 @@ describe("the depth ladder", function()
       ("peak memory 10,000 deep %d KB, 100,000 deep %d KB (x%.1f, over x20)"):format(k10, k100, k100 / k10))
   end)
 
+  it("PartitionByVirtualDevice is linear in the size of a DAG with a wide open frontier (branchy)", function()
+    local step
+    for _, s in ipairs(L.STEPS) do if s.name == "PartitionByVirtualDevice" then step = s end end
+    local why, m = L.check(step, "branchy", L.inputs("branchy"))
+    assert.is_nil(why, "superlinear\n" .. table_of({{name = step.name, m = m, why = why}}))
+  end)
+
   it("patterns print and match in time linear in their depth", function()
     local inputs = L.inputs("nested calls")
     local rows, failed = {}, 0

@@ -88,6 +88,13 @@ M.SHAPES = {
     end
     return module_of({a}, e)
   end,
+  -- bench/gen.lua's branchy workload: call i reads calls i - 1 and i / 2, in
+  -- runs of 50 on the CPU and the GPU (a DAG whose open frontier grows with
+  -- n: PartitionByVirtualDevice's restriction sets were copied per node,
+  -- quadratic); timed by its own test
+  ["branchy"] = function(n)
+    return dp.parse(dofile(dp.root .. "/bench/gen.lua").branchy(n), testing.META)
+  end,
 }
 
 M.SHAPE_ORDER = {"nested if", "nested tuples", "nested calls", "lets", "closures"}

@@ -20,7 +20,11 @@
  *    region's restrictions are the regions that reach it through another
  *    region or a barrier (a region of another device is always one);
  *    restrictions of regions that can take no more consumers are dropped,
- *    which keeps the sets as small as the open frontier of the program;
+ *    which keeps the sets as small as the open frontier of the program,
+ *    and a set is taken over instead of copied where the restrictions of a
+ *    node are those of one producer (plus barriers), so that a program
+ *    with a wide open frontier (a DAG reading values far back) stays
+ *    linear ("restriction sets" below);
  * 3. each region with a call becomes a function (inputs as parameters,
  *    outputs as its result or a tuple of them), and the caller is rebuilt
  *    in a topological order of the graph with each region contracted to
@@ -52,6 +56,13 @@
 
 enum { C_LEAF = 0, C_WRAP, C_MEMBER, C_BARRIER };
 #define MULTI UINT32_MAX
+
+/* A region's restrictions (see "restriction sets" below). */
+typedef struct rset {
+  uint32_t *a, n, cap;  /* entries */
+  uint32_t *h, hcap;    /* hash index: entry positions + 1 (made when first looked up) */
+  uint32_t alias;       /* DP__DFP_NONE, or a barrier's: this region's set plus this region */
+} rset;
 
 typedef struct region {
   dp_global *global;     /* the hoisted function's name (owned) */
@@ -95,12 +106,13 @@ typedef struct pctx {
   uint32_t *block;      /* let body / branch the node is in (MULTI: several) */
   uintptr_t *key;       /* members: the device compared */
   /* regions: union-find over node indices */
-  uint32_t *uf, *remaining, *stamp, clock;
+  uint32_t *uf, *remaining, *stamp, *pos, clock; /* pos: an entry's place in the set being made */
   uint8_t *closed, *hascall, *isout;
   uint32_t *letof;      /* a let-bound variable -> its let (MULTI: none) */
   uint8_t *drop;        /* a let dropped from the caller */
   int has_fnlit;        /* a Composite or Primitive literal with free variables (not entered) */
-  dp__dfp_u32s *restr;
+  rset *restr;          /* per representative: its restrictions */
+  uint32_t *alias_head, *alias_next; /* the barriers whose sets alias a region's: a list */
   /* hoisted regions */
   uint32_t *rid;        /* rep -> region number + 1 */
   region *regs;
@@ -131,6 +143,9 @@ static int alloc_arrays(pctx *c) {
   c->uf = dp_calloc(n, sizeof *c->uf);
   c->remaining = dp_calloc(n, sizeof *c->remaining);
   c->stamp = dp_calloc(n, sizeof *c->stamp);
+  c->pos = dp_calloc(n, sizeof *c->pos);
+  c->alias_head = dp_malloc(n * sizeof *c->alias_head);
+  c->alias_next = dp_malloc(n * sizeof *c->alias_next);
   c->restr = dp_calloc(n, sizeof *c->restr);
   c->rid = dp_calloc(n, sizeof *c->rid);
   c->outpos = dp_calloc(n, sizeof *c->outpos);
@@ -139,7 +154,7 @@ static int alloc_arrays(pctx *c) {
   c->letof = dp_malloc(n * sizeof *c->letof);
   c->drop = dp_calloc(n, 1);
   return c->cls && c->closed && c->hascall && c->isout && c->base && c->block && c->key && c->uf &&
-                 c->remaining && c->stamp && c->restr && c->rid && c->outpos && c->inner && c->outexpr &&
+                 c->remaining && c->stamp && c->pos && c->alias_head && c->alias_next && c->restr && c->rid && c->outpos && c->inner && c->outexpr &&
                  c->letof && c->drop
              ? 0 : -1;
 }
@@ -305,11 +320,131 @@ static uint32_t find(pctx *c, uint32_t v) {
   return v;
 }
 
-/* Adds region r (a representative) to acc unless closed or there already. */
-static int add_restr(pctx *c, dp__dfp_u32s *acc, uint32_t r) {
-  if (c->closed[r] || c->stamp[r] == c->clock) return 0;
+/* ---- restriction sets ----
+   Entries ENTRY(r, covered): r was a region's representative when it went
+   in; covered: r's own restrictions were all in the set then (they are set
+   once, when r's representative is visited, and only grow into a new
+   representative's), so while r stays a representative each of them is in
+   the set or closed. Entries may be stale (r joined a region since) or
+   closed: a set made from another resolves and drops them, and a lookup
+   only trusts a covered representative. (A let variable's value may come
+   after a reader in the post order: such a producer's set is made later,
+   so it is never covered, and a node reading one makes its set by copying.) That lets the common cases take
+   a set over instead of copying it (which made the walk quadratic where
+   many regions stay open, as on branchy modules):
+   - a barrier reading one region Q: its set is Q's plus Q (an alias, made
+     a copy when Q joins another region, as Q's set then changes);
+   - a node whose producer region b of its place covers every other
+     producer region q (q covered in b's set, or a barrier aliasing a region
+     covered there): its restrictions are b's plus those barriers, b joins
+     its region and no other does, so it takes b's set over. */
+#define ENTRY(r, covered) ((r) << 1 | (uint32_t)(covered))
+
+/* What a lookup in a set finds for r. */
+enum { R_ABSENT = 0, R_STALE, R_COVERED };
+
+/* The hash index of set s (slots hold entry positions + 1), made on the
+   first lookup and kept up to date after. */
+static int index_put(rset *s, uint32_t pos) {
+  uint32_t mask = s->hcap - 1, i = (s->a[pos] >> 1) * 0x9E3779B1u & mask;
+  while (s->h[i]) i = (i + 1) & mask;
+  s->h[i] = pos + 1;
+  return 0;
+}
+
+static int index_build(rset *s) {
+  uint32_t cap = 16;
+  while (cap < 2 * s->n + 2) cap *= 2;
+  uint32_t *h = dp_calloc(cap, sizeof *h);
+  if (!h) return -1;
+  free(s->h);
+  s->h = h;
+  s->hcap = cap;
+  for (uint32_t i = 0; i < s->n; i++) index_put(s, i);
+  return 0;
+}
+
+/* Appends an entry (its region not in s yet). */
+static int rset_push(rset *s, uint32_t entry) {
+  if (dp_grow((void **)&s->a, &s->cap, s->n + 1, sizeof *s->a) < 0) return -1;
+  s->a[s->n++] = entry;
+  if (!s->h) return 0;
+  if (2 * s->n + 2 > s->hcap) return index_build(s);
+  return index_put(s, s->n - 1);
+}
+
+static void rset_free(rset *s) {
+  free(s->a);
+  free(s->h);
+  *s = (rset){NULL, 0, 0, NULL, 0, DP__DFP_NONE};
+}
+
+/* Position of r's entry in flat set s, or UINT32_MAX (-2: out of memory). */
+static uint32_t rset_find(rset *s, uint32_t r) {
+  if (!s->n) return UINT32_MAX;
+  if (!s->h && index_build(s) < 0) return UINT32_MAX - 1;
+  uint32_t mask = s->hcap - 1, i = r * 0x9E3779B1u & mask;
+  for (; s->h[i]; i = (i + 1) & mask)
+    if (s->a[s->h[i] - 1] >> 1 == r) return s->h[i] - 1;
+  return UINT32_MAX;
+}
+
+/* What representative r is in the restrictions of region q. -1: out of memory. */
+static int lookup_restr(pctx *c, uint32_t q, uint32_t r) {
+  rset *s = &c->restr[q];
+  if (s->alias != DP__DFP_NONE) {
+    if (r == s->alias) return R_COVERED;
+    s = &c->restr[s->alias];
+  }
+  uint32_t pos = rset_find(s, r);
+  if (pos == UINT32_MAX - 1) return -1;
+  return pos == UINT32_MAX ? R_ABSENT : s->a[pos] & 1 ? R_COVERED : R_STALE;
+}
+
+/* Region p is about to join another: the barriers whose sets alias p's get
+   copies of it (p's set is taken over or freed next). */
+static int unalias(pctx *c, uint32_t p) {
+  for (uint32_t b = c->alias_head[p]; b != DP__DFP_NONE; b = c->alias_next[b]) {
+    rset *s = &c->restr[b];
+    if (s->alias != p || c->closed[b]) continue; /* (a closed region's set is never read again) */
+    const rset *from = &c->restr[p];
+    uint32_t n = from->n + 1;
+    uint32_t *a = dp_malloc(n * sizeof *a);
+    if (!a) return -1;
+    if (from->n) memcpy(a, from->a, from->n * sizeof *a);
+    a[from->n] = ENTRY(p, 1);
+    rset_free(s);
+    s->a = a;
+    s->n = s->cap = n;
+  }
+  c->alias_head[p] = DP__DFP_NONE;
+  return 0;
+}
+
+/* Adds region r (a representative) to acc unless closed; there already:
+   marks it covered when this entry is. */
+static int add_restr(pctx *c, rset *acc, uint32_t r, int covered) {
+  if (c->closed[r]) return 0;
+  if (c->stamp[r] == c->clock) {
+    if (covered) acc->a[c->pos[r]] |= 1;
+    return 0;
+  }
   c->stamp[r] = c->clock;
-  return dp__dfp_u32s_push(acc, r);
+  c->pos[r] = acc->n;
+  return rset_push(acc, ENTRY(r, covered));
+}
+
+/* Adds the entries of set s, resolved. */
+static int add_set(pctx *c, rset *acc, const rset *s) {
+  if (s->alias != DP__DFP_NONE) {
+    if (add_set(c, acc, &c->restr[s->alias]) < 0) return -1;
+    return add_restr(c, acc, find(c, s->alias), find(c, s->alias) == s->alias);
+  }
+  for (uint32_t j = 0; j < s->n; j++) {
+    uint32_t x = s->a[j] >> 1, r = find(c, x);
+    if (add_restr(c, acc, r, x == r && (s->a[j] & 1)) < 0) return -1;
+  }
+  return 0;
 }
 
 static int same_place(const pctx *c, uint32_t a, uint32_t b) {
@@ -317,10 +452,70 @@ static int same_place(const pctx *c, uint32_t a, uint32_t b) {
          c->block[a] == c->block[b];
 }
 
+/* Producer region p joins v's. */
+static int join(pctx *c, uint32_t p, uint32_t v) {
+  if (unalias(c, p) < 0) return -1;
+  c->uf[p] = v;
+  c->remaining[v] += c->remaining[p];
+  c->hascall[v] |= c->hascall[p];
+  return 0;
+}
+
+/* The cases without a copy (above). 1 done, 0 not one of them, -1 error. */
+static int take_over(pctx *c, uint32_t v, const dp__dfp_u32s *parents) {
+  for (uint32_t i = 0; i < parents->n; i++) /* (a variable's value may come later: its set is not made yet) */
+    if (parents->a[i] > v) return 0;
+  if (c->cls[v] == C_BARRIER && parents->n == 1 && c->restr[parents->a[0]].alias == DP__DFP_NONE) {
+    uint32_t q = parents->a[0];
+    rset_free(&c->restr[v]);
+    c->restr[v].alias = q;
+    c->alias_next[v] = c->alias_head[q];
+    c->alias_head[q] = v;
+    return 1;
+  }
+  /* (b: tried among the first few producers of v's place) */
+  uint32_t b = DP__DFP_NONE, nextra = 0, tries = 0;
+  for (uint32_t t = 0; t < parents->n && b == DP__DFP_NONE && tries < 4; t++) {
+    uint32_t cand = parents->a[t];
+    if (!same_place(c, cand, v)) continue;
+    tries++;
+    nextra = 0;
+    int ok = 1;
+    for (uint32_t i = 0; i < parents->n && ok; i++) { /* every other one covered, or a barrier to add */
+      uint32_t q = parents->a[i];
+      if (q == cand) continue;
+      int in = lookup_restr(c, cand, q);
+      if (in < 0) return -1;
+      if (in == R_COVERED) continue;
+      const rset *s = &c->restr[q];
+      int inside = s->alias != DP__DFP_NONE ? lookup_restr(c, cand, s->alias) : s->n == 0 ? R_COVERED : R_ABSENT;
+      if (inside < 0) return -1;
+      if (same_place(c, q, v) || inside != R_COVERED) ok = 0;
+      else nextra++;
+    }
+    if (ok) b = cand;
+  }
+  if (b == DP__DFP_NONE) return 0;
+  if (join(c, b, v) < 0) return -1;
+  rset_free(&c->restr[v]);
+  c->restr[v] = c->restr[b];
+  c->restr[b] = (rset){NULL, 0, 0, NULL, 0, DP__DFP_NONE};
+  for (uint32_t i = 0; nextra && i < parents->n; i++) {
+    uint32_t q = parents->a[i];
+    if (q == b) continue;
+    rset *s = &c->restr[v];
+    uint32_t pos = rset_find(s, q);
+    if (pos == UINT32_MAX - 1) return -1;
+    if (pos != UINT32_MAX) s->a[pos] |= 1;
+    else if (rset_push(s, ENTRY(q, 1)) < 0) return -1;
+  }
+  return 1;
+}
+
 /* One member or barrier v, in topological order. */
-static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *acc) {
+static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *joins) {
   uint32_t ns = nslots(c, v);
-  parents->n = acc->n = 0;
+  parents->n = joins->n = 0;
   c->clock++;
   for (uint32_t k = 0; k < ns; k++) {
     uint32_t p = producer(c, v, k);
@@ -331,26 +526,29 @@ static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *acc) 
       if (dp__dfp_u32s_push(parents, r) < 0) return -1;
     }
   }
-  c->clock++; /* the stamp now marks acc */
-  for (uint32_t i = 0; i < parents->n; i++) {
-    dp__dfp_u32s *pr = &c->restr[parents->a[i]];
-    for (uint32_t j = 0; j < pr->n; j++)
-      if (add_restr(c, acc, find(c, pr->a[j])) < 0) return -1;
+  int taken = take_over(c, v, parents);
+  if (taken < 0) return -1;
+  if (!taken) {
+    rset acc = {NULL, 0, 0, NULL, 0, DP__DFP_NONE};
+    c->clock++; /* the stamp now marks acc */
+    for (uint32_t i = 0; i < parents->n; i++)
+      if (add_set(c, &acc, &c->restr[parents->a[i]]) < 0) return rset_free(&acc), -1;
+    for (uint32_t i = 0; i < parents->n; i++) { /* all their restrictions are in: covered, once made */
+      uint32_t p = parents->a[i];
+      if (!same_place(c, p, v) && add_restr(c, &acc, p, p < v) < 0) return rset_free(&acc), -1;
+    }
+    for (uint32_t i = 0; i < parents->n; i++) {
+      uint32_t p = parents->a[i];
+      if (same_place(c, p, v) && c->stamp[p] != c->clock && dp__dfp_u32s_push(joins, p) < 0)
+        return rset_free(&acc), -1;
+    }
+    for (uint32_t i = 0; i < joins->n; i++) { /* the producers' regions join v's */
+      if (join(c, joins->a[i], v) < 0) return rset_free(&acc), -1;
+      rset_free(&c->restr[joins->a[i]]);
+    }
+    rset_free(&c->restr[v]);
+    c->restr[v] = acc;
   }
-  for (uint32_t i = 0; i < parents->n; i++)
-    if (!same_place(c, parents->a[i], v) && add_restr(c, acc, parents->a[i]) < 0) return -1;
-  for (uint32_t i = 0; i < parents->n; i++) {
-    uint32_t p = parents->a[i];
-    if (!same_place(c, p, v) || c->stamp[p] == c->clock) continue;
-    c->uf[p] = v;                        /* the producer's region joins v's */
-    c->remaining[v] += c->remaining[p];
-    c->hascall[v] |= c->hascall[p];
-    free(c->restr[p].a);
-    c->restr[p] = (dp__dfp_u32s){NULL, 0, 0};
-  }
-  free(c->restr[v].a);
-  c->restr[v] = *acc;
-  *acc = (dp__dfp_u32s){NULL, 0, 0};
   /* v's reads are done: regions with no reader left are closed */
   for (uint32_t k = 0; k < ns; k++) {
     uint32_t p = producer(c, v, k);
@@ -362,6 +560,10 @@ static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *acc) 
 }
 
 static int make_regions(pctx *c) {
+  for (uint32_t v = 0; v < c->n; v++) {
+    c->restr[v].alias = DP__DFP_NONE;
+    c->alias_head[v] = DP__DFP_NONE;
+  }
   for (uint32_t v = 0; v < c->n; v++)
     if (flows(c, v))
       for (uint32_t k = 0; k < nslots(c, v); k++) {
@@ -370,15 +572,15 @@ static int make_regions(pctx *c) {
       }
   uint32_t root = c->base[c->n - 1];
   if (flows(c, root)) c->remaining[root]++; /* the function's result: never closed */
-  dp__dfp_u32s parents = {NULL, 0, 0}, acc = {NULL, 0, 0};
+  dp__dfp_u32s parents = {NULL, 0, 0}, joins = {NULL, 0, 0};
   int rc = 0;
   for (uint32_t v = 0; v < c->n && rc == 0; v++) {
     if (!flows(c, v)) continue;
-    rc = visit(c, v, &parents, &acc);
+    rc = visit(c, v, &parents, &joins);
     if (rc == 0 && c->remaining[v] == 0) c->closed[v] = 1;
   }
   free(parents.a);
-  free(acc.a);
+  free(joins.a);
   return rc;
 }
 
@@ -728,7 +930,7 @@ static dp_expr *rebuild_caller(pctx *c) {
 /* Frees what one attempt at the body made (not the graph, not the fences). */
 static void attempt_clear(pctx *c) {
   for (uint32_t i = 0; i < c->n; i++) {
-    if (c->restr) free(c->restr[i].a);
+    if (c->restr) rset_free(&c->restr[i]);
     if (c->inner) dp_release(c->inner[i]);
     if (c->outexpr) dp_release(c->outexpr[i]);
   }
@@ -741,13 +943,14 @@ static void attempt_clear(pctx *c) {
   }
   free(c->regs);
   free(c->cls); free(c->closed); free(c->hascall); free(c->isout); free(c->base); free(c->block);
-  free(c->key); free(c->uf); free(c->remaining); free(c->stamp); free(c->restr); free(c->rid);
+  free(c->key); free(c->uf); free(c->remaining); free(c->stamp); free(c->pos);
+  free(c->alias_head); free(c->alias_next); free(c->restr); free(c->rid);
   free(c->mem); free(c->outpos); free(c->inner); free(c->outexpr);
   free(c->letof); free(c->drop);
   c->regs = NULL;
   c->nregs = 0;
   c->cls = c->closed = c->hascall = c->isout = c->drop = NULL;
-  c->base = c->block = c->uf = c->remaining = c->stamp = c->rid = c->mem = c->outpos = c->letof = NULL;
+  c->base = c->block = c->uf = c->remaining = c->stamp = c->pos = c->alias_head = c->alias_next = c->rid = c->mem = c->outpos = c->letof = NULL;
   c->key = NULL;
   c->restr = NULL;
   c->inner = c->outexpr = NULL;
