@@ -100,6 +100,23 @@ describe("the lean form of a placement's annotations", function()
     end
   end)
 
+  it("is the module itself where nothing needs writing (parameters and calls on one device)", function()
+    local cfg = dp.CompilationConfig{targets = {testing.TARGET.CPU, testing.TARGET.GPU}, default_device_type = "cuda"}
+    local text = gen.chain(200):gsub("%%a: Tensor", "%%a {virtual_device=meta[VirtualDevice][0]}: Tensor")
+                              :gsub("%%b: Tensor", "%%b {virtual_device=meta[VirtualDevice][0]}: Tensor")
+    local mod = dp.parse(text, testing.META)
+    local p = dp.schedule.problem(mod, cfg)
+    local cpu = 0
+    for i, vd in ipairs(p:devices()) do if vd.device_type_name == "cpu" then cpu = i end end
+    local pl = p:single(cpu)
+    local lean = pl:annotate{lean = true}
+    assert.equal(count_on_device(mod), count_on_device(lean))
+    assert.is_true(dp.structural_equal(mod, lean))
+    local nfull, nlean, ok = same_plan(cfg, pl, "parameters fixed")
+    assert.is_true(ok)
+    assert.is_true(nfull > nlean + 150, nfull .. " / " .. nlean)
+  end)
+
   it("is the full form where the module names a memory scope", function()
     local cfg = testing.config("cpu")
     local mod = dp.parse([[
