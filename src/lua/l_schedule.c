@@ -529,11 +529,20 @@ static problem *placement_problem(lua_State *L, int idx, placement **pl) {
   return p;
 }
 
+/* :annotate(opts?) -> the module with the placement written as
+   annotations; opts.lean: no annotation where TVM's rules put the value
+   there anyway (the latency placement's own form: the same plan). */
 static int pl_annotate(lua_State *L) {
   placement *pl;
   problem *p = placement_problem(L, 1, &pl);
+  int lean = 0;
+  if (lua_istable(L, 2)) {
+    lua_getfield(L, 2, "lean");
+    lean = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+  }
   dp_err *err = NULL;
-  dp_module *m = dp_sched_annotate(&p->g, pl->dev, &err);
+  dp_module *m = lean ? dp_sched_annotate_lean(&p->g, pl->dev, &err) : dp_sched_annotate(&p->g, pl->dev, &err);
   return dp__lua_push_new(L, m, err);
 }
 

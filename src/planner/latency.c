@@ -17,7 +17,7 @@
  *   4. The answer: the search's placement and, below `full` calls, every
  *      baseline as it is (HEFT, cheapest, each single device) and the plans
  *      of TVM's rules and of min_bytes, each planned (a placement written as
- *      annotations, dp_sched_annotate, planned by TVM's rules), ShareCopies,
+ *      annotations, dp_sched_annotate_lean, planned by TVM's rules), ShareCopies,
  *      and scored by its own schedule: memory over the budgets first, then
  *      the objective, then the makespan, then the bytes. The best plan is
  *      the answer; dp.planner.schedule of it gives its makespan.
@@ -41,9 +41,8 @@
 #define WORK_BASE 3e6     /* node-evaluations of the search, plus ... */
 #define WORK_PER_NODE 8   /* ... per node of the graph, ... */
 #define LARGE 300000      /* ... above this many nodes 3 evaluations, and the starts are
-                             the baselines alone (bench/latency.lua, 1,000,000 calls: 5x
-                             PlanDevices' time branchy, 12x as a chain: planning the
-                             answer's annotations is most of it) */
+                             the baselines alone (bench/latency.lua, 1,000,000 calls:
+                             within 10x PlanDevices' time, docs/latency.md) */
 
 static int is_param(const dp_sched_graph *g, uint32_t v) {
   return g->nparams && v >= g->param0 && v - g->param0 < g->nparams;
@@ -363,8 +362,10 @@ static int typed(const dp_module *m) {
   return 1;
 }
 
-/* The plan of a placement: written as annotations, planned by TVM's
-   rules. NULL + error (a conflict: TVM's rules could not plan it). */
+/* The plan of a placement: written as annotations (the lean form: none
+   where TVM's rules put a value there anyway, the same plan as every use
+   annotated, spec/latency_lean_spec.lua), planned by TVM's rules. NULL +
+   error (a conflict: TVM's rules could not plan it). */
 static dp_module *plan_placement(dp__lat *l, dp__plan_fn plan, const uint32_t *place, dp_module **from,
                                  dp_err **err) {
   uint32_t *pl = dp_malloc(((size_t)l->n + 1) * sizeof *pl);
@@ -375,10 +376,10 @@ static dp_module *plan_placement(dp__lat *l, dp__plan_fn plan, const uint32_t *p
   for (uint32_t v = 0; v < l->n; v++)
     pl[v] = l->fixed[v] == NONE && l->allowed[v] ? place[v] : NONE;
   pl[l->n] = l->rdec ? place[l->n] : NONE;
-  dp_module *annotated = dp_sched_annotate(&l->g, pl, err);
+  dp_module *annotated = dp_sched_annotate_lean(&l->g, pl, err);
   free(pl);
   /* (typed: cost tables read the calls' shapes, and the plan keeps the
-     types; dp_sched_annotate keeps those of a typed module) */
+     types; dp_sched_annotate_lean keeps those of a typed module) */
   if (annotated && !typed(annotated) && dp_infer_module(annotated, err) < 0) {
     dp_release(annotated);
     return NULL;

@@ -25,6 +25,7 @@ typedef struct rctx {
   dp_domains *d;
   dp__ptrmap exact;       /* node -> device, when the quick lookup cannot be used */
   int use_exact;
+  uint32_t at;            /* scan_by_id: the id of the node post reads, else DP__NONE_ID */
   int primitive;          /* the quick walk met a primitive function: use `exact` */
   const dp_op *on_device, *device_copy;
   const dp_module *m;
@@ -83,7 +84,10 @@ static void resident(rctx *c, dp_expr *e, dp_vdev *vd) {
 }
 
 /* The device dp_domains_each gives e, or NULL (borrowed: the domains hold it). */
+static dp_vdev *device_id(rctx *c, uint32_t id);
+
 static dp_vdev *device(rctx *c, dp_expr *e) {
+  if (c->at != DP__NONE_ID) return device_id(c, c->at);
   if (c->use_exact) {
     dp__ptrslot *s = dp__ptrmap_find(&c->exact, e);
     return s ? s->ptr : NULL;
@@ -229,6 +233,54 @@ void dp_report_data_clear(dp_report_data *r) {
   memset(r, 0, sizeof *r);
 }
 
+/* The device of node id of the domains' index (as dp_domains_lookup of
+   its expression: a node numbered in two functions has one domain). */
+static dp_vdev *device_id(rctx *c, uint32_t id) {
+  dp__domains *d = &c->d->uf;
+  return d->dev->v[dp__dom_dev(d, d->dom[id])];
+}
+
+/* scan, where the domains are the planned module's own nodes and it has no
+   primitive function: by the index's numbering (each function's nodes in
+   post order, as dp_visit meets them), without a lookup by address. */
+static int scan_by_id(rctx *c) {
+  const dp_module *m = c->m;
+  dp__index *ix = c->d->uf.ix;
+  memset(c->called, 0, m->nfuncs ? m->nfuncs : 1);
+  if (m->nfuncs > 1) {
+    dp_visitor g = {NULL, find_called, c};
+    for (c->fn = 0; c->fn < m->nfuncs; c->fn++)
+      if (dp_visit(m->funcs[c->fn].fn->body, &g) < 0) return -1;
+  }
+  for (uint32_t i = 0; i < m->nfuncs && !c->oom; i++) {
+    if (c->called[i]) continue;
+    const dp_func *f = m->funcs[i].fn;
+    uint32_t fid = ix->fnid[i];
+    for (uint32_t p = 0; p < f->nparams; p++) {
+      uint32_t k = dp__kid(ix, fid, p);
+      resident(c, &f->params[p]->e, k == DP__NONE_ID ? NULL : device_id(c, k));
+    }
+  }
+  for (c->fn = 0; c->fn < m->nfuncs && !c->oom; c->fn++)
+    for (uint32_t j = ix->fnpost[c->fn]; j < ix->fnpost[c->fn + 1] && !c->oom; j++) {
+      uint32_t id = ix->post[j];
+      c->at = id;
+      if (post(c, ix->x[id]) < 0) return -1;
+    }
+  return c->oom ? -1 : 0;
+}
+
+/* Can scan_by_id read the domains? Their module is the planned one (no
+   phase rewrote it), numbered function by function, with no primitive
+   function (dp_visit would not descend there as the index does not). */
+static int by_id(rctx *c) {
+  dp__index *ix = c->d->uf.ix;
+  if (c->use_exact || ix->mod != c->m || ix->nfn != c->m->nfuncs) return 0;
+  for (uint32_t id = 0; id < ix->n; id++)
+    if (ix->what[id] == W_PRIM_FUNC) return 0;
+  return 1;
+}
+
 static int scan(rctx *c) {
   const dp_module *m = c->m;
   dp_visitor v = {pre, post, c};
@@ -268,10 +320,17 @@ int dp_report_scan(dp_module *planned, dp_domains *d, dp_report_data *out, dp_er
      is made now, so that running out of memory there is an error rather
      than nodes without a device */
   dp__index *ix = d->uf.ix;
-  if (rc == 0 && planned->nfuncs && dp__index_id(ix, &planned->funcs[0].fn->e) == DP__NONE_ID && !ix->full)
-    rc = -1;
-  if (rc == 0 && c.use_exact) rc = dp_domains_each(d, remember, &c, err);
-  if (rc == 0) {
+  c.at = DP__NONE_ID;
+  if (rc == 0 && by_id(&c)) {
+    rc = scan_by_id(&c);
+    c.at = DP__NONE_ID;
+  } else {
+    if (rc == 0 && planned->nfuncs && dp__index_id(ix, &planned->funcs[0].fn->e) == DP__NONE_ID && !ix->full)
+      rc = -1;
+    if (rc == 0 && c.use_exact) rc = dp_domains_each(d, remember, &c, err);
+    if (rc == 0) rc = 1; /* (the walk below) */
+  }
+  if (rc == 1) {
     rc = scan(&c);
     if (rc < 0 && c.primitive && !c.oom) { /* again, exactly */
       dp_report_data_clear(out);
