@@ -150,6 +150,17 @@ describe("deep and wrong values", function()
     assert.equal("1.5 KiB", S.format_bytes(1536))
   end)
 
+  it("a cost table's methods name the user's call when given no call (API fuzzer, 2026-11-29)", function()
+    local t = dp.costs.load({dp.root .. "/examples/rk3399.costs"})
+    for _, method in ipairs({"entry", "lookup", "covers"}) do
+      local err = tostring(err_of(t[method], t, {}, testing.PALETTE.GPU))
+      assert.truthy(err:find("devplan.CostTable: a call expected, got table", 1, true), err)
+      assert.falsy(err:find("costs.lua", 1, true), err)
+    end
+    local err = tostring(err_of(function() return t({}, testing.PALETTE.GPU) end))
+    assert.falsy(err:find("costs.lua", 1, true), err)
+  end)
+
   it("an unknown pass name of a megabyte is rejected at once, and cut in the message", function()
     local name = ("a"):rep(1 << 20)
     local t0 = os.clock()

@@ -278,26 +278,37 @@ best_in_list = function(list, sig, dname, best)
   return best
 end
 
--- The entry that covers call on vd, or nil.
-function Table:entry(call, vd)
-  check_self(self, Table, "CostTable", "entry")
-  check_call_vd(call, vd, "devplan.CostTable")
+-- The entry that covers call on vd, or nil (arguments checked by the caller:
+-- each public method checks its own, so an error names the user's call).
+local function entry_of(t, call, vd)
   local sig, dname = signature(call), vd.device_type_name
-  return best_in(self.by_op["*"], sig, dname, best_in(self.by_op[sig.op], sig, dname, nil))
+  return best_in(t.by_op["*"], sig, dname, best_in(t.by_op[sig.op], sig, dname, nil))
 end
 
--- seconds (covered), false (the table says vd cannot run it), nil (not covered).
-function Table:lookup(call, vd)
-  check_self(self, Table, "CostTable", "lookup")
-  local e = self:entry(call, vd)
+local function lookup_of(t, call, vd)
+  local e = entry_of(t, call, vd)
   if not e then return nil end
   if e.cannot then return false end
   return e.seconds
 end
 
+function Table:entry(call, vd)
+  check_self(self, Table, "CostTable", "entry")
+  check_call_vd(call, vd, "devplan.CostTable")
+  return entry_of(self, call, vd)
+end
+
+-- seconds (covered), false (the table says vd cannot run it), nil (not covered).
+function Table:lookup(call, vd)
+  check_self(self, Table, "CostTable", "lookup")
+  check_call_vd(call, vd, "devplan.CostTable")
+  return lookup_of(self, call, vd)
+end
+
 function Table:__call(call, vd)
   check_self(self, Table, "CostTable", "__call")
-  local s = self:lookup(call, vd)
+  check_call_vd(call, vd, "devplan.CostTable")
+  local s = lookup_of(self, call, vd)
   if s == false then return nil end
   if s then return s end
   return self.model(call, vd)
@@ -306,7 +317,8 @@ end
 -- Does an entry cover call on vd?
 function Table:covers(call, vd)
   check_self(self, Table, "CostTable", "covers")
-  return self:entry(call, vd) ~= nil
+  check_call_vd(call, vd, "devplan.CostTable")
+  return entry_of(self, call, vd) ~= nil
 end
 
 -- A new table: self's entries then other's (which win ties), other's
