@@ -161,6 +161,14 @@ describe("deep and wrong values", function()
     assert.falsy(err:find("costs.lua", 1, true), err)
   end)
 
+  it("dp.planner.why given a device_copy that is not the planned module's says so (API fuzzer, 2026-11-29)", function()
+    local cfg = dp.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cuda"}
+    local planned = dp.passes.PlanDevices(cfg)(dp.parse("def @main(%x: Tensor[(2), float32]) { negative(%x) }"))
+    local err = err_of(dp.planner.why, planned, dp.call("device_copy", {dp.var("y", T)}))
+    assert.equal("value", err.code)
+    assert.truthy(err.message:find("not part of the planned module", 1, true), err.message)
+  end)
+
   it("an unknown pass name of a megabyte is rejected at once, and cut in the message", function()
     local name = ("a"):rep(1 << 20)
     local t0 = os.clock()

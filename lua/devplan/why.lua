@@ -126,9 +126,14 @@ local function move_lines(ctx, e, out)
 end
 
 local function copy_lines(ctx, name, e, out)
+  core.planner.explain(ctx.planned, e, ctx.config) -- (an error where e is not the module's)
   local namer = devname.namer()
   local v = strip(e.args[1])
   local src, dst = e.attrs.src_virtual_device, e.attrs.dst_virtual_device
+  if not (ir.is_virtual_device(src) and ir.is_virtual_device(dst)) then
+    error(core.Error{code = "value", message = name .. " is a device_copy without its devices "
+      .. "(src_virtual_device and dst_virtual_device): not a copy PlanDevices wrote"}, 0)
+  end
   out[#out + 1] = string.format("%s is a device_copy %s: it copies a %s (%s) from @%s to @%s",
     name, ctx.moves and "PlanDevices inserted and MoveCopies kept" or "PlanDevices inserted",
     tostring(e.checked_type), report.bytes_text(e.checked_type), namer(src), namer(dst))
