@@ -240,18 +240,26 @@ static dp_vdev *device_id(rctx *c, uint32_t id) {
   return d->dev->v[dp__dom_dev(d, d->dom[id])];
 }
 
-/* scan, where the domains are the planned module's own nodes and it has no
-   primitive function: by the index's numbering (each function's nodes in
-   post order, as dp_visit meets them), without a lookup by address. */
-static int scan_by_id(rctx *c) {
+/* c->called: the functions some function calls (the others are entry
+   functions), known before any node is counted. */
+static int mark_called(rctx *c) {
   const dp_module *m = c->m;
-  dp__index *ix = c->d->uf.ix;
   memset(c->called, 0, m->nfuncs ? m->nfuncs : 1);
   if (m->nfuncs > 1) {
     dp_visitor g = {NULL, find_called, c};
     for (c->fn = 0; c->fn < m->nfuncs; c->fn++)
       if (dp_visit(m->funcs[c->fn].fn->body, &g) < 0) return -1;
   }
+  return 0;
+}
+
+/* scan, where the domains are the planned module's own nodes and it has no
+   primitive function: by the index's numbering (each function's nodes in
+   post order, as dp_visit meets them), without a lookup by address. */
+static int scan_by_id(rctx *c) {
+  const dp_module *m = c->m;
+  dp__index *ix = c->d->uf.ix;
+  if (mark_called(c) < 0) return -1;
   for (uint32_t i = 0; i < m->nfuncs && !c->oom; i++) {
     if (c->called[i]) continue;
     const dp_func *f = m->funcs[i].fn;
@@ -284,12 +292,7 @@ static int by_id(rctx *c) {
 static int scan(rctx *c) {
   const dp_module *m = c->m;
   dp_visitor v = {pre, post, c};
-  memset(c->called, 0, m->nfuncs ? m->nfuncs : 1);
-  if (m->nfuncs > 1) { /* the entry functions are known before any node is counted */
-    dp_visitor g = {NULL, find_called, c};
-    for (c->fn = 0; c->fn < m->nfuncs; c->fn++)
-      if (dp_visit(m->funcs[c->fn].fn->body, &g) < 0) return -1;
-  }
+  if (mark_called(c) < 0) return -1;
   for (uint32_t i = 0; i < m->nfuncs && !c->oom; i++) {
     if (c->called[i]) continue;
     const dp_func *f = m->funcs[i].fn;
