@@ -87,4 +87,63 @@ describe("dp.pattern.rewrite", function()
     assert.has_error(function() P.rewrite(parse("def @main() { 1f }"), {}, {max_rounds = 0}) end)
     assert.has_error(function() P.rewrite(5, {}) end)
   end)
+
+  -- TVM's groups around function literals: a function is never an input, so
+  -- a pattern matching one groups its whole body; a group is rejected when a
+  -- node inside it is used outside. (Decided without walking the body when
+  -- the group has no inputs, and with the graph's numbering for the fuzzy
+  -- matches: these say what the fast answers must agree with.)
+  describe("groups around function literals", function()
+    -- the function literals each rule was called on, by the name of their parameter
+    local function grouped(mod, pattern)
+      local names = {}
+      P.rewrite(mod, {{pattern, function(_, rebuilt)
+        if rebuilt.kind == "fn" then names[#names + 1] = rebuilt.params[1].name
+        elseif rebuilt.kind == "call" and rebuilt.callee.kind == "fn" then
+          names[#names + 1] = "call " .. rebuilt.callee.params[1].name end
+      end}}, {once = true})
+      table.sort(names)
+      return table.concat(names, " ")
+    end
+
+    it("a wildcard groups a literal that captures nothing, not one whose capture is used outside", function()
+      -- %f captures %a (also read by the call outside it); %g captures nothing
+      local mod = parse("def @main(%a: " .. T .. ") { %0 = fn (%x: " .. T .. ") { add(%x, %a) }; "
+        .. "%1 = fn (%y: " .. T .. ") { negative(%y) }; %2 = %0(%a); %1(%2) }")
+      assert.equal("y", grouped(mod, W()))
+      -- inside a literal that captures nothing, the inner one's capture is inside the group
+      local nested = parse("def @main(%a: " .. T .. ") { %0 = fn (%x: " .. T .. ") { %1 = fn (%y: " .. T
+        .. ") { add(%y, %x) }; %1(%x) }; %0(%a) }")
+      assert.equal("x", grouped(nested, W()))
+    end)
+
+    it("an argument the literal's body reads is inside the group (a fuzzy match), else an input", function()
+      local function call_of(body)
+        return parse("def @main(%a: " .. T .. ") { %0 = fn (%x: " .. T .. ") { " .. body .. " }; "
+          .. "%1 = %0(%a); add(%1, %a) }")
+      end
+      local p = P.call(P.fn({W()}, W()), {W()})
+      -- %a read in the body: inside, and used outside by the add: rejected
+      assert.equal("", grouped(call_of("add(%x, %a)"), p))
+      -- not read there: an input, and the group holds
+      assert.equal("call x", grouped(call_of("negative(%x)"), p))
+    end)
+
+    it("nested literals that all capture the outer parameter: none is grouped, at any depth", function()
+      for _, n in ipairs({1, 2, 50}) do
+        local Ty = dp.type.tensor({10, 10}, "float32")
+        local a = dp.var("a", Ty)
+        local e = dp.call("negative", {a})
+        for i = 1, n do
+          local x = dp.var("x" .. i, Ty)
+          e = dp.call(dp.fn({x}, dp.call("add", {x, e})), {a})
+        end
+        local m = dp.infer_type(dp.IRModule{functions = {{"main", dp.fn({a}, e)}}})
+        assert.equal("", grouped(m, W()), n .. " deep")
+        -- the argument %a is read inside the body too: a fuzzy match, so no input,
+        -- and the call is rejected as its literals are, but the outermost
+        assert.equal("call x" .. n, grouped(m, P.call(P.fn({W()}, W()), {W()})), n .. " deep")
+      end
+    end)
+  end)
 end)

@@ -27,10 +27,7 @@ local QUICK = os.getenv("DEVPLAN_QUICK") ~= nil or testing.instrumented
 -- why) instead of failing the suite, so other work lands. Each is run by
 -- hand (`bin/devplan PATH`: exit 1 while the defect is there); the entry
 -- goes when the fix lands.
-local OPEN = {
-  ["slow_rewrite_wild_nested_functions.lua"] = "issue 22: a wildcard matching nested function literals "
-    .. "makes and rejects a group of each whole body (src/pattern/group.c), quadratic in the depth",
-}
+local OPEN = {}
 
 -- {name =, path =} of every reproducer, folder by folder, sorted by name.
 local function files()

@@ -122,6 +122,14 @@ M.STEPS = {
      {name = "nn", pattern = P_.op("negative")(P_.op("negative")(P_.wild())), device = P.CPU}}},
   {name = "PartitionByVirtualDevice", run = dp.passes.PartitionByVirtualDevice{config = M.CONFIG},
    input = planned},
+  -- groups of function patterns: a wildcard on a function literal groups
+  -- its whole body, and a function pattern's body is a fuzzy match
+  {name = "pattern rewrite, function patterns", run = function(mod)
+     local W = P_.wild
+     return P_.rewrite(mod, {{W(), function() return nil end},
+                             {P_.fn({W()}, W()), function() return nil end},
+                             {P_.call(P_.fn(nil, W()), {W()}), function() return nil end}}, {max_rounds = 1})
+   end},
   {name = "print", run = function(mod) return tostring(mod) end},
   {name = "print types", run = function(mod) return dp.astext(mod, {types = true}) end,
    -- TVM's text gives every node its whole type: nested tuples and closures

@@ -55,6 +55,19 @@ end
 
 -- Inputs that must fail: the error's text is part of the result, so an
 -- allocation that fails while the message is made shows as a difference.
+-- nested function literals capturing a parameter, and one capturing
+-- nothing: the groups of function patterns (the post-dominators, closed
+-- roots, fuzzy bodies)
+M.CLOSURES = [[
+#[version = "0.0.5"]
+def @main(%a: Tensor[(2, 2), float32]) {
+  %0 = fn (%x1: Tensor[(2, 2), float32]) { %1 = fn (%x2: Tensor[(2, 2), float32]) { add(%x2, %a) }; %1(%x1) };
+  %2 = fn (%y: Tensor[(2, 2), float32]) { negative(%y) };
+  %3 = %0(%a);
+  (%2(%3), negative(%a))
+}
+]]
+
 M.BAD = {
   conflict = [[
 #[version = "0.0.5"]
@@ -144,6 +157,12 @@ function M.run_more()
                                       bandwidth = { ["cpu->cuda"] = 1e9, ["*->cpu"] = 2e9, default = 5e9 } }
   out[#out + 1] = tostring(timed) .. "\n" .. tostring(dp.planner.plan_with(mod, timed, { placement = "min_bytes" }))
   out[#out + 1] = tostring(dp.pattern.rewrite(mod, { { add_relu, function(_, rebuilt) return dp.call(dp.op.get("nn.relu"), { rebuilt.args[1] }) end } }))
+  local closures = dp.parse(M.CLOSURES)
+  for _, p in ipairs({ P.wild(), P.fn({ P.wild() }, P.wild()), P.call(P.fn(nil, P.wild()), { P.wild() }) }) do
+    local groups = 0
+    dp.pattern.rewrite(closures, { { p, function() groups = groups + 1 end } }, { once = true })
+    out[#out + 1] = tostring(p) .. ": " .. groups
+  end
   out[#out + 1] = dp.planner.report(dp.planner.plan(mod, config), config):text()
   local d = dp.planner.domains(mod, config)
   local neg = first_call(mod, "negative")

@@ -1,6 +1,7 @@
 /*
  * The indexed graph of an expression, as TVM's IndexedGraph: every
- * distinct node in post order (children in the order of expr.h), the
+ * distinct node in post order (children in the order of expr.h; the
+ * nodes numbered from first[v] to v are all below v), the
  * children and consumers of each node by index, and the post-dominator
  * tree (a node's immediate post-dominator is the nearest node every path
  * from it to the root passes). The grouper walks it; dominator patterns
@@ -39,12 +40,14 @@ void dp__dfp_graph_free(dp__dfp_graph *g) {
   dp__ptrmap_free(&g->found);
   free(g->pre2post);
   free(g->kstart);
+  free(g->first);
   free(g->kids);
   free(g->ostart);
   free(g->outs);
   free(g->idom);
   free(g->tin);
   free(g->tout);
+  free(g->closed);
   memset(g, 0, sizeof *g);
 }
 
@@ -53,6 +56,7 @@ typedef struct gframe {
   uint32_t i, n;     /* next child, children */
   uint32_t pre;      /* pre order number */
   uint32_t kbase;    /* where its children's numbers start on the scratch list */
+  uint32_t first;    /* post order number of the first node finished after it was entered */
 } gframe;
 
 /* A Composite or Primitive function literal: one unit of a program. */
@@ -79,7 +83,7 @@ static int discover(dp__dfp_graph *g, gframe **st, uint32_t *sp, uint32_t *cap, 
   if ((e->h.rc > 1 || *pre == 0) && dp__ptrmap_put(&g->index, e, (void *)(uintptr_t)(*pre + 1)) < 0)
     return -1;
   if (dp_grow((void **)st, cap, *sp + 1, sizeof **st) < 0) return -1;
-  (*st)[*sp] = (gframe){e, 0, slots(g, e), *pre, kbase};
+  (*st)[*sp] = (gframe){e, 0, slots(g, e), *pre, kbase, g->n};
   (*sp)++;
   (*pre)++;
   return 0;
@@ -88,7 +92,7 @@ static int discover(dp__dfp_graph *g, gframe **st, uint32_t *sp, uint32_t *cap, 
 /* Post order, with each node's children (pre order numbers for now). */
 static int number_nodes(dp__dfp_graph *g, dp_expr *root, dp__dfp_u32s *kids) {
   gframe *st = NULL;
-  uint32_t sp = 0, cap = 0, capx = 0, capk = 0, pre = 0;
+  uint32_t sp = 0, cap = 0, capx = 0, capk = 0, capf = 0, pre = 0;
   dp__dfp_u32s scratch = {NULL, 0, 0}, p2p = {NULL, 0, 0};
   int rc = -1;
   if (discover(g, &st, &sp, &cap, root, &pre, 0) < 0) goto out;
@@ -115,6 +119,10 @@ static int number_nodes(dp__dfp_graph *g, dp_expr *root, dp__dfp_u32s *kids) {
       g->x = xs;
       if (dp_grow(&ks, &capk, g->n + 2, sizeof *g->kstart) < 0) goto out;
       g->kstart = ks;
+      void *fs = g->first;
+      if (dp_grow(&fs, &capf, g->n + 1, sizeof *g->first) < 0) goto out;
+      g->first = fs;
+      g->first[g->n] = done.first;
       while (p2p.n <= done.pre)
         if (dp__dfp_u32s_push(&p2p, DP__DFP_NONE) < 0) goto out;
       p2p.a[done.pre] = g->n;
@@ -176,27 +184,59 @@ int dp__dfp_graph_build(dp__dfp_graph *g, dp_expr *root, int enter_fns) {
 
 /* ---------------- post-dominators ---------------- */
 
-/* Immediate post-dominators, root first: a node's is the meeting point of
-   its consumers' (Cooper, Harvey and Kennedy's intersection; post order
-   numbers grow toward the root). */
-static int post_dominators(dp__dfp_graph *g) {
-  g->idom = dp_malloc(((size_t)g->n + 1) * sizeof *g->idom);
-  if (!g->idom) return -1;
-  for (uint32_t v = g->n; v-- > 0;) {
-    uint32_t a = DP__DFP_NONE;
-    for (uint32_t k = g->ostart[v]; k < g->ostart[v + 1]; k++) {
-      uint32_t b = g->outs[k];
-      if (a == DP__DFP_NONE) {
-        a = b;
-        continue;
-      }
-      while (a != b) {
-        while (a < b) a = g->idom[a];
-        while (b < a) b = g->idom[b];
-      }
-    }
-    g->idom[v] = a;
+/* Immediate post-dominators, root first: a node's is the nearest common
+   ancestor of its consumers' in the tree built so far (a node joins it
+   as a leaf once its consumers have). Climbing one step at a time, as
+   Cooper, Harvey and Kennedy's intersection does, is quadratic when a
+   node read far up and far down (a captured variable of nested function
+   literals) makes the meeting point jump to the top; skew-binary jump
+   pointers (Myers) find each common ancestor in O(log n) steps. */
+static uint32_t common_ancestor(const uint32_t *up, const uint32_t *jump, const uint32_t *depth,
+                                uint32_t a, uint32_t b) {
+  if (depth[a] < depth[b]) {
+    uint32_t t = a;
+    a = b;
+    b = t;
   }
+  while (depth[a] > depth[b]) a = depth[jump[a]] >= depth[b] ? jump[a] : up[a];
+  while (a != b) {
+    if (jump[a] != jump[b]) {
+      a = jump[a];
+      b = jump[b];
+    } else {
+      a = up[a];
+      b = up[b];
+    }
+  }
+  return a;
+}
+
+static int post_dominators(dp__dfp_graph *g) {
+  uint32_t n = g->n;
+  g->idom = dp_malloc(((size_t)n + 1) * sizeof *g->idom);
+  uint32_t *jump = dp_malloc((n ? n : 1) * sizeof *jump);
+  uint32_t *depth = dp_malloc((n ? n : 1) * sizeof *depth);
+  if (!g->idom || !jump || !depth) {
+    free(jump);
+    free(depth);
+    return -1;
+  }
+  for (uint32_t v = n; v-- > 0;) {
+    uint32_t a = DP__DFP_NONE;
+    for (uint32_t k = g->ostart[v]; k < g->ostart[v + 1]; k++)
+      a = a == DP__DFP_NONE ? g->outs[k] : common_ancestor(g->idom, jump, depth, a, g->outs[k]);
+    g->idom[v] = a;
+    if (a == DP__DFP_NONE) {
+      jump[v] = v;
+      depth[v] = 0;
+    } else {
+      uint32_t j = jump[a];
+      jump[v] = depth[a] - depth[j] == depth[j] - depth[jump[j]] ? jump[j] : a;
+      depth[v] = depth[a] + 1;
+    }
+  }
+  free(jump);
+  free(depth);
   return 0;
 }
 
@@ -245,16 +285,65 @@ out:
   return rc;
 }
 
+static int ensure_dominators(dp__dfp_graph *g) {
+  if (g->tout) return 0;
+  if (post_dominators(g) < 0 || tree_intervals(g) < 0) {
+    free(g->idom);
+    free(g->tin);
+    free(g->tout);
+    g->idom = g->tin = g->tout = NULL;
+    return -1;
+  }
+  return 0;
+}
+
 int dp__dfp_graph_dominates(dp__dfp_graph *g, uint32_t a, uint32_t b) {
   if (a == DP__DFP_NONE || b == DP__DFP_NONE || a == b) return 0;
-  if (!g->tout) {
-    if (post_dominators(g) < 0 || tree_intervals(g) < 0) {
-      free(g->idom);
-      free(g->tin);
-      free(g->tout);
-      g->idom = g->tin = g->tout = NULL;
-      return -1;
-    }
-  }
+  if (ensure_dominators(g) < 0) return -1;
   return g->tin[a] <= g->tin[b] && g->tout[b] <= g->tout[a];
+}
+
+/* ---------------- closed nodes ---------------- */
+
+/* v is closed when no edge leaves its post-dominator subtree T(v) toward
+   a node that is not a constant: then every such node below v is in
+   T(v) (follow any path down from v: the first node outside T(v) would
+   be reached by such an edge), and a node of T(v) other than v has all
+   its consumers in T(v). The edges leaving T(v) are counted for every v
+   at once: each node adds its edges to non-constants, and each node c of
+   T(v) but v takes back the edges into it, all from inside T(v); so a
+   node adds its edges and takes back its post-dominator children's
+   consumers, and the counts are summed up the tree (a node's immediate
+   post-dominator comes later in post order). */
+static int find_closed(dp__dfp_graph *g) {
+  uint32_t n = g->n;
+  int64_t *sum = dp_calloc(n ? n : 1, sizeof *sum);
+  g->closed = dp_malloc(n ? n : 1);
+  if (!sum || !g->closed) {
+    free(sum);
+    free(g->closed);
+    g->closed = NULL;
+    return -1;
+  }
+  g->shared_fn = 0;
+  for (uint32_t v = 0; v < n; v++) {
+    uint32_t users = g->ostart[v + 1] - g->ostart[v];
+    int kind = g->x[v]->h.kind;
+    if (kind == DP_FUNC && users > 1) g->shared_fn = 1;
+    for (uint32_t k = g->kstart[v]; k < g->kstart[v + 1]; k++)
+      if (g->kids[k] != DP__DFP_NONE && g->x[g->kids[k]]->h.kind != DP_CONST) sum[v]++;
+    if (kind != DP_CONST && g->idom[v] != DP__DFP_NONE) sum[g->idom[v]] -= users;
+  }
+  for (uint32_t v = 0; v < n; v++) {
+    g->closed[v] = sum[v] == 0;
+    if (g->idom[v] != DP__DFP_NONE) sum[g->idom[v]] += sum[v];
+  }
+  free(sum);
+  return 0;
+}
+
+int dp__dfp_graph_closed(dp__dfp_graph *g, uint32_t v) {
+  if (!g->closed && (ensure_dominators(g) < 0 || find_closed(g) < 0)) return -1;
+  if (g->shared_fn) return 2;
+  return g->closed[v];
 }

@@ -12,7 +12,8 @@
  * matched function's body matched, and constants that a const or constant
  * expr pattern matched (those stay inside). A group is rejected when one
  * of its inner nodes is already in a group, or is used outside the group
- * by a node the root does not post-dominate.
+ * by a node the root does not post-dominate. A group without inputs is
+ * decided without walking it when it is rejected (rejects_unwalked).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +115,13 @@ typedef struct grouper {
   /* the pools the groups point into, filled as offsets until the end */
   uint32_t nx, capx_pool, nb, capb_pool;
   /* scratch of the group being made */
-  dp__ptrmap fuzzy;
+  dp__ptrmap fuzzy;         /* what a dominator's parent and path matched */
+  dp__dfp_u32s fns;         /* the function literals a function pattern matched (graph indices) */
+  uint32_t *below;          /* per node: fn_walk's stamp when below the function it walked */
+  uint32_t walked, wstamp;  /* that function (+1), and its stamp */
+  dp__ptrmap skipped;       /* the operators, constructors and globals below it */
+  uint32_t *above;          /* per node: up_walk's stamp when above the node it walked from */
+  uint32_t upfrom, ustamp;  /* that node (+1), and its stamp */
   dp__dfp_vec in;           /* inputs (dp_expr *) */
   dp__dfp_vec interior;     /* post order indices, as pointers' worth of integers */
   dp__dfp_vec sorted;       /* trail positions of the bindings that make inputs */
@@ -124,24 +131,125 @@ typedef struct grouper {
 
 /* ---- what is not an input: fuzzy matches ---- */
 
-static int fuzzy_post(void *ud, dp_expr *e) {
-  return dp__ptrmap_put(&((grouper *)ud)->fuzzy, e, NULL) < 0 ? -1 : 0;
-}
-
 /* TVM's fuzzy matches: what a dominator's parent and path matched, and
-   every node of a matched function literal's body. */
+   every node of a matched function literal's body. The bodies are not
+   collected (nested literals would make that quadratic): make_input asks
+   in_body about the few expressions that could be inputs. */
 static int find_fuzzy(grouper *gr) {
   const dp__dfp_matcher *m = &gr->m;
   const dp_dfp *p = gr->p;
+  gr->fns.n = 0;
   if (!p->has_fuzzy) return 0;
   for (uint32_t t = 0; t < m->ntrail; t++) {
     uint32_t node = m->trail[t].node;
     dp_expr *e = m->trail[t].expr;
     if (p->nodes[node].fuzzy && dp__ptrmap_put(&gr->fuzzy, e, NULL) < 0) return -1;
     if (p->nodes[node].kind == DP_DFP_FN && e->h.kind == DP_FUNC) {
-      dp_visitor v = {NULL, fuzzy_post, gr};
-      if (dp_visit(((dp_func *)e)->body, &v) < 0) return -1;
+      uint32_t f = dp__dfp_graph_find(gr->g, e);
+      if (f == DP__DFP_NONE || dp__dfp_u32s_push(&gr->fns, f) < 0) return -1;
     }
+  }
+  return 0;
+}
+
+/* Marks everything below function literal f, and collects the nodes
+   the graph leaves out there (once for each f in turn): for an operator,
+   constructor or global, which the graph does not hold. */
+static int fn_walk(grouper *gr, uint32_t f) {
+  const dp__dfp_graph *g = gr->g;
+  if (gr->walked == f + 1) return 0;
+  if (!gr->below && !(gr->below = dp_calloc(g->n, sizeof *gr->below))) return -1;
+  uint32_t stamp = ++gr->wstamp;
+  gr->walked = 0;
+  dp__ptrmap_free(&gr->skipped);
+  dp__dfp_u32s st = {NULL, 0, 0};
+  int rc = dp__dfp_u32s_push(&st, f);
+  while (rc == 0 && st.n) {
+    uint32_t v = st.a[--st.n];
+    for (uint32_t k = g->kstart[v]; k < g->kstart[v + 1] && rc == 0; k++) {
+      uint32_t c = g->kids[k];
+      if (c == DP__DFP_NONE) {
+        if (dp__ptrmap_put(&gr->skipped, dp_expr_child(g->x[v], k - g->kstart[v]), NULL) < 0) rc = -1;
+        continue;
+      }
+      if (gr->below[c] == stamp) continue;
+      gr->below[c] = stamp;
+      rc = dp__dfp_u32s_push(&st, c);
+    }
+  }
+  free(st.a);
+  if (rc == 0) gr->walked = f + 1;
+  return rc;
+}
+
+/* Marks everything above node c: its consumers, theirs, and so on (once
+   for each c in turn: the candidates of one group after another are
+   mostly the same few nodes, such as a variable every literal captures). */
+static int up_walk(grouper *gr, uint32_t c) {
+  const dp__dfp_graph *g = gr->g;
+  if (gr->upfrom == c + 1) return 0;
+  if (!gr->above && !(gr->above = dp_calloc(g->n, sizeof *gr->above))) return -1;
+  uint32_t stamp = ++gr->ustamp;
+  gr->upfrom = 0;
+  dp__dfp_u32s st = {NULL, 0, 0};
+  int rc = dp__dfp_u32s_push(&st, c);
+  while (rc == 0 && st.n) {
+    uint32_t v = st.a[--st.n];
+    for (uint32_t o = g->ostart[v]; o < g->ostart[v + 1] && rc == 0; o++) {
+      uint32_t u = g->outs[o];
+      if (gr->above[u] == stamp) continue;
+      gr->above[u] = stamp;
+      rc = dp__dfp_u32s_push(&st, u);
+    }
+  }
+  free(st.a);
+  if (rc == 0) gr->upfrom = c + 1;
+  return rc;
+}
+
+/* Is node c (not f's parameter) below function literal f? Most answers
+   come from the graph's numbering: what f post-dominates is below it, and
+   so is what the graph's walk found from f; the others walk up from c. */
+static int below_fn(grouper *gr, uint32_t f, uint32_t c) {
+  dp__dfp_graph *g = gr->g;
+  if (c >= f) return 0;
+  if (g->first[f] <= c) return 1;
+  int d = dp__dfp_graph_dominates(g, f, c);
+  if (d != 0) return d;
+  if (up_walk(gr, c) < 0) return -1;
+  return gr->above[f] == gr->ustamp;
+}
+
+/* Is e in the body of function literal f? Its parameters are below f
+   without being in the body unless the body uses them. 1, 0, -1. */
+static int in_body(grouper *gr, uint32_t f, const dp_expr *e) {
+  const dp__dfp_graph *g = gr->g;
+  const dp_func *fn = (const dp_func *)g->x[f];
+  if (e == fn->body) return 1;
+  if (dp__dfp_graph_skips(e)) {
+    if (fn_walk(gr, f) < 0) return -1;
+    return dp__ptrmap_find(&gr->skipped, e) != NULL;
+  }
+  uint32_t c = dp__dfp_graph_find(gr->g, e);
+  if (c == DP__DFP_NONE) return -1;
+  int param = 0;
+  for (uint32_t i = 0; i < fn->nparams && !param; i++) param = e == &fn->params[i]->e;
+  if (!param) return below_fn(gr, f, c);
+  for (uint32_t o = g->ostart[c]; o < g->ostart[c + 1]; o++) {
+    uint32_t u = g->outs[o];
+    if (u == f) continue;
+    int r = u == dp__dfp_graph_find(gr->g, fn->body) ? 1 : below_fn(gr, f, u);
+    if (r != 0) return r;
+  }
+  return 0;
+}
+
+/* 1 when e is a fuzzy match, 0 not, -1 out of memory. */
+static int fuzzy(grouper *gr, const dp_expr *e) {
+  if (gr->fuzzy.n && dp__ptrmap_find(&gr->fuzzy, e)) return 1;
+  for (uint32_t i = 0; i < gr->fns.n; i++) {
+    int r = in_body(gr, gr->fns.a[i], e);
+    if (r != 0) return r;
   }
   return 0;
 }
@@ -165,7 +273,8 @@ static int is_input(const grouper *gr, const dp_expr *e) {
 /* A group has few inputs: a list, not a set. */
 static int make_input(grouper *gr, dp_expr *e, uint32_t node) {
   if (e->h.kind == DP_OP || e->h.kind == DP_FUNC || embeds(gr, e, node)) return 0;
-  if (gr->fuzzy.n && dp__ptrmap_find(&gr->fuzzy, e)) return 0;
+  int fz = fuzzy(gr, e);
+  if (fz != 0) return fz < 0 ? -1 : 0;
   if (is_input(gr, e)) return 0;
   return dp__dfp_vec_push(&gr->in, e);
 }
@@ -260,6 +369,23 @@ static int acceptable(grouper *gr, uint32_t root) {
   return 1;
 }
 
+/* ---- groups without inputs: rejected without a walk ---- */
+
+/* A group without inputs is everything below its root, and the walk of
+   extract and acceptable is as long as that: trying every function
+   literal of a nest would be quadratic in its depth. Such a group is
+   rejected when some node below the root, functions and constants aside,
+   is used from outside: when the root is not closed (see
+   dp__dfp_graph_closed), known without a walk. A closed root is walked
+   (the group is then kept, so the walk is paid once per node): none of
+   its nodes can be in an earlier group, whose root comes later in post
+   order, since every path to them passes this root, which that group
+   would then hold. 1 reject, 0 walk, -1 out of memory. */
+static int rejects_unwalked(grouper *gr, uint32_t root) {
+  int c = dp__dfp_graph_closed(gr->g, root);
+  return c < 0 ? -1 : c == 0;
+}
+
 /* Keeps the group: its arrays go into the pools (offsets for now: the
    pools move as they grow; dp_dfp_group_matches fixes the pointers). */
 static int keep_group(grouper *gr, dp_expr *root, uint32_t number) {
@@ -311,6 +437,10 @@ static int make_group(grouper *gr, uint32_t root) {
   /* a root that is its own input (a lone wildcard) groups nothing: TVM
      never rewrites it */
   if (is_input(gr, gr->g->x[root])) return 0;
+  if (gr->in.n == 0) {
+    int r = rejects_unwalked(gr, root);
+    if (r != 0) return r < 0 ? -1 : 0;
+  }
   if (extract(gr, root) < 0) return -1;
   int ok = acceptable(gr, root);
   if (ok <= 0) return ok;
@@ -342,6 +472,10 @@ static void grouper_free(grouper *gr) {
   free(gr->skip);
   free(gr->mark);
   dp__ptrmap_free(&gr->fuzzy);
+  free(gr->fns.a);
+  free(gr->below);
+  dp__ptrmap_free(&gr->skipped);
+  free(gr->above);
   free(gr->in.items);
   free(gr->interior.items);
   free(gr->sorted.items);

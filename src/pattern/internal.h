@@ -47,9 +47,12 @@ typedef struct dp__dfp_graph {
   dp__ptrmap found;         /* expression -> post order index + 1 (first dp__dfp_graph_find) */
   uint32_t *pre2post;
   uint32_t *kstart, *kids; /* child slots of i: kids[kstart[i] .. kstart[i+1]) */
+  uint32_t *first;         /* the nodes first[i] .. i are all below i (the walk found them from i) */
   uint32_t *ostart, *outs; /* consumers of i, likewise (sorted) */
   uint32_t *idom;          /* immediate post-dominator (DP__DFP_NONE for the root) */
   uint32_t *tin, *tout;    /* the post-dominator tree as intervals */
+  uint8_t *closed;         /* per node: everything below it (constants aside) is post-dominated by it */
+  int shared_fn;           /* some function literal has two consumers (closed says nothing then) */
   int enter_fns;
 } dp__dfp_graph;
 
@@ -63,6 +66,11 @@ uint32_t dp__dfp_graph_find(dp__dfp_graph *g, const dp_expr *e);
 /* Does a strictly post-dominate b (every path from b to the root passes
    a)? 1, 0, or -1 when the dominator tree cannot be built (out of memory). */
 int dp__dfp_graph_dominates(dp__dfp_graph *g, uint32_t a, uint32_t b);
+/* Is every node below v, constants aside, post-dominated by v, so that
+   nothing below it is used from outside? 1 yes, 0 no, 2 unknown (a
+   function literal of the graph has two consumers), -1 out of memory.
+   Linear once per graph, then constant. */
+int dp__dfp_graph_closed(dp__dfp_graph *g, uint32_t v);
 /* Is e one of the nodes the graph leaves out (operators, constructors, globals)? */
 static inline int dp__dfp_graph_skips(const dp_expr *e) {
   int k = e->h.kind;
