@@ -33,6 +33,23 @@ def @main(%a: Tensor[(5, 7), float32]) { %0 = negative(%a); negative(%0) }]])
     assert.are.equal(1, t.count_calls(out, "on_device"))
   end)
 
+  it("calls a rule with the call, with `...`, or with nothing when it takes no argument", function()
+    local m = dp.parse([[
+def @main(%a: Tensor[(5, 7), float32]) { %0 = negative(%a); %1 = exp(%0); %2 = negative(%1); %3 = exp(%2); tanh(%3) }]])
+    local seen = {negative = 0, exp = 0, tanh = 0}
+    local out = dp.passes.AnnotateVirtualDevices{
+      negative = function() seen.negative = seen.negative + 1; return GPU end,      -- no parameter
+      exp = function(...) local c = ...; assert(c.kind == "call"); seen.exp = seen.exp + 1 end,
+      tanh = function(c) assert(c.callee.name == "tanh"); seen.tanh = seen.tanh + 1; return GPU end,
+    }(m)
+    assert.same({negative = 2, exp = 2, tanh = 1}, seen)
+    assert.are.equal(3, t.count_calls(out, "on_device"))
+    -- an error in a rule without parameters is the rule's error all the same
+    local ok, err = pcall(dp.passes.AnnotateVirtualDevices{negative = function() error("no device", 0) end}, m)
+    assert.is_false(ok)
+    assert.matches("no device", tostring(err))
+  end)
+
   it("rejects unknown operators and non-function rules", function()
     assert.has_error(function() dp.passes.AnnotateVirtualDevices{["no.such_op"] = on_gpu} end)
     local ok, err = pcall(dp.passes.AnnotateVirtualDevices, {add = 3})

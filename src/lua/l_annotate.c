@@ -30,7 +30,7 @@ enum { A_MOD = 1, A_RULES, A_RULE_FOR, A_TAKE, A_UNIT, A_TRAMPOLINE, A_ERR, A_FI
 typedef struct lstate {
   lua_State *L;
   int failed;
-  struct { const dp_op *op; int rule, key; } ops[NOPS]; /* rule, key: stack slots (0: no rule) */
+  struct { const dp_op *op; int rule, key, bare; } ops[NOPS]; /* rule, key: stack slots (0: no rule) */
   uint32_t nops;
 } lstate;
 
@@ -59,6 +59,18 @@ static int pcall(lstate *s, int nargs, int nres, dp_err **err) {
   s->failed = 1;
   *err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "AnnotateVirtualDevices: a rule failed");
   return -1;
+}
+
+/* Does the function at idx take no argument (a Lua function without
+   parameters or `...`)? Then a rule is called without its call, which
+   would be made a Lua value for nothing: `add = function() return gpu end`
+   on a million calls. */
+static int takes_nothing(lua_State *L, int idx) {
+  lua_Debug ar;
+  if (lua_type(L, idx) != LUA_TFUNCTION || lua_iscfunction(L, idx)) return 0;
+  lua_pushvalue(L, idx);
+  if (!lua_getinfo(L, ">u", &ar)) return 0;
+  return ar.nparams == 0 && !ar.isvararg;
 }
 
 /* Pushes rules[key] (nil when absent). */
@@ -90,8 +102,9 @@ static int op_rule(lua_State *L, const dp_op *op) {
   return 0;
 }
 
-/* Pushes the rule and key of call (nothing when it has none); 1 / 0 / -1. */
-static int rule_of(lstate *s, dp_call *call, dp_err **err) {
+/* Pushes the rule and key of call (nothing when it has none); 1 / 0 / -1;
+   *bare: the rule takes no argument. */
+static int rule_of(lstate *s, dp_call *call, int *bare, dp_err **err) {
   lua_State *L = s->L;
   if (call->fn->h.kind != DP_OP) {
     lua_pushvalue(L, A_RULE_FOR);
@@ -102,6 +115,7 @@ static int rule_of(lstate *s, dp_call *call, dp_err **err) {
       lua_pop(L, 2);
       return 0;
     }
+    *bare = takes_nothing(L, -2);
     return 1;
   }
   const dp_op *op = (const dp_op *)call->fn;
@@ -110,9 +124,11 @@ static int rule_of(lstate *s, dp_call *call, dp_err **err) {
     if (!s->ops[i].rule) return 0;
     lua_pushvalue(L, s->ops[i].rule);
     lua_pushvalue(L, s->ops[i].key);
+    *bare = s->ops[i].bare;
     return 1;
   }
   int has = op_rule(L, op);
+  *bare = has && takes_nothing(L, -2);
   if (s->nops < NOPS) { /* keep the answer in two stack slots below the work */
     if (has) {
       lua_pushvalue(L, -2);
@@ -122,6 +138,7 @@ static int rule_of(lstate *s, dp_call *call, dp_err **err) {
       lua_rotate(L, -4, 2);
       s->ops[s->nops].rule -= 2;
       s->ops[s->nops].key -= 2;
+      s->ops[s->nops].bare = *bare;
     } else {
       s->ops[s->nops].rule = s->ops[s->nops].key = 0;
     }
@@ -137,12 +154,13 @@ static int on_call(void *ud, dp_call *call, dp_vdev **vd, double *soft, dp_err *
     *err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
     return -1;
   }
-  int has = rule_of(s, call, err);
+  int bare = 0;
+  int has = rule_of(s, call, &bare, err);
   if (has <= 0) return has;
   int key = lua_gettop(L); /* rule at key - 1 */
   lua_pushvalue(L, key - 1);
-  lua_pushlightuserdata(L, call);
-  if (pcall(s, 1, 1, err) < 0) return -1;
+  if (!bare) lua_pushlightuserdata(L, call);
+  if (pcall(s, !bare, 1, err) < 0) return -1;
   int r = DP_ANNOT_NONE;
   dp_vdev *v;
   if (lua_isnil(L, -1)) {
