@@ -33,13 +33,6 @@ typedef struct sctx {
   uint32_t found;
 } sctx;
 
-static int find_pre(void *ud, dp_expr *e) {
-  sctx *c = ud;
-  if (e->h.kind == DP_FUNC && dp__is_primitive((dp_func *)e)) return 0;
-  if (dp__soft_weight(&c->ops, e) >= 0) c->found++;
-  return 1;
-}
-
 static dp_expr *rw_pre(void *ud, dp_expr *orig, dp_err **err) {
   (void)ud;
   (void)err;
@@ -61,15 +54,56 @@ static dp_expr *rw_post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err)
   return dp__on_device_at(&c->ops, body, p.vd, p.cbody, p.cresult, orig->span, err);
 }
 
+/* Leaves hold no annotation and are not walked: most shared nodes are
+   leaves (operators, a parameter every call reads), and the set of nodes
+   seen would be asked about each. */
+static int leaf(const dp_expr *e) {
+  int k = e->h.kind;
+  return k == DP_OP || k == DP_VAR || k == DP_CONST || k == DP_GLOBAL || k == DP_CTOR;
+}
+
+/* Pushes kid unless it is a leaf or a shared node seen already; -1 out of memory. */
+static int push(dp_expr ***st, uint32_t *n, uint32_t *cap, dp__ptrmap *seen, dp_expr *kid) {
+  if (leaf(kid)) return 0;
+  if (kid->h.rc > 1) {
+    int fresh = 0;
+    if (!dp__ptrmap_insert(seen, kid, &fresh)) return -1;
+    if (!fresh) return 0;
+  }
+  if (*n == *cap && dp_grow((void **)st, cap, *n + 1, sizeof **st) < 0) return -1;
+  (*st)[(*n)++] = kid;
+  return 0;
+}
+
+/* Counts the soft annotations of m (not inside primitive functions): an
+   explicit stack, a set for the shared nodes only. -1 out of memory. */
 static int count(dp_module *m, sctx *c, dp_err **err) {
-  for (uint32_t i = 0; i < m->nfuncs; i++) {
-    dp_visitor v = {find_pre, NULL, c};
-    if (dp_visit(&m->funcs[i].fn->e, &v) < 0) { /* (its stack: out of memory) */
-      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-      return -1;
+  dp_expr **st = NULL;
+  uint32_t n = 0, cap = 0;
+  dp__ptrmap seen = DP__PTRMAP_INIT;
+  int rc = 0;
+  for (uint32_t i = 0; rc == 0 && i < m->nfuncs; i++) {
+    if (push(&st, &n, &cap, &seen, &m->funcs[i].fn->e) < 0) rc = -1;
+    while (rc == 0 && n) {
+      dp_expr *e = st[--n];
+      if (e->h.kind == DP_CALL) { /* (most nodes: read in place) */
+        dp_call *call = (dp_call *)e;
+        if (dp__soft_weight(&c->ops, e) >= 0) c->found++;
+        if (push(&st, &n, &cap, &seen, call->fn) < 0) rc = -1;
+        for (uint32_t k = 0; rc == 0 && k < call->nargs; k++)
+          if (push(&st, &n, &cap, &seen, call->args[k]) < 0) rc = -1;
+        continue;
+      }
+      if (e->h.kind == DP_FUNC && dp__is_primitive((dp_func *)e)) continue;
+      uint32_t nk = dp_expr_nchildren(e);
+      for (uint32_t k = 0; rc == 0 && k < nk; k++)
+        if (push(&st, &n, &cap, &seen, dp_expr_child(e, k)) < 0) rc = -1;
     }
   }
-  return 0;
+  free(st);
+  dp__ptrmap_free(&seen);
+  if (rc < 0) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return rc;
 }
 
 int dp__soft_count(dp_module *m, uint32_t *found, dp_err **err) {
