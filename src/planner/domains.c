@@ -42,8 +42,9 @@ int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err) 
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return -1;
   }
-  /* (both are about to be written whole: their pages in one go) */
-  dp__prefault(d->nodes, (size_t)d->capnodes * sizeof *d->nodes);
+  /* (about to be written whole: their pages in one go; of the nodes, those
+     of the ids and annotations, not the room beyond, which is trimmed) */
+  dp__prefault(d->nodes, ((size_t)ix->n + ix->nann) * sizeof *d->nodes);
   dp__prefault(d->dom, (size_t)ix->n * sizeof *d->dom);
   dp__dom_first(d, 0, 0, NULL); /* domain 0: what a failed allocation hands out */
   return 0;
@@ -59,6 +60,13 @@ void dp__domains_clear(dp__domains *d) {
   free(d->links);
   dp__ptrmap_free(&d->extra);
   *d = (dp__domains){0};
+}
+
+void dp__domains_trim(dp__domains *d) {
+  uint32_t n = d->nnodes + 64; /* (room for the few domains a lookup makes) */
+  if (n >= d->capnodes) return;
+  dp__dnode *p = dp_realloc(d->nodes, (size_t)n * sizeof *d->nodes);
+  if (p) d->nodes = p, d->capnodes = n; /* (a failed shrink keeps the larger array) */
 }
 
 static uint32_t new_node(dp__domains *d) {

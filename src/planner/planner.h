@@ -383,6 +383,10 @@ struct dp__domains {
    (then clear them all the same). */
 int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err);
 void dp__domains_clear(dp__domains *d);
+/* The domains' arrays to their size: what capture and the planner's state
+   keep need not carry the room analysis was given (a later domain grows
+   them again). */
+void dp__domains_trim(dp__domains *d);
 uint32_t dp__dom_first(dp__domains *d, uint32_t vdev, int crule, dp_expr *cwhy);
 uint32_t dp__dom_fn(dp__domains *d, uint32_t arity, const uint32_t *kids);
 uint32_t dp__dom_for_type(dp__domains *d, const dp_type *t, uint32_t vdev, int crule,
