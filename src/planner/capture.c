@@ -73,7 +73,7 @@ static dp_err *no_device(cctx *c, const dp_expr *e) {
    and e's id in *kid (DP__NONE_ID when e is not numbered). */
 static uint32_t dom_at(cctx *c, uint32_t parent, uint32_t i, dp_expr *e, uint32_t *kid) {
   *kid = parent == DP__NONE_ID ? DP__NONE_ID : dp__kid(c->ix, parent, i);
-  return *kid != DP__NONE_ID ? c->d->dom[*kid] : dp__dom_of(c->d, e);
+  return *kid != DP__NONE_ID ? dp__dom_at(c->d, *kid) : dp__dom_of(c->d, e);
 }
 
 static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *child_vd,
@@ -150,7 +150,7 @@ static dp_vdev *dom_vd(cctx *c, uint32_t dom, const dp_expr *e, dp_err **err) {
 
 /* The device of node id. */
 static dp_vdev *id_vd(cctx *c, uint32_t id, dp_err **err) {
-  uint32_t v = dp__dom_dev(c->d, c->d->dom[id]);
+  uint32_t v = dp__dom_dev(c->d, dp__dom_at(c->d, id));
   if (!v) {
     dp_err_set(err, no_device(c, c->ix->x[id]));
     return NULL;
