@@ -144,8 +144,15 @@ static uint32_t *copy_reps(const dp__index *ix) {
   return rep;
 }
 
+/* (analysis runs on domains just made, whose dom[] is whole until
+   dp__dom_compact: read directly, the hottest reads of the planner) */
 #define DOM(a, id) ((a)->d->dom[id])
-#define KDOM(a, id, i) dp__kdom((a)->d, (id), (i))
+#define KDOM(a, id, i) kdom((a)->d, (id), (i))
+
+static inline uint32_t kdom(dp__domains *d, uint32_t id, uint32_t i) {
+  uint32_t k = dp__kid(d->ix, id, i);
+  return k != DP__NONE_ID ? d->dom[k] : dp__dom_of(d, dp__child(d->ix->x[id], i));
+}
 
 /* The value of node id (domain src) is read in domain dst. PlanDevices
    unifies them (the reader runs where the value lives); placing by cost, a

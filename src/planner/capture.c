@@ -37,10 +37,25 @@
    (retained). */
 typedef struct rcopy { uint32_t id, next; dp_vdev *vd; dp_expr *made; } rcopy;
 
+/* Where the rewritten nodes wait for their parents (no array of every
+   node's result: at a million nodes it was 8 bytes a node, and a page
+   fault every 512): a node with one reference (not F_SHARED) has one
+   parent, which post order captures right after the node's last sibling,
+   so its result waits on a stack (vs) and is taken off it, in child order,
+   by that parent; a shared node's result is looked up by id: where it
+   differs from the node (a bit per id, isnew, says so) in `changed`
+   (keyed by id_key(id)), else it is the node itself.
+   Where many shared nodes change (a program whose values are each read by
+   several calls), the map would cost more than an array of them all: past
+   n/64 entries they move to one (`dense`, id -> new form or NULL). */
 typedef struct cctx {
   dp__domains *d;
   dp__index *ix;
-  dp_expr **out;  /* id -> rewritten node (owned) */
+  dp_expr **vs; uint32_t nvs, capvs;  /* results of single-reference nodes (owned) */
+  dp__ptrmap changed;                 /* id_key(id) -> a shared node's new form (owned) */
+  dp_expr **dense;                    /* or, once many changed, id -> it (owned) or NULL */
+  uint8_t *isnew;                     /* a bit per id: a shared node with a new form */
+  dp_expr **kr; uint32_t capkr;       /* the node being captured: its kids' results (borrowed) */
   rcopy *rc; uint32_t nrc, caprc;
   dp__ptrmap rcmap;  /* node -> its latest rcopy + 1 (a node numbered twice has two ids) */
 } cctx;
@@ -58,7 +73,7 @@ static dp_err *no_device(cctx *c, const dp_expr *e) {
    and e's id in *kid (DP__NONE_ID when e is not numbered). */
 static uint32_t dom_at(cctx *c, uint32_t parent, uint32_t i, dp_expr *e, uint32_t *kid) {
   *kid = parent == DP__NONE_ID ? DP__NONE_ID : dp__kid(c->ix, parent, i);
-  return *kid != DP__NONE_ID ? c->d->dom[*kid] : dp__dom_of(c->d, e);
+  return *kid != DP__NONE_ID ? dp__dom_at(c->d, *kid) : dp__dom_of(c->d, e);
 }
 
 static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *child_vd,
@@ -135,7 +150,7 @@ static dp_vdev *dom_vd(cctx *c, uint32_t dom, const dp_expr *e, dp_err **err) {
 
 /* The device of node id. */
 static dp_vdev *id_vd(cctx *c, uint32_t id, dp_err **err) {
-  uint32_t v = dp__dom_dev(c->d, c->d->dom[id]);
+  uint32_t v = dp__dom_dev(c->d, dp__dom_at(c->d, id));
   if (!v) {
     dp_err_set(err, no_device(c, c->ix->x[id]));
     return NULL;
@@ -288,10 +303,11 @@ static dp_expr **kid_array(uint32_t n, dp_expr **small, uint32_t nsmall) {
   return n <= nsmall ? small : dp_calloc(n, sizeof(dp_expr *));
 }
 
-/* The rewritten form of child i of node id (borrowed). */
+/* The rewritten form of child i of node id, the node being captured
+   (borrowed: gathered by kid_results). */
 static dp_expr *out_kid(cctx *c, uint32_t id, uint32_t i) {
-  uint32_t k = dp__kid(c->ix, id, i);
-  return k != DP__NONE_ID ? c->out[k] : dp__child(c->ix->x[id], i);
+  (void)id;
+  return c->kr[i];
 }
 
 /* A device_copy: its ends are the planned devices of its argument and of
@@ -428,7 +444,7 @@ static int is_param(cctx *c, uint32_t id) {
 }
 
 /* The rewritten form of node id (new reference), from its children's
-   (c->out). */
+   (c->kr). */
 static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
   dp_expr *orig = c->ix->x[id];
   switch (c->ix->kind[id] & K_KIND) {
@@ -502,6 +518,84 @@ oom:
   return -1;
 }
 
+/* Node id as a key of `changed` (a node numbered in two functions has two
+   ids: its address would not do). The map never reads what a key points
+   to; it places keys by their bits above 12 (the "page") and 4 to 11 (the
+   place in it): the id goes above, and a mix of it below, so that ids,
+   unlike nodes, land anywhere rather than in runs. */
+static const void *id_key(uint32_t id) {
+  uint64_t mix = ((uint64_t)id * 0x9E3779B97F4A7C15ull) >> 56;
+  return (const void *)(uintptr_t)((((uint64_t)id + 1) << 12) | (mix << 4));
+}
+
+/* The rewritten forms of node id's children, borrowed, in c->kr: a
+   single-reference child's from the top of the stack (its first one is
+   *base), a shared one's from `changed` or the node itself, a child not
+   numbered (an operator) as it is. -1 on out of memory. */
+static int kid_results(cctx *c, uint32_t id, uint32_t *base) {
+  const dp__index *ix = c->ix;
+  uint32_t o = ix->koff[id], nk = ix->koff[id + 1] - o, top = c->nvs;
+  if (nk > c->capkr && dp_grow((void **)&c->kr, &c->capkr, nk, sizeof *c->kr) < 0) return -1;
+  for (uint32_t j = nk; j-- > 0;) { /* (the last child's result is on top) */
+    uint32_t k = ix->kid[o + j];
+    if (k == DP__NONE_ID) c->kr[j] = dp__child(ix->x[id], j);
+    else if (!(ix->flag[k] & F_SHARED)) c->kr[j] = c->vs[--top];
+    else c->kr[j] = !(c->isnew[k >> 3] & (1u << (k & 7))) ? ix->x[k]
+                    : c->dense ? c->dense[k] : dp__ptrmap_find(&c->changed, id_key(k))->ptr;
+  }
+  *base = top;
+  return 0;
+}
+
+/* The changed shared nodes' forms, from the map to an array of every id.
+   0, or -1 on out of memory (the map kept). */
+static int to_dense(cctx *c) {
+  const dp__index *ix = c->ix;
+  if (!(c->dense = dp_calloc(ix->n, sizeof *c->dense))) return -1;
+  for (uint32_t i = 0; i < c->changed.cap; i++) {
+    const dp__ptrslot *s = &c->changed.slots[i];
+    if (s->key) c->dense[((uintptr_t)s->key >> 12) - 1] = s->ptr;
+  }
+  dp__ptrmap_free(&c->changed);
+  return 0;
+}
+
+/* Node id's result r (a new reference) kept for its parent: on the stack
+   (one parent), or, shared, in `changed` when it is a new node. -1 on out
+   of memory (r released). */
+static int keep(cctx *c, uint32_t id, dp_expr *r) {
+  const dp__index *ix = c->ix;
+  if (!(ix->flag[id] & F_SHARED)) {
+    if (c->nvs == c->capvs && dp_grow((void **)&c->vs, &c->capvs, c->nvs + 1, sizeof *c->vs) < 0) {
+      dp_release(r);
+      return -1;
+    }
+    c->vs[c->nvs++] = r;
+    return 0;
+  }
+  if (r == ix->x[id]) { /* (the module holds it) */
+    dp_release(r);
+    return 0;
+  }
+  if (!c->dense && c->changed.n >= ix->n / 64 + 64 && to_dense(c) < 0) {
+    dp_release(r);
+    return -1;
+  }
+  if (c->dense) {
+    c->dense[id] = r;
+  } else {
+    int fresh;
+    dp__ptrslot *s = dp__ptrmap_insert(&c->changed, id_key(id), &fresh);
+    if (!s) {
+      dp_release(r);
+      return -1;
+    }
+    s->ptr = r; /* (each id is captured once: the slot is fresh) */
+  }
+  c->isnew[id >> 3] |= (uint8_t)(1u << (id & 7));
+  return 0;
+}
+
 /* One function: its nodes in post order (the range of function fn), each
    rewritten once from its children's results; the root comes last. A node
    that is not shared has one parent, so its result is dropped as soon as
@@ -511,38 +605,35 @@ oom:
 static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
   const dp__index *ix = c->ix;
   dp_expr *r = NULL;
-  uint32_t end = ix->fnpost[fn + 1];
+  uint32_t end = ix->fnpost[fn + 1], base;
   for (uint32_t k = ix->fnpost[fn]; k < end; k++) {
     uint32_t id = ix->post[k];
     /* (the module's nodes are cold at a million: each is asked for a few
        nodes ahead of its turn) */
     if (k + AHEAD < end) dp__prefetch(ix->x[ix->post[k + AHEAD]]);
+    if (kid_results(c, id, &base) < 0) goto oom;
     r = capture_node(c, id, err);
     if (!r) return NULL;
-    c->out[id] = r;
-    for (uint32_t j = ix->koff[id]; j < ix->koff[id + 1]; j++) {
-      uint32_t kid = ix->kid[j];
-      if (kid != DP__NONE_ID && !(ix->flag[kid] & F_SHARED) && c->out[kid]) {
-        dp_release(c->out[kid]);
-        c->out[kid] = NULL;
-      }
-    }
+    /* the children's results are in r now (or were not needed) */
+    while (c->nvs > base) dp_release(c->vs[--c->nvs]);
+    if (k + 1 == end) return r; /* the root */
+    if (keep(c, id, r) < 0) goto oom;
   }
-  return r ? dp_retain(r) : NULL;
+  return NULL; /* (a function has a root) */
+oom:
+  dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return NULL;
 }
 
 dp_module *dp__capture(dp__domains *d, dp_err **err) {
   dp__index *ix = d->ix;
-  cctx c = {d, ix, NULL, NULL, 0, 0, DP__PTRMAP_INIT};
+  cctx c = {.d = d, .ix = ix, .changed = DP__PTRMAP_INIT, .rcmap = DP__PTRMAP_INIT};
   /* the planned module's new nodes, made in bulk (the annotations too:
      rules.c makes them in ix->ops.arena) */
   dp__arena arena = DP__ARENA_INIT;
   ix->ops.arena = &arena;
   dp_module *m = ix->mod, *out = dp_module_copy(m);
-  if (!out) goto oom;
-  c.out = dp_calloc(ix->n ? ix->n : 1, sizeof *c.out);
-  if (!c.out) goto oom;
-  dp__prefault(c.out, (size_t)ix->n * sizeof *c.out);
+  if (!out || !(c.isnew = dp_calloc(ix->n / 8 + 1, 1))) goto oom;
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = capture_function(&c, i, err);
     if (!f) goto fail;
@@ -560,9 +651,16 @@ fail:
   dp_release(out);
   out = NULL;
 done:
-  if (c.out)
-    for (uint32_t i = 0; i < ix->n; i++) dp_release(c.out[i]);
-  free(c.out);
+  for (uint32_t i = 0; i < c.nvs; i++) dp_release(c.vs[i]);
+  free(c.vs);
+  for (uint32_t i = 0; i < c.changed.cap; i++)
+    if (c.changed.slots[i].key) dp_release(c.changed.slots[i].ptr);
+  dp__ptrmap_free(&c.changed);
+  if (c.dense)
+    for (uint32_t i = 0; i < ix->n; i++) dp_release(c.dense[i]);
+  free(c.dense);
+  free(c.isnew);
+  free(c.kr);
   for (uint32_t i = 0; i < c.nrc; i++) dp_release(c.rc[i].made);
   free(c.rc);
   dp__ptrmap_free(&c.rcmap);

@@ -38,7 +38,7 @@ static int is_free_on_device(const dp__index *ix, uint32_t id) {
 static int free_on_device(dctx *c, uint32_t id) {
   dp__domains *d = c->d;
   /* a failed try (1) changes nothing */
-  return dp__unify(d, d->dom[id], dp__kdom(d, id, 1), R_FREE_ON_DEVICE, c->ix->x[id], &c->err) < 0
+  return dp__unify(d, dp__dom_at(d, id), dp__kdom(d, id, 1), R_FREE_ON_DEVICE, c->ix->x[id], &c->err) < 0
              ? -1 : 0;
 }
 
@@ -48,7 +48,7 @@ static int default_call(dctx *c, uint32_t id, dp_call *call) {
   if (f != DP__NONE_ID)
     return dp__set_result_default_then_params(d, f, c->dflt, R_DEF_CALL, &call->e, &c->err);
   /* operators and constructors: params are the arguments' domains */
-  uint32_t me = d->dom[id];
+  uint32_t me = dp__dom_at(d, id);
   int rc = dp__set_default(d, me, c->dflt, R_DEF_CALL, &call->e, &c->err);
   uint32_t rv = dp__dom_source(d, me);
   uint32_t nargs = c->ix->koff[id + 1] - c->ix->koff[id] - 1; /* (call->nargs, not read cold) */
@@ -65,11 +65,11 @@ static int default_node(dctx *c, uint32_t id) {
   switch (c->ix->kind[id] & K_KIND) {
   case DP_FUNC:
     if (c->ix->what[id] == W_PRIM_FUNC) return 0;
-    rc = dp__set_result_default_then_params(d, d->dom[id], c->dflt, R_DEF_RESULT, e, &c->err);
+    rc = dp__set_result_default_then_params(d, dp__dom_at(d, id), c->dflt, R_DEF_RESULT, e, &c->err);
     break;
   case DP_CALL: rc = default_call(c, id, (dp_call *)e); break;
   case DP_LET: {
-    uint32_t lv = dp__dom_source(d, d->dom[id]);
+    uint32_t lv = dp__dom_source(d, dp__dom_at(d, id));
     rc = dp__set_default(d, dp__kdom(d, id, 0), lv ? lv : c->dflt, R_DEF_LET, e, &c->err);
     break;
   }

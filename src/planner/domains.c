@@ -38,12 +38,14 @@ int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err) 
   d->capnodes = cap;
   d->nodes = dp_malloc((size_t)d->capnodes * sizeof *d->nodes);
   d->dom = dp_malloc((size_t)(ix->n ? ix->n : 1) * sizeof *d->dom);
+  d->dom_from = ix->n; /* (every id in the array until analysis compacts it) */
   if (!d->nodes || !d->dom) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return -1;
   }
-  /* (both are about to be written whole: their pages in one go) */
-  dp__prefault(d->nodes, (size_t)d->capnodes * sizeof *d->nodes);
+  /* (about to be written whole: their pages in one go; of the nodes, those
+     of the ids and annotations, not the room beyond, which is trimmed) */
+  dp__prefault(d->nodes, ((size_t)ix->n + ix->nann) * sizeof *d->nodes);
   dp__prefault(d->dom, (size_t)ix->n * sizeof *d->dom);
   dp__dom_first(d, 0, 0, NULL); /* domain 0: what a failed allocation hands out */
   return 0;
@@ -59,6 +61,26 @@ void dp__domains_clear(dp__domains *d) {
   free(d->links);
   dp__ptrmap_free(&d->extra);
   *d = (dp__domains){0};
+}
+
+void dp__dom_compact(dp__domains *d) {
+  uint32_t n = d->ix->n;
+  if (!n || d->dom_from != n) return;
+  uint32_t off = d->dom[n - 1] - (n - 1), from = n - 1;
+  while (from > 0 && d->dom[from - 1] == (from - 1) + off) from--;
+  uint32_t *p = dp_realloc(d->dom, (size_t)(from ? from : 1) * sizeof *d->dom);
+  if (!p) return; /* (a failed shrink keeps the whole array, which stays right) */
+  d->dom = p;
+  d->dom_from = from;
+  d->dom_off = off;
+}
+
+void dp__domains_trim(dp__domains *d) {
+  dp__dom_compact(d);
+  uint32_t n = d->nnodes + 64; /* (room for the few domains a lookup makes) */
+  if (n >= d->capnodes) return;
+  dp__dnode *p = dp_realloc(d->nodes, (size_t)n * sizeof *d->nodes);
+  if (p) d->nodes = p, d->capnodes = n; /* (a failed shrink keeps the larger array) */
 }
 
 static uint32_t new_node(dp__domains *d) {
@@ -123,7 +145,7 @@ uint32_t dp__dom_for_type(dp__domains *d, const dp_type *t, uint32_t vdev, int c
 static uint32_t dom_of_global(dp__domains *d, const dp_global *g) {
   const dp__index *ix = d->ix;
   int f = dp_module_func_index(ix->mod, g->name);
-  if (f >= 0 && (uint32_t)f < ix->nfn) return d->dom[ix->fnid[f]]; /* its root's */
+  if (f >= 0 && (uint32_t)f < ix->nfn) return dp__dom_at(d, ix->fnid[f]); /* its root's */
   dp_primfn *pf = dp_module_primfn(ix->mod, g->name);
   if (pf) {
     dp__ptrslot *s = dp__ptrmap_find(&d->extra, pf);
@@ -136,7 +158,7 @@ uint32_t dp__dom_of(dp__domains *d, dp_expr *e) {
   /* (operators and constructors are never numbered) */
   if (e->h.kind != DP_OP && e->h.kind != DP_CTOR) {
     uint32_t k = dp__index_find(d->ix, e, &d->oom);
-    if (k != DP__NONE_ID) return d->dom[k];
+    if (k != DP__NONE_ID) return dp__dom_at(d, k);
   }
   dp__ptrslot *s = dp__ptrmap_find(&d->extra, e);
   if (s) return s->val;

@@ -383,7 +383,7 @@ static int call_costs(pctx *c, uint32_t id) {
   dp__domains *d = c->d;
   struct dp__placement *pl = c->pl;
   dp_place_problem *p = &pl->p;
-  uint32_t v = c->var_of[dp__dom_find(d, d->dom[id])];
+  uint32_t v = c->var_of[dp__dom_find(d, dp__dom_at(d, id))];
   if (v == DP__NONE_ID) return 0;
   dp_expr *call = c->ix->x[id];
   int ok;
@@ -514,7 +514,7 @@ static void name_classes(pctx *c) {
   if (!named) return; /* (the values found keep naming them) */
   for (int pass = 0; pass < 2; pass++) /* annotations only where nothing else is in it */
     for (uint32_t id = 0; id < ix->n; id++) {
-      uint32_t v = c->var_of[dp__dom_find(c->d, c->d->dom[id])];
+      uint32_t v = c->var_of[dp__dom_find(c->d, dp__dom_at(c->d, id))];
       if (v == DP__NONE_ID || named[v] || (pass == 0 && ix->what[id] == W_ON_DEVICE)) continue;
       named[v] = 1;
       c->vwhy[v] = ix->x[id];

@@ -74,6 +74,7 @@ static dp_domains *plan(dp_module *m, const dp_config *cfg, const dp_plan_opts *
     dp_release(s);
     return NULL;
   }
+  dp__domains_trim(&s->uf);                      /* (analysis' room is not kept) */
   return s;
 }
 

@@ -364,7 +364,11 @@ struct dp__domains {
   dp__dnode *nodes; uint32_t nnodes, capnodes;
   dp__cons *cons; uint32_t ncons, capcons;
   uint32_t *kids; uint32_t nkids, capkids;   /* function domains: arity, params..., result */
-  uint32_t *dom;            /* id -> domain */
+  uint32_t *dom;            /* id -> domain, for the ids below dom_from; from there on a
+                               node's domain is id + dom_off (analysis makes the domains of
+                               first-order nodes in id order: most of a program is one run,
+                               and its array of 4 bytes a node goes); read by dp__dom_at */
+  uint32_t dom_from, dom_off;
   dp__ptrmap extra;         /* domains of what the index does not number (primfns,
                                pattern variables never used, operators of lookups) */
   /* scratch for unify */
@@ -383,6 +387,10 @@ struct dp__domains {
    (then clear them all the same). */
 int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err);
 void dp__domains_clear(dp__domains *d);
+/* The domains' arrays to their size, after analysis: what capture and the
+   planner's state keep need not carry the room analysis was given (a later
+   domain grows them again), nor dom[]'s last run (dp__dom_compact). */
+void dp__domains_trim(dp__domains *d);
 uint32_t dp__dom_first(dp__domains *d, uint32_t vdev, int crule, dp_expr *cwhy);
 uint32_t dp__dom_fn(dp__domains *d, uint32_t arity, const uint32_t *kids);
 uint32_t dp__dom_for_type(dp__domains *d, const dp_type *t, uint32_t vdev, int crule,
@@ -415,10 +423,17 @@ uint32_t dp__dom_source(dp__domains *d, uint32_t x);
 /* The constraint of domain x (its crule is set). */
 const dp__cons *dp__dom_cons(const dp__domains *d, uint32_t x);
 int dp__dom_fully_constrained(dp__domains *d, uint32_t x);
+/* The domain of node id. */
+static inline uint32_t dp__dom_at(const dp__domains *d, uint32_t id) {
+  return id < d->dom_from ? d->dom[id] : id + d->dom_off; /* (unsigned: wraps back) */
+}
+/* Keeps of dom[] only what precedes its last run of id + a constant
+   (after analysis: analysis itself reads dom[] whole). */
+void dp__dom_compact(dp__domains *d);
 /* The domain of child i of id. */
 static inline uint32_t dp__kdom(dp__domains *d, uint32_t id, uint32_t i) {
   uint32_t k = dp__kid(d->ix, id, i);
-  return k != DP__NONE_ID ? d->dom[k] : dp__dom_of(d, dp__child(d->ix->x[id], i));
+  return k != DP__NONE_ID ? dp__dom_at(d, k) : dp__dom_of(d, dp__child(d->ix->x[id], i));
 }
 /* The domain of a call's callee (DP__NONE_ID for operators and constructors). */
 uint32_t dp__callee_dom(dp__domains *d, uint32_t id);

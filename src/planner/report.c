@@ -237,7 +237,7 @@ void dp_report_data_clear(dp_report_data *r) {
    its expression: a node numbered in two functions has one domain). */
 static dp_vdev *device_id(rctx *c, uint32_t id) {
   dp__domains *d = &c->d->uf;
-  return d->dev->v[dp__dom_dev(d, d->dom[id])];
+  return d->dev->v[dp__dom_dev(d, dp__dom_at(d, id))];
 }
 
 /* c->called: the functions some function calls (the others are entry
