@@ -94,6 +94,7 @@ static void drop_parse_state(dp_parser *p) {
   dp__scope_free(&p->types);
   dp_release(p->no_attrs);
   dp__attrs_cache_free(p);
+  dp__arena_done(&p->arena);
   void *arrays[] = {p->objs, p->kinds, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
                     p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
                     p->namebuf};
