@@ -85,6 +85,26 @@ describe("devplan import", function()
 end)
 
 describe("an .onnx file where a Relay file is read", function()
+  it("tells ONNX bytes from Relay text by a control byte anywhere (tab, newline and return are text)", function()
+    local function file(text)
+      local path = os.tmpname()
+      local f = assert(io.open(path, "wb"))
+      f:write(text)
+      f:close()
+      return path
+    end
+    local relay = "def @main(%a: Tensor[(2), float32]) {\n\tadd(%a, %a)\r\n}\n"
+    local text, late = file(relay), file(relay .. "\12")
+    local status, out, err = run("parse " .. text)
+    assert.are.equal(0, status, err)
+    assert.truthy(has(out, "add(%a, %a)"), out)
+    status, _, err = run("parse " .. late)
+    assert.are.equal(1, status)
+    assert.truthy(has(err, "Relay text, not an ONNX model"), err)
+    os.remove(text)
+    os.remove(late)
+  end)
+
   it("loads in the REPL, which plans and explains it", function()
     local s = require("devplan.repl").session()
     assert.truthy(s:eval('model("' .. DIR .. 'tiny_cnn.onnx")'):find("model: 1 function(s), 8 calls", 1, true))

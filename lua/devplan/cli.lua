@@ -17,6 +17,7 @@
 -- line and a caret. Every write goes through write_file or write_stdout
 -- (a failed write is an error naming the file; a file is replaced whole).
 local dp = require "devplan"
+local core = require "devplan.core"
 local devname = require "devplan.devname"
 local parser = require "devplan.parser"
 local suggest = require "devplan.suggest"
@@ -443,7 +444,7 @@ local function onnx_module(opts, command, path, text, source)
 end
 
 local function is_onnx(path, text)
-  return path:lower():match("%.onnx$") or (text and text:find("[%z\1-\8\11\12\14-\31]"))
+  return path:lower():match("%.onnx$") or (text and core._binary(text))
 end
 
 -- The module of opts' input file; sources[name] = its text (for carets):

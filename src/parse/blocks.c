@@ -58,7 +58,7 @@ static dp_expr *close_block(dp_parser *p) {
   dp_expr *body = dp_retain(dp__obj(p, b->final));
   for (uint32_t i = p->nlets; body && i-- > b->lets;) {
     const plet *l = &p->lets[i];
-    dp_let *let = dp_let_new((dp_var *)dp__obj(p, l->var), (dp_expr *)dp__obj(p, l->val), body, l->span);
+    dp_let *let = dp__let_new_in(p->nodes, (dp_var *)dp__obj(p, l->var), (dp_expr *)dp__obj(p, l->val), body, l->span);
     dp_release(body);
     body = let ? &let->e : NULL;
   }

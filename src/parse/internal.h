@@ -20,6 +20,7 @@
 #include "devplan/devplan.h"
 #include "devplan/parse.h"
 #include "scope.h"
+#include "../core/arena.h"
 
 /* An open block: `{ ... }` of a function, a branch or a clause, or the
    whole text of dp.parse_expr. Graph bindings are the block's own (a name
@@ -100,6 +101,12 @@ struct dp_parser {
   dp_err *lex_err;       /* the message of the DP_TOK_ERROR token */
   uint32_t progress;     /* the last token an action reached */
   int failed;            /* an action failed: the parse is over */
+  /* where calls and lets are made: in bulk, not one malloc each (nodes
+     like any other; a chunk goes with its last node). Only for a text of
+     16,384 tokens or more (nodes = &arena; else NULL: the heap): a chunk is
+     64 KiB, and a small module kept by its user must not hold one */
+  dp__arena arena;
+  dp__arena *nodes;
 
   /* The state of the parse itself: from here to the end, freed and zeroed
      when the result is taken (drop_parse_state). */

@@ -249,7 +249,8 @@ static size_t invalid_end(const char *t, size_t len, size_t i) {
 static char keyword(const char *t, size_t n) {
   if (n < 2 || n > 13 || !starts_keyword(t[0])) return 0;
   for (size_t k = 0; k < sizeof keywords / sizeof keywords[0]; k++)
-    if (keywords[k].len == n && memcmp(keywords[k].word, t, n) == 0) return keywords[k].kind;
+    if (keywords[k].len == n && keywords[k].word[0] == t[0] && memcmp(keywords[k].word, t, n) == 0)
+      return keywords[k].kind;
   return 0;
 }
 

@@ -81,6 +81,8 @@ dp_parser *dp_parser_new(dp_ctx *ctx, const char *text, size_t len, const char *
     dp_parser_free(p);
     return NULL;
   }
+  /* (16,384 tokens make some 1,500 calls: a few chunks' worth of nodes) */
+  p->nodes = p->ntok >= 16384 ? &p->arena : NULL;
   return p;
 }
 
@@ -94,6 +96,8 @@ static void drop_parse_state(dp_parser *p) {
   dp__scope_free(&p->types);
   dp_release(p->no_attrs);
   dp__attrs_cache_free(p);
+  dp__arena_done(&p->arena);
+  p->nodes = NULL;
   void *arrays[] = {p->objs, p->kinds, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
                     p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
                     p->namebuf};

@@ -120,7 +120,7 @@ static dp_obj *make_call(dp_parser *p, dp_expr *fn, rval *args, uint32_t nargs, 
     return NULL;
   }
   for (uint32_t i = 0; i < nargs; i++) kids[i] = (dp_expr *)args[i].obj;
-  dp_call *c = dp_call_new(fn, nargs, kids, attrs, dp__span(p, tok));
+  dp_call *c = dp__call_new_in(p->nodes, fn, nargs, kids, attrs, dp__span(p, tok));
   if (kids != small) free(kids);
   dp_release(attrs);
   if (!c) dp__oom(p, tok);
