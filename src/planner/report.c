@@ -182,8 +182,10 @@ static int find_called(void *ud, dp_expr *e) {
 
 typedef struct nctx {
   dp_report_data *r;
-  dp__ptrmap want;        /* copy or value -> 1 + the index of its function's name in r->strings
-                             (its own name follows), 0 while not named */
+  dp__ptrmap want;        /* copy or value -> its function's name's index in r->strings << 32
+                             | 1 + its own name's index; 0 while not named */
+  const char *fn;         /* the function last named in, kept at r->strings[fnat] */
+  uint32_t fnat;
   int oom;
 } nctx;
 
@@ -202,23 +204,26 @@ static void on_name(void *ud, const char *fn, const dp_expr *e, const char *name
   nctx *n = ud;
   dp__ptrslot *s = n->oom ? NULL : dp__ptrmap_find(&n->want, e);
   if (!s || s->word) return; /* the first name a node is given */
-  if (keep(n, fn) && keep(n, name)) s->word = n->r->nstrings - 1;
+  if (fn != n->fn) { /* (kept once per function: a definition is named with one string) */
+    if (!keep(n, fn)) return;
+    n->fn = fn;
+    n->fnat = n->r->nstrings - 1;
+  }
+  if (keep(n, name)) s->word = (uint64_t)n->fnat << 32 | n->r->nstrings;
 }
 
 static int name_copies(dp_module *m, dp_report_data *r) {
-  nctx n = {r, DP__PTRMAP_INIT, 0};
+  nctx n = {r, DP__PTRMAP_INIT, NULL, 0, 0};
   for (uint32_t i = 0; i < r->ncopies && !n.oom; i++)
     if (!dp__ptrmap_insert(&n.want, r->copies[i].copy, NULL) || !dp__ptrmap_insert(&n.want, r->copies[i].value, NULL))
       n.oom = 1;
   dp_print_opts o = {0, on_name, &n, NULL};
-  char *text = n.oom ? NULL : dp_print_module_with(m, &o, NULL);
-  free(text);
-  if (!text) n.oom = 1;
+  if (!n.oom && dp_print_module_names(m, &o) < 0) n.oom = 1;
   for (uint32_t i = 0; i < r->ncopies && !n.oom; i++) {
     dp_report_copy *c = &r->copies[i];
     dp__ptrslot *a = dp__ptrmap_find(&n.want, c->copy), *b = dp__ptrmap_find(&n.want, c->value);
-    if (a && a->word) c->fn = r->strings[a->word - 1], c->name = r->strings[a->word];
-    if (b && b->word) c->value_fn = r->strings[b->word - 1], c->value_name = r->strings[b->word];
+    if (a && a->word) c->fn = r->strings[a->word >> 32], c->name = r->strings[(uint32_t)a->word - 1];
+    if (b && b->word) c->value_fn = r->strings[b->word >> 32], c->value_name = r->strings[(uint32_t)b->word - 1];
   }
   dp__ptrmap_free(&n.want);
   return n.oom ? -1 : 0;
