@@ -754,7 +754,7 @@ static dp_expr *param_for(pctx *c, fbuild *b, uint32_t xi, dp_vdev *fallback) {
   dp_vdev *vd = dp_domains_lookup(c->d, x, NULL);
   dp_var *p = dp_var_new(name, x->type, vd ? vd : fallback, DP_NOSPAN);
   dp_release(vd);
-  typed_as(c, &p->e, x->type); /* (its annotation) */
+  if (p) typed_as(c, &p->e, x->type); /* (its annotation) */
   if (!p || dp__dfp_vec_push(&b->params, p) < 0 || dp__dfp_u32s_push(&b->inputs, xi) < 0 ||
       dp__ptrmap_put(&b->seen, x, (void *)(uintptr_t)b->params.n) < 0) {
     if (p && (b->params.n == 0 || b->params.items[b->params.n - 1] != p)) dp_release(p);
