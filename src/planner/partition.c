@@ -41,6 +41,10 @@
  *    partitioned again; should that still fail, every let body is a block
  *    of its own, where every node of a block lives in the block's scope and
  *    no region can leave it.
+ * 5. types: in a typed module each new node is typed as it is made (the
+ *    type of the node it replaces; a hoisted function fn(its parameters)
+ *    -> its body, its call and projections what they give), so the output
+ *    is not type-checked again (only where an input node had no type).
  * Everything walks with explicit stacks and arrays indexed by the post
  * order: a 1,000,000-node program is fine.
  */
