@@ -45,8 +45,10 @@ local function check(planned, cfg, stats)
   if #parted:functions() > #planned:functions() then stats.hoisted = stats.hoisted + 1 end
   local violations, n = dp.planner.verify(parted, cfg)
   if n > 0 then return "verify: " .. violations[1].message end
+  local made = dp.astext(parted, {types = true}) -- the types given while partitioning
   local typed, err = pcall(dp.infer_type, parted)
   if not typed then return "type: " .. tostring(err) end
+  if dp.astext(parted, {types = true}) ~= made then return "types other than inference's" end
   local text = tostring(parted)
   local reparsed, again = pcall(dp.parse, text)
   if not reparsed then return "re-parse: " .. tostring(again) end

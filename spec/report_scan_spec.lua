@@ -167,6 +167,32 @@ describe("dp.planner.report counted in C", function()
     assert.is_true(copies > 100, copies .. " copies") -- the cases have copies to write
   end)
 
+  it("names each copy and its value as the printed text does, on fuzz/relaygen.lua's programs", function()
+    -- (the names come from the printer's naming rules without the text:
+    -- lets, ifs and else-if chains, matches, closures, free variables)
+    package.path = (dp.root or ".") .. "/fuzz/?.lua;" .. package.path
+    local relaygen, dataflow, props = require "relaygen", require "relaygen_dataflow", require "props"
+    local plan, named = dp.passes.PlanDevices(props.CONFIG), 0
+    for seed = 1, 500 do
+      local text = seed <= 400 and relaygen.text(relaygen.program(seed)) or dataflow.program(seed, {devices = 3}).text
+      local ok, planned = pcall(plan, dp.parse(text, props.META))
+      if ok then
+        local names = printed_names(planned)
+        local r, i = dp.planner.report(planned, props.CONFIG), 0
+        core.visit(planned, function(e)
+          if not is_op(e, "device_copy") then return end
+          i = i + 1
+          local own, val, row = names[e] or {}, names[copied(e)] or {}, r.copies[i]
+          assert.same({own.fn or val.fn, own.name, val.name or own.name}, {row.fn, row.name, row.value},
+                      "seed " .. seed .. ", copy " .. i)
+          if own.name then named = named + 1 end
+        end)
+        assert.equal(i, #r.copies, "seed " .. seed)
+      end
+    end
+    assert.is_true(named > 100, named .. " copies named")
+  end)
+
   it("lets a script change the rows before writing them", function()
     local planned = dp.passes.PlanDevices(cuda)(dp.parse(gen.branchy(120), testing.META))
     local r = dp.planner.report(planned, cuda)

@@ -39,8 +39,8 @@ typedef struct dp_report_data {
 /* Counts planned module `planned`, whose devices are d's (dp_plan_domains
    of it): the entry functions' parameters first, then each function's
    nodes in post order (definition order). The copies' names are the
-   printer's (dp_print_module, no flags): the module is printed once when
-   it has copies. 0, or -1 + error. */
+   printer's (dp_print_module, no flags), found by its naming rules alone
+   (dp_print_module_names: no text is made) when the module has copies. 0, or -1 + error. */
 int dp_report_scan(dp_module *planned, dp_domains *d, dp_report_data *out, dp_err **err);
 void dp_report_data_clear(dp_report_data *r);
 

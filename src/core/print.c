@@ -1154,11 +1154,40 @@ static void put_node(printer *p, dp__tb *b, uint32_t i) {
   if (!((p->nodes[i].flags & F_ROOT) && p->def_name)) put_type_comment(p, b, e);
 }
 
+/* finish without the text (DP__PRINT_NAMES_ONLY): the variables node i
+   reads are named where its text would name them (a free one is named at
+   its first use), in the order the text reads them (an `else if` chain's
+   with its head's, a let's value before its body, in before_child), and a
+   bound node takes its number. */
+static void finish_names(printer *p, uint32_t i) {
+  pnode *n = &p->nodes[i];
+  n->flags |= F_DONE;
+  if (n->flags & F_ELSEIF) return;
+  for (uint32_t j = i;;) {
+    uint32_t kind = KIND_OF(&p->nodes[j]), nc = p->nodes[j].nc, next = NONODE;
+    for (uint32_t k = kind == DP_LET ? 2 : 0; k < nc; k++) {
+      uint32_t ci = kid(p, j, k);
+      if (ci == ATOM_VAR) var_name(p, (const dp_var *)child_of(p->nodes[j].e, k));
+      else if (kind == DP_IF && k == 2 && ci < ATOM_VAR && (p->nodes[ci].flags & F_ELSEIF)) next = ci;
+    }
+    if (next == NONODE) break;
+    j = next;
+  }
+  if (is_inline(n)) return;
+  n->flags |= F_BOUND;
+  n->aux = p->next_temp++;
+  if (p->opts->on_name) report_name(p, n->e, 0);
+}
+
 /* Node i has all its children printed, their inline texts on the stack
    of texts from `mark`. An inline node's rope replaces them there, for its
    one user (the root's text goes to the output); a bound node writes its
    graph binding into its home scope. */
 static void finish(printer *p, uint32_t i, uint32_t mark) {
+  if (p->flags & DP__PRINT_NAMES_ONLY) {
+    finish_names(p, i);
+    return;
+  }
   p->nodes[i].flags |= F_DONE;
   if (p->nodes[i].flags & F_ELSEIF) return; /* its texts stay for the chain's head */
   p->cur = mark;
@@ -1203,6 +1232,10 @@ static void before_child(printer *p, uint32_t i, uint32_t k, uint32_t mark) {
   uint32_t kind = KIND_OF(&p->nodes[i]);
   if (kind == DP_FUNC && k < ((const dp_func *)e)->nparams) {
     binder_name(p, ((const dp_func *)e)->params[k]);
+  } else if ((p->flags & DP__PRINT_NAMES_ONLY) && kind != DP_LET && kind != DP_MATCH) {
+    /* (no text: a function's head names nothing its parameters did not) */
+  } else if ((p->flags & DP__PRINT_NAMES_ONLY) && kind == DP_LET && k == 2) {
+    if (kid(p, i, 1) == ATOM_VAR) var_name(p, (const dp_var *)((const dp_let *)e)->value); /* (its line) */
   } else if (kind == DP_FUNC && p->scopes[p->nodes[i].inner].direct) {
     put_func_head(p, p->out, i); /* its body's lines follow it there */
     p->body_start = p->out->n;
@@ -1340,7 +1373,7 @@ static int run(printer *p, dp__tb *out, const dp_expr *root) {
     if (!p->def_name) name_free_vars(p, root);
     place_all(p, 0);
     if (p->failed || print_nodes(p, 0) < 0) goto done;
-    if (p->nfrees && !(p->flags & DP__PRINT_NO_DECLS)) {
+    if (p->nfrees && !(p->flags & (DP__PRINT_NO_DECLS | DP__PRINT_NAMES_ONLY))) {
       if (p->streamed) { /* (their place was written out: the caller prints it again) */
         rc = DP__PRINT_AGAIN;
         goto done;

@@ -187,6 +187,22 @@ char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *l
   return NULL;
 }
 
+int dp_print_module_names(const dp_module *m, const dp_print_opts *o) {
+  dp_print_opts own = o ? *o : (dp_print_opts){0, NULL, NULL, NULL};
+  own.flags = DP__PRINT_NAMES_ONLY;
+  if (!own.ctx) own.ctx = m->ctx;
+  dp__tb b; /* (nothing is written to it) */
+  session s;
+  memset(&s, 0, sizeof s);
+  dp__metaw_init(&s.mw);
+  dp__tb_init(&b);
+  int rc = put_functions(&b, m, &own, &s);
+  dp__tb_free(&b);
+  dp__devnames_free(&s.dn);
+  dp__metaw_free(&s.mw);
+  return rc;
+}
+
 int dp_print_module_to(const dp_module *m, const dp_print_opts *o, const dp_print_sink *sink) {
   dp_print_opts own = o ? *o : (dp_print_opts){0, NULL, NULL, NULL};
   if (!own.ctx) own.ctx = m->ctx; /* spans resolve through the module's context */

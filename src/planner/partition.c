@@ -41,6 +41,10 @@
  *    partitioned again; should that still fail, every let body is a block
  *    of its own, where every node of a block lives in the block's scope and
  *    no region can leave it.
+ * 5. types: in a typed module each new node is typed as it is made (the
+ *    type of the node it replaces; a hoisted function fn(its parameters)
+ *    -> its body, its call and projections what they give), so the output
+ *    is not type-checked again (only where an input node had no type).
  * Everything walks with explicit stacks and arrays indexed by the post
  * order: a 1,000,000-node program is fine.
  */
@@ -88,6 +92,8 @@ typedef struct pctx {
   dp_domains *d;
   dp_partition_by by;
   dp_module *out;
+  int typed;            /* the module is typed: the output's new nodes are typed as they are made */
+  int untyped;          /* one could not be (a node of the input had no type): infer the output */
   dp_regions *regions;  /* the regions made, for the caller (NULL: not wanted) */
   dp_err *err;
   /* the global function */
@@ -125,6 +131,18 @@ typedef struct pctx {
 
 static void set_oom(pctx *c) {
   if (!c->err) c->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+}
+
+/* made, typed t when the module is typed: each new node of the output
+   takes the type inference would give it (the type of the node it
+   replaces, whose children have the types of the old ones), so that the
+   output is not type-checked again. NULL stays NULL. */
+static dp_expr *typed_as(pctx *c, dp_expr *made, dp_type *t) {
+  if (made && c->typed && !made->type) {
+    if (t) made->type = dp_retain(t);
+    else c->untyped = 1;
+  }
+  return made;
 }
 
 /* Child slot k of node v: a node index, or DP__DFP_NONE (an operator, a global). */
@@ -740,6 +758,7 @@ static dp_expr *param_for(pctx *c, fbuild *b, uint32_t xi, dp_vdev *fallback) {
   dp_vdev *vd = dp_domains_lookup(c->d, x, NULL);
   dp_var *p = dp_var_new(name, x->type, vd ? vd : fallback, DP_NOSPAN);
   dp_release(vd);
+  if (p) typed_as(c, &p->e, x->type); /* (its annotation) */
   if (!p || dp__dfp_vec_push(&b->params, p) < 0 || dp__dfp_u32s_push(&b->inputs, xi) < 0 ||
       dp__ptrmap_put(&b->seen, x, (void *)(uintptr_t)b->params.n) < 0) {
     if (p && (b->params.n == 0 || b->params.items[b->params.n - 1] != p)) dp_release(p);
@@ -784,10 +803,44 @@ static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
     else if (inside) kids[k] = c->x[xi];
     else if (!(kids[k] = param_for(c, b, xi, vd))) goto out;
   }
-  r = dp_expr_with_children(e, kids);
+  r = typed_as(c, dp_expr_with_children(e, kids), e->type);
 out:
   if (kids != small) free(kids);
   return r;
+}
+
+/* The type of a hoisted function's tuple of outputs. -1: out of memory. */
+static int type_tuple(pctx *c, dp_expr *tuple, dp_expr *const *outs, uint32_t n) {
+  if (!c->typed) return 0;
+  dp_type *small[8], **fs = n <= 8 ? small : dp_malloc(n * sizeof *fs);
+  if (!fs) return -1;
+  int known = 1;
+  for (uint32_t i = 0; i < n; i++) known = known && (fs[i] = outs[i]->type) != NULL;
+  dp_type *t = known ? dp_type_tuple(c->out->ctx, n, fs) : NULL;
+  if (fs != small) free(fs);
+  if (known && !t) return -1;
+  tuple->type = t;
+  if (!known) c->untyped = 1;
+  return 0;
+}
+
+/* The type of hoisted function g (fn(its parameters) -> its body), which
+   its global has too. -1: out of memory. */
+static int type_function(pctx *c, region *g) {
+  dp_func *fn = g->fn;
+  if (!c->typed) return 0;
+  if (!fn->body->type) return c->untyped = 1, 0;
+  dp_type *small[8], **ps = fn->nparams <= 8 ? small : dp_malloc(fn->nparams * sizeof *ps);
+  if (!ps) return -1;
+  int known = 1;
+  for (uint32_t i = 0; i < fn->nparams; i++) known = known && (ps[i] = fn->params[i]->e.type) != NULL;
+  dp_type *t = known ? dp_type_func(c->out->ctx, 0, NULL, fn->nparams, ps, fn->body->type) : NULL;
+  if (ps != small) free(ps);
+  if (known && !t) return -1;
+  if (!known) c->untyped = 1;
+  fn->e.type = t;
+  g->global->e.type = t ? dp_retain(t) : NULL;
+  return 0;
 }
 
 /* Region g's function (not yet in the module). */
@@ -807,10 +860,10 @@ static int make_function(pctx *c, region *g) {
     if (c->isout[m]) outs[c->outpos[m]] = c->inner[m];
   }
   body = g->nout == 1 ? dp_retain(outs[0]) : (dp_expr *)dp_tuple_new(g->nout, outs, DP_NOSPAN);
-  if (!body) goto out;
+  if (!body || (g->nout > 1 && type_tuple(c, body, outs, g->nout) < 0)) goto out;
   g->fn = dp_func_new(b.params.n, (dp_var *const *)b.params.items, body, NULL, NULL, g->vd, DP_NOSPAN);
   g->global = g->fn ? fresh_global(c, g->vd) : NULL;
-  if (!g->global) goto out;
+  if (!g->global || type_function(c, g) < 0) goto out;
   g->inputs = b.inputs.a;
   g->ninputs = b.inputs.n;
   b.inputs.a = NULL;
@@ -831,7 +884,7 @@ out:
 static dp_expr *out_of(pctx *c, uint32_t m) {
   region *g = region_of(c, m);
   if (g->nout == 1) return g->call;
-  if (!c->outexpr[m]) c->outexpr[m] = (dp_expr *)dp_proj_new(g->call, c->outpos[m], DP_NOSPAN);
+  if (!c->outexpr[m]) c->outexpr[m] = typed_as(c, (dp_expr *)dp_proj_new(g->call, c->outpos[m], DP_NOSPAN), c->x[m]->type);
   return c->outexpr[m];
 }
 
@@ -883,13 +936,14 @@ static int finish(pctx *c, walk *w, cfr *f) {
   }
   int rc = -1;
   if (f->g) {
-    f->g->call = (dp_expr *)dp_call_new(&f->g->global->e, f->n, kids, NULL, DP_NOSPAN);
+    f->g->call = typed_as(c, (dp_expr *)dp_call_new(&f->g->global->e, f->n, kids, NULL, DP_NOSPAN),
+                          f->g->fn->body->type);
     f->g->state = 2;
     rc = f->g->call ? 0 : -1;
   } else {
     dp_expr *x = c->x[f->v];
     w->newx[f->v] = c->drop[f->v] || is_noop_on_device(x) ? dp_retain(kids[c->drop[f->v] ? 2 : 1])
-                    : f->n == 0 ? dp_retain(x) : dp_expr_with_children(x, kids);
+                    : f->n == 0 ? dp_retain(x) : typed_as(c, dp_expr_with_children(x, kids), x->type);
     w->state[f->v] = 2;
     rc = w->newx[f->v] ? 0 : -1;
   }
@@ -1117,7 +1171,7 @@ static int partition_fn(pctx *c, const char *name, dp_func *fn) {
     if (kids) {
       for (uint32_t i = 0; i < fn->nparams; i++) kids[i] = &fn->params[i]->e;
       kids[fn->nparams] = body;
-      nf = dp_expr_with_children(&fn->e, kids);
+      nf = typed_as(c, dp_expr_with_children(&fn->e, kids), fn->e.type);
       if (kids != small) free(kids);
     }
     rc = nf ? dp_module_set_func(c->out, name, (dp_func *)nf, &c->err) : -1;
@@ -1160,6 +1214,7 @@ dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partiti
   memset(&c, 0, sizeof c);
   c.by = by;
   c.regions = regions;
+  c.typed = typed(m);
   /* the devices, read back through PlanDevices' phases 0 to 2 (which leave
      a planned module as it is) */
   c.d = dp_plan_domains(m, cfg, NULL, NULL, err);
@@ -1178,7 +1233,9 @@ dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partiti
       goto fail;
     }
   }
-  if (typed(m) && dp_infer_module(c.out, err) < 0) goto fail;
+  /* typed: the new nodes took their types as they were made, unless one
+     of the input's had none */
+  if (c.typed && c.untyped && dp_infer_module(c.out, err) < 0) goto fail;
   free(c.names);
   dp_release(c.d);
   return c.out;

@@ -182,43 +182,59 @@ static int find_called(void *ud, dp_expr *e) {
 
 typedef struct nctx {
   dp_report_data *r;
-  dp__ptrmap want;        /* copy or value -> 1 + the index of its function's name in r->strings
-                             (its own name follows), 0 while not named */
+  dp__ptrmap want;        /* copy or value -> the offset of its function's name in buf << 32
+                             | 1 + the offset of its own name; 0 while not named */
+  char *buf;              /* the names kept, one after another (one block: a
+                             report names up to a copy and its value per call) */
+  uint32_t nbuf, capbuf;
+  const char *fn;         /* the function last named in, kept at buf + fnat */
+  uint32_t fnat;
   int oom;
 } nctx;
 
-static char *keep(nctx *n, const char *s) {
-  dp_report_data *r = n->r;
-  char *d = dp_strdup(s);
-  if (!d || dp_grow((void **)&r->strings, &r->capstrings, r->nstrings + 1, sizeof *r->strings) < 0) {
-    free(d);
+/* Keeps s in buf: its offset, or UINT32_MAX (out of memory, or past 4 GB of names). */
+static uint32_t keep(nctx *n, const char *s) {
+  size_t len = strlen(s) + 1;
+  if (len >= UINT32_MAX - 1 - n->nbuf || dp_grow((void **)&n->buf, &n->capbuf, n->nbuf + (uint32_t)len, 1) < 0) {
     n->oom = 1;
-    return NULL;
+    return UINT32_MAX;
   }
-  return r->strings[r->nstrings++] = d;
+  uint32_t at = n->nbuf;
+  memcpy(n->buf + at, s, len);
+  n->nbuf += (uint32_t)len;
+  return at;
 }
 
 static void on_name(void *ud, const char *fn, const dp_expr *e, const char *name) {
   nctx *n = ud;
   dp__ptrslot *s = n->oom ? NULL : dp__ptrmap_find(&n->want, e);
   if (!s || s->word) return; /* the first name a node is given */
-  if (keep(n, fn) && keep(n, name)) s->word = n->r->nstrings - 1;
+  if (fn != n->fn) { /* (kept once per function: a definition is named with one string) */
+    uint32_t at = keep(n, fn);
+    if (at == UINT32_MAX) return;
+    n->fn = fn;
+    n->fnat = at;
+  }
+  uint32_t at = keep(n, name);
+  if (at != UINT32_MAX) s->word = (uint64_t)n->fnat << 32 | (at + 1);
 }
 
 static int name_copies(dp_module *m, dp_report_data *r) {
-  nctx n = {r, DP__PTRMAP_INIT, 0};
+  nctx n = {r, DP__PTRMAP_INIT, NULL, 0, 0, NULL, 0, 0};
   for (uint32_t i = 0; i < r->ncopies && !n.oom; i++)
     if (!dp__ptrmap_insert(&n.want, r->copies[i].copy, NULL) || !dp__ptrmap_insert(&n.want, r->copies[i].value, NULL))
       n.oom = 1;
   dp_print_opts o = {0, on_name, &n, NULL};
-  char *text = n.oom ? NULL : dp_print_module_with(m, &o, NULL);
-  free(text);
-  if (!text) n.oom = 1;
+  if (!n.oom && dp_print_module_names(m, &o) < 0) n.oom = 1;
+  /* the block of names becomes the report's (its one string) */
+  if (!n.oom && n.buf && dp_grow((void **)&r->strings, &r->capstrings, r->nstrings + 1, sizeof *r->strings) < 0) n.oom = 1;
+  if (!n.oom && n.buf) r->strings[r->nstrings++] = n.buf;
+  else free(n.buf);
   for (uint32_t i = 0; i < r->ncopies && !n.oom; i++) {
     dp_report_copy *c = &r->copies[i];
     dp__ptrslot *a = dp__ptrmap_find(&n.want, c->copy), *b = dp__ptrmap_find(&n.want, c->value);
-    if (a && a->word) c->fn = r->strings[a->word - 1], c->name = r->strings[a->word];
-    if (b && b->word) c->value_fn = r->strings[b->word - 1], c->value_name = r->strings[b->word];
+    if (a && a->word) c->fn = n.buf + (a->word >> 32), c->name = n.buf + (uint32_t)a->word - 1;
+    if (b && b->word) c->value_fn = n.buf + (b->word >> 32), c->value_name = n.buf + (uint32_t)b->word - 1;
   }
   dp__ptrmap_free(&n.want);
   return n.oom ? -1 : 0;
