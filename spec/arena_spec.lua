@@ -54,4 +54,28 @@ describe("the planned module's node arena", function()
     settle()
     assert.same(base, dp.debug.counts())
   end)
+
+  -- the parser makes a large text's calls and lets in an arena too, and a
+  -- small text's one by one: a chunk of 64 KiB held by each of many small
+  -- modules a script keeps would cost 64 KiB each
+  it("is not used for small texts: many small modules kept cost what their nodes do", function()
+    local function rss_kb()
+      local f = io.open("/proc/self/status")
+      if not f then return nil end
+      local s = f:read("a")
+      f:close()
+      return tonumber(s:match("VmRSS:%s+(%d+)"))
+    end
+    settle()
+    local before = rss_kb()
+    if not before then return pending("no /proc/self/status here") end
+    local text = '#[version = "0.0.5"]\ndef @main(%a: Tensor[(2), float32]) { %0 = negative(%a); %1 = exp(%0); add(%1, %a) }'
+    local kept = {}
+    for i = 1, 5000 do kept[i] = dp.parse(text) end
+    settle()
+    local grown_mb = (rss_kb() - before) / 1024
+    -- about 5 MB; with a chunk each, 5,000 x 64 KiB = 312 MB
+    assert.is_true(grown_mb < 80, ("5,000 small modules kept grew the process by %.0f MB"):format(grown_mb))
+    assert.equal(5000, #kept)
+  end)
 end)
