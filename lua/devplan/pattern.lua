@@ -103,14 +103,16 @@ local KINDS = {elemwise = 0, broadcast = 1, injective = 2, comm_reduce = 3,
 -- Any operator of one of these pattern kinds (TVM's TOpPattern):
 -- P.op_kind("elemwise")(x) is a call of any elementwise operator.
 function M.op_kind(...)
-  local kinds = {...}
-  if #kinds == 0 then error("dp.pattern.op_kind: at least one operator pattern kind expected", 2) end
-  for i, k in ipairs(kinds) do
-    if KINDS[k] == nil then
+  local kinds = table.pack(...)
+  if kinds.n == 0 then error("dp.pattern.op_kind: at least one operator pattern kind expected", 2) end
+  for i = 1, kinds.n do
+    local k = kinds[i]
+    if k == nil or KINDS[k] == nil then
       error(("dp.pattern.op_kind: argument %d: unknown operator pattern kind %s (elemwise, broadcast, "
         .. "injective, comm_reduce, out_elemwise_fusable, tuple, opaque)"):format(i, tostring(k)), 2)
     end
   end
+  kinds.n = nil
   return new{kind = "opkind", kinds = kinds}
 end
 
