@@ -4,6 +4,7 @@ local dp = require "devplan"
 local t = require "devplan.testing"
 local P = dp.pattern
 local W = P.wild
+local ladder = dofile((dp.root or ".") .. "/spec/support/ladder.lua")
 
 local function parse(text) return dp.parse('#[version = "0.0.5"]\n' .. text) end
 local T = "Tensor[(10, 10), float32]"
@@ -131,14 +132,8 @@ describe("dp.pattern.rewrite", function()
 
     it("nested literals that all capture the outer parameter: none is grouped, at any depth", function()
       for _, n in ipairs({1, 2, 50}) do
-        local Ty = dp.type.tensor({10, 10}, "float32")
-        local a = dp.var("a", Ty)
-        local e = dp.call("negative", {a})
-        for i = 1, n do
-          local x = dp.var("x" .. i, Ty)
-          e = dp.call(dp.fn({x}, dp.call("add", {x, e})), {a})
-        end
-        local m = dp.infer_type(dp.IRModule{functions = {{"main", dp.fn({a}, e)}}})
+        -- (fn (%x1) { add(%x1, (fn (%x2) { ... negative(%a) })(%a)) })(%a)
+        local m = dp.infer_type(ladder.SHAPES["fuzzer closures"](n))
         assert.equal("", grouped(m, W()), n .. " deep")
         -- the argument %a is read inside the body too: a fuzzy match, so no input,
         -- and the call is rejected as its literals are, but the outermost

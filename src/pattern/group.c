@@ -20,7 +20,6 @@
 #include <string.h>
 #include "internal.h"
 #include "../core/textbuf.h"
-#include "devplan/visit.h"
 
 int dp__dfp_vec_push(dp__dfp_vec *v, void *x) {
   if (v->n == v->cap) {
@@ -152,6 +151,30 @@ static int find_fuzzy(grouper *gr) {
   return 0;
 }
 
+/* Marks with a new stamp everything reached from node v along the
+   graph's edges from start/edges (its children, or its consumers); a
+   child the graph leaves out goes into skip when given. */
+static int mark_reached(const dp__dfp_graph *g, uint32_t v, const uint32_t *start, const uint32_t *edges,
+                        uint32_t *marks, uint32_t stamp, dp__ptrmap *skip) {
+  dp__dfp_u32s st = {NULL, 0, 0};
+  int rc = dp__dfp_u32s_push(&st, v);
+  while (rc == 0 && st.n) {
+    uint32_t x = st.a[--st.n];
+    for (uint32_t k = start[x]; k < start[x + 1] && rc == 0; k++) {
+      uint32_t c = edges[k];
+      if (c == DP__DFP_NONE) {
+        if (skip && dp__ptrmap_put(skip, dp_expr_child(g->x[x], k - start[x]), NULL) < 0) rc = -1;
+        continue;
+      }
+      if (marks[c] == stamp) continue;
+      marks[c] = stamp;
+      rc = dp__dfp_u32s_push(&st, c);
+    }
+  }
+  free(st.a);
+  return rc;
+}
+
 /* Marks everything below function literal f, and collects the nodes
    the graph leaves out there (once for each f in turn): for an operator,
    constructor or global, which the graph does not hold. */
@@ -159,27 +182,11 @@ static int fn_walk(grouper *gr, uint32_t f) {
   const dp__dfp_graph *g = gr->g;
   if (gr->walked == f + 1) return 0;
   if (!gr->below && !(gr->below = dp_calloc(g->n, sizeof *gr->below))) return -1;
-  uint32_t stamp = ++gr->wstamp;
   gr->walked = 0;
   dp__ptrmap_free(&gr->skipped);
-  dp__dfp_u32s st = {NULL, 0, 0};
-  int rc = dp__dfp_u32s_push(&st, f);
-  while (rc == 0 && st.n) {
-    uint32_t v = st.a[--st.n];
-    for (uint32_t k = g->kstart[v]; k < g->kstart[v + 1] && rc == 0; k++) {
-      uint32_t c = g->kids[k];
-      if (c == DP__DFP_NONE) {
-        if (dp__ptrmap_put(&gr->skipped, dp_expr_child(g->x[v], k - g->kstart[v]), NULL) < 0) rc = -1;
-        continue;
-      }
-      if (gr->below[c] == stamp) continue;
-      gr->below[c] = stamp;
-      rc = dp__dfp_u32s_push(&st, c);
-    }
-  }
-  free(st.a);
-  if (rc == 0) gr->walked = f + 1;
-  return rc;
+  if (mark_reached(g, f, g->kstart, g->kids, gr->below, ++gr->wstamp, &gr->skipped) < 0) return -1;
+  gr->walked = f + 1;
+  return 0;
 }
 
 /* Marks everything above node c: its consumers, theirs, and so on (once
@@ -189,22 +196,10 @@ static int up_walk(grouper *gr, uint32_t c) {
   const dp__dfp_graph *g = gr->g;
   if (gr->upfrom == c + 1) return 0;
   if (!gr->above && !(gr->above = dp_calloc(g->n, sizeof *gr->above))) return -1;
-  uint32_t stamp = ++gr->ustamp;
   gr->upfrom = 0;
-  dp__dfp_u32s st = {NULL, 0, 0};
-  int rc = dp__dfp_u32s_push(&st, c);
-  while (rc == 0 && st.n) {
-    uint32_t v = st.a[--st.n];
-    for (uint32_t o = g->ostart[v]; o < g->ostart[v + 1] && rc == 0; o++) {
-      uint32_t u = g->outs[o];
-      if (gr->above[u] == stamp) continue;
-      gr->above[u] = stamp;
-      rc = dp__dfp_u32s_push(&st, u);
-    }
-  }
-  free(st.a);
-  if (rc == 0) gr->upfrom = c + 1;
-  return rc;
+  if (mark_reached(g, c, g->ostart, g->outs, gr->above, ++gr->ustamp, NULL) < 0) return -1;
+  gr->upfrom = c + 1;
+  return 0;
 }
 
 /* Is node c (not f's parameter) below function literal f? Most answers
@@ -235,10 +230,11 @@ static int in_body(grouper *gr, uint32_t f, const dp_expr *e) {
   int param = 0;
   for (uint32_t i = 0; i < fn->nparams && !param; i++) param = e == &fn->params[i]->e;
   if (!param) return below_fn(gr, f, c);
+  uint32_t body = dp__dfp_graph_find(gr->g, fn->body);
   for (uint32_t o = g->ostart[c]; o < g->ostart[c + 1]; o++) {
     uint32_t u = g->outs[o];
     if (u == f) continue;
-    int r = u == dp__dfp_graph_find(gr->g, fn->body) ? 1 : below_fn(gr, f, u);
+    int r = u == body ? 1 : below_fn(gr, f, u);
     if (r != 0) return r;
   }
   return 0;
