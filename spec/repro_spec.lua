@@ -27,10 +27,7 @@ local QUICK = os.getenv("DEVPLAN_QUICK") ~= nil or testing.instrumented
 -- why) instead of failing the suite, so other work lands. Each is run by
 -- hand (`bin/devplan PATH`: exit 1 while the defect is there); the entry
 -- goes when the fix lands.
-local OPEN = {
-  ["slow_rewrite_dominator_deep_tuples.lua"] = "issue 22: a dominator pattern's path is matched down the "
-    .. "whole nest for every root tried (src/pattern/match.c), quadratic in the depth times the pattern",
-}
+local OPEN = {}
 
 -- {name =, path =} of every reproducer, folder by folder, sorted by name.
 local function files()

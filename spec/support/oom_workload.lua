@@ -158,10 +158,11 @@ function M.run_more()
   out[#out + 1] = tostring(timed) .. "\n" .. tostring(dp.planner.plan_with(mod, timed, { placement = "min_bytes" }))
   out[#out + 1] = tostring(dp.pattern.rewrite(mod, { { add_relu, function(_, rebuilt) return dp.call(dp.op.get("nn.relu"), { rebuilt.args[1] }) end } }))
   local closures = dp.parse(M.CLOSURES)
-  for _, p in ipairs({ P.wild(), P.fn({ P.wild() }, P.wild()), P.call(P.fn(nil, P.wild()), { P.wild() }) }) do
+  for _, p in ipairs({ P.wild(), P.fn({ P.wild() }, P.wild()), P.call(P.fn(nil, P.wild()), { P.wild() }),
+                       P.dominates(P.call(P.wild(), nil), P.wild(), P.wild()) }) do
     local groups = 0
     dp.pattern.rewrite(closures, { { p, function() groups = groups + 1 end } }, { once = true })
-    out[#out + 1] = tostring(p) .. ": " .. groups
+    out[#out + 1] = tostring(p) .. ": " .. groups .. " groups, " .. #p:find(closures) .. " matches"
   end
   out[#out + 1] = dp.planner.report(dp.planner.plan(mod, config), config):text()
   local d = dp.planner.domains(mod, config)

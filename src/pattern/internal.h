@@ -95,6 +95,15 @@ typedef struct dp__dfp_matcher {
   int memoize;                   /* TVM's memoize_ flag (off on a dominator's path) */
   int imm;                       /* the result of a leaf matched on the spot */
   dp_err *err;
+  /* walks kept (match.c): per dominator, the expressions from which its
+     path was walked while nothing the walk may look up was bound, and
+     what the walk found, which then holds for every later root */
+  uint32_t ndom;                 /* 0: no dominator, or too many to keep this */
+  uint32_t *dom;                 /* per pattern node: its dominator number, or DP__DFP_NONE */
+  uint32_t *rstart, *reads;      /* per node: the dominators whose walk may look it up */
+  uint32_t *nbound;              /* per dominator: how many of those are bound now */
+  dp__ptrmap *walked;            /* per dominator: expression -> what its walk found */
+  int cut;                       /* a walk stopped on its root's test: keep no failure */
 } dp__dfp_matcher;
 
 int dp__dfp_matcher_init(dp__dfp_matcher *m, const dp_dfp *p, const dp_dfp_host *host,

@@ -16,6 +16,13 @@
  *   it (MatchesPath) with bindings unchecked on the path (TVM's memoize_
  *   flag off), then asks that the parent lie below the child in the
  *   post-dominator tree.
+ *
+ * One addition that keeps those semantics: a path that failed from an
+ * expression, while nothing the walk may look up was bound, fails from
+ * it for every later root too (see "kept walks" below), so that roots
+ * over a deep nest do not each walk the path down the whole of it; and a
+ * walk stops as soon as the parent is bound where the dominator's
+ * expression cannot post-dominate it, since the final test would fail.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +37,8 @@ typedef struct dp__dfp_frame {
   uint32_t count;    /* path frame: inputs seen */
   uint8_t path;      /* a MatchesPath frame: neither binds nor undoes */
   uint8_t nobind;    /* completed from an earlier binding: nothing to record */
+  uint8_t keep;      /* a path frame whose walk holds for every root: kept */
+  uint32_t owner;    /* a path frame: its dominator's frame */
   dp_expr *e;
 } dp__dfp_frame;
 
@@ -37,6 +46,134 @@ typedef struct dp__dfp_frame {
    pushed; AGAIN, the frame called a leaf, whose result is already in
    m->imm (no frame for leaves: most pattern nodes are). */
 enum { PUSHED = 2, AGAIN = 3 };
+
+/* ---------------- kept walks ----------------
+   A dominator's path walk from an expression x (TVM's MatchesPath) reads
+   x and what is below it, the pattern, and the bindings it looks up: those
+   of what the dominator's parent reaches (tried with memoize on) and, when
+   the path holds a dominator (which turns memoize back on), of what the
+   path reaches. When none of those is bound as the walk starts, what it
+   does depends on x alone. A failure leaves no binding behind: it is kept,
+   and the next walk from x under another root fails at once. A success
+   binds the parent (every branch of a walk ends at it) to the same
+   expression z each time: kept, a walk from x under a root that does not
+   post-dominate z stops at once, as the test after it would fail. Without
+   that, every root over a deep nest walks the path down all of it. */
+#define READS_MAX (1u << 22) /* beyond this many (node, dominator) pairs, keep nothing */
+
+/* Appends to *out the nodes reachable from `from` (kids and re-associated
+   patterns) not yet seen, marking them; 1 when one is a dominator, 0 not,
+   -1 on out of memory. */
+static int reach(const dp_dfp *p, uint32_t from, uint8_t *seen, uint32_t *stack, uint32_t **out,
+                 uint32_t *n, uint32_t *cap) {
+  int dom = 0;
+  uint32_t sp = 0;
+  if (seen[from]) return 0;
+  seen[from] = 1;
+  stack[sp++] = from;
+  while (sp) {
+    uint32_t i = stack[--sp];
+    const dp_dfp_node *x = &p->nodes[i];
+    if (*n == *cap) {
+      void *o = *out;
+      if (dp_grow(&o, cap, *n + 1, sizeof **out) < 0) return -1;
+      *out = o;
+    }
+    (*out)[(*n)++] = i;
+    if (x->kind == DP_DFP_DOMINATES) dom = 1;
+    uint32_t alts = x->reassoc == 1 ? 2 : x->reassoc == 2 ? 1 : 0;
+    for (uint32_t k = 0; k < x->nkids + alts; k++) {
+      uint32_t kid = k < x->nkids ? x->kids[k] : x->alt[k - x->nkids];
+      if (!seen[kid]) {
+        seen[kid] = 1;
+        stack[sp++] = kid;
+      }
+    }
+  }
+  return dom;
+}
+
+/* Each dominator's number, and per pattern node the dominators whose walk
+   may look it up (rstart/reads). ndom stays 0 when there are too many
+   pairs to keep. 0, or -1 on out of memory. */
+static int walks_init(dp__dfp_matcher *m) {
+  const dp_dfp *p = m->p;
+  uint32_t ndom = 0, n = 0, cap = 0, *list = NULL, *dstart = NULL;
+  uint8_t *seen = NULL;
+  uint32_t *stack = NULL;
+  int rc = -1;
+  for (uint32_t i = 0; i < p->n; i++) ndom += p->nodes[i].kind == DP_DFP_DOMINATES;
+  if (!ndom) return 0;
+  m->dom = dp_malloc(p->n * sizeof *m->dom);
+  dstart = dp_malloc((ndom + 1) * sizeof *dstart);
+  seen = dp_malloc(p->n);
+  stack = dp_malloc(p->n * sizeof *stack);
+  if (!m->dom || !dstart || !seen || !stack) goto done;
+  uint32_t d = 0;
+  for (uint32_t i = 0; i < p->n; i++) {
+    m->dom[i] = DP__DFP_NONE;
+    if (p->nodes[i].kind != DP_DFP_DOMINATES) continue;
+    m->dom[i] = d;
+    dstart[d] = n;
+    memset(seen, 0, p->n);
+    int r = reach(p, p->nodes[i].kids[1], seen, stack, &list, &n, &cap);
+    if (r < 0) goto done;
+    if (r == 0) { /* the path looks nothing up: forget it */
+      for (uint32_t k = dstart[d]; k < n; k++) seen[list[k]] = 0;
+      n = dstart[d];
+    }
+    if (reach(p, p->nodes[i].kids[0], seen, stack, &list, &n, &cap) < 0) goto done;
+    if (n > READS_MAX) { /* a pathological pattern: walk every path */
+      rc = 0;
+      goto done;
+    }
+    d++;
+  }
+  dstart[ndom] = n;
+  m->rstart = dp_calloc(p->n + 1, sizeof *m->rstart);
+  m->reads = dp_malloc((n ? n : 1) * sizeof *m->reads);
+  m->nbound = dp_calloc(ndom, sizeof *m->nbound);
+  m->walked = dp_calloc(ndom, sizeof *m->walked);
+  if (!m->rstart || !m->reads || !m->nbound || !m->walked) goto done;
+  for (uint32_t k = 0; k < n; k++) m->rstart[list[k] + 1]++;
+  for (uint32_t i = 0; i < p->n; i++) m->rstart[i + 1] += m->rstart[i];
+  for (uint32_t dd = 0; dd < ndom; dd++) /* rstart[i] runs to the end of node i, then moves back */
+    for (uint32_t k = dstart[dd]; k < dstart[dd + 1]; k++) m->reads[m->rstart[list[k]]++] = dd;
+  for (uint32_t i = p->n; i > 0; i--) m->rstart[i] = m->rstart[i - 1];
+  m->rstart[0] = 0;
+  m->ndom = ndom;
+  rc = 0;
+done:
+  free(list);
+  free(dstart);
+  free(seen);
+  free(stack);
+  return rc;
+}
+
+static void walks_free(dp__dfp_matcher *m) {
+  for (uint32_t d = 0; m->walked && d < m->ndom; d++) dp__ptrmap_free(&m->walked[d]);
+  free(m->walked);
+  free(m->dom);
+  free(m->rstart);
+  free(m->reads);
+  free(m->nbound);
+}
+
+/* What a walk from an expression found, kept when it started with
+   nothing it may look up bound: &walk_failed, or the expression it bound
+   the parent to first (every branch of a walk that succeeds ends at the
+   parent), which a root must post-dominate. */
+static void remember_walk(dp__dfp_matcher *m, const dp__dfp_frame *f, const void *found) {
+  dp__ptrslot *s = dp__ptrmap_insert(&m->walked[m->dom[f->node]], f->e, NULL);
+  if (s) s->ptr = (void *)found; /* a cache: without memory for it, the path is walked again */
+}
+
+/* A node's first binding made (+1) or undone (-1). */
+static void count_bound(dp__dfp_matcher *m, uint32_t node, int delta) {
+  if (!m->ndom) return;
+  for (uint32_t k = m->rstart[node]; k < m->rstart[node + 1]; k++) m->nbound[m->reads[k]] += (uint32_t)delta;
+}
 
 int dp__dfp_matcher_init(dp__dfp_matcher *m, const dp_dfp *p, const dp_dfp_host *host,
                      dp__dfp_graph *graph, const dp_dfp_opaque *opaque) {
@@ -49,6 +186,10 @@ int dp__dfp_matcher_init(dp__dfp_matcher *m, const dp_dfp *p, const dp_dfp_host 
   m->first = dp_malloc((p->n ? p->n : 1) * sizeof *m->first);
   if (!m->first) return -1;
   for (uint32_t i = 0; i < p->n; i++) m->first[i] = DP__DFP_NONE;
+  if (p->has_dominator && walks_init(m) < 0) {
+    dp__dfp_matcher_free(m);
+    return -1;
+  }
   return 0;
 }
 
@@ -56,6 +197,7 @@ void dp__dfp_matcher_free(dp__dfp_matcher *m) {
   free(m->first);
   free(m->trail);
   free(m->frames);
+  walks_free(m);
   if (m->own_built) dp__dfp_graph_free(&m->own);
   dp_err_free(m->err);
   memset(m, 0, sizeof *m);
@@ -69,7 +211,10 @@ static int bind(dp__dfp_matcher *m, uint32_t node, dp_expr *e) {
     if (dp_grow(&t, &m->captrail, m->ntrail + 1, sizeof *m->trail) < 0) return -1;
     m->trail = t;
   }
-  if (m->first[node] == DP__DFP_NONE) m->first[node] = m->ntrail;
+  if (m->first[node] == DP__DFP_NONE) {
+    m->first[node] = m->ntrail;
+    count_bound(m, node, 1);
+  }
   m->trail[m->ntrail++] = (dp_dfp_bind){node, e};
   return 0;
 }
@@ -79,7 +224,10 @@ static void clear_to(dp__dfp_matcher *m, uint32_t wm) {
   while (m->ntrail > wm) {
     m->ntrail--;
     uint32_t node = m->trail[m->ntrail].node;
-    if (m->first[node] == m->ntrail) m->first[node] = DP__DFP_NONE;
+    if (m->first[node] == m->ntrail) {
+      m->first[node] = DP__DFP_NONE;
+      count_bound(m, node, -1);
+    }
   }
 }
 
@@ -87,6 +235,7 @@ void dp__dfp_matcher_reset(dp__dfp_matcher *m) {
   clear_to(m, 0);
   m->nframes = 0;
   m->memoize = 1;
+  m->cut = 0;
 }
 
 /* ---------------- frames ---------------- */
@@ -99,6 +248,42 @@ static int push(dp__dfp_matcher *m, uint32_t node, dp_expr *e, int path) {
   }
   m->frames[m->nframes++] = (dp__dfp_frame){.node = node, .e = e, .path = (uint8_t)path, .wm = m->ntrail};
   return PUSHED;
+}
+
+/* Pushes a MatchesPath frame for dominator node `node` at e, its
+   dominator's frame being `owner`. */
+static int push_path(dp__dfp_matcher *m, uint32_t node, dp_expr *e, uint32_t owner) {
+  int r = push(m, node, e, 1);
+  if (r == PUSHED) m->frames[m->nframes - 1].owner = owner;
+  return r;
+}
+
+/* Does the dominator's expression of path frame f fail to post-dominate
+   z, the parent's first binding in this walk, so that the test after the
+   walk fails? 1 yes, 0 no (or no graph yet), -1 out of memory. A yes
+   stops the walk, and every walk on the stack that may be kept reached z
+   first: that is kept (the failure itself depends on the root, so none is
+   kept until the dominator frame sees it: m->cut). */
+static void remember_walk(dp__dfp_matcher *m, const dp__dfp_frame *f, const void *found);
+static const char walk_failed;
+
+static int cut_at(dp__dfp_matcher *m, uint32_t fi, const dp_expr *z) {
+  const dp__dfp_frame *f = &m->frames[fi];
+  if (!m->graph) return 0;
+  int d = dp__dfp_graph_dominates(m->graph, dp__dfp_graph_find(m->graph, m->frames[f->owner].e),
+                                  dp__dfp_graph_find(m->graph, z));
+  if (d != 0) return d < 0 ? -1 : 0;
+  for (uint32_t k = fi; k > f->owner; k--)
+    if (m->frames[k].keep) remember_walk(m, &m->frames[k], z);
+  m->cut = 1;
+  return 1;
+}
+
+/* The walk of path frame f can stop once the parent is bound (the walk
+   cannot undo that binding and succeed) where the test would fail. */
+static int parent_cut(dp__dfp_matcher *m, uint32_t fi) {
+  uint32_t b = m->first[m->p->nodes[m->frames[fi].node].kids[0]];
+  return b == DP__DFP_NONE ? 0 : cut_at(m, fi, m->trail[b].expr);
 }
 
 static int leaf(const dp_dfp_node *x, const dp_expr *e);
@@ -271,9 +456,10 @@ static int step_dominates(dp__dfp_matcher *m, uint32_t fi, int ret) {
   case 1:
     if (!ret) return 0;
     f->state = 2;
-    return push(m, f->node, f->e, 1);
+    return push_path(m, f->node, f->e, fi);
   default: {
     m->memoize = 1;
+    m->cut = 0;
     if (!ret) return 0;
     uint32_t b = m->first[x->kids[0]];
     if (b == DP__DFP_NONE) return 0;
@@ -310,6 +496,17 @@ static dp_expr *path_input(const dp_expr *e, uint32_t *i) {
 static int step_path(dp__dfp_matcher *m, uint32_t fi, int ret) {
   dp__dfp_frame *f = &m->frames[fi];
   const dp_dfp_node *x = &m->p->nodes[f->node];
+  int r;
+  if (f->state == 0) {
+    if ((r = parent_cut(m, fi)) != 0) return r < 0 ? -1 : 0;
+    uint32_t d = m->ndom ? m->dom[f->node] : DP__DFP_NONE;
+    if (d != DP__DFP_NONE && m->nbound[d] == 0) {
+      dp__ptrslot *seen = m->walked[d].n ? dp__ptrmap_find(&m->walked[d], f->e) : NULL;
+      if (seen && seen->ptr == &walk_failed) return 0;
+      if (seen && (r = cut_at(m, fi, seen->ptr)) != 0) return r < 0 ? -1 : 0;
+      f->keep = 1;
+    }
+  }
   uint32_t i = f->i;
   dp_expr *in = path_input(f->e, &i);
   switch (f->state) {
@@ -318,12 +515,13 @@ static int step_path(dp__dfp_matcher *m, uint32_t fi, int ret) {
       m->memoize = 0;
       return call(m, fi, 2, x->kids[1], in);
     }
+    if ((r = parent_cut(m, fi)) != 0) return r < 0 ? -1 : 0;
     f->i++;
     break;
   case 2: /* path tried */
     if (!ret) return 0;
     f->state = 3;
-    return push(m, f->node, in, 1);
+    return push_path(m, f->node, in, f->owner);
   case 3: /* the path below done */
     if (!ret) return 0;
     f->i++;
@@ -411,6 +609,11 @@ static int step(dp__dfp_matcher *m, uint32_t fi, int ret) {
 /* Frame fi is done with result r: record or undo its bindings, pop it. */
 static int complete(dp__dfp_matcher *m, int r) {
   dp__dfp_frame *f = &m->frames[m->nframes - 1];
+  if (f->keep && !m->cut) {
+    uint32_t b = m->first[m->p->nodes[f->node].kids[0]];
+    if (!r) remember_walk(m, f, &walk_failed);
+    else if (b != DP__DFP_NONE) remember_walk(m, f, m->trail[b].expr);
+  }
   if (!f->path && !f->nobind) {
     if (!r) clear_to(m, f->wm);
     else if (!(m->p->nodes[f->node].flags & DP__DFPF_UNBOUND) && bind(m, f->node, f->e) < 0) return -1;
