@@ -116,6 +116,12 @@ void dp_parser_set_meta(dp_parser *p, dp_meta_resolver fn, void *ud);
 /* Runs an action on its events. Returns the handle of the value it gives
    (> 0), 0 for none, -1 on error. */
 int64_t dp_parser_act(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n);
+/* Reads the simple statements of the open block from token `first` on
+   (`%n = E;`, `let %x = E;`, `E;` over calls, tuples, names, literals and
+   operators: src/parse/simple.c), as the grammar would, and builds them
+   (DP_ACT_STMTS). Returns the token after the last one read (`first`
+   itself: none was simple), or -1 on error. */
+int64_t dp_parser_simple_stmts(dp_parser *p, size_t first);
 /* The pending error, handed to the caller (NULL if none). */
 dp_err *dp_parser_error(dp_parser *p);
 /* The error of a grammar that failed at token tok (1-based; count + 1 for

@@ -76,7 +76,7 @@ end
 -- The grammar, built twice: for parsing (K: token kinds, A: the builder's
 -- actions) and for diagnostics (diag true: no captures, tokens record).
 
-local function grammar(K, TEXT, A, diag)
+local function grammar(K, TEXT, A, SIMPLE, diag)
   local function T(name) return P(K[name]) end
   local function set(names)
     local s = {}
@@ -204,9 +204,14 @@ local function grammar(K, TEXT, A, diag)
   if diag then
     g.body = stmt^0 * block_end
   else
-    -- a statement with no block inside (no `{` before its end) holds no scope
+    -- simple statements (`%n = E;`, `let %x = E;`, `E;` over calls, tuples,
+    -- names, literals and operators: nearly all of a large model) are read
+    -- by a C reader (src/parse/simple.c) as this grammar reads them, each
+    -- run of them at once, and built; it stops before any other statement,
+    -- which the rules below read.
+    -- A statement with no block inside (no `{` before its end) holds no scope
     local simple = #((1 - set {"LBRACE", "LPBLOCK", "SEMI", "RBRACE"})^0 * -opens) * stmt
-    g.body = (act(simple * simple^-63, "stmts")
+    g.body = (Cmt(P(1) * Carg(1), SIMPLE) + act(simple * simple^-63, "stmts")
       + act(let_lhs, "let_head") * act(V "expr" * ev(tok "SEMI"), "stmts")
       + act(stmt, "stmts"))^0 * block_end
   end
@@ -387,7 +392,7 @@ local STACK_PER_LEVEL = 24
 -- module is loaded, and the backtrack stack they need.
 do
   local K, TEXT = core._token_kinds, core._token_texts
-  G, GD = grammar(K, TEXT, core._parse_actions, false), grammar(K, TEXT, nil, true)
+  G, GD = grammar(K, TEXT, core._parse_actions, core._parse_simple, false), grammar(K, TEXT, nil, nil, true)
   lpeg.setmaxstack(STACK_PER_LEVEL * core._parse_max_nest)
 end
 

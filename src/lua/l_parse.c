@@ -5,6 +5,7 @@
  *   dp._parser(text, source, metatable) -> a parser (the text lexed)
  *   parser:tokens()                     -> the token kinds, the grammar's subject
  *   dp._parse_actions[name]             -> the match-time capture of each action
+ *   dp._parse_simple                    -> that of the simple statements' C reader
  *   dp._token_kinds[NAME], _token_texts -> each token kind's byte, its name in messages
  *   dp._parse_max_nest                  -> how deep brackets may nest
  *   dp._binary(text)                    -> whether text holds a control byte
@@ -197,6 +198,28 @@ static int p_action(lua_State *L) {
   return 2;
 }
 
+/* The match-time capture of the simple statements' reader (upvalue: the
+   parsers' metatable), as Cmt(P(1) * Carg(1), f): f(subject, position
+   after the first token, parser) -> the position after the statements it
+   read, or false when the first is not simple. */
+static int p_simple(lua_State *L) {
+  lparser *lp = lua_touserdata(L, 3);
+  int ok = lp && lua_getmetatable(L, 3);
+  if (ok) {
+    ok = lua_rawequal(L, -1, lua_upvalueindex(1));
+    lua_pop(L, 1);
+  }
+  if (!ok || !lp->p) return luaL_error(L, "devplan: a parser action without its parser");
+  lua_Integer pos = luaL_checkinteger(L, 2);
+  if (pos < 2) return luaL_error(L, "devplan: the simple statements' reader at position %d", (int)pos);
+  lp->L = L;
+  int64_t r = dp_parser_simple_stmts(lp->p, (size_t)(pos - 1));
+  if (r < 0) return raise(L, lp, dp_parser_error(lp->p));
+  if (r == pos - 1) lua_pushboolean(L, 0);
+  else lua_pushinteger(L, (lua_Integer)r);
+  return 1;
+}
+
 /* parser:syntax_error(tok, expected) */
 static int p_syntax_error(lua_State *L) {
   lparser *lp = check_parser(L);
@@ -280,7 +303,8 @@ void dp__lua_open_parse(lua_State *L) {
     lua_setfield(L, -2, action_names[a]);
   }
   lua_setfield(L, -3, "_parse_actions");
-  lua_pop(L, 1);
+  lua_pushcclosure(L, p_simple, 1);
+  lua_setfield(L, -2, "_parse_simple");
   /* dp._token_kinds */
   lua_newtable(L);
   char kind;

@@ -12,6 +12,7 @@
  *   patterns.c  match patterns
  *   blocks.c    statements, blocks, functions, match clauses
  *   items.c     module items: type definitions, constructors, primfn, globals
+ *   simple.c    the C reader of simple statements (the grammar's hot path)
  */
 #ifndef DEVPLAN_PARSE_INTERNAL_H
 #define DEVPLAN_PARSE_INTERNAL_H
@@ -156,6 +157,10 @@ struct dp_parser {
   size_t capbytes;
   char *namebuf;         /* scratch: a NUL-terminated name */
   size_t capname;
+  int64_t *sev;          /* the simple statements' events (simple.c) */
+  uint32_t capsev;
+  uint8_t *sr;           /* their open brackets */
+  uint32_t capsr;
   struct pacache *acache; /* recent attribute sets of operator calls (attrval.c) */
   dp_attrs *no_attrs;    /* the empty set of operator calls without attributes */
 };

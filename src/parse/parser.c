@@ -100,7 +100,7 @@ static void drop_parse_state(dp_parser *p) {
   p->nodes = NULL;
   void *arrays[] = {p->objs, p->kinds, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
                     p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
-                    p->namebuf};
+                    p->namebuf, p->sev, p->sr};
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
   memset((char *)p + offsetof(dp_parser, kinds), 0, sizeof *p - offsetof(dp_parser, kinds));
 }
