@@ -106,6 +106,32 @@ def @main(%x: Tensor[(4), float32], %c: bool) {
     assert.same({}, (dp.planner.verify(dp.passes.PlanDevices(t.config("cpu"))(mod), t.config("cpu"))))
   end)
 
+  -- (the parser resolves names by scope, so it has the check run only where
+  -- the text can still be out of scope: a let's variable read in its own
+  -- value, an expression of the metatable; these are those cases)
+  it("parsed text: a let's variable in its own value, at any nesting, and meta expressions are checked", function()
+    local A = "def @main(%a: Tensor[(4), float32]) {\n"
+    local bad = {
+      A .. "  let %x = add(%x, %a);\n  %x\n}",
+      A .. "  let %x = (let %y = negative(%x); %y);\n  %x\n}",
+      A .. "  let %x = negative(%a);\n  let %y = (let %z = add(%x, %y); %z);\n  %y\n}",
+    }
+    for _, text in ipairs(bad) do
+      local ok, err = pcall(dp.parse, text)
+      assert.is_false(ok, text)
+      assert.truthy(tostring(err):find("is used outside its scope", 1, true), tostring(err))
+    end
+    -- a let of a function may call itself; its body and later lets see it
+    assert.truthy(dp.parse(A .. "  let %f = fn (%i: Tensor[(4), float32]) -> Tensor[(4), float32] { %f(%i) };\n"
+      .. "  let %y = %f(%a);\n  (let %z = add(%y, %y); %z)\n}"))
+    -- an expression of the metatable brings its own variables: add(%v, (let %v = negative(%x); %v))
+    local x, v = dp.var("x", T), dp.var("v", T)
+    local outside = dp.call("add", {v, dp.let(v, dp.call("negative", {x}), v)})
+    local ok, err = pcall(dp.parse, A .. "  meta[Expr][0]\n}", {Expr = {outside}})
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("variable %v is used outside its scope", 1, true), tostring(err))
+  end)
+
   it("checks a 100,000-deep let chain (any depth)", function()
     local x = dp.var("x", T)
     local vars = {}

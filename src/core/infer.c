@@ -1093,7 +1093,9 @@ static int check_scopes(infer *I, dp_expr *e) {
   return n > 0 ? -1 : 0;
 }
 
-int dp_infer_module(dp_module *m, dp_err **err) {
+int dp_infer_module(dp_module *m, dp_err **err) { return dp__infer_module(m, 0, err); }
+
+int dp__infer_module(dp_module *m, int scopes_known, dp_err **err) {
   infer I;
   if (!m) {
     dp_err_set(err, dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "no module"));
@@ -1109,7 +1111,7 @@ int dp_infer_module(dp_module *m, dp_err **err) {
     dp_func *fn = m->funcs[i].fn;
     I.binders = 0;
     rc = walk(&I, &fn->e);
-    if (rc == 0) rc = check_scopes(&I, &fn->e);
+    if (rc == 0 && !scopes_known) rc = check_scopes(&I, &fn->e);
     if (rc == 0) rc = unify(&I, &fn->e, lookup(&I, &fn->e), signature(&I, fn));
     if (rc == 0) rc = solve(&I, 0); /* keep the pending list short */
   }

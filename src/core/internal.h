@@ -56,6 +56,12 @@ dp_err *dp__err_v(dp_errcode code, dp_span span, const char *source, const char 
    printf-like error functions. */
 dp_err *dp__err_vat(dp_ctx *ctx, dp_errcode code, dp_span span, const char *fmt, va_list ap);
 
+/* dp_infer_module; scopes_known: the caller knows every variable is read
+   inside the scope of its binder (the parser, which resolves names by
+   scope, says when), so the scope check (dp_check_scopes) is not run. */
+struct dp_module;
+int dp__infer_module(struct dp_module *m, int scopes_known, dp_err **err);
+
 /* dp_malloc of n bytes aligned on align (a power of two dividing n), for
    the node arenas (arena.c); freed with free(). */
 void *dp__malloc_aligned(size_t align, size_t n);

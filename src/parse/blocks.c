@@ -154,13 +154,33 @@ static uint32_t let_head(dp_parser *p, const int64_t *ev, size_t n, size_t *i) {
   return h && bind_name(p, vtok, h, NULL, NULL) == 0 ? h : 0;
 }
 
+/* A let's value is read from now until pop_pending (its variable is in
+   scope there, for a recursive function; any other read of it there is
+   the IR's scope error: parser.c has the scope check run then). */
+static int push_pending(dp_parser *p, uint32_t var) {
+  if (dp__grow(p, (void **)&p->pend, &p->cappend, p->npend + 1, sizeof *p->pend, p->progress) != 0) return -1;
+  p->pend[p->npend++] = var;
+  return 0;
+}
+
+int dp__pending_let(const dp_parser *p, uint32_t h) {
+  uint32_t lo = 0, hi = p->npend; /* (ascending: a binary search) */
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (p->pend[mid] == h) return 1;
+    if (p->pend[mid] < h) lo = mid + 1;
+    else hi = mid;
+  }
+  return 0;
+}
+
 int64_t dp__act_let_head(dp_parser *p, const int64_t *ev, size_t n) {
   pblock *b = top_block(p);
   size_t i = 0;
   if (!b || !n) return -1;
   b->let_span = dp__span(p, (uint32_t)ev[0]);
   b->let_var = let_head(p, ev, n, &i);
-  return b->let_var ? 0 : -1;
+  return b->let_var && push_pending(p, b->let_var) == 0 ? 0 : -1;
 }
 
 /* Where a statement starts: its first token, or the node an earlier
@@ -195,7 +215,7 @@ int64_t dp__act_stmts(dp_parser *p, const int64_t *ev, size_t n) {
       b->let_var = 0;
     } else if (first && dp__kind(p, first) == DP_TOK_LET) {
       span = dp__span(p, first);
-      if (!(var = let_head(p, ev, n, &i))) return -1;
+      if (!(var = let_head(p, ev, n, &i)) || push_pending(p, var) != 0) return -1;
     } else if (first && dp__kind(p, first) == DP_TOK_BIND) {
       bind = first;
       i++;
@@ -205,6 +225,7 @@ int64_t dp__act_stmts(dp_parser *p, const int64_t *ev, size_t n) {
     }
     uint32_t term, h = dp__read_expr(p, ev, n, &i, &term);
     if (!h) return -1;
+    if (var) p->npend--; /* (its value is read) */
     b = &p->blocks[p->nblocks - 1];
     if (bind) {
       if (bind_name(p, bind, h, b, "definition of") != 0) return -1;

@@ -101,6 +101,7 @@ struct dp_parser {
   dp_err *err;           /* pending */
   dp_err *lex_err;       /* the message of the DP_TOK_ERROR token */
   uint32_t progress;     /* the last token an action reached */
+  int scopes_unsure;     /* a read the parser's scopes do not vouch for (see pending_let) */
   int failed;            /* an action failed: the parse is over */
   /* where calls and lets are made: in bulk, not one malloc each (nodes
      like any other; a chunk goes with its last node). Only for a text of
@@ -157,6 +158,11 @@ struct dp_parser {
   size_t capbytes;
   char *namebuf;         /* scratch: a NUL-terminated name */
   size_t capname;
+  /* lets whose value is being read (handles of their variables, ascending:
+     each is newer than those below it): a read of one of them is in scope
+     for the parser but not for the IR unless the value is a function */
+  uint32_t *pend;
+  uint32_t npend, cappend;
   int64_t *sev;          /* the simple statements' events (simple.c) */
   uint32_t capsev;
   uint8_t *sr;           /* their open brackets */
@@ -258,6 +264,8 @@ int64_t dp__act_type(dp_parser *p, const int64_t *ev, size_t n);
 /* Reads a pattern; its variables are appended to p->params (handles). */
 uint32_t dp__read_pattern(dp_parser *p, const int64_t *ev, size_t n);
 int64_t dp__act_stmts(dp_parser *p, const int64_t *ev, size_t n);
+/* Whether handle h is the variable of a let whose value is being read. */
+int dp__pending_let(const dp_parser *p, uint32_t h);
 int64_t dp__act_let_head(dp_parser *p, const int64_t *ev, size_t n);
 int64_t dp__act_block_open(dp_parser *p, const int64_t *ev, size_t n);
 int64_t dp__act_block_close(dp_parser *p, const int64_t *ev, size_t n);

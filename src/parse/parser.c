@@ -100,7 +100,7 @@ static void drop_parse_state(dp_parser *p) {
   p->nodes = NULL;
   void *arrays[] = {p->objs, p->kinds, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
                     p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
-                    p->namebuf, p->sev, p->sr};
+                    p->namebuf, p->sev, p->sr, p->pend};
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
   memset((char *)p + offsetof(dp_parser, kinds), 0, sizeof *p - offsetof(dp_parser, kinds));
 }
@@ -407,7 +407,10 @@ dp_module *dp_parser_module(dp_parser *p, dp_err **err) {
   drop_parse_state(p);
   dp_module *m = p->mod;
   p->mod = NULL;
-  if (dp_infer_module(m, err) != 0) {
+  /* (names resolve by scope, so every variable read is inside its
+     binder's scope, but for a let's variable read in its own value and
+     what meta expressions hold: the scope check runs only then) */
+  if (dp__infer_module(m, !p->scopes_unsure, err) != 0) {
     dp_release(m);
     return NULL;
   }

@@ -271,6 +271,7 @@ static dp_obj *variable(dp_parser *p, uint32_t tok) {
     dp__fail(p, DP_ERR_NAME, tok, "unknown variable %.*s%s", (int)len, name, cn ? dp__hint(p, HINT_VAR, cn, hint) : "");
     return NULL;
   }
+  if (p->npend && h <= p->pend[p->npend - 1] && dp__pending_let(p, h)) p->scopes_unsure = 1;
   return dp_retain(dp__obj(p, h));
 }
 
@@ -322,6 +323,7 @@ static dp_obj *callee(dp_parser *p, uint32_t tok) {
 
 static dp_obj *meta_expr(dp_parser *p, uint32_t tok) {
   dp_aval v;
+  p->scopes_unsure = 1; /* (an expression made elsewhere: its variables are its own) */
   if (dp__meta_value(p, tok, &v) != 0) return NULL;
   if (v.kind != DP_AV_EXPR) {
     size_t len;

@@ -43,8 +43,9 @@ static int is_binop(char c) {
   }
 }
 
-/* Room for need more events and one more bracket. */
-static int room(dp_parser *p, uint32_t nev, uint32_t need, uint32_t nr) {
+/* Room for need more events and one more bracket (the test inline, the
+   growth not: this runs at every token). */
+static int grow(dp_parser *p, uint32_t nev, uint32_t need, uint32_t nr) {
   if (nev + need > p->capsev &&
       dp__grow(p, (void **)&p->sev, &p->capsev, nev + need, sizeof *p->sev, p->progress) != 0)
     return -1;
@@ -52,6 +53,10 @@ static int room(dp_parser *p, uint32_t nev, uint32_t need, uint32_t nr) {
       dp__grow(p, (void **)&p->sr, &p->capsr, nr + 1, sizeof *p->sr, p->progress) != 0)
     return -1;
   return 0;
+}
+
+static inline int room(dp_parser *p, uint32_t nev, uint32_t need, uint32_t nr) {
+  return nev + need <= p->capsev && nr + 1 <= p->capsr ? 0 : grow(p, nev, need, nr);
 }
 
 static int flush(dp_parser *p, uint32_t n) {
