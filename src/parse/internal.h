@@ -177,12 +177,25 @@ int dp__fail(dp_parser *p, dp_errcode code, uint32_t tok, const char *fmt, ...);
 int dp__oom(dp_parser *p, uint32_t tok);
 /* An error of the core (NULL: out of memory) at tok unless it has a position. */
 int dp__fail_core(dp_parser *p, dp_err *err, uint32_t tok);
-dp_span dp__span(dp_parser *p, uint32_t tok);
+dp_span dp__span_slow(dp_parser *p, uint32_t tok);
+/* (inline: a token on the line of the previous question, the common case) */
+static inline dp_span dp__span(dp_parser *p, uint32_t tok) {
+  if (p->lines && tok >= 1 && tok <= p->ntok) {
+    uint32_t off = p->offs[tok - 1], i = p->lastline;
+    if (p->lines[i] <= off && (i + 1 == p->nlines || off < p->lines[i + 1]))
+      return (dp_span){p->source, i + 1, off - p->lines[i] + 1};
+  }
+  return dp__span_slow(p, tok);
+}
 /* Keeps a new reference (obj NULL: err is the failure); its handle, or 0. */
 uint32_t dp__keep(dp_parser *p, void *obj, dp_err *err, uint32_t tok);
 static inline dp_obj *dp__obj(const dp_parser *p, uint32_t h) { return p->objs[h - 1]; }
 /* The token's text and length (its kind decides where it ends). */
-const char *dp__tok_text(const dp_parser *p, uint32_t tok, size_t *len);
+const char *dp__tok_text_long(const dp_parser *p, uint32_t tok, size_t *len);
+static inline const char *dp__tok_text(const dp_parser *p, uint32_t tok, size_t *len) {
+  *len = p->lens[tok - 1];
+  return *len == 255 ? dp__tok_text_long(p, tok, len) : p->text + p->offs[tok - 1];
+}
 /* A NUL-terminated copy of text[0..len) in the parser's buffer; NULL: oom. */
 const char *dp__cname(dp_parser *p, const char *text, size_t len);
 /* That buffer with room for at least n bytes; NULL: oom. */
@@ -207,7 +220,10 @@ const char *dp__hint_in(const char *name, const char *best, char *hint);
 /* "unknown WHAT 'key' (only KNOWN); did you mean 'KNOWN'?" at key. */
 int dp__unknown_attr(dp_parser *p, uint32_t key, const char *what, const char *known);
 /* dp_grow, failing as out of memory at tok. */
-int dp__grow(dp_parser *p, void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t tok);
+int dp__grow_slow(dp_parser *p, void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t tok);
+static inline int dp__grow(dp_parser *p, void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t tok) {
+  return need <= *cap ? 0 : dp__grow_slow(p, arr, cap, need, elem, tok);
+}
 dp_module *dp__module(dp_parser *p, uint32_t tok);
 
 /* ---- lex.c ---- */

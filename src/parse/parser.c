@@ -168,15 +168,15 @@ static dp_span span_at_offset(dp_parser *p, size_t off) {
 }
 
 /* The span of token tok (past the last: the end of the text). */
-dp_span dp__span(dp_parser *p, uint32_t tok) {
+dp_span dp__span_slow(dp_parser *p, uint32_t tok) {
   size_t off = tok >= 1 && tok <= p->ntok && p->offs ? p->offs[tok - 1] : p->len;
   return span_at_offset(p, off);
 }
 
-const char *dp__tok_text(const dp_parser *p, uint32_t tok, size_t *len) {
+/* (a token of 255 bytes or more: its end found again) */
+const char *dp__tok_text_long(const dp_parser *p, uint32_t tok, size_t *len) {
   size_t off = p->offs[tok - 1];
-  *len = p->lens[tok - 1];
-  if (*len == 255) *len = dp__token_end(p->text, p->len, off, p->kinds[tok - 1]) - off;
+  *len = dp__token_end(p->text, p->len, off, p->kinds[tok - 1]) - off;
   return p->text + off;
 }
 
@@ -339,7 +339,7 @@ int64_t dp__tok_slot(dp_parser *p, dp__scope *s, uint32_t tok) {
   return slot;
 }
 
-int dp__grow(dp_parser *p, void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t tok) {
+int dp__grow_slow(dp_parser *p, void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t tok) {
   if (need <= *cap) return 0;
   return dp_grow(arr, cap, need, elem) == 0 ? 0 : dp__oom(p, tok);
 }
