@@ -12,6 +12,12 @@
 -- nests as deep as its brackets do, and a value an action makes comes back
 -- into the marks of the construct around it.
 --
+-- The hot path: simple statements (`%n = E;`, `let %x = E;`, `E;` over
+-- calls, tuples, names, literals and operators) are read by a C reader
+-- (src/parse/simple.c, dp._parse_simple) that makes the marks this grammar
+-- would and hands them to the same action; it stops before any other
+-- statement, which the grammar reads (errors included).
+--
 -- Order: the builder sees constructs in the order of the text, and every
 -- scope before what it holds. Statements go to the builder in batches of up
 -- to 64 (one call for all of them); a statement with a block inside it (a
