@@ -178,7 +178,16 @@ static size_t string_end(const char *t, size_t len, size_t i) {
 /* meta[KIND][INDEX] from i ("meta"), white space between the parts; its
    end, or 0 when malformed. */
 static size_t meta_end(const char *t, size_t len, size_t i) {
-  size_t open = 0, j = skip_space(t, len, i + 4, &open), e;
+  size_t open = 0, j = i + 4, e;
+  /* (the common form first: meta[KIND][INDEX] with no white space) */
+  if (j + 1 < len && t[j] == '[' && is_alpha(t[j + 1])) {
+    size_t k = name_end(t, len, j + 1);
+    if (k + 1 < len && t[k] == ']' && t[k + 1] == '[') {
+      size_t d = digits_end(t, len, k + 2);
+      if (d > k + 2 && d < len && t[d] == ']') return d + 1;
+    }
+  }
+  j = skip_space(t, len, i + 4, &open);
   if (j >= len || t[j] != '[') return 0;
   j = skip_space(t, len, j + 1, &open);
   if (j >= len || !is_alpha(t[j])) return 0;
@@ -246,12 +255,24 @@ static size_t invalid_end(const char *t, size_t len, size_t i) {
   return i + n < len ? i + n : len;
 }
 
-static char keyword(const char *t, size_t n) {
+/* The keyword a word of n letters starting with c could be: its index in
+   keywords[] + 1, or 0 (no two keywords share a first letter and a length;
+   tests/c/parse_test.c lexes each keyword, so a keyword missing here fails
+   there). A lookup instead of a scan of the list: most words start with a
+   letter some keyword starts with (multiply, reshape, meta...). */
+static const unsigned char keyword_at[128][14] = {
+  ['f'][2] = 1, ['l'][3] = 2, ['i'][2] = 3, ['e'][4] = 4, ['m'][5] = 5, ['d'][3] = 6, ['t'][4] = 7,
+  ['e'][6] = 8, ['p'][6] = 9, ['f'][8] = 10, ['r'][3] = 11, ['r'][8] = 12, ['r'][9] = 13, ['C'][8] = 14,
+  ['T'][4] = 15, ['F'][5] = 16, ['N'][4] = 17, ['V'][13] = 18, ['T'][6] = 19, ['S'][7] = 20,
+};
+
+static inline char keyword(const char *t, size_t n) {
   if (n < 2 || n > 13 || !starts_keyword(t[0])) return 0;
-  for (size_t k = 0; k < sizeof keywords / sizeof keywords[0]; k++)
-    if (keywords[k].len == n && keywords[k].word[0] == t[0] && memcmp(keywords[k].word, t, n) == 0)
-      return keywords[k].kind;
-  return 0;
+  unsigned k = keyword_at[(unsigned char)t[0] & 127][n];
+  if (!k) return 0;
+  for (size_t j = 1; j < n; j++) /* (the first letters are equal) */
+    if (keywords[k - 1].word[j] != t[j]) return 0;
+  return keywords[k - 1].kind;
 }
 
 size_t dp__token_end(const char *t, size_t len, size_t i, char kind) {
@@ -340,6 +361,17 @@ static char punctuation(const char *t, size_t len, size_t i, size_t *e) {
   }
   *e = invalid_end(t, len, i);
   return DP_TOK_INVALID;
+}
+
+/* The kind of the word t[i..e) when it is an identifier or a keyword;
+   0 for `_`, `inf`/`nan` and `meta` (word() reads those). */
+static inline char word_kind(const char *t, size_t i, size_t e) {
+  size_t n = e - i;
+  char c = t[i], k;
+  if (n == 1 && c == '_') return 0;
+  if ((c == 'i' || c == 'n') && is_special_real(t, i, e)) return 0;
+  if (n == 4 && c == 'm' && !memcmp(t + i, "meta", 4)) return 0;
+  return (k = keyword(t + i, n)) ? k : DP_TOK_IDENT;
 }
 
 /* A word at i: an identifier, a keyword, `_`, `inf`/`nan`, meta[..][..];
@@ -455,13 +487,17 @@ int dp__lex(dp_parser *p) {
       i = bind ? h : e;
       continue;
     }
-    if (is_alpha(c) && !starts_keyword(c) && c != 'i' && c != 'n' && c != 'm' && c != '_' &&
-        depth < DP_PARSE_MAX_NEST) { /* (at the limit, lex_one says a call is too deep) */
-      char after; /* (a name that cannot be a keyword, inf, nan, meta or `_`) */
-      size_t e = name_end(t, len, i), h = head_end(t, len, e, &after);
-      if (h && after == '=' && !key_allowed(p)) h = 0;
+    size_t e;
+    char kind;
+    if (is_alpha(c) && depth < DP_PARSE_MAX_NEST && /* (at the limit, lex_one says a call is too deep) */
+        (kind = word_kind(t, i, e = name_end(t, len, i)))) {
+      char after; /* (a name or keyword: not inf, nan, meta or `_`; as lex_one reads it) */
+      size_t h = head_end(t, len, e, &after);
+      if (kind == DP_TOK_LET || kind == DP_TOK_FREE_VAR) mark_block_paren(p);
+      if (h && after == '=' && !key_allowed(p)) h = 0; /* (any word may be a key) */
+      if (h && after == '(' && kind != DP_TOK_IDENT) h = 0; /* (a name's call; a keyword's `(` is its own) */
       if (h && after == '(') depth++;
-      if (push(p, !h ? DP_TOK_IDENT : after == '(' ? DP_TOK_CALLEE : DP_TOK_KEY, i, e) != 0)
+      if (push(p, !h ? kind : after == '(' ? DP_TOK_CALLEE : DP_TOK_KEY, i, e) != 0)
         return dp__oom(p, 0);
       i = h ? h : e;
       continue;
