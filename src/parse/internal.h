@@ -178,12 +178,15 @@ int dp__oom(dp_parser *p, uint32_t tok);
 /* An error of the core (NULL: out of memory) at tok unless it has a position. */
 int dp__fail_core(dp_parser *p, dp_err *err, uint32_t tok);
 dp_span dp__span_slow(dp_parser *p, uint32_t tok);
-/* (inline: a token on the line of the previous question, the common case) */
+/* (inline: a token on the line of the previous question or the next, the
+   common cases) */
 static inline dp_span dp__span(dp_parser *p, uint32_t tok) {
   if (p->lines && tok >= 1 && tok <= p->ntok) {
-    uint32_t off = p->offs[tok - 1], i = p->lastline;
-    if (p->lines[i] <= off && (i + 1 == p->nlines || off < p->lines[i + 1]))
-      return (dp_span){p->source, i + 1, off - p->lines[i] + 1};
+    uint32_t off = p->offs[tok - 1], i = p->lastline, n = p->nlines;
+    if (p->lines[i] <= off) {
+      if (i + 1 < n && off >= p->lines[i + 1] && (i + 2 == n || off < p->lines[i + 2])) p->lastline = ++i;
+      if (i + 1 == n || off < p->lines[i + 1]) return (dp_span){p->source, i + 1, off - p->lines[i] + 1};
+    }
   }
   return dp__span_slow(p, tok);
 }
