@@ -46,13 +46,10 @@ void dp__arena_node_free(void *e);
    memory about to be written whole: a chunk, a large array. */
 void dp__prefault(void *p, size_t n);
 
-/* Calls, lets and variables in an arena (NULL: on the heap): dp_call_new,
-   dp_let_new and dp_var_new otherwise. */
+/* Calls and lets in an arena (NULL: on the heap): dp_call_new and
+   dp_let_new otherwise. */
 dp_call *dp__call_new_in(dp__arena *a, dp_expr *fn, uint32_t nargs, dp_expr *const *args,
                          dp_attrs *attrs, dp_span span);
 dp_let *dp__let_new_in(dp__arena *a, dp_var *var, dp_expr *value, dp_expr *body, dp_span span);
-/* A variable named name[0..len) (no NUL needed) in an arena: dp_var_new otherwise. */
-dp_var *dp__var_new_in(dp__arena *a, const char *name, size_t len, dp_type *annot, dp_vdev *vdev,
-                       dp_span span);
 
 #endif

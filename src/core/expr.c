@@ -128,18 +128,6 @@ static void *in_arena(dp__arena *a, size_t size, int kind, dp_span span) {
   return e;
 }
 
-dp_var *dp__var_new_in(dp__arena *a, const char *name, size_t len, dp_type *annot, dp_vdev *vdev,
-                       dp_span span) {
-  dp_var *v = in_arena(a, sizeof *v + len + 1, DP_VAR, span);
-  if (!v) return NULL;
-  v->annot = dp_retain(annot);
-  v->vdev = dp_retain(vdev);
-  v->name = (char *)(v + 1);
-  memcpy(v->name, name, len);
-  v->name[len] = '\0';
-  return v;
-}
-
 dp_call *dp__call_new_in(dp__arena *a, dp_expr *fn, uint32_t nargs, dp_expr *const *args,
                          dp_attrs *attrs, dp_span span) {
   if (!fn || !all_set(args, nargs)) return NULL;

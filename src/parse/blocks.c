@@ -73,7 +73,8 @@ static dp_expr *close_block(dp_parser *p) {
 static uint32_t new_var(dp_parser *p, uint32_t tok, dp_type *annot, dp_vdev *vd) {
   size_t len;
   const char *name = dp__tok_text(p, tok, &len);
-  return dp__keep(p, dp__var_new_in(p->nodes, name + 1, len - 1, annot, vd, dp__span(p, tok)), NULL, tok);
+  const char *cn = dp__cname(p, name + 1, len - 1);
+  return cn ? dp__keep(p, dp_var_new(cn, annot, vd, dp__span(p, tok)), NULL, tok) : 0;
 }
 
 /* Binds the name of token tok to handle h; with a block, as that block's
