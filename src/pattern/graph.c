@@ -27,7 +27,6 @@ uint32_t dp__dfp_graph_find(dp__dfp_graph *g, const dp_expr *e) {
     for (uint32_t i = 0; i < g->n; i++)
       if (dp__ptrmap_put(&g->found, g->x[i], (void *)(uintptr_t)(i + 1)) < 0) {
         dp__ptrmap_free(&g->found);
-        g->find_oom = 1;
         return DP__DFP_NONE;
       }
   }
@@ -299,7 +298,6 @@ static int ensure_dominators(dp__dfp_graph *g) {
 }
 
 int dp__dfp_graph_dominates(dp__dfp_graph *g, uint32_t a, uint32_t b) {
-  if (g->find_oom) return -1; /* (a or b may be a lookup that failed) */
   if (a == DP__DFP_NONE || b == DP__DFP_NONE || a == b) return 0;
   if (ensure_dominators(g) < 0) return -1;
   return g->tin[a] <= g->tin[b] && g->tout[b] <= g->tout[a];

@@ -54,8 +54,6 @@ typedef struct dp__dfp_graph {
   uint8_t *closed;         /* per node: everything below it (constants aside) is post-dominated by it */
   int shared_fn;           /* some function literal has two consumers (closed says nothing then) */
   int enter_fns;
-  int find_oom;            /* building `found` ran out of memory: a lookup's DP__DFP_NONE says
-                              nothing, and dp__dfp_graph_dominates fails (-1) */
 } dp__dfp_graph;
 
 int dp__dfp_graph_build(dp__dfp_graph *g, dp_expr *root, int enter_fns);
