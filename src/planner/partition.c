@@ -1047,6 +1047,10 @@ static void fence_lets(pctx *c, int nerr, const dp_scope_error *errs, int shown,
   if (nerr > shown) c->strict = 1;
   for (int i = 0; i < shown && i < nerr && !c->strict; i++) {
     uint32_t v = dp__dfp_graph_find(&c->g, &errs[i].var->e);
+    if (v == DP__DFP_OOM) {
+      set_oom(c);
+      return;
+    }
     uint32_t let = v == DP__DFP_NONE || errs[i].twice ? MULTI : c->letof[v];
     if (let == MULTI || (c->fence[let] && c->fence[let] != round)) c->strict = 1;
     else c->fence[let] = round;
@@ -1108,7 +1112,7 @@ static int attempt(pctx *c, uint8_t round, dp_expr **out) {
     }
     fence_lets(c, nerr, errs, 16, round);
     dp_release(body);
-    return 0;
+    return c->err ? -1 : 0;
   }
   *out = body;
   return 1;
