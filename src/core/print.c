@@ -182,11 +182,12 @@ static inline int tb_room(dp__tb *b, size_t extra) {
   return b->cap - b->n > extra ? 0 : dp__tb_reserve(b, extra); /* inline fast path */
 }
 
+/* (No NUL after each append, as dp__tb_putn writes: the text is ended once,
+   by dp__tb_take; the printer reads its buffers by length.) */
 static inline void put(dp__tb *b, const char *s, size_t n) {
   if (tb_room(b, n) < 0) return;
   memcpy(b->s + b->n, s, n);
   b->n += n;
-  b->s[b->n] = 0;
 }
 
 static inline void puts_(dp__tb *b, const char *s) { put(b, s, strlen(s)); }
@@ -194,7 +195,6 @@ static inline void puts_(dp__tb *b, const char *s) { put(b, s, strlen(s)); }
 static inline void putc_(dp__tb *b, char c) {
   if (tb_room(b, 1) < 0) return;
   b->s[b->n++] = c;
-  b->s[b->n] = 0;
 }
 
 /* Decimal digits of v at d (at least 10 bytes); their number. Written
@@ -204,8 +204,8 @@ static size_t fmt_u32(char *d, uint32_t v) {
                               "25262728293031323334353637383940414243444546474849"
                               "50515253545556575859606162636465666768697071727374"
                               "75767778798081828384858687888990919293949596979899";
-  size_t n = 1;
-  for (uint32_t t = v; t >= 10; t /= 10) n++;
+  size_t n = v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 : v < 100000 ? 5
+             : v < 1000000 ? 6 : v < 10000000 ? 7 : v < 100000000 ? 8 : v < 1000000000 ? 9 : 10;
   char *w = d + n;
   for (; v >= 100; v /= 100) {
     w -= 2;
@@ -266,7 +266,9 @@ static uint32_t kid(const printer *p, uint32_t i, uint32_t k) {
 
 /* Room for the child indices of node i (a non-atomic node met first). */
 static int add_edges(printer *p, uint32_t i) {
-  uint32_t nc = dp_expr_nchildren(p->nodes[i].e);
+  const dp_expr *x = p->nodes[i].e;
+  uint32_t nc = x->h.kind == DP_CALL ? 1 + ((const dp_call *)x)->nargs
+                : x->h.kind == DP_LET ? 3 : dp_expr_nchildren(x);
   uint32_t *e = grow_array(p->edges, &p->capedges, p->nedges + nc, sizeof *e);
   if (!e) return -1;
   p->edges = e;
@@ -461,10 +463,14 @@ static nslot *name_slot(printer *p, const char *s, uint32_t h) {
   }
 }
 
-/* Room for two more names in the set. */
-static int names_room(printer *p) {
-  if ((uint64_t)(p->nnames + 2) * 2 <= (uint64_t)p->capnames) return 0;
-  uint32_t cap = p->capnames ? p->capnames * 2 : 64;
+/* Room for `more` more names in the set (at most half full). */
+static int names_reserve(printer *p, uint32_t more) {
+  if ((uint64_t)(p->nnames + more) * 2 <= (uint64_t)p->capnames) return 0;
+  uint32_t cap = p->capnames ? p->capnames : 64;
+  while ((uint64_t)(p->nnames + more) * 2 > (uint64_t)cap) {
+    if (cap > UINT32_MAX / 2) return -1;
+    cap *= 2;
+  }
   nslot *old = p->names;
   uint32_t oldcap = p->capnames;
   p->names = dp_calloc(cap, sizeof *p->names);
@@ -482,6 +488,8 @@ static int names_room(printer *p) {
   free(old);
   return 0;
 }
+
+static int names_room(printer *p) { return names_reserve(p, 2); }
 
 /* FNV-1a of all but the last byte, plus the last byte (as the parser's
    scope.c): the names a generated program gives (x0, x1, ... x19) land in
@@ -502,6 +510,8 @@ static int is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 /* Put every name given so far into the set (see alloc_name). */
 static int make_exact(printer *p) {
   p->names_exact = 1;
+  /* (sized once for the names to come: most are the binders') */
+  if (names_reserve(p, p->nbinders + 2) < 0) return -1;
   for (uint32_t i = 0; i < p->map.cap; i++) {
     const dp_expr *v = p->map.slots[i].key;
     uint32_t off = (uint32_t)p->map.slots[i].word;
