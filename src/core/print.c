@@ -151,7 +151,7 @@ typedef struct printer {
   uint32_t next_temp;
   uint32_t nbinders; /* let variables and parameters: most names */
   struct { const dp_type *t; char *s; } tcache[64];
-  struct { const dp_var *v; uint32_t off; } vcache[256]; /* recent names */
+  struct { const dp_var *v; uint32_t off, len; } vcache[256]; /* recent names */
   /* the text of recent attribute sets: a million annotations share a few
      sets, each printed once (a set's text depends on nothing else) */
   struct { const dp_attrs *a; char *s; size_t n; } acache[64];
@@ -407,13 +407,11 @@ static void close_lines(printer *p) {
   if (p->open) text_end(p);
 }
 
-static void indent(dp__tb *b, uint32_t n) {
-  static const char spaces[] = "                                ";
-  for (size_t left = (size_t)n * 2; left;) {
-    size_t k = left < sizeof spaces - 1 ? left : sizeof spaces - 1;
-    put(b, spaces, k);
-    left -= k;
-  }
+static inline void indent(dp__tb *b, uint32_t n) {
+  static const char spaces[] = "                                                                ";
+  size_t left = (size_t)n * 2;
+  for (; left > sizeof spaces - 1; left -= sizeof spaces - 1) put(b, spaces, sizeof spaces - 1);
+  put(b, spaces, left);
 }
 
 static const char *type_text(printer *p, const dp_type *t) {
@@ -432,7 +430,7 @@ static const char *type_text(printer *p, const dp_type *t) {
 
 /* The comment after a node: its checked type (DP_PRINT_TYPES) and its
    source position (DP_PRINT_SPANS), `/ * ty=T span=src:3:9 * /` as TVM. */
-static void put_type_comment(printer *p, dp__tb *b, const dp_expr *e) {
+static void type_comment(printer *p, dp__tb *b, const dp_expr *e) {
   int ty = (p->flags & DP_PRINT_TYPES) && e->type;
   int sp = (p->flags & DP_PRINT_SPANS) && (e->span.source || e->span.line);
   if (!ty && !sp) return;
@@ -452,6 +450,10 @@ static void put_type_comment(printer *p, dp__tb *b, const dp_expr *e) {
     put(b, d, k);
   }
   put(b, " */", 3);
+}
+
+static inline void put_type_comment(printer *p, dp__tb *b, const dp_expr *e) {
+  if (p->flags & (DP_PRINT_TYPES | DP_PRINT_SPANS)) type_comment(p, b, e);
 }
 
 /* ---------------- variable names ---------------- */
@@ -633,10 +635,23 @@ static const char *name_of(printer *p, const dp_var *v, int use) {
   }
   p->vcache[h].v = v;
   p->vcache[h].off = (uint32_t)*off;
+  p->vcache[h].len = (uint32_t)strlen(p->nm + *off - 1);
   return p->nm + *off - 1;
 }
 
 static const char *var_name(printer *p, const dp_var *v) { return name_of(p, v, 1); }
+
+/* `%name` of variable v, a use: the name and its length from the cache of
+   recent names (name_of puts it there). */
+static inline void put_var(printer *p, dp__tb *b, const dp_var *v) {
+  uint32_t h = (uint32_t)((uintptr_t)v >> 4) & 255;
+  if (p->vcache[h].v != v && (name_of(p, v, 1), p->vcache[h].v != v)) return; /* (failed) */
+  uint32_t len = p->vcache[h].len;
+  if (tb_room(b, (size_t)len + 1) < 0) return;
+  b->s[b->n] = '%';
+  memcpy(b->s + b->n + 1, p->nm + p->vcache[h].off - 1, len);
+  b->n += (size_t)len + 1;
+}
 static const char *binder_name(printer *p, const dp_var *v) { return name_of(p, v, 0); }
 
 /* ---------------- pass 1: discover ---------------- */
@@ -787,10 +802,7 @@ static void put_const(printer *p, dp__tb *b, const dp_const *c) {
 /* Append atomic expression c: a variable's name, a global, ... */
 static void put_atom(printer *p, dp__tb *b, const dp_expr *c) {
   switch (c->h.kind) {
-  case DP_VAR:
-    putc_(b, '%');
-    puts_(b, var_name(p, (const dp_var *)c));
-    return;
+  case DP_VAR: put_var(p, b, (const dp_var *)c); return;
   case DP_GLOBAL:
     putc_(b, '@');
     puts_(b, ((const dp_global *)c)->name);
@@ -810,8 +822,7 @@ static void put_atom(printer *p, dp__tb *b, const dp_expr *c) {
 static void put_kid(printer *p, dp__tb *b, uint32_t i, uint32_t k) {
   uint32_t ci = kid(p, i, k);
   if (ci == ATOM_VAR) { /* not put_atom: the name needs no look at v */
-    putc_(b, '%');
-    puts_(b, var_name(p, (const dp_var *)child_of(p->nodes[i].e, k)));
+    put_var(p, b, (const dp_var *)child_of(p->nodes[i].e, k));
     return;
   }
   if (ci == ATOM) {
