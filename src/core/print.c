@@ -652,6 +652,7 @@ static inline void put_var(printer *p, dp__tb *b, const dp_var *v) {
   memcpy(b->s + b->n + 1, p->nm + p->vcache[h].off - 1, len);
   b->n += (size_t)len + 1;
 }
+
 static const char *binder_name(printer *p, const dp_var *v) { return name_of(p, v, 0); }
 
 /* ---------------- pass 1: discover ---------------- */
