@@ -329,3 +329,117 @@ int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *
   }
   return 0;
 }
+
+/* ---- the same reading over a graph of one body (partition.c) ---- */
+
+#define NONE UINT32_MAX
+
+typedef struct lgraph {
+  uint32_t n;
+  dp_expr *const *x;
+  const uint32_t *kstart, *kids;
+  uint32_t *bound;   /* a let's variable -> its let (NONE: a parameter) */
+  dp_vdev **ctx, **dev;
+} lgraph;
+
+static uint32_t gkid(const lgraph *g, uint32_t v, uint32_t k) { return g->kids[g->kstart[v] + k]; }
+
+/* The device of the value in slot k of v (done already), or NULL. */
+static dp_vdev *slot_dev(dp__lexical *lx, const lgraph *g, uint32_t v, uint32_t k) {
+  uint32_t ci = gkid(g, v, k);
+  if (ci == NONE) { /* an operator, a constructor, a global */
+    const dp_expr *e = dp_expr_child(g->x[v], k);
+    if (e->h.kind != DP_GLOBAL) return NULL;
+    dp_func *f = dp_module_func(lx->m, ((const dp_global *)e)->name);
+    return f ? f->vdev : NULL;
+  }
+  while (g->x[ci]->h.kind == DP_VAR && g->bound[ci] != NONE) ci = gkid(g, g->bound[ci], 1);
+  return g->dev[ci];
+}
+
+/* Node v (its slots done): its device in g->dev[v]. 1 consistent, 0 not,
+   -1 out of memory. */
+static int graph_node(dp__lexical *lx, lgraph *g, uint32_t v) {
+  dp_expr *e = g->x[v];
+  dp_vdev *ctx = g->ctx[v];
+  uint32_t ns = g->kstart[v + 1] - g->kstart[v];
+  g->dev[v] = ctx;
+  int r = e->h.kind == DP_VAR ? 1 : readable(lx, e);
+  if (r <= 0) return r;
+  switch (e->h.kind) {
+  case DP_VAR:
+    if (g->bound[v] != NONE) return 1; /* (where its value is: slot_dev) */
+    g->dev[v] = ((dp_var *)e)->vdev;
+    return dp__lexical_settled(lx, g->dev[v]);
+  case DP_CONST: return 1;
+  case DP_FUNC: {
+    dp_func *fn = (dp_func *)e;
+    g->dev[v] = fn->vdev;
+    return ns == 0 || slot_dev(lx, g, v, fn->nparams) == fn->vdev; /* (a Composite one: a leaf) */
+  }
+  case DP_LET: return slot_dev(lx, g, v, 2) == ctx;
+  case DP_CALL: {
+    const dp_call *call = (const dp_call *)e;
+    if (is_on_device(lx, e)) return (g->dev[v] = vdev_attr(call, "virtual_device")) == slot_dev(lx, g, v, 1);
+    if (is_copy(lx, e)) {
+      g->dev[v] = vdev_attr(call, "dst_virtual_device");
+      return slot_dev(lx, g, v, 1) == vdev_attr(call, "src_virtual_device");
+    }
+    if (call->fn->h.kind == DP_OP || call->fn->h.kind == DP_CTOR) {
+      for (uint32_t i = 0; i < call->nargs; i++)
+        if (slot_dev(lx, g, v, 1 + i) != ctx) return 0;
+      return 1;
+    }
+    dp_func *f = callee_fn(lx, call->fn);
+    for (uint32_t i = 0; i < call->nargs; i++)
+      if (slot_dev(lx, g, v, 1 + i) != f->params[i]->vdev || dp__lexical_settled(lx, f->params[i]->vdev) != 1) return 0;
+    return f->vdev == ctx && dp__lexical_settled(lx, f->vdev) == 1;
+  }
+  default: /* tuple, projection, if */
+    for (uint32_t k = 0; k < ns; k++)
+      if (slot_dev(lx, g, v, k) != ctx) return 0;
+    return 1;
+  }
+}
+
+int dp__lexical_graph(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
+                      const uint32_t *kids, dp_vdev *root_ctx, dp_vdev **dev) {
+  lgraph g = {n, x, kstart, kids, dp_malloc((n ? n : 1) * sizeof *g.bound), dp_calloc(n ? n : 1, sizeof *g.ctx), dev};
+  int rc = g.bound && g.ctx ? 0 : -1;
+  if (rc == 0 && n) {
+    for (uint32_t v = 0; v < n; v++) g.bound[v] = NONE;
+    for (uint32_t v = 0; v < n; v++)
+      if (x[v]->h.kind == DP_LET && gkid(&g, v, 0) != NONE && gkid(&g, v, 1) != NONE) g.bound[gkid(&g, v, 0)] = v;
+    /* top down (reverse post order is topological): where each position says */
+    g.ctx[n - 1] = root_ctx;
+    for (uint32_t v = n; v-- > 0 && rc == 0;) {
+      lframe f = {x[v], g.ctx[v], 0, 0, 0, 0};
+      for (uint32_t k = 0; k < kstart[v + 1] - kstart[v] && rc == 0; k++) {
+        uint32_t ci = gkid(&g, v, k);
+        if (ci == NONE) continue;
+        dp_vdev *c = child_ctx(lx, &f, k);
+        if (!g.ctx[ci]) g.ctx[ci] = c;
+        else if (g.ctx[ci] != c && positional(lx, x[ci])) rc = 1;
+      }
+    }
+    /* bottom up: each node's device, checked against its parts' */
+    for (uint32_t v = 0; v < n && rc == 0; v++) {
+      int r = graph_node(lx, &g, v);
+      rc = r < 0 ? -1 : r == 0 ? 1 : 0;
+    }
+    if (rc == 0) { /* the body lives where its function says; variables where they are bound */
+      for (uint32_t v = 0; v < n; v++)
+        if (x[v]->h.kind == DP_VAR && g.bound[v] != NONE) {
+          uint32_t ci = v;
+          while (x[ci]->h.kind == DP_VAR && g.bound[ci] != NONE) ci = gkid(&g, g.bound[ci], 1);
+          dev[v] = dev[ci];
+        }
+      uint32_t root = n - 1;
+      while (x[root]->h.kind == DP_VAR && g.bound[root] != NONE) root = gkid(&g, g.bound[root], 1);
+      if (dev[root] != root_ctx) rc = 1;
+    }
+  }
+  free(g.bound);
+  free(g.ctx);
+  return rc;
+}

@@ -886,6 +886,14 @@ void dp__lexical_free(dp__lexical *lx);
 /* Walks function fn of the module: 0, 1 the module does not say its
    devices so (the caller plans it), -1 out of memory or post stopped. */
 int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *ud);
+/* The same reading over the graph of one body: n nodes in post order (x,
+   the root last), child slots kids[kstart[v] .. kstart[v + 1]) as node
+   indices (UINT32_MAX: an operator, a constructor or a global), the root
+   in position root_ctx (a function's virtual_device); dev[v] each node's
+   device (borrowed). 0, 1 the body does not say its devices so, -1 out of
+   memory. */
+int dp__lexical_graph(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
+                      const uint32_t *kids, dp_vdev *root_ctx, dp_vdev **dev);
 /* Is vd a device as planning by the configuration leaves it (canonical,
    nothing left to default)? 1, 0, -1 out of memory. */
 int dp__lexical_settled(dp__lexical *lx, dp_vdev *vd);
