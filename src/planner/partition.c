@@ -45,6 +45,12 @@
  *    type of the node it replaces; a hoisted function fn(its parameters)
  *    -> its body, its call and projections what they give), so the output
  *    is not type-checked again (only where an input node had no type).
+ * The devices: read from the planned module's own annotations, per body
+ * over its graph (lexical.c: what capture writes down, checked, which is
+ * what planning the module again finds); where a body does not say them
+ * so (the module was not planned, or not by this configuration), the whole
+ * module is partitioned again from the domains of PlanDevices' phases 0
+ * to 2 (which leave a planned module as it is).
  * Everything walks with explicit stacks and arrays indexed by the post
  * order: a 1,000,000-node program is fine.
  */

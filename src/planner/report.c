@@ -1,10 +1,11 @@
 /*
  * What dp.planner.report counts (lua/devplan/report.lua words it), in one
  * C walk of a planned module: per device the calls and the bytes resident,
- * every device_copy, the totals. Above the phases: it reads the domains the
- * pipeline gives back for the planned module (dp_plan_domains), as
- * dp_domains_each tells each node's device, and the module's own
- * annotations.
+ * every device_copy, the totals. Above the phases: each node's device is
+ * read from the planned module's own annotations (lexical.c: what capture
+ * writes down, which is what planning the module again finds), and where
+ * the module does not say them all so, from the domains the pipeline gives
+ * back for it (dp_plan_domains), as dp_domains_each tells them.
  *
  * Each value is counted once, where it is made: the parameters of the entry
  * functions (those no other function refers to), the results of operator
