@@ -52,15 +52,16 @@ end
 
 describe("devices read from a planned module", function()
   it("give the report and partition planning it again gives, on generated programs", function()
-    local stats = {plans = 0, read = 0}
+    local stats = {relaygen = {plans = 0, read = 0}, dataflow = {plans = 0, read = 0}}
     local shared = dp.passes.ShareCopies()
-    local function each(name, mod, cfg)
+    local function each(kind, name, mod, cfg)
+      local stat = stats[kind]
       same_both_ways(name .. " (input)", mod, cfg)
       for _, o in ipairs{{"tvm"}, {"min_bytes", {placement = "min_bytes"}}, {"first", {resolve_conflicts = "tvm"}}} do
         local ok, planned = pcall(dp.passes.PlanDevices(cfg, o[2]), mod)
         if ok then
-          stats.plans = stats.plans + 1
-          if not replanned(planned, cfg) then stats.read = stats.read + 1 end
+          stat.plans = stat.plans + 1
+          if not replanned(planned, cfg) then stat.read = stat.read + 1 end
           same_both_ways(name .. " / " .. o[1], planned, cfg)
           same_both_ways(name .. " / " .. o[1] .. " shared", shared(planned), cfg)
           local okp, parted = pcall(dp.passes.PartitionByVirtualDevice{config = cfg}, planned)
@@ -70,15 +71,18 @@ describe("devices read from a planned module", function()
     end
     for seed = 1, QUICK and 40 or 200 do
       local ok, mod = pcall(dp.parse, relaygen.text(relaygen.program(seed)), props.META)
-      if ok then each("relaygen " .. seed, mod, props.CONFIG) end
+      if ok then each("relaygen", "relaygen " .. seed, mod, props.CONFIG) end
     end
     for seed = 1, QUICK and 20 or 80 do
       local ok, mod = pcall(dp.parse, dataflow.program(seed, {devices = 3, max_calls = 5}).text, props.META)
-      if ok then each("dataflow " .. seed, mod, props.CONFIG) end
+      if ok then each("dataflow", "dataflow " .. seed, mod, props.CONFIG) end
     end
-    -- most plans are read from themselves (the rest: primitive functions,
-    -- the memory dialect, references, match, closures called through variables)
-    assert.is_true(stats.read >= stats.plans * 0.6, stats.read .. " of " .. stats.plans .. " plans read")
+    -- dataflow programs' plans are all read from themselves; of relaygen's
+    -- (closures called through variables, references, match, primitive
+    -- functions, the memory dialect) about two in five
+    local r, d = stats.relaygen, stats.dataflow
+    assert.is_true(d.plans > 0 and d.read == d.plans, d.read .. " of " .. d.plans .. " dataflow plans read")
+    assert.is_true(r.read >= r.plans * 0.3, r.read .. " of " .. r.plans .. " relaygen plans read")
   end)
 
   it("reads the generated workloads' plans from themselves", function()
