@@ -30,7 +30,12 @@
  * VM dialect, references, match, a call of anything but an operator, a
  * constructor, a global function or a function literal, and any check that
  * fails. One explicit-stack walk per function, in dp_visit's order (a
- * node with other references visited once per function, the first time).
+ * node with other references visited once per function, the first time;
+ * such nodes and variables are found again by their mark, dp_expr.mark,
+ * checked against the record it names, as index.c does: no pointer map),
+ * for the report; and the same rules over a body's graph in post order
+ * (dp__lexical_graph: positions top down, devices bottom up), for
+ * PartitionByVirtualDevice, whose arrays are indexed by that order.
  */
 #include <stdlib.h>
 #include <string.h>
