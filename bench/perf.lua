@@ -16,7 +16,7 @@
 --                    another commit: old and new side by side in one run)
 --   --callgrind LIST instructions per call (valgrind's callgrind, at 100,000
 --                    calls) of these steps (plan, parse, print, printplan,
---                    annotate, share, partition, report_text, report_json,
+--                    printfile, annotate, share, partition, report_text, report_json,
 --                    min_bytes, min_bytes4; "all"): a run with the step minus
 --                    one without it (the machine has no instruction counters)
 --   --repeat N       best of N fresh processes per measurement (default 1)
@@ -89,6 +89,9 @@ local function child(row, shape, n, mode)
   end
   local planned = plan(mod)
   if row == "printplan" then return twice(dp.astext, planned) end
+  if row == "printfile" then -- (as devplan plan -o prints: no Lua string)
+    return twice(function(m) return dp.write_file(OUT .. "/print_out.relay", m) end, planned)
+  end
   if row == "share" then return twice(dp.passes.ShareCopies(), planned) end
   if row == "partition" then return twice(dp.passes.PartitionByVirtualDevice{config = config}, planned) end
   if row == "report_text" then return twice(function(m) return dp.planner.report(m, config):text() end, planned) end
@@ -301,6 +304,9 @@ if ROWS.parse then step_table("parse with type inference", "parse", SHAPES, N, "
 if ROWS.print then
   step_table("print the parsed module (dp.astext)", "print", SHAPES, N, "< 0.3 s")
   step_table("print the planned module (dp.astext)", "printplan", SHAPES, N, "< 0.3 s")
+  step_table("print the planned module into a file (dp.write_file, as devplan plan -o)", "printfile", SHAPES, N,
+    "< 0.3 s")
+  os.remove(OUT .. "/print_out.relay")
 end
 if ROWS.annotate then
   step_table("AnnotateVirtualDevices, one rule (add on the GPU)", "annotate", {"chain", "let"}, N, "within 2x of PlanDevices")

@@ -138,6 +138,19 @@ dp.pipeline.register(dp.pass("boom", function() error("boom went the pass") end)
     assert.truthy(err:find("no reproducer: cannot write /dev/full: No space left on device", 1, true), err)
   end)
 
+  -- (a command exits without closing its Lua state, src/cli/main.c: what
+  -- a --load file wrote to a file it left open is still written out)
+  it("write out what a --load file left in a file it did not close", function()
+    local dir = temp_dir()
+    local left = dir .. "/left.txt"
+    local load = t.temp_file("LEFT_OPEN = io.open(" .. string.format("%q", left) .. ", 'w')\n"
+      .. "LEFT_OPEN:write(string.rep('x', 100))\n", ".lua")
+    local code, _, err = t.run_devplan("plan " .. MODEL .. ANNOTATE .. " --load " .. load .. " -o " .. dir .. "/out.relay")
+    assert.equal(0, code, err)
+    assert.equal(string.rep("x", 100), t.read_file(left))
+    assert.truthy(t.read_file(dir .. "/out.relay"):find("device_copy", 1, true))
+  end)
+
   it("dp.write_file raises a devplan.Error naming the file", function()
     local ok, err = pcall(dp.write_file, "/dev/full", "x")
     assert.is_false(ok)

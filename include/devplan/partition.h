@@ -44,8 +44,8 @@ typedef enum dp_partition_by {
 } dp_partition_by;
 
 /* One hoisted piece, as data. Nodes are the module's own (as planned: the
-   devices are read back through the planner's phases 0-2, which leave a
-   planned module as it is). */
+   devices are read from its annotations, or back through the planner's
+   phases 0-2, which leave a planned module as it is). */
 typedef struct dp_region {
   dp_global *global;   /* the hoisted function (retained) */
   char *caller;        /* the global function it was hoisted from (malloc'd) */
@@ -62,11 +62,18 @@ typedef struct dp_regions {
 } dp_regions;
 
 /* The partitioned module (new reference; typed when m was), or NULL +
-   error. cfg is the configuration m was planned with (the devices are
-   read back through the planner's phases 0-2). regions (may be NULL)
-   receives the pieces; free with dp_regions_clear. */
+   error. cfg is the configuration m was planned with: the devices are
+   read from m's own annotations (as PlanDevices' capture leaves them,
+   src/planner/lexical.c), which are what planning m again by cfg finds;
+   where m does not say them all so (not planned, or planned otherwise),
+   they are read back through the planner's phases 0-2 instead. regions
+   (may be NULL) receives the pieces; free with dp_regions_clear. */
 dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partition_by by,
                                   dp_regions *regions, dp_err **err);
+/* As dp_partition_by_device, the devices always from planning m again
+   (what reading them from m itself is checked against). */
+dp_module *dp_partition_by_device_replanned(dp_module *m, const dp_config *cfg, dp_partition_by by,
+                                            dp_regions *regions, dp_err **err);
 void dp_regions_clear(dp_regions *regions);
 
 #endif

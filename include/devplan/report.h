@@ -42,6 +42,17 @@ typedef struct dp_report_data {
    printer's (dp_print_module, no flags), found by its naming rules alone
    (dp_print_module_names: no text is made) when the module has copies. 0, or -1 + error. */
 int dp_report_scan(dp_module *planned, dp_domains *d, dp_report_data *out, dp_err **err);
+/* dp_report_scan without planning again: the devices read from the planned
+   module itself, as PlanDevices with cfg leaves it (capture's annotations:
+   a function's virtual_device for its body, a fixed on_device's for its
+   body, a device_copy's source for its argument, the parent's device for
+   any other child), which are the devices planning it again finds. 0, -1
+   + error, or 1 when the module does not say every device so (an
+   annotation missing, not fixed, or one planning by cfg would change; a
+   primitive function; the memory and VM dialect; references; a value
+   shared by positions on two devices): then plan it (dp_plan_domains) and
+   call dp_report_scan. */
+int dp_report_scan_lexical(dp_module *planned, const dp_config *cfg, dp_report_data *out, dp_err **err);
 void dp_report_data_clear(dp_report_data *r);
 
 #endif

@@ -878,12 +878,14 @@ local function run_pipeline(command, opts, pipeline_text, reproducer, origins)
   end
   -- nothing reads the input any more (the context held it for verify):
   -- its nodes the result does not share and its text go before the
-  -- result is printed, which lowers the peak of a large module by a module
+  -- result is printed, and their pages go back to the system (freed small
+  -- blocks otherwise stay resident under the printer's arrays)
   extra = (extra or "") .. specialisation_line(p, res)
   if extra == "" then extra = nil end
   local planned_config, regions = ctx.planned_config or config, ctx.regions
   mod, sources, ctx = nil, nil, nil
   collectgarbage()
+  core._release_heap()
   emit(opts, res, planned_config, extra, regions)
 end
 

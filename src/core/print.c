@@ -151,7 +151,7 @@ typedef struct printer {
   uint32_t next_temp;
   uint32_t nbinders; /* let variables and parameters: most names */
   struct { const dp_type *t; char *s; } tcache[64];
-  struct { const dp_var *v; uint32_t off; } vcache[256]; /* recent names */
+  struct { const dp_var *v; uint32_t off, len; } vcache[256]; /* recent names */
   /* the text of recent attribute sets: a million annotations share a few
      sets, each printed once (a set's text depends on nothing else) */
   struct { const dp_attrs *a; char *s; size_t n; } acache[64];
@@ -182,11 +182,12 @@ static inline int tb_room(dp__tb *b, size_t extra) {
   return b->cap - b->n > extra ? 0 : dp__tb_reserve(b, extra); /* inline fast path */
 }
 
+/* (No NUL after each append, as dp__tb_putn writes: the text is ended once,
+   by dp__tb_take; the printer reads its buffers by length.) */
 static inline void put(dp__tb *b, const char *s, size_t n) {
   if (tb_room(b, n) < 0) return;
   memcpy(b->s + b->n, s, n);
   b->n += n;
-  b->s[b->n] = 0;
 }
 
 static inline void puts_(dp__tb *b, const char *s) { put(b, s, strlen(s)); }
@@ -194,7 +195,6 @@ static inline void puts_(dp__tb *b, const char *s) { put(b, s, strlen(s)); }
 static inline void putc_(dp__tb *b, char c) {
   if (tb_room(b, 1) < 0) return;
   b->s[b->n++] = c;
-  b->s[b->n] = 0;
 }
 
 /* Decimal digits of v at d (at least 10 bytes); their number. Written
@@ -204,8 +204,8 @@ static size_t fmt_u32(char *d, uint32_t v) {
                               "25262728293031323334353637383940414243444546474849"
                               "50515253545556575859606162636465666768697071727374"
                               "75767778798081828384858687888990919293949596979899";
-  size_t n = 1;
-  for (uint32_t t = v; t >= 10; t /= 10) n++;
+  size_t n = v < 10 ? 1 : v < 100 ? 2 : v < 1000 ? 3 : v < 10000 ? 4 : v < 100000 ? 5
+             : v < 1000000 ? 6 : v < 10000000 ? 7 : v < 100000000 ? 8 : v < 1000000000 ? 9 : 10;
   char *w = d + n;
   for (; v >= 100; v /= 100) {
     w -= 2;
@@ -266,7 +266,9 @@ static uint32_t kid(const printer *p, uint32_t i, uint32_t k) {
 
 /* Room for the child indices of node i (a non-atomic node met first). */
 static int add_edges(printer *p, uint32_t i) {
-  uint32_t nc = dp_expr_nchildren(p->nodes[i].e);
+  const dp_expr *x = p->nodes[i].e;
+  uint32_t nc = x->h.kind == DP_CALL ? 1 + ((const dp_call *)x)->nargs
+                : x->h.kind == DP_LET ? 3 : dp_expr_nchildren(x);
   uint32_t *e = grow_array(p->edges, &p->capedges, p->nedges + nc, sizeof *e);
   if (!e) return -1;
   p->edges = e;
@@ -405,13 +407,11 @@ static void close_lines(printer *p) {
   if (p->open) text_end(p);
 }
 
-static void indent(dp__tb *b, uint32_t n) {
-  static const char spaces[] = "                                ";
-  for (size_t left = (size_t)n * 2; left;) {
-    size_t k = left < sizeof spaces - 1 ? left : sizeof spaces - 1;
-    put(b, spaces, k);
-    left -= k;
-  }
+static inline void indent(dp__tb *b, uint32_t n) {
+  static const char spaces[] = "                                                                ";
+  size_t left = (size_t)n * 2;
+  for (; left > sizeof spaces - 1; left -= sizeof spaces - 1) put(b, spaces, sizeof spaces - 1);
+  put(b, spaces, left);
 }
 
 static const char *type_text(printer *p, const dp_type *t) {
@@ -430,7 +430,7 @@ static const char *type_text(printer *p, const dp_type *t) {
 
 /* The comment after a node: its checked type (DP_PRINT_TYPES) and its
    source position (DP_PRINT_SPANS), `/ * ty=T span=src:3:9 * /` as TVM. */
-static void put_type_comment(printer *p, dp__tb *b, const dp_expr *e) {
+static void type_comment(printer *p, dp__tb *b, const dp_expr *e) {
   int ty = (p->flags & DP_PRINT_TYPES) && e->type;
   int sp = (p->flags & DP_PRINT_SPANS) && (e->span.source || e->span.line);
   if (!ty && !sp) return;
@@ -452,6 +452,10 @@ static void put_type_comment(printer *p, dp__tb *b, const dp_expr *e) {
   put(b, " */", 3);
 }
 
+static inline void put_type_comment(printer *p, dp__tb *b, const dp_expr *e) {
+  if (p->flags & (DP_PRINT_TYPES | DP_PRINT_SPANS)) type_comment(p, b, e);
+}
+
 /* ---------------- variable names ---------------- */
 
 static nslot *name_slot(printer *p, const char *s, uint32_t h) {
@@ -461,10 +465,14 @@ static nslot *name_slot(printer *p, const char *s, uint32_t h) {
   }
 }
 
-/* Room for two more names in the set. */
-static int names_room(printer *p) {
-  if ((uint64_t)(p->nnames + 2) * 2 <= (uint64_t)p->capnames) return 0;
-  uint32_t cap = p->capnames ? p->capnames * 2 : 64;
+/* Room for `more` more names in the set (at most half full). */
+static int names_reserve(printer *p, uint32_t more) {
+  if ((uint64_t)(p->nnames + more) * 2 <= (uint64_t)p->capnames) return 0;
+  uint32_t cap = p->capnames ? p->capnames : 64;
+  while ((uint64_t)(p->nnames + more) * 2 > (uint64_t)cap) {
+    if (cap > UINT32_MAX / 2) return -1;
+    cap *= 2;
+  }
   nslot *old = p->names;
   uint32_t oldcap = p->capnames;
   p->names = dp_calloc(cap, sizeof *p->names);
@@ -482,6 +490,8 @@ static int names_room(printer *p) {
   free(old);
   return 0;
 }
+
+static int names_room(printer *p) { return names_reserve(p, 2); }
 
 /* FNV-1a of all but the last byte, plus the last byte (as the parser's
    scope.c): the names a generated program gives (x0, x1, ... x19) land in
@@ -502,6 +512,8 @@ static int is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 /* Put every name given so far into the set (see alloc_name). */
 static int make_exact(printer *p) {
   p->names_exact = 1;
+  /* (sized once for the names to come: most are the binders') */
+  if (names_reserve(p, p->nbinders + 2) < 0) return -1;
   for (uint32_t i = 0; i < p->map.cap; i++) {
     const dp_expr *v = p->map.slots[i].key;
     uint32_t off = (uint32_t)p->map.slots[i].word;
@@ -623,10 +635,24 @@ static const char *name_of(printer *p, const dp_var *v, int use) {
   }
   p->vcache[h].v = v;
   p->vcache[h].off = (uint32_t)*off;
+  p->vcache[h].len = (uint32_t)strlen(p->nm + *off - 1);
   return p->nm + *off - 1;
 }
 
 static const char *var_name(printer *p, const dp_var *v) { return name_of(p, v, 1); }
+
+/* `%name` of variable v, a use: the name and its length from the cache of
+   recent names (name_of puts it there). */
+static inline void put_var(printer *p, dp__tb *b, const dp_var *v) {
+  uint32_t h = (uint32_t)((uintptr_t)v >> 4) & 255;
+  if (p->vcache[h].v != v && (name_of(p, v, 1), p->vcache[h].v != v)) return; /* (failed) */
+  uint32_t len = p->vcache[h].len;
+  if (tb_room(b, (size_t)len + 1) < 0) return;
+  b->s[b->n] = '%';
+  memcpy(b->s + b->n + 1, p->nm + p->vcache[h].off - 1, len);
+  b->n += (size_t)len + 1;
+}
+
 static const char *binder_name(printer *p, const dp_var *v) { return name_of(p, v, 0); }
 
 /* ---------------- pass 1: discover ---------------- */
@@ -777,10 +803,7 @@ static void put_const(printer *p, dp__tb *b, const dp_const *c) {
 /* Append atomic expression c: a variable's name, a global, ... */
 static void put_atom(printer *p, dp__tb *b, const dp_expr *c) {
   switch (c->h.kind) {
-  case DP_VAR:
-    putc_(b, '%');
-    puts_(b, var_name(p, (const dp_var *)c));
-    return;
+  case DP_VAR: put_var(p, b, (const dp_var *)c); return;
   case DP_GLOBAL:
     putc_(b, '@');
     puts_(b, ((const dp_global *)c)->name);
@@ -800,8 +823,7 @@ static void put_atom(printer *p, dp__tb *b, const dp_expr *c) {
 static void put_kid(printer *p, dp__tb *b, uint32_t i, uint32_t k) {
   uint32_t ci = kid(p, i, k);
   if (ci == ATOM_VAR) { /* not put_atom: the name needs no look at v */
-    putc_(b, '%');
-    puts_(b, var_name(p, (const dp_var *)child_of(p->nodes[i].e, k)));
+    put_var(p, b, (const dp_var *)child_of(p->nodes[i].e, k));
     return;
   }
   if (ci == ATOM) {

@@ -90,6 +90,7 @@ void dp__tb_printf(dp__tb *b, const char *fmt, ...) {
 char *dp__tb_take(dp__tb *b) {
   char *s = NULL;
   if (!b->failed) {
+    if (b->s) b->s[b->n] = 0; /* (a writer may append without it: print.c) */
     s = b->s ? b->s : dp_calloc(1, 1);
     /* a large text gives its doubling slack back before its caller copies
        it (into a Lua string): the peak is then twice the text, not up to

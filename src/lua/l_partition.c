@@ -1,7 +1,8 @@
 /*
  * Lua binding of PartitionByVirtualDevice (partition.h, src/planner/partition.c):
  *
- *   core.partition(mod, config, by) -> mod, regions
+ *   core.partition(mod, config, by, how?) -> mod, regions   (how "replan": the
+ *     devices from planning mod again, not from its annotations: for tests)
  *   regions:count(), regions:info(i) -> name, caller, virtual device,
  *   regions:list(i, "nodes" | "inputs" | "outputs") -> expressions
  *   core.partition_targets(mod) -> {target, ...}
@@ -65,6 +66,9 @@ static int l_partition(lua_State *L) {
   dp_config *cfg = dp__lua_check(L, 2, DP_OBJ_CONFIG);
   static const char *const bys[] = {"virtual_device", "target", "device_type", NULL};
   int by = luaL_checkoption(L, 3, "virtual_device", bys);
+  /* (4: "replan" reads the devices through planning again, as reading them
+     from the module is checked against) */
+  int replan = lua_type(L, 4) == LUA_TSTRING && !strcmp(lua_tostring(L, 4), "replan");
   dp_err *err = NULL;
   dp_regions *rs = lua_newuserdatauv(L, sizeof *rs, 0);
   memset(rs, 0, sizeof *rs);
@@ -78,7 +82,7 @@ static int l_partition(lua_State *L) {
   }
   lua_setmetatable(L, -2);
   int at = lua_gettop(L);
-  dp_module *r = dp_partition_by_device(m, cfg, (dp_partition_by)by, rs, &err);
+  dp_module *r = (replan ? dp_partition_by_device_replanned : dp_partition_by_device)(m, cfg, (dp_partition_by)by, rs, &err);
   if (!r) return dp__lua_error(L, err);
   dp__lua_push_owned(L, r);
   lua_pushvalue(L, at);

@@ -377,6 +377,9 @@ static int l_virtual_devices(lua_State *L) {
                      report's list; nil when it is only a copy's end)
      scan:totals()   {calls =, copies =, bytes_copied =, ...}
      scan:count()    the number of copies
+     scan:replanned()  true when the devices came from planning the module
+                     again (report.h: a module whose annotations do not say
+                     them all), false when read from the module itself
      scan:copies(names)       the copies as the report's rows (names: each
                               device's name, in the order of devices())
      scan:copies_text(names)  their lines of the text report, joined by "\n"
@@ -448,6 +451,13 @@ static int scan_totals(lua_State *L) {
   set_int(L, "bytes_resident", u->r.bytes_resident);
   set_int(L, "copies_too_large", u->r.copies_too_large);
   set_int(L, "too_large", u->r.too_large);
+  return 1;
+}
+
+/* scan:replanned() -> whether the devices came from planning the module
+   again (its domains) rather than from its own annotations */
+static int scan_replanned(lua_State *L) {
+  lua_pushboolean(L, check_scan(L)->d != NULL);
   return 1;
 }
 
@@ -596,29 +606,66 @@ static int json_plain(const char *s) {
   return 1;
 }
 
-static void add_json_key(luaL_Buffer *b, int *first, const char *key) {
-  if (!*first) luaL_addchar(b, ',');
-  *first = 0;
-  luaL_addstring(b, "\n      \"");
-  luaL_addstring(b, key);
-  luaL_addstring(b, "\":");
+/* The copies' JSON, gathered in a block of its own and added to the Lua
+   buffer a block at a time (a dozen keys and values per copy: adding each
+   to the Lua buffer on its own was most of the JSON report's time). */
+typedef struct jrow {
+  luaL_Buffer *b;
+  char p[1024];
+  size_t n;
+  int first;
+} jrow;
+
+static void jflush(jrow *r) {
+  luaL_addlstring(r->b, r->p, r->n);
+  r->n = 0;
 }
 
-static int add_json_str(luaL_Buffer *b, int *first, const char *key, const char *v) {
+static void jadd(jrow *r, const char *s, size_t len) {
+  if (r->n + len > sizeof r->p) {
+    jflush(r);
+    if (len > sizeof r->p) {
+      luaL_addlstring(r->b, s, len);
+      return;
+    }
+  }
+  memcpy(r->p + r->n, s, len);
+  r->n += len;
+}
+
+/* ",\n      \"key\":" (no comma first) */
+static void add_json_key(jrow *r, const char *key, size_t len) {
+  if (!r->first) jadd(r, ",", 1);
+  r->first = 0;
+  jadd(r, "\n      \"", 8);
+  jadd(r, key, len);
+  jadd(r, "\":", 2);
+}
+
+#define JKEY(r, k) add_json_key((r), (k), sizeof(k) - 1)
+
+static int add_json_str(jrow *r, const char *key, size_t klen, const char *v) {
   if (!v) return 1;
   if (!json_plain(v)) return 0;
-  add_json_key(b, first, key);
-  luaL_addchar(b, '"');
-  luaL_addstring(b, v);
-  luaL_addchar(b, '"');
+  add_json_key(r, key, klen);
+  jadd(r, "\"", 1);
+  jadd(r, v, strlen(v));
+  jadd(r, "\"", 1);
   return 1;
 }
 
-static void add_json_int(luaL_Buffer *b, int *first, const char *key, int64_t v) {
-  char num[32];
-  add_json_key(b, first, key);
-  luaL_addlstring(b, num, (size_t)snprintf(num, sizeof num, "%lld", (long long)v));
+#define JSTR(r, k, v) add_json_str((r), (k), sizeof(k) - 1, (v))
+
+static void add_json_int(jrow *r, const char *key, size_t klen, int64_t v) {
+  char num[24], *q = num + sizeof num;
+  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  do *--q = (char)('0' + u % 10); while (u /= 10);
+  if (v < 0) *--q = '-';
+  add_json_key(r, key, klen);
+  jadd(r, q, (size_t)(num + sizeof num - q));
 }
+
+#define JINT(r, k, v) add_json_int((r), (k), sizeof(k) - 1, (v))
 
 static int scan_copies_json(lua_State *L) {
   lscan *u = check_scan(L);
@@ -627,27 +674,33 @@ static int scan_copies_json(lua_State *L) {
   lua_newtable(L); /* 3: types */
   luaL_Buffer b;
   luaL_buffinit(L, &b);
+  /* (room for them all at once: each about 250 bytes; growing the buffer
+     by doubling copied a million-call module's hundred MB several times) */
+  if (u->r.ncopies > 64) luaL_prepbuffsize(&b, (size_t)u->r.ncopies * 256);
   luaL_addchar(&b, '[');
   int plain = 1;
+  jrow r;
+  r.b = &b;
+  r.n = 0;
   for (uint32_t i = 0; i < u->r.ncopies && plain; i++) {
     crow w;
     row_of(L, u, i, 3, &w);
-    int first = 1;
-    if (i) luaL_addchar(&b, ',');
-    luaL_addchar(&b, '{');
+    r.first = 1;
+    jadd(&r, i ? ",{" : "{", i ? 2 : 1);
     /* the keys in the report's key order: name, bytes, size, fn, value, src, dst, type, line, col, source */
-    plain = add_json_str(&b, &first, "name", w.name);
-    if (w.has_bytes) add_json_int(&b, &first, "bytes", w.bytes);
-    plain = plain && add_json_str(&b, &first, "size", w.size) && add_json_str(&b, &first, "fn", w.fn) &&
-            add_json_str(&b, &first, "value", w.value) && add_json_str(&b, &first, "src", w.src) &&
-            add_json_str(&b, &first, "dst", w.dst) && add_json_str(&b, &first, "type", w.type);
+    plain = JSTR(&r, "name", w.name);
+    if (w.has_bytes) JINT(&r, "bytes", w.bytes);
+    plain = plain && JSTR(&r, "size", w.size) && JSTR(&r, "fn", w.fn) && JSTR(&r, "value", w.value) &&
+            JSTR(&r, "src", w.src) && JSTR(&r, "dst", w.dst) && JSTR(&r, "type", w.type);
     if (plain && w.has_span) {
-      add_json_int(&b, &first, "line", w.line);
-      add_json_int(&b, &first, "col", w.col);
-      plain = add_json_str(&b, &first, "source", w.source);
+      JINT(&r, "line", w.line);
+      JINT(&r, "col", w.col);
+      plain = JSTR(&r, "source", w.source);
     }
-    luaL_addstring(&b, "\n    }");
+    jadd(&r, "\n    }", 6);
+    if (r.n > sizeof r.p / 2) jflush(&r);
   }
+  jflush(&r);
   luaL_addchar(&b, ']');
   luaL_pushresult(&b);
   if (!plain) lua_pushnil(L);
@@ -656,14 +709,18 @@ static int scan_copies_json(lua_State *L) {
 
 static int l_report_scan(lua_State *L) {
   dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
-  dp_domains *d = planned_domains(L, m, 2);
+  /* (3: "replan" reads the devices through planning again, as the quick
+     reading is checked against) */
+  int replan = lua_type(L, 3) == LUA_TSTRING && !strcmp(lua_tostring(L, 3), "replan");
+  lua_settop(L, 2);
+  dp_config *cfg = opt_config(L, 2);
+  dp__lua_push_owned(L, cfg); /* (3) */
   lscan *u = lua_newuserdatauv(L, sizeof *u, 0);
   memset(u, 0, sizeof *u);
-  u->d = d;
   u->m = dp_retain(m);
   if (luaL_newmetatable(L, REPORT_SCAN)) {
     static const luaL_Reg methods[] = {
-      {"devices", scan_devices}, {"totals", scan_totals}, {"count", scan_count}, {"copies", scan_copies},
+      {"devices", scan_devices}, {"totals", scan_totals}, {"count", scan_count}, {"replanned", scan_replanned}, {"copies", scan_copies},
       {"copies_text", scan_copies_text}, {"copies_json", scan_copies_json}, {NULL, NULL}};
     lua_pushcfunction(L, scan_gc);
     lua_setfield(L, -2, "__gc");
@@ -672,7 +729,14 @@ static int l_report_scan(lua_State *L) {
   }
   lua_setmetatable(L, -2);
   dp_err *err = NULL;
-  if (dp_report_scan(m, d, &u->r, &err) < 0) return dp__lua_error(L, err);
+  int rc = replan ? 1 : dp_report_scan_lexical(m, cfg, &u->r, &err);
+  if (rc < 0) return dp__lua_error(L, err);
+  if (rc > 0) { /* the devices of the domains of the module planned again */
+    lua_pushnil(L); /* (the options' slot of planned_domains) */
+    u->d = dp__lua_planned_domains(L, m, cfg, lua_gettop(L));
+    lua_pop(L, 1);
+    if (dp_report_scan(m, u->d, &u->r, &err) < 0) return dp__lua_error(L, err);
+  }
   u->ok = 1;
   return 1;
 }

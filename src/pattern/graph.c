@@ -27,7 +27,7 @@ uint32_t dp__dfp_graph_find(dp__dfp_graph *g, const dp_expr *e) {
     for (uint32_t i = 0; i < g->n; i++)
       if (dp__ptrmap_put(&g->found, g->x[i], (void *)(uintptr_t)(i + 1)) < 0) {
         dp__ptrmap_free(&g->found);
-        return DP__DFP_NONE;
+        return DP__DFP_OOM;
       }
   }
   dp__ptrslot *v = dp__ptrmap_find(&g->found, e);
@@ -298,6 +298,7 @@ static int ensure_dominators(dp__dfp_graph *g) {
 }
 
 int dp__dfp_graph_dominates(dp__dfp_graph *g, uint32_t a, uint32_t b) {
+  if (a == DP__DFP_OOM || b == DP__DFP_OOM) return -1;
   if (a == DP__DFP_NONE || b == DP__DFP_NONE || a == b) return 0;
   if (ensure_dominators(g) < 0) return -1;
   return g->tin[a] <= g->tin[b] && g->tout[b] <= g->tout[a];

@@ -145,7 +145,7 @@ static int find_fuzzy(grouper *gr) {
     if (p->nodes[node].fuzzy && dp__ptrmap_put(&gr->fuzzy, e, NULL) < 0) return -1;
     if (p->nodes[node].kind == DP_DFP_FN && e->h.kind == DP_FUNC) {
       uint32_t f = dp__dfp_graph_find(gr->g, e);
-      if (f == DP__DFP_NONE || dp__dfp_u32s_push(&gr->fns, f) < 0) return -1;
+      if (f >= DP__DFP_OOM || dp__dfp_u32s_push(&gr->fns, f) < 0) return -1;
     }
   }
   return 0;
@@ -226,7 +226,7 @@ static int in_body(grouper *gr, uint32_t f, const dp_expr *e) {
     return dp__ptrmap_find(&gr->skipped, e) != NULL;
   }
   uint32_t c = dp__dfp_graph_find(gr->g, e);
-  if (c == DP__DFP_NONE) return -1;
+  if (c >= DP__DFP_OOM) return -1;
   int param = 0;
   for (uint32_t i = 0; i < fn->nparams && !param; i++) param = e == &fn->params[i]->e;
   if (!param) return below_fn(gr, f, c);

@@ -12,6 +12,8 @@
 #include "../core/ptrmap.h"
 
 #define DP__DFP_NONE UINT32_MAX
+/* dp__dfp_graph_find's answer when its index cannot be made (out of memory). */
+#define DP__DFP_OOM (UINT32_MAX - 1)
 /* dp_dfp_node.flags bit of a node made by re-association (never bound). */
 #define DP__DFPF_UNBOUND 2
 
@@ -61,10 +63,12 @@ int dp__dfp_graph_build(dp__dfp_graph *g, dp_expr *root, int enter_fns);
    Primitive = 1): a unit the partitioner never enters. */
 int dp__dfp_is_unit_fn(const dp_expr *e);
 void dp__dfp_graph_free(dp__dfp_graph *g);
-/* Index of e, or DP__DFP_NONE when e is not in the graph. */
+/* Index of e, DP__DFP_NONE when e is not in the graph, or DP__DFP_OOM
+   when the index of every node (made on first use) cannot be made. */
 uint32_t dp__dfp_graph_find(dp__dfp_graph *g, const dp_expr *e);
 /* Does a strictly post-dominate b (every path from b to the root passes
-   a)? 1, 0, or -1 when the dominator tree cannot be built (out of memory). */
+   a)? 1, 0, or -1 when the dominator tree cannot be built or an index is
+   DP__DFP_OOM (out of memory). */
 int dp__dfp_graph_dominates(dp__dfp_graph *g, uint32_t a, uint32_t b);
 /* Is every node below v, constants aside, post-dominated by v, so that
    nothing below it is used from outside? 1 yes, 0 no, 2 unknown (a

@@ -45,6 +45,12 @@
  *    type of the node it replaces; a hoisted function fn(its parameters)
  *    -> its body, its call and projections what they give), so the output
  *    is not type-checked again (only where an input node had no type).
+ * The devices: read from the planned module's own annotations, per body
+ * over its graph (lexical.c: what capture writes down, checked, which is
+ * what planning the module again finds); where a body does not say them
+ * so (the module was not planned, or not by this configuration), the whole
+ * module is partitioned again from the domains of PlanDevices' phases 0
+ * to 2 (which leave a planned module as it is).
  * Everything walks with explicit stacks and arrays indexed by the post
  * order: a 1,000,000-node program is fine.
  */
@@ -89,7 +95,11 @@ typedef struct namectr {
 
 typedef struct pctx {
   /* the module */
-  dp_domains *d;
+  dp_domains *d;        /* the devices, from planning the module again; or */
+  dp__lexical *lx;      /* read from the module itself (lexical.c): dev below */
+  dp_vdev **dev;        /* per node of the body: its device (borrowed) */
+  int gave_up;          /* lexical.c cannot read a body: plan the module again */
+  dp_vdev *body_vd;     /* the function's virtual_device (where its body lives) */
   dp_partition_by by;
   dp_module *out;
   int typed;            /* the module is typed: the output's new nodes are typed as they are made */
@@ -131,6 +141,11 @@ typedef struct pctx {
 
 static void set_oom(pctx *c) {
   if (!c->err) c->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
+}
+
+/* The device of node v of the body (new reference, or NULL). */
+static dp_vdev *device_of(pctx *c, uint32_t v) {
+  return c->lx ? dp_retain(c->dev[v]) : dp_domains_lookup(c->d, c->x[v], NULL);
 }
 
 /* made, typed t when the module is typed: each new node of the output
@@ -303,7 +318,7 @@ static void classify(pctx *c) {
       continue;
     }
     if (is_member_kind(c, v) && c->block[v] != MULTI) {
-      dp_vdev *vd = dp_domains_lookup(c->d, e, NULL);
+      dp_vdev *vd = device_of(c, v);
       if (vd && !dp_vdev_is_fully_unconstrained(vd)) {
         c->cls[v] = C_MEMBER;
         c->key[v] = key_of(c, vd);
@@ -755,7 +770,7 @@ static dp_expr *param_for(pctx *c, fbuild *b, uint32_t xi, dp_vdev *fallback) {
   char name[32];
   if (x->h.kind == DP_VAR) snprintf(name, sizeof name, "%.30s", ((dp_var *)x)->name);
   else snprintf(name, sizeof name, "p%u", b->params.n);
-  dp_vdev *vd = dp_domains_lookup(c->d, x, NULL);
+  dp_vdev *vd = device_of(c, xi);
   dp_var *p = dp_var_new(name, x->type, vd ? vd : fallback, DP_NOSPAN);
   dp_release(vd);
   if (p) typed_as(c, &p->e, x->type); /* (its annotation) */
@@ -852,7 +867,7 @@ static int make_function(pctx *c, region *g) {
   if (!outs) goto out;
   for (uint32_t j = 0; j < g->nmem; j++) {
     uint32_t m = c->mem[g->first + j];
-    if (c->isout[m] && !g->vd) g->vd = dp_domains_lookup(c->d, c->x[m], NULL);
+    if (c->isout[m] && !g->vd) g->vd = device_of(c, m);
   }
   for (uint32_t j = 0; j < g->nmem; j++) {
     uint32_t m = c->mem[g->first + j];
@@ -1047,6 +1062,10 @@ static void fence_lets(pctx *c, int nerr, const dp_scope_error *errs, int shown,
   if (nerr > shown) c->strict = 1;
   for (int i = 0; i < shown && i < nerr && !c->strict; i++) {
     uint32_t v = dp__dfp_graph_find(&c->g, &errs[i].var->e);
+    if (v == DP__DFP_OOM) {
+      set_oom(c);
+      return;
+    }
     uint32_t let = v == DP__DFP_NONE || errs[i].twice ? MULTI : c->letof[v];
     if (let == MULTI || (c->fence[let] && c->fence[let] != round)) c->strict = 1;
     else c->fence[let] = round;
@@ -1108,7 +1127,7 @@ static int attempt(pctx *c, uint8_t round, dp_expr **out) {
     }
     fence_lets(c, nerr, errs, 16, round);
     dp_release(body);
-    return 0;
+    return c->err ? -1 : 0;
   }
   *out = body;
   return 1;
@@ -1123,6 +1142,12 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
   if (dp__dfp_graph_build(&c->g, body, DP__DFP_FNS_PLAIN) < 0) goto done;
   c->n = c->g.n;
   c->x = c->g.x;
+  if (c->lx) { /* the devices, as the body says them */
+    if (!(c->dev = dp_malloc((c->n ? c->n : 1) * sizeof *c->dev))) goto done;
+    int r = dp__lexical_graph(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->body_vd, c->dev);
+    if (r > 0) c->gave_up = 1;
+    if (r != 0) goto done;
+  }
   c->strict = 0;
   c->fence = dp_calloc(c->n ? c->n : 1, 1);
   saved = dp_malloc((c->nnames ? c->nnames : 1) * sizeof *saved);
@@ -1148,11 +1173,13 @@ done:
   attempt_clear(c);
   dp__dfp_graph_free(&c->g);
   free(c->fence);
+  free(c->dev);
   free(saved);
+  c->dev = NULL;
   c->fence = NULL;
   c->n = 0;
   c->x = NULL;
-  if (rc < 0) set_oom(c);
+  if (rc < 0 && !c->gave_up) set_oom(c);
   return rc < 0 ? -1 : 0;
 }
 
@@ -1162,6 +1189,7 @@ done:
    and replaces the function there. */
 static int partition_fn(pctx *c, const char *name, dp_func *fn) {
   c->fname = name;
+  c->body_vd = fn->vdev;
   c->nnames = 0; /* the names count per function */
   dp_expr *body = NULL;
   int rc = partition_body(c, fn->body, &body);
@@ -1178,7 +1206,7 @@ static int partition_fn(pctx *c, const char *name, dp_func *fn) {
     dp_release(nf);
   }
   dp_release(body);
-  if (rc < 0) set_oom(c);
+  if (rc < 0 && !c->gave_up) set_oom(c);
   return rc;
 }
 
@@ -1207,19 +1235,27 @@ void dp_regions_clear(dp_regions *rs) {
   }
 }
 
-dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partition_by by,
-                                  dp_regions *regions, dp_err **err) {
+/* The module partitioned, its devices read from it (lexical) or from
+   planning it again (PlanDevices' phases 0 to 2, which leave a planned
+   module as it is). NULL with *gave_up: lexical.c cannot read them. */
+static dp_module *partition_module(dp_module *m, const dp_config *cfg, dp_partition_by by,
+                                   dp_regions *regions, int lexical, int *gave_up, dp_err **err) {
   if (regions) *regions = (dp_regions){0};
   pctx c;
   memset(&c, 0, sizeof c);
   c.by = by;
   c.regions = regions;
   c.typed = typed(m);
-  /* the devices, read back through PlanDevices' phases 0 to 2 (which leave
-     a planned module as it is) */
-  c.d = dp_plan_domains(m, cfg, NULL, NULL, err);
-  if (!c.d) return NULL;
-  dp_module *planned = dp_domains_module(c.d);
+  dp_module *planned = m;
+  if (lexical) {
+    if (!(c.lx = dp__lexical_new(m, cfg))) {
+      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      return NULL;
+    }
+  } else {
+    if (!(c.d = dp_plan_domains(m, cfg, NULL, NULL, err))) return NULL;
+    planned = dp_domains_module(c.d);
+  }
   if (!(c.out = dp_module_copy(planned))) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     goto fail;
@@ -1228,7 +1264,8 @@ dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partiti
     dp_defn *f = &planned->funcs[i];
     if (dp__is_primitive(f->fn)) continue; /* (not planned) */
     if (partition_fn(&c, f->global->name, f->fn) < 0) {
-      dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      if (c.gave_up) *gave_up = 1;
+      else dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       c.err = NULL;
       goto fail;
     }
@@ -1238,6 +1275,7 @@ dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partiti
   if (c.typed && c.untyped && dp_infer_module(c.out, err) < 0) goto fail;
   free(c.names);
   dp_release(c.d);
+  dp__lexical_free(c.lx);
   return c.out;
 fail:
   dp_regions_clear(regions);
@@ -1245,5 +1283,20 @@ fail:
   dp_err_free(c.err);
   dp_release(c.out);
   dp_release(c.d);
+  dp__lexical_free(c.lx);
   return NULL;
+}
+
+dp_module *dp_partition_by_device(dp_module *m, const dp_config *cfg, dp_partition_by by,
+                                  dp_regions *regions, dp_err **err) {
+  int gave_up = 0;
+  dp_module *r = cfg ? partition_module(m, cfg, by, regions, 1, &gave_up, err) : NULL;
+  if (!r && (gave_up || !cfg)) r = partition_module(m, cfg, by, regions, 0, &gave_up, err);
+  return r;
+}
+
+dp_module *dp_partition_by_device_replanned(dp_module *m, const dp_config *cfg, dp_partition_by by,
+                                            dp_regions *regions, dp_err **err) {
+  int gave_up = 0;
+  return partition_module(m, cfg, by, regions, 0, &gave_up, err);
 }

@@ -871,4 +871,31 @@ int dp__placed_by_search(dp_module *m, const dp_config *cfg, const dp_plan_opts 
 int dp__latency_of_plan(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_conflicts *all,
                         dp__plan_fn plan, dp_latency_result *out, dp_err **err);
 
+/* ================= lexical.c: a planned module's devices, read from it ================= */
+
+/* The devices a planned module's annotations say (capture's: src/planner/
+   lexical.c says how and when it gives up), which are those planning it
+   again by the configuration finds, read without planning. */
+typedef struct dp__lexical dp__lexical;
+/* post: each node once per walk, children first (dp_visit's order), with
+   its device (NULL: operators, constructors, a let's variable at its let;
+   borrowed: the module holds it). -1 stops the walk. */
+typedef int (*dp__lexical_post)(void *ud, dp_expr *e, dp_vdev *dev);
+dp__lexical *dp__lexical_new(dp_module *m, const dp_config *cfg); /* NULL: out of memory */
+void dp__lexical_free(dp__lexical *lx);
+/* Walks function fn of the module: 0, 1 the module does not say its
+   devices so (the caller plans it), -1 out of memory or post stopped. */
+int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *ud);
+/* The same reading over the graph of one body: n nodes in post order (x,
+   the root last), child slots kids[kstart[v] .. kstart[v + 1]) as node
+   indices (UINT32_MAX: an operator, a constructor or a global), the root
+   in position root_ctx (a function's virtual_device); dev[v] each node's
+   device (borrowed). 0, 1 the body does not say its devices so, -1 out of
+   memory. */
+int dp__lexical_graph(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
+                      const uint32_t *kids, dp_vdev *root_ctx, dp_vdev **dev);
+/* Is vd a device as planning by the configuration leaves it (canonical,
+   nothing left to default)? 1, 0, -1 out of memory. */
+int dp__lexical_settled(dp__lexical *lx, dp_vdev *vd);
+
 #endif

@@ -1,10 +1,11 @@
 /*
  * What dp.planner.report counts (lua/devplan/report.lua words it), in one
  * C walk of a planned module: per device the calls and the bytes resident,
- * every device_copy, the totals. Above the phases: it reads the domains the
- * pipeline gives back for the planned module (dp_plan_domains), as
- * dp_domains_each tells each node's device, and the module's own
- * annotations.
+ * every device_copy, the totals. Above the phases: each node's device is
+ * read from the planned module's own annotations (lexical.c: what capture
+ * writes down, which is what planning the module again finds), and where
+ * the module does not say them all so, from the domains the pipeline gives
+ * back for it (dp_plan_domains), as dp_domains_each tells them.
  *
  * Each value is counted once, where it is made: the parameters of the entry
  * functions (those no other function refers to), the results of operator
@@ -31,6 +32,8 @@ typedef struct rctx {
   const dp_module *m;
   uint32_t fn;            /* the function walked */
   uint8_t *called;        /* per function: another function refers to it */
+  int lexical;            /* the devices read from the module (dp_report_scan_lexical) */
+  dp_vdev *lexctx;        /* then the device of the node post reads */
   uint32_t entered;
   int oom;
 } rctx;
@@ -87,6 +90,7 @@ static void resident(rctx *c, dp_expr *e, dp_vdev *vd) {
 static dp_vdev *device_id(rctx *c, uint32_t id);
 
 static dp_vdev *device(rctx *c, dp_expr *e) {
+  if (c->lexical) return c->lexctx;
   if (c->at != DP__NONE_ID) return device_id(c, c->at);
   if (c->use_exact) {
     dp__ptrslot *s = dp__ptrmap_find(&c->exact, e);
@@ -317,6 +321,48 @@ static int scan(rctx *c) {
   for (c->fn = 0; c->fn < m->nfuncs && !c->oom; c->fn++)
     if (dp_visit(&m->funcs[c->fn].fn->e, &v) < 0) return -1;
   return c->oom ? -1 : 0;
+}
+
+/* ---- the devices read from the module itself (lexical.c) ---- */
+
+static int lex_post(void *ud, dp_expr *e, dp_vdev *dev) {
+  rctx *c = ud;
+  c->lexctx = dev;
+  return post(c, e);
+}
+
+int dp_report_scan_lexical(dp_module *planned, const dp_config *cfg, dp_report_data *out, dp_err **err) {
+  memset(out, 0, sizeof *out);
+  rctx c;
+  memset(&c, 0, sizeof c);
+  c.r = out;
+  c.m = planned;
+  c.lexical = 1;
+  c.at = DP__NONE_ID;
+  c.on_device = dp_op_get(planned->ctx, "on_device");
+  c.device_copy = dp_op_get(planned->ctx, "device_copy");
+  c.called = dp_malloc(planned->nfuncs ? planned->nfuncs : 1);
+  dp__lexical *lx = cfg ? dp__lexical_new(planned, cfg) : NULL;
+  int rc = lx && c.called && c.on_device && c.device_copy ? mark_called(&c) : -1;
+  for (uint32_t i = 0; i < planned->nfuncs && rc == 0; i++) { /* the entry functions' parameters */
+    if (c.called[i]) continue;
+    const dp_func *f = planned->funcs[i].fn;
+    for (uint32_t p = 0; p < f->nparams && rc == 0; p++) {
+      dp_var *v = f->params[p];
+      int s = dp__lexical_settled(lx, v->vdev);
+      if (s <= 0) rc = s < 0 ? -1 : 1;
+      else resident(&c, &v->e, v->vdev);
+    }
+  }
+  for (c.fn = 0; c.fn < planned->nfuncs && rc == 0 && !c.oom; c.fn++)
+    rc = dp__lexical_walk(lx, planned->funcs[c.fn].fn, lex_post, &c);
+  if (c.oom) rc = -1;
+  if (rc == 0 && out->ncopies) rc = name_copies(planned, out);
+  free(c.called);
+  dp__lexical_free(lx);
+  if (rc != 0) dp_report_data_clear(out);
+  if (rc < 0 && err && !*err) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return rc;
 }
 
 int dp_report_scan(dp_module *planned, dp_domains *d, dp_report_data *out, dp_err **err) {

@@ -1,0 +1,450 @@
+/*
+ * A planned module's devices read from the module itself (lexical.c,
+ * planner.h), as a later pass reads them (TVM's device-aware visitors),
+ * instead of planning it again for its domains.
+ *
+ * PlanDevices' capture writes every device down: a function's body lives
+ * where its virtual_device says, a parameter where its own says, a fixed
+ * on_device's body where the on_device says, a device_copy's argument at
+ * its source, and every other child where its parent runs (capture wraps
+ * each child that lives elsewhere, and each let value, in a fixed
+ * on_device). Bottom up each node has a device: a parameter its
+ * virtual_device, a let variable its value's, a global or function value
+ * its result's, an on_device its own, a device_copy its destination, a
+ * call of a function its callee's result, anything else its position's.
+ * Where a module says so consistently it is what planning it again finds:
+ * each node is held to its annotations by the same rules, and nothing is
+ * left for defaults. So the walk checks, at each child, that the child
+ * lives where its parent wants it (an operator's or constructor's
+ * arguments where the call runs, a function's where its parameters are, a
+ * function body where the function says, a copy's argument at its source,
+ * a tuple's fields, an if's parts, a let's body and a projection's tuple
+ * where the node is), and that a value reached from two positions is read
+ * on one device.
+ *
+ * It gives up (1: the caller plans the module for its domains, which knows
+ * what to do) on anything else: a device missing or one planning by the
+ * configuration would change (not canonical, or with a field left to
+ * default), an on_device that is not fixed, a device_copy without its two
+ * ends, a primitive function (planning does not enter one), the memory and
+ * VM dialect, references, match, a call of anything but an operator, a
+ * constructor, a global function or a function literal, and any check that
+ * fails. One explicit-stack walk per function, in dp_visit's order (a
+ * node with other references visited once per function, the first time;
+ * such nodes and variables are found again by their mark, dp_expr.mark,
+ * checked against the record it names, as index.c does: no pointer map),
+ * for the report; and the same rules over a body's graph in post order
+ * (dp__lexical_graph: positions top down, devices bottom up), for
+ * PartitionByVirtualDevice, whose arrays are indexed by that order.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "planner.h"
+
+/* A node with other references: where it was first met. */
+typedef struct lrec {
+  dp_expr *e;
+  dp_vdev *ctx, *dev; /* its position's device, its own (a variable: where it is bound) */
+  uint32_t walk;      /* the walk (function) that met it last */
+  uint8_t done;       /* posted in that walk (its device known) */
+} lrec;
+
+typedef struct lframe {
+  dp_expr *e;
+  dp_vdev *ctx;      /* where its position says it lives */
+  uint32_t i, n;     /* next child, children */
+  uint32_t base;     /* its children's devices: vals[base ..] */
+  uint32_t rec;      /* its lrec + 1, 0: none */
+} lframe;
+
+struct dp__lexical {
+  dp_module *m;
+  const dp_config *cfg;
+  const dp_op *on_device, *device_copy;
+  dp_vdev **ok;                   /* the devices found settled */
+  uint32_t nok, capok;
+  lrec *recs;                     /* the nodes with other references (variables too),
+                                     found by their mark (dp_expr.mark: the index here,
+                                     checked against recs[].e, as index.c does) */
+  uint32_t nrecs, caprecs, walk;
+  lframe *st;
+  uint32_t sp, capst;
+  dp_vdev **vals;                 /* the devices of the children being gathered */
+  uint32_t nvals, capvals;
+};
+
+dp__lexical *dp__lexical_new(dp_module *m, const dp_config *cfg) {
+  dp__lexical *lx = dp_calloc(1, sizeof *lx);
+  if (!lx) return NULL;
+  lx->m = m;
+  lx->cfg = cfg;
+  lx->on_device = dp_op_get(m->ctx, "on_device");
+  lx->device_copy = dp_op_get(m->ctx, "device_copy");
+  if (!lx->on_device || !lx->device_copy) {
+    free(lx);
+    return NULL;
+  }
+  return lx;
+}
+
+void dp__lexical_free(dp__lexical *lx) {
+  if (!lx) return;
+  free(lx->ok);
+  free(lx->recs);
+  free(lx->st);
+  free(lx->vals);
+  free(lx);
+}
+
+int dp__lexical_settled(dp__lexical *lx, dp_vdev *vd) {
+  if (!vd) return 0;
+  for (uint32_t i = 0; i < lx->nok; i++)
+    if (lx->ok[i] == vd) return 1;
+  dp_vdev *dflt = dp_vdev_default(vd, lx->cfg->default_vdev);
+  dp_vdev *canon = dflt ? dp_config_canonical(lx->cfg, dflt, NULL) : NULL;
+  int yes = canon == vd && dflt == vd && !dp_vdev_is_fully_unconstrained(vd);
+  dp_release(dflt);
+  dp_release(canon);
+  if (!yes) return 0;
+  if (dp_grow((void **)&lx->ok, &lx->capok, lx->nok + 1, sizeof *lx->ok) < 0) return -1;
+  lx->ok[lx->nok++] = vd;
+  return 1;
+}
+
+static const dp_aval *attr(const dp_call *call, const char *key) {
+  return call->attrs ? dp_attrs_get(call->attrs, key) : NULL;
+}
+
+static dp_vdev *vdev_attr(const dp_call *call, const char *key) {
+  const dp_aval *v = attr(call, key);
+  return v && v->kind == DP_AV_VDEV ? v->u.vdev : NULL;
+}
+
+/* A boolean attribute (dflt when absent; -1: not a boolean). */
+static int flag(const dp_call *call, const char *key, int dflt) {
+  const dp_aval *v = attr(call, key);
+  if (!v) return dflt;
+  return (v->kind == DP_AV_BOOL || v->kind == DP_AV_INT) ? v->u.i != 0 : -1;
+}
+
+/* The function a call's callee names (a global function or a function
+   literal), or NULL. */
+static dp_func *callee_fn(dp__lexical *lx, const dp_expr *fn) {
+  if (fn->h.kind == DP_FUNC) return (dp_func *)fn;
+  if (fn->h.kind == DP_GLOBAL) return dp_module_func(lx->m, ((const dp_global *)fn)->name);
+  return NULL;
+}
+
+/* e's record, or NULL. */
+static lrec *rec_of(dp__lexical *lx, const dp_expr *e) {
+  uint32_t m = e->mark;
+  return m < lx->nrecs && lx->recs[m].e == e ? &lx->recs[m] : NULL;
+}
+
+/* e's record, made when new (NULL: out of memory). */
+static lrec *rec_make(dp__lexical *lx, dp_expr *e, dp_vdev *ctx) {
+  lrec *r = rec_of(lx, e);
+  if (r) return r;
+  if (dp_grow((void **)&lx->recs, &lx->caprecs, lx->nrecs + 1, sizeof *lx->recs) < 0) return NULL;
+  e->mark = lx->nrecs;
+  lx->recs[lx->nrecs] = (lrec){e, ctx, NULL, 0, 0};
+  return &lx->recs[lx->nrecs++];
+}
+
+/* A variable is where it is bound. */
+static int bind(dp__lexical *lx, dp_var *v, dp_vdev *dev) {
+  lrec *r = rec_make(lx, &v->e, NULL);
+  if (!r) return -1;
+  r->dev = dev;
+  return 0;
+}
+
+/* Node e, first met: 1 read on, 0 give up, -1 out of memory. Parameters
+   go into the map of variables here. */
+static int readable(dp__lexical *lx, dp_expr *e) {
+  switch (e->h.kind) {
+  case DP_FUNC: {
+    const dp_func *f = (const dp_func *)e;
+    if (dp__is_primitive(f)) return 0;
+    int s = dp__lexical_settled(lx, f->vdev);
+    for (uint32_t i = 0; i < f->nparams && s == 1; i++) {
+      s = dp__lexical_settled(lx, f->params[i]->vdev);
+      if (s == 1 && bind(lx, f->params[i], f->params[i]->vdev) < 0) s = -1;
+    }
+    return s;
+  }
+  case DP_CALL: {
+    const dp_call *call = (const dp_call *)e;
+    if (call->fn == &lx->on_device->e)
+      return flag(call, "constrain_body", 1) == 1 && flag(call, "constrain_result", 0) == 1 && call->nargs == 1
+                 ? dp__lexical_settled(lx, vdev_attr(call, "virtual_device")) : 0;
+    if (call->fn == &lx->device_copy->e) {
+      int s = call->nargs == 1 ? dp__lexical_settled(lx, vdev_attr(call, "src_virtual_device")) : 0;
+      return s == 1 ? dp__lexical_settled(lx, vdev_attr(call, "dst_virtual_device")) : s;
+    }
+    if (call->fn->h.kind == DP_OP) {
+      const char *name = ((const dp_op *)call->fn)->name;
+      return !(!strcmp(name, "call_lowered") || !strncmp(name, "memory.", 7) || !strncmp(name, "vm.", 3));
+    }
+    if (call->fn->h.kind == DP_CTOR) return 1;
+    const dp_func *f = callee_fn(lx, call->fn);
+    return f && !dp__is_primitive(f) && f->nparams == call->nargs;
+  }
+  case DP_MATCH: case DP_REF_CREATE: case DP_REF_READ: case DP_REF_WRITE: return 0;
+  default: return 1;
+  }
+}
+
+static int is_on_device(dp__lexical *lx, const dp_expr *e) {
+  return e->h.kind == DP_CALL && ((const dp_call *)e)->fn == &lx->on_device->e;
+}
+static int is_copy(dp__lexical *lx, const dp_expr *e) {
+  return e->h.kind == DP_CALL && ((const dp_call *)e)->fn == &lx->device_copy->e;
+}
+
+/* Where child i of f's node lives by its position. */
+static dp_vdev *child_ctx(dp__lexical *lx, const lframe *f, uint32_t i) {
+  dp_expr *e = f->e;
+  if (e->h.kind == DP_FUNC) return i == ((dp_func *)e)->nparams ? ((dp_func *)e)->vdev : f->ctx;
+  if (i == 1 && is_on_device(lx, e)) return vdev_attr((const dp_call *)e, "virtual_device");
+  if (i == 1 && is_copy(lx, e)) return vdev_attr((const dp_call *)e, "src_virtual_device");
+  return f->ctx;
+}
+
+/* Does a node's device come from its position rather than from itself? */
+static int positional(dp__lexical *lx, const dp_expr *e) {
+  switch (e->h.kind) {
+  case DP_VAR: case DP_GLOBAL: case DP_FUNC: case DP_OP: case DP_CTOR: return 0;
+  case DP_CALL: return !is_on_device(lx, e) && !is_copy(lx, e);
+  default: return 1;
+  }
+}
+
+static dp_vdev *var_dev(dp__lexical *lx, const dp_expr *v);
+
+/* Node e is done, its children's devices in vals[base ..]: checks them,
+   and gives its own device (*dev). 1 consistent, 0 not. */
+static int finish(dp__lexical *lx, const lframe *f, dp_vdev **dev) {
+  dp_expr *e = f->e;
+  dp_vdev **k = lx->vals + f->base;
+  *dev = f->ctx;
+  switch (e->h.kind) {
+  case DP_VAR: *dev = var_dev(lx, e); return 1; /* (NULL: a let's own, not bound yet) */
+  case DP_GLOBAL: {
+    dp_func *g = dp_module_func(lx->m, ((dp_global *)e)->name);
+    *dev = g ? g->vdev : NULL;
+    return 1; /* (a callee; as a value it is checked where it is read) */
+  }
+  case DP_OP: case DP_CTOR: *dev = NULL; return 1;
+  case DP_CONST: return 1;
+  case DP_FUNC: {
+    dp_func *fn = (dp_func *)e;
+    *dev = fn->vdev;
+    return k[fn->nparams] == fn->vdev;
+  }
+  case DP_LET: return k[2] == f->ctx;
+  case DP_CALL: {
+    const dp_call *call = (const dp_call *)e;
+    if (is_on_device(lx, e)) return *dev = vdev_attr(call, "virtual_device"), k[1] == *dev;
+    if (is_copy(lx, e)) return *dev = vdev_attr(call, "dst_virtual_device"), k[1] == vdev_attr(call, "src_virtual_device");
+    if (call->fn->h.kind == DP_OP || call->fn->h.kind == DP_CTOR) {
+      for (uint32_t i = 0; i < call->nargs; i++)
+        if (k[1 + i] != f->ctx) return 0;
+      return 1;
+    }
+    dp_func *g = callee_fn(lx, call->fn);
+    for (uint32_t i = 0; i < call->nargs; i++)
+      if (k[1 + i] != g->params[i]->vdev) return 0;
+    return g->vdev == f->ctx;
+  }
+  default: /* tuple, projection, if: every part where the node is */
+    for (uint32_t i = 0; i < f->n; i++)
+      if (k[i] != f->ctx) return 0;
+    return 1;
+  }
+}
+
+static dp_vdev *var_dev(dp__lexical *lx, const dp_expr *v) {
+  lrec *r = rec_of(lx, v);
+  return r ? r->dev : NULL;
+}
+
+static int push_val(dp__lexical *lx, dp_vdev *v) {
+  if (lx->nvals == lx->capvals && dp_grow((void **)&lx->vals, &lx->capvals, lx->nvals + 1, sizeof *lx->vals) < 0)
+    return -1;
+  lx->vals[lx->nvals++] = v;
+  return 0;
+}
+
+/* Meets e at position ctx: 1 pushed, 0 met in this walk already (its
+   device pushed), 2 give up, -1 out of memory. Operators and constructors
+   are no values: their device is none, and they are not posted. */
+static int reach(dp__lexical *lx, dp_expr *e, dp_vdev *ctx) {
+  uint32_t rec = 0;
+  if (e->h.kind == DP_OP || e->h.kind == DP_CTOR) return push_val(lx, NULL) < 0 ? -1 : 0;
+  if (e->h.rc > 1 || e->h.kind == DP_VAR) {
+    lrec *r = rec_of(lx, e);
+    if (r && r->walk == lx->walk) {
+      if (e->h.kind != DP_VAR && r->ctx != ctx && positional(lx, e)) return 2;
+      if (!r->done && e->h.kind != DP_VAR) return 2; /* (a cycle: no module of ours) */
+      return push_val(lx, r->dev) < 0 ? -1 : 0;
+    }
+    if (r && e->h.kind != DP_VAR && r->ctx != ctx && positional(lx, e)) return 2; /* (another function's) */
+    if (!r && !(r = rec_make(lx, e, ctx))) return -1;
+    r->walk = lx->walk;
+    r->done = 0;
+    rec = (uint32_t)(r - lx->recs) + 1;
+  }
+  int r = readable(lx, e);
+  if (r <= 0) return r < 0 ? -1 : 2;
+  if (dp_grow((void **)&lx->st, &lx->capst, lx->sp + 1, sizeof *lx->st) < 0) return -1;
+  lx->st[lx->sp++] = (lframe){e, ctx, 0, dp_expr_nchildren(e), lx->nvals, rec};
+  return 1;
+}
+
+int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *ud) {
+  lx->walk++;
+  lx->sp = lx->nvals = 0;
+  int r = reach(lx, &fn->e, fn->vdev);
+  if (r != 1) return r < 0 ? -1 : 1;
+  while (lx->sp) {
+    lframe *f = &lx->st[lx->sp - 1];
+    if (f->i < f->n) {
+      uint32_t i = f->i++;
+      if (f->e->h.kind == DP_LET && i == 2) { /* the variable lives where its value does */
+        dp_vdev *v = lx->vals[f->base + 1];
+        if (!v) return 1;
+        if (bind(lx, ((dp_let *)f->e)->var, v) < 0) return -1;
+      }
+      r = reach(lx, dp_expr_child(f->e, i), child_ctx(lx, f, i));
+      if (r < 0) return -1;
+      if (r == 2) return 1;
+    } else {
+      lframe done = lx->st[--lx->sp];
+      dp_vdev *dev;
+      if (!finish(lx, &done, &dev)) return 1;
+      lx->nvals = done.base;
+      if (done.rec) {
+        lrec *rc = &lx->recs[done.rec - 1];
+        if (done.e->h.kind != DP_VAR) rc->dev = dev; /* (a variable keeps where it is bound) */
+        rc->done = 1;
+      }
+      if (push_val(lx, dev) < 0 || post(ud, done.e, dev) < 0) return -1;
+    }
+  }
+  return 0;
+}
+
+/* ---- the same reading over a graph of one body (partition.c) ---- */
+
+#define NONE UINT32_MAX
+
+typedef struct lgraph {
+  uint32_t n;
+  dp_expr *const *x;
+  const uint32_t *kstart, *kids;
+  uint32_t *bound;   /* a let's variable -> its let (NONE: a parameter) */
+  dp_vdev **ctx, **dev;
+} lgraph;
+
+static uint32_t gkid(const lgraph *g, uint32_t v, uint32_t k) { return g->kids[g->kstart[v] + k]; }
+
+/* The device of the value in slot k of v (done already), or NULL. */
+static dp_vdev *slot_dev(dp__lexical *lx, const lgraph *g, uint32_t v, uint32_t k) {
+  uint32_t ci = gkid(g, v, k);
+  if (ci == NONE) { /* an operator, a constructor, a global */
+    const dp_expr *e = dp_expr_child(g->x[v], k);
+    if (e->h.kind != DP_GLOBAL) return NULL;
+    dp_func *f = dp_module_func(lx->m, ((const dp_global *)e)->name);
+    return f ? f->vdev : NULL;
+  }
+  while (g->x[ci]->h.kind == DP_VAR && g->bound[ci] != NONE) ci = gkid(g, g->bound[ci], 1);
+  return g->dev[ci];
+}
+
+/* Node v (its slots done): its device in g->dev[v]. 1 consistent, 0 not,
+   -1 out of memory. */
+static int graph_node(dp__lexical *lx, lgraph *g, uint32_t v) {
+  dp_expr *e = g->x[v];
+  dp_vdev *ctx = g->ctx[v];
+  uint32_t ns = g->kstart[v + 1] - g->kstart[v];
+  g->dev[v] = ctx;
+  int r = e->h.kind == DP_VAR ? 1 : readable(lx, e);
+  if (r <= 0) return r;
+  switch (e->h.kind) {
+  case DP_VAR:
+    if (g->bound[v] != NONE) return 1; /* (where its value is: slot_dev) */
+    g->dev[v] = ((dp_var *)e)->vdev;
+    return dp__lexical_settled(lx, g->dev[v]);
+  case DP_CONST: return 1;
+  case DP_FUNC: {
+    dp_func *fn = (dp_func *)e;
+    g->dev[v] = fn->vdev;
+    return ns == 0 || slot_dev(lx, g, v, fn->nparams) == fn->vdev; /* (a Composite one: a leaf) */
+  }
+  case DP_LET: return slot_dev(lx, g, v, 2) == ctx;
+  case DP_CALL: {
+    const dp_call *call = (const dp_call *)e;
+    if (is_on_device(lx, e)) return (g->dev[v] = vdev_attr(call, "virtual_device")) == slot_dev(lx, g, v, 1);
+    if (is_copy(lx, e)) {
+      g->dev[v] = vdev_attr(call, "dst_virtual_device");
+      return slot_dev(lx, g, v, 1) == vdev_attr(call, "src_virtual_device");
+    }
+    if (call->fn->h.kind == DP_OP || call->fn->h.kind == DP_CTOR) {
+      for (uint32_t i = 0; i < call->nargs; i++)
+        if (slot_dev(lx, g, v, 1 + i) != ctx) return 0;
+      return 1;
+    }
+    dp_func *f = callee_fn(lx, call->fn);
+    for (uint32_t i = 0; i < call->nargs; i++)
+      if (slot_dev(lx, g, v, 1 + i) != f->params[i]->vdev || dp__lexical_settled(lx, f->params[i]->vdev) != 1) return 0;
+    return f->vdev == ctx && dp__lexical_settled(lx, f->vdev) == 1;
+  }
+  default: /* tuple, projection, if */
+    for (uint32_t k = 0; k < ns; k++)
+      if (slot_dev(lx, g, v, k) != ctx) return 0;
+    return 1;
+  }
+}
+
+int dp__lexical_graph(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
+                      const uint32_t *kids, dp_vdev *root_ctx, dp_vdev **dev) {
+  lgraph g = {n, x, kstart, kids, dp_malloc((n ? n : 1) * sizeof *g.bound), dp_calloc(n ? n : 1, sizeof *g.ctx), dev};
+  int rc = g.bound && g.ctx ? 0 : -1;
+  if (rc == 0 && n) {
+    for (uint32_t v = 0; v < n; v++) g.bound[v] = NONE;
+    for (uint32_t v = 0; v < n; v++)
+      if (x[v]->h.kind == DP_LET && gkid(&g, v, 0) != NONE && gkid(&g, v, 1) != NONE) g.bound[gkid(&g, v, 0)] = v;
+    /* top down (reverse post order is topological): where each position says */
+    g.ctx[n - 1] = root_ctx;
+    for (uint32_t v = n; v-- > 0 && rc == 0;) {
+      lframe f = {x[v], g.ctx[v], 0, 0, 0, 0};
+      for (uint32_t k = 0; k < kstart[v + 1] - kstart[v] && rc == 0; k++) {
+        uint32_t ci = gkid(&g, v, k);
+        if (ci == NONE) continue;
+        dp_vdev *c = child_ctx(lx, &f, k);
+        if (!g.ctx[ci]) g.ctx[ci] = c;
+        else if (g.ctx[ci] != c && positional(lx, x[ci])) rc = 1;
+      }
+    }
+    /* bottom up: each node's device, checked against its parts' */
+    for (uint32_t v = 0; v < n && rc == 0; v++) {
+      int r = graph_node(lx, &g, v);
+      rc = r < 0 ? -1 : r == 0 ? 1 : 0;
+    }
+    if (rc == 0) { /* the body lives where its function says; variables where they are bound */
+      for (uint32_t v = 0; v < n; v++)
+        if (x[v]->h.kind == DP_VAR && g.bound[v] != NONE) {
+          uint32_t ci = v;
+          while (x[ci]->h.kind == DP_VAR && g.bound[ci] != NONE) ci = gkid(&g, g.bound[ci], 1);
+          dev[v] = dev[ci];
+        }
+      uint32_t root = n - 1;
+      while (x[root]->h.kind == DP_VAR && g.bound[root] != NONE) root = gkid(&g, g.bound[root], 1);
+      if (dev[root] != root_ctx) rc = 1;
+    }
+  }
+  free(g.bound);
+  free(g.ctx);
+  return rc;
+}
