@@ -345,6 +345,7 @@ local function functions_of(root, prefix, out, seen)
 end
 
 local SKIP = {["dp.graph.render"] = true, ["dp.graph.svg"] = true} -- they run Graphviz on files
+local WRITES_TO = {["dp.write_file"] = true} -- functions whose first argument is a path (rt.path)
 M.FUNCTIONS = {}
 for _, f in ipairs(functions_of(dp, "dp", {}, {})) do
   if not SKIP[f] then M.FUNCTIONS[#M.FUNCTIONS + 1] = f end
@@ -354,7 +355,11 @@ end
 function G:call()
   local r = self:below(30)
   if r < 7 then -- any function of dp with random and typed arguments
-    return ("%s(%s)"):format(self:pick(M.FUNCTIONS), self:args(self:below(5)))
+    local f = self:pick(M.FUNCTIONS)
+    if WRITES_TO[f] then -- its path into rt's scratch folder
+      return ("%s(rt.path(%s)%s)"):format(f, self:args(1), self:chance(0.7) and (", " .. self:args(1)) or "")
+    end
+    return ("%s(%s)"):format(f, self:args(self:below(5)))
   end
   if r < 11 then -- a method or function field of a value made before
     local args = self:args(self:below(4))

@@ -88,6 +88,25 @@ end
 -- Calls the j-th callable member (sorted by name) of the k-th value of the
 -- pool with args: as a method (the value first) for members reached
 -- through its metatable, as a function for its own fields.
+-- Paths: what the library writes (dp.write_file, a schedule's write_svg)
+-- goes into a folder of its own, never the current one (a suite run from
+-- the project root would leave files such as "cuda" there). A string path
+-- keeps its name, slashes made underscores (a number is one: the library
+-- takes it as its text); other values pass unchanged, so argument errors
+-- are still reached.
+local scratch
+function M.path(p)
+  if math.type(p) then p = tostring(p) end
+  if type(p) ~= "string" then return p end
+  if not scratch then
+    scratch = os.tmpname()
+    os.remove(scratch)
+    assert(os.execute("mkdir -p '" .. scratch .. "'"), "apifuzz_rt: cannot make a scratch folder")
+  end
+  return scratch .. "/" .. p:sub(1, 200):gsub("[/%z]", "_")
+end
+local WRITES_TO = {write_svg = true, write_file = true} -- members whose first argument is a path
+
 function M.invoke(k, j, ...)
   if #M.V == 0 then return nil end
   local v = M.V[k % #M.V + 1]
@@ -107,8 +126,10 @@ function M.invoke(k, j, ...)
   if #members == 0 then return v end
   table.sort(members, function(a, b) return a[1] < b[1] or (a[1] == b[1] and not a[3] and b[3]) end)
   local m = members[j % #members + 1]
-  if m[3] then return m[2](v, ...) end
-  return m[2](...)
+  local args = table.pack(...)
+  if WRITES_TO[m[1]] and args.n > 0 then args[1] = M.path(args[1]) end
+  if m[3] then return m[2](v, table.unpack(args, 1, args.n)) end
+  return m[2](table.unpack(args, 1, args.n))
 end
 
 -- text with a few bytes changed (deleted, inserted or replaced), by seed.

@@ -35,7 +35,14 @@ describe("the API fuzzer", function()
     assert.is_string(rt.judge({}))
   end)
 
-  it(("finds nothing in %d batches of calls"):format(BATCHES), function()
+  it(("finds nothing in %d batches of calls, and writes no file in the current folder"):format(BATCHES), function()
+    local function listing()
+      local ls = io.popen("ls -A")
+      local names = ls:read("a")
+      ls:close()
+      return names
+    end
+    local before = listing()
     local found = {}
     for seed = SEED, SEED + BATCHES - 1 do
       if not apifuzz.run_source(apifuzz.batch(seed, 40, 0.1), "apifuzz-" .. seed) then
@@ -44,5 +51,6 @@ describe("the API fuzzer", function()
     end
     dp.debug.fail_alloc(0)
     assert.same({}, found)
+    assert.are.equal(before, listing()) -- (what the library writes goes to rt.path's folder)
   end)
 end)
