@@ -165,16 +165,24 @@ static int p_tokens(lua_State *L) {
   return 1;
 }
 
-/* The match-time capture of an action (upvalues: the parsers' metatable,
-   the action). */
-static int p_action(lua_State *L) {
+/* The parser a match-time capture gets as its third argument (LPeg's
+   Carg(1)), checked against the parsers' metatable (upvalue 1); raises
+   otherwise. */
+static lparser *capture_parser(lua_State *L) {
   lparser *lp = lua_touserdata(L, 3);
   int ok = lp && lua_getmetatable(L, 3);
   if (ok) {
     ok = lua_rawequal(L, -1, lua_upvalueindex(1));
     lua_pop(L, 1);
   }
-  if (!ok || !lp->p) return luaL_error(L, "devplan: a parser action without its parser");
+  if (!ok || !lp->p) luaL_error(L, "devplan: a parser action without its parser");
+  return lp;
+}
+
+/* The match-time capture of an action (upvalues: the parsers' metatable,
+   the action). */
+static int p_action(lua_State *L) {
+  lparser *lp = capture_parser(L);
   int top = lua_gettop(L);
   size_t n = top > 3 ? (size_t)(top - 3) : 0;
   if (n > lp->cap) {
@@ -203,13 +211,7 @@ static int p_action(lua_State *L) {
    after the first token, parser) -> the position after the statements it
    read, or false when the first is not simple. */
 static int p_simple(lua_State *L) {
-  lparser *lp = lua_touserdata(L, 3);
-  int ok = lp && lua_getmetatable(L, 3);
-  if (ok) {
-    ok = lua_rawequal(L, -1, lua_upvalueindex(1));
-    lua_pop(L, 1);
-  }
-  if (!ok || !lp->p) return luaL_error(L, "devplan: a parser action without its parser");
+  lparser *lp = capture_parser(L);
   lua_Integer pos = luaL_checkinteger(L, 2);
   if (pos < 2) return luaL_error(L, "devplan: the simple statements' reader at position %d", (int)pos);
   lp->L = L;

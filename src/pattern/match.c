@@ -164,6 +164,8 @@ static void walks_free(dp__dfp_matcher *m) {
    nothing it may look up bound: &walk_failed, or the expression it bound
    the parent to first (every branch of a walk that succeeds ends at the
    parent), which a root must post-dominate. */
+static const char walk_failed;
+
 static void remember_walk(dp__dfp_matcher *m, const dp__dfp_frame *f, const void *found) {
   dp__ptrslot *s = dp__ptrmap_insert(&m->walked[m->dom[f->node]], f->e, NULL);
   if (s) s->ptr = (void *)found; /* a cache: without memory for it, the path is walked again */
@@ -264,9 +266,6 @@ static int push_path(dp__dfp_matcher *m, uint32_t node, dp_expr *e, uint32_t own
    stops the walk, and every walk on the stack that may be kept reached z
    first: that is kept (the failure itself depends on the root, so none is
    kept until the dominator frame sees it: m->cut). */
-static void remember_walk(dp__dfp_matcher *m, const dp__dfp_frame *f, const void *found);
-static const char walk_failed;
-
 static int cut_at(dp__dfp_matcher *m, uint32_t fi, const dp_expr *z) {
   const dp__dfp_frame *f = &m->frames[fi];
   if (!m->graph) return 0;
