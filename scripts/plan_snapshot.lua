@@ -7,9 +7,10 @@
 --
 -- Each program is planned by PlanDevices under TVM's rules, strict, as TVM's
 -- phase 0b (first conflict), with every conflict, by min_bytes, each plan
--- then through ShareCopies, and partitioned (PartitionByVirtualDevice, its
--- regions); every plan is verified, and a sample of its expressions and
--- placement by cost's decisions are explained. A failure is written as its
+-- then through ShareCopies, partitioned (PartitionByVirtualDevice, its
+-- regions) and reported (dp.planner.report, text and JSON); every plan is
+-- verified, and a sample of its expressions and placement by cost's
+-- decisions are explained. A failure is written as its
 -- code, message, notes and every conflict's message. The programs: every
 -- conformance case of the shared material (DEVPLAN_SHARED, else ../shared),
 -- every model of models/ (convolutions and dense annotated on the GPU, and
@@ -105,6 +106,14 @@ local function snapshot(name, mod, config, opts)
           put(regions_text(regions))
         else
           put(parted)
+        end
+        put("-- report")
+        local okr, report = attempt(dp.planner.report, planned, config)
+        if okr then
+          put(report:text())
+          put(report:json())
+        else
+          put(report)
         end
       end
     end
