@@ -4,25 +4,10 @@
 local dp = require "devplan"
 local testing = require "devplan.testing"
 
-local EXE = os.getenv("DEVPLAN_EXE") or "bin/devplan"
-if EXE:find("/", 1, true) and EXE:sub(1, 1) ~= "/" then EXE = assert(os.getenv("PWD")) .. "/" .. EXE end
-
 local temp = testing.temp_file
 
 -- exit status, standard output, standard error
-local function run(args, cwd)
-  local out, err = os.tmpname(), os.tmpname()
-  local cmd = (cwd and "cd '" .. cwd .. "' && " or "") .. EXE .. " " .. args .. " >" .. out .. " 2>" .. err
-  local ok, _, code = os.execute(cmd)
-  local function slurp(p)
-    local f = assert(io.open(p))
-    local s = f:read("a")
-    f:close()
-    os.remove(p)
-    return s
-  end
-  return ok and 0 or code, slurp(out), slurp(err)
-end
+local function run(args, cwd) return testing.run_devplan(args, nil, cwd) end
 
 local function has(s, sub) return s:find(sub, 1, true) ~= nil end
 

@@ -1,24 +1,12 @@
 -- ONNX models on the command line: devplan import, and an .onnx file
 -- wherever a Relay file is read (parse, plan, opt; standard input too).
 local dp = require "devplan"
-require "devplan.testing" -- assert.structurally_equal
-
-local EXE = os.getenv("DEVPLAN_EXE") or "bin/devplan"
+local testing = require "devplan.testing" -- assert.structurally_equal, run_devplan
+local EXE = testing.exe
 local DIR = "spec/data/onnx/"
 
 -- exit status, standard output, standard error
-local function run(args)
-  local out, err = os.tmpname(), os.tmpname()
-  local ok, _, code = os.execute(EXE .. " " .. args .. " >" .. out .. " 2>" .. err)
-  local function slurp(p)
-    local f = assert(io.open(p))
-    local s = f:read("a")
-    f:close()
-    os.remove(p)
-    return s
-  end
-  return ok and 0 or code, slurp(out), slurp(err)
-end
+local run = testing.run_devplan
 
 local function has(s, sub) return s:find(sub, 1, true) ~= nil end
 

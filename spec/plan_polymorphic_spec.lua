@@ -11,12 +11,9 @@ local gen = require "relaygen_copies"
 local pc = require "props_copies"
 local run = require("devplan.evaluate").execute
 
-local T = "Tensor[(5, 7), float32]"
 local config = testing.config("cpu")
 
-local function program(text)
-  return (text:gsub("T([,);%s])", T .. "%1"):gsub("CPU", "meta[VirtualDevice][0]"):gsub("GPU", "meta[VirtualDevice][1]"))
-end
+local program = testing.program
 
 local function poly(text, opts)
   opts = opts or {}

@@ -192,11 +192,20 @@ M.exe = (function()
   return exe
 end)()
 
+-- Relay text in the specs' shorthand, spelled out: T (before `,`, `)`, `;`
+-- or a space) is Tensor[(5, 7), float32], CPU and GPU are
+-- meta[VirtualDevice][0] and [1] (parse it with M.META).
+function M.program(text)
+  return (text:gsub("T([,);%s])", "Tensor[(5, 7), float32]%1")
+    :gsub("CPU", "meta[VirtualDevice][0]"):gsub("GPU", "meta[VirtualDevice][1]"))
+end
+
 -- Runs `devplan ARGS` (a shell fragment), with `input` on standard input
--- when given; returns the exit status, standard output, standard error.
-function M.run_devplan(args, input)
+-- when given, from the folder `cwd` when given (else the current one);
+-- returns the exit status, standard output, standard error.
+function M.run_devplan(args, input, cwd)
   local out, err = os.tmpname(), os.tmpname()
-  local cmd = M.exe .. " " .. args .. " >" .. out .. " 2>" .. err
+  local cmd = (cwd and "cd '" .. cwd .. "' && " or "") .. M.exe .. " " .. args .. " >" .. out .. " 2>" .. err
   if input then cmd = cmd .. " <" .. M.temp_file(input, ".in") end
   local ok, _, code = os.execute(cmd)
   local o, e = M.read_file(out), M.read_file(err)
