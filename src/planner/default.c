@@ -119,8 +119,8 @@ static int run(dctx *c, const uint32_t *order) {
    another class's device, every one of them in the device table, and
    refines it only where dp__dev_default answers another device. (Asked of
    the devices themselves, without adding what a default would make to
-   the table, which other phases read.) Domains, not nodes: one sequential
-   pass over the union-find, where the rules take a find per node. */
+   the table, which other phases read.) Domains, not nodes: sequential
+   passes over the union-find, where the rules take a find per node. */
 static int settled(dp__domains *d) {
   dp__devices *t = d->dev;
   uint8_t *seen = dp_calloc(t->n, 1);
@@ -128,11 +128,7 @@ static int settled(dp__domains *d) {
   int ok = 1;
   for (uint32_t x = 1; x < d->nnodes && ok; x++) { /* (0: what a failed allocation hands out) */
     const dp__dnode *nd = &d->nodes[x];
-    if (nd->parent != x) { /* (its path made one step, as the rules' finds would: capture's are) */
-      dp__dom_find(d, x);
-      continue;
-    }
-    if (nd->isfn) continue;
+    if (nd->parent != x || nd->isfn) continue;
     if (nd->vdev == 0 || nd->vdev >= t->n) ok = 0;
     else seen[nd->vdev] = 1;
   }
@@ -148,6 +144,10 @@ static int settled(dp__domains *d) {
     }
   }
   free(seen);
+  /* every path made one step, as the rules' finds would have made most:
+     capture's finds follow */
+  for (uint32_t x = 1; x < d->nnodes && ok; x++)
+    if (d->nodes[x].parent != x) dp__dom_find(d, x);
   return ok;
 }
 
