@@ -58,6 +58,8 @@ typedef struct cctx {
   dp_expr **kr; uint32_t capkr;       /* the node being captured: its kids' results (borrowed) */
   rcopy *rc; uint32_t nrc, caprc;
   dp__ptrmap rcmap;  /* node -> its latest rcopy + 1 (a node numbered twice has two ids) */
+  uint8_t *dev;      /* id -> its device's index (0: none), read once before capture
+                        (NULL: more than 255 devices, then read from the domains) */
 } cctx;
 
 static dp_err *no_device(cctx *c, const dp_expr *e) {
@@ -150,7 +152,7 @@ static dp_vdev *dom_vd(cctx *c, uint32_t dom, const dp_expr *e, dp_err **err) {
 
 /* The device of node id. */
 static dp_vdev *id_vd(cctx *c, uint32_t id, dp_err **err) {
-  uint32_t v = dp__dom_dev(c->d, dp__dom_at(c->d, id));
+  uint32_t v = c->dev ? c->dev[id] : dp__dom_dev(c->d, dp__dom_at(c->d, id));
   if (!v) {
     dp_err_set(err, no_device(c, c->ix->x[id]));
     return NULL;
@@ -625,6 +627,17 @@ oom:
   return NULL;
 }
 
+/* Every node's device, in one pass in id order (capture asks for each
+   node's a few times, as a node and as a child, in post order: a find in
+   the union-find each time). 0, or -1 on out of memory. */
+static int devices(cctx *c) {
+  const dp__index *ix = c->ix;
+  if (c->d->dev->n > 256) return 0; /* (read from the domains) */
+  if (!(c->dev = dp_malloc(ix->n ? ix->n : 1))) return -1;
+  for (uint32_t id = 0; id < ix->n; id++) c->dev[id] = (uint8_t)dp__dom_dev(c->d, dp__dom_at(c->d, id));
+  return 0;
+}
+
 dp_module *dp__capture(dp__domains *d, dp_err **err) {
   dp__index *ix = d->ix;
   cctx c = {.d = d, .ix = ix, .changed = DP__PTRMAP_INIT, .rcmap = DP__PTRMAP_INIT};
@@ -633,7 +646,7 @@ dp_module *dp__capture(dp__domains *d, dp_err **err) {
   dp__arena arena = DP__ARENA_INIT;
   ix->ops.arena = &arena;
   dp_module *m = ix->mod, *out = dp_module_copy(m);
-  if (!out || !(c.isnew = dp_calloc(ix->n / 8 + 1, 1))) goto oom;
+  if (!out || !(c.isnew = dp_calloc(ix->n / 8 + 1, 1)) || devices(&c) < 0) goto oom;
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = capture_function(&c, i, err);
     if (!f) goto fail;
@@ -660,6 +673,7 @@ done:
     for (uint32_t i = 0; i < ix->n; i++) dp_release(c.dense[i]);
   free(c.dense);
   free(c.isnew);
+  free(c.dev);
   free(c.kr);
   for (uint32_t i = 0; i < c.nrc; i++) dp_release(c.rc[i].made);
   free(c.rc);

@@ -113,6 +113,48 @@ static int run(dctx *c, const uint32_t *order) {
   return 0;
 }
 
+/* Would TVM's rules change nothing here? So when no first-order class is
+   free and none of their devices is one a default could refine: a rule
+   defaults a class from the configuration's default device or from
+   another class's device, every one of them in the device table, and
+   refines it only where dp__dev_default answers another device. (Asked of
+   the devices themselves, without adding what a default would make to
+   the table, which other phases read.) Domains, not nodes: sequential
+   passes over the union-find, where the rules take a find per node. */
+static int settled(dp__domains *d) {
+  dp__devices *t = d->dev;
+  uint8_t *seen = dp_calloc(t->n, 1);
+  if (!seen) return 0; /* (then the rules run, and say so if they fail) */
+  int ok = 1;
+  for (uint32_t x = 1; x < d->nnodes && ok; x++) { /* (0: what a failed allocation hands out) */
+    const dp__dnode *nd = &d->nodes[x];
+    if (nd->parent != x || nd->isfn) continue;
+    if (nd->vdev == 0 || nd->vdev >= t->n) ok = 0;
+    else seen[nd->vdev] = 1;
+  }
+  for (uint32_t a = 1; a < t->n && ok; a++) {
+    if (!seen[a]) continue;
+    for (uint32_t b = 1; b < t->n && ok; b++) {
+      if (b == a) continue;
+      dp_vdev *v = dp_vdev_default(t->v[a], t->v[b]);
+      dp_vdev *k = v ? dp_config_canonical(t->cfg, v, NULL) : NULL;
+      ok = v && (k ? k : v) == t->v[a];
+      dp_release(k);
+      dp_release(v);
+    }
+  }
+  free(seen);
+  /* every path made one step, as the rules' finds would have made most:
+     capture's finds follow */
+  for (uint32_t x = 1; x < d->nnodes && ok; x++)
+    if (d->nodes[x].parent != x) dp__dom_find(d, x);
+  return ok;
+}
+
+int dp__default_for_capture(dp__domains *d, dp_err **err) {
+  return settled(d) ? 0 : dp__default(d, err);
+}
+
 int dp__default(dp__domains *d, dp_err **err) {
   dctx c = {d, d->ix, d->dev->dflt, NULL};
   uint32_t *order = d->ix->nfn > 1 ? dp__plan_order(d->ix) : NULL;

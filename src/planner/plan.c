@@ -48,9 +48,14 @@ static int place(dp_domains *s, const dp__flows *flows, const dp_place_hooks *h,
   return -1;
 }
 
-/* Phases 0 to 2 with options: the domains capture writes back. */
+/* Phase 2 for domains capture alone reads (below). */
+static int default_for_capture(dp_domains *s, dp_err **err);
+
+/* Phases 0 to 2 with options: the domains capture writes back. With
+   `captured`, capture alone reads them (then they go): phase 2 is skipped
+   where it would change no device (default.c). */
 static dp_domains *plan(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
-                        dp_conflicts *all, dp_err **err) {
+                        dp_conflicts *all, int captured, dp_err **err) {
   int placing = o->placement != DP_PLACE_TVM;
   dp__index *ix = dp__index_new(m, cfg, err);    /* every node numbered, once */
   if (ix) ix = dp__rewrite(ix, err);             /* phase 0: fixed annotations */
@@ -69,7 +74,7 @@ static dp_domains *plan(dp_module *m, const dp_config *cfg, const dp_plan_opts *
   else if (rc == 0 && how.nconf) rc = dp__conflict_errors(s, all, err); /* every one */
   else if (rc == 0 && placing) rc = place(s, &flows, o->hooks, err);    /* placement by cost */
   free(flows.v);
-  if (rc == 0) rc = dp_plan_default(s, err);    /* phase 2: defaults */
+  if (rc == 0) rc = captured ? default_for_capture(s, err) : dp_plan_default(s, err); /* phase 2 */
   if (rc < 0) {
     dp_release(s);
     return NULL;
@@ -99,24 +104,29 @@ static dp_module *searched(dp_module *m, const dp_config *cfg, const dp_plan_opt
 }
 
 static dp_domains *search_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
-                                  dp_conflicts *all, dp_err **err) {
+                                  dp_conflicts *all, int captured, dp_err **err) {
   dp_latency_result r;
   if (dp__latency_of_plan(m, cfg, o, all, dp_plan_devices_opts, &r, err) < 0) return NULL;
   dp_plan_opts by = {.placement = r.from_placement};
   dp_config *plain = cfg->nmemory ? dp_config_with_memory(cfg, NULL, 0, err) : dp_retain((dp_config *)cfg);
-  dp_domains *s = plain ? plan(r.from, plain, &by, all, err) : NULL;
+  dp_domains *s = plain ? plan(r.from, plain, &by, all, captured, err) : NULL;
   dp_release(plain);
   dp_latency_result_clear(&r);
   return s;
 }
 
-dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
-                            dp_conflicts *all, dp_err **err) {
+static dp_domains *domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
+                           dp_conflicts *all, int captured, dp_err **err) {
   static const dp_plan_opts tvm = {0};
   if (all) *all = (dp_conflicts){0};
   int search = dp__placed_by_search(m, cfg, o, err); /* latency, soft annotations, budgets */
-  if (search) return search < 0 ? NULL : search_domains(m, cfg, o, all, err);
-  return plan(m, cfg, o ? o : &tvm, all, err);
+  if (search) return search < 0 ? NULL : search_domains(m, cfg, o, all, captured, err);
+  return plan(m, cfg, o ? o : &tvm, all, captured, err);
+}
+
+dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
+                            dp_conflicts *all, dp_err **err) {
+  return domains(m, cfg, o, all, 0, err);
 }
 
 /* Placement by cost decides devices; where the module names memory scopes
@@ -136,7 +146,7 @@ static dp_module *scopes_by_tvm(dp_module *planned, const dp_config *cfg, dp_err
    memory scopes TVM's rules' scopes. */
 static dp_module *plan_round(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                              dp_conflicts *all, int *scoped, dp_err **err) {
-  dp_domains *s = dp_plan_domains(m, cfg, o, all, err);
+  dp_domains *s = domains(m, cfg, o, all, 1, err);
   dp_module *out = s ? dp__capture(&s->uf, err) : NULL;
   *scoped = out && o && o->placement != DP_PLACE_TVM && dp__dev_any_scope(s->uf.dev);
   dp_release(s);
@@ -211,12 +221,20 @@ dp_domains *dp_plan_analyze(dp_module *m, const dp_config *cfg, dp_err **err) {
   return s;
 }
 
-int dp_plan_default(dp_domains *s, dp_err **err) {
+static int logged_default(dp_domains *s, int (*phase)(dp__domains *, dp_err **), dp_err **err) {
   if (dp__log_add(&s->log, (dp__op_log){LOG_DEFAULT, 0, NULL, NULL, 0}) < 0) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return -1;
   }
-  return worded(s, dp__default(&s->uf, err), err);
+  return worded(s, phase(&s->uf, err), err);
+}
+
+int dp_plan_default(dp_domains *s, dp_err **err) {
+  return logged_default(s, dp__default, err);
+}
+
+static int default_for_capture(dp_domains *s, dp_err **err) {
+  return logged_default(s, dp__default_for_capture, err);
 }
 
 dp_module *dp_plan_capture(dp_domains *s, dp_err **err) {

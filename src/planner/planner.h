@@ -512,6 +512,9 @@ int dp__place_each(dp__domains *d, const struct dp__placement *pl, dp_place_fn f
 
 /* Phase 2 (default.c): 0; 1 when a default conflicts (d->failed); -1 + error. */
 int dp__default(dp__domains *d, dp_err **err);
+/* The same for domains capture alone reads next: nothing where no rule
+   would change a device (every class has a device no default refines). */
+int dp__default_for_capture(dp__domains *d, dp_err **err);
 /* Phase 3 (capture.c): the planned module, or NULL + error. */
 dp_module *dp__capture(dp__domains *d, dp_err **err);
 
