@@ -65,6 +65,7 @@
 #include "devplan/visit.h"
 
 enum { C_LEAF = 0, C_WRAP, C_MEMBER, C_BARRIER };
+enum { F_ONDEV = 1, F_NOOP = 2, F_MEMBER = 4 }; /* on_device; one that says nothing; a member's kind */
 #define MULTI UINT32_MAX
 
 /* A region's restrictions (see "restriction sets" below): the first n
@@ -121,6 +122,8 @@ typedef struct pctx {
   /* the body: its graph, and the lets whose bodies are blocks of their own */
   int strict;           /* every let body */
   uint8_t *fence;
+  uint8_t *kind;        /* per node: its kind (dp_exprkind), read once */
+  uint8_t *nflag;       /* per node: F_* */
   /* the graph, in post order (function literals not entered) */
   dp__dfp_graph g;
   uint32_t n;           /* g.n */
@@ -206,13 +209,13 @@ static void assign_blocks(pctx *c) {
   memset(c->block, 0, c->n * sizeof *c->block);
   c->block[c->n - 1] = 1;
   for (uint32_t v = c->n; v-- > 0;) {
-    dp_expr *e = c->x[v];
+    int kind = c->kind[v];
     for (uint32_t k = 0; k < nslots(c, v); k++) {
       uint32_t ci = kid(c, v, k);
       if (ci == DP__DFP_NONE) continue;
-      int opens = ((e->h.kind == DP_IF || e->h.kind == DP_MATCH) && k > 0) ||
-                  (e->h.kind == DP_FUNC && k == ((const dp_func *)e)->nparams) ||
-                  (e->h.kind == DP_LET && k == 2 && (c->strict || c->fence[v]));
+      int opens = ((kind == DP_IF || kind == DP_MATCH) && k > 0) ||
+                  (kind == DP_FUNC && k == ((const dp_func *)c->x[v])->nparams) ||
+                  (kind == DP_LET && k == 2 && (c->strict || c->fence[v]));
       uint32_t b = c->block[v] == MULTI ? MULTI : opens ? next++ : c->block[v];
       uint32_t old = c->block[ci];
       c->block[ci] = old == 0 || old == b ? b : MULTI;
@@ -256,6 +259,19 @@ static int is_noop_on_device(const dp_expr *e) {
   int result = cr && (cr->kind == DP_AV_BOOL || cr->kind == DP_AV_INT) && cr->u.i != 0;
   int device = vd && vd->kind == DP_AV_VDEV && vd->u.vdev && !dp_vdev_is_fully_unconstrained(vd->u.vdev);
   return !body && !result && !device;
+}
+
+/* kind[] and nflag[]: what each node is, read from the IR once per body. */
+static int read_nodes(pctx *c) {
+  uint32_t n = c->n ? c->n : 1;
+  if (!(c->kind = dp_malloc(n)) || !(c->nflag = dp_calloc(n, 1))) return -1;
+  for (uint32_t v = 0; v < c->n; v++) {
+    const dp_expr *e = c->x[v];
+    c->kind[v] = (uint8_t)e->h.kind;
+    if (dp_is_op_call(e, "on_device")) c->nflag[v] = F_ONDEV | (is_noop_on_device(e) ? F_NOOP : 0);
+    else if (is_member_kind(c, v)) c->nflag[v] = F_MEMBER;
+  }
+  return 0;
 }
 
 static uintptr_t key_of(const pctx *c, dp_vdev *vd) {
@@ -306,28 +322,27 @@ static int resolve_bases(pctx *c) {
 static void classify(pctx *c) {
   for (uint32_t v = 0; v < c->n; v++) c->letof[v] = MULTI;
   for (uint32_t v = 0; v < c->n; v++) /* a let's variable stands for its value */
-    if (c->x[v]->h.kind == DP_LET && kid(c, v, 0) != DP__DFP_NONE && kid(c, v, 1) != DP__DFP_NONE)
+    if (c->kind[v] == DP_LET && kid(c, v, 0) != DP__DFP_NONE && kid(c, v, 1) != DP__DFP_NONE)
       c->letof[kid(c, v, 0)] = v;
   for (uint32_t v = 0; v < c->n; v++) {
-    dp_expr *e = c->x[v];
     c->base[v] = v;
     c->uf[v] = v;
-    if (e->h.kind == DP_FUNC && nslots(c, v) == 0 && !c->has_fnlit) {
+    if (c->kind[v] == DP_FUNC && nslots(c, v) == 0 && !c->has_fnlit) {
       uint32_t nfree = 0;
-      dp_var **fv = dp_free_vars(e, &nfree);
+      dp_var **fv = dp_free_vars(c->x[v], &nfree);
       c->has_fnlit = !fv || nfree > 0; /* (out of memory: as if it read some) */
       free(fv);
     }
-    if (c->letof[v] != MULTI || dp_is_op_call(e, "on_device")) {
+    if (c->letof[v] != MULTI || (c->nflag[v] & F_ONDEV)) {
       c->cls[v] = C_WRAP;
       continue;
     }
-    if (is_member_kind(c, v) && c->block[v] != MULTI) {
+    if ((c->nflag[v] & F_MEMBER) && c->block[v] != MULTI) {
       dp_vdev *vd = device_of(c, v);
       if (vd && !dp_vdev_is_fully_unconstrained(vd)) {
         c->cls[v] = C_MEMBER;
         c->key[v] = key_of(c, vd);
-        c->hascall[v] = e->h.kind == DP_CALL;
+        c->hascall[v] = c->kind[v] == DP_CALL;
         dp_release(vd); /* interned and held by the domains: the key stays valid */
         continue;
       }
@@ -341,7 +356,7 @@ static void classify(pctx *c) {
    is a leaf, an operator or a global. */
 static uint32_t producer(const pctx *c, uint32_t v, uint32_t k) {
   uint32_t ci = kid(c, v, k);
-  if (ci == DP__DFP_NONE || (k == 0 && c->x[v]->h.kind == DP_LET)) return DP__DFP_NONE;
+  if (ci == DP__DFP_NONE || (k == 0 && c->kind[v] == DP_LET)) return DP__DFP_NONE;
   uint32_t b = c->base[ci];
   return c->cls[b] == C_MEMBER || c->cls[b] == C_BARRIER ? b : DP__DFP_NONE;
 }
@@ -705,7 +720,7 @@ static int mark_lets(pctx *c) {
     int inside = hoisted(c, v);
     for (uint32_t k = 0; k < nslots(c, v); k++) {
       uint32_t w = kid(c, v, k);
-      if (w == DP__DFP_NONE || (k == 0 && c->x[v]->h.kind == DP_LET)) continue;
+      if (w == DP__DFP_NONE || (k == 0 && c->kind[v] == DP_LET)) continue;
       for (; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w)) {
         if (c->letof[w] == MULTI) continue;
         read[w] = 1;
@@ -855,7 +870,7 @@ static int stays_inside(const pctx *c, uint32_t xi, uint32_t xb) {
   for (uint32_t w = xi; w != xb; w = wrapped(c, w))
     if (c->letof[w] != MULTI) return 0;
   const dp_expr *e = c->x[xb];
-  if (e->h.kind == DP_CONST) return 1;
+  if (c->kind[xb] == DP_CONST) return 1;
   if (!dp__dfp_is_unit_fn(e)) return 0;
   uint32_t n = 0;
   dp_var **fv = dp_free_vars((dp_expr *)e, &n);
@@ -1021,7 +1036,7 @@ static int finish(pctx *c, walk *w, cfr *f) {
     rc = f->g->call ? 0 : -1;
   } else {
     dp_expr *x = c->x[f->v];
-    w->newx[f->v] = c->drop[f->v] || is_noop_on_device(x) ? dp_retain(kids[c->drop[f->v] ? 2 : 1])
+    w->newx[f->v] = c->drop[f->v] || (c->nflag[f->v] & F_NOOP) ? dp_retain(kids[c->drop[f->v] ? 2 : 1])
                     : f->n == 0 ? dp_retain(x) : typed_as(c, dp_expr_with_children(x, kids), x->type);
     w->state[f->v] = 2;
     rc = w->newx[f->v] ? 0 : -1;
@@ -1110,12 +1125,21 @@ static int record(pctx *c, region *g) {
   r->vdev = dp_retain(g->vd);
   for (uint32_t j = 0; j < g->nmem; j++) {
     uint32_t m = c->mem[g->first + j];
-    r->nodes[r->nnodes++] = dp_retain(c->x[m]);
-    if (c->isout[m]) r->outputs[c->outpos[m]] = dp_retain(c->x[m]);
+    r->nodes[r->nnodes++] = c->x[m];
+    if (c->isout[m]) r->outputs[c->outpos[m]] = c->x[m];
   }
   r->noutputs = g->nout;
-  for (uint32_t j = 0; j < g->ninputs; j++) r->inputs[r->ninputs++] = dp_retain(c->x[g->inputs[j]]);
+  for (uint32_t j = 0; j < g->ninputs; j++) r->inputs[r->ninputs++] = c->x[g->inputs[j]];
   o->n++;
+  return 0;
+}
+
+/* The body the recorded regions' nodes are in, kept alive by the regions. */
+static int record_body(pctx *c) {
+  dp_regions *o = c->regions;
+  if (!o || !c->nregs) return 0;
+  if (dp_grow((void **)&o->bodies, &o->capbodies, o->nbodies + 1, sizeof *o->bodies) < 0) return -1;
+  o->bodies[o->nbodies++] = dp_retain(c->x[c->n - 1]);
   return 0;
 }
 
@@ -1141,7 +1165,7 @@ static void fence_lets(pctx *c, int nerr, const dp_scope_error *errs, int shown,
    wherever a piece's call lands. */
 static int binds(const pctx *c) {
   for (uint32_t v = 0; v < c->n; v++) {
-    int k = c->x[v]->h.kind;
+    int k = c->kind[v];
     if (k == DP_LET || k == DP_MATCH || (k == DP_FUNC && nslots(c, v) > 0)) return 1;
   }
   return 0;
@@ -1151,7 +1175,7 @@ static int binds(const pctx *c) {
    that says nothing? */
 static int rebuilds(pctx *c) {
   for (uint32_t v = 0; v < c->n; v++)
-    if (is_noop_on_device(c->x[v])) return 1;
+    if (c->nflag[v] & F_NOOP) return 1;
   return 0;
 }
 
@@ -1212,6 +1236,7 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
     if (r > 0) c->gave_up = 1;
     if (r != 0) goto done;
   }
+  if (read_nodes(c) < 0) goto done;
   c->strict = 0;
   c->fence = dp_calloc(c->n ? c->n : 1, 1);
   saved = dp_malloc((c->nnames ? c->nnames : 1) * sizeof *saved);
@@ -1225,6 +1250,7 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
     c->nnames = nsaved; /* the names start again where they were */
     if (nsaved) memcpy(c->names, saved, nsaved * sizeof *saved);
   }
+  if (rc == 1 && record_body(c) < 0) rc = -1;
   for (uint32_t i = 0; rc == 1 && i < c->nregs; i++) {
     region *g = &c->regs[i];
     if (dp_module_add_func(c->out, g->global, g->fn, &c->err) < 0 || record(c, g) < 0) rc = -1;
@@ -1238,7 +1264,10 @@ done:
   dp__dfp_graph_free(&c->g);
   free(c->fence);
   free(c->dev);
+  free(c->kind);
+  free(c->nflag);
   free(saved);
+  c->kind = c->nflag = NULL;
   c->dev = NULL;
   c->fence = NULL;
   c->n = 0;
@@ -1286,15 +1315,14 @@ void dp_regions_clear(dp_regions *rs) {
     dp_release(r->global);
     dp_release(r->vdev);
     free(r->caller);
-    for (uint32_t j = 0; j < r->nnodes; j++) dp_release(r->nodes[j]);
-    for (uint32_t j = 0; j < r->ninputs; j++) dp_release(r->inputs[j]);
-    for (uint32_t j = 0; j < r->noutputs; j++) dp_release(r->outputs[j]);
     free(r->nodes);
     free(r->inputs);
     free(r->outputs);
   }
+  for (uint32_t i = 0; rs && i < rs->nbodies; i++) dp_release(rs->bodies[i]);
   if (rs) {
     free(rs->r);
+    free(rs->bodies);
     *rs = (dp_regions){0};
   }
 }
