@@ -51,14 +51,18 @@ typedef struct dp_region {
   char *caller;        /* the global function it was hoisted from (malloc'd) */
   dp_vdev *vdev;       /* where it runs (retained) */
   uint32_t nnodes, ninputs, noutputs;
-  dp_expr **nodes;     /* what it computes, in post order (retained) */
-  dp_expr **inputs;    /* the values it reads, in parameter order (retained) */
-  dp_expr **outputs;   /* the values it gives, in result order (retained) */
+  dp_expr **nodes;     /* what it computes, in post order (kept alive by the regions' bodies) */
+  dp_expr **inputs;    /* the values it reads, in parameter order (likewise) */
+  dp_expr **outputs;   /* the values it gives, in result order (likewise) */
 } dp_region;
 
 typedef struct dp_regions {
   uint32_t n, cap;
   dp_region *r;        /* in the order the functions were added */
+  uint32_t nbodies, capbodies;
+  dp_expr **bodies;    /* the partitioned bodies the nodes are in (retained: one
+                          reference per body, not one per node, which would
+                          write to every hoisted node) */
 } dp_regions;
 
 /* The partitioned module (new reference; typed when m was), or NULL +

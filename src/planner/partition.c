@@ -20,11 +20,11 @@
  *    region's restrictions are the regions that reach it through another
  *    region or a barrier (a region of another device is always one);
  *    restrictions of regions that can take no more consumers are dropped,
- *    which keeps the sets as small as the open frontier of the program,
- *    and a set is taken over instead of copied where the restrictions of a
- *    node are those of one producer (plus barriers), so that a program
- *    with a wide open frontier (a DAG reading values far back) stays
- *    linear ("restriction sets" below);
+ *    and a set is taken over, or shared with the set it was made from,
+ *    instead of copied where the restrictions of a node are those of one
+ *    producer (plus barriers), so that a program with a wide open frontier
+ *    (a DAG reading values far back) stays linear ("restriction sets"
+ *    below);
  * 3. each region with a call becomes a function (inputs as parameters,
  *    outputs as its result or a tuple of them), and the caller is rebuilt
  *    in a topological order of the graph with each region contracted to
@@ -65,13 +65,22 @@
 #include "devplan/visit.h"
 
 enum { C_LEAF = 0, C_WRAP, C_MEMBER, C_BARRIER };
+enum { F_ONDEV = 1, F_NOOP = 2, F_MEMBER = 4 }; /* on_device; one that says nothing; a member's kind */
 #define MULTI UINT32_MAX
 
-/* A region's restrictions (see "restriction sets" below). */
-typedef struct rset {
+/* A region's restrictions (see "restriction sets" below): the first n
+   entries of a store that the sets made from one another share. */
+typedef struct rstore {
   uint32_t *a, n, cap;  /* entries */
   uint32_t *h, hcap;    /* hash index: entry positions + 1 (made when first looked up) */
-  uint32_t alias;       /* DP__DFP_NONE, or a barrier's: this region's set plus this region */
+  uint32_t refs;        /* the sets that read it */
+  uint32_t frozen;      /* a[0 .. frozen) is seen by more than one set: never changed in place */
+} rstore;
+
+typedef struct rset {
+  rstore *s;            /* NULL: no entries */
+  uint32_t n;           /* its entries: s->a[0 .. n) */
+  uint32_t alias;       /* DP__DFP_NONE, or region R: one more entry, R covered (made from R's set) */
 } rset;
 
 typedef struct region {
@@ -113,6 +122,8 @@ typedef struct pctx {
   /* the body: its graph, and the lets whose bodies are blocks of their own */
   int strict;           /* every let body */
   uint8_t *fence;
+  uint8_t *kind;        /* per node: its kind (dp_exprkind), read once */
+  uint8_t *nflag;       /* per node: F_* */
   /* the graph, in post order (function literals not entered) */
   dp__dfp_graph g;
   uint32_t n;           /* g.n */
@@ -128,7 +139,6 @@ typedef struct pctx {
   uint8_t *drop;        /* a let dropped from the caller */
   int has_fnlit;        /* a Composite or Primitive literal with free variables (not entered) */
   rset *restr;          /* per representative: its restrictions */
-  uint32_t *alias_head, *alias_next; /* the barriers whose sets alias a region's: a list */
   /* hoisted regions */
   uint32_t *rid;        /* rep -> region number + 1 */
   region *regs;
@@ -177,8 +187,6 @@ static int alloc_arrays(pctx *c) {
   c->remaining = dp_calloc(n, sizeof *c->remaining);
   c->stamp = dp_calloc(n, sizeof *c->stamp);
   c->pos = dp_calloc(n, sizeof *c->pos);
-  c->alias_head = dp_malloc(n * sizeof *c->alias_head);
-  c->alias_next = dp_malloc(n * sizeof *c->alias_next);
   c->restr = dp_calloc(n, sizeof *c->restr);
   c->rid = dp_calloc(n, sizeof *c->rid);
   c->outpos = dp_calloc(n, sizeof *c->outpos);
@@ -187,7 +195,7 @@ static int alloc_arrays(pctx *c) {
   c->letof = dp_malloc(n * sizeof *c->letof);
   c->drop = dp_calloc(n, 1);
   return c->cls && c->closed && c->hascall && c->isout && c->base && c->block && c->key && c->uf &&
-                 c->remaining && c->stamp && c->pos && c->alias_head && c->alias_next && c->restr && c->rid && c->outpos && c->inner && c->outexpr &&
+                 c->remaining && c->stamp && c->pos && c->restr && c->rid && c->outpos && c->inner && c->outexpr &&
                  c->letof && c->drop
              ? 0 : -1;
 }
@@ -201,13 +209,13 @@ static void assign_blocks(pctx *c) {
   memset(c->block, 0, c->n * sizeof *c->block);
   c->block[c->n - 1] = 1;
   for (uint32_t v = c->n; v-- > 0;) {
-    dp_expr *e = c->x[v];
+    int kind = c->kind[v];
     for (uint32_t k = 0; k < nslots(c, v); k++) {
       uint32_t ci = kid(c, v, k);
       if (ci == DP__DFP_NONE) continue;
-      int opens = ((e->h.kind == DP_IF || e->h.kind == DP_MATCH) && k > 0) ||
-                  (e->h.kind == DP_FUNC && k == ((const dp_func *)e)->nparams) ||
-                  (e->h.kind == DP_LET && k == 2 && (c->strict || c->fence[v]));
+      int opens = ((kind == DP_IF || kind == DP_MATCH) && k > 0) ||
+                  (kind == DP_FUNC && k == ((const dp_func *)c->x[v])->nparams) ||
+                  (kind == DP_LET && k == 2 && (c->strict || c->fence[v]));
       uint32_t b = c->block[v] == MULTI ? MULTI : opens ? next++ : c->block[v];
       uint32_t old = c->block[ci];
       c->block[ci] = old == 0 || old == b ? b : MULTI;
@@ -251,6 +259,19 @@ static int is_noop_on_device(const dp_expr *e) {
   int result = cr && (cr->kind == DP_AV_BOOL || cr->kind == DP_AV_INT) && cr->u.i != 0;
   int device = vd && vd->kind == DP_AV_VDEV && vd->u.vdev && !dp_vdev_is_fully_unconstrained(vd->u.vdev);
   return !body && !result && !device;
+}
+
+/* kind[] and nflag[]: what each node is, read from the IR once per body. */
+static int read_nodes(pctx *c) {
+  uint32_t n = c->n ? c->n : 1;
+  if (!(c->kind = dp_malloc(n)) || !(c->nflag = dp_calloc(n, 1))) return -1;
+  for (uint32_t v = 0; v < c->n; v++) {
+    const dp_expr *e = c->x[v];
+    c->kind[v] = (uint8_t)e->h.kind;
+    if (dp_is_op_call(e, "on_device")) c->nflag[v] = F_ONDEV | (is_noop_on_device(e) ? F_NOOP : 0);
+    else if (is_member_kind(c, v)) c->nflag[v] = F_MEMBER;
+  }
+  return 0;
 }
 
 static uintptr_t key_of(const pctx *c, dp_vdev *vd) {
@@ -301,28 +322,27 @@ static int resolve_bases(pctx *c) {
 static void classify(pctx *c) {
   for (uint32_t v = 0; v < c->n; v++) c->letof[v] = MULTI;
   for (uint32_t v = 0; v < c->n; v++) /* a let's variable stands for its value */
-    if (c->x[v]->h.kind == DP_LET && kid(c, v, 0) != DP__DFP_NONE && kid(c, v, 1) != DP__DFP_NONE)
+    if (c->kind[v] == DP_LET && kid(c, v, 0) != DP__DFP_NONE && kid(c, v, 1) != DP__DFP_NONE)
       c->letof[kid(c, v, 0)] = v;
   for (uint32_t v = 0; v < c->n; v++) {
-    dp_expr *e = c->x[v];
     c->base[v] = v;
     c->uf[v] = v;
-    if (e->h.kind == DP_FUNC && nslots(c, v) == 0 && !c->has_fnlit) {
+    if (c->kind[v] == DP_FUNC && nslots(c, v) == 0 && !c->has_fnlit) {
       uint32_t nfree = 0;
-      dp_var **fv = dp_free_vars(e, &nfree);
+      dp_var **fv = dp_free_vars(c->x[v], &nfree);
       c->has_fnlit = !fv || nfree > 0; /* (out of memory: as if it read some) */
       free(fv);
     }
-    if (c->letof[v] != MULTI || dp_is_op_call(e, "on_device")) {
+    if (c->letof[v] != MULTI || (c->nflag[v] & F_ONDEV)) {
       c->cls[v] = C_WRAP;
       continue;
     }
-    if (is_member_kind(c, v) && c->block[v] != MULTI) {
+    if ((c->nflag[v] & F_MEMBER) && c->block[v] != MULTI) {
       dp_vdev *vd = device_of(c, v);
       if (vd && !dp_vdev_is_fully_unconstrained(vd)) {
         c->cls[v] = C_MEMBER;
         c->key[v] = key_of(c, vd);
-        c->hascall[v] = e->h.kind == DP_CALL;
+        c->hascall[v] = c->kind[v] == DP_CALL;
         dp_release(vd); /* interned and held by the domains: the key stays valid */
         continue;
       }
@@ -336,7 +356,7 @@ static void classify(pctx *c) {
    is a leaf, an operator or a global. */
 static uint32_t producer(const pctx *c, uint32_t v, uint32_t k) {
   uint32_t ci = kid(c, v, k);
-  if (ci == DP__DFP_NONE || (k == 0 && c->x[v]->h.kind == DP_LET)) return DP__DFP_NONE;
+  if (ci == DP__DFP_NONE || (k == 0 && c->kind[v] == DP_LET)) return DP__DFP_NONE;
   uint32_t b = c->base[ci];
   return c->cls[b] == C_MEMBER || c->cls[b] == C_BARRIER ? b : DP__DFP_NONE;
 }
@@ -362,30 +382,38 @@ static uint32_t find(pctx *c, uint32_t v) {
    closed: a set made from another resolves and drops them, and a lookup
    only trusts a covered representative. (A let variable's value may come
    after a reader in the post order: such a producer's set is made later,
-   so it is never covered, and a node reading one makes its set by copying.) That lets the common cases take
-   a set over instead of copying it (which made the walk quadratic where
+   so it is never covered, and a node reading one makes its set by copying.)
+   A set is a view: the first n entries of a store that the sets made from
+   one another share, plus at most one region R standing for one more
+   covered entry (alias: the set was made from R's, as R's plus R). A set
+   only grows at the end of its store (else it is copied first), and an
+   entry that another set also sees is never changed in place, so a set
+   made from another costs nothing, whatever the other's size. That lets
+   the common cases make no copy (copying made the walk quadratic where
    many regions stay open, as on branchy modules):
-   - a barrier reading one region Q: its set is Q's plus Q (an alias, made
-     a copy when Q joins another region, as Q's set then changes);
    - a node whose producer region b of its place covers every other
-     producer region q (q covered in b's set, or a barrier aliasing a region
-     covered there): its restrictions are b's plus those barriers, b joins
-     its region and no other does, so it takes b's set over. */
+     producer region q (q covered in b's set, or q's set made from a region
+     covered there): its restrictions are b's plus those q, b joins its
+     region and no other does, so it takes b's set over;
+   - else a node (a barrier, or a member starting a region) whose producer
+     region b of another place or a barrier covers every other producer
+     region the same way: its set is made from b's (b's plus b) plus those
+     q, and no producer joins it. */
 #define ENTRY(r, covered) ((r) << 1 | (uint32_t)(covered))
 
 /* What a lookup in a set finds for r. */
 enum { R_ABSENT = 0, R_STALE, R_COVERED };
 
-/* The hash index of set s (slots hold entry positions + 1), made on the
-   first lookup and kept up to date after. */
-static int index_put(rset *s, uint32_t pos) {
+/* The hash index of store s (slots hold entry positions + 1; each region
+   is at most once in a store), made on the first lookup and kept up to
+   date after. */
+static void index_put(rstore *s, uint32_t pos) {
   uint32_t mask = s->hcap - 1, i = (s->a[pos] >> 1) * 0x9E3779B1u & mask;
   while (s->h[i]) i = (i + 1) & mask;
   s->h[i] = pos + 1;
-  return 0;
 }
 
-static int index_build(rset *s) {
+static int index_build(rstore *s) {
   uint32_t cap = 16;
   while (cap < 2 * s->n + 2) cap *= 2;
   uint32_t *h = dp_calloc(cap, sizeof *h);
@@ -397,69 +425,115 @@ static int index_build(rset *s) {
   return 0;
 }
 
-/* Appends an entry (its region not in s yet). */
-static int rset_push(rset *s, uint32_t entry) {
+static void rset_free(rset *x) {
+  rstore *s = x->s;
+  if (s && --s->refs == 0) {
+    free(s->a);
+    free(s->h);
+    free(s);
+  }
+  *x = (rset){NULL, 0, DP__DFP_NONE};
+}
+
+/* x's entries copied into a store of its own. */
+static int rset_copy(rset *x) {
+  rstore *s = dp_calloc(1, sizeof *s);
+  uint32_t cap = x->n + 4;
+  if (!s || !(s->a = dp_malloc(cap * sizeof *s->a))) return free(s), -1;
+  if (x->n) memcpy(s->a, x->s->a, x->n * sizeof *s->a);
+  s->n = x->n;
+  s->cap = cap;
+  s->refs = 1;
+  uint32_t alias = x->alias;
+  rset_free(x);
+  x->s = s;
+  x->n = s->n;
+  x->alias = alias;
+  return 0;
+}
+
+/* Makes x the only reader of the end of its store (where it grows): a
+   store of its own unless it sees every entry of its store. */
+static int rset_own_end(rset *x) {
+  return x->s && x->n == x->s->n ? 0 : rset_copy(x);
+}
+
+/* Appends an entry (its region not in x yet). */
+static int rset_push(rset *x, uint32_t entry) {
+  if (rset_own_end(x) < 0) return -1;
+  rstore *s = x->s;
   if (dp_grow((void **)&s->a, &s->cap, s->n + 1, sizeof *s->a) < 0) return -1;
   s->a[s->n++] = entry;
+  x->n = s->n;
   if (!s->h) return 0;
   if (2 * s->n + 2 > s->hcap) return index_build(s);
-  return index_put(s, s->n - 1);
+  index_put(s, s->n - 1);
+  return 0;
 }
 
-static void rset_free(rset *s) {
-  free(s->a);
-  free(s->h);
-  *s = (rset){NULL, 0, 0, NULL, 0, DP__DFP_NONE};
-}
 
-/* Position of r's entry in flat set s, or UINT32_MAX (-2: out of memory). */
-static uint32_t rset_find(rset *s, uint32_t r) {
-  if (!s->n) return UINT32_MAX;
+/* Position of r's entry in set x (its alias not looked at), or UINT32_MAX
+   (-2: out of memory). */
+static uint32_t rset_find(rset *x, uint32_t r) {
+  rstore *s = x->s;
+  if (!x->n) return UINT32_MAX;
   if (!s->h && index_build(s) < 0) return UINT32_MAX - 1;
   uint32_t mask = s->hcap - 1, i = r * 0x9E3779B1u & mask;
   for (; s->h[i]; i = (i + 1) & mask)
-    if (s->a[s->h[i] - 1] >> 1 == r) return s->h[i] - 1;
+    if (s->a[s->h[i] - 1] >> 1 == r) return s->h[i] - 1 < x->n ? s->h[i] - 1 : UINT32_MAX;
   return UINT32_MAX;
+}
+
+/* Adds r to x covered (there already: marks it covered). */
+static int rset_cover(rset *x, uint32_t r) {
+  uint32_t pos = rset_find(x, r);
+  if (pos == UINT32_MAX - 1) return -1;
+  if (pos == UINT32_MAX) return rset_push(x, ENTRY(r, 1));
+  if (x->s->a[pos] & 1) return 0;
+  if (pos < x->s->frozen && rset_copy(x) < 0) return -1; /* (another set sees it) */
+  x->s->a[pos] |= 1;
+  return 0;
+}
+
+/* x's alias made an entry: x stops being made from one set alone. */
+static int rset_unalias(rset *x) {
+  uint32_t r = x->alias;
+  if (r == DP__DFP_NONE) return 0;
+  x->alias = DP__DFP_NONE;
+  if (rset_cover(x, r) < 0) return x->alias = r, -1;
+  return 0;
+}
+
+/* x, made from the set of region b: b's entries (shared) and b. */
+static int rset_made_from(pctx *c, rset *x, uint32_t b) {
+  rset *from = &c->restr[b];
+  if (rset_unalias(from) < 0) return -1; /* (b's own alias an entry of b's, once) */
+  rset_free(x);
+  if (from->s) {
+    x->s = from->s;
+    x->n = from->n;
+    x->s->refs++;
+    if (x->s->frozen < x->n) x->s->frozen = x->n; /* both see these now */
+  }
+  x->alias = b;
+  return 0;
 }
 
 /* What representative r is in the restrictions of region q. -1: out of memory. */
 static int lookup_restr(pctx *c, uint32_t q, uint32_t r) {
-  rset *s = &c->restr[q];
-  if (s->alias != DP__DFP_NONE) {
-    if (r == s->alias) return R_COVERED;
-    s = &c->restr[s->alias];
-  }
-  uint32_t pos = rset_find(s, r);
+  rset *x = &c->restr[q];
+  if (r == x->alias) return R_COVERED;
+  uint32_t pos = rset_find(x, r);
   if (pos == UINT32_MAX - 1) return -1;
-  return pos == UINT32_MAX ? R_ABSENT : s->a[pos] & 1 ? R_COVERED : R_STALE;
-}
-
-/* Region p is about to join another: the barriers whose sets alias p's get
-   copies of it (p's set is taken over or freed next). */
-static int unalias(pctx *c, uint32_t p) {
-  for (uint32_t b = c->alias_head[p]; b != DP__DFP_NONE; b = c->alias_next[b]) {
-    rset *s = &c->restr[b];
-    if (s->alias != p || c->closed[b]) continue; /* (a closed region's set is never read again) */
-    const rset *from = &c->restr[p];
-    uint32_t n = from->n + 1;
-    uint32_t *a = dp_malloc(n * sizeof *a);
-    if (!a) return -1;
-    if (from->n) memcpy(a, from->a, from->n * sizeof *a);
-    a[from->n] = ENTRY(p, 1);
-    rset_free(s);
-    s->a = a;
-    s->n = s->cap = n;
-  }
-  c->alias_head[p] = DP__DFP_NONE;
-  return 0;
+  return pos == UINT32_MAX ? R_ABSENT : x->s->a[pos] & 1 ? R_COVERED : R_STALE;
 }
 
 /* Adds region r (a representative) to acc unless closed; there already:
-   marks it covered when this entry is. */
+   marks it covered when this entry is. (acc's store is its own.) */
 static int add_restr(pctx *c, rset *acc, uint32_t r, int covered) {
   if (c->closed[r]) return 0;
   if (c->stamp[r] == c->clock) {
-    if (covered) acc->a[c->pos[r]] |= 1;
+    if (covered) acc->s->a[c->pos[r]] |= 1;
     return 0;
   }
   c->stamp[r] = c->clock;
@@ -467,17 +541,15 @@ static int add_restr(pctx *c, rset *acc, uint32_t r, int covered) {
   return rset_push(acc, ENTRY(r, covered));
 }
 
-/* Adds the entries of set s, resolved. */
-static int add_set(pctx *c, rset *acc, const rset *s) {
-  if (s->alias != DP__DFP_NONE) {
-    if (add_set(c, acc, &c->restr[s->alias]) < 0) return -1;
-    return add_restr(c, acc, find(c, s->alias), find(c, s->alias) == s->alias);
+/* Adds the entries of set x, resolved. */
+static int add_set(pctx *c, rset *acc, const rset *x) {
+  for (uint32_t j = 0; j < x->n; j++) {
+    uint32_t e = x->s->a[j], r = find(c, e >> 1);
+    if (add_restr(c, acc, r, r == e >> 1 && (e & 1)) < 0) return -1;
   }
-  for (uint32_t j = 0; j < s->n; j++) {
-    uint32_t x = s->a[j] >> 1, r = find(c, x);
-    if (add_restr(c, acc, r, x == r && (s->a[j] & 1)) < 0) return -1;
-  }
-  return 0;
+  if (x->alias == DP__DFP_NONE) return 0;
+  uint32_t r = find(c, x->alias);
+  return add_restr(c, acc, r, r == x->alias);
 }
 
 static int same_place(const pctx *c, uint32_t a, uint32_t b) {
@@ -486,61 +558,71 @@ static int same_place(const pctx *c, uint32_t a, uint32_t b) {
 }
 
 /* Producer region p joins v's. */
-static int join(pctx *c, uint32_t p, uint32_t v) {
-  if (unalias(c, p) < 0) return -1;
+static void join(pctx *c, uint32_t p, uint32_t v) {
   c->uf[p] = v;
   c->remaining[v] += c->remaining[p];
   c->hascall[v] |= c->hascall[p];
-  return 0;
+}
+
+/* Region p can take no more consumers: its set is never read again. */
+static void close_region(pctx *c, uint32_t p) {
+  c->closed[p] = 1;
+  rset_free(&c->restr[p]);
+}
+
+/* Does b's set cover every other producer region of v, each covered there
+   or with a set made from a region covered there (an extra: counted)?
+   1 yes, 0 no, -1 out of memory. */
+static int covers(pctx *c, uint32_t b, uint32_t v, const dp__dfp_u32s *parents, uint32_t *nextra) {
+  *nextra = 0;
+  for (uint32_t i = 0; i < parents->n; i++) {
+    uint32_t q = parents->a[i];
+    if (q == b) continue;
+    int in = lookup_restr(c, b, q);
+    if (in < 0) return -1;
+    if (in == R_COVERED) continue;
+    if (same_place(c, q, v)) return 0; /* (it would join v) */
+    const rset *s = &c->restr[q];
+    uint32_t from = s->alias;
+    int inside = from != DP__DFP_NONE ? (find(c, from) == from ? lookup_restr(c, b, from) : R_ABSENT)
+                 : s->n == 0 ? R_COVERED : R_ABSENT;
+    if (inside < 0) return -1;
+    if (inside != R_COVERED) return 0;
+    (*nextra)++;
+  }
+  return 1;
 }
 
 /* The cases without a copy (above). 1 done, 0 not one of them, -1 error. */
 static int take_over(pctx *c, uint32_t v, const dp__dfp_u32s *parents) {
   for (uint32_t i = 0; i < parents->n; i++) /* (a variable's value may come later: its set is not made yet) */
     if (parents->a[i] > v) return 0;
-  if (c->cls[v] == C_BARRIER && parents->n == 1 && c->restr[parents->a[0]].alias == DP__DFP_NONE) {
-    uint32_t q = parents->a[0];
-    rset_free(&c->restr[v]);
-    c->restr[v].alias = q;
-    c->alias_next[v] = c->alias_head[q];
-    c->alias_head[q] = v;
-    return 1;
-  }
-  /* (b: tried among the first few producers of v's place) */
-  uint32_t b = DP__DFP_NONE, nextra = 0, tries = 0;
-  for (uint32_t t = 0; t < parents->n && b == DP__DFP_NONE && tries < 4; t++) {
-    uint32_t cand = parents->a[t];
-    if (!same_place(c, cand, v)) continue;
-    tries++;
-    nextra = 0;
-    int ok = 1;
-    for (uint32_t i = 0; i < parents->n && ok; i++) { /* every other one covered, or a barrier to add */
-      uint32_t q = parents->a[i];
-      if (q == cand) continue;
-      int in = lookup_restr(c, cand, q);
-      if (in < 0) return -1;
-      if (in == R_COVERED) continue;
-      const rset *s = &c->restr[q];
-      int inside = s->alias != DP__DFP_NONE ? lookup_restr(c, cand, s->alias) : s->n == 0 ? R_COVERED : R_ABSENT;
-      if (inside < 0) return -1;
-      if (same_place(c, q, v) || inside != R_COVERED) ok = 0;
-      else nextra++;
+  /* (b: tried among the first few producers of v's place, then of another) */
+  uint32_t b = DP__DFP_NONE, nextra = 0;
+  for (int other = 0; other < 2 && b == DP__DFP_NONE; other++) {
+    uint32_t tries = 0;
+    for (uint32_t t = 0; t < parents->n && b == DP__DFP_NONE && tries < 4; t++) {
+      uint32_t cand = parents->a[t];
+      if (same_place(c, cand, v) == other) continue;
+      tries++;
+      int ok = covers(c, cand, v, parents, &nextra);
+      if (ok < 0) return -1;
+      if (ok) b = cand;
     }
-    if (ok) b = cand;
   }
   if (b == DP__DFP_NONE) return 0;
-  if (join(c, b, v) < 0) return -1;
   rset_free(&c->restr[v]);
-  c->restr[v] = c->restr[b];
-  c->restr[b] = (rset){NULL, 0, 0, NULL, 0, DP__DFP_NONE};
+  if (same_place(c, b, v)) {
+    join(c, b, v);
+    c->restr[v] = c->restr[b];
+    c->restr[b] = (rset){NULL, 0, DP__DFP_NONE};
+  } else if (rset_made_from(c, &c->restr[v], b) < 0) {
+    return -1;
+  }
+  if (nextra && rset_unalias(&c->restr[v]) < 0) return -1;
   for (uint32_t i = 0; nextra && i < parents->n; i++) {
     uint32_t q = parents->a[i];
-    if (q == b) continue;
-    rset *s = &c->restr[v];
-    uint32_t pos = rset_find(s, q);
-    if (pos == UINT32_MAX - 1) return -1;
-    if (pos != UINT32_MAX) s->a[pos] |= 1;
-    else if (rset_push(s, ENTRY(q, 1)) < 0) return -1;
+    if (q != b && lookup_restr(c, v, q) != R_COVERED && rset_cover(&c->restr[v], q) < 0) return -1;
   }
   return 1;
 }
@@ -562,7 +644,7 @@ static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *joins
   int taken = take_over(c, v, parents);
   if (taken < 0) return -1;
   if (!taken) {
-    rset acc = {NULL, 0, 0, NULL, 0, DP__DFP_NONE};
+    rset acc = {NULL, 0, DP__DFP_NONE};
     c->clock++; /* the stamp now marks acc */
     for (uint32_t i = 0; i < parents->n; i++)
       if (add_set(c, &acc, &c->restr[parents->a[i]]) < 0) return rset_free(&acc), -1;
@@ -576,7 +658,7 @@ static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *joins
         return rset_free(&acc), -1;
     }
     for (uint32_t i = 0; i < joins->n; i++) { /* the producers' regions join v's */
-      if (join(c, joins->a[i], v) < 0) return rset_free(&acc), -1;
+      join(c, joins->a[i], v);
       rset_free(&c->restr[joins->a[i]]);
     }
     rset_free(&c->restr[v]);
@@ -587,16 +669,13 @@ static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *joins
     uint32_t p = producer(c, v, k);
     if (p == DP__DFP_NONE) continue;
     uint32_t r = find(c, p);
-    if (c->remaining[r] && --c->remaining[r] == 0) c->closed[r] = 1;
+    if (c->remaining[r] && --c->remaining[r] == 0) close_region(c, r);
   }
   return 0;
 }
 
 static int make_regions(pctx *c) {
-  for (uint32_t v = 0; v < c->n; v++) {
-    c->restr[v].alias = DP__DFP_NONE;
-    c->alias_head[v] = DP__DFP_NONE;
-  }
+  for (uint32_t v = 0; v < c->n; v++) c->restr[v].alias = DP__DFP_NONE;
   for (uint32_t v = 0; v < c->n; v++)
     if (flows(c, v))
       for (uint32_t k = 0; k < nslots(c, v); k++) {
@@ -610,7 +689,7 @@ static int make_regions(pctx *c) {
   for (uint32_t v = 0; v < c->n && rc == 0; v++) {
     if (!flows(c, v)) continue;
     rc = visit(c, v, &parents, &joins);
-    if (rc == 0 && c->remaining[v] == 0) c->closed[v] = 1;
+    if (rc == 0 && c->remaining[v] == 0) close_region(c, v);
   }
   free(parents.a);
   free(joins.a);
@@ -641,7 +720,7 @@ static int mark_lets(pctx *c) {
     int inside = hoisted(c, v);
     for (uint32_t k = 0; k < nslots(c, v); k++) {
       uint32_t w = kid(c, v, k);
-      if (w == DP__DFP_NONE || (k == 0 && c->x[v]->h.kind == DP_LET)) continue;
+      if (w == DP__DFP_NONE || (k == 0 && c->kind[v] == DP_LET)) continue;
       for (; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w)) {
         if (c->letof[w] == MULTI) continue;
         read[w] = 1;
@@ -791,7 +870,7 @@ static int stays_inside(const pctx *c, uint32_t xi, uint32_t xb) {
   for (uint32_t w = xi; w != xb; w = wrapped(c, w))
     if (c->letof[w] != MULTI) return 0;
   const dp_expr *e = c->x[xb];
-  if (e->h.kind == DP_CONST) return 1;
+  if (c->kind[xb] == DP_CONST) return 1;
   if (!dp__dfp_is_unit_fn(e)) return 0;
   uint32_t n = 0;
   dp_var **fv = dp_free_vars((dp_expr *)e, &n);
@@ -957,7 +1036,7 @@ static int finish(pctx *c, walk *w, cfr *f) {
     rc = f->g->call ? 0 : -1;
   } else {
     dp_expr *x = c->x[f->v];
-    w->newx[f->v] = c->drop[f->v] || is_noop_on_device(x) ? dp_retain(kids[c->drop[f->v] ? 2 : 1])
+    w->newx[f->v] = c->drop[f->v] || (c->nflag[f->v] & F_NOOP) ? dp_retain(kids[c->drop[f->v] ? 2 : 1])
                     : f->n == 0 ? dp_retain(x) : typed_as(c, dp_expr_with_children(x, kids), x->type);
     w->state[f->v] = 2;
     rc = w->newx[f->v] ? 0 : -1;
@@ -1013,13 +1092,13 @@ static void attempt_clear(pctx *c) {
   free(c->regs);
   free(c->cls); free(c->closed); free(c->hascall); free(c->isout); free(c->base); free(c->block);
   free(c->key); free(c->uf); free(c->remaining); free(c->stamp); free(c->pos);
-  free(c->alias_head); free(c->alias_next); free(c->restr); free(c->rid);
+  free(c->restr); free(c->rid);
   free(c->mem); free(c->outpos); free(c->inner); free(c->outexpr);
   free(c->letof); free(c->drop);
   c->regs = NULL;
   c->nregs = 0;
   c->cls = c->closed = c->hascall = c->isout = c->drop = NULL;
-  c->base = c->block = c->uf = c->remaining = c->stamp = c->pos = c->alias_head = c->alias_next = c->rid = c->mem = c->outpos = c->letof = NULL;
+  c->base = c->block = c->uf = c->remaining = c->stamp = c->pos = c->rid = c->mem = c->outpos = c->letof = NULL;
   c->key = NULL;
   c->restr = NULL;
   c->inner = c->outexpr = NULL;
@@ -1046,12 +1125,21 @@ static int record(pctx *c, region *g) {
   r->vdev = dp_retain(g->vd);
   for (uint32_t j = 0; j < g->nmem; j++) {
     uint32_t m = c->mem[g->first + j];
-    r->nodes[r->nnodes++] = dp_retain(c->x[m]);
-    if (c->isout[m]) r->outputs[c->outpos[m]] = dp_retain(c->x[m]);
+    r->nodes[r->nnodes++] = c->x[m];
+    if (c->isout[m]) r->outputs[c->outpos[m]] = c->x[m];
   }
   r->noutputs = g->nout;
-  for (uint32_t j = 0; j < g->ninputs; j++) r->inputs[r->ninputs++] = dp_retain(c->x[g->inputs[j]]);
+  for (uint32_t j = 0; j < g->ninputs; j++) r->inputs[r->ninputs++] = c->x[g->inputs[j]];
   o->n++;
+  return 0;
+}
+
+/* The body the recorded regions' nodes are in, kept alive by the regions. */
+static int record_body(pctx *c) {
+  dp_regions *o = c->regions;
+  if (!o || !c->nregs) return 0;
+  if (dp_grow((void **)&o->bodies, &o->capbodies, o->nbodies + 1, sizeof *o->bodies) < 0) return -1;
+  o->bodies[o->nbodies++] = dp_retain(c->x[c->n - 1]);
   return 0;
 }
 
@@ -1077,7 +1165,7 @@ static void fence_lets(pctx *c, int nerr, const dp_scope_error *errs, int shown,
    wherever a piece's call lands. */
 static int binds(const pctx *c) {
   for (uint32_t v = 0; v < c->n; v++) {
-    int k = c->x[v]->h.kind;
+    int k = c->kind[v];
     if (k == DP_LET || k == DP_MATCH || (k == DP_FUNC && nslots(c, v) > 0)) return 1;
   }
   return 0;
@@ -1087,7 +1175,7 @@ static int binds(const pctx *c) {
    that says nothing? */
 static int rebuilds(pctx *c) {
   for (uint32_t v = 0; v < c->n; v++)
-    if (is_noop_on_device(c->x[v])) return 1;
+    if (c->nflag[v] & F_NOOP) return 1;
   return 0;
 }
 
@@ -1148,6 +1236,7 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
     if (r > 0) c->gave_up = 1;
     if (r != 0) goto done;
   }
+  if (read_nodes(c) < 0) goto done;
   c->strict = 0;
   c->fence = dp_calloc(c->n ? c->n : 1, 1);
   saved = dp_malloc((c->nnames ? c->nnames : 1) * sizeof *saved);
@@ -1161,6 +1250,7 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
     c->nnames = nsaved; /* the names start again where they were */
     if (nsaved) memcpy(c->names, saved, nsaved * sizeof *saved);
   }
+  if (rc == 1 && record_body(c) < 0) rc = -1;
   for (uint32_t i = 0; rc == 1 && i < c->nregs; i++) {
     region *g = &c->regs[i];
     if (dp_module_add_func(c->out, g->global, g->fn, &c->err) < 0 || record(c, g) < 0) rc = -1;
@@ -1174,7 +1264,10 @@ done:
   dp__dfp_graph_free(&c->g);
   free(c->fence);
   free(c->dev);
+  free(c->kind);
+  free(c->nflag);
   free(saved);
+  c->kind = c->nflag = NULL;
   c->dev = NULL;
   c->fence = NULL;
   c->n = 0;
@@ -1222,15 +1315,14 @@ void dp_regions_clear(dp_regions *rs) {
     dp_release(r->global);
     dp_release(r->vdev);
     free(r->caller);
-    for (uint32_t j = 0; j < r->nnodes; j++) dp_release(r->nodes[j]);
-    for (uint32_t j = 0; j < r->ninputs; j++) dp_release(r->inputs[j]);
-    for (uint32_t j = 0; j < r->noutputs; j++) dp_release(r->outputs[j]);
     free(r->nodes);
     free(r->inputs);
     free(r->outputs);
   }
+  for (uint32_t i = 0; rs && i < rs->nbodies; i++) dp_release(rs->bodies[i]);
   if (rs) {
     free(rs->r);
+    free(rs->bodies);
     *rs = (dp_regions){0};
   }
 }
