@@ -953,15 +953,14 @@ static void put_scope(printer *p, dp__tb *b, uint32_t s, uint32_t i, uint32_t k)
   putc_(b, '\n');
 }
 
-/* `def @f(%x: T) -> U {` or `fn (...) {`, and the newline. */
-static void put_func_head(printer *p, dp__tb *b, uint32_t i) {
-  const pnode *n = &p->nodes[i];
-  const dp_func *f = (const dp_func *)n->e;
+/* `def @f(%x: T) -> U {` (is_def: the root of a definition) or `fn (...) {`,
+   and the newline; home_indent: the indentation of the function's scope. */
+static void put_func_head_of(printer *p, dp__tb *b, const dp_func *f, int is_def, uint32_t home_indent) {
   /* DP_PRINT_PARAM_LINES: `,` and a new line indented two levels past the head's */
   int lines = (p->flags & DP_PRINT_PARAM_LINES) && f->nparams > 1;
-  uint32_t ind = p->scopes[n->home].indent + 2;
+  uint32_t ind = home_indent + 2;
   const char *sep = lines ? ",\n" : ", ";
-  if ((n->flags & F_ROOT) && p->def_name) {
+  if (is_def) {
     put(b, "def @", 5);
     puts_(b, p->def_name);
   } else {
@@ -993,6 +992,11 @@ static void put_func_head(printer *p, dp__tb *b, uint32_t i) {
     puts_(b, type_text(p, f->ret));
   }
   put(b, " {\n", 3);
+}
+
+static void put_func_head(printer *p, dp__tb *b, uint32_t i) {
+  const pnode *n = &p->nodes[i];
+  put_func_head_of(p, b, (const dp_func *)n->e, (n->flags & F_ROOT) && p->def_name, p->scopes[n->home].indent);
 }
 
 /* A function whose body scope writes straight to the output has its head
@@ -1379,6 +1383,291 @@ static void declare_frees(printer *p, dp__tb *out) {
   dp__tb_free(&d);
 }
 
+/* ---------------- one pass: a body of one scope ---------------- */
+
+/* Most bodies are one scope: a DAG of calls, tuples and projections, maybe
+   under a chain of lets (every generated workload, the models). There every
+   node's home is that scope, and a node is inline exactly where TVM inlines
+   and it is held once (rc 1: a let's value, the scope's result), so the three
+   passes above come down to one walk in the same post order: a node prints
+   when its children have, a bound node's line straight into the output, a
+   let's line before its body, with the same names, numbers and device names
+   in the same order (so the text is byte for byte the three passes'). A body
+   with anything else (a nested function, if, match, a let anywhere but a
+   let's body, a shared let value or result) is not printed here (FLAT_NO):
+   dp__print_root gives it to the three passes. */
+
+#define FLAT_NO (-3)
+#define IN_PROGRESS UINT64_MAX
+
+/* How a node of a flat body is used: an operand (bound: `%n = ...;`), a
+   let's value (inline in its line), the scope's result, a let continuing
+   the scope, a bare expression's root (inline, after the lines). */
+enum { R_ARG, R_VALUE, R_TAIL, R_CHAIN, R_ROOT };
+
+typedef struct fframe {
+  const dp_expr *e;
+  uint32_t k, nc;
+  uint32_t vbase; /* the binding numbers of its bound children: vals[vbase..] */
+  uint32_t role;
+} fframe;
+
+typedef struct flat {
+  fframe *st;
+  uint32_t n, cap;
+  uint32_t *vals; /* binding numbers of finished children, for their parents */
+  uint32_t nvals, capvals;
+  const dp_expr *tail_atom; /* an atomic result (else its text is in p->arena) */
+} flat;
+
+/* Whether a node of kind `kind` prints in a flat body in role r. */
+static int flat_kind(int kind, uint32_t r) {
+  switch (kind) {
+  case DP_CALL: case DP_TUPLE: case DP_PROJ: case DP_REF_CREATE: case DP_REF_READ: case DP_REF_WRITE:
+    return r != R_CHAIN;
+  case DP_LET: return r == R_CHAIN;
+  default: return 0;
+  }
+}
+
+static int flat_push_val(flat *w, uint32_t v) {
+  uint32_t *a = grow_array(w->vals, &w->capvals, w->nvals + 1, sizeof *a);
+  if (!a) return -1;
+  w->vals = a;
+  a[w->nvals++] = v;
+  return 0;
+}
+
+/* Child c of a flat node: an atom, or the next bound child's number. */
+static inline void flat_kid(printer *p, dp__tb *b, const dp_expr *c, const uint32_t *v, uint32_t *vi) {
+  if (is_atomic(c)) put_atom(p, b, c);
+  else put_temp(b, v[(*vi)++]);
+}
+
+/* Node e's text (put_node's, for a flat body): its bound children's
+   numbers are v[0..nv), in the order they were printed (a call's arguments
+   before its callee). */
+static void flat_node(printer *p, dp__tb *b, const dp_expr *e, const uint32_t *v, uint32_t nv) {
+  uint32_t vi = 0;
+  switch (e->h.kind) {
+  case DP_CALL: {
+    const dp_call *c = (const dp_call *)e;
+    if (is_atomic(c->fn)) put_atom(p, b, c->fn);
+    else put_temp(b, v[nv - 1]);
+    if (c->fn->h.kind == DP_CTOR && !c->nargs && !((const dp_ctor *)c->fn)->ninputs) break; /* `Nil` */
+    putc_(b, '(');
+    for (uint32_t k = 0; k < c->nargs; k++) {
+      if (k) put(b, ", ", 2);
+      flat_kid(p, b, c->args[k], v, &vi);
+    }
+    put_attrs(p, b, c->attrs, c->nargs == 0);
+    putc_(b, ')');
+    break;
+  }
+  case DP_TUPLE: {
+    const dp_tuple *t = (const dp_tuple *)e;
+    putc_(b, '(');
+    for (uint32_t k = 0; k < t->n; k++) {
+      if (k) put(b, ", ", 2);
+      flat_kid(p, b, t->fields[k], v, &vi);
+    }
+    puts_(b, t->n == 1 ? ",)" : ")");
+    break;
+  }
+  case DP_PROJ: {
+    char d[11];
+    flat_kid(p, b, ((const dp_proj *)e)->tuple, v, &vi);
+    d[0] = '.';
+    put(b, d, 1 + fmt_u32(d + 1, ((const dp_proj *)e)->index));
+    break;
+  }
+  case DP_REF_CREATE:
+    put(b, "ref(", 4);
+    flat_kid(p, b, ((const dp_ref_create *)e)->value, v, &vi);
+    putc_(b, ')');
+    break;
+  case DP_REF_READ:
+    put(b, "ref_read(", 9);
+    flat_kid(p, b, ((const dp_ref_read *)e)->ref, v, &vi);
+    putc_(b, ')');
+    break;
+  case DP_REF_WRITE:
+    put(b, "ref_write(", 10);
+    flat_kid(p, b, ((const dp_ref_write *)e)->ref, v, &vi);
+    put(b, ", ", 2);
+    flat_kid(p, b, ((const dp_ref_write *)e)->value, v, &vi);
+    putc_(b, ')');
+    break;
+  default: p->failed = 1;
+  }
+  put_type_comment(p, b, e);
+}
+
+/* Enter non-atomic child c in role r: FLAT_NO when the body is not flat,
+   -1 on out of memory, else 0 (c is on the stack, or a shared node printed
+   before has its number among the values). */
+static int flat_enter(printer *p, flat *w, const dp_expr *c, uint32_t r) {
+  if (!flat_kind(c->h.kind, r)) return FLAT_NO;
+  if (c->h.rc != 1) {
+    if (r != R_ARG) return FLAT_NO; /* (held elsewhere: used here once? the passes count) */
+    int fresh;
+    dp__ptrslot *sl = dp__ptrmap_insert(&p->map, c, &fresh);
+    if (!sl) return -1;
+    if (!fresh) return sl->word == IN_PROGRESS ? FLAT_NO : flat_push_val(w, (uint32_t)sl->word);
+    sl->word = IN_PROGRESS;
+  }
+  fframe *s = grow_array(w->st, &w->cap, w->n + 1, sizeof *s);
+  if (!s) return -1;
+  w->st = s;
+  s[w->n++] = (fframe){c, 0, c->h.kind == DP_LET ? 3 : dp_expr_nchildren(c), w->nvals, r};
+  return 0;
+}
+
+/* `let %x = v;`, written when the value has printed (its text, if not an
+   atom, in p->arena). */
+static void flat_let_line(printer *p, const dp_let *l, uint32_t ind) {
+  dp__tb *b = p->out;
+  indent(b, ind);
+  put(b, "let ", 4);
+  put_var_decl(p, b, l->var, 0);
+  put(b, " = ", 3);
+  if (is_atomic(l->value)) put_atom(p, b, l->value);
+  else put(b, p->arena.s, p->arena.n);
+  put(b, ";\n", 2);
+}
+
+/* Node f (popped) has printed its children. */
+static int flat_finish(printer *p, flat *w, const fframe *f, uint32_t ind) {
+  const uint32_t *v = w->vals + f->vbase;
+  uint32_t nv = w->nvals - f->vbase;
+  dp__tb *out = p->out;
+  switch (f->role) {
+  case R_ARG: {
+    uint32_t t = p->next_temp++;
+    indent(out, ind);
+    put_temp(out, t);
+    put(out, " = ", 3);
+    flat_node(p, out, f->e, v, nv);
+    put(out, ";\n", 2);
+    w->nvals = f->vbase;
+    if (f->e->h.rc != 1) {
+      dp__ptrslot *sl = dp__ptrmap_find(&p->map, f->e);
+      if (sl) sl->word = t;
+    }
+    return flat_push_val(w, t);
+  }
+  case R_VALUE:
+  case R_TAIL:
+    p->arena.n = 0;
+    flat_node(p, &p->arena, f->e, v, nv);
+    break;
+  case R_ROOT: flat_node(p, out, f->e, v, nv); break;
+  default: break;
+  }
+  w->nvals = f->vbase;
+  return 0;
+}
+
+static int flat_walk(printer *p, flat *w, uint32_t ind) {
+  dp__tb *out = p->out;
+  while (w->n && !p->failed && !p->arena.failed && !out->failed) {
+    fframe *f = &w->st[w->n - 1];
+    const dp_expr *e = f->e, *c;
+    if (f->k >= f->nc) {
+      fframe done = *f;
+      w->n--;
+      if (flat_finish(p, w, &done, ind) < 0) return -1;
+      /* streaming, as print_nodes */
+      if (out->write && out->inner && out->n >= DP__TB_FLUSH_AT && !p->nfrees) {
+        p->streamed = 1;
+        if (dp__tb_flush(out) < 0) return -1;
+      }
+      continue;
+    }
+    uint32_t k = f->k++, r = R_ARG;
+    if (e->h.kind == DP_CALL) { /* arguments before the callee, as TVM */
+      const dp_call *call = (const dp_call *)e;
+      c = k < call->nargs ? call->args[k] : call->fn;
+    } else if (e->h.kind == DP_LET) {
+      const dp_let *l = (const dp_let *)e;
+      if (k == 0) {
+        binder_name(p, l->var);
+        continue;
+      }
+      if (k == 1) {
+        c = l->value;
+        r = R_VALUE;
+      } else {
+        flat_let_line(p, l, ind);
+        c = l->body;
+        r = c && c->h.kind == DP_LET ? R_CHAIN : R_TAIL;
+        if (c && is_atomic(c)) w->tail_atom = c;
+      }
+    } else {
+      c = dp_expr_child(e, k);
+    }
+    if (!c) return -1;
+    if (is_atomic(c)) continue;
+    int rc = flat_enter(p, w, c, r);
+    if (rc < 0) return rc;
+  }
+  return p->failed || p->arena.failed || out->failed ? -1 : 0;
+}
+
+/* Print root in one walk when its body is one scope: 0, -1 (out of memory,
+   a failed write), DP__PRINT_AGAIN (as run), or FLAT_NO before anything
+   but names and text of the output changed. */
+static int flat_print(printer *p, dp__tb *out, const dp_expr *root) {
+  const dp_func *fn = root->h.kind == DP_FUNC ? (const dp_func *)root : NULL;
+  const dp_expr *body = fn ? fn->body : root;
+  uint32_t ind = fn ? 1 : 0, r;
+  if (!body) return FLAT_NO;
+  if (body->h.kind == DP_LET) r = R_CHAIN;
+  else r = fn ? R_TAIL : R_ROOT;
+  if (!is_atomic(body) && (!flat_kind(body->h.kind, r) || (fn && body->h.rc != 1))) return FLAT_NO;
+  p->out = out;
+  flat w;
+  memset(&w, 0, sizeof w);
+  int rc = -1;
+  if (!p->def_name) name_free_vars(p, root);
+  if (fn) {
+    for (uint32_t k = 0; k < fn->nparams; k++) binder_name(p, fn->params[k]);
+    put_func_head_of(p, out, fn, p->def_name != NULL, 0);
+    p->body_start = out->n;
+  }
+  if (p->failed) goto done;
+  if (is_atomic(body)) {
+    w.tail_atom = body;
+  } else {
+    fframe *s = grow_array(NULL, &w.cap, 1, sizeof *s);
+    if (!s) goto done;
+    w.st = s;
+    s[w.n++] = (fframe){body, 0, body->h.kind == DP_LET ? 3 : dp_expr_nchildren(body), 0, r};
+    if ((rc = flat_walk(p, &w, ind)) != 0) goto done;
+    rc = -1;
+  }
+  /* the result: after the lines, in a function's body a line of its own */
+  if (fn) indent(out, 1);
+  if (w.tail_atom) put_atom(p, out, w.tail_atom);
+  else if (r != R_ROOT) put(out, p->arena.s, p->arena.n);
+  if (fn) {
+    put(out, "\n}", 2);
+    if (!p->def_name) put_type_comment(p, out, root);
+  }
+  if (p->nfrees && !(p->flags & (DP__PRINT_NO_DECLS | DP__PRINT_NAMES_ONLY))) {
+    if (p->streamed) {
+      rc = DP__PRINT_AGAIN;
+      goto done;
+    }
+    declare_frees(p, out);
+  }
+  rc = p->failed || out->failed || p->arena.failed ? -1 : 0;
+done:
+  free(w.st);
+  free(w.vals);
+  return rc;
+}
+
 /* The lines of the outermost scope, and of the body of a root function
    after its head, go straight to the output, then the root's own text:
    so the bulk of the text is written once, where it ends up. Inline
@@ -1419,7 +1708,24 @@ int dp__print_root(dp__tb *out, const dp_expr *root, const char *def_name,
   p.meta = mw;
   p.def_name = def_name;
   p.map = DP__PTRMAP_INIT;
-  int rc = run(&p, out, root);
+  size_t start = out->n;
+  uint64_t flushed = out->flushed;
+  int rc = FLAT_NO;
+  if (!p.opts->on_name && !(p.flags & DP__PRINT_NAMES_ONLY) && !is_atomic(root)) rc = flat_print(&p, out, root);
+  if (rc == FLAT_NO && out->flushed != flushed) {
+    rc = DP__PRINT_AGAIN; /* (part of it was written out: the caller goes back) */
+  } else if (rc == FLAT_NO) { /* the three passes, afresh */
+    out->n = start;
+    printer_free(&p);
+    memset(&p, 0, sizeof p);
+    p.opts = o ? o : &none;
+    p.flags = p.opts->flags;
+    p.devnames = dn;
+    p.meta = mw;
+    p.def_name = def_name;
+    p.map = DP__PTRMAP_INIT;
+    rc = run(&p, out, root);
+  }
   printer_free(&p);
   return rc;
 }
