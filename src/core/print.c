@@ -6,7 +6,11 @@
  * stands where TVM's printer inlined (a scope's result, a let's value). So
  * a DAG prints each shared node once, numbered in order of first need.
  *
- * Three passes, all with explicit stacks (a 1,000,000-deep chain is fine):
+ * Most bodies are one scope (a DAG of calls, tuples and projections under a
+ * let chain): those print in one post-order walk, flat_print below, which
+ * gives up (before the caller keeps any of its text) on anything else.
+ * Everything else, and every print that reports names (on_name), takes
+ * three passes, all with explicit stacks (a 1,000,000-deep chain is fine):
  *  1. discover: every distinct node once, its number of uses, post order
  *     (atomic nodes are no nodes of the printer: they print from the IR;
  *     variables find their names in the map);
@@ -577,18 +581,26 @@ static uint32_t alloc_name(printer *p, const char *hint, uint32_t *lenp) {
   if (p->nmlen + n + 13 > UINT32_MAX) return 0;
   size_t o = p->nmlen;
   char *s = p->nm + o, *w = s;
-  if (n == 0 || is_digit(hint[0])) *w++ = n ? 'v' : 'x';
+  /* (name_hash as the name is written: hp is the hash of all but the
+     last character) */
+  uint32_t h = 2166136261u, hp = h;
+  if (n == 0 || is_digit(hint[0])) {
+    *w++ = n ? 'v' : 'x';
+    h = (h ^ (unsigned char)w[-1]) * 16777619u;
+  }
   for (size_t i = 0; i < n; i++) {
     char c = hint[i];
     int ok = NAME_CHAR[(unsigned char)c] ||
              (i && w > s && (c == '.' || c == '/') && i + 1 < n && is_name_start(hint[i + 1]));
     *w++ = ok ? c : '_';
+    hp = h;
+    h = (h ^ (unsigned char)w[-1]) * 16777619u;
   }
   *w = 0;
   size_t len = (size_t)(w - s);
   if (is_digit(s[len - 1]) && !p->names_exact && make_exact(p) < 0) return 0;
   if (names_room(p) < 0) return 0;
-  uint32_t h = name_hash(s, len);
+  h = (hp ^ (hp >> 15)) + (unsigned char)s[len - 1];
   nslot *bs = name_slot(p, s, h);
   if (!bs->off) {
     *bs = (nslot){(uint32_t)o + 1, h, 1};
@@ -1721,13 +1733,14 @@ static int flat_finish(printer *p, flat *w, const fframe *f, uint32_t ind) {
 
 static int flat_walk(printer *p, flat *w, uint32_t ind) {
   dp__tb *out = p->out;
-  while (w->n && !p->failed && !p->arena.failed && !out->failed) {
+  while (w->n) {
     fframe *f = &w->st[w->n - 1];
     const dp_expr *e = f->e, *c;
     if (f->k >= f->nc) {
       fframe done = *f;
       w->n--;
       if (flat_finish(p, w, &done, ind) < 0) return -1;
+      if (p->failed || p->arena.failed || out->failed) break; /* (names and text: checked once a node) */
       /* streaming, as print_nodes */
       if (out->write && out->inner && out->n >= DP__TB_FLUSH_AT && !p->nfrees) {
         p->streamed = 1;
