@@ -166,6 +166,7 @@ typedef struct printer {
   vslot vcache[256]; /* recent names (see name_of) */
   uint64_t inmap[1024]; /* a bit per hash of the variables in the map (name_of) */
   struct { const dp_op *op; size_t n; } ocache[64]; /* operator names' lengths */
+  struct { const dp_vdev *vd; char *s; size_t n; } dcache[16]; /* devices' text */
   char tnum[12];  /* next_temp's digits (flat_print) */
   uint32_t tnlen;
   /* the text of recent attribute sets: a million annotations share a few
@@ -968,16 +969,23 @@ static void put_vdev(printer *p, dp__tb *b, const dp_vdev *vd, const char *pre, 
     puts_(b, post);
     return;
   }
-  char *s = dp_vdev_str(vd);
-  if (!s) {
-    p->failed = 1;
-    return;
+  /* (a device's text is made once: parameters and functions share a few) */
+  uint32_t h = (uint32_t)((uintptr_t)vd >> 4) & 15;
+  if (p->dcache[h].vd != vd) {
+    char *s = dp_vdev_str(vd);
+    if (!s) {
+      p->failed = 1;
+      return;
+    }
+    free(p->dcache[h].s);
+    p->dcache[h].vd = vd;
+    p->dcache[h].s = s;
+    p->dcache[h].n = strlen(s);
   }
   puts_(b, pre);
   puts_(b, "virtual_device=");
-  puts_(b, s);
+  put(b, p->dcache[h].s, p->dcache[h].n);
   puts_(b, post);
-  free(s);
 }
 
 /* `%x {virtual_device=...}: T` and the type comment, at a binding. */
@@ -1432,6 +1440,7 @@ static int print_nodes(printer *p, uint32_t root) {
 static void printer_free(printer *p) {
   for (int i = 0; i < 64; i++) free(p->tcache[i].s);
   for (int i = 0; i < 64; i++) free(p->acache[i].s);
+  for (int i = 0; i < 16; i++) free(p->dcache[i].s);
   free(p->nodes);
   free(p->order);
   free(p->edges);
