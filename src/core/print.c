@@ -6,7 +6,11 @@
  * stands where TVM's printer inlined (a scope's result, a let's value). So
  * a DAG prints each shared node once, numbered in order of first need.
  *
- * Three passes, all with explicit stacks (a 1,000,000-deep chain is fine):
+ * Most bodies are one scope (a DAG of calls, tuples and projections under a
+ * let chain): those print in one post-order walk, flat_print below, which
+ * gives up (before the caller keeps any of its text) on anything else.
+ * Everything else, and every print that reports names (on_name), takes
+ * three passes, all with explicit stacks (a 1,000,000-deep chain is fine):
  *  1. discover: every distinct node once, its number of uses, post order
  *     (atomic nodes are no nodes of the printer: they print from the IR;
  *     variables find their names in the map);
@@ -107,6 +111,14 @@ typedef struct frame {
   uint32_t node, k;
 } frame;
 
+/* A recently named variable: its name (1 + offset in the names array) and
+   length. Not every named variable is in the map (see name_of). */
+enum { VC_INMAP = 1, VC_SINGLE = 2, VC_USED = 4 };
+typedef struct vslot {
+  const dp_var *v;
+  uint32_t off, len, flags;
+} vslot;
+
 typedef struct pframe {
   uint32_t node, k;
   uint32_t mark; /* the stack of texts when the node was entered */
@@ -151,7 +163,12 @@ typedef struct printer {
   uint32_t next_temp;
   uint32_t nbinders; /* let variables and parameters: most names */
   struct { const dp_type *t; char *s; } tcache[64];
-  struct { const dp_var *v; uint32_t off, len; } vcache[256]; /* recent names */
+  vslot vcache[256]; /* recent names (see name_of) */
+  uint64_t inmap[1024]; /* a bit per hash of the variables in the map (name_of) */
+  struct { const dp_op *op; size_t n; } ocache[64]; /* operator names' lengths */
+  struct { const dp_vdev *vd; char *s; size_t n; } dcache[16]; /* devices' text */
+  char tnum[12];  /* next_temp's digits (flat_print) */
+  uint32_t tnlen;
   /* the text of recent attribute sets: a million annotations share a few
      sets, each printed once (a set's text depends on nothing else) */
   struct { const dp_attrs *a; char *s; size_t n; } acache[64];
@@ -491,7 +508,9 @@ static int names_reserve(printer *p, uint32_t more) {
   return 0;
 }
 
-static int names_room(printer *p) { return names_reserve(p, 2); }
+static inline int names_room(printer *p) {
+  return (uint64_t)(p->nnames + 2) * 2 <= (uint64_t)p->capnames ? 0 : names_reserve(p, 2);
+}
 
 /* FNV-1a of all but the last byte, plus the last byte (as the parser's
    scope.c): the names a generated program gives (x0, x1, ... x19) land in
@@ -506,26 +525,36 @@ static uint32_t name_hash(const char *s, size_t n) {
 }
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
+/* Characters a name keeps as they are: letters, digits, `_`. */
+static const uint8_t NAME_CHAR[256] = {
+  ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1,
+  ['_'] = 1,
+  ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1,
+  ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1,
+  ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+  ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1,
+  ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1,
+  ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+};
 static int is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static int is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
 /* Put every name given so far into the set (see alloc_name). */
 static int make_exact(printer *p) {
   p->names_exact = 1;
   /* (sized once for the names to come: most are the binders') */
   if (names_reserve(p, p->nbinders + 2) < 0) return -1;
-  for (uint32_t i = 0; i < p->map.cap; i++) {
-    const dp_expr *v = p->map.slots[i].key;
-    uint32_t off = (uint32_t)p->map.slots[i].word;
-    if (!v || v->h.kind != DP_VAR || !off) continue;
+  /* (the names array holds every name given, one after another) */
+  for (size_t o = 0; o < p->nmlen;) {
+    const char *s = p->nm + o;
+    size_t n = strlen(s);
     if (names_room(p) < 0) return -1;
-    const char *s = p->nm + off - 1;
-    uint32_t h = name_hash(s, strlen(s));
+    uint32_t h = name_hash(s, n);
     nslot *sl = name_slot(p, s, h);
     if (!sl->off) {
-      *sl = (nslot){off, h, 1};
+      *sl = (nslot){(uint32_t)o + 1, h, 1};
       p->nnames++;
     }
+    o += n + 1;
   }
   return 0;
 }
@@ -540,7 +569,7 @@ static int make_exact(printer *p) {
    a base name, nor one generated from another base (the digits split the
    same way), nor one from the same base (k only grows): so generated names
    stay out of the set until a base name ending in a digit first appears. */
-static uint32_t alloc_name(printer *p, const char *hint) {
+static uint32_t alloc_name(printer *p, const char *hint, uint32_t *lenp) {
   size_t n = hint ? strlen(hint) : 0;
   if (p->nmcap - p->nmlen < n + 13) {
     size_t cap = p->nmcap ? p->nmcap : 256;
@@ -553,22 +582,32 @@ static uint32_t alloc_name(printer *p, const char *hint) {
   if (p->nmlen + n + 13 > UINT32_MAX) return 0;
   size_t o = p->nmlen;
   char *s = p->nm + o, *w = s;
-  if (n == 0 || is_digit(hint[0])) *w++ = n ? 'v' : 'x';
+  /* (name_hash as the name is written: hp is the hash of all but the
+     last character) */
+  uint32_t h = 2166136261u, hp = h;
+  if (n == 0 || is_digit(hint[0])) {
+    *w++ = n ? 'v' : 'x';
+    h = (h ^ (unsigned char)w[-1]) * 16777619u;
+  }
   for (size_t i = 0; i < n; i++) {
     char c = hint[i];
-    int ok = is_name_char(c) || (i && w > s && (c == '.' || c == '/') && i + 1 < n && is_name_start(hint[i + 1]));
+    int ok = NAME_CHAR[(unsigned char)c] ||
+             (i && w > s && (c == '.' || c == '/') && i + 1 < n && is_name_start(hint[i + 1]));
     *w++ = ok ? c : '_';
+    hp = h;
+    h = (h ^ (unsigned char)w[-1]) * 16777619u;
   }
   *w = 0;
   size_t len = (size_t)(w - s);
   if (is_digit(s[len - 1]) && !p->names_exact && make_exact(p) < 0) return 0;
   if (names_room(p) < 0) return 0;
-  uint32_t h = name_hash(s, len);
+  h = (hp ^ (hp >> 15)) + (unsigned char)s[len - 1];
   nslot *bs = name_slot(p, s, h);
   if (!bs->off) {
     *bs = (nslot){(uint32_t)o + 1, h, 1};
     p->nnames++;
     p->nmlen = o + len + 1;
+    *lenp = (uint32_t)len;
     return (uint32_t)o + 1;
   }
   uint32_t k = bs->next;
@@ -587,6 +626,7 @@ static uint32_t alloc_name(printer *p, const char *hint) {
   }
   bs->next = k + 1;
   p->nmlen = o + len + dl + 1;
+  *lenp = (uint32_t)(len + dl);
   return (uint32_t)o + 1;
 }
 
@@ -610,50 +650,103 @@ static void report_name(printer *p, const dp_expr *e, uint32_t off) {
   if (s != d) free(s);
 }
 
+/* The map's slot of key, added when new (fresh tells): the map grows four
+   times at a time (most of its keys are the binders). NULL on out of memory. */
+static dp__ptrslot *map_insert(printer *p, const void *key, int *fresh) {
+  if (((uint64_t)p->map.n + 1) * 3 > (uint64_t)p->map.cap * 2 &&
+      dp__ptrmap_reserve(&p->map, p->map.n * 3 + 64) < 0)
+    return NULL;
+  return dp__ptrmap_insert(&p->map, key, fresh);
+}
+
+/* A new name for v: given, reported, and when a use in a def meets it
+   first, v is free there (declared at the def's start). 0 on failure. */
+static uint32_t new_name(printer *p, const dp_var *v, int use, uint32_t *len) {
+  uint32_t off = alloc_name(p, v->name, len);
+  if (!off) return 0;
+  if (p->opts->on_name) report_name(p, &v->e, off);
+  if (use && p->def_name) {
+    const dp_var **f = grow_array(p->frees, &p->capfrees, p->nfrees + 1, sizeof *f);
+    if (f) (p->frees = f)[p->nfrees++] = v;
+    else p->failed = 1;
+  }
+  return off;
+}
+
+static inline uint32_t vhash(const dp_var *v) { return (uint32_t)((uintptr_t)v >> 4) & 255; }
+
+/* The bit of v in inmap: set for every variable put in the map, so that a
+   variable named lazily looks in the map only when one of its bit is. */
+static inline uint32_t inmap_bit(const dp_var *v) {
+  return (uint32_t)(((uint64_t)(uintptr_t)v * 0x9E3779B97F4A7C15ull) >> 48);
+}
+static inline void inmap_set(printer *p, const dp_var *v) {
+  uint32_t b = inmap_bit(v);
+  p->inmap[b >> 6] |= (uint64_t)1 << (b & 63);
+}
+static inline int inmap_maybe(const printer *p, const dp_var *v) {
+  uint32_t b = inmap_bit(v);
+  return (p->inmap[b >> 6] >> (b & 63)) & 1;
+}
+
 /* Name of variable v, given at its binding (or first use if free: binders
    are named before anything under them is printed, so a variable first met
    at a use is free, and a def declares it). The pointer is good until the
-   next name is given. A variable is mostly used soon after its binding: a
-   small cache spares most map lookups. */
-static const char *name_of(printer *p, const dp_var *v, int use) {
-  uint32_t h = (uint32_t)((uintptr_t)v >> 4) & 255;
-  if (p->vcache[h].v == v) return p->nm + p->vcache[h].off - 1;
-  int fresh;
-  dp__ptrslot *slot = dp__ptrmap_insert(&p->map, v, &fresh);
-  uint64_t *off = slot ? &slot->word : NULL;
-  if (off && !*off && (*off = alloc_name(p, v->name))) {
-    if (p->opts->on_name) report_name(p, &v->e, *off);
-    if (use && p->def_name) {
-      const dp_var **f = grow_array(p->frees, &p->capfrees, p->nfrees + 1, sizeof *f);
-      if (f) (p->frees = f)[p->nfrees++] = v;
-      else p->failed = 1;
-    }
+   next name is given.
+   A variable is mostly used soon after its binding: a small cache of
+   recent names (vcache) spares most map lookups. A let's variable in a flat
+   body held twice (its let and one use: rc 2) is named lazily: it enters
+   the map only when the cache lets it go while it may still be used; once
+   that use printed (VC_SINGLE, VC_USED: see flat_let_line, flat_kid), it is
+   never looked up again, so a let chain's variables never fill the map. */
+static const char *name_of(printer *p, const dp_var *v, int use, int lazy) {
+  vslot *c = &p->vcache[vhash(v)];
+  if (c->v == v) return p->nm + c->off - 1;
+  uint32_t off = 0, len = 0, flags = VC_INMAP;
+  if (lazy && v->e.h.rc == 2) {
+    dp__ptrslot *sl = inmap_maybe(p, v) ? dp__ptrmap_find(&p->map, v) : NULL;
+    if (sl) off = (uint32_t)sl->word;
+    else if ((off = new_name(p, v, use, &len))) flags = 0;
+  } else {
+    int fresh;
+    dp__ptrslot *sl = map_insert(p, v, &fresh);
+    if (sl) inmap_set(p, v);
+    if (sl && !sl->word) sl->word = new_name(p, v, use, &len);
+    off = sl ? (uint32_t)sl->word : 0;
   }
-  if (!off || !*off) {
+  if (!off) {
     p->failed = 1;
     return "x";
   }
-  p->vcache[h].v = v;
-  p->vcache[h].off = (uint32_t)*off;
-  p->vcache[h].len = (uint32_t)strlen(p->nm + *off - 1);
-  return p->nm + *off - 1;
+  if (!len) len = (uint32_t)strlen(p->nm + off - 1);
+  if (c->v && !(c->flags & VC_INMAP) && (c->flags & (VC_SINGLE | VC_USED)) != (VC_SINGLE | VC_USED)) {
+    dp__ptrslot *sl = map_insert(p, c->v, NULL); /* (it may still be used) */
+    if (!sl) {
+      p->failed = 1;
+      return "x";
+    }
+    sl->word = c->off;
+    inmap_set(p, c->v);
+  }
+  *c = (vslot){v, off, len, flags};
+  return p->nm + off - 1;
 }
 
-static const char *var_name(printer *p, const dp_var *v) { return name_of(p, v, 1); }
+static const char *var_name(printer *p, const dp_var *v) { return name_of(p, v, 1, 0); }
 
 /* `%name` of variable v, a use: the name and its length from the cache of
    recent names (name_of puts it there). */
 static inline void put_var(printer *p, dp__tb *b, const dp_var *v) {
-  uint32_t h = (uint32_t)((uintptr_t)v >> 4) & 255;
-  if (p->vcache[h].v != v && (name_of(p, v, 1), p->vcache[h].v != v)) return; /* (failed) */
-  uint32_t len = p->vcache[h].len;
+  vslot *c = &p->vcache[vhash(v)];
+  if (c->v != v && (name_of(p, v, 1, 0), c->v != v)) return; /* (failed) */
+  uint32_t len = c->len;
   if (tb_room(b, (size_t)len + 1) < 0) return;
   b->s[b->n] = '%';
-  memcpy(b->s + b->n + 1, p->nm + p->vcache[h].off - 1, len);
+  memcpy(b->s + b->n + 1, p->nm + c->off - 1, len);
   b->n += (size_t)len + 1;
 }
 
-static const char *binder_name(printer *p, const dp_var *v) { return name_of(p, v, 0); }
+static const char *binder_name(printer *p, const dp_var *v) { return name_of(p, v, 0, 0); }
 
 /* ---------------- pass 1: discover ---------------- */
 
@@ -808,7 +901,16 @@ static void put_atom(printer *p, dp__tb *b, const dp_expr *c) {
     putc_(b, '@');
     puts_(b, ((const dp_global *)c)->name);
     return;
-  case DP_OP: puts_(b, ((const dp_op *)c)->name); return;
+  case DP_OP: {
+    const dp_op *op = (const dp_op *)c;
+    uint32_t h = (uint32_t)((uintptr_t)op >> 4) & 63;
+    if (p->ocache[h].op != op) {
+      p->ocache[h].op = op;
+      p->ocache[h].n = strlen(op->name);
+    }
+    put(b, op->name, p->ocache[h].n);
+    return;
+  }
   case DP_CTOR: puts_(b, ((const dp_ctor *)c)->name); return;
   case DP_CONST:
     put_const(p, b, (const dp_const *)c);
@@ -867,16 +969,23 @@ static void put_vdev(printer *p, dp__tb *b, const dp_vdev *vd, const char *pre, 
     puts_(b, post);
     return;
   }
-  char *s = dp_vdev_str(vd);
-  if (!s) {
-    p->failed = 1;
-    return;
+  /* (a device's text is made once: parameters and functions share a few) */
+  uint32_t h = (uint32_t)((uintptr_t)vd >> 4) & 15;
+  if (p->dcache[h].vd != vd) {
+    char *s = dp_vdev_str(vd);
+    if (!s) {
+      p->failed = 1;
+      return;
+    }
+    free(p->dcache[h].s);
+    p->dcache[h].vd = vd;
+    p->dcache[h].s = s;
+    p->dcache[h].n = strlen(s);
   }
   puts_(b, pre);
   puts_(b, "virtual_device=");
-  puts_(b, s);
+  put(b, p->dcache[h].s, p->dcache[h].n);
   puts_(b, post);
-  free(s);
 }
 
 /* `%x {virtual_device=...}: T` and the type comment, at a binding. */
@@ -953,15 +1062,14 @@ static void put_scope(printer *p, dp__tb *b, uint32_t s, uint32_t i, uint32_t k)
   putc_(b, '\n');
 }
 
-/* `def @f(%x: T) -> U {` or `fn (...) {`, and the newline. */
-static void put_func_head(printer *p, dp__tb *b, uint32_t i) {
-  const pnode *n = &p->nodes[i];
-  const dp_func *f = (const dp_func *)n->e;
+/* `def @f(%x: T) -> U {` (is_def: the root of a definition) or `fn (...) {`,
+   and the newline; home_indent: the indentation of the function's scope. */
+static void put_func_head_of(printer *p, dp__tb *b, const dp_func *f, int is_def, uint32_t home_indent) {
   /* DP_PRINT_PARAM_LINES: `,` and a new line indented two levels past the head's */
   int lines = (p->flags & DP_PRINT_PARAM_LINES) && f->nparams > 1;
-  uint32_t ind = p->scopes[n->home].indent + 2;
+  uint32_t ind = home_indent + 2;
   const char *sep = lines ? ",\n" : ", ";
-  if ((n->flags & F_ROOT) && p->def_name) {
+  if (is_def) {
     put(b, "def @", 5);
     puts_(b, p->def_name);
   } else {
@@ -993,6 +1101,11 @@ static void put_func_head(printer *p, dp__tb *b, uint32_t i) {
     puts_(b, type_text(p, f->ret));
   }
   put(b, " {\n", 3);
+}
+
+static void put_func_head(printer *p, dp__tb *b, uint32_t i) {
+  const pnode *n = &p->nodes[i];
+  put_func_head_of(p, b, (const dp_func *)n->e, (n->flags & F_ROOT) && p->def_name, p->scopes[n->home].indent);
 }
 
 /* A function whose body scope writes straight to the output has its head
@@ -1327,6 +1440,7 @@ static int print_nodes(printer *p, uint32_t root) {
 static void printer_free(printer *p) {
   for (int i = 0; i < 64; i++) free(p->tcache[i].s);
   for (int i = 0; i < 64; i++) free(p->acache[i].s);
+  for (int i = 0; i < 16; i++) free(p->dcache[i].s);
   free(p->nodes);
   free(p->order);
   free(p->edges);
@@ -1379,6 +1493,356 @@ static void declare_frees(printer *p, dp__tb *out) {
   dp__tb_free(&d);
 }
 
+/* ---------------- one pass: a body of one scope ---------------- */
+
+/* Most bodies are one scope: a DAG of calls, tuples and projections, maybe
+   under a chain of lets (every generated workload, the models). There every
+   node's home is that scope, and a node is inline exactly where TVM inlines
+   and it is held once (rc 1: a let's value, the scope's result), so the three
+   passes above come down to one walk in the same post order: a node prints
+   when its children have, a bound node's line straight into the output, a
+   let's line before its body, with the same names, numbers and device names
+   in the same order (so the text is byte for byte the three passes'). A body
+   with anything else (a nested function, if, match, a let anywhere but a
+   let's body, a shared let value or result) is not printed here (FLAT_NO):
+   dp__print_root gives it to the three passes. */
+
+#define FLAT_NO (-3)
+#define IN_PROGRESS UINT64_MAX
+
+/* How a node of a flat body is used: an operand (bound: `%n = ...;`), a
+   let's value (inline in its line), the scope's result, a let continuing
+   the scope, a bare expression's root (inline, after the lines). */
+enum { R_ARG, R_VALUE, R_TAIL, R_CHAIN, R_ROOT };
+
+typedef struct fframe {
+  const dp_expr *e;
+  uint32_t k, nc;
+  uint32_t vbase; /* the binding numbers of its bound children: vals[vbase..] */
+  uint32_t role;
+} fframe;
+
+typedef struct flat {
+  fframe *st;
+  uint32_t n, cap;
+  uint64_t *vals; /* the trefs of finished children, for their parents */
+  uint32_t nvals, capvals;
+  const dp_expr *tail_atom; /* an atomic result (else its text is in p->arena) */
+} flat;
+
+/* Whether a node of kind `kind` prints in a flat body in role r. */
+static int flat_kind(int kind, uint32_t r) {
+  switch (kind) {
+  case DP_CALL: case DP_TUPLE: case DP_PROJ: case DP_REF_CREATE: case DP_REF_READ: case DP_REF_WRITE:
+    return r != R_CHAIN;
+  case DP_LET: return r == R_CHAIN;
+  default: return 0;
+  }
+}
+
+/* A graph binding's name as it is written, `%12`, in a word (a tref): its
+   bytes in memory order, up to 7 digits, then zeros; a larger number is
+   the number (first byte not '%'). A name used many times (a DAG's shared
+   nodes) is copied, not formatted, at each use. */
+static inline uint64_t tref_of(const char *digits, uint32_t n, uint32_t t) {
+  uint64_t x = ((uint64_t)t << 8) | 1;
+  if (n > 7) return x;
+  char s[8] = {'%'};
+  memcpy(s + 1, digits, n);
+  memcpy(&x, s, 8);
+  return x;
+}
+
+static inline void put_tref(dp__tb *b, uint64_t x) {
+  unsigned char first;
+  memcpy(&first, &x, 1);
+  if (first != '%') {
+    put_temp(b, (uint32_t)(x >> 8));
+    return;
+  }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  size_t n = (size_t)(71 - __builtin_clzll(x)) >> 3; /* up to its last non-zero byte */
+#else
+  char s[8];
+  memcpy(s, &x, 8);
+  size_t n = 1;
+  while (n < 8 && s[n]) n++;
+#endif
+  if (tb_room(b, 8) < 0) return;
+  memcpy(b->s + b->n, &x, 8);
+  b->n += n;
+}
+
+/* The tref of the next graph binding (next_temp, whose digits tnum keeps). */
+static uint64_t next_tref(printer *p) {
+  uint64_t x = tref_of(p->tnum, p->tnlen, p->next_temp);
+  p->next_temp++;
+  int i = (int)p->tnlen - 1;
+  while (i >= 0 && p->tnum[i] == '9') p->tnum[i--] = '0';
+  if (i >= 0) {
+    p->tnum[i]++;
+  } else { /* 99 -> 100 */
+    memmove(p->tnum + 1, p->tnum, p->tnlen);
+    p->tnum[0] = '1';
+    p->tnlen++;
+  }
+  return x;
+}
+
+static int flat_push_val(flat *w, uint64_t v) {
+  uint64_t *a = grow_array(w->vals, &w->capvals, w->nvals + 1, sizeof *a);
+  if (!a) return -1;
+  w->vals = a;
+  a[w->nvals++] = v;
+  return 0;
+}
+
+/* Child c of a flat node: an atom, or the next bound child's number. A
+   variable's use is counted (see name_of). */
+static inline void flat_kid(printer *p, dp__tb *b, const dp_expr *c, const uint64_t *v, uint32_t *vi) {
+  if (c->h.kind == DP_VAR) {
+    put_var(p, b, (const dp_var *)c);
+    vslot *s = &p->vcache[vhash((const dp_var *)c)];
+    if (s->v == (const dp_var *)c) s->flags |= VC_USED;
+  } else if (is_atomic(c)) {
+    put_atom(p, b, c);
+  } else {
+    put_tref(b, v[(*vi)++]);
+  }
+}
+
+/* Node e's text (put_node's, for a flat body): its bound children's
+   numbers are v[0..nv), in the order they were printed (a call's arguments
+   before its callee). */
+static void flat_node(printer *p, dp__tb *b, const dp_expr *e, const uint64_t *v, uint32_t nv) {
+  uint32_t vi = 0;
+  switch (e->h.kind) {
+  case DP_CALL: {
+    const dp_call *c = (const dp_call *)e;
+    if (is_atomic(c->fn)) put_atom(p, b, c->fn);
+    else put_tref(b, v[nv - 1]);
+    if (c->fn->h.kind == DP_CTOR && !c->nargs && !((const dp_ctor *)c->fn)->ninputs) break; /* `Nil` */
+    putc_(b, '(');
+    for (uint32_t k = 0; k < c->nargs; k++) {
+      if (k) put(b, ", ", 2);
+      flat_kid(p, b, c->args[k], v, &vi);
+    }
+    put_attrs(p, b, c->attrs, c->nargs == 0);
+    putc_(b, ')');
+    break;
+  }
+  case DP_TUPLE: {
+    const dp_tuple *t = (const dp_tuple *)e;
+    putc_(b, '(');
+    for (uint32_t k = 0; k < t->n; k++) {
+      if (k) put(b, ", ", 2);
+      flat_kid(p, b, t->fields[k], v, &vi);
+    }
+    puts_(b, t->n == 1 ? ",)" : ")");
+    break;
+  }
+  case DP_PROJ: {
+    char d[11];
+    flat_kid(p, b, ((const dp_proj *)e)->tuple, v, &vi);
+    d[0] = '.';
+    put(b, d, 1 + fmt_u32(d + 1, ((const dp_proj *)e)->index));
+    break;
+  }
+  case DP_REF_CREATE:
+    put(b, "ref(", 4);
+    flat_kid(p, b, ((const dp_ref_create *)e)->value, v, &vi);
+    putc_(b, ')');
+    break;
+  case DP_REF_READ:
+    put(b, "ref_read(", 9);
+    flat_kid(p, b, ((const dp_ref_read *)e)->ref, v, &vi);
+    putc_(b, ')');
+    break;
+  case DP_REF_WRITE:
+    put(b, "ref_write(", 10);
+    flat_kid(p, b, ((const dp_ref_write *)e)->ref, v, &vi);
+    put(b, ", ", 2);
+    flat_kid(p, b, ((const dp_ref_write *)e)->value, v, &vi);
+    putc_(b, ')');
+    break;
+  default: p->failed = 1;
+  }
+  put_type_comment(p, b, e);
+}
+
+/* Enter non-atomic child c in role r: FLAT_NO when the body is not flat,
+   -1 on out of memory, else 0 (c is on the stack, or a shared node printed
+   before has its number among the values). */
+static int flat_enter(printer *p, flat *w, const dp_expr *c, uint32_t r) {
+  if (!flat_kind(c->h.kind, r)) return FLAT_NO;
+  if (c->h.rc != 1) {
+    if (r != R_ARG) return FLAT_NO; /* (held elsewhere: used here once? the passes count) */
+    int fresh;
+    dp__ptrslot *sl = dp__ptrmap_insert(&p->map, c, &fresh);
+    if (!sl) return -1;
+    if (!fresh) return sl->word == IN_PROGRESS ? FLAT_NO : flat_push_val(w, sl->word);
+    sl->word = IN_PROGRESS;
+  }
+  fframe *s = grow_array(w->st, &w->cap, w->n + 1, sizeof *s);
+  if (!s) return -1;
+  w->st = s;
+  uint32_t nc = c->h.kind == DP_CALL ? 1 + ((const dp_call *)c)->nargs
+                : c->h.kind == DP_LET ? 3 : dp_expr_nchildren(c);
+  s[w->n++] = (fframe){c, 0, nc, w->nvals, r};
+  return 0;
+}
+
+/* `let %x = v;`, written when the value has printed (its text, if not an
+   atom, in p->arena). From here on, a variable held by its let and one
+   use is done with once that use prints (VC_SINGLE: see name_of). */
+static void flat_let_line(printer *p, const dp_let *l, uint32_t ind) {
+  dp__tb *b = p->out;
+  indent(b, ind);
+  put(b, "let ", 4);
+  put_var_decl(p, b, l->var, 0);
+  vslot *s = &p->vcache[vhash(l->var)];
+  if (s->v == l->var && !(s->flags & VC_INMAP) && l->var->e.h.rc == 2) s->flags = VC_SINGLE;
+  put(b, " = ", 3);
+  if (is_atomic(l->value)) put_atom(p, b, l->value);
+  else put(b, p->arena.s, p->arena.n);
+  put(b, ";\n", 2);
+}
+
+/* Node f (popped) has printed its children. */
+static int flat_finish(printer *p, flat *w, const fframe *f, uint32_t ind) {
+  const uint64_t *v = w->vals + f->vbase;
+  uint32_t nv = w->nvals - f->vbase;
+  dp__tb *out = p->out;
+  switch (f->role) {
+  case R_ARG: {
+    uint64_t t = next_tref(p);
+    indent(out, ind);
+    put_tref(out, t);
+    put(out, " = ", 3);
+    flat_node(p, out, f->e, v, nv);
+    put(out, ";\n", 2);
+    w->nvals = f->vbase;
+    if (f->e->h.rc != 1) {
+      dp__ptrslot *sl = dp__ptrmap_find(&p->map, f->e);
+      if (sl) sl->word = t;
+    }
+    return flat_push_val(w, t);
+  }
+  case R_VALUE:
+  case R_TAIL:
+    p->arena.n = 0;
+    flat_node(p, &p->arena, f->e, v, nv);
+    break;
+  case R_ROOT: flat_node(p, out, f->e, v, nv); break;
+  default: break;
+  }
+  w->nvals = f->vbase;
+  return 0;
+}
+
+static int flat_walk(printer *p, flat *w, uint32_t ind) {
+  dp__tb *out = p->out;
+  while (w->n) {
+    fframe *f = &w->st[w->n - 1];
+    const dp_expr *e = f->e, *c;
+    if (f->k >= f->nc) {
+      fframe done = *f;
+      w->n--;
+      if (flat_finish(p, w, &done, ind) < 0) return -1;
+      if (p->failed || p->arena.failed || out->failed) break; /* (names and text: checked once a node) */
+      /* streaming, as print_nodes */
+      if (out->write && out->inner && out->n >= DP__TB_FLUSH_AT && !p->nfrees) {
+        p->streamed = 1;
+        if (dp__tb_flush(out) < 0) return -1;
+      }
+      continue;
+    }
+    uint32_t k = f->k++, r = R_ARG;
+    if (e->h.kind == DP_CALL) { /* arguments before the callee, as TVM */
+      const dp_call *call = (const dp_call *)e;
+      c = k < call->nargs ? call->args[k] : call->fn;
+    } else if (e->h.kind == DP_LET) {
+      const dp_let *l = (const dp_let *)e;
+      if (k == 0) {
+        name_of(p, l->var, 0, 1);
+        continue;
+      }
+      if (k == 1) {
+        c = l->value;
+        r = R_VALUE;
+      } else {
+        flat_let_line(p, l, ind);
+        c = l->body;
+        r = c && c->h.kind == DP_LET ? R_CHAIN : R_TAIL;
+        if (c && is_atomic(c)) w->tail_atom = c;
+      }
+    } else {
+      c = dp_expr_child(e, k);
+    }
+    if (!c) return -1;
+    if (is_atomic(c)) continue;
+    int rc = flat_enter(p, w, c, r);
+    if (rc < 0) return rc;
+  }
+  return p->failed || p->arena.failed || out->failed ? -1 : 0;
+}
+
+/* Print root in one walk when its body is one scope: 0, -1 (out of memory,
+   a failed write), DP__PRINT_AGAIN (as run), or FLAT_NO before anything
+   but names and text of the output changed. */
+static int flat_print(printer *p, dp__tb *out, const dp_expr *root) {
+  const dp_func *fn = root->h.kind == DP_FUNC ? (const dp_func *)root : NULL;
+  const dp_expr *body = fn ? fn->body : root;
+  uint32_t ind = fn ? 1 : 0, r;
+  if (!body) return FLAT_NO;
+  if (body->h.kind == DP_LET) r = R_CHAIN;
+  else r = fn ? R_TAIL : R_ROOT;
+  if (!is_atomic(body) && (!flat_kind(body->h.kind, r) || (fn && body->h.rc != 1))) return FLAT_NO;
+  p->out = out;
+  p->tnum[0] = '0';
+  p->tnlen = 1;
+  flat w;
+  memset(&w, 0, sizeof w);
+  int rc = -1;
+  if (!p->def_name) name_free_vars(p, root);
+  if (fn) {
+    for (uint32_t k = 0; k < fn->nparams; k++) binder_name(p, fn->params[k]);
+    put_func_head_of(p, out, fn, p->def_name != NULL, 0);
+    p->body_start = out->n;
+  }
+  if (p->failed) goto done;
+  if (is_atomic(body)) {
+    w.tail_atom = body;
+  } else {
+    fframe *s = grow_array(NULL, &w.cap, 1, sizeof *s);
+    if (!s) goto done;
+    w.st = s;
+    s[w.n++] = (fframe){body, 0, body->h.kind == DP_LET ? 3 : dp_expr_nchildren(body), 0, r};
+    if ((rc = flat_walk(p, &w, ind)) != 0) goto done;
+    rc = -1;
+  }
+  /* the result: after the lines, in a function's body a line of its own */
+  if (fn) indent(out, 1);
+  if (w.tail_atom) put_atom(p, out, w.tail_atom);
+  else if (r != R_ROOT) put(out, p->arena.s, p->arena.n);
+  if (fn) {
+    put(out, "\n}", 2);
+    if (!p->def_name) put_type_comment(p, out, root);
+  }
+  if (p->nfrees && !(p->flags & (DP__PRINT_NO_DECLS | DP__PRINT_NAMES_ONLY))) {
+    if (p->streamed) {
+      rc = DP__PRINT_AGAIN;
+      goto done;
+    }
+    declare_frees(p, out);
+  }
+  rc = p->failed || out->failed || p->arena.failed ? -1 : 0;
+done:
+  free(w.st);
+  free(w.vals);
+  return rc;
+}
+
 /* The lines of the outermost scope, and of the body of a root function
    after its head, go straight to the output, then the root's own text:
    so the bulk of the text is written once, where it ends up. Inline
@@ -1419,7 +1883,24 @@ int dp__print_root(dp__tb *out, const dp_expr *root, const char *def_name,
   p.meta = mw;
   p.def_name = def_name;
   p.map = DP__PTRMAP_INIT;
-  int rc = run(&p, out, root);
+  size_t start = out->n;
+  uint64_t flushed = out->flushed;
+  int rc = FLAT_NO;
+  if (!p.opts->on_name && !(p.flags & DP__PRINT_NAMES_ONLY) && !is_atomic(root)) rc = flat_print(&p, out, root);
+  if (rc == FLAT_NO && out->flushed != flushed) {
+    rc = DP__PRINT_AGAIN; /* (part of it was written out: the caller goes back) */
+  } else if (rc == FLAT_NO) { /* the three passes, afresh */
+    out->n = start;
+    printer_free(&p);
+    memset(&p, 0, sizeof p);
+    p.opts = o ? o : &none;
+    p.flags = p.opts->flags;
+    p.devnames = dn;
+    p.meta = mw;
+    p.def_name = def_name;
+    p.map = DP__PTRMAP_INIT;
+    rc = run(&p, out, root);
+  }
   printer_free(&p);
   return rc;
 }
