@@ -62,46 +62,73 @@ static int leaf(const dp_expr *e) {
   return k == DP_OP || k == DP_VAR || k == DP_CONST || k == DP_GLOBAL || k == DP_CTOR;
 }
 
-/* Pushes kid unless it is a leaf or a shared node seen already; -1 out of memory. */
-static int push(dp_expr ***st, uint32_t *n, uint32_t *cap, dp__ptrmap *seen, dp_expr *kid) {
+/* The shared nodes seen by one walk: each is found again by its mark
+   (dp_expr.mark: its index in v, checked against v, so a mark left by
+   another walk names no node here or not this one), as the index's
+   numbering does: no hashing on a module whose nodes are mostly shared. */
+typedef struct seen_set { dp_expr **v; uint32_t n, cap; } seen_set;
+
+/* Is kid to be walked: no leaf, and a shared node only the first time
+   (marked then)? -1 out of memory. */
+static inline int fresh(seen_set *seen, dp_expr *kid) {
   if (leaf(kid)) return 0;
   if (kid->h.rc > 1) {
-    int fresh = 0;
-    if (!dp__ptrmap_insert(seen, kid, &fresh)) return -1;
-    if (!fresh) return 0;
+    uint32_t m = kid->mark;
+    if (m < seen->n && seen->v[m] == kid) return 0;
+    if (seen->n == seen->cap && dp_grow((void **)&seen->v, &seen->cap, seen->n + 1, sizeof *seen->v) < 0)
+      return -1;
+    kid->mark = seen->n;
+    seen->v[seen->n++] = kid;
   }
-  if (*n == *cap && dp_grow((void **)st, cap, *n + 1, sizeof **st) < 0) return -1;
-  (*st)[(*n)++] = kid;
+  return 1;
+}
+
+typedef struct stack { dp_expr **v; uint32_t n, cap; } stack;
+
+/* Pushes kid when it is to be walked; -1 out of memory. */
+static inline int push(stack *st, seen_set *seen, dp_expr *kid) {
+  int f = fresh(seen, kid);
+  if (f <= 0) return f;
+  if (st->n == st->cap && dp_grow((void **)&st->v, &st->cap, st->n + 1, sizeof *st->v) < 0) return -1;
+  st->v[st->n++] = kid;
   return 0;
 }
 
 /* Counts the soft annotations of m (not inside primitive functions): an
-   explicit stack, a set for the shared nodes only. -1 out of memory. */
+   explicit stack (a let's body is walked next without it), a set for the
+   shared nodes only. -1 out of memory. */
 static int count(dp_module *m, sctx *c, dp_err **err) {
-  dp_expr **st = NULL;
-  uint32_t n = 0, cap = 0;
-  dp__ptrmap seen = DP__PTRMAP_INIT;
+  stack st = {0};
+  seen_set seen = {0};
   int rc = 0;
   for (uint32_t i = 0; rc == 0 && i < m->nfuncs; i++) {
-    if (push(&st, &n, &cap, &seen, &m->funcs[i].fn->e) < 0) rc = -1;
-    while (rc == 0 && n) {
-      dp_expr *e = st[--n];
-      if (e->h.kind == DP_CALL) { /* (most nodes: read in place) */
-        dp_call *call = (dp_call *)e;
-        if (dp__soft_weight(&c->ops, e) >= 0) c->found++;
-        if (push(&st, &n, &cap, &seen, call->fn) < 0) rc = -1;
-        for (uint32_t k = 0; rc == 0 && k < call->nargs; k++)
-          if (push(&st, &n, &cap, &seen, call->args[k]) < 0) rc = -1;
-        continue;
+    if (push(&st, &seen, &m->funcs[i].fn->e) < 0) rc = -1;
+    while (rc == 0 && st.n) {
+      dp_expr *e = st.v[--st.n];
+      while (e && rc == 0) {
+        dp_expr *next = NULL;
+        if (e->h.kind == DP_CALL) { /* (most nodes: read in place) */
+          dp_call *call = (dp_call *)e;
+          if (dp__soft_weight(&c->ops, e) >= 0) c->found++;
+          if (push(&st, &seen, call->fn) < 0) rc = -1;
+          for (uint32_t k = 0; rc == 0 && k < call->nargs; k++)
+            if (push(&st, &seen, call->args[k]) < 0) rc = -1;
+        } else if (e->h.kind == DP_LET) { /* the value on the stack, the body next */
+          dp_let *let = (dp_let *)e;
+          int f = fresh(&seen, let->body);
+          if (push(&st, &seen, let->value) < 0 || f < 0) rc = -1;
+          else if (f) next = let->body;
+        } else if (!(e->h.kind == DP_FUNC && dp__is_primitive((dp_func *)e))) {
+          uint32_t nk = dp_expr_nchildren(e);
+          for (uint32_t k = 0; rc == 0 && k < nk; k++)
+            if (push(&st, &seen, dp_expr_child(e, k)) < 0) rc = -1;
+        }
+        e = next;
       }
-      if (e->h.kind == DP_FUNC && dp__is_primitive((dp_func *)e)) continue;
-      uint32_t nk = dp_expr_nchildren(e);
-      for (uint32_t k = 0; rc == 0 && k < nk; k++)
-        if (push(&st, &n, &cap, &seen, dp_expr_child(e, k)) < 0) rc = -1;
     }
   }
-  free(st);
-  dp__ptrmap_free(&seen);
+  free(st.v);
+  free(seen.v);
   if (rc < 0) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return rc;
 }

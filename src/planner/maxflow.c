@@ -361,13 +361,27 @@ done:
 #define BK_ORPHAN (UINT32_MAX - 2) /* lost its parent in this augmentation */
 #define BK_FREE UINT32_MAX         /* in no tree */
 
+/* A node's and an arc's fields side by side: the search reads several of
+   them at each node and arc it meets, one cache line each on a large
+   graph instead of one per array. */
+typedef struct bknode {
+  int64_t tr;                      /* residual terminal capacity: > 0 from the source, < 0 to the sink */
+  uint32_t parent, ts, dist;       /* tree link; when its distance to its terminal was last known */
+  uint32_t qnext;                  /* the active nodes (FIFO) */
+  uint8_t sink, inq;               /* which tree; in the active queue */
+} bknode;
+
+typedef struct bkarc {
+  uint32_t head, rev;              /* CSR with paired arcs, as push-relabel's */
+  int64_t cap;                     /* residual capacity */
+} bkarc;
+
 typedef struct bk {
   uint32_t n;
-  uint32_t *first, *head, *rev;    /* CSR with paired arcs, as push-relabel's */
-  int64_t *cap, *tr;               /* residual capacities; tr > 0: from the source, < 0: to the sink */
-  uint32_t *parent, *ts, *dist;    /* tree links; when a node's distance to its terminal was last known */
-  uint32_t *qnext;                 /* the active nodes (FIFO) */
-  uint8_t *sink, *inq;             /* which tree; in the active queue */
+  uint32_t *first;
+  bkarc *arc;
+  bknode *nd;
+  uint32_t *q;                     /* the arcs' next places while building; the cut's queue */
   uint32_t qh, qt, time;
   uint32_t *orph, norph, caporph;  /* the orphans of one augmentation (FIFO) */
   int64_t work, budget;
@@ -375,16 +389,9 @@ typedef struct bk {
 
 static void bk_free(bk *b) {
   free(b->first);
-  free(b->head);
-  free(b->rev);
-  free(b->cap);
-  free(b->tr);
-  free(b->parent);
-  free(b->ts);
-  free(b->dist);
-  free(b->qnext);
-  free(b->sink);
-  free(b->inq);
+  free(b->arc);
+  free(b->nd);
+  free(b->q);
   free(b->orph);
 }
 
@@ -394,38 +401,29 @@ static int bk_build(bk *b, const dp__flow *g) {
   if (m > UINT32_MAX - 1) return -1;
   b->n = n;
   b->first = dp_calloc((size_t)n + 1, sizeof *b->first);
-  b->head = dp_malloc((m ? m : 1) * sizeof *b->head);
-  b->rev = dp_malloc((m ? m : 1) * sizeof *b->rev);
-  b->cap = dp_malloc((m ? m : 1) * sizeof *b->cap);
-  b->tr = dp_malloc(nn * sizeof *b->tr);
-  b->parent = dp_malloc(nn * sizeof *b->parent);
-  b->ts = dp_calloc(nn, sizeof *b->ts);
-  b->dist = dp_malloc(nn * sizeof *b->dist);
-  b->qnext = dp_malloc(nn * sizeof *b->qnext);
-  b->sink = dp_calloc(nn, 1);
-  b->inq = dp_calloc(nn, 1);
-  if (!b->first || !b->head || !b->rev || !b->cap || !b->tr || !b->parent || !b->ts || !b->dist ||
-      !b->qnext || !b->sink || !b->inq)
-    return -1;
+  b->arc = dp_malloc((m ? m : 1) * sizeof *b->arc);
+  b->nd = dp_malloc(nn * sizeof *b->nd);
+  b->q = dp_malloc(nn * sizeof *b->q);
+  if (!b->first || !b->arc || !b->nd || !b->q) return -1;
   for (uint32_t a = 0; a < g->na; a++) b->first[g->au[a] + 1]++, b->first[g->av[a] + 1]++;
   for (uint32_t v = 0; v < n; v++) b->first[v + 1] += b->first[v];
-  uint32_t *pos = b->qnext; /* (free until the search starts) */
+  uint32_t *pos = b->q; /* (free until the cut is read) */
   memcpy(pos, b->first, (size_t)n * sizeof *pos);
   for (uint32_t a = 0; a < g->na; a++) {
     uint32_t u = g->au[a], v = g->av[a], x = pos[u]++, y = pos[v]++;
-    b->head[x] = v, b->rev[x] = y, b->cap[x] = g->ac[a];
-    b->head[y] = u, b->rev[y] = x, b->cap[y] = g->arc[a];
+    b->arc[x] = (bkarc){v, y, g->ac[a]};
+    b->arc[y] = (bkarc){u, x, g->arc[a]};
   }
-  for (uint32_t v = 0; v < n; v++) b->tr[v] = g->trs[v] - g->trt[v];
+  for (uint32_t v = 0; v < n; v++) b->nd[v] = (bknode){.tr = g->trs[v] - g->trt[v]};
   return 0;
 }
 
 static void bk_activate(bk *b, uint32_t v) {
-  if (b->inq[v]) return;
-  b->inq[v] = 1;
-  b->qnext[v] = NIL;
+  if (b->nd[v].inq) return;
+  b->nd[v].inq = 1;
+  b->nd[v].qnext = NIL;
   if (b->qt == NIL) b->qh = v;
-  else b->qnext[b->qt] = v;
+  else b->nd[b->qt].qnext = v;
   b->qt = v;
 }
 
@@ -433,16 +431,16 @@ static void bk_activate(bk *b, uint32_t v) {
 static uint32_t bk_next_active(bk *b) {
   while (b->qh != NIL) {
     uint32_t v = b->qh;
-    b->qh = b->qnext[v];
+    b->qh = b->nd[v].qnext;
     if (b->qh == NIL) b->qt = NIL;
-    b->inq[v] = 0;
-    if (b->parent[v] != BK_FREE) return v;
+    b->nd[v].inq = 0;
+    if (b->nd[v].parent != BK_FREE) return v;
   }
   return NIL;
 }
 
 static int bk_orphan(bk *b, uint32_t v) {
-  b->parent[v] = BK_ORPHAN;
+  b->nd[v].parent = BK_ORPHAN;
   if (b->norph == b->caporph) {
     void *o = b->orph;
     if (dp_grow(&o, &b->caporph, b->norph + 1, sizeof *b->orph) < 0) return -1;
@@ -456,90 +454,90 @@ static int bk_orphan(bk *b, uint32_t v) {
    sink-tree node) takes; the nodes whose link saturates become orphans.
    The amount, or -1 (out of memory). */
 static int64_t bk_augment(bk *b, uint32_t mid) {
-  uint32_t s0 = b->head[b->rev[mid]], t0 = b->head[mid], i;
-  int64_t d = b->cap[mid];
-  for (i = s0; b->parent[i] != BK_TERM; i = b->head[b->parent[i]], b->work++)
-    if (b->cap[b->rev[b->parent[i]]] < d) d = b->cap[b->rev[b->parent[i]]];
-  if (b->tr[i] < d) d = b->tr[i];
-  for (i = t0; b->parent[i] != BK_TERM; i = b->head[b->parent[i]], b->work++)
-    if (b->cap[b->parent[i]] < d) d = b->cap[b->parent[i]];
-  if (-b->tr[i] < d) d = -b->tr[i];
-  b->cap[b->rev[mid]] = sat_add(b->cap[b->rev[mid]], d);
-  b->cap[mid] -= d;
-  for (i = s0; b->parent[i] != BK_TERM;) {
-    uint32_t a = b->parent[i], up = b->head[a];
-    b->cap[a] = sat_add(b->cap[a], d);
-    b->cap[b->rev[a]] -= d;
-    if (!b->cap[b->rev[a]] && bk_orphan(b, i) < 0) return -1;
+  uint32_t s0 = b->arc[b->arc[mid].rev].head, t0 = b->arc[mid].head, i;
+  int64_t d = b->arc[mid].cap;
+  for (i = s0; b->nd[i].parent != BK_TERM; i = b->arc[b->nd[i].parent].head, b->work++)
+    if (b->arc[b->arc[b->nd[i].parent].rev].cap < d) d = b->arc[b->arc[b->nd[i].parent].rev].cap;
+  if (b->nd[i].tr < d) d = b->nd[i].tr;
+  for (i = t0; b->nd[i].parent != BK_TERM; i = b->arc[b->nd[i].parent].head, b->work++)
+    if (b->arc[b->nd[i].parent].cap < d) d = b->arc[b->nd[i].parent].cap;
+  if (-b->nd[i].tr < d) d = -b->nd[i].tr;
+  b->arc[b->arc[mid].rev].cap = sat_add(b->arc[b->arc[mid].rev].cap, d);
+  b->arc[mid].cap -= d;
+  for (i = s0; b->nd[i].parent != BK_TERM;) {
+    uint32_t a = b->nd[i].parent, up = b->arc[a].head;
+    b->arc[a].cap = sat_add(b->arc[a].cap, d);
+    b->arc[b->arc[a].rev].cap -= d;
+    if (!b->arc[b->arc[a].rev].cap && bk_orphan(b, i) < 0) return -1;
     i = up;
   }
-  b->tr[i] -= d;
-  if (!b->tr[i] && bk_orphan(b, i) < 0) return -1;
-  for (i = t0; b->parent[i] != BK_TERM;) {
-    uint32_t a = b->parent[i], up = b->head[a];
-    b->cap[b->rev[a]] = sat_add(b->cap[b->rev[a]], d);
-    b->cap[a] -= d;
-    if (!b->cap[a] && bk_orphan(b, i) < 0) return -1;
+  b->nd[i].tr -= d;
+  if (!b->nd[i].tr && bk_orphan(b, i) < 0) return -1;
+  for (i = t0; b->nd[i].parent != BK_TERM;) {
+    uint32_t a = b->nd[i].parent, up = b->arc[a].head;
+    b->arc[b->arc[a].rev].cap = sat_add(b->arc[b->arc[a].rev].cap, d);
+    b->arc[a].cap -= d;
+    if (!b->arc[a].cap && bk_orphan(b, i) < 0) return -1;
     i = up;
   }
-  b->tr[i] += d;
-  if (!b->tr[i] && bk_orphan(b, i) < 0) return -1;
+  b->nd[i].tr += d;
+  if (!b->nd[i].tr && bk_orphan(b, i) < 0) return -1;
   return d;
 }
 
 /* Does the link a (of a node of tree sk, to its neighbour) carry flow
    the way that tree needs? */
 static int bk_residual(const bk *b, uint8_t sk, uint32_t a) {
-  return (sk ? b->cap[a] : b->cap[b->rev[a]]) > 0;
+  return (sk ? b->arc[a].cap : b->arc[b->arc[a].rev].cap) > 0;
 }
 
 /* Orphan i takes the neighbour of its tree whose path still reaches the
    terminal, the nearest one, as parent; with none it leaves the tree, its
    children become orphans and its neighbours in the tree active. 0, -1. */
 static int bk_adopt(bk *b, uint32_t i) {
-  uint8_t sk = b->sink[i];
+  uint8_t sk = b->nd[i].sink;
   uint32_t best = BK_FREE, dmin = UINT32_MAX;
   for (uint32_t a = b->first[i]; a < b->first[i + 1]; a++) {
-    uint32_t j = b->head[a], d = 0, k = j;
+    uint32_t j = b->arc[a].head, d = 0, k = j;
     b->work++;
-    if (b->sink[j] != sk || b->parent[j] == BK_FREE || !bk_residual(b, sk, a)) continue;
+    if (b->nd[j].sink != sk || b->nd[j].parent == BK_FREE || !bk_residual(b, sk, a)) continue;
     for (;; b->work++) { /* j's path up to the terminal, if it has one */
-      if (b->ts[k] == b->time) {
-        d += b->dist[k];
+      if (b->nd[k].ts == b->time) {
+        d += b->nd[k].dist;
         break;
       }
-      uint32_t p = b->parent[k];
+      uint32_t p = b->nd[k].parent;
       d++;
       if (p == BK_TERM) {
-        b->ts[k] = b->time;
-        b->dist[k] = 1;
+        b->nd[k].ts = b->time;
+        b->nd[k].dist = 1;
         break;
       }
       if (p == BK_ORPHAN || p == BK_FREE) {
         d = UINT32_MAX;
         break;
       }
-      k = b->head[p];
+      k = b->arc[p].head;
     }
     if (d == UINT32_MAX) continue;
     if (d < dmin) best = a, dmin = d;
-    for (k = j; b->ts[k] != b->time; k = b->head[b->parent[k]]) { /* remember the distances */
-      b->ts[k] = b->time;
-      b->dist[k] = d--;
+    for (k = j; b->nd[k].ts != b->time; k = b->arc[b->nd[k].parent].head) { /* remember the distances */
+      b->nd[k].ts = b->time;
+      b->nd[k].dist = d--;
     }
   }
   if (best != BK_FREE) {
-    b->parent[i] = best;
-    b->ts[i] = b->time;
-    b->dist[i] = dmin + 1;
+    b->nd[i].parent = best;
+    b->nd[i].ts = b->time;
+    b->nd[i].dist = dmin + 1;
     return 0;
   }
-  b->parent[i] = BK_FREE;
+  b->nd[i].parent = BK_FREE;
   for (uint32_t a = b->first[i]; a < b->first[i + 1]; a++) {
-    uint32_t j = b->head[a], p = b->parent[j];
-    if (b->sink[j] != sk || p == BK_FREE) continue;
+    uint32_t j = b->arc[a].head, p = b->nd[j].parent;
+    if (b->nd[j].sink != sk || p == BK_FREE) continue;
     if (bk_residual(b, sk, a)) bk_activate(b, j);
-    if (p != BK_TERM && p != BK_ORPHAN && b->head[p] == i && bk_orphan(b, j) < 0) return -1;
+    if (p != BK_TERM && p != BK_ORPHAN && b->arc[p].head == i && bk_orphan(b, j) < 0) return -1;
   }
   return 0;
 }
@@ -547,18 +545,18 @@ static int bk_adopt(bk *b, uint32_t i) {
 /* Grows i's tree by one step over i's arcs: the arc from the source tree
    to the sink tree where the two meet, or NIL. */
 static uint32_t bk_grow(bk *b, uint32_t i) {
-  uint8_t sk = b->sink[i];
+  uint8_t sk = b->nd[i].sink;
   for (uint32_t a = b->first[i]; a < b->first[i + 1]; a++) {
-    uint32_t j = b->head[a];
+    uint32_t j = b->arc[a].head;
     b->work++;
     if (!bk_residual(b, !sk, a)) continue; /* (i -> j for the source tree, j -> i for the sink's) */
-    if (b->parent[j] == BK_FREE) {
-      b->sink[j] = sk, b->parent[j] = b->rev[a], b->ts[j] = b->ts[i], b->dist[j] = b->dist[i] + 1;
+    if (b->nd[j].parent == BK_FREE) {
+      b->nd[j].sink = sk, b->nd[j].parent = b->arc[a].rev, b->nd[j].ts = b->nd[i].ts, b->nd[j].dist = b->nd[i].dist + 1;
       bk_activate(b, j);
-    } else if (b->sink[j] != sk) {
-      return sk ? b->rev[a] : a;
-    } else if (b->ts[j] <= b->ts[i] && b->dist[j] > b->dist[i]) { /* a shorter path for j */
-      b->parent[j] = b->rev[a], b->ts[j] = b->ts[i], b->dist[j] = b->dist[i] + 1;
+    } else if (b->nd[j].sink != sk) {
+      return sk ? b->arc[a].rev : a;
+    } else if (b->nd[j].ts <= b->nd[i].ts && b->nd[j].dist > b->nd[i].dist) { /* a shorter path for j */
+      b->nd[j].parent = b->arc[a].rev, b->nd[j].ts = b->nd[i].ts, b->nd[j].dist = b->nd[i].dist + 1;
     }
   }
   return NIL;
@@ -573,10 +571,10 @@ static int64_t bk_solve(const dp__flow *g, uint8_t *side, int64_t budget) {
   uint32_t n = b.n;
   b.qh = b.qt = NIL;
   for (uint32_t v = 0; v < n; v++) {
-    b.dist[v] = 1;
-    b.parent[v] = b.tr[v] ? BK_TERM : BK_FREE;
-    b.sink[v] = b.tr[v] < 0;
-    if (b.tr[v]) bk_activate(&b, v);
+    b.nd[v].dist = 1;
+    b.nd[v].parent = b.nd[v].tr ? BK_TERM : BK_FREE;
+    b.nd[v].sink = b.nd[v].tr < 0;
+    if (b.nd[v].tr) bk_activate(&b, v);
   }
   flow = 0;
   for (uint32_t i = NIL;;) {
@@ -584,7 +582,7 @@ static int64_t bk_solve(const dp__flow *g, uint8_t *side, int64_t budget) {
       flow = -2;
       goto done;
     }
-    if (i == NIL || b.parent[i] == BK_FREE) i = bk_next_active(&b);
+    if (i == NIL || b.nd[i].parent == BK_FREE) i = bk_next_active(&b);
     if (i == NIL) break;
     uint32_t mid = bk_grow(&b, i);
     b.time++;
@@ -601,16 +599,16 @@ static int64_t bk_solve(const dp__flow *g, uint8_t *side, int64_t budget) {
       if (bk_adopt(&b, b.orph[k]) < 0) goto oom;
   }
   /* the sink side: the nodes that reach the sink in the residual graph */
-  uint32_t *q = b.qnext, qh = 0, qt = 0;
+  uint32_t *q = b.q, qh = 0, qt = 0;
   for (uint32_t v = 0; v < n; v++) {
-    side[v] = b.tr[v] < 0;
+    side[v] = b.nd[v].tr < 0;
     if (side[v]) q[qt++] = v;
   }
   while (qh < qt) {
     uint32_t w = q[qh++];
     for (uint32_t a = b.first[w]; a < b.first[w + 1]; a++) {
-      uint32_t u = b.head[a];
-      if (!side[u] && b.cap[b.rev[a]] > 0) side[u] = 1, q[qt++] = u;
+      uint32_t u = b.arc[a].head;
+      if (!side[u] && b.arc[b.arc[a].rev].cap > 0) side[u] = 1, q[qt++] = u;
     }
   }
   goto done;

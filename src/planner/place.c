@@ -65,8 +65,8 @@ typedef struct pctx {
   const dp_place_hooks *h;
   struct dp__placement *pl;
   uint32_t *var_of;           /* domain (root) -> variable */
-  /* per variable, as found (the problem's fixed and allowed are sized for
-     every domain until the count is known): root, first expression */
+  /* per variable, as found (with the problem's fixed, allowed and stamp,
+     grown together; capv is the room of all seven): root, first expression */
   uint32_t *vroot;
   dp_expr **vwhy;
   uint8_t *vtouched;          /* in a net, or with costs of its own */
@@ -185,12 +185,17 @@ static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
   dp_place_problem *p = &c->pl->p;
   uint32_t r = dp__dom_find(d, dom);
   if (c->var_of[r] != DP__NONE_ID) return c->var_of[r];
-  if (c->nv == c->capv) {
-    void **const arrs[] = {(void **)&c->vroot, (void **)&c->vwhy, (void **)&c->vtouched, (void **)&c->vpart};
-    const size_t sizes[] = {sizeof *c->vroot, sizeof *c->vwhy, sizeof *c->vtouched, sizeof *c->vpart};
-    if (dp_grow_arrays(&c->capv, c->nv + 1, 4, arrs, sizes) < 0) return oom(c), DP__NONE_ID;
+  if (c->nv == c->capv) { /* (the problem's arrays grow with the variables found) */
+    void **const arrs[] = {(void **)&c->vroot, (void **)&c->vwhy, (void **)&c->vtouched, (void **)&c->vpart,
+                           (void **)&p->fixed, (void **)&p->allowed, (void **)&p->stamp};
+    const size_t sizes[] = {sizeof *c->vroot, sizeof *c->vwhy, sizeof *c->vtouched, sizeof *c->vpart,
+                            sizeof *p->fixed, sizeof *p->allowed, sizeof *p->stamp};
+    if (dp_grow_arrays(&c->capv, c->nv + 1, 7, arrs, sizes) < 0) return oom(c), DP__NONE_ID;
   }
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
+  p->fixed[v] = DP__NONE_ID;
+  p->allowed[v] = UINT64_MAX; /* (dp_place_init's for 64 labels) */
+  p->stamp[v] = DP__NONE_ID;
   c->vpart[v] = 0;
   if (dev) { /* an annotation reached it: fixed, at its device as defaulting fills it in
                 (a partly constrained one may take any label that refines it: widen) */
@@ -552,9 +557,9 @@ int dp__place(dp__domains *d, const dp__flows *flows, const dp_place_hooks *h,
   }
   for (uint32_t i = 0; i < d->nnodes; i++) c.var_of[i] = DP__NONE_ID;
   if (exact_classes(&c) < 0) goto done;
-  /* the variables are found as the nets are made: the problem is sized
-     for a variable per domain, its labels counted when all are known */
-  if (dp_place_init(&c.pl->p, d->nnodes, 64, 0) < 0) {
+  /* the variables are found as the nets are made: the problem's arrays
+     grow with them (var_for), its labels counted when all are known */
+  if (dp_place_init(&c.pl->p, 0, 64, 0) < 0) {
     oom(&c);
     goto done;
   }
