@@ -62,13 +62,6 @@ local function names_text(names)
   return table.concat(lines, "\n")
 end
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 -- Every n-th expression of a module's functions, in visit order (at most
 -- 12: an expression prints all it reaches).
 local function sample(mod, n)
@@ -88,7 +81,7 @@ local function prints(name, mod, out, every)
     put(ok and text or text)
     local okw, werr = attempt(dp.write_file, scratch, mod, o[2])
     if not okw then put("write_file: " .. werr)
-    elseif ok and read(scratch) ~= text then put("write_file: DIFFERS from astext") end
+    elseif ok and t.read_file(scratch) ~= text then put("write_file: DIFFERS from astext") end
   end
   put("== " .. name .. " / names")
   local ok, text, names = attempt(dp.astext, mod, {names = true})

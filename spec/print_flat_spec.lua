@@ -17,13 +17,6 @@ local props = require "props"
 local OPTIONS = {{}, {types = true}, {short_devices = true}, {meta = true}, {spans = true},
                  {param_lines = true}}
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
 -- The text of x with options o, printed by the three passes.
 local function three_passes(x, o)
   local with = {names = true}
@@ -100,7 +93,7 @@ describe("the printer's one walk", function()
       assert.equal(three_passes(mod, {}), text)
       local path = t.temp_file("")
       assert.is_true(dp.write_file(path, mod))
-      assert(read(path) == text, "tail " .. i .. ": dp.write_file's text differs from dp.astext's")
+      assert(t.read_file(path) == text, "tail " .. i .. ": dp.write_file's text differs from dp.astext's")
     end
   end)
 
