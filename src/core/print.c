@@ -1872,17 +1872,23 @@ done:
   return rc;
 }
 
+/* A fresh printer of these options. */
+static void printer_init(printer *p, const char *def_name, const dp_print_opts *o,
+                         dp__devnames *dn, dp__metaw *mw) {
+  static const dp_print_opts none = {0, NULL, NULL, NULL};
+  memset(p, 0, sizeof *p);
+  p->opts = o ? o : &none;
+  p->flags = p->opts->flags;
+  p->devnames = dn;
+  p->meta = mw;
+  p->def_name = def_name;
+  p->map = DP__PTRMAP_INIT;
+}
+
 int dp__print_root(dp__tb *out, const dp_expr *root, const char *def_name,
                    const dp_print_opts *o, dp__devnames *dn, dp__metaw *mw) {
-  static const dp_print_opts none = {0, NULL, NULL, NULL};
   printer p;
-  memset(&p, 0, sizeof p);
-  p.opts = o ? o : &none;
-  p.flags = p.opts->flags;
-  p.devnames = dn;
-  p.meta = mw;
-  p.def_name = def_name;
-  p.map = DP__PTRMAP_INIT;
+  printer_init(&p, def_name, o, dn, mw);
   size_t start = out->n;
   uint64_t flushed = out->flushed;
   int rc = FLAT_NO;
@@ -1892,13 +1898,7 @@ int dp__print_root(dp__tb *out, const dp_expr *root, const char *def_name,
   } else if (rc == FLAT_NO) { /* the three passes, afresh */
     out->n = start;
     printer_free(&p);
-    memset(&p, 0, sizeof p);
-    p.opts = o ? o : &none;
-    p.flags = p.opts->flags;
-    p.devnames = dn;
-    p.meta = mw;
-    p.def_name = def_name;
-    p.map = DP__PTRMAP_INIT;
+    printer_init(&p, def_name, o, dn, mw);
     rc = run(&p, out, root);
   }
   printer_free(&p);
