@@ -193,9 +193,7 @@ static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
     if (dp_grow_arrays(&c->capv, c->nv + 1, 7, arrs, sizes) < 0) return oom(c), DP__NONE_ID;
   }
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
-  p->fixed[v] = DP__NONE_ID;
-  p->allowed[v] = UINT64_MAX; /* (dp_place_init's for 64 labels) */
-  p->stamp[v] = DP__NONE_ID;
+  dp__place_var_init(p, v);
   c->vpart[v] = 0;
   if (dev) { /* an annotation reached it: fixed, at its device as defaulting fills it in
                 (a partly constrained one may take any label that refines it: widen) */

@@ -58,13 +58,14 @@ int dp_place_init(dp_place_problem *m, uint32_t nvars, uint32_t nlabels, uint32_
     dp_place_free(m);
     return -1;
   }
-  uint64_t all = nlabels == 64 ? UINT64_MAX : ((uint64_t)1 << nlabels) - 1;
-  for (uint32_t v = 0; v < nvars; v++) {
-    m->fixed[v] = DP__NONE_ID;
-    m->allowed[v] = all;
-    m->stamp[v] = DP__NONE_ID;
-  }
+  for (uint32_t v = 0; v < nvars; v++) dp__place_var_init(m, v);
   return 0;
+}
+
+void dp__place_var_init(dp_place_problem *m, uint32_t v) {
+  m->fixed[v] = DP__NONE_ID;
+  m->allowed[v] = m->nlabels == 64 ? UINT64_MAX : ((uint64_t)1 << m->nlabels) - 1;
+  m->stamp[v] = DP__NONE_ID;
 }
 
 void dp_place_free(dp_place_problem *m) {

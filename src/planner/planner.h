@@ -510,6 +510,9 @@ char *dp__place_reason(dp__domains *d, const struct dp__placement *pl, uint32_t 
 int dp__place_each(dp__domains *d, const struct dp__placement *pl, dp_place_fn fn, void *ud,
                    dp_err **err);
 
+/* place_solve.c: variable v of a problem free (no fixed label, every
+   label allowed, no stamp), as dp_place_init leaves each of its own. */
+void dp__place_var_init(dp_place_problem *m, uint32_t v);
 /* Phase 2 (default.c): 0; 1 when a default conflicts (d->failed); -1 + error. */
 int dp__default(dp__domains *d, dp_err **err);
 /* The same for domains capture alone reads next: nothing where no rule
