@@ -60,6 +60,7 @@ typedef struct cctx {
   dp__ptrmap rcmap;  /* node -> its latest rcopy + 1 (a node numbered twice has two ids) */
   uint8_t *dev;      /* id -> its device's index (0: none), read once before capture
                         (NULL: more than 255 devices, then read from the domains) */
+  int last;          /* dp__capture_last: nothing reads the domains after capture */
 } cctx;
 
 static dp_err *no_device(cctx *c, const dp_expr *e) {
@@ -71,19 +72,26 @@ static dp_err *no_device(cctx *c, const dp_expr *e) {
   return err;
 }
 
-/* The domain of e, child i of node parent (DP__NONE_ID: not numbered),
-   and e's id in *kid (DP__NONE_ID when e is not numbered). */
-static uint32_t dom_at(cctx *c, uint32_t parent, uint32_t i, dp_expr *e, uint32_t *kid) {
-  *kid = parent == DP__NONE_ID ? DP__NONE_ID : dp__kid(c->ix, parent, i);
-  return *kid != DP__NONE_ID ? dp__dom_at(c->d, *kid) : dp__dom_of(c->d, e);
-}
-
 static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *child_vd,
                       dp_expr *orig, dp_expr *rebuilt, dp_err **err);
 static dp_vdev *dom_vd(cctx *c, uint32_t dom, const dp_expr *e, dp_err **err);
+static dp_vdev *id_vd(cctx *c, uint32_t id, dp_err **err);
 
-/* One level of an on_device chain: the expression and its domain. */
-typedef struct level { dp_expr *e; uint32_t dom; } level;
+/* One level of an on_device chain: the expression, its id, and where it
+   has none (DP__NONE_ID) its domain. */
+typedef struct level { dp_expr *e; uint32_t id, dom; } level;
+
+/* e, child i of node parent (DP__NONE_ID: not numbered), as a level. */
+static level level_at(cctx *c, uint32_t parent, uint32_t i, dp_expr *e) {
+  uint32_t k = parent == DP__NONE_ID ? DP__NONE_ID : dp__kid(c->ix, parent, i);
+  return (level){e, k, k != DP__NONE_ID ? 0 : dp__dom_of(c->d, e)};
+}
+
+/* The device of a level (read by id where it has one: capture_last may
+   have dropped the domains then). */
+static dp_vdev *level_vd(cctx *c, const level *l, dp_err **err) {
+  return l->id != DP__NONE_ID ? id_vd(c, l->id, err) : dom_vd(c, l->dom, l->e, err);
+}
 
 /* Room for one more level (the first 8 live in the caller's frame). */
 static int level_room(level **lv, uint32_t n, uint32_t *cap, level *small) {
@@ -110,9 +118,8 @@ static int level_room(level **lv, uint32_t n, uint32_t *cap, level *small) {
 static dp_expr *through(cctx *c, uint32_t id, uint32_t i, dp_expr *rebuilt, int full,
                         dp_vdev **vd, dp_err **err) {
   level small[8], *lv = small;
-  uint32_t n = 0, cap = 8, kid;
-  dp_expr *x = dp__child(c->ix->x[id], i);
-  lv[n++] = (level){x, dom_at(c, id, i, x, &kid)};
+  uint32_t n = 0, cap = 8;
+  lv[n++] = level_at(c, id, i, dp__child(c->ix->x[id], i));
   dp_expr *body;
   while ((body = dp__on_device_body(&c->ix->ops, lv[n - 1].e))) {
     if (level_room(&lv, n, &cap, small) < 0) {
@@ -120,16 +127,15 @@ static dp_expr *through(cctx *c, uint32_t id, uint32_t i, dp_expr *rebuilt, int 
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return NULL;
     }
-    lv[n].e = body;
-    lv[n].dom = dom_at(c, kid, 1, body, &kid);
+    lv[n] = level_at(c, lv[n - 1].id, 1, body);
     n++;
   }
   /* lv[0] is the child, lv[n-1] the expression under all its on_device
      calls: transitions from the inside out, up to lv[1] (lv[0] if full) */
   dp_expr *res = dp_retain(rebuilt);
-  dp_vdev *cur = dom_vd(c, lv[n - 1].dom, lv[n - 1].e, err);
+  dp_vdev *cur = level_vd(c, &lv[n - 1], err);
   for (uint32_t k = n - 1; k-- > (full ? 0u : 1u) && res && cur;) {
-    dp_vdev *to = dom_vd(c, lv[k].dom, lv[k].e, err);
+    dp_vdev *to = level_vd(c, &lv[k], err);
     dp_expr *t = to ? child(c, to, to, cur, lv[k + 1].e, res, err) : NULL;
     dp_release(res);
     res = t;
@@ -449,7 +455,7 @@ static int is_param(cctx *c, uint32_t id) {
    (c->kr). */
 static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
   dp_expr *orig = c->ix->x[id];
-  switch (c->ix->kind[id] & K_KIND) {
+  switch (orig->h.kind) { /* (not ix->kind: capture_last frees it; orig is read here anyway) */
   case DP_VAR:
     if (is_param(c, id)) return capture_param(c, id, (dp_var *)orig, err);
     return dp_retain(orig);
@@ -598,6 +604,16 @@ static int keep(cctx *c, uint32_t id, dp_expr *r) {
   return 0;
 }
 
+/* The stack at half its room, once a quarter of it is used: a let chain
+   piles up a result per let (its value) and takes them back one by one,
+   and the room for all of them should not stay beside the planned module
+   (a failed shrink keeps it). */
+static void shrink_vs(cctx *c) {
+  uint32_t cap = c->capvs / 2;
+  dp_expr **p = dp_realloc(c->vs, (size_t)cap * sizeof *c->vs);
+  if (p) c->vs = p, c->capvs = cap;
+}
+
 /* One function: its nodes in post order (the range of function fn), each
    rewritten once from its children's results; the root comes last. A node
    that is not shared has one parent, so its result is dropped as soon as
@@ -618,6 +634,7 @@ static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
     if (!r) return NULL;
     /* the children's results are in r now (or were not needed) */
     while (c->nvs > base) dp_release(c->vs[--c->nvs]);
+    if (c->nvs < c->capvs / 4 && c->capvs >= 4096) shrink_vs(c);
     if (k + 1 == end) return r; /* the root */
     if (keep(c, id, r) < 0) goto oom;
   }
@@ -629,18 +646,33 @@ oom:
 
 /* Every node's device, in one pass in id order (capture asks for each
    node's a few times, as a node and as a child, in post order: a find in
-   the union-find each time). 0, or -1 on out of memory. */
+   the union-find each time). 0, or -1 on out of memory.
+   For capture_last, where these are all capture asks of the domains, they
+   go (and the index's kinds, which capture reads from the nodes): what
+   else it asks is a callee's function domain (calls of functions, lowered
+   calls), a primfn's buffers, and the domain of a child with no id (an
+   operator or a constructor as a value), made on demand. */
 static int devices(cctx *c) {
-  const dp__index *ix = c->ix;
+  dp__index *ix = c->ix;
   if (c->d->dev->n > 256) return 0; /* (read from the domains) */
   if (!(c->dev = dp_malloc(ix->n ? ix->n : 1))) return -1;
-  for (uint32_t id = 0; id < ix->n; id++) c->dev[id] = (uint8_t)dp__dom_dev(c->d, dp__dom_at(c->d, id));
+  int asks = ix->nloose || ix->mod->nprims;
+  for (uint32_t id = 0; id < ix->n; id++) {
+    c->dev[id] = (uint8_t)dp__dom_dev(c->d, dp__dom_at(c->d, id));
+    uint8_t w = ix->what[id];
+    asks |= w == W_FN_CALL || w == W_LOWERED || w == W_PRIM_FUNC;
+  }
+  if (c->last && !asks && !c->d->oom) {
+    dp__domains_drop(c->d);
+    free(ix->kind);
+    ix->kind = NULL;
+  }
   return 0;
 }
 
-dp_module *dp__capture(dp__domains *d, dp_err **err) {
+static dp_module *capture(dp__domains *d, int last, dp_err **err) {
   dp__index *ix = d->ix;
-  cctx c = {.d = d, .ix = ix, .changed = DP__PTRMAP_INIT, .rcmap = DP__PTRMAP_INIT};
+  cctx c = {.d = d, .ix = ix, .changed = DP__PTRMAP_INIT, .rcmap = DP__PTRMAP_INIT, .last = last};
   /* the planned module's new nodes, made in bulk (the annotations too:
      rules.c makes them in ix->ops.arena) */
   dp__arena arena = DP__ARENA_INIT;
@@ -681,4 +713,12 @@ done:
   ix->ops.arena = NULL;
   dp__arena_done(&arena);
   return out;
+}
+
+dp_module *dp__capture(dp__domains *d, dp_err **err) {
+  return capture(d, 0, err);
+}
+
+dp_module *dp__capture_last(dp__domains *d, dp_err **err) {
+  return capture(d, 1, err);
 }

@@ -63,6 +63,12 @@ void dp__domains_clear(dp__domains *d) {
   *d = (dp__domains){0};
 }
 
+void dp__domains_drop(dp__domains *d) {
+  dp__domains keep = {.ix = d->ix, .dev = d->dev, .ctx = d->ctx, .oom = d->oom};
+  dp__domains_clear(d);
+  *d = keep;
+}
+
 void dp__dom_compact(dp__domains *d) {
   uint32_t n = d->ix->n;
   if (!n || d->dom_from != n) return;

@@ -445,6 +445,7 @@ static int number_fn(walk *w, dp_func *root) {
       uint32_t k = reach(w, dp__child(ix->x[id], i), 0, d, call, pos, t->quiet);
       /* (reach may have moved w->st: t is not used after it) */
       ix->kid[ix->koff[id] + i] = k;
+      ix->nloose += k == DP__NONE_ID && i > 0;
       child_flags(ix, id, i, k);
       continue;
     }

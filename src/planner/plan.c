@@ -147,7 +147,7 @@ static dp_module *scopes_by_tvm(dp_module *planned, const dp_config *cfg, dp_err
 static dp_module *plan_round(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                              dp_conflicts *all, int *scoped, dp_err **err) {
   dp_domains *s = domains(m, cfg, o, all, 1, err);
-  dp_module *out = s ? dp__capture(&s->uf, err) : NULL;
+  dp_module *out = s ? dp__capture_last(&s->uf, err) : NULL; /* (then s goes) */
   *scoped = out && o && o->placement != DP_PLACE_TVM && dp__dev_any_scope(s->uf.dev);
   dp_release(s);
   return *scoped ? scopes_by_tvm(out, cfg, err) : out;

@@ -241,6 +241,8 @@ typedef struct dp__index {
   dp__mark *marks; uint32_t nmarks, capmarks; /* phase 0b's copies */
   dp__read *reads; uint32_t nreads, capreads; /* phase 0b's demands on shared plain on_device calls */
   uint32_t nann;           /* annotations (constraint domains analysis makes) */
+  uint32_t nloose;         /* children other than a callee with no id (an operator or a
+                              constructor as a value): their domains are made on demand */
   /* how analysis, defaulting and capture read the module (set with phase
      0b's mode, seen by replays): placement by cost (place.c): where a copy
      may sit, a value and its reader are not unified but recorded as a flow */
@@ -520,6 +522,15 @@ int dp__default(dp__domains *d, dp_err **err);
 int dp__default_for_capture(dp__domains *d, dp_err **err);
 /* Phase 3 (capture.c): the planned module, or NULL + error. */
 dp_module *dp__capture(dp__domains *d, dp_err **err);
+/* The same where nothing reads the domains after capture (PlanDevices'
+   own round): once it has every node's device, capture frees the domains
+   (dp__domains_drop) and the index's kinds when the module leaves it
+   nothing else to ask them (no call of a function value, no primfn), so
+   that they are not held beside the planned module as it is built. */
+dp_module *dp__capture_last(dp__domains *d, dp_err **err);
+/* Frees the union-find's arrays (domains.c): after it only ix, dev, ctx
+   and oom may be read, and dp__domains_clear. */
+void dp__domains_drop(dp__domains *d);
 
 /* ================= replay.c: the log of later changes ================= */
 
