@@ -333,11 +333,44 @@ static dp_expr *capture_copy(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
   return r;
 }
 
+/* Is child i of node id one that lives on device index v (with an id, no
+   annotation: nothing to follow or reconcile)? */
+static int at_dev(const cctx *c, uint32_t id, uint32_t i, uint32_t v) {
+  uint32_t k = dp__kid(c->ix, id, i);
+  return k != DP__NONE_ID && c->ix->what[k] != W_ON_DEVICE && c->dev[k] == v;
+}
+
+/* Most of a program: an ordinary operator's call whose arguments all live
+   where it runs. Then reconcile gives each argument's result back as it
+   is: the call is its rewritten children (what the general path below
+   makes of it, without taking and giving back a reference to each). */
+static dp_expr *plain_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
+  uint32_t same = c->kr[0] == orig->fn;
+  for (uint32_t i = 0; i < orig->nargs; i++) same += c->kr[1 + i] == orig->args[i];
+  dp_expr *r = same == orig->nargs + 1
+                   ? dp_retain(&orig->e)
+                   : (dp_expr *)dp__call_new_in(c->ix->ops.arena, c->kr[0], orig->nargs, c->kr + 1,
+                                                orig->attrs, orig->e.span);
+  if (!r) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return typed(r, &orig->e);
+}
+
+static int is_plain_call(const cctx *c, uint32_t id, const dp_call *orig) {
+  uint32_t v = c->dev ? c->dev[id] : 0;
+  if (!v || c->ix->ann[id] != OP_ORDINARY) return 0;
+  for (uint32_t i = 0; i < orig->nargs; i++)
+    if (!at_dev(c, id, 1 + i, v)) return 0;
+  return 1;
+}
+
 static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
   dp__domains *d = c->d;
   switch (c->ix->what[id]) {
   case W_ON_DEVICE: return dp_retain(out_kid(c, id, 1)); /* the original ones go */
   case W_COPY: return capture_copy(c, id, orig, err);
+  case W_OP_CALL:
+    if (is_plain_call(c, id, orig)) return plain_call(c, id, orig, err);
+    break;
   default: break;
   }
   dp_vdev *cv = id_vd(c, id, err);
@@ -451,6 +484,28 @@ static int is_param(cctx *c, uint32_t id) {
   return 0;
 }
 
+/* A let whose value and body (each with an id, no annotation) live where
+   its variable and the let itself do: its value gets its fixed on_device,
+   its body stays as it is (what the general path makes of it, without
+   reconcile's references). */
+static int plain_let(const cctx *c, uint32_t id) {
+  if (!c->dev) return 0;
+  uint32_t k = dp__kid(c->ix, id, 0), xv = k != DP__NONE_ID ? c->dev[k] : 0, lv = c->dev[id];
+  return xv && lv && at_dev(c, id, 1, xv) && at_dev(c, id, 2, lv);
+}
+
+static dp_expr *capture_plain_let(cctx *c, uint32_t id, dp_expr *orig, dp_err **err) {
+  dp_vdev *xv = c->d->dev->v[c->dev[dp__kid(c->ix, id, 0)]];
+  dp_expr *k[3] = {c->kr[0], dp__maybe_on_device_fixed(&c->ix->ops, c->kr[1], xv, err), c->kr[2]};
+  if (!k[1]) return NULL;
+  const dp_let *l = (const dp_let *)orig;
+  dp_expr *r = k[0] == &l->var->e && k[1] == l->value && k[2] == l->body ? dp_retain(orig)
+               : rebuild(c->ix->ops.arena, orig, k);
+  dp_release(k[1]);
+  if (!r) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return typed(r, orig);
+}
+
 /* The rewritten form of node id (new reference), from its children's
    (c->kr). */
 static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
@@ -464,6 +519,7 @@ static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
     if (c->ix->what[id] == W_PRIM_FUNC) return dp_retain(orig);
     return capture_func(c, id, (dp_func *)orig, err);
   case DP_LET: {
+    if (plain_let(c, id)) return capture_plain_let(c, id, orig, err);
     dp_vdev *xv = kid_vd(c, id, 0, err);
     dp_vdev *lv = xv ? id_vd(c, id, err) : NULL;
     if (!lv) return NULL;
