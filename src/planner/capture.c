@@ -708,13 +708,21 @@ oom:
    else it asks is a callee's function domain (calls of functions, lowered
    calls), a primfn's buffers, and the domain of a child with no id (an
    operator or a constructor as a value), made on demand. */
+/* dp__dom_dev of domain x, without its call where x is a root or a root's
+   child of first order (defaulting left most paths one step). */
+static uint32_t dom_dev(dp__domains *d, uint32_t x) {
+  const dp__dnode *nd = d->nodes;
+  uint32_t r = nd[x].parent;
+  return nd[r].parent == r && !nd[r].isfn ? nd[r].vdev : dp__dom_dev(d, x);
+}
+
 static int devices(cctx *c) {
   dp__index *ix = c->ix;
   if (c->d->dev->n > 256) return 0; /* (read from the domains) */
   if (!(c->dev = dp_malloc(ix->n ? ix->n : 1))) return -1;
   int asks = ix->nloose || ix->mod->nprims;
   for (uint32_t id = 0; id < ix->n; id++) {
-    c->dev[id] = (uint8_t)dp__dom_dev(c->d, dp__dom_at(c->d, id));
+    c->dev[id] = (uint8_t)dom_dev(c->d, dp__dom_at(c->d, id));
     uint8_t w = ix->what[id];
     asks |= w == W_FN_CALL || w == W_LOWERED || w == W_PRIM_FUNC;
   }
