@@ -19,7 +19,9 @@
  *
  * Requires: the domains after defaulting (every numbered node's domain
  * constrained) and their index. Leaves: a new module (the input's
- * functions are not changed); the domains stay usable.
+ * functions are not changed); the domains stay usable, except after
+ * dp__capture_last (PlanDevices' own round), which frees them once it has
+ * read every node's device where nothing else it asks needs them.
  *
  * Each function's nodes are rewritten in post order (the index's), each
  * once, from its children's rewritten forms and the devices of their
@@ -344,7 +346,7 @@ static int at_dev(const cctx *c, uint32_t id, uint32_t i, uint32_t v) {
    where it runs. Then reconcile gives each argument's result back as it
    is: the call is its rewritten children (what the general path below
    makes of it, without taking and giving back a reference to each). */
-static dp_expr *plain_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
+static dp_expr *plain_call(cctx *c, dp_call *orig, dp_err **err) {
   uint32_t same = c->kr[0] == orig->fn;
   for (uint32_t i = 0; i < orig->nargs; i++) same += c->kr[1 + i] == orig->args[i];
   dp_expr *r = same == orig->nargs + 1
@@ -369,7 +371,7 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
   case W_ON_DEVICE: return dp_retain(out_kid(c, id, 1)); /* the original ones go */
   case W_COPY: return capture_copy(c, id, orig, err);
   case W_OP_CALL:
-    if (is_plain_call(c, id, orig)) return plain_call(c, id, orig, err);
+    if (is_plain_call(c, id, orig)) return plain_call(c, orig, err);
     break;
   default: break;
   }
@@ -700,14 +702,6 @@ oom:
   return NULL;
 }
 
-/* Every node's device, in one pass in id order (capture asks for each
-   node's a few times, as a node and as a child, in post order: a find in
-   the union-find each time). 0, or -1 on out of memory.
-   For capture_last, where these are all capture asks of the domains, they
-   go (and the index's kinds, which capture reads from the nodes): what
-   else it asks is a callee's function domain (calls of functions, lowered
-   calls), a primfn's buffers, and the domain of a child with no id (an
-   operator or a constructor as a value), made on demand. */
 /* dp__dom_dev of domain x, without its call where x is a root or a root's
    child of first order (defaulting left most paths one step). */
 static uint32_t dom_dev(dp__domains *d, uint32_t x) {
@@ -716,6 +710,14 @@ static uint32_t dom_dev(dp__domains *d, uint32_t x) {
   return nd[r].parent == r && !nd[r].isfn ? nd[r].vdev : dp__dom_dev(d, x);
 }
 
+/* Every node's device, in one pass in id order (capture asks for each
+   node's a few times, as a node and as a child, in post order: a find in
+   the union-find each time). 0, or -1 on out of memory.
+   For capture_last, where these are all capture asks of the domains, they
+   go (and the index's kinds, which capture reads from the nodes): what
+   else it asks is a callee's function domain (calls of functions, lowered
+   calls), a primfn's buffers, and the domain of a child with no id (an
+   operator or a constructor as a value), made on demand. */
 static int devices(cctx *c) {
   dp__index *ix = c->ix;
   if (c->d->dev->n > 256) return 0; /* (read from the domains) */
