@@ -113,7 +113,9 @@ struct dp_parser {
   /* The state of the parse itself: from here to the end, freed and zeroed
      when the result is taken (drop_parse_state). */
   /* tokens (lex.c) */
-  char *kinds;           /* ntok kinds + NUL */
+  char *kinds;           /* ntok kinds + NUL (the caller's copy once shared:
+                            dp_parser_share_tokens; not freed then) */
+  int kinds_shared;
   uint32_t *offs;        /* byte offset of each token */
   unsigned char *lens;   /* its length (255: that or more, found again by scanning) */
   uint32_t ntok, captok;

@@ -98,7 +98,8 @@ static void drop_parse_state(dp_parser *p) {
   dp__attrs_cache_free(p);
   dp__arena_done(&p->arena);
   p->nodes = NULL;
-  void *arrays[] = {p->objs, p->kinds, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
+  if (!p->kinds_shared) free(p->kinds);
+  void *arrays[] = {p->objs, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
                     p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
                     p->namebuf, p->sev, p->sr, p->pend};
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
@@ -120,6 +121,13 @@ void dp_parser_free(dp_parser *p) {
 const char *dp_parser_tokens(const dp_parser *p, size_t *n) {
   *n = p->ntok;
   return p->kinds ? p->kinds : "";
+}
+
+void dp_parser_share_tokens(dp_parser *p, const char *kinds) {
+  if (!p->kinds || p->kinds_shared || kinds == p->kinds) return;
+  free(p->kinds);
+  p->kinds = (char *)kinds; /* (only the lexer writes kinds: it has run) */
+  p->kinds_shared = 1;
 }
 
 void dp_parser_set_meta(dp_parser *p, dp_meta_resolver fn, void *ud) {
