@@ -99,7 +99,7 @@ static void drop_parse_state(dp_parser *p) {
   dp__arena_done(&p->arena);
   p->nodes = NULL;
   if (!p->kinds_shared) free(p->kinds);
-  void *arrays[] = {p->objs, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
+  void *arrays[] = {p->objs, p->tlo, p->tbase, p->twide, p->tfull, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
                     p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
                     p->namebuf, p->sev, p->sr, p->pend};
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
@@ -177,13 +177,13 @@ static dp_span span_at_offset(dp_parser *p, size_t off) {
 
 /* The span of token tok (past the last: the end of the text). */
 dp_span dp__span_slow(dp_parser *p, uint32_t tok) {
-  size_t off = tok >= 1 && tok <= p->ntok && p->offs ? p->offs[tok - 1] : p->len;
+  size_t off = tok >= 1 && tok <= p->ntok && p->tlo ? dp__tok_off(p, tok) : p->len;
   return span_at_offset(p, off);
 }
 
 /* (a token of 255 bytes or more: its end found again) */
 const char *dp__tok_text_long(const dp_parser *p, uint32_t tok, size_t *len) {
-  size_t off = p->offs[tok - 1];
+  size_t off = dp__tok_off(p, tok);
   *len = dp__token_end(p->text, p->len, off, p->kinds[tok - 1]) - off;
   return p->text + off;
 }
