@@ -76,6 +76,7 @@ dp_parser *dp_parser_new(dp_ctx *ctx, const char *text, size_t len, const char *
   p->text = text;
   p->len = len;
   p->source = dp_ctx_source(ctx, source ? source : "<string>"); /* 0: out of memory */
+  p->names.text = p->types.text = text;
   /* (a name per binding, room made at once: interning them never rehashes) */
   if (!p->source || dp__lex(p) != 0 || dp__scope_reserve(&p->names, p->nbinds + 1024) != 0) {
     dp_parser_free(p);
@@ -342,7 +343,7 @@ uint32_t dp__keep(dp_parser *p, void *obj, dp_err *err, uint32_t tok) {
 int64_t dp__tok_slot(dp_parser *p, dp__scope *s, uint32_t tok) {
   size_t len;
   const char *text = dp__tok_text(p, tok, &len);
-  int64_t slot = dp__scope_intern(s, text, len);
+  int64_t slot = dp__scope_intern_text(s, (size_t)(text - p->text), len);
   if (slot < 0) dp__oom(p, tok);
   return slot;
 }
