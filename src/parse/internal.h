@@ -25,8 +25,8 @@
 
 /* An open block: `{ ... }` of a function, a branch or a clause, or the
    whole text of dp.parse_expr. Graph bindings are the block's own (a name
-   defined twice in a block is an error); lets wait here for the block's
-   final expression, which they then enclose. */
+   defined twice in a block is an error); lets wait (in p->lets) for the
+   block's final expression, which they then enclose. */
 typedef struct pblock {
   uint8_t kind;          /* B_BLOCK, B_FN, B_CLAUSE */
   uint32_t id;           /* distinct per block (duplicate definitions) */
@@ -47,10 +47,6 @@ typedef struct pblock {
 
 enum { B_BLOCK = 1, B_FN, B_CLAUSE };
 
-typedef struct plet {
-  uint32_t var, val;     /* handles */
-  dp_span span;
-} plet;
 
 /* The expression reader's stacks (reader.c), kept in the parser so that
    an error anywhere leaves nothing to free but the parser. */
@@ -139,7 +135,8 @@ struct dp_parser {
   /* blocks, their lets, function parameters */
   pblock *blocks;
   uint32_t nblocks, capblocks, nextblock;
-  plet *lets;
+  dp_let **lets;         /* made as read (owned), their bodies set when the
+                            block closes (each let's value stands in until then) */
   uint32_t nlets, caplets;
   uint32_t *params;
   uint32_t nparams, capparams;

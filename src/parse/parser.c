@@ -91,6 +91,7 @@ dp_parser *dp_parser_new(dp_ctx *ctx, const char *text, size_t len, const char *
    type inference, so that its peak memory does not add to the parser's. */
 static void drop_parse_state(dp_parser *p) {
   dp__reader_reset(p);
+  while (p->nlets > 0) dp_release(p->lets[--p->nlets]); /* (of a parse that failed) */
   /* later objects hold earlier ones: release in reverse */
   while (p->nobjs > 0) dp_release(p->objs[--p->nobjs]);
   dp__scope_free(&p->names);
