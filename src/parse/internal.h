@@ -122,6 +122,9 @@ struct dp_parser {
   uint32_t *twide;       /* per block: 0, or 1 + its index in tfull */
   uint32_t *tfull;       /* TOK_BLOCK offsets per wide block */
   uint32_t nfull, capfull;
+  uint32_t tcur, tfast;  /* the lexer's block: its first offset, and the
+                            token count below which the next token is in it
+                            (narrow) with room to spare: push's fast path */
   unsigned char *lens;   /* its length (255: that or more, found again by scanning) */
   uint32_t ntok, captok;
   uint32_t nbinds;       /* BIND tokens (how many names to make room for) */

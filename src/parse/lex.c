@@ -324,9 +324,9 @@ static int widen_block(dp_parser *p, uint32_t b, uint32_t k) {
   return 0;
 }
 
-/* The token [off, end) (its length kept up to 255, scanned again past);
-   room is kept for one more (the final NUL). */
-static inline int push(dp_parser *p, char kind, size_t off, size_t end) {
+/* push() for a token that starts a block, is far from its block's first
+   or needs more room. */
+static int push_slow(dp_parser *p, char kind, size_t off, size_t end) {
   uint32_t n = p->ntok, b = n >> TOK_BLOCK_BITS, k = n & (TOK_BLOCK - 1);
   if (n + 2 > p->captok && size_tokens(p, p->captok * 2) != 0) return -1;
   p->kinds[n] = kind;
@@ -342,6 +342,21 @@ static inline int push(dp_parser *p, char kind, size_t off, size_t end) {
     p->tfull[(size_t)(p->twide[b] - 1) * TOK_BLOCK + k] = (uint32_t)off;
     p->tlo[n] = 0;
   }
+  p->ntok = n + 1;
+  uint32_t end_block = (b + 1) << TOK_BLOCK_BITS;
+  p->tcur = p->tbase[b];
+  p->tfast = p->twide[b] ? 0 : end_block < p->captok - 1 ? end_block : p->captok - 1;
+  return 0;
+}
+
+/* The token [off, end) (its length kept up to 255, scanned again past);
+   room is kept for one more (the final NUL). */
+static inline int push(dp_parser *p, char kind, size_t off, size_t end) {
+  uint32_t n = p->ntok;
+  if (n >= p->tfast || off - p->tcur > 0xFFFF) return push_slow(p, kind, off, end);
+  p->kinds[n] = kind;
+  p->lens[n] = (unsigned char)(end - off < 255 ? end - off : 255);
+  p->tlo[n] = (uint16_t)(off - p->tcur);
   p->ntok = n + 1;
   return 0;
 }
