@@ -158,6 +158,29 @@ describe("parser comments", function()
     assert.are.same({source = "<string>", line = 8, col = 8}, m["main"].body.span)
   end)
 
+  -- (the lexer keeps where each token starts as a 16-bit distance within
+  -- a block of tokens, unless the block spans 64 KiB or more)
+  it("of any length leave the positions after them right", function()
+    local lines = {"def @main(%a: " .. T .. ") {"}
+    for i = 0, 299 do
+      local arg = i == 0 and "%a" or "%" .. (i - 1)
+      -- blocks of statements with short comments, and of long ones
+      local c = string.rep(i % 100 < 50 and "s" or "l", i % 100 < 50 and 10 or 3000)
+      lines[#lines + 1] = ("  %%%d = add(%s, %%a); /* %s */ // %s"):format(i, arg, c, c)
+    end
+    lines[#lines + 1] = "  %299\n}"
+    local text = table.concat(lines, "\n")
+    local m = same_as_blanked(text, testing.META)
+    local e, line = m["main"].body, 301
+    while e.kind == "call" do -- (%299 = add(%298, %a): the chain back to %0)
+      assert.are.same({source = "<string>", line = line, col = #tostring(line - 2) + 7}, e.span)
+      e, line = e.args[1], line - 1
+    end
+    assert.are.equal(1, line)
+    local err = err_of((text:gsub("%%250 = add%(%%249", "%%250 = add(%%q")))
+    assert.are.same({252, 14}, {err.line, err.col})
+  end)
+
   it("are skipped around the version header, which blank lines and comments may follow", function()
     same_as_blanked('// leading\n/* c */ #[/* c */ version /* c */ = /* c */ "0.0.5" /* c */] // c\n\n\n'
       .. "/* after\n the header */\n\ndef @main(%a: " .. T .. ") { %a }\n")

@@ -111,6 +111,11 @@ dp_parser *dp_parser_new(dp_ctx *ctx, const char *text, size_t len, const char *
 void dp_parser_free(dp_parser *p);
 /* The token kinds, one byte per token, NUL-terminated; *n gets the count. */
 const char *dp_parser_tokens(const dp_parser *p, size_t *n);
+/* The parser reads its token kinds from `kinds` from now on (a copy of
+   dp_parser_tokens' bytes the caller keeps until the parser is freed, as
+   the Lua binding keeps the grammar's subject) and frees its own: a large
+   text's kinds are not held twice. */
+void dp_parser_share_tokens(dp_parser *p, const char *kinds);
 void dp_parser_set_meta(dp_parser *p, dp_meta_resolver fn, void *ud);
 
 /* Runs an action on its events. Returns the handle of the value it gives

@@ -1,6 +1,14 @@
 /*
  * Node arenas (see arena.h): chunks of CHUNK bytes, aligned on CHUNK, each
  * counting its live nodes (+1 while the arena fills it).
+ *
+ * Chunks are cut from blocks of memory (groups of 1, 2, 4, 8, then GROUP
+ * chunks), a group going with the last of its chunks. One aligned
+ * allocation per chunk left a gap of up to CHUNK before each (what the
+ * alignment skips), whose first page the allocator writes: some 8% more
+ * resident memory than the nodes (the parser's let module: 220 MB instead
+ * of 195 at 1,000,000 calls). A large group's block is mapped on its own:
+ * what its alignment skips, and its chunks not yet cut, are never touched.
  */
 #include <stdlib.h>
 #include <stdint.h>
@@ -12,16 +20,57 @@
 #include "arena.h"
 
 #define CHUNK ((size_t)64 * 1024)
+#define GROUP 16u
+
+typedef struct dp__group {
+  void *mem;     /* the block the chunks are cut from */
+  uint32_t live; /* chunks not freed, + 1 while the arena cuts chunks from it */
+  uint32_t next; /* chunks cut */
+  uint32_t size; /* chunks it has room for */
+} dp__group;
 
 typedef struct dp__chunk {
-  uint32_t live; /* nodes not freed, + 1 while the arena fills it */
-  uint32_t used; /* bytes given out, the header included */
+  uint32_t live;    /* nodes not freed, + 1 while the arena fills it */
+  uint32_t used;    /* bytes given out, the header included */
+  dp__group *group;
 } dp__chunk;
 
 #define HEAD ((sizeof(dp__chunk) + 15) & ~(size_t)15)
 
+static void drop_group(dp__group *g) {
+  if (--g->live == 0) {
+    free(g->mem);
+    free(g);
+  }
+}
+
 static void drop(dp__chunk *c) {
-  if (--c->live == 0) free(c);
+  if (--c->live == 0) drop_group(c->group);
+}
+
+/* A new chunk of the arena's group (a new group when it has none left:
+   of 1, 2, 4, ... GROUP chunks, so that a small module holds little). */
+static dp__chunk *new_chunk(dp__arena *a) {
+  dp__group *g = a->group;
+  if (!g || g->next == g->size) {
+    uint32_t size = a->groups < 4 ? 1u << a->groups : GROUP;
+    dp__group *ng = dp_malloc(sizeof *ng);
+    void *mem = ng ? dp_malloc(size * CHUNK + CHUNK - 1) : NULL;
+    if (!mem) {
+      free(ng);
+      return NULL;
+    }
+    *ng = (dp__group){mem, 1, 0, size};
+    a->groups++;
+    if (g) drop_group(g);
+    a->group = g = ng;
+  }
+  uintptr_t base = ((uintptr_t)g->mem + CHUNK - 1) & ~(uintptr_t)(CHUNK - 1);
+  dp__chunk *c = (dp__chunk *)(base + g->next++ * CHUNK);
+  g->live++;
+  dp__prefault(c, CHUNK); /* (it is all written) */
+  *c = (dp__chunk){1, (uint32_t)HEAD, g};
+  return c;
 }
 
 void dp__prefault(void *p, size_t n) {
@@ -45,10 +94,7 @@ void *dp__arena_alloc(dp__arena *a, size_t size, int *in_arena) {
   if (!a || size > CHUNK - HEAD) return dp_malloc(size);
   dp__chunk *c = a->cur;
   if (!c || c->used + size > CHUNK) {
-    c = dp__malloc_aligned(CHUNK, CHUNK);
-    if (!c) return NULL;
-    dp__prefault(c, CHUNK); /* (it is all written) */
-    *c = (dp__chunk){1, (uint32_t)HEAD};
+    if (!(c = new_chunk(a))) return NULL;
     if (a->cur) drop(a->cur);
     a->cur = c;
   }
@@ -61,7 +107,8 @@ void *dp__arena_alloc(dp__arena *a, size_t size, int *in_arena) {
 
 void dp__arena_done(dp__arena *a) {
   if (a->cur) drop(a->cur);
-  a->cur = NULL;
+  if (a->group) drop_group(a->group);
+  *a = DP__ARENA_INIT;
 }
 
 void dp__arena_node_free(void *e) {

@@ -10,8 +10,9 @@
  *
  * A chunk is CHUNK bytes aligned on CHUNK (a node finds its chunk by its
  * address) and counts its live nodes; no free list: a planned module's
- * nodes are made once and dropped together. Not thread-safe (neither are
- * reference counts).
+ * nodes are made once and dropped together. Chunks are cut from groups
+ * (one block of memory for up to sixteen, freed with the last of its
+ * chunks). Not thread-safe (neither are reference counts).
  */
 #ifndef DEVPLAN_ARENA_H
 #define DEVPLAN_ARENA_H
@@ -20,10 +21,12 @@
 #include "devplan/expr.h"
 
 typedef struct dp__arena {
-  struct dp__chunk *cur; /* the chunk being filled (the arena holds it), or NULL */
+  struct dp__chunk *cur;   /* the chunk being filled (the arena holds it), or NULL */
+  struct dp__group *group; /* the memory chunks are cut from (held too), or NULL */
+  uint32_t groups;         /* groups made */
 } dp__arena;
 
-#define DP__ARENA_INIT ((dp__arena){NULL})
+#define DP__ARENA_INIT ((dp__arena){NULL, NULL, 0})
 
 /* dp_obj.flags of an expression whose memory is an arena's (expr.c frees
    it through dp__arena_node_free). (Inference uses 0x8000 and 0x4000.) */
@@ -46,10 +49,11 @@ void dp__arena_node_free(void *e);
    memory about to be written whole: a chunk, a large array. */
 void dp__prefault(void *p, size_t n);
 
-/* Calls and lets in an arena (NULL: on the heap): dp_call_new and
-   dp_let_new otherwise. */
+/* Calls, lets and variables in an arena (NULL: on the heap): dp_call_new,
+   dp_let_new and dp_var_new otherwise. */
 dp_call *dp__call_new_in(dp__arena *a, dp_expr *fn, uint32_t nargs, dp_expr *const *args,
                          dp_attrs *attrs, dp_span span);
 dp_let *dp__let_new_in(dp__arena *a, dp_var *var, dp_expr *value, dp_expr *body, dp_span span);
+dp_var *dp__var_new_in(dp__arena *a, const char *name, dp_type *annot, dp_vdev *vdev, dp_span span);
 
 #endif

@@ -3,7 +3,8 @@
  * access (the order documented in expr.h, which every traversal uses).
  *
  * Each node is one allocation: arrays are flexible members and names are
- * copied behind the node, so a call with two arguments costs 72 bytes.
+ * copied behind the node, so a call with two arguments costs 72 bytes
+ * (calls, lets and variables may come from an arena instead: arena.h).
  * Constructors retain their children; the free function hands them to the
  * object layer's work list, so freeing a million-deep chain never recurses.
  */
@@ -54,16 +55,28 @@ static void retain_all(dp_expr **items, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) dp_retain(items[i]);
 }
 
-dp_var *dp_var_new(const char *name, dp_type *annot, dp_vdev *vdev, dp_span span) {
+/* A node made in arena a (NULL: on the heap) marked as such. */
+static void *in_arena(dp__arena *a, size_t size, int kind, dp_span span) {
+  int marked;
+  dp_expr *e = set_node(dp__arena_alloc(a, size, &marked), kind, span);
+  if (e && marked) e->h.flags = DP__OBJ_IN_ARENA;
+  return e;
+}
+
+dp_var *dp__var_new_in(dp__arena *a, const char *name, dp_type *annot, dp_vdev *vdev, dp_span span) {
   if (!name) name = "";
   size_t len = strlen(name) + 1;
-  dp_var *v = set_node(dp_malloc(sizeof *v + len), DP_VAR, span);
+  dp_var *v = in_arena(a, sizeof *v + len, DP_VAR, span);
   if (!v) return NULL;
   v->annot = dp_retain(annot);
   v->vdev = dp_retain(vdev);
   v->name = (char *)(v + 1);
   memcpy(v->name, name, len);
   return v;
+}
+
+dp_var *dp_var_new(const char *name, dp_type *annot, dp_vdev *vdev, dp_span span) {
+  return dp__var_new_in(NULL, name, annot, vdev, span);
 }
 
 dp_global *dp_global_new(const char *name, dp_span span) {
@@ -118,14 +131,6 @@ dp_const *dp_const_new(dp_dtype dtype, uint32_t ndim, const int64_t *shape,
   c->data = c->shape + ndim;
   if (data && nbytes) memcpy(c->data, data, nbytes); /* else zeros (calloc) */
   return c;
-}
-
-/* A node made in arena a (NULL: on the heap) marked as such. */
-static void *in_arena(dp__arena *a, size_t size, int kind, dp_span span) {
-  int marked;
-  dp_expr *e = set_node(dp__arena_alloc(a, size, &marked), kind, span);
-  if (e && marked) e->h.flags = DP__OBJ_IN_ARENA;
-  return e;
 }
 
 dp_call *dp__call_new_in(dp__arena *a, dp_expr *fn, uint32_t nargs, dp_expr *const *args,

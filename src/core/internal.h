@@ -62,10 +62,6 @@ dp_err *dp__err_vat(dp_ctx *ctx, dp_errcode code, dp_span span, const char *fmt,
 struct dp_module;
 int dp__infer_module(struct dp_module *m, int scopes_known, dp_err **err);
 
-/* dp_malloc of n bytes aligned on align (a power of two dividing n), for
-   the node arenas (arena.c); freed with free(). */
-void *dp__malloc_aligned(size_t align, size_t n);
-
 uint32_t dp__hash_bytes(uint32_t h, const void *p, size_t n);
 uint32_t dp__hash_string(uint32_t h, const char *s);
 uint32_t dp__hash_u64(uint32_t h, uint64_t v);

@@ -112,8 +112,6 @@ void *dp_calloc(size_t n, size_t size) {
   return inject() ? NULL : calloc(n ? n : 1, size ? size : 1);
 }
 void *dp_realloc(void *p, size_t n) { return inject() ? NULL : realloc(p, n ? n : 1); }
-/* (size a multiple of align, a power of two: C11's aligned_alloc) */
-void *dp__malloc_aligned(size_t align, size_t n) { return inject() ? NULL : aligned_alloc(align, n); }
 
 char *dp_strdup(const char *s) {
   if (!s) s = "";

@@ -111,7 +111,7 @@ static int p_new(lua_State *L) {
   size_t len;
   const char *text = luaL_checklstring(L, 1, &len);
   const char *source = luaL_optstring(L, 2, "<string>");
-  lparser *lp = lua_newuserdatauv(L, sizeof *lp, 2);
+  lparser *lp = lua_newuserdatauv(L, sizeof *lp, 3);
   memset(lp, 0, sizeof *lp);
   luaL_setmetatable(L, PARSER_META);
   lua_pushvalue(L, 1); /* the text lives as long as the parser */
@@ -157,11 +157,18 @@ static int p_binary(lua_State *L) {
   return 1;
 }
 
+/* The kinds as a Lua string, which the parser then reads instead of its
+   own copy (kept as uservalue 3: one copy of a large text's kinds). */
 static int p_tokens(lua_State *L) {
   lparser *lp = check_parser(L);
+  if (lua_getiuservalue(L, 1, 3) == LUA_TSTRING) return 1;
+  lua_pop(L, 1);
   size_t n;
   const char *s = dp_parser_tokens(lp->p, &n);
   lua_pushlstring(L, s, n);
+  lua_pushvalue(L, -1);
+  lua_setiuservalue(L, 1, 3);
+  dp_parser_share_tokens(lp->p, lua_tostring(L, -1));
   return 1;
 }
 
@@ -242,6 +249,8 @@ static void close_at_1(lua_State *L, lparser *lp) {
   close_parser(lp);
   lua_pushnil(L);
   lua_setiuservalue(L, 1, 1);
+  lua_pushnil(L);
+  lua_setiuservalue(L, 1, 3);
 }
 
 /* The result of a finished parse; the parser is closed after. */

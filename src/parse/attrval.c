@@ -39,7 +39,7 @@ static int meta_fits(const char *kind, const dp_aval *v, const char **want) {
    read once; 0 when read or when there is none. */
 int dp__meta_load(dp_parser *p) {
   if (p->metadata || p->meta_failed || !p->ntok || p->kinds[p->ntok - 1] != DP_TOK_METADATA) return p->meta_failed ? -1 : 0;
-  size_t off = p->offs[p->ntok - 1], start = dp__token_end(p->text, p->len, off, DP_TOK_METADATA);
+  size_t off = dp__tok_off(p, p->ntok), start = dp__token_end(p->text, p->len, off, DP_TOK_METADATA);
   dp_err *err = NULL;
   if (!(p->metadata = dp_meta_read(p->ctx, p->text, start, p->len - start, p->source, &err))) {
     p->meta_failed = 1;

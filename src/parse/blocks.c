@@ -56,13 +56,12 @@ static dp_expr *close_block(dp_parser *p) {
     return NULL;
   }
   dp_expr *body = dp_retain(dp__obj(p, b->final));
-  for (uint32_t i = p->nlets; body && i-- > b->lets;) {
-    const plet *l = &p->lets[i];
-    dp_let *let = dp__let_new_in(p->nodes, (dp_var *)dp__obj(p, l->var), (dp_expr *)dp__obj(p, l->val), body, l->span);
-    dp_release(body);
-    body = let ? &let->e : NULL;
+  for (uint32_t i = p->nlets; i-- > b->lets;) { /* (the references move) */
+    dp_let *let = p->lets[i];
+    dp_release(let->body);
+    let->body = body;
+    body = &let->e;
   }
-  if (!body) dp__oom(p, b->tok);
   p->nlets = b->lets;
   dp__scope_unbind(&p->names, b->mark);
   p->nblocks--;
@@ -74,7 +73,7 @@ static uint32_t new_var(dp_parser *p, uint32_t tok, dp_type *annot, dp_vdev *vd)
   size_t len;
   const char *name = dp__tok_text(p, tok, &len);
   const char *cn = dp__cname(p, name + 1, len - 1);
-  return cn ? dp__keep(p, dp_var_new(cn, annot, vd, dp__span(p, tok)), NULL, tok) : 0;
+  return cn ? dp__keep(p, dp__var_new_in(p->nodes, cn, annot, vd, dp__span(p, tok)), NULL, tok) : 0;
 }
 
 /* Binds the name of token tok to handle h; with a block, as that block's
@@ -90,9 +89,14 @@ static int bind_name(dp_parser *p, uint32_t tok, uint32_t h, const pblock *b, co
   return 0;
 }
 
+/* The let of variable var (a handle) to value val, made now (its body,
+   until the block closes, is the value): one pointer waits per let. */
 static int push_let(dp_parser *p, uint32_t var, uint32_t val, dp_span span) {
   if (dp__grow(p, (void **)&p->lets, &p->caplets, p->nlets + 1, sizeof *p->lets, 0) != 0) return -1;
-  p->lets[p->nlets++] = (plet){var, val, span};
+  dp_expr *value = (dp_expr *)dp__obj(p, val);
+  dp_let *let = dp__let_new_in(p->nodes, (dp_var *)dp__obj(p, var), value, value, span);
+  if (!let) return dp__oom(p, 0);
+  p->lets[p->nlets++] = let;
   return 0;
 }
 
@@ -233,7 +237,7 @@ int64_t dp__act_stmts(dp_parser *p, const int64_t *ev, size_t n) {
       if (push_let(p, var, h, span) != 0) return -1;
     } else if (dp__kind(p, term) == DP_TOK_SEMI) {
       span = stmt_span(p, start);
-      uint32_t u = dp__keep(p, dp_var_new("_", NULL, NULL, span), NULL, first);
+      uint32_t u = dp__keep(p, dp__var_new_in(p->nodes, "_", NULL, NULL, span), NULL, first);
       if (!u || push_let(p, u, h, span) != 0) return -1;
     } else {
       b->final = h;

@@ -25,8 +25,8 @@
 
 /* An open block: `{ ... }` of a function, a branch or a clause, or the
    whole text of dp.parse_expr. Graph bindings are the block's own (a name
-   defined twice in a block is an error); lets wait here for the block's
-   final expression, which they then enclose. */
+   defined twice in a block is an error); lets wait (in p->lets) for the
+   block's final expression, which they then enclose. */
 typedef struct pblock {
   uint8_t kind;          /* B_BLOCK, B_FN, B_CLAUSE */
   uint32_t id;           /* distinct per block (duplicate definitions) */
@@ -47,10 +47,6 @@ typedef struct pblock {
 
 enum { B_BLOCK = 1, B_FN, B_CLAUSE };
 
-typedef struct plet {
-  uint32_t var, val;     /* handles */
-  dp_span span;
-} plet;
 
 /* The expression reader's stacks (reader.c), kept in the parser so that
    an error anywhere leaves nothing to free but the parser. */
@@ -113,8 +109,22 @@ struct dp_parser {
   /* The state of the parse itself: from here to the end, freed and zeroed
      when the result is taken (drop_parse_state). */
   /* tokens (lex.c) */
-  char *kinds;           /* ntok kinds + NUL */
-  uint32_t *offs;        /* byte offset of each token */
+  char *kinds;           /* ntok kinds + NUL (the caller's copy once shared:
+                            dp_parser_share_tokens; not freed then) */
+  int kinds_shared;
+  /* where each token starts (dp__tok_off): tokens come in blocks of
+     TOK_BLOCK; a block's first token's byte offset, and each token's
+     distance from it in 16 bits, unless the block spans 64 KiB or more
+     (a long string, comment or metadata section): then its tokens' full
+     offsets, in tfull. Two bytes a token rather than four. */
+  uint16_t *tlo;
+  uint32_t *tbase;       /* per block: its first token's offset */
+  uint32_t *twide;       /* per block: 0, or 1 + its index in tfull */
+  uint32_t *tfull;       /* TOK_BLOCK offsets per wide block */
+  uint32_t nfull, capfull;
+  uint32_t tcur, tfast;  /* the lexer's block: its first offset, and the
+                            token count below which the next token is in it
+                            (narrow) with room to spare: push's fast path */
   unsigned char *lens;   /* its length (255: that or more, found again by scanning) */
   uint32_t ntok, captok;
   uint32_t nbinds;       /* BIND tokens (how many names to make room for) */
@@ -128,7 +138,8 @@ struct dp_parser {
   /* blocks, their lets, function parameters */
   pblock *blocks;
   uint32_t nblocks, capblocks, nextblock;
-  plet *lets;
+  dp_let **lets;         /* made as read (owned), their bodies set when the
+                            block closes (each let's value stands in until then) */
   uint32_t nlets, caplets;
   uint32_t *params;
   uint32_t nparams, capparams;
@@ -171,6 +182,15 @@ struct dp_parser {
   dp_attrs *no_attrs;    /* the empty set of operator calls without attributes */
 };
 
+#define TOK_BLOCK_BITS 8
+#define TOK_BLOCK (1u << TOK_BLOCK_BITS)
+
+/* The byte offset where token tok (1-based, at most ntok) starts. */
+static inline uint32_t dp__tok_off(const dp_parser *p, uint32_t tok) {
+  uint32_t i = tok - 1, b = i >> TOK_BLOCK_BITS, w = p->twide[b];
+  return w ? p->tfull[(size_t)(w - 1) * TOK_BLOCK + (i & (TOK_BLOCK - 1))] : p->tbase[b] + p->tlo[i];
+}
+
 /* ---- parser.c ---- */
 /* Sets p->err (unless one is pending) at token tok; returns -1. */
 int dp__fail(dp_parser *p, dp_errcode code, uint32_t tok, const char *fmt, ...);
@@ -182,7 +202,7 @@ dp_span dp__span_slow(dp_parser *p, uint32_t tok);
    common cases) */
 static inline dp_span dp__span(dp_parser *p, uint32_t tok) {
   if (p->lines && tok >= 1 && tok <= p->ntok) {
-    uint32_t off = p->offs[tok - 1], i = p->lastline, n = p->nlines;
+    uint32_t off = dp__tok_off(p, tok), i = p->lastline, n = p->nlines;
     if (p->lines[i] <= off) {
       if (i + 1 < n && off >= p->lines[i + 1] && (i + 2 == n || off < p->lines[i + 2])) p->lastline = ++i;
       if (i + 1 == n || off < p->lines[i + 1]) return (dp_span){p->source, i + 1, off - p->lines[i] + 1};
@@ -197,7 +217,7 @@ static inline dp_obj *dp__obj(const dp_parser *p, uint32_t h) { return p->objs[h
 const char *dp__tok_text_long(const dp_parser *p, uint32_t tok, size_t *len);
 static inline const char *dp__tok_text(const dp_parser *p, uint32_t tok, size_t *len) {
   *len = p->lens[tok - 1];
-  return *len == 255 ? dp__tok_text_long(p, tok, len) : p->text + p->offs[tok - 1];
+  return *len == 255 ? dp__tok_text_long(p, tok, len) : p->text + dp__tok_off(p, tok);
 }
 /* A NUL-terminated copy of text[0..len) in the parser's buffer; NULL: oom. */
 const char *dp__cname(dp_parser *p, const char *text, size_t len);

@@ -296,17 +296,56 @@ size_t dp__token_end(const char *t, size_t len, size_t i, char kind) {
 
 /* ---------------- lexing ---------------- */
 
-/* Room for more tokens. */
-static int grow_tokens(dp_parser *p) {
-  uint32_t cap = p->captok * 2;
-  uint32_t *offs = dp_realloc(p->offs, (size_t)cap * sizeof *offs);
-  if (offs) p->offs = offs;
-  char *kinds = offs ? dp_realloc(p->kinds, cap) : NULL;
-  if (kinds) p->kinds = kinds;
-  unsigned char *lens = kinds ? dp_realloc(p->lens, cap) : NULL;
-  if (!lens) return -1;
-  p->lens = lens;
+/* Room for cap tokens (and their blocks). */
+static int size_tokens(dp_parser *p, uint32_t cap) {
+  uint32_t nb = cap / TOK_BLOCK + 1;
+  void *a;
+  if (!(a = dp_realloc(p->tlo, (size_t)cap * sizeof *p->tlo))) return -1;
+  p->tlo = a;
+  if (!(a = dp_realloc(p->kinds, cap))) return -1;
+  p->kinds = a;
+  if (!(a = dp_realloc(p->lens, cap))) return -1;
+  p->lens = a;
+  if (!(a = dp_realloc(p->tbase, (size_t)nb * sizeof *p->tbase))) return -1;
+  p->tbase = a;
+  if (!(a = dp_realloc(p->twide, (size_t)nb * sizeof *p->twide))) return -1;
+  p->twide = a;
   p->captok = cap;
+  return 0;
+}
+
+/* Block b's offsets become full ones (a token past 64 KiB from its first):
+   those of its first k tokens copied. */
+static int widen_block(dp_parser *p, uint32_t b, uint32_t k) {
+  if (dp_grow((void **)&p->tfull, &p->capfull, (p->nfull + 1) * TOK_BLOCK, sizeof *p->tfull) != 0) return -1;
+  uint32_t *full = p->tfull + (size_t)p->nfull * TOK_BLOCK;
+  for (uint32_t j = 0; j < k; j++) full[j] = p->tbase[b] + p->tlo[b * TOK_BLOCK + j];
+  p->twide[b] = ++p->nfull;
+  return 0;
+}
+
+/* push() for a token that starts a block, is far from its block's first
+   or needs more room. */
+static int push_slow(dp_parser *p, char kind, size_t off, size_t end) {
+  uint32_t n = p->ntok, b = n >> TOK_BLOCK_BITS, k = n & (TOK_BLOCK - 1);
+  if (n + 2 > p->captok && size_tokens(p, p->captok * 2) != 0) return -1;
+  p->kinds[n] = kind;
+  p->lens[n] = (unsigned char)(end - off < 255 ? end - off : 255);
+  if (k == 0) {
+    p->tbase[b] = (uint32_t)off;
+    p->twide[b] = 0;
+  }
+  if (!p->twide[b] && off - p->tbase[b] <= 0xFFFF) {
+    p->tlo[n] = (uint16_t)(off - p->tbase[b]);
+  } else {
+    if (!p->twide[b] && widen_block(p, b, k) != 0) return -1;
+    p->tfull[(size_t)(p->twide[b] - 1) * TOK_BLOCK + k] = (uint32_t)off;
+    p->tlo[n] = 0;
+  }
+  p->ntok = n + 1;
+  uint32_t end_block = (b + 1) << TOK_BLOCK_BITS;
+  p->tcur = p->tbase[b];
+  p->tfast = p->twide[b] ? 0 : end_block < p->captok - 1 ? end_block : p->captok - 1;
   return 0;
 }
 
@@ -314,10 +353,10 @@ static int grow_tokens(dp_parser *p) {
    room is kept for one more (the final NUL). */
 static inline int push(dp_parser *p, char kind, size_t off, size_t end) {
   uint32_t n = p->ntok;
-  if (n + 2 > p->captok && grow_tokens(p) != 0) return -1;
+  if (n >= p->tfast || off - p->tcur > 0xFFFF) return push_slow(p, kind, off, end);
   p->kinds[n] = kind;
   p->lens[n] = (unsigned char)(end - off < 255 ? end - off : 255);
-  p->offs[n] = (uint32_t)off;
+  p->tlo[n] = (uint16_t)(off - p->tcur);
   p->ntok = n + 1;
   return 0;
 }
@@ -461,11 +500,7 @@ int dp__lex(dp_parser *p) {
   const char *t = p->text;
   size_t i = 0, len = p->len, depth = 0, open = (size_t)-1;
   uint32_t cap = (uint32_t)(len / 4 < 1u << 20 ? len / 4 : 1u << 20) + 16;
-  p->kinds = dp_malloc(cap);
-  p->offs = dp_malloc(cap * sizeof *p->offs);
-  p->lens = dp_malloc(cap);
-  if (!p->kinds || !p->offs || !p->lens) return dp__oom(p, 0);
-  p->captok = cap;
+  if (size_tokens(p, cap) != 0) return dp__oom(p, 0);
   p->kinds[0] = '\0';
   if (len >= UINT32_MAX) {
     if (lex_error(p, 0, "the text is too large (4 GiB or more)") != 0) return dp__oom(p, 0);
@@ -531,7 +566,7 @@ int dp__lex(dp_parser *p) {
 /* ---------------- token values ---------------- */
 
 const char *dp__string_value(dp_parser *p, uint32_t tok) {
-  size_t off = p->offs[tok - 1], end = string_end(p->text, p->len, off), n = 0;
+  size_t off = dp__tok_off(p, tok), end = string_end(p->text, p->len, off), n = 0;
   char *out = dp__scratch(p, end - off + 1);
   if (!out) return NULL;
   for (size_t j = off + 1; j + 1 < end; j++) {
@@ -548,7 +583,7 @@ const char *dp__string_value(dp_parser *p, uint32_t tok) {
 
 int dp__meta_parts(dp_parser *p, uint32_t tok, const char **kind, int64_t *index) {
   const char *t = p->text;
-  size_t open = 0, j = skip_space(t, p->len, p->offs[tok - 1] + 4, &open);
+  size_t open = 0, j = skip_space(t, p->len, dp__tok_off(p, tok) + 4, &open);
   size_t k = skip_space(t, p->len, j + 1, &open), ke = name_end(t, p->len, k);
   j = skip_space(t, p->len, skip_space(t, p->len, ke, &open) + 1, &open);
   j = skip_space(t, p->len, j + 1, &open);

@@ -76,6 +76,7 @@ dp_parser *dp_parser_new(dp_ctx *ctx, const char *text, size_t len, const char *
   p->text = text;
   p->len = len;
   p->source = dp_ctx_source(ctx, source ? source : "<string>"); /* 0: out of memory */
+  p->names.text = p->types.text = text;
   /* (a name per binding, room made at once: interning them never rehashes) */
   if (!p->source || dp__lex(p) != 0 || dp__scope_reserve(&p->names, p->nbinds + 1024) != 0) {
     dp_parser_free(p);
@@ -90,6 +91,7 @@ dp_parser *dp_parser_new(dp_ctx *ctx, const char *text, size_t len, const char *
    type inference, so that its peak memory does not add to the parser's. */
 static void drop_parse_state(dp_parser *p) {
   dp__reader_reset(p);
+  while (p->nlets > 0) dp_release(p->lets[--p->nlets]); /* (of a parse that failed) */
   /* later objects hold earlier ones: release in reverse */
   while (p->nobjs > 0) dp_release(p->objs[--p->nobjs]);
   dp__scope_free(&p->names);
@@ -98,7 +100,8 @@ static void drop_parse_state(dp_parser *p) {
   dp__attrs_cache_free(p);
   dp__arena_done(&p->arena);
   p->nodes = NULL;
-  void *arrays[] = {p->objs, p->kinds, p->offs, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
+  if (!p->kinds_shared) free(p->kinds);
+  void *arrays[] = {p->objs, p->tlo, p->tbase, p->twide, p->tfull, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
                     p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
                     p->namebuf, p->sev, p->sr, p->pend};
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
@@ -120,6 +123,13 @@ void dp_parser_free(dp_parser *p) {
 const char *dp_parser_tokens(const dp_parser *p, size_t *n) {
   *n = p->ntok;
   return p->kinds ? p->kinds : "";
+}
+
+void dp_parser_share_tokens(dp_parser *p, const char *kinds) {
+  if (!p->kinds || p->kinds_shared || kinds == p->kinds) return;
+  free(p->kinds);
+  p->kinds = (char *)kinds; /* (only the lexer writes kinds: it has run) */
+  p->kinds_shared = 1;
 }
 
 void dp_parser_set_meta(dp_parser *p, dp_meta_resolver fn, void *ud) {
@@ -169,13 +179,13 @@ static dp_span span_at_offset(dp_parser *p, size_t off) {
 
 /* The span of token tok (past the last: the end of the text). */
 dp_span dp__span_slow(dp_parser *p, uint32_t tok) {
-  size_t off = tok >= 1 && tok <= p->ntok && p->offs ? p->offs[tok - 1] : p->len;
+  size_t off = tok >= 1 && tok <= p->ntok && p->tlo ? dp__tok_off(p, tok) : p->len;
   return span_at_offset(p, off);
 }
 
 /* (a token of 255 bytes or more: its end found again) */
 const char *dp__tok_text_long(const dp_parser *p, uint32_t tok, size_t *len) {
-  size_t off = p->offs[tok - 1];
+  size_t off = dp__tok_off(p, tok);
   *len = dp__token_end(p->text, p->len, off, p->kinds[tok - 1]) - off;
   return p->text + off;
 }
@@ -334,7 +344,7 @@ uint32_t dp__keep(dp_parser *p, void *obj, dp_err *err, uint32_t tok) {
 int64_t dp__tok_slot(dp_parser *p, dp__scope *s, uint32_t tok) {
   size_t len;
   const char *text = dp__tok_text(p, tok, &len);
-  int64_t slot = dp__scope_intern(s, text, len);
+  int64_t slot = dp__scope_intern_text(s, (size_t)(text - p->text), len);
   if (slot < 0) dp__oom(p, tok);
   return slot;
 }

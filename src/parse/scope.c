@@ -1,7 +1,8 @@
 /*
  * Names in scope for the parser: an interning hash table of names (open
- * addressing, names in one arena) whose slots carry the current binding,
- * and an undo log that restores shadowed bindings. See scope.h.
+ * addressing; a name read from the text stays there, others are copied
+ * into one arena) whose slots carry the current binding, and an undo log
+ * that restores shadowed bindings. See scope.h.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ static int64_t probe(const dp__scope *s, const char *name, size_t len, uint32_t 
     }
     if (e->hash == h) {
       const dp__scope_slot *sl = &s->slots[e->slot - 1];
-      if (sl->len == len && memcmp(s->arena + sl->off, name, len) == 0) return e->slot - 1;
+      if (sl->len == len && memcmp(dp__scope_name(s, e->slot - 1), name, len) == 0) return e->slot - 1;
     }
     i = (i + 1) & s->tmask;
   }
@@ -42,7 +43,7 @@ static int rehash(dp__scope *s, uint32_t size) {
   struct dp__scope_entry *t = dp_calloc(size, sizeof *t);
   if (!t) return -1;
   for (uint32_t k = 0; k < s->nslots; k++) {
-    uint32_t h = s->slots[k].hash, i = h & (size - 1);
+    uint32_t h = hash_name(dp__scope_name(s, k), s->slots[k].len), i = h & (size - 1);
     while (t[i].slot) i = (i + 1) & (size - 1);
     t[i] = (struct dp__scope_entry){h, k + 1};
   }
@@ -70,26 +71,42 @@ int64_t dp__scope_find(const dp__scope *s, const char *name, size_t len) {
   return probe(s, name, len, hash_name(name, len), &at);
 }
 
-int64_t dp__scope_intern(dp__scope *s, const char *name, size_t len) {
+/* The slot of name[0..len); a new one's name at text offset off when it
+   is one (off < SCOPE_IN_TEXT), else copied into the arena. */
+static int64_t intern(dp__scope *s, const char *name, size_t len, size_t off) {
   if (len > UINT32_MAX / 2) return -1;
   if ((s->nslots + 1) * 2 > s->tmask && grow_table(s) != 0) return -1;
   uint32_t h = hash_name(name, len), at;
   int64_t k = probe(s, name, len, h, &at);
   if (k >= 0) return k;
   if (dp_grow((void **)&s->slots, &s->capslots, s->nslots + 1, sizeof *s->slots) != 0) return -1;
-  if (s->alen + len > s->acap) {
-    size_t c = s->acap ? s->acap : 4096;
-    while (c < s->alen + len) c *= 2;
-    char *a = dp_realloc(s->arena, c);
-    if (!a) return -1;
-    s->arena = a;
-    s->acap = c;
+  if (off < SCOPE_IN_TEXT) {
+    off |= SCOPE_IN_TEXT;
+  } else {
+    if (s->alen + len >= SCOPE_IN_TEXT) return -1;
+    if (s->alen + len > s->acap) {
+      size_t c = s->acap ? s->acap : 4096;
+      while (c < s->alen + len) c *= 2;
+      char *a = dp_realloc(s->arena, c);
+      if (!a) return -1;
+      s->arena = a;
+      s->acap = c;
+    }
+    memcpy(s->arena + s->alen, name, len);
+    off = s->alen;
+    s->alen += len;
   }
-  memcpy(s->arena + s->alen, name, len);
-  s->slots[s->nslots] = (dp__scope_slot){(uint32_t)s->alen, (uint32_t)len, h, 0, 0};
-  s->alen += len;
+  s->slots[s->nslots] = (dp__scope_slot){(uint32_t)off, (uint32_t)len, 0, 0};
   s->table[at] = (struct dp__scope_entry){h, ++s->nslots};
   return s->nslots - 1;
+}
+
+int64_t dp__scope_intern(dp__scope *s, const char *name, size_t len) {
+  return intern(s, name, len, SIZE_MAX);
+}
+
+int64_t dp__scope_intern_text(dp__scope *s, size_t off, size_t len) {
+  return intern(s, s->text + off, len, off);
 }
 
 int dp__scope_bind(dp__scope *s, uint32_t slot, uint32_t handle, uint32_t block) {

@@ -21,11 +21,13 @@
 #include <stdint.h>
 
 typedef struct dp__scope_slot {
-  uint32_t off, len;   /* the name's bytes in the arena */
-  uint32_t hash;
+  uint32_t off, len;   /* the name's bytes: in the arena, or with SCOPE_IN_TEXT
+                          set in off, in the text (dp__scope_intern_text) */
   uint32_t handle;     /* current binding, 0: unbound */
   uint32_t block;      /* block of the last definition, 0: none */
 } dp__scope_slot;
+
+#define SCOPE_IN_TEXT 0x80000000u
 
 typedef struct dp__scope_undo {
   uint32_t slot, handle, block;
@@ -40,12 +42,16 @@ typedef struct dp__scope {
   uint32_t tmask;      /* table size - 1 (a power of two), 0 = no table yet */
   char *arena;
   size_t alen, acap;
+  const char *text;    /* where names interned from the text are (borrowed) */
   dp__scope_undo *undo;
   uint32_t nundo, capundo;
 } dp__scope;
 
 /* The slot of name[0..len), made if new; -1 when out of memory. */
 int64_t dp__scope_intern(dp__scope *s, const char *name, size_t len);
+/* The same for the name s->text[off..off + len): a new slot's name stays
+   there (the text outlives the scope), not copied. */
+int64_t dp__scope_intern_text(dp__scope *s, size_t off, size_t len);
 /* The slot of name[0..len) if it exists, else -1. */
 int64_t dp__scope_find(const dp__scope *s, const char *name, size_t len);
 /* Room for n names in all, so that interning them never rehashes; 0, or -1
@@ -68,7 +74,8 @@ static inline uint32_t dp__scope_get(const dp__scope *s, const char *name, size_
 void dp__scope_unbind(dp__scope *s, uint32_t mark);
 /* The name of a slot (not NUL-terminated: see slot->len). */
 static inline const char *dp__scope_name(const dp__scope *s, uint32_t slot) {
-  return s->arena + s->slots[slot].off;
+  uint32_t off = s->slots[slot].off;
+  return off & SCOPE_IN_TEXT ? s->text + (off & ~SCOPE_IN_TEXT) : s->arena + off;
 }
 void dp__scope_free(dp__scope *s);
 
