@@ -1547,10 +1547,18 @@ static int flat_kind(int kind, uint32_t r) {
 static inline uint64_t tref_of(const char *digits, uint32_t n, uint32_t t) {
   uint64_t x = ((uint64_t)t << 8) | 1;
   if (n > 7) return x;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* (one load of 8 bytes, cut to the n digits: digits is tnum, 12 bytes) */
+  uint64_t d;
+  memcpy(&d, digits, 8);
+  x = (d << 8) | '%';
+  return n == 7 ? x : x & ((1ull << (8 * (n + 1))) - 1);
+#else
   char s[8] = {'%'};
   memcpy(s + 1, digits, n);
   memcpy(&x, s, 8);
   return x;
+#endif
 }
 
 static inline void put_tref(dp__tb *b, uint64_t x) {

@@ -339,15 +339,48 @@ int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *
 
 #define NONE UINT32_MAX
 
+/* The graph, with what the caller read of each node (its kind, and
+   whether it is an on_device or a device_copy): the two passes over the
+   nodes read the IR only where a node's attributes or callee are needed
+   (a million-node body is far larger than the cache: each node read is a
+   miss). */
 typedef struct lgraph {
   uint32_t n;
   dp_expr *const *x;
   const uint32_t *kstart, *kids;
+  const uint8_t *kind, *call;
   uint32_t *bound;   /* a let's variable -> its let (NONE: a parameter) */
   dp_vdev **ctx, **dev;
 } lgraph;
 
 static uint32_t gkid(const lgraph *g, uint32_t v, uint32_t k) { return g->kids[g->kstart[v] + k]; }
+
+/* The node a variable's value is (a let's variable: its value's, through
+   chains of them), else v. */
+static uint32_t gvalue(const lgraph *g, uint32_t v) {
+  while (g->kind[v] == DP_VAR && g->bound[v] != NONE) v = gkid(g, g->bound[v], 1);
+  return v;
+}
+
+/* Where child k of node v lives by its position (child_ctx on the graph). */
+static dp_vdev *gchild_ctx(const lgraph *g, uint32_t v, uint32_t k) {
+  if (g->kind[v] == DP_FUNC) {
+    const dp_func *fn = (const dp_func *)g->x[v];
+    return k == fn->nparams ? fn->vdev : g->ctx[v];
+  }
+  if (k == 1 && (g->call[v] & DP__LX_ON_DEVICE)) return vdev_attr((const dp_call *)g->x[v], "virtual_device");
+  if (k == 1 && (g->call[v] & DP__LX_COPY)) return vdev_attr((const dp_call *)g->x[v], "src_virtual_device");
+  return g->ctx[v];
+}
+
+/* positional on the graph. */
+static int gpositional(const lgraph *g, uint32_t v) {
+  switch (g->kind[v]) {
+  case DP_VAR: case DP_GLOBAL: case DP_FUNC: case DP_OP: case DP_CTOR: return 0;
+  case DP_CALL: return !(g->call[v] & (DP__LX_ON_DEVICE | DP__LX_COPY));
+  default: return 1;
+  }
+}
 
 /* The device of the value in slot k of v (done already), or NULL. */
 static dp_vdev *slot_dev(dp__lexical *lx, const lgraph *g, uint32_t v, uint32_t k) {
@@ -358,73 +391,75 @@ static dp_vdev *slot_dev(dp__lexical *lx, const lgraph *g, uint32_t v, uint32_t 
     dp_func *f = dp_module_func(lx->m, ((const dp_global *)e)->name);
     return f ? f->vdev : NULL;
   }
-  while (g->x[ci]->h.kind == DP_VAR && g->bound[ci] != NONE) ci = gkid(g, g->bound[ci], 1);
-  return g->dev[ci];
+  return g->dev[gvalue(g, ci)];
 }
 
 /* Node v (its slots done): its device in g->dev[v]. 1 consistent, 0 not,
-   -1 out of memory. */
+   -1 out of memory. Lets, variables, constants, tuples, projections and
+   ifs are checked from the graph alone (readable has nothing to say of
+   them); functions and calls are read. */
 static int graph_node(dp__lexical *lx, lgraph *g, uint32_t v) {
-  dp_expr *e = g->x[v];
+  int kind = g->kind[v];
   dp_vdev *ctx = g->ctx[v];
   uint32_t ns = g->kstart[v + 1] - g->kstart[v];
   g->dev[v] = ctx;
-  int r = e->h.kind == DP_VAR ? 1 : readable(lx, e);
-  if (r <= 0) return r;
-  switch (e->h.kind) {
+  switch (kind) {
   case DP_VAR:
     if (g->bound[v] != NONE) return 1; /* (where its value is: slot_dev) */
-    g->dev[v] = ((dp_var *)e)->vdev;
+    g->dev[v] = ((dp_var *)g->x[v])->vdev;
     return dp__lexical_settled(lx, g->dev[v]);
   case DP_CONST: return 1;
-  case DP_FUNC: {
-    dp_func *fn = (dp_func *)e;
-    g->dev[v] = fn->vdev;
-    return ns == 0 || slot_dev(lx, g, v, fn->nparams) == fn->vdev; /* (a Composite one: a leaf) */
-  }
   case DP_LET: return slot_dev(lx, g, v, 2) == ctx;
-  case DP_CALL: {
-    const dp_call *call = (const dp_call *)e;
-    if (is_on_device(lx, e)) return (g->dev[v] = vdev_attr(call, "virtual_device")) == slot_dev(lx, g, v, 1);
-    if (is_copy(lx, e)) {
-      g->dev[v] = vdev_attr(call, "dst_virtual_device");
-      return slot_dev(lx, g, v, 1) == vdev_attr(call, "src_virtual_device");
-    }
-    if (call->fn->h.kind == DP_OP || call->fn->h.kind == DP_CTOR) {
-      for (uint32_t i = 0; i < call->nargs; i++)
-        if (slot_dev(lx, g, v, 1 + i) != ctx) return 0;
-      return 1;
-    }
-    dp_func *f = callee_fn(lx, call->fn);
-    for (uint32_t i = 0; i < call->nargs; i++)
-      if (slot_dev(lx, g, v, 1 + i) != f->params[i]->vdev || dp__lexical_settled(lx, f->params[i]->vdev) != 1) return 0;
-    return f->vdev == ctx && dp__lexical_settled(lx, f->vdev) == 1;
-  }
+  case DP_FUNC: case DP_CALL: case DP_MATCH: case DP_REF_CREATE: case DP_REF_READ: case DP_REF_WRITE: break;
   default: /* tuple, projection, if */
     for (uint32_t k = 0; k < ns; k++)
       if (slot_dev(lx, g, v, k) != ctx) return 0;
     return 1;
   }
+  dp_expr *e = g->x[v];
+  int r = readable(lx, e);
+  if (r <= 0) return r;
+  if (kind == DP_FUNC) {
+    dp_func *fn = (dp_func *)e;
+    g->dev[v] = fn->vdev;
+    return ns == 0 || slot_dev(lx, g, v, fn->nparams) == fn->vdev; /* (a Composite one: a leaf) */
+  }
+  const dp_call *call = (const dp_call *)e; /* (readable gave up on the others) */
+  if (g->call[v] & DP__LX_ON_DEVICE) return (g->dev[v] = vdev_attr(call, "virtual_device")) == slot_dev(lx, g, v, 1);
+  if (g->call[v] & DP__LX_COPY) {
+    g->dev[v] = vdev_attr(call, "dst_virtual_device");
+    return slot_dev(lx, g, v, 1) == vdev_attr(call, "src_virtual_device");
+  }
+  if (call->fn->h.kind == DP_OP || call->fn->h.kind == DP_CTOR) {
+    for (uint32_t i = 0; i < call->nargs; i++)
+      if (slot_dev(lx, g, v, 1 + i) != ctx) return 0;
+    return 1;
+  }
+  dp_func *f = callee_fn(lx, call->fn);
+  for (uint32_t i = 0; i < call->nargs; i++)
+    if (slot_dev(lx, g, v, 1 + i) != f->params[i]->vdev || dp__lexical_settled(lx, f->params[i]->vdev) != 1) return 0;
+  return f->vdev == ctx && dp__lexical_settled(lx, f->vdev) == 1;
 }
 
-int dp__lexical_graph(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
-                      const uint32_t *kids, dp_vdev *root_ctx, dp_vdev **dev) {
-  lgraph g = {n, x, kstart, kids, dp_malloc((n ? n : 1) * sizeof *g.bound), dp_calloc(n ? n : 1, sizeof *g.ctx), dev};
+int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
+                           const uint32_t *kids, const uint8_t *kind, const uint8_t *call, dp_vdev *root_ctx,
+                           dp_vdev **dev) {
+  lgraph g = {n, x, kstart, kids, kind, call, dp_malloc((n ? n : 1) * sizeof *g.bound),
+              dp_calloc(n ? n : 1, sizeof *g.ctx), dev};
   int rc = g.bound && g.ctx ? 0 : -1;
   if (rc == 0 && n) {
     for (uint32_t v = 0; v < n; v++) g.bound[v] = NONE;
     for (uint32_t v = 0; v < n; v++)
-      if (x[v]->h.kind == DP_LET && gkid(&g, v, 0) != NONE && gkid(&g, v, 1) != NONE) g.bound[gkid(&g, v, 0)] = v;
+      if (kind[v] == DP_LET && gkid(&g, v, 0) != NONE && gkid(&g, v, 1) != NONE) g.bound[gkid(&g, v, 0)] = v;
     /* top down (reverse post order is topological): where each position says */
     g.ctx[n - 1] = root_ctx;
     for (uint32_t v = n; v-- > 0 && rc == 0;) {
-      lframe f = {x[v], g.ctx[v], 0, 0, 0, 0};
       for (uint32_t k = 0; k < kstart[v + 1] - kstart[v] && rc == 0; k++) {
         uint32_t ci = gkid(&g, v, k);
         if (ci == NONE) continue;
-        dp_vdev *c = child_ctx(lx, &f, k);
+        dp_vdev *c = gchild_ctx(&g, v, k);
         if (!g.ctx[ci]) g.ctx[ci] = c;
-        else if (g.ctx[ci] != c && positional(lx, x[ci])) rc = 1;
+        else if (g.ctx[ci] != c && gpositional(&g, ci)) rc = 1;
       }
     }
     /* bottom up: each node's device, checked against its parts' */
@@ -434,17 +469,27 @@ int dp__lexical_graph(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint
     }
     if (rc == 0) { /* the body lives where its function says; variables where they are bound */
       for (uint32_t v = 0; v < n; v++)
-        if (x[v]->h.kind == DP_VAR && g.bound[v] != NONE) {
-          uint32_t ci = v;
-          while (x[ci]->h.kind == DP_VAR && g.bound[ci] != NONE) ci = gkid(&g, g.bound[ci], 1);
-          dev[v] = dev[ci];
-        }
-      uint32_t root = n - 1;
-      while (x[root]->h.kind == DP_VAR && g.bound[root] != NONE) root = gkid(&g, g.bound[root], 1);
-      if (dev[root] != root_ctx) rc = 1;
+        if (kind[v] == DP_VAR && g.bound[v] != NONE) dev[v] = dev[gvalue(&g, v)];
+      if (dev[gvalue(&g, n - 1)] != root_ctx) rc = 1;
     }
   }
   free(g.bound);
   free(g.ctx);
+  return rc;
+}
+
+int dp__lexical_graph(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
+                      const uint32_t *kids, dp_vdev *root_ctx, dp_vdev **dev) {
+  uint8_t *kind = dp_malloc(n ? n : 1), *call = dp_malloc(n ? n : 1);
+  int rc = -1;
+  if (kind && call) {
+    for (uint32_t v = 0; v < n; v++) {
+      kind[v] = (uint8_t)x[v]->h.kind;
+      call[v] = is_on_device(lx, x[v]) ? DP__LX_ON_DEVICE : is_copy(lx, x[v]) ? DP__LX_COPY : 0;
+    }
+    rc = dp__lexical_graph_read(lx, n, x, kstart, kids, kind, call, root_ctx, dev);
+  }
+  free(kind);
+  free(call);
   return rc;
 }

@@ -65,7 +65,9 @@
 #include "devplan/visit.h"
 
 enum { C_LEAF = 0, C_WRAP, C_MEMBER, C_BARRIER };
-enum { F_ONDEV = 1, F_NOOP = 2, F_MEMBER = 4 }; /* on_device; one that says nothing; a member's kind */
+/* nflag[]: an on_device; a device_copy (both as lexical.c reads them); an
+   on_device that says nothing; a member's kind */
+enum { F_ONDEV = DP__LX_ON_DEVICE, F_COPY = DP__LX_COPY, F_NOOP = 4, F_MEMBER = 8 };
 #define MULTI UINT32_MAX
 
 /* A region's restrictions (see "restriction sets" below): the first n
@@ -268,7 +270,10 @@ static int read_nodes(pctx *c) {
   for (uint32_t v = 0; v < c->n; v++) {
     const dp_expr *e = c->x[v];
     c->kind[v] = (uint8_t)e->h.kind;
-    if (dp_is_op_call(e, "on_device")) c->nflag[v] = F_ONDEV | (is_noop_on_device(e) ? F_NOOP : 0);
+    const dp_expr *fn = e->h.kind == DP_CALL ? ((const dp_call *)e)->fn : NULL;
+    const char *op = fn && fn->h.kind == DP_OP ? ((const dp_op *)fn)->name : "";
+    if (!strcmp(op, "on_device")) c->nflag[v] = F_ONDEV | (is_noop_on_device(e) ? F_NOOP : 0);
+    else if (!strcmp(op, "device_copy")) c->nflag[v] = F_COPY;
     else if (is_member_kind(c, v)) c->nflag[v] = F_MEMBER;
   }
   return 0;
@@ -1056,6 +1061,11 @@ static dp_expr *rebuild_caller(pctx *c) {
     cfr *f = &w.st[w.sp - 1];
     if (f->i < f->n) {
       uint32_t xi = f->g ? f->g->inputs[f->i] : kid(c, f->v, f->i);
+      if (!f->g && c->drop[f->v] && f->i == 0) xi = DP__DFP_NONE; /* (a dropped let is its body) */
+      if (!f->g && c->drop[f->v] && f->i == 1 && xi != DP__DFP_NONE && (c->nflag[xi] & F_ONDEV) &&
+          kid(c, xi, 1) != DP__DFP_NONE && hoisted(c, kid(c, xi, 1)))
+        xi = kid(c, xi, 1); /* its value's wrapper is not made either (a user elsewhere makes it),
+                               only the region, where it was made before */
       f->i++;
       rc = need(c, &w, xi);
     } else {
@@ -1230,13 +1240,13 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
   if (dp__dfp_graph_build(&c->g, body, DP__DFP_FNS_PLAIN) < 0) goto done;
   c->n = c->g.n;
   c->x = c->g.x;
-  if (c->lx) { /* the devices, as the body says them */
+  if (read_nodes(c) < 0) goto done;
+  if (c->lx) { /* the devices, as the body says them (read_nodes' kinds and flags spare it the IR) */
     if (!(c->dev = dp_malloc((c->n ? c->n : 1) * sizeof *c->dev))) goto done;
-    int r = dp__lexical_graph(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->body_vd, c->dev);
+    int r = dp__lexical_graph_read(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->kind, c->nflag, c->body_vd, c->dev);
     if (r > 0) c->gave_up = 1;
     if (r != 0) goto done;
   }
-  if (read_nodes(c) < 0) goto done;
   c->strict = 0;
   c->fence = dp_calloc(c->n ? c->n : 1, 1);
   saved = dp_malloc((c->nnames ? c->nnames : 1) * sizeof *saved);
