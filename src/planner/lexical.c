@@ -34,7 +34,7 @@
  * such nodes and variables are found again by their mark, dp_expr.mark,
  * checked against the record it names, as index.c does: no pointer map),
  * for the report; and the same rules over a body's graph in post order
- * (dp__lexical_graph: positions top down, devices bottom up), for
+ * (dp__lexical_graph_read: positions top down, devices bottom up), for
  * PartitionByVirtualDevice, whose arrays are indexed by that order.
  */
 #include <stdlib.h>
@@ -475,21 +475,5 @@ int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const
   }
   free(g.bound);
   free(g.ctx);
-  return rc;
-}
-
-int dp__lexical_graph(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
-                      const uint32_t *kids, dp_vdev *root_ctx, dp_vdev **dev) {
-  uint8_t *kind = dp_malloc(n ? n : 1), *call = dp_malloc(n ? n : 1);
-  int rc = -1;
-  if (kind && call) {
-    for (uint32_t v = 0; v < n; v++) {
-      kind[v] = (uint8_t)x[v]->h.kind;
-      call[v] = is_on_device(lx, x[v]) ? DP__LX_ON_DEVICE : is_copy(lx, x[v]) ? DP__LX_COPY : 0;
-    }
-    rc = dp__lexical_graph_read(lx, n, x, kstart, kids, kind, call, root_ctx, dev);
-  }
-  free(kind);
-  free(call);
   return rc;
 }

@@ -907,14 +907,12 @@ int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *
    the root last), child slots kids[kstart[v] .. kstart[v + 1]) as node
    indices (UINT32_MAX: an operator, a constructor or a global), the root
    in position root_ctx (a function's virtual_device); dev[v] each node's
-   device (borrowed). 0, 1 the body does not say its devices so, -1 out of
-   memory. */
-int dp__lexical_graph(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
-                      const uint32_t *kids, dp_vdev *root_ctx, dp_vdev **dev);
-/* The same, with what the caller read of each node already, so that the
-   reading touches the IR only where it needs a node's attributes or callee:
-   kind[v] x[v]'s kind (dp_exprkind), call[v] DP__LX_ON_DEVICE for a call of
-   on_device, DP__LX_COPY for one of device_copy (other bits ignored). */
+   device (borrowed). What the caller read of each node already is given,
+   so that the reading touches the IR only where it needs a node's
+   attributes or callee: kind[v] x[v]'s kind (dp_exprkind), call[v]
+   DP__LX_ON_DEVICE for a call of on_device, DP__LX_COPY for one of
+   device_copy (other bits ignored). 0, 1 the body does not say its
+   devices so (the caller plans it), -1 out of memory. */
 enum { DP__LX_ON_DEVICE = 1, DP__LX_COPY = 2 };
 int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
                            const uint32_t *kids, const uint8_t *kind, const uint8_t *call, dp_vdev *root_ctx,
