@@ -583,7 +583,8 @@ void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_
 void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap);
 /* The minimum cut: side[v] = 0 (source side) or 1 (sink side) for every
    node; returns its capacity, or -1 (out of memory). Ties go to the source
-   side. */
+   side. The graph is left residual: dp__flow_reset before building and
+   solving another (solved again as it is: -1). */
 int64_t dp__flow_solve(dp__flow *g, uint8_t *side);
 /* Work Boykov-Kolmogorov may do before push-relabel takes over (maxflow.c):
    < 0 the default, 0 push-relabel alone (the tests run both). */
