@@ -85,6 +85,12 @@ void dp__flow_free(dp__flow *g) {
 
 uint32_t dp__flow_count(const dp__flow *g) { return g->n; }
 
+int dp__flow_reserve(dp__flow *g, uint64_t nodes, uint64_t pairs) {
+  if (nodes > UINT32_MAX - 8 || pairs > (UINT32_MAX - 8) / 2) return 0; /* (then they grow as made) */
+  return dp_grow((void **)&g->nd, &g->capn, (uint32_t)nodes, sizeof *g->nd) < 0 ||
+         dp_grow((void **)&g->arc, &g->capa, (uint32_t)(2 * pairs), sizeof *g->arc) < 0 ? -1 : 0;
+}
+
 void dp__flow_reset(dp__flow *g) {
   g->n = g->na = 0;
   g->oom = g->spent = 0;

@@ -178,6 +178,17 @@ static int exact_classes(pctx *c) {
   return 0;
 }
 
+/* Room for need variables in the problem's per-variable arrays (grown
+   together). 0, -1. */
+static int var_room(pctx *c, uint32_t need) {
+  dp_place_problem *p = &c->pl->p;
+  void **const arrs[] = {(void **)&c->vroot, (void **)&c->vwhy, (void **)&c->vtouched, (void **)&c->vpart,
+                         (void **)&p->fixed, (void **)&p->allowed, (void **)&p->stamp};
+  const size_t sizes[] = {sizeof *c->vroot, sizeof *c->vwhy, sizeof *c->vtouched, sizeof *c->vpart,
+                          sizeof *p->fixed, sizeof *p->allowed, sizeof *p->stamp};
+  return dp_grow_arrays(&c->capv, need, 7, arrs, sizes);
+}
+
 /* The variable of domain dom's class (new when first met), or DP__NONE_ID
    + c->err. */
 static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
@@ -185,13 +196,7 @@ static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
   dp_place_problem *p = &c->pl->p;
   uint32_t r = dp__dom_find(d, dom);
   if (c->var_of[r] != DP__NONE_ID) return c->var_of[r];
-  if (c->nv == c->capv) { /* (the problem's arrays grow with the variables found) */
-    void **const arrs[] = {(void **)&c->vroot, (void **)&c->vwhy, (void **)&c->vtouched, (void **)&c->vpart,
-                           (void **)&p->fixed, (void **)&p->allowed, (void **)&p->stamp};
-    const size_t sizes[] = {sizeof *c->vroot, sizeof *c->vwhy, sizeof *c->vtouched, sizeof *c->vpart,
-                            sizeof *p->fixed, sizeof *p->allowed, sizeof *p->stamp};
-    if (dp_grow_arrays(&c->capv, c->nv + 1, 7, arrs, sizes) < 0) return oom(c), DP__NONE_ID;
-  }
+  if (c->nv == c->capv && var_room(c, c->nv + 1) < 0) return oom(c), DP__NONE_ID;
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
   dp__place_var_init(p, v);
   c->vpart[v] = 0;
@@ -291,7 +296,17 @@ static int nets(pctx *c) {
     uint32_t r = dp__dom_find(d, flows[i].src), dev = d->nodes[r].vdev;
     skey[i] = dev ? 0x80000000u | dev : r;
   }
-  if (!(order = net_order(flows, skey, n, c->ix->n))) {
+  /* Room for what the flows can make at most, at once: a variable per
+     class a flow names, a net per flow, a pin per flow (growing instead
+     copies each array at every doubling; the room not reached is never
+     touched) */
+  dp_place_problem *p = &c->pl->p;
+  uint64_t classes = 2 * (uint64_t)n + 1;
+  if (!(order = net_order(flows, skey, n, c->ix->n)) ||
+      var_room(c, (uint32_t)(classes < d->nnodes ? classes : d->nnodes)) < 0 ||
+      dp_grow((void **)&p->nets, &p->capnets, n, sizeof *p->nets) < 0 ||
+      dp_grow((void **)&p->pins, &p->cappins, n, sizeof *p->pins) < 0) {
+    free(order);
     free(skey);
     free(readers);
     return oom(c);

@@ -577,6 +577,8 @@ void dp__flow_free(dp__flow *g);
 void dp__flow_reset(dp__flow *g);                  /* no nodes, no arcs (memory kept) */
 uint32_t dp__flow_node(dp__flow *g);               /* a new node (0, 1, ...) */
 uint32_t dp__flow_count(const dp__flow *g);        /* nodes so far */
+/* Room for nodes and pairs of arcs (dp__flow_arc's), made at once. 0, -1. */
+int dp__flow_reserve(dp__flow *g, uint64_t nodes, uint64_t pairs);
 /* Capacity from the source to v and from v to the sink (added up). */
 void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_sink);
 /* An arc u -> v of capacity cap, and v -> u of rcap. */
