@@ -130,55 +130,69 @@ static int run(dctx *c, const uint32_t *order) {
    1: settled. After a placement (ix->relax) also 2: the classes no flow
    reached are free, but no device (the default's included) can be
    refined: then only the rules that reach a free class run (free_only). */
-static int settled(dp__domains *d, uint8_t **marks) {
-  dp__devices *t = d->dev;
-  int relax = d->ix->relax;
-  uint8_t *seen = dp_calloc(t->n, 1);
-  if (!seen) return 0; /* (then the rules run, and say so if they fail) */
-  int ok = 1, nfree = 0;
-  uint8_t *fr = relax ? dp_malloc(d->nnodes ? d->nnodes : 1) : NULL;
-  if (fr) { /* (one pass: every path made one step, each domain's class free or not) */
-    fr[0] = 1;
-    for (uint32_t x = 1; x < d->nnodes && ok >= 0; x++) {
-      uint32_t r = d->nodes[x].parent;
-      if (d->nodes[r].parent != r) r = dp__dom_find(d, x);
-      const dp__dnode *nd = &d->nodes[r];
-      fr[x] = nd->isfn || !nd->vdev;
-      if (nd->isfn || r != x) continue;
-      if (nd->vdev == 0) ok = 0, nfree = 1;
-      else if (nd->vdev >= t->n) ok = -1;
-      else seen[nd->vdev] = 1;
-    }
-    if (ok < 0) ok = nfree = 0;
-  } else {
-    for (uint32_t x = 1; x < d->nnodes && ok; x++) { /* (0: what a failed allocation hands out) */
-      const dp__dnode *nd = &d->nodes[x];
-      if (nd->parent != x || nd->isfn) continue;
-      if (nd->vdev == 0 || nd->vdev >= t->n) ok = 0;
-      else seen[nd->vdev] = 1;
-    }
-  }
-  int only_free = fr && nfree;
-  if (only_free && t->dflt < t->n) seen[t->dflt] = 1; /* (what the free classes take) */
-  for (uint32_t a = 1; a < t->n && (ok || only_free); a++) {
+/* No device seen[] marks can be refined by one of the table's. */
+static int unrefined(dp__devices *t, const uint8_t *seen) {
+  for (uint32_t a = 1; a < t->n; a++) {
     if (!seen[a]) continue;
-    for (uint32_t b = 1; b < t->n && (ok || only_free); b++) {
+    for (uint32_t b = 1; b < t->n; b++) {
       if (b == a) continue;
       dp_vdev *v = dp_vdev_default(t->v[a], t->v[b]);
       dp_vdev *k = v ? dp_config_canonical(t->cfg, v, NULL) : NULL;
-      if (!(v && (k ? k : v) == t->v[a])) ok = only_free = 0;
+      int same = v && (k ? k : v) == t->v[a];
       dp_release(k);
       dp_release(v);
+      if (!same) return 0;
     }
   }
+  return 1;
+}
+
+/* settled() after a placement: one pass makes every path one step and
+   marks each domain's class free or not (free_only's marks, *marks). */
+static int settled_placed(dp__domains *d, uint8_t **marks) {
+  dp__devices *t = d->dev;
+  uint8_t *seen = dp_calloc(t->n, 1), *fr = dp_malloc(d->nnodes ? d->nnodes : 1);
+  int ok = 1, nfree = 0;
+  if (!seen || !fr) ok = 0; /* (then the rules run, and say so if they fail) */
+  else fr[0] = 1;
+  for (uint32_t x = 1; x < d->nnodes && ok >= 0 && fr && seen; x++) {
+    uint32_t r = d->nodes[x].parent;
+    if (d->nodes[r].parent != r) r = dp__dom_find(d, x);
+    const dp__dnode *nd = &d->nodes[r];
+    fr[x] = nd->isfn || !nd->vdev;
+    if (nd->isfn || r != x) continue;
+    if (nd->vdev == 0) ok = 0, nfree = 1;
+    else if (nd->vdev >= t->n) ok = -1;
+    else seen[nd->vdev] = 1;
+  }
+  if (ok < 0) ok = nfree = 0;
+  if (nfree && t->dflt < t->n) seen[t->dflt] = 1; /* (what the free classes take) */
+  if ((ok || nfree) && !unrefined(t, seen)) ok = nfree = 0;
+  free(seen);
+  if (nfree) *marks = fr;
+  else free(fr);
+  return ok ? 1 : nfree ? 2 : 0;
+}
+
+static int settled(dp__domains *d, uint8_t **marks) {
+  if (d->ix->relax) return settled_placed(d, marks);
+  dp__devices *t = d->dev;
+  uint8_t *seen = dp_calloc(t->n, 1);
+  if (!seen) return 0; /* (then the rules run, and say so if they fail) */
+  int ok = 1;
+  for (uint32_t x = 1; x < d->nnodes && ok; x++) { /* (0: what a failed allocation hands out) */
+    const dp__dnode *nd = &d->nodes[x];
+    if (nd->parent != x || nd->isfn) continue;
+    if (nd->vdev == 0 || nd->vdev >= t->n) ok = 0;
+    else seen[nd->vdev] = 1;
+  }
+  ok = ok && unrefined(t, seen);
   free(seen);
   /* every path made one step, as the rules' finds would have made most:
      capture's finds follow */
-  for (uint32_t x = 1; x < d->nnodes && ok && !fr; x++)
+  for (uint32_t x = 1; x < d->nnodes && ok; x++)
     if (d->nodes[x].parent != x) dp__dom_find(d, x);
-  if (only_free) *marks = fr;
-  else free(fr);
-  return ok ? 1 : only_free ? 2 : 0;
+  return ok;
 }
 
 /* ---- the rules of the nodes that reach a free class ---- */
