@@ -69,3 +69,46 @@ describe("PlanDevices where defaulting changes nothing", function()
     end
   end)
 end)
+
+-- After placement by cost (min_bytes) defaulting runs only the rules that
+-- reach a class no flow reached (default.c, free_only), where no device can
+-- be refined; dp.planner.domains runs every rule: both plans must be one.
+-- (Where a module names memory scopes PlanDevices plans its plan again by
+-- TVM's rules, plan.c: those are compared by plan_snapshot.lua only.)
+describe("min_bytes, defaulting only the classes no flow reached", function()
+  local config = testing.config("cuda")
+  local min_bytes = {placement = "min_bytes"}
+  local function same(m, cfg)
+    local ok, whole = pcall(dp.passes.PlanDevices(cfg, min_bytes), m)
+    local dok, d = pcall(dp.planner.domains, m, cfg, min_bytes)
+    assert.are.equal(ok, dok)
+    if not ok then return false end
+    local text = dp.astext(whole)
+    if text:find("memory_scope=", 1, true) then return false end
+    assert.are.equal(dp.astext(dp.planner.capture(d)), text)
+    return true
+  end
+  it("plans on_device calls, free lets and functions as every rule does", function()
+    assert.is_true(same(parse("%0 = add(%a, %b);\n%1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);\n" ..
+                              "%2 = multiply(%1, %b);\nlet %x = negative(%a);\nadd(on_device(%2, virtual_device=" ..
+                              "meta[VirtualDevice][0]), %x)"), config))
+    local two = dp.parse('#[version = "0.0.5"]\ndef @f(%x: ' .. T .. ") {\n  negative(%x)\n}\n" ..
+                         "def @main(%a: " .. T .. ", %b: " .. T .. ") {\n  %0 = @f(%a);\n" ..
+                         "  %1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);\n  add(%1, @f(%b))\n}\n", META)
+    assert.is_true(same(two, config))
+  end)
+  it("runs every rule where a device can be refined", function()
+    same(parse("%0 = add(%a, %b);\n%1 = on_device(%0, virtual_device=VirtualDevice(memory_scope=\"global\"));\n" ..
+               "multiply(%1, %b)"), config)
+    assert.is_true(same(parse("%0 = add(%a, %b);\n%1 = on_device(%0, virtual_device=VirtualDevice(device_type=2));\n" ..
+                              "negative(on_device(%1, virtual_device=meta[VirtualDevice][0]))"), config))
+  end)
+  it("plans generated programs as every rule does", function()
+    local n, compared = os.getenv("DEVPLAN_QUICK") and 40 or 200, 0
+    for seed = 1, n do
+      local ok, m = pcall(dp.parse, gen.text(gen.program(seed)), props.META)
+      if ok and same(m, props.CONFIG) then compared = compared + 1 end
+    end
+    assert.is_true(compared >= n // 4, "compared " .. compared)
+  end)
+end)

@@ -20,6 +20,12 @@
  * functions callers first, then by name (order.c), so the same program
  * gives the same plan whatever the order of its definitions; within a
  * function, pre order.
+ *
+ * Before capture (dp__default_for_capture) the rules are skipped where they
+ * would change nothing (settled), and after a placement by cost, where
+ * only the classes no flow reached are free and no device can be refined,
+ * only the rules of nodes that reach such a class run (free_only): the
+ * same domains, without a pass of every rule over every node.
  */
 #include <stdlib.h>
 #include "planner.h"
@@ -120,8 +126,56 @@ static int run(dctx *c, const uint32_t *order) {
    refines it only where dp__dev_default answers another device. (Asked of
    the devices themselves, without adding what a default would make to
    the table, which other phases read.) Domains, not nodes: sequential
-   passes over the union-find, where the rules take a find per node. */
-static int settled(dp__domains *d) {
+   passes over the union-find, where the rules take a find per node.
+   1: settled. After a placement (ix->relax) also 2: the classes no flow
+   reached are free, but no device (the default's included) can be
+   refined: then only the rules that reach a free class run (free_only). */
+/* No device seen[] marks can be refined by one of the table's. */
+static int unrefined(dp__devices *t, const uint8_t *seen) {
+  for (uint32_t a = 1; a < t->n; a++) {
+    if (!seen[a]) continue;
+    for (uint32_t b = 1; b < t->n; b++) {
+      if (b == a) continue;
+      dp_vdev *v = dp_vdev_default(t->v[a], t->v[b]);
+      dp_vdev *k = v ? dp_config_canonical(t->cfg, v, NULL) : NULL;
+      int same = v && (k ? k : v) == t->v[a];
+      dp_release(k);
+      dp_release(v);
+      if (!same) return 0;
+    }
+  }
+  return 1;
+}
+
+/* settled() after a placement: one pass makes every path one step and
+   marks each domain's class free or not (free_only's marks, *marks). */
+static int settled_placed(dp__domains *d, uint8_t **marks) {
+  dp__devices *t = d->dev;
+  uint8_t *seen = dp_calloc(t->n, 1), *fr = dp_malloc(d->nnodes ? d->nnodes : 1);
+  int ok = 1, nfree = 0;
+  if (!seen || !fr) ok = 0; /* (then the rules run, and say so if they fail) */
+  else fr[0] = 1;
+  for (uint32_t x = 1; x < d->nnodes && ok >= 0 && fr && seen; x++) {
+    uint32_t r = d->nodes[x].parent;
+    if (d->nodes[r].parent != r) r = dp__dom_find(d, x);
+    const dp__dnode *nd = &d->nodes[r];
+    fr[x] = nd->isfn || !nd->vdev;
+    if (nd->isfn || r != x) continue;
+    if (nd->vdev == 0) ok = 0, nfree = 1;
+    else if (nd->vdev >= t->n) ok = -1;
+    else seen[nd->vdev] = 1;
+  }
+  if (ok < 0) ok = nfree = 0;
+  if (nfree && t->dflt < t->n) seen[t->dflt] = 1; /* (what the free classes take) */
+  if ((ok || nfree) && !unrefined(t, seen)) ok = nfree = 0;
+  free(seen);
+  if (nfree) *marks = fr;
+  else free(fr);
+  return ok ? 1 : nfree ? 2 : 0;
+}
+
+static int settled(dp__domains *d, uint8_t **marks) {
+  if (d->ix->relax) return settled_placed(d, marks);
   dp__devices *t = d->dev;
   uint8_t *seen = dp_calloc(t->n, 1);
   if (!seen) return 0; /* (then the rules run, and say so if they fail) */
@@ -132,17 +186,7 @@ static int settled(dp__domains *d) {
     if (nd->vdev == 0 || nd->vdev >= t->n) ok = 0;
     else seen[nd->vdev] = 1;
   }
-  for (uint32_t a = 1; a < t->n && ok; a++) {
-    if (!seen[a]) continue;
-    for (uint32_t b = 1; b < t->n && ok; b++) {
-      if (b == a) continue;
-      dp_vdev *v = dp_vdev_default(t->v[a], t->v[b]);
-      dp_vdev *k = v ? dp_config_canonical(t->cfg, v, NULL) : NULL;
-      ok = v && (k ? k : v) == t->v[a];
-      dp_release(k);
-      dp_release(v);
-    }
-  }
+  ok = ok && unrefined(t, seen);
   free(seen);
   /* every path made one step, as the rules' finds would have made most:
      capture's finds follow */
@@ -151,15 +195,93 @@ static int settled(dp__domains *d) {
   return ok;
 }
 
+/* ---- the rules of the nodes that reach a free class ---- */
+
+/* free[x]: domain x's class was free (or is a function's) when the rules
+   started (settled's marks); domains made since are counted free. Where settled() answered
+   2 nothing else changes: a rule only merges a free class with a device,
+   and a decided class is never refined, so 0 stays exact; a 1 is asked
+   of the class again (an earlier rule may have decided it). */
+typedef struct fctx {
+  dctx c;
+  uint8_t *free;
+  uint32_t n;
+} fctx;
+
+static int dom_free(fctx *f, uint32_t x) {
+  if (x < f->n && !f->free[x]) return 0;
+  const dp__dnode *r = &f->c.d->nodes[dp__dom_find(f->c.d, x)];
+  return r->isfn || !r->vdev;
+}
+
+static int kid_free(fctx *f, uint32_t id, uint32_t i) {
+  uint32_t k = dp__kid(f->c.ix, id, i);
+  return k == DP__NONE_ID || dom_free(f, dp__dom_at(f->c.d, k)); /* (not numbered: the rule looks) */
+}
+
+/* Might the rule of node id change a class: does it default one that was
+   free? (default_node's cases, reading the marks instead of the domains.) */
+static int touches_free(fctx *f, uint32_t id) {
+  const dp__index *ix = f->c.ix;
+  switch (ix->kind[id] & K_KIND) {
+  case DP_FUNC: return ix->what[id] != W_PRIM_FUNC && dom_free(f, dp__dom_at(f->c.d, id));
+  case DP_CALL: {
+    uint32_t i = ix->what[id] == W_LOWERED ? 1 : 0; /* (dp__callee_dom's cases) */
+    if (i || ix->what[id] == W_FN_CALL) {
+      int k = dp__child(ix->x[id], i)->h.kind;
+      if (k != DP_OP && k != DP_CTOR) return kid_free(f, id, i);
+    }
+    if (dom_free(f, dp__dom_at(f->c.d, id))) return 1;
+    uint32_t nargs = ix->koff[id + 1] - ix->koff[id] - 1;
+    for (uint32_t a = 0; a < nargs; a++)
+      if (kid_free(f, id, 1 + a)) return 1;
+    return 0;
+  }
+  case DP_LET: return kid_free(f, id, 0);
+  default: return 0;
+  }
+}
+
+/* TVM's rules where settled() answered 2: a rule whose domains are all
+   decided changes nothing (no device it could take a default from refines
+   them), so the rules of the other nodes, run in the same order, leave
+   the domains as all of them would. After min_bytes that is most nodes
+   (on the generated workloads a third of branchy's, a tenth of the
+   chain's reach a free class). */
+static int free_only(dctx *c, const uint32_t *order, uint8_t *marks) {
+  const dp__index *ix = c->ix;
+  dp__domains *d = c->d;
+  fctx f = {*c, marks, d->nnodes};
+  int rc = 0;
+  d->repass = 1;
+  for (int pass = 0; d->repass && pass < 8 && rc == 0; pass++) {
+    d->repass = 0;
+    for (uint32_t k = 0; k < ix->nfn && rc == 0; k++) {
+      uint32_t fn = order ? order[k] : k;
+      for (uint32_t id = ix->fnid[fn]; id < ix->fnid[fn + 1] && rc == 0; id++)
+        if (touches_free(&f, id)) rc = default_node(&f.c, id);
+    }
+  }
+  c->err = f.c.err;
+  return rc;
+}
+
+/* The rules: all of them, or (marks: settled's) those free_only runs. */
+static int default_with(dp__domains *d, uint8_t *marks, dp_err **err) {
+  dctx c = {d, d->ix, d->dev->dflt, NULL};
+  uint32_t *order = d->ix->nfn > 1 ? dp__plan_order(d->ix) : NULL;
+  int rc = d->ix->nfn > 1 && !order ? -1 : marks ? free_only(&c, order, marks) : run(&c, order);
+  free(order);
+  free(marks);
+  if (rc < 0) dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+  return rc;
+}
+
 int dp__default_for_capture(dp__domains *d, dp_err **err) {
-  return settled(d) ? 0 : dp__default(d, err);
+  uint8_t *marks = NULL;
+  return settled(d, &marks) == 1 ? 0 : default_with(d, marks, err);
 }
 
 int dp__default(dp__domains *d, dp_err **err) {
-  dctx c = {d, d->ix, d->dev->dflt, NULL};
-  uint32_t *order = d->ix->nfn > 1 ? dp__plan_order(d->ix) : NULL;
-  int rc = d->ix->nfn > 1 && !order ? -1 : run(&c, order);
-  free(order);
-  if (rc < 0) dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-  return rc;
+  return default_with(d, NULL, err);
 }

@@ -34,13 +34,37 @@
 #include <string.h>
 #include "planner.h"
 
+#define NIL UINT32_MAX
+
+/* The graph as the caller builds it is the solver's own: each node with
+   its terminal capacities, its first arc and Boykov-Kolmogorov's fields
+   side by side (the search reads several of them at each node it meets:
+   one cache line, not one per array); the arcs in pairs, arc a and its
+   reverse a ^ 1, each linked to the next arc of its tail. Nothing is
+   copied at the solve; push-relabel's fallback builds its own arrays from
+   the residual graph Boykov-Kolmogorov leaves. */
+typedef struct fnode {
+  int64_t trs, trt;                /* from the source, to the sink, as added */
+  int64_t tr;                      /* the solve's residual terminal capacity: > 0 from the
+                                      source, < 0 to the sink */
+  uint32_t first;                  /* its first arc (NIL: none) */
+  uint32_t parent, ts, dist;       /* tree link; when its distance to its terminal was last known */
+  uint32_t qnext;                  /* the active nodes (FIFO) */
+  uint8_t sink, inq;               /* which tree; in the active queue */
+} fnode;
+
+typedef struct farc {
+  uint32_t head, next;             /* where it goes; the next arc of its tail */
+  int64_t cap;                     /* residual capacity */
+} farc;
+
 struct dp__flow {
   uint32_t n, capn;          /* the caller's nodes */
-  int64_t *trs, *trt;        /* from the source, to the sink */
-  uint32_t *au, *av;         /* arcs u -> v (cap) with v -> u (rcap) */
-  int64_t *ac, *arc;
+  fnode *nd;
+  farc *arc;                 /* 2 per dp__flow_arc */
   uint32_t na, capa;
   int oom;
+  int spent;                 /* solved: its capacities are residual until a reset */
   int64_t budget;            /* Boykov-Kolmogorov's work: < 0 the default */
 };
 
@@ -54,33 +78,31 @@ void dp__flow_budget(dp__flow *g, int64_t work) { g->budget = work; }
 
 void dp__flow_free(dp__flow *g) {
   if (!g) return;
-  free(g->trs);
-  free(g->trt);
-  free(g->au);
-  free(g->av);
-  free(g->ac);
+  free(g->nd);
   free(g->arc);
   free(g);
 }
 
 uint32_t dp__flow_count(const dp__flow *g) { return g->n; }
 
+int dp__flow_reserve(dp__flow *g, uint64_t nodes, uint64_t pairs) {
+  if (nodes > UINT32_MAX - 8 || pairs > (UINT32_MAX - 8) / 2) return 0; /* (then they grow as made) */
+  return dp_grow((void **)&g->nd, &g->capn, (uint32_t)nodes, sizeof *g->nd) < 0 ||
+         dp_grow((void **)&g->arc, &g->capa, (uint32_t)(2 * pairs), sizeof *g->arc) < 0 ? -1 : 0;
+}
+
 void dp__flow_reset(dp__flow *g) {
   g->n = g->na = 0;
-  g->oom = 0;
+  g->oom = g->spent = 0;
 }
 
 uint32_t dp__flow_node(dp__flow *g) {
-  if (g->n == g->capn) {
-    void **const arrs[] = {(void **)&g->trs, (void **)&g->trt};
-    const size_t sizes[] = {sizeof *g->trs, sizeof *g->trt};
-    if (dp_grow_arrays(&g->capn, g->n + 1, 2, arrs, sizes) < 0) goto oom;
+  if (g->n == g->capn && dp_grow((void **)&g->nd, &g->capn, g->n + 1, sizeof *g->nd) < 0) {
+    g->oom = 1;
+    return 0;
   }
-  g->trs[g->n] = g->trt[g->n] = 0;
+  g->nd[g->n] = (fnode){.first = NIL};
   return g->n++;
-oom:
-  g->oom = 1;
-  return 0;
 }
 
 static int64_t sat_add(int64_t a, int64_t b) {
@@ -88,26 +110,25 @@ static int64_t sat_add(int64_t a, int64_t b) {
 }
 
 void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_sink) {
-  if (g->oom) return;
-  g->trs[v] = sat_add(g->trs[v], from_source);
-  g->trt[v] = sat_add(g->trt[v], to_sink);
+  if (g->oom || g->spent) return;
+  g->nd[v].trs = sat_add(g->nd[v].trs, from_source);
+  g->nd[v].trt = sat_add(g->nd[v].trt, to_sink);
 }
 
 void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap) {
-  if (g->oom || (cap == 0 && rcap == 0) || u == v) return;
-  if (g->na == g->capa) {
-    void **const arrs[] = {(void **)&g->au, (void **)&g->av, (void **)&g->ac, (void **)&g->arc};
-    const size_t sizes[] = {sizeof *g->au, sizeof *g->av, sizeof *g->ac, sizeof *g->arc};
-    if (dp_grow_arrays(&g->capa, g->na + 1, 4, arrs, sizes) < 0) goto oom;
+  if (g->oom || g->spent || (cap == 0 && rcap == 0) || u == v) return;
+  if (g->na + 2 > g->capa) { /* (arc numbers stay below the tree links' marks) */
+    if (g->na > UINT32_MAX - 8 || dp_grow((void **)&g->arc, &g->capa, g->na + 2, sizeof *g->arc) < 0) {
+      g->oom = 1;
+      return;
+    }
   }
-  g->au[g->na] = u;
-  g->av[g->na] = v;
-  g->ac[g->na] = cap;
-  g->arc[g->na] = rcap;
-  g->na++;
-  return;
-oom:
-  g->oom = 1;
+  uint32_t a = g->na;
+  g->arc[a] = (farc){v, g->nd[u].first, cap};
+  g->arc[a + 1] = (farc){u, g->nd[v].first, rcap};
+  g->nd[u].first = a;
+  g->nd[v].first = a + 1;
+  g->na += 2;
 }
 
 /* ================= push-relabel ================= */
@@ -129,8 +150,6 @@ typedef struct pr {
   uint32_t *queue;
 } pr;
 
-#define NIL UINT32_MAX
-
 static void pr_free(pr *p) {
   free(p->first);
   free(p->head);
@@ -147,13 +166,13 @@ static void pr_free(pr *p) {
   free(p->queue);
 }
 
-/* The CSR of g's arcs plus the terminal arcs (a node with both terminal
-   capacities keeps only their difference: min of the two is paid by
-   every cut). */
+/* The CSR of g's arcs (their residual capacities) plus the terminal arcs
+   (tr: a node with both terminal capacities keeps only their difference,
+   min of the two is paid by every cut). */
 static int pr_build(pr *p, const dp__flow *g) {
   uint32_t n = g->n, N = n + 2, s = n, t = n + 1;
-  uint64_t m = 2 * (uint64_t)g->na;
-  for (uint32_t v = 0; v < n; v++) m += 2 * ((g->trs[v] > g->trt[v]) + (g->trt[v] > g->trs[v]));
+  uint64_t m = g->na;
+  for (uint32_t v = 0; v < n; v++) m += 2 * (g->nd[v].tr != 0);
   if (m > UINT32_MAX - 1) return -1;
   p->N = N;
   p->s = s;
@@ -175,13 +194,10 @@ static int pr_build(pr *p, const dp__flow *g) {
       !p->ball || !p->anext || !p->nnext || !p->nprev || !p->queue)
     return -1;
   /* degrees, then offsets, then the arcs in place (counting sort by tail) */
-  for (uint32_t a = 0; a < g->na; a++) {
-    p->first[g->au[a] + 1]++;
-    p->first[g->av[a] + 1]++;
-  }
+  for (uint32_t a = 0; a < g->na; a++) p->first[g->arc[a ^ 1].head + 1]++;
   for (uint32_t v = 0; v < n; v++) {
-    if (g->trs[v] > g->trt[v]) p->first[s + 1]++, p->first[v + 1]++;
-    if (g->trt[v] > g->trs[v]) p->first[v + 1]++, p->first[t + 1]++;
+    if (g->nd[v].tr > 0) p->first[s + 1]++, p->first[v + 1]++;
+    if (g->nd[v].tr < 0) p->first[v + 1]++, p->first[t + 1]++;
   }
   for (uint32_t v = 0; v < N; v++) p->first[v + 1] += p->first[v];
   uint32_t *pos = p->cur; /* (free until the solve starts) */
@@ -193,10 +209,10 @@ static int pr_build(pr *p, const dp__flow *g) {
     p->head[y] = (u), p->rev[y] = x, p->cap[y] = (rc);          \
   } while (0)
   for (uint32_t v = 0; v < n; v++) {
-    if (g->trs[v] > g->trt[v]) PAIR(s, v, g->trs[v] - g->trt[v], 0);
-    if (g->trt[v] > g->trs[v]) PAIR(v, t, g->trt[v] - g->trs[v], 0);
+    if (g->nd[v].tr > 0) PAIR(s, v, g->nd[v].tr, 0);
+    if (g->nd[v].tr < 0) PAIR(v, t, -g->nd[v].tr, 0);
   }
-  for (uint32_t a = 0; a < g->na; a++) PAIR(g->au[a], g->av[a], g->ac[a], g->arc[a]);
+  for (uint32_t a = 0; a < g->na; a += 2) PAIR(g->arc[a + 1].head, g->arc[a].head, g->arc[a].cap, g->arc[a + 1].cap);
 #undef PAIR
   return 0;
 }
@@ -321,7 +337,8 @@ static void cut(pr *p, uint8_t *side, uint32_t n) {
   for (uint32_t v = 0; v < n; v++) side[v] = (uint8_t)p->d[v];
 }
 
-/* The flow through the graph (terminal capacities net of each other), or -1. */
+/* The flow through the residual graph (terminal capacities net of each
+   other), or -1. */
 static int64_t pr_solve(const dp__flow *g, uint8_t *side) {
   pr p = {0};
   int64_t flow = -1;
@@ -361,61 +378,19 @@ done:
 #define BK_ORPHAN (UINT32_MAX - 2) /* lost its parent in this augmentation */
 #define BK_FREE UINT32_MAX         /* in no tree */
 
-/* A node's and an arc's fields side by side: the search reads several of
-   them at each node and arc it meets, one cache line each on a large
-   graph instead of one per array. */
-typedef struct bknode {
-  int64_t tr;                      /* residual terminal capacity: > 0 from the source, < 0 to the sink */
-  uint32_t parent, ts, dist;       /* tree link; when its distance to its terminal was last known */
-  uint32_t qnext;                  /* the active nodes (FIFO) */
-  uint8_t sink, inq;               /* which tree; in the active queue */
-} bknode;
-
-typedef struct bkarc {
-  uint32_t head, rev;              /* CSR with paired arcs, as push-relabel's */
-  int64_t cap;                     /* residual capacity */
-} bkarc;
-
 typedef struct bk {
   uint32_t n;
-  uint32_t *first;
-  bkarc *arc;
-  bknode *nd;
-  uint32_t *q;                     /* the arcs' next places while building; the cut's queue */
+  farc *arc;                       /* the caller's graph, its capacities made residual */
+  fnode *nd;
+  uint32_t *q;                     /* the cut's queue */
   uint32_t qh, qt, time;
   uint32_t *orph, norph, caporph;  /* the orphans of one augmentation (FIFO) */
   int64_t work, budget;
 } bk;
 
 static void bk_free(bk *b) {
-  free(b->first);
-  free(b->arc);
-  free(b->nd);
   free(b->q);
   free(b->orph);
-}
-
-static int bk_build(bk *b, const dp__flow *g) {
-  uint32_t n = g->n;
-  size_t m = 2 * (size_t)g->na, nn = n ? n : 1;
-  if (m > UINT32_MAX - 1) return -1;
-  b->n = n;
-  b->first = dp_calloc((size_t)n + 1, sizeof *b->first);
-  b->arc = dp_malloc((m ? m : 1) * sizeof *b->arc);
-  b->nd = dp_malloc(nn * sizeof *b->nd);
-  b->q = dp_malloc(nn * sizeof *b->q);
-  if (!b->first || !b->arc || !b->nd || !b->q) return -1;
-  for (uint32_t a = 0; a < g->na; a++) b->first[g->au[a] + 1]++, b->first[g->av[a] + 1]++;
-  for (uint32_t v = 0; v < n; v++) b->first[v + 1] += b->first[v];
-  uint32_t *pos = b->q; /* (free until the cut is read) */
-  memcpy(pos, b->first, (size_t)n * sizeof *pos);
-  for (uint32_t a = 0; a < g->na; a++) {
-    uint32_t u = g->au[a], v = g->av[a], x = pos[u]++, y = pos[v]++;
-    b->arc[x] = (bkarc){v, y, g->ac[a]};
-    b->arc[y] = (bkarc){u, x, g->arc[a]};
-  }
-  for (uint32_t v = 0; v < n; v++) b->nd[v] = (bknode){.tr = g->trs[v] - g->trt[v]};
-  return 0;
 }
 
 static void bk_activate(bk *b, uint32_t v) {
@@ -454,28 +429,28 @@ static int bk_orphan(bk *b, uint32_t v) {
    sink-tree node) takes; the nodes whose link saturates become orphans.
    The amount, or -1 (out of memory). */
 static int64_t bk_augment(bk *b, uint32_t mid) {
-  uint32_t s0 = b->arc[b->arc[mid].rev].head, t0 = b->arc[mid].head, i;
+  uint32_t s0 = b->arc[mid ^ 1].head, t0 = b->arc[mid].head, i;
   int64_t d = b->arc[mid].cap;
   for (i = s0; b->nd[i].parent != BK_TERM; i = b->arc[b->nd[i].parent].head, b->work++)
-    if (b->arc[b->arc[b->nd[i].parent].rev].cap < d) d = b->arc[b->arc[b->nd[i].parent].rev].cap;
+    if (b->arc[b->nd[i].parent ^ 1].cap < d) d = b->arc[b->nd[i].parent ^ 1].cap;
   if (b->nd[i].tr < d) d = b->nd[i].tr;
   for (i = t0; b->nd[i].parent != BK_TERM; i = b->arc[b->nd[i].parent].head, b->work++)
     if (b->arc[b->nd[i].parent].cap < d) d = b->arc[b->nd[i].parent].cap;
   if (-b->nd[i].tr < d) d = -b->nd[i].tr;
-  b->arc[b->arc[mid].rev].cap = sat_add(b->arc[b->arc[mid].rev].cap, d);
+  b->arc[mid ^ 1].cap = sat_add(b->arc[mid ^ 1].cap, d);
   b->arc[mid].cap -= d;
   for (i = s0; b->nd[i].parent != BK_TERM;) {
     uint32_t a = b->nd[i].parent, up = b->arc[a].head;
     b->arc[a].cap = sat_add(b->arc[a].cap, d);
-    b->arc[b->arc[a].rev].cap -= d;
-    if (!b->arc[b->arc[a].rev].cap && bk_orphan(b, i) < 0) return -1;
+    b->arc[a ^ 1].cap -= d;
+    if (!b->arc[a ^ 1].cap && bk_orphan(b, i) < 0) return -1;
     i = up;
   }
   b->nd[i].tr -= d;
   if (!b->nd[i].tr && bk_orphan(b, i) < 0) return -1;
   for (i = t0; b->nd[i].parent != BK_TERM;) {
     uint32_t a = b->nd[i].parent, up = b->arc[a].head;
-    b->arc[b->arc[a].rev].cap = sat_add(b->arc[b->arc[a].rev].cap, d);
+    b->arc[a ^ 1].cap = sat_add(b->arc[a ^ 1].cap, d);
     b->arc[a].cap -= d;
     if (!b->arc[a].cap && bk_orphan(b, i) < 0) return -1;
     i = up;
@@ -488,7 +463,7 @@ static int64_t bk_augment(bk *b, uint32_t mid) {
 /* Does the link a (of a node of tree sk, to its neighbour) carry flow
    the way that tree needs? */
 static int bk_residual(const bk *b, uint8_t sk, uint32_t a) {
-  return (sk ? b->arc[a].cap : b->arc[b->arc[a].rev].cap) > 0;
+  return (sk ? b->arc[a].cap : b->arc[a ^ 1].cap) > 0;
 }
 
 /* Orphan i takes the neighbour of its tree whose path still reaches the
@@ -497,7 +472,7 @@ static int bk_residual(const bk *b, uint8_t sk, uint32_t a) {
 static int bk_adopt(bk *b, uint32_t i) {
   uint8_t sk = b->nd[i].sink;
   uint32_t best = BK_FREE, dmin = UINT32_MAX;
-  for (uint32_t a = b->first[i]; a < b->first[i + 1]; a++) {
+  for (uint32_t a = b->nd[i].first; a != NIL; a = b->arc[a].next) {
     uint32_t j = b->arc[a].head, d = 0, k = j;
     b->work++;
     if (b->nd[j].sink != sk || b->nd[j].parent == BK_FREE || !bk_residual(b, sk, a)) continue;
@@ -533,7 +508,7 @@ static int bk_adopt(bk *b, uint32_t i) {
     return 0;
   }
   b->nd[i].parent = BK_FREE;
-  for (uint32_t a = b->first[i]; a < b->first[i + 1]; a++) {
+  for (uint32_t a = b->nd[i].first; a != NIL; a = b->arc[a].next) {
     uint32_t j = b->arc[a].head, p = b->nd[j].parent;
     if (b->nd[j].sink != sk || p == BK_FREE) continue;
     if (bk_residual(b, sk, a)) bk_activate(b, j);
@@ -546,39 +521,44 @@ static int bk_adopt(bk *b, uint32_t i) {
    to the sink tree where the two meet, or NIL. */
 static uint32_t bk_grow(bk *b, uint32_t i) {
   uint8_t sk = b->nd[i].sink;
-  for (uint32_t a = b->first[i]; a < b->first[i + 1]; a++) {
+  for (uint32_t a = b->nd[i].first; a != NIL; a = b->arc[a].next) {
     uint32_t j = b->arc[a].head;
     b->work++;
     if (!bk_residual(b, !sk, a)) continue; /* (i -> j for the source tree, j -> i for the sink's) */
     if (b->nd[j].parent == BK_FREE) {
-      b->nd[j].sink = sk, b->nd[j].parent = b->arc[a].rev, b->nd[j].ts = b->nd[i].ts, b->nd[j].dist = b->nd[i].dist + 1;
+      b->nd[j].sink = sk, b->nd[j].parent = a ^ 1, b->nd[j].ts = b->nd[i].ts, b->nd[j].dist = b->nd[i].dist + 1;
       bk_activate(b, j);
     } else if (b->nd[j].sink != sk) {
-      return sk ? b->arc[a].rev : a;
+      return sk ? a ^ 1 : a;
     } else if (b->nd[j].ts <= b->nd[i].ts && b->nd[j].dist > b->nd[i].dist) { /* a shorter path for j */
-      b->nd[j].parent = b->arc[a].rev, b->nd[j].ts = b->nd[i].ts, b->nd[j].dist = b->nd[i].dist + 1;
+      b->nd[j].parent = a ^ 1, b->nd[j].ts = b->nd[i].ts, b->nd[j].dist = b->nd[i].dist + 1;
     }
   }
   return NIL;
 }
 
-/* The flow through the graph (terminal capacities net of each other), -1
-   (out of memory) or -2 (over budget: nothing written). */
-static int64_t bk_solve(const dp__flow *g, uint8_t *side, int64_t budget) {
-  bk b = {0};
+/* The flow through g's graph (terminal capacities net of each other, in
+   tr), leaving it residual: -1 (out of memory) or -2 (over budget: the
+   flow so far in *partial, nothing written). */
+static int64_t bk_solve(dp__flow *g, uint8_t *side, int64_t budget, int64_t *partial) {
+  bk b = {.n = g->n, .arc = g->arc, .nd = g->nd};
   int64_t flow = -1;
-  if (bk_build(&b, g) < 0) goto done;
   uint32_t n = b.n;
+  if (!(b.q = dp_malloc((n ? n : 1) * sizeof *b.q))) goto done;
   b.qh = b.qt = NIL;
   for (uint32_t v = 0; v < n; v++) {
-    b.nd[v].dist = 1;
-    b.nd[v].parent = b.nd[v].tr ? BK_TERM : BK_FREE;
-    b.nd[v].sink = b.nd[v].tr < 0;
-    if (b.nd[v].tr) bk_activate(&b, v);
+    fnode *x = &b.nd[v];
+    x->ts = 0;
+    x->inq = 0;
+    x->dist = 1;
+    x->parent = x->tr ? BK_TERM : BK_FREE;
+    x->sink = x->tr < 0;
+    if (x->tr) bk_activate(&b, v);
   }
   flow = 0;
   for (uint32_t i = NIL;;) {
     if (b.work > budget) {
+      *partial = flow;
       flow = -2;
       goto done;
     }
@@ -606,9 +586,9 @@ static int64_t bk_solve(const dp__flow *g, uint8_t *side, int64_t budget) {
   }
   while (qh < qt) {
     uint32_t w = q[qh++];
-    for (uint32_t a = b.first[w]; a < b.first[w + 1]; a++) {
+    for (uint32_t a = b.nd[w].first; a != NIL; a = b.arc[a].next) {
       uint32_t u = b.arc[a].head;
-      if (!side[u] && b.arc[b.arc[a].rev].cap > 0) side[u] = 1, q[qt++] = u;
+      if (!side[u] && b.arc[a ^ 1].cap > 0) side[u] = 1, q[qt++] = u;
     }
   }
   goto done;
@@ -622,15 +602,22 @@ done:
 /* ================= the cut ================= */
 
 int64_t dp__flow_solve(dp__flow *g, uint8_t *side) {
-  if (g->oom) return -1;
-  uint64_t size = (uint64_t)g->n + 2 * (uint64_t)g->na;
+  if (g->oom || g->spent) return -1;
+  /* A node tied to both terminals gives the search only the difference;
+     the smaller capacity is cut whichever side it takes. */
+  int64_t both = 0, partial = 0;
+  for (uint32_t v = 0; v < g->n; v++) {
+    fnode *x = &g->nd[v];
+    x->tr = x->trs - x->trt;
+    both = sat_add(both, x->trs < x->trt ? x->trs : x->trt);
+  }
+  uint64_t size = (uint64_t)g->n + (uint64_t)g->na;
   int64_t budget = g->budget >= 0 ? g->budget : (int64_t)(64 * size + (1u << 20));
-  int64_t flow = budget > 0 ? bk_solve(g, side, budget) : -2;
-  if (flow == -2) flow = pr_solve(g, side);
-  if (flow < 0) return -1;
-  /* A node tied to both terminals gave the graph only the difference; the
-     smaller capacity is cut whichever side it takes. */
-  for (uint32_t v = 0; v < g->n; v++)
-    flow = sat_add(flow, g->trs[v] < g->trt[v] ? g->trs[v] : g->trt[v]);
-  return flow;
+  int64_t flow = budget > 0 ? bk_solve(g, side, budget, &partial) : -2;
+  if (flow == -2) { /* push-relabel from where the search stopped */
+    flow = pr_solve(g, side);
+    if (flow >= 0) flow = sat_add(flow, partial);
+  }
+  g->spent = 1; /* (the graph is left residual: a reset before the next) */
+  return flow < 0 ? -1 : sat_add(flow, both);
 }

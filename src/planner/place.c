@@ -178,6 +178,17 @@ static int exact_classes(pctx *c) {
   return 0;
 }
 
+/* Room for need variables in the problem's per-variable arrays (grown
+   together). 0, -1. */
+static int var_room(pctx *c, uint32_t need) {
+  dp_place_problem *p = &c->pl->p;
+  void **const arrs[] = {(void **)&c->vroot, (void **)&c->vwhy, (void **)&c->vtouched, (void **)&c->vpart,
+                         (void **)&p->fixed, (void **)&p->allowed, (void **)&p->stamp};
+  const size_t sizes[] = {sizeof *c->vroot, sizeof *c->vwhy, sizeof *c->vtouched, sizeof *c->vpart,
+                          sizeof *p->fixed, sizeof *p->allowed, sizeof *p->stamp};
+  return dp_grow_arrays(&c->capv, need, 7, arrs, sizes);
+}
+
 /* The variable of domain dom's class (new when first met), or DP__NONE_ID
    + c->err. */
 static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
@@ -185,13 +196,7 @@ static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
   dp_place_problem *p = &c->pl->p;
   uint32_t r = dp__dom_find(d, dom);
   if (c->var_of[r] != DP__NONE_ID) return c->var_of[r];
-  if (c->nv == c->capv) { /* (the problem's arrays grow with the variables found) */
-    void **const arrs[] = {(void **)&c->vroot, (void **)&c->vwhy, (void **)&c->vtouched, (void **)&c->vpart,
-                           (void **)&p->fixed, (void **)&p->allowed, (void **)&p->stamp};
-    const size_t sizes[] = {sizeof *c->vroot, sizeof *c->vwhy, sizeof *c->vtouched, sizeof *c->vpart,
-                            sizeof *p->fixed, sizeof *p->allowed, sizeof *p->stamp};
-    if (dp_grow_arrays(&c->capv, c->nv + 1, 7, arrs, sizes) < 0) return oom(c), DP__NONE_ID;
-  }
+  if (c->nv == c->capv && var_room(c, c->nv + 1) < 0) return oom(c), DP__NONE_ID;
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
   dp__place_var_init(p, v);
   c->vpart[v] = 0;
@@ -214,61 +219,74 @@ static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
 
 /* ---- nets: the flows of one value and making class ---- */
 
-typedef struct fkey { uint64_t k; uint32_t i; } fkey;
+typedef struct fkey { uint32_t s, i; } fkey;
 
 static int cmp_flow(const void *a, const void *b) {
   const fkey *x = a, *y = b;
-  if (x->k != y->k) return x->k < y->k ? -1 : 1;
+  if (x->s != y->s) return x->s < y->s ? -1 : 1;
   return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* key sorted as qsort with cmp_flow sorts it (by k, then i), in linear
-   time for the usual case: a stable counting sort by the value (the high
-   half of k, a node id below nids), then each value's flows (its readers,
-   few) by the rest of k, which keeps i's order among equal keys. */
-static int sort_flows(fkey *key, uint32_t n, uint32_t nids) {
-  uint32_t *start = dp_calloc((size_t)nids + 2, sizeof *start);
-  fkey *out = dp_malloc((size_t)n * sizeof *out);
-  if (!start || !out) {
+/* The flows in net order, by value, then making class (skey), then index:
+   a stable counting sort by value (skipped where analysis made them in
+   value order, as on chains), then each value's flows (its readers, few)
+   by skey. NULL: out of memory. */
+static uint32_t *net_order(const dp__flowrec *flows, const uint32_t *skey, uint32_t n, uint32_t nids) {
+  uint32_t *order = dp_malloc((size_t)n * sizeof *order);
+  if (!order) return NULL;
+  uint32_t i = 1;
+  while (i < n && flows[i - 1].value <= flows[i].value) i++;
+  if (i >= n) {
+    for (i = 0; i < n; i++) order[i] = i;
+  } else {
+    uint32_t *start = dp_calloc((size_t)nids + 2, sizeof *start);
+    if (!start) {
+      free(order);
+      return NULL;
+    }
+    for (i = 0; i < n; i++) start[flows[i].value + 1]++;
+    for (uint32_t v = 0; v <= nids; v++) start[v + 1] += start[v];
+    for (i = 0; i < n; i++) order[start[flows[i].value]++] = i;
     free(start);
-    free(out);
-    return -1;
   }
-  for (uint32_t i = 0; i < n; i++) start[(key[i].k >> 32) + 1]++;
-  for (uint32_t v = 0; v <= nids; v++) start[v + 1] += start[v];
-  for (uint32_t i = 0; i < n; i++) out[start[key[i].k >> 32]++] = key[i];
-  for (uint32_t i = 0; i < n;) { /* each value's flows, by the rest of k, then i */
-    uint32_t j = i + 1;
-    while (j < n && out[j].k >> 32 == out[i].k >> 32) j++;
+  for (i = 0; i < n;) { /* each value's flows by skey, then index (i already increasing) */
+    uint32_t j = i + 1, value = flows[order[i]].value;
+    while (j < n && flows[order[j]].value == value) j++;
     uint32_t sorted = i + 1;
-    while (sorted < j && out[sorted - 1].k <= out[sorted].k) sorted++;
+    while (sorted < j && skey[order[sorted - 1]] <= skey[order[sorted]]) sorted++;
     if (sorted == j) { /* already in order (a value all read from one class) */
-    } else if (j - i > 16) qsort(out + i, j - i, sizeof *out, cmp_flow);
-    else
-      for (uint32_t a = i + 1; a < j; a++) { /* insertion sort: stable, i already increasing */
-        fkey x = out[a];
-        uint32_t b = a;
-        for (; b > i && out[b - 1].k > x.k; b--) out[b] = out[b - 1];
-        out[b] = x;
+    } else if (j - i > 16) {
+      fkey *g = dp_malloc((size_t)(j - i) * sizeof *g);
+      if (!g) {
+        free(order);
+        return NULL;
       }
+      for (uint32_t a = i; a < j; a++) g[a - i] = (fkey){skey[order[a]], order[a]};
+      qsort(g, j - i, sizeof *g, cmp_flow);
+      for (uint32_t a = i; a < j; a++) order[a] = g[a - i].i;
+      free(g);
+    } else {
+      for (uint32_t a = i + 1; a < j; a++) { /* insertion sort: stable */
+        uint32_t x = order[a], b = a;
+        for (; b > i && skey[order[b - 1]] > skey[x]; b--) order[b] = order[b - 1];
+        order[b] = x;
+      }
+    }
     i = j;
   }
-  memcpy(key, out, (size_t)n * sizeof *key);
-  free(out);
-  free(start);
-  return 0;
+  return order;
 }
 
-/* One net per (value, making class): the flows sorted by both. */
+/* One net per (value, making class): the flows in net_order. */
 static int nets(pctx *c) {
   dp__domains *d = c->d;
   const dp__flowrec *flows = c->flows->v;
   uint32_t n = c->flows->n;
   if (!n) return 0;
-  fkey *key = dp_malloc((size_t)n * sizeof *key);
+  uint32_t *skey = dp_malloc((size_t)n * sizeof *skey), *order = NULL;
   uint32_t *readers = dp_malloc((size_t)n * sizeof *readers);
-  if (!key || !readers) {
-    free(key);
+  if (!skey || !readers) {
+    free(skey);
     free(readers);
     return oom(c);
   }
@@ -276,10 +294,20 @@ static int nets(pctx *c) {
      or an annotation looked through, is made there once) */
   for (uint32_t i = 0; i < n; i++) {
     uint32_t r = dp__dom_find(d, flows[i].src), dev = d->nodes[r].vdev;
-    key[i] = (fkey){(uint64_t)flows[i].value << 32 | (dev ? 0x80000000u | dev : r), i};
+    skey[i] = dev ? 0x80000000u | dev : r;
   }
-  if (sort_flows(key, n, c->ix->n) < 0) {
-    free(key);
+  /* Room for what the flows can make at most, at once: a variable per
+     class a flow names, a net per flow, a pin per flow (growing instead
+     copies each array at every doubling; the room not reached is never
+     touched) */
+  dp_place_problem *p = &c->pl->p;
+  uint64_t classes = 2 * (uint64_t)n + 1;
+  if (!(order = net_order(flows, skey, n, c->ix->n)) ||
+      var_room(c, (uint32_t)(classes < d->nnodes ? classes : d->nnodes)) < 0 ||
+      dp_grow((void **)&p->nets, &p->capnets, n, sizeof *p->nets) < 0 ||
+      dp_grow((void **)&p->pins, &p->cappins, n, sizeof *p->pins) < 0) {
+    free(order);
+    free(skey);
     free(readers);
     return oom(c);
   }
@@ -287,12 +315,13 @@ static int nets(pctx *c) {
   int64_t total = 0; /* the bytes of every net, once per reader */
   for (uint32_t i = 0; i < n && rc == 0;) {
     uint32_t j = i, k = 0;
-    const dp__flowrec *f0 = &flows[key[i].i];
+    const dp__flowrec *f0 = &flows[order[i]];
+    uint32_t s0 = skey[order[i]];
     dp_expr *value = c->ix->x[f0->value];
     uint32_t src = var_for(c, f0->src, value);
     if (src == DP__NONE_ID) rc = -1;
-    for (; j < n && key[j].k == key[i].k && rc == 0; j++) {
-      uint32_t r = var_for(c, flows[key[j].i].dst, c->ix->x[f0->value]);
+    for (; j < n && flows[order[j]].value == f0->value && skey[order[j]] == s0 && rc == 0; j++) {
+      uint32_t r = var_for(c, flows[order[j]].dst, value);
       if (r == DP__NONE_ID) rc = -1;
       else readers[k++] = r;
     }
@@ -314,7 +343,8 @@ static int nets(pctx *c) {
     }
     i = j;
   }
-  free(key);
+  free(order);
+  free(skey);
   free(readers);
   return rc;
 }

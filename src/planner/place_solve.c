@@ -245,6 +245,9 @@ static void move_net(mv *c, const dp_place_pin_range *nt) {
 static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha, uint32_t *state,
                 uint8_t **side, uint32_t *capside, dp__flow *g, uint32_t *next) {
   dp__flow_reset(g);
+  /* (room for a node per variable and net, and two arcs per pin and net:
+     what a move of two labels makes at most, most of a move of more) */
+  if (dp__flow_reserve(g, (uint64_t)m->nvars + m->nnets, 2 * ((uint64_t)m->npins + m->nnets)) < 0) return -1;
   for (uint32_t v = 0; v < m->nvars; v++) {
     uint32_t l = label[v];
     if (l == alpha) state[v] = ST_T;

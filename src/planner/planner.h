@@ -588,13 +588,16 @@ void dp__flow_free(dp__flow *g);
 void dp__flow_reset(dp__flow *g);                  /* no nodes, no arcs (memory kept) */
 uint32_t dp__flow_node(dp__flow *g);               /* a new node (0, 1, ...) */
 uint32_t dp__flow_count(const dp__flow *g);        /* nodes so far */
+/* Room for nodes and pairs of arcs (dp__flow_arc's), made at once. 0, -1. */
+int dp__flow_reserve(dp__flow *g, uint64_t nodes, uint64_t pairs);
 /* Capacity from the source to v and from v to the sink (added up). */
 void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_sink);
 /* An arc u -> v of capacity cap, and v -> u of rcap. */
 void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap);
 /* The minimum cut: side[v] = 0 (source side) or 1 (sink side) for every
    node; returns its capacity, or -1 (out of memory). Ties go to the source
-   side. */
+   side. The graph is left residual: dp__flow_reset before building and
+   solving another (solved again as it is: -1). */
 int64_t dp__flow_solve(dp__flow *g, uint8_t *side);
 /* Work Boykov-Kolmogorov may do before push-relabel takes over (maxflow.c):
    < 0 the default, 0 push-relabel alone (the tests run both). */

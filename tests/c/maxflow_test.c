@@ -32,6 +32,16 @@ static uint32_t next_random(uint64_t *st) {
 static int64_t add(int64_t a, int64_t b) { return a > DP__FLOW_INF - b ? DP__FLOW_INF : a + b; }
 
 /* The capacity of the cut with node v on the sink side when bit v of mask is set. */
+/* g into f, afresh. */
+static void build(dp__flow *f, const small *g) {
+  dp__flow_reset(f);
+  for (uint32_t v = 0; v < g->n; v++) {
+    dp__flow_node(f);
+    dp__flow_terminal(f, v, g->ts[v], g->tt[v]);
+  }
+  for (uint32_t a = 0; a < g->na; a++) dp__flow_arc(f, g->u[a], g->v[a], g->c[a], g->rc[a]);
+}
+
 static int64_t cut_of(const small *g, uint32_t mask) {
   int64_t c = 0;
   for (uint32_t v = 0; v < g->n; v++)
@@ -51,7 +61,7 @@ static int64_t weight(uint64_t *st) {
 
 void dp_test_maxflow(int *passed, int *failed) {
   uint64_t st = 7;
-  long wrong_value = 0, wrong_side = 0, other_side = 0, graphs = 0;
+  long wrong_value = 0, wrong_side = 0, other_side = 0, graphs = 0, spent = 0;
   dp__flow *f = dp__flow_new();
   if (!f) {
     CHECK(f != NULL);
@@ -61,20 +71,16 @@ void dp_test_maxflow(int *passed, int *failed) {
     small g = {0};
     g.n = 1 + next_random(&st) % MAXN;
     g.na = next_random(&st) % (MAXA + 1);
-    dp__flow_reset(f);
     for (uint32_t v = 0; v < g.n; v++) {
-      dp__flow_node(f);
       uint32_t kind = next_random(&st) % 4; /* none, source, sink, both */
       g.ts[v] = kind & 1 ? weight(&st) : 0;
       g.tt[v] = kind & 2 ? weight(&st) : 0;
-      dp__flow_terminal(f, v, g.ts[v], g.tt[v]);
     }
     for (uint32_t a = 0; a < g.na; a++) {
       g.u[a] = next_random(&st) % g.n;
       g.v[a] = next_random(&st) % g.n;
       g.c[a] = weight(&st);
       g.rc[a] = next_random(&st) % 2 ? weight(&st) : 0;
-      dp__flow_arc(f, g.u[a], g.v[a], g.c[a], g.rc[a]);
     }
     int64_t best = DP__FLOW_INF;
     for (uint32_t mask = 0; mask < (1u << g.n); mask++) {
@@ -83,9 +89,11 @@ void dp_test_maxflow(int *passed, int *failed) {
     }
     uint32_t masks[3];
     for (int way = 0; way < 3; way++) { /* BK; push-relabel; BK stopped, then push-relabel */
+      build(f, &g); /* (a solve leaves the graph residual) */
       dp__flow_budget(f, way == 0 ? -1 : way == 1 ? 0 : 1 + (int64_t)(next_random(&st) % 8));
       uint8_t side[MAXN];
       int64_t got = dp__flow_solve(f, side);
+      spent += dp__flow_solve(f, side) == -1; /* (solved again without a reset: refused) */
       uint32_t mask = 0;
       for (uint32_t v = 0; v < g.n; v++) mask |= (uint32_t)(side[v] != 0) << v;
       /* Below DP__FLOW_INF the value is exact; a cut no finite one beats is
@@ -101,5 +109,6 @@ void dp_test_maxflow(int *passed, int *failed) {
   CHECK(wrong_value == 0);
   CHECK(wrong_side == 0);
   CHECK(other_side == 0);
+  CHECK(spent == 3 * graphs);
   CHECK(graphs == 4000);
 }
