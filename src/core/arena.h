@@ -11,7 +11,7 @@
  * A chunk is CHUNK bytes aligned on CHUNK (a node finds its chunk by its
  * address) and counts its live nodes; no free list: a planned module's
  * nodes are made once and dropped together. Chunks are cut from groups
- * (one block of memory for up to sixteen, freed with the last of its
+ * (one block of memory for up to sixty-four, freed with the last of its
  * chunks). Not thread-safe (neither are reference counts).
  */
 #ifndef DEVPLAN_ARENA_H
