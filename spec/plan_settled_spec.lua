@@ -1,9 +1,15 @@
--- PlanDevices skips defaulting (phase 2) where no rule would change a device
--- (src/planner/default.c, dp__default_for_capture): its plan must be the one
--- the phases give run one by one, where defaulting always runs. Programs where
--- the skip is taken (every class decided by an annotation) and where it must
--- not be (a free value; a device a default refines: a memory scope alone, a
--- device type without its target), and generated ones.
+-- PlanDevices' own round takes two shortcuts the phases run one by one do
+-- not, and its plan must be theirs:
+-- * it skips defaulting (phase 2) where no rule would change a device
+--   (src/planner/default.c, dp__default_for_capture), where the phases
+--   always default. Programs where the skip is taken (every class decided
+--   by an annotation) and where it must not be (a free value; a device a
+--   default refines: a memory scope alone, a device type without its
+--   target), and generated ones;
+-- * its capture (src/planner/capture.c, dp__capture_last) frees the domains
+--   and the index's kinds once it has read every node's device, where
+--   nothing else it asks needs them (no call of a function value, no
+--   lowered call, no primfn), where dp.planner.capture keeps them whole.
 local dp = require "devplan"
 local testing = require "devplan.testing"
 package.path = (dp.root or ".") .. "/fuzz/?.lua;" .. package.path
@@ -13,8 +19,10 @@ local props = require "props"
 local META = testing.META
 local T = "Tensor[(5, 7), float32]"
 
-local function parse(body)
-  return dp.parse('#[version = "0.0.5"]\ndef @main(%a: ' .. T .. ", %b: " .. T .. ") {\n" .. body .. "\n}\n", META)
+-- def @main(%a, %b) { body }, after the definitions `before`
+local function parse(body, before)
+  return dp.parse('#[version = "0.0.5"]\n' .. (before or "") .. "def @main(%a: " .. T .. ", %b: " .. T ..
+                  ") {\n" .. body .. "\n}\n", META)
 end
 
 -- The phases one by one, as PlanDevices composes them under TVM's rules.
@@ -29,6 +37,8 @@ local function same_plan(m, config)
   local whole = dp.passes.PlanDevices(config)(m)
   local phases = by_phases(m, config)
   assert.are.equal(dp.astext(phases), dp.astext(whole))
+  local _, violations = dp.planner.verify(whole, config, {input = m})
+  assert.are.equal(0, violations)
   return whole
 end
 
@@ -67,6 +77,40 @@ describe("PlanDevices where defaulting changes nothing", function()
         if pok then assert.are.equal(dp.astext(phases), dp.astext(whole), "seed " .. seed) end
       end
     end
+  end)
+end)
+
+
+describe("PlanDevices' capture without the domains", function()
+  local config = testing.config("cuda")
+  local CPU, GPU = "meta[VirtualDevice][0]", "meta[VirtualDevice][1]"
+  it("follows a chain of nested annotations by the nodes' ids", function()
+    local text = dp.astext(same_plan(parse("%0 = on_device(on_device(add(%a, %b), virtual_device=" .. GPU ..
+                                           "), virtual_device=" .. CPU .. ");\nmultiply(%0, %b)"), config))
+    -- the value goes to the GPU's annotation and back: two copies
+    local _, copies = text:gsub("device_copy%(", "")
+    assert.are.equal(2, copies)
+  end)
+  it("plans copies, tuples and branches as the phases do", function()
+    same_plan(parse("%0 = add(%a, %b);\n%1 = device_copy(%0, src_virtual_device=" .. CPU ..
+                    ", dst_virtual_device=" .. GPU .. ");\n%2 = multiply(%1, %1);\non_device(%2, virtual_device=" ..
+                    GPU .. ")"), config)
+    same_plan(parse("%0 = (on_device(add(%a, %b), virtual_device=" .. GPU .. "), %b);\n%1 = %0.0;\n" ..
+                    "if (True) { %1 } else { negative(%b) }"), config)
+  end)
+  it("plans the generated shapes of bench/gen.lua as the phases do", function()
+    local shapes = dofile(dp.root .. "/bench/gen.lua")
+    for _, text in ipairs{shapes.chain(300), shapes.let(300), shapes.branchy(300, false)} do
+      same_plan(dp.parse(text, META), config)
+    end
+  end)
+  it("keeps the domains where a function value is called", function()
+    local text = dp.astext(same_plan(parse("let %f = fn (%y: " .. T .. ") { add(%y, %b) };\n%f(%a)"), config))
+    assert.truthy(text:find("%%f%(%%a%)"))
+  end)
+  it("plans modules of several functions as the phases do", function()
+    same_plan(parse("%0 = @g(%a);\non_device(multiply(%0, %b), virtual_device=" .. GPU .. ")",
+                    "def @g(%y: " .. T .. ") {\n  negative(%y)\n}\n"), config)
   end)
 end)
 

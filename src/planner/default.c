@@ -24,7 +24,7 @@
  * Before capture (dp__default_for_capture) the rules are skipped where they
  * would change nothing (settled), and after a placement by cost, where
  * only the classes no flow reached are free and no device can be refined,
- * only the rules of nodes that reach such a class run (free_only): the
+ * only the rules of nodes that reach such a class run (dctx.free): the
  * same domains, without a pass of every rule over every node.
  */
 #include <stdlib.h>
@@ -35,6 +35,9 @@ typedef struct dctx {
   dp__index *ix;
   uint32_t dflt;
   dp_err *err;
+  uint8_t *free;  /* NULL: every rule runs; else settled's marks (free[x]: domain x's class
+                     was free), and only the rules of nodes that reach a free class run */
+  uint32_t nfree; /* domains marked */
 } dctx;
 
 static int is_free_on_device(const dp__index *ix, uint32_t id) {
@@ -88,6 +91,53 @@ static int default_node(dctx *c, uint32_t id) {
   return rc;
 }
 
+/* ---- the rules of the nodes that reach a free class ---- */
+
+/* ---- the rules of the nodes that reach a free class ----
+   Where settled() answered 2, a rule whose domains are all decided changes
+   nothing (no device it could take a default from refines them), so the
+   rules of the other nodes, run in the same order, leave the domains as
+   all of them would. After min_bytes that is most nodes (on the generated
+   workloads a third of branchy's, a tenth of the chain's reach a free
+   class). c->free[x]: domain x's class was free (or is a function's) when
+   the rules started; domains made since are counted free. Nothing else
+   changes: a rule only merges a free class with a device, and a decided
+   class is never refined, so 0 stays exact; a 1 is asked of the class
+   again (an earlier rule may have decided it). */
+static int dom_free(dctx *c, uint32_t x) {
+  if (x < c->nfree && !c->free[x]) return 0;
+  const dp__dnode *r = &c->d->nodes[dp__dom_find(c->d, x)];
+  return r->isfn || !r->vdev;
+}
+
+static int kid_free(dctx *c, uint32_t id, uint32_t i) {
+  uint32_t k = dp__kid(c->ix, id, i);
+  return k == DP__NONE_ID || dom_free(c, dp__dom_at(c->d, k)); /* (not numbered: the rule looks) */
+}
+
+/* Might the rule of node id change a class: does it default one that was
+   free? (default_node's cases, reading the marks instead of the domains.) */
+static int touches_free(dctx *c, uint32_t id) {
+  const dp__index *ix = c->ix;
+  switch (ix->kind[id] & K_KIND) {
+  case DP_FUNC: return ix->what[id] != W_PRIM_FUNC && dom_free(c, dp__dom_at(c->d, id));
+  case DP_CALL: {
+    uint32_t i = ix->what[id] == W_LOWERED ? 1 : 0; /* (dp__callee_dom's cases) */
+    if (i || ix->what[id] == W_FN_CALL) {
+      int k = dp__child(ix->x[id], i)->h.kind;
+      if (k != DP_OP && k != DP_CTOR) return kid_free(c, id, i);
+    }
+    if (dom_free(c, dp__dom_at(c->d, id))) return 1;
+    uint32_t nargs = ix->koff[id + 1] - ix->koff[id] - 1;
+    for (uint32_t a = 0; a < nargs; a++)
+      if (kid_free(c, id, 1 + a)) return 1;
+    return 0;
+  }
+  case DP_LET: return kid_free(c, id, 0);
+  default: return 0;
+  }
+}
+
 static int run(dctx *c, const uint32_t *order) {
   const dp__index *ix = c->ix;
   dp__domains *d = c->d;
@@ -111,6 +161,7 @@ static int run(dctx *c, const uint32_t *order) {
     for (uint32_t k = 0; k < ix->nfn; k++) {
       uint32_t fn = order ? order[k] : k;
       for (uint32_t id = ix->fnid[fn]; id < ix->fnid[fn + 1]; id++) {
+        if (c->free && !touches_free(c, id)) continue;
         int rc = default_node(c, id);
         if (rc) return rc;
       }
@@ -129,7 +180,7 @@ static int run(dctx *c, const uint32_t *order) {
    passes over the union-find, where the rules take a find per node.
    1: settled. After a placement (ix->relax) also 2: the classes no flow
    reached are free, but no device (the default's included) can be
-   refined: then only the rules that reach a free class run (free_only). */
+   refined: then only the rules that reach a free class run (dctx.free). */
 /* No device seen[] marks can be refined by one of the table's. */
 static int unrefined(dp__devices *t, const uint8_t *seen) {
   for (uint32_t a = 1; a < t->n; a++) {
@@ -148,7 +199,7 @@ static int unrefined(dp__devices *t, const uint8_t *seen) {
 }
 
 /* settled() after a placement: one pass makes every path one step and
-   marks each domain's class free or not (free_only's marks, *marks). */
+   marks each domain's class free or not (dctx.free's marks, *marks). */
 static int settled_placed(dp__domains *d, uint8_t **marks) {
   dp__devices *t = d->dev;
   uint8_t *seen = dp_calloc(t->n, 1), *fr = dp_malloc(d->nnodes ? d->nnodes : 1);
@@ -195,82 +246,12 @@ static int settled(dp__domains *d, uint8_t **marks) {
   return ok;
 }
 
-/* ---- the rules of the nodes that reach a free class ---- */
-
-/* free[x]: domain x's class was free (or is a function's) when the rules
-   started (settled's marks); domains made since are counted free. Where settled() answered
-   2 nothing else changes: a rule only merges a free class with a device,
-   and a decided class is never refined, so 0 stays exact; a 1 is asked
-   of the class again (an earlier rule may have decided it). */
-typedef struct fctx {
-  dctx c;
-  uint8_t *free;
-  uint32_t n;
-} fctx;
-
-static int dom_free(fctx *f, uint32_t x) {
-  if (x < f->n && !f->free[x]) return 0;
-  const dp__dnode *r = &f->c.d->nodes[dp__dom_find(f->c.d, x)];
-  return r->isfn || !r->vdev;
-}
-
-static int kid_free(fctx *f, uint32_t id, uint32_t i) {
-  uint32_t k = dp__kid(f->c.ix, id, i);
-  return k == DP__NONE_ID || dom_free(f, dp__dom_at(f->c.d, k)); /* (not numbered: the rule looks) */
-}
-
-/* Might the rule of node id change a class: does it default one that was
-   free? (default_node's cases, reading the marks instead of the domains.) */
-static int touches_free(fctx *f, uint32_t id) {
-  const dp__index *ix = f->c.ix;
-  switch (ix->kind[id] & K_KIND) {
-  case DP_FUNC: return ix->what[id] != W_PRIM_FUNC && dom_free(f, dp__dom_at(f->c.d, id));
-  case DP_CALL: {
-    uint32_t i = ix->what[id] == W_LOWERED ? 1 : 0; /* (dp__callee_dom's cases) */
-    if (i || ix->what[id] == W_FN_CALL) {
-      int k = dp__child(ix->x[id], i)->h.kind;
-      if (k != DP_OP && k != DP_CTOR) return kid_free(f, id, i);
-    }
-    if (dom_free(f, dp__dom_at(f->c.d, id))) return 1;
-    uint32_t nargs = ix->koff[id + 1] - ix->koff[id] - 1;
-    for (uint32_t a = 0; a < nargs; a++)
-      if (kid_free(f, id, 1 + a)) return 1;
-    return 0;
-  }
-  case DP_LET: return kid_free(f, id, 0);
-  default: return 0;
-  }
-}
-
-/* TVM's rules where settled() answered 2: a rule whose domains are all
-   decided changes nothing (no device it could take a default from refines
-   them), so the rules of the other nodes, run in the same order, leave
-   the domains as all of them would. After min_bytes that is most nodes
-   (on the generated workloads a third of branchy's, a tenth of the
-   chain's reach a free class). */
-static int free_only(dctx *c, const uint32_t *order, uint8_t *marks) {
-  const dp__index *ix = c->ix;
-  dp__domains *d = c->d;
-  fctx f = {*c, marks, d->nnodes};
-  int rc = 0;
-  d->repass = 1;
-  for (int pass = 0; d->repass && pass < 8 && rc == 0; pass++) {
-    d->repass = 0;
-    for (uint32_t k = 0; k < ix->nfn && rc == 0; k++) {
-      uint32_t fn = order ? order[k] : k;
-      for (uint32_t id = ix->fnid[fn]; id < ix->fnid[fn + 1] && rc == 0; id++)
-        if (touches_free(&f, id)) rc = default_node(&f.c, id);
-    }
-  }
-  c->err = f.c.err;
-  return rc;
-}
-
-/* The rules: all of them, or (marks: settled's) those free_only runs. */
+/* The rules: all of them, or (marks: settled's) those of the nodes that
+   reach a free class. */
 static int default_with(dp__domains *d, uint8_t *marks, dp_err **err) {
-  dctx c = {d, d->ix, d->dev->dflt, NULL};
+  dctx c = {d, d->ix, d->dev->dflt, NULL, marks, d->nnodes};
   uint32_t *order = d->ix->nfn > 1 ? dp__plan_order(d->ix) : NULL;
-  int rc = d->ix->nfn > 1 && !order ? -1 : marks ? free_only(&c, order, marks) : run(&c, order);
+  int rc = d->ix->nfn > 1 && !order ? -1 : run(&c, order);
   free(order);
   free(marks);
   if (rc < 0) dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
