@@ -73,7 +73,7 @@ static uint32_t new_var(dp_parser *p, uint32_t tok, dp_type *annot, dp_vdev *vd)
   size_t len;
   const char *name = dp__tok_text(p, tok, &len);
   const char *cn = dp__cname(p, name + 1, len - 1);
-  return cn ? dp__keep(p, dp__var_new_in(p->nodes, cn, annot, vd, dp__span(p, tok)), NULL, tok) : 0;
+  return cn ? dp__keep(p, dp__var_new_in(p->vars, cn, annot, vd, dp__span(p, tok)), NULL, tok) : 0;
 }
 
 /* Binds the name of token tok to handle h; with a block, as that block's
@@ -237,7 +237,7 @@ int64_t dp__act_stmts(dp_parser *p, const int64_t *ev, size_t n) {
       if (push_let(p, var, h, span) != 0) return -1;
     } else if (dp__kind(p, term) == DP_TOK_SEMI) {
       span = stmt_span(p, start);
-      uint32_t u = dp__keep(p, dp__var_new_in(p->nodes, "_", NULL, NULL, span), NULL, first);
+      uint32_t u = dp__keep(p, dp__var_new_in(p->vars, "_", NULL, NULL, span), NULL, first);
       if (!u || push_let(p, u, h, span) != 0) return -1;
     } else {
       b->final = h;

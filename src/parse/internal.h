@@ -105,6 +105,12 @@ struct dp_parser {
      64 KiB, and a small module kept by its user must not hold one */
   dp__arena arena;
   dp__arena *nodes;
+  /* variables in chunks of their own: a planned module keeps most of its
+     input's variables (a rebuilt call or let refers to the same ones), and
+     one kept variable among the calls of a chunk would keep the whole
+     chunk, so that the input could not go once planned */
+  dp__arena var_arena;
+  dp__arena *vars;
 
   /* The state of the parse itself: from here to the end, freed and zeroed
      when the result is taken (drop_parse_state). */

@@ -84,6 +84,7 @@ dp_parser *dp_parser_new(dp_ctx *ctx, const char *text, size_t len, const char *
   }
   /* (16,384 tokens make some 1,500 calls: a few chunks' worth of nodes) */
   p->nodes = p->ntok >= 16384 ? &p->arena : NULL;
+  p->vars = p->nodes ? &p->var_arena : NULL;
   return p;
 }
 
@@ -99,7 +100,8 @@ static void drop_parse_state(dp_parser *p) {
   dp_release(p->no_attrs);
   dp__attrs_cache_free(p);
   dp__arena_done(&p->arena);
-  p->nodes = NULL;
+  dp__arena_done(&p->var_arena);
+  p->nodes = p->vars = NULL;
   if (!p->kinds_shared) free(p->kinds);
   void *arrays[] = {p->objs, p->tlo, p->tbase, p->twide, p->tfull, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
                     p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
