@@ -80,6 +80,7 @@ typedef struct pctx {
   uint32_t nv, capv;
   const dp_type *bytes_type;  /* value_bytes' last type (NULL: none yet; 0 bytes) */
   int64_t bytes;
+  int64_t total;              /* the bytes of every net, once per reader (nets) */
   dp_err *err;
 } pctx;
 
@@ -337,7 +338,7 @@ static int nets(pctx *c) {
     return oom(c);
   }
   int rc = 0;
-  int64_t total = 0; /* the bytes of every net, once per reader */
+  int64_t total = 0;
   for (uint32_t i = 0; i < n && rc == 0;) {
     uint32_t j = i, k = 0;
     const dp__flowrec *f0 = &flows[order[i]];
@@ -348,10 +349,9 @@ static int nets(pctx *c) {
     for (; j < n && flows[order[j]].value == f0->value && skey[order[j]] == s0 && rc == 0; j++) {
       uint32_t r = var_for(c, flows[order[j]].dst, value);
       if (r == DP__NONE_ID) rc = -1;
-      else readers[k++] = r;
+      else readers[k++] = r, c->vtouched[r] = 1;
     }
     if (rc == 0) {
-      for (uint32_t q = 0; q < k; q++) c->vtouched[readers[q]] = 1;
       c->vtouched[src] = 1;
       int64_t w = value_bytes(c, value);
       if (w > 0 && c->h->recomputable && c->h->recomputable(c->h->ud, value)) w = 0; /* (recompute.c) */
@@ -368,6 +368,7 @@ static int nets(pctx *c) {
     }
     i = j;
   }
+  c->total = total;
   free(order);
   free(skey);
   free(readers);
@@ -517,11 +518,10 @@ static int pair_costs(pctx *c) {
    (else bytes alone). */
 #define COPY_TIE 1024
 
-static void tie_copies(struct dp__placement *pl) {
+static void tie_copies(pctx *c) {
+  struct dp__placement *pl = c->pl;
   dp_place_problem *p = &pl->p;
-  int64_t total = 0, cap = DP_PLACE_INF / 16 / COPY_TIE;
-  for (uint32_t i = 0; i < p->nnets && total <= cap; i++) total += p->nets[i].w * (int64_t)p->nets[i].n;
-  pl->tie = total <= cap;
+  pl->tie = c->total <= DP_PLACE_INF / 16 / COPY_TIE; /* (total: every net's weight times its readers) */
   for (uint32_t i = 0; pl->tie && i < p->nnets; i++) p->nets[i].w = p->nets[i].w * COPY_TIE + 1;
 }
 
@@ -531,7 +531,7 @@ static int costs(pctx *c) {
   struct dp__placement *pl = c->pl;
   const dp_place_hooks *h = c->h;
   pl->time = h->compute || h->bandwidth || dp_config_has_bandwidths(c->d->dev->cfg);
-  if (!pl->time) tie_copies(pl);
+  if (!pl->time) tie_copies(c);
   if (h->compute) {
     pl->p.unary = dp_calloc((size_t)(c->nv ? c->nv : 1) * pl->nlab, sizeof *pl->p.unary);
     if (!pl->p.unary) return oom(c);
