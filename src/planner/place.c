@@ -40,10 +40,13 @@ struct dp__placement {
                                  the annotations' devices are known) */
   int time;                   /* costs in picoseconds (compute, bandwidth), else bytes */
   int tie;                    /* bytes times COPY_TIE plus copies (tie_copies) */
-  /* the decisions, in the order made: class domain, variable, why, the
-     constraint domain made (increasing) */
-  uint32_t *dom, *var, *cons;
-  dp_expr **why;
+  /* per variable: its class's root domain and first expression (pctx's,
+     kept: a decision reads them through its variable) */
+  uint32_t *vroot;
+  dp_expr **vwhy;
+  /* the decisions, in the order made: variable, the constraint domain made
+     (increasing) */
+  uint32_t *var, *cons;
   uint32_t n;
 };
 
@@ -51,10 +54,10 @@ void dp__place_free(struct dp__placement *pl) {
   if (!pl) return;
   dp_place_free(&pl->p);
   free(pl->label);
-  free(pl->dom);
+  free(pl->vroot);
+  free(pl->vwhy);
   free(pl->var);
   free(pl->cons);
-  free(pl->why);
   free(pl);
 }
 
@@ -64,7 +67,8 @@ typedef struct pctx {
   dp__index *ix;
   const dp_place_hooks *h;
   struct dp__placement *pl;
-  uint32_t *var_of;           /* domain (root) -> variable */
+  uint32_t *var_of;           /* domain (root) -> variable + 1 (0: none; zeroed memory, so
+                                 only the roots met are written) */
   /* per variable, as found (with the problem's fixed, allowed and stamp,
      grown together; capv is the room of all seven): root, first expression */
   uint32_t *vroot;
@@ -74,6 +78,9 @@ typedef struct pctx {
                                  or an id left open), else 0 */
   uint8_t *exact;             /* per root: an operator's rule puts it on the host, whole */
   uint32_t nv, capv;
+  const dp_type *bytes_type;  /* value_bytes' last type (NULL: none yet; 0 bytes) */
+  int64_t bytes;
+  int64_t total;              /* the bytes of every net, once per reader (nets) */
   dp_err *err;
 } pctx;
 
@@ -107,10 +114,16 @@ static int64_t type_bytes(const dp_type *t) {
   return 0;
 }
 
-static int64_t value_bytes(const dp_expr *e) {
+/* (types are interned: the last type's bytes are kept, as most values of
+   a module share a few types) */
+static int64_t value_bytes(pctx *c, const dp_expr *e) {
   const dp_type *t = e->type;
   if (!t && e->h.kind == DP_VAR) t = ((const dp_var *)e)->annot;
-  return type_bytes(t);
+  if (t != c->bytes_type) {
+    c->bytes_type = t;
+    c->bytes = type_bytes(t);
+  }
+  return c->bytes;
 }
 
 /* The error for a value whose bytes no cost can hold (alone, or with the
@@ -189,13 +202,19 @@ static int var_room(pctx *c, uint32_t need) {
   return dp_grow_arrays(&c->capv, need, 7, arrs, sizes);
 }
 
-/* The variable of domain dom's class (new when first met), or DP__NONE_ID
-   + c->err. */
-static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
+/* The root of domain x's class: dp__dom_find's, read directly where the
+   path is at most one step (most domains after analysis' finds), where
+   dp__dom_find would compress nothing. */
+static inline uint32_t root_of(dp__domains *d, uint32_t x) {
+  uint32_t p = d->nodes[x].parent;
+  return d->nodes[p].parent == p ? p : dp__dom_find(d, x);
+}
+
+/* A new variable for the class of root r (var_for's, when first met), or
+   DP__NONE_ID + c->err. */
+static uint32_t new_var(pctx *c, uint32_t r, dp_expr *why) {
   dp__domains *d = c->d;
   dp_place_problem *p = &c->pl->p;
-  uint32_t r = dp__dom_find(d, dom);
-  if (c->var_of[r] != DP__NONE_ID) return c->var_of[r];
   if (c->nv == c->capv && var_room(c, c->nv + 1) < 0) return oom(c), DP__NONE_ID;
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
   dp__place_var_init(p, v);
@@ -213,8 +232,15 @@ static uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
   c->vroot[v] = r;
   c->vwhy[v] = why;
   c->vtouched[v] = 0;
-  c->var_of[r] = v;
+  c->var_of[r] = v + 1;
   return v;
+}
+
+/* The variable of domain dom's class (new when first met), or DP__NONE_ID
+   + c->err. */
+static inline uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
+  uint32_t r = root_of(c->d, dom), v = c->var_of[r];
+  return v ? v - 1 : new_var(c, r, why);
 }
 
 /* ---- nets: the flows of one value and making class ---- */
@@ -293,7 +319,7 @@ static int nets(pctx *c) {
   /* (a value made in two classes of one device, through a copy to itself
      or an annotation looked through, is made there once) */
   for (uint32_t i = 0; i < n; i++) {
-    uint32_t r = dp__dom_find(d, flows[i].src), dev = d->nodes[r].vdev;
+    uint32_t r = root_of(d, flows[i].src), dev = d->nodes[r].vdev;
     skey[i] = dev ? 0x80000000u | dev : r;
   }
   /* Room for what the flows can make at most, at once: a variable per
@@ -312,7 +338,7 @@ static int nets(pctx *c) {
     return oom(c);
   }
   int rc = 0;
-  int64_t total = 0; /* the bytes of every net, once per reader */
+  int64_t total = 0;
   for (uint32_t i = 0; i < n && rc == 0;) {
     uint32_t j = i, k = 0;
     const dp__flowrec *f0 = &flows[order[i]];
@@ -323,12 +349,11 @@ static int nets(pctx *c) {
     for (; j < n && flows[order[j]].value == f0->value && skey[order[j]] == s0 && rc == 0; j++) {
       uint32_t r = var_for(c, flows[order[j]].dst, value);
       if (r == DP__NONE_ID) rc = -1;
-      else readers[k++] = r;
+      else readers[k++] = r, c->vtouched[r] = 1;
     }
     if (rc == 0) {
-      for (uint32_t q = 0; q < k; q++) c->vtouched[readers[q]] = 1;
       c->vtouched[src] = 1;
-      int64_t w = value_bytes(value);
+      int64_t w = value_bytes(c, value);
       if (w > 0 && c->h->recomputable && c->h->recomputable(c->h->ud, value)) w = 0; /* (recompute.c) */
       uint32_t before = c->pl->p.nnets;
       if (w == TOO_LARGE) rc = too_large(c, value, 0);
@@ -343,6 +368,7 @@ static int nets(pctx *c) {
     }
     i = j;
   }
+  c->total = total;
   free(order);
   free(skey);
   free(readers);
@@ -357,20 +383,28 @@ static int widen(pctx *c) {
   uint64_t all = pl->nlab == 64 ? UINT64_MAX : ((uint64_t)1 << pl->nlab) - 1;
   /* a partly constrained class joined with each device: cpu and the
      memory scope "global" make "cpu, global" (as unification would) */
-  for (uint32_t v = 0; v < c->nv; v++)
-    for (uint32_t l = 0, n = pl->nlab; c->vpart[v] && l < n && pl->nlab < 64; l++) {
+  /* (the joins of a device with the labels there were already: once per
+     run of variables of one device while no label is added) */
+  for (uint32_t v = 0, last = 0, lastn = 0; v < c->nv; v++) {
+    if (!c->vpart[v] || (c->vpart[v] == last && pl->nlab == lastn)) continue;
+    last = c->vpart[v], lastn = pl->nlab;
+    for (uint32_t l = 0, n = pl->nlab; l < n && pl->nlab < 64; l++) {
       uint32_t j = dp__dev_join(c->d->dev, c->vpart[v], pl->labdev[l]);
       if (j != DP__NONE_ID && label_of(c, j) == DP__NONE_ID) return oom(c);
     }
+  }
   if (c->d->dev->oom) return oom(c);
   all = pl->nlab == 64 ? UINT64_MAX : ((uint64_t)1 << pl->nlab) - 1;
   pl->nsel = pl->nlab;
-  for (uint32_t v = 0; v < c->nv; v++) {
+  uint64_t ok = 0;
+  for (uint32_t v = 0, last = 0; v < c->nv; v++) {
     if (pl->p.fixed[v] == DP__NONE_ID) pl->p.allowed[v] = all;
     if (!c->vpart[v]) continue;
-    uint64_t ok = 0;
-    for (uint32_t l = 0; l < pl->nlab; l++)
-      if (dp__dev_join(c->d->dev, c->vpart[v], pl->labdev[l]) == pl->labdev[l]) ok |= (uint64_t)1 << l;
+    if (c->vpart[v] != last) { /* (the labels it may take: once per run of one device) */
+      last = c->vpart[v], ok = 0;
+      for (uint32_t l = 0; l < pl->nlab; l++)
+        if (dp__dev_join(c->d->dev, c->vpart[v], pl->labdev[l]) == pl->labdev[l]) ok |= (uint64_t)1 << l;
+    }
     pl->p.fixed[v] = DP__NONE_ID;
     pl->p.allowed[v] = ok;  /* (its defaulted device is one of them) */
   }
@@ -416,7 +450,7 @@ static int call_costs(pctx *c, uint32_t id) {
   dp__domains *d = c->d;
   struct dp__placement *pl = c->pl;
   dp_place_problem *p = &pl->p;
-  uint32_t v = c->var_of[dp__dom_find(d, dp__dom_at(d, id))];
+  uint32_t v = c->var_of[root_of(d, dp__dom_at(d, id))] - 1;
   if (v == DP__NONE_ID) return 0;
   dp_expr *call = c->ix->x[id];
   int ok;
@@ -484,11 +518,10 @@ static int pair_costs(pctx *c) {
    (else bytes alone). */
 #define COPY_TIE 1024
 
-static void tie_copies(struct dp__placement *pl) {
+static void tie_copies(pctx *c) {
+  struct dp__placement *pl = c->pl;
   dp_place_problem *p = &pl->p;
-  int64_t total = 0, cap = DP_PLACE_INF / 16 / COPY_TIE;
-  for (uint32_t i = 0; i < p->nnets && total <= cap; i++) total += p->nets[i].w * (int64_t)p->nets[i].n;
-  pl->tie = total <= cap;
+  pl->tie = c->total <= DP_PLACE_INF / 16 / COPY_TIE; /* (total: every net's weight times its readers) */
   for (uint32_t i = 0; pl->tie && i < p->nnets; i++) p->nets[i].w = p->nets[i].w * COPY_TIE + 1;
 }
 
@@ -498,7 +531,7 @@ static int costs(pctx *c) {
   struct dp__placement *pl = c->pl;
   const dp_place_hooks *h = c->h;
   pl->time = h->compute || h->bandwidth || dp_config_has_bandwidths(c->d->dev->cfg);
-  if (!pl->time) tie_copies(pl);
+  if (!pl->time) tie_copies(c);
   if (h->compute) {
     pl->p.unary = dp_calloc((size_t)(c->nv ? c->nv : 1) * pl->nlab, sizeof *pl->p.unary);
     if (!pl->p.unary) return oom(c);
@@ -517,11 +550,9 @@ static int decide(pctx *c) {
   const dp_place_problem *p = &pl->p;
   uint32_t n = 0;
   for (uint32_t v = 0; v < c->nv; v++) n += p->fixed[v] == DP__NONE_ID && c->vtouched[v];
-  pl->dom = dp_malloc((n ? n : 1) * sizeof *pl->dom);
   pl->var = dp_malloc((n ? n : 1) * sizeof *pl->var);
   pl->cons = dp_malloc((n ? n : 1) * sizeof *pl->cons);
-  pl->why = dp_malloc((n ? n : 1) * sizeof *pl->why);
-  if (!pl->dom || !pl->var || !pl->cons || !pl->why) return oom(c);
+  if (!pl->var || !pl->cons) return oom(c);
   for (uint32_t v = 0; v < c->nv; v++) {
     if (p->fixed[v] != DP__NONE_ID || !c->vtouched[v]) continue;
     uint32_t k = dp__dom_first(d, pl->labdev[pl->label[v]], R_PLACEMENT, c->vwhy[v]);
@@ -530,28 +561,29 @@ static int decide(pctx *c) {
       dp_err_free(e);
       return oom(c); /* (a free class takes any device: only memory can fail) */
     }
-    pl->dom[pl->n] = c->vroot[v];
     pl->var[pl->n] = v;
-    pl->cons[pl->n] = k;
-    pl->why[pl->n++] = c->vwhy[v];
+    pl->cons[pl->n++] = k;
   }
   return 0;
 }
 
 /* Each variable's expression (explanations, d:placements): the first node
    of its class in the index's order, rather than the value whose flow
-   found it (a reader's class was found by the value it reads). */
+   found it (a reader's class was found by the value it reads); an
+   annotation only where nothing else is in it (named[v]: 1 by another
+   node, 2 by an annotation so far). */
 static void name_classes(pctx *c) {
   dp__index *ix = c->ix;
   uint8_t *named = dp_calloc(c->nv ? c->nv : 1, 1);
   if (!named) return; /* (the values found keep naming them) */
-  for (int pass = 0; pass < 2; pass++) /* annotations only where nothing else is in it */
-    for (uint32_t id = 0; id < ix->n; id++) {
-      uint32_t v = c->var_of[dp__dom_find(c->d, dp__dom_at(c->d, id))];
-      if (v == DP__NONE_ID || named[v] || (pass == 0 && ix->what[id] == W_ON_DEVICE)) continue;
-      named[v] = 1;
-      c->vwhy[v] = ix->x[id];
-    }
+  for (uint32_t id = 0; id < ix->n; id++) {
+    uint32_t v = c->var_of[root_of(c->d, dp__dom_at(c->d, id))] - 1;
+    if (v == DP__NONE_ID || named[v] == 1) continue;
+    uint8_t by = ix->what[id] == W_ON_DEVICE ? 2 : 1;
+    if (named[v] == 2 && by == 2) continue;
+    named[v] = by;
+    c->vwhy[v] = ix->x[id];
+  }
   free(named);
 }
 
@@ -579,11 +611,10 @@ int dp__place(dp__domains *d, const dp__flows *flows, const dp_place_hooks *h,
             .pl = dp_calloc(1, sizeof(struct dp__placement))};
   *out = NULL;
   int rc = -1;
-  if (!c.pl || !(c.var_of = dp_malloc((size_t)(d->nnodes ? d->nnodes : 1) * sizeof *c.var_of))) {
+  if (!c.pl || !(c.var_of = dp_calloc(d->nnodes ? d->nnodes : 1, sizeof *c.var_of))) {
     oom(&c);
     goto done;
   }
-  for (uint32_t i = 0; i < d->nnodes; i++) c.var_of[i] = DP__NONE_ID;
   if (exact_classes(&c) < 0) goto done;
   /* the variables are found as the nets are made: the problem's arrays
      grow with them (var_for), its labels counted when all are known */
@@ -593,6 +624,10 @@ int dp__place(dp__domains *d, const dp__flows *flows, const dp_place_hooks *h,
   }
   if (selectable(&c) < 0 || nets(&c) < 0 || widen(&c) < 0 || (name_classes(&c), costs(&c)) < 0 || solve(&c) < 0 || decide(&c) < 0)
     goto done;
+  c.pl->vroot = c.vroot; /* (the decisions read them) */
+  c.pl->vwhy = c.vwhy;
+  c.vroot = NULL;
+  c.vwhy = NULL;
   *out = c.pl;
   c.pl = NULL;
   rc = 0;
@@ -613,8 +648,8 @@ done:
 int dp__place_replay(dp__domains *d, const struct dp__placement *pl, dp_err **err) {
   if (!pl) return 0;
   for (uint32_t i = 0; i < pl->n; i++) {
-    uint32_t k = dp__dom_first(d, pl->labdev[pl->label[pl->var[i]]], R_PLACEMENT, pl->why[i]);
-    if (d->oom || dp__unify(d, pl->dom[i], k, R_PLACEMENT, pl->why[i], err) < 0) {
+    uint32_t v = pl->var[i], k = dp__dom_first(d, pl->labdev[pl->label[v]], R_PLACEMENT, pl->vwhy[v]);
+    if (d->oom || dp__unify(d, pl->vroot[v], k, R_PLACEMENT, pl->vwhy[v], err) < 0) {
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return -1;
     }
@@ -673,7 +708,7 @@ int dp__place_each(dp__domains *d, const struct dp__placement *pl, dp_place_fn f
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return -1;
     }
-    int rc = fn(ud, pl->why[i], d->dev->v[pl->labdev[pl->label[pl->var[i]]]], text);
+    int rc = fn(ud, pl->vwhy[pl->var[i]], d->dev->v[pl->labdev[pl->label[pl->var[i]]]], text);
     free(text);
     if (rc) return rc;
   }

@@ -81,8 +81,9 @@ void dp_place_free(dp_place_problem *m) {
 
 int dp_place_net(dp_place_problem *m, uint32_t src, const uint32_t *readers, uint32_t n, int64_t w) {
   if (w <= 0 || n == 0) return 0;
-  if (dp_grow((void **)&m->nets, &m->capnets, m->nnets + 1, sizeof *m->nets) < 0 ||
-      dp_grow((void **)&m->pins, &m->cappins, m->npins + n, sizeof *m->pins) < 0) {
+  /* (the room checked here first: place.c makes it at once, for every net) */
+  if ((m->nnets == m->capnets && dp_grow((void **)&m->nets, &m->capnets, m->nnets + 1, sizeof *m->nets) < 0) ||
+      (n > m->cappins - m->npins && dp_grow((void **)&m->pins, &m->cappins, m->npins + n, sizeof *m->pins) < 0)) {
     m->oom = 1;
     return -1;
   }
@@ -117,13 +118,17 @@ static uint64_t reader_labels(const dp_place_problem *m, const dp_place_pin_rang
   return mask;
 }
 
-static int64_t net_cost(const dp_place_problem *m, const dp_place_pin_range *nt, const uint32_t *label) {
-  uint32_t lp = label[nt->src];
-  uint64_t mask = reader_labels(m, nt, label) & ~((uint64_t)1 << lp);
+/* A net's cost: its maker on label lp, its readers on the labels of mask. */
+static int64_t net_cost_of(const dp_place_problem *m, const dp_place_pin_range *nt, uint32_t lp, uint64_t mask) {
+  mask &= ~((uint64_t)1 << lp);
   int64_t e = 0;
   for (uint32_t l = 0; mask; l++, mask >>= 1)
     if (mask & 1) e = sat_add(e, dp_place_copy_cost(m, nt->w, lp, l));
   return e;
+}
+
+static int64_t net_cost(const dp_place_problem *m, const dp_place_pin_range *nt, const uint32_t *label) {
+  return net_cost_of(m, nt, label[nt->src], reader_labels(m, nt, label));
 }
 
 int64_t dp_place_energy(const dp_place_problem *m, const uint32_t *label) {
@@ -134,6 +139,34 @@ int64_t dp_place_energy(const dp_place_problem *m, const uint32_t *label) {
   }
   for (uint32_t k = 0; k < m->nnets; k++) e = sat_add(e, net_cost(m, &m->nets[k], label));
   return e;
+}
+
+/* dp_place_energy of two labellings, a and b, in one pass (the first move
+   compares its result with the labelling it started from). */
+static void energy_pair(const dp_place_problem *m, const uint32_t *a, const uint32_t *b, int64_t *ea,
+                        int64_t *eb) {
+  int64_t x = 0, y = 0;
+  int xbad = 0, ybad = 0;
+  for (uint32_t v = 0; v < m->nvars; v++) {
+    uint32_t la = a[v], lb = b[v];
+    xbad |= la >= m->nlabels || !((m->allowed[v] >> la) & 1);
+    ybad |= lb >= m->nlabels || !((m->allowed[v] >> lb) & 1);
+    if (m->unary && !xbad) x = sat_add(x, m->unary[(size_t)v * m->nlabels + la]);
+    if (m->unary && !ybad) y = sat_add(y, m->unary[(size_t)v * m->nlabels + lb]);
+  }
+  for (uint32_t k = 0; k < m->nnets && !(xbad && ybad); k++) {
+    const dp_place_pin_range *nt = &m->nets[k];
+    const uint32_t *pin = m->pins + nt->off;
+    uint64_t ma = 0, mb = 0;
+    for (uint32_t i = 0; i < nt->n; i++) { /* (& 63: a bad labelling's mask is not read) */
+      ma |= (uint64_t)1 << (a[pin[i]] & 63);
+      mb |= (uint64_t)1 << (b[pin[i]] & 63);
+    }
+    if (!xbad) x = sat_add(x, net_cost_of(m, nt, a[nt->src], ma));
+    if (!ybad) y = sat_add(y, net_cost_of(m, nt, b[nt->src], mb));
+  }
+  *ea = xbad ? DP__FLOW_INF : x;
+  *eb = ybad ? DP__FLOW_INF : y;
 }
 
 int64_t dp_place_energy_at(const dp_place_problem *m, const uint32_t *label, uint32_t v, uint32_t l) {
@@ -309,11 +342,13 @@ static int idle_label(const dp_place_problem *m, const uint32_t *label, uint32_t
 int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
   if (m->oom) return -1;
   if (start(m, label)) return 1;
-  int64_t cur = dp_place_energy(m, label);
   if (m->nlabels == 1 || m->nvars == 0) {
-    *energy = cur;
+    *energy = dp_place_energy(m, label);
     return 0;
   }
+  /* (the starting labelling's energy is counted with the first move's) */
+  int64_t cur = 0;
+  int counted = 0;
   uint32_t *state = dp_malloc((size_t)m->nvars * sizeof *state);
   uint32_t *next = dp_malloc((size_t)m->nvars * sizeof *next);
   uint8_t *side = NULL;
@@ -343,7 +378,9 @@ int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
         continue;
       }
       if (move(m, label, alpha, state, &side, &capside, g, next) < 0) goto done;
-      int64_t e = dp_place_energy(m, next);
+      int64_t e;
+      if (counted) e = dp_place_energy(m, next);
+      else energy_pair(m, label, next, &cur, &e), counted = 1;
       if (e < cur) {
         memcpy(label, next, (size_t)m->nvars * sizeof *label);
         cur = e;
@@ -355,7 +392,7 @@ int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
       }
     }
   }
-  *energy = cur;
+  *energy = counted ? cur : dp_place_energy(m, label);
   rc = 0;
 done:
   free(state);
