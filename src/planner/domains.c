@@ -36,8 +36,9 @@ int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err) 
     cap = want > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)want;
   }
   d->capnodes = cap;
-  d->nodes = dp_malloc((size_t)d->capnodes * sizeof *d->nodes);
-  d->dom = dp_malloc((size_t)(ix->n ? ix->n : 1) * sizeof *d->dom);
+  /* (in the pages the numbering's walk left, where it left some) */
+  d->nodes = dp__index_take(ix, (size_t)d->capnodes * sizeof *d->nodes);
+  d->dom = dp__index_take(ix, (size_t)(ix->n ? ix->n : 1) * sizeof *d->dom);
   d->dom_from = ix->n; /* (every id in the array until analysis compacts it) */
   if (!d->nodes || !d->dom) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));

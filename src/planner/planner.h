@@ -247,11 +247,19 @@ typedef struct dp__index {
      0b's mode, seen by replays): placement by cost (place.c): where a copy
      may sit, a value and its reader are not unified but recorded as a flow */
   uint8_t relax;
+  /* the walk's stack and demands once it is done: resident pages the
+     domains' arrays, made next, take over (dp__index_take) instead of
+     fresh ones */
+  void *spare[2]; size_t nspare[2];
 } dp__index;
 
 /* Number every global function of m (one walk each); NULL + error. */
 dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err);
 void dp__index_free(dp__index *ix);
+/* A block of n bytes (uninitialised), the largest of the walk's spare
+   blocks made to that size where one is left, else a new one; NULL on out
+   of memory. */
+void *dp__index_take(dp__index *ix, size_t n);
 /* e's id (its latest, for a node numbered twice), or DP__NONE_ID. */
 uint32_t dp__index_id(dp__index *ix, const dp_expr *e);
 /* The id of e where analysis asks by expression: before dp__index_drop_map
