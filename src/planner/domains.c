@@ -333,19 +333,8 @@ static int unify_slow(dp__domains *d, uint32_t a, uint32_t b, uint32_t *fx, uint
 int dp__unify(dp__domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err) {
   uint32_t ra = dp__dom_find(d, a), rb = dp__dom_find(d, b);
   if (ra == rb) return 0;
-  dp__dnode *A = &d->nodes[ra], *B = &d->nodes[rb];
   /* the fast path: two first-order classes that agree (or one is free) */
-  if (!A->isfn && !B->isfn && (A->vdev == B->vdev || !A->vdev || !B->vdev)) {
-    uint32_t v = A->vdev ? A->vdev : B->vdev;
-    if (A->size < B->size) {
-      uint32_t t = ra;
-      ra = rb;
-      rb = t;
-    }
-    d->nodes[rb].parent = ra;
-    grow_size(&d->nodes[ra], &d->nodes[rb]);
-    d->nodes[ra].vdev = v;
-    d->nodes[ra].read |= d->nodes[rb].read;
+  if (dp__link_agreeing(d, ra, rb)) {
     if (d->on_link && d->on_link(d->link_ud, d, a, b, rule, why) < 0) d->oom = 1;
     return 0;
   }
