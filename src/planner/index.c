@@ -205,6 +205,14 @@ static int first_order(const dp_expr *e) {
   return e->h.kind != DP_FUNC && !(e->type && e->type->h.kind == DP_TY_FUNC);
 }
 
+/* Whether demand d can change what a node reached again keeps, aux (its
+   demand + 1, not 0): no demand (0) and the same one join to what it
+   has (dp__dev_join), so demand_again is not asked (a hot path: every
+   reuse of a variable). */
+static inline int new_demand(uint32_t aux, uint32_t d) {
+  return d != 0 && d + 1 != aux;
+}
+
 /* A node reached again with demand d from argument pos of call (DP__NONE_ID:
    no call), keeping *aux (its demand + 1): joined with it, or a mark (a
    copy goes there). */
@@ -406,21 +414,23 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
     ix->flag[m] |= F_MULTI;
     if (!quiet && d != DP__NONE_ID) {
       if (w->aux[m] == 0) w->aux[m] = (first_order(e) ? d : 0) + 1; /* its first use */
-      else if (demand_again(w, m, &w->aux[m], d, call, pos) < 0) w->oom = 1;
-      read_of(w, m, d);
+      else if (new_demand(w->aux[m], d) && demand_again(w, m, &w->aux[m], d, call, pos) < 0)
+        w->oom = 1;
+      if (ix->what[m] == W_ON_DEVICE) read_of(w, m, d);
     }
     return m;
   }
   int again = 0; /* phase 0b reached it in an earlier function */
   if (known && !quiet && d != DP__NONE_ID) {
     if (w->aux[m] == 0) w->aux[m] = (first_order(e) ? d : 0) + 1;
-    else if (demand_again(w, m, &w->aux[m], d, call, pos) < 0) w->oom = 1;
+    else if (new_demand(w->aux[m], d) && demand_again(w, m, &w->aux[m], d, call, pos) < 0)
+      w->oom = 1;
     again = 1;
   }
   uint32_t old = known ? m : DP__NONE_ID, aux = known ? w->aux[m] : 0;
   uint32_t id = number(w, e, 1, d == DP__NONE_ID ? 0 : d, quiet || again);
   if (id == DP__NONE_ID) return id;
-  if (!quiet) read_of(w, id, d);
+  if (!quiet && ix->what[id] == W_ON_DEVICE) read_of(w, id, d);
   if (old != DP__NONE_ID) {
     ix->flag[id] |= F_DUP | F_MULTI;
     ix->flag[old] |= F_MULTI;
