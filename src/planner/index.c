@@ -374,7 +374,8 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
   ix->koff[id] = ix->nkid;
   ix->nkid += nk;
   ix->koff[id + 1] = ix->nkid;
-  if (shared && dp_grow((void **)&w->aux, &w->capaux, id + 1, sizeof *w->aux) < 0) {
+  if (shared && id >= w->capaux &&
+      dp_grow((void **)&w->aux, &w->capaux, id + 1, sizeof *w->aux) < 0) {
     w->oom = 1;
     return DP__NONE_ID;
   }
