@@ -28,10 +28,12 @@
  *   reference has one parent and is reached once.
  *
  * Requires: a module (operators registered) and a configuration.
- * Leaves: dp__index (planner.h). Operators and constructors get no id, nor
- * do the bodies of primitive functions (not planned). A node shared by two
- * functions gets an id in each (F_DUP, dups: one domain for both), so that
- * each function's ids form one range.
+ * Leaves: dp__index (planner.h), with the walk's stack and demands as spare
+ * blocks whose resident pages the domains' arrays take (dp__index_take).
+ * Operators and constructors get no id, nor do the bodies of primitive
+ * functions (not planned). A node shared by two functions gets an id in
+ * each (F_DUP, dups: one domain for both), so that each function's ids
+ * form one range.
  */
 #include <stdlib.h>
 #include <string.h>
