@@ -64,6 +64,7 @@ static int oom_at(actx *a, const dp_expr *at) {
 }
 
 static int unify(actx *a, uint32_t x, uint32_t y, int rule, dp_expr *why) {
+  if (dp__unify_quick(a->d, x, y)) return 0;
   dp_err *e = NULL;
   int rc = dp__unify(a->d, x, y, rule, why, &e);
   if (rc > 0 && a->how->collect) { /* every conflict: counted (undone), told, and on */
@@ -428,7 +429,7 @@ static void fresh_domains(dp__domains *d) {
     int k = ix->kind[id];
     if ((k & K_KIND) == DP_GLOBAL) continue;
     /* most nodes are first order: a free domain, whatever else their type says */
-    d->dom[id] = k & K_FIRST ? dp__dom_first(d, 0, 0, NULL) : dp__dom_new(d, ix->x[id]);
+    d->dom[id] = k & K_FIRST ? dp__dom_free(d) : dp__dom_new(d, ix->x[id]);
   }
   for (uint32_t k = 0; k < ix->ndups; k += 2) d->dom[ix->dups[k]] = d->dom[ix->dups[k + 1]];
   for (uint32_t r = 0; r < ix->ngref; r++) {

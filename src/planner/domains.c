@@ -36,8 +36,9 @@ int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err) 
     cap = want > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)want;
   }
   d->capnodes = cap;
-  d->nodes = dp_malloc((size_t)d->capnodes * sizeof *d->nodes);
-  d->dom = dp_malloc((size_t)(ix->n ? ix->n : 1) * sizeof *d->dom);
+  /* (in the pages the numbering's walk left, where it left some) */
+  d->nodes = dp__index_take(ix, (size_t)d->capnodes * sizeof *d->nodes);
+  d->dom = dp__index_take(ix, (size_t)(ix->n ? ix->n : 1) * sizeof *d->dom);
   d->dom_from = ix->n; /* (every id in the array until analysis compacts it) */
   if (!d->nodes || !d->dom) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
@@ -332,19 +333,8 @@ static int unify_slow(dp__domains *d, uint32_t a, uint32_t b, uint32_t *fx, uint
 int dp__unify(dp__domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err) {
   uint32_t ra = dp__dom_find(d, a), rb = dp__dom_find(d, b);
   if (ra == rb) return 0;
-  dp__dnode *A = &d->nodes[ra], *B = &d->nodes[rb];
   /* the fast path: two first-order classes that agree (or one is free) */
-  if (!A->isfn && !B->isfn && (A->vdev == B->vdev || !A->vdev || !B->vdev)) {
-    uint32_t v = A->vdev ? A->vdev : B->vdev;
-    if (A->size < B->size) {
-      uint32_t t = ra;
-      ra = rb;
-      rb = t;
-    }
-    d->nodes[rb].parent = ra;
-    grow_size(&d->nodes[ra], &d->nodes[rb]);
-    d->nodes[ra].vdev = v;
-    d->nodes[ra].read |= d->nodes[rb].read;
+  if (dp__link_agreeing(d, ra, rb)) {
     if (d->on_link && d->on_link(d->link_ud, d, a, b, rule, why) < 0) d->oom = 1;
     return 0;
   }

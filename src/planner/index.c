@@ -28,10 +28,12 @@
  *   reference has one parent and is reached once.
  *
  * Requires: a module (operators registered) and a configuration.
- * Leaves: dp__index (planner.h). Operators and constructors get no id, nor
- * do the bodies of primitive functions (not planned). A node shared by two
- * functions gets an id in each (F_DUP, dups: one domain for both), so that
- * each function's ids form one range.
+ * Leaves: dp__index (planner.h), with the walk's stack and demands as spare
+ * blocks whose resident pages the domains' arrays take (dp__index_take).
+ * Operators and constructors get no id, nor do the bodies of primitive
+ * functions (not planned). A node shared by two functions gets an id in
+ * each (F_DUP, dups: one domain for both), so that each function's ids
+ * form one range.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,7 @@ typedef struct walk {
   uint32_t *aux; uint32_t capaux; /* shared node id -> phase 0b's demand + 1 (0: none yet) */
   uint32_t from;            /* the first id of the function being numbered */
   uint32_t parent, slot;    /* the node being reached is child slot of parent (DP__NONE_ID: a root) */
+  uint32_t ready, kready;   /* ids and kid slots below these have their pages (prefaulted) */
   int oom;
 } walk;
 
@@ -75,6 +78,31 @@ static int room(dp__index *ix) {
   return dp_grow_arrays(&ix->cap, ix->n + 2, NID_ARRAYS, arrs, sizes);
 }
 
+/* The pages of the next WINDOW ids (and twice as many child slots) in
+   one go, as the walk reaches them: a fresh page asked for in a batch
+   costs about 1.75 microseconds on the benchmark machine, one fault at a
+   time 2.5 (a million-call let module writes 31,000 of them here). The
+   window keeps what is prefaulted and never written small (the last one,
+   trimmed away); dp__prefault skips what is under 16 pages. */
+#define WINDOW 65536u
+
+static void prefault_ids(walk *w) {
+  dp__index *ix = w->ix;
+  void **const arrs[] = ID_ARRAYS(ix);
+  const size_t sizes[] = ID_SIZES(ix);
+  uint32_t from = ix->n, to = ix->cap - from > WINDOW ? from + WINDOW : ix->cap;
+  for (int i = 0; i < NID_ARRAYS; i++)
+    dp__prefault((char *)*arrs[i] + (size_t)from * sizes[i], (size_t)(to - from) * sizes[i]);
+  w->ready = to;
+}
+
+static void prefault_kids(walk *w) {
+  dp__index *ix = w->ix;
+  uint32_t from = ix->nkid, to = ix->capkid - from > 2 * WINDOW ? from + 2 * WINDOW : ix->capkid;
+  dp__prefault(ix->kid + from, (size_t)(to - from) * sizeof *ix->kid);
+  w->kready = to;
+}
+
 static int push_u32(uint32_t **a, uint32_t *n, uint32_t *cap, uint32_t v) {
   if (dp_grow((void **)a, cap, *n + 1, sizeof **a) < 0) return -1;
   (*a)[(*n)++] = v;
@@ -92,6 +120,13 @@ static uint32_t decode_call(dp__index *ix, uint32_t id, dp_call *c) {
   dp__ondev p;
   dp_expr *body;
   dp_vdev *src, *dst;
+  /* (most calls are of an operator none of the forms below is made of:
+     its rule at once, the attributes unread) */
+  const dp_op *op = c->fn->h.kind == DP_OP ? (const dp_op *)c->fn : NULL;
+  if (op && op != o->on_device && op != o->device_copy && op != o->special[OP_CALL_LOWERED]) {
+    ix->ann[id] = (uint32_t)dp__op_rule(o, op);
+    return W_OP_CALL;
+  }
   if (dp__on_device_props(o, &c->e, &p)) {
     uint32_t d = p.vd ? canon(ix, p.vd) : 0;
     ix->ann[id] = (d == DP__NONE_ID ? ON_DEV : d) | (p.cbody ? ON_CBODY : 0) |
@@ -114,8 +149,8 @@ static uint32_t decode_call(dp__index *ix, uint32_t id, dp_call *c) {
       ix->nrewrite++; /* phase 0: arguments and result may be copied */
     return W_LOWERED;
   }
-  if (c->fn->h.kind == DP_OP) {
-    ix->ann[id] = (uint32_t)dp__op_rule(o, (dp_op *)c->fn);
+  if (op) {
+    ix->ann[id] = (uint32_t)dp__op_rule(o, op);
     return W_OP_CALL;
   }
   return c->fn->h.kind == DP_CTOR ? W_CTOR_CALL : W_FN_CALL;
@@ -170,6 +205,14 @@ static uint32_t decode(dp__index *ix, uint32_t id, dp_expr *e) {
 
 static int first_order(const dp_expr *e) {
   return e->h.kind != DP_FUNC && !(e->type && e->type->h.kind == DP_TY_FUNC);
+}
+
+/* Whether demand d can change what a node reached again keeps, aux (its
+   demand + 1, not 0): no demand (0) and the same one join to what it
+   has (dp__dev_join), so demand_again is not asked (a hot path: every
+   reuse of a variable). */
+static inline int new_demand(uint32_t aux, uint32_t d) {
+  return d != 0 && d + 1 != aux;
 }
 
 /* A node reached again with demand d from argument pos of call (DP__NONE_ID:
@@ -309,6 +352,7 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
     w->oom = 1;
     return DP__NONE_ID;
   }
+  if (id >= w->ready) prefault_ids(w);
   ix->n++;
   ix->x[id] = e;
   int k = e->h.kind;
@@ -327,11 +371,13 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
     w->oom = 1;
     return DP__NONE_ID;
   }
+  if (ix->nkid + nk > w->kready) prefault_kids(w);
   /* (each kid slot is written when the walk reaches that child) */
   ix->koff[id] = ix->nkid;
   ix->nkid += nk;
   ix->koff[id + 1] = ix->nkid;
-  if (shared && dp_grow((void **)&w->aux, &w->capaux, id + 1, sizeof *w->aux) < 0) {
+  if (shared && id >= w->capaux &&
+      dp_grow((void **)&w->aux, &w->capaux, id + 1, sizeof *w->aux) < 0) {
     w->oom = 1;
     return DP__NONE_ID;
   }
@@ -371,21 +417,23 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
     ix->flag[m] |= F_MULTI;
     if (!quiet && d != DP__NONE_ID) {
       if (w->aux[m] == 0) w->aux[m] = (first_order(e) ? d : 0) + 1; /* its first use */
-      else if (demand_again(w, m, &w->aux[m], d, call, pos) < 0) w->oom = 1;
-      read_of(w, m, d);
+      else if (new_demand(w->aux[m], d) && demand_again(w, m, &w->aux[m], d, call, pos) < 0)
+        w->oom = 1;
+      if (ix->what[m] == W_ON_DEVICE) read_of(w, m, d);
     }
     return m;
   }
   int again = 0; /* phase 0b reached it in an earlier function */
   if (known && !quiet && d != DP__NONE_ID) {
     if (w->aux[m] == 0) w->aux[m] = (first_order(e) ? d : 0) + 1;
-    else if (demand_again(w, m, &w->aux[m], d, call, pos) < 0) w->oom = 1;
+    else if (new_demand(w->aux[m], d) && demand_again(w, m, &w->aux[m], d, call, pos) < 0)
+      w->oom = 1;
     again = 1;
   }
   uint32_t old = known ? m : DP__NONE_ID, aux = known ? w->aux[m] : 0;
   uint32_t id = number(w, e, 1, d == DP__NONE_ID ? 0 : d, quiet || again);
   if (id == DP__NONE_ID) return id;
-  if (!quiet) read_of(w, id, d);
+  if (!quiet && ix->what[id] == W_ON_DEVICE) read_of(w, id, d);
   if (old != DP__NONE_ID) {
     ix->flag[id] |= F_DUP | F_MULTI;
     ix->flag[old] |= F_MULTI;
@@ -485,7 +533,7 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   ix->fnid = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnid);
   ix->fnpost = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnpost);
   if (!ix->fnid || !ix->fnpost || room(ix) < 0) goto fail;
-  walk w = {ix, NULL, 0, 0, NULL, 0, 0, DP__NONE_ID, DP__NONE_ID, 0};
+  walk w = {ix, NULL, 0, 0, NULL, 0, 0, DP__NONE_ID, DP__NONE_ID, 0, 0, 0};
   for (uint32_t f = 0; f < m->nfuncs; f++) {
     ix->fnid[f] = ix->n;
     ix->fnpost[f] = ix->npost;
@@ -498,8 +546,8 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   }
   ix->fnid[ix->nfn] = ix->n;
   ix->fnpost[ix->nfn] = ix->npost;
-  free(w.st);
-  free(w.aux);
+  ix->spare[0] = w.st, ix->nspare[0] = (size_t)w.capst * sizeof *w.st;
+  ix->spare[1] = w.aux, ix->nspare[1] = (size_t)w.capaux * sizeof *w.aux;
   /* a fixed position another parent reaches too is rewritten (phase 0
      gives that position a fixed annotation of its own) */
   for (uint32_t id = 0; id < ix->n; id++)
@@ -513,8 +561,21 @@ oom:
   return NULL;
 }
 
+void *dp__index_take(dp__index *ix, size_t n) {
+  int i = ix->nspare[1] > ix->nspare[0];
+  void *p = ix->spare[i];
+  if (!p) return dp_malloc(n ? n : 1);
+  ix->spare[i] = NULL, ix->nspare[i] = 0;
+  /* (a mapped block is remapped, its pages kept; a small one may move) */
+  void *q = dp_realloc(p, n ? n : 1);
+  if (!q) free(p);
+  return q;
+}
+
 void dp__index_free(dp__index *ix) {
   if (!ix) return;
+  free(ix->spare[0]);
+  free(ix->spare[1]);
   free(ix->x);
   free(ix->koff);
   free(ix->kid);

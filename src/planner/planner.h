@@ -247,11 +247,19 @@ typedef struct dp__index {
      0b's mode, seen by replays): placement by cost (place.c): where a copy
      may sit, a value and its reader are not unified but recorded as a flow */
   uint8_t relax;
+  /* the walk's stack and demands once it is done: resident pages the
+     domains' arrays, made next, take over (dp__index_take) instead of
+     fresh ones */
+  void *spare[2]; size_t nspare[2];
 } dp__index;
 
 /* Number every global function of m (one walk each); NULL + error. */
 dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err);
 void dp__index_free(dp__index *ix);
+/* A block of n bytes (uninitialised), the largest of the walk's spare
+   blocks made to that size where one is left, else a new one; NULL on out
+   of memory. */
+void *dp__index_take(dp__index *ix, size_t n);
 /* e's id (its latest, for a node numbered twice), or DP__NONE_ID. */
 uint32_t dp__index_id(dp__index *ix, const dp_expr *e);
 /* The id of e where analysis asks by expression: before dp__index_drop_map
@@ -394,6 +402,14 @@ void dp__domains_clear(dp__domains *d);
    domain grows them again), nor dom[]'s last run (dp__dom_compact). */
 void dp__domains_trim(dp__domains *d);
 uint32_t dp__dom_first(dp__domains *d, uint32_t vdev, int crule, dp_expr *cwhy);
+/* dp__dom_first(d, 0, 0, NULL), a free first-order domain, inline where
+   there is room (analysis makes one for most nodes). */
+static inline uint32_t dp__dom_free(dp__domains *d) {
+  if (d->nnodes == d->capnodes) return dp__dom_first(d, 0, 0, NULL);
+  uint32_t id = d->nnodes++;
+  d->nodes[id] = (dp__dnode){.parent = id, .size = 1};
+  return id;
+}
 uint32_t dp__dom_fn(dp__domains *d, uint32_t arity, const uint32_t *kids);
 uint32_t dp__dom_for_type(dp__domains *d, const dp_type *t, uint32_t vdev, int crule,
                           dp_expr *cwhy);
@@ -411,6 +427,33 @@ dp_vdev *dp__dom_vdev(dp__domains *d, uint32_t x);      /* result device, NULL f
    everything is left as it was, d->failed says where); -1 + error (out of
    memory). */
 int dp__unify(dp__domains *d, uint32_t a, uint32_t b, int rule, dp_expr *why, dp_err **err);
+/* dp__unify's common case, two first-order roots that agree (or one is
+   free): linked, the smaller class under the larger; 1, or 0 (nothing
+   done) where it does not apply. */
+static inline int dp__link_agreeing(dp__domains *d, uint32_t ra, uint32_t rb) {
+  dp__dnode *A = &d->nodes[ra], *B = &d->nodes[rb];
+  if (A->isfn || B->isfn || (A->vdev != B->vdev && A->vdev && B->vdev)) return 0;
+  uint32_t v = A->vdev ? A->vdev : B->vdev;
+  if (A->size < B->size) {
+    dp__dnode *t = A;
+    A = B, B = t;
+    ra = rb;
+  }
+  B->parent = ra;
+  uint32_t n = A->size + B->size;
+  A->size = n > DP__DSIZE_MAX ? DP__DSIZE_MAX : n;
+  A->vdev = v;
+  A->read |= B->read;
+  return 1;
+}
+/* dp__unify inline where a and b are at most one step from their roots,
+   those agree and no one is told of links (analysis' usual case: a node's
+   fresh domain joins a class); 1, or 0 where dp__unify must run. */
+static inline int dp__unify_quick(dp__domains *d, uint32_t a, uint32_t b) {
+  uint32_t ra = d->nodes[a].parent, rb = d->nodes[b].parent;
+  if (d->on_link || d->nodes[ra].parent != ra || d->nodes[rb].parent != rb) return 0;
+  return ra == rb || dp__link_agreeing(d, ra, rb);
+}
 /* TVM's SetDefault and its function form; 0, 1 (a conflict) or -1, as dp__unify. */
 int dp__set_default(dp__domains *d, uint32_t x, uint32_t vdev, int rule, dp_expr *why,
                     dp_err **err);
