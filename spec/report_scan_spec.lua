@@ -193,6 +193,45 @@ describe("dp.planner.report counted in C", function()
     assert.is_true(named > 100, named .. " copies named")
   end)
 
+  it("writes JSON through dkjson's escapes when a copy's source name needs them", function()
+    -- (the C writer remembers the strings it found plain, the source's among
+    -- them: a name that is not plain is escaped however often it repeats)
+    for _, name in ipairs{'in "quotes".relay', "caf\195\169.relay", "plain.relay"} do
+      local planned = dp.passes.PlanDevices(cuda)(dp.parse(gen.branchy(200), testing.META, {source_name = name}))
+      local fast = dp.planner.report(planned, cuda)
+      local json = fast:json()
+      local rows = dp.planner.report(planned, cuda)
+      assert.is_true(#rows.copies > 10)
+      assert.equal(name, rows.copies[1].source)
+      assert.equal(rows:json(), json, name)
+      assert.equal(rows:text(), fast:text(), name)
+    end
+  end)
+
+  it("reads devices shared among annotations once, and each node's own where they differ", function()
+    -- (the lexical reading keeps the attributes of the last on_device and
+    -- device_copy calls it found readable: calls of four devices in turn,
+    -- their annotations' attributes shared by planning, give the same
+    -- report as planning the module again)
+    local four = dp.CompilationConfig{targets = {"llvm", "cuda", "opencl", "vulkan"}, default_device_type = "cuda"}
+    local kinds, i = {"cpu", "cuda", "opencl", "vulkan"}, 0
+    local annotate = dp.passes.AnnotateVirtualDevices{add = function()
+      i = i + 1
+      return dp.VirtualDevice{device_type = kinds[(i // 7) % 4 + 1]}
+    end}
+    local planned = dp.passes.PlanDevices(four)(annotate(dp.parse(gen.chain(300), testing.META)))
+    local quick, again = core.planner.report_scan(planned, four), core.planner.report_scan(planned, four, "replan")
+    assert.is_false(quick:replanned())
+    assert.is_true(again:replanned())
+    local names = {}
+    for k, d in ipairs(quick:devices()) do names[k] = tostring(d.vd) end
+    assert.equal(4, #names)
+    assert.same(again:totals(), quick:totals())
+    assert.is_true(quick:count() > 200, quick:count() .. " copies")
+    assert.equal(again:copies_text(names), quick:copies_text(names))
+    assert.same(again:devices(), quick:devices())
+  end)
+
   it("lets a script change the rows before writing them", function()
     local planned = dp.passes.PlanDevices(cuda)(dp.parse(gen.branchy(120), testing.META))
     local r = dp.planner.report(planned, cuda)

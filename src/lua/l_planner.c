@@ -474,42 +474,92 @@ typedef struct crow {
   uint32_t line, col;
 } crow;
 
-/* names (arg 2): each device's name; types: a table at `types` caching
-   each checked type's text (types are interned). */
-static void row_of(lua_State *L, lscan *u, uint32_t i, int types, crow *w) {
-  const dp_report_copy *c = &u->r.copies[i];
+/* What the rows of one call share: the stack slots of the devices' names
+   (arg 2) and of a table caching each checked type's text (types are
+   interned), and the last type, source and devices met with their text (a
+   module's copies are of a few types between a few devices: looking each
+   up again per copy was a third of the text report). */
+typedef struct rowctx {
+  lua_State *L;
+  lscan *u;
+  int types;
+  const dp_ctx *ctx;
+  const dp_type *type;     /* the last type met: its text, bytes and kind */
+  const char *type_text;
+  int64_t bytes;
+  int kind;
+  uint32_t source;         /* the last source met (0: none yet) and its name */
+  const char *source_name;
+  uint32_t dev[2];         /* the last source and destination device met, and their names */
+  const char *dev_name[2];
+} rowctx;
+
+static void rowctx_init(lua_State *L, lscan *u, int types, rowctx *x) {
+  memset(x, 0, sizeof *x);
+  x->L = L;
+  x->u = u;
+  x->types = types;
+  x->ctx = dp__lua_ctx(L);
+  x->dev[0] = x->dev[1] = UINT32_MAX;
+}
+
+/* The name of device i (end: 0 source, 1 destination) as the names table says. */
+static const char *dev_name(rowctx *x, uint32_t i, int end) {
+  if (i != UINT32_MAX && i == x->dev[end]) return x->dev_name[end];
+  lua_State *L = x->L;
+  if (i == UINT32_MAX || lua_rawgeti(L, 2, (lua_Integer)i + 1) != LUA_TSTRING)
+    luaL_error(L, end ? "report: no name for a copy's destination device" : "report: no name for a copy's source device");
+  x->dev[end] = i;
+  x->dev_name[end] = lua_tostring(L, -1);
+  lua_pop(L, 1); /* (the names table keeps the string) */
+  return x->dev_name[end];
+}
+
+/* The text, bytes and kind of t (not NULL), into x's last type. */
+static void type_of(rowctx *x, const dp_type *t) {
+  if (t == x->type) return;
+  lua_State *L = x->L;
+  if (lua_rawgetp(L, x->types, t) == LUA_TNIL) {
+    lua_pop(L, 1);
+    dp__lua_push_cstr(L, dp_type_str(t));
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, x->types, t);
+  }
+  x->type_text = lua_tostring(L, -1);
+  lua_pop(L, 1); /* (the types table keeps it) */
+  x->bytes = 0;
+  x->kind = dp_type_bytes(t, &x->bytes);
+  if (x->kind < 0) dp__lua_oom(L);
+  x->type = t;
+}
+
+static void row_of(rowctx *x, uint32_t i, crow *w) {
+  const dp_report_copy *c = &x->u->r.copies[i];
   dp_expr *e = c->copy;
   memset(w, 0, sizeof *w);
   w->fn = c->fn ? c->fn : c->value_fn;
   w->name = c->name;
   w->value = c->value_name ? c->value_name : c->name;
-  if (c->src_dev != UINT32_MAX && lua_rawgeti(L, 2, (lua_Integer)c->src_dev + 1) == LUA_TSTRING) w->src = lua_tostring(L, -1);
-  else luaL_error(L, "report: no name for a copy's source device");
-  lua_pop(L, 1); /* (the names table keeps the string) */
-  if (c->dst_dev != UINT32_MAX && lua_rawgeti(L, 2, (lua_Integer)c->dst_dev + 1) == LUA_TSTRING) w->dst = lua_tostring(L, -1);
-  else luaL_error(L, "report: no name for a copy's destination device");
-  lua_pop(L, 1);
-  if (!e->type) w->type = "nil";
-  else {
-    if (lua_rawgetp(L, types, e->type) == LUA_TNIL) {
-      lua_pop(L, 1);
-      dp__lua_push_cstr(L, dp_type_str(e->type));
-      lua_pushvalue(L, -1);
-      lua_rawsetp(L, types, e->type);
-    }
-    w->type = lua_tostring(L, -1);
-    lua_pop(L, 1); /* (the types table keeps it) */
+  w->src = dev_name(x, c->src_dev, 0);
+  w->dst = dev_name(x, c->dst_dev, 1);
+  int k = DP_BYTES_UNKNOWN;
+  w->type = "nil";
+  if (e->type) {
+    type_of(x, e->type);
+    w->type = x->type_text;
+    k = x->kind;
   }
-  int64_t b = 0;
-  int k = e->type ? dp_type_bytes(e->type, &b) : DP_BYTES_UNKNOWN;
-  if (k < 0) dp__lua_oom(L);
-  if (k == DP_BYTES_KNOWN) w->bytes = b, w->has_bytes = 1;
+  if (k == DP_BYTES_KNOWN) w->bytes = x->bytes, w->has_bytes = 1;
   else w->size = k == DP_BYTES_UNKNOWN ? "unknown" : "too large";
   if (e->span.line) {
     w->has_span = 1;
     w->line = e->span.line;
     w->col = e->span.col;
-    w->source = dp_ctx_source_name(dp__lua_ctx(L), e->span.source);
+    if (!x->source || x->source != e->span.source) {
+      x->source = e->span.source;
+      x->source_name = dp_ctx_source_name(x->ctx, e->span.source);
+    }
+    w->source = x->source_name;
   }
 }
 
@@ -518,10 +568,12 @@ static int scan_copies(lua_State *L) {
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);
   lua_newtable(L); /* 3: types */
+  rowctx x;
+  rowctx_init(L, u, 3, &x);
   lua_createtable(L, (int)u->r.ncopies, 0);
   for (uint32_t i = 0; i < u->r.ncopies; i++) {
     crow w;
-    row_of(L, u, i, 3, &w);
+    row_of(&x, i, &w);
     lua_createtable(L, 0, 11);
     if (w.fn) set_str(L, "fn", w.fn);
     if (w.name) set_str(L, "name", w.name);
@@ -541,17 +593,58 @@ static int scan_copies(lua_State *L) {
   return 1;
 }
 
-/* 1234567 -> "1,234,567" (report.grouped) */
-static void add_grouped(luaL_Buffer *b, int64_t n) {
-  char digits[32], out[48];
-  int len = snprintf(digits, sizeof digits, "%lld", (long long)n), o = 0;
-  int neg = digits[0] == '-', first = neg ? 1 : 0;
-  if (neg) out[o++] = '-';
-  for (int i = first; i < len; i++) {
-    if (i > first && (len - i) % 3 == 0) out[o++] = ',';
-    out[o++] = digits[i];
+/* The copies' text and JSON, gathered in a block of their own and added to
+   the Lua buffer a block at a time (a dozen pieces per copy: adding each
+   to the Lua buffer on its own was most of the report's time). */
+typedef struct block {
+  luaL_Buffer *b;
+  char p[1024];
+  size_t n;
+  int first;    /* (JSON: no comma before the row's first key) */
+} block;
+
+static void bflush(block *r) {
+  luaL_addlstring(r->b, r->p, r->n);
+  r->n = 0;
+}
+
+/* badd of what does not fit in the block. */
+static void bspill(block *r, const char *s, size_t len) {
+  bflush(r);
+  if (len > sizeof r->p) luaL_addlstring(r->b, s, len);
+  else {
+    memcpy(r->p, s, len);
+    r->n = len;
   }
-  luaL_addlstring(b, out, (size_t)o);
+}
+
+/* (inline: most pieces are literals, whose copy the compiler unrolls) */
+static inline void badd(block *r, const char *s, size_t len) {
+  if (r->n + len > sizeof r->p) {
+    bspill(r, s, len);
+    return;
+  }
+  memcpy(r->p + r->n, s, len);
+  r->n += len;
+}
+
+#define BLIT(r, s) badd((r), (s), sizeof(s) - 1)
+
+static void bstr(block *r, const char *s) { badd(r, s, strlen(s)); }
+
+/* v in decimal, and with a comma between groups of three digits when
+   grouped (report.grouped: 1234567 -> "1,234,567"). */
+static void bint(block *r, int64_t v, int grouped) {
+  char num[32], *q = num + sizeof num;
+  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+  int digits = 0;
+  do {
+    if (grouped && digits && digits % 3 == 0) *--q = ',';
+    *--q = (char)('0' + u % 10);
+    digits++;
+  } while (u /= 10);
+  if (v < 0) *--q = '-';
+  badd(r, q, (size_t)(num + sizeof num - q));
 }
 
 static int scan_copies_text(lua_State *L) {
@@ -559,40 +652,49 @@ static int scan_copies_text(lua_State *L) {
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);
   lua_newtable(L); /* 3: types */
+  rowctx x;
+  rowctx_init(L, u, 3, &x);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
+  block r;
+  r.b = &b;
+  r.n = 0;
   for (uint32_t i = 0; i < u->r.ncopies; i++) {
     crow w;
-    row_of(L, u, i, 3, &w);
-    if (i) luaL_addchar(&b, '\n');
-    luaL_addstring(&b, "  ");
+    row_of(&x, i, &w);
+    if (i) BLIT(&r, "\n");
+    BLIT(&r, "  ");
     if (w.fn) {
-      luaL_addchar(&b, '@');
-      luaL_addstring(&b, w.fn);
-      luaL_addchar(&b, ' ');
+      BLIT(&r, "@");
+      bstr(&r, w.fn);
+      BLIT(&r, " ");
     }
-    luaL_addstring(&b, w.name ? w.name : "(inline)");
-    luaL_addstring(&b, " = copy of ");
-    luaL_addstring(&b, w.value ? w.value : "(inline)");
-    luaL_addstring(&b, "  @");
-    luaL_addstring(&b, w.src);
-    luaL_addstring(&b, " -> @");
-    luaL_addstring(&b, w.dst);
-    luaL_addstring(&b, "  ");
-    luaL_addstring(&b, w.type);
-    luaL_addstring(&b, "  ");
+    bstr(&r, w.name ? w.name : "(inline)");
+    BLIT(&r, " = copy of ");
+    bstr(&r, w.value ? w.value : "(inline)");
+    BLIT(&r, "  @");
+    bstr(&r, w.src);
+    BLIT(&r, " -> @");
+    bstr(&r, w.dst);
+    BLIT(&r, "  ");
+    bstr(&r, w.type);
+    BLIT(&r, "  ");
     if (w.has_bytes) {
-      add_grouped(&b, w.bytes);
-      luaL_addstring(&b, " bytes");
+      bint(&r, w.bytes, 1);
+      BLIT(&r, " bytes");
+    } else if (strcmp(w.size, "too large")) {
+      BLIT(&r, "unknown bytes");
     } else {
-      luaL_addstring(&b, strcmp(w.size, "too large") ? "unknown bytes" : "more bytes than a 64-bit count holds");
+      BLIT(&r, "more bytes than a 64-bit count holds");
     }
     if (w.has_span && w.col == 0 && w.source) { /* an imported ONNX node by its name */
-      luaL_addstring(&b, "  (ONNX node ");
-      luaL_addstring(&b, w.source);
-      luaL_addchar(&b, ')');
+      BLIT(&r, "  (ONNX node ");
+      bstr(&r, w.source);
+      BLIT(&r, ")");
     }
+    if (r.n > sizeof r.p / 2) bflush(&r);
   }
+  bflush(&r);
   luaL_pushresult(&b);
   return 1;
 }
@@ -606,72 +708,46 @@ static int json_plain(const char *s) {
   return 1;
 }
 
-/* The copies' JSON, gathered in a block of its own and added to the Lua
-   buffer a block at a time (a dozen keys and values per copy: adding each
-   to the Lua buffer on its own was most of the JSON report's time). */
-typedef struct jrow {
-  luaL_Buffer *b;
-  char p[1024];
-  size_t n;
-  int first;
-} jrow;
-
-static void jflush(jrow *r) {
-  luaL_addlstring(r->b, r->p, r->n);
-  r->n = 0;
-}
-
-static void jadd(jrow *r, const char *s, size_t len) {
-  if (r->n + len > sizeof r->p) {
-    jflush(r);
-    if (len > sizeof r->p) {
-      luaL_addlstring(r->b, s, len);
-      return;
-    }
-  }
-  memcpy(r->p + r->n, s, len);
-  r->n += len;
-}
-
-/* ",\n      \"key\":" (no comma first) */
-static void add_json_key(jrow *r, const char *key, size_t len) {
-  if (!r->first) jadd(r, ",", 1);
+/* A key and what follows it, `piece` (",\n      \"key\":" and more),
+   without its comma when it is the row's first. */
+static void add_json_piece(block *r, const char *piece, size_t len) {
+  if (r->first) piece++, len--;
   r->first = 0;
-  jadd(r, "\n      \"", 8);
-  jadd(r, key, len);
-  jadd(r, "\":", 2);
+  badd(r, piece, len);
 }
 
-#define JKEY(r, k) add_json_key((r), (k), sizeof(k) - 1)
+#define JKEY_(k) ",\n      \"" k "\":"
 
-static int add_json_str(jrow *r, const char *key, size_t klen, const char *v) {
+/* Key and string value (none when v is NULL); 0 when the value needs
+   dkjson's escapes. `plain`: known plain already. */
+static int add_json_str(block *r, const char *piece, size_t len, const char *v, int plain) {
   if (!v) return 1;
-  if (!json_plain(v)) return 0;
-  add_json_key(r, key, klen);
-  jadd(r, "\"", 1);
-  jadd(r, v, strlen(v));
-  jadd(r, "\"", 1);
+  if (!plain && !json_plain(v)) return 0;
+  add_json_piece(r, piece, len);
+  bstr(r, v);
+  BLIT(r, "\"");
   return 1;
 }
 
-#define JSTR(r, k, v) add_json_str((r), (k), sizeof(k) - 1, (v))
+#define JSTR_PLAIN(r, k, v, plain) add_json_str((r), JKEY_(k) "\"", sizeof(JKEY_(k) "\"") - 1, (v), (plain))
+#define JSTR(r, k, v) JSTR_PLAIN(r, k, v, 0)
+#define JINT(r, k, v) (add_json_piece((r), JKEY_(k), sizeof(JKEY_(k)) - 1), bint((r), (v), 0))
 
-static void add_json_int(jrow *r, const char *key, size_t klen, int64_t v) {
-  char num[24], *q = num + sizeof num;
-  uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-  do *--q = (char)('0' + u % 10); while (u /= 10);
-  if (v < 0) *--q = '-';
-  add_json_key(r, key, klen);
-  jadd(r, q, (size_t)(num + sizeof num - q));
+/* Is s the string last found plain (*last)? Else checks it and remembers it when plain. */
+static int plain_as(const char **last, const char *s) {
+  if (s && s == *last) return 1;
+  if (!s || !json_plain(s)) return 0;
+  *last = s;
+  return 1;
 }
-
-#define JINT(r, k, v) add_json_int((r), (k), sizeof(k) - 1, (v))
 
 static int scan_copies_json(lua_State *L) {
   lscan *u = check_scan(L);
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_settop(L, 2);
   lua_newtable(L); /* 3: types */
+  rowctx x;
+  rowctx_init(L, u, 3, &x);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   /* (room for them all at once: each about 250 bytes; growing the buffer
@@ -679,28 +755,33 @@ static int scan_copies_json(lua_State *L) {
   if (u->r.ncopies > 64) luaL_prepbuffsize(&b, (size_t)u->r.ncopies * 256);
   luaL_addchar(&b, '[');
   int plain = 1;
-  jrow r;
+  /* (the strings found plain last: the names of functions and devices, types
+     and sources are the same strings from copy to copy) */
+  const char *fn_ok = NULL, *src_ok = NULL, *dst_ok = NULL, *type_ok = NULL, *source_ok = NULL;
+  block r;
   r.b = &b;
   r.n = 0;
   for (uint32_t i = 0; i < u->r.ncopies && plain; i++) {
     crow w;
-    row_of(L, u, i, 3, &w);
+    row_of(&x, i, &w);
     r.first = 1;
-    jadd(&r, i ? ",{" : "{", i ? 2 : 1);
+    badd(&r, i ? ",{" : "{", i ? 2 : 1);
     /* the keys in the report's key order: name, bytes, size, fn, value, src, dst, type, line, col, source */
     plain = JSTR(&r, "name", w.name);
     if (w.has_bytes) JINT(&r, "bytes", w.bytes);
-    plain = plain && JSTR(&r, "size", w.size) && JSTR(&r, "fn", w.fn) && JSTR(&r, "value", w.value) &&
-            JSTR(&r, "src", w.src) && JSTR(&r, "dst", w.dst) && JSTR(&r, "type", w.type);
+    plain = plain && JSTR(&r, "size", w.size) && JSTR_PLAIN(&r, "fn", w.fn, plain_as(&fn_ok, w.fn)) && JSTR(&r, "value", w.value) &&
+            JSTR_PLAIN(&r, "src", w.src, plain_as(&src_ok, w.src)) &&
+            JSTR_PLAIN(&r, "dst", w.dst, plain_as(&dst_ok, w.dst)) &&
+            JSTR_PLAIN(&r, "type", w.type, plain_as(&type_ok, w.type));
     if (plain && w.has_span) {
       JINT(&r, "line", w.line);
       JINT(&r, "col", w.col);
-      plain = JSTR(&r, "source", w.source);
+      plain = JSTR_PLAIN(&r, "source", w.source, plain_as(&source_ok, w.source));
     }
-    jadd(&r, "\n    }", 6);
-    if (r.n > sizeof r.p / 2) jflush(&r);
+    BLIT(&r, "\n    }");
+    if (r.n > sizeof r.p / 2) bflush(&r);
   }
-  jflush(&r);
+  bflush(&r);
   luaL_addchar(&b, ']');
   luaL_pushresult(&b);
   if (!plain) lua_pushnil(L);

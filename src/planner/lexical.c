@@ -55,12 +55,28 @@ typedef struct lframe {
   uint32_t i, n;     /* next child, children */
   uint32_t base;     /* its children's devices: vals[base ..] */
   uint32_t rec;      /* its lrec + 1, 0: none */
+  dp_vdev *ends[2];  /* an on_device's device; a device_copy's source and destination
+                        (read once, by readable) */
 } lframe;
+
+/* The attributes of an on_device or device_copy found readable, and the
+   devices they give (ends). Planning shares one attributes object among
+   the annotations of one device: each is read once, not once per node. */
+typedef struct lattrs {
+  const dp_expr *op;  /* on_device or device_copy */
+  const dp_attrs *a;  /* (held) */
+  dp_vdev *ends[2];
+} lattrs;
+
+#define LX_ATTRS 4
 
 struct dp__lexical {
   dp_module *m;
   const dp_config *cfg;
   const dp_op *on_device, *device_copy;
+  const dp_op *op_ok;             /* the operator last found readable */
+  lattrs seen[LX_ATTRS];          /* attributes found readable, the last few */
+  uint32_t nextseen;
   dp_vdev **ok;                   /* the devices found settled */
   uint32_t nok, capok;
   lrec *recs;                     /* the nodes with other references (variables too),
@@ -89,6 +105,7 @@ dp__lexical *dp__lexical_new(dp_module *m, const dp_config *cfg) {
 
 void dp__lexical_free(dp__lexical *lx) {
   if (!lx) return;
+  for (uint32_t i = 0; i < LX_ATTRS; i++) dp_release((dp_attrs *)lx->seen[i].a);
   free(lx->ok);
   free(lx->recs);
   free(lx->st);
@@ -159,9 +176,48 @@ static int bind(dp__lexical *lx, dp_var *v, dp_vdev *dev) {
   return 0;
 }
 
+/* The annotation's attributes found readable before: their ends. */
+static int seen(const dp__lexical *lx, const dp_call *call, dp_vdev **ends) {
+  const dp_attrs *a = call->attrs;
+  for (uint32_t i = 0; a && i < LX_ATTRS; i++)
+    if (lx->seen[i].a == a && lx->seen[i].op == call->fn) {
+      ends[0] = lx->seen[i].ends[0];
+      ends[1] = lx->seen[i].ends[1];
+      return 1;
+    }
+  return 0;
+}
+
+/* An annotation whose attributes are readable, with these ends (kept in
+   place of the oldest). Gives 1. */
+static int saw(dp__lexical *lx, const dp_call *call, dp_vdev *const *ends) {
+  if (!call->attrs) return 1;
+  lattrs *s = &lx->seen[lx->nextseen++ % LX_ATTRS];
+  dp_release((dp_attrs *)s->a);
+  *s = (lattrs){call->fn, dp_retain(call->attrs), {ends[0], ends[1]}};
+  return 1;
+}
+
+/* An on_device (of one argument) readable: fixed, on a settled device (ends[0]). */
+static int on_device_readable(dp__lexical *lx, const dp_call *call, dp_vdev **ends) {
+  if (seen(lx, call, ends)) return 1;
+  int s = flag(call, "constrain_body", 1) == 1 && flag(call, "constrain_result", 0) == 1
+              ? dp__lexical_settled(lx, ends[0] = vdev_attr(call, "virtual_device")) : 0;
+  return s == 1 ? saw(lx, call, ends) : s;
+}
+
+/* A device_copy (of one argument) readable: both ends written and settled. */
+static int copy_readable(dp__lexical *lx, const dp_call *call, dp_vdev **ends) {
+  if (seen(lx, call, ends)) return 1;
+  int s = dp__lexical_settled(lx, ends[0] = vdev_attr(call, "src_virtual_device"));
+  if (s == 1) s = dp__lexical_settled(lx, ends[1] = vdev_attr(call, "dst_virtual_device"));
+  return s == 1 ? saw(lx, call, ends) : s;
+}
+
 /* Node e, first met: 1 read on, 0 give up, -1 out of memory. Parameters
-   go into the map of variables here. */
-static int readable(dp__lexical *lx, dp_expr *e) {
+   go into the map of variables here. An on_device's device goes to
+   ends[0], a device_copy's source and destination to ends[0] and ends[1]. */
+static int readable(dp__lexical *lx, dp_expr *e, dp_vdev **ends) {
   switch (e->h.kind) {
   case DP_FUNC: {
     const dp_func *f = (const dp_func *)e;
@@ -175,16 +231,14 @@ static int readable(dp__lexical *lx, dp_expr *e) {
   }
   case DP_CALL: {
     const dp_call *call = (const dp_call *)e;
-    if (call->fn == &lx->on_device->e)
-      return flag(call, "constrain_body", 1) == 1 && flag(call, "constrain_result", 0) == 1 && call->nargs == 1
-                 ? dp__lexical_settled(lx, vdev_attr(call, "virtual_device")) : 0;
-    if (call->fn == &lx->device_copy->e) {
-      int s = call->nargs == 1 ? dp__lexical_settled(lx, vdev_attr(call, "src_virtual_device")) : 0;
-      return s == 1 ? dp__lexical_settled(lx, vdev_attr(call, "dst_virtual_device")) : s;
-    }
+    if (call->fn == &lx->on_device->e) return call->nargs == 1 ? on_device_readable(lx, call, ends) : 0;
+    if (call->fn == &lx->device_copy->e) return call->nargs == 1 ? copy_readable(lx, call, ends) : 0;
     if (call->fn->h.kind == DP_OP) {
-      const char *name = ((const dp_op *)call->fn)->name;
-      return !(!strcmp(name, "call_lowered") || !strncmp(name, "memory.", 7) || !strncmp(name, "vm.", 3));
+      const dp_op *op = (const dp_op *)call->fn;
+      if (op == lx->op_ok) return 1;
+      if (!strcmp(op->name, "call_lowered") || !strncmp(op->name, "memory.", 7) || !strncmp(op->name, "vm.", 3)) return 0;
+      lx->op_ok = op;
+      return 1;
     }
     if (call->fn->h.kind == DP_CTOR) return 1;
     const dp_func *f = callee_fn(lx, call->fn);
@@ -206,8 +260,7 @@ static int is_copy(dp__lexical *lx, const dp_expr *e) {
 static dp_vdev *child_ctx(dp__lexical *lx, const lframe *f, uint32_t i) {
   dp_expr *e = f->e;
   if (e->h.kind == DP_FUNC) return i == ((dp_func *)e)->nparams ? ((dp_func *)e)->vdev : f->ctx;
-  if (i == 1 && is_on_device(lx, e)) return vdev_attr((const dp_call *)e, "virtual_device");
-  if (i == 1 && is_copy(lx, e)) return vdev_attr((const dp_call *)e, "src_virtual_device");
+  if (i == 1 && (is_on_device(lx, e) || is_copy(lx, e))) return f->ends[0];
   return f->ctx;
 }
 
@@ -245,8 +298,8 @@ static int finish(dp__lexical *lx, const lframe *f, dp_vdev **dev) {
   case DP_LET: return k[2] == f->ctx;
   case DP_CALL: {
     const dp_call *call = (const dp_call *)e;
-    if (is_on_device(lx, e)) return *dev = vdev_attr(call, "virtual_device"), k[1] == *dev;
-    if (is_copy(lx, e)) return *dev = vdev_attr(call, "dst_virtual_device"), k[1] == vdev_attr(call, "src_virtual_device");
+    if (is_on_device(lx, e)) return *dev = f->ends[0], k[1] == *dev;
+    if (is_copy(lx, e)) return *dev = f->ends[1], k[1] == f->ends[0];
     if (call->fn->h.kind == DP_OP || call->fn->h.kind == DP_CTOR) {
       for (uint32_t i = 0; i < call->nargs; i++)
         if (k[1 + i] != f->ctx) return 0;
@@ -295,10 +348,11 @@ static int reach(dp__lexical *lx, dp_expr *e, dp_vdev *ctx) {
     r->done = 0;
     rec = (uint32_t)(r - lx->recs) + 1;
   }
-  int r = readable(lx, e);
+  dp_vdev *ends[2] = {NULL, NULL};
+  int r = readable(lx, e, ends);
   if (r <= 0) return r < 0 ? -1 : 2;
-  if (dp_grow((void **)&lx->st, &lx->capst, lx->sp + 1, sizeof *lx->st) < 0) return -1;
-  lx->st[lx->sp++] = (lframe){e, ctx, 0, dp_expr_nchildren(e), lx->nvals, rec};
+  if (lx->sp == lx->capst && dp_grow((void **)&lx->st, &lx->capst, lx->sp + 1, sizeof *lx->st) < 0) return -1;
+  lx->st[lx->sp++] = (lframe){e, ctx, 0, dp_expr_nchildren(e), lx->nvals, rec, {ends[0], ends[1]}};
   return 1;
 }
 
@@ -362,15 +416,35 @@ static uint32_t gvalue(const lgraph *g, uint32_t v) {
   return v;
 }
 
-/* Where child k of node v lives by its position (child_ctx on the graph). */
+/* Where child k of node v lives by its position (child_ctx on the graph;
+   an on_device's device and a copy's source as the top-down pass read
+   them: read_ends). */
 static dp_vdev *gchild_ctx(const lgraph *g, uint32_t v, uint32_t k) {
   if (g->kind[v] == DP_FUNC) {
     const dp_func *fn = (const dp_func *)g->x[v];
     return k == fn->nparams ? fn->vdev : g->ctx[v];
   }
-  if (k == 1 && (g->call[v] & DP__LX_ON_DEVICE)) return vdev_attr((const dp_call *)g->x[v], "virtual_device");
-  if (k == 1 && (g->call[v] & DP__LX_COPY)) return vdev_attr((const dp_call *)g->x[v], "src_virtual_device");
-  return g->ctx[v];
+  if (k == 1 && (g->call[v] & DP__LX_ON_DEVICE)) return g->dev[v];
+  return g->ctx[v]; /* (a copy's: its source, once read_ends has read it) */
+}
+
+/* An on_device or device_copy v, read once, when the top-down pass meets
+   it (its parents are done; each read of a node of a large body is a
+   miss): readable, its device in dev[v] (a copy's destination) and a
+   copy's source in ctx[v], in place of its position's device, which
+   nothing reads again (neither is positional). 1, 0 not readable, -1 out
+   of memory. */
+static int read_ends(dp__lexical *lx, lgraph *g, uint32_t v) {
+  dp_vdev *ends[2] = {NULL, NULL};
+  int r = readable(lx, g->x[v], ends);
+  if (r != 1) return r;
+  if (g->call[v] & DP__LX_ON_DEVICE) {
+    g->dev[v] = ends[0];
+  } else {
+    g->dev[v] = ends[1];
+    g->ctx[v] = ends[0];
+  }
+  return 1;
 }
 
 /* positional on the graph. */
@@ -399,6 +473,9 @@ static dp_vdev *slot_dev(dp__lexical *lx, const lgraph *g, uint32_t v, uint32_t 
    ifs are checked from the graph alone (readable has nothing to say of
    them); functions and calls are read. */
 static int graph_node(dp__lexical *lx, lgraph *g, uint32_t v) {
+  /* (read by read_ends: their devices are in dev[v], a copy's source in ctx[v]) */
+  if (g->call[v] & DP__LX_ON_DEVICE) return g->dev[v] == slot_dev(lx, g, v, 1);
+  if (g->call[v] & DP__LX_COPY) return slot_dev(lx, g, v, 1) == g->ctx[v];
   int kind = g->kind[v];
   dp_vdev *ctx = g->ctx[v];
   uint32_t ns = g->kstart[v + 1] - g->kstart[v];
@@ -410,14 +487,22 @@ static int graph_node(dp__lexical *lx, lgraph *g, uint32_t v) {
     return dp__lexical_settled(lx, g->dev[v]);
   case DP_CONST: return 1;
   case DP_LET: return slot_dev(lx, g, v, 2) == ctx;
-  case DP_FUNC: case DP_CALL: case DP_MATCH: case DP_REF_CREATE: case DP_REF_READ: case DP_REF_WRITE: break;
+  case DP_CALL:
+    if (g->call[v] & DP__LX_OP_CALL) { /* (readable: its arguments where it runs) */
+      for (uint32_t k = 1; k < ns; k++)
+        if (slot_dev(lx, g, v, k) != ctx) return 0;
+      return 1;
+    }
+    break;
+  case DP_FUNC: case DP_MATCH: case DP_REF_CREATE: case DP_REF_READ: case DP_REF_WRITE: break;
   default: /* tuple, projection, if */
     for (uint32_t k = 0; k < ns; k++)
       if (slot_dev(lx, g, v, k) != ctx) return 0;
     return 1;
   }
   dp_expr *e = g->x[v];
-  int r = readable(lx, e);
+  dp_vdev *ends[2] = {NULL, NULL};
+  int r = readable(lx, e, ends);
   if (r <= 0) return r;
   if (kind == DP_FUNC) {
     dp_func *fn = (dp_func *)e;
@@ -425,11 +510,6 @@ static int graph_node(dp__lexical *lx, lgraph *g, uint32_t v) {
     return ns == 0 || slot_dev(lx, g, v, fn->nparams) == fn->vdev; /* (a Composite one: a leaf) */
   }
   const dp_call *call = (const dp_call *)e; /* (readable gave up on the others) */
-  if (g->call[v] & DP__LX_ON_DEVICE) return (g->dev[v] = vdev_attr(call, "virtual_device")) == slot_dev(lx, g, v, 1);
-  if (g->call[v] & DP__LX_COPY) {
-    g->dev[v] = vdev_attr(call, "dst_virtual_device");
-    return slot_dev(lx, g, v, 1) == vdev_attr(call, "src_virtual_device");
-  }
   if (call->fn->h.kind == DP_OP || call->fn->h.kind == DP_CTOR) {
     for (uint32_t i = 0; i < call->nargs; i++)
       if (slot_dev(lx, g, v, 1 + i) != ctx) return 0;
@@ -454,6 +534,13 @@ int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const
     /* top down (reverse post order is topological): where each position says */
     g.ctx[n - 1] = root_ctx;
     for (uint32_t v = n; v-- > 0 && rc == 0;) {
+      if (call[v] & (DP__LX_ON_DEVICE | DP__LX_COPY)) {
+        int r = read_ends(lx, &g, v);
+        if (r != 1) {
+          rc = r < 0 ? -1 : 1;
+          break;
+        }
+      }
       for (uint32_t k = 0; k < kstart[v + 1] - kstart[v] && rc == 0; k++) {
         uint32_t ci = gkid(&g, v, k);
         if (ci == NONE) continue;

@@ -65,9 +65,10 @@
 #include "devplan/visit.h"
 
 enum { C_LEAF = 0, C_WRAP, C_MEMBER, C_BARRIER };
-/* nflag[]: an on_device; a device_copy (both as lexical.c reads them); an
-   on_device that says nothing; a member's kind */
-enum { F_ONDEV = DP__LX_ON_DEVICE, F_COPY = DP__LX_COPY, F_NOOP = 4, F_MEMBER = 8 };
+/* nflag[]: an on_device; a device_copy; a call of another operator, not of
+   the dialect (the three as lexical.c reads them); an on_device that says
+   nothing; a member's kind */
+enum { F_ONDEV = DP__LX_ON_DEVICE, F_COPY = DP__LX_COPY, F_OPCALL = DP__LX_OP_CALL, F_NOOP = 4, F_MEMBER = 8 };
 #define MULTI UINT32_MAX
 
 /* A region's restrictions (see "restriction sets" below): the first n
@@ -82,8 +83,12 @@ typedef struct rstore {
 typedef struct rset {
   rstore *s;            /* NULL: no entries */
   uint32_t n;           /* its entries: s->a[0 .. n) */
-  uint32_t alias;       /* DP__DFP_NONE, or region R: one more entry, R covered (made from R's set) */
+  uint32_t alias1;      /* 0, or region R + 1: one more entry, R covered (made from R's set);
+                           (+ 1: the zeroed array is every set empty, with no sweep over it) */
 } rset;
+
+/* x's alias: DP__DFP_NONE or R. */
+static uint32_t alias_of(const rset *x) { return x->alias1 ? x->alias1 - 1 : DP__DFP_NONE; }
 
 typedef struct region {
   dp_global *global;     /* the hoisted function's name (owned) */
@@ -124,8 +129,10 @@ typedef struct pctx {
   /* the body: its graph, and the lets whose bodies are blocks of their own */
   int strict;           /* every let body */
   uint8_t *fence;
-  uint8_t *kind;        /* per node: its kind (dp_exprkind), read once */
-  uint8_t *nflag;       /* per node: F_* */
+  uint8_t *kind;        /* per node: its kind (dp_exprkind), read once (g.kind) */
+  uint8_t *nflag;       /* per node: F_*, read once (g.note) */
+  const dp_attrs *noop_of; /* the on_device attributes last read, and whether they say nothing */
+  int noop;
   /* the graph, in post order (function literals not entered) */
   dp__dfp_graph g;
   uint32_t n;           /* g.n */
@@ -141,6 +148,7 @@ typedef struct pctx {
   uint8_t *drop;        /* a let dropped from the caller */
   int has_fnlit;        /* a Composite or Primitive literal with free variables (not entered) */
   rset *restr;          /* per representative: its restrictions */
+  int sets_freed;       /* make_regions ended, and freed every set (no sweep over restr) */
   /* hoisted regions */
   uint32_t *rid;        /* rep -> region number + 1 */
   region *regs;
@@ -234,14 +242,10 @@ static int is_dialect_call(const dp_expr *e) {
   return !strcmp(name, "call_lowered") || !strncmp(name, "memory.", 7) || !strncmp(name, "vm.", 3);
 }
 
-static int is_member_kind(const pctx *c, uint32_t v) {
-  const dp_expr *e = c->x[v];
-  if (e->h.kind == DP_TUPLE) { /* not an argument tuple of the dialect */
-    for (uint32_t i = c->g.ostart[v]; i < c->g.ostart[v + 1]; i++)
-      if (is_dialect_call(c->x[c->g.outs[i]])) return 0;
-    return 1;
-  }
-  if (e->h.kind == DP_PROJ) return 1;
+/* Is e a member's kind? A tuple is, unless an argument tuple of the
+   dialect: read_nodes looks at its consumers once the graph is built. */
+static int is_member_kind(const dp_expr *e) {
+  if (e->h.kind == DP_TUPLE || e->h.kind == DP_PROJ) return 1;
   if (e->h.kind != DP_CALL || is_dialect_call(e)) return 0;
   const dp_expr *fn = ((const dp_call *)e)->fn;
   if (fn->h.kind == DP_GLOBAL || dp__dfp_is_unit_fn(fn)) return 1;
@@ -263,20 +267,34 @@ static int is_noop_on_device(const dp_expr *e) {
   return !body && !result && !device;
 }
 
-/* kind[] and nflag[]: what each node is, read from the IR once per body. */
-static int read_nodes(pctx *c) {
-  uint32_t n = c->n ? c->n : 1;
-  if (!(c->kind = dp_malloc(n)) || !(c->nflag = dp_calloc(n, 1))) return -1;
-  for (uint32_t v = 0; v < c->n; v++) {
-    const dp_expr *e = c->x[v];
-    c->kind[v] = (uint8_t)e->h.kind;
-    const dp_expr *fn = e->h.kind == DP_CALL ? ((const dp_call *)e)->fn : NULL;
-    const char *op = fn && fn->h.kind == DP_OP ? ((const dp_op *)fn)->name : "";
-    if (!strcmp(op, "on_device")) c->nflag[v] = F_ONDEV | (is_noop_on_device(e) ? F_NOOP : 0);
-    else if (!strcmp(op, "device_copy")) c->nflag[v] = F_COPY;
-    else if (is_member_kind(c, v)) c->nflag[v] = F_MEMBER;
+/* nflag[v] of node e, as the graph's build meets it (the graph's noter). */
+static uint8_t note_node(void *ud, const dp_expr *e) {
+  pctx *c = ud;
+  const dp_expr *fn = e->h.kind == DP_CALL ? ((const dp_call *)e)->fn : NULL;
+  const char *op = fn && fn->h.kind == DP_OP ? ((const dp_op *)fn)->name : "";
+  if (!strcmp(op, "on_device")) {
+    const dp_attrs *a = ((const dp_call *)e)->attrs;
+    if (!a || a != c->noop_of) { /* (planning shares one object among the annotations of a device) */
+      c->noop = is_noop_on_device(e);
+      c->noop_of = a;
+    }
+    return F_ONDEV | (c->noop ? F_NOOP : 0);
   }
-  return 0;
+  if (!strcmp(op, "device_copy")) return F_COPY;
+  uint8_t opcall = fn && fn->h.kind == DP_OP && !is_dialect_call(e) ? F_OPCALL : 0;
+  return opcall | (is_member_kind(e) ? F_MEMBER : 0);
+}
+
+/* kind[] and nflag[]: what each node is, read from the IR once per body,
+   while the graph was built (note_node); an argument tuple of the dialect
+   is no member. */
+static void read_nodes(pctx *c) {
+  c->kind = c->g.kind;
+  c->nflag = c->g.note;
+  for (uint32_t v = 0; v < c->n; v++)
+    if (c->kind[v] == DP_TUPLE)
+      for (uint32_t i = c->g.ostart[v]; i < c->g.ostart[v + 1]; i++)
+        if (is_dialect_call(c->x[c->g.outs[i]])) c->nflag[v] &= (uint8_t)~F_MEMBER;
 }
 
 static uintptr_t key_of(const pctx *c, dp_vdev *vd) {
@@ -437,7 +455,7 @@ static void rset_free(rset *x) {
     free(s->h);
     free(s);
   }
-  *x = (rset){NULL, 0, DP__DFP_NONE};
+  *x = (rset){NULL, 0, 0};
 }
 
 /* x's entries copied into a store of its own. */
@@ -449,11 +467,11 @@ static int rset_copy(rset *x) {
   s->n = x->n;
   s->cap = cap;
   s->refs = 1;
-  uint32_t alias = x->alias;
+  uint32_t alias1 = x->alias1;
   rset_free(x);
   x->s = s;
   x->n = s->n;
-  x->alias = alias;
+  x->alias1 = alias1;
   return 0;
 }
 
@@ -502,10 +520,10 @@ static int rset_cover(rset *x, uint32_t r) {
 
 /* x's alias made an entry: x stops being made from one set alone. */
 static int rset_unalias(rset *x) {
-  uint32_t r = x->alias;
+  uint32_t r = alias_of(x);
   if (r == DP__DFP_NONE) return 0;
-  x->alias = DP__DFP_NONE;
-  if (rset_cover(x, r) < 0) return x->alias = r, -1;
+  x->alias1 = 0;
+  if (rset_cover(x, r) < 0) return x->alias1 = r + 1, -1;
   return 0;
 }
 
@@ -520,14 +538,14 @@ static int rset_made_from(pctx *c, rset *x, uint32_t b) {
     x->s->refs++;
     if (x->s->frozen < x->n) x->s->frozen = x->n; /* both see these now */
   }
-  x->alias = b;
+  x->alias1 = b + 1;
   return 0;
 }
 
 /* What representative r is in the restrictions of region q. -1: out of memory. */
 static int lookup_restr(pctx *c, uint32_t q, uint32_t r) {
   rset *x = &c->restr[q];
-  if (r == x->alias) return R_COVERED;
+  if (r == alias_of(x)) return R_COVERED;
   uint32_t pos = rset_find(x, r);
   if (pos == UINT32_MAX - 1) return -1;
   return pos == UINT32_MAX ? R_ABSENT : x->s->a[pos] & 1 ? R_COVERED : R_STALE;
@@ -552,9 +570,10 @@ static int add_set(pctx *c, rset *acc, const rset *x) {
     uint32_t e = x->s->a[j], r = find(c, e >> 1);
     if (add_restr(c, acc, r, r == e >> 1 && (e & 1)) < 0) return -1;
   }
-  if (x->alias == DP__DFP_NONE) return 0;
-  uint32_t r = find(c, x->alias);
-  return add_restr(c, acc, r, r == x->alias);
+  uint32_t a = alias_of(x);
+  if (a == DP__DFP_NONE) return 0;
+  uint32_t r = find(c, a);
+  return add_restr(c, acc, r, r == a);
 }
 
 static int same_place(const pctx *c, uint32_t a, uint32_t b) {
@@ -588,7 +607,7 @@ static int covers(pctx *c, uint32_t b, uint32_t v, const dp__dfp_u32s *parents, 
     if (in == R_COVERED) continue;
     if (same_place(c, q, v)) return 0; /* (it would join v) */
     const rset *s = &c->restr[q];
-    uint32_t from = s->alias;
+    uint32_t from = alias_of(s);
     int inside = from != DP__DFP_NONE ? (find(c, from) == from ? lookup_restr(c, b, from) : R_ABSENT)
                  : s->n == 0 ? R_COVERED : R_ABSENT;
     if (inside < 0) return -1;
@@ -620,7 +639,7 @@ static int take_over(pctx *c, uint32_t v, const dp__dfp_u32s *parents) {
   if (same_place(c, b, v)) {
     join(c, b, v);
     c->restr[v] = c->restr[b];
-    c->restr[b] = (rset){NULL, 0, DP__DFP_NONE};
+    c->restr[b] = (rset){NULL, 0, 0};
   } else if (rset_made_from(c, &c->restr[v], b) < 0) {
     return -1;
   }
@@ -649,7 +668,7 @@ static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *joins
   int taken = take_over(c, v, parents);
   if (taken < 0) return -1;
   if (!taken) {
-    rset acc = {NULL, 0, DP__DFP_NONE};
+    rset acc = {NULL, 0, 0};
     c->clock++; /* the stamp now marks acc */
     for (uint32_t i = 0; i < parents->n; i++)
       if (add_set(c, &acc, &c->restr[parents->a[i]]) < 0) return rset_free(&acc), -1;
@@ -680,7 +699,6 @@ static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *joins
 }
 
 static int make_regions(pctx *c) {
-  for (uint32_t v = 0; v < c->n; v++) c->restr[v].alias = DP__DFP_NONE;
   for (uint32_t v = 0; v < c->n; v++)
     if (flows(c, v))
       for (uint32_t k = 0; k < nslots(c, v); k++) {
@@ -698,6 +716,13 @@ static int make_regions(pctx *c) {
   }
   free(parents.a);
   free(joins.a);
+  /* every read done, every region is closed (its set freed) but the
+     function result's: the sets are gone without a sweep over them (a
+     million-node body's array is far larger than the cache) */
+  if (rc == 0) {
+    if (flows(c, root)) rset_free(&c->restr[find(c, root)]);
+    c->sets_freed = 1;
+  }
   return rc;
 }
 
@@ -1088,7 +1113,7 @@ static dp_expr *rebuild_caller(pctx *c) {
 /* Frees what one attempt at the body made (not the graph, not the fences). */
 static void attempt_clear(pctx *c) {
   for (uint32_t i = 0; i < c->n; i++) {
-    if (c->restr) rset_free(&c->restr[i]);
+    if (c->restr && !c->sets_freed) rset_free(&c->restr[i]);
     if (c->inner) dp_release(c->inner[i]);
     if (c->outexpr) dp_release(c->outexpr[i]);
   }
@@ -1111,6 +1136,7 @@ static void attempt_clear(pctx *c) {
   c->base = c->block = c->uf = c->remaining = c->stamp = c->pos = c->rid = c->mem = c->outpos = c->letof = NULL;
   c->key = NULL;
   c->restr = NULL;
+  c->sets_freed = 0;
   c->inner = c->outexpr = NULL;
   c->clock = 0;
   c->has_fnlit = 0;
@@ -1237,10 +1263,11 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
   int rc = -1;
   namectr *saved = NULL;
   uint32_t nsaved = c->nnames;
-  if (dp__dfp_graph_build(&c->g, body, DP__DFP_FNS_PLAIN) < 0) goto done;
+  dp__dfp_noter noter = {note_node, c};
+  if (dp__dfp_graph_build_noted(&c->g, body, DP__DFP_FNS_PLAIN, &noter) < 0) goto done;
   c->n = c->g.n;
   c->x = c->g.x;
-  if (read_nodes(c) < 0) goto done;
+  read_nodes(c);
   if (c->lx) { /* the devices, as the body says them (read_nodes' kinds and flags spare it the IR) */
     if (!(c->dev = dp_malloc((c->n ? c->n : 1) * sizeof *c->dev))) goto done;
     int r = dp__lexical_graph_read(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->kind, c->nflag, c->body_vd, c->dev);
@@ -1274,10 +1301,8 @@ done:
   dp__dfp_graph_free(&c->g);
   free(c->fence);
   free(c->dev);
-  free(c->kind);
-  free(c->nflag);
   free(saved);
-  c->kind = c->nflag = NULL;
+  c->kind = c->nflag = NULL; /* (the graph's) */
   c->dev = NULL;
   c->fence = NULL;
   c->n = 0;

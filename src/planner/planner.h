@@ -957,9 +957,11 @@ int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *
    so that the reading touches the IR only where it needs a node's
    attributes or callee: kind[v] x[v]'s kind (dp_exprkind), call[v]
    DP__LX_ON_DEVICE for a call of on_device, DP__LX_COPY for one of
-   device_copy (other bits ignored). 0, 1 the body does not say its
-   devices so (the caller plans it), -1 out of memory. */
-enum { DP__LX_ON_DEVICE = 1, DP__LX_COPY = 2 };
+   device_copy, DP__LX_OP_CALL for one of any other operator but the
+   memory and VM dialect's (call_lowered, memory.*, vm.*: such a call is
+   checked from the graph alone); other bits ignored. 0, 1 the body does
+   not say its devices so (the caller plans it), -1 out of memory. */
+enum { DP__LX_ON_DEVICE = 1, DP__LX_COPY = 2, DP__LX_OP_CALL = 16 };
 int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
                            const uint32_t *kids, const uint8_t *kind, const uint8_t *call, dp_vdev *root_ctx,
                            dp_vdev **dev);

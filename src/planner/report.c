@@ -36,13 +36,29 @@ typedef struct rctx {
   dp_vdev *lexctx;        /* then the device of the node post reads */
   uint32_t entered;
   int oom;
+  dp_vdev *last;          /* the device last named, and its index in r->dev */
+  uint32_t last_at;
+  const dp_type *bytes_of; /* the type whose bytes were counted last (types are
+                              interned: a module's values are of a few types) */
+  int bytes_kind;
+  int64_t bytes;
+  const dp_attrs *ends_of[2]; /* the copies' attributes read last, and their ends
+                                 (planning shares one object among the copies
+                                 between two devices; the module, held, frees none) */
+  dp_vdev *ends[2][2];
+  uint32_t nextends;
 } rctx;
 
 /* The entry of vd, named (added) when new. */
 static dp_report_dev *named(rctx *c, dp_vdev *vd) {
   dp_report_data *r = c->r;
+  if (vd == c->last && c->last_at < r->ndev && r->dev[c->last_at].vd == vd) return &r->dev[c->last_at];
   for (uint32_t i = r->ndev; i-- > 0;)
-    if (r->dev[i].vd == vd) return &r->dev[i];
+    if (r->dev[i].vd == vd) {
+      c->last = vd;
+      c->last_at = i;
+      return &r->dev[i];
+    }
   if (dp_grow((void **)&r->dev, &r->capdev, r->ndev + 1, sizeof *r->dev) < 0) {
     c->oom = 1;
     return NULL;
@@ -61,6 +77,20 @@ static dp_report_dev *entry(rctx *c, dp_vdev *vd) {
   return d;
 }
 
+/* dp_type_bytes of e's type (DP_BYTES_UNKNOWN without one), the last
+   type's answer kept. */
+static int type_bytes(rctx *c, const dp_expr *e, int64_t *b) {
+  if (!e->type) return DP_BYTES_UNKNOWN;
+  if (e->type != c->bytes_of) {
+    c->bytes = 0;
+    c->bytes_kind = dp_type_bytes(e->type, &c->bytes);
+    if (c->bytes_kind < 0) return c->bytes_kind; /* (not kept) */
+    c->bytes_of = e->type;
+  }
+  *b = c->bytes;
+  return c->bytes_kind;
+}
+
 /* sum + b unless it passes INT64_MAX: 1 added, 0 left out. */
 static int add(int64_t *sum, int64_t b) {
   if (*sum > INT64_MAX - b) return 0;
@@ -73,7 +103,7 @@ static void resident(rctx *c, dp_expr *e, dp_vdev *vd) {
   dp_report_dev *d = entry(c, vd);
   if (!d) return;
   int64_t b = 0;
-  int r = e->type ? dp_type_bytes(e->type, &b) : DP_BYTES_UNKNOWN;
+  int r = type_bytes(c, e, &b);
   if (r < 0) {
     c->oom = 1;
     return;
@@ -108,13 +138,29 @@ static int remember(void *ud, const char *global, dp_expr *e, dp_vdev *vd) {
   return dp__ptrmap_put(&c->exact, e, vd) < 0 ? -1 : 0;
 }
 
-static const dp_aval *attr(const dp_call *call, const char *key) {
-  return call->attrs ? dp_attrs_get(call->attrs, key) : NULL;
-}
-
-static dp_vdev *vdev_attr(const dp_call *call, const char *key) {
-  const dp_aval *v = attr(call, key);
-  return v && v->kind == DP_AV_VDEV ? v->u.vdev : NULL;
+/* A device_copy's written ends (its attributes' src_virtual_device and
+   dst_virtual_device when devices, else NULL), read in one pass. */
+static void copy_ends(rctx *c, const dp_call *call, dp_vdev **src, dp_vdev **dst) {
+  for (uint32_t i = 0; i < 2; i++)
+    if (call->attrs && c->ends_of[i] == call->attrs) {
+      *src = c->ends[i][0];
+      *dst = c->ends[i][1];
+      return;
+    }
+  int have_src = 0, have_dst = 0;
+  for (uint32_t i = 0; call->attrs && i < call->attrs->n && !(have_src && have_dst); i++) {
+    const dp_attr *a = &call->attrs->items[i];
+    int is_src = !have_src && !strcmp(a->key, "src_virtual_device");
+    int is_dst = !is_src && !have_dst && !strcmp(a->key, "dst_virtual_device");
+    if (!is_src && !is_dst) continue;
+    dp_vdev *v = a->val.kind == DP_AV_VDEV ? a->val.u.vdev : NULL;
+    if (is_src) have_src = 1, *src = v;
+    else have_dst = 1, *dst = v;
+  }
+  uint32_t k = c->nextends++ % 2;
+  c->ends_of[k] = call->attrs;
+  c->ends[k][0] = *src;
+  c->ends[k][1] = *dst;
 }
 
 /* The quick lookup reads the domains as dp_domains_each's walk would,
@@ -138,7 +184,8 @@ static int post(void *ud, dp_expr *e) {
     dp_call *call = (dp_call *)e;
     dp_expr *fn = call->fn;
     if (fn == &c->device_copy->e) {
-      dp_vdev *src = vdev_attr(call, "src_virtual_device"), *dst = vdev_attr(call, "dst_virtual_device");
+      dp_vdev *src = NULL, *dst = NULL;
+      copy_ends(c, call, &src, &dst);
       if (dp_grow((void **)&r->copies, &r->capcopies, r->ncopies + 1, sizeof *r->copies) < 0) {
         c->oom = 1;
         return -1;
@@ -156,7 +203,7 @@ static int post(void *ud, dp_expr *e) {
       resident(c, e, dst);
       r->copies_total++;
       int64_t b = 0;
-      int k = e->type ? dp_type_bytes(e->type, &b) : DP_BYTES_UNKNOWN;
+      int k = type_bytes(c, e, &b);
       if (k < 0) c->oom = 1;
       else if (k != DP_BYTES_UNKNOWN && (k != DP_BYTES_KNOWN || !add(&r->bytes_copied, b))) r->copies_too_large++;
     } else if ((fn->h.kind == DP_OP || fn->h.kind == DP_CTOR) && fn != &c->on_device->e) {
@@ -184,10 +231,20 @@ static int find_called(void *ud, dp_expr *e) {
 
 /* ---- the copies' names, as the printer gives them ---- */
 
+/* A node whose name the report wants: the offset of its function's name in
+   buf << 32 | 1 + the offset of its own name; 0 while not named. Found by
+   the node's mark (dp_expr.mark: the index here, checked against e, as
+   index.c does) instead of a pointer map: the printer names every node,
+   and a lookup of each was a fifth of the naming. */
+typedef struct nwant {
+  const dp_expr *e;
+  uint64_t word;
+} nwant;
+
 typedef struct nctx {
   dp_report_data *r;
-  dp__ptrmap want;        /* copy or value -> the offset of its function's name in buf << 32
-                             | 1 + the offset of its own name; 0 while not named */
+  nwant *want;            /* the copies and their values */
+  uint32_t nwant, capwant;
   char *buf;              /* the names kept, one after another (one block: a
                              report names up to a copy and its value per call) */
   uint32_t nbuf, capbuf;
@@ -209,10 +266,27 @@ static uint32_t keep(nctx *n, const char *s) {
   return at;
 }
 
+/* e's entry in want, or NULL. */
+static nwant *wanted(const nctx *n, const dp_expr *e) {
+  uint32_t m = e->mark;
+  return m < n->nwant && n->want[m].e == e ? &n->want[m] : NULL;
+}
+
+/* e wanted (once). */
+static void want(nctx *n, dp_expr *e) {
+  if (wanted(n, e)) return;
+  if (dp_grow((void **)&n->want, &n->capwant, n->nwant + 1, sizeof *n->want) < 0) {
+    n->oom = 1;
+    return;
+  }
+  e->mark = n->nwant;
+  n->want[n->nwant++] = (nwant){e, 0};
+}
+
 static void on_name(void *ud, const char *fn, const dp_expr *e, const char *name) {
   nctx *n = ud;
-  dp__ptrslot *s = n->oom ? NULL : dp__ptrmap_find(&n->want, e);
-  if (!s || s->word) return; /* the first name a node is given */
+  nwant *w = n->oom ? NULL : wanted(n, e);
+  if (!w || w->word) return; /* the first name a node is given */
   if (fn != n->fn) { /* (kept once per function: a definition is named with one string) */
     uint32_t at = keep(n, fn);
     if (at == UINT32_MAX) return;
@@ -220,14 +294,15 @@ static void on_name(void *ud, const char *fn, const dp_expr *e, const char *name
     n->fnat = at;
   }
   uint32_t at = keep(n, name);
-  if (at != UINT32_MAX) s->word = (uint64_t)n->fnat << 32 | (at + 1);
+  if (at != UINT32_MAX) w->word = (uint64_t)n->fnat << 32 | (at + 1);
 }
 
 static int name_copies(dp_module *m, dp_report_data *r) {
-  nctx n = {r, DP__PTRMAP_INIT, NULL, 0, 0, NULL, 0, 0};
-  for (uint32_t i = 0; i < r->ncopies && !n.oom; i++)
-    if (!dp__ptrmap_insert(&n.want, r->copies[i].copy, NULL) || !dp__ptrmap_insert(&n.want, r->copies[i].value, NULL))
-      n.oom = 1;
+  nctx n = {r, NULL, 0, 0, NULL, 0, 0, NULL, 0, 0};
+  for (uint32_t i = 0; i < r->ncopies && !n.oom; i++) {
+    want(&n, r->copies[i].copy);
+    want(&n, r->copies[i].value);
+  }
   dp_print_opts o = {0, on_name, &n, NULL};
   if (!n.oom && dp_print_module_names(m, &o) < 0) n.oom = 1;
   /* the block of names becomes the report's (its one string) */
@@ -236,11 +311,11 @@ static int name_copies(dp_module *m, dp_report_data *r) {
   else free(n.buf);
   for (uint32_t i = 0; i < r->ncopies && !n.oom; i++) {
     dp_report_copy *c = &r->copies[i];
-    dp__ptrslot *a = dp__ptrmap_find(&n.want, c->copy), *b = dp__ptrmap_find(&n.want, c->value);
+    const nwant *a = wanted(&n, c->copy), *b = wanted(&n, c->value);
     if (a && a->word) c->fn = n.buf + (a->word >> 32), c->name = n.buf + (uint32_t)a->word - 1;
     if (b && b->word) c->value_fn = n.buf + (b->word >> 32), c->value_name = n.buf + (uint32_t)b->word - 1;
   }
-  dp__ptrmap_free(&n.want);
+  free(n.want);
   return n.oom ? -1 : 0;
 }
 
