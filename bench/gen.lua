@@ -117,4 +117,22 @@ M["chain-ty"] = function(n)
   return (M.chain(n):gsub("(%%[ab]: Tensor%b[])", "%1" .. c):gsub("%);\n", ")" .. c .. ";\n"))
 end
 
+-- The file DIR/SHAPE_N.relay of a shape at n calls, written once (through
+-- a temporary name, so that an interrupted run leaves no half file) and
+-- then reused: bench/perf.lua's and bench/memory.lua's modules.
+function M.file(dir, shape, n)
+  local path = ("%s/%s_%d.relay"):format(dir, shape, n)
+  local f = io.open(path)
+  if f then
+    f:close()
+    return path
+  end
+  os.execute("mkdir -p '" .. dir .. "'")
+  f = assert(io.open(path .. ".tmp", "wb"))
+  if shape == "branchy" then M.branchy(n, false, f) else M[shape](n, f) end
+  assert(f:close())
+  assert(os.rename(path .. ".tmp", path))
+  return path
+end
+
 return M

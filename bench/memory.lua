@@ -99,25 +99,13 @@ if not exists(heapcount) then
   assert(os.execute("cc -O2 -shared -fPIC -o '" .. heapcount .. "' '" .. root .. "/bench/heapcount.c'"))
 end
 local gen = dofile(here .. "/gen.lua")
-local function module_file(shape, n)
-  local path = ("%s/%s_%d.relay"):format(OUT, shape, n)
-  if not exists(path) then
-    os.execute("mkdir -p '" .. OUT .. "'")
-    local f = assert(io.open(path .. ".tmp", "wb"))
-    if shape == "branchy" then gen.branchy(n, false, f) else gen[shape](n, f) end
-    assert(f:close())
-    assert(os.rename(path .. ".tmp", path))
-  end
-  return path
-end
-
 local f = io.open("/proc/loadavg")
 local load = f and f:read("l"):match("^(%S+ %S+ %S+)") or "?"
 if f then f:close() end
 print(("bench/memory.lua: %s UTC, load average %s"):format(os.date("!%Y-%m-%d %H:%M"), load))
 local exe = root .. "/bin/devplan"
 for shape in opts.shapes:gmatch("[^,]+") do
-  local path = module_file(shape, opts.n)
+  local path = gen.file(OUT, shape, opts.n)
   local mine, theirs = OUT .. "/memory_out.relay", OUT .. "/memory_cmd.relay"
   local timeline = sh(("LD_PRELOAD='%s' '%s' '%s' --child '%s' '%s'"):format(heapcount, exe, here .. "/memory.lua",
     path, mine))

@@ -140,17 +140,7 @@ local function exists(path)
 end
 
 -- The module files (written once).
-local function module_file(shape, n)
-  local path = ("%s/%s_%d.relay"):format(OUT, shape, n)
-  if not exists(path) then
-    os.execute("mkdir -p '" .. OUT .. "'")
-    local f = assert(io.open(path .. ".tmp", "wb"))
-    if shape == "branchy" then gen.branchy(n, false, f) else gen[shape](n, f) end
-    assert(f:close())
-    assert(os.rename(path .. ".tmp", path))
-  end
-  return path
-end
+local function module_file(shape, n) return gen.file(OUT, shape, n) end
 
 local HEAPCOUNT = root .. "/bin/heapcount.so"
 local function heapcount()
