@@ -154,6 +154,34 @@ return dp.passes.AnnotateVirtualDevices{["nn.conv2d"] = function() return gpu en
     assert.equal(expected, out)
   end)
 
+  -- A command that ran no user code leaves its memory to the system at exit
+  -- (src/cli/main.c); one that ran a --rules, --load or annotate(rules=)
+  -- file closes its Lua state, so the file's finalizers run as under lua5.4.
+  it("runs the finalizers of --rules, --load and annotate(rules=) files at exit", function()
+    local function finalizer_writes(mark)
+      return ([[
+local dp = require "devplan"
+local mark = %q
+-- reachable to the end (a global): only closing the state finalizes it
+finalized_at_exit = setmetatable({}, {__gc = function()
+  local f = assert(io.open(mark, "w")); f:write("finalized"); f:close()
+end})
+return dp.passes.AnnotateVirtualDevices{add = function() return dp.VirtualDevice{device_type = "cuda"} end}
+]]):format(mark)
+    end
+    local f = temp(SMALL)
+    for _, how in ipairs{"plan %s --rules %s", "opt %s --load %s -p plan_devices",
+                         "opt %s -p 'annotate(rules=%s),plan_devices'"} do
+      local mark = os.tmpname()
+      os.remove(mark)
+      local rules = temp(finalizer_writes(mark), ".lua")
+      local code, _, err = run(how:format(f, rules))
+      assert.equal(0, code, err)
+      assert.equal("finalized", slurp(mark), how)
+      os.remove(mark)
+    end
+  end)
+
   it("says what is wrong with an --annotate", function()
     local cases = {
       {"--annotate nn.conv2x=cuda", "unknown operator 'nn.conv2x'; did you mean 'nn.conv2d'?"},

@@ -22,7 +22,7 @@ local devname = require "devplan.devname"
 local parser = require "devplan.parser"
 local suggest = require "devplan.suggest"
 
-local assert, collectgarbage, error, ipairs, loadfile, pairs = assert, collectgarbage, error, ipairs, loadfile, pairs
+local assert, collectgarbage, error, ipairs, pairs = assert, collectgarbage, error, ipairs, pairs
 local pcall, require, tonumber, tostring, type = pcall, require, tonumber, tostring, type
 local io, math, os, string, table = io, math, os, string, table
 _ENV = nil -- no global is read or written below this line
@@ -383,9 +383,8 @@ local function read_input(path)
 end
 
 local function run_lua_file(path, what)
-  local chunk, why = loadfile(path, "t")
-  if not chunk then fail("devplan: " .. why) end
-  local ok, res = pcall(chunk)
+  local ok, res = dp.pipeline._run_user_file(path)
+  if ok == nil then fail("devplan: " .. res) end
   if not ok then fail("devplan: " .. what .. " " .. path .. ": " .. error_text(res):gsub("^devplan: ", "")) end
   return res
 end
@@ -1107,7 +1106,7 @@ local function not_a_command(name)
 end
 
 -- Runs command `name` with its arguments; returns the exit status.
-function M.main(name, ...)
+local function run_command(name, ...)
   local cmd = COMMANDS[name]
   if not cmd or is_file(name) and (name:match("%.relay$") or name:lower():match("%.onnx$")) then
     io.stderr:write(not_a_command(tostring(name)), "\n")
@@ -1118,12 +1117,21 @@ function M.main(name, ...)
     io.stderr:write(uerr.text, "\n")
     return 1
   end
-  if opts.help then return M.main("help", name) end
+  if opts.help then return run_command("help", name) end
   local ok, err = pcall(cmd.run, opts)
   if ok then return 0 end
   if type(err) ~= "table" or not err.text then error(err, 0) end -- a bug: traceback
   io.stderr:write(err.text, "\n")
   return 1
+end
+
+-- Runs command `name` with its arguments; returns the exit status, and
+-- whether the command ran a user's Lua file (--rules, --load, --meta,
+-- annotate(rules=...)): the executable then closes its Lua state at exit
+-- so that the file's finalizers run; otherwise it leaves the memory to
+-- the system (src/cli/main.c).
+function M.main(name, ...)
+  return run_command(name, ...), dp.pipeline._ran_user_code()
 end
 
 return M

@@ -313,15 +313,31 @@ local function config_for(env, default)
                                 memory = base and base.memory or nil}
 end
 
+-- A user's Lua file (a rules file; the command line's --load and --meta
+-- files) runs through here: loaded as text, called protected. Returns
+-- true and its result, false and the error it threw, or nil and why it
+-- could not be loaded. A command that ran one closes its Lua state at
+-- exit, so that the file's finalizers run as they do under lua5.4
+-- (src/cli/main.c asks M._ran_user_code()).
+local ran_user_code = false
+
+function M._run_user_file(path)
+  local chunk, why = loadfile(path, "t")
+  if not chunk then return nil, why end
+  ran_user_code = true
+  return pcall(chunk)
+end
+
+function M._ran_user_code() return ran_user_code end
+
 -- The list of passes a rules file returns (a pass or a list of passes):
 -- annotation rules written in Lua, any annotation pass.
 function M.load_rules(path)
   if type(path) ~= "string" then
     error("devplan.pipeline.load_rules: the path of a rules file (a string) expected, got " .. type(path), 2)
   end
-  local chunk, why = loadfile(path, "t")
-  if not chunk then error(core.Error{message = "cannot load rules: " .. why, code = "value"}, 0) end
-  local ok, r = pcall(chunk)
+  local ok, r = M._run_user_file(path)
+  if ok == nil then error(core.Error{message = "cannot load rules: " .. r, code = "value"}, 0) end
   if not ok then
     error(core.Error{message = path .. ": " .. (core.is_error(r) and r.formatted or core._error_text(r)),
                      code = "callback"}, 0)
