@@ -133,6 +133,8 @@ typedef struct pctx {
   uint8_t *nflag;       /* per node: F_*, read once (g.note) */
   const dp_attrs *noop_of; /* the on_device attributes last read, and whether they say nothing */
   int noop;
+  const dp_expr *last_op;  /* the operator note_node last met, and its flags (F_ONDEV: read on) */
+  uint8_t last_opflag;
   /* the graph, in post order (function literals not entered) */
   dp__dfp_graph g;
   uint32_t n;           /* g.n */
@@ -271,18 +273,20 @@ static int is_noop_on_device(const dp_expr *e) {
 static uint8_t note_node(void *ud, const dp_expr *e) {
   pctx *c = ud;
   const dp_expr *fn = e->h.kind == DP_CALL ? ((const dp_call *)e)->fn : NULL;
-  const char *op = fn && fn->h.kind == DP_OP ? ((const dp_op *)fn)->name : "";
-  if (!strcmp(op, "on_device")) {
-    const dp_attrs *a = ((const dp_call *)e)->attrs;
-    if (!a || a != c->noop_of) { /* (planning shares one object among the annotations of a device) */
-      c->noop = is_noop_on_device(e);
-      c->noop_of = a;
-    }
-    return F_ONDEV | (c->noop ? F_NOOP : 0);
+  if (!fn || fn->h.kind != DP_OP) return is_member_kind(e) ? F_MEMBER : 0;
+  if (fn != c->last_op) { /* (calls of one operator come in runs: its name is read once a run) */
+    const char *op = ((const dp_op *)fn)->name;
+    c->last_op = fn;
+    c->last_opflag = !strcmp(op, "on_device") ? F_ONDEV : !strcmp(op, "device_copy") ? F_COPY
+                   : is_dialect_call(e) ? 0 : F_OPCALL | F_MEMBER;
   }
-  if (!strcmp(op, "device_copy")) return F_COPY;
-  uint8_t opcall = fn && fn->h.kind == DP_OP && !is_dialect_call(e) ? F_OPCALL : 0;
-  return opcall | (is_member_kind(e) ? F_MEMBER : 0);
+  if (c->last_opflag != F_ONDEV) return c->last_opflag;
+  const dp_attrs *a = ((const dp_call *)e)->attrs;
+  if (!a || a != c->noop_of) { /* (planning shares one object among the annotations of a device) */
+    c->noop = is_noop_on_device(e);
+    c->noop_of = a;
+  }
+  return F_ONDEV | (c->noop ? F_NOOP : 0);
 }
 
 /* kind[] and nflag[]: what each node is, read from the IR once per body,
@@ -871,14 +875,32 @@ typedef struct fbuild {
   dp__ptrmap seen;       /* input -> param index + 1 */
 } fbuild;
 
+/* A parameter's name: the input variable's (its first 30 bytes), else
+   p<n>. Written by hand: snprintf was 7% of the pass's instructions on
+   branchy modules, one call per parameter. */
+static void param_name(char name[32], const dp_expr *x, uint32_t n) {
+  if (x->h.kind == DP_VAR) {
+    const char *v = ((const dp_var *)x)->name;
+    size_t len = strnlen(v, 30);
+    memcpy(name, v, len);
+    name[len] = 0;
+    return;
+  }
+  char digits[10];
+  int k = 0;
+  do digits[k++] = (char)('0' + n % 10); while ((n /= 10) && k < 10);
+  name[0] = 'p';
+  for (int i = 0; i < k; i++) name[1 + i] = digits[k - 1 - i];
+  name[1 + k] = 0;
+}
+
 /* The parameter standing for input xi (one per distinct input). */
 static dp_expr *param_for(pctx *c, fbuild *b, uint32_t xi, dp_vdev *fallback) {
   dp_expr *x = c->x[xi];
   dp__ptrslot *s = dp__ptrmap_find(&b->seen, x);
   if (s) return b->params.items[(uintptr_t)s->ptr - 1];
   char name[32];
-  if (x->h.kind == DP_VAR) snprintf(name, sizeof name, "%.30s", ((dp_var *)x)->name);
-  else snprintf(name, sizeof name, "p%u", b->params.n);
+  param_name(name, x, b->params.n);
   dp_vdev *vd = device_of(c, xi);
   dp_var *p = dp_var_new(name, x->type, vd ? vd : fallback, DP_NOSPAN);
   dp_release(vd);
