@@ -8,7 +8,9 @@
 -- bytes in use, counted by bench/heapcount.c, preloaded), the resident set
 -- and the peak resident set so far (/proc/self/status' VmRSS and VmHWM).
 -- The file it prints is compared with the command's own (cmp): the steps
--- are the command's.
+-- are the command's. (A script keeps up to 32 MiB of freed heap where a
+-- command gives it back, src/cli/main.c: the steps' peaks may be a few MB
+-- above the command's own peak, printed first.)
 --
 -- Usage: bin/devplan bench/memory.lua [--n N] [--shapes chain,let,branchy]
 -- A step whose peak column grows is where the memory went; the planner's
