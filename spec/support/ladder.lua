@@ -12,6 +12,7 @@
 --   local why, m = ladder.check(step, shape, inputs)   nil when linear; m: the times
 local dp = require "devplan"
 local testing = require "devplan.testing"
+local release_heap = require("devplan.core")._release_heap
 
 local M = {}
 
@@ -151,7 +152,12 @@ M.STEPS = {
 -- CPU seconds of one run of f(x): runs repeated until they took 20 ms
 -- together (each on a fresh input from make() when given; making it is not
 -- timed), the best of `tries` such measurements (a loaded machine slows
--- some, never speeds one up).
+-- some, never speeds one up). Before each run the freed heap goes back to
+-- the system (not timed), so that every run starts as cold at every depth:
+-- otherwise a small input's runs reused the warm heap while a large one's
+-- megabytes (a printer's 53 MB of text at 100,000 deep) were mapped afresh
+-- each run, and the printers' ratios measured page faults (x60-77 a step
+-- on a loaded machine, where faults cost the most).
 function M.seconds(f, x, tries, make)
   local best = math.huge
   for _ = 1, tries do
@@ -160,6 +166,7 @@ function M.seconds(f, x, tries, make)
     local runs, spent = 0, 0
     repeat
       local input = make and make() or x
+      release_heap()
       local t0 = os.clock()
       f(input)
       spent = spent + (os.clock() - t0)
