@@ -594,8 +594,7 @@ static int solve(pctx *c) {
   p->nlabels = pl->nlab;
   pl->label = dp_malloc((c->nv ? c->nv : 1) * sizeof *pl->label);
   if (!pl->label) return oom(c);
-  int64_t total = 0;
-  int rc = dp_place_solve(p, pl->label, &total);
+  int rc = dp_place_solve(p, pl->label, NULL); /* (its total is not read here) */
   if (rc < 0) return oom(c);
   if (rc > 0) { /* (call_costs reports a class no device can take first) */
     c->err = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "placement by cost: a value can go on no device");
