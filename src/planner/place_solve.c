@@ -256,9 +256,52 @@ static void gadget_kept_reader(mv *c, uint32_t p, const dp_place_pin_range *nt, 
   else dp__flow_arc(c->g, b, p, w, 0);
 }
 
+/* A net of one reader r: the terms move_net's gadgets give it, with their
+   two arcs between the maker and r (p -> r of [p keeps and r switches],
+   r -> p of [r keeps and p switches]) made as one pair, one arc each way:
+   the cut's capacity is the same for every side of every node, so the
+   minimum cut read (the least sink side) is too, on a graph with half the
+   arcs of a chain of values. */
+static void move_net1(mv *c, const dp_place_pin_range *nt) {
+  const dp_place_problem *m = c->m;
+  uint32_t r = m->pins[nt->off], lp = c->label[nt->src], lr = c->label[r], alpha = c->alpha;
+  uint32_t ps = c->state[nt->src], rs = c->state[r];
+  int64_t fwd = 0, back = 0;
+  if (lp != alpha && ps != ST_T) { /* gadget_keep_to_alpha */
+    int64_t w = dp_place_copy_cost(m, nt->w, lp, alpha);
+    if (w > 0 && rs != ST_S) {
+      if (rs == ST_T) {
+        if (ps != ST_S) dp__flow_terminal(c->g, ps, 0, w);
+      } else if (ps == ST_S) {
+        dp__flow_terminal(c->g, rs, w, 0);
+      } else {
+        fwd = w;
+      }
+    }
+  }
+  if (lr != alpha) { /* gadget_kept_reader for the reader's label (r is not ST_T) */
+    int64_t a = lp != lr ? dp_place_copy_cost(m, nt->w, lp, lr) : 0;
+    int64_t b = dp_place_copy_cost(m, nt->w, alpha, lr);
+    if (ps == ST_T) {
+      if (b > 0 && rs != ST_S) dp__flow_terminal(c->g, rs, 0, b);
+    } else {
+      if (a > 0 && rs != ST_S) dp__flow_terminal(c->g, rs, 0, a);
+      if (ps != ST_S && b > a) {
+        if (rs == ST_S) dp__flow_terminal(c->g, ps, b - a, 0);
+        else back = b - a;
+      }
+    }
+  }
+  if (fwd || back) dp__flow_arc(c->g, ps, rs, fwd, back);
+}
+
 /* A net's cost in the move (place_solve.c's header). */
 static void move_net(mv *c, const dp_place_pin_range *nt) {
   const dp_place_problem *m = c->m;
+  if (nt->n == 1) {
+    move_net1(c, nt);
+    return;
+  }
   uint32_t lp = c->label[nt->src], ps = c->state[nt->src], alpha = c->alpha;
   if (lp != alpha) gadget_keep_to_alpha(c, ps, nt, dp_place_copy_cost(m, nt->w, lp, alpha));
   uint64_t mask = reader_labels(m, nt, c->label) & ~((uint64_t)1 << alpha);
