@@ -191,6 +191,33 @@ describe("dp.planner.solve_placement", function()
     assert.is_true(exact > 900, exact .. " of 1000 at the minimum")
   end)
 
+  it("where costs saturate, judges each move by the costs, as counted (not by its cut)", function()
+    -- Copies alone (no unary or pair costs) let a move be judged by its cut
+    -- (place_solve.c, cuts_exact), but only while no cost can saturate.
+    -- Here every labelling's cost saturates (nets between the two fixed
+    -- variables alone cost more than DP_PLACE_INF): moving the free
+    -- variables to label 2 saves copies, and its cut is cheaper than the
+    -- one keeping every label, but the costs counted are both "cannot", so
+    -- the labels stay as they are, as they always did.
+    local n, nets = 2400, {}
+    for i = 1, n do
+      nets[#nets + 1] = {from = 2, to = {2 + i}, weight = 1000000000000000}
+      nets[#nets + 1] = {from = 1, to = {2 + i}, weight = 500000000000000}
+      nets[#nets + 1] = {from = 2, to = {1}, weight = 1000000000000000}
+    end
+    local labels, cost = dp.planner.solve_placement{labels = 2, vars = n + 2, default = 1,
+      fixed = {[1] = 1, [2] = 2}, nets = nets}
+    assert.equal(2305843009213693951, cost) -- DP_PLACE_INF
+    for i = 3, n + 2 do assert.equal(1, labels[i]) end
+    -- the same problem without the constant copies: the move is taken
+    local some = {}
+    for i = 1, #nets do if nets[i].to[1] ~= 1 then some[#some + 1] = nets[i] end end
+    labels, cost = dp.planner.solve_placement{labels = 2, vars = n + 2, default = 1,
+      fixed = {[1] = 1, [2] = 2}, nets = some}
+    assert.equal(n * 500000000000000, cost)
+    for i = 3, n + 2 do assert.equal(2, labels[i]) end
+  end)
+
   it("rejects malformed problems with a clear error", function()
     assert.has_error(function() dp.planner.solve_placement{labels = 0, vars = 1} end)
     assert.has_error(function() dp.planner.solve_placement{labels = 2, vars = 2, nets = {{from = 3, to = {1}, weight = 1}}} end)

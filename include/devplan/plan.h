@@ -309,7 +309,8 @@ int64_t dp_place_energy_at(const dp_place_problem *p, const uint32_t *label, uin
 /* Minimises the cost: with two labels exactly (one minimum s-t cut), with
    more by alpha-expansion (place_solve.c states the bound). label[v] is
    filled; returns 0, 1 (some variable may take no label: UINT32_MAX for
-   it) or -1 (out of memory); *cost gets the total. */
+   it) or -1 (out of memory); *cost gets the total (cost may be NULL: not
+   counted). */
 int dp_place_solve(dp_place_problem *p, uint32_t *label, int64_t *cost);
 
 #endif

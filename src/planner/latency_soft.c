@@ -109,7 +109,11 @@ static int count(dp_module *m, sctx *c, dp_err **err) {
         dp_expr *next = NULL;
         if (e->h.kind == DP_CALL) { /* (most nodes: read in place) */
           dp_call *call = (dp_call *)e;
-          if (dp__soft_weight(&c->ops, e) >= 0) c->found++;
+          /* (the callee compared here first: most calls are of an operator
+             other than on_device, and dp__soft_weight is a call) */
+          if (call->fn == (const dp_expr *)c->ops.on_device &&
+              dp__soft_weight(&c->ops, e) >= 0)
+            c->found++;
           if (push(&st, &seen, call->fn) < 0) rc = -1;
           for (uint32_t k = 0; rc == 0 && k < call->nargs; k++)
             if (push(&st, &seen, call->args[k]) < 0) rc = -1;

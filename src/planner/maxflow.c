@@ -65,6 +65,7 @@ struct dp__flow {
   uint32_t na, capa;
   int oom;
   int spent;                 /* solved: its capacities are residual until a reset */
+  int64_t to_sink;           /* the last solve's: every node's capacity to the sink, as added */
   int64_t budget;            /* Boykov-Kolmogorov's work: < 0 the default */
 };
 
@@ -84,6 +85,8 @@ void dp__flow_free(dp__flow *g) {
 }
 
 uint32_t dp__flow_count(const dp__flow *g) { return g->n; }
+
+int64_t dp__flow_all_source(const dp__flow *g) { return g->to_sink; }
 
 int dp__flow_reserve(dp__flow *g, uint64_t nodes, uint64_t pairs) {
   if (nodes > UINT32_MAX - 8 || pairs > (UINT32_MAX - 8) / 2) return 0; /* (then they grow as made) */
@@ -605,12 +608,14 @@ int64_t dp__flow_solve(dp__flow *g, uint8_t *side) {
   if (g->oom || g->spent) return -1;
   /* A node tied to both terminals gives the search only the difference;
      the smaller capacity is cut whichever side it takes. */
-  int64_t both = 0, partial = 0;
+  int64_t both = 0, partial = 0, to_sink = 0;
   for (uint32_t v = 0; v < g->n; v++) {
     fnode *x = &g->nd[v];
     x->tr = x->trs - x->trt;
     both = sat_add(both, x->trs < x->trt ? x->trs : x->trt);
+    to_sink = sat_add(to_sink, x->trt);
   }
+  g->to_sink = to_sink;
   uint64_t size = (uint64_t)g->n + (uint64_t)g->na;
   int64_t budget = g->budget >= 0 ? g->budget : (int64_t)(64 * size + (1u << 20));
   int64_t flow = budget > 0 ? bk_solve(g, side, budget, &partial) : -2;

@@ -217,15 +217,18 @@ static uint32_t new_var(pctx *c, uint32_t r, dp_expr *why) {
   dp_place_problem *p = &c->pl->p;
   if (c->nv == c->capv && var_room(c, c->nv + 1) < 0) return oom(c), DP__NONE_ID;
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
-  dp__place_var_init(p, v);
+  /* (dp__place_var_init's fields, written once each) */
+  p->stamp[v] = DP__NONE_ID;
   c->vpart[v] = 0;
   if (dev) { /* an annotation reached it: fixed, at its device as defaulting fills it in
                 (a partly constrained one may take any label that refines it: widen) */
     uint32_t full = dp__dev_default(d->dev, dev, d->dev->dflt), l = label_of(c, full);
     if (l == DP__NONE_ID) return DP__NONE_ID;
     p->fixed[v] = l;
+    p->allowed[v] = p->nlabels == 64 ? UINT64_MAX : ((uint64_t)1 << p->nlabels) - 1;
     if (!c->exact[r] && !dp_vdev_is_fully_constrained(d->dev->v[dev])) c->vpart[v] = dev;
   } else {
+    p->fixed[v] = DP__NONE_ID;
     p->allowed[v] = 0; /* (every label: widen) */
   }
   c->nv++;
@@ -355,14 +358,24 @@ static int nets(pctx *c) {
       c->vtouched[src] = 1;
       int64_t w = value_bytes(c, value);
       if (w > 0 && c->h->recomputable && c->h->recomputable(c->h->ud, value)) w = 0; /* (recompute.c) */
-      uint32_t before = c->pl->p.nnets;
-      if (w == TOO_LARGE) rc = too_large(c, value, 0);
-      else if (dp_place_net(&c->pl->p, src, readers, k, w) < 0) rc = oom(c);
-      else if (c->pl->p.nnets > before) {
+      uint32_t before = p->nnets;
+      if (w == TOO_LARGE) {
+        rc = too_large(c, value, 0);
+      } else if (k == 1 && w > 0 && readers[0] != src) {
+        /* (dp_place_net's net of one reader, most of them, inline: the
+           room is made above, and one reader needs no stamp against
+           repeats) */
+        p->pins[p->npins] = readers[0];
+        p->nets[p->nnets++] = (dp_place_pin_range){src, p->npins++, 1, w};
+      } else if (dp_place_net(p, src, readers, k, w) < 0) {
+        rc = oom(c);
+      }
+      if (rc == 0 && p->nnets > before) {
         /* every copy together stays below DP_PLACE_INF: a net copies at
            most once per reader */
-        int64_t n = c->pl->p.nets[before].n;
-        if (w > (DP_PLACE_INF - 1 - total) / n) rc = too_large(c, value, 1);
+        int64_t n = p->nets[before].n;
+        if (n == 1 ? w > DP_PLACE_INF - 1 - total : w > (DP_PLACE_INF - 1 - total) / n)
+          rc = too_large(c, value, 1);
         else total += w * n;
       }
     }
@@ -552,7 +565,12 @@ static int decide(pctx *c) {
   for (uint32_t v = 0; v < c->nv; v++) n += p->fixed[v] == DP__NONE_ID && c->vtouched[v];
   pl->var = dp_malloc((n ? n : 1) * sizeof *pl->var);
   pl->cons = dp_malloc((n ? n : 1) * sizeof *pl->cons);
-  if (!pl->var || !pl->cons) return oom(c);
+  /* (room for a constraint domain per decision, made at once: dp__dom_first
+     would grow the domains' arrays one at a time, copying them) */
+  if (!pl->var || !pl->cons || n > UINT32_MAX - d->nnodes || n > UINT32_MAX - d->ncons ||
+      dp_grow((void **)&d->nodes, &d->capnodes, d->nnodes + n, sizeof *d->nodes) < 0 ||
+      dp_grow((void **)&d->cons, &d->capcons, d->ncons + n, sizeof *d->cons) < 0)
+    return oom(c);
   for (uint32_t v = 0; v < c->nv; v++) {
     if (p->fixed[v] != DP__NONE_ID || !c->vtouched[v]) continue;
     uint32_t k = dp__dom_first(d, pl->labdev[pl->label[v]], R_PLACEMENT, c->vwhy[v]);
@@ -594,8 +612,7 @@ static int solve(pctx *c) {
   p->nlabels = pl->nlab;
   pl->label = dp_malloc((c->nv ? c->nv : 1) * sizeof *pl->label);
   if (!pl->label) return oom(c);
-  int64_t total = 0;
-  int rc = dp_place_solve(p, pl->label, &total);
+  int rc = dp_place_solve(p, pl->label, NULL); /* (its total is not read here) */
   if (rc < 0) return oom(c);
   if (rc > 0) { /* (call_costs reports a class no device can take first) */
     c->err = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "placement by cost: a value can go on no device");

@@ -32,7 +32,8 @@
  *   cheaper is not submodular; it is counted at its price before the move
  *   (an overestimate), and a move is taken only when the exact total goes
  *   down: the result is still a local minimum of the moves as modelled,
- *   without the bound.
+ *   without the bound. Where every term is exact and no cost can
+ *   saturate, a move is judged by its cut alone (cuts_exact says why).
  *
  * Every loop is over arrays; deterministic (variables, nets and labels in
  * order; ties keep the current label).
@@ -255,9 +256,52 @@ static void gadget_kept_reader(mv *c, uint32_t p, const dp_place_pin_range *nt, 
   else dp__flow_arc(c->g, b, p, w, 0);
 }
 
+/* A net of one reader r: the terms move_net's gadgets give it, with their
+   two arcs between the maker and r (p -> r of [p keeps and r switches],
+   r -> p of [r keeps and p switches]) made as one pair, one arc each way:
+   the cut's capacity is the same for every side of every node, so the
+   minimum cut read (the least sink side) is too, on a graph with half the
+   arcs of a chain of values. */
+static void move_net1(mv *c, const dp_place_pin_range *nt) {
+  const dp_place_problem *m = c->m;
+  uint32_t r = m->pins[nt->off], lp = c->label[nt->src], lr = c->label[r], alpha = c->alpha;
+  uint32_t ps = c->state[nt->src], rs = c->state[r];
+  int64_t fwd = 0, back = 0;
+  if (lp != alpha && ps != ST_T) { /* gadget_keep_to_alpha */
+    int64_t w = dp_place_copy_cost(m, nt->w, lp, alpha);
+    if (w > 0 && rs != ST_S) {
+      if (rs == ST_T) {
+        if (ps != ST_S) dp__flow_terminal(c->g, ps, 0, w);
+      } else if (ps == ST_S) {
+        dp__flow_terminal(c->g, rs, w, 0);
+      } else {
+        fwd = w;
+      }
+    }
+  }
+  if (lr != alpha) { /* gadget_kept_reader for the reader's label (r is not ST_T) */
+    int64_t a = lp != lr ? dp_place_copy_cost(m, nt->w, lp, lr) : 0;
+    int64_t b = dp_place_copy_cost(m, nt->w, alpha, lr);
+    if (ps == ST_T) {
+      if (b > 0 && rs != ST_S) dp__flow_terminal(c->g, rs, 0, b);
+    } else {
+      if (a > 0 && rs != ST_S) dp__flow_terminal(c->g, rs, 0, a);
+      if (ps != ST_S && b > a) {
+        if (rs == ST_S) dp__flow_terminal(c->g, ps, b - a, 0);
+        else back = b - a;
+      }
+    }
+  }
+  if (fwd || back) dp__flow_arc(c->g, ps, rs, fwd, back);
+}
+
 /* A net's cost in the move (place_solve.c's header). */
 static void move_net(mv *c, const dp_place_pin_range *nt) {
   const dp_place_problem *m = c->m;
+  if (nt->n == 1) {
+    move_net1(c, nt);
+    return;
+  }
   uint32_t lp = c->label[nt->src], ps = c->state[nt->src], alpha = c->alpha;
   if (lp != alpha) gadget_keep_to_alpha(c, ps, nt, dp_place_copy_cost(m, nt->w, lp, alpha));
   uint64_t mask = reader_labels(m, nt, c->label) & ~((uint64_t)1 << alpha);
@@ -274,9 +318,10 @@ static void move_net(mv *c, const dp_place_pin_range *nt) {
   }
 }
 
-/* The best move towards alpha from label (into next). 0, or -1. */
+/* The best move towards alpha from label (into next); *better: its cut
+   costs less than the cut that keeps every label (cuts_exact). 0, or -1. */
 static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha, uint32_t *state,
-                uint8_t **side, uint32_t *capside, dp__flow *g, uint32_t *next) {
+                uint8_t **side, uint32_t *capside, dp__flow *g, uint32_t *next, int *better) {
   dp__flow_reset(g);
   /* (room for a node per variable and net, and two arcs per pin and net:
      what a move of two labels makes at most, most of a move of more) */
@@ -298,7 +343,9 @@ static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha
   /* the side of every node of the graph (auxiliary ones included) */
   uint32_t nodes = dp__flow_count(g) + 1;
   if (dp_grow((void **)side, capside, nodes, 1) < 0) return -1;
-  if (dp__flow_solve(g, *side) < 0) return -1;
+  int64_t cut = dp__flow_solve(g, *side);
+  if (cut < 0) return -1;
+  *better = cut < dp__flow_all_source(g);
   for (uint32_t v = 0; v < m->nvars; v++)
     next[v] = state[v] < ST_T && (*side)[state[v]] ? alpha : label[v];
   return 0;
@@ -339,13 +386,50 @@ static int idle_label(const dp_place_problem *m, const uint32_t *label, uint32_t
   return beta != 0;
 }
 
+/* May a move be judged by its cut instead of the energies of the two
+   labellings (dp_place_energy: a pass over every net and pin, twice for
+   the first move)? Yes when copies alone cost (no unary costs, one cost
+   per unit of weight: no pair matrix), every variable starts on a label
+   it may take, and W, the sum over the nets of weight times readers, is at
+   most DP__FLOW_INF / 8 (checked as the largest weight times the pins).
+   Then, for every labelling x a move can reach (a move puts a variable
+   only on a label it may take):
+   - E(x) <= sum of w * min(readers, K - 1) <= W: no sum saturates, the
+     energies are exact;
+   - the move's graph gets at most one gadget of weight w per net and label
+     among its readers, and one for the maker (move_net): its finite
+     capacities add up to at most 2W <= DP__FLOW_INF / 4, so no terminal
+     capacity or flow saturates, and a cut across an infinite arc costs
+     more than the cut that keeps every label (finite);
+   - every term is exact with one cost per unit of weight (the header):
+     cut(x) = E(x) - C, C the terms left out as constants, the same for
+     every x of the move. The minimum cut is the next labelling's, and the
+     cut with every node on the source side (each node's capacity to the
+     sink: auxiliary nodes there cost nothing more when every reader keeps
+     its label) is the current one's.
+   So E(next) < E(cur) exactly when the minimum cut is below the cut that
+   keeps every label (move's *better), the test the energies made: the same
+   moves are taken, the same labelling results. (A tie, E(next) = E(cur),
+   leaves next = label anyway: the cut keeping every label is then a
+   minimum one, and the sink side read is the least.) Otherwise, and for
+   the cost returned, the energies are counted. */
+static int cuts_exact(const dp_place_problem *m, const uint32_t *label) {
+  if (m->unary || m->pair) return 0;
+  for (uint32_t v = 0; v < m->nvars; v++)
+    if (label[v] >= m->nlabels || !((m->allowed[v] >> label[v]) & 1)) return 0;
+  int64_t most = 0; /* (W <= the largest weight times the pins) */
+  for (uint32_t k = 0; k < m->nnets; k++) most = m->nets[k].w > most ? m->nets[k].w : most;
+  return !m->npins || most <= DP__FLOW_INF / 8 / m->npins;
+}
+
 int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
   if (m->oom) return -1;
   if (start(m, label)) return 1;
   if (m->nlabels == 1 || m->nvars == 0) {
-    *energy = dp_place_energy(m, label);
+    if (energy) *energy = dp_place_energy(m, label);
     return 0;
   }
+  int exact = cuts_exact(m, label);
   /* (the starting labelling's energy is counted with the first move's) */
   int64_t cur = 0;
   int counted = 0;
@@ -377,11 +461,15 @@ int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
         same_since[alpha] = changes;
         continue;
       }
-      if (move(m, label, alpha, state, &side, &capside, g, next) < 0) goto done;
-      int64_t e;
-      if (counted) e = dp_place_energy(m, next);
-      else energy_pair(m, label, next, &cur, &e), counted = 1;
-      if (e < cur) {
+      int cheaper;
+      if (move(m, label, alpha, state, &side, &capside, g, next, &cheaper) < 0) goto done;
+      int64_t e = 0;
+      if (!exact) {
+        if (counted) e = dp_place_energy(m, next);
+        else energy_pair(m, label, next, &cur, &e), counted = 1;
+        cheaper = e < cur;
+      }
+      if (cheaper) {
         memcpy(label, next, (size_t)m->nvars * sizeof *label);
         cur = e;
         better = 1;
@@ -392,7 +480,7 @@ int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
       }
     }
   }
-  *energy = counted ? cur : dp_place_energy(m, label);
+  if (energy) *energy = counted ? cur : dp_place_energy(m, label);
   rc = 0;
 done:
   free(state);

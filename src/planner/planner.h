@@ -642,6 +642,9 @@ void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap
    side. The graph is left residual: dp__flow_reset before building and
    solving another (solved again as it is: -1). */
 int64_t dp__flow_solve(dp__flow *g, uint8_t *side);
+/* The capacity of the cut with every node on the source side (every
+   node's capacity to the sink, as added), read at the last solve. */
+int64_t dp__flow_all_source(const dp__flow *g);
 /* Work Boykov-Kolmogorov may do before push-relabel takes over (maxflow.c):
    < 0 the default, 0 push-relabel alone (the tests run both). */
 void dp__flow_budget(dp__flow *g, int64_t work);
