@@ -29,6 +29,12 @@
 --       placement = "latency"     the plan whose modelled schedule finishes
 --                                 first (cost =, bandwidth =, exact =, effort =:
 --                                 devplan.latency, docs/latency.md)
+--       consume = true            the caller gives the module up: the plan
+--                                 reuses its calls and lets nothing else holds
+--                                 (changed in place) instead of copying them;
+--                                 the module is then valid but unspecified
+--                                 (`devplan plan` sets it on its pass where
+--                                 nothing reads the input after planning)
 --   dp.passes.ShareCopies()   one device_copy per value and pair of devices
 --   dp.passes.MoveCopies(config?, {max_new_functions =}?)   copies moved to where
 --                             they run least (docs/copies.md)
@@ -62,7 +68,11 @@ function M.PlanDevices(config, opts)
   options.check_config(config, "devplan.passes.PlanDevices", 2)
   local p
   if options.is_tvm(opts) then
-    p = pass.new("PlanDevices", function(mod) return core.planner.plan(mod, config) end, opts)
+    p = pass.new("PlanDevices", function(mod)
+      -- (opts.consume may be set after the pass is made: p.options is opts)
+      if opts.consume then return core.planner.plan_with(mod, config, opts) end
+      return core.planner.plan(mod, config)
+    end, opts)
   else
     p = pass.new("PlanDevices", function(mod)
       local out, report = copies.plan_with(mod, config, opts)
