@@ -331,11 +331,11 @@ static dp_expr *reuse(dp_expr *orig, dp_expr *const *kids) {
 /* orig (node id) with other kids: calls and lets (most of a program) built
    here, without comparing the children again, or changed in place
    (consume). */
-static dp_expr *rebuild(const cctx *c, uint32_t id, dp_expr *orig, dp_expr **kids) {
+static inline dp_expr *rebuild(const cctx *c, uint32_t id, dp_expr *orig, dp_expr **kids) {
   dp__arena *a = c->ix->ops.arena;
-  int own = (orig->h.kind == DP_CALL || (orig->h.kind == DP_LET && kids[0]->h.kind == DP_VAR)) &&
-            in_place(c, id);
-  if (own) return reuse(orig, kids);
+  if (c->excl && in_place(c, id) &&
+      (orig->h.kind == DP_CALL || (orig->h.kind == DP_LET && kids[0]->h.kind == DP_VAR)))
+    return reuse(orig, kids); /* (the test first: without consume one compare) */
   if (orig->h.kind == DP_CALL) {
     const dp_call *cl = (const dp_call *)orig;
     return (dp_expr *)dp__call_new_in(a, kids[0], cl->nargs, kids + 1, cl->attrs, orig->span);
@@ -760,6 +760,16 @@ static uint32_t dom_dev(dp__domains *d, uint32_t x) {
   return nd[r].parent == r && !nd[r].isfn ? nd[r].vdev : dp__dom_dev(d, x);
 }
 
+/* A block of the domains that go (*p, n bytes) to capture's node arena
+   where it holds chunks (a megabyte or more): its pages, resident, take
+   planned nodes instead of fresh pages (at a million let calls about
+   9,500 faults). *p is NULL after (freed, or the arena's). */
+static void give(dp__arena *a, void **p, size_t n) {
+  if (!*p || n < ((size_t)1 << 20)) return;
+  (void)dp__arena_adopt(a, *p, n); /* (out of memory: freed, the arena asks for more as before) */
+  *p = NULL;
+}
+
 /* Every node's device, in one pass in id order (capture asks for each
    node's a few times, as a node and as a child, in post order: a find in
    the union-find each time). 0, or -1 on out of memory.
@@ -779,6 +789,9 @@ static int devices(cctx *c) {
     asks |= w == W_FN_CALL || w == W_LOWERED || w == W_PRIM_FUNC;
   }
   if (c->last && !asks && !c->d->oom) {
+    give(ix->ops.arena, (void **)&c->d->nodes, (size_t)c->d->capnodes * sizeof *c->d->nodes);
+    give(ix->ops.arena, (void **)&c->d->cons, (size_t)c->d->capcons * sizeof *c->d->cons);
+    give(ix->ops.arena, (void **)&c->d->kids, (size_t)c->d->capkids * sizeof *c->d->kids);
     dp__domains_drop(c->d);
     free(ix->kind);
     ix->kind = NULL;
