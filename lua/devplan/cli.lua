@@ -846,7 +846,7 @@ local function give_up_input(p, opts, reproducer)
     or opts["--print-after"] then return end
   local only = p.passes and #p.passes == 1 and p.passes[1]
   if only and only.name == "PlanDevices" and only.options and not only.options.polymorphic then
-    only.options.consume = true
+    only.consume_input = true -- (the latency search ignores it: plan_options.latency_options)
   end
 end
 

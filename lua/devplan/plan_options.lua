@@ -105,8 +105,11 @@ end
 -- placement = "latency"'s options as devplan.latency.place takes them.
 function M.latency_options(opts)
   local o = {}
-  -- (recompute runs on the placement's answer: lua/devplan/passes.lua)
-  for k, v in pairs(opts) do if k ~= "placement" and k ~= "recompute" then o[k] = v end end
+  -- (recompute runs on the placement's answer: lua/devplan/passes.lua; the
+  -- search plans the module many times: it never consumes it)
+  for k, v in pairs(opts) do
+    if k ~= "placement" and k ~= "recompute" and k ~= "consume" then o[k] = v end
+  end
   return o
 end
 
