@@ -43,6 +43,7 @@ local function child(path, out)
   mark("start")
   local config = dp.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cpu"}
   local p = dp.pipeline.build("plan_devices(all_conflicts=true)", {config = config})
+  p.passes[1].consume_input = true -- (as the command gives its input up: cli.lua's give_up_input)
   local f = assert(io.open(path, "rb"))
   local text = f:read("a")
   f:close()

@@ -138,6 +138,12 @@ typedef struct dp_plan_opts {
                           compute and capability, else the default model); min_bytes with
                           soft annotations or memory budgets is placed by the same search
                           (latency.h), by bytes */
+  int consume;         /* the caller gives the module up (dp_plan_devices_opts; ignored by
+                          the latency search; not for dp_plan_polymorphic): the plan may reuse its calls and lets that nothing
+                          else holds, changed in place, instead of copies of them. The
+                          module stays valid memory (and held), its content unspecified:
+                          the plan's nodes, or some of them after an error. Lowers the
+                          memory of planning: the input and the plan are not side by side */
 } dp_plan_opts;
 
 /* Every independent conflict of a module (all_conflicts): errors

@@ -833,6 +833,22 @@ end
 -- Runs pipeline text on the input; writes the result. reproducer: nil
 -- (none) or a path (true: a new temporary file); origins: what the user
 -- wrote for each item of a pipeline the command made (origin_error).
+-- Where nothing reads the input after planning (the pipeline is the
+-- planning pass alone, and no reproducer, --explain or instrument sees the
+-- input: the context keeps it only for the verifier), PlanDevices is given
+-- it to consume: its calls and lets become the plan's, changed in place,
+-- instead of being copied, so that the input and the plan are not resident
+-- side by side (its `consume` option; docs/benchmarks.md, 2026-11-30).
+local function give_up_input(p, opts, reproducer)
+  if reproducer or opts["--explain"] or opts["--verify-each"] or opts["--print-before-all"]
+    or opts["--print-before"] or opts["--print-after-all"] or opts["--print-changed"]
+    or opts["--print-after"] then return end
+  local only = p.passes and #p.passes == 1 and p.passes[1]
+  if only and only.name == "PlanDevices" and only.options and not only.options.polymorphic then
+    only.consume_input = true -- (the latency search ignores it: plan_options.latency_options)
+  end
+end
+
 local function run_pipeline(command, opts, pipeline_text, reproducer, origins)
   local sources = {pipeline = pipeline_text}
   local config = make_config(opts)
@@ -841,6 +857,7 @@ local function run_pipeline(command, opts, pipeline_text, reproducer, origins)
     fail(origin_error(command, p, pipeline_text, origins) or error_text(p, sources))
   end
   local mod = parse_module(opts, command, sources)
+  give_up_input(p, opts, reproducer)
   -- the input's text and the parser are garbage now: collected before
   -- planning (no Lua allocation would run the collector while C plans)
   collectgarbage()

@@ -29,6 +29,14 @@
 --       placement = "latency"     the plan whose modelled schedule finishes
 --                                 first (cost =, bandwidth =, exact =, effort =:
 --                                 devplan.latency, docs/latency.md)
+--       consume = true            the caller gives the module up: the plan
+--                                 reuses its calls and lets nothing else holds
+--                                 (changed in place) instead of copying them;
+--                                 the module is then valid but unspecified
+--                                 (`devplan plan` gives its input up where
+--                                 nothing reads it after planning: it sets
+--                                 p.consume_input, which the pass's options,
+--                                 and so its name, do not show)
 --   dp.passes.ShareCopies()   one device_copy per value and pair of devices
 --   dp.passes.MoveCopies(config?, {max_new_functions =}?)   copies moved to where
 --                             they run least (docs/copies.md)
@@ -57,15 +65,25 @@ _ENV = nil -- no global is read or written below this line
 
 local M = {}
 
+-- opts and consume = true (a copy: the pass's options stay as made).
+local function given_up(opts)
+  local o = {consume = true}
+  for k, v in pairs(opts) do o[k] = v end
+  return o
+end
+
 function M.PlanDevices(config, opts)
   opts = options.check_options(opts, "devplan.passes.PlanDevices", 2)
   options.check_config(config, "devplan.passes.PlanDevices", 2)
   local p
   if options.is_tvm(opts) then
-    p = pass.new("PlanDevices", function(mod) return core.planner.plan(mod, config) end, opts)
+    p = pass.new("PlanDevices", function(mod)
+      if p.consume_input then return core.planner.plan_with(mod, config, {consume = true}) end
+      return core.planner.plan(mod, config)
+    end, opts)
   else
     p = pass.new("PlanDevices", function(mod)
-      local out, report = copies.plan_with(mod, config, opts)
+      local out, report = copies.plan_with(mod, config, p.consume_input and given_up(opts) or opts)
       p.report = report -- polymorphic: the report of the last run (dp.planner.specialisations)
       p.recomputed = copies.recomputed(out) -- recompute: what the last run computed again
       return out

@@ -39,11 +39,16 @@ local M = {}
 --                                 destination (a constant, zeros, a reshape of what is
 --                                 there, ...) is that computation instead (src/planner/
 --                                 recompute.c; dp.planner.recomputed(planned))
+--   consume            boolean   the caller gives the module up: the plan may reuse its
+--                                 calls and lets (changed in place) instead of copying
+--                                 them, so that planning does not hold both (the module
+--                                 stays usable memory, its content is then unspecified;
+--                                 not with polymorphic, ignored by placement = "latency")
 local OPTIONS = {resolve_conflicts = {"boolean", "string"}, all_conflicts = {"boolean"}, placement = {"string"},
                  capability = {"function"}, compute_cost = {"function"},
                  bandwidth = {"number", "function"}, cost = {"function", "table"},
                  exact = {"number"}, effort = {"number"}, polymorphic = {"boolean"},
-                 max_specialisations = {"number"}, recompute = {"boolean"}}
+                 max_specialisations = {"number"}, recompute = {"boolean"}, consume = {"boolean"}}
 local PLACEMENTS = {tvm = true, min_bytes = true, latency = true}
 
 -- PlanDevices' options, checked: unknown keys and wrong types are errors.
@@ -100,8 +105,11 @@ end
 -- placement = "latency"'s options as devplan.latency.place takes them.
 function M.latency_options(opts)
   local o = {}
-  -- (recompute runs on the placement's answer: lua/devplan/passes.lua)
-  for k, v in pairs(opts) do if k ~= "placement" and k ~= "recompute" then o[k] = v end end
+  -- (recompute runs on the placement's answer: lua/devplan/passes.lua; the
+  -- search plans the module many times: it never consumes it)
+  for k, v in pairs(opts) do
+    if k ~= "placement" and k ~= "recompute" and k ~= "consume" then o[k] = v end
+  end
   return o
 end
 

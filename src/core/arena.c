@@ -28,6 +28,7 @@ typedef struct dp__group {
   uint32_t live; /* chunks not freed, + 1 while the arena cuts chunks from it */
   uint32_t next; /* chunks cut */
   uint32_t size; /* chunks it has room for */
+  struct dp__group *given; /* the next block given to the arena (dp__arena_adopt) */
 } dp__group;
 
 typedef struct dp__chunk {
@@ -53,6 +54,12 @@ static void drop(dp__chunk *c) {
    of 1, 2, 4, ... GROUP chunks, so that a small module holds little). */
 static dp__chunk *new_chunk(dp__arena *a) {
   dp__group *g = a->group;
+  if ((!g || g->next == g->size) && a->given) { /* a block given to it, pages resident */
+    dp__group *ng = a->given;
+    a->given = ng->given;
+    if (g) drop_group(g);
+    a->group = g = ng;
+  }
   if (!g || g->next == g->size) {
     uint32_t size = a->groups < 6 ? 1u << a->groups : GROUP;
     dp__group *ng = dp_malloc(sizeof *ng);
@@ -61,7 +68,7 @@ static dp__chunk *new_chunk(dp__arena *a) {
       free(ng);
       return NULL;
     }
-    *ng = (dp__group){mem, 1, 0, size};
+    *ng = (dp__group){mem, 1, 0, size, NULL};
     a->groups++;
     if (g) drop_group(g);
     a->group = g = ng;
@@ -106,9 +113,28 @@ void *dp__arena_alloc(dp__arena *a, size_t size, int *in_arena) {
   return p;
 }
 
+int dp__arena_adopt(dp__arena *a, void *mem, size_t n) {
+  uintptr_t base = ((uintptr_t)mem + CHUNK - 1) & ~(uintptr_t)(CHUNK - 1);
+  size_t skip = base - (uintptr_t)mem, size = n > skip ? (n - skip) / CHUNK : 0;
+  dp__group *g = size ? dp_malloc(sizeof *g) : NULL;
+  if (!g) {
+    free(mem);
+    return size ? -1 : 0;
+  }
+  /* (mem stays where it is: base is found from it again when cut) */
+  *g = (dp__group){mem, 1, 0, size > UINT32_MAX ? UINT32_MAX : (uint32_t)size, a->given};
+  a->given = g;
+  return 0;
+}
+
 void dp__arena_done(dp__arena *a) {
   if (a->cur) drop(a->cur);
   if (a->group) drop_group(a->group);
+  while (a->given) {
+    dp__group *g = a->given;
+    a->given = g->given;
+    drop_group(g);
+  }
   *a = DP__ARENA_INIT;
 }
 

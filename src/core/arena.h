@@ -12,7 +12,9 @@
  * address) and counts its live nodes; no free list: a planned module's
  * nodes are made once and dropped together. Chunks are cut from groups
  * (one block of memory for up to sixty-four, freed with the last of its
- * chunks). Not thread-safe (neither are reference counts).
+ * chunks), first from blocks its user gave it (dp__arena_adopt: capture
+ * gives it the domains' array it frees). Not thread-safe (neither are
+ * reference counts).
  */
 #ifndef DEVPLAN_ARENA_H
 #define DEVPLAN_ARENA_H
@@ -23,10 +25,11 @@
 typedef struct dp__arena {
   struct dp__chunk *cur;   /* the chunk being filled (the arena holds it), or NULL */
   struct dp__group *group; /* the memory chunks are cut from (held too), or NULL */
+  struct dp__group *given; /* blocks given to it (dp__arena_adopt), cut before new ones */
   uint32_t groups;         /* groups made */
 } dp__arena;
 
-#define DP__ARENA_INIT ((dp__arena){NULL, NULL, 0})
+#define DP__ARENA_INIT ((dp__arena){NULL, NULL, NULL, 0})
 
 /* dp_obj.flags of an expression whose memory is an arena's (expr.c frees
    it through dp__arena_node_free). (Inference uses 0x8000 and 0x4000.) */
@@ -39,6 +42,14 @@ void *dp__arena_alloc(dp__arena *a, size_t size, int *in_arena);
 /* The arena makes no more nodes: its hold on its chunk goes (the nodes
    made keep theirs). The arena is empty and reusable after. */
 void dp__arena_done(dp__arena *a);
+/* The arena takes block mem (n bytes from dp_malloc, no longer used by
+   its owner) as a group of chunks, cut before it asks for new memory: a
+   block freed while the arena fills, whose pages are resident, is reused
+   instead of fresh pages being faulted in. The block is freed with the
+   last of its chunks (or by dp__arena_done where none was cut); one too
+   small for a chunk is freed at once. -1 (the block freed) on out of
+   memory, else 0. */
+int dp__arena_adopt(dp__arena *a, void *mem, size_t n);
 /* Frees the memory of node e (DP__OBJ_IN_ARENA): its chunk goes with its
    last node. */
 void dp__arena_node_free(void *e);

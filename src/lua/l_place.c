@@ -332,6 +332,9 @@ static int l_plan_with(lua_State *L) {
   /* polymorphic = true (issue 20, src/planner/poly.c): the module and a report */
   int poly = lua_istable(L, 3) && bool_option(L, 3, "polymorphic", 0);
   if (poly) return dp__lua_plan_polymorphic(L, m, cfg, &o, 3);
+  /* consume = true: the caller gives mod up (its calls and lets may become
+     the plan's; plan.h). Not for polymorphic, which plans it twice. */
+  o.consume = lua_istable(L, 3) && bool_option(L, 3, "consume", 0);
   dp_module *r = dp_plan_devices_opts(m, cfg, &o, &all, &err);
   if (!r) return dp__lua_raise_conflicts(L, err, &all);
   dp__lua_push_owned(L, r);

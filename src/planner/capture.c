@@ -23,6 +23,16 @@
  * dp__capture_last (PlanDevices' own round), which frees them once it has
  * read every node's device where nothing else it asks needs them.
  *
+ * With `consume` (PlanDevices' option: the caller gives its module up) a
+ * call or a let that nothing but its parent holds, up to a function only
+ * the module holds, takes its rewritten children in place instead of being
+ * copied: the plan reuses the input's nodes, so that the input and the plan
+ * are not resident side by side (at a million let calls, a new call and let
+ * a call: 128 bytes). The input stays valid memory, holding the plan's
+ * nodes. Nothing reads a node's old children after its parent is captured
+ * (post order; on_device calls, whose bodies capture follows, are never
+ * changed in place).
+ *
  * Each function's nodes are rewritten in post order (the index's), each
  * once, from its children's rewritten forms and the devices of their
  * domains. A node whose children all come back as they were, and which
@@ -63,6 +73,8 @@ typedef struct cctx {
   uint8_t *dev;      /* id -> its device's index (0: none), read once before capture
                         (NULL: more than 255 devices, then read from the domains) */
   int last;          /* dp__capture_last: nothing reads the domains after capture */
+  uint8_t *excl;     /* consume: a bit per id, held by its parent alone up to a function
+                        only the module holds (changed in place); NULL: nothing is */
 } cctx;
 
 static dp_err *no_device(cctx *c, const dp_expr *e) {
@@ -280,12 +292,53 @@ static void release_all(dp_expr **kids, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) dp_release(kids[i]);
 }
 
-/* orig with other kids: calls and lets (most of a program) built here,
-   without comparing the children again. */
-static dp_expr *rebuild(dp__arena *a, dp_expr *orig, dp_expr **kids) {
+/* Is node id one capture changes in place (consume)? */
+static int in_place(const cctx *c, uint32_t id) {
+  return c->excl && (c->excl[id >> 3] & (1u << (id & 7)));
+}
+
+/* orig, held by its parent alone, with kids (borrowed) in place of its
+   children: the node itself (a new reference), now the plan's. Each new
+   child is held before the old one goes (which may be freed: nothing reads
+   it after its parent is captured). */
+static dp_expr *reuse(dp_expr *orig, dp_expr *const *kids) {
+  dp_expr **slot[3], **v;
+  uint32_t n;
   if (orig->h.kind == DP_CALL) {
-    const dp_call *c = (const dp_call *)orig;
-    return (dp_expr *)dp__call_new_in(a, kids[0], c->nargs, kids + 1, c->attrs, orig->span);
+    dp_call *cl = (dp_call *)orig;
+    n = 1 + cl->nargs;
+    for (uint32_t i = 0; i < n; i++) {
+      v = i ? &cl->args[i - 1] : &cl->fn;
+      if (*v != kids[i]) {
+        dp_expr *old = *v;
+        *v = dp_retain(kids[i]);
+        dp_release(old);
+      }
+    }
+    return dp_retain(orig);
+  }
+  dp_let *l = (dp_let *)orig;
+  slot[0] = (dp_expr **)&l->var, slot[1] = &l->value, slot[2] = &l->body;
+  for (uint32_t i = 0; i < 3; i++)
+    if (*slot[i] != kids[i]) {
+      dp_expr *old = *slot[i];
+      *slot[i] = dp_retain(kids[i]);
+      dp_release(old);
+    }
+  return dp_retain(orig);
+}
+
+/* orig (node id) with other kids: calls and lets (most of a program) built
+   here, without comparing the children again, or changed in place
+   (consume). */
+static inline dp_expr *rebuild(const cctx *c, uint32_t id, dp_expr *orig, dp_expr **kids) {
+  dp__arena *a = c->ix->ops.arena;
+  if (c->excl && in_place(c, id) &&
+      (orig->h.kind == DP_CALL || (orig->h.kind == DP_LET && kids[0]->h.kind == DP_VAR)))
+    return reuse(orig, kids); /* (the test first: without consume one compare) */
+  if (orig->h.kind == DP_CALL) {
+    const dp_call *cl = (const dp_call *)orig;
+    return (dp_expr *)dp__call_new_in(a, kids[0], cl->nargs, kids + 1, cl->attrs, orig->span);
   }
   if (orig->h.kind == DP_LET && kids[0]->h.kind == DP_VAR)
     return (dp_expr *)dp__let_new_in(a, (dp_var *)kids[0], kids[1], kids[2], orig->span);
@@ -294,7 +347,7 @@ static dp_expr *rebuild(dp__arena *a, dp_expr *orig, dp_expr **kids) {
 
 /* orig with kids (new references, released here): orig itself where every
    kid is its child as it was. */
-static dp_expr *with_kids(cctx *c, dp_expr *orig, dp_expr **kids, uint32_t n, dp_err **err) {
+static dp_expr *with_kids(cctx *c, uint32_t id, dp_expr *orig, dp_expr **kids, uint32_t n, dp_err **err) {
   uint32_t same = 0;
   for (uint32_t i = 0; i < n; i++) {
     if (!kids[i]) {
@@ -303,7 +356,7 @@ static dp_expr *with_kids(cctx *c, dp_expr *orig, dp_expr **kids, uint32_t n, dp
     }
     same += kids[i] == dp__child(orig, i);
   }
-  dp_expr *r = same == n ? dp_retain(orig) : rebuild(c->ix->ops.arena, orig, kids);
+  dp_expr *r = same == n ? dp_retain(orig) : rebuild(c, id, orig, kids);
   release_all(kids, n);
   if (!r) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return typed(r, orig);
@@ -346,13 +399,10 @@ static int at_dev(const cctx *c, uint32_t id, uint32_t i, uint32_t v) {
    where it runs. Then reconcile gives each argument's result back as it
    is: the call is its rewritten children (what the general path below
    makes of it, without taking and giving back a reference to each). */
-static dp_expr *plain_call(cctx *c, dp_call *orig, dp_err **err) {
+static dp_expr *plain_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
   uint32_t same = c->kr[0] == orig->fn;
   for (uint32_t i = 0; i < orig->nargs; i++) same += c->kr[1 + i] == orig->args[i];
-  dp_expr *r = same == orig->nargs + 1
-                   ? dp_retain(&orig->e)
-                   : (dp_expr *)dp__call_new_in(c->ix->ops.arena, c->kr[0], orig->nargs, c->kr + 1,
-                                                orig->attrs, orig->e.span);
+  dp_expr *r = same == orig->nargs + 1 ? dp_retain(&orig->e) : rebuild(c, id, &orig->e, c->kr);
   if (!r) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return typed(r, &orig->e);
 }
@@ -371,7 +421,7 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
   case W_ON_DEVICE: return dp_retain(out_kid(c, id, 1)); /* the original ones go */
   case W_COPY: return capture_copy(c, id, orig, err);
   case W_OP_CALL:
-    if (is_plain_call(c, id, orig)) return plain_call(c, orig, err);
+    if (is_plain_call(c, id, orig)) return plain_call(c, id, orig, err);
     break;
   default: break;
   }
@@ -428,7 +478,7 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
     if (!r) goto oom;
     r = typed(r, &orig->e);
   } else {
-    r = with_kids(c, &orig->e, k, n + 1, err);
+    r = with_kids(c, id, &orig->e, k, n + 1, err);
   }
   if (k != small) free(k);
   return r;
@@ -502,7 +552,7 @@ static dp_expr *capture_plain_let(cctx *c, uint32_t id, dp_expr *orig, dp_err **
   if (!k[1]) return NULL;
   const dp_let *l = (const dp_let *)orig;
   dp_expr *r = k[0] == &l->var->e && k[1] == l->value && k[2] == l->body ? dp_retain(orig)
-               : rebuild(c->ix->ops.arena, orig, k);
+               : rebuild(c, id, orig, k);
   dp_release(k[1]);
   if (!r) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return typed(r, orig);
@@ -528,7 +578,7 @@ static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
     dp_expr *k[3] = {dp_retain(out_kid(c, id, 0)), reconcile(c, NULL, xv, id, 1, out_kid(c, id, 1), err),
                      NULL};
     if (k[1]) k[2] = same(c, lv, id, 2, out_kid(c, id, 2), err);
-    return with_kids(c, orig, k, 3, err);
+    return with_kids(c, id, orig, k, 3, err);
   }
   case DP_TUPLE: case DP_PROJ: case DP_IF: case DP_MATCH: case DP_REF_CREATE: case DP_REF_READ:
   case DP_REF_WRITE: {
@@ -541,12 +591,12 @@ static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
     dp_expr *r;
     if (c->ix->flag[id] & F_LOWERED_ARGS) {
       for (uint32_t i = 0; i < n; i++) k[i] = dp_retain(out_kid(c, id, i));
-      r = with_kids(c, orig, k, n, err);
+      r = with_kids(c, id, orig, k, n, err);
     } else {
       dp_vdev *pv = id_vd(c, id, err);
       for (uint32_t i = 0; i < n; i++)
         k[i] = pv && (i == 0 || k[i - 1]) ? same(c, pv, id, i, out_kid(c, id, i), err) : NULL;
-      r = with_kids(c, orig, k, n, err);
+      r = with_kids(c, id, orig, k, n, err);
     }
     if (k != small) free(k);
     return r;
@@ -710,6 +760,16 @@ static uint32_t dom_dev(dp__domains *d, uint32_t x) {
   return nd[r].parent == r && !nd[r].isfn ? nd[r].vdev : dp__dom_dev(d, x);
 }
 
+/* A block of the domains that go (*p, n bytes) to capture's node arena
+   where it holds chunks (a megabyte or more): its pages, resident, take
+   planned nodes instead of fresh pages (at a million let calls about
+   9,500 faults). *p is NULL after (freed, or the arena's). */
+static void give(dp__arena *a, void **p, size_t n) {
+  if (!*p || n < ((size_t)1 << 20)) return;
+  (void)dp__arena_adopt(a, *p, n); /* (out of memory: freed, the arena asks for more as before) */
+  *p = NULL;
+}
+
 /* Every node's device, in one pass in id order (capture asks for each
    node's a few times, as a node and as a child, in post order: a find in
    the union-find each time). 0, or -1 on out of memory.
@@ -729,6 +789,9 @@ static int devices(cctx *c) {
     asks |= w == W_FN_CALL || w == W_LOWERED || w == W_PRIM_FUNC;
   }
   if (c->last && !asks && !c->d->oom) {
+    give(ix->ops.arena, (void **)&c->d->nodes, (size_t)c->d->capnodes * sizeof *c->d->nodes);
+    give(ix->ops.arena, (void **)&c->d->cons, (size_t)c->d->capcons * sizeof *c->d->cons);
+    give(ix->ops.arena, (void **)&c->d->kids, (size_t)c->d->capkids * sizeof *c->d->kids);
     dp__domains_drop(c->d);
     free(ix->kind);
     ix->kind = NULL;
@@ -736,7 +799,33 @@ static int devices(cctx *c) {
   return 0;
 }
 
-static dp_module *capture(dp__domains *d, int last, dp_err **err) {
+/* consume: the ids capture may change in place, a bit each: a function
+   only the module and `out` (its copy so far) hold, then, from it down
+   (post order backwards), each child its parent alone holds (one
+   reference, no other parent in the module). NULL where out of memory
+   (then nothing is changed in place). */
+static uint8_t *exclusive(const dp__index *ix) {
+  uint8_t *b = dp_calloc(ix->n / 8 + 1, 1);
+  if (!b) return NULL;
+  for (uint32_t fn = 0; fn < ix->nfn; fn++) {
+    uint32_t lo = ix->fnpost[fn], hi = ix->fnpost[fn + 1];
+    if (hi == lo || ix->x[ix->post[hi - 1]]->h.rc != 2) continue;
+    uint32_t root = ix->post[hi - 1];
+    b[root >> 3] |= (uint8_t)(1u << (root & 7));
+    for (uint32_t k = hi; k-- > lo;) {
+      uint32_t id = ix->post[k];
+      if (!(b[id >> 3] & (1u << (id & 7)))) continue;
+      for (uint32_t o = ix->koff[id]; o < ix->koff[id + 1]; o++) {
+        uint32_t j = ix->kid[o];
+        if (j == DP__NONE_ID || (ix->flag[j] & (F_SHARED | F_MULTI | F_DUP)) || ix->x[j]->h.rc != 1) continue;
+        b[j >> 3] |= (uint8_t)(1u << (j & 7));
+      }
+    }
+  }
+  return b;
+}
+
+static dp_module *capture(dp__domains *d, int last, int consume, dp_err **err) {
   dp__index *ix = d->ix;
   cctx c = {.d = d, .ix = ix, .changed = DP__PTRMAP_INIT, .rcmap = DP__PTRMAP_INIT, .last = last};
   /* the planned module's new nodes, made in bulk (the annotations too:
@@ -745,6 +834,7 @@ static dp_module *capture(dp__domains *d, int last, dp_err **err) {
   ix->ops.arena = &arena;
   dp_module *m = ix->mod, *out = dp_module_copy(m);
   if (!out || !(c.isnew = dp_calloc(ix->n / 8 + 1, 1)) || devices(&c) < 0) goto oom;
+  if (consume) c.excl = exclusive(ix); /* (after `out` holds every function) */
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = capture_function(&c, i, err);
     if (!f) goto fail;
@@ -771,6 +861,7 @@ done:
     for (uint32_t i = 0; i < ix->n; i++) dp_release(c.dense[i]);
   free(c.dense);
   free(c.isnew);
+  free(c.excl);
   free(c.dev);
   free(c.kr);
   for (uint32_t i = 0; i < c.nrc; i++) dp_release(c.rc[i].made);
@@ -782,9 +873,9 @@ done:
 }
 
 dp_module *dp__capture(dp__domains *d, dp_err **err) {
-  return capture(d, 0, err);
+  return capture(d, 0, 0, err);
 }
 
-dp_module *dp__capture_last(dp__domains *d, dp_err **err) {
-  return capture(d, 1, err);
+dp_module *dp__capture_last(dp__domains *d, int consume, dp_err **err) {
+  return capture(d, 1, consume, err);
 }

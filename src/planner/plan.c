@@ -97,7 +97,9 @@ int dp_plan_latency(dp_module *m, const dp_config *cfg, const dp_latency_opts *o
 static dp_module *searched(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_conflicts *all,
                            dp_err **err) {
   dp_latency_result r;
-  if (dp__latency_of_plan(m, cfg, o, all, dp_plan_devices_opts, &r, err) < 0) return NULL;
+  dp_plan_opts kept = *o; /* (the search plans m many times: it is not given up) */
+  kept.consume = 0;
+  if (dp__latency_of_plan(m, cfg, &kept, all, dp_plan_devices_opts, &r, err) < 0) return NULL;
   dp_module *out = dp_retain(r.planned);
   dp_latency_result_clear(&r);
   return out;
@@ -143,11 +145,12 @@ static dp_module *scopes_by_tvm(dp_module *planned, const dp_config *cfg, dp_err
 }
 
 /* One round: phases 0 to 2, capture (phase 3), and on a module with
-   memory scopes TVM's rules' scopes. */
+   memory scopes TVM's rules' scopes. consume: the caller gave m up (the
+   first round only: a later one's input is compared with its plan). */
 static dp_module *plan_round(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
-                             dp_conflicts *all, int *scoped, dp_err **err) {
+                             dp_conflicts *all, int consume, int *scoped, dp_err **err) {
   dp_domains *s = domains(m, cfg, o, all, 1, err);
-  dp_module *out = s ? dp__capture_last(&s->uf, err) : NULL; /* (then s goes) */
+  dp_module *out = s ? dp__capture_last(&s->uf, consume, err) : NULL; /* (then s goes) */
   *scoped = out && o && o->placement != DP_PLACE_TVM && dp__dev_any_scope(s->uf.dev);
   dp_release(s);
   return *scoped ? scopes_by_tvm(out, cfg, err) : out;
@@ -159,7 +162,7 @@ dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_pla
   int search = dp__placed_by_search(m, cfg, o, err); /* latency, soft annotations, budgets */
   if (search) return search < 0 ? NULL : searched(m, cfg, o, all, err);
   int scoped;
-  dp_module *out = plan_round(m, cfg, o, all, &scoped, err);
+  dp_module *out = plan_round(m, cfg, o, all, o && o->consume, &scoped, err);
   /* With memory scopes the optimiser may also meet that plan differently
      (a copy TVM's rules wrote out is a new place for one, a primfn
      argument's scope is now written): it is planned again until it no
@@ -167,7 +170,7 @@ dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_pla
      itself. Generated programs settle in one more round; a few more are
      allowed, and the last plan (valid, verified like any) stands. */
   for (int round = 0; out && scoped && round < 4; round++) {
-    dp_module *again = plan_round(out, cfg, o, NULL, &scoped, err);
+    dp_module *again = plan_round(out, cfg, o, NULL, 0, &scoped, err);
     if (!again) {
       dp_release(out);
       return NULL;

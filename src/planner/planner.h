@@ -569,8 +569,10 @@ dp_module *dp__capture(dp__domains *d, dp_err **err);
    own round): once it has every node's device, capture frees the domains
    (dp__domains_drop) and the index's kinds when the module leaves it
    nothing else to ask them (no call of a function value, no primfn), so
-   that they are not held beside the planned module as it is built. */
-dp_module *dp__capture_last(dp__domains *d, dp_err **err);
+   that they are not held beside the planned module as it is built.
+   consume (dp_plan_opts.consume): the module's calls and lets that nothing
+   else holds take their rewritten children in place (capture.c). */
+dp_module *dp__capture_last(dp__domains *d, int consume, dp_err **err);
 /* Frees the union-find's arrays (domains.c): after it only ix, dev, ctx
    and oom may be read, and dp__domains_clear. */
 void dp__domains_drop(dp__domains *d);

@@ -569,6 +569,7 @@ void dp_test_parse(int *passed, int *failed);    /* tests/c/parse_test.c */
 void dp_test_independent(int *passed, int *failed); /* tests/c/independent_test.c */
 void dp_test_maxflow(int *passed, int *failed);  /* tests/c/maxflow_test.c */
 void dp_test_target_kinds(int *passed, int *failed); /* tests/c/target_kind_test.c */
+void dp_test_arena(int *passed, int *failed);    /* tests/c/arena_test.c */
 
 int main(void) {
   long n = getenv("DEVPLAN_QUICK") ? 20000 : 1000000;
@@ -594,6 +595,7 @@ int main(void) {
   dp_test_independent(&passed, &failed);
   dp_test_maxflow(&passed, &failed);
   dp_test_target_kinds(&passed, &failed);
+  dp_test_arena(&passed, &failed);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
