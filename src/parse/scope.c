@@ -74,7 +74,7 @@ int64_t dp__scope_find(const dp__scope *s, const char *name, size_t len) {
 /* The slot of name[0..len); a new one's name at text offset off when it
    is one (off < SCOPE_IN_TEXT), else copied into the arena. */
 static int64_t intern(dp__scope *s, const char *name, size_t len, size_t off) {
-  if (len > UINT32_MAX / 2) return -1;
+  if (len > UINT32_MAX / 2 || s->nslots >= UNDO_FRESH - 1) return -1;
   if ((s->nslots + 1) * 2 > s->tmask && grow_table(s) != 0) return -1;
   uint32_t h = hash_name(name, len), at;
   int64_t k = probe(s, name, len, h, &at);
@@ -110,9 +110,16 @@ int64_t dp__scope_intern_text(dp__scope *s, size_t off, size_t len) {
 }
 
 int dp__scope_bind(dp__scope *s, uint32_t slot, uint32_t handle, uint32_t block) {
-  if (dp_grow((void **)&s->undo, &s->capundo, s->nundo + 1, sizeof *s->undo) != 0) return -1;
+  if (s->nundo + 3 > s->capundo && dp_grow((void **)&s->undo, &s->capundo, s->nundo + 3, sizeof *s->undo) != 0)
+    return -1;
   dp__scope_slot *sl = &s->slots[slot];
-  s->undo[s->nundo++] = (dp__scope_undo){slot, sl->handle, sl->block};
+  if (sl->handle == 0 && sl->block == 0) {
+    s->undo[s->nundo++] = slot | UNDO_FRESH;
+  } else {
+    s->undo[s->nundo++] = sl->handle;
+    s->undo[s->nundo++] = sl->block;
+    s->undo[s->nundo++] = slot;
+  }
   sl->handle = handle;
   if (block) sl->block = block;
   return 0;
@@ -120,9 +127,14 @@ int dp__scope_bind(dp__scope *s, uint32_t slot, uint32_t handle, uint32_t block)
 
 void dp__scope_unbind(dp__scope *s, uint32_t mark) {
   while (s->nundo > mark) {
-    const dp__scope_undo *u = &s->undo[--s->nundo];
-    s->slots[u->slot].handle = u->handle;
-    s->slots[u->slot].block = u->block;
+    uint32_t w = s->undo[--s->nundo];
+    dp__scope_slot *sl = &s->slots[w & ~UNDO_FRESH];
+    if (w & UNDO_FRESH) {
+      sl->handle = sl->block = 0;
+    } else {
+      sl->block = s->undo[--s->nundo];
+      sl->handle = s->undo[--s->nundo];
+    }
   }
 }
 
