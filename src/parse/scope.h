@@ -40,9 +40,12 @@ typedef struct dp__scope_slot {
 typedef struct dp__scope {
   dp__scope_slot *slots;
   uint32_t nslots, capslots;
-  /* open addressing: {hash, slot index + 1}, slot 0 = empty; the hash is
-     kept here so that a probe touches one array until the name matches */
-  struct dp__scope_entry { uint32_t hash, slot; } *table;
+  /* open addressing, one word an entry: 0 empty, else the slot index + 1
+     in the bits of tmask (the table is kept more than twice the slots, so
+     it fits) and the hash's bits above them, which the bucket does not
+     use: a probe compares those and touches one array until the name
+     matches (4 bytes an entry, from 8 with the whole hash) */
+  uint32_t *table;
   uint32_t tmask;      /* table size - 1 (a power of two), 0 = no table yet */
   char *arena;
   size_t alen, acap;
