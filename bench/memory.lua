@@ -41,12 +41,10 @@ local function child(path, out)
   mark("start")
   local config = dp.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cpu"}
   local p = dp.pipeline.build("plan_devices(all_conflicts=true)", {config = config})
-  local f = assert(io.open(path, "rb"))
-  local text = f:read("a")
-  f:close()
+  local text = assert(core._read_text(path)) -- (as the command reads a regular file)
   mark("read")
   local meta = not parser.has_metadata(text) and devname.palette() or nil
-  local mod = dp.parse(text, meta, {source_name = path})
+  local mod = parser._parse_text(text, meta, {source_name = path})
   mark("parsed")
   text = nil
   collectgarbage()
