@@ -44,12 +44,10 @@ local function child(path, out)
   local config = dp.CompilationConfig{targets = {"llvm", "cuda"}, default_device_type = "cpu"}
   local p = dp.pipeline.build("plan_devices(all_conflicts=true)", {config = config})
   p.passes[1].consume_input = true -- (as the command gives its input up: cli.lua's give_up_input)
-  local f = assert(io.open(path, "rb"))
-  local text = f:read("a")
-  f:close()
+  local text = assert(core._read_text(path)) -- (as the command reads a regular file)
   mark("read")
   local meta = not parser.has_metadata(text) and devname.palette() or nil
-  local mod = dp.parse(text, meta, {source_name = path})
+  local mod = parser._parse_text(text, meta, {source_name = path})
   mark("parsed")
   text = nil
   collectgarbage()

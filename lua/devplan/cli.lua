@@ -462,23 +462,30 @@ local function parse_module(opts, command, sources)
     f:close()
     return onnx_module(opts, command, path, nil, path)
   end
-  local text, source = read_input(path)
-  if is_onnx(path, text) then return onnx_module(opts, command, path, text, source) end
-  sources[source] = text
+  local function again()
+    local f = io.open(path, "rb")
+    local t = f and f:read("a")
+    if f then f:close() end
+    return t
+  end
+  -- a regular file is read into C's heap (dp._read_text): in memory once,
+  -- where a Lua string of it is made by copying (twice while it is read);
+  -- anything else, or a file that does not read so, as before
+  local text, source = path ~= "-" and core._read_text(path), path
+  if not text then text, source = read_input(path) end
+  if is_onnx(path, text) then
+    if type(text) ~= "string" then text = read_input(path) end
+    return onnx_module(opts, command, path, text, source)
+  end
+  sources[source] = type(text) == "string" and text or again
   -- the devices of meta[...]: --meta, else the file's own metadata section,
   -- else (a file without one) the palette
   local own = not opts["--meta"] and parser.has_metadata(text)
   local meta = opts["--meta"] and load_meta(opts["--meta"]) or not own and devname.palette() or nil
-  local ok, mod = pcall(dp.parse, text, meta, {source_name = source})
+  local ok, mod = pcall(type(text) == "string" and dp.parse or parser._parse_text, text, meta, {source_name = source})
+  text = nil
   if ok then
-    if source ~= "<stdin>" then
-      sources[source] = function()
-        local f = io.open(path, "rb")
-        local again = f and f:read("a")
-        if f then f:close() end
-        return again
-      end
-    end
+    if source ~= "<stdin>" then sources[source] = again end
     return check_not_empty(mod, source, command)
   end
   local msg = error_text(mod, sources)

@@ -350,6 +350,13 @@ function M.parse(text, metatable, opts)
   return run("module", function(p) return p:module() end, text, metatable, opts)
 end
 
+-- dp.parse of a file's text as dp._read_text read it (a devplan.Text: the
+-- command line's input, in memory once); the arguments are the command
+-- line's, not checked again.
+function M._parse_text(text, metatable, opts)
+  return run("module", function(p) return p:module() end, text, metatable, opts)
+end
+
 function M.parse_expr(text, metatable, opts)
   check_args("parse_expr", text, metatable, opts, true)
   return run("expr_text", function(p, h) return p:expr(h) end, text, metatable, opts)
@@ -365,7 +372,9 @@ end
 -- takes the devices from there, not from its palette. (The lexer decides:
 -- a `#[metadata]` inside a comment or a string is none.)
 function M.has_metadata(text)
-  if type(text) ~= "string" or not string_find(text, "metadata", 1, true) then return false end
+  if not (type(text) == "string" or core._is_text(text)) or not core._text_find(text, "metadata") then
+    return false
+  end
   local p = core._parser(text, "<string>", nil)
   local kinds = p:tokens()
   p:close()

@@ -151,4 +151,16 @@ int dp__lua_call_hook(lua_State *L, int idx, void *a, void *b, const char *what,
    must return UNIT"). */
 int dp__lua_hook_number(lua_State *L, const char *what, const char *unit, double *out, dp_err **err);
 
+/* A file's text read by dp._read_text (l_file.c): its bytes in one block
+   of the C heap, held by a userdata of metatable DP__TEXT_META, so that a
+   large input is in memory once (a Lua string is made by copying: reading
+   one, the file was in memory twice). */
+#define DP__TEXT_META "devplan.Text"
+typedef struct dp__lua_text {
+  char *s;  /* n bytes and a NUL; NULL once freed */
+  size_t n;
+} dp__lua_text;
+/* The bytes of the string or text at idx (NULL for anything else). */
+const char *dp__lua_totext(lua_State *L, int idx, size_t *n);
+
 #endif

@@ -19,6 +19,10 @@
  * and is written in place, every write and the close checked.
  *
  * Returns true, or raises the devplan.Error "cannot write PATH: reason".
+ *
+ * dp._read_text(path): a regular file's text in the C heap (a devplan.Text,
+ * see l_aux.h), which the command line parses: read once, where a Lua
+ * string of it is a second copy while it is made.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -210,7 +214,84 @@ static int release_heap(lua_State *L) {
   return 0;
 }
 
+/* ---- reading ---- */
+
+static int text_gc(lua_State *L) {
+  dp__lua_text *t = luaL_checkudata(L, 1, DP__TEXT_META);
+  free(t->s);
+  t->s = NULL;
+  t->n = 0;
+  return 0;
+}
+
+static int text_len(lua_State *L) {
+  dp__lua_text *t = luaL_checkudata(L, 1, DP__TEXT_META);
+  lua_pushinteger(L, (lua_Integer)t->n);
+  return 1;
+}
+
+/* Reads fd (a regular file of `size` bytes, as fstat said) into t: up to
+   its end, which may have moved since. 0, or an errno (ENOMEM). */
+static int read_fd(int fd, size_t size, dp__lua_text *t) {
+  size_t cap = size + 1, n = 0;
+  char *s = dp_malloc(cap + 1);
+  if (!s) return ENOMEM;
+  for (;;) {
+    if (n == cap) { /* (the file grew: on to its new end) */
+      char *g = cap < SIZE_MAX / 4 ? dp_realloc(s, cap * 2 + 1) : NULL;
+      if (!g) {
+        free(s);
+        return ENOMEM;
+      }
+      s = g;
+      cap *= 2;
+    }
+    ssize_t r = read(fd, s + n, cap - n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      int e = errno;
+      free(s);
+      return e;
+    }
+    if (r == 0) break;
+    n += (size_t)r;
+  }
+  s[n] = '\0';
+  t->s = s;
+  t->n = n;
+  return 0;
+}
+
+/* dp._read_text(path): the text of a regular file, read once into the C
+   heap (a devplan.Text: the parser, dp._binary and dp._text_find read it
+   as they read a string; #text is its size); nil for anything else, or
+   when it cannot be read (the caller then reads it as before, with Lua's
+   io and its messages). */
+static int read_text(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  dp__lua_text *t = lua_newuserdatauv(L, sizeof *t, 0);
+  t->s = NULL;
+  t->n = 0;
+  luaL_setmetatable(L, DP__TEXT_META);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  int e = fd < 0 ? errno : fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL
+         : read_fd(fd, (size_t)st.st_size, t);
+  if (fd >= 0) close(fd);
+  if (e == ENOMEM) return dp__lua_oom(L);
+  if (e) lua_pushnil(L);
+  return 1;
+}
+
 void dp__lua_open_file(lua_State *L) {
+  luaL_newmetatable(L, DP__TEXT_META);
+  lua_pushcfunction(L, text_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pushcfunction(L, text_len);
+  lua_setfield(L, -2, "__len");
+  lua_pop(L, 1);
+  lua_pushcfunction(L, read_text);
+  lua_setfield(L, -2, "_read_text");
   lua_pushcfunction(L, write_file);
   lua_setfield(L, -2, "write_file");
   lua_pushcfunction(L, release_heap);

@@ -25,7 +25,7 @@ void dp__lua_open_annotate(lua_State *L);   /* l_annotate.c: core.annotate_calls
 void dp__lua_open_suggest(lua_State *L);    /* l_suggest.c: dp.suggest */
 void dp__lua_open_debug(lua_State *L);      /* l_debug.c: dp.debug (testing aids) */
 void dp__lua_open_schedule(lua_State *L);   /* l_schedule.c: core.schedule (dp.schedule, dp.costs) */
-void dp__lua_open_file(lua_State *L);       /* l_file.c: dp.write_file */
+void dp__lua_open_file(lua_State *L);       /* l_file.c: dp.write_file, dp._read_text */
 void dp__lua_open_graph(lua_State *L);      /* l_graph.c: core._graph, the C half of dp.graph */
 void dp__lua_open_onnx(lua_State *L);       /* l_onnx.c: dp.onnx (importing ONNX models) */
 

@@ -40,7 +40,7 @@ static pblock *open_block(dp_parser *p, int kind, uint32_t tok) {
   b->kind = (uint8_t)kind;
   b->id = ++p->nextblock;
   b->mark = p->names.nundo;
-  b->lets = p->nlets;
+  b->lets = p->lets;
   b->tok = tok;
   b->params = p->nparams;
   return b;
@@ -56,13 +56,12 @@ static dp_expr *close_block(dp_parser *p) {
     return NULL;
   }
   dp_expr *body = dp_retain(dp__obj(p, b->final));
-  for (uint32_t i = p->nlets; i-- > b->lets;) { /* (the references move) */
-    dp_let *let = p->lets[i];
-    dp_release(let->body);
+  for (dp_let *let = p->lets, *prev; let != b->lets; let = prev) { /* (the references move) */
+    prev = (dp_let *)let->body;
     let->body = body;
     body = &let->e;
   }
-  p->nlets = b->lets;
+  p->lets = b->lets;
   dp__scope_unbind(&p->names, b->mark);
   p->nblocks--;
   return body;
@@ -89,14 +88,18 @@ static int bind_name(dp_parser *p, uint32_t tok, uint32_t h, const pblock *b, co
   return 0;
 }
 
-/* The let of variable var (a handle) to value val, made now (its body,
-   until the block closes, is the value): one pointer waits per let. */
+/* The let of variable var (a handle) to value val, made now; its body,
+   until the block closes, links it to the pending let before it. The
+   value's handle is let go when it is the newest (nothing but the let
+   refers to it: a let's value is read, kept and bound to no name). */
 static int push_let(dp_parser *p, uint32_t var, uint32_t val, dp_span span) {
-  if (dp__grow(p, (void **)&p->lets, &p->caplets, p->nlets + 1, sizeof *p->lets, 0) != 0) return -1;
   dp_expr *value = (dp_expr *)dp__obj(p, val);
   dp_let *let = dp__let_new_in(p->nodes, (dp_var *)dp__obj(p, var), value, value, span);
   if (!let) return dp__oom(p, 0);
-  p->lets[p->nlets++] = let;
+  dp_release(let->body);
+  let->body = (dp_expr *)p->lets;
+  p->lets = let;
+  if (val == p->nobjs) dp_release(p->objs[--p->nobjs]);
   return 0;
 }
 
@@ -239,6 +242,8 @@ int64_t dp__act_stmts(dp_parser *p, const int64_t *ev, size_t n) {
       span = stmt_span(p, start);
       uint32_t u = dp__keep(p, dp__var_new_in(p->vars, "_", NULL, NULL, span), NULL, first);
       if (!u || push_let(p, u, h, span) != 0) return -1;
+      if (u == p->nobjs) dp_release(p->objs[--p->nobjs]); /* (the let holds both) */
+      if (h == p->nobjs) dp_release(p->objs[--p->nobjs]);
     } else {
       b->final = h;
     }

@@ -31,7 +31,7 @@ typedef struct pblock {
   uint8_t kind;          /* B_BLOCK, B_FN, B_CLAUSE */
   uint32_t id;           /* distinct per block (duplicate definitions) */
   uint32_t mark;         /* names undo mark when opened */
-  uint32_t lets;         /* its first pending let */
+  struct dp_let *lets;   /* p->lets when opened: the pending lets after it are its own */
   uint32_t final;        /* handle of the final expression, 0 until read */
   uint32_t let_var;      /* a let whose value comes in the next action, 0: none */
   dp_span let_span;
@@ -144,9 +144,10 @@ struct dp_parser {
   /* blocks, their lets, function parameters */
   pblock *blocks;
   uint32_t nblocks, capblocks, nextblock;
-  dp_let **lets;         /* made as read (owned), their bodies set when the
-                            block closes (each let's value stands in until then) */
-  uint32_t nlets, caplets;
+  dp_let *lets;          /* the last pending let: lets are made as read (owned), their
+                            bodies set when the block closes; until then a let's body
+                            is the let before it (not a reference), so that the lets
+                            waiting need no array (8 bytes a let on a let chain) */
   uint32_t *params;
   uint32_t nparams, capparams;
   /* type parameters of the open functions (handles); the last tpending

@@ -92,7 +92,12 @@ dp_parser *dp_parser_new(dp_ctx *ctx, const char *text, size_t len, const char *
    type inference, so that its peak memory does not add to the parser's. */
 static void drop_parse_state(dp_parser *p) {
   dp__reader_reset(p);
-  while (p->nlets > 0) dp_release(p->lets[--p->nlets]); /* (of a parse that failed) */
+  while (p->lets) { /* (of a parse that failed: each body made a reference again) */
+    dp_let *let = p->lets;
+    p->lets = (dp_let *)let->body;
+    let->body = dp_retain(let->value);
+    dp_release(let);
+  }
   /* later objects hold earlier ones: release in reverse */
   while (p->nobjs > 0) dp_release(p->objs[--p->nobjs]);
   dp__scope_free(&p->names);
@@ -103,7 +108,7 @@ static void drop_parse_state(dp_parser *p) {
   dp__arena_done(&p->var_arena);
   p->nodes = p->vars = NULL;
   if (!p->kinds_shared) free(p->kinds);
-  void *arrays[] = {p->objs, p->tlo, p->tbase, p->twide, p->tfull, p->lens, p->grefs, p->blocks, p->lets, p->params, p->tps,
+  void *arrays[] = {p->objs, p->tlo, p->tbase, p->twide, p->tfull, p->lens, p->grefs, p->blocks, p->params, p->tps,
                     p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
                     p->namebuf, p->sev, p->sr, p->pend};
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);

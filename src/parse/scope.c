@@ -23,29 +23,29 @@ static uint32_t hash_name(const char *p, size_t n) {
 }
 
 static int64_t probe(const dp__scope *s, const char *name, size_t len, uint32_t h, uint32_t *at) {
-  uint32_t i = h & s->tmask;
+  uint32_t m = s->tmask, i = h & m, tag = h & ~m;
   for (;;) {
-    const struct dp__scope_entry *e = &s->table[i];
-    if (e->slot == 0) {
+    uint32_t e = s->table[i];
+    if (e == 0) {
       *at = i;
       return -1;
     }
-    if (e->hash == h) {
-      const dp__scope_slot *sl = &s->slots[e->slot - 1];
-      if (sl->len == len && memcmp(dp__scope_name(s, e->slot - 1), name, len) == 0) return e->slot - 1;
+    if ((e & ~m) == tag) {
+      uint32_t k = (e & m) - 1;
+      if (s->slots[k].len == len && memcmp(dp__scope_name(s, k), name, len) == 0) return k;
     }
-    i = (i + 1) & s->tmask;
+    i = (i + 1) & m;
   }
 }
 
 /* A table of `size` entries (a power of two, more than twice the names). */
 static int rehash(dp__scope *s, uint32_t size) {
-  struct dp__scope_entry *t = dp_calloc(size, sizeof *t);
+  uint32_t *t = dp_calloc(size, sizeof *t), m = size - 1;
   if (!t) return -1;
   for (uint32_t k = 0; k < s->nslots; k++) {
-    uint32_t h = hash_name(dp__scope_name(s, k), s->slots[k].len), i = h & (size - 1);
-    while (t[i].slot) i = (i + 1) & (size - 1);
-    t[i] = (struct dp__scope_entry){h, k + 1};
+    uint32_t h = hash_name(dp__scope_name(s, k), s->slots[k].len), i = h & m;
+    while (t[i]) i = (i + 1) & m;
+    t[i] = (h & ~m) | (k + 1);
   }
   free(s->table);
   s->table = t;
@@ -74,7 +74,7 @@ int64_t dp__scope_find(const dp__scope *s, const char *name, size_t len) {
 /* The slot of name[0..len); a new one's name at text offset off when it
    is one (off < SCOPE_IN_TEXT), else copied into the arena. */
 static int64_t intern(dp__scope *s, const char *name, size_t len, size_t off) {
-  if (len > UINT32_MAX / 2) return -1;
+  if (len > UINT32_MAX / 2 || s->nslots >= UNDO_FRESH - 1) return -1;
   if ((s->nslots + 1) * 2 > s->tmask && grow_table(s) != 0) return -1;
   uint32_t h = hash_name(name, len), at;
   int64_t k = probe(s, name, len, h, &at);
@@ -97,7 +97,7 @@ static int64_t intern(dp__scope *s, const char *name, size_t len, size_t off) {
     s->alen += len;
   }
   s->slots[s->nslots] = (dp__scope_slot){(uint32_t)off, (uint32_t)len, 0, 0};
-  s->table[at] = (struct dp__scope_entry){h, ++s->nslots};
+  s->table[at] = (h & ~s->tmask) | ++s->nslots; /* (nslots * 2 <= tmask: it fits under the tag) */
   return s->nslots - 1;
 }
 
@@ -110,9 +110,16 @@ int64_t dp__scope_intern_text(dp__scope *s, size_t off, size_t len) {
 }
 
 int dp__scope_bind(dp__scope *s, uint32_t slot, uint32_t handle, uint32_t block) {
-  if (dp_grow((void **)&s->undo, &s->capundo, s->nundo + 1, sizeof *s->undo) != 0) return -1;
+  if (s->nundo + 3 > s->capundo && dp_grow((void **)&s->undo, &s->capundo, s->nundo + 3, sizeof *s->undo) != 0)
+    return -1;
   dp__scope_slot *sl = &s->slots[slot];
-  s->undo[s->nundo++] = (dp__scope_undo){slot, sl->handle, sl->block};
+  if (sl->handle == 0 && sl->block == 0) {
+    s->undo[s->nundo++] = slot | UNDO_FRESH;
+  } else {
+    s->undo[s->nundo++] = sl->handle;
+    s->undo[s->nundo++] = sl->block;
+    s->undo[s->nundo++] = slot;
+  }
   sl->handle = handle;
   if (block) sl->block = block;
   return 0;
@@ -120,9 +127,14 @@ int dp__scope_bind(dp__scope *s, uint32_t slot, uint32_t handle, uint32_t block)
 
 void dp__scope_unbind(dp__scope *s, uint32_t mark) {
   while (s->nundo > mark) {
-    const dp__scope_undo *u = &s->undo[--s->nundo];
-    s->slots[u->slot].handle = u->handle;
-    s->slots[u->slot].block = u->block;
+    uint32_t w = s->undo[--s->nundo];
+    dp__scope_slot *sl = &s->slots[w & ~UNDO_FRESH];
+    if (w & UNDO_FRESH) {
+      sl->handle = sl->block = 0;
+    } else {
+      sl->block = s->undo[--s->nundo];
+      sl->handle = s->undo[--s->nundo];
+    }
   }
 }
 

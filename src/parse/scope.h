@@ -7,7 +7,11 @@
  * in which it was last defined (a name defined twice in one block is an
  * error). Scoped bindings (variables, type variables) are undone in reverse
  * order from an undo log: a mark taken when a block opens and restored when
- * it closes puts every shadowed binding back. What holds for the whole text
+ * it closes puts every shadowed binding back. The log is a run of words:
+ * a binding of a name that had none (nearly every one: a million lets bind
+ * a million new names) is one word, its slot with UNDO_FRESH set; one that
+ * shadows is three, the old handle, the old block, then the slot (read
+ * backwards, the last word tells which). What holds for the whole text
  * (an operator or constructor named by an identifier, a global, a meta
  * entry, a type definition) is set without an undo entry.
  *
@@ -29,21 +33,24 @@ typedef struct dp__scope_slot {
 
 #define SCOPE_IN_TEXT 0x80000000u
 
-typedef struct dp__scope_undo {
-  uint32_t slot, handle, block;
-} dp__scope_undo;
+/* A slot's word in the undo log when the slot was unbound before (slots
+   are fewer than 2^31: dp__scope_intern refuses more). */
+#define UNDO_FRESH 0x80000000u
 
 typedef struct dp__scope {
   dp__scope_slot *slots;
   uint32_t nslots, capslots;
-  /* open addressing: {hash, slot index + 1}, slot 0 = empty; the hash is
-     kept here so that a probe touches one array until the name matches */
-  struct dp__scope_entry { uint32_t hash, slot; } *table;
+  /* open addressing, one word an entry: 0 empty, else the slot index + 1
+     in the bits of tmask (the table is kept more than twice the slots, so
+     it fits) and the hash's bits above them, which the bucket does not
+     use: a probe compares those and touches one array until the name
+     matches (4 bytes an entry, from 8 with the whole hash) */
+  uint32_t *table;
   uint32_t tmask;      /* table size - 1 (a power of two), 0 = no table yet */
   char *arena;
   size_t alen, acap;
   const char *text;    /* where names interned from the text are (borrowed) */
-  dp__scope_undo *undo;
+  uint32_t *undo;      /* the undo log, in words; a mark is a value of nundo */
   uint32_t nundo, capundo;
 } dp__scope;
 
