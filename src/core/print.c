@@ -1883,7 +1883,7 @@ done:
 /* A fresh printer of these options. */
 static void printer_init(printer *p, const char *def_name, const dp_print_opts *o,
                          dp__devnames *dn, dp__metaw *mw) {
-  static const dp_print_opts none = {0, NULL, NULL, NULL};
+  static const dp_print_opts none = {0, NULL, NULL, NULL, NULL};
   memset(p, 0, sizeof *p);
   p->opts = o ? o : &none;
   p->flags = p->opts->flags;
