@@ -232,6 +232,30 @@ describe("dp.planner.report counted in C", function()
     assert.same(again:devices(), quick:devices())
   end)
 
+  it("writes a large report once, around the copies it writes in C, as the rows would be written", function()
+    -- (the text and the JSON are made in one block each, the copies' lines
+    -- between the rest, and taken by Lua as they are: src/lua/l_text.c)
+    local planned = dp.passes.PlanDevices(cuda)(dp.parse(gen.branchy(30000), testing.META))
+    local sched = {text = function() return "a schedule\n" end, summary = function() return {makespan = 7} end}
+    for _, s in ipairs{false, true} do
+      local fast, rows = dp.planner.report(planned, cuda), dp.planner.report(planned, cuda)
+      if s then
+        fast:with_schedule(sched, "costs.lua")
+        rows:with_schedule(sched, "costs.lua")
+      end
+      assert.is_true(#rows.copies > 5000)
+      local text, json = fast:text(), fast:json()
+      assert.is_true(#text > 1048576 and #json > 1048576)
+      assert.is_true(rows:text() == text)
+      assert.is_true(rows:json() == json)
+      assert.equal(s, text:find("\na schedule\n$") ~= nil)
+      assert.equal(s, json:find('"makespan":7') ~= nil)
+      assert.equal("\n", json:sub(-1))
+      local keys = {[text:sub(1, 10) .. text:sub(11)] = 1}
+      assert.equal(1, keys[text])
+    end
+  end)
+
   it("lets a script change the rows before writing them", function()
     local planned = dp.passes.PlanDevices(cuda)(dp.parse(gen.branchy(120), testing.META))
     local r = dp.planner.report(planned, cuda)

@@ -16,6 +16,10 @@
  * the block as any other. Whatever does not match exactly (another Lua,
  * another allocation first) falls back to Lua's own block and a copy; the
  * text is the same either way.
+ *
+ * dp__lua_sbuf is the same for a string a binding builds piece by piece
+ * (the report's copies): its block, held by a userdata until the string
+ * takes it, so that an error while it is built frees it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -139,4 +143,61 @@ int dp__lua_text_push(lua_State *L, dp__lua_text *t, char *s, size_t len) {
   if (!t->taken) t->f(t->ud, raw, t->size, 0); /* copied by Lua (or failed) */
   if (rc != LUA_OK) return lua_error(L);
   return 1;
+}
+
+/* ---------------- a string built in C ---------------- */
+
+#define SBUF "devplan.TextBlock"
+
+static int sbuf_gc(lua_State *L) {
+  dp__lua_sbuf *b = lua_touserdata(L, 1);
+  if (b->s) b->t.f(b->t.ud, b->s - b->t.blk.head, b->t.blk.head + b->cap, 0);
+  b->s = NULL;
+  return 0;
+}
+
+dp__lua_sbuf *dp__lua_sbuf_new(lua_State *L, size_t cap) {
+  dp__lua_sbuf *b = lua_newuserdatauv(L, sizeof *b, 0);
+  memset(b, 0, sizeof *b);
+  if (luaL_newmetatable(L, SBUF)) {
+    lua_pushcfunction(L, sbuf_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_setmetatable(L, -2);
+  dp__lua_text_init(L, &b->t);
+  if (!b->t.block) { /* (this Lua's strings unknown: a block all the same, copied at the end) */
+    b->t.f = lua_getallocf(L, &b->t.ud);
+    b->t.blk.head = 0;
+  }
+  dp__lua_sbuf_room(L, b, cap);
+  return b;
+}
+
+void dp__lua_sbuf_grow(lua_State *L, dp__lua_sbuf *b, size_t extra) {
+  size_t cap = b->cap ? b->cap : 256, h = b->t.blk.head;
+  while (cap < b->n + extra + 1) cap *= 2;
+  char *raw = b->s ? b->s - h : NULL;
+  char *r = b->t.f(b->t.ud, raw, raw ? h + b->cap : 0, h + cap);
+  if (!r) dp__lua_oom(L);
+  b->s = r + h;
+  b->cap = cap;
+}
+
+int dp__lua_sbuf_push(lua_State *L, dp__lua_sbuf *b) {
+  dp__lua_sbuf_room(L, b, 0);
+  size_t h = b->t.blk.head;
+  char *s = b->s;
+  b->s[b->n] = 0;
+  if (b->cap != b->n + 1) { /* the block exactly the string's */
+    char *r = b->t.f(b->t.ud, s - h, h + b->cap, h + b->n + 1);
+    if (!r) dp__lua_oom(L);
+    s = r + h;
+  }
+  b->s = NULL; /* (the text's now: taken or freed) */
+  if (!b->t.block) {
+    lua_pushlstring(L, s, b->n); /* (a failed allocation leaks the block: as dp__lua_push_lstr) */
+    b->t.f(b->t.ud, s - h, h + b->n + 1, 0);
+    return 1;
+  }
+  return dp__lua_text_push(L, &b->t, s, b->n);
 }
