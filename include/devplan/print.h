@@ -60,10 +60,10 @@ typedef struct dp_print_opts {
 /* dp_print_module / dp_print_expr with options (o NULL: none). */
 char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *len);
 char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len);
-/* The names dp_print_module_with(m, o) gives, told to o->on_name in the
-   same order, without making the text (a report naming nodes as the text
-   does; o->flags are not read: they change no name). 0, or -1 on out of
-   memory. */
+/* The names dp_print_module_with(m, o) gives, told to o->on_name (a
+   definition's once it is named whole), without keeping the text (a report
+   naming nodes as the text does; o->flags are not read: they change no
+   name). 0, or -1 on out of memory. */
 int dp_print_module_names(const dp_module *m, const dp_print_opts *o);
 /* Where dp_print_module_to writes: write(ud, s, n) takes the next n bytes
    (0, or -1: a failed write, which ends printing); rewind(ud, offset)
