@@ -232,6 +232,66 @@ describe("dp.planner.report counted in C", function()
     assert.same(again:devices(), quick:devices())
   end)
 
+  it("writes a large report once, around the copies it writes in C, as the rows would be written", function()
+    -- (the text and the JSON are made in one block each, the copies' lines
+    -- between the rest, and taken by Lua as they are: src/lua/l_text.c)
+    local planned = dp.passes.PlanDevices(cuda)(dp.parse(gen.branchy(30000), testing.META))
+    local sched = {text = function() return "a schedule\n" end, summary = function() return {makespan = 7} end}
+    for _, s in ipairs{false, true} do
+      local fast, rows = dp.planner.report(planned, cuda), dp.planner.report(planned, cuda)
+      if s then
+        fast:with_schedule(sched, "costs.lua")
+        rows:with_schedule(sched, "costs.lua")
+      end
+      assert.is_true(#rows.copies > 5000)
+      local text, json = fast:text(), fast:json()
+      assert.is_true(#text > 1048576 and #json > 1048576)
+      assert.is_true(rows:text() == text)
+      assert.is_true(rows:json() == json)
+      assert.equal(s, text:find("\na schedule\n$") ~= nil)
+      assert.equal(s, json:find('"makespan":7') ~= nil)
+      assert.equal("\n", json:sub(-1))
+      local keys = {[text:sub(1, 10) .. text:sub(11)] = 1}
+      assert.equal(1, keys[text])
+    end
+  end)
+
+  it("names each copy and its value as dp.astext names them, flat bodies and others", function()
+    -- (the report's names come from the printer's one walk where a body is
+    -- flat, told once the walk is done: a body it gives up on midway, a
+    -- nested function, an if, a match, is named by the three passes afresh)
+    package.path = dp.root .. "/fuzz/?.lua;" .. package.path
+    local props = require "props"
+    local fn, copies = require "relaygen_fn", require "relaygen_copies"
+    local programs = {{gen.branchy(300), testing.META, cuda}, {gen.let(300), testing.META, cuda}}
+    for seed = 1, 80 do
+      programs[#programs + 1] = {fn.text(fn.program(seed)), props.META, props.CONFIG}
+      local p = copies.program(seed)
+      programs[#programs + 1] = {type(p) == "table" and (p.text or p[1]) or p, props.META, props.CONFIG}
+    end
+    local checked, nested = 0, 0
+    for _, p in ipairs(programs) do
+      local okp, mod = pcall(dp.parse, p[1], p[2])
+      local ok, planned = okp, nil
+      if ok then ok, planned = pcall(dp.passes.PlanDevices(p[3]), mod) end
+      if ok then
+        local _, names = dp.astext(planned, {names = true})
+        local text = dp.astext(planned)
+        for _, c in ipairs(dp.planner.report(planned, p[3]).copies) do
+          if c.name then
+            local e = names[c.fn or ""][c.name]
+            assert(e, c.name .. " has no expression")
+            assert.truthy(dp.astext(e):match("device_copy%([^\n]*$"), c.name)
+            assert(names[c.fn or ""][c.value], c.value .. " has no expression")
+            checked = checked + 1
+            if text:find("fn (", 1, true) or text:find("if (", 1, true) then nested = nested + 1 end
+          end
+        end
+      end
+    end
+    assert.is_true(checked > 400 and nested > 200, checked .. " copies, " .. nested .. " in modules not flat")
+  end)
+
   it("lets a script change the rows before writing them", function()
     local planned = dp.passes.PlanDevices(cuda)(dp.parse(gen.branchy(120), testing.META))
     local r = dp.planner.report(planned, cuda)

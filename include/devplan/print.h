@@ -36,20 +36,34 @@ char *dp_print_expr(const dp_expr *e, int flags, size_t *len);
    it sees in the text. */
 typedef void (*dp_print_name_fn)(void *ud, const char *fn, const dp_expr *e, const char *name);
 
+/* Where dp_print_module_with / dp_print_expr_with build the text when
+   dp_print_opts.block is set: one block of alloc (realloc's contract, as a
+   lua_Alloc: alloc(ud, p, osize, nsize), p NULL makes a block, nsize 0
+   frees it and returns NULL), the text at offset head. The text returned
+   then lies in that block, which is head + length + 1 bytes (the NUL
+   last) and the caller's to free with alloc: a caller whose strings are
+   such blocks (a Lua string after its header) takes the text as it is. */
+typedef struct dp_print_block {
+  void *(*alloc)(void *ud, void *p, size_t osize, size_t nsize);
+  void *ud;
+  size_t head;
+} dp_print_block;
+
 typedef struct dp_print_opts {
   int flags;                /* DP_PRINT_* */
   dp_print_name_fn on_name; /* NULL: no names reported */
   void *ud;
   const dp_ctx *ctx;        /* the sources of spans (DP_PRINT_SPANS); NULL: a module's own */
+  const dp_print_block *block; /* NULL: the text is malloc'd */
 } dp_print_opts;
 
 /* dp_print_module / dp_print_expr with options (o NULL: none). */
 char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *len);
 char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len);
-/* The names dp_print_module_with(m, o) gives, told to o->on_name in the
-   same order, without making the text (a report naming nodes as the text
-   does; o->flags are not read: they change no name). 0, or -1 on out of
-   memory. */
+/* The names dp_print_module_with(m, o) gives, told to o->on_name (a
+   definition's once it is named whole), without keeping the text (a report
+   naming nodes as the text does; o->flags are not read: they change no
+   name). 0, or -1 on out of memory. */
 int dp_print_module_names(const dp_module *m, const dp_print_opts *o);
 /* Where dp_print_module_to writes: write(ud, s, n) takes the next n bytes
    (0, or -1: a failed write, which ends printing); rewind(ud, offset)

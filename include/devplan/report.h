@@ -40,7 +40,7 @@ typedef struct dp_report_data {
    of it): the entry functions' parameters first, then each function's
    nodes in post order (definition order). The copies' names are the
    printer's (dp_print_module, no flags), found by its naming rules alone
-   (dp_print_module_names: no text is made) when the module has copies. 0, or -1 + error. */
+   (dp_print_module_names: no text is kept) when the module has copies. 0, or -1 + error. */
 int dp_report_scan(dp_module *planned, dp_domains *d, dp_report_data *out, dp_err **err);
 /* dp_report_scan without planning again: the devices read from the planned
    module itself, as PlanDevices with cfg leaves it (capture's annotations:

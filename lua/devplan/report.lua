@@ -154,8 +154,12 @@ function Report:text()
   add_line(ncopies == 0 and "no device_copy" or
            string.format("%d device_copy, %s bytes%s:", ncopies, grouped(t.bytes_copied),
                          t.copies_too_large > 0 and (" + " .. t.copies_too_large .. " too large to count") or ""))
+  local copies_at -- (where the C lines go: the text is made once, around them)
   if p then -- the same lines, written in C
-    if ncopies > 0 then add_line(p.scan:copies_text(p.names)) end
+    if ncopies > 0 then
+      add_line(false)
+      copies_at = #lines
+    end
   else
     for _, c in ipairs(self.copies) do
       add_line(string.format("  %s%s = copy of %s  @%s -> @%s  %s  %s%s", c.fn and ("@" .. c.fn .. " ") or "",
@@ -172,9 +176,15 @@ function Report:text()
                          t.calls, t.calls == 1 and "" or "s", t.copies, t.copies == 1 and "y" or "ies",
                          grouped(t.bytes_copied), grouped(t.bytes_resident),
                          #left > 0 and (" (left out, too large to count: " .. table.concat(left, ", ") .. ")") or ""))
-  local text = table.concat(lines, "\n") .. "\n"
-  if self.schedule then text = text .. "\n" .. self.schedule:text({costs = self.schedule_costs}) end
-  return text
+  add_line("")
+  if self.schedule then add_line(self.schedule:text({costs = self.schedule_costs})) end
+  local n = #lines
+  if self.schedule then n = n - 1 end
+  if not copies_at then
+    return table.concat(lines, "\n", 1, n) .. (self.schedule and "\n" .. lines[n + 1] or "")
+  end
+  return p.scan:copies_text(p.names, table.concat(lines, "\n", 1, copies_at - 1) .. "\n",
+                            "\n" .. table.concat(lines, "\n", copies_at + 1, n) .. (self.schedule and "\n" .. lines[n + 1] or ""))
 end
 
 Report.__tostring = Report.text
@@ -197,6 +207,11 @@ for _, k in ipairs(COPY_KEYS) do COPY_KNOWN[k] = true end
 
 -- (the bytes dkjson's quotestring escapes, or looks at)
 local ESCAPED = "[%z\1-\31\"\\\127\194\216\220\225\226\239]"
+
+-- (what stands for the copies written in C in dkjson's pieces: no piece
+-- dkjson makes holds a NUL byte)
+local COPIES_MARK = "\0devplan: the copies\0"
+local encode
 
 local function copies_json(copies, escape)
   if #copies == 0 then return copies end
@@ -237,28 +252,44 @@ function Report:json()
   if not ok then
     error("devplan: the JSON report needs dkjson (Debian package lua-dkjson; scripts/setup.sh installs it)", 2)
   end
-  local p, copies = pending[self], nil
-  if p and p.scan:count() > 0 then -- written in C, unless a string needs dkjson's escapes
-    local text = p.scan:copies_json(p.names)
-    if text then copies = setmetatable({}, {__tojson = function() return text end}) end
-  end
-  copies = copies or copies_json(self.copies, json.quotestring)
-  local data = {devices = self.devices, copies = copies, totals = self.totals}
+  local p = pending[self]
+  local in_c = p and p.scan:count() > 0 -- written in C, unless a string needs dkjson's escapes
+  local data = {devices = self.devices, totals = self.totals}
   if self.schedule then
     data.schedule = self.schedule:summary()
     data.schedule.costs = self.schedule_costs
   end
-  -- (into a buffer of ours, so that the closing newline costs no copy of
-  -- the whole text: a million-call module's copies are a hundred MB)
+  if in_c then
+    -- the document around a mark where the copies go, which C writes
+    -- between its two parts: the text made once (a million-call module's
+    -- copies are a hundred MB)
+    data.copies = setmetatable({}, {__tojson = function() return COPIES_MARK end})
+    local buffer, n = encode(json, data)
+    for i = 1, n do
+      if buffer[i] == COPIES_MARK then
+        local text = p.scan:copies_json(p.names, table.concat(buffer, "", 1, i - 1),
+                                        table.concat(buffer, "", i + 1, n) .. "\n")
+        if text then return text end
+        break
+      end
+    end
+  end
+  data.copies = copies_json(self.copies, json.quotestring)
+  local buffer, n = encode(json, data)
+  buffer[n + 1] = "\n"
+  return table.concat(buffer, "", 1, n + 1)
+end
+
+-- dkjson's pieces of data and their number.
+function encode(json, data)
+  -- (into a buffer of ours: the caller joins the pieces once)
   local state = {indent = true, buffer = {}, keyorder = {
     "devices", "copies", "totals", "schedule", "name", "device", "calls", "bytes", "size", "unknown", "too_large",
     "fn", "value", "src", "dst", "type", "line", "col", "source", "bytes_copied", "bytes_resident", "copies_too_large",
     "makespan", "costs", "serial", "resources", "critical", "kind", "tasks", "busy", "task", "resource", "start",
     "finish", "waited", "memory", "peak", "at", "budget"}}
   json.encode(data, state)
-  local n = state.bufferlen
-  state.buffer[n + 1] = "\n"
-  return table.concat(state.buffer, "", 1, n + 1)
+  return state.buffer, state.bufferlen
 end
 
 return M

@@ -9,8 +9,11 @@
  * Most bodies are one scope (a DAG of calls, tuples and projections under a
  * let chain): those print in one post-order walk, flat_print below, which
  * gives up (before the caller keeps any of its text) on anything else.
- * Everything else, and every print that reports names (on_name), takes
- * three passes, all with explicit stacks (a 1,000,000-deep chain is fine):
+ * The names alone (dp_print_module_names, the report's) take the same walk,
+ * the names it gives kept and told once it finished (it may give up).
+ * Everything else, and every print of the text that reports names
+ * (on_name), takes three passes, all with explicit stacks (a
+ * 1,000,000-deep chain is fine):
  *  1. discover: every distinct node once, its number of uses, post order
  *     (atomic nodes are no nodes of the printer: they print from the IR;
  *     variables find their names in the map);
@@ -172,6 +175,11 @@ typedef struct printer {
   /* the text of recent attribute sets: a million annotations share a few
      sets, each printed once (a set's text depends on nothing else) */
   struct { const dp_attrs *a; char *s; size_t n; } acache[64];
+  /* names given by the one walk for names alone, told once it finished:
+     a variable's (v: 1 + offset of its name in nm) or a binding number */
+  int defer;
+  struct told { const dp_expr *e; uint32_t v, temp; } *told;
+  uint32_t ntold, captold;
 } printer;
 
 /* ---------------- small helpers ---------------- */
@@ -631,8 +639,8 @@ static uint32_t alloc_name(printer *p, const char *hint, uint32_t *lenp) {
 }
 
 /* Tells opts->on_name the name `%...` of e: a variable's (offset off in the
-   names array, off 0 for a graph binding) or e's binding number. */
-static void report_name(printer *p, const dp_expr *e, uint32_t off) {
+   names array) or, off 0, the graph binding number temp. */
+static void tell_name(printer *p, const dp_expr *e, uint32_t off, uint32_t temp) {
   char d[16], *s = d;
   d[0] = '%';
   if (off) {
@@ -644,10 +652,30 @@ static void report_name(printer *p, const dp_expr *e, uint32_t off) {
     s[0] = '%';
     memcpy(s + 1, p->nm + off - 1, n + 1);
   } else {
-    d[1 + fmt_u32(d + 1, p->next_temp - 1)] = 0;
+    d[1 + fmt_u32(d + 1, temp)] = 0;
   }
   p->opts->on_name(p->opts->ud, p->def_name ? p->def_name : "", e, s);
   if (s != d) free(s);
+}
+
+/* tell_name now, or (p->defer) once the walk finished. */
+static void report_named(printer *p, const dp_expr *e, uint32_t off, uint32_t temp) {
+  if (!p->defer) {
+    tell_name(p, e, off, temp);
+    return;
+  }
+  struct told *t = grow_array(p->told, &p->captold, p->ntold + 1, sizeof *t);
+  if (!t) {
+    p->failed = 1;
+    return;
+  }
+  p->told = t;
+  t[p->ntold++] = (struct told){e, off, temp};
+}
+
+/* The name of e: a variable's (off) or the graph binding just given. */
+static void report_name(printer *p, const dp_expr *e, uint32_t off) {
+  report_named(p, e, off, off ? 0 : p->next_temp - 1);
 }
 
 /* The map's slot of key, added when new (fresh tells): the map grows four
@@ -1451,6 +1479,7 @@ static void printer_free(printer *p) {
   dp__tb_free(&p->arena);
   free(p->segs);
   free(p->texts);
+  free(p->told);
   dp__ptrmap_free(&p->map);
 }
 
@@ -1678,6 +1707,41 @@ static void flat_node(printer *p, dp__tb *b, const dp_expr *e, const uint64_t *v
   put_type_comment(p, b, e);
 }
 
+/* Names alone: what flat_node names, the variables e reads (as flat_kid
+   and put_atom meet them), without its text. */
+static void flat_names(printer *p, dp__tb *b, const dp_expr *e) {
+  const dp_expr *const *kids = NULL;
+  uint32_t n = 0;
+  switch (e->h.kind) {
+  case DP_CALL: {
+    const dp_call *c = (const dp_call *)e;
+    if (c->fn->h.kind == DP_VAR) put_var(p, b, (const dp_var *)c->fn); /* (put_atom's: not counted) */
+    kids = (const dp_expr *const *)c->args;
+    n = c->nargs;
+    break;
+  }
+  case DP_TUPLE:
+    kids = (const dp_expr *const *)((const dp_tuple *)e)->fields;
+    n = ((const dp_tuple *)e)->n;
+    break;
+  case DP_PROJ: kids = (const dp_expr *const *)&((const dp_proj *)e)->tuple; n = 1; break;
+  case DP_REF_CREATE: kids = (const dp_expr *const *)&((const dp_ref_create *)e)->value; n = 1; break;
+  case DP_REF_READ: kids = (const dp_expr *const *)&((const dp_ref_read *)e)->ref; n = 1; break;
+  case DP_REF_WRITE: {
+    const dp_ref_write *w = (const dp_ref_write *)e;
+    uint32_t vi = 0;
+    if (w->ref->h.kind == DP_VAR) flat_kid(p, b, w->ref, NULL, &vi);
+    if (w->value->h.kind == DP_VAR) flat_kid(p, b, w->value, NULL, &vi);
+    return;
+  }
+  default: p->failed = 1; return;
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t vi = 0;
+    if (kids[k]->h.kind == DP_VAR) flat_kid(p, b, kids[k], NULL, &vi);
+  }
+}
+
 /* Enter non-atomic child c in role r: FLAT_NO when the body is not flat,
    -1 on out of memory, else 0 (c is on the stack, or a shared node printed
    before has its number among the values). */
@@ -1712,7 +1776,7 @@ static void flat_let_line(printer *p, const dp_let *l, uint32_t ind) {
   if (s->v == l->var && !(s->flags & VC_INMAP) && l->var->e.h.rc == 2) s->flags = VC_SINGLE;
   put(b, " = ", 3);
   if (is_atomic(l->value)) put_atom(p, b, l->value);
-  else put(b, p->arena.s, p->arena.n);
+  else if (p->arena.n) put(b, p->arena.s, p->arena.n); /* (names alone: none) */
   put(b, ";\n", 2);
 }
 
@@ -1724,6 +1788,16 @@ static int flat_finish(printer *p, flat *w, const fframe *f, uint32_t ind) {
   switch (f->role) {
   case R_ARG: {
     uint64_t t = next_tref(p);
+    if (p->opts->on_name) report_name(p, f->e, 0);
+    if (p->flags & DP__PRINT_NAMES_ONLY) {
+      flat_names(p, out, f->e);
+      w->nvals = f->vbase;
+      if (f->e->h.rc != 1) {
+        dp__ptrslot *sl = dp__ptrmap_find(&p->map, f->e);
+        if (sl) sl->word = t;
+      }
+      return flat_push_val(w, t);
+    }
     indent(out, ind);
     put_tref(out, t);
     put(out, " = ", 3);
@@ -1739,9 +1813,13 @@ static int flat_finish(printer *p, flat *w, const fframe *f, uint32_t ind) {
   case R_VALUE:
   case R_TAIL:
     p->arena.n = 0;
-    flat_node(p, &p->arena, f->e, v, nv);
+    if (p->flags & DP__PRINT_NAMES_ONLY) flat_names(p, &p->arena, f->e);
+    else flat_node(p, &p->arena, f->e, v, nv);
     break;
-  case R_ROOT: flat_node(p, out, f->e, v, nv); break;
+  case R_ROOT:
+    if (p->flags & DP__PRINT_NAMES_ONLY) flat_names(p, out, f->e);
+    else flat_node(p, out, f->e, v, nv);
+    break;
   default: break;
   }
   w->nvals = f->vbase;
@@ -1758,6 +1836,9 @@ static int flat_walk(printer *p, flat *w, uint32_t ind) {
       w->n--;
       if (flat_finish(p, w, &done, ind) < 0) return -1;
       if (p->failed || p->arena.failed || out->failed) break; /* (names and text: checked once a node) */
+      /* names alone: the text is made (it names the variables as it
+         reads them) but not kept (nothing of it is read again) */
+      if ((p->flags & DP__PRINT_NAMES_ONLY) && out->n >= 65536) out->n = 0;
       /* streaming, as print_nodes */
       if (out->write && out->inner && out->n >= DP__TB_FLUSH_AT && !p->nfrees) {
         p->streamed = 1;
@@ -1832,7 +1913,7 @@ static int flat_print(printer *p, dp__tb *out, const dp_expr *root) {
   /* the result: after the lines, in a function's body a line of its own */
   if (fn) indent(out, 1);
   if (w.tail_atom) put_atom(p, out, w.tail_atom);
-  else if (r != R_ROOT) put(out, p->arena.s, p->arena.n);
+  else if (r != R_ROOT && p->arena.n) put(out, p->arena.s, p->arena.n);
   if (fn) {
     put(out, "\n}", 2);
     if (!p->def_name) put_type_comment(p, out, root);
@@ -1883,7 +1964,7 @@ done:
 /* A fresh printer of these options. */
 static void printer_init(printer *p, const char *def_name, const dp_print_opts *o,
                          dp__devnames *dn, dp__metaw *mw) {
-  static const dp_print_opts none = {0, NULL, NULL, NULL};
+  static const dp_print_opts none = {0, NULL, NULL, NULL, NULL};
   memset(p, 0, sizeof *p);
   p->opts = o ? o : &none;
   p->flags = p->opts->flags;
@@ -1900,7 +1981,14 @@ int dp__print_root(dp__tb *out, const dp_expr *root, const char *def_name,
   size_t start = out->n;
   uint64_t flushed = out->flushed;
   int rc = FLAT_NO;
-  if (!p.opts->on_name && !(p.flags & DP__PRINT_NAMES_ONLY) && !is_atomic(root)) rc = flat_print(&p, out, root);
+  int names = (p.flags & DP__PRINT_NAMES_ONLY) != 0;
+  p.defer = names && p.opts->on_name;
+  if ((!p.opts->on_name || names) && !is_atomic(root)) rc = flat_print(&p, out, root);
+  if (rc == 0 && p.defer) { /* the names it gave, told in the order given */
+    p.defer = 0;
+    for (uint32_t i = 0; i < p.ntold; i++) tell_name(&p, p.told[i].e, p.told[i].v, p.told[i].temp);
+    if (p.failed) rc = -1;
+  }
   if (rc == FLAT_NO && out->flushed != flushed) {
     rc = DP__PRINT_AGAIN; /* (part of it was written out: the caller goes back) */
   } else if (rc == FLAT_NO) { /* the three passes, afresh */

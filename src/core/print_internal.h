@@ -13,8 +13,10 @@
 /* A print flag of the core's own messages (above the public DP_PRINT_*):
    no `free_var` declarations, for an expression quoted in a message. */
 #define DP__PRINT_NO_DECLS (1 << 16)
-/* Names only (dp_print_module_names): the printer's passes give every name
-   and binding number as a print would, and no text is made. */
+/* Names only (dp_print_module_names): the printer gives every name and
+   binding number as a print would; the three passes make no text, the one
+   walk of a flat body makes it and keeps none (it names the variables as
+   it writes their uses). */
 #define DP__PRINT_NAMES_ONLY (1 << 17)
 
 struct dp__tb;

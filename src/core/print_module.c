@@ -168,7 +168,7 @@ char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *l
   memset(&s, 0, sizeof s);
   int shortdev = o && (o->flags & DP_PRINT_SHORT_DEVICES);
   dp__metaw_init(&s.mw);
-  dp__tb_init(&b);
+  dp__tb_init_block(&b, o ? o->block : NULL);
   dp__tb_init(&body);
   dp__tb_puts(&b, "#[version = \"0.0.5\"]\n");
   for (uint32_t i = 0; i < m->nprims; i++) {
@@ -188,7 +188,7 @@ char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *l
 }
 
 int dp_print_module_names(const dp_module *m, const dp_print_opts *o) {
-  dp_print_opts own = o ? *o : (dp_print_opts){0, NULL, NULL, NULL};
+  dp_print_opts own = o ? *o : (dp_print_opts){0, NULL, NULL, NULL, NULL};
   own.flags = DP__PRINT_NAMES_ONLY;
   if (!own.ctx) own.ctx = m->ctx;
   dp__tb b; /* (nothing is written to it) */
@@ -204,8 +204,9 @@ int dp_print_module_names(const dp_module *m, const dp_print_opts *o) {
 }
 
 int dp_print_module_to(const dp_module *m, const dp_print_opts *o, const dp_print_sink *sink) {
-  dp_print_opts own = o ? *o : (dp_print_opts){0, NULL, NULL, NULL};
+  dp_print_opts own = o ? *o : (dp_print_opts){0, NULL, NULL, NULL, NULL};
   if (!own.ctx) own.ctx = m->ctx; /* spans resolve through the module's context */
+  own.block = NULL;
   if (own.flags & DP_PRINT_SHORT_DEVICES) {
     /* the legend goes first, and its names are known once all is printed */
     size_t len = 0;
@@ -263,7 +264,7 @@ char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len) 
   memset(&s, 0, sizeof s);
   int shortdev = o && (o->flags & DP_PRINT_SHORT_DEVICES);
   dp__metaw_init(&s.mw);
-  dp__tb_init(&b); /* (the common case writes straight to the result) */
+  dp__tb_init_block(&b, o ? o->block : NULL); /* (the common case writes straight to the result) */
   dp__tb_init(&body);
   if (dp__print_root(shortdev ? &body : &b, e, NULL, o, &s.dn, &s.mw) == 0)
     return finish_text(&b, shortdev ? &body : NULL, &s, o, len);
@@ -275,12 +276,12 @@ char *dp_print_expr_with(const dp_expr *e, const dp_print_opts *o, size_t *len) 
 }
 
 char *dp_print_module(const dp_module *m, int flags, size_t *len) {
-  dp_print_opts o = {flags, NULL, NULL, NULL};
+  dp_print_opts o = {flags, NULL, NULL, NULL, NULL};
   return dp_print_module_with(m, &o, len);
 }
 
 char *dp_print_expr(const dp_expr *e, int flags, size_t *len) {
-  dp_print_opts o = {flags, NULL, NULL, NULL};
+  dp_print_opts o = {flags, NULL, NULL, NULL, NULL};
   return dp_print_expr_with(e, &o, len);
 }
 

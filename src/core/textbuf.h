@@ -19,6 +19,8 @@ typedef struct dp__tb {
   void *ud;
   uint64_t flushed;  /* bytes written so far */
   int inner;         /* a writer may also flush inside a function (print.c) */
+  /* the caller's block (dp__tb_block): NULL, s is malloc'd */
+  const struct dp_print_block *block;
 } dp__tb;
 
 void dp__tb_init(dp__tb *b);
@@ -40,5 +42,10 @@ int dp__tb_flush(dp__tb *b);
    The buffer is reset either way. */
 char *dp__tb_take(dp__tb *b);
 void dp__tb_free(dp__tb *b);
+/* A buffer whose text lives in one block of blk's allocator, at blk->head
+   (blk NULL: malloc, as dp__tb_init). dp__tb_take then returns the text in
+   that block, which is blk->head + length + 1 bytes (the NUL last), and the
+   caller owns the block. */
+void dp__tb_init_block(dp__tb *b, const struct dp_print_block *blk);
 
 #endif

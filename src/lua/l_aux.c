@@ -187,13 +187,15 @@ void *dp__lua_check(lua_State *L, int idx, int type) {
 
 int dp__lua_push_printed(lua_State *L, int idx, int flags) {
   dp_obj *o = dp__lua_testobj(L, idx);
-  dp_print_opts opts = {flags, NULL, NULL, dp__lua_ctx(L)};
+  if (!o || (o->type != DP_OBJ_MODULE && o->type != DP_OBJ_EXPR))
+    return luaL_typeerror(L, idx, "IRModule or expression");
+  dp__lua_text t;
+  dp__lua_text_init(L, &t);
+  dp_print_opts opts = {flags, NULL, NULL, dp__lua_ctx(L), t.block};
   size_t len = 0;
-  char *s;
-  if (o && o->type == DP_OBJ_MODULE) s = dp_print_module_with((dp_module *)o, &opts, &len);
-  else if (o && o->type == DP_OBJ_EXPR) s = dp_print_expr_with((dp_expr *)o, &opts, &len);
-  else return luaL_typeerror(L, idx, "IRModule or expression");
-  return dp__lua_push_lstr(L, s, len);
+  char *s = o->type == DP_OBJ_MODULE ? dp_print_module_with((dp_module *)o, &opts, &len)
+                                     : dp_print_expr_with((dp_expr *)o, &opts, &len);
+  return dp__lua_text_push(L, &t, s, len);
 }
 
 /* --- errors --- */

@@ -20,6 +20,7 @@
 #ifndef DEVPLAN_L_AUX_H
 #define DEVPLAN_L_AUX_H
 
+#include <string.h>
 #include <lua.h>
 #include <lauxlib.h>
 #include "devplan/devplan.h"
@@ -64,6 +65,44 @@ void dp__lua_subtable(lua_State *L, const char *name);
 /* Pushes the text of the module or expression at idx (flags of print.h);
    raises a Lua argument error for anything else. Returns 1. */
 int dp__lua_push_printed(lua_State *L, int idx, int flags);
+/* A printed text Lua takes as a string without a copy (l_text.c): init
+   sets t->block for dp_print_opts.block (NULL where this Lua's strings
+   cannot be read: then the text is malloc'd); push pushes the text s of
+   length len the printer returned (NULL raises "out of memory") and
+   returns 1. t lives in the caller's frame until then. */
+typedef struct dp__lua_text {
+  const dp_print_block *block;
+  dp_print_block blk;
+  lua_Alloc f; /* the state's allocator */
+  void *ud;
+  void *pending; /* the block the next string of size bytes takes */
+  size_t size;
+  const char *src; /* the text, of len bytes */
+  size_t len;
+  int taken;       /* pending was taken */
+} dp__lua_text;
+void dp__lua_text_init(lua_State *L, dp__lua_text *t);
+int dp__lua_text_push(lua_State *L, dp__lua_text *t, char *s, size_t len);
+/* A string built piece by piece in such a block: _new pushes its holder (a
+   userdata that frees the block if an error ends the building) with room
+   for cap bytes; _add appends (raising "out of memory"); _push pushes the
+   string (the holder stays where it is, empty) and returns 1. */
+typedef struct dp__lua_sbuf {
+  dp__lua_text t;
+  char *s; /* the text so far, n of cap bytes (the block's head before s) */
+  size_t n, cap;
+} dp__lua_sbuf;
+dp__lua_sbuf *dp__lua_sbuf_new(lua_State *L, size_t cap);
+void dp__lua_sbuf_grow(lua_State *L, dp__lua_sbuf *b, size_t extra);
+static inline void dp__lua_sbuf_room(lua_State *L, dp__lua_sbuf *b, size_t extra) {
+  if (!b->s || b->cap - b->n <= extra) dp__lua_sbuf_grow(L, b, extra);
+}
+static inline void dp__lua_sbuf_add(lua_State *L, dp__lua_sbuf *b, const char *s, size_t n) {
+  dp__lua_sbuf_room(L, b, n);
+  memcpy(b->s + b->n, s, n);
+  b->n += n;
+}
+int dp__lua_sbuf_push(lua_State *L, dp__lua_sbuf *b);
 /* The DP_PRINT_* flags of the print options at idx (dp.astext's, names
    aside; nil: none), checked for unknown keys in the name of who (NULL:
    the caller checked them). (l_irmodule.c) */

@@ -168,7 +168,7 @@ static int write_file(lua_State *L) {
                                        "newline", NULL};
     dp__lua_check_opts(L, 3);
     dp__lua_check_opt_keys(L, 3, keys, "devplan.write_file");
-    c.o = (dp_print_opts){dp__lua_print_flags(L, 3, NULL), NULL, NULL, dp__lua_ctx(L)};
+    c.o = (dp_print_opts){dp__lua_print_flags(L, 3, NULL), NULL, NULL, dp__lua_ctx(L), NULL};
     c.newline = dp__lua_opt_field(L, 3, "newline") != LUA_TNIL && lua_toboolean(L, -1);
     lua_pop(L, 1);
   } else {

@@ -422,7 +422,7 @@ static int l_astext(lua_State *L) {
   lua_settop(L, 2); /* fixed slots: scratch buffers go above */
   dp__lua_check_opts(L, 2);
   dp__lua_check_opt_keys(L, 2, ASTEXT_OPTIONS, "devplan.astext");
-  dp_print_opts o = {dp__lua_print_flags(L, 2, NULL), NULL, NULL, dp__lua_ctx(L)};
+  dp_print_opts o = {dp__lua_print_flags(L, 2, NULL), NULL, NULL, dp__lua_ctx(L), NULL};
   int want_names = dp__lua_opt_field(L, 2, "names") != LUA_TNIL && lua_toboolean(L, -1);
   lua_pop(L, 1);
   if (!want_names) return dp__lua_push_printed(L, 1, o.flags);
@@ -437,14 +437,18 @@ static int l_astext(lua_State *L) {
   lua_setmetatable(L, -2);
   o.on_name = on_name;
   o.ud = pn;
+  dp__lua_text t;
+  dp__lua_text_init(L, &t);
+  o.block = t.block;
   size_t len = 0;
   char *s = obj->type == DP_OBJ_MODULE ? dp_print_module_with((dp_module *)obj, &o, &len)
                                        : dp_print_expr_with((dp_expr *)obj, &o, &len);
   if (s && pn->failed) {
-    free(s);
+    if (t.block) t.f(t.ud, s - t.blk.head, t.blk.head + len + 1, 0);
+    else free(s);
     s = NULL;
   }
-  dp__lua_push_lstr(L, s, len);
+  dp__lua_text_push(L, &t, s, len);
   push_names(L, pn);
   free_names(pn);
   return 2;

@@ -303,7 +303,7 @@ static int name_copies(dp_module *m, dp_report_data *r) {
     want(&n, r->copies[i].copy);
     want(&n, r->copies[i].value);
   }
-  dp_print_opts o = {0, on_name, &n, NULL};
+  dp_print_opts o = {0, on_name, &n, NULL, NULL};
   if (!n.oom && dp_print_module_names(m, &o) < 0) n.oom = 1;
   /* the block of names becomes the report's (its one string) */
   if (!n.oom && n.buf && dp_grow((void **)&r->strings, &r->capstrings, r->nstrings + 1, sizeof *r->strings) < 0) n.oom = 1;
