@@ -632,7 +632,7 @@ int dp__lua_hook_number(lua_State *L, const char *what, const char *unit, double
 
 const char *dp__lua_totext(lua_State *L, int idx, size_t *n) {
   if (lua_type(L, idx) == LUA_TSTRING) return lua_tolstring(L, idx, n);
-  dp__lua_text *t = luaL_testudata(L, idx, DP__TEXT_META);
+  dp__lua_filetext *t = luaL_testudata(L, idx, DP__TEXT_META);
   if (!t || !t->s) return NULL;
   *n = t->n;
   return t->s;

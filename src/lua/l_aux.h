@@ -195,10 +195,10 @@ int dp__lua_hook_number(lua_State *L, const char *what, const char *unit, double
    large input is in memory once (a Lua string is made by copying: reading
    one, the file was in memory twice). */
 #define DP__TEXT_META "devplan.Text"
-typedef struct dp__lua_text {
+typedef struct dp__lua_filetext {
   char *s;  /* n bytes and a NUL; NULL once freed */
   size_t n;
-} dp__lua_text;
+} dp__lua_filetext;
 /* The bytes of the string or text at idx (NULL for anything else). */
 const char *dp__lua_totext(lua_State *L, int idx, size_t *n);
 

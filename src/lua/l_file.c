@@ -217,7 +217,7 @@ static int release_heap(lua_State *L) {
 /* ---- reading ---- */
 
 static int text_gc(lua_State *L) {
-  dp__lua_text *t = luaL_checkudata(L, 1, DP__TEXT_META);
+  dp__lua_filetext *t = luaL_checkudata(L, 1, DP__TEXT_META);
   free(t->s);
   t->s = NULL;
   t->n = 0;
@@ -225,14 +225,14 @@ static int text_gc(lua_State *L) {
 }
 
 static int text_len(lua_State *L) {
-  dp__lua_text *t = luaL_checkudata(L, 1, DP__TEXT_META);
+  dp__lua_filetext *t = luaL_checkudata(L, 1, DP__TEXT_META);
   lua_pushinteger(L, (lua_Integer)t->n);
   return 1;
 }
 
 /* Reads fd (a regular file of `size` bytes, as fstat said) into t: up to
    its end, which may have moved since. 0, or an errno (ENOMEM). */
-static int read_fd(int fd, size_t size, dp__lua_text *t) {
+static int read_fd(int fd, size_t size, dp__lua_filetext *t) {
   size_t cap = size + 1, n = 0;
   char *s = dp_malloc(cap + 1);
   if (!s) return ENOMEM;
@@ -269,7 +269,7 @@ static int read_fd(int fd, size_t size, dp__lua_text *t) {
    io and its messages). */
 static int read_text(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
-  dp__lua_text *t = lua_newuserdatauv(L, sizeof *t, 0);
+  dp__lua_filetext *t = lua_newuserdatauv(L, sizeof *t, 0);
   t->s = NULL;
   t->n = 0;
   luaL_setmetatable(L, DP__TEXT_META);
