@@ -13,13 +13,7 @@ local testing = require "devplan.testing"
 local ROOT = dp.root or "."
 local META_FILE = ROOT .. "/spec/data/tvm_meta_cuda.relay"
 
-local function write(text)
-  local path = os.tmpname()
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-  return path
-end
+local function write(text) return testing.temp_file(text, ".relay") end
 
 local MODULE = table.concat({
   '#[version = "0.0.5"]',
@@ -29,6 +23,8 @@ local MODULE = table.concat({
   "  add(%x, %0) /* a comment */",
   "}", ""}, "\n")
 
+
+teardown(function() testing.remove_temp_files() end)
 describe("a file's text in C's heap (dp._read_text)", function()
   it("reads a regular file whole, and nothing else", function()
     local path = write(MODULE)

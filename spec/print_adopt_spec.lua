@@ -7,12 +7,7 @@ local dp = require "devplan"
 local t = require "devplan.testing"
 local gen = dofile(dp.root .. "/bench/gen.lua")
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = t.read_file
 
 teardown(function() t.remove_temp_files() end)
 

@@ -8,12 +8,7 @@ local dp = require "devplan"
 local t = require "devplan.testing"
 local gen = dofile(dp.root .. "/bench/gen.lua")
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = t.read_file
 
 local OPTIONS = {{}, {types = true}, {meta = true}, {spans = true, types = true},
                  {short_devices = true}, {param_lines = true}}
