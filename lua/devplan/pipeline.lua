@@ -322,6 +322,9 @@ end
 local ran_user_code = false
 
 function M._run_user_file(path)
+  if type(path) ~= "string" then
+    error("devplan.pipeline._run_user_file: the path of a Lua file (a string) expected, got " .. type(path), 2)
+  end
   local chunk, why = loadfile(path, "t")
   if not chunk then return nil, why end
   ran_user_code = true
