@@ -47,7 +47,7 @@ local function child(path, out)
   local text = assert(core._read_text(path)) -- (as the command reads a regular file)
   mark("read")
   local meta = not parser.has_metadata(text) and devname.palette() or nil
-  local mod = parser._parse_text(text, meta, {source_name = path})
+  local mod = dp.parse(text, meta, {source_name = path})
   mark("parsed")
   text = nil
   collectgarbage()

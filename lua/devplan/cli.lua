@@ -482,7 +482,7 @@ local function parse_module(opts, command, sources)
   -- else (a file without one) the palette
   local own = not opts["--meta"] and parser.has_metadata(text)
   local meta = opts["--meta"] and load_meta(opts["--meta"]) or not own and devname.palette() or nil
-  local ok, mod = pcall(type(text) == "string" and dp.parse or parser._parse_text, text, meta, {source_name = source})
+  local ok, mod = pcall(dp.parse, text, meta, {source_name = source})
   text = nil
   if ok then
     if source ~= "<stdin>" then sources[source] = again end

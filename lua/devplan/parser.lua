@@ -51,7 +51,7 @@ local P, S, V, B = lpeg.P, lpeg.S, lpeg.V, lpeg.B
 local Cp, Cc, Cmt, Carg = lpeg.Cp, lpeg.Cc, lpeg.Cmt, lpeg.Carg
 local match = lpeg.match
 local concat = table.concat
-local error, pcall, pairs, ipairs, type, tostring = error, pcall, pairs, ipairs, type, tostring
+local error, getmetatable, pcall, pairs, ipairs, type, tostring = error, getmetatable, pcall, pairs, ipairs, type, tostring
 local io_open, string_find = io.open, string.find
 
 local _ENV = nil
@@ -335,8 +335,15 @@ local function check_opts(fname, i, opts, level)
   end
 end
 
+-- A file's text as dp._read_text reads it (a devplan.Text, in C's heap):
+-- parsed as the string of its bytes would be.
+local function is_file_text(text)
+  local mt = type(text) == "userdata" and getmetatable(text)
+  return type(mt) == "table" and mt.__name == "devplan.Text"
+end
+
 local function check_args(fname, text, metatable, opts, nmeta)
-  if type(text) ~= "string" then
+  if type(text) ~= "string" and not (nmeta and is_file_text(text)) then
     error(("bad argument #1 to '%s' (string expected, got %s)"):format(fname, type(text)), 3)
   end
   if nmeta and metatable ~= nil and type(metatable) ~= "table" then
@@ -347,13 +354,6 @@ end
 
 function M.parse(text, metatable, opts)
   check_args("parse", text, metatable, opts, true)
-  return run("module", function(p) return p:module() end, text, metatable, opts)
-end
-
--- dp.parse of a file's text as dp._read_text read it (a devplan.Text: the
--- command line's input, in memory once); the arguments are the command
--- line's, not checked again.
-function M._parse_text(text, metatable, opts)
   return run("module", function(p) return p:module() end, text, metatable, opts)
 end
 
