@@ -25,6 +25,7 @@
 
 typedef struct dp__group {
   void *mem;     /* the block the chunks are cut from */
+  char *base;    /* its first chunk: mem aligned on CHUNK, or on a huge page */
   uint32_t live; /* chunks not freed, + 1 while the arena cuts chunks from it */
   uint32_t next; /* chunks cut */
   uint32_t size; /* chunks it has room for */
@@ -62,19 +63,23 @@ static dp__chunk *new_chunk(dp__arena *a) {
   }
   if (!g || g->next == g->size) {
     uint32_t size = a->groups < 6 ? 1u << a->groups : GROUP;
+    /* A group a whole number of huge pages long starts on one, so that
+       dp_malloc's huge pages cover all of it: fewer faults. */
+    size_t huge = dp__huge_page_size(), align = CHUNK;
+    if (huge > CHUNK && size * CHUNK % huge == 0) align = huge;
     dp__group *ng = dp_malloc(sizeof *ng);
-    void *mem = ng ? dp_malloc(size * CHUNK + CHUNK - 1) : NULL;
+    void *mem = ng ? dp_malloc(size * CHUNK + align - 1) : NULL;
     if (!mem) {
       free(ng);
       return NULL;
     }
-    *ng = (dp__group){mem, 1, 0, size, NULL};
+    char *base = (char *)(((uintptr_t)mem + align - 1) & ~(uintptr_t)(align - 1));
+    *ng = (dp__group){mem, base, 1, 0, size, NULL};
     a->groups++;
     if (g) drop_group(g);
     a->group = g = ng;
   }
-  uintptr_t base = ((uintptr_t)g->mem + CHUNK - 1) & ~(uintptr_t)(CHUNK - 1);
-  dp__chunk *c = (dp__chunk *)(base + g->next++ * CHUNK);
+  dp__chunk *c = (dp__chunk *)(g->base + g->next++ * CHUNK);
   g->live++;
   dp__prefault(c, CHUNK); /* (it is all written) */
   *c = (dp__chunk){1, (uint32_t)HEAD, g};
@@ -83,11 +88,7 @@ static dp__chunk *new_chunk(dp__arena *a) {
 
 void dp__prefault(void *p, size_t n) {
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-  static uintptr_t page;
-  if (!page) {
-    long ps = sysconf(_SC_PAGESIZE);
-    page = ps > 0 ? (uintptr_t)ps : 4096;
-  }
+  uintptr_t page = dp__page_size();
   uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + n) & ~(page - 1);
   if (n >= 16 * page && b > a) (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE); /* (a hint) */
 #else
@@ -121,8 +122,7 @@ int dp__arena_adopt(dp__arena *a, void *mem, size_t n) {
     free(mem);
     return size ? -1 : 0;
   }
-  /* (mem stays where it is: base is found from it again when cut) */
-  *g = (dp__group){mem, 1, 0, size > UINT32_MAX ? UINT32_MAX : (uint32_t)size, a->given};
+  *g = (dp__group){mem, (char *)base, 1, 0, size > UINT32_MAX ? UINT32_MAX : (uint32_t)size, a->given};
   a->given = g;
   return 0;
 }

@@ -86,4 +86,9 @@ struct dp_ctx {
 /* Frees the target kinds registered in ctx (target_kinds.c). */
 void dp__kinds_free(dp_ctx *ctx);
 
+/* Memory pages (alloc.c): the system's page size, and the size of a
+   transparent huge page (0 where there are none; read once). */
+size_t dp__page_size(void);
+size_t dp__huge_page_size(void);
+
 #endif

@@ -1,0 +1,182 @@
+/*
+ * Every allocation of the library: malloc, calloc and realloc behind one
+ * door (dp_malloc, dp_calloc, dp_realloc), so that a test can make the n-th
+ * fail (DEVPLAN_FAIL_ALLOC) and so that large blocks are asked to be backed
+ * by huge pages; and the arrays grown by doubling (dp_grow).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include "internal.h"
+
+/* --- allocation failure injection (testing aid, see core.h) ---
+   Every allocation of the library goes through the three functions below,
+   so a test can make the n-th of them fail and check the error path it
+   takes. The counter only runs while injection is armed, so a normal run
+   pays one predictable branch per allocation. */
+static uint64_t fail_at;      /* 0: injection off */
+static uint64_t alloc_count;  /* allocations since arming (or all, see below) */
+static int fail_persistent;   /* every allocation from the fail_at-th fails */
+static int env_read;
+
+/* DEVPLAN_FAIL_ALLOC=N (one-shot) or N+ (persistent), read once: the first
+   allocation of the process arms it, so the count starts at the start. */
+static void read_env(void) {
+  env_read = 1;
+  const char *s = getenv("DEVPLAN_FAIL_ALLOC");
+  if (!s || !*s) return;
+  char *end;
+  unsigned long long n = strtoull(s, &end, 10);
+  if (end == s || n == 0 || (*end && strcmp(end, "+"))) return;
+  dp_debug_fail_alloc(n, *end == '+');
+}
+
+void dp_debug_fail_alloc(uint64_t n, int persistent) {
+  env_read = 1;
+  fail_at = n;
+  fail_persistent = persistent != 0;
+  alloc_count = 0;
+}
+
+uint64_t dp_debug_alloc_count(void) { return alloc_count; }
+
+/* 1 when this allocation is to fail. */
+static int inject(void) {
+  if (!env_read) read_env();
+  if (!fail_at) return 0;
+  uint64_t k = ++alloc_count;
+  return fail_persistent ? k >= fail_at : k == fail_at;
+}
+
+size_t dp__page_size(void) {
+  static size_t page;
+#if defined(__linux__)
+  if (!page) {
+    long ps = sysconf(_SC_PAGESIZE);
+    page = ps > 0 ? (size_t)ps : 4096;
+  }
+#else
+  page = 4096;
+#endif
+  return page;
+}
+
+/* What a file of the kernel's says, in buf; 0 when it cannot be read. */
+static int read_sys(const char *path, char *buf, int n) {
+  FILE *f = fopen(path, "r");
+  int ok = f && fgets(buf, n, f) != NULL;
+  if (f) fclose(f);
+  return ok;
+}
+
+size_t dp__huge_page_size(void) {
+  static size_t size = 1; /* (1: not read yet) */
+  if (size != 1) return size;
+  size = 0;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  char buf[128];
+  unsigned long long v;
+  if (read_sys("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf) &&
+      !strstr(buf, "[never]") &&
+      read_sys("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", buf, sizeof buf) &&
+      sscanf(buf, "%llu", &v) == 1 && v >= 4096 && (v & (v - 1)) == 0)
+    size = (size_t)v;
+#endif
+  return size;
+}
+
+/* A fresh page costs a fault, and a million-call module's arrays and
+   node blocks take hundreds of MB: 4 KiB a fault, some 20 us each on a
+   virtual machine. A block of at least two huge pages asks for huge pages
+   (where transparent huge pages are in "madvise" mode, the usual default):
+   512 times fewer faults on x86-64 for the huge pages that lie wholly
+   inside it. The hint covers the block's whole mapping (glibc maps a large
+   block on its own, and malloc_usable_size reaches its end): a hint on part
+   of it would split the mapping, and realloc could then no longer grow it
+   in place (mremap fails across mappings, and glibc copies instead). A
+   failed hint changes nothing. */
+static void *huge(void *p, size_t n) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  size_t h = p && n >= ((size_t)4 << 20) ? dp__huge_page_size() : 0;
+  if (!h || n < 2 * h) return p;
+#ifdef __GLIBC__
+  size_t extent = malloc_usable_size(p);
+#else
+  size_t extent = n;
+#endif
+  uintptr_t page = dp__page_size(), a = (uintptr_t)p & ~(page - 1);
+  uintptr_t b = ((uintptr_t)p + extent + page - 1) & ~(page - 1);
+  (void)madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+  (void)n;
+#endif
+  return p;
+}
+
+void *dp_malloc(size_t n) { return inject() ? NULL : huge(malloc(n ? n : 1), n); }
+void *dp_calloc(size_t n, size_t size) {
+  if (inject()) return NULL;
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  return size && n <= SIZE_MAX / size ? huge(p, n * size) : p;
+}
+void *dp_realloc(void *p, size_t n) { return inject() ? NULL : huge(realloc(p, n ? n : 1), n); }
+
+char *dp_strdup(const char *s) {
+  if (!s) s = "";
+  size_t n = strlen(s) + 1;
+  char *d = dp_malloc(n);
+  if (d) memcpy(d, s, n);
+  return d;
+}
+
+char *dp_strndup(const char *s, size_t n) {
+  size_t len = strnlen(s, n);
+  char *d = dp_malloc(len + 1);
+  if (!d) return NULL;
+  memcpy(d, s, len);
+  d[len] = 0;
+  return d;
+}
+
+/* The capacity dp_grow grows cap to for need items of elem bytes, or 0
+   when that many do not fit. */
+static uint64_t grown(uint32_t cap, uint32_t need, size_t elem) {
+  uint64_t c = cap ? cap : 16;
+  while (c < need) c *= 2;
+  return c > UINT32_MAX || c * elem / elem != c ? 0 : c;
+}
+
+int dp_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  uint64_t c = grown(*cap, need, elem);
+  void *a = c ? dp_realloc(*arr, (size_t)c * elem) : NULL;
+  if (!a) return -1;
+  *arr = a;
+  *cap = (uint32_t)c;
+  return 0;
+}
+
+int dp_grow_arrays(uint32_t *cap, uint32_t need, uint32_t n, void **const arrs[], const size_t elems[]) {
+  if (need <= *cap) return 0;
+  uint64_t c = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint64_t ci = grown(*cap, need, elems[i]);
+    if (!ci) return -1;
+    c = ci; /* (the same for every size that fits) */
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    void *a = dp_realloc(*arrs[i], (size_t)c * elems[i]);
+    if (!a) return -1;
+    *arrs[i] = a;
+  }
+  *cap = (uint32_t)c;
+  return 0;
+}
