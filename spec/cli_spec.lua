@@ -144,4 +144,33 @@ describe("devplan executable", function()
     assert.truthy(faults, out)
     assert.truthy(faults < 400, out)
   end)
+
+  -- src/cli/main.c: the Lua state's large blocks ask for huge pages, as
+  -- the library's do (dp_advise_huge). A 64 MiB string faulted in 16,384
+  -- pages of 4 KiB so; with huge pages a few dozen.
+  it("backs a script's large strings by huge pages where the system has them", function()
+    if testing.instrumented then
+      pending("the sanitizers' allocator is not the Lua state's")
+      return
+    end
+    local f = io.open("/sys/kernel/mm/transparent_hugepage/enabled")
+    local mode = f and f:read("l")
+    if f then f:close() end
+    if not mode or mode:find("[never]", 1, true) or not io.open("/proc/self/stat") then
+      return -- (no huge pages to ask for, or no /proc to count faults in)
+    end
+    local code, out = run(script([[
+      local function minflt()
+        local f = assert(io.open("/proc/self/stat")); local s = f:read("a"); f:close()
+        return tonumber(s:match("%b()%s+%S+%s+%S+%s+%S+%s+%S+%s+%S+%s+%S+%s+%S+%s+(%d+)"))
+      end
+      local before = minflt()
+      local s = string.rep("x", 64 * 1024 * 1024)
+      print("faults " .. (minflt() - before) .. " " .. #s)
+    ]]))
+    assert.equal(0, code, out)
+    local faults = tonumber(out:match("faults (%d+)"))
+    assert.truthy(faults, out)
+    assert.truthy(faults < 4000, out)
+  end)
 end)

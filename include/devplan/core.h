@@ -156,6 +156,12 @@ void dp_err_free(dp_err *err);
 void *dp_malloc(size_t n);
 void *dp_calloc(size_t n, size_t size);
 void *dp_realloc(void *p, size_t n);
+/* Asks that block p of n bytes (just allocated by malloc or realloc, not
+   yet written) be backed by huge pages, as dp_malloc's large blocks are:
+   fewer page faults. A hint: nothing under two huge pages, or where the
+   system has none. Returns p. (For allocators of a host's, such as a Lua
+   state's.) */
+void *dp_advise_huge(void *p, size_t n);
 char *dp_strdup(const char *s);
 /* At most n bytes of s, NUL-terminated (malloc'd), or NULL. */
 char *dp_strndup(const char *s, size_t n);

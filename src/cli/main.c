@@ -35,6 +35,7 @@
 #include <lua.h>
 #include <lauxlib.h>
 #include <lualib.h>
+#include "devplan/core.h"
 #include "../lua/l_init.h"
 #include "term.h"
 
@@ -330,6 +331,22 @@ static int check_stdout(void) {
   return 1;
 }
 
+/* The Lua state's own allocator, and the one main gives it: the same, with
+   large blocks (a printed module Lua takes as a string, a big table) asking
+   for huge pages as the library's do (dp_advise_huge): fewer page faults. */
+static lua_Alloc lua_alloc;
+
+static void *alloc_advised(void *ud, void *p, size_t os, size_t ns) {
+  void *q = lua_alloc(ud, p, os, ns);
+  return ns >= ((size_t)4 << 20) ? dp_advise_huge(q, ns) : q;
+}
+
+static void advise_large_blocks(lua_State *L) {
+  void *ud;
+  lua_alloc = lua_getallocf(L, &ud);
+  lua_setallocf(L, alloc_advised, ud);
+}
+
 int main(int argc, char **argv) {
   if (argv[0] && argv[0][0]) progname = argv[0];
   map_large_blocks();
@@ -340,6 +357,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: cannot create the Lua state: not enough memory\n", progname);
     return 1;
   }
+  advise_large_blocks(L);
   int status = 0;
   lua_pushcfunction(L, pmain);
   lua_pushinteger(L, argc);

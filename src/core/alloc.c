@@ -103,7 +103,7 @@ size_t dp__huge_page_size(void) {
    of it would split the mapping, and realloc could then no longer grow it
    in place (mremap fails across mappings, and glibc copies instead). A
    failed hint changes nothing. */
-static void *huge(void *p, size_t n) {
+void *dp_advise_huge(void *p, size_t n) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   size_t h = p && n >= ((size_t)4 << 20) ? dp__huge_page_size() : 0;
   if (!h || n < 2 * h) return p;
@@ -121,13 +121,13 @@ static void *huge(void *p, size_t n) {
   return p;
 }
 
-void *dp_malloc(size_t n) { return inject() ? NULL : huge(malloc(n ? n : 1), n); }
+void *dp_malloc(size_t n) { return inject() ? NULL : dp_advise_huge(malloc(n ? n : 1), n); }
 void *dp_calloc(size_t n, size_t size) {
   if (inject()) return NULL;
   void *p = calloc(n ? n : 1, size ? size : 1);
-  return size && n <= SIZE_MAX / size ? huge(p, n * size) : p;
+  return size && n <= SIZE_MAX / size ? dp_advise_huge(p, n * size) : p;
 }
-void *dp_realloc(void *p, size_t n) { return inject() ? NULL : huge(realloc(p, n ? n : 1), n); }
+void *dp_realloc(void *p, size_t n) { return inject() ? NULL : dp_advise_huge(realloc(p, n ? n : 1), n); }
 
 char *dp_strdup(const char *s) {
   if (!s) s = "";
