@@ -564,6 +564,10 @@ oom:
 void *dp__index_take(dp__index *ix, size_t n) {
   int i = ix->nspare[1] > ix->nspare[0];
   void *p = ix->spare[i];
+  /* (the other one goes: nothing else would take it, and it should not
+     stay resident through the phases) */
+  free(ix->spare[!i]);
+  ix->spare[!i] = NULL, ix->nspare[!i] = 0;
   if (!p) return dp_malloc(n ? n : 1);
   ix->spare[i] = NULL, ix->nspare[i] = 0;
   /* (a mapped block is remapped, its pages kept; a small one may move) */

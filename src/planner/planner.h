@@ -377,7 +377,7 @@ struct dp__domains {
   uint32_t *dom;            /* id -> domain, for the ids below dom_from; from there on a
                                node's domain is id + dom_off (analysis makes the domains of
                                first-order nodes in id order: most of a program is one run,
-                               and its array of 4 bytes a node goes); read by dp__dom_at */
+                               which it never writes here); read by dp__dom_at */
   uint32_t dom_from, dom_off;
   dp__ptrmap extra;         /* domains of what the index does not number (primfns,
                                pattern variables never used, operators of lookups) */
@@ -410,6 +410,8 @@ static inline uint32_t dp__dom_free(dp__domains *d) {
   d->nodes[id] = (dp__dnode){.parent = id, .size = 1};
   return id;
 }
+/* n free domains, one after the other (d->oom set on out of memory). */
+void dp__dom_free_run(dp__domains *d, uint32_t n);
 uint32_t dp__dom_fn(dp__domains *d, uint32_t arity, const uint32_t *kids);
 uint32_t dp__dom_for_type(dp__domains *d, const dp_type *t, uint32_t vdev, int crule,
                           dp_expr *cwhy);
