@@ -53,10 +53,13 @@ typedef struct rcopy { uint32_t id, next; dp_vdev *vd; dp_expr *made; } rcopy;
    node's result: at a million nodes it was 8 bytes a node, and a page
    fault every 512): a node with one reference (not F_SHARED) has one
    parent, which post order captures right after the node's last sibling,
-   so its result waits on a stack (vs) and is taken off it, in child order,
-   by that parent; a shared node's result is looked up by id: where it
-   differs from the node (a bit per id, isnew, says so) in `changed`
-   (keyed by id_key(id)), else it is the node itself.
+   so its result, where it differs from the node (a bit per id, isnew,
+   says so), waits on a stack (vs) and is taken off it, in child order, by
+   that parent; a shared node's result is looked up by id: where it differs
+   from the node in `changed` (keyed by id_key(id)). A result that is the
+   node itself (most of them: the node unchanged, or changed in place) is
+   read from the index (at a million let calls the stack held every let's
+   value until the lets were built, 8 MB at capture's peak).
    Where many shared nodes change (a program whose values are each read by
    several calls), the map would cost more than an array of them all: past
    n/64 entries they move to one (`dense`, id -> new form or NULL). */
@@ -66,7 +69,7 @@ typedef struct cctx {
   dp_expr **vs; uint32_t nvs, capvs;  /* results of single-reference nodes (owned) */
   dp__ptrmap changed;                 /* id_key(id) -> a shared node's new form (owned) */
   dp_expr **dense;                    /* or, once many changed, id -> it (owned) or NULL */
-  uint8_t *isnew;                     /* a bit per id: a shared node with a new form */
+  uint8_t *isnew;                     /* a bit per id: a node with a new form */
   dp_expr **kr; uint32_t capkr;       /* the node being captured: its kids' results (borrowed) */
   rcopy *rc; uint32_t nrc, caprc;
   dp__ptrmap rcmap;  /* node -> its latest rcopy + 1 (a node numbered twice has two ids) */
@@ -655,9 +658,9 @@ static int kid_results(cctx *c, uint32_t id, uint32_t *base) {
   for (uint32_t j = nk; j-- > 0;) { /* (the last child's result is on top) */
     uint32_t k = ix->kid[o + j];
     if (k == DP__NONE_ID) c->kr[j] = dp__child(ix->x[id], j);
+    else if (!(c->isnew[k >> 3] & (1u << (k & 7)))) c->kr[j] = ix->x[k];
     else if (!(ix->flag[k] & F_SHARED)) c->kr[j] = c->vs[--top];
-    else c->kr[j] = !(c->isnew[k >> 3] & (1u << (k & 7))) ? ix->x[k]
-                    : c->dense ? c->dense[k] : dp__ptrmap_find(&c->changed, id_key(k))->ptr;
+    else c->kr[j] = c->dense ? c->dense[k] : dp__ptrmap_find(&c->changed, id_key(k))->ptr;
   }
   *base = top;
   return 0;
@@ -681,16 +684,17 @@ static int to_dense(cctx *c) {
    of memory (r released). */
 static int keep(cctx *c, uint32_t id, dp_expr *r) {
   const dp__index *ix = c->ix;
+  if (r == ix->x[id]) { /* (the module holds it: its parent, up to a function it holds) */
+    dp_release(r);
+    return 0;
+  }
   if (!(ix->flag[id] & F_SHARED)) {
     if (c->nvs == c->capvs && dp_grow((void **)&c->vs, &c->capvs, c->nvs + 1, sizeof *c->vs) < 0) {
       dp_release(r);
       return -1;
     }
     c->vs[c->nvs++] = r;
-    return 0;
-  }
-  if (r == ix->x[id]) { /* (the module holds it) */
-    dp_release(r);
+    c->isnew[id >> 3] |= (uint8_t)(1u << (id & 7));
     return 0;
   }
   if (!c->dense && c->changed.n >= ix->n / 64 + 64 && to_dense(c) < 0) {
@@ -774,14 +778,17 @@ static void give(dp__arena *a, void **p, size_t n) {
    node's a few times, as a node and as a child, in post order: a find in
    the union-find each time). 0, or -1 on out of memory.
    For capture_last, where these are all capture asks of the domains, they
-   go (and the index's kinds, which capture reads from the nodes): what
+   go (the index's kinds, which capture reads from the nodes, are these now): what
    else it asks is a callee's function domain (calls of functions, lowered
    calls), a primfn's buffers, and the domain of a child with no id (an
    operator or a constructor as a value), made on demand. */
 static int devices(cctx *c) {
   dp__index *ix = c->ix;
   if (c->d->dev->n > 256) return 0; /* (read from the domains) */
-  if (!(c->dev = dp_malloc(ix->n ? ix->n : 1))) return -1;
+  /* (capture_last: nothing reads the index's kinds again, a byte an id: the
+     devices take their block, no fresh pages) */
+  if (c->last && ix->kind) c->dev = ix->kind, ix->kind = NULL;
+  else if (!(c->dev = dp_malloc(ix->n ? ix->n : 1))) return -1;
   int asks = ix->nloose || ix->mod->nprims;
   for (uint32_t id = 0; id < ix->n; id++) {
     c->dev[id] = (uint8_t)dom_dev(c->d, dp__dom_at(c->d, id));
@@ -793,8 +800,6 @@ static int devices(cctx *c) {
     give(ix->ops.arena, (void **)&c->d->cons, (size_t)c->d->capcons * sizeof *c->d->cons);
     give(ix->ops.arena, (void **)&c->d->kids, (size_t)c->d->capkids * sizeof *c->d->kids);
     dp__domains_drop(c->d);
-    free(ix->kind);
-    ix->kind = NULL;
   }
   return 0;
 }
