@@ -33,6 +33,10 @@
  * (post order; on_device calls, whose bodies capture follows, are never
  * changed in place).
  *
+ * With consume, capture_last also cuts the index behind it where the ids
+ * it is done with are the top ones (a let chain's, built from the last let
+ * up): their pages go while the plan's new nodes are made.
+ *
  * Each function's nodes are rewritten in post order (the index's), each
  * once, from its children's rewritten forms and the devices of their
  * domains. A node whose children all come back as they were, and which
@@ -78,6 +82,10 @@ typedef struct cctx {
   int last;          /* dp__capture_last: nothing reads the domains after capture */
   uint8_t *excl;     /* consume: a bit per id, held by its parent alone up to a function
                         only the module holds (changed in place); NULL: nothing is */
+  uint32_t *top;     /* capture_last: a checkpoint every `step` positions of the last
+                        function's post order, the largest id read from there on
+                        (NULL: none) */
+  uint32_t ntop, step;
 } cctx;
 
 static dp_err *no_device(cctx *c, const dp_expr *e) {
@@ -726,6 +734,67 @@ static void shrink_vs(cctx *c) {
   if (p) c->vs = p, c->capvs = cap;
 }
 
+/* With consume, the index cut (capture_last) behind capture as it goes
+   (without it the input stays beside its plan, which outweighs the index,
+   and the pass over the post order below is not paid): at a million
+   let calls a let's children are all the ids after it, and capture builds
+   the lets last, from the last one up, so that the ids it is done with
+   are one block at the top, which goes while the new on_device calls are
+   made (the numbering's 96 MB were all there at capture's end, beside
+   them and the plan). A checkpoint every c->step positions, a sixteenth
+   of the ids (at least 8: small programs are cut too, so that every test
+   reads the index through cuts, where a read past one shows under ASan). */
+#define CUTS 16u
+
+/* The last function's checkpoints (c->top), by one pass over its post
+   order backwards, stopped where every id is still read. The ids read at
+   a node: its own, its children's, and those of a child's chain of nested
+   on_device calls (`through` follows it); a lowered call also reads its
+   tuple's fields and their chains (then nothing before it is cut). Only
+   where nothing else reads an id out of that order (no node numbered
+   twice: is_param looks those up by their other ids). Out of memory: no
+   checkpoints (nothing is cut). */
+static void tops(cctx *c) {
+  const dp__index *ix = c->ix;
+  if (!c->last || ix->ndups || !ix->nfn) return;
+  uint32_t lo = ix->fnpost[ix->nfn - 1], hi = ix->fnpost[ix->nfn], all = ix->n - 1, m = 0;
+  c->step = ix->n / CUTS > 8 ? ix->n / CUTS : 8;
+  if (hi - lo < 2 * c->step || !(c->top = dp_malloc(((hi - lo) / c->step + 1) * sizeof *c->top)))
+    return;
+  c->ntop = (hi - lo) / c->step + 1;
+  for (uint32_t t = 0; t < c->ntop; t++) c->top[t] = all;
+  uint32_t t = c->ntop - 1, at = lo + t * c->step; /* the checkpoint below (at most) */
+  for (uint32_t k = hi; k-- > lo && m < all;) {
+    uint32_t id = ix->post[k];
+    if (id > m) m = id;
+    if (ix->what[id] == W_LOWERED) m = all;
+    for (uint32_t o = ix->koff[id], e = ix->koff[id + 1]; o < e; o++) {
+      uint32_t j = ix->kid[o];
+      while (j != DP__NONE_ID) {
+        if (j > m) m = j;
+        if (ix->what[j] != W_ON_DEVICE) break;
+        j = dp__kid(ix, j, 1);
+      }
+    }
+    if (k == at) {
+      c->top[t] = m;
+      at -= c->step, t--; /* (past lo at t = 0: the loop ends there) */
+    }
+  }
+}
+
+/* At checkpoint t: the ids after its largest go, where that frees a block
+   worth it (and capture's own devices with them). */
+static void cut(cctx *c, uint32_t t) {
+  uint32_t keep = c->top[t] + 1;
+  if (keep + c->step > c->ix->cap) return;
+  dp__index_cut(c->ix, keep);
+  if (c->dev) {
+    uint8_t *p = dp_realloc(c->dev, keep);
+    if (p) c->dev = p;
+  }
+}
+
 /* One function: its nodes in post order (the range of function fn), each
    rewritten once from its children's results; the root comes last. A node
    that is not shared has one parent, so its result is dropped as soon as
@@ -735,8 +804,13 @@ static void shrink_vs(cctx *c) {
 static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
   const dp__index *ix = c->ix;
   dp_expr *r = NULL;
-  uint32_t end = ix->fnpost[fn + 1], base;
-  for (uint32_t k = ix->fnpost[fn]; k < end; k++) {
+  uint32_t lo = ix->fnpost[fn], end = ix->fnpost[fn + 1], base;
+  uint32_t next = c->top && fn + 1 == ix->nfn ? lo : DP__NONE_ID; /* the next checkpoint */
+  for (uint32_t k = lo; k < end; k++) {
+    if (k == next) {
+      cut(c, (k - lo) / c->step);
+      next = k + c->step;
+    }
     uint32_t id = ix->post[k];
     /* (the module's nodes are cold at a million: each is asked for a few
        nodes ahead of its turn) */
@@ -840,6 +914,7 @@ static dp_module *capture(dp__domains *d, int last, int consume, dp_err **err) {
   dp_module *m = ix->mod, *out = dp_module_copy(m);
   if (!out || !(c.isnew = dp_calloc(ix->n / 8 + 1, 1)) || devices(&c) < 0) goto oom;
   if (consume) c.excl = exclusive(ix); /* (after `out` holds every function) */
+  if (consume) tops(&c);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = capture_function(&c, i, err);
     if (!f) goto fail;
@@ -867,6 +942,7 @@ done:
   free(c.dense);
   free(c.isnew);
   free(c.excl);
+  free(c.top);
   free(c.dev);
   free(c.kr);
   for (uint32_t i = 0; i < c.nrc; i++) dp_release(c.rc[i].made);

@@ -256,9 +256,15 @@ typedef struct dp__index {
 /* Number every global function of m (one walk each); NULL + error. */
 dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err);
 void dp__index_free(dp__index *ix);
+/* For a reader that never again reads the ids from keep on (capture's
+   last round, dp__capture_last): the per-id arrays and the children's
+   slots cut there (their pages go; koff keeps keep + 1 entries, so that
+   the ids below keep still have their children). n stays: nothing may
+   read those ids, nor walk every id, after it. */
+void dp__index_cut(dp__index *ix, uint32_t keep);
 /* A block of n bytes (uninitialised), the largest of the walk's spare
-   blocks made to that size where one is left, else a new one; NULL on out
-   of memory. */
+   blocks made to that size where one is left (the other is freed), else a
+   new one; NULL on out of memory. */
 void *dp__index_take(dp__index *ix, size_t n);
 /* e's id (its latest, for a node numbered twice), or DP__NONE_ID. */
 uint32_t dp__index_id(dp__index *ix, const dp_expr *e);
