@@ -145,14 +145,14 @@ static uint32_t *copy_reps(const dp__index *ix) {
   return rep;
 }
 
-/* (analysis runs on domains just made, whose dom[] is whole until
-   dp__dom_compact: read directly, the hottest reads of the planner) */
-#define DOM(a, id) ((a)->d->dom[id])
+/* (fresh_domains leaves dom[] in its compact form: the ids of the last
+   run by their offset) */
+#define DOM(a, id) dp__dom_at((a)->d, (id))
 #define KDOM(a, id, i) kdom((a)->d, (id), (i))
 
 static inline uint32_t kdom(dp__domains *d, uint32_t id, uint32_t i) {
   uint32_t k = dp__kid(d->ix, id, i);
-  return k != DP__NONE_ID ? d->dom[k] : dp__dom_of(d, dp__child(d->ix->x[id], i));
+  return k != DP__NONE_ID ? dp__dom_at(d, k) : dp__dom_of(d, dp__child(d->ix->x[id], i));
 }
 
 /* The value of node id (domain src) is read in domain dst. PlanDevices
@@ -420,24 +420,49 @@ static int primfn_domain(actx *a, dp_primfn *pf) {
   return rc;
 }
 
+/* The first id of the last run of ids whose domains fresh_domains makes
+   one after the other (first-order nodes, no global, none numbered
+   twice): their domains are their ids plus one offset, and need no place
+   in dom[] (at a million let calls the run is the whole program, and the
+   array of 4 bytes an id, written whole and compacted once analysis was
+   done, was 12 MB at the planner's peak). */
+static uint32_t run_from(const dp__index *ix) {
+  uint32_t from = ix->n;
+  while (from > 0) {
+    int k = ix->kind[from - 1];
+    if (!(k & K_FIRST) || (k & K_KIND) == DP_GLOBAL || (ix->flag[from - 1] & F_DUP)) break;
+    from--;
+  }
+  return from;
+}
+
 /* A fresh domain for every node (its type's shape); a node numbered in two
    functions has one, and a global reference its function's (roots are
-   given theirs first). */
+   given theirs first). dom[] holds the ids below the last run (run_from),
+   the run is read by its offset (dp__dom_at). */
 static void fresh_domains(dp__domains *d) {
   dp__index *ix = d->ix;
-  for (uint32_t id = 0; id < ix->n; id++) {
+  uint32_t from = run_from(ix);
+  if (!(d->dom = dp__index_take(ix, (size_t)(from ? from : 1) * sizeof *d->dom))) {
+    d->oom = 1;
+    return;
+  }
+  for (uint32_t id = 0; id < from; id++) {
     int k = ix->kind[id];
     if ((k & K_KIND) == DP_GLOBAL) continue;
     /* most nodes are first order: a free domain, whatever else their type says */
     d->dom[id] = k & K_FIRST ? dp__dom_free(d) : dp__dom_new(d, ix->x[id]);
   }
-  for (uint32_t k = 0; k < ix->ndups; k += 2) d->dom[ix->dups[k]] = d->dom[ix->dups[k + 1]];
+  d->dom_from = from;
+  d->dom_off = d->nnodes - from; /* (unsigned: wraps back, as dp__dom_at reads it) */
+  dp__dom_free_run(d, ix->n - from);
+  for (uint32_t k = 0; k < ix->ndups; k += 2) d->dom[ix->dups[k]] = dp__dom_at(d, ix->dups[k + 1]);
   for (uint32_t r = 0; r < ix->ngref; r++) {
     uint32_t id = ix->gref[r];
     if (!(ix->flag[id] & F_DUP)) d->dom[id] = dp__dom_new(d, ix->x[id]);
   }
   /* (a global numbered twice: its earlier id has its domain now) */
-  for (uint32_t k = 0; k < ix->ndups; k += 2) d->dom[ix->dups[k]] = d->dom[ix->dups[k + 1]];
+  for (uint32_t k = 0; k < ix->ndups; k += 2) d->dom[ix->dups[k]] = dp__dom_at(d, ix->dups[k + 1]);
 }
 
 static int analyze(actx *a) {
@@ -447,6 +472,7 @@ static int analyze(actx *a) {
   for (uint32_t i = 0; i < m->nprims && !a->err; i++) primfn_domain(a, m->prims[i]);
   if (a->err) return -1;
   fresh_domains(d);
+  if (d->oom) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
   if (d->ix->relax && d->ix->ncopies && !(a->copy_rep = copy_reps(d->ix)))
     return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
   for (uint32_t k = 0; k < d->ix->npost && !d->oom; k++)

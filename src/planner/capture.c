@@ -33,6 +33,10 @@
  * (post order; on_device calls, whose bodies capture follows, are never
  * changed in place).
  *
+ * With consume, capture_last also cuts the index behind it where the ids
+ * it is done with are the top ones (a let chain's, built from the last let
+ * up): their pages go while the plan's new nodes are made.
+ *
  * Each function's nodes are rewritten in post order (the index's), each
  * once, from its children's rewritten forms and the devices of their
  * domains. A node whose children all come back as they were, and which
@@ -53,10 +57,13 @@ typedef struct rcopy { uint32_t id, next; dp_vdev *vd; dp_expr *made; } rcopy;
    node's result: at a million nodes it was 8 bytes a node, and a page
    fault every 512): a node with one reference (not F_SHARED) has one
    parent, which post order captures right after the node's last sibling,
-   so its result waits on a stack (vs) and is taken off it, in child order,
-   by that parent; a shared node's result is looked up by id: where it
-   differs from the node (a bit per id, isnew, says so) in `changed`
-   (keyed by id_key(id)), else it is the node itself.
+   so its result, where it differs from the node (a bit per id, isnew,
+   says so), waits on a stack (vs) and is taken off it, in child order, by
+   that parent; a shared node's result is looked up by id: where it differs
+   from the node in `changed` (keyed by id_key(id)). A result that is the
+   node itself (most of them: the node unchanged, or changed in place) is
+   read from the index (at a million let calls the stack held every let's
+   value until the lets were built, 8 MB at capture's peak).
    Where many shared nodes change (a program whose values are each read by
    several calls), the map would cost more than an array of them all: past
    n/64 entries they move to one (`dense`, id -> new form or NULL). */
@@ -66,7 +73,7 @@ typedef struct cctx {
   dp_expr **vs; uint32_t nvs, capvs;  /* results of single-reference nodes (owned) */
   dp__ptrmap changed;                 /* id_key(id) -> a shared node's new form (owned) */
   dp_expr **dense;                    /* or, once many changed, id -> it (owned) or NULL */
-  uint8_t *isnew;                     /* a bit per id: a shared node with a new form */
+  uint8_t *isnew;                     /* a bit per id: a node with a new form */
   dp_expr **kr; uint32_t capkr;       /* the node being captured: its kids' results (borrowed) */
   rcopy *rc; uint32_t nrc, caprc;
   dp__ptrmap rcmap;  /* node -> its latest rcopy + 1 (a node numbered twice has two ids) */
@@ -75,6 +82,10 @@ typedef struct cctx {
   int last;          /* dp__capture_last: nothing reads the domains after capture */
   uint8_t *excl;     /* consume: a bit per id, held by its parent alone up to a function
                         only the module holds (changed in place); NULL: nothing is */
+  uint32_t *top;     /* capture_last: a checkpoint every `step` positions of the last
+                        function's post order, the largest id read from there on
+                        (NULL: none) */
+  uint32_t ntop, step;
 } cctx;
 
 static dp_err *no_device(cctx *c, const dp_expr *e) {
@@ -655,9 +666,9 @@ static int kid_results(cctx *c, uint32_t id, uint32_t *base) {
   for (uint32_t j = nk; j-- > 0;) { /* (the last child's result is on top) */
     uint32_t k = ix->kid[o + j];
     if (k == DP__NONE_ID) c->kr[j] = dp__child(ix->x[id], j);
+    else if (!(c->isnew[k >> 3] & (1u << (k & 7)))) c->kr[j] = ix->x[k];
     else if (!(ix->flag[k] & F_SHARED)) c->kr[j] = c->vs[--top];
-    else c->kr[j] = !(c->isnew[k >> 3] & (1u << (k & 7))) ? ix->x[k]
-                    : c->dense ? c->dense[k] : dp__ptrmap_find(&c->changed, id_key(k))->ptr;
+    else c->kr[j] = c->dense ? c->dense[k] : dp__ptrmap_find(&c->changed, id_key(k))->ptr;
   }
   *base = top;
   return 0;
@@ -681,16 +692,17 @@ static int to_dense(cctx *c) {
    of memory (r released). */
 static int keep(cctx *c, uint32_t id, dp_expr *r) {
   const dp__index *ix = c->ix;
+  if (r == ix->x[id]) { /* (the module holds it: its parent, up to a function it holds) */
+    dp_release(r);
+    return 0;
+  }
   if (!(ix->flag[id] & F_SHARED)) {
     if (c->nvs == c->capvs && dp_grow((void **)&c->vs, &c->capvs, c->nvs + 1, sizeof *c->vs) < 0) {
       dp_release(r);
       return -1;
     }
     c->vs[c->nvs++] = r;
-    return 0;
-  }
-  if (r == ix->x[id]) { /* (the module holds it) */
-    dp_release(r);
+    c->isnew[id >> 3] |= (uint8_t)(1u << (id & 7));
     return 0;
   }
   if (!c->dense && c->changed.n >= ix->n / 64 + 64 && to_dense(c) < 0) {
@@ -722,6 +734,67 @@ static void shrink_vs(cctx *c) {
   if (p) c->vs = p, c->capvs = cap;
 }
 
+/* With consume, the index cut (capture_last) behind capture as it goes
+   (without it the input stays beside its plan, which outweighs the index,
+   and the pass over the post order below is not paid): at a million
+   let calls a let's children are all the ids after it, and capture builds
+   the lets last, from the last one up, so that the ids it is done with
+   are one block at the top, which goes while the new on_device calls are
+   made (the numbering's 96 MB were all there at capture's end, beside
+   them and the plan). A checkpoint every c->step positions, a sixteenth
+   of the ids (at least 8: small programs are cut too, so that every test
+   reads the index through cuts, where a read past one shows under ASan). */
+#define CUTS 16u
+
+/* The last function's checkpoints (c->top), by one pass over its post
+   order backwards, stopped where every id is still read. The ids read at
+   a node: its own, its children's, and those of a child's chain of nested
+   on_device calls (`through` follows it); a lowered call also reads its
+   tuple's fields and their chains (then nothing before it is cut). Only
+   where nothing else reads an id out of that order (no node numbered
+   twice: is_param looks those up by their other ids). Out of memory: no
+   checkpoints (nothing is cut). */
+static void tops(cctx *c) {
+  const dp__index *ix = c->ix;
+  if (!c->last || ix->ndups || !ix->nfn) return;
+  uint32_t lo = ix->fnpost[ix->nfn - 1], hi = ix->fnpost[ix->nfn], all = ix->n - 1, m = 0;
+  c->step = ix->n / CUTS > 8 ? ix->n / CUTS : 8;
+  if (hi - lo < 2 * c->step || !(c->top = dp_malloc(((hi - lo) / c->step + 1) * sizeof *c->top)))
+    return;
+  c->ntop = (hi - lo) / c->step + 1;
+  for (uint32_t t = 0; t < c->ntop; t++) c->top[t] = all;
+  uint32_t t = c->ntop - 1, at = lo + t * c->step; /* the checkpoint below (at most) */
+  for (uint32_t k = hi; k-- > lo && m < all;) {
+    uint32_t id = ix->post[k];
+    if (id > m) m = id;
+    if (ix->what[id] == W_LOWERED) m = all;
+    for (uint32_t o = ix->koff[id], e = ix->koff[id + 1]; o < e; o++) {
+      uint32_t j = ix->kid[o];
+      while (j != DP__NONE_ID) {
+        if (j > m) m = j;
+        if (ix->what[j] != W_ON_DEVICE) break;
+        j = dp__kid(ix, j, 1);
+      }
+    }
+    if (k == at) {
+      c->top[t] = m;
+      at -= c->step, t--; /* (past lo at t = 0: the loop ends there) */
+    }
+  }
+}
+
+/* At checkpoint t: the ids after its largest go, where that frees a block
+   worth it (and capture's own devices with them). */
+static void cut(cctx *c, uint32_t t) {
+  uint32_t keep = c->top[t] + 1;
+  if (keep + c->step > c->ix->cap) return;
+  dp__index_cut(c->ix, keep);
+  if (c->dev) {
+    uint8_t *p = dp_realloc(c->dev, keep);
+    if (p) c->dev = p;
+  }
+}
+
 /* One function: its nodes in post order (the range of function fn), each
    rewritten once from its children's results; the root comes last. A node
    that is not shared has one parent, so its result is dropped as soon as
@@ -731,8 +804,13 @@ static void shrink_vs(cctx *c) {
 static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
   const dp__index *ix = c->ix;
   dp_expr *r = NULL;
-  uint32_t end = ix->fnpost[fn + 1], base;
-  for (uint32_t k = ix->fnpost[fn]; k < end; k++) {
+  uint32_t lo = ix->fnpost[fn], end = ix->fnpost[fn + 1], base;
+  uint32_t next = c->top && fn + 1 == ix->nfn ? lo : DP__NONE_ID; /* the next checkpoint */
+  for (uint32_t k = lo; k < end; k++) {
+    if (k == next) {
+      cut(c, (k - lo) / c->step);
+      next = k + c->step;
+    }
     uint32_t id = ix->post[k];
     /* (the module's nodes are cold at a million: each is asked for a few
        nodes ahead of its turn) */
@@ -774,14 +852,17 @@ static void give(dp__arena *a, void **p, size_t n) {
    node's a few times, as a node and as a child, in post order: a find in
    the union-find each time). 0, or -1 on out of memory.
    For capture_last, where these are all capture asks of the domains, they
-   go (and the index's kinds, which capture reads from the nodes): what
+   go (the index's kinds, which capture reads from the nodes, are these now): what
    else it asks is a callee's function domain (calls of functions, lowered
    calls), a primfn's buffers, and the domain of a child with no id (an
    operator or a constructor as a value), made on demand. */
 static int devices(cctx *c) {
   dp__index *ix = c->ix;
   if (c->d->dev->n > 256) return 0; /* (read from the domains) */
-  if (!(c->dev = dp_malloc(ix->n ? ix->n : 1))) return -1;
+  /* (capture_last: nothing reads the index's kinds again, a byte an id: the
+     devices take their block, no fresh pages) */
+  if (c->last && ix->kind) c->dev = ix->kind, ix->kind = NULL;
+  else if (!(c->dev = dp_malloc(ix->n ? ix->n : 1))) return -1;
   int asks = ix->nloose || ix->mod->nprims;
   for (uint32_t id = 0; id < ix->n; id++) {
     c->dev[id] = (uint8_t)dom_dev(c->d, dp__dom_at(c->d, id));
@@ -793,8 +874,6 @@ static int devices(cctx *c) {
     give(ix->ops.arena, (void **)&c->d->cons, (size_t)c->d->capcons * sizeof *c->d->cons);
     give(ix->ops.arena, (void **)&c->d->kids, (size_t)c->d->capkids * sizeof *c->d->kids);
     dp__domains_drop(c->d);
-    free(ix->kind);
-    ix->kind = NULL;
   }
   return 0;
 }
@@ -835,6 +914,7 @@ static dp_module *capture(dp__domains *d, int last, int consume, dp_err **err) {
   dp_module *m = ix->mod, *out = dp_module_copy(m);
   if (!out || !(c.isnew = dp_calloc(ix->n / 8 + 1, 1)) || devices(&c) < 0) goto oom;
   if (consume) c.excl = exclusive(ix); /* (after `out` holds every function) */
+  if (consume) tops(&c);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = capture_function(&c, i, err);
     if (!f) goto fail;
@@ -862,6 +942,7 @@ done:
   free(c.dense);
   free(c.isnew);
   free(c.excl);
+  free(c.top);
   free(c.dev);
   free(c.kr);
   for (uint32_t i = 0; i < c.nrc; i++) dp_release(c.rc[i].made);

@@ -36,18 +36,16 @@ int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err) 
     cap = want > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)want;
   }
   d->capnodes = cap;
-  /* (in the pages the numbering's walk left, where it left some) */
+  /* (in the pages the numbering's walk left, where it left some; dom[] is
+     made by analysis, which knows how much of it is needed) */
   d->nodes = dp__index_take(ix, (size_t)d->capnodes * sizeof *d->nodes);
-  d->dom = dp__index_take(ix, (size_t)(ix->n ? ix->n : 1) * sizeof *d->dom);
-  d->dom_from = ix->n; /* (every id in the array until analysis compacts it) */
-  if (!d->nodes || !d->dom) {
+  if (!d->nodes) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return -1;
   }
   /* (about to be written whole: their pages in one go; of the nodes, those
      of the ids and annotations, not the room beyond, which is trimmed) */
   dp__prefault(d->nodes, ((size_t)ix->n + ix->nann) * sizeof *d->nodes);
-  dp__prefault(d->dom, (size_t)ix->n * sizeof *d->dom);
   dp__dom_first(d, 0, 0, NULL); /* domain 0: what a failed allocation hands out */
   return 0;
 }
@@ -113,6 +111,17 @@ uint32_t dp__dom_first(dp__domains *d, uint32_t vdev, int crule, dp_expr *cwhy) 
   d->cons[d->ncons++] = (dp__cons){id, vdev, cwhy};
   d->nodes[id].crule = (uint32_t)crule;
   return id;
+}
+
+void dp__dom_free_run(dp__domains *d, uint32_t n) {
+  if (d->nnodes + (uint64_t)n > d->capnodes &&
+      dp_grow((void **)&d->nodes, &d->capnodes, d->nnodes + n, sizeof *d->nodes) < 0) {
+    d->oom = 1;
+    return;
+  }
+  for (uint32_t id = d->nnodes, end = d->nnodes + n; id < end; id++)
+    d->nodes[id] = (dp__dnode){.parent = id, .size = 1};
+  d->nnodes += n;
 }
 
 uint32_t dp__dom_fn(dp__domains *d, uint32_t arity, const uint32_t *kids) {

@@ -29,7 +29,9 @@
  *
  * Requires: a module (operators registered) and a configuration.
  * Leaves: dp__index (planner.h), with the walk's stack and demands as spare
- * blocks whose resident pages the domains' arrays take (dp__index_take).
+ * blocks, the larger of which the domains' nodes take, resident (the other is
+ * freed then: dp__index_take). A reader done with the ids from some point on
+ * (capture's last round) may cut the arrays there (dp__index_cut).
  * Operators and constructors get no id, nor do the bodies of primitive
  * functions (not planned). A node shared by two functions gets an id in
  * each (F_DUP, dups: one domain for both), so that each function's ids
@@ -564,12 +566,35 @@ oom:
 void *dp__index_take(dp__index *ix, size_t n) {
   int i = ix->nspare[1] > ix->nspare[0];
   void *p = ix->spare[i];
+  /* (the other one goes: nothing else would take it, and it should not
+     stay resident through the phases) */
+  free(ix->spare[!i]);
+  ix->spare[!i] = NULL, ix->nspare[!i] = 0;
   if (!p) return dp_malloc(n ? n : 1);
   ix->spare[i] = NULL, ix->nspare[i] = 0;
   /* (a mapped block is remapped, its pages kept; a small one may move) */
   void *q = dp_realloc(p, n ? n : 1);
   if (!q) free(p);
   return q;
+}
+
+void dp__index_cut(dp__index *ix, uint32_t keep) {
+  if (keep >= ix->n || keep + 1 >= ix->cap) return;
+  uint32_t nk = ix->koff[keep];
+  /* (post is by position, not id: it stays) */
+  void **const arrs[] = {(void **)&ix->x, (void **)&ix->koff, (void **)&ix->what,
+                         (void **)&ix->flag, (void **)&ix->ann, (void **)&ix->kind};
+  const size_t sizes[] = {sizeof *ix->x, sizeof *ix->koff, sizeof *ix->what, sizeof *ix->flag,
+                          sizeof *ix->ann, sizeof *ix->kind};
+  for (int i = 0; i < 6; i++) {
+    void *p = *arrs[i] ? dp_realloc(*arrs[i], ((size_t)keep + 1) * sizes[i]) : NULL;
+    if (p) *arrs[i] = p; /* (a failed shrink keeps the larger array) */
+  }
+  ix->cap = keep + 1;
+  if (nk && nk < ix->capkid) {
+    void *p = dp_realloc(ix->kid, (size_t)nk * sizeof *ix->kid);
+    if (p) ix->kid = p, ix->capkid = nk;
+  }
 }
 
 void dp__index_free(dp__index *ix) {

@@ -256,9 +256,15 @@ typedef struct dp__index {
 /* Number every global function of m (one walk each); NULL + error. */
 dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err);
 void dp__index_free(dp__index *ix);
+/* For a reader that never again reads the ids from keep on (capture's
+   last round, dp__capture_last): the per-id arrays and the children's
+   slots cut there (their pages go; koff keeps keep + 1 entries, so that
+   the ids below keep still have their children). n stays: nothing may
+   read those ids, nor walk every id, after it. */
+void dp__index_cut(dp__index *ix, uint32_t keep);
 /* A block of n bytes (uninitialised), the largest of the walk's spare
-   blocks made to that size where one is left, else a new one; NULL on out
-   of memory. */
+   blocks made to that size where one is left (the other is freed), else a
+   new one; NULL on out of memory. */
 void *dp__index_take(dp__index *ix, size_t n);
 /* e's id (its latest, for a node numbered twice), or DP__NONE_ID. */
 uint32_t dp__index_id(dp__index *ix, const dp_expr *e);
@@ -377,7 +383,7 @@ struct dp__domains {
   uint32_t *dom;            /* id -> domain, for the ids below dom_from; from there on a
                                node's domain is id + dom_off (analysis makes the domains of
                                first-order nodes in id order: most of a program is one run,
-                               and its array of 4 bytes a node goes); read by dp__dom_at */
+                               which it never writes here); read by dp__dom_at */
   uint32_t dom_from, dom_off;
   dp__ptrmap extra;         /* domains of what the index does not number (primfns,
                                pattern variables never used, operators of lookups) */
@@ -410,6 +416,8 @@ static inline uint32_t dp__dom_free(dp__domains *d) {
   d->nodes[id] = (dp__dnode){.parent = id, .size = 1};
   return id;
 }
+/* n free domains, one after the other (d->oom set on out of memory). */
+void dp__dom_free_run(dp__domains *d, uint32_t n);
 uint32_t dp__dom_fn(dp__domains *d, uint32_t arity, const uint32_t *kids);
 uint32_t dp__dom_for_type(dp__domains *d, const dp_type *t, uint32_t vdev, int crule,
                           dp_expr *cwhy);
