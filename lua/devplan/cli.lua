@@ -468,16 +468,13 @@ local function parse_module(opts, command, sources)
     if f then f:close() end
     return t
   end
-  -- a regular file is read into C's heap (dp._read_text): in memory once,
-  -- where a Lua string of it is made by copying (twice while it is read);
-  -- anything else, or a file that does not read so, as before
+  -- a regular file is read by dp._read_text: in memory once, where io's
+  -- read holds it twice while it reads; anything else, or a file that does
+  -- not read so, as before (with io's messages)
   local text, source = path ~= "-" and core._read_text(path), path
   if not text then text, source = read_input(path) end
-  if is_onnx(path, text) then
-    if type(text) ~= "string" then text = read_input(path) end
-    return onnx_module(opts, command, path, text, source)
-  end
-  sources[source] = type(text) == "string" and text or again
+  if is_onnx(path, text) then return onnx_module(opts, command, path, text, source) end
+  sources[source] = text
   -- the devices of meta[...]: --meta, else the file's own metadata section,
   -- else (a file without one) the palette
   local own = not opts["--meta"] and parser.has_metadata(text)

@@ -335,15 +335,8 @@ local function check_opts(fname, i, opts, level)
   end
 end
 
--- A file's text as dp._read_text reads it (a devplan.Text, in C's heap):
--- parsed as the string of its bytes would be.
-local function is_file_text(text)
-  local mt = type(text) == "userdata" and getmetatable(text)
-  return type(mt) == "table" and mt.__name == "devplan.Text"
-end
-
 local function check_args(fname, text, metatable, opts, nmeta)
-  if type(text) ~= "string" and not (nmeta and is_file_text(text)) then
+  if type(text) ~= "string" then
     error(("bad argument #1 to '%s' (string expected, got %s)"):format(fname, type(text)), 3)
   end
   if nmeta and metatable ~= nil and type(metatable) ~= "table" then
@@ -372,7 +365,7 @@ end
 -- takes the devices from there, not from its palette. (The lexer decides:
 -- a `#[metadata]` inside a comment or a string is none.)
 function M.has_metadata(text)
-  if not (type(text) == "string" or core._is_text(text)) or not core._text_find(text, "metadata") then
+  if type(text) ~= "string" or not text:find("metadata", 1, true) then
     return false
   end
   local p = core._parser(text, "<string>", nil)

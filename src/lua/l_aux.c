@@ -629,11 +629,3 @@ int dp__lua_hook_number(lua_State *L, const char *what, const char *unit, double
   *err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "%s must return %s", what, unit);
   return -1;
 }
-
-const char *dp__lua_totext(lua_State *L, int idx, size_t *n) {
-  if (lua_type(L, idx) == LUA_TSTRING) return lua_tolstring(L, idx, n);
-  dp__lua_filetext *t = luaL_testudata(L, idx, DP__TEXT_META);
-  if (!t || !t->s) return NULL;
-  *n = t->n;
-  return t->s;
-}

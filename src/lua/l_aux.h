@@ -85,15 +85,21 @@ void dp__lua_text_init(lua_State *L, dp__lua_text *t);
 int dp__lua_text_push(lua_State *L, dp__lua_text *t, char *s, size_t len);
 /* A string built piece by piece in such a block: _new pushes its holder (a
    userdata that frees the block if an error ends the building) with room
-   for cap bytes; _add appends (raising "out of memory"); _push pushes the
-   string (the holder stays where it is, empty) and returns 1. */
+   for cap bytes (0: the block is made at the first _room, as big as
+   asked); _add appends (raising "out of memory"); _push pushes the string
+   (the holder stays where it is, empty) and returns 1. _try_grow makes
+   room for extra more bytes without raising (-1 when out of memory: for a
+   caller that must let go of something first, a file); _drop frees the
+   block now. */
 typedef struct dp__lua_sbuf {
   dp__lua_text t;
   char *s; /* the text so far, n of cap bytes (the block's head before s) */
   size_t n, cap;
 } dp__lua_sbuf;
 dp__lua_sbuf *dp__lua_sbuf_new(lua_State *L, size_t cap);
+int dp__lua_sbuf_try_grow(dp__lua_sbuf *b, size_t extra);
 void dp__lua_sbuf_grow(lua_State *L, dp__lua_sbuf *b, size_t extra);
+void dp__lua_sbuf_drop(dp__lua_sbuf *b);
 static inline void dp__lua_sbuf_room(lua_State *L, dp__lua_sbuf *b, size_t extra) {
   if (!b->s || b->cap - b->n <= extra) dp__lua_sbuf_grow(L, b, extra);
 }
@@ -189,17 +195,5 @@ int dp__lua_call_hook(lua_State *L, int idx, void *a, void *b, const char *what,
 /* Pops the hook's result: a number into *out (0), else -1 + err ("WHAT
    must return UNIT"). */
 int dp__lua_hook_number(lua_State *L, const char *what, const char *unit, double *out, dp_err **err);
-
-/* A file's text read by dp._read_text (l_file.c): its bytes in one block
-   of the C heap, held by a userdata of metatable DP__TEXT_META, so that a
-   large input is in memory once (a Lua string is made by copying: reading
-   one, the file was in memory twice). */
-#define DP__TEXT_META "devplan.Text"
-typedef struct dp__lua_filetext {
-  char *s;  /* n bytes and a NUL; NULL once freed */
-  size_t n;
-} dp__lua_filetext;
-/* The bytes of the string or text at idx (NULL for anything else). */
-const char *dp__lua_totext(lua_State *L, int idx, size_t *n);
 
 #endif

@@ -20,9 +20,10 @@
  *
  * Returns true, or raises the devplan.Error "cannot write PATH: reason".
  *
- * dp._read_text(path): a regular file's text in the C heap (a devplan.Text,
- * see l_aux.h), which the command line parses: read once, where a Lua
- * string of it is a second copy while it is made.
+ * dp._read_text(path): a regular file's text as a Lua string, read into a
+ * block Lua then takes as the string (l_text.c): a large input is in memory
+ * once, where io's read makes it twice while it reads (its buffer, then
+ * the string copied from it).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -216,80 +217,47 @@ static int release_heap(lua_State *L) {
 
 /* ---- reading ---- */
 
-static int text_gc(lua_State *L) {
-  dp__lua_filetext *t = luaL_checkudata(L, 1, DP__TEXT_META);
-  free(t->s);
-  t->s = NULL;
-  t->n = 0;
-  return 0;
-}
-
-static int text_len(lua_State *L) {
-  dp__lua_filetext *t = luaL_checkudata(L, 1, DP__TEXT_META);
-  lua_pushinteger(L, (lua_Integer)t->n);
-  return 1;
-}
-
-/* Reads fd (a regular file of `size` bytes, as fstat said) into t: up to
-   its end, which may have moved since. 0, or an errno (ENOMEM). */
-static int read_fd(int fd, size_t size, dp__lua_filetext *t) {
-  size_t cap = size + 1, n = 0;
-  char *s = dp_malloc(cap + 1);
-  if (!s) return ENOMEM;
+/* Reads fd (a regular file of `size` bytes, as fstat said) into b: up to
+   its end, which may have moved since (the block made `size` bytes first:
+   one more read finds the end). 0, or an errno (ENOMEM). */
+static int read_fd(int fd, size_t size, dp__lua_sbuf *b) {
+  if (dp__lua_sbuf_try_grow(b, size) != 0) return ENOMEM;
+  char more[4096]; /* (the block full: whether the file goes on) */
   for (;;) {
-    if (n == cap) { /* (the file grew: on to its new end) */
-      char *g = cap < SIZE_MAX / 4 ? dp_realloc(s, cap * 2 + 1) : NULL;
-      if (!g) {
-        free(s);
-        return ENOMEM;
-      }
-      s = g;
-      cap *= 2;
-    }
-    ssize_t r = read(fd, s + n, cap - n);
+    size_t room = b->cap - b->n - 1;
+    char *to = room ? b->s + b->n : more;
+    ssize_t r = read(fd, to, room ? room : sizeof more);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      int e = errno;
-      free(s);
-      return e;
+    if (r < 0) return errno;
+    if (r == 0) return 0;
+    if (to == more) { /* (the file grew: on to its new end) */
+      if (dp__lua_sbuf_try_grow(b, (size_t)r) != 0) return ENOMEM;
+      memcpy(b->s + b->n, more, (size_t)r);
     }
-    if (r == 0) break;
-    n += (size_t)r;
+    b->n += (size_t)r;
   }
-  s[n] = '\0';
-  t->s = s;
-  t->n = n;
-  return 0;
 }
 
-/* dp._read_text(path): the text of a regular file, read once into the C
-   heap (a devplan.Text: the parser, dp._binary and dp._text_find read it
-   as they read a string; #text is its size); nil for anything else, or
+/* dp._read_text(path): the text of a regular file, a Lua string made from
+   the block it is read into (dp__lua_sbuf); nil for anything else, or
    when it cannot be read (the caller then reads it as before, with Lua's
-   io and its messages). */
+   io and its messages). Raises "out of memory". */
 static int read_text(lua_State *L) {
   const char *path = luaL_checkstring(L, 1);
-  dp__lua_filetext *t = lua_newuserdatauv(L, sizeof *t, 0);
-  t->s = NULL;
-  t->n = 0;
-  luaL_setmetatable(L, DP__TEXT_META);
+  dp__lua_sbuf *b = dp__lua_sbuf_new(L, 0); /* (made before the file is open: it may raise) */
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   int e = fd < 0 ? errno : fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL
-         : read_fd(fd, (size_t)st.st_size, t);
+         : read_fd(fd, (size_t)st.st_size, b);
   if (fd >= 0) close(fd);
+  if (!e) return dp__lua_sbuf_push(L, b);
+  dp__lua_sbuf_drop(b);
   if (e == ENOMEM) return dp__lua_oom(L);
-  if (e) lua_pushnil(L);
+  lua_pushnil(L);
   return 1;
 }
 
 void dp__lua_open_file(lua_State *L) {
-  luaL_newmetatable(L, DP__TEXT_META);
-  lua_pushcfunction(L, text_gc);
-  lua_setfield(L, -2, "__gc");
-  lua_pushcfunction(L, text_len);
-  lua_setfield(L, -2, "__len");
-  lua_pop(L, 1);
   lua_pushcfunction(L, read_text);
   lua_setfield(L, -2, "_read_text");
   lua_pushcfunction(L, write_file);

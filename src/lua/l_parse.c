@@ -10,9 +10,6 @@
  *   dp._parse_max_nest                  -> how deep brackets may nest
  *   dp._binary(text)                    -> whether text holds a control byte
  *                                          (not tab, newline, return): ONNX, not Relay
- *   dp._text_find(text, word)           -> whether word occurs in text
- *   dp._is_text(v)                      -> whether v is a devplan.Text
- * (text: a string, or a devplan.Text that dp._read_text read: l_aux.h)
  *   parser:syntax_error(tok, expected), parser:error_here(message)
  *   parser:module(), parser:expr(h), parser:type(h), parser:close()
  *
@@ -109,11 +106,16 @@ static dp_obj *resolve_meta(void *ud, const char *kind, int64_t index, dp_err **
   return o;
 }
 
+/* The string at idx (a number is not one: no text is made of it). */
+static const char *check_text(lua_State *L, int idx, size_t *len) {
+  if (lua_type(L, idx) != LUA_TSTRING) luaL_typeerror(L, idx, "string");
+  return lua_tolstring(L, idx, len);
+}
+
 /* dp._parser(text, source, metatable) */
 static int p_new(lua_State *L) {
   size_t len;
-  const char *text = dp__lua_totext(L, 1, &len);
-  if (!text) return luaL_typeerror(L, 1, "string");
+  const char *text = check_text(L, 1, &len);
   const char *source = luaL_optstring(L, 2, "<string>");
   lparser *lp = lua_newuserdatauv(L, sizeof *lp, 3);
   memset(lp, 0, sizeof *lp);
@@ -138,8 +140,7 @@ static int is_control(unsigned char c) { return c < 32 && c != '\t' && c != '\n'
 
 static int p_binary(lua_State *L) {
   size_t len, i = 0;
-  const unsigned char *s = (const unsigned char *)dp__lua_totext(L, 1, &len);
-  if (!s) return luaL_typeerror(L, 1, "string");
+  const unsigned char *s = (const unsigned char *)check_text(L, 1, &len);
   const uint64_t highs = 0x8080808080808080u, space = 0x2020202020202020u;
   for (; i + 8 <= len; i += 8) {
     uint64_t w;
@@ -159,25 +160,6 @@ static int p_binary(lua_State *L) {
       return 1;
     }
   lua_pushboolean(L, 0);
-  return 1;
-}
-
-/* dp._text_find(text, word): whether word occurs in text (a string or a
-   devplan.Text, l_aux.h), as string.find(text, word, 1, true). */
-static int p_text_find(lua_State *L) {
-  size_t n, k;
-  const char *s = dp__lua_totext(L, 1, &n), *w = luaL_checklstring(L, 2, &k);
-  if (!s) return luaL_typeerror(L, 1, "string");
-  int found = k == 0;
-  for (const char *at = s, *end = s + n; !found && k <= (size_t)(end - at) &&
-       (at = memchr(at, w[0], (size_t)(end - at) - k + 1)); at++)
-    found = memcmp(at, w, k) == 0;
-  lua_pushboolean(L, found);
-  return 1;
-}
-
-static int p_is_text(lua_State *L) {
-  lua_pushboolean(L, luaL_testudata(L, 1, DP__TEXT_META) != NULL);
   return 1;
 }
 
@@ -361,8 +343,4 @@ void dp__lua_open_parse(lua_State *L) {
   lua_setfield(L, -2, "_parser");
   lua_pushcfunction(L, p_binary);
   lua_setfield(L, -2, "_binary");
-  lua_pushcfunction(L, p_text_find);
-  lua_setfield(L, -2, "_text_find");
-  lua_pushcfunction(L, p_is_text);
-  lua_setfield(L, -2, "_is_text");
 }

@@ -18,9 +18,11 @@
  * text is the same either way.
  *
  * dp__lua_sbuf is the same for a string a binding builds piece by piece
- * (the report's copies): its block, held by a userdata until the string
- * takes it, so that an error while it is built frees it.
+ * (the report's copies) or reads (dp._read_text, l_file.c: a file's text):
+ * its block, held by a userdata until the string takes it, so that an
+ * error while it is built frees it.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "l_aux.h"
@@ -150,9 +152,7 @@ int dp__lua_text_push(lua_State *L, dp__lua_text *t, char *s, size_t len) {
 #define SBUF "devplan.TextBlock"
 
 static int sbuf_gc(lua_State *L) {
-  dp__lua_sbuf *b = lua_touserdata(L, 1);
-  if (b->s) b->t.f(b->t.ud, b->s - b->t.blk.head, b->t.blk.head + b->cap, 0);
-  b->s = NULL;
+  dp__lua_sbuf_drop(lua_touserdata(L, 1));
   return 0;
 }
 
@@ -169,18 +169,32 @@ dp__lua_sbuf *dp__lua_sbuf_new(lua_State *L, size_t cap) {
     b->t.f = lua_getallocf(L, &b->t.ud);
     b->t.blk.head = 0;
   }
-  dp__lua_sbuf_room(L, b, cap);
+  if (cap) dp__lua_sbuf_room(L, b, cap);
   return b;
 }
 
-void dp__lua_sbuf_grow(lua_State *L, dp__lua_sbuf *b, size_t extra) {
-  size_t cap = b->cap ? b->cap : 256, h = b->t.blk.head;
-  while (cap < b->n + extra + 1) cap *= 2;
+int dp__lua_sbuf_try_grow(dp__lua_sbuf *b, size_t extra) {
+  size_t h = b->t.blk.head;
+  if (extra > SIZE_MAX / 4 - h - b->n - 1) return -1; /* (the doubling below stays in range) */
+  size_t need = b->n + extra + 1, cap = b->cap ? b->cap : 256;
+  if (!b->cap && cap < need) cap = need; /* (the first block as asked: a file's size) */
+  while (cap < need) cap *= 2;
   char *raw = b->s ? b->s - h : NULL;
   char *r = b->t.f(b->t.ud, raw, raw ? h + b->cap : 0, h + cap);
-  if (!r) dp__lua_oom(L);
+  if (!r) return -1;
   b->s = r + h;
   b->cap = cap;
+  return 0;
+}
+
+void dp__lua_sbuf_grow(lua_State *L, dp__lua_sbuf *b, size_t extra) {
+  if (dp__lua_sbuf_try_grow(b, extra) != 0) dp__lua_oom(L);
+}
+
+void dp__lua_sbuf_drop(dp__lua_sbuf *b) {
+  if (b->s) b->t.f(b->t.ud, b->s - b->t.blk.head, b->t.blk.head + b->cap, 0);
+  b->s = NULL;
+  b->n = b->cap = 0;
 }
 
 int dp__lua_sbuf_push(lua_State *L, dp__lua_sbuf *b) {
