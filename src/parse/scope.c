@@ -1,8 +1,9 @@
 /*
  * Names in scope for the parser: an interning hash table of names (open
  * addressing; a name read from the text stays there, others are copied
- * into one arena) whose slots carry the current binding, and an undo log
- * that restores shadowed bindings. See scope.h.
+ * into one arena) whose slots carry the current binding, an undo log
+ * that restores shadowed bindings, and the slots of the names used lately
+ * (tried before the table). See scope.h.
  */
 #include <stdlib.h>
 #include <string.h>
