@@ -918,8 +918,13 @@ static int post(infer *I, dp_expr *e) {
 
 /* ---------------- the walk ---------------- */
 
+/* Whether the walk goes into e: a node not typed yet, or a constructor
+   (its own type is made there, once). Not an operator: a call types it by
+   its relation, and post() has nothing to do for it (no visit, so an
+   operator call's callee costs nothing). */
 static int needs_visit(infer *I, dp_expr *e) {
-  return e->h.kind == DP_OP || e->h.kind == DP_CTOR ? 1 : lookup(I, e) == NULL;
+  if (e->h.kind == DP_OP) return 0;
+  return e->h.kind == DP_CTOR ? 1 : lookup(I, e) == NULL;
 }
 
 static int push(infer *I, dp_expr *e) {
@@ -930,7 +935,17 @@ static int push(infer *I, dp_expr *e) {
     I->stack = s;
     I->capstack = cap;
   }
-  I->stack[I->nstack++] = (frame){e, 0, dp_expr_nchildren(e)};
+  /* (calls and lets, nearly every node, without dp_expr_nchildren's
+     switch; an operator call starts at its first argument) */
+  uint32_t first = 0, n;
+  if (e->h.kind == DP_CALL) {
+    const dp_call *c = (const dp_call *)e;
+    n = 1 + c->nargs;
+    first = c->fn->h.kind == DP_OP;
+  } else {
+    n = e->h.kind == DP_LET ? 3 : dp_expr_nchildren(e);
+  }
+  I->stack[I->nstack++] = (frame){e, first, n};
   return 0;
 }
 
@@ -938,6 +953,10 @@ static int push(infer *I, dp_expr *e) {
    unannotated let variable simply takes the value's type (no unknown to
    make and solve: million-long let chains stay cheap). */
 static dp_expr *child_at(infer *I, dp_expr *e, uint32_t k) {
+  if (e->h.kind == DP_CALL) { /* (as dp_expr_child: the callee, then the arguments) */
+    const dp_call *c = (const dp_call *)e;
+    return k ? c->args[k - 1] : c->fn;
+  }
   if (e->h.kind != DP_LET || k > 1) return dp_expr_child(e, k);
   dp_let *l = (dp_let *)e;
   if (k == 0) return l->value;

@@ -440,7 +440,62 @@ static int is_terminator(dp_parser *p, int64_t e) {
   return e == 0 || (e > 0 && dp__kind(p, (uint32_t)e) == DP_TOK_SEMI);
 }
 
+/* Arguments a call read by flat_call may have. */
+#define FLAT_MAX 8
+
+/* The events of `name(%a, %b, ...)` and its terminator from ev[*i] (the
+   name's token), the statement of nearly every line of a large model: an
+   operator's call on variables, no attributes. Made here at once, with
+   the checks and the node of the general way (make_call), instead of
+   through the stacks, frames and values' references that way pays for at
+   every event. It takes nothing but that form, with a name already bound
+   to an operator and every variable bound: anything else (another event,
+   an operator's first use, a constructor, an unknown name) is left to the
+   general way, which reads it as before and says what is wrong (*done 0;
+   nothing was changed). Else *done is 1: the call's handle, or 0 on an
+   error of make_call's, as the general way's. */
+static uint32_t flat_call(dp_parser *p, const int64_t *ev, size_t n, size_t *i, uint32_t *term, int *done) {
+  uint32_t tok = (uint32_t)ev[*i], nargs = 0;
+  rval args[FLAT_MAX];
+  int unsure = 0;
+  size_t j = *i + 1, len;
+  *done = 0;
+  while (j < n && ev[j] > 0 && dp__kind(p, (uint32_t)ev[j]) == DP_TOK_VAR) {
+    uint32_t vt = (uint32_t)ev[j];
+    const char *name = dp__tok_text(p, vt, &len);
+    uint32_t h = nargs < FLAT_MAX ? dp__scope_get(&p->names, name, len) : 0;
+    if (!h) return 0;
+    if (p->npend && h <= p->pend[p->npend - 1] && dp__pending_let(p, h)) unsure = 1; /* (as variable()) */
+    args[nargs++] = (rval){dp__obj(p, h), vt, 0};
+    if (j + 2 < n && ev[j + 1] > 0 && ev[j + 2] > 0 && dp__kind(p, (uint32_t)ev[j + 1]) == DP_TOK_COMMA &&
+        dp__kind(p, (uint32_t)ev[j + 2]) == DP_TOK_VAR)
+      j += 2;
+    else
+      j++;
+  }
+  if (j + 1 >= n || ev[j] <= 0 || dp__kind(p, (uint32_t)ev[j]) != DP_TOK_RPAREN || !is_terminator(p, ev[j + 1]))
+    return 0;
+  const char *name = dp__tok_text(p, tok, &len);
+  uint32_t known = dp__scope_get(&p->names, name, len);
+  dp_obj *fn = known ? dp__obj(p, known) : NULL;
+  if (!fn || fn->type != DP_OBJ_EXPR || fn->kind != DP_OP ||
+      (((dp_op *)fn)->num_inputs >= 0 && (uint32_t)((dp_op *)fn)->num_inputs != nargs))
+    return 0;
+  *done = 1;
+  if (unsure) p->scopes_unsure = 1;
+  dp_obj *c = make_call(p, (dp_expr *)fn, args, nargs, p->nattrs, tok);
+  if (!c) return 0;
+  *term = (uint32_t)ev[j + 1];
+  *i = j + 2;
+  return dp__keep(p, c, NULL, tok);
+}
+
 uint32_t dp__read_expr(dp_parser *p, const int64_t *ev, size_t n, size_t *i, uint32_t *term) {
+  if (*i < n && ev[*i] > 0 && dp__kind(p, (uint32_t)ev[*i]) == DP_TOK_CALLEE) {
+    int done;
+    uint32_t h = flat_call(p, ev, n, i, term, &done);
+    if (done) return h;
+  }
   uint32_t start = *i < n && ev[*i] > 0 ? (uint32_t)ev[*i] : p->progress;
   if (open_frame(p, F_ROOT, start) != 0) return 0;
   uint32_t root = p->nframes - 1, base = p->nvals;

@@ -1,8 +1,9 @@
 /*
  * Names in scope for the parser: an interning hash table of names (open
  * addressing; a name read from the text stays there, others are copied
- * into one arena) whose slots carry the current binding, and an undo log
- * that restores shadowed bindings. See scope.h.
+ * into one arena) whose slots carry the current binding, an undo log
+ * that restores shadowed bindings, and the slots of the names used lately
+ * (tried before the table). See scope.h.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,19 @@ static int64_t probe(const dp__scope *s, const char *name, size_t len, uint32_t 
   }
 }
 
+/* The entry of name[0..len) (len > 0) among the recent names. */
+static uint32_t *recent_at(dp__scope *s, const char *name, size_t len) {
+  uint32_t k = (uint32_t)len * 7u + (unsigned char)name[0] * 3u + (unsigned char)name[len - 1];
+  return &s->recent[k & (SCOPE_RECENT - 1)];
+}
+
+/* The slot of name[0..len) if it is the recent one of its entry, else -1. */
+static int64_t recent_find(const dp__scope *s, const uint32_t *r, const char *name, size_t len) {
+  uint32_t k = *r;
+  if (!k--) return -1;
+  return s->slots[k].len == len && memcmp(dp__scope_name(s, k), name, len) == 0 ? (int64_t)k : -1;
+}
+
 /* A table of `size` entries (a power of two, more than twice the names). */
 static int rehash(dp__scope *s, uint32_t size) {
   uint32_t *t = dp_calloc(size, sizeof *t), m = size - 1;
@@ -65,20 +79,30 @@ int dp__scope_reserve(dp__scope *s, uint32_t n) {
   return dp_grow((void **)&s->slots, &s->capslots, n, sizeof *s->slots);
 }
 
-int64_t dp__scope_find(const dp__scope *s, const char *name, size_t len) {
+int64_t dp__scope_find(dp__scope *s, const char *name, size_t len) {
   if (!s->tmask) return -1;
-  uint32_t at;
-  return probe(s, name, len, hash_name(name, len), &at);
+  uint32_t at, *r = len ? recent_at(s, name, len) : NULL;
+  int64_t k = r ? recent_find(s, r, name, len) : -1;
+  if (k >= 0) return k;
+  k = probe(s, name, len, hash_name(name, len), &at);
+  if (k >= 0 && r) *r = (uint32_t)k + 1;
+  return k;
 }
 
 /* The slot of name[0..len); a new one's name at text offset off when it
    is one (off < SCOPE_IN_TEXT), else copied into the arena. */
 static int64_t intern(dp__scope *s, const char *name, size_t len, size_t off) {
   if (len > UINT32_MAX / 2 || s->nslots >= UNDO_FRESH - 1) return -1;
+  uint32_t *r = len ? recent_at(s, name, len) : NULL;
+  int64_t k = r && s->tmask ? recent_find(s, r, name, len) : -1;
+  if (k >= 0) return k;
   if ((s->nslots + 1) * 2 > s->tmask && grow_table(s) != 0) return -1;
   uint32_t h = hash_name(name, len), at;
-  int64_t k = probe(s, name, len, h, &at);
-  if (k >= 0) return k;
+  k = probe(s, name, len, h, &at);
+  if (k >= 0) {
+    if (r) *r = (uint32_t)k + 1;
+    return k;
+  }
   if (dp_grow((void **)&s->slots, &s->capslots, s->nslots + 1, sizeof *s->slots) != 0) return -1;
   if (off < SCOPE_IN_TEXT) {
     off |= SCOPE_IN_TEXT;
@@ -98,6 +122,7 @@ static int64_t intern(dp__scope *s, const char *name, size_t len, size_t off) {
   }
   s->slots[s->nslots] = (dp__scope_slot){(uint32_t)off, (uint32_t)len, 0, 0};
   s->table[at] = (h & ~s->tmask) | ++s->nslots; /* (nslots * 2 <= tmask: it fits under the tag) */
+  if (r) *r = s->nslots;
   return s->nslots - 1;
 }
 

@@ -33,6 +33,8 @@ typedef struct dp__scope_slot {
 
 #define SCOPE_IN_TEXT 0x80000000u
 
+#define SCOPE_RECENT 64 /* a power of two */
+
 /* A slot's word in the undo log when the slot was unbound before (slots
    are fewer than 2^31: dp__scope_intern refuses more). */
 #define UNDO_FRESH 0x80000000u
@@ -52,6 +54,11 @@ typedef struct dp__scope {
   const char *text;    /* where names interned from the text are (borrowed) */
   uint32_t *undo;      /* the undo log, in words; a mark is a value of nundo */
   uint32_t nundo, capundo;
+  /* the slots of names looked up or made lately (slot + 1, 0: none), by
+     their length, first and last byte: a statement mostly reads names the
+     statements just before it read or made (`add`, `%b`, the value
+     defined on the line above), found here without hashing and probing */
+  uint32_t recent[SCOPE_RECENT];
 } dp__scope;
 
 /* The slot of name[0..len), made if new; -1 when out of memory. */
@@ -60,7 +67,7 @@ int64_t dp__scope_intern(dp__scope *s, const char *name, size_t len);
    there (the text outlives the scope), not copied. */
 int64_t dp__scope_intern_text(dp__scope *s, size_t off, size_t len);
 /* The slot of name[0..len) if it exists, else -1. */
-int64_t dp__scope_find(const dp__scope *s, const char *name, size_t len);
+int64_t dp__scope_find(dp__scope *s, const char *name, size_t len);
 /* Room for n names in all, so that interning them never rehashes; 0, or -1
    when out of memory. */
 int dp__scope_reserve(dp__scope *s, uint32_t n);
@@ -73,7 +80,7 @@ static inline void dp__scope_set(dp__scope *s, uint32_t slot, uint32_t handle, u
   s->slots[slot].block = block;
 }
 /* The handle name[0..len) is bound to, 0 when none. */
-static inline uint32_t dp__scope_get(const dp__scope *s, const char *name, size_t len) {
+static inline uint32_t dp__scope_get(dp__scope *s, const char *name, size_t len) {
   int64_t k = dp__scope_find(s, name, len);
   return k < 0 ? 0 : s->slots[k].handle;
 }
