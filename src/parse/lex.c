@@ -499,7 +499,12 @@ static size_t lex_one(dp_parser *p, size_t i, size_t *depth, int *rc) {
 int dp__lex(dp_parser *p) {
   const char *t = p->text;
   size_t i = 0, len = p->len, depth = 0, open = (size_t)-1;
-  uint32_t cap = (uint32_t)(len / 4 < 1u << 20 ? len / 4 : 1u << 20) + 16;
+  /* Room for the tokens of a text a third as many as its bytes, or more
+     (a let chain has one every 3.2 bytes): arrays of 4 MiB and more are
+     backed by huge pages from the start (dp_malloc), where doubling up to
+     them would first fault in their pages one by one. Room not used is
+     never touched. */
+  uint32_t cap = len < UINT32_MAX ? (uint32_t)(len / 3) + 16 : 16;
   if (size_tokens(p, cap) != 0) return dp__oom(p, 0);
   p->kinds[0] = '\0';
   if (len >= UINT32_MAX) {
