@@ -44,12 +44,16 @@
    copied at the solve; push-relabel's fallback builds its own arrays from
    the residual graph Boykov-Kolmogorov leaves. */
 typedef struct fnode {
-  int64_t trs, trt;                /* from the source, to the sink, as added */
-  int64_t tr;                      /* the solve's residual terminal capacity: > 0 from the
-                                      source, < 0 to the sink */
+  int64_t tr;                      /* from the source, as added; from the solve on its residual
+                                      terminal capacity: > 0 from the source, < 0 to the sink */
+  union {                          /* (the one until the solve, the others from it on: 32 bytes
+                                      a node, not 48) */
+    int64_t trt;                   /* to the sink, as added */
+    struct { uint32_t ts, dist; }; /* when its distance to its terminal was last known */
+  };
   uint32_t first;                  /* its first arc (NIL: none) */
-  uint32_t parent, ts, dist;       /* tree link; when its distance to its terminal was last known */
-  uint32_t qnext;                  /* the active nodes (FIFO) */
+  uint32_t parent;                 /* tree link */
+  uint32_t qnext;                  /* the active nodes (FIFO); the cut's stack */
   uint8_t sink, inq;               /* which tree; in the active queue */
 } fnode;
 
@@ -114,7 +118,7 @@ static int64_t sat_add(int64_t a, int64_t b) {
 
 void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_sink) {
   if (g->oom || g->spent) return;
-  g->nd[v].trs = sat_add(g->nd[v].trs, from_source);
+  g->nd[v].tr = sat_add(g->nd[v].tr, from_source);
   g->nd[v].trt = sat_add(g->nd[v].trt, to_sink);
 }
 
@@ -385,14 +389,12 @@ typedef struct bk {
   uint32_t n;
   farc *arc;                       /* the caller's graph, its capacities made residual */
   fnode *nd;
-  uint32_t *q;                     /* the cut's queue */
   uint32_t qh, qt, time;
   uint32_t *orph, norph, caporph;  /* the orphans of one augmentation (FIFO) */
   int64_t work, budget;
 } bk;
 
 static void bk_free(bk *b) {
-  free(b->q);
   free(b->orph);
 }
 
@@ -547,7 +549,6 @@ static int64_t bk_solve(dp__flow *g, uint8_t *side, int64_t budget, int64_t *par
   bk b = {.n = g->n, .arc = g->arc, .nd = g->nd};
   int64_t flow = -1;
   uint32_t n = b.n;
-  if (!(b.q = dp_malloc((n ? n : 1) * sizeof *b.q))) goto done;
   b.qh = b.qt = NIL;
   for (uint32_t v = 0; v < n; v++) {
     fnode *x = &b.nd[v];
@@ -581,17 +582,20 @@ static int64_t bk_solve(dp__flow *g, uint8_t *side, int64_t budget, int64_t *par
     for (uint32_t k = 0; k < b.norph; k++)
       if (bk_adopt(&b, b.orph[k]) < 0) goto oom;
   }
-  /* the sink side: the nodes that reach the sink in the residual graph */
-  uint32_t *q = b.q, qh = 0, qt = 0;
+  /* the sink side: the nodes that reach the sink in the residual graph
+     (the nodes to look from on a stack linked through qnext: the active
+     queue is empty now) */
+  uint32_t top = NIL;
   for (uint32_t v = 0; v < n; v++) {
     side[v] = b.nd[v].tr < 0;
-    if (side[v]) q[qt++] = v;
+    if (side[v]) b.nd[v].qnext = top, top = v;
   }
-  while (qh < qt) {
-    uint32_t w = q[qh++];
+  while (top != NIL) {
+    uint32_t w = top;
+    top = b.nd[w].qnext;
     for (uint32_t a = b.nd[w].first; a != NIL; a = b.arc[a].next) {
       uint32_t u = b.arc[a].head;
-      if (!side[u] && b.arc[a ^ 1].cap > 0) side[u] = 1, q[qt++] = u;
+      if (!side[u] && b.arc[a ^ 1].cap > 0) side[u] = 1, b.nd[u].qnext = top, top = u;
     }
   }
   goto done;
@@ -611,9 +615,10 @@ int64_t dp__flow_solve(dp__flow *g, uint8_t *side) {
   int64_t both = 0, partial = 0, to_sink = 0;
   for (uint32_t v = 0; v < g->n; v++) {
     fnode *x = &g->nd[v];
-    x->tr = x->trs - x->trt;
-    both = sat_add(both, x->trs < x->trt ? x->trs : x->trt);
-    to_sink = sat_add(to_sink, x->trt);
+    int64_t s = x->tr, t = x->trt;
+    x->tr = s - t; /* (trt's room is the search's from here on) */
+    both = sat_add(both, s < t ? s : t);
+    to_sink = sat_add(to_sink, t);
   }
   g->to_sink = to_sink;
   uint64_t size = (uint64_t)g->n + (uint64_t)g->na;
