@@ -36,42 +36,13 @@
 
 #define NIL UINT32_MAX
 
-/* The graph as the caller builds it is the solver's own: each node with
-   its terminal capacities, its first arc and Boykov-Kolmogorov's fields
-   side by side (the search reads several of them at each node it meets:
-   one cache line, not one per array); the arcs in pairs, arc a and its
-   reverse a ^ 1, each linked to the next arc of its tail. Nothing is
-   copied at the solve; push-relabel's fallback builds its own arrays from
-   the residual graph Boykov-Kolmogorov leaves. */
-typedef struct fnode {
-  int64_t tr;                      /* from the source, as added; from the solve on its residual
-                                      terminal capacity: > 0 from the source, < 0 to the sink */
-  union {                          /* (the one until the solve, the others from it on: 32 bytes
-                                      a node, not 48) */
-    int64_t trt;                   /* to the sink, as added */
-    struct { uint32_t ts, dist; }; /* when its distance to its terminal was last known */
-  };
-  uint32_t first;                  /* its first arc (NIL: none) */
-  uint32_t parent;                 /* tree link */
-  uint32_t qnext;                  /* the active nodes (FIFO); the cut's stack */
-  uint8_t sink, inq;               /* which tree; in the active queue */
-} fnode;
-
-typedef struct farc {
-  uint32_t head, next;             /* where it goes; the next arc of its tail */
-  int64_t cap;                     /* residual capacity */
-} farc;
-
-struct dp__flow {
-  uint32_t n, capn;          /* the caller's nodes */
-  fnode *nd;
-  farc *arc;                 /* 2 per dp__flow_arc */
-  uint32_t na, capa;
-  int oom;
-  int spent;                 /* solved: its capacities are residual until a reset */
-  int64_t to_sink;           /* the last solve's: every node's capacity to the sink, as added */
-  int64_t budget;            /* Boykov-Kolmogorov's work: < 0 the default */
-};
+/* The graph (planner.h: dp__fnode, dp__farc, struct dp__flow) as the
+   caller builds it is the solver's own: the search reads several of a
+   node's fields at each node it meets (one cache line, not one per
+   array); nothing is copied at the solve; push-relabel's fallback builds
+   its own arrays from the residual graph Boykov-Kolmogorov leaves. */
+typedef dp__fnode fnode;
+typedef dp__farc farc;
 
 dp__flow *dp__flow_new(void) {
   dp__flow *g = dp_calloc(1, sizeof(dp__flow));
@@ -103,39 +74,21 @@ void dp__flow_reset(dp__flow *g) {
   g->oom = g->spent = 0;
 }
 
-uint32_t dp__flow_node(dp__flow *g) {
-  if (g->n == g->capn && dp_grow((void **)&g->nd, &g->capn, g->n + 1, sizeof *g->nd) < 0) {
+int dp__flow_node_room(dp__flow *g) {
+  if (dp_grow((void **)&g->nd, &g->capn, g->n + 1, sizeof *g->nd) < 0) {
     g->oom = 1;
-    return 0;
+    return -1;
   }
-  g->nd[g->n] = (fnode){.first = NIL};
-  return g->n++;
+  return 0;
 }
 
-static int64_t sat_add(int64_t a, int64_t b) {
-  return a > DP__FLOW_INF - b ? DP__FLOW_INF : a + b;
-}
-
-void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_sink) {
-  if (g->oom || g->spent) return;
-  g->nd[v].tr = sat_add(g->nd[v].tr, from_source);
-  g->nd[v].trt = sat_add(g->nd[v].trt, to_sink);
-}
-
-void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap) {
-  if (g->oom || g->spent || (cap == 0 && rcap == 0) || u == v) return;
-  if (g->na + 2 > g->capa) { /* (arc numbers stay below the tree links' marks) */
-    if (g->na > UINT32_MAX - 8 || dp_grow((void **)&g->arc, &g->capa, g->na + 2, sizeof *g->arc) < 0) {
-      g->oom = 1;
-      return;
-    }
+int dp__flow_arc_room(dp__flow *g) {
+  /* (arc numbers stay below the tree links' marks) */
+  if (g->na > UINT32_MAX - 8 || dp_grow((void **)&g->arc, &g->capa, g->na + 2, sizeof *g->arc) < 0) {
+    g->oom = 1;
+    return -1;
   }
-  uint32_t a = g->na;
-  g->arc[a] = (farc){v, g->nd[u].first, cap};
-  g->arc[a + 1] = (farc){u, g->nd[v].first, rcap};
-  g->nd[u].first = a;
-  g->nd[v].first = a + 1;
-  g->na += 2;
+  return 0;
 }
 
 /* ================= push-relabel ================= */
@@ -442,11 +395,11 @@ static int64_t bk_augment(bk *b, uint32_t mid) {
   for (i = t0; b->nd[i].parent != BK_TERM; i = b->arc[b->nd[i].parent].head, b->work++)
     if (b->arc[b->nd[i].parent].cap < d) d = b->arc[b->nd[i].parent].cap;
   if (-b->nd[i].tr < d) d = -b->nd[i].tr;
-  b->arc[mid ^ 1].cap = sat_add(b->arc[mid ^ 1].cap, d);
+  b->arc[mid ^ 1].cap = dp__flow_sat_add(b->arc[mid ^ 1].cap, d);
   b->arc[mid].cap -= d;
   for (i = s0; b->nd[i].parent != BK_TERM;) {
     uint32_t a = b->nd[i].parent, up = b->arc[a].head;
-    b->arc[a].cap = sat_add(b->arc[a].cap, d);
+    b->arc[a].cap = dp__flow_sat_add(b->arc[a].cap, d);
     b->arc[a ^ 1].cap -= d;
     if (!b->arc[a ^ 1].cap && bk_orphan(b, i) < 0) return -1;
     i = up;
@@ -455,7 +408,7 @@ static int64_t bk_augment(bk *b, uint32_t mid) {
   if (!b->nd[i].tr && bk_orphan(b, i) < 0) return -1;
   for (i = t0; b->nd[i].parent != BK_TERM;) {
     uint32_t a = b->nd[i].parent, up = b->arc[a].head;
-    b->arc[a ^ 1].cap = sat_add(b->arc[a ^ 1].cap, d);
+    b->arc[a ^ 1].cap = dp__flow_sat_add(b->arc[a ^ 1].cap, d);
     b->arc[a].cap -= d;
     if (!b->arc[a].cap && bk_orphan(b, i) < 0) return -1;
     i = up;
@@ -578,7 +531,7 @@ static int64_t bk_solve(dp__flow *g, uint8_t *side, int64_t budget, int64_t *par
     b.norph = 0;
     int64_t d = bk_augment(&b, mid);
     if (d < 0) goto oom;
-    flow = sat_add(flow, d);
+    flow = dp__flow_sat_add(flow, d);
     for (uint32_t k = 0; k < b.norph; k++)
       if (bk_adopt(&b, b.orph[k]) < 0) goto oom;
   }
@@ -617,8 +570,8 @@ int64_t dp__flow_solve(dp__flow *g, uint8_t *side) {
     fnode *x = &g->nd[v];
     int64_t s = x->tr, t = x->trt;
     x->tr = s - t; /* (trt's room is the search's from here on) */
-    both = sat_add(both, s < t ? s : t);
-    to_sink = sat_add(to_sink, t);
+    both = dp__flow_sat_add(both, s < t ? s : t);
+    to_sink = dp__flow_sat_add(to_sink, t);
   }
   g->to_sink = to_sink;
   uint64_t size = (uint64_t)g->n + (uint64_t)g->na;
@@ -626,8 +579,8 @@ int64_t dp__flow_solve(dp__flow *g, uint8_t *side) {
   int64_t flow = budget > 0 ? bk_solve(g, side, budget, &partial) : -2;
   if (flow == -2) { /* push-relabel from where the search stopped */
     flow = pr_solve(g, side);
-    if (flow >= 0) flow = sat_add(flow, partial);
+    if (flow >= 0) flow = dp__flow_sat_add(flow, partial);
   }
   g->spent = 1; /* (the graph is left residual: a reset before the next) */
-  return flow < 0 ? -1 : sat_add(flow, both);
+  return flow < 0 ? -1 : dp__flow_sat_add(flow, both);
 }
