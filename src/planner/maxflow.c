@@ -52,6 +52,27 @@ dp__flow *dp__flow_new(void) {
 
 void dp__flow_budget(dp__flow *g, int64_t work) { g->budget = work; }
 
+/* (the room in whole elements, at most what a capacity counts) */
+static uint32_t room_of(size_t bytes, size_t elem) {
+  size_t n = bytes / elem;
+  return n > UINT32_MAX - 8 ? UINT32_MAX - 8 : (uint32_t)n;
+}
+
+void dp__flow_adopt(dp__flow *g, void *nodes, size_t nbytes, void *arcs, size_t abytes) {
+  if (nodes && !g->nd && room_of(nbytes, sizeof *g->nd)) {
+    g->nd = nodes;
+    g->capn = room_of(nbytes, sizeof *g->nd);
+  } else {
+    free(nodes);
+  }
+  if (arcs && !g->arc && room_of(abytes, sizeof *g->arc)) {
+    g->arc = arcs;
+    g->capa = room_of(abytes, sizeof *g->arc);
+  } else {
+    free(arcs);
+  }
+}
+
 void dp__flow_free(dp__flow *g) {
   if (!g) return;
   free(g->nd);

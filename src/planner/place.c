@@ -63,7 +63,7 @@ void dp__place_free(struct dp__placement *pl) {
 
 typedef struct pctx {
   dp__domains *d;
-  const dp__flows *flows;     /* analysis' */
+  dp__flows *flows;           /* analysis' (its memory taken by the solve) */
   dp__index *ix;
   const dp_place_hooks *h;
   struct dp__placement *pl;
@@ -625,7 +625,19 @@ static int solve(pctx *c) {
   pl->label = p->stamp;
   p->stamp = NULL;
   if (!pl->label) return oom(c);
-  int rc = dp_place_solve(p, pl->label, NULL); /* (its total is not read here) */
+  /* The cut's graph in memory touched already: analysis' flows and the
+     array of a variable per domain, read no more (rather than freed, and
+     the graph's pages touched fresh) */
+  dp__flow *g = dp__flow_new();
+  if (!g) return oom(c);
+  dp__flow_adopt(g, c->var_of, (size_t)(c->d->nnodes ? c->d->nnodes : 1) * sizeof *c->var_of, c->flows->v,
+                 (size_t)c->flows->cap * sizeof *c->flows->v);
+  c->var_of = NULL;
+  *c->flows = (dp__flows){0};
+  free(c->exact);
+  c->exact = NULL;
+  int rc = dp__place_solve_in(p, pl->label, NULL, g); /* (its total is not read here) */
+  dp__flow_free(g);
   if (rc < 0) return oom(c);
   if (rc > 0) { /* (call_costs reports a class no device can take first) */
     c->err = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "placement by cost: a value can go on no device");
@@ -634,7 +646,7 @@ static int solve(pctx *c) {
   return 0;
 }
 
-int dp__place(dp__domains *d, const dp__flows *flows, const dp_place_hooks *h,
+int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h,
               struct dp__placement **out, dp_err **err) {
   static const dp_place_hooks none = {0};
   pctx c = {.d = d, .flows = flows, .ix = d->ix, .h = h ? h : &none,

@@ -425,6 +425,10 @@ static int cuts_exact(const dp_place_problem *m, const uint32_t *label) {
 }
 
 int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
+  return dp__place_solve_in(m, label, energy, NULL);
+}
+
+int dp__place_solve_in(dp_place_problem *m, uint32_t *label, int64_t *energy, dp__flow *given) {
   if (m->oom) return -1;
   if (start(m, label)) return 1;
   if (m->nlabels == 1 || m->nvars == 0) {
@@ -438,7 +442,7 @@ int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
   uint32_t *next = dp_malloc((size_t)m->nvars * sizeof *next); /* (move's state, then its labels) */
   uint8_t *side = NULL;
   uint32_t capside = 0;
-  dp__flow *g = dp__flow_new();
+  dp__flow *g = given ? given : dp__flow_new();
   int rc = -1;
   if (!next || !g) goto done;
   /* two labels: the one move from the default label to the other is exact */
@@ -486,6 +490,6 @@ int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
 done:
   free(next);
   free(side);
-  dp__flow_free(g);
+  if (g != given) dp__flow_free(g);
   return rc;
 }

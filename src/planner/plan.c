@@ -39,9 +39,10 @@ static int worded(dp_domains *s, int rc, dp_err **err) {
   return rc ? -1 : 0;
 }
 
-/* Placement by cost on the domains of s, from analysis' flows: its
-   decisions kept in s (for explanations and replays), and logged. */
-static int place(dp_domains *s, const dp__flows *flows, const dp_place_hooks *h, dp_err **err) {
+/* Placement by cost on the domains of s, from analysis' flows (their
+   memory taken by it): its decisions kept in s (for explanations and
+   replays), and logged. */
+static int place(dp_domains *s, dp__flows *flows, const dp_place_hooks *h, dp_err **err) {
   if (dp__place(&s->uf, flows, h, &s->place, err) < 0) return -1;
   if (dp__log_add(&s->log, (dp__op_log){LOG_PLACE, R_PLACEMENT, NULL, NULL, 0}) == 0) return 0;
   dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));

@@ -542,7 +542,10 @@ uint32_t *dp__plan_order(const dp__index *ix);
    (or the time). Its decisions (*out, place.c's own: dp__place_free) say
    what it weighed and replay it. 0, or -1 + error. */
 struct dp__placement;
-int dp__place(dp__domains *d, const dp__flows *flows, const dp_place_hooks *h,
+/* (flows->v is taken, NULL after: its memory, touched already, is the
+   room of the cut's graph, with that of its own array of a variable per
+   domain) */
+int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h,
               struct dp__placement **out, dp_err **err);
 void dp__place_free(struct dp__placement *p);
 /* The decisions pl made, made again on d (fresh domains of the same index
@@ -558,6 +561,10 @@ int dp__place_each(dp__domains *d, const struct dp__placement *pl, dp_place_fn f
 /* place_solve.c: variable v of a problem free (no fixed label, every
    label allowed, no stamp), as dp_place_init leaves each of its own. */
 void dp__place_var_init(dp_place_problem *m, uint32_t v);
+/* dp_place_solve with the cuts made in g (dp__flow_adopt'ed memory: the
+   caller's; NULL: its own). */
+struct dp__flow;
+int dp__place_solve_in(dp_place_problem *m, uint32_t *label, int64_t *energy, struct dp__flow *g);
 /* Phase 2 (default.c): 0; 1 when a default conflicts (d->failed); -1 + error. */
 int dp__default(dp__domains *d, dp_err **err);
 /* The same for domains capture alone reads next: nothing where no rule
@@ -650,6 +657,11 @@ int64_t dp__flow_all_source(const dp__flow *g);
 /* Work Boykov-Kolmogorov may do before push-relabel takes over (maxflow.c):
    < 0 the default, 0 push-relabel alone (the tests run both). */
 void dp__flow_budget(dp__flow *g, int64_t work);
+/* Blocks the caller no longer needs (malloc'd; NULL: none), taken as the
+   room of g's nodes and arcs before any is made: the pages they touched
+   are not touched fresh again (the cut's graph is the largest thing a
+   placement makes; a block over 1 MB freed goes back to the system). */
+void dp__flow_adopt(dp__flow *g, void *nodes, size_t nbytes, void *arcs, size_t abytes);
 
 /* The graph as the optimiser builds it is the solver's own (maxflow.c says
    how it reads it): here, so that the builders, called a few times per
