@@ -104,15 +104,19 @@ static int default_node(dctx *c, uint32_t id) {
    changes: a rule only merges a free class with a device, and a decided
    class is never refined, so 0 stays exact; a 1 is asked of the class
    again (an earlier rule may have decided it). */
-static int dom_free(dctx *c, uint32_t x) {
-  if (x < c->nfree && !c->free[x]) return 0;
+static int dom_free_now(dctx *c, uint32_t x) {
   const dp__dnode *r = &c->d->nodes[dp__dom_find(c->d, x)];
   return r->isfn || !r->vdev;
 }
 
-static int kid_free(dctx *c, uint32_t id, uint32_t i) {
-  uint32_t k = dp__kid(c->ix, id, i);
-  return k == DP__NONE_ID || dom_free(c, dp__dom_at(c->d, k)); /* (not numbered: the rule looks) */
+/* (inline: the mark is all most nodes' children need) */
+static inline int dom_free(dctx *c, uint32_t x) {
+  return x < c->nfree && !c->free[x] ? 0 : dom_free_now(c, x);
+}
+
+/* A child not numbered (DP__NONE_ID): the rule looks. */
+static inline int kid_free(dctx *c, uint32_t k) {
+  return k == DP__NONE_ID || dom_free(c, dp__dom_at(c->d, k));
 }
 
 /* Might the rule of node id change a class: does it default one that was
@@ -125,15 +129,15 @@ static int touches_free(dctx *c, uint32_t id) {
     uint32_t i = ix->what[id] == W_LOWERED ? 1 : 0; /* (dp__callee_dom's cases) */
     if (i || ix->what[id] == W_FN_CALL) {
       int k = dp__child(ix->x[id], i)->h.kind;
-      if (k != DP_OP && k != DP_CTOR) return kid_free(c, id, i);
+      if (k != DP_OP && k != DP_CTOR) return kid_free(c, dp__kid(ix, id, i));
     }
     if (dom_free(c, dp__dom_at(c->d, id))) return 1;
-    uint32_t nargs = ix->koff[id + 1] - ix->koff[id] - 1;
-    for (uint32_t a = 0; a < nargs; a++)
-      if (kid_free(c, id, 1 + a)) return 1;
+    /* (the arguments: the index's children 1 on) */
+    for (uint32_t o = ix->koff[id] + 1, end = ix->koff[id + 1]; o < end; o++)
+      if (kid_free(c, ix->kid[o])) return 1;
     return 0;
   }
-  case DP_LET: return kid_free(c, id, 0);
+  case DP_LET: return kid_free(c, dp__kid(ix, id, 0));
   default: return 0;
   }
 }

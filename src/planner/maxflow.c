@@ -36,38 +36,13 @@
 
 #define NIL UINT32_MAX
 
-/* The graph as the caller builds it is the solver's own: each node with
-   its terminal capacities, its first arc and Boykov-Kolmogorov's fields
-   side by side (the search reads several of them at each node it meets:
-   one cache line, not one per array); the arcs in pairs, arc a and its
-   reverse a ^ 1, each linked to the next arc of its tail. Nothing is
-   copied at the solve; push-relabel's fallback builds its own arrays from
-   the residual graph Boykov-Kolmogorov leaves. */
-typedef struct fnode {
-  int64_t trs, trt;                /* from the source, to the sink, as added */
-  int64_t tr;                      /* the solve's residual terminal capacity: > 0 from the
-                                      source, < 0 to the sink */
-  uint32_t first;                  /* its first arc (NIL: none) */
-  uint32_t parent, ts, dist;       /* tree link; when its distance to its terminal was last known */
-  uint32_t qnext;                  /* the active nodes (FIFO) */
-  uint8_t sink, inq;               /* which tree; in the active queue */
-} fnode;
-
-typedef struct farc {
-  uint32_t head, next;             /* where it goes; the next arc of its tail */
-  int64_t cap;                     /* residual capacity */
-} farc;
-
-struct dp__flow {
-  uint32_t n, capn;          /* the caller's nodes */
-  fnode *nd;
-  farc *arc;                 /* 2 per dp__flow_arc */
-  uint32_t na, capa;
-  int oom;
-  int spent;                 /* solved: its capacities are residual until a reset */
-  int64_t to_sink;           /* the last solve's: every node's capacity to the sink, as added */
-  int64_t budget;            /* Boykov-Kolmogorov's work: < 0 the default */
-};
+/* The graph (planner.h: dp__fnode, dp__farc, struct dp__flow) as the
+   caller builds it is the solver's own: the search reads several of a
+   node's fields at each node it meets (one cache line, not one per
+   array); nothing is copied at the solve; push-relabel's fallback builds
+   its own arrays from the residual graph Boykov-Kolmogorov leaves. */
+typedef dp__fnode fnode;
+typedef dp__farc farc;
 
 dp__flow *dp__flow_new(void) {
   dp__flow *g = dp_calloc(1, sizeof(dp__flow));
@@ -76,6 +51,27 @@ dp__flow *dp__flow_new(void) {
 }
 
 void dp__flow_budget(dp__flow *g, int64_t work) { g->budget = work; }
+
+/* (the room in whole elements, at most what a capacity counts) */
+static uint32_t room_of(size_t bytes, size_t elem) {
+  size_t n = bytes / elem;
+  return n > UINT32_MAX - 8 ? UINT32_MAX - 8 : (uint32_t)n;
+}
+
+void dp__flow_adopt(dp__flow *g, void *nodes, size_t nbytes, void *arcs, size_t abytes) {
+  if (nodes && !g->nd && room_of(nbytes, sizeof *g->nd)) {
+    g->nd = nodes;
+    g->capn = room_of(nbytes, sizeof *g->nd);
+  } else {
+    free(nodes);
+  }
+  if (arcs && !g->arc && room_of(abytes, sizeof *g->arc)) {
+    g->arc = arcs;
+    g->capa = room_of(abytes, sizeof *g->arc);
+  } else {
+    free(arcs);
+  }
+}
 
 void dp__flow_free(dp__flow *g) {
   if (!g) return;
@@ -99,39 +95,21 @@ void dp__flow_reset(dp__flow *g) {
   g->oom = g->spent = 0;
 }
 
-uint32_t dp__flow_node(dp__flow *g) {
-  if (g->n == g->capn && dp_grow((void **)&g->nd, &g->capn, g->n + 1, sizeof *g->nd) < 0) {
+int dp__flow_node_room(dp__flow *g) {
+  if (dp_grow((void **)&g->nd, &g->capn, g->n + 1, sizeof *g->nd) < 0) {
     g->oom = 1;
-    return 0;
+    return -1;
   }
-  g->nd[g->n] = (fnode){.first = NIL};
-  return g->n++;
+  return 0;
 }
 
-static int64_t sat_add(int64_t a, int64_t b) {
-  return a > DP__FLOW_INF - b ? DP__FLOW_INF : a + b;
-}
-
-void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_sink) {
-  if (g->oom || g->spent) return;
-  g->nd[v].trs = sat_add(g->nd[v].trs, from_source);
-  g->nd[v].trt = sat_add(g->nd[v].trt, to_sink);
-}
-
-void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap) {
-  if (g->oom || g->spent || (cap == 0 && rcap == 0) || u == v) return;
-  if (g->na + 2 > g->capa) { /* (arc numbers stay below the tree links' marks) */
-    if (g->na > UINT32_MAX - 8 || dp_grow((void **)&g->arc, &g->capa, g->na + 2, sizeof *g->arc) < 0) {
-      g->oom = 1;
-      return;
-    }
+int dp__flow_arc_room(dp__flow *g) {
+  /* (arc numbers stay below the tree links' marks) */
+  if (g->na > UINT32_MAX - 8 || dp_grow((void **)&g->arc, &g->capa, g->na + 2, sizeof *g->arc) < 0) {
+    g->oom = 1;
+    return -1;
   }
-  uint32_t a = g->na;
-  g->arc[a] = (farc){v, g->nd[u].first, cap};
-  g->arc[a + 1] = (farc){u, g->nd[v].first, rcap};
-  g->nd[u].first = a;
-  g->nd[v].first = a + 1;
-  g->na += 2;
+  return 0;
 }
 
 /* ================= push-relabel ================= */
@@ -385,14 +363,12 @@ typedef struct bk {
   uint32_t n;
   farc *arc;                       /* the caller's graph, its capacities made residual */
   fnode *nd;
-  uint32_t *q;                     /* the cut's queue */
   uint32_t qh, qt, time;
   uint32_t *orph, norph, caporph;  /* the orphans of one augmentation (FIFO) */
   int64_t work, budget;
 } bk;
 
 static void bk_free(bk *b) {
-  free(b->q);
   free(b->orph);
 }
 
@@ -440,11 +416,11 @@ static int64_t bk_augment(bk *b, uint32_t mid) {
   for (i = t0; b->nd[i].parent != BK_TERM; i = b->arc[b->nd[i].parent].head, b->work++)
     if (b->arc[b->nd[i].parent].cap < d) d = b->arc[b->nd[i].parent].cap;
   if (-b->nd[i].tr < d) d = -b->nd[i].tr;
-  b->arc[mid ^ 1].cap = sat_add(b->arc[mid ^ 1].cap, d);
+  b->arc[mid ^ 1].cap = dp__flow_sat_add(b->arc[mid ^ 1].cap, d);
   b->arc[mid].cap -= d;
   for (i = s0; b->nd[i].parent != BK_TERM;) {
     uint32_t a = b->nd[i].parent, up = b->arc[a].head;
-    b->arc[a].cap = sat_add(b->arc[a].cap, d);
+    b->arc[a].cap = dp__flow_sat_add(b->arc[a].cap, d);
     b->arc[a ^ 1].cap -= d;
     if (!b->arc[a ^ 1].cap && bk_orphan(b, i) < 0) return -1;
     i = up;
@@ -453,7 +429,7 @@ static int64_t bk_augment(bk *b, uint32_t mid) {
   if (!b->nd[i].tr && bk_orphan(b, i) < 0) return -1;
   for (i = t0; b->nd[i].parent != BK_TERM;) {
     uint32_t a = b->nd[i].parent, up = b->arc[a].head;
-    b->arc[a ^ 1].cap = sat_add(b->arc[a ^ 1].cap, d);
+    b->arc[a ^ 1].cap = dp__flow_sat_add(b->arc[a ^ 1].cap, d);
     b->arc[a].cap -= d;
     if (!b->arc[a].cap && bk_orphan(b, i) < 0) return -1;
     i = up;
@@ -547,7 +523,6 @@ static int64_t bk_solve(dp__flow *g, uint8_t *side, int64_t budget, int64_t *par
   bk b = {.n = g->n, .arc = g->arc, .nd = g->nd};
   int64_t flow = -1;
   uint32_t n = b.n;
-  if (!(b.q = dp_malloc((n ? n : 1) * sizeof *b.q))) goto done;
   b.qh = b.qt = NIL;
   for (uint32_t v = 0; v < n; v++) {
     fnode *x = &b.nd[v];
@@ -577,21 +552,24 @@ static int64_t bk_solve(dp__flow *g, uint8_t *side, int64_t budget, int64_t *par
     b.norph = 0;
     int64_t d = bk_augment(&b, mid);
     if (d < 0) goto oom;
-    flow = sat_add(flow, d);
+    flow = dp__flow_sat_add(flow, d);
     for (uint32_t k = 0; k < b.norph; k++)
       if (bk_adopt(&b, b.orph[k]) < 0) goto oom;
   }
-  /* the sink side: the nodes that reach the sink in the residual graph */
-  uint32_t *q = b.q, qh = 0, qt = 0;
+  /* the sink side: the nodes that reach the sink in the residual graph
+     (the nodes to look from on a stack linked through qnext: the active
+     queue is empty now) */
+  uint32_t top = NIL;
   for (uint32_t v = 0; v < n; v++) {
     side[v] = b.nd[v].tr < 0;
-    if (side[v]) q[qt++] = v;
+    if (side[v]) b.nd[v].qnext = top, top = v;
   }
-  while (qh < qt) {
-    uint32_t w = q[qh++];
+  while (top != NIL) {
+    uint32_t w = top;
+    top = b.nd[w].qnext;
     for (uint32_t a = b.nd[w].first; a != NIL; a = b.arc[a].next) {
       uint32_t u = b.arc[a].head;
-      if (!side[u] && b.arc[a ^ 1].cap > 0) side[u] = 1, q[qt++] = u;
+      if (!side[u] && b.arc[a ^ 1].cap > 0) side[u] = 1, b.nd[u].qnext = top, top = u;
     }
   }
   goto done;
@@ -611,9 +589,10 @@ int64_t dp__flow_solve(dp__flow *g, uint8_t *side) {
   int64_t both = 0, partial = 0, to_sink = 0;
   for (uint32_t v = 0; v < g->n; v++) {
     fnode *x = &g->nd[v];
-    x->tr = x->trs - x->trt;
-    both = sat_add(both, x->trs < x->trt ? x->trs : x->trt);
-    to_sink = sat_add(to_sink, x->trt);
+    int64_t s = x->tr, t = x->trt;
+    x->tr = s - t; /* (trt's room is the search's from here on) */
+    both = dp__flow_sat_add(both, s < t ? s : t);
+    to_sink = dp__flow_sat_add(to_sink, t);
   }
   g->to_sink = to_sink;
   uint64_t size = (uint64_t)g->n + (uint64_t)g->na;
@@ -621,8 +600,8 @@ int64_t dp__flow_solve(dp__flow *g, uint8_t *side) {
   int64_t flow = budget > 0 ? bk_solve(g, side, budget, &partial) : -2;
   if (flow == -2) { /* push-relabel from where the search stopped */
     flow = pr_solve(g, side);
-    if (flow >= 0) flow = sat_add(flow, partial);
+    if (flow >= 0) flow = dp__flow_sat_add(flow, partial);
   }
   g->spent = 1; /* (the graph is left residual: a reset before the next) */
-  return flow < 0 ? -1 : sat_add(flow, both);
+  return flow < 0 ? -1 : dp__flow_sat_add(flow, both);
 }

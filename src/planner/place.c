@@ -63,7 +63,7 @@ void dp__place_free(struct dp__placement *pl) {
 
 typedef struct pctx {
   dp__domains *d;
-  const dp__flows *flows;     /* analysis' */
+  dp__flows *flows;           /* analysis' (its memory taken by the solve) */
   dp__index *ix;
   const dp_place_hooks *h;
   struct dp__placement *pl;
@@ -306,19 +306,33 @@ static uint32_t *net_order(const dp__flowrec *flows, const uint32_t *skey, uint3
   return order;
 }
 
-/* One net per (value, making class): the flows in net_order. */
+/* dp_place_net for a net whose readers are already at the end of the
+   pins (p->pins + p->npins, k of them): the repeats and the maker dropped
+   in place, as dp_place_net drops them from a copy. */
+static void net_in_place(dp_place_problem *p, uint32_t src, uint32_t k, int64_t w) {
+  if (w <= 0 || k == 0) return;
+  uint32_t *pin = p->pins + p->npins, id = p->nnets, kept = 0;
+  for (uint32_t i = 0; i < k; i++) {
+    uint32_t r = pin[i];
+    if (r == src || p->stamp[r] == id) continue;
+    p->stamp[r] = id;
+    pin[kept++] = r;
+  }
+  if (kept == 0) return;
+  p->nets[p->nnets++] = (dp_place_pin_range){src, p->npins, kept, w};
+  p->npins += kept;
+}
+
+/* One net per (value, making class): the flows in net_order. Each net's
+   readers are written where its pins go (the room for a pin per flow is
+   made at once), not into an array of their own. */
 static int nets(pctx *c) {
   dp__domains *d = c->d;
   const dp__flowrec *flows = c->flows->v;
   uint32_t n = c->flows->n;
   if (!n) return 0;
   uint32_t *skey = dp_malloc((size_t)n * sizeof *skey), *order = NULL;
-  uint32_t *readers = dp_malloc((size_t)n * sizeof *readers);
-  if (!skey || !readers) {
-    free(skey);
-    free(readers);
-    return oom(c);
-  }
+  if (!skey) return oom(c);
   /* (a value made in two classes of one device, through a copy to itself
      or an annotation looked through, is made there once) */
   for (uint32_t i = 0; i < n; i++) {
@@ -337,13 +351,12 @@ static int nets(pctx *c) {
       dp_grow((void **)&p->pins, &p->cappins, n, sizeof *p->pins) < 0) {
     free(order);
     free(skey);
-    free(readers);
     return oom(c);
   }
   int rc = 0;
   int64_t total = 0;
   for (uint32_t i = 0; i < n && rc == 0;) {
-    uint32_t j = i, k = 0;
+    uint32_t j = i, k = 0, *readers = p->pins + p->npins; /* (room: a pin per flow at most) */
     const dp__flowrec *f0 = &flows[order[i]];
     uint32_t s0 = skey[order[i]];
     dp_expr *value = c->ix->x[f0->value];
@@ -362,13 +375,11 @@ static int nets(pctx *c) {
       if (w == TOO_LARGE) {
         rc = too_large(c, value, 0);
       } else if (k == 1 && w > 0 && readers[0] != src) {
-        /* (dp_place_net's net of one reader, most of them, inline: the
-           room is made above, and one reader needs no stamp against
-           repeats) */
-        p->pins[p->npins] = readers[0];
+        /* (a net of one reader, most of them: one reader needs no stamp
+           against repeats) */
         p->nets[p->nnets++] = (dp_place_pin_range){src, p->npins++, 1, w};
-      } else if (dp_place_net(p, src, readers, k, w) < 0) {
-        rc = oom(c);
+      } else {
+        net_in_place(p, src, k, w);
       }
       if (rc == 0 && p->nnets > before) {
         /* every copy together stays below DP_PLACE_INF: a net copies at
@@ -384,7 +395,6 @@ static int nets(pctx *c) {
   c->total = total;
   free(order);
   free(skey);
-  free(readers);
   return rc;
 }
 
@@ -610,9 +620,24 @@ static int solve(pctx *c) {
   dp_place_problem *p = &pl->p;
   p->nvars = c->nv;
   p->nlabels = pl->nlab;
-  pl->label = dp_malloc((c->nv ? c->nv : 1) * sizeof *pl->label);
+  /* (the labels take the stamps' room, a uint32_t per variable: the nets
+     are made) */
+  pl->label = p->stamp;
+  p->stamp = NULL;
   if (!pl->label) return oom(c);
-  int rc = dp_place_solve(p, pl->label, NULL); /* (its total is not read here) */
+  /* The cut's graph in memory touched already: analysis' flows and the
+     array of a variable per domain, read no more (rather than freed, and
+     the graph's pages touched fresh) */
+  dp__flow *g = dp__flow_new();
+  if (!g) return oom(c);
+  dp__flow_adopt(g, c->var_of, (size_t)(c->d->nnodes ? c->d->nnodes : 1) * sizeof *c->var_of, c->flows->v,
+                 (size_t)c->flows->cap * sizeof *c->flows->v);
+  c->var_of = NULL;
+  *c->flows = (dp__flows){0};
+  free(c->exact);
+  c->exact = NULL;
+  int rc = dp__place_solve_in(p, pl->label, NULL, g); /* (its total is not read here) */
+  dp__flow_free(g);
   if (rc < 0) return oom(c);
   if (rc > 0) { /* (call_costs reports a class no device can take first) */
     c->err = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "placement by cost: a value can go on no device");
@@ -621,7 +646,7 @@ static int solve(pctx *c) {
   return 0;
 }
 
-int dp__place(dp__domains *d, const dp__flows *flows, const dp_place_hooks *h,
+int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h,
               struct dp__placement **out, dp_err **err) {
   static const dp_place_hooks none = {0};
   pctx c = {.d = d, .flows = flows, .ix = d->ix, .h = h ? h : &none,

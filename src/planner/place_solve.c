@@ -318,10 +318,12 @@ static void move_net(mv *c, const dp_place_pin_range *nt) {
   }
 }
 
-/* The best move towards alpha from label (into next); *better: its cut
-   costs less than the cut that keeps every label (cuts_exact). 0, or -1. */
+/* The best move towards alpha from label, into state (each variable's
+   node in the move's graph while it is made, then its label after the
+   move: one array, not two); *better: its cut costs less than the cut
+   that keeps every label (cuts_exact). 0, or -1. */
 static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha, uint32_t *state,
-                uint8_t **side, uint32_t *capside, dp__flow *g, uint32_t *next, int *better) {
+                uint8_t **side, uint32_t *capside, dp__flow *g, int *better) {
   dp__flow_reset(g);
   /* (room for a node per variable and net, and two arcs per pin and net:
      what a move of two labels makes at most, most of a move of more) */
@@ -347,7 +349,7 @@ static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha
   if (cut < 0) return -1;
   *better = cut < dp__flow_all_source(g);
   for (uint32_t v = 0; v < m->nvars; v++)
-    next[v] = state[v] < ST_T && (*side)[state[v]] ? alpha : label[v];
+    state[v] = state[v] < ST_T && (*side)[state[v]] ? alpha : label[v];
   return 0;
 }
 
@@ -423,6 +425,10 @@ static int cuts_exact(const dp_place_problem *m, const uint32_t *label) {
 }
 
 int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
+  return dp__place_solve_in(m, label, energy, NULL);
+}
+
+int dp__place_solve_in(dp_place_problem *m, uint32_t *label, int64_t *energy, dp__flow *given) {
   if (m->oom) return -1;
   if (start(m, label)) return 1;
   if (m->nlabels == 1 || m->nvars == 0) {
@@ -433,13 +439,12 @@ int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
   /* (the starting labelling's energy is counted with the first move's) */
   int64_t cur = 0;
   int counted = 0;
-  uint32_t *state = dp_malloc((size_t)m->nvars * sizeof *state);
-  uint32_t *next = dp_malloc((size_t)m->nvars * sizeof *next);
+  uint32_t *next = dp_malloc((size_t)m->nvars * sizeof *next); /* (move's state, then its labels) */
   uint8_t *side = NULL;
   uint32_t capside = 0;
-  dp__flow *g = dp__flow_new();
+  dp__flow *g = given ? given : dp__flow_new();
   int rc = -1;
-  if (!state || !next || !g) goto done;
+  if (!next || !g) goto done;
   /* two labels: the one move from the default label to the other is exact */
   uint32_t rounds = m->nlabels == 2 ? 1 : 32;
   /* A move depends only on the labelling it starts from, so a move towards
@@ -462,7 +467,7 @@ int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
         continue;
       }
       int cheaper;
-      if (move(m, label, alpha, state, &side, &capside, g, next, &cheaper) < 0) goto done;
+      if (move(m, label, alpha, next, &side, &capside, g, &cheaper) < 0) goto done;
       int64_t e = 0;
       if (!exact) {
         if (counted) e = dp_place_energy(m, next);
@@ -483,9 +488,8 @@ int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
   if (energy) *energy = counted ? cur : dp_place_energy(m, label);
   rc = 0;
 done:
-  free(state);
   free(next);
   free(side);
-  dp__flow_free(g);
+  if (g != given) dp__flow_free(g);
   return rc;
 }

@@ -39,9 +39,10 @@ static int worded(dp_domains *s, int rc, dp_err **err) {
   return rc ? -1 : 0;
 }
 
-/* Placement by cost on the domains of s, from analysis' flows: its
-   decisions kept in s (for explanations and replays), and logged. */
-static int place(dp_domains *s, const dp__flows *flows, const dp_place_hooks *h, dp_err **err) {
+/* Placement by cost on the domains of s, from analysis' flows (their
+   memory taken by it): its decisions kept in s (for explanations and
+   replays), and logged. */
+static int place(dp_domains *s, dp__flows *flows, const dp_place_hooks *h, dp_err **err) {
   if (dp__place(&s->uf, flows, h, &s->place, err) < 0) return -1;
   if (dp__log_add(&s->log, (dp__op_log){LOG_PLACE, R_PLACEMENT, NULL, NULL, 0}) == 0) return 0;
   dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
@@ -117,18 +118,20 @@ static dp_domains *search_domains(dp_module *m, const dp_config *cfg, const dp_p
   return s;
 }
 
+/* search: dp__placed_by_search's answer for m (a walk of the module on
+   min_bytes: the caller that asked it already passes it on). */
 static dp_domains *domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
-                           dp_conflicts *all, int captured, dp_err **err) {
+                           dp_conflicts *all, int captured, int search, dp_err **err) {
   static const dp_plan_opts tvm = {0};
   if (all) *all = (dp_conflicts){0};
-  int search = dp__placed_by_search(m, cfg, o, err); /* latency, soft annotations, budgets */
   if (search) return search < 0 ? NULL : search_domains(m, cfg, o, all, captured, err);
   return plan(m, cfg, o ? o : &tvm, all, captured, err);
 }
 
 dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                             dp_conflicts *all, dp_err **err) {
-  return domains(m, cfg, o, all, 0, err);
+  int search = dp__placed_by_search(m, cfg, o, err); /* latency, soft annotations, budgets */
+  return domains(m, cfg, o, all, 0, search, err);
 }
 
 /* Placement by cost decides devices; where the module names memory scopes
@@ -146,10 +149,13 @@ static dp_module *scopes_by_tvm(dp_module *planned, const dp_config *cfg, dp_err
 
 /* One round: phases 0 to 2, capture (phase 3), and on a module with
    memory scopes TVM's rules' scopes. consume: the caller gave m up (the
-   first round only: a later one's input is compared with its plan). */
+   first round only: a later one's input is compared with its plan).
+   search: dp__placed_by_search's answer for m, -2 when not yet asked (a
+   later round plans another module). */
 static dp_module *plan_round(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
-                             dp_conflicts *all, int consume, int *scoped, dp_err **err) {
-  dp_domains *s = domains(m, cfg, o, all, 1, err);
+                             dp_conflicts *all, int consume, int search, int *scoped, dp_err **err) {
+  if (search == -2) search = dp__placed_by_search(m, cfg, o, err);
+  dp_domains *s = domains(m, cfg, o, all, 1, search, err);
   dp_module *out = s ? dp__capture_last(&s->uf, consume, err) : NULL; /* (then s goes) */
   *scoped = out && o && o->placement != DP_PLACE_TVM && dp__dev_any_scope(s->uf.dev);
   dp_release(s);
@@ -162,7 +168,7 @@ dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_pla
   int search = dp__placed_by_search(m, cfg, o, err); /* latency, soft annotations, budgets */
   if (search) return search < 0 ? NULL : searched(m, cfg, o, all, err);
   int scoped;
-  dp_module *out = plan_round(m, cfg, o, all, o && o->consume, &scoped, err);
+  dp_module *out = plan_round(m, cfg, o, all, o && o->consume, 0, &scoped, err);
   /* With memory scopes the optimiser may also meet that plan differently
      (a copy TVM's rules wrote out is a new place for one, a primfn
      argument's scope is now written): it is planned again until it no
@@ -170,7 +176,7 @@ dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_pla
      itself. Generated programs settle in one more round; a few more are
      allowed, and the last plan (valid, verified like any) stands. */
   for (int round = 0; out && scoped && round < 4; round++) {
-    dp_module *again = plan_round(out, cfg, o, NULL, 0, &scoped, err);
+    dp_module *again = plan_round(out, cfg, o, NULL, 0, -2, &scoped, err);
     if (!again) {
       dp_release(out);
       return NULL;

@@ -550,7 +550,10 @@ uint32_t *dp__plan_order(const dp__index *ix);
    (or the time). Its decisions (*out, place.c's own: dp__place_free) say
    what it weighed and replay it. 0, or -1 + error. */
 struct dp__placement;
-int dp__place(dp__domains *d, const dp__flows *flows, const dp_place_hooks *h,
+/* (flows->v is taken, NULL after: its memory, touched already, is the
+   room of the cut's graph, with that of its own array of a variable per
+   domain) */
+int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h,
               struct dp__placement **out, dp_err **err);
 void dp__place_free(struct dp__placement *p);
 /* The decisions pl made, made again on d (fresh domains of the same index
@@ -566,6 +569,10 @@ int dp__place_each(dp__domains *d, const struct dp__placement *pl, dp_place_fn f
 /* place_solve.c: variable v of a problem free (no fixed label, every
    label allowed, no stamp), as dp_place_init leaves each of its own. */
 void dp__place_var_init(dp_place_problem *m, uint32_t v);
+/* dp_place_solve with the cuts made in g (dp__flow_adopt'ed memory: the
+   caller's; NULL: its own). */
+struct dp__flow;
+int dp__place_solve_in(dp_place_problem *m, uint32_t *label, int64_t *energy, struct dp__flow *g);
 /* Phase 2 (default.c): 0; 1 when a default conflicts (d->failed); -1 + error. */
 int dp__default(dp__domains *d, dp_err **err);
 /* The same for domains capture alone reads next: nothing where no rule
@@ -639,14 +646,14 @@ typedef struct dp__flow dp__flow;
 dp__flow *dp__flow_new(void);
 void dp__flow_free(dp__flow *g);
 void dp__flow_reset(dp__flow *g);                  /* no nodes, no arcs (memory kept) */
-uint32_t dp__flow_node(dp__flow *g);               /* a new node (0, 1, ...) */
+static inline uint32_t dp__flow_node(dp__flow *g); /* a new node (0, 1, ...) */
 uint32_t dp__flow_count(const dp__flow *g);        /* nodes so far */
 /* Room for nodes and pairs of arcs (dp__flow_arc's), made at once. 0, -1. */
 int dp__flow_reserve(dp__flow *g, uint64_t nodes, uint64_t pairs);
 /* Capacity from the source to v and from v to the sink (added up). */
-void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_sink);
+static inline void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_sink);
 /* An arc u -> v of capacity cap, and v -> u of rcap. */
-void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap);
+static inline void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap);
 /* The minimum cut: side[v] = 0 (source side) or 1 (sink side) for every
    node; returns its capacity, or -1 (out of memory). Ties go to the source
    side. The graph is left residual: dp__flow_reset before building and
@@ -658,6 +665,79 @@ int64_t dp__flow_all_source(const dp__flow *g);
 /* Work Boykov-Kolmogorov may do before push-relabel takes over (maxflow.c):
    < 0 the default, 0 push-relabel alone (the tests run both). */
 void dp__flow_budget(dp__flow *g, int64_t work);
+/* Blocks the caller no longer needs (malloc'd; NULL: none), taken as the
+   room of g's nodes and arcs before any is made: the pages they touched
+   are not touched fresh again (the cut's graph is the largest thing a
+   placement makes; a block over 1 MB freed goes back to the system). */
+void dp__flow_adopt(dp__flow *g, void *nodes, size_t nbytes, void *arcs, size_t abytes);
+
+/* The graph as the optimiser builds it is the solver's own (maxflow.c says
+   how it reads it): here, so that the builders, called a few times per
+   variable of a placement, are inlined. Each node with its terminal
+   capacities, its first arc and Boykov-Kolmogorov's fields side by side;
+   the arcs in pairs, arc a and its reverse a ^ 1, each linked to the next
+   arc of its tail. */
+typedef struct dp__fnode {
+  int64_t tr;                      /* from the source, as added; from the solve on its residual
+                                      terminal capacity: > 0 from the source, < 0 to the sink */
+  union {                          /* (the one until the solve, the others from it on: 32 bytes
+                                      a node, not 48) */
+    int64_t trt;                   /* to the sink, as added */
+    struct { uint32_t ts, dist; }; /* when its distance to its terminal was last known */
+  };
+  uint32_t first;                  /* its first arc (UINT32_MAX: none) */
+  uint32_t parent;                 /* tree link */
+  uint32_t qnext;                  /* the active nodes (FIFO); the cut's stack */
+  uint8_t sink, inq;               /* which tree; in the active queue */
+} dp__fnode;
+
+typedef struct dp__farc {
+  uint32_t head, next;             /* where it goes; the next arc of its tail */
+  int64_t cap;                     /* residual capacity */
+} dp__farc;
+
+struct dp__flow {
+  uint32_t n, capn;          /* the caller's nodes */
+  dp__fnode *nd;
+  dp__farc *arc;             /* 2 per dp__flow_arc */
+  uint32_t na, capa;
+  int oom;
+  int spent;                 /* solved: its capacities are residual until a reset */
+  int64_t to_sink;           /* the last solve's: every node's capacity to the sink, as added */
+  int64_t budget;            /* Boykov-Kolmogorov's work: < 0 the default */
+};
+
+/* (maxflow.c: the builders' paths when the room is used up; -1 and g->oom
+   when it cannot grow) */
+int dp__flow_node_room(dp__flow *g);
+int dp__flow_arc_room(dp__flow *g);
+
+static inline int64_t dp__flow_sat_add(int64_t a, int64_t b) {
+  return a > DP__FLOW_INF - b ? DP__FLOW_INF : a + b;
+}
+
+static inline uint32_t dp__flow_node(dp__flow *g) {
+  if (g->n == g->capn && dp__flow_node_room(g) < 0) return 0;
+  g->nd[g->n] = (dp__fnode){.first = UINT32_MAX};
+  return g->n++;
+}
+
+static inline void dp__flow_terminal(dp__flow *g, uint32_t v, int64_t from_source, int64_t to_sink) {
+  if (g->oom || g->spent) return;
+  g->nd[v].tr = dp__flow_sat_add(g->nd[v].tr, from_source);
+  g->nd[v].trt = dp__flow_sat_add(g->nd[v].trt, to_sink);
+}
+
+static inline void dp__flow_arc(dp__flow *g, uint32_t u, uint32_t v, int64_t cap, int64_t rcap) {
+  if (g->oom || g->spent || (cap == 0 && rcap == 0) || u == v) return;
+  if (g->na + 2 > g->capa && dp__flow_arc_room(g) < 0) return;
+  uint32_t a = g->na;
+  g->arc[a] = (dp__farc){v, g->nd[u].first, cap};
+  g->arc[a + 1] = (dp__farc){u, g->nd[v].first, rcap};
+  g->nd[u].first = a;
+  g->nd[v].first = a + 1;
+  g->na += 2;
+}
 
 /* ================= diagnostics text (describe.c) ================= */
 /* "add at 3:5", malloc'd; an on_device with no position (a pass inserted
