@@ -20,12 +20,17 @@
 #include "arena.h"
 
 #define CHUNK ((size_t)64 * 1024)
-#define GROUP 64u /* (a block asks CHUNK more than its chunks, for the
-                       alignment: 1/GROUP more address space, never touched) */
+#define GROUP 128u /* (a block asks CHUNK more than its chunks, for the
+                        alignment: 1/GROUP more address space, never touched).
+                        8 MiB: dp_malloc backs the huge pages wholly inside a
+                        block by huge pages, three or four of its four (a
+                        block aligned on one would leave up to 2 MiB unused
+                        beside 4, counted as heap; larger groups leave more
+                        chunks not yet cut in the last one). */
 
 typedef struct dp__group {
   void *mem;     /* the block the chunks are cut from */
-  char *base;    /* its first chunk: mem aligned on CHUNK, or on a huge page */
+  char *base;    /* its first chunk: mem aligned on CHUNK */
   uint32_t live; /* chunks not freed, + 1 while the arena cuts chunks from it */
   uint32_t next; /* chunks cut */
   uint32_t size; /* chunks it has room for */
@@ -62,18 +67,14 @@ static dp__chunk *new_chunk(dp__arena *a) {
     a->group = g = ng;
   }
   if (!g || g->next == g->size) {
-    uint32_t size = a->groups < 6 ? 1u << a->groups : GROUP;
-    /* A group a whole number of huge pages long starts on one, so that
-       dp_malloc's huge pages cover all of it: fewer faults. */
-    size_t huge = dp__huge_page_size(), align = CHUNK;
-    if (huge > CHUNK && size * CHUNK % huge == 0) align = huge;
+    uint32_t size = a->groups < 7 ? 1u << a->groups : GROUP;
     dp__group *ng = dp_malloc(sizeof *ng);
-    void *mem = ng ? dp_malloc(size * CHUNK + align - 1) : NULL;
+    void *mem = ng ? dp_malloc(size * CHUNK + CHUNK - 1) : NULL;
     if (!mem) {
       free(ng);
       return NULL;
     }
-    char *base = (char *)(((uintptr_t)mem + align - 1) & ~(uintptr_t)(align - 1));
+    char *base = (char *)(((uintptr_t)mem + CHUNK - 1) & ~(uintptr_t)(CHUNK - 1));
     *ng = (dp__group){mem, base, 1, 0, size, NULL};
     a->groups++;
     if (g) drop_group(g);

@@ -11,7 +11,7 @@
  * A chunk is CHUNK bytes aligned on CHUNK (a node finds its chunk by its
  * address) and counts its live nodes; no free list: a planned module's
  * nodes are made once and dropped together. Chunks are cut from groups
- * (one block of memory for up to sixty-four, freed with the last of its
+ * (one block of memory for up to 128, freed with the last of its
  * chunks), first from blocks its user gave it (dp__arena_adopt: capture
  * gives it the domains' array it frees). Not thread-safe (neither are
  * reference counts).
