@@ -337,8 +337,7 @@ static int check_stdout(void) {
 static lua_Alloc lua_alloc;
 
 static void *alloc_advised(void *ud, void *p, size_t os, size_t ns) {
-  void *q = lua_alloc(ud, p, os, ns);
-  return ns >= ((size_t)4 << 20) ? dp_advise_huge(q, ns) : q;
+  return dp_advise_huge(lua_alloc(ud, p, os, ns), ns); /* (nothing below 4 MiB) */
 }
 
 static void advise_large_blocks(lua_State *L) {
