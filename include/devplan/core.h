@@ -162,6 +162,11 @@ void *dp_realloc(void *p, size_t n);
    system has none. Returns p. (For allocators of a host's, such as a Lua
    state's.) */
 void *dp_advise_huge(void *p, size_t n);
+/* 1 when the system backs memory with transparent huge pages only where a
+   program asks for them (Linux's "madvise" mode, a common default): glibc's
+   own heap then has none unless its glibc.malloc.hugetlb tunable is set,
+   which the devplan executable does (src/cli/main.c). 0 otherwise. */
+int dp_huge_pages_on_request(void);
 char *dp_strdup(const char *s);
 /* At most n bytes of s, NUL-terminated (malloc'd), or NULL. */
 char *dp_strndup(const char *s, size_t n);

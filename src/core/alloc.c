@@ -93,6 +93,15 @@ size_t dp__huge_page_size(void) {
   return size;
 }
 
+int dp_huge_pages_on_request(void) {
+  static int on = -1;
+  if (on >= 0) return on;
+  char buf[128];
+  on = read_sys("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf) &&
+       strstr(buf, "[madvise]") != NULL;
+  return on;
+}
+
 /* A fresh page costs a fault, and a million-call module's arrays and
    node blocks take hundreds of MB: 4 KiB a fault, some 20 us each on a
    virtual machine. A block of at least two huge pages asks for huge pages

@@ -88,4 +88,13 @@ void dp_test_alloc(int *passed, int *failed) {
   if (thp && made == NODES) CHECK(huge_mappings(nodes[NODES - 1], big));
   dp__arena_done(&a);
   for (int i = 0; i < made; i++) dp__arena_node_free(nodes[i]);
+
+  /* huge pages on request: what the system's mode says, asked twice */
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  char line[128] = "";
+  if (f && !fgets(line, sizeof line, f)) line[0] = 0;
+  if (f) fclose(f);
+  int on = dp_huge_pages_on_request();
+  CHECK(on == (strstr(line, "[madvise]") != NULL));
+  CHECK(dp_huge_pages_on_request() == on);
 }
