@@ -36,8 +36,10 @@ const char *dp_exprkind_name(int kind);
 typedef struct dp_expr {
   dp_obj h;          /* h.type = DP_OBJ_EXPR, h.kind = dp_exprkind */
   dp_span span;
-  uint32_t mark;     /* not part of the node's value: scratch of the planner's numbering
-                        (its last id of the node; it checks that before reading it), in
+  uint32_t mark;     /* not part of the node's value: scratch of the walks that find a
+                        node again by it (the planner's numbering: its last id of the
+                        node; the printer's one walk, which puts the old value back),
+                        each checking it against its own table before reading it; in
                         what was padding */
   dp_type *type;     /* checked type; NULL until inferred (owned) */
 } dp_expr;

@@ -180,6 +180,12 @@ typedef struct printer {
   int defer;
   struct told { const dp_expr *e; uint32_t v, temp; } *told;
   uint32_t ntold, captold;
+  /* the flat walk's shared nodes (held more than once), found again by
+     their mark (see flat_shared), with the marks they had before */
+  struct shared { const dp_expr *e; uint64_t tref; } *shared;
+  uint32_t *oldmarks;
+  uint32_t nshared, capshared;
+  int by_mark; /* flat_shared finds them by mark, not in the map */
 } printer;
 
 /* ---------------- small helpers ---------------- */
@@ -1480,6 +1486,8 @@ static void printer_free(printer *p) {
   free(p->segs);
   free(p->texts);
   free(p->told);
+  free(p->shared);
+  free(p->oldmarks);
   dp__ptrmap_free(&p->map);
 }
 
@@ -1742,6 +1750,60 @@ static void flat_names(printer *p, dp__tb *b, const dp_expr *e) {
   }
 }
 
+/* The word of shared node e (its tref, or IN_PROGRESS while its children
+   print), made when new (*fresh tells); NULL on out of memory. Without
+   on_name (whose callback may read marks: the report's does) e is found
+   by its mark (dp_expr.mark: its index in p->shared, checked against e,
+   as the planner's numbering does), not in the map: a branchy module's
+   nodes are nearly all shared, and the map was a probe each and 32 MB of
+   tables at a million calls. The marks are put back once the walk is done
+   (flat_marks_back): a walk of the planner that printed finds its own. */
+static uint64_t *flat_shared(printer *p, const dp_expr *e, int *fresh) {
+  if (!p->by_mark) {
+    dp__ptrslot *sl = dp__ptrmap_insert(&p->map, e, fresh);
+    return sl ? &sl->word : NULL;
+  }
+  uint32_t m = e->mark;
+  if (m < p->nshared && p->shared[m].e == e) {
+    *fresh = 0;
+    return &p->shared[m].tref;
+  }
+  if (p->nshared == p->capshared) {
+    uint32_t cap = p->capshared;
+    struct shared *s = grow_array(p->shared, &cap, p->nshared + 1, sizeof *s);
+    if (!s) return NULL;
+    p->shared = s;
+    uint32_t c2 = p->capshared;
+    uint32_t *o = grow_array(p->oldmarks, &c2, p->nshared + 1, sizeof *o);
+    if (!o) return NULL;
+    p->oldmarks = o;
+    p->capshared = cap;
+  }
+  m = p->nshared++;
+  p->shared[m] = (struct shared){e, 0};
+  p->oldmarks[m] = e->mark;
+  ((dp_expr *)e)->mark = m; /* (scratch, not the node's value: put back after) */
+  *fresh = 1;
+  return &p->shared[m].tref;
+}
+
+/* Shared node e (met by flat_shared) printed as tref t. */
+static void flat_shared_set(printer *p, const dp_expr *e, uint64_t t) {
+  if (!p->by_mark) {
+    dp__ptrslot *sl = dp__ptrmap_find(&p->map, e);
+    if (sl) sl->word = t;
+    return;
+  }
+  uint32_t m = e->mark;
+  if (m < p->nshared && p->shared[m].e == e) p->shared[m].tref = t;
+}
+
+/* The marks of the shared nodes as they were before the walk. */
+static void flat_marks_back(printer *p) {
+  for (uint32_t i = p->nshared; i-- > 0;) ((dp_expr *)p->shared[i].e)->mark = p->oldmarks[i];
+  p->nshared = 0;
+}
+
 /* Enter non-atomic child c in role r: FLAT_NO when the body is not flat,
    -1 on out of memory, else 0 (c is on the stack, or a shared node printed
    before has its number among the values). */
@@ -1750,10 +1812,10 @@ static int flat_enter(printer *p, flat *w, const dp_expr *c, uint32_t r) {
   if (c->h.rc != 1) {
     if (r != R_ARG) return FLAT_NO; /* (held elsewhere: used here once? the passes count) */
     int fresh;
-    dp__ptrslot *sl = dp__ptrmap_insert(&p->map, c, &fresh);
-    if (!sl) return -1;
-    if (!fresh) return sl->word == IN_PROGRESS ? FLAT_NO : flat_push_val(w, sl->word);
-    sl->word = IN_PROGRESS;
+    uint64_t *word = flat_shared(p, c, &fresh);
+    if (!word) return -1;
+    if (!fresh) return *word == IN_PROGRESS ? FLAT_NO : flat_push_val(w, *word);
+    *word = IN_PROGRESS;
   }
   fframe *s = grow_array(w->st, &w->cap, w->n + 1, sizeof *s);
   if (!s) return -1;
@@ -1792,10 +1854,7 @@ static int flat_finish(printer *p, flat *w, const fframe *f, uint32_t ind) {
     if (p->flags & DP__PRINT_NAMES_ONLY) {
       flat_names(p, out, f->e);
       w->nvals = f->vbase;
-      if (f->e->h.rc != 1) {
-        dp__ptrslot *sl = dp__ptrmap_find(&p->map, f->e);
-        if (sl) sl->word = t;
-      }
+      if (f->e->h.rc != 1) flat_shared_set(p, f->e, t);
       return flat_push_val(w, t);
     }
     indent(out, ind);
@@ -1804,10 +1863,7 @@ static int flat_finish(printer *p, flat *w, const fframe *f, uint32_t ind) {
     flat_node(p, out, f->e, v, nv);
     put(out, ";\n", 2);
     w->nvals = f->vbase;
-    if (f->e->h.rc != 1) {
-      dp__ptrslot *sl = dp__ptrmap_find(&p->map, f->e);
-      if (sl) sl->word = t;
-    }
+    if (f->e->h.rc != 1) flat_shared_set(p, f->e, t);
     return flat_push_val(w, t);
   }
   case R_VALUE:
@@ -1896,6 +1952,7 @@ static int flat_print(printer *p, dp__tb *out, const dp_expr *root) {
   p->out = out;
   p->tnum[0] = '0';
   p->tnlen = 1;
+  p->by_mark = !p->opts->on_name;
   flat w;
   memset(&w, 0, sizeof w);
   int rc = -1;
@@ -1940,6 +1997,7 @@ static int flat_print(printer *p, dp__tb *out, const dp_expr *root) {
   }
   rc = p->failed || out->failed || p->arena.failed ? -1 : 0;
 done:
+  flat_marks_back(p);
   free(w.st);
   free(w.vals);
   return rc;

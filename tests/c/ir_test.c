@@ -572,6 +572,55 @@ void dp_test_target_kinds(int *passed, int *failed); /* tests/c/target_kind_test
 void dp_test_arena(int *passed, int *failed);    /* tests/c/arena_test.c */
 void dp_test_alloc(int *passed, int *failed);    /* tests/c/alloc_test.c */
 
+/* ---------------- printing: the marks of shared nodes ---------------- */
+
+/* The printer's one walk finds a shared node again by its mark (its index
+   in the walk's table, checked against the node): a mark another walk
+   left, even one that names a slot of the table, must not change the text,
+   and every mark is as it was once the text is made. */
+static void test_print_marks(dp_ctx *ctx) {
+  dp_op *add = dp_op_get(ctx, "add"), *mul = dp_op_get(ctx, "multiply");
+  dp_var *a = dp_var_new("a", NULL, NULL, DP_NOSPAN), *b = dp_var_new("b", NULL, NULL, DP_NOSPAN);
+  CHECK(add && mul && a && b);
+  if (!add || !mul || !a || !b) return;
+  /* two shared nodes, p and r, the second met once the first printed */
+  dp_expr *ab[] = {&a->e, &b->e}, *ba[] = {&b->e, &a->e};
+  dp_call *p = dp_call_new(&add->e, 2, ab, NULL, DP_NOSPAN);
+  dp_call *r = dp_call_new(&add->e, 2, ba, NULL, DP_NOSPAN);
+  dp_expr *pp[] = {&p->e, &p->e}, *rr[] = {&r->e, &r->e};
+  dp_call *q = dp_call_new(&mul->e, 2, pp, NULL, DP_NOSPAN);
+  dp_call *s = dp_call_new(&mul->e, 2, rr, NULL, DP_NOSPAN);
+  dp_expr *qs[] = {&q->e, &s->e};
+  dp_call *t = dp_call_new(&add->e, 2, qs, NULL, DP_NOSPAN);
+  dp_var *params[] = {a, b};
+  dp_func *fn = dp_func_new(2, params, &t->e, NULL, NULL, NULL, DP_NOSPAN);
+  CHECK(p && r && q && s && t && fn);
+  /* (the function holds them: a node held once more is not printed by
+     the one walk) */
+  dp_call *mine[] = {t, s, q, r, p};
+  for (int i = 0; i < 5; i++) dp_release(mine[i]);
+  dp_release(a);
+  dp_release(b);
+  if (!fn) return;
+  const char *want = "fn (%a, %b) {\n"
+                     "  %0 = add(%a, %b);\n"
+                     "  %1 = multiply(%0, %0);\n"
+                     "  %2 = add(%b, %a);\n"
+                     "  %3 = multiply(%2, %2);\n"
+                     "  add(%1, %3)\n"
+                     "}";
+  /* marks as another walk may leave them (p's, r's): r's naming the slot
+     p takes, crossed, past the table */
+  static const uint32_t marks[][2] = {{0, 0}, {5, 0}, {1, 0}, {UINT32_MAX, 1}};
+  for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++) {
+    p->e.mark = marks[k][0];
+    r->e.mark = marks[k][1];
+    CHECK_STR(dp_print_expr(&fn->e, 0, NULL), want);
+    CHECK(p->e.mark == marks[k][0] && r->e.mark == marks[k][1]);
+  }
+  dp_release(fn);
+}
+
 int main(void) {
   long n = getenv("DEVPLAN_QUICK") ? 20000 : 1000000;
   dp_ctx *ctx = dp_ctx_new();
@@ -585,6 +634,7 @@ int main(void) {
   test_op_calls();
   test_traversals(ctx);
   test_deep(n);
+  test_print_marks(ctx);
   dp_release(ctx);
   dp_test_infer(&passed, &failed);
   dp_test_contexts(&passed, &failed);
