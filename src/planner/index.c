@@ -428,7 +428,11 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
     return DP__NONE_ID;
   }
   if (ix->nkid + nk > w->kready) prefault_kids(w);
-  /* (each kid slot is written when the walk reaches that child) */
+  /* (each kid slot is written when the walk reaches that child, but the
+     operator these calls call, their child 0: it gets no id and takes no
+     demand, so the walk starts at the first argument) */
+  uint32_t from = what == W_OP_CALL || what == W_ON_DEVICE || what == W_COPY || what == W_LOWERED;
+  if (from) ix->kid[ix->nkid] = DP__NONE_ID;
   ix->koff[id] = ix->nkid;
   ix->nkid += nk;
   ix->koff[id + 1] = ix->nkid;
@@ -436,7 +440,7 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
     w->oom = 1;
     return DP__NONE_ID;
   }
-  w->st[w->nst++] = (frame){id, 0, nk, (uint32_t)(quiet != 0), demand};
+  w->st[w->nst++] = (frame){id, from, nk, (uint32_t)(quiet != 0), demand};
   if (e->h.kind == DP_GLOBAL && push_u32(&ix->gref, &ix->ngref, &ix->capgref, id) < 0) w->oom = 1;
   return id;
 }
