@@ -12,7 +12,9 @@
  * Constructors are polymorphic: each use instantiates their type variables.
  *
  * Types are written into the nodes (dp_expr.type) only when the whole
- * inference succeeded; an error leaves the nodes as they were.
+ * inference succeeded; an error leaves the nodes as they were. A module's
+ * inference also leaves what its walk counted, nodes, child slots and the
+ * deepest path, in dp_module.sizes (the planner sizes its arrays by them).
  *
  * Where the types live while the walk runs: the outermost inference keeps
  * each node's working type in the node itself, marked with F_TYPED in its

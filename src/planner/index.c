@@ -27,6 +27,10 @@
  *   reference count but which nodes it must remember: a node with one
  *   reference has one parent and is reached once.
  *
+ * The arrays are sized once where type inference counted the module
+ * (dp_module.sizes: a parsed module's), and double from a few entries
+ * where it did not, or where those counts fall short.
+ *
  * Requires: a module (operators registered) and a configuration.
  * Leaves: dp__index (planner.h), with the walk's stack and demands as spare
  * blocks, the larger of which the domains' nodes take, resident (the other is
