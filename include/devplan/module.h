@@ -53,6 +53,12 @@ typedef struct dp_module {
   uint32_t nprims;
   dp_primfn **prims;
   struct dp__names *names; /* the index of the `@` names (module.c's own) */
+  /* The functions' graphs as type inference last walked them all: nodes,
+     child slots and the deepest path (a count of nodes). Hints, so that a
+     later walk over a large module (the planner's numbering) sizes its
+     arrays once instead of doubling them from a few entries; 0: not known.
+     Adding or replacing a function clears them. */
+  struct dp_module_sizes { uint32_t nodes, kids, depth; } sizes;
 } dp_module;
 
 dp_module *dp_module_new(dp_ctx *ctx);

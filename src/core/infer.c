@@ -12,7 +12,9 @@
  * Constructors are polymorphic: each use instantiates their type variables.
  *
  * Types are written into the nodes (dp_expr.type) only when the whole
- * inference succeeded; an error leaves the nodes as they were.
+ * inference succeeded; an error leaves the nodes as they were. A module's
+ * inference also leaves what its walk counted, nodes, child slots and the
+ * deepest path, in dp_module.sizes (the planner sizes its arrays by them).
  *
  * Where the types live while the walk runs: the outermost inference keeps
  * each node's working type in the node itself, marked with F_TYPED in its
@@ -107,6 +109,7 @@ typedef struct infer {
   memo memo[MEMO_SIZE];
   frame *stack;        /* the walk (its ancestors locate errors without spans) */
   uint32_t nstack, capstack;
+  uint32_t nkids, depth; /* the walk's child slots and deepest stack (the module's sizes) */
   dp_err *err;
 } infer;
 
@@ -946,6 +949,8 @@ static int push(infer *I, dp_expr *e) {
     n = e->h.kind == DP_LET ? 3 : dp_expr_nchildren(e);
   }
   I->stack[I->nstack++] = (frame){e, first, n};
+  I->nkids += n;
+  if (I->nstack > I->depth) I->depth = I->nstack;
   return 0;
 }
 
@@ -1135,7 +1140,11 @@ int dp__infer_module(dp_module *m, int scopes_known, dp_err **err) {
     if (rc == 0) rc = solve(&I, 0); /* keep the pending list short */
   }
   if (rc == 0) rc = solve(&I, 1);
+  /* (every function walked, each node once: the sizes a later walk may
+     size its arrays by; commit empties the typing order) */
+  struct dp_module_sizes sizes = {I.norder, I.nkids, I.depth};
   if (rc == 0) rc = commit(&I);
+  if (rc == 0) m->sizes = sizes;
   return infer_finish(&I, rc, err);
 }
 

@@ -209,6 +209,7 @@ int dp_module_add_func(dp_module *m, dp_global *g, dp_func *fn, dp_err **err) {
   m->funcs[m->nfuncs].global = g;
   m->funcs[m->nfuncs].fn = fn;
   m->nfuncs++;
+  m->sizes = (struct dp_module_sizes){0, 0, 0}; /* (no longer those inference counted) */
   if (add_name(m, m->nfuncs) != 0) {
     m->nfuncs--;
     return oom(err);
@@ -258,6 +259,7 @@ dp_module *dp_module_copy(const dp_module *m) {
   }
   for (uint32_t i = 0; i < m->nprims; i++)
     if (dp_module_add_primfn(c, m->prims[i], NULL) < 0) goto fail;
+  c->sizes = m->sizes; /* (the same functions) */
   return c;
 fail:
   dp_release(c);
@@ -274,6 +276,7 @@ int dp_module_set_func(dp_module *m, const char *name, dp_func *fn, dp_err **err
   dp_retain(fn);
   dp_release(m->funcs[i].fn);
   m->funcs[i].fn = fn;
+  m->sizes = (struct dp_module_sizes){0, 0, 0}; /* (no longer those inference counted) */
   return 0;
 }
 

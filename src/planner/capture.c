@@ -687,6 +687,18 @@ static int to_dense(cctx *c) {
   return 0;
 }
 
+/* Room on the stack for one more result. Where results pile up (a let
+   chain's values wait for their lets, built last), past a few thousand it
+   takes room for the module's deepest path at once, when inference counted
+   it (dp_module.sizes): the doublings from 16 laid its first 4 MiB in
+   small pages. */
+static int grow_vs(cctx *c) {
+  uint32_t need = c->nvs + 1, deep = c->ix->mod->sizes.depth;
+  if (need > 4096 && deep > need)
+    return dp__grow_fresh((void **)&c->vs, &c->capvs, c->nvs, deep, sizeof *c->vs);
+  return dp_grow((void **)&c->vs, &c->capvs, need, sizeof *c->vs);
+}
+
 /* Node id's result r (a new reference) kept for its parent: on the stack
    (one parent), or, shared, in `changed` when it is a new node. -1 on out
    of memory (r released). */
@@ -697,7 +709,7 @@ static int keep(cctx *c, uint32_t id, dp_expr *r) {
     return 0;
   }
   if (!(ix->flag[id] & F_SHARED)) {
-    if (c->nvs == c->capvs && dp_grow((void **)&c->vs, &c->capvs, c->nvs + 1, sizeof *c->vs) < 0) {
+    if (c->nvs == c->capvs && grow_vs(c) < 0) {
       dp_release(r);
       return -1;
     }

@@ -28,12 +28,24 @@ _Static_assert(R__COUNT <= 64, "dp__dnode.crule has 6 bits");
 
 int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err) {
   *d = (dp__domains){.ix = ix, .dev = &ix->dev, .ctx = ix->mod->ctx};
+  int fresh = !cap;
   if (!cap) {
     /* one domain per node, a constraint per annotation (at most two), and
        a few more: sized once, not doubled (a doubling copies everything and
        holds both copies at once) */
     uint64_t want = (uint64_t)ix->n + 2 * (uint64_t)ix->nann + ix->n / 16 + 64;
     cap = want > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)want;
+  }
+  /* the constraints likewise, one per annotation where it names a device
+     (at 1,000,000 branchy calls their doublings from 16 wrote 1,300 small
+     pages); a few more made by analysis (parameters, host arguments) grow
+     from there */
+  if (fresh && ix->nann) {
+    d->capcons = ix->nann + 64 > UINT32_MAX / 2 ? UINT32_MAX / 2 : ix->nann + 64;
+    if (!(d->cons = dp_malloc((size_t)d->capcons * sizeof *d->cons))) {
+      dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+      return -1;
+    }
   }
   d->capnodes = cap;
   /* (in the pages the numbering's walk left, where it left some; dom[] is

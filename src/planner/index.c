@@ -27,6 +27,10 @@
  *   reference count but which nodes it must remember: a node with one
  *   reference has one parent and is reached once.
  *
+ * The arrays are sized once where type inference counted the module
+ * (dp_module.sizes: a parsed module's), and double from a few entries
+ * where it did not, or where those counts fall short.
+ *
  * Requires: a module (operators registered) and a configuration.
  * Leaves: dp__index (planner.h), with the walk's stack and demands as spare
  * blocks, the larger of which the domains' nodes take, resident (the other is
@@ -78,6 +82,49 @@ static int room(dp__index *ix) {
   void **const arrs[] = ID_ARRAYS(ix);
   const size_t sizes[] = ID_SIZES(ix);
   return dp_grow_arrays(&ix->cap, ix->n + 2, NID_ARRAYS, arrs, sizes);
+}
+
+int dp__grow_fresh(void **a, uint32_t *cap, uint32_t n, uint32_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  void *p = dp_malloc((size_t)need * elem);
+  if (!p) return -1;
+  if (n) memcpy(p, *a, (size_t)n * elem);
+  free(*a);
+  *a = p;
+  *cap = need;
+  return 0;
+}
+
+/* Room for about n more items, with a little slack (a node numbered in
+   two functions has an id in each, which inference counted once). */
+static uint32_t hinted(uint32_t n) {
+  uint64_t c = (uint64_t)n + n / 32 + 64;
+  return c > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)c;
+}
+
+/* The arrays sized once where inference counted the module's nodes, child
+   slots and deepest path (dp_module.sizes): at a million let calls the
+   doublings from 16 entries copied each array's first megabyte, and laid
+   its first 4 MiB in small pages (dp_advise_huge asks for huge pages from
+   4 MiB on), some 9,000 faults in all. Without the counts (a module built
+   or changed since), or where a count falls short, they double as before. */
+static int reserve(dp__index *ix, walk *w) {
+  const struct dp_module_sizes *s = &ix->mod->sizes;
+  if (!s->nodes) return room(ix);
+  uint32_t c = hinted(s->nodes + ix->mod->nfuncs), k = hinted(s->kids), d = hinted(s->depth);
+  void **const arrs[] = ID_ARRAYS(ix);
+  const size_t sizes[] = ID_SIZES(ix);
+  for (int i = 0; i < NID_ARRAYS; i++) {
+    void *p = dp_realloc(*arrs[i], (size_t)c * sizes[i]);
+    if (!p) return -1;
+    *arrs[i] = p;
+  }
+  ix->cap = c;
+  if (!(ix->kid = dp_malloc((size_t)k * sizeof *ix->kid))) return -1;
+  ix->capkid = k;
+  if (!(w->st = dp_malloc((size_t)d * sizeof *w->st))) return -1;
+  w->capst = d;
+  return 0;
 }
 
 /* The pages of the next WINDOW ids (and twice as many child slots) in
@@ -345,6 +392,17 @@ static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, u
 
 /* ---- the walk ---- */
 
+/* Room in aux for id. Where shared nodes keep coming (a let chain's
+   variables, every third id), past a few thousand ids it takes the ids'
+   capacity at once, when that was sized from the module's counts (most
+   programs' shared nodes are a few parameters: aux stays small). */
+static int grow_aux(walk *w, uint32_t id) {
+  uint32_t need = id + 1;
+  if (w->ix->mod->sizes.nodes && need > 4096 && w->ix->cap > need)
+    return dp__grow_fresh((void **)&w->aux, &w->capaux, w->capaux, w->ix->cap, sizeof *w->aux);
+  return dp_grow((void **)&w->aux, &w->capaux, need, sizeof *w->aux);
+}
+
 /* A new id for e, its frame pushed. */
 static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int quiet) {
   dp__index *ix = w->ix;
@@ -374,16 +432,19 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
     return DP__NONE_ID;
   }
   if (ix->nkid + nk > w->kready) prefault_kids(w);
-  /* (each kid slot is written when the walk reaches that child) */
+  /* (each kid slot is written when the walk reaches that child, but the
+     operator these calls call, their child 0: it gets no id and takes no
+     demand, so the walk starts at the first argument) */
+  uint32_t from = what == W_OP_CALL || what == W_ON_DEVICE || what == W_COPY || what == W_LOWERED;
+  if (from) ix->kid[ix->nkid] = DP__NONE_ID;
   ix->koff[id] = ix->nkid;
   ix->nkid += nk;
   ix->koff[id + 1] = ix->nkid;
-  if (shared && id >= w->capaux &&
-      dp_grow((void **)&w->aux, &w->capaux, id + 1, sizeof *w->aux) < 0) {
+  if (shared && id >= w->capaux && grow_aux(w, id) < 0) {
     w->oom = 1;
     return DP__NONE_ID;
   }
-  w->st[w->nst++] = (frame){id, 0, nk, (uint32_t)(quiet != 0), demand};
+  w->st[w->nst++] = (frame){id, from, nk, (uint32_t)(quiet != 0), demand};
   if (e->h.kind == DP_GLOBAL && push_u32(&ix->gref, &ix->ngref, &ix->capgref, id) < 0) w->oom = 1;
   return id;
 }
@@ -534,8 +595,11 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   }
   ix->fnid = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnid);
   ix->fnpost = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnpost);
-  if (!ix->fnid || !ix->fnpost || room(ix) < 0) goto fail;
   walk w = {ix, NULL, 0, 0, NULL, 0, 0, DP__NONE_ID, DP__NONE_ID, 0, 0, 0};
+  if (!ix->fnid || !ix->fnpost || reserve(ix, &w) < 0) {
+    free(w.st);
+    goto fail;
+  }
   for (uint32_t f = 0; f < m->nfuncs; f++) {
     ix->fnid[f] = ix->n;
     ix->fnpost[f] = ix->npost;

@@ -301,6 +301,14 @@ static inline int dp__plain_on_device(const dp__index *ix, uint32_t id) {
 #define dp__prefetch(p) ((void)(p))
 #endif
 
+/* *a (*cap items of elem bytes, the first n used) moved to a new block of
+   need items, or NULL (*a kept). Not dp_realloc: a large block asks for
+   huge pages once it is made (dp_advise_huge), and realloc's copy would
+   have written its first pages, small ones, before that (an array that
+   jumps from a few thousand entries to a million lays its first 2 MiB in
+   512 small pages so). 0, or -1 on out of memory. */
+int dp__grow_fresh(void **a, uint32_t *cap, uint32_t n, uint32_t need, size_t elem);
+
 /* dp_expr_child / dp_expr_nchildren inline for the kinds a large program
    is made of (calls, lets): every phase asks for them. */
 static inline dp_expr *dp__child(const dp_expr *e, uint32_t i) {

@@ -571,6 +571,7 @@ void dp_test_maxflow(int *passed, int *failed);  /* tests/c/maxflow_test.c */
 void dp_test_target_kinds(int *passed, int *failed); /* tests/c/target_kind_test.c */
 void dp_test_arena(int *passed, int *failed);    /* tests/c/arena_test.c */
 void dp_test_alloc(int *passed, int *failed);    /* tests/c/alloc_test.c */
+void dp_test_sizes(int *passed, int *failed);    /* tests/c/sizes_test.c */
 
 /* ---------------- printing: the marks of shared nodes ---------------- */
 
@@ -648,6 +649,7 @@ int main(void) {
   dp_test_target_kinds(&passed, &failed);
   dp_test_arena(&passed, &failed);
   dp_test_alloc(&passed, &failed);
+  dp_test_sizes(&passed, &failed);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
