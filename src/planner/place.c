@@ -567,6 +567,30 @@ static int costs(pctx *c) {
 
 /* ---- the decisions ---- */
 
+/* The class of root r constrained to device dev (rule R_PLACEMENT, why):
+   dp__dom_first's constraint domain, then dp__unify's link of the two, as
+   those make them (the new domain under r, which stays the root: r's
+   class is free and first order, the new one has size 1), written in place
+   where the room is made already and no one is told of links; the general
+   path elsewhere. The constraint domain, or DP__NONE_ID: out of memory. */
+static uint32_t decide_one(dp__domains *d, uint32_t r, uint32_t dev, dp_expr *why) {
+  r = root_of(d, r);
+  dp__dnode *R = &d->nodes[r];
+  if (dev && !d->on_link && !R->isfn && !R->vdev && d->nnodes < d->capnodes && d->ncons < d->capcons) {
+    uint32_t k = d->nnodes++;
+    d->nodes[k] = (dp__dnode){.parent = k, .vdev = dev, .size = 1, .crule = R_PLACEMENT};
+    d->cons[d->ncons++] = (dp__cons){k, dev, why};
+    return dp__link_agreeing(d, r, k) ? k : DP__NONE_ID; /* (it applies: r is free) */
+  }
+  uint32_t k = dp__dom_first(d, dev, R_PLACEMENT, why);
+  dp_err *e = NULL;
+  if (d->oom || dp__unify(d, r, k, R_PLACEMENT, why, &e) != 0) {
+    dp_err_free(e);
+    return DP__NONE_ID;
+  }
+  return k;
+}
+
 static int decide(pctx *c) {
   dp__domains *d = c->d;
   struct dp__placement *pl = c->pl;
@@ -583,12 +607,8 @@ static int decide(pctx *c) {
     return oom(c);
   for (uint32_t v = 0; v < c->nv; v++) {
     if (p->fixed[v] != DP__NONE_ID || !c->vtouched[v]) continue;
-    uint32_t k = dp__dom_first(d, pl->labdev[pl->label[v]], R_PLACEMENT, c->vwhy[v]);
-    dp_err *e = NULL;
-    if (d->oom || dp__unify(d, c->vroot[v], k, R_PLACEMENT, c->vwhy[v], &e) != 0) {
-      dp_err_free(e);
-      return oom(c); /* (a free class takes any device: only memory can fail) */
-    }
+    uint32_t k = decide_one(d, c->vroot[v], pl->labdev[pl->label[v]], c->vwhy[v]);
+    if (k == DP__NONE_ID) return oom(c); /* (a free class takes any device: only memory can fail) */
     pl->var[pl->n] = v;
     pl->cons[pl->n++] = k;
   }
