@@ -318,12 +318,26 @@ static void move_net(mv *c, const dp_place_pin_range *nt) {
   }
 }
 
+/* The side of each node of a move's graph: room made with the move's
+   state array (one block: a large one asks for huge pages, two just below
+   that size would not), its own block where a move makes more nodes. */
+typedef struct sides { uint8_t *v; uint32_t cap; int own; } sides;
+
+static int side_room(sides *sd, uint32_t nodes) {
+  if (nodes <= sd->cap) return 0;
+  if (sd->own) return dp_grow((void **)&sd->v, &sd->cap, nodes, 1);
+  uint8_t *v = dp_malloc(nodes);
+  if (!v) return -1;
+  sd->v = v, sd->cap = nodes, sd->own = 1;
+  return 0;
+}
+
 /* The best move towards alpha from label, into state (each variable's
    node in the move's graph while it is made, then its label after the
    move: one array, not two); *better: its cut costs less than the cut
    that keeps every label (cuts_exact). 0, or -1. */
 static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha, uint32_t *state,
-                uint8_t **side, uint32_t *capside, dp__flow *g, int *better) {
+                sides *side, dp__flow *g, int *better) {
   dp__flow_reset(g);
   /* (room for a node per variable and net, and two arcs per pin and net:
      what a move of two labels makes at most, most of a move of more) */
@@ -340,16 +354,21 @@ static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha
       }
     }
   }
+  if (!dp__flow_count(g)) { /* no variable can switch: no gadget gets a node, every cut costs
+                               0, and the labelling stays */
+    memcpy(state, label, (size_t)m->nvars * sizeof *state);
+    *better = 0;
+    return 0;
+  }
   mv c = {m, label, alpha, state, g};
   for (uint32_t k = 0; k < m->nnets; k++) move_net(&c, &m->nets[k]);
   /* the side of every node of the graph (auxiliary ones included) */
-  uint32_t nodes = dp__flow_count(g) + 1;
-  if (dp_grow((void **)side, capside, nodes, 1) < 0) return -1;
-  int64_t cut = dp__flow_solve(g, *side);
+  if (side_room(side, dp__flow_count(g) + 1) < 0) return -1;
+  int64_t cut = dp__flow_solve(g, side->v);
   if (cut < 0) return -1;
   *better = cut < dp__flow_all_source(g);
   for (uint32_t v = 0; v < m->nvars; v++)
-    state[v] = state[v] < ST_T && (*side)[state[v]] ? alpha : label[v];
+    state[v] = state[v] < ST_T && side->v[state[v]] ? alpha : label[v];
   return 0;
 }
 
@@ -439,9 +458,12 @@ int dp__place_solve_in(dp_place_problem *m, uint32_t *label, int64_t *energy, dp
   /* (the starting labelling's energy is counted with the first move's) */
   int64_t cur = 0;
   int counted = 0;
-  uint32_t *next = dp_malloc((size_t)m->nvars * sizeof *next); /* (move's state, then its labels) */
-  uint8_t *side = NULL;
-  uint32_t capside = 0;
+  /* move's state, then its labels; and the room for the sides of a node
+     per variable and net */
+  uint64_t room = (uint64_t)m->nvars + m->nnets + 1;
+  if (room > UINT32_MAX) room = 0; /* (then the sides get a block of their own) */
+  uint32_t *next = dp_malloc((size_t)m->nvars * sizeof *next + (size_t)room);
+  sides side = {next ? (uint8_t *)(next + m->nvars) : NULL, (uint32_t)room, 0};
   dp__flow *g = given ? given : dp__flow_new();
   int rc = -1;
   if (!next || !g) goto done;
@@ -467,7 +489,7 @@ int dp__place_solve_in(dp_place_problem *m, uint32_t *label, int64_t *energy, dp
         continue;
       }
       int cheaper;
-      if (move(m, label, alpha, next, &side, &capside, g, &cheaper) < 0) goto done;
+      if (move(m, label, alpha, next, &side, g, &cheaper) < 0) goto done;
       int64_t e = 0;
       if (!exact) {
         if (counted) e = dp_place_energy(m, next);
@@ -489,7 +511,7 @@ int dp__place_solve_in(dp_place_problem *m, uint32_t *label, int64_t *energy, dp
   rc = 0;
 done:
   free(next);
-  free(side);
+  if (side.own) free(side.v);
   if (g != given) dp__flow_free(g);
   return rc;
 }
