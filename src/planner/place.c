@@ -76,7 +76,8 @@ typedef struct pctx {
   uint32_t *vroot;
   dp_expr **vwhy;
   uint32_t *vpart;            /* the device of a partly constrained class (a memory scope
-                                 or an id left open), else 0 */
+                                 or an id left open), else 0; npart of them */
+  uint32_t npart;
   uint32_t *exact, nexact;    /* the roots an operator's rule puts on the host, whole
                                  (increasing; few, most modules none) */
   uint32_t nv, capv;
@@ -278,7 +279,7 @@ static uint32_t new_var(pctx *c, uint32_t r, dp_expr *why) {
     if (l == DP__NONE_ID) return DP__NONE_ID;
     p->fixed[v] = l;
     p->allowed[v] = p->nlabels == 64 ? UINT64_MAX : ((uint64_t)1 << p->nlabels) - 1;
-    if (!is_exact(c, r) && !dp_vdev_is_fully_constrained(d->dev->v[dev])) c->vpart[v] = dev;
+    if (!is_exact(c, r) && !dp_vdev_is_fully_constrained(d->dev->v[dev])) c->vpart[v] = dev, c->npart++;
   } else {
     p->fixed[v] = DP__NONE_ID;
     p->allowed[v] = 0; /* (every label: widen) */
@@ -479,7 +480,7 @@ static int widen(pctx *c) {
      memory scope "global" make "cpu, global" (as unification would) */
   /* (the joins of a device with the labels there were already: once per
      run of variables of one device while no label is added) */
-  for (uint32_t v = 0, last = 0, lastn = 0; v < c->nv; v++) {
+  for (uint32_t v = 0, last = 0, lastn = 0; v < c->nv && c->npart; v++) {
     if (!c->vpart[v] || (c->vpart[v] == last && pl->nlab == lastn)) continue;
     last = c->vpart[v], lastn = pl->nlab;
     for (uint32_t l = 0, n = pl->nlab; l < n && pl->nlab < 64; l++) {
@@ -493,7 +494,7 @@ static int widen(pctx *c) {
   uint64_t ok = 0;
   for (uint32_t v = 0, last = 0; v < c->nv; v++) {
     if (pl->p.fixed[v] == DP__NONE_ID) pl->p.allowed[v] = all;
-    if (!c->vpart[v]) continue;
+    if (!c->npart || !c->vpart[v]) continue;
     if (c->vpart[v] != last) { /* (the labels it may take: once per run of one device) */
       last = c->vpart[v], ok = 0;
       for (uint32_t l = 0; l < pl->nlab; l++)
@@ -639,18 +640,24 @@ static int costs(pctx *c) {
 
 /* The class of root r constrained to device dev (rule R_PLACEMENT, why):
    dp__dom_first's constraint domain, then dp__unify's link of the two, as
-   those make them (the new domain under r, which stays the root: r's
-   class is free and first order, the new one has size 1), written in place
+   those make them (the new domain, of size 1, under r, which stays the
+   root: r's class is first order, of size 1 at least), written in place
    where the room is made already and no one is told of links; the general
    path elsewhere. The constraint domain, or DP__NONE_ID: out of memory. */
 static uint32_t decide_one(dp__domains *d, uint32_t r, uint32_t dev, dp_expr *why) {
   r = root_of(d, r);
   dp__dnode *R = &d->nodes[r];
-  if (dev && !d->on_link && !R->isfn && !R->vdev && d->nnodes < d->capnodes && d->ncons < d->capcons) {
+  /* (a partly constrained class, a memory scope or an id left open, takes
+     the join of its device and the decided one, as dp__unify's general
+     path links it: the same link, the scratch of its undo trail aside) */
+  uint32_t v = !R->vdev ? dev : dev ? dp__dev_join(d->dev, R->vdev, dev) : DP__NONE_ID;
+  if (v && v != DP__NONE_ID && !d->on_link && !R->isfn && d->nnodes < d->capnodes && d->ncons < d->capcons) {
     uint32_t k = d->nnodes++;
-    d->nodes[k] = (dp__dnode){.parent = k, .vdev = dev, .size = 1, .crule = R_PLACEMENT};
+    d->nodes[k] = (dp__dnode){.parent = r, .vdev = dev, .size = 1, .crule = R_PLACEMENT};
     d->cons[d->ncons++] = (dp__cons){k, dev, why};
-    return dp__link_agreeing(d, r, k) ? k : DP__NONE_ID; /* (it applies: r is free) */
+    R->size = R->size < DP__DSIZE_MAX ? (uint32_t)R->size + 1 : DP__DSIZE_MAX;
+    R->vdev = v;
+    return k;
   }
   uint32_t k = dp__dom_first(d, dev, R_PLACEMENT, why);
   dp_err *e = NULL;
@@ -692,8 +699,8 @@ static int decide(pctx *c) {
    node, 2 by an annotation so far). */
 static void name_classes(pctx *c) {
   dp__index *ix = c->ix;
-  uint8_t *named = dp_calloc(c->nv ? c->nv : 1, 1);
-  if (!named) return; /* (the values found keep naming them) */
+  uint8_t *named = (uint8_t *)c->vpart; /* (read no more after costs: its room, touched already) */
+  memset(named, 0, c->nv);
   for (uint32_t id = 0; id < ix->n; id++) {
     uint32_t v = c->var_of[root_of(c->d, dp__dom_at(c->d, id))] - 1;
     if (v == DP__NONE_ID || named[v] == 1) continue;
@@ -702,7 +709,6 @@ static void name_classes(pctx *c) {
     named[v] = by;
     c->vwhy[v] = ix->x[id];
   }
-  free(named);
 }
 
 static int solve(pctx *c) {
@@ -751,7 +757,8 @@ int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h,
   /* the variables are found as the nets are made (var_for, in the room
      nets() makes), the labels counted when all are known */
   c.pl->p.nlabels = 64;
-  if (selectable(&c) < 0 || nets(&c) < 0 || widen(&c) < 0 || (name_classes(&c), costs(&c)) < 0 || solve(&c) < 0 || decide(&c) < 0)
+  if (selectable(&c) < 0 || nets(&c) < 0 || widen(&c) < 0 || costs(&c) < 0 || (name_classes(&c), solve(&c)) < 0 ||
+      decide(&c) < 0)
     goto done;
   c.pl->vroot = c.vroot; /* (the decisions read them; in pl->block) */
   c.pl->vwhy = c.vwhy;
