@@ -13,7 +13,10 @@
  * is a sum of terms "the maker keeps and some reader switches" and "some
  * reader of label l keeps (and the maker switches)", each a graph gadget
  * with one auxiliary node (Kolmogorov and Zabih's construction for such
- * terms; a net of one reader is a pair of arcs).
+ * terms; a net of one reader is a pair of arcs; where a copy costs its
+ * weight whatever its ends, a net of two readers whose three variables
+ * end the move on two labels is three pair terms of half its weight, the
+ * move's capacities doubled: move_net2).
  *
  * - Two labels: one move, from every free variable on the default label to
  *   the other, ranges over every labelling, and every term is exact: the
