@@ -524,6 +524,7 @@ static int64_t bk_solve(dp__flow *g, uint8_t *side, int64_t budget, int64_t *par
   int64_t flow = -1;
   uint32_t n = b.n;
   b.qh = b.qt = NIL;
+  uint32_t nsource = 0, nsink = 0;
   for (uint32_t v = 0; v < n; v++) {
     fnode *x = &b.nd[v];
     x->ts = 0;
@@ -531,10 +532,13 @@ static int64_t bk_solve(dp__flow *g, uint8_t *side, int64_t budget, int64_t *par
     x->dist = 1;
     x->parent = x->tr ? BK_TERM : BK_FREE;
     x->sink = x->tr < 0;
+    nsource += x->tr > 0, nsink += x->tr < 0;
     if (x->tr) bk_activate(&b, v);
   }
   flow = 0;
-  for (uint32_t i = NIL;;) {
+  /* (with no node tied to the source, or none to the sink, no path joins
+     them: the flow is 0, and the trees need not be grown) */
+  for (uint32_t i = NIL; nsource && nsink;) {
     if (b.work > budget) {
       *partial = flow;
       flow = -2;

@@ -34,7 +34,7 @@
 
 struct dp__placement {
   dp_place_problem p;
-  uint32_t *label;            /* per variable */
+  uint32_t *label;            /* per variable (in block) */
   uint32_t labdev[64];        /* label -> device index */
   uint32_t nlab, nsel;        /* labels; the first nsel a free class may take (all, once
                                  the annotations' devices are known) */
@@ -44,20 +44,21 @@ struct dp__placement {
      kept: a decision reads them through its variable) */
   uint32_t *vroot;
   dp_expr **vwhy;
+  void *block;                /* p's arrays, the labels, vroot and vwhy (problem_room) */
   /* the decisions, in the order made: variable, the constraint domain made
-     (increasing) */
+     (increasing); one block (var's), so that it is one mapping, not two
+     below the size that asks for huge pages */
   uint32_t *var, *cons;
   uint32_t n;
 };
 
 void dp__place_free(struct dp__placement *pl) {
   if (!pl) return;
-  dp_place_free(&pl->p);
-  free(pl->label);
-  free(pl->vroot);
-  free(pl->vwhy);
-  free(pl->var);
-  free(pl->cons);
+  dp_place_problem *p = &pl->p;
+  p->fixed = NULL, p->allowed = NULL, p->stamp = NULL, p->nets = NULL, p->pins = NULL; /* (block's) */
+  dp_place_free(p);
+  free(pl->block);
+  free(pl->var); /* (and cons) */
   free(pl);
 }
 
@@ -70,14 +71,17 @@ typedef struct pctx {
   uint32_t *var_of;           /* domain (root) -> variable + 1 (0: none; zeroed memory, so
                                  only the roots met are written) */
   /* per variable, as found (with the problem's fixed, allowed and stamp,
-     grown together; capv is the room of all seven): root, first expression */
+     in one block: problem_room; capv is the room of each): root, first
+     expression */
   uint32_t *vroot;
   dp_expr **vwhy;
-  uint8_t *vtouched;          /* in a net, or with costs of its own */
   uint32_t *vpart;            /* the device of a partly constrained class (a memory scope
-                                 or an id left open), else 0 */
-  uint8_t *exact;             /* per root: an operator's rule puts it on the host, whole */
+                                 or an id left open), else 0; npart of them */
+  uint32_t npart;
+  uint32_t *exact, nexact;    /* the roots an operator's rule puts on the host, whole
+                                 (increasing; few, most modules none) */
   uint32_t nv, capv;
+  uint32_t *keys, capkeys;    /* nets: the keys of one value's flows */
   const dp_type *bytes_type;  /* value_bytes' last type (NULL: none yet; 0 bytes) */
   int64_t bytes;
   int64_t total;              /* the bytes of every net, once per reader (nets) */
@@ -147,6 +151,11 @@ static int oom(pctx *c) {
   return -1;
 }
 
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
 /* The label of device index dev (added when new; fixed labels only). */
 static uint32_t label_of(pctx *c, uint32_t dev) {
   struct dp__placement *pl = c->pl;
@@ -182,24 +191,67 @@ static int selectable(pctx *c) {
    (its memory scope left open is not the user's to fill in). */
 static int exact_classes(pctx *c) {
   dp__domains *d = c->d;
-  if (!(c->exact = dp_calloc(d->nnodes ? d->nnodes : 1, 1))) return oom(c);
-  for (uint32_t i = 0; i < d->ncons; i++) {
-    int r = d->nodes[d->cons[i].dom].crule;
-    if (r == R_HOST_ARG)
-      c->exact[dp__dom_find(d, d->cons[i].dom)] = 1;
-  }
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < d->ncons; i++) n += d->nodes[d->cons[i].dom].crule == R_HOST_ARG;
+  if (!n) return 0;
+  if (!(c->exact = dp_malloc((size_t)n * sizeof *c->exact))) return oom(c);
+  for (uint32_t i = 0; i < d->ncons; i++)
+    if (d->nodes[d->cons[i].dom].crule == R_HOST_ARG) c->exact[c->nexact++] = dp__dom_find(d, d->cons[i].dom);
+  qsort(c->exact, n, sizeof *c->exact, cmp_u32);
   return 0;
 }
 
-/* Room for need variables in the problem's per-variable arrays (grown
-   together). 0, -1. */
-static int var_room(pctx *c, uint32_t need) {
-  dp_place_problem *p = &c->pl->p;
-  void **const arrs[] = {(void **)&c->vroot, (void **)&c->vwhy, (void **)&c->vtouched, (void **)&c->vpart,
-                         (void **)&p->fixed, (void **)&p->allowed, (void **)&p->stamp};
-  const size_t sizes[] = {sizeof *c->vroot, sizeof *c->vwhy, sizeof *c->vtouched, sizeof *c->vpart,
-                          sizeof *p->fixed, sizeof *p->allowed, sizeof *p->stamp};
-  return dp_grow_arrays(&c->capv, need, 7, arrs, sizes);
+/* Is root r's class one exact_classes found? */
+static int is_exact(const pctx *c, uint32_t r) {
+  uint32_t lo = 0, hi = c->nexact;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (c->exact[mid] < r) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < c->nexact && c->exact[lo] == r;
+}
+
+/* The problem's arrays (fixed, allowed, stamp: the labels later; nets,
+   pins) and each variable's root, expression and partial device, for capv
+   variables and capn nets and pins: one block (pl->block), made at once
+   for what the flows can make at most (the room not reached is never
+   touched), so that a module of a million calls pays the 4 KiB faults at
+   the ends of a mapping (where a huge page does not fit) once rather than
+   for each of eight arrays. Called again with more room (never, as nets()
+   makes it: each flow names at most two classes), what is in it moves.
+   0, -1. */
+static int problem_room(pctx *c, uint32_t capv, uint32_t capn) {
+  struct dp__placement *pl = c->pl;
+  dp_place_problem *p = &pl->p;
+  if (capv < 1) capv = 1;
+  if (capn < 1) capn = 1;
+  uint64_t bytes = (uint64_t)capv * 48 + (uint64_t)capn * (sizeof *p->nets + sizeof *p->pins);
+  if ((size_t)bytes != bytes) return oom(c);
+  size_t v8 = (size_t)capv * 8, nn = (size_t)capn * sizeof *p->nets;
+  char *b = dp_malloc((size_t)bytes);
+  if (!b) return oom(c);
+  uint64_t *allowed = (uint64_t *)b;                 /* (the 8-byte ones first) */
+  dp_expr **vwhy = (dp_expr **)(b + v8);
+  dp_place_pin_range *nt = (dp_place_pin_range *)(b + 2 * v8);
+  uint32_t *vroot = (uint32_t *)(b + 2 * v8 + nn), *vpart = vroot + capv, *fixed = vpart + capv,
+           *stamp = fixed + capv, *pins = stamp + capv;
+  if (pl->block) {
+    memcpy(allowed, p->allowed, (size_t)c->nv * sizeof *allowed);
+    memcpy(vwhy, c->vwhy, (size_t)c->nv * sizeof *vwhy);
+    memcpy(nt, p->nets, (size_t)p->nnets * sizeof *nt);
+    memcpy(vroot, c->vroot, (size_t)c->nv * sizeof *vroot);
+    memcpy(vpart, c->vpart, (size_t)c->nv * sizeof *vpart);
+    memcpy(fixed, p->fixed, (size_t)c->nv * sizeof *fixed);
+    memcpy(stamp, p->stamp, (size_t)c->nv * sizeof *stamp);
+    memcpy(pins, p->pins, (size_t)p->npins * sizeof *pins);
+    free(pl->block);
+  }
+  pl->block = b;
+  p->allowed = allowed, c->vwhy = vwhy, p->nets = nt, c->vroot = vroot, c->vpart = vpart;
+  p->fixed = fixed, p->stamp = stamp, p->pins = pins;
+  c->capv = capv, p->capnets = p->cappins = capn;
+  return 0;
 }
 
 /* The root of domain x's class: dp__dom_find's, read directly where the
@@ -215,7 +267,8 @@ static inline uint32_t root_of(dp__domains *d, uint32_t x) {
 static uint32_t new_var(pctx *c, uint32_t r, dp_expr *why) {
   dp__domains *d = c->d;
   dp_place_problem *p = &c->pl->p;
-  if (c->nv == c->capv && var_room(c, c->nv + 1) < 0) return oom(c), DP__NONE_ID;
+  if (c->nv == c->capv && problem_room(c, c->capv < UINT32_MAX / 2 ? 2 * c->capv : UINT32_MAX, c->pl->p.capnets) < 0)
+    return DP__NONE_ID;
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
   /* (dp__place_var_init's fields, written once each) */
   p->stamp[v] = DP__NONE_ID;
@@ -226,7 +279,7 @@ static uint32_t new_var(pctx *c, uint32_t r, dp_expr *why) {
     if (l == DP__NONE_ID) return DP__NONE_ID;
     p->fixed[v] = l;
     p->allowed[v] = p->nlabels == 64 ? UINT64_MAX : ((uint64_t)1 << p->nlabels) - 1;
-    if (!c->exact[r] && !dp_vdev_is_fully_constrained(d->dev->v[dev])) c->vpart[v] = dev;
+    if (!is_exact(c, r) && !dp_vdev_is_fully_constrained(d->dev->v[dev])) c->vpart[v] = dev, c->npart++;
   } else {
     p->fixed[v] = DP__NONE_ID;
     p->allowed[v] = 0; /* (every label: widen) */
@@ -234,7 +287,6 @@ static uint32_t new_var(pctx *c, uint32_t r, dp_expr *why) {
   c->nv++;
   c->vroot[v] = r;
   c->vwhy[v] = why;
-  c->vtouched[v] = 0;
   c->var_of[r] = v + 1;
   return v;
 }
@@ -248,6 +300,35 @@ static inline uint32_t var_for(pctx *c, uint32_t dom, dp_expr *why) {
 
 /* ---- nets: the flows of one value and making class ---- */
 
+/* What groups a value's flows into nets: the class it is made in, or the
+   device of a decided one (a value made in two classes of one device,
+   through a copy to itself or an annotation looked through, is made there
+   once). */
+static inline uint32_t skey_of(dp__domains *d, uint32_t src) {
+  uint32_t r = root_of(d, src), dev = d->nodes[r].vdev;
+  return dev ? 0x80000000u | dev : r;
+}
+
+/* The flows by value, stably: a counting sort, or (*out NULL) none where
+   analysis made them in value order already (as on chains). 0, -1. */
+static int value_order(const dp__flowrec *flows, uint32_t n, uint32_t nids, uint32_t **out) {
+  uint32_t i = 1;
+  *out = NULL;
+  while (i < n && flows[i - 1].value <= flows[i].value) i++;
+  if (i >= n) return 0;
+  /* (the counts after the order, in its block: one mapping, not two) */
+  uint64_t room = ((uint64_t)n + nids + 2) * sizeof(uint32_t);
+  uint32_t *order = (size_t)room == room ? dp_malloc((size_t)room) : NULL;
+  if (!order) return -1;
+  uint32_t *start = order + n;
+  memset(start, 0, ((size_t)nids + 2) * sizeof *start);
+  for (i = 0; i < n; i++) start[flows[i].value + 1]++;
+  for (uint32_t v = 0; v <= nids; v++) start[v + 1] += start[v];
+  for (i = 0; i < n; i++) order[start[flows[i].value]++] = i;
+  *out = order;
+  return 0;
+}
+
 typedef struct fkey { uint32_t s, i; } fkey;
 
 static int cmp_flow(const void *a, const void *b) {
@@ -256,54 +337,24 @@ static int cmp_flow(const void *a, const void *b) {
   return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* The flows in net order, by value, then making class (skey), then index:
-   a stable counting sort by value (skipped where analysis made them in
-   value order, as on chains), then each value's flows (its readers, few)
-   by skey. NULL: out of memory. */
-static uint32_t *net_order(const dp__flowrec *flows, const uint32_t *skey, uint32_t n, uint32_t nids) {
-  uint32_t *order = dp_malloc((size_t)n * sizeof *order);
-  if (!order) return NULL;
-  uint32_t i = 1;
-  while (i < n && flows[i - 1].value <= flows[i].value) i++;
-  if (i >= n) {
-    for (i = 0; i < n; i++) order[i] = i;
-  } else {
-    uint32_t *start = dp_calloc((size_t)nids + 2, sizeof *start);
-    if (!start) {
-      free(order);
-      return NULL;
-    }
-    for (i = 0; i < n; i++) start[flows[i].value + 1]++;
-    for (uint32_t v = 0; v <= nids; v++) start[v + 1] += start[v];
-    for (i = 0; i < n; i++) order[start[flows[i].value]++] = i;
-    free(start);
+/* order[0..k), the flows of one value, and their keys by key, then
+   index (stable: they are in index order). 0, -1. */
+static int sort_by_key(uint32_t *order, uint32_t *key, uint32_t k) {
+  if (k > 16) {
+    fkey *g = dp_malloc((size_t)k * sizeof *g);
+    if (!g) return -1;
+    for (uint32_t a = 0; a < k; a++) g[a] = (fkey){key[a], order[a]};
+    qsort(g, k, sizeof *g, cmp_flow);
+    for (uint32_t a = 0; a < k; a++) key[a] = g[a].s, order[a] = g[a].i;
+    free(g);
+    return 0;
   }
-  for (i = 0; i < n;) { /* each value's flows by skey, then index (i already increasing) */
-    uint32_t j = i + 1, value = flows[order[i]].value;
-    while (j < n && flows[order[j]].value == value) j++;
-    uint32_t sorted = i + 1;
-    while (sorted < j && skey[order[sorted - 1]] <= skey[order[sorted]]) sorted++;
-    if (sorted == j) { /* already in order (a value all read from one class) */
-    } else if (j - i > 16) {
-      fkey *g = dp_malloc((size_t)(j - i) * sizeof *g);
-      if (!g) {
-        free(order);
-        return NULL;
-      }
-      for (uint32_t a = i; a < j; a++) g[a - i] = (fkey){skey[order[a]], order[a]};
-      qsort(g, j - i, sizeof *g, cmp_flow);
-      for (uint32_t a = i; a < j; a++) order[a] = g[a - i].i;
-      free(g);
-    } else {
-      for (uint32_t a = i + 1; a < j; a++) { /* insertion sort: stable */
-        uint32_t x = order[a], b = a;
-        for (; b > i && skey[order[b - 1]] > skey[x]; b--) order[b] = order[b - 1];
-        order[b] = x;
-      }
-    }
-    i = j;
+  for (uint32_t a = 1; a < k; a++) { /* insertion sort: stable */
+    uint32_t x = order[a], kx = key[a], b = a;
+    for (; b > 0 && key[b - 1] > kx; b--) order[b] = order[b - 1], key[b] = key[b - 1];
+    order[b] = x, key[b] = kx;
   }
-  return order;
+  return 0;
 }
 
 /* dp_place_net for a net whose readers are already at the end of the
@@ -323,78 +374,99 @@ static void net_in_place(dp_place_problem *p, uint32_t src, uint32_t k, int64_t 
   p->npins += kept;
 }
 
-/* One net per (value, making class): the flows in net_order. Each net's
-   readers are written where its pins go (the room for a pin per flow is
-   made at once), not into an array of their own. */
+/* The net of value x made in the class of domain src and read in those of
+   the flows order[0..k) (order NULL: the flows 0..k), its readers written
+   where its pins go (the room for a pin per flow is made at once), not
+   into an array of their own. 0, -1 + c->err. */
+static int net(pctx *c, dp_expr *x, uint32_t src, const dp__flowrec *flows, const uint32_t *order, uint32_t k) {
+  dp_place_problem *p = &c->pl->p;
+  uint32_t *readers = p->pins + p->npins, s = var_for(c, src, x);
+  if (s == DP__NONE_ID) return -1;
+  for (uint32_t q = 0; q < k; q++) {
+    uint32_t r = var_for(c, flows[order ? order[q] : q].dst, x);
+    if (r == DP__NONE_ID) return -1;
+    readers[q] = r;
+  }
+  int64_t w = value_bytes(c, x);
+  if (w > 0 && c->h->recomputable && c->h->recomputable(c->h->ud, x)) w = 0; /* (recompute.c) */
+  if (w == TOO_LARGE) return too_large(c, x, 0);
+  uint32_t before = p->nnets;
+  if (k == 1 && w > 0 && readers[0] != s) /* (a net of one reader, most of them: one reader
+                                              needs no stamp against repeats) */
+    p->nets[p->nnets++] = (dp_place_pin_range){s, p->npins++, 1, w};
+  else
+    net_in_place(p, s, k, w);
+  if (p->nnets == before) return 0;
+  /* every copy together stays below DP_PLACE_INF: a net copies at most
+     once per reader */
+  int64_t n = p->nets[before].n;
+  if (n == 1 ? w > DP_PLACE_INF - 1 - c->total : w > (DP_PLACE_INF - 1 - c->total) / n) return too_large(c, x, 1);
+  c->total += w * n;
+  return 0;
+}
+
+/* The nets of one value: its flows order[0..k) (order NULL: the flows
+   0..k), by making class (skey), then index, one net per class. *order is
+   made (the identity) where they must be sorted and there is none; the
+   keys in c->keys. */
+static int value_nets(pctx *c, const dp__flowrec *flows, uint32_t **order, uint32_t i, uint32_t k) {
+  dp__domains *d = c->d;
+  uint32_t *o = *order ? *order + i : NULL;
+  const dp__flowrec *f = o ? flows : flows + i;
+  dp_expr *x = c->ix->x[f[o ? o[0] : 0].value];
+  if (k == 1) return net(c, x, f[o ? o[0] : 0].src, f, o, 1);
+  uint32_t k0 = skey_of(d, f[o ? o[0] : 0].src), q = 1;
+  while (q < k && skey_of(d, f[o ? o[q] : q].src) == k0) q++;
+  if (q == k) return net(c, x, f[o ? o[0] : 0].src, f, o, k); /* (most: read from one class) */
+  if (k > c->capkeys && dp_grow((void **)&c->keys, &c->capkeys, k, sizeof *c->keys) < 0) return oom(c);
+  uint32_t *key = c->keys, sorted = 1;
+  for (q = 0; q < k; q++) {
+    key[q] = skey_of(d, f[o ? o[q] : q].src);
+    sorted &= q == 0 || key[q - 1] <= key[q];
+  }
+  if (!sorted) {
+    if (!*order) {
+      uint32_t n = c->flows->n;
+      if (!(*order = dp_malloc((size_t)n * sizeof **order))) return oom(c);
+      for (uint32_t a = 0; a < n; a++) (*order)[a] = a;
+      o = *order + i, f = flows;
+    }
+    if (sort_by_key(o, key, k) < 0) return oom(c);
+  }
+  for (q = 0; q < k;) {
+    uint32_t e = q + 1;
+    while (e < k && key[e] == key[q]) e++;
+    if (net(c, x, f[o ? o[q] : q].src, o ? f : f + q, o ? o + q : NULL, e - q) < 0) return -1;
+    q = e;
+  }
+  return 0;
+}
+
+/* One net per (value, making class): the flows by value, then making
+   class, then index. */
 static int nets(pctx *c) {
   dp__domains *d = c->d;
   const dp__flowrec *flows = c->flows->v;
-  uint32_t n = c->flows->n;
-  if (!n) return 0;
-  uint32_t *skey = dp_malloc((size_t)n * sizeof *skey), *order = NULL;
-  if (!skey) return oom(c);
-  /* (a value made in two classes of one device, through a copy to itself
-     or an annotation looked through, is made there once) */
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t r = root_of(d, flows[i].src), dev = d->nodes[r].vdev;
-    skey[i] = dev ? 0x80000000u | dev : r;
-  }
+  uint32_t n = c->flows->n, *order = NULL;
   /* Room for what the flows can make at most, at once: a variable per
      class a flow names, a net per flow, a pin per flow (growing instead
      copies each array at every doubling; the room not reached is never
      touched) */
-  dp_place_problem *p = &c->pl->p;
   uint64_t classes = 2 * (uint64_t)n + 1;
-  if (!(order = net_order(flows, skey, n, c->ix->n)) ||
-      var_room(c, (uint32_t)(classes < d->nnodes ? classes : d->nnodes)) < 0 ||
-      dp_grow((void **)&p->nets, &p->capnets, n, sizeof *p->nets) < 0 ||
-      dp_grow((void **)&p->pins, &p->cappins, n, sizeof *p->pins) < 0) {
-    free(order);
-    free(skey);
-    return oom(c);
-  }
+  if (problem_room(c, (uint32_t)(classes < d->nnodes ? classes : d->nnodes), n) < 0) return -1;
+  if (!n) return 0;
+  if (value_order(flows, n, c->ix->n, &order) < 0) return oom(c);
   int rc = 0;
-  int64_t total = 0;
+  c->total = 0;
   for (uint32_t i = 0; i < n && rc == 0;) {
-    uint32_t j = i, k = 0, *readers = p->pins + p->npins; /* (room: a pin per flow at most) */
-    const dp__flowrec *f0 = &flows[order[i]];
-    uint32_t s0 = skey[order[i]];
-    dp_expr *value = c->ix->x[f0->value];
-    uint32_t src = var_for(c, f0->src, value);
-    if (src == DP__NONE_ID) rc = -1;
-    for (; j < n && flows[order[j]].value == f0->value && skey[order[j]] == s0 && rc == 0; j++) {
-      uint32_t r = var_for(c, flows[order[j]].dst, value);
-      if (r == DP__NONE_ID) rc = -1;
-      else readers[k++] = r, c->vtouched[r] = 1;
-    }
-    if (rc == 0) {
-      c->vtouched[src] = 1;
-      int64_t w = value_bytes(c, value);
-      if (w > 0 && c->h->recomputable && c->h->recomputable(c->h->ud, value)) w = 0; /* (recompute.c) */
-      uint32_t before = p->nnets;
-      if (w == TOO_LARGE) {
-        rc = too_large(c, value, 0);
-      } else if (k == 1 && w > 0 && readers[0] != src) {
-        /* (a net of one reader, most of them: one reader needs no stamp
-           against repeats) */
-        p->nets[p->nnets++] = (dp_place_pin_range){src, p->npins++, 1, w};
-      } else {
-        net_in_place(p, src, k, w);
-      }
-      if (rc == 0 && p->nnets > before) {
-        /* every copy together stays below DP_PLACE_INF: a net copies at
-           most once per reader */
-        int64_t n = p->nets[before].n;
-        if (n == 1 ? w > DP_PLACE_INF - 1 - total : w > (DP_PLACE_INF - 1 - total) / n)
-          rc = too_large(c, value, 1);
-        else total += w * n;
-      }
-    }
+    uint32_t value = flows[order ? order[i] : i].value, j = i + 1;
+    while (j < n && flows[order ? order[j] : j].value == value) j++;
+    rc = value_nets(c, flows, &order, i, j - i);
     i = j;
   }
-  c->total = total;
   free(order);
-  free(skey);
+  free(c->keys);
+  c->keys = NULL;
   return rc;
 }
 
@@ -408,7 +480,7 @@ static int widen(pctx *c) {
      memory scope "global" make "cpu, global" (as unification would) */
   /* (the joins of a device with the labels there were already: once per
      run of variables of one device while no label is added) */
-  for (uint32_t v = 0, last = 0, lastn = 0; v < c->nv; v++) {
+  for (uint32_t v = 0, last = 0, lastn = 0; v < c->nv && c->npart; v++) {
     if (!c->vpart[v] || (c->vpart[v] == last && pl->nlab == lastn)) continue;
     last = c->vpart[v], lastn = pl->nlab;
     for (uint32_t l = 0, n = pl->nlab; l < n && pl->nlab < 64; l++) {
@@ -422,7 +494,7 @@ static int widen(pctx *c) {
   uint64_t ok = 0;
   for (uint32_t v = 0, last = 0; v < c->nv; v++) {
     if (pl->p.fixed[v] == DP__NONE_ID) pl->p.allowed[v] = all;
-    if (!c->vpart[v]) continue;
+    if (!c->npart || !c->vpart[v]) continue;
     if (c->vpart[v] != last) { /* (the labels it may take: once per run of one device) */
       last = c->vpart[v], ok = 0;
       for (uint32_t l = 0; l < pl->nlab; l++)
@@ -495,7 +567,6 @@ static int call_costs(pctx *c, uint32_t id) {
       p->unary[(size_t)v * pl->nlab + l] += (int64_t)(s * 1e12 + 0.5);
     }
   }
-  c->vtouched[v] = 1;
   if (!p->allowed[v] && c->vpart[v]) return refused(c, call, d->dev->v[c->vpart[v]]);
   if (!p->allowed[v])
     return no_device(c, call, "can run on no device of the configuration (the capability "
@@ -567,14 +638,44 @@ static int costs(pctx *c) {
 
 /* ---- the decisions ---- */
 
+/* The class of root r constrained to device dev (rule R_PLACEMENT, why):
+   dp__dom_first's constraint domain, then dp__unify's link of the two, as
+   those make them (the new domain, of size 1, under r, which stays the
+   root: r's class is first order, of size 1 at least), written in place
+   where the room is made already and no one is told of links; the general
+   path elsewhere. The constraint domain, or DP__NONE_ID: out of memory. */
+static uint32_t decide_one(dp__domains *d, uint32_t r, uint32_t dev, dp_expr *why) {
+  r = root_of(d, r);
+  dp__dnode *R = &d->nodes[r];
+  /* (a partly constrained class, a memory scope or an id left open, takes
+     the join of its device and the decided one, as dp__unify's general
+     path links it: the same link, the scratch of its undo trail aside) */
+  uint32_t v = !R->vdev ? dev : dev ? dp__dev_join(d->dev, R->vdev, dev) : DP__NONE_ID;
+  if (v && v != DP__NONE_ID && !d->on_link && !R->isfn && d->nnodes < d->capnodes && d->ncons < d->capcons) {
+    uint32_t k = d->nnodes++;
+    d->nodes[k] = (dp__dnode){.parent = r, .vdev = dev, .size = 1, .crule = R_PLACEMENT};
+    d->cons[d->ncons++] = (dp__cons){k, dev, why};
+    R->size = R->size < DP__DSIZE_MAX ? (uint32_t)R->size + 1 : DP__DSIZE_MAX;
+    R->vdev = v;
+    return k;
+  }
+  uint32_t k = dp__dom_first(d, dev, R_PLACEMENT, why);
+  dp_err *e = NULL;
+  if (d->oom || dp__unify(d, r, k, R_PLACEMENT, why, &e) != 0) {
+    dp_err_free(e);
+    return DP__NONE_ID;
+  }
+  return k;
+}
+
 static int decide(pctx *c) {
   dp__domains *d = c->d;
   struct dp__placement *pl = c->pl;
   const dp_place_problem *p = &pl->p;
   uint32_t n = 0;
-  for (uint32_t v = 0; v < c->nv; v++) n += p->fixed[v] == DP__NONE_ID && c->vtouched[v];
-  pl->var = dp_malloc((n ? n : 1) * sizeof *pl->var);
-  pl->cons = dp_malloc((n ? n : 1) * sizeof *pl->cons);
+  for (uint32_t v = 0; v < c->nv; v++) n += p->fixed[v] == DP__NONE_ID;
+  pl->var = dp_malloc(2 * (size_t)(n ? n : 1) * sizeof *pl->var);
+  pl->cons = pl->var ? pl->var + (n ? n : 1) : NULL;
   /* (room for a constraint domain per decision, made at once: dp__dom_first
      would grow the domains' arrays one at a time, copying them) */
   if (!pl->var || !pl->cons || n > UINT32_MAX - d->nnodes || n > UINT32_MAX - d->ncons ||
@@ -582,13 +683,9 @@ static int decide(pctx *c) {
       dp_grow((void **)&d->cons, &d->capcons, d->ncons + n, sizeof *d->cons) < 0)
     return oom(c);
   for (uint32_t v = 0; v < c->nv; v++) {
-    if (p->fixed[v] != DP__NONE_ID || !c->vtouched[v]) continue;
-    uint32_t k = dp__dom_first(d, pl->labdev[pl->label[v]], R_PLACEMENT, c->vwhy[v]);
-    dp_err *e = NULL;
-    if (d->oom || dp__unify(d, c->vroot[v], k, R_PLACEMENT, c->vwhy[v], &e) != 0) {
-      dp_err_free(e);
-      return oom(c); /* (a free class takes any device: only memory can fail) */
-    }
+    if (p->fixed[v] != DP__NONE_ID) continue;
+    uint32_t k = decide_one(d, c->vroot[v], pl->labdev[pl->label[v]], c->vwhy[v]);
+    if (k == DP__NONE_ID) return oom(c); /* (a free class takes any device: only memory can fail) */
     pl->var[pl->n] = v;
     pl->cons[pl->n++] = k;
   }
@@ -602,8 +699,8 @@ static int decide(pctx *c) {
    node, 2 by an annotation so far). */
 static void name_classes(pctx *c) {
   dp__index *ix = c->ix;
-  uint8_t *named = dp_calloc(c->nv ? c->nv : 1, 1);
-  if (!named) return; /* (the values found keep naming them) */
+  uint8_t *named = (uint8_t *)c->vpart; /* (read no more after costs: its room, touched already) */
+  memset(named, 0, c->nv);
   for (uint32_t id = 0; id < ix->n; id++) {
     uint32_t v = c->var_of[root_of(c->d, dp__dom_at(c->d, id))] - 1;
     if (v == DP__NONE_ID || named[v] == 1) continue;
@@ -612,7 +709,6 @@ static void name_classes(pctx *c) {
     named[v] = by;
     c->vwhy[v] = ix->x[id];
   }
-  free(named);
 }
 
 static int solve(pctx *c) {
@@ -658,28 +754,20 @@ int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h,
     goto done;
   }
   if (exact_classes(&c) < 0) goto done;
-  /* the variables are found as the nets are made: the problem's arrays
-     grow with them (var_for), its labels counted when all are known */
-  if (dp_place_init(&c.pl->p, 0, 64, 0) < 0) {
-    oom(&c);
+  /* the variables are found as the nets are made (var_for, in the room
+     nets() makes), the labels counted when all are known */
+  c.pl->p.nlabels = 64;
+  if (selectable(&c) < 0 || nets(&c) < 0 || widen(&c) < 0 || costs(&c) < 0 || (name_classes(&c), solve(&c)) < 0 ||
+      decide(&c) < 0)
     goto done;
-  }
-  if (selectable(&c) < 0 || nets(&c) < 0 || widen(&c) < 0 || (name_classes(&c), costs(&c)) < 0 || solve(&c) < 0 || decide(&c) < 0)
-    goto done;
-  c.pl->vroot = c.vroot; /* (the decisions read them) */
+  c.pl->vroot = c.vroot; /* (the decisions read them; in pl->block) */
   c.pl->vwhy = c.vwhy;
-  c.vroot = NULL;
-  c.vwhy = NULL;
   *out = c.pl;
   c.pl = NULL;
   rc = 0;
 done:
   dp__place_free(c.pl);
   free(c.var_of);
-  free(c.vroot);
-  free(c.vwhy);
-  free(c.vtouched);
-  free(c.vpart);
   free(c.exact);
   if (rc < 0) dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return rc;

@@ -13,7 +13,10 @@
  * is a sum of terms "the maker keeps and some reader switches" and "some
  * reader of label l keeps (and the maker switches)", each a graph gadget
  * with one auxiliary node (Kolmogorov and Zabih's construction for such
- * terms; a net of one reader is a pair of arcs).
+ * terms; a net of one reader is a pair of arcs; where a copy costs its
+ * weight whatever its ends, a net of two readers whose three variables
+ * end the move on two labels is three pair terms of half its weight, the
+ * move's capacities doubled: move_net2).
  *
  * - Two labels: one move, from every free variable on the default label to
  *   the other, ranges over every labelling, and every term is exact: the
@@ -198,7 +201,14 @@ typedef struct mv {
   uint32_t alpha;
   uint32_t *state;   /* per variable: its node, ST_S or ST_T */
   dp__flow *g;
+  int64_t scale;     /* every capacity times 2 where nets of two readers are three pair
+                        terms of half their weight (move_net2), else 1 */
 } mv;
+
+/* A copy of net nt's value from label a to b, as the move's graph counts it. */
+static int64_t copy_cost(const mv *c, const dp_place_pin_range *nt, uint32_t a, uint32_t b) {
+  return dp_place_copy_cost(c->m, nt->w, a, b) * c->scale;
+}
 
 /* [p keeps and some reader is alpha] * w */
 static void gadget_keep_to_alpha(mv *c, uint32_t p, const dp_place_pin_range *nt, int64_t w) {
@@ -268,7 +278,7 @@ static void move_net1(mv *c, const dp_place_pin_range *nt) {
   uint32_t ps = c->state[nt->src], rs = c->state[r];
   int64_t fwd = 0, back = 0;
   if (lp != alpha && ps != ST_T) { /* gadget_keep_to_alpha */
-    int64_t w = dp_place_copy_cost(m, nt->w, lp, alpha);
+    int64_t w = copy_cost(c, nt, lp, alpha);
     if (w > 0 && rs != ST_S) {
       if (rs == ST_T) {
         if (ps != ST_S) dp__flow_terminal(c->g, ps, 0, w);
@@ -280,8 +290,8 @@ static void move_net1(mv *c, const dp_place_pin_range *nt) {
     }
   }
   if (lr != alpha) { /* gadget_kept_reader for the reader's label (r is not ST_T) */
-    int64_t a = lp != lr ? dp_place_copy_cost(m, nt->w, lp, lr) : 0;
-    int64_t b = dp_place_copy_cost(m, nt->w, alpha, lr);
+    int64_t a = lp != lr ? copy_cost(c, nt, lp, lr) : 0;
+    int64_t b = copy_cost(c, nt, alpha, lr);
     if (ps == ST_T) {
       if (b > 0 && rs != ST_S) dp__flow_terminal(c->g, rs, 0, b);
     } else {
@@ -295,6 +305,44 @@ static void move_net1(mv *c, const dp_place_pin_range *nt) {
   if (fwd || back) dp__flow_arc(c->g, ps, rs, fwd, back);
 }
 
+/* [a and b end on different labels] * w, for two of a net's variables
+   (each a node, ST_S or ST_T). */
+static void pair_term(mv *c, uint32_t a, uint32_t b, int64_t w) {
+  if (a >= ST_T) {
+    uint32_t t = a;
+    a = b, b = t;
+  }
+  if (a >= ST_T) return; /* (two ends the move does not change: a constant) */
+  if (b == ST_S) dp__flow_terminal(c->g, a, w, 0);      /* a pays on the sink side (alpha) */
+  else if (b == ST_T) dp__flow_terminal(c->g, a, 0, w); /* a pays where it keeps its label */
+  else dp__flow_arc(c->g, a, b, w, w);
+}
+
+/* A net of two readers whose three variables end the move on two labels
+   at most (those among them other than alpha are one label) where a copy
+   costs its weight w whatever its ends (c->scale 2): it costs w when the
+   three are not all on one label, and then exactly two of their three
+   pairs are on different labels; so it is three pair terms of w / 2 each
+   (the graph's capacities doubled): no auxiliary node, where the gadgets
+   make two and some six pairs of arcs. Every labelling of the move costs
+   the same either way, so the least minimum cut read is the same. 1, or
+   0 where it does not apply. */
+static int move_net2(mv *c, const dp_place_pin_range *nt) {
+  const dp_place_problem *m = c->m;
+  uint32_t v[3] = {nt->src, m->pins[nt->off], m->pins[nt->off + 1]}, l = DP__NONE_ID;
+  for (int i = 0; i < 3; i++) {
+    uint32_t x = c->label[v[i]];
+    if (x == c->alpha || x == l) continue;
+    if (l != DP__NONE_ID) return 0;
+    l = x;
+  }
+  uint32_t s0 = c->state[v[0]], s1 = c->state[v[1]], s2 = c->state[v[2]];
+  pair_term(c, s0, s1, nt->w);
+  pair_term(c, s0, s2, nt->w);
+  pair_term(c, s1, s2, nt->w);
+  return 1;
+}
+
 /* A net's cost in the move (place_solve.c's header). */
 static void move_net(mv *c, const dp_place_pin_range *nt) {
   const dp_place_problem *m = c->m;
@@ -302,13 +350,14 @@ static void move_net(mv *c, const dp_place_pin_range *nt) {
     move_net1(c, nt);
     return;
   }
+  if (nt->n == 2 && c->scale == 2 && move_net2(c, nt)) return;
   uint32_t lp = c->label[nt->src], ps = c->state[nt->src], alpha = c->alpha;
-  if (lp != alpha) gadget_keep_to_alpha(c, ps, nt, dp_place_copy_cost(m, nt->w, lp, alpha));
+  if (lp != alpha) gadget_keep_to_alpha(c, ps, nt, copy_cost(c, nt, lp, alpha));
   uint64_t mask = reader_labels(m, nt, c->label) & ~((uint64_t)1 << alpha);
   for (uint32_t l = 0; mask; l++, mask >>= 1) {
     if (!(mask & 1)) continue;
-    int64_t a = lp != l ? dp_place_copy_cost(m, nt->w, lp, l) : 0;
-    int64_t b = dp_place_copy_cost(m, nt->w, alpha, l);
+    int64_t a = lp != l ? copy_cost(c, nt, lp, l) : 0;
+    int64_t b = copy_cost(c, nt, alpha, l);
     if (ps == ST_T) {
       gadget_kept_reader(c, ST_T, nt, l, b);
     } else {
@@ -318,12 +367,26 @@ static void move_net(mv *c, const dp_place_pin_range *nt) {
   }
 }
 
+/* The side of each node of a move's graph: room made with the move's
+   state array (one block: a large one asks for huge pages, two just below
+   that size would not), its own block where a move makes more nodes. */
+typedef struct sides { uint8_t *v; uint32_t cap; int own; } sides;
+
+static int side_room(sides *sd, uint32_t nodes) {
+  if (nodes <= sd->cap) return 0;
+  if (sd->own) return dp_grow((void **)&sd->v, &sd->cap, nodes, 1);
+  uint8_t *v = dp_malloc(nodes);
+  if (!v) return -1;
+  sd->v = v, sd->cap = nodes, sd->own = 1;
+  return 0;
+}
+
 /* The best move towards alpha from label, into state (each variable's
    node in the move's graph while it is made, then its label after the
    move: one array, not two); *better: its cut costs less than the cut
    that keeps every label (cuts_exact). 0, or -1. */
 static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha, uint32_t *state,
-                uint8_t **side, uint32_t *capside, dp__flow *g, int *better) {
+                sides *side, dp__flow *g, int exact, int *better) {
   dp__flow_reset(g);
   /* (room for a node per variable and net, and two arcs per pin and net:
      what a move of two labels makes at most, most of a move of more) */
@@ -340,16 +403,23 @@ static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha
       }
     }
   }
-  mv c = {m, label, alpha, state, g};
+  if (!dp__flow_count(g)) { /* no variable can switch: no gadget gets a node, every cut costs
+                               0, and the labelling stays */
+    memcpy(state, label, (size_t)m->nvars * sizeof *state);
+    *better = 0;
+    return 0;
+  }
+  /* (capacities doubled where every copy costs its weight and nothing can
+     saturate, cuts_exact: W <= DP__FLOW_INF / 8) */
+  mv c = {m, label, alpha, state, g, exact && !m->pair && !m->unary ? 2 : 1};
   for (uint32_t k = 0; k < m->nnets; k++) move_net(&c, &m->nets[k]);
   /* the side of every node of the graph (auxiliary ones included) */
-  uint32_t nodes = dp__flow_count(g) + 1;
-  if (dp_grow((void **)side, capside, nodes, 1) < 0) return -1;
-  int64_t cut = dp__flow_solve(g, *side);
+  if (side_room(side, dp__flow_count(g) + 1) < 0) return -1;
+  int64_t cut = dp__flow_solve(g, side->v);
   if (cut < 0) return -1;
   *better = cut < dp__flow_all_source(g);
   for (uint32_t v = 0; v < m->nvars; v++)
-    state[v] = state[v] < ST_T && (*side)[state[v]] ? alpha : label[v];
+    state[v] = state[v] < ST_T && side->v[state[v]] ? alpha : label[v];
   return 0;
 }
 
@@ -439,9 +509,12 @@ int dp__place_solve_in(dp_place_problem *m, uint32_t *label, int64_t *energy, dp
   /* (the starting labelling's energy is counted with the first move's) */
   int64_t cur = 0;
   int counted = 0;
-  uint32_t *next = dp_malloc((size_t)m->nvars * sizeof *next); /* (move's state, then its labels) */
-  uint8_t *side = NULL;
-  uint32_t capside = 0;
+  /* move's state, then its labels; and the room for the sides of a node
+     per variable and net */
+  uint64_t room = (uint64_t)m->nvars + m->nnets + 1;
+  if (room > UINT32_MAX) room = 0; /* (then the sides get a block of their own) */
+  uint32_t *next = dp_malloc((size_t)m->nvars * sizeof *next + (size_t)room);
+  sides side = {next ? (uint8_t *)(next + m->nvars) : NULL, (uint32_t)room, 0};
   dp__flow *g = given ? given : dp__flow_new();
   int rc = -1;
   if (!next || !g) goto done;
@@ -467,7 +540,7 @@ int dp__place_solve_in(dp_place_problem *m, uint32_t *label, int64_t *energy, dp
         continue;
       }
       int cheaper;
-      if (move(m, label, alpha, next, &side, &capside, g, &cheaper) < 0) goto done;
+      if (move(m, label, alpha, next, &side, g, exact, &cheaper) < 0) goto done;
       int64_t e = 0;
       if (!exact) {
         if (counted) e = dp_place_energy(m, next);
@@ -489,7 +562,7 @@ int dp__place_solve_in(dp_place_problem *m, uint32_t *label, int64_t *energy, dp
   rc = 0;
 done:
   free(next);
-  free(side);
+  if (side.own) free(side.v);
   if (g != given) dp__flow_free(g);
   return rc;
 }
