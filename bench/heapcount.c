@@ -7,10 +7,15 @@
  * measurement (peak := live), getenv("DEVPLAN_HEAP_PEAK") returns the peak
  * growth since then in bytes, as text, getenv("DEVPLAN_HEAP_LIVE") the
  * live growth. Peak RSS would miss memory that the
- * pass takes from chunks the parser freed.
+ * pass takes from chunks the parser freed. Anonymous memory the library
+ * maps itself (an arena's large groups, dp__map_huge) counts too: mmap and
+ * munmap called from outside glibc come here (glibc's malloc maps its own
+ * blocks through its internal entry, counted by their usable size above).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <malloc.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +66,24 @@ int posix_memalign(void **r, size_t a, size_t n) {
 void free(void *q) {
   if (q) live -= (long long)malloc_usable_size(q);
   __libc_free(q);
+}
+
+void *mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off) {
+  static void *(*next)(void *, size_t, int, int, int, off_t);
+  if (!next) *(void **)&next = dlsym(RTLD_NEXT, "mmap");
+  void *p = next(addr, n, prot, flags, fd, off);
+  if (p != MAP_FAILED && (flags & MAP_ANONYMOUS)) {
+    live += (long long)n;
+    if (live > peak) peak = live;
+  }
+  return p;
+}
+int munmap(void *addr, size_t n) {
+  static int (*next)(void *, size_t);
+  if (!next) *(void **)&next = dlsym(RTLD_NEXT, "munmap");
+  int rc = next(addr, n);
+  if (rc == 0) live -= (long long)n; /* (the library unmaps only what it mapped) */
+  return rc;
 }
 
 /* getenv from the environment block itself (no recursion into ourselves). */

@@ -20,17 +20,17 @@
 #include "arena.h"
 
 #define CHUNK ((size_t)64 * 1024)
-#define GROUP 128u /* (a block asks CHUNK more than its chunks, for the
-                        alignment: 1/GROUP more address space, never touched).
-                        8 MiB: dp_malloc backs the huge pages wholly inside a
-                        block by huge pages, three or four of its four (a
-                        block aligned on one would leave up to 2 MiB unused
-                        beside 4, counted as heap; larger groups leave more
-                        chunks not yet cut in the last one). */
+#define GROUP 128u /* 8 MiB, mapped on huge page boundaries where there
+                        are huge pages (dp__map_huge): four huge pages, no
+                        small ones (larger groups leave more chunks not yet
+                        cut in the last one). A smaller group's block, or
+                        one where there are none, asks CHUNK more than its
+                        chunks, for the alignment (never touched). */
 
 typedef struct dp__group {
   void *mem;     /* the block the chunks are cut from */
   char *base;    /* its first chunk: mem aligned on CHUNK */
+  size_t mapped; /* its size when mapped on its own (dp__map_huge), else 0 */
   uint32_t live; /* chunks not freed, + 1 while the arena cuts chunks from it */
   uint32_t next; /* chunks cut */
   uint32_t size; /* chunks it has room for */
@@ -47,7 +47,8 @@ typedef struct dp__chunk {
 
 static void drop_group(dp__group *g) {
   if (--g->live == 0) {
-    free(g->mem);
+    if (g->mapped) dp__unmap_huge(g->mem, g->mapped);
+    else free(g->mem);
     free(g);
   }
 }
@@ -69,13 +70,17 @@ static dp__chunk *new_chunk(dp__arena *a) {
   if (!g || g->next == g->size) {
     uint32_t size = a->groups < 7 ? 1u << a->groups : GROUP;
     dp__group *ng = dp_malloc(sizeof *ng);
-    void *mem = ng ? dp_malloc(size * CHUNK + CHUNK - 1) : NULL;
+    int oom = 0;
+    size_t mapped = ng && size == GROUP ? size * CHUNK : 0;
+    void *mem = mapped ? dp__map_huge(mapped, &oom) : NULL;
+    if (!mem) mapped = 0;
+    if (!mem && ng && !oom) mem = dp_malloc(size * CHUNK + CHUNK - 1);
     if (!mem) {
       free(ng);
       return NULL;
     }
     char *base = (char *)(((uintptr_t)mem + CHUNK - 1) & ~(uintptr_t)(CHUNK - 1));
-    *ng = (dp__group){mem, base, 1, 0, size, NULL};
+    *ng = (dp__group){mem, base, mapped, 1, 0, size, NULL};
     a->groups++;
     if (g) drop_group(g);
     a->group = g = ng;
@@ -123,7 +128,7 @@ int dp__arena_adopt(dp__arena *a, void *mem, size_t n) {
     free(mem);
     return size ? -1 : 0;
   }
-  *g = (dp__group){mem, (char *)base, 1, 0, size > UINT32_MAX ? UINT32_MAX : (uint32_t)size, a->given};
+  *g = (dp__group){mem, (char *)base, 0, 1, 0, size > UINT32_MAX ? UINT32_MAX : (uint32_t)size, a->given};
   a->given = g;
   return 0;
 }

@@ -90,5 +90,12 @@ void dp__kinds_free(dp_ctx *ctx);
    transparent huge page (0 where there are none; read once). */
 size_t dp__page_size(void);
 size_t dp__huge_page_size(void);
+/* n bytes (a multiple of the huge page size) mapped on their own on a
+   huge page boundary and asked to be backed by huge pages; freed by
+   dp__unmap_huge(p, n). NULL with *oom 0 where that cannot be (no huge
+   pages, the sanitizer build; the caller mallocs instead), with *oom 1 on
+   an injected failure (DEVPLAN_FAIL_ALLOC). */
+void *dp__map_huge(size_t n, int *oom);
+void dp__unmap_huge(void *p, size_t n);
 
 #endif

@@ -89,6 +89,22 @@ void dp_test_alloc(int *passed, int *failed) {
   dp__arena_done(&a);
   for (int i = 0; i < made; i++) dp__arena_node_free(nodes[i]);
 
+  /* a block mapped on huge page boundaries (an arena's large groups) */
+  size_t h = dp__huge_page_size();
+  if (thp && h) {
+    int oom = -1;
+    char *m = dp__map_huge(4 * h, &oom);
+    CHECK(m != NULL && oom == 0);
+    if (m) {
+      CHECK(((uintptr_t)m & (h - 1)) == 0);
+      memset(m, 2, 4 * h);
+      CHECK(huge_mappings(m, 4 * h));
+      CHECK(m[4 * h - 1] == 2);
+      dp__unmap_huge(m, 4 * h);
+    }
+    CHECK(dp__map_huge(h + 4096, &oom) == NULL && oom == 0); /* (not whole huge pages) */
+  }
+
   /* huge pages on request: what the system's mode says, asked twice */
   FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
   char line[128] = "";
