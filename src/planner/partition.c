@@ -68,8 +68,10 @@ enum { C_LEAF = 0, C_WRAP, C_MEMBER, C_BARRIER };
 /* nflag[]: an on_device; a device_copy; a call of another operator, not of
    the dialect (the three as lexical.c reads them); an on_device that says
    nothing; a member's kind */
-enum { F_ONDEV = DP__LX_ON_DEVICE, F_COPY = DP__LX_COPY, F_OPCALL = DP__LX_OP_CALL, F_NOOP = 4, F_MEMBER = 8 };
+enum { F_ONDEV = DP__LX_ON_DEVICE, F_COPY = DP__LX_COPY, F_OPCALL = DP__LX_OP_CALL, F_NOOP = 4, F_MEMBER = 8,
+       F_DIALECT = 32 /* a call of the memory and VM dialect (while the graph is built) */ };
 #define MULTI UINT32_MAX
+#define NOPS 4 /* operators whose flags note_node keeps */
 
 /* A region's restrictions (see "restriction sets" below): the first n
    entries of a store that the sets made from one another share. */
@@ -133,8 +135,9 @@ typedef struct pctx {
   uint8_t *nflag;       /* per node: F_*, read once (g.note) */
   const dp_attrs *noop_of; /* the on_device attributes last read, and whether they say nothing */
   int noop;
-  const dp_expr *last_op;  /* the operator note_node last met, and its flags (F_ONDEV: read on) */
-  uint8_t last_opflag;
+  const dp_expr *ops[NOPS]; /* the operators note_node met last, and their flags (F_ONDEV: read on) */
+  uint8_t opflag[NOPS];
+  uint32_t nextop;
   /* the graph, in post order (function literals not entered) */
   dp__dfp_graph g;
   uint32_t n;           /* g.n */
@@ -265,7 +268,7 @@ static int is_dialect_call(const dp_expr *e) {
 }
 
 /* Is e a member's kind? A tuple is, unless an argument tuple of the
-   dialect: read_nodes looks at its consumers once the graph is built. */
+   dialect: the graph's build clears it when it finishes a consumer. */
 static int is_member_kind(const dp_expr *e) {
   if (e->h.kind == DP_TUPLE || e->h.kind == DP_PROJ) return 1;
   if (e->h.kind != DP_CALL || is_dialect_call(e)) return 0;
@@ -289,18 +292,26 @@ static int is_noop_on_device(const dp_expr *e) {
   return !body && !result && !device;
 }
 
-/* nflag[v] of node e, as the graph's build meets it (the graph's noter). */
-static uint8_t note_node(void *ud, const dp_expr *e) {
-  pctx *c = ud;
+/* The flags of a call of operator fn (e): its name is read once while it
+   stays among the last few operators met (a program's calls cycle through
+   a few: add, multiply and the on_device around them). */
+static uint8_t op_flags(pctx *c, const dp_expr *fn, const dp_expr *e) {
+  for (uint32_t i = 0; i < NOPS; i++)
+    if (c->ops[i] == fn) return c->opflag[i];
+  const char *op = ((const dp_op *)fn)->name;
+  uint32_t i = c->nextop++ % NOPS;
+  c->ops[i] = fn;
+  c->opflag[i] = !strcmp(op, "on_device") ? F_ONDEV : !strcmp(op, "device_copy") ? F_COPY
+               : is_dialect_call(e) ? F_DIALECT : F_OPCALL | F_MEMBER;
+  return c->opflag[i];
+}
+
+/* nflag[v] of node e, as the graph's build meets it. */
+static uint8_t note_node(pctx *c, const dp_expr *e) {
   const dp_expr *fn = e->h.kind == DP_CALL ? ((const dp_call *)e)->fn : NULL;
   if (!fn || fn->h.kind != DP_OP) return is_member_kind(e) ? F_MEMBER : 0;
-  if (fn != c->last_op) { /* (calls of one operator come in runs: its name is read once a run) */
-    const char *op = ((const dp_op *)fn)->name;
-    c->last_op = fn;
-    c->last_opflag = !strcmp(op, "on_device") ? F_ONDEV : !strcmp(op, "device_copy") ? F_COPY
-                   : is_dialect_call(e) ? 0 : F_OPCALL | F_MEMBER;
-  }
-  if (c->last_opflag != F_ONDEV) return c->last_opflag;
+  uint8_t flags = op_flags(c, fn, e);
+  if (flags != F_ONDEV) return flags;
   const dp_attrs *a = ((const dp_call *)e)->attrs;
   if (!a || a != c->noop_of) { /* (planning shares one object among the annotations of a device) */
     c->noop = is_noop_on_device(e);
@@ -309,16 +320,142 @@ static uint8_t note_node(void *ud, const dp_expr *e) {
   return F_ONDEV | (c->noop ? F_NOOP : 0);
 }
 
-/* kind[] and nflag[]: what each node is, read from the IR once per body,
-   while the graph was built (note_node); an argument tuple of the dialect
-   is no member. */
-static void read_nodes(pctx *c) {
-  c->kind = c->g.kind;
-  c->nflag = c->g.note;
-  for (uint32_t v = 0; v < c->n; v++)
-    if (c->kind[v] == DP_TUPLE)
-      for (uint32_t i = c->g.ostart[v]; i < c->g.ostart[v + 1]; i++)
-        if (is_dialect_call(c->x[c->g.outs[i]])) c->nflag[v] &= (uint8_t)~F_MEMBER;
+/* ---------------- the body's graph ----------------
+   Every distinct node of the body but operators, constructors and globals
+   (their slots say DP__DFP_NONE), in post order, with its child slots by
+   post order index, its kind and its flags (nflag[], note_node: read when
+   the walk first meets the node, which it just read to follow it); the
+   function literals but Composite and Primitive ones entered (the order
+   and the slots of dp__dfp_graph_build with DP__DFP_FNS_PLAIN, which this
+   replaces for the partitioner: it made consumers, first-node and
+   pre-order arrays nobody here reads, and found shared nodes through a
+   pointer map, 9% of the pass's instructions and a fresh table per body).
+   A node with other references is found again by its mark (dp_expr.mark:
+   its index here, checked against x[], as index.c does): in a DAG it is
+   met again only once finished. A child slot is filled when the child is
+   finished (its frame knows the slot). An argument tuple of the memory
+   dialect is no member: cleared when its consumer is finished. */
+typedef struct gfr {
+  dp_expr *e;
+  uint32_t i, n;   /* next child slot, slots followed */
+  uint32_t kbase;  /* its slots on the scratch list start here */
+  uint32_t slot;   /* its own slot on the scratch list (the root: none) */
+  uint8_t note;
+} gfr;
+
+typedef struct gbuild {
+  gfr *st;
+  uint32_t sp, capst;
+  uint32_t *scratch;   /* the slots of the nodes on the stack */
+  uint32_t nscratch, capscratch;
+  uint32_t cap, capkids; /* of x, kind, note, kstart; of kids */
+} gbuild;
+
+/* Child i of e (calls and lets read here, the rest by expr.c). */
+static dp_expr *child_of(const dp_expr *e, uint32_t i) {
+  if (e->h.kind == DP_CALL) return i ? ((const dp_call *)e)->args[i - 1] : ((const dp_call *)e)->fn;
+  if (e->h.kind == DP_LET) {
+    const dp_let *l = (const dp_let *)e;
+    return i == 0 ? &l->var->e : i == 1 ? l->value : l->body;
+  }
+  return dp_expr_child(e, i);
+}
+
+/* The child slots followed: none of a Composite or Primitive literal. */
+static uint32_t slots_of(const dp_expr *e) {
+  if (e->h.kind == DP_CALL) return 1 + ((const dp_call *)e)->nargs;
+  if (e->h.kind == DP_LET) return 3;
+  if (e->h.kind == DP_FUNC && dp__dfp_is_unit_fn(e)) return 0;
+  return dp_expr_nchildren(e);
+}
+
+/* Meets e, not in the graph yet: its frame pushed, its flags read. */
+static int discover(pctx *c, gbuild *b, dp_expr *e, uint32_t slot) {
+  if (b->sp == b->capst && dp_grow((void **)&b->st, &b->capst, b->sp + 1, sizeof *b->st) < 0) return -1;
+  b->st[b->sp++] = (gfr){e, 0, slots_of(e), b->nscratch, slot, note_node(c, e)};
+  return 0;
+}
+
+/* The top frame's node is done: numbered, its slots moved to kids. */
+static int finish_node(pctx *c, gbuild *b) {
+  dp__dfp_graph *g = &c->g;
+  gfr f = b->st[--b->sp];
+  uint32_t v = g->n, nk = b->nscratch - f.kbase, total = v ? g->kstart[v] : 0;
+  if (v + 1 >= b->cap) {
+    uint32_t cap = b->cap;
+    void *x = g->x, *ks = g->kstart, *kind = g->kind, *note = g->note;
+    if (dp_grow(&x, &cap, v + 2, sizeof *g->x) < 0) return -1;
+    g->x = x;
+    cap = b->cap;
+    if (dp_grow(&ks, &cap, v + 2, sizeof *g->kstart) < 0) return -1;
+    g->kstart = ks;
+    cap = b->cap;
+    if (dp_grow(&kind, &cap, v + 2, 1) < 0) return -1;
+    g->kind = kind;
+    cap = b->cap;
+    if (dp_grow(&note, &cap, v + 2, 1) < 0) return -1;
+    g->note = note;
+    b->cap = cap;
+  }
+  if (total + nk > b->capkids && dp_grow((void **)&g->kids, &b->capkids, total + nk, sizeof *g->kids) < 0)
+    return -1;
+  for (uint32_t k = 0; k < nk; k++) g->kids[total + k] = b->scratch[f.kbase + k]; /* (a few: no memcpy) */
+  g->kstart[v] = total;
+  g->kstart[v + 1] = total + nk;
+  g->x[v] = f.e;
+  g->kind[v] = (uint8_t)f.e->h.kind;
+  g->note[v] = f.note;
+  if (f.note & F_DIALECT)
+    for (uint32_t k = 0; k < nk; k++) {
+      uint32_t t = g->kids[total + k];
+      if (t != DP__DFP_NONE && g->kind[t] == DP_TUPLE) g->note[t] &= (uint8_t)~F_MEMBER;
+    }
+  if (f.e->h.rc > 1) f.e->mark = v; /* (only a shared node is met again) */
+  g->n = v + 1;
+  b->nscratch = f.kbase;
+  if (f.slot != DP__DFP_NONE) b->scratch[f.slot] = v;
+  return 0;
+}
+
+/* c->g over body root; kind[] and nflag[] from it. */
+static int build_graph(pctx *c, dp_expr *root) {
+  dp__dfp_graph *g = &c->g;
+  memset(g, 0, sizeof *g);
+  g->index = g->found = DP__PTRMAP_INIT;
+  g->enter_fns = DP__DFP_FNS_PLAIN;
+  gbuild b = {NULL, 0, 0, NULL, 0, 0, 0, 0};
+  int rc = discover(c, &b, root, DP__DFP_NONE);
+  while (rc == 0 && b.sp) {
+    gfr *f = &b.st[b.sp - 1];
+    if (f->i == f->n) {
+      rc = finish_node(c, &b);
+      continue;
+    }
+    dp_expr *kid = child_of(f->e, f->i++);
+    if (b.nscratch == b.capscratch &&
+        dp_grow((void **)&b.scratch, &b.capscratch, b.nscratch + 1, sizeof *b.scratch) < 0) {
+      rc = -1;
+      break;
+    }
+    uint32_t slot = b.nscratch++;
+    b.scratch[slot] = DP__DFP_NONE;
+    if (dp__dfp_graph_skips(kid)) continue;
+    uint32_t m = kid->mark;
+    if (kid->h.rc > 1 && m < g->n && g->x[m] == kid) {
+      b.scratch[slot] = m;
+      continue;
+    }
+    rc = discover(c, &b, kid, slot);
+  }
+  free(b.st);
+  free(b.scratch);
+  if (rc < 0) {
+    dp__dfp_graph_free(g);
+    return -1;
+  }
+  c->kind = g->kind;
+  c->nflag = g->note;
+  return 0;
 }
 
 static uintptr_t key_of(const pctx *c, dp_vdev *vd) {
@@ -1305,12 +1442,10 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
   int rc = -1;
   namectr *saved = NULL;
   uint32_t nsaved = c->nnames;
-  dp__dfp_noter noter = {note_node, c};
-  if (dp__dfp_graph_build_noted(&c->g, body, DP__DFP_FNS_PLAIN, &noter) < 0) goto done;
+  if (build_graph(c, body) < 0) goto done;
   c->n = c->g.n;
   c->x = c->g.x;
-  read_nodes(c);
-  if (c->lx) { /* the devices, as the body says them (read_nodes' kinds and flags spare it the IR) */
+  if (c->lx) { /* the devices, as the body says them (the graph's kinds and flags spare it the IR) */
     if (!(c->dev = dp_malloc((c->n ? c->n : 1) * sizeof *c->dev))) goto done;
     int r = dp__lexical_graph_read(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->kind, c->nflag, c->body_vd, c->dev);
     if (r > 0) c->gave_up = 1;
