@@ -232,17 +232,14 @@ static int alloc_arrays(pctx *c) {
   c->key = dp_calloc(n, sizeof *c->key);
   c->uf = dp_calloc(n, sizeof *c->uf);
   c->remaining = dp_calloc(n, sizeof *c->remaining);
-  c->stamp = dp_calloc(n, sizeof *c->stamp);
-  c->pos = dp_calloc(n, sizeof *c->pos);
+  c->stamp = dp_calloc(n, 2 * sizeof *c->stamp); /* (and pos: one block, the rebuild's later) */
+  c->pos = c->stamp ? c->stamp + n : NULL;
   c->restr = dp_calloc(n, sizeof *c->restr);
-  c->rid = dp_calloc(n, sizeof *c->rid);
   c->outpos = dp_calloc(n, sizeof *c->outpos);
-  c->inner = dp_calloc(n, sizeof *c->inner);
-  c->outexpr = dp_calloc(n, sizeof *c->outexpr);
   c->letof = dp_malloc(n * sizeof *c->letof);
   c->drop = dp_calloc(n, 1);
   return c->cls && c->closed && c->hascall && c->isout && c->base && c->block && c->key && c->uf &&
-                 c->remaining && c->stamp && c->pos && c->restr && c->rid && c->outpos && c->inner && c->outexpr &&
+                 c->remaining && c->stamp && c->restr && c->outpos &&
                  c->letof && c->drop
              ? 0 : -1;
 }
@@ -1269,7 +1266,9 @@ static int finish(pctx *c, walk *w, cfr *f) {
 /* The caller's body, in a topological order of its graph with each region
    contracted to its call. */
 static dp_expr *rebuild_caller(pctx *c) {
-  walk w = {NULL, 0, 0, dp_calloc(c->n, 1), dp_calloc(c->n, sizeof(dp_expr *))};
+  walk w = {NULL, 0, 0, dp_calloc(c->n, 1), (dp_expr **)(void *)c->stamp}; /* (stamps and positions: 8 bytes a node) */
+  c->stamp = c->pos = NULL;
+  if (w.newx) memset(w.newx, 0, (size_t)c->n * sizeof *w.newx);
   uint32_t root = c->n - 1;
   dp_expr *r = NULL;
   int rc = w.state && w.newx ? need(c, &w, root) : -1;
@@ -1317,9 +1316,9 @@ static void attempt_clear(pctx *c) {
   }
   free(c->regs);
   free(c->cls); free(c->closed); free(c->hascall); free(c->isout); free(c->base); free(c->block);
-  free(c->key); free(c->uf); free(c->remaining); free(c->stamp); free(c->pos);
+  free(c->key); free(c->uf); free(c->remaining); free(c->stamp);
   free(c->restr); free(c->rid);
-  free(c->mem); free(c->outpos); free(c->inner); free(c->outexpr);
+  free(c->mem); free(c->outpos); free(c->inner); /* (outexpr lies in inner's block) */
   free(c->letof); free(c->drop);
   c->regs = NULL;
   c->nregs = 0;
@@ -1406,6 +1405,25 @@ static int rebuilds(pctx *c) {
   return 0;
 }
 
+/* The regions are made, their sets freed: the arrays only that walk used
+   (restriction sets, reader counts; 20 bytes a node) become the arrays of
+   what follows, on pages already touched instead of fresh ones: the
+   members' copies and projections (inner, outexpr), the region numbers
+   (rid); the stamps and positions become the rebuild's new nodes. */
+_Static_assert(sizeof(rset) == 2 * sizeof(dp_expr *), "a set's place holds a member's two nodes");
+_Static_assert(2 * sizeof(uint32_t) == sizeof(dp_expr *), "a stamp and a position hold a new node");
+
+static void reuse_arrays(pctx *c) {
+  uint32_t n = c->n ? c->n : 1;
+  memset(c->restr, 0, (size_t)n * sizeof *c->restr);
+  c->inner = (dp_expr **)(void *)c->restr; /* (16 bytes a node: two pointers) */
+  c->outexpr = c->inner + n;
+  c->restr = NULL;
+  memset(c->remaining, 0, (size_t)n * sizeof *c->remaining);
+  c->rid = c->remaining;
+  c->remaining = NULL;
+}
+
 /* One attempt: the body partitioned under the current fences. 1 done
    (*out the new body), 0 a variable is read out of its scope (fences
    added), -1 error. */
@@ -1414,7 +1432,9 @@ static int attempt(pctx *c, uint8_t round, dp_expr **out) {
   if (alloc_arrays(c) < 0) return -1;
   assign_blocks(c);
   classify(c);
-  if (resolve_bases(c) < 0 || make_regions(c) < 0 || list_regions(c) < 0) return -1;
+  if (resolve_bases(c) < 0 || make_regions(c) < 0) return -1;
+  reuse_arrays(c);
+  if (list_regions(c) < 0) return -1;
   for (uint32_t i = 0; i < c->nregs; i++)
     if (make_function(c, &c->regs[i]) < 0) return -1;
   if (!c->nregs && !rebuilds(c)) {
