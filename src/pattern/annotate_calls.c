@@ -190,13 +190,15 @@ static int scan_node(rctx *c, dp_expr *e) {
 
 /* First reach of e: 0 already met, 1 pushed, -1 out of memory. */
 static int scan_reach(rctx *c, dp_expr *e) {
+  uint32_t n = nchildren(e);
+  if (n == 0) return 0; /* (a leaf: a parameter, a constant, an operator: nothing to flag) */
   if (e->h.rc > 1) {
     arec *r = rec_make(c, e);
     if (!r) return -1;
     if (r->flags & R_SEEN) return 0;
     r->flags |= R_SEEN;
   }
-  return push_frame(c, e, nchildren(e)) < 0 ? -1 : 1;
+  return push_frame(c, e, n) < 0 ? -1 : 1;
 }
 
 /* The calls already placed: every function walked, post order. */
@@ -342,6 +344,8 @@ static int rw_finish(rctx *c, dp_expr *e, dp_expr *r) {
 }
 
 static int rw_reach(rctx *c, dp_expr *e, dp_err **err) {
+  uint32_t n = nchildren(e);
+  if (n == 0) return push_result(c, dp_retain(e)); /* (a leaf is itself: no rule, no unit) */
   if (e->h.rc > 1) {
     const arec *m = rec_of(c, e);
     if (c->oom) return *err = oom(), -1;
@@ -350,7 +354,7 @@ static int rw_reach(rctx *c, dp_expr *e, dp_err **err) {
   dp_expr *r = pre(c, e, err);
   if (r) return rw_finish(c, e, r);
   if (*err) return -1;
-  return push_frame(c, e, nchildren(e));
+  return push_frame(c, e, n);
 }
 
 /* All children of the top frame are on the results: rebuilt, posted. */
