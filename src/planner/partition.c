@@ -163,6 +163,7 @@ typedef struct pctx {
   dp_expr **inner;      /* member -> its copy inside the function (owned) */
   dp_expr **outexpr;    /* member (output) -> what the caller reads (owned) */
   dp__arena arena;      /* where the output's new calls, lets and variables are made */
+  void *arrays;         /* the block the per-node arrays above lie in (alloc_arrays) */
 } pctx;
 
 /* dp_grow for the arrays that grow with the body (the graph's, the walks'
@@ -221,27 +222,27 @@ static dp_expr *typed_as(pctx *c, dp_expr *made, dp_type *t) {
 static uint32_t kid(const pctx *c, uint32_t v, uint32_t k) { return c->g.kids[c->g.kstart[v] + k]; }
 static uint32_t nslots(const pctx *c, uint32_t v) { return c->g.kstart[v + 1] - c->g.kstart[v]; }
 
+/* The arrays of one attempt, in one zeroed block: 61 bytes a node, which
+   for a large body is a block the allocator backs by huge pages (alloc.c)
+   where fourteen separate arrays of a few MiB each were faulted in a page
+   at a time. */
 static int alloc_arrays(pctx *c) {
-  uint32_t n = c->n ? c->n : 1;
-  c->cls = dp_calloc(n, 1);
-  c->closed = dp_calloc(n, 1);
-  c->hascall = dp_calloc(n, 1);
-  c->isout = dp_calloc(n, 1);
-  c->base = dp_calloc(n, sizeof *c->base);
-  c->block = dp_calloc(n, sizeof *c->block);
-  c->key = dp_calloc(n, sizeof *c->key);
-  c->uf = dp_calloc(n, sizeof *c->uf);
-  c->remaining = dp_calloc(n, sizeof *c->remaining);
-  c->stamp = dp_calloc(n, 2 * sizeof *c->stamp); /* (and pos: one block, the rebuild's later) */
-  c->pos = c->stamp ? c->stamp + n : NULL;
-  c->restr = dp_calloc(n, sizeof *c->restr);
-  c->outpos = dp_calloc(n, sizeof *c->outpos);
-  c->letof = dp_malloc(n * sizeof *c->letof);
-  c->drop = dp_calloc(n, 1);
-  return c->cls && c->closed && c->hascall && c->isout && c->base && c->block && c->key && c->uf &&
-                 c->remaining && c->stamp && c->restr && c->outpos &&
-                 c->letof && c->drop
-             ? 0 : -1;
+  size_t n = c->n ? c->n : 1;
+  char *m = dp_calloc(n, 16 + 8 + 8 + 6 * 4 + 5); /* (widest first: every array stays aligned) */
+  if (!m) return -1;
+  c->arrays = m;
+  c->restr = (rset *)(void *)m;
+  m += n * sizeof *c->restr;
+  c->key = (uintptr_t *)(void *)m;
+  m += n * sizeof *c->key;
+  c->stamp = (uint32_t *)(void *)m; /* (and pos: the rebuild's new nodes later) */
+  c->pos = c->stamp + n;
+  m += 2 * n * sizeof *c->stamp;
+  uint32_t **u32[] = {&c->base, &c->block, &c->uf, &c->remaining, &c->outpos, &c->letof};
+  for (size_t i = 0; i < sizeof u32 / sizeof *u32; i++, m += n * sizeof(uint32_t)) *u32[i] = (uint32_t *)(void *)m;
+  uint8_t **u8[] = {&c->cls, &c->closed, &c->hascall, &c->isout, &c->drop};
+  for (size_t i = 0; i < sizeof u8 / sizeof *u8; i++, m += n) *u8[i] = (uint8_t *)m;
+  return 0;
 }
 
 /* Blocks, parents first (reverse post order is topological): an if's
@@ -1268,7 +1269,7 @@ static int finish(pctx *c, walk *w, cfr *f) {
 static dp_expr *rebuild_caller(pctx *c) {
   walk w = {NULL, 0, 0, dp_calloc(c->n, 1), (dp_expr **)(void *)c->stamp}; /* (stamps and positions: 8 bytes a node) */
   c->stamp = c->pos = NULL;
-  if (w.newx) memset(w.newx, 0, (size_t)c->n * sizeof *w.newx);
+  memset(w.newx, 0, (size_t)c->n * sizeof *w.newx);
   uint32_t root = c->n - 1;
   dp_expr *r = NULL;
   int rc = w.state && w.newx ? need(c, &w, root) : -1;
@@ -1291,8 +1292,7 @@ static dp_expr *rebuild_caller(pctx *c) {
   }
   if (rc >= 0) r = dp_retain(read_new(c, &w, root, c->x[root]));
   for (uint32_t i = 0; w.newx && i < c->n; i++) dp_release(w.newx[i]);
-  free(w.newx);
-  free(w.state);
+  free(w.state); /* (newx lies in the attempt's arrays) */
   free(w.st);
   if (!r) set_oom(c);
   return r;
@@ -1315,11 +1315,9 @@ static void attempt_clear(pctx *c) {
     free(c->regs[i].inputs);
   }
   free(c->regs);
-  free(c->cls); free(c->closed); free(c->hascall); free(c->isout); free(c->base); free(c->block);
-  free(c->key); free(c->uf); free(c->remaining); free(c->stamp);
-  free(c->restr); free(c->rid);
-  free(c->mem); free(c->outpos); free(c->inner); /* (outexpr lies in inner's block) */
-  free(c->letof); free(c->drop);
+  free(c->mem);
+  free(c->arrays);
+  c->arrays = NULL;
   c->regs = NULL;
   c->nregs = 0;
   c->cls = c->closed = c->hascall = c->isout = c->drop = NULL;
