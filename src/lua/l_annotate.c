@@ -61,6 +61,17 @@ static int pcall(lstate *s, int nargs, int nres, dp_err **err) {
   return -1;
 }
 
+/* Calls the rule below no argument on the stack protected, with one
+   result: without the trampoline, which has no node to push. */
+static int pcall_bare(lstate *s, dp_err **err) {
+  lua_State *L = s->L;
+  if (lua_pcall(L, 0, 1, 0) == LUA_OK) return 0;
+  lua_replace(L, A_ERR);
+  s->failed = 1;
+  *err = dp_err_new(DP_ERR_CALLBACK, DP_NOSPAN, "AnnotateVirtualDevices: a rule failed");
+  return -1;
+}
+
 /* Does the function at idx take no argument (a Lua function without
    parameters or `...`)? Then a rule is called without its call, which
    would be made a Lua value for nothing: `add = function() return gpu end`
@@ -160,7 +171,7 @@ static int on_call(void *ud, dp_call *call, dp_vdev **vd, double *soft, dp_err *
   int key = lua_gettop(L); /* rule at key - 1 */
   lua_pushvalue(L, key - 1);
   if (!bare) lua_pushlightuserdata(L, call);
-  if (pcall(s, !bare, 1, err) < 0) return -1;
+  if ((bare ? pcall_bare(s, err) : pcall(s, 1, 1, err)) < 0) return -1;
   int r = DP_ANNOT_NONE;
   dp_vdev *v;
   if (lua_isnil(L, -1)) {

@@ -6,19 +6,66 @@
  * first, in one C walk too (what "already placed" means: annotate.h).
  * Rebuilt nodes keep their original's type, so the annotated module needs
  * no inference again.
+ *
+ * Both walks are dp_visit's and dp_rewrite's (post order, children in
+ * expr.h order, a node with other references once), with explicit stacks
+ * (one array of frames for both), and what they meet again or look up
+ * (a shared node, a placed or fixed call and its rewrite) in one table of
+ * records found by the node's mark (dp_expr.mark: the record's index,
+ * checked against the record, as index.c does) instead of pointer maps: a
+ * lookup was a hash probe per call, the walk's map of shared nodes another
+ * per edge to a parameter. The rebuilt calls and lets and the new
+ * on_device calls are made in a node arena (arena.h; a malloc each before),
+ * which also puts fewer bytes on fresh pages.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "../core/arena.h"
 #include "devplan/annotate.h"
 #include "devplan/visit.h"
 
 #define NCACHE 8
+#define NOPS 4
+
+/* What the walks know of a node they meet again or look up. */
+enum { R_SEEN = 1, R_PLACED = 2, R_FIXED = 4, R_DONE = 8 };
+typedef struct arec {
+  dp_expr *e;
+  dp_expr *out;     /* its rewrite (owned), when R_DONE in this function's walk */
+  uint32_t walk;    /* the function whose walk rewrote it (each function is rewritten afresh) */
+  uint8_t flags;    /* R_SEEN: met by the scan; R_PLACED, R_FIXED; R_DONE: rewritten */
+} arec;
+
+/* dp_obj.flags of a node with a record, while the pass runs (cleared at its
+   end). A rule may run anything, a pass that numbers the module's nodes by
+   their marks too: a node so flagged whose mark no longer names its record
+   is found through a pointer map of the records, made then. (Other bits:
+   arena.h's 0x2000, inference's 0x8000 and 0x4000.) */
+#define F_REC 0x1000u
+
+/* What an operator is to the scan. */
+enum { OP_OTHER = 0, OP_ON_DEVICE, OP_COPY, OP_DIALECT };
+
+typedef struct frame {
+  dp_expr *e;
+  uint32_t i, n;    /* next child, children walked */
+} frame;
 
 typedef struct rctx {
   const dp_annot_hooks *h;
   dp_op *on_device;
-  dp__ptrmap placed, fixed;  /* node -> (nothing): sets */
+  arec *recs;        /* found by mark (or through lost, once a mark was lost) */
+  uint32_t nrecs, caprecs, nfixed, walk;
+  dp__ptrmap lost;   /* node -> record + 1, made when a mark was overwritten */
+  int oom;           /* that map could not be made */
+  struct { const dp_op *op; int kind; } ops[NOPS]; /* the operators met last, what they are */
+  uint32_t nextop;
+  frame *st;         /* both walks' stack */
+  uint32_t sp, capst;
+  dp_expr **res;     /* the rewrite's results: rewritten children awaiting their parent (owned) */
+  uint32_t nres, capres;
+  dp__arena arena;   /* the rewrite's new calls and lets */
   struct { dp_vdev *vd; dp_attrs *attrs; } cache[NCACHE]; /* device -> on_device's attributes */
   uint32_t ncache;
   dp_expr **later;
@@ -45,32 +92,148 @@ static int dialect(const char *name) {
   return !strcmp(name, "call_lowered") || !strncmp(name, "memory.", 7) || !strncmp(name, "vm.", 3);
 }
 
-/* Post order over every node: marks the calls already placed. */
-static int mark(void *ud, dp_expr *e) {
-  rctx *c = ud;
+/* What operator op is (its name read while it stays among the last few met). */
+static int op_kind(rctx *c, const dp_op *op) {
+  for (uint32_t i = 0; i < NOPS; i++)
+    if (c->ops[i].op == op) return c->ops[i].kind;
+  int kind = !strcmp(op->name, "on_device") ? OP_ON_DEVICE : !strcmp(op->name, "device_copy") ? OP_COPY
+           : dialect(op->name) ? OP_DIALECT : OP_OTHER;
+  uint32_t i = c->nextop++ % NOPS;
+  c->ops[i].op = op;
+  c->ops[i].kind = kind;
+  return kind;
+}
+
+/* dp_grow for the stacks and the records, which grow with the module (a
+   chain a million calls deep is a million frames): eight times at a step,
+   not two, so that realloc's copies onto fresh pages are an eighth of the
+   final size, not a half; capacity never written is never touched. */
+static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  uint64_t want = (uint64_t)*cap * 8;
+  return dp_grow(arr, cap, want > need && want <= UINT32_MAX / 2 ? (uint32_t)want : need, elem);
+}
+
+/* e's record when its mark was overwritten (by a pass a rule ran). */
+static arec *rec_lost(rctx *c, dp_expr *e) {
+  if (!c->lost.cap) {
+    for (uint32_t i = 0; i < c->nrecs; i++)
+      if (dp__ptrmap_put(&c->lost, c->recs[i].e, (void *)(uintptr_t)(i + 1)) < 0) {
+        c->oom = 1;
+        return NULL;
+      }
+  }
+  dp__ptrslot *s = dp__ptrmap_find(&c->lost, e);
+  if (!s) return NULL;
+  e->mark = (uint32_t)((uintptr_t)s->ptr - 1);
+  return &c->recs[e->mark];
+}
+
+/* e's record, or NULL. */
+static arec *rec_of(rctx *c, dp_expr *e) {
+  if (!(e->h.flags & F_REC)) return NULL;
+  uint32_t m = e->mark;
+  return m < c->nrecs && c->recs[m].e == e ? &c->recs[m] : rec_lost(c, e);
+}
+
+/* e's record, made when new (NULL: out of memory). */
+static arec *rec_make(rctx *c, dp_expr *e) {
+  arec *r = rec_of(c, e);
+  if (r || c->oom) return r;
+  if (c->nrecs == c->caprecs && grow((void **)&c->recs, &c->caprecs, c->nrecs + 1, sizeof *c->recs) < 0)
+    return NULL;
+  if (c->lost.cap && dp__ptrmap_put(&c->lost, e, (void *)(uintptr_t)(c->nrecs + 1)) < 0) return NULL;
+  e->mark = c->nrecs;
+  e->h.flags |= F_REC;
+  c->recs[c->nrecs] = (arec){e, NULL, 0, 0};
+  return &c->recs[c->nrecs++];
+}
+
+static int flag_node(rctx *c, dp_expr *e, uint8_t flags) {
+  arec *r = rec_make(c, e);
+  if (!r) return -1;
+  if ((flags & R_FIXED) && !(r->flags & R_FIXED)) c->nfixed++;
+  r->flags |= flags;
+  return 0;
+}
+
+/* Child i of e (calls read here, the rest by expr.c: most nodes are calls). */
+static dp_expr *child_of(const dp_expr *e, uint32_t i) {
+  if (e->h.kind == DP_CALL) return i ? ((const dp_call *)e)->args[i - 1] : ((const dp_call *)e)->fn;
+  return dp_expr_child(e, i);
+}
+
+static uint32_t nchildren(const dp_expr *e) {
+  return e->h.kind == DP_CALL ? 1 + ((const dp_call *)e)->nargs : dp_expr_nchildren(e);
+}
+
+static int push_frame(rctx *c, dp_expr *e, uint32_t n) {
+  if (c->sp == c->capst && grow((void **)&c->st, &c->capst, c->sp + 1, sizeof *c->st) < 0) return -1;
+  c->st[c->sp++] = (frame){e, 0, n};
+  return 0;
+}
+
+/* ---------------- the scan: the calls already placed ---------------- */
+
+/* Post order over every node: flags the calls already placed. */
+static int scan_node(rctx *c, dp_expr *e) {
   if (e->h.kind != DP_CALL || ((dp_call *)e)->fn->h.kind != DP_OP) return 0;
   dp_call *call = (dp_call *)e;
   const dp_op *op = (const dp_op *)call->fn;
-  if (!strcmp(op->name, "on_device")) {
+  int kind = op_kind(c, op);
+  if (kind == OP_ON_DEVICE) {
     if (!has_device(dp_op_attr(op, call->attrs, "virtual_device"))) return 0;
     if (truth(dp_op_attr(op, call->attrs, "constrain_body")) != 0 && call->nargs > 0 &&
-        call->args[0]->h.kind == DP_CALL && !dp__ptrmap_insert(&c->placed, call->args[0], NULL))
+        call->args[0]->h.kind == DP_CALL && flag_node(c, call->args[0], R_PLACED) < 0)
       return -1;
-    if (truth(dp_op_attr(op, call->attrs, "constrain_result")) == 1 && !dp__ptrmap_insert(&c->fixed, e, NULL))
-      return -1;
-  } else if (!strcmp(op->name, "device_copy")) {
-    if (has_device(dp_op_attr(op, call->attrs, "dst_virtual_device")) && !dp__ptrmap_insert(&c->fixed, e, NULL))
-      return -1;
-  } else if (!dialect(op->name) && c->fixed.n) {
+    if (truth(dp_op_attr(op, call->attrs, "constrain_result")) == 1 && flag_node(c, e, R_FIXED) < 0) return -1;
+  } else if (kind == OP_COPY) {
+    if (has_device(dp_op_attr(op, call->attrs, "dst_virtual_device")) && flag_node(c, e, R_FIXED) < 0) return -1;
+  } else if (kind == OP_OTHER && c->nfixed) {
     for (uint32_t i = 0; i < call->nargs; i++) {
-      if (dp__ptrmap_find(&c->fixed, call->args[i])) {
-        if (!dp__ptrmap_insert(&c->placed, e, NULL) || !dp__ptrmap_insert(&c->fixed, e, NULL)) return -1;
-        break;
-      }
+      const arec *r = rec_of(c, call->args[i]);
+      if (r && (r->flags & R_FIXED)) return flag_node(c, e, R_PLACED | R_FIXED);
     }
   }
   return 0;
 }
+
+/* First reach of e: 0 already met, 1 pushed, -1 out of memory. */
+static int scan_reach(rctx *c, dp_expr *e) {
+  uint32_t n = nchildren(e);
+  if (n == 0) return 0; /* (a leaf: a parameter, a constant, an operator: nothing to flag) */
+  if (e->h.rc > 1) {
+    arec *r = rec_make(c, e);
+    if (!r) return -1;
+    if (r->flags & R_SEEN) return 0;
+    r->flags |= R_SEEN;
+  }
+  return push_frame(c, e, n) < 0 ? -1 : 1;
+}
+
+/* The calls already placed: every function walked, post order. */
+static int scan_module(rctx *c, dp_module *m, dp_err **err) {
+  for (uint32_t i = 0; i < m->nfuncs; i++) {
+    c->sp = 0;
+    int rc = scan_reach(c, &m->funcs[i].fn->e);
+    while (rc >= 0 && c->sp) {
+      frame *f = &c->st[c->sp - 1];
+      if (f->i < f->n) {
+        rc = scan_reach(c, child_of(f->e, f->i++));
+      } else {
+        c->sp--;
+        rc = scan_node(c, f->e);
+      }
+    }
+    if (rc < 0) {
+      dp_err_set(err, oom());
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* ---------------- the rewrite ---------------- */
 
 static dp_attrs *attrs_on(rctx *c, dp_vdev *vd, double soft) {
   if (soft >= 0) { /* (a soft annotation: its weight makes it its own) */
@@ -94,8 +257,9 @@ static int keeps_unit(const dp_expr *e) {
   return a && (dp_attrs_get(a, "Composite") || dp_attrs_get(a, "Primitive"));
 }
 
-static dp_expr *pre(void *ud, dp_expr *orig, dp_err **err) {
-  rctx *c = ud;
+/* A Composite or Primitive literal the caller keeps whole: itself (new
+   reference); NULL to walk it (or with *err set: stop). */
+static dp_expr *pre(rctx *c, dp_expr *orig, dp_err **err) {
   if (!keeps_unit(orig)) return NULL;
   int r = c->h->unit ? c->h->unit(c->h->ud, (dp_func *)orig, err) : DP_ANNOT_KEEP;
   if (r < 0) {
@@ -105,13 +269,18 @@ static dp_expr *pre(void *ud, dp_expr *orig, dp_err **err) {
   return r == DP_ANNOT_KEEP ? dp_retain(orig) : NULL;
 }
 
-static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
-  rctx *c = ud;
+/* orig rebuilt from its rewritten children (rebuilt, new reference):
+   what replaces it (new reference), the call wrapped when a rule places
+   it; NULL with *err set on failure. */
+static dp_expr *post(rctx *c, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   if (rebuilt != orig && !rebuilt->type) {
     if (orig->type) rebuilt->type = dp_retain(orig->type);
     else c->untyped = 1;
   }
-  if (orig->h.kind != DP_CALL || dp__ptrmap_find(&c->placed, orig)) return dp_retain(rebuilt);
+  if (orig->h.kind != DP_CALL) return dp_retain(rebuilt);
+  const arec *placed = rec_of(c, orig);
+  if (c->oom) return *err = oom(), NULL;
+  if (placed && (placed->flags & R_PLACED)) return dp_retain(rebuilt);
   dp_vdev *vd = NULL;
   double soft = -1;
   int r = c->h->call(c->h->ud, (dp_call *)orig, &vd, &soft, err);
@@ -131,7 +300,7 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   dp_attrs *a = attrs_on(c, vd, soft);
   dp_release(vd);
   if (!a) return NULL;
-  dp_call *w = dp_call_new(&c->on_device->e, 1, &rebuilt, a, DP_NOSPAN);
+  dp_call *w = dp__call_new_in(&c->arena, &c->on_device->e, 1, &rebuilt, a, DP_NOSPAN);
   dp_release(a);
   if (!w) {
     *err = oom();
@@ -142,6 +311,99 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   return &w->e;
 }
 
+/* e with children kids (new reference; NULL: out of memory): calls and
+   lets made in the arena, any other kind as dp_expr_with_children makes
+   it. (No variable is ever rewritten: a match's binders stay as they are.) */
+static dp_expr *with_children(rctx *c, dp_expr *e, dp_expr *const *kids, uint32_t n) {
+  if (e->h.kind != DP_CALL && e->h.kind != DP_LET) return dp_expr_with_children(e, kids);
+  uint32_t same = 0;
+  for (uint32_t i = 0; i < n; i++) same += kids[i] == child_of(e, i);
+  if (same == n) return dp_retain(e);
+  if (e->h.kind == DP_CALL) {
+    const dp_call *call = (const dp_call *)e;
+    return (dp_expr *)dp__call_new_in(&c->arena, kids[0], call->nargs, kids + 1, call->attrs, e->span);
+  }
+  if (kids[0]->h.kind != DP_VAR) return NULL;
+  return (dp_expr *)dp__let_new_in(&c->arena, (dp_var *)kids[0], kids[1], kids[2], e->span);
+}
+
+/* Hands r (owned) to the parent through the results. */
+static int push_result(rctx *c, dp_expr *r) {
+  if (c->nres == c->capres && grow((void **)&c->res, &c->capres, c->nres + 1, sizeof *c->res) < 0) {
+    dp_release(r);
+    return -1;
+  }
+  c->res[c->nres++] = r;
+  return 0;
+}
+
+/* e is done with replacement r (owned): remembered when e is shared. */
+static int rw_finish(rctx *c, dp_expr *e, dp_expr *r) {
+  if (e->h.rc > 1) {
+    arec *m = rec_make(c, e);
+    if (!m) {
+      dp_release(r);
+      return -1;
+    }
+    dp_release(m->out); /* (another function's) */
+    m->out = dp_retain(r);
+    m->walk = c->walk;
+    m->flags |= R_DONE;
+  }
+  return push_result(c, r);
+}
+
+static int rw_reach(rctx *c, dp_expr *e, dp_err **err) {
+  uint32_t n = nchildren(e);
+  if (n == 0) return push_result(c, dp_retain(e)); /* (a leaf is itself: no rule, no unit) */
+  if (e->h.rc > 1) {
+    const arec *m = rec_of(c, e);
+    if (c->oom) return *err = oom(), -1;
+    if (m && (m->flags & R_DONE) && m->walk == c->walk) return push_result(c, dp_retain(m->out));
+  }
+  dp_expr *r = pre(c, e, err);
+  if (r) return rw_finish(c, e, r);
+  if (*err) return -1;
+  return push_frame(c, e, n);
+}
+
+/* All children of the top frame are on the results: rebuilt, posted. */
+static int rw_complete(rctx *c, dp_err **err) {
+  frame f = c->st[--c->sp];
+  dp_expr **kids = c->res + (c->nres - f.n);
+  dp_expr *rebuilt = with_children(c, f.e, kids, f.n);
+  for (uint32_t i = 0; i < f.n; i++) dp_release(kids[i]);
+  c->nres -= f.n;
+  if (!rebuilt) {
+    *err = oom();
+    return -1;
+  }
+  dp_expr *r = post(c, f.e, rebuilt, err);
+  dp_release(rebuilt);
+  if (!r) {
+    if (!*err) *err = dp_err_new(DP_ERR_CALLBACK, f.e->span, "rewrite: callback failed");
+    return -1;
+  }
+  return rw_finish(c, f.e, r);
+}
+
+/* root rewritten (new reference), or NULL with *err set. */
+static dp_expr *rewrite(rctx *c, dp_expr *root, dp_err **err) {
+  c->sp = 0;
+  c->walk++;
+  int rc = rw_reach(c, root, err);
+  while (rc == 0 && c->sp) {
+    frame *f = &c->st[c->sp - 1];
+    if (f->i < f->n) rc = rw_reach(c, child_of(f->e, f->i++), err);
+    else rc = rw_complete(c, err);
+  }
+  dp_expr *r = NULL;
+  if (rc == 0 && c->nres == 1) r = c->res[--c->nres];
+  else if (!*err) *err = oom();
+  while (c->nres) dp_release(c->res[--c->nres]);
+  return r;
+}
+
 void dp_annot_result_clear(dp_annot_result *r) {
   if (!r) return;
   dp_release(r->mod);
@@ -150,16 +412,22 @@ void dp_annot_result_clear(dp_annot_result *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* The calls already placed: every function walked, post order. */
-static int mark_module(rctx *c, dp_module *m, dp_err **err) {
-  dp_visitor v = {NULL, mark, c};
-  for (uint32_t i = 0; i < m->nfuncs; i++) {
-    if (dp_visit(&m->funcs[i].fn->e, &v) < 0) {
-      dp_err_set(err, oom());
-      return -1;
-    }
+static void ctx_free(rctx *c) {
+  for (uint32_t i = 0; i < c->nrecs; i++) {
+    c->recs[i].e->h.flags &= (uint16_t)~F_REC;
+    dp_release(c->recs[i].out);
   }
-  return 0;
+  free(c->recs);
+  dp__ptrmap_free(&c->lost);
+  free(c->st);
+  free(c->res);
+  dp__arena_done(&c->arena);
+  for (uint32_t i = 0; i < c->nlater; i++) dp_release(c->later[i]);
+  free(c->later);
+  for (uint32_t i = 0; i < c->ncache; i++) {
+    dp_release(c->cache[i].vd);
+    dp_release(c->cache[i].attrs);
+  }
 }
 
 int dp_annotate_placed(dp_module *m, dp_expr ***out, uint32_t *n, dp_err **err) {
@@ -167,18 +435,17 @@ int dp_annotate_placed(dp_module *m, dp_expr ***out, uint32_t *n, dp_err **err) 
   memset(&c, 0, sizeof c);
   *out = NULL;
   *n = 0;
-  int rc = mark_module(&c, m, err);
+  int rc = scan_module(&c, m, err);
   if (rc == 0) {
-    *out = dp_malloc((c.placed.n ? c.placed.n : 1) * sizeof **out);
+    *out = dp_malloc((c.nrecs ? c.nrecs : 1) * sizeof **out);
     if (!*out) {
       dp_err_set(err, oom());
       rc = -1;
     }
-    for (uint32_t i = 0; rc == 0 && i < c.placed.cap; i++)
-      if (c.placed.slots[i].key) (*out)[(*n)++] = (dp_expr *)c.placed.slots[i].key;
+    for (uint32_t i = 0; rc == 0 && i < c.nrecs; i++)
+      if (c.recs[i].flags & R_PLACED) (*out)[(*n)++] = c.recs[i].e;
   }
-  dp__ptrmap_free(&c.placed);
-  dp__ptrmap_free(&c.fixed);
+  ctx_free(&c);
   return rc;
 }
 
@@ -195,15 +462,14 @@ int dp_annotate_calls(dp_module *m, const dp_annot_hooks *h, dp_annot_result *ou
     dp_err_set(err, dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "AnnotateVirtualDevices: no operator on_device"));
     goto out;
   }
-  if (mark_module(&c, m, err) < 0) goto out;
+  if (scan_module(&c, m, err) < 0) goto out;
   if (!(nm = dp_module_copy(m))) {
     dp_err_set(err, oom());
     goto out;
   }
-  dp_rewriter rw = {pre, post, &c};
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_err *e = NULL;
-    dp_expr *r = dp_rewrite(&m->funcs[i].fn->e, &rw, &e);
+    dp_expr *r = rewrite(&c, &m->funcs[i].fn->e, &e);
     if (!r) {
       dp_err_set(err, e ? e : oom());
       goto out;
@@ -224,13 +490,6 @@ int dp_annotate_calls(dp_module *m, const dp_annot_hooks *h, dp_annot_result *ou
   rc = 0;
 out:
   dp_release(nm);
-  for (uint32_t i = 0; i < c.nlater; i++) dp_release(c.later[i]);
-  free(c.later);
-  for (uint32_t i = 0; i < c.ncache; i++) {
-    dp_release(c.cache[i].vd);
-    dp_release(c.cache[i].attrs);
-  }
-  dp__ptrmap_free(&c.placed);
-  dp__ptrmap_free(&c.fixed);
+  ctx_free(&c);
   return rc;
 }

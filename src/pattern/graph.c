@@ -59,7 +59,7 @@ typedef struct gframe {
   uint32_t pre;      /* pre order number */
   uint32_t kbase;    /* where its children's numbers start on the scratch list */
   uint32_t first;    /* post order number of the first node finished after it was entered */
-  uint8_t kind, note; /* read when it was discovered (g->kind, g->note) */
+  uint8_t kind;      /* read when it was discovered (g->kind) */
 } gframe;
 
 /* A Composite or Primitive function literal: one unit of a program. */
@@ -82,24 +82,23 @@ static uint32_t slots(const dp__dfp_graph *g, const dp_expr *e) {
    reference has one parent, the one we came from: it cannot be reached
    again, so only shared nodes need to be remembered. */
 static int discover(dp__dfp_graph *g, gframe **st, uint32_t *sp, uint32_t *cap, dp_expr *e,
-                    uint32_t *pre, uint32_t kbase, const dp__dfp_noter *noter) {
+                    uint32_t *pre, uint32_t kbase) {
   if ((e->h.rc > 1 || *pre == 0) && dp__ptrmap_put(&g->index, e, (void *)(uintptr_t)(*pre + 1)) < 0)
     return -1;
   if (*sp == *cap && dp_grow((void **)st, cap, *sp + 1, sizeof **st) < 0) return -1;
-  (*st)[*sp] = (gframe){e, 0, slots(g, e), *pre, kbase, g->n, (uint8_t)e->h.kind,
-                        noter ? noter->note(noter->ud, e) : 0};
+  (*st)[*sp] = (gframe){e, 0, slots(g, e), *pre, kbase, g->n, (uint8_t)e->h.kind};
   (*sp)++;
   (*pre)++;
   return 0;
 }
 
 /* Post order, with each node's children (pre order numbers for now). */
-static int number_nodes(dp__dfp_graph *g, dp_expr *root, dp__dfp_u32s *kids, const dp__dfp_noter *noter) {
+static int number_nodes(dp__dfp_graph *g, dp_expr *root, dp__dfp_u32s *kids) {
   gframe *st = NULL;
-  uint32_t sp = 0, cap = 0, capx = 0, capk = 0, capf = 0, capkind = 0, capnote = 0, pre = 0;
+  uint32_t sp = 0, cap = 0, capx = 0, capk = 0, capf = 0, capkind = 0, pre = 0;
   dp__dfp_u32s scratch = {NULL, 0, 0}, p2p = {NULL, 0, 0};
   int rc = -1;
-  if (discover(g, &st, &sp, &cap, root, &pre, 0, noter) < 0) goto out;
+  if (discover(g, &st, &sp, &cap, root, &pre, 0) < 0) goto out;
   while (sp) {
     gframe *f = &st[sp - 1];
     if (f->i < f->n) {
@@ -113,7 +112,7 @@ static int number_nodes(dp__dfp_graph *g, dp_expr *root, dp__dfp_u32s *kids, con
         if (dp__dfp_u32s_push(&scratch, (uint32_t)((uintptr_t)seen->ptr - 1)) < 0) goto out;
         continue;
       }
-      if (dp__dfp_u32s_push(&scratch, pre) < 0 || discover(g, &st, &sp, &cap, kid, &pre, scratch.n, noter) < 0)
+      if (dp__dfp_u32s_push(&scratch, pre) < 0 || discover(g, &st, &sp, &cap, kid, &pre, scratch.n) < 0)
         goto out;
     } else {
       gframe done = *f;
@@ -131,12 +130,6 @@ static int number_nodes(dp__dfp_graph *g, dp_expr *root, dp__dfp_u32s *kids, con
       if (g->n == capkind && dp_grow(&kinds, &capkind, g->n + 1, 1) < 0) goto out;
       g->kind = kinds;
       g->kind[g->n] = done.kind;
-      if (noter) {
-        void *notes = g->note;
-        if (g->n == capnote && dp_grow(&notes, &capnote, g->n + 1, 1) < 0) goto out;
-        g->note = notes;
-        g->note[g->n] = done.note;
-      }
       while (p2p.n <= done.pre)
         if (dp__dfp_u32s_push(&p2p, DP__DFP_NONE) < 0) goto out;
       p2p.a[done.pre] = g->n;
@@ -185,19 +178,15 @@ static int link(dp__dfp_graph *g, dp__dfp_u32s *kids) {
   return 0;
 }
 
-int dp__dfp_graph_build_noted(dp__dfp_graph *g, dp_expr *root, int enter_fns, const dp__dfp_noter *noter) {
+int dp__dfp_graph_build(dp__dfp_graph *g, dp_expr *root, int enter_fns) {
   memset(g, 0, sizeof *g);
   g->index = DP__PTRMAP_INIT;
   g->enter_fns = enter_fns;
   dp__dfp_u32s kids = {NULL, 0, 0};
-  int rc = number_nodes(g, root, &kids, noter) < 0 || link(g, &kids) < 0 ? -1 : 0;
+  int rc = number_nodes(g, root, &kids) < 0 || link(g, &kids) < 0 ? -1 : 0;
   free(kids.a);
   if (rc < 0) dp__dfp_graph_free(g);
   return rc;
-}
-
-int dp__dfp_graph_build(dp__dfp_graph *g, dp_expr *root, int enter_fns) {
-  return dp__dfp_graph_build_noted(g, root, enter_fns, NULL);
 }
 
 /* ---------------- post-dominators ---------------- */

@@ -46,7 +46,8 @@ typedef struct dp__dfp_graph {
   uint32_t n;
   dp_expr **x;             /* post order; x[n-1] is the root */
   uint8_t *kind;           /* per node: its kind (dp_exprkind) */
-  uint8_t *note;           /* per node: what the builder's noter said of it (NULL: no noter) */
+  uint8_t *note;           /* per node: what PartitionByVirtualDevice's own build of the
+                              graph notes of it (partition.c; NULL here) */
   dp__ptrmap index;         /* shared expression -> pre order number + 1 (building) */
   dp__ptrmap found;         /* expression -> post order index + 1 (first dp__dfp_graph_find) */
   uint32_t *pre2post;
@@ -61,15 +62,6 @@ typedef struct dp__dfp_graph {
 } dp__dfp_graph;
 
 int dp__dfp_graph_build(dp__dfp_graph *g, dp_expr *root, int enter_fns);
-/* What a user of the graph reads of each node, as the build meets it (the
-   node was just read to follow it; read again later, once the body is
-   larger than the cache, it is a miss per node): note(ud, e) of each
-   node, kept in g->note. */
-typedef struct dp__dfp_noter {
-  uint8_t (*note)(void *ud, const dp_expr *e);
-  void *ud;
-} dp__dfp_noter;
-int dp__dfp_graph_build_noted(dp__dfp_graph *g, dp_expr *root, int enter_fns, const dp__dfp_noter *noter);
 /* A Composite or Primitive function literal (attributes Composite, or
    Primitive = 1): a unit the partitioner never enters. */
 int dp__dfp_is_unit_fn(const dp_expr *e);

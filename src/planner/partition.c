@@ -68,8 +68,10 @@ enum { C_LEAF = 0, C_WRAP, C_MEMBER, C_BARRIER };
 /* nflag[]: an on_device; a device_copy; a call of another operator, not of
    the dialect (the three as lexical.c reads them); an on_device that says
    nothing; a member's kind */
-enum { F_ONDEV = DP__LX_ON_DEVICE, F_COPY = DP__LX_COPY, F_OPCALL = DP__LX_OP_CALL, F_NOOP = 4, F_MEMBER = 8 };
+enum { F_ONDEV = DP__LX_ON_DEVICE, F_COPY = DP__LX_COPY, F_OPCALL = DP__LX_OP_CALL, F_NOOP = 4, F_MEMBER = 8,
+       F_DIALECT = 32 /* a call of the memory and VM dialect (while the graph is built) */ };
 #define MULTI UINT32_MAX
+#define NOPS 4 /* operators whose flags note_node keeps */
 
 /* A region's restrictions (see "restriction sets" below): the first n
    entries of a store that the sets made from one another share. */
@@ -133,8 +135,9 @@ typedef struct pctx {
   uint8_t *nflag;       /* per node: F_*, read once (g.note) */
   const dp_attrs *noop_of; /* the on_device attributes last read, and whether they say nothing */
   int noop;
-  const dp_expr *last_op;  /* the operator note_node last met, and its flags (F_ONDEV: read on) */
-  uint8_t last_opflag;
+  const dp_expr *ops[NOPS]; /* the operators note_node met last, and their flags (F_ONDEV: read on) */
+  uint8_t opflag[NOPS];
+  uint32_t nextop;
   /* the graph, in post order (function literals not entered) */
   dp__dfp_graph g;
   uint32_t n;           /* g.n */
@@ -160,7 +163,20 @@ typedef struct pctx {
   dp_expr **inner;      /* member -> its copy inside the function (owned) */
   dp_expr **outexpr;    /* member (output) -> what the caller reads (owned) */
   dp__arena arena;      /* where the output's new calls, lets and variables are made */
+  void *arrays;         /* the block the per-node arrays above lie in (alloc_arrays) */
 } pctx;
+
+/* dp_grow for the arrays that grow with the body (the graph's, the walks'
+   stacks, a restriction store): eight times at a step, not two, so that a
+   million-node body is copied into fresh memory at 1/8 of its size at a
+   time, not 1/2 (realloc copies a block it cannot grow in place, and each
+   copy is written on pages never touched before); capacity never written
+   is never touched. */
+static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  uint64_t want = (uint64_t)*cap * 8;
+  return dp_grow(arr, cap, want > need && want <= UINT32_MAX / 2 ? (uint32_t)want : need, elem);
+}
 
 static void set_oom(pctx *c) {
   if (!c->err) c->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
@@ -206,30 +222,27 @@ static dp_expr *typed_as(pctx *c, dp_expr *made, dp_type *t) {
 static uint32_t kid(const pctx *c, uint32_t v, uint32_t k) { return c->g.kids[c->g.kstart[v] + k]; }
 static uint32_t nslots(const pctx *c, uint32_t v) { return c->g.kstart[v + 1] - c->g.kstart[v]; }
 
+/* The arrays of one attempt, in one zeroed block: 61 bytes a node, which
+   for a large body is a block the allocator backs by huge pages (alloc.c)
+   where fourteen separate arrays of a few MiB each were faulted in a page
+   at a time. */
 static int alloc_arrays(pctx *c) {
-  uint32_t n = c->n ? c->n : 1;
-  c->cls = dp_calloc(n, 1);
-  c->closed = dp_calloc(n, 1);
-  c->hascall = dp_calloc(n, 1);
-  c->isout = dp_calloc(n, 1);
-  c->base = dp_calloc(n, sizeof *c->base);
-  c->block = dp_calloc(n, sizeof *c->block);
-  c->key = dp_calloc(n, sizeof *c->key);
-  c->uf = dp_calloc(n, sizeof *c->uf);
-  c->remaining = dp_calloc(n, sizeof *c->remaining);
-  c->stamp = dp_calloc(n, sizeof *c->stamp);
-  c->pos = dp_calloc(n, sizeof *c->pos);
-  c->restr = dp_calloc(n, sizeof *c->restr);
-  c->rid = dp_calloc(n, sizeof *c->rid);
-  c->outpos = dp_calloc(n, sizeof *c->outpos);
-  c->inner = dp_calloc(n, sizeof *c->inner);
-  c->outexpr = dp_calloc(n, sizeof *c->outexpr);
-  c->letof = dp_malloc(n * sizeof *c->letof);
-  c->drop = dp_calloc(n, 1);
-  return c->cls && c->closed && c->hascall && c->isout && c->base && c->block && c->key && c->uf &&
-                 c->remaining && c->stamp && c->pos && c->restr && c->rid && c->outpos && c->inner && c->outexpr &&
-                 c->letof && c->drop
-             ? 0 : -1;
+  size_t n = c->n ? c->n : 1;
+  char *m = dp_calloc(n, 16 + 8 + 8 + 6 * 4 + 5); /* (widest first: every array stays aligned) */
+  if (!m) return -1;
+  c->arrays = m;
+  c->restr = (rset *)(void *)m;
+  m += n * sizeof *c->restr;
+  c->key = (uintptr_t *)(void *)m;
+  m += n * sizeof *c->key;
+  c->stamp = (uint32_t *)(void *)m; /* (and pos: the rebuild's new nodes later) */
+  c->pos = c->stamp + n;
+  m += 2 * n * sizeof *c->stamp;
+  uint32_t **u32[] = {&c->base, &c->block, &c->uf, &c->remaining, &c->outpos, &c->letof};
+  for (size_t i = 0; i < sizeof u32 / sizeof *u32; i++, m += n * sizeof(uint32_t)) *u32[i] = (uint32_t *)(void *)m;
+  uint8_t **u8[] = {&c->cls, &c->closed, &c->hascall, &c->isout, &c->drop};
+  for (size_t i = 0; i < sizeof u8 / sizeof *u8; i++, m += n) *u8[i] = (uint8_t *)m;
+  return 0;
 }
 
 /* Blocks, parents first (reverse post order is topological): an if's
@@ -265,7 +278,7 @@ static int is_dialect_call(const dp_expr *e) {
 }
 
 /* Is e a member's kind? A tuple is, unless an argument tuple of the
-   dialect: read_nodes looks at its consumers once the graph is built. */
+   dialect: the graph's build clears it when it finishes a consumer. */
 static int is_member_kind(const dp_expr *e) {
   if (e->h.kind == DP_TUPLE || e->h.kind == DP_PROJ) return 1;
   if (e->h.kind != DP_CALL || is_dialect_call(e)) return 0;
@@ -289,18 +302,26 @@ static int is_noop_on_device(const dp_expr *e) {
   return !body && !result && !device;
 }
 
-/* nflag[v] of node e, as the graph's build meets it (the graph's noter). */
-static uint8_t note_node(void *ud, const dp_expr *e) {
-  pctx *c = ud;
+/* The flags of a call of operator fn (e): its name is read once while it
+   stays among the last few operators met (a program's calls cycle through
+   a few: add, multiply and the on_device around them). */
+static uint8_t op_flags(pctx *c, const dp_expr *fn, const dp_expr *e) {
+  for (uint32_t i = 0; i < NOPS; i++)
+    if (c->ops[i] == fn) return c->opflag[i];
+  const char *op = ((const dp_op *)fn)->name;
+  uint32_t i = c->nextop++ % NOPS;
+  c->ops[i] = fn;
+  c->opflag[i] = !strcmp(op, "on_device") ? F_ONDEV : !strcmp(op, "device_copy") ? F_COPY
+               : is_dialect_call(e) ? F_DIALECT : F_OPCALL | F_MEMBER;
+  return c->opflag[i];
+}
+
+/* nflag[v] of node e, as the graph's build meets it. */
+static uint8_t note_node(pctx *c, const dp_expr *e) {
   const dp_expr *fn = e->h.kind == DP_CALL ? ((const dp_call *)e)->fn : NULL;
   if (!fn || fn->h.kind != DP_OP) return is_member_kind(e) ? F_MEMBER : 0;
-  if (fn != c->last_op) { /* (calls of one operator come in runs: its name is read once a run) */
-    const char *op = ((const dp_op *)fn)->name;
-    c->last_op = fn;
-    c->last_opflag = !strcmp(op, "on_device") ? F_ONDEV : !strcmp(op, "device_copy") ? F_COPY
-                   : is_dialect_call(e) ? 0 : F_OPCALL | F_MEMBER;
-  }
-  if (c->last_opflag != F_ONDEV) return c->last_opflag;
+  uint8_t flags = op_flags(c, fn, e);
+  if (flags != F_ONDEV) return flags;
   const dp_attrs *a = ((const dp_call *)e)->attrs;
   if (!a || a != c->noop_of) { /* (planning shares one object among the annotations of a device) */
     c->noop = is_noop_on_device(e);
@@ -309,16 +330,142 @@ static uint8_t note_node(void *ud, const dp_expr *e) {
   return F_ONDEV | (c->noop ? F_NOOP : 0);
 }
 
-/* kind[] and nflag[]: what each node is, read from the IR once per body,
-   while the graph was built (note_node); an argument tuple of the dialect
-   is no member. */
-static void read_nodes(pctx *c) {
-  c->kind = c->g.kind;
-  c->nflag = c->g.note;
-  for (uint32_t v = 0; v < c->n; v++)
-    if (c->kind[v] == DP_TUPLE)
-      for (uint32_t i = c->g.ostart[v]; i < c->g.ostart[v + 1]; i++)
-        if (is_dialect_call(c->x[c->g.outs[i]])) c->nflag[v] &= (uint8_t)~F_MEMBER;
+/* ---------------- the body's graph ----------------
+   Every distinct node of the body but operators, constructors and globals
+   (their slots say DP__DFP_NONE), in post order, with its child slots by
+   post order index, its kind and its flags (nflag[], note_node: read when
+   the walk first meets the node, which it just read to follow it); the
+   function literals but Composite and Primitive ones entered (the order
+   and the slots of dp__dfp_graph_build with DP__DFP_FNS_PLAIN, which this
+   replaces for the partitioner: it made consumers, first-node and
+   pre-order arrays nobody here reads, and found shared nodes through a
+   pointer map, 9% of the pass's instructions and a fresh table per body).
+   A node with other references is found again by its mark (dp_expr.mark:
+   its index here, checked against x[], as index.c does): in a DAG it is
+   met again only once finished. A child slot is filled when the child is
+   finished (its frame knows the slot). An argument tuple of the memory
+   dialect is no member: cleared when its consumer is finished. */
+typedef struct gfr {
+  dp_expr *e;
+  uint32_t i, n;   /* next child slot, slots followed */
+  uint32_t kbase;  /* its slots on the scratch list start here */
+  uint32_t slot;   /* its own slot on the scratch list (the root: none) */
+  uint8_t note;
+} gfr;
+
+typedef struct gbuild {
+  gfr *st;
+  uint32_t sp, capst;
+  uint32_t *scratch;   /* the slots of the nodes on the stack */
+  uint32_t nscratch, capscratch;
+  uint32_t cap, capkids; /* of x, kind, note, kstart; of kids */
+} gbuild;
+
+/* Child i of e (calls and lets read here, the rest by expr.c). */
+static dp_expr *child_of(const dp_expr *e, uint32_t i) {
+  if (e->h.kind == DP_CALL) return i ? ((const dp_call *)e)->args[i - 1] : ((const dp_call *)e)->fn;
+  if (e->h.kind == DP_LET) {
+    const dp_let *l = (const dp_let *)e;
+    return i == 0 ? &l->var->e : i == 1 ? l->value : l->body;
+  }
+  return dp_expr_child(e, i);
+}
+
+/* The child slots followed: none of a Composite or Primitive literal. */
+static uint32_t slots_of(const dp_expr *e) {
+  if (e->h.kind == DP_CALL) return 1 + ((const dp_call *)e)->nargs;
+  if (e->h.kind == DP_LET) return 3;
+  if (e->h.kind == DP_FUNC && dp__dfp_is_unit_fn(e)) return 0;
+  return dp_expr_nchildren(e);
+}
+
+/* Meets e, not in the graph yet: its frame pushed, its flags read. */
+static int discover(pctx *c, gbuild *b, dp_expr *e, uint32_t slot) {
+  if (b->sp == b->capst && grow((void **)&b->st, &b->capst, b->sp + 1, sizeof *b->st) < 0) return -1;
+  b->st[b->sp++] = (gfr){e, 0, slots_of(e), b->nscratch, slot, note_node(c, e)};
+  return 0;
+}
+
+/* The top frame's node is done: numbered, its slots moved to kids. */
+static int finish_node(pctx *c, gbuild *b) {
+  dp__dfp_graph *g = &c->g;
+  gfr f = b->st[--b->sp];
+  uint32_t v = g->n, nk = b->nscratch - f.kbase, total = v ? g->kstart[v] : 0;
+  if (v + 1 >= b->cap) {
+    uint32_t cap = b->cap;
+    void *x = g->x, *ks = g->kstart, *kind = g->kind, *note = g->note;
+    if (grow(&x, &cap, v + 2, sizeof *g->x) < 0) return -1;
+    g->x = x;
+    cap = b->cap;
+    if (grow(&ks, &cap, v + 2, sizeof *g->kstart) < 0) return -1;
+    g->kstart = ks;
+    cap = b->cap;
+    if (grow(&kind, &cap, v + 2, 1) < 0) return -1;
+    g->kind = kind;
+    cap = b->cap;
+    if (grow(&note, &cap, v + 2, 1) < 0) return -1;
+    g->note = note;
+    b->cap = cap;
+  }
+  if (total + nk > b->capkids && grow((void **)&g->kids, &b->capkids, total + nk, sizeof *g->kids) < 0)
+    return -1;
+  for (uint32_t k = 0; k < nk; k++) g->kids[total + k] = b->scratch[f.kbase + k]; /* (a few: no memcpy) */
+  g->kstart[v] = total;
+  g->kstart[v + 1] = total + nk;
+  g->x[v] = f.e;
+  g->kind[v] = (uint8_t)f.e->h.kind;
+  g->note[v] = f.note;
+  if (f.note & F_DIALECT)
+    for (uint32_t k = 0; k < nk; k++) {
+      uint32_t t = g->kids[total + k];
+      if (t != DP__DFP_NONE && g->kind[t] == DP_TUPLE) g->note[t] &= (uint8_t)~F_MEMBER;
+    }
+  if (f.e->h.rc > 1) f.e->mark = v; /* (only a shared node is met again) */
+  g->n = v + 1;
+  b->nscratch = f.kbase;
+  if (f.slot != DP__DFP_NONE) b->scratch[f.slot] = v;
+  return 0;
+}
+
+/* c->g over body root; kind[] and nflag[] from it. */
+static int build_graph(pctx *c, dp_expr *root) {
+  dp__dfp_graph *g = &c->g;
+  memset(g, 0, sizeof *g);
+  g->index = g->found = DP__PTRMAP_INIT;
+  g->enter_fns = DP__DFP_FNS_PLAIN;
+  gbuild b = {NULL, 0, 0, NULL, 0, 0, 0, 0};
+  int rc = discover(c, &b, root, DP__DFP_NONE);
+  while (rc == 0 && b.sp) {
+    gfr *f = &b.st[b.sp - 1];
+    if (f->i == f->n) {
+      rc = finish_node(c, &b);
+      continue;
+    }
+    dp_expr *kid = child_of(f->e, f->i++);
+    if (b.nscratch == b.capscratch &&
+        grow((void **)&b.scratch, &b.capscratch, b.nscratch + 1, sizeof *b.scratch) < 0) {
+      rc = -1;
+      break;
+    }
+    uint32_t slot = b.nscratch++;
+    b.scratch[slot] = DP__DFP_NONE;
+    if (dp__dfp_graph_skips(kid)) continue;
+    uint32_t m = kid->mark;
+    if (kid->h.rc > 1 && m < g->n && g->x[m] == kid) {
+      b.scratch[slot] = m;
+      continue;
+    }
+    rc = discover(c, &b, kid, slot);
+  }
+  free(b.st);
+  free(b.scratch);
+  if (rc < 0) {
+    dp__dfp_graph_free(g);
+    return -1;
+  }
+  c->kind = g->kind;
+  c->nflag = g->note;
+  return 0;
 }
 
 static uintptr_t key_of(const pctx *c, dp_vdev *vd) {
@@ -509,7 +656,7 @@ static int rset_own_end(rset *x) {
 static int rset_push(rset *x, uint32_t entry) {
   if (rset_own_end(x) < 0) return -1;
   rstore *s = x->s;
-  if (dp_grow((void **)&s->a, &s->cap, s->n + 1, sizeof *s->a) < 0) return -1;
+  if (grow((void **)&s->a, &s->cap, s->n + 1, sizeof *s->a) < 0) return -1;
   s->a[s->n++] = entry;
   x->n = s->n;
   if (!s->h) return 0;
@@ -1088,7 +1235,7 @@ static int need(pctx *c, walk *w, uint32_t xi) {
   }
   *state = 1;
   f.n = f.g ? f.g->ninputs : nslots(c, xi);
-  if (dp_grow((void **)&w->st, &w->cap, w->sp + 1, sizeof *w->st) < 0) return -1;
+  if (grow((void **)&w->st, &w->cap, w->sp + 1, sizeof *w->st) < 0) return -1;
   w->st[w->sp++] = f;
   return 1;
 }
@@ -1120,7 +1267,9 @@ static int finish(pctx *c, walk *w, cfr *f) {
 /* The caller's body, in a topological order of its graph with each region
    contracted to its call. */
 static dp_expr *rebuild_caller(pctx *c) {
-  walk w = {NULL, 0, 0, dp_calloc(c->n, 1), dp_calloc(c->n, sizeof(dp_expr *))};
+  walk w = {NULL, 0, 0, dp_calloc(c->n, 1), (dp_expr **)(void *)c->stamp}; /* (stamps and positions: 8 bytes a node) */
+  c->stamp = c->pos = NULL;
+  memset(w.newx, 0, (size_t)c->n * sizeof *w.newx);
   uint32_t root = c->n - 1;
   dp_expr *r = NULL;
   int rc = w.state && w.newx ? need(c, &w, root) : -1;
@@ -1143,8 +1292,7 @@ static dp_expr *rebuild_caller(pctx *c) {
   }
   if (rc >= 0) r = dp_retain(read_new(c, &w, root, c->x[root]));
   for (uint32_t i = 0; w.newx && i < c->n; i++) dp_release(w.newx[i]);
-  free(w.newx);
-  free(w.state);
+  free(w.state); /* (newx lies in the attempt's arrays) */
   free(w.st);
   if (!r) set_oom(c);
   return r;
@@ -1167,11 +1315,9 @@ static void attempt_clear(pctx *c) {
     free(c->regs[i].inputs);
   }
   free(c->regs);
-  free(c->cls); free(c->closed); free(c->hascall); free(c->isout); free(c->base); free(c->block);
-  free(c->key); free(c->uf); free(c->remaining); free(c->stamp); free(c->pos);
-  free(c->restr); free(c->rid);
-  free(c->mem); free(c->outpos); free(c->inner); free(c->outexpr);
-  free(c->letof); free(c->drop);
+  free(c->mem);
+  free(c->arrays);
+  c->arrays = NULL;
   c->regs = NULL;
   c->nregs = 0;
   c->cls = c->closed = c->hascall = c->isout = c->drop = NULL;
@@ -1257,6 +1403,25 @@ static int rebuilds(pctx *c) {
   return 0;
 }
 
+/* The regions are made, their sets freed: the arrays only that walk used
+   (restriction sets, reader counts; 20 bytes a node) become the arrays of
+   what follows, on pages already touched instead of fresh ones: the
+   members' copies and projections (inner, outexpr), the region numbers
+   (rid); the stamps and positions become the rebuild's new nodes. */
+_Static_assert(sizeof(rset) == 2 * sizeof(dp_expr *), "a set's place holds a member's two nodes");
+_Static_assert(2 * sizeof(uint32_t) == sizeof(dp_expr *), "a stamp and a position hold a new node");
+
+static void reuse_arrays(pctx *c) {
+  uint32_t n = c->n ? c->n : 1;
+  memset(c->restr, 0, (size_t)n * sizeof *c->restr);
+  c->inner = (dp_expr **)(void *)c->restr; /* (16 bytes a node: two pointers) */
+  c->outexpr = c->inner + n;
+  c->restr = NULL;
+  memset(c->remaining, 0, (size_t)n * sizeof *c->remaining);
+  c->rid = c->remaining;
+  c->remaining = NULL;
+}
+
 /* One attempt: the body partitioned under the current fences. 1 done
    (*out the new body), 0 a variable is read out of its scope (fences
    added), -1 error. */
@@ -1265,7 +1430,9 @@ static int attempt(pctx *c, uint8_t round, dp_expr **out) {
   if (alloc_arrays(c) < 0) return -1;
   assign_blocks(c);
   classify(c);
-  if (resolve_bases(c) < 0 || make_regions(c) < 0 || list_regions(c) < 0) return -1;
+  if (resolve_bases(c) < 0 || make_regions(c) < 0) return -1;
+  reuse_arrays(c);
+  if (list_regions(c) < 0) return -1;
   for (uint32_t i = 0; i < c->nregs; i++)
     if (make_function(c, &c->regs[i]) < 0) return -1;
   if (!c->nregs && !rebuilds(c)) {
@@ -1305,12 +1472,10 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
   int rc = -1;
   namectr *saved = NULL;
   uint32_t nsaved = c->nnames;
-  dp__dfp_noter noter = {note_node, c};
-  if (dp__dfp_graph_build_noted(&c->g, body, DP__DFP_FNS_PLAIN, &noter) < 0) goto done;
+  if (build_graph(c, body) < 0) goto done;
   c->n = c->g.n;
   c->x = c->g.x;
-  read_nodes(c);
-  if (c->lx) { /* the devices, as the body says them (read_nodes' kinds and flags spare it the IR) */
+  if (c->lx) { /* the devices, as the body says them (the graph's kinds and flags spare it the IR) */
     if (!(c->dev = dp_malloc((c->n ? c->n : 1) * sizeof *c->dev))) goto done;
     int r = dp__lexical_graph_read(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->kind, c->nflag, c->body_vd, c->dev);
     if (r > 0) c->gave_up = 1;
