@@ -20,11 +20,12 @@
 #include "arena.h"
 
 #define CHUNK ((size_t)64 * 1024)
-#define GROUP 128u /* 8 MiB, mapped on huge page boundaries where there
-                        are huge pages (dp__map_huge): four huge pages, no
-                        small ones (larger groups leave more chunks not yet
-                        cut in the last one). A smaller group's block, or
-                        one where there are none, asks CHUNK more than its
+#define GROUP 128u /* 8 MiB. A group of whole huge pages (32 chunks and
+                        more) is mapped on huge page boundaries where there
+                        are huge pages (dp__map_huge): no small pages
+                        (larger groups would leave more chunks not yet cut
+                        in the last one). A smaller group's block, or one
+                        where there are none, asks CHUNK more than its
                         chunks, for the alignment (never touched). */
 
 typedef struct dp__group {
@@ -71,7 +72,7 @@ static dp__chunk *new_chunk(dp__arena *a) {
     uint32_t size = a->groups < 7 ? 1u << a->groups : GROUP;
     dp__group *ng = dp_malloc(sizeof *ng);
     int oom = 0;
-    size_t mapped = ng && size == GROUP ? size * CHUNK : 0;
+    size_t mapped = ng && size * CHUNK >= ((size_t)2 << 20) ? size * CHUNK : 0; /* (whole huge pages) */
     void *mem = mapped ? dp__map_huge(mapped, &oom) : NULL;
     if (!mem) mapped = 0;
     if (!mem && ng && !oom) mem = dp_malloc(size * CHUNK + CHUNK - 1);
