@@ -130,17 +130,6 @@ void *dp_advise_huge(void *p, size_t n) {
   return p;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 /* glibc maps a large block at a page boundary, not a huge page's: the
    partial huge pages at its two ends stay small, up to 1,022 faults a
    block (an arena's 8 MiB group lost a quarter of its pages so). This
@@ -153,7 +142,7 @@ void *dp__map_huge(size_t n, int *oom) {
     *oom = 1;
     return NULL;
   }
-#if defined(__linux__) && defined(MADV_HUGEPAGE) && !SANITIZED
+#if defined(__linux__) && defined(MADV_HUGEPAGE) && !DP__SANITIZED
   size_t h = dp__huge_page_size();
   if (!h || n < h || n % h || n > SIZE_MAX - h) return NULL;
   char *m = mmap(NULL, n + h, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

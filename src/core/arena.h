@@ -65,6 +65,11 @@ void dp__prefault(void *p, size_t n);
 dp_call *dp__call_new_in(dp__arena *a, dp_expr *fn, uint32_t nargs, dp_expr *const *args,
                          dp_attrs *attrs, dp_span span);
 dp_let *dp__let_new_in(dp__arena *a, dp_var *var, dp_expr *value, dp_expr *body, dp_span span);
+/* e with children kids (as dp_expr_children orders them; NULL: out of
+   memory, or a let whose first child is no variable): e itself (retained)
+   when they are its own, a call or let made in arena a, any other kind as
+   dp_expr_with_children makes it. A NULL child gives NULL. */
+dp_expr *dp__expr_with_children_in(dp__arena *a, dp_expr *e, dp_expr *const *kids);
 dp_var *dp__var_new_in(dp__arena *a, const char *name, dp_type *annot, dp_vdev *vdev, dp_span span);
 
 #endif

@@ -192,6 +192,22 @@ dp_let *dp__let_new_in(dp__arena *a, dp_var *var, dp_expr *value, dp_expr *body,
   return l;
 }
 
+dp_expr *dp__expr_with_children_in(dp__arena *a, dp_expr *e, dp_expr *const *kids) {
+  if (e->h.kind != DP_CALL && e->h.kind != DP_LET) return dp_expr_with_children(e, kids);
+  uint32_t n = dp_expr_nchildren(e), same = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!kids[i]) return NULL;
+    same += kids[i] == dp_expr_child(e, i);
+  }
+  if (same == n) return dp_retain(e);
+  if (e->h.kind == DP_CALL) {
+    const dp_call *call = (const dp_call *)e;
+    return (dp_expr *)dp__call_new_in(a, kids[0], call->nargs, kids + 1, call->attrs, e->span);
+  }
+  if (kids[0]->h.kind != DP_VAR) return NULL;
+  return (dp_expr *)dp__let_new_in(a, (dp_var *)kids[0], kids[1], kids[2], e->span);
+}
+
 dp_let *dp_let_new(dp_var *var, dp_expr *value, dp_expr *body, dp_span span) {
   return dp__let_new_in(NULL, var, value, body, span);
 }

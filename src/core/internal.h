@@ -90,6 +90,17 @@ void dp__kinds_free(dp_ctx *ctx);
    transparent huge page (0 where there are none; read once). */
 size_t dp__page_size(void);
 size_t dp__huge_page_size(void);
+/* 1 in the sanitizer build (its allocator keeps its own blocks' books). */
+#if defined(__SANITIZE_ADDRESS__)
+#define DP__SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DP__SANITIZED 1
+#endif
+#endif
+#ifndef DP__SANITIZED
+#define DP__SANITIZED 0
+#endif
 /* n bytes (a multiple of the huge page size) mapped on their own on a
    huge page boundary and asked to be backed by huge pages; freed by
    dp__unmap_huge(p, n). NULL with *oom 0 where that cannot be (no huge

@@ -311,22 +311,6 @@ static dp_expr *post(rctx *c, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   return &w->e;
 }
 
-/* e with children kids (new reference; NULL: out of memory): calls and
-   lets made in the arena, any other kind as dp_expr_with_children makes
-   it. (No variable is ever rewritten: a match's binders stay as they are.) */
-static dp_expr *with_children(rctx *c, dp_expr *e, dp_expr *const *kids, uint32_t n) {
-  if (e->h.kind != DP_CALL && e->h.kind != DP_LET) return dp_expr_with_children(e, kids);
-  uint32_t same = 0;
-  for (uint32_t i = 0; i < n; i++) same += kids[i] == child_of(e, i);
-  if (same == n) return dp_retain(e);
-  if (e->h.kind == DP_CALL) {
-    const dp_call *call = (const dp_call *)e;
-    return (dp_expr *)dp__call_new_in(&c->arena, kids[0], call->nargs, kids + 1, call->attrs, e->span);
-  }
-  if (kids[0]->h.kind != DP_VAR) return NULL;
-  return (dp_expr *)dp__let_new_in(&c->arena, (dp_var *)kids[0], kids[1], kids[2], e->span);
-}
-
 /* Hands r (owned) to the parent through the results. */
 static int push_result(rctx *c, dp_expr *r) {
   if (c->nres == c->capres && grow((void **)&c->res, &c->capres, c->nres + 1, sizeof *c->res) < 0) {
@@ -371,7 +355,7 @@ static int rw_reach(rctx *c, dp_expr *e, dp_err **err) {
 static int rw_complete(rctx *c, dp_err **err) {
   frame f = c->st[--c->sp];
   dp_expr **kids = c->res + (c->nres - f.n);
-  dp_expr *rebuilt = with_children(c, f.e, kids, f.n);
+  dp_expr *rebuilt = dp__expr_with_children_in(&c->arena, f.e, kids);
   for (uint32_t i = 0; i < f.n; i++) dp_release(kids[i]);
   c->nres -= f.n;
   if (!rebuilt) {

@@ -182,25 +182,6 @@ static void set_oom(pctx *c) {
   if (!c->err) c->err = dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory");
 }
 
-/* e with children kids (NULL: out of memory): calls and lets made in the
-   arena, in bulk (a malloc each was 8% of the pass's instructions); any
-   other kind as dp_expr_with_children makes it. */
-static dp_expr *with_children(pctx *c, dp_expr *e, dp_expr *const *kids) {
-  if (e->h.kind != DP_CALL && e->h.kind != DP_LET) return dp_expr_with_children(e, kids);
-  uint32_t n = dp_expr_nchildren(e), same = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    if (!kids[i]) return NULL;
-    same += kids[i] == dp_expr_child(e, i);
-  }
-  if (same == n) return dp_retain(e);
-  if (e->h.kind == DP_CALL) {
-    const dp_call *call = (const dp_call *)e;
-    return (dp_expr *)dp__call_new_in(&c->arena, kids[0], call->nargs, kids + 1, call->attrs, e->span);
-  }
-  if (kids[0]->h.kind != DP_VAR) return NULL;
-  return (dp_expr *)dp__let_new_in(&c->arena, (dp_var *)kids[0], kids[1], kids[2], e->span);
-}
-
 /* The device of node v of the body (new reference, or NULL). */
 static dp_vdev *device_of(pctx *c, uint32_t v) {
   return c->lx ? dp_retain(c->dev[v]) : dp_domains_lookup(c->d, c->x[v], NULL);
@@ -1116,7 +1097,7 @@ static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
     else if (inside) kids[k] = c->x[xi];
     else if (!(kids[k] = param_for(c, b, xi, vd))) goto out;
   }
-  r = typed_as(c, with_children(c, e, kids), e->type);
+  r = typed_as(c, dp__expr_with_children_in(&c->arena, e, kids), e->type);
 out:
   if (kids != small) free(kids);
   return r;
@@ -1256,7 +1237,7 @@ static int finish(pctx *c, walk *w, cfr *f) {
   } else {
     dp_expr *x = c->x[f->v];
     w->newx[f->v] = c->drop[f->v] || (c->nflag[f->v] & F_NOOP) ? dp_retain(kids[c->drop[f->v] ? 2 : 1])
-                    : f->n == 0 ? dp_retain(x) : typed_as(c, with_children(c, x, kids), x->type);
+                    : f->n == 0 ? dp_retain(x) : typed_as(c, dp__expr_with_children_in(&c->arena, x, kids), x->type);
     w->state[f->v] = 2;
     rc = w->newx[f->v] ? 0 : -1;
   }

@@ -19,17 +19,6 @@
 
 void dp_test_alloc(int *passed, int *failed);
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 /* 1 when transparent huge pages can be asked for (not "[never]"). */
 static int thp_available(void) {
   FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
@@ -103,7 +92,7 @@ void dp_test_alloc(int *passed, int *failed) {
   /* a block mapped on huge page boundaries (an arena's large groups; not
      in the sanitizer build, which keeps its own allocator's blocks) */
   size_t h = dp__huge_page_size();
-  if (thp && h && !SANITIZED) {
+  if (thp && h && !DP__SANITIZED) {
     int oom = -1;
     char *m = dp__map_huge(4 * h, &oom);
     CHECK(m != NULL && oom == 0);
