@@ -158,10 +158,15 @@ void *dp_calloc(size_t n, size_t size);
 void *dp_realloc(void *p, size_t n);
 /* Asks that block p of n bytes (just allocated by malloc or realloc, not
    yet written) be backed by huge pages, as dp_malloc's large blocks are:
-   fewer page faults. A hint: nothing under two huge pages, or where the
+   fewer page faults. A hint: nothing under a huge page, or where the
    system has none. Returns p. (For allocators of a host's, such as a Lua
    state's.) */
 void *dp_advise_huge(void *p, size_t n);
+/* The size to ask malloc for, for a block of n bytes: n, or for a block of
+   a megabyte and more where the system has huge pages, a little less than
+   whole huge pages, so that the block lies on them (Linux maps such a
+   block on a huge page boundary). dp_malloc and friends use it. */
+size_t dp_huge_size(size_t n);
 /* 1 when the system backs memory with transparent huge pages only where a
    program asks for them (Linux's "madvise" mode, a common default): glibc's
    own heap then has none unless its glibc.malloc.hugetlb tunable is set,

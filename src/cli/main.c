@@ -366,7 +366,8 @@ static int check_stdout(void) {
 static lua_Alloc lua_alloc;
 
 static void *alloc_advised(void *ud, void *p, size_t os, size_t ns) {
-  return dp_advise_huge(lua_alloc(ud, p, os, ns), ns); /* (nothing below 4 MiB) */
+  if (ns) ns = dp_huge_size(ns); /* (nothing below a megabyte) */
+  return dp_advise_huge(lua_alloc(ud, p, os, ns), ns);
 }
 
 static void advise_large_blocks(lua_State *L) {

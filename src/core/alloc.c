@@ -104,18 +104,19 @@ int dp_huge_pages_on_request(void) {
 
 /* A fresh page costs a fault, and a million-call module's arrays and
    node blocks take hundreds of MB: 4 KiB a fault, some 20 us each on a
-   virtual machine. A block of at least two huge pages asks for huge pages
+   virtual machine. A block of at least a huge page asks for huge pages
    (where transparent huge pages are in "madvise" mode, the usual default):
    512 times fewer faults on x86-64 for the huge pages that lie wholly
-   inside it. The hint covers the block's whole mapping (glibc maps a large
-   block on its own, and malloc_usable_size reaches its end): a hint on part
-   of it would split the mapping, and realloc could then no longer grow it
-   in place (mremap fails across mappings, and glibc copies instead). A
-   failed hint changes nothing. */
+   inside it (dp_huge_size makes that all of them). The hint covers the
+   block's whole mapping (glibc maps a large block on its own, and
+   malloc_usable_size reaches its end): a hint on part of it would split
+   the mapping, and realloc could then no longer grow it in place (mremap
+   fails across mappings, and glibc copies instead). A failed hint changes
+   nothing. */
 void *dp_advise_huge(void *p, size_t n) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  size_t h = p && n >= ((size_t)4 << 20) ? dp__huge_page_size() : 0;
-  if (!h || n < 2 * h) return p;
+  size_t h = p && n >= ((size_t)1 << 20) ? dp__huge_page_size() : 0;
+  if (!h || n < h) return p;
 #ifdef __GLIBC__
   size_t extent = malloc_usable_size(p);
 #else
@@ -128,6 +129,24 @@ void *dp_advise_huge(void *p, size_t n) {
   (void)n;
 #endif
   return p;
+}
+
+/* glibc maps a block of a megabyte and more on its own (devplan's main
+   sets that threshold), at a page boundary: the huge pages cut by its two
+   ends stay small, up to 1,022 faults of some 10-30 us each on a virtual
+   machine (a 1.2 MB array of PlanDevices at 100,000 calls: 300). Linux
+   puts an anonymous mapping that is whole huge pages long on a huge page
+   boundary, so a block asked for as whole huge pages less glibc's header
+   lies on whole huge pages: one fault each. The cost is the rest of its
+   last huge page, resident once the block's end is written (at most 2 MiB
+   a block, and only blocks of a megabyte and more). */
+#define HUGE_MIN ((size_t)1 << 20)
+#define HEADER ((size_t)64) /* more than glibc's chunk header and rounding */
+
+size_t dp_huge_size(size_t n) {
+  size_t h = n >= HUGE_MIN ? dp__huge_page_size() : 0;
+  if (!h || n > SIZE_MAX - h - HEADER) return n;
+  return (n + HEADER + h - 1) / h * h - HEADER;
 }
 
 /* glibc maps a large block at a page boundary, not a huge page's: the
@@ -167,13 +186,23 @@ void dp__unmap_huge(void *p, size_t n) {
 #endif
 }
 
-void *dp_malloc(size_t n) { return inject() ? NULL : dp_advise_huge(malloc(n ? n : 1), n); }
+void *dp_malloc(size_t n) {
+  if (inject()) return NULL;
+  n = dp_huge_size(n ? n : 1);
+  return dp_advise_huge(malloc(n), n);
+}
 void *dp_calloc(size_t n, size_t size) {
   if (inject()) return NULL;
-  void *p = calloc(n ? n : 1, size ? size : 1);
-  return size && n <= SIZE_MAX / size ? dp_advise_huge(p, n * size) : p;
+  if (!n || !size) return calloc(1, 1);
+  if (n > SIZE_MAX / size) return NULL;
+  size_t total = dp_huge_size(n * size);
+  return dp_advise_huge(calloc(1, total), total);
 }
-void *dp_realloc(void *p, size_t n) { return inject() ? NULL : dp_advise_huge(realloc(p, n ? n : 1), n); }
+void *dp_realloc(void *p, size_t n) {
+  if (inject()) return NULL;
+  n = dp_huge_size(n ? n : 1);
+  return dp_advise_huge(realloc(p, n), n);
+}
 
 char *dp_strdup(const char *s) {
   if (!s) s = "";

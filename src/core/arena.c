@@ -75,7 +75,11 @@ static dp__chunk *new_chunk(dp__arena *a) {
     size_t mapped = ng && size * CHUNK >= ((size_t)2 << 20) ? size * CHUNK : 0; /* (whole huge pages) */
     void *mem = mapped ? dp__map_huge(mapped, &oom) : NULL;
     if (!mem) mapped = 0;
-    if (!mem && ng && !oom) mem = dp_malloc(size * CHUNK + CHUNK - 1);
+    if (!mem && ng && !oom) { /* (as many chunks as its huge pages hold, dp_huge_size) */
+      size_t n = dp_huge_size(size * CHUNK + CHUNK - 1);
+      size = (uint32_t)((n - (CHUNK - 1)) / CHUNK);
+      mem = dp_malloc(n);
+    }
     if (!mem) {
       free(ng);
       return NULL;

@@ -3,13 +3,17 @@
  * arenas' blocks (src/core/arena.c) where the system has transparent huge
  * pages: a large block asks for them over its whole mapping (a hint on
  * part of it would split the mapping, and realloc could no longer grow it
- * in place), which an arena's full groups get too. Where there are none,
- * only that the allocations work.
+ * in place), which an arena's full groups get too, and a block of a
+ * megabyte and more lies on whole huge pages. Where there are none, only
+ * that the allocations work.
  */
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include "devplan/devplan.h"
 #include "../../src/core/internal.h"
 #include "../../src/core/arena.h"
@@ -105,6 +109,42 @@ void dp_test_alloc(int *passed, int *failed) {
     }
     CHECK(dp__map_huge(h + 4096, &oom) == NULL && oom == 0); /* (not whole huge pages) */
   }
+
+  /* a block of a megabyte and more is asked for as whole huge pages (less
+     glibc's header): glibc maps it on its own where its threshold is a
+     megabyte (as devplan's main sets it), and Linux puts such a mapping on
+     a huge page boundary, so all of it lies on marked huge pages */
+  CHECK(dp_huge_size(1000) == 1000);
+  CHECK(dp_huge_size(((size_t)1 << 20) - 1) == ((size_t)1 << 20) - 1);
+  if (h) {
+    size_t s = dp_huge_size((size_t)1200 * 1024);
+    CHECK(s >= (size_t)1200 * 1024 && (s + 64) % h == 0 && s < h);
+    CHECK(dp_huge_size(s) == s);              /* (asked again: the same) */
+    CHECK(dp_huge_size(3 * h) == 4 * h - 64); /* (room for the header) */
+  }
+#if defined(__GLIBC__) && defined(__linux__) && !DP__SANITIZED
+  if (thp && h) {
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+    /* (more than the heap has free, which glibc would use first) */
+    size_t m = (size_t)1200 * 1024 + mallinfo2().fordblks;
+    char *b = dp_malloc(m);
+    CHECK(b != NULL);
+    if (b) {
+      CHECK((uintptr_t)b % h < 64); /* (a huge page's start, after glibc's header) */
+      CHECK(huge_mappings(b, m));
+      memset(b, 3, m);
+      char *g = dp_realloc(b, m + 3 * h); /* grown: still on whole huge pages */
+      CHECK(g != NULL);
+      if (g) {
+        CHECK(g[m - 1] == 3 && huge_mappings(g, m + 3 * h));
+        CHECK((uintptr_t)g % h < 64);
+        free(g);
+      } else {
+        free(b);
+      }
+    }
+  }
+#endif
 
   /* huge pages on request: what the system's mode says, asked twice */
   FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
