@@ -258,6 +258,39 @@ def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
     assert.equal(text, text2)
   end)
 
+  it("a rule that annotates the module it is annotating changes nothing (the nested run leaves the outer's flags)", function()
+    local m = parse([[
+def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
+  %0 = add(%a, %b);
+  %1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);
+  %2 = negative(%a);
+  %3 = multiply(%1, %2);
+  %4 = add(%3, %2);
+  %5 = on_device(%4, virtual_device=meta[VirtualDevice][0]);
+  %6 = exp(%0);
+  %7 = add(%5, %6);
+  tanh(%7)
+}]])
+    local function annotate(nested)
+      local asked = {}
+      local out = dp.passes.AnnotateVirtualDevices{["*"] = function(call)
+        if nested then dp.passes.AnnotateVirtualDevices{["*"] = function() return GPU end}(m) end
+        asked[#asked + 1] = call.callee.name
+        return #asked % 2 == 0 and GPU or nil
+      end}(m)
+      return table.concat(asked, " "), dp.astext(out)
+    end
+    local asked, text = annotate(false)
+    assert.equal("negative multiply exp add tanh", asked)
+    local asked2, text2 = annotate(true)
+    assert.equal(asked, asked2)
+    assert.equal(text, text2)
+    -- and the module annotated afterwards, alone, as before
+    local again, text3 = annotate(false)
+    assert.equal(asked, again)
+    assert.equal(text, text3)
+  end)
+
   it("capability(call, vd) names what it needs", function()
     local a = dp.passes.AnnotateVirtualDevices{add = function() end}
     local ok, err = pcall(a.capability, dp.fn({}, dp.const(1.0)), GPU)

@@ -29,19 +29,22 @@
 #define NOPS 4
 
 /* What the walks know of a node they meet again or look up. */
-enum { R_SEEN = 1, R_PLACED = 2, R_FIXED = 4, R_DONE = 8 };
+enum { R_SEEN = 1, R_PLACED = 2, R_FIXED = 4, R_DONE = 8, R_OUTER = 16 };
 typedef struct arec {
   dp_expr *e;
   dp_expr *out;     /* its rewrite (owned), when R_DONE in this function's walk */
   uint32_t walk;    /* the function whose walk rewrote it (each function is rewritten afresh) */
-  uint8_t flags;    /* R_SEEN: met by the scan; R_PLACED, R_FIXED; R_DONE: rewritten */
+  uint8_t flags;    /* R_SEEN: met by the scan; R_PLACED, R_FIXED; R_DONE: rewritten;
+                       R_OUTER: flagged F_REC already, by a run this one is nested in */
 } arec;
 
 /* dp_obj.flags of a node with a record, while the pass runs (cleared at its
    end). A rule may run anything, a pass that numbers the module's nodes by
    their marks too: a node so flagged whose mark no longer names its record
-   is found through a pointer map of the records, made then. (Other bits:
-   arena.h's 0x2000, inference's 0x8000 and 0x4000.) */
+   is found through a pointer map of the records, made then. A rule may also
+   run this pass on the same module: the nested run leaves the flag on the
+   nodes it found flagged (R_OUTER), whose records are the outer run's.
+   (Other bits: arena.h's 0x2000, inference's 0x8000 and 0x4000.) */
 #define F_REC 0x1000u
 
 /* What an operator is to the scan. */
@@ -143,9 +146,10 @@ static arec *rec_make(rctx *c, dp_expr *e) {
   if (c->nrecs == c->caprecs && grow((void **)&c->recs, &c->caprecs, c->nrecs + 1, sizeof *c->recs) < 0)
     return NULL;
   if (c->lost.cap && dp__ptrmap_put(&c->lost, e, (void *)(uintptr_t)(c->nrecs + 1)) < 0) return NULL;
+  uint8_t outer = e->h.flags & F_REC ? R_OUTER : 0; /* (flagged, but not ours) */
   e->mark = c->nrecs;
   e->h.flags |= F_REC;
-  c->recs[c->nrecs] = (arec){e, NULL, 0, 0};
+  c->recs[c->nrecs] = (arec){e, NULL, 0, outer};
   return &c->recs[c->nrecs++];
 }
 
@@ -398,7 +402,7 @@ void dp_annot_result_clear(dp_annot_result *r) {
 
 static void ctx_free(rctx *c) {
   for (uint32_t i = 0; i < c->nrecs; i++) {
-    c->recs[i].e->h.flags &= (uint16_t)~F_REC;
+    if (!(c->recs[i].flags & R_OUTER)) c->recs[i].e->h.flags &= (uint16_t)~F_REC;
     dp_release(c->recs[i].out);
   }
   free(c->recs);
