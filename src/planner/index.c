@@ -29,10 +29,7 @@
  *
  * The arrays are sized once where type inference counted the module
  * (dp_module.sizes: a parsed module's), and double from a few entries
- * where it did not, or where those counts fall short. Where the counts
- * make them 4 MiB or more together, under 2^20 ids, they are one block,
- * the slab, which gets huge pages (dp__index.slab; a count that falls
- * short moves them to blocks of their own).
+ * where it did not, or where those counts fall short.
  *
  * Requires: a module (operators registered) and a configuration.
  * Leaves: dp__index (planner.h), with the walk's stack and demands as spare
@@ -107,19 +104,12 @@ static uint32_t hinted(uint32_t n) {
 }
 
 /* The slab (dp__index.slab): per-id arrays of c entries, k child slots,
-   then the walk's aux (c entries, cut off after the walk). At 100,000
-   calls the arrays were 0.3-2.5 MB each, mapped fresh on every run in
-   small pages (2,600 faults on let). 4 MiB is where
+   then walk's aux (c entries, cut off after the walk). 4 MiB is where
    dp_advise_huge asks for huge pages; past 2^20 ids each array is a block
    of its own (x alone is 8 MiB, and the others get huge pages or are
    small beside them), which capture_last can cut (dp__index_cut). */
 #define SLAB_MIN ((size_t)4 << 20)
 #define SLAB_IDS (1u << 20)
-/* The arrays start on a 2 MiB boundary inside the block (x86-64's huge
-   page): a large block is mapped at a page boundary, and only the huge
-   pages wholly inside it are huge, so that at 4-6 MiB half of it was small
-   pages. The head before the boundary is never touched (no page). */
-#define SLAB_ALIGN ((size_t)2 << 20)
 
 /* Each part's offset in a slab for c ids and k child slots: the ID_ARRAYS
    in order, the children, aux; returns the slab's size. */
@@ -136,17 +126,16 @@ static size_t slab_layout(uint32_t c, uint32_t k, size_t off[NID_ARRAYS + 2]) {
 static int slab(dp__index *ix, walk *w, uint32_t c, uint32_t k) {
   size_t off[NID_ARRAYS + 2], n = slab_layout(c, k, off);
   if (n < SLAB_MIN || c >= SLAB_IDS) return 0;
-  char *base = dp_malloc(n + SLAB_ALIGN);
-  if (!base) return -1;
-  char *p = base + ((SLAB_ALIGN - ((uintptr_t)base & (SLAB_ALIGN - 1))) & (SLAB_ALIGN - 1));
+  char *p = dp_malloc(n);
+  if (!p) return -1;
   void **const arrs[] = ID_ARRAYS(ix);
   for (int i = 0; i < NID_ARRAYS; i++) *arrs[i] = p + off[i];
   ix->kid = (uint32_t *)(p + off[NID_ARRAYS]);
   w->aux = (uint32_t *)(p + off[NID_ARRAYS + 1]);
-  ix->slab = base;
+  ix->slab = p;
   ix->cap = w->capaux = c;
   ix->capkid = k;
-  w->slabaux = (size_t)(p - base) + off[NID_ARRAYS + 1];
+  w->slabaux = off[NID_ARRAYS + 1];
   return 1;
 }
 

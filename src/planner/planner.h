@@ -256,8 +256,7 @@ typedef struct dp__index {
      block holds them all (x ... flag point into it), so that it asks for
      huge pages where the arrays each would not (a fresh small page costs
      some 15 microseconds on the benchmark host, a huge page's share a
-     fraction of that); NULL: each array is a block of its own. The
-     arrays start 2 MiB into it at most, on a huge page boundary */
+     fraction of that); NULL: each array is a block of its own */
   void *slab;
 } dp__index;
 
