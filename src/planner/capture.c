@@ -873,7 +873,7 @@ static int devices(cctx *c) {
   if (c->d->dev->n > 256) return 0; /* (read from the domains) */
   /* (capture_last: nothing reads the index's kinds again, a byte an id: the
      devices take their block, no fresh pages) */
-  if (c->last && ix->kind && !ix->slab) c->dev = ix->kind, ix->kind = NULL;
+  if (c->last && ix->kind) c->dev = ix->kind, ix->kind = NULL;
   else if (!(c->dev = dp_malloc(ix->n ? ix->n : 1))) return -1;
   int asks = ix->nloose || ix->mod->nprims;
   for (uint32_t id = 0; id < ix->n; id++) {

@@ -61,7 +61,6 @@ typedef struct walk {
   uint32_t parent, slot;    /* the node being reached is child slot of parent (DP__NONE_ID: a root) */
   uint32_t ready, kready;   /* ids and kid slots below these have their pages (prefaulted) */
   int oom;
-  size_t slabaux;           /* aux's offset in ix->slab, its end (0: aux is a block of its own) */
 } walk;
 
 /* ---- growing the arrays ---- */
@@ -103,69 +102,6 @@ static uint32_t hinted(uint32_t n) {
   return c > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)c;
 }
 
-/* The slab (dp__index.slab): per-id arrays of c entries, k child slots,
-   then walk's aux (c entries, cut off after the walk). 4 MiB is where
-   dp_advise_huge asks for huge pages; past 2^20 ids each array is a block
-   of its own (x alone is 8 MiB, and the others get huge pages or are
-   small beside them), which capture_last can cut (dp__index_cut). */
-#define SLAB_MIN ((size_t)4 << 20)
-#define SLAB_IDS (1u << 20)
-
-/* Each part's offset in a slab for c ids and k child slots: the ID_ARRAYS
-   in order, the children, aux; returns the slab's size. */
-static size_t slab_layout(uint32_t c, uint32_t k, size_t off[NID_ARRAYS + 2]) {
-  /* (x first, the arrays of 4 bytes next, the bytes last, for alignment) */
-  size_t x = 0, koff = x + (size_t)c * 8, post = koff + (size_t)c * 4, ann = post + (size_t)c * 4;
-  size_t kid = ann + (size_t)c * 4, kind = kid + (size_t)k * 4, what = kind + c, flag = what + c;
-  size_t aux = (flag + c + 7) & ~(size_t)7;
-  size_t at[NID_ARRAYS + 2] = {x, koff, post, what, flag, ann, kind, kid, aux};
-  memcpy(off, at, sizeof at);
-  return aux + (size_t)c * 4;
-}
-
-static int slab(dp__index *ix, walk *w, uint32_t c, uint32_t k) {
-  size_t off[NID_ARRAYS + 2], n = slab_layout(c, k, off);
-  if (n < SLAB_MIN || c >= SLAB_IDS) return 0;
-  char *p = dp_malloc(n);
-  if (!p) return -1;
-  void **const arrs[] = ID_ARRAYS(ix);
-  for (int i = 0; i < NID_ARRAYS; i++) *arrs[i] = p + off[i];
-  ix->kid = (uint32_t *)(p + off[NID_ARRAYS]);
-  w->aux = (uint32_t *)(p + off[NID_ARRAYS + 1]);
-  ix->slab = p;
-  ix->cap = w->capaux = c;
-  ix->capkid = k;
-  w->slabaux = off[NID_ARRAYS + 1];
-  return 1;
-}
-
-/* The slab's arrays each in a block of its own, their entries copied
-   (a count fell short: they grow one by one from here on). 0, or -1 on out
-   of memory (the slab kept). */
-static int unslab(dp__index *ix, walk *w) {
-  if (!ix->slab) return 0;
-  void **const arrs[] = ID_ARRAYS(ix);
-  const size_t sizes[] = ID_SIZES(ix);
-  void *p[NID_ARRAYS + 2] = {0};
-  size_t n[NID_ARRAYS + 2], used[NID_ARRAYS + 2];
-  for (int i = 0; i < NID_ARRAYS; i++) n[i] = (size_t)ix->cap * sizes[i], used[i] = ((size_t)ix->n + 1) * sizes[i];
-  n[NID_ARRAYS] = (size_t)ix->capkid * sizeof *ix->kid, used[NID_ARRAYS] = (size_t)ix->nkid * sizeof *ix->kid;
-  n[NID_ARRAYS + 1] = w->slabaux ? (size_t)w->capaux * sizeof *w->aux : 0;
-  used[NID_ARRAYS + 1] = (size_t)ix->n * sizeof *w->aux;
-  for (int i = 0; i < NID_ARRAYS + 2; i++)
-    if (n[i] && !(p[i] = dp_malloc(n[i]))) {
-      for (int j = 0; j < i; j++) free(p[j]);
-      return -1;
-    }
-  for (int i = 0; i < NID_ARRAYS; i++) memcpy(p[i], *arrs[i], used[i]), *arrs[i] = p[i];
-  memcpy(p[NID_ARRAYS], ix->kid, used[NID_ARRAYS]), ix->kid = p[NID_ARRAYS];
-  if (w->slabaux) memcpy(p[NID_ARRAYS + 1], w->aux, used[NID_ARRAYS + 1]), w->aux = p[NID_ARRAYS + 1];
-  free(ix->slab);
-  ix->slab = NULL;
-  w->slabaux = 0;
-  return 0;
-}
-
 /* The arrays sized once where inference counted the module's nodes, child
    slots and deepest path (dp_module.sizes): at a million let calls the
    doublings from 16 entries copied each array's first megabyte, and laid
@@ -176,17 +112,15 @@ static int reserve(dp__index *ix, walk *w) {
   const struct dp_module_sizes *s = &ix->mod->sizes;
   if (!s->nodes) return room(ix);
   uint32_t c = hinted(s->nodes + ix->mod->nfuncs), k = hinted(s->kids), d = hinted(s->depth);
-  int one = slab(ix, w, c, k);
-  if (one < 0) return -1;
   void **const arrs[] = ID_ARRAYS(ix);
   const size_t sizes[] = ID_SIZES(ix);
-  for (int i = 0; i < NID_ARRAYS && !one; i++) {
+  for (int i = 0; i < NID_ARRAYS; i++) {
     void *p = dp_realloc(*arrs[i], (size_t)c * sizes[i]);
     if (!p) return -1;
     *arrs[i] = p;
   }
   ix->cap = c;
-  if (!one && !(ix->kid = dp_malloc((size_t)k * sizeof *ix->kid))) return -1;
+  if (!(ix->kid = dp_malloc((size_t)k * sizeof *ix->kid))) return -1;
   ix->capkid = k;
   if (!(w->st = dp_malloc((size_t)d * sizeof *w->st))) return -1;
   w->capst = d;
@@ -473,7 +407,7 @@ static int grow_aux(walk *w, uint32_t id) {
 static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int quiet) {
   dp__index *ix = w->ix;
   uint32_t id = ix->n;
-  if ((id + 2 > ix->cap && (unslab(ix, w) < 0 || room(ix) < 0)) ||
+  if ((id + 2 > ix->cap && room(ix) < 0) ||
       (w->nst == w->capst && dp_grow((void **)&w->st, &w->capst, w->nst + 1, sizeof *w->st) < 0)) {
     w->oom = 1;
     return DP__NONE_ID;
@@ -492,8 +426,8 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
   int what = decode(ix, id, e);
   ix->what[id] = (uint8_t)what;
   uint32_t nk = what == W_PRIM_FUNC ? 0 : dp__nchildren(e);
-  if (ix->nkid + nk > ix->capkid && (unslab(ix, w) < 0 ||
-      dp_grow((void **)&ix->kid, &ix->capkid, ix->nkid + nk, sizeof *ix->kid) < 0)) {
+  if (ix->nkid + nk > ix->capkid &&
+      dp_grow((void **)&ix->kid, &ix->capkid, ix->nkid + nk, sizeof *ix->kid) < 0) {
     w->oom = 1;
     return DP__NONE_ID;
   }
@@ -634,19 +568,7 @@ static int number_fn(walk *w, dp_func *root) {
 
 /* Each array to its final size: what a million-node module keeps through
    every phase should not carry the growth slack. */
-static void trim(dp__index *ix, size_t slabaux) {
-  if (ix->slab) { /* (aux goes; the arrays keep their few percent of room) */
-    void **const arrs[] = ID_ARRAYS(ix);
-    size_t off[NID_ARRAYS + 1];
-    for (int i = 0; i < NID_ARRAYS; i++) off[i] = (size_t)((char *)*arrs[i] - (char *)ix->slab);
-    off[NID_ARRAYS] = (size_t)((char *)ix->kid - (char *)ix->slab);
-    char *p = slabaux ? dp_realloc(ix->slab, slabaux) : NULL;
-    if (!p) return; /* (a failed shrink keeps aux's room) */
-    for (int i = 0; i < NID_ARRAYS; i++) *arrs[i] = p + off[i]; /* (where realloc moved it) */
-    ix->kid = (uint32_t *)(p + off[NID_ARRAYS]);
-    ix->slab = p;
-    return;
-  }
+static void trim(dp__index *ix) {
   uint32_t c = ix->n + 1;
   void **const arrs[] = ID_ARRAYS(ix);
   const size_t sizes[] = ID_SIZES(ix);
@@ -673,7 +595,7 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   }
   ix->fnid = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnid);
   ix->fnpost = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnpost);
-  walk w = {ix, NULL, 0, 0, NULL, 0, 0, DP__NONE_ID, DP__NONE_ID, 0, 0, 0, 0};
+  walk w = {ix, NULL, 0, 0, NULL, 0, 0, DP__NONE_ID, DP__NONE_ID, 0, 0, 0};
   if (!ix->fnid || !ix->fnpost || reserve(ix, &w) < 0) {
     free(w.st);
     goto fail;
@@ -683,7 +605,7 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
     ix->fnpost[f] = ix->npost;
     if (number_fn(&w, m->funcs[f].fn) < 0) {
       free(w.st);
-      if (!w.slabaux) free(w.aux);
+      free(w.aux);
       goto fail;
     }
     ix->nfn++;
@@ -691,12 +613,12 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   ix->fnid[ix->nfn] = ix->n;
   ix->fnpost[ix->nfn] = ix->npost;
   ix->spare[0] = w.st, ix->nspare[0] = (size_t)w.capst * sizeof *w.st;
-  if (!w.slabaux) ix->spare[1] = w.aux, ix->nspare[1] = (size_t)w.capaux * sizeof *w.aux;
+  ix->spare[1] = w.aux, ix->nspare[1] = (size_t)w.capaux * sizeof *w.aux;
   /* a fixed position another parent reaches too is rewritten (phase 0
      gives that position a fixed annotation of its own) */
   for (uint32_t id = 0; id < ix->n; id++)
     if ((ix->flag[id] & (F_INPLACE | F_MULTI)) == (F_INPLACE | F_MULTI)) ix->nrewrite++;
-  trim(ix, w.slabaux);
+  trim(ix);
   return ix;
 fail:
   dp__index_free(ix);
@@ -721,7 +643,7 @@ void *dp__index_take(dp__index *ix, size_t n) {
 }
 
 void dp__index_cut(dp__index *ix, uint32_t keep) {
-  if (keep >= ix->n || keep + 1 >= ix->cap || ix->slab) return; /* (a slab is one block) */
+  if (keep >= ix->n || keep + 1 >= ix->cap) return;
   uint32_t nk = ix->koff[keep];
   /* (post is by position, not id: it stays) */
   void **const arrs[] = {(void **)&ix->x, (void **)&ix->koff, (void **)&ix->what,
@@ -743,18 +665,14 @@ void dp__index_free(dp__index *ix) {
   if (!ix) return;
   free(ix->spare[0]);
   free(ix->spare[1]);
-  if (ix->slab) {
-    free(ix->slab);
-  } else {
-    free(ix->x);
-    free(ix->koff);
-    free(ix->kid);
-    free(ix->post);
-    free(ix->what);
-    free(ix->kind);
-    free(ix->flag);
-    free(ix->ann);
-  }
+  free(ix->x);
+  free(ix->koff);
+  free(ix->kid);
+  free(ix->post);
+  free(ix->what);
+  free(ix->kind);
+  free(ix->flag);
+  free(ix->ann);
   free(ix->copies);
   free(ix->fnid);
   free(ix->fnpost);

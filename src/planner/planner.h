@@ -251,13 +251,6 @@ typedef struct dp__index {
      domains' arrays, made next, take over (dp__index_take) instead of
      fresh ones */
   void *spare[2]; size_t nspare[2];
-  /* where the module's counts put the per-id arrays and the children's
-     slots at 4 MiB or more together, each under it (100,000 calls): one
-     block holds them all (x ... flag point into it), so that it asks for
-     huge pages where the arrays each would not (a fresh small page costs
-     some 15 microseconds on the benchmark host, a huge page's share a
-     fraction of that); NULL: each array is a block of its own */
-  void *slab;
 } dp__index;
 
 /* Number every global function of m (one walk each); NULL + error. */
