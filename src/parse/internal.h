@@ -278,6 +278,11 @@ static inline int dp__grow(dp_parser *p, void **arr, uint32_t *cap, uint32_t nee
 }
 dp_module *dp__module(dp_parser *p, uint32_t tok);
 
+/* DP_ACT_STMTS on events the simple statements' reader made (simple.c):
+   tokens of the text, ascending, so not checked one by one as
+   dp_parser_act checks what any caller gives (the last is the progress). */
+int64_t dp__act_statements(dp_parser *p, const int64_t *ev, size_t n);
+
 /* ---- lex.c ---- */
 int dp__lex(dp_parser *p);
 /* End offset of the token of the given kind that starts at off. */

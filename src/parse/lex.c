@@ -543,8 +543,8 @@ int dp__lex(dp_parser *p) {
   stop = stop ? stop - 1 : 0;
   while (i < len) {
     char c = t[i];
-    if (is_space(c)) {
-      i++;
+    if (is_space(c)) { /* (a run of it: a line's end and the next one's indentation) */
+      while (++i < len && is_space(t[i])) {}
       continue;
     }
     if (c == '%' && i + 1 < len && is_alnum(t[i + 1])) {

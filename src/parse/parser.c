@@ -427,13 +427,27 @@ static int valid(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
   return 0;
 }
 
-int64_t dp_parser_act(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
-  int64_t r = valid(p, a, ev, n) == 0 ? actions[a](p, ev, n) : -1;
+static int64_t act(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
+  int64_t r = actions[a](p, ev, n);
   if (r < 0) {
     dp__reader_reset(p);
     p->failed = 1;
   }
   return r;
+}
+
+int64_t dp_parser_act(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
+  if (valid(p, a, ev, n) != 0) {
+    dp__reader_reset(p);
+    p->failed = 1;
+    return -1;
+  }
+  return act(p, a, ev, n);
+}
+
+int64_t dp__act_statements(dp_parser *p, const int64_t *ev, size_t n) {
+  if (n && (uint32_t)ev[n - 1] > p->progress) p->progress = (uint32_t)ev[n - 1];
+  return act(p, DP_ACT_STMTS, ev, n);
 }
 
 /* ---------------- results ---------------- */
