@@ -962,9 +962,10 @@ static dp_expr *child_at(infer *I, dp_expr *e, uint32_t k) {
     const dp_call *c = (const dp_call *)e;
     return k ? c->args[k - 1] : c->fn;
   }
-  if (e->h.kind != DP_LET || k > 1) return dp_expr_child(e, k);
+  if (e->h.kind != DP_LET) return dp_expr_child(e, k);
   dp_let *l = (dp_let *)e;
   if (k == 0) return l->value;
+  if (k == 2) return l->body; /* (as dp_expr_child) */
   if (!l->var->annot && !lookup(I, &l->var->e)) {
     dp_type *t = lookup(I, l->value);
     if (t && set_type(I, &l->var->e, dp_retain(t)) < 0) return NULL;

@@ -75,6 +75,9 @@ typedef struct rop {
   uint32_t tok;
 } rop;
 
+#define TOK_BLOCK_BITS 8
+#define TOK_BLOCK (1u << TOK_BLOCK_BITS)
+
 typedef struct pattr {
   uint32_t key;          /* the key's token */
   dp_aval val;           /* owned */
@@ -85,9 +88,19 @@ struct dp_parser {
   const char *text;      /* borrowed */
   size_t len;
   uint32_t source;
-  /* positions: byte offsets where lines start */
+  /* positions: the lines of the last two positions asked for, where each
+     starts and where the next one does (SIZE_MAX: none), others found by
+     scanning the text from there or from the mark of a line before it
+     (the parser asks nearly in order); where every line starts (lines) is
+     made only for an excerpt */
+  struct pline {
+    size_t start, next;
+    uint32_t line;       /* 0-based */
+  } lc[2];               /* (the line asked for last, and the one before it) */
+  size_t *lmarks;        /* where lines LMARK, 2 LMARK, ... start (as far as asked) */
+  uint32_t nlmarks, caplmarks;
   uint32_t *lines;
-  uint32_t nlines, lastline;
+  uint32_t nlines;
   dp_module *mod;        /* made with the first item */
   dp_meta_resolver meta;
   void *meta_ud;
@@ -118,20 +131,31 @@ struct dp_parser {
   char *kinds;           /* ntok kinds + NUL (the caller's copy once shared:
                             dp_parser_share_tokens; not freed then) */
   int kinds_shared;
-  /* where each token starts (dp__tok_off): tokens come in blocks of
-     TOK_BLOCK; a block's first token's byte offset, and each token's
-     distance from it in 16 bits, unless the block spans 64 KiB or more
-     (a long string, comment or metadata section): then its tokens' full
-     offsets, in tfull. Two bytes a token rather than four. */
-  uint16_t *tlo;
+  /* where each token starts and its length, one byte a token (dp__tok_off,
+     dp__tok_text): a token's byte holds its length in its low 5 bits (31:
+     that or more, found again by scanning) and in its high 3 its gap: it
+     starts that many bytes (0-6) after the token before it starts plus
+     those 5 bits, or with 7, tbig's next entry after the token before it
+     starts. Tokens come in blocks of TOK_BLOCK, each one's first token's
+     offset in tbase; the offsets of the blocks asked for last are worked
+     out whole into tcache (the parser reads tokens nearly in order). One
+     byte a token rather than three (offsets in 16 bits from a block's
+     first and a length byte). */
+  unsigned char *tb;
   uint32_t *tbase;       /* per block: its first token's offset */
-  uint32_t *twide;       /* per block: 0, or 1 + its index in tfull */
-  uint32_t *tfull;       /* TOK_BLOCK offsets per wide block */
-  uint32_t nfull, capfull;
-  uint32_t tcur, tfast;  /* the lexer's block: its first offset, and the
-                            token count below which the next token is in it
-                            (narrow) with room to spare: push's fast path */
-  unsigned char *lens;   /* its length (255: that or more, found again by scanning) */
+  uint32_t *tbigat;      /* per block: the big gaps of the tokens before its
+                            first and of that token (an index in tbig) */
+  uint32_t *tbig;        /* the big gaps (a comment, a line's indentation, a
+                            long token before) as whole steps, in token order */
+  uint32_t nbig, capbig;
+  uint32_t tend;         /* the lexer: the last token's offset plus its 5 bits
+                            of length (where the next one's gap counts from) */
+  uint32_t tfast;        /* the lexer: the token count below which the next
+                            token is in the last one's block with room to spare */
+  struct ptcache {       /* two blocks' offsets */
+    uint32_t block, end; /* the block, and the first token (0-based) past what is in off */
+    uint32_t off[TOK_BLOCK];
+  } tcache[2], *tlast;   /* (the one asked for last; NULL: neither yet) */
   uint32_t ntok, captok;
   uint32_t nbinds;       /* BIND tokens (how many names to make room for) */
   /* objects: handle h is objs[h - 1] (one reference each) */
@@ -189,13 +213,13 @@ struct dp_parser {
   dp_attrs *no_attrs;    /* the empty set of operator calls without attributes */
 };
 
-#define TOK_BLOCK_BITS 8
-#define TOK_BLOCK (1u << TOK_BLOCK_BITS)
-
 /* The byte offset where token tok (1-based, at most ntok) starts. */
-static inline uint32_t dp__tok_off(const dp_parser *p, uint32_t tok) {
-  uint32_t i = tok - 1, b = i >> TOK_BLOCK_BITS, w = p->twide[b];
-  return w ? p->tfull[(size_t)(w - 1) * TOK_BLOCK + (i & (TOK_BLOCK - 1))] : p->tbase[b] + p->tlo[i];
+uint32_t dp__tok_off_slow(dp_parser *p, uint32_t i);
+static inline uint32_t dp__tok_off(const dp_parser *cp, uint32_t tok) {
+  dp_parser *p = (dp_parser *)cp; /* (only the cache changes; parsers are never const objects) */
+  uint32_t i = tok - 1;
+  const struct ptcache *c = p->tlast;
+  return c && c->block == i >> TOK_BLOCK_BITS && i < c->end ? c->off[i & (TOK_BLOCK - 1)] : dp__tok_off_slow(p, i);
 }
 
 /* ---- parser.c ---- */
@@ -208,12 +232,10 @@ dp_span dp__span_slow(dp_parser *p, uint32_t tok);
 /* (inline: a token on the line of the previous question or the next, the
    common cases) */
 static inline dp_span dp__span(dp_parser *p, uint32_t tok) {
-  if (p->lines && tok >= 1 && tok <= p->ntok) {
-    uint32_t off = dp__tok_off(p, tok), i = p->lastline, n = p->nlines;
-    if (p->lines[i] <= off) {
-      if (i + 1 < n && off >= p->lines[i + 1] && (i + 2 == n || off < p->lines[i + 2])) p->lastline = ++i;
-      if (i + 1 == n || off < p->lines[i + 1]) return (dp_span){p->source, i + 1, off - p->lines[i] + 1};
-    }
+  if (tok >= 1 && tok <= p->ntok) {
+    uint32_t off = dp__tok_off(p, tok);
+    if (off >= p->lc[0].start && off < p->lc[0].next)
+      return (dp_span){p->source, p->lc[0].line + 1, (uint32_t)(off - p->lc[0].start) + 1};
   }
   return dp__span_slow(p, tok);
 }
@@ -223,8 +245,8 @@ static inline dp_obj *dp__obj(const dp_parser *p, uint32_t h) { return p->objs[h
 /* The token's text and length (its kind decides where it ends). */
 const char *dp__tok_text_long(const dp_parser *p, uint32_t tok, size_t *len);
 static inline const char *dp__tok_text(const dp_parser *p, uint32_t tok, size_t *len) {
-  *len = p->lens[tok - 1];
-  return *len == 255 ? dp__tok_text_long(p, tok, len) : p->text + dp__tok_off(p, tok);
+  *len = p->tb[tok - 1] & 31u;
+  return *len == 31 ? dp__tok_text_long(p, tok, len) : p->text + dp__tok_off(p, tok);
 }
 /* A NUL-terminated copy of text[0..len) in the parser's buffer; NULL: oom. */
 const char *dp__cname(dp_parser *p, const char *text, size_t len);
@@ -255,6 +277,11 @@ static inline int dp__grow(dp_parser *p, void **arr, uint32_t *cap, uint32_t nee
   return need <= *cap ? 0 : dp__grow_slow(p, arr, cap, need, elem, tok);
 }
 dp_module *dp__module(dp_parser *p, uint32_t tok);
+
+/* DP_ACT_STMTS on events the simple statements' reader made (simple.c):
+   tokens of the text, ascending, so not checked one by one as
+   dp_parser_act checks what any caller gives (the last is the progress). */
+int64_t dp__act_statements(dp_parser *p, const int64_t *ev, size_t n);
 
 /* ---- lex.c ---- */
 int dp__lex(dp_parser *p);

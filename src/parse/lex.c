@@ -115,6 +115,21 @@ static inline size_t name_end(const char *t, size_t len, size_t i) {
   return i;
 }
 
+/* name_end() where a byte that ends a name stands at stop or before it
+   (the lexer's loop: no test of the text's end per byte before stop). */
+static inline size_t name_end_before(const char *t, size_t len, size_t i, size_t stop) {
+  if (i < stop) {
+    while (is_alnum(t[i])) i++;
+  } else {
+    while (i < len && is_alnum(t[i])) i++;
+  }
+  while (i + 1 < len && (t[i] == '.' || t[i] == '/') && is_alpha(t[i + 1])) {
+    i += 2;
+    while (i < len && is_alnum(t[i])) i++;
+  }
+  return i;
+}
+
 static size_t digits_end(const char *t, size_t len, size_t i) {
   while (i < len && is_digit(t[i])) i++;
   return i;
@@ -300,65 +315,77 @@ size_t dp__token_end(const char *t, size_t len, size_t i, char kind) {
 static int size_tokens(dp_parser *p, uint32_t cap) {
   uint32_t nb = cap / TOK_BLOCK + 1;
   void *a;
-  if (!(a = dp_realloc(p->tlo, (size_t)cap * sizeof *p->tlo))) return -1;
-  p->tlo = a;
   if (!(a = dp_realloc(p->kinds, cap))) return -1;
   p->kinds = a;
-  if (!(a = dp_realloc(p->lens, cap))) return -1;
-  p->lens = a;
+  if (!(a = dp_realloc(p->tb, cap))) return -1;
+  p->tb = a;
   if (!(a = dp_realloc(p->tbase, (size_t)nb * sizeof *p->tbase))) return -1;
   p->tbase = a;
-  if (!(a = dp_realloc(p->twide, (size_t)nb * sizeof *p->twide))) return -1;
-  p->twide = a;
+  if (!(a = dp_realloc(p->tbigat, (size_t)nb * sizeof *p->tbigat))) return -1;
+  p->tbigat = a;
   p->captok = cap;
   return 0;
 }
 
-/* Block b's offsets become full ones (a token past 64 KiB from its first):
-   those of its first k tokens copied. */
-static int widen_block(dp_parser *p, uint32_t b, uint32_t k) {
-  if (dp_grow((void **)&p->tfull, &p->capfull, (p->nfull + 1) * TOK_BLOCK, sizeof *p->tfull) != 0) return -1;
-  uint32_t *full = p->tfull + (size_t)p->nfull * TOK_BLOCK;
-  for (uint32_t j = 0; j < k; j++) full[j] = p->tbase[b] + p->tlo[b * TOK_BLOCK + j];
-  p->twide[b] = ++p->nfull;
-  return 0;
-}
-
-/* push() for a token that starts a block, is far from its block's first
-   or needs more room. */
+/* push() for a token that starts a block, has a big gap or needs more
+   room. */
 static int push_slow(dp_parser *p, char kind, size_t off, size_t end) {
-  uint32_t n = p->ntok, b = n >> TOK_BLOCK_BITS, k = n & (TOK_BLOCK - 1);
+  uint32_t n = p->ntok, b = n >> TOK_BLOCK_BITS, gap = (uint32_t)off - p->tend;
   if (n + 2 > p->captok && size_tokens(p, p->captok * 2) != 0) return -1;
-  p->kinds[n] = kind;
-  p->lens[n] = (unsigned char)(end - off < 255 ? end - off : 255);
-  if (k == 0) {
+  if (n == 0) {
+    gap = 0;
+  } else if (gap >= 7) { /* (the whole step, from the token before's start) */
+    if (dp_grow((void **)&p->tbig, &p->capbig, p->nbig + 1, sizeof *p->tbig) != 0) return -1;
+    p->tbig[p->nbig++] = (uint32_t)off - (p->tend - (p->tb[n - 1] & 31u));
+    gap = 7;
+  }
+  if (!(n & (TOK_BLOCK - 1))) {
     p->tbase[b] = (uint32_t)off;
-    p->twide[b] = 0;
+    p->tbigat[b] = p->nbig;
   }
-  if (!p->twide[b] && off - p->tbase[b] <= 0xFFFF) {
-    p->tlo[n] = (uint16_t)(off - p->tbase[b]);
-  } else {
-    if (!p->twide[b] && widen_block(p, b, k) != 0) return -1;
-    p->tfull[(size_t)(p->twide[b] - 1) * TOK_BLOCK + k] = (uint32_t)off;
-    p->tlo[n] = 0;
-  }
+  uint32_t l = end - off < 31 ? (uint32_t)(end - off) : 31;
+  p->kinds[n] = kind;
+  p->tb[n] = (unsigned char)(l | gap << 5);
+  p->tend = (uint32_t)off + l;
   p->ntok = n + 1;
   uint32_t end_block = (b + 1) << TOK_BLOCK_BITS;
-  p->tcur = p->tbase[b];
-  p->tfast = p->twide[b] ? 0 : end_block < p->captok - 1 ? end_block : p->captok - 1;
+  p->tfast = end_block < p->captok - 1 ? end_block : p->captok - 1;
   return 0;
 }
 
-/* The token [off, end) (its length kept up to 255, scanned again past);
+/* The token [off, end) (its length kept up to 31, scanned again past);
    room is kept for one more (the final NUL). */
 static inline int push(dp_parser *p, char kind, size_t off, size_t end) {
-  uint32_t n = p->ntok;
-  if (n >= p->tfast || off - p->tcur > 0xFFFF) return push_slow(p, kind, off, end);
+  uint32_t n = p->ntok, gap = (uint32_t)off - p->tend;
+  if (n >= p->tfast || gap >= 7) return push_slow(p, kind, off, end);
+  uint32_t l = end - off < 31 ? (uint32_t)(end - off) : 31;
   p->kinds[n] = kind;
-  p->lens[n] = (unsigned char)(end - off < 255 ? end - off : 255);
-  p->tlo[n] = (uint16_t)(off - p->tcur);
+  p->tb[n] = (unsigned char)(l | gap << 5);
+  p->tend = (uint32_t)off + l;
   p->ntok = n + 1;
   return 0;
+}
+
+/* Token i's (0-based) offset when its block is not the one asked for
+   last: the other block kept, or its block's offsets worked out (into the
+   older of the two), from its first token's. */
+uint32_t dp__tok_off_slow(dp_parser *p, uint32_t i) {
+  uint32_t b = i >> TOK_BLOCK_BITS, s = b << TOK_BLOCK_BITS;
+  struct ptcache *c = p->tlast == &p->tcache[0] ? &p->tcache[1] : &p->tcache[0];
+  p->tlast = c;
+  if (c->block == b && i < c->end) return c->off[i - s];
+  uint32_t n = p->ntok - s < TOK_BLOCK ? p->ntok - s : TOK_BLOCK, off = p->tbase[b], big = p->tbigat[b];
+  const unsigned char *tb = p->tb + s;
+  unsigned last = tb[0];
+  c->off[0] = off;
+  for (uint32_t j = 1; j < n; j++) {
+    unsigned t = tb[j], g = t >> 5;
+    c->off[j] = off += g == 7 ? p->tbig[big++] : (last & 31u) + g;
+    last = t;
+  }
+  c->block = b;
+  c->end = s + n;
+  return c->off[i - s];
 }
 
 /* A `(` just before a token that starts a statement opens a block. */
@@ -511,15 +538,18 @@ int dp__lex(dp_parser *p) {
     if (lex_error(p, 0, "the text is too large (4 GiB or more)") != 0) return dp__oom(p, 0);
     i = len;
   }
+  size_t stop = len; /* (the last byte that is no letter, digit or _: names before it end by it) */
+  while (stop > 0 && is_alnum(t[stop - 1])) stop--;
+  stop = stop ? stop - 1 : 0;
   while (i < len) {
     char c = t[i];
-    if (is_space(c)) {
-      i++;
+    if (is_space(c)) { /* (a run of it: a line's end and the next one's indentation) */
+      while (++i < len && is_space(t[i])) {}
       continue;
     }
     if (c == '%' && i + 1 < len && is_alnum(t[i + 1])) {
       char after;
-      size_t e = name_end(t, len, i + 1), h = head_end(t, len, e, &after);
+      size_t e = name_end_before(t, len, i + 1, stop), h = head_end(t, len, e, &after);
       int bind = h && after == '=';
       p->nbinds += bind;
       if (bind) mark_block_paren(p);
@@ -530,7 +560,7 @@ int dp__lex(dp_parser *p) {
     size_t e;
     char kind;
     if (is_alpha(c) && depth < DP_PARSE_MAX_NEST && /* (at the limit, lex_one says a call is too deep) */
-        (kind = word_kind(t, i, e = name_end(t, len, i)))) {
+        (kind = word_kind(t, i, e = name_end_before(t, len, i, stop)))) {
       char after; /* (a name or keyword: not inf, nan, meta or `_`; as lex_one reads it) */
       size_t h = head_end(t, len, e, &after);
       if (kind == DP_TOK_LET || kind == DP_TOK_FREE_VAR) mark_block_paren(p);

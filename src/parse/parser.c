@@ -77,6 +77,8 @@ dp_parser *dp_parser_new(dp_ctx *ctx, const char *text, size_t len, const char *
   p->len = len;
   p->source = dp_ctx_source(ctx, source ? source : "<string>"); /* 0: out of memory */
   p->names.text = p->types.text = text;
+  const char *nl = len ? memchr(text, '\n', len) : NULL; /* (the first line's end: the line cursor starts there) */
+  p->lc[0].next = p->lc[1].next = nl ? (size_t)(nl - text) + 1 : SIZE_MAX;
   /* (a name per binding, room made at once: interning them never rehashes) */
   if (!p->source || dp__lex(p) != 0 || dp__scope_reserve(&p->names, p->nbinds + 1024) != 0) {
     dp_parser_free(p);
@@ -108,7 +110,7 @@ static void drop_parse_state(dp_parser *p) {
   dp__arena_done(&p->var_arena);
   p->nodes = p->vars = NULL;
   if (!p->kinds_shared) free(p->kinds);
-  void *arrays[] = {p->objs, p->tlo, p->tbase, p->twide, p->tfull, p->lens, p->grefs, p->blocks, p->params, p->tps,
+  void *arrays[] = {p->objs, p->tb, p->tbase, p->tbigat, p->tbig, p->grefs, p->blocks, p->params, p->tps,
                     p->td_items, p->vals, p->frames, p->ops, p->attrs, p->avs, p->marks, p->bytes,
                     p->namebuf, p->sev, p->sr, p->pend};
   for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) free(arrays[i]);
@@ -123,6 +125,7 @@ void dp_parser_free(dp_parser *p) {
   dp_err_free(p->lex_err);
   dp_err_free(p->err);
   free(p->lines);
+  free(p->lmarks);
   dp_release(p->ctx);
   free(p);
 }
@@ -165,32 +168,60 @@ static int make_lines(dp_parser *p) {
   return 0;
 }
 
+#define LMARK 64 /* a line of every LMARK has its start kept */
+
+/* The line of offset off: the other line kept, or found from the line
+   asked for last, a line at a time (memchr forwards; backwards, a scan of
+   the lines before when near, else from the mark before off): as the
+   parser asks, the text is scanned about once, and no table of every
+   line's start is kept (4 MB at a million lines). */
 static dp_span span_at_offset(dp_parser *p, size_t off) {
-  if (!p->lines && make_lines(p) != 0) return DP_NOSPAN;
-  uint32_t i = p->lastline, n = p->nlines;
-  if (!(p->lines[i] <= off && (i + 1 == n || off < p->lines[i + 1]))) {
-    if (i + 1 < n && p->lines[i + 1] <= off && (i + 2 == n || off < p->lines[i + 2])) {
-      i++;
-    } else {
-      uint32_t lo = 0, hi = n - 1;
-      while (lo < hi) {
-        uint32_t mid = lo + (hi - lo + 1) / 2;
-        if (p->lines[mid] <= off) lo = mid; else hi = mid - 1;
-      }
-      i = lo;
-    }
-    p->lastline = i;
+  struct pline l = p->lc[0];
+  if (off >= p->lc[1].start && off < p->lc[1].next) {
+    p->lc[0] = p->lc[1];
+    p->lc[1] = l;
+    return (dp_span){p->source, p->lc[0].line + 1, (uint32_t)(off - p->lc[0].start) + 1};
   }
-  return (dp_span){p->source, i + 1, (uint32_t)(off - p->lines[i]) + 1};
+  const char *t = p->text;
+  p->lc[1] = l;
+  while (off < l.start && l.start - off < 1024) { /* (start > 0: the '\n' before it ends the line before) */
+    size_t j = l.start - 1;
+    while (j > 0 && t[j - 1] != '\n') j--;
+    l.next = l.start;
+    l.start = j;
+    l.line--;
+  }
+  if (off < l.start) { /* far back: from the last mark at or before off */
+    uint32_t lo = 0, hi = p->nlmarks; /* (marks ascend: the number of them at or before off) */
+    while (lo < hi) {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (p->lmarks[mid] <= off) lo = mid + 1; else hi = mid;
+    }
+    l.start = lo ? p->lmarks[lo - 1] : 0;
+    l.line = lo * LMARK;
+    const char *nl = memchr(t + l.start, '\n', p->len - l.start);
+    l.next = nl ? (size_t)(nl - t) + 1 : SIZE_MAX;
+  }
+  while (off >= l.next) {
+    l.start = l.next;
+    l.line++;
+    if (l.line % LMARK == 0 && l.line / LMARK == p->nlmarks + 1 &&
+        dp_grow((void **)&p->lmarks, &p->caplmarks, p->nlmarks + 1, sizeof *p->lmarks) == 0)
+      p->lmarks[p->nlmarks++] = l.start;
+    const char *nl = memchr(t + l.start, '\n', p->len - l.start);
+    l.next = nl ? (size_t)(nl - t) + 1 : SIZE_MAX;
+  }
+  p->lc[0] = l;
+  return (dp_span){p->source, l.line + 1, (uint32_t)(off - l.start) + 1};
 }
 
 /* The span of token tok (past the last: the end of the text). */
 dp_span dp__span_slow(dp_parser *p, uint32_t tok) {
-  size_t off = tok >= 1 && tok <= p->ntok && p->tlo ? dp__tok_off(p, tok) : p->len;
+  size_t off = tok >= 1 && tok <= p->ntok && p->tb ? dp__tok_off(p, tok) : p->len;
   return span_at_offset(p, off);
 }
 
-/* (a token of 255 bytes or more: its end found again) */
+/* (a token of 31 bytes or more: its end found again) */
 const char *dp__tok_text_long(const dp_parser *p, uint32_t tok, size_t *len) {
   size_t off = dp__tok_off(p, tok);
   *len = dp__token_end(p->text, p->len, off, p->kinds[tok - 1]) - off;
@@ -396,13 +427,27 @@ static int valid(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
   return 0;
 }
 
-int64_t dp_parser_act(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
-  int64_t r = valid(p, a, ev, n) == 0 ? actions[a](p, ev, n) : -1;
+static int64_t act(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
+  int64_t r = actions[a](p, ev, n);
   if (r < 0) {
     dp__reader_reset(p);
     p->failed = 1;
   }
   return r;
+}
+
+int64_t dp_parser_act(dp_parser *p, dp_parse_action a, const int64_t *ev, size_t n) {
+  if (valid(p, a, ev, n) != 0) {
+    dp__reader_reset(p);
+    p->failed = 1;
+    return -1;
+  }
+  return act(p, a, ev, n);
+}
+
+int64_t dp__act_statements(dp_parser *p, const int64_t *ev, size_t n) {
+  if (n && (uint32_t)ev[n - 1] > p->progress) p->progress = (uint32_t)ev[n - 1];
+  return act(p, DP_ACT_STMTS, ev, n);
 }
 
 /* ---------------- results ---------------- */
@@ -458,8 +503,9 @@ dp_type *dp_parser_type(dp_parser *p, int64_t h, dp_err **err) {
 
 /* ---------------- excerpts ---------------- */
 
-char *dp_parser_excerpt(const dp_parser *p, dp_span s) {
-  if (s.source != p->source || s.line == 0 || !p->lines || s.line > p->nlines) return NULL;
+char *dp_parser_excerpt(const dp_parser *cp, dp_span s) {
+  dp_parser *p = (dp_parser *)cp; /* (the line table is made here when first needed) */
+  if (s.source != p->source || s.line == 0 || (!p->lines && make_lines(p) != 0) || s.line > p->nlines) return NULL;
   size_t start = p->lines[s.line - 1];
   size_t end = s.line < p->nlines ? p->lines[s.line] - 1 : p->len;
   if (end > start && p->text[end - 1] == '\r') end--;

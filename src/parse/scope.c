@@ -23,6 +23,16 @@ static uint32_t hash_name(const char *p, size_t n) {
   return h + (unsigned char)p[n - 1];
 }
 
+/* a[0..len) == b[0..len): short names (nearly all) byte by byte, as
+   memcmp's call costs more than comparing them (names of generated
+   programs differ in their last bytes: compared from the end) */
+static inline int same_name(const char *a, const char *b, size_t len) {
+  if (len > 16) return memcmp(a, b, len) == 0;
+  for (size_t i = len; i-- > 0;)
+    if (a[i] != b[i]) return 0;
+  return 1;
+}
+
 static int64_t probe(const dp__scope *s, const char *name, size_t len, uint32_t h, uint32_t *at) {
   uint32_t m = s->tmask, i = h & m, tag = h & ~m;
   for (;;) {
@@ -33,7 +43,7 @@ static int64_t probe(const dp__scope *s, const char *name, size_t len, uint32_t 
     }
     if ((e & ~m) == tag) {
       uint32_t k = (e & m) - 1;
-      if (s->slots[k].len == len && memcmp(dp__scope_name(s, k), name, len) == 0) return k;
+      if (s->slots[k].len == len && same_name(dp__scope_name(s, k), name, len)) return k;
     }
     i = (i + 1) & m;
   }
@@ -49,7 +59,7 @@ static uint32_t *recent_at(dp__scope *s, const char *name, size_t len) {
 static int64_t recent_find(const dp__scope *s, const uint32_t *r, const char *name, size_t len) {
   uint32_t k = *r;
   if (!k--) return -1;
-  return s->slots[k].len == len && memcmp(dp__scope_name(s, k), name, len) == 0 ? (int64_t)k : -1;
+  return s->slots[k].len == len && same_name(dp__scope_name(s, k), name, len) ? (int64_t)k : -1;
 }
 
 /* A table of `size` entries (a power of two, more than twice the names). */

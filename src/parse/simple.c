@@ -60,7 +60,7 @@ static inline int room(dp_parser *p, uint32_t nev, uint32_t need, uint32_t nr) {
 }
 
 static int flush(dp_parser *p, uint32_t n) {
-  return n && dp_parser_act(p, DP_ACT_STMTS, p->sev, n) < 0 ? -1 : 0;
+  return n && dp__act_statements(p, p->sev, n) < 0 ? -1 : 0;
 }
 
 int64_t dp_parser_simple_stmts(dp_parser *p, size_t first) {

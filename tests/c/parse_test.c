@@ -53,6 +53,53 @@ static void test_lexer(dp_ctx *ctx, int *passed, int *failed) {
   }
 }
 
+/* Where each token starts and what it says, asked in any order: tokens
+   are kept one byte each, their offsets worked out a block of 256 at a
+   time (lex.c), with gaps of 7 bytes or more (comments, white space) and
+   names of 31 bytes or more kept apart, and lines found from the line
+   asked for last (parser.c). Each token's line, column and text
+   (dp_parser_syntax_error's "found '...'") against where it was written:
+   forwards, backwards and in a scattered order, across blocks. */
+static void test_token_offsets(dp_ctx *ctx, int *passed, int *failed) {
+  enum { N = 700 };
+  static char text[N * 80];
+  static size_t off[N], len[N], line[N], col[N];
+  size_t n = 0, ln = 1, ls = 0;
+  for (int j = 0; j < N; j++) {
+    int gap = (j * 7) % 13;
+    for (int g = 0; g < gap; g++) text[n++] = j % 9 == 4 && g % 3 == 0 ? '\n' : ' ';
+    if (j % 11 == 5) n += (size_t)sprintf(text + n, "/* %*s */ ", j % 50, "");
+    off[j] = n;
+    text[n++] = '%';
+    for (int c = 0; c < 1 + (j * 5) % 45; c++) text[n++] = (char)('a' + (j + c) % 26);
+    len[j] = n - off[j];
+  }
+  for (size_t k = 0, j = 0; j < N; k++) {
+    if (k == off[j]) line[j] = ln, col[j++] = k - ls + 1;
+    if (text[k] == '\n') ln++, ls = k + 1;
+  }
+  text[n] = '\0';
+  dp_parser *p = dp_parser_new(ctx, text, n, "offsets");
+  CHECK(p != NULL);
+  if (!p) return;
+  size_t nk;
+  dp_parser_tokens(p, &nk);
+  CHECK(nk == N);
+  int bad = 0;
+  for (int pass = 0; pass < 3 && nk == N; pass++) {
+    for (int q = 0; q < N; q++) {
+      int j = pass == 0 ? q : pass == 1 ? N - 1 - q : (int)((q * 389u) % N);
+      dp_err *e = dp_parser_syntax_error(p, (size_t)j + 1, "x");
+      char want[80];
+      snprintf(want, sizeof want, "expected x, found '%.*s'", (int)(len[j] > 40 ? 40 : len[j]), text + off[j]);
+      if (!e || e->span.line != line[j] || e->span.col != col[j] || strcmp(e->msg, want) != 0) bad++;
+      dp_err_free(e);
+    }
+  }
+  CHECK(bad == 0 && line[N - 1] > 100);
+  dp_parser_free(p);
+}
+
 /* Events: token indices, as the grammar would mark them. */
 static void test_actions(dp_ctx *ctx, int *passed, int *failed) {
   const char *text = "Tensor[(2, ?), float32]";
@@ -120,6 +167,7 @@ void dp_test_parse(int *passed, int *failed) {
   CHECK(ctx != NULL && dp_register_builtin_ops(ctx, NULL) == 0);
   if (!ctx) return;
   test_lexer(ctx, passed, failed);
+  test_token_offsets(ctx, passed, failed);
   test_actions(ctx, passed, failed);
   test_scalars(passed, failed);
   dp_release(ctx);
