@@ -160,7 +160,7 @@ typedef struct pctx {
   uint32_t nregs;
   uint32_t *mem;        /* members of each region, post order */
   uint32_t *outpos;     /* member -> position among its region's outputs */
-  dp_expr **inner;      /* member -> its copy inside the function (owned) */
+  dp_expr **inner;      /* member -> its copy inside the function (owned while its function is made) */
   dp_expr **outexpr;    /* member (output) -> what the caller reads (owned) */
   dp__arena arena;      /* where the output's new calls, lets and variables are made */
   void *arrays;         /* the block the per-node arrays above lie in (alloc_arrays) */
@@ -176,6 +176,15 @@ static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
   if (need <= *cap) return 0;
   uint64_t want = (uint64_t)*cap * 8;
   return dp_grow(arr, cap, want > need && want <= UINT32_MAX / 2 ? (uint32_t)want : need, elem);
+}
+
+/* A scratch block the pass is done with (n bytes, from the allocator):
+   given to the output's node arena where it holds chunks (a megabyte or
+   more), so that its pages, resident, take the output's new nodes instead
+   of fresh pages (capture gives its domains so); else freed. */
+static void give(pctx *c, void *p, size_t n) {
+  if (p && n >= ((size_t)1 << 20)) (void)dp__arena_adopt(&c->arena, p, n); /* (out of memory: freed) */
+  else free(p);
 }
 
 static void set_oom(pctx *c) {
@@ -438,8 +447,8 @@ static int build_graph(pctx *c, dp_expr *root) {
     }
     rc = discover(c, &b, kid, slot);
   }
-  free(b.st);
-  free(b.scratch);
+  give(c, b.st, (size_t)b.capst * sizeof *b.st); /* (a frame a level: a deep body's is large) */
+  give(c, b.scratch, (size_t)b.capscratch * sizeof *b.scratch);
   if (rc < 0) {
     dp__dfp_graph_free(g);
     return -1;
@@ -490,7 +499,7 @@ static int resolve_bases(pctx *c) {
     }
   }
   free(chain);
-  free(done);
+  give(c, done, c->n);
   return rc;
 }
 
@@ -918,8 +927,8 @@ static int mark_lets(pctx *c) {
     int drop = let != MULTI && read[v] && !vout[v] && !c->has_fnlit && hoisted(c, c->base[v]);
     if (let != MULTI) c->drop[let] = (uint8_t)drop;
   }
-  free(read);
-  free(vout);
+  give(c, read, c->n);
+  give(c, vout, c->n);
   return 0;
 }
 
@@ -1163,6 +1172,13 @@ static int make_function(pctx *c, region *g) {
   b.inputs.a = NULL;
   rc = 0;
 out:
+  /* the copies are the function's now (or go with it): released while
+     they are in the cache, not in a sweep over every node at the end */
+  for (uint32_t j = 0; j < g->nmem; j++) {
+    uint32_t m = c->mem[g->first + j];
+    dp_release(c->inner[m]);
+    c->inner[m] = NULL;
+  }
   for (uint32_t i = 0; i < b.params.n; i++) dp_release(b.params.items[i]);
   free(b.params.items);
   free(b.inputs.a);
@@ -1283,9 +1299,8 @@ static dp_expr *rebuild_caller(pctx *c) {
 
 /* Frees what one attempt at the body made (not the graph, not the fences). */
 static void attempt_clear(pctx *c) {
-  for (uint32_t i = 0; i < c->n; i++) {
+  for (uint32_t i = 0; i < c->n; i++) { /* (inner[]: each function released its copies) */
     if (c->restr && !c->sets_freed) rset_free(&c->restr[i]);
-    if (c->inner) dp_release(c->inner[i]);
     if (c->outexpr) dp_release(c->outexpr[i]);
   }
   for (uint32_t i = 0; i < c->nregs; i++) {
