@@ -227,6 +227,25 @@ describe("dp.planner.solve_placement", function()
     assert.has_error(function() dp.planner.solve_placement(3) end)
   end)
 
+  it("where every variable may join the annotations' label, moves whole components: the least that every best labelling moves", function()
+    -- (place_solve.c reads such a move from the components the nets join,
+    -- without a graph: the labels every minimum cut gives, ties included)
+    -- vars 1..3 one component with var 1 fixed on label 2: all go there;
+    -- vars 4, 5 a component with no fixed variable: both stay on the
+    -- default (label 2 would cost nothing either); var 6 in no net stays
+    local labels, cost = dp.planner.solve_placement{labels = 2, vars = 6, default = 1, fixed = {[1] = 2},
+      nets = {{from = 1, to = {2}, weight = 5}, {from = 3, to = {2}, weight = 7}, {from = 4, to = {5}, weight = 3}}}
+    assert.same({2, 2, 2, 1, 1, 1}, labels)
+    assert.equal(0, cost)
+    -- three labels, two annotations' devices: the component with both is cut
+    -- where it costs least (its graph); the one with label 3 alone goes there
+    labels, cost = dp.planner.solve_placement{labels = 3, vars = 7, default = 1, fixed = {[1] = 2, [4] = 3, [6] = 3},
+      nets = {{from = 1, to = {2}, weight = 5}, {from = 2, to = {3}, weight = 1}, {from = 3, to = {4}, weight = 5},
+              {from = 5, to = {6, 7}, weight = 2}}}
+    assert.same({2, 2, 3, 3, 3, 3, 3}, labels)
+    assert.equal(1, cost)
+  end)
+
   it("solves a 1,000,000-variable chain", function()
     local n = os.getenv("DEVPLAN_QUICK") and 100000 or 1000000
     local nets = {}

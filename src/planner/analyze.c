@@ -78,13 +78,23 @@ static int unify(actx *a, uint32_t x, uint32_t y, int rule, dp_expr *why) {
   return rc ? fail_at(a, e, why) : 0;
 }
 
-/* A flow of the value of node value, made in src and read in dst. */
-static int add_flow(actx *a, uint32_t value, uint32_t src, uint32_t dst, const dp_expr *why) {
+/* A flow of the value of node value, made in src and read in dst. (The
+   room is made once, for a flow per child of the index: a store per flow,
+   not a call of dp_grow; a flow is a child read, so it stays within.) */
+static inline int add_flow(actx *a, uint32_t value, uint32_t src, uint32_t dst, const dp_expr *why) {
   dp__flows *f = a->how->flows;
   if (!f) return 0;
-  if (dp_grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v) < 0) return oom_at(a, why);
+  if (f->n == f->cap && dp_grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v) < 0) return oom_at(a, why);
   f->v[f->n++] = (dp__flowrec){value, src, dst};
   return 0;
+}
+
+/* The flows' room, at once: one per child of the index at most (the room
+   not reached is never touched). Without it they grow as made. */
+static void flow_room(actx *a) {
+  dp__flows *f = a->how->flows;
+  if (f && a->ix->relax && a->ix->nkid > f->cap)
+    (void)dp_grow((void **)&f->v, &f->cap, a->ix->nkid, sizeof *f->v);
 }
 
 /* A device_copy from a device to itself (capture removes it)? */
@@ -145,6 +155,14 @@ static uint32_t *copy_reps(const dp__index *ix) {
   return rep;
 }
 
+/* The root of domain x's class: dp__dom_find's, read directly where the
+   path is at most one step (as most are while analysis runs), where
+   dp__dom_find would compress nothing. */
+static inline uint32_t root_of(dp__domains *d, uint32_t x) {
+  uint32_t p = d->nodes[x].parent;
+  return d->nodes[p].parent == p ? p : dp__dom_find(d, x);
+}
+
 /* (fresh_domains leaves dom[] in its compact form: the ids of the last
    run by their offset) */
 #define DOM(a, id) dp__dom_at((a)->d, (id))
@@ -163,16 +181,19 @@ static inline uint32_t kdom(dp__domains *d, uint32_t id, uint32_t i) {
    node is not numbered. */
 static int flow(actx *a, uint32_t id, uint32_t src, uint32_t dst, int rule, dp_expr *why) {
   dp__domains *d = a->d;
-  if (!a->ix->relax || id == DP__NONE_ID || d->nodes[dp__dom_find(d, src)].isfn ||
-      d->nodes[dp__dom_find(d, dst)].isfn ||
-      (rule != R_FREE_ON_DEVICE && !dp__copyable(a->ix->x[value_of(a->ix, NULL, id)]->type)))
+  if (!a->ix->relax || id == DP__NONE_ID || d->nodes[root_of(d, src)].isfn || d->nodes[root_of(d, dst)].isfn)
     return unify(a, src, dst, rule, why);
+  /* (value_of without the copies' representatives, then with them: one
+     walk through the on_device calls) */
+  uint32_t value = value_of(a->ix, NULL, id);
+  if (rule != R_FREE_ON_DEVICE && !dp__copyable(a->ix->x[value]->type)) return unify(a, src, dst, rule, why);
+  if (a->copy_rep && value != DP__NONE_ID && a->ix->what[value] == W_COPY) value = a->copy_rep[a->ix->ann[value]];
   /* computed here, read anywhere: the reader of a plain on_device reads
      the value where the annotation puts it (its body), as its other readers
      do, whatever the annotation's result is read as elsewhere (a tuple, a
      copy's source); capture looks through it likewise */
   if (rule != R_FREE_ON_DEVICE && dp__plain_on_device(a->ix, id)) src = KDOM(a, id, 1);
-  return add_flow(a, value_of(a->ix, a->copy_rep, id), src, dst, why);
+  return add_flow(a, value, src, dst, why);
 }
 
 /* Canonical device index of an annotation, with the error placed at e. */
@@ -473,6 +494,7 @@ static int analyze(actx *a) {
   if (a->err) return -1;
   fresh_domains(d);
   if (d->oom) return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
+  flow_room(a);
   if (d->ix->relax && d->ix->ncopies && !(a->copy_rep = copy_reps(d->ix)))
     return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
   for (uint32_t k = 0; k < d->ix->npost && !d->oom; k++)

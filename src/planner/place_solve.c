@@ -381,12 +381,79 @@ static int side_room(sides *sd, uint32_t nodes) {
   return 0;
 }
 
+/* The move towards alpha without its graph, where every variable not on
+   alpha may switch to it (none fixed elsewhere, alpha allowed to each)
+   and copies alone cost, one cost per unit of weight (cuts_exact): then
+   putting every variable on alpha costs 0, so the best labellings of the
+   move are those that cost 0, each net's maker and readers on one label,
+   so each component of the variables joined by nets on one label: alpha
+   where the component has a variable on alpha already (an anchor) or two
+   labels, and there either alpha or the label it has where it has one.
+   The minimum cut read (its least sink side: what every minimum cut puts
+   on alpha) is what every best labelling puts on alpha: the components
+   that must be alpha, the others keeping their label. The cut is below
+   the one that keeps every label (*better) exactly when the labelling
+   costs more than 0, that is when some variable switches. Components by
+   union-find over state (each variable's root, the least variable of its
+   component, then its label after the move); a byte per root in side:
+   the label its variables have (+ 1; MIXED: two), ANCHOR where one is on
+   alpha. On a chain of values read from one annotation's device this is
+   the whole move: no graph of a node per variable and an arc pair per
+   reader. 1 (done), 0 (it does not apply) or -1. */
+#define MIXED 127
+#define ANCHOR 128
+
+static uint32_t comp_find(uint32_t *up, uint32_t v) {
+  while (up[v] != v) v = up[v] = up[up[v]]; /* (path halving) */
+  return v;
+}
+
+static int move_in_components(const dp_place_problem *m, const uint32_t *label, uint32_t alpha, uint32_t *state,
+                              sides *side, int *better) {
+  for (uint32_t v = 0; v < m->nvars; v++)
+    if (label[v] != alpha && (m->fixed[v] != DP__NONE_ID || !((m->allowed[v] >> alpha) & 1))) return 0;
+  if (side_room(side, m->nvars) < 0) return -1;
+  uint32_t *up = state;
+  uint8_t *cls = side->v;
+  for (uint32_t v = 0; v < m->nvars; v++) up[v] = v;
+  for (uint32_t k = 0; k < m->nnets; k++) {
+    const dp_place_pin_range *nt = &m->nets[k];
+    uint32_t a = comp_find(up, nt->src);
+    for (uint32_t i = 0; i < nt->n; i++) {
+      uint32_t b = comp_find(up, m->pins[nt->off + i]);
+      if (a < b) up[b] = a;
+      else if (b < a) up[a] = b, a = b;
+    }
+  }
+  for (uint32_t v = 0; v < m->nvars; v++) { /* (a root is below its variables: found already) */
+    uint32_t r = up[v] = up[up[v]];
+    uint8_t *c = &cls[r];
+    if (r == v) *c = 0;
+    if (label[v] == alpha) *c |= ANCHOR;
+    else if (!(*c & 127)) *c |= (uint8_t)(label[v] + 1);
+    else if ((*c & 127) != label[v] + 1) *c = (uint8_t)((*c & ANCHOR) | MIXED);
+  }
+  int moved = 0;
+  for (uint32_t v = 0; v < m->nvars; v++) {
+    uint8_t c = cls[up[v]];
+    int to_alpha = label[v] != alpha && ((c & ANCHOR) || (c & 127) == MIXED);
+    moved |= to_alpha;
+    state[v] = to_alpha ? alpha : label[v];
+  }
+  *better = moved;
+  return 1;
+}
+
 /* The best move towards alpha from label, into state (each variable's
    node in the move's graph while it is made, then its label after the
    move: one array, not two); *better: its cut costs less than the cut
    that keeps every label (cuts_exact). 0, or -1. */
 static int move(const dp_place_problem *m, const uint32_t *label, uint32_t alpha, uint32_t *state,
                 sides *side, dp__flow *g, int exact, int *better) {
+  if (exact && !m->pair && !m->unary) {
+    int done = move_in_components(m, label, alpha, state, side, better);
+    if (done) return done < 0 ? -1 : 0;
+  }
   dp__flow_reset(g);
   /* (room for a node per variable and net, and two arcs per pin and net:
      what a move of two labels makes at most, most of a move of more) */
