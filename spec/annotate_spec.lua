@@ -226,10 +226,9 @@ def @main(%x: Tensor[(4), float32]) {
     assert.has_error(function() dp.passes.MergeAndAnnotate{{name = "a", pattern = P.wild(), device = NPU}, other = 1} end)
   end)
 
-  it("a rule that plans the module it annotates changes nothing (the walk's records are found by mark)", function()
-    -- PlanDevices numbers the module's shared nodes by their marks, which the
-    -- annotation's walk uses to find what it knows of a node: a placed call,
-    -- a shared call already rewritten
+  -- A rule that runs a pass on the module being annotated (side_effect(m) before
+  -- it answers) must not change what the annotation asks or makes.
+  local function annotated_while(side_effect)
     local m = parse([[
 def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
   %0 = add(%a, %b);
@@ -242,39 +241,10 @@ def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
   %7 = add(%5, %6);
   tanh(%7)
 }]])
-    local function annotate(side_effect)
+    local function annotate(with_effect)
       local asked = {}
       local out = dp.passes.AnnotateVirtualDevices{["*"] = function(call)
-        if side_effect then dp.passes.PlanDevices(t.config("cpu"))(m) end
-        asked[#asked + 1] = call.callee.name
-        return #asked % 2 == 0 and GPU or nil
-      end}(m)
-      return table.concat(asked, " "), dp.astext(out)
-    end
-    local asked, text = annotate(false)
-    assert.equal("negative multiply exp add tanh", asked)
-    local asked2, text2 = annotate(true)
-    assert.equal(asked, asked2)
-    assert.equal(text, text2)
-  end)
-
-  it("a rule that annotates the module it is annotating changes nothing (the nested run leaves the outer's flags)", function()
-    local m = parse([[
-def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
-  %0 = add(%a, %b);
-  %1 = on_device(%0, virtual_device=meta[VirtualDevice][0]);
-  %2 = negative(%a);
-  %3 = multiply(%1, %2);
-  %4 = add(%3, %2);
-  %5 = on_device(%4, virtual_device=meta[VirtualDevice][0]);
-  %6 = exp(%0);
-  %7 = add(%5, %6);
-  tanh(%7)
-}]])
-    local function annotate(nested)
-      local asked = {}
-      local out = dp.passes.AnnotateVirtualDevices{["*"] = function(call)
-        if nested then dp.passes.AnnotateVirtualDevices{["*"] = function() return GPU end}(m) end
+        if with_effect then side_effect(m) end
         asked[#asked + 1] = call.callee.name
         return #asked % 2 == 0 and GPU or nil
       end}(m)
@@ -289,6 +259,17 @@ def @main(%a: Tensor[(5, 7), float32], %b: Tensor[(5, 7), float32]) {
     local again, text3 = annotate(false)
     assert.equal(asked, again)
     assert.equal(text, text3)
+  end
+
+  it("a rule that plans the module it annotates changes nothing (the walk's records are found by mark)", function()
+    -- PlanDevices numbers the module's shared nodes by their marks, which the
+    -- annotation's walk uses to find what it knows of a node: a placed call,
+    -- a shared call already rewritten
+    annotated_while(function(m) dp.passes.PlanDevices(t.config("cpu"))(m) end)
+  end)
+
+  it("a rule that annotates the module it is annotating changes nothing (the nested run leaves the outer's flags)", function()
+    annotated_while(function(m) dp.passes.AnnotateVirtualDevices{["*"] = function() return GPU end}(m) end)
   end)
 
   it("capability(call, vd) names what it needs", function()
