@@ -178,6 +178,12 @@ char *dp_strndup(const char *s, size_t n);
 /* Grow *arr (of *cap items of `elem` bytes) to hold at least `need` items,
    doubling from 16. 0, or -1 on out of memory (*arr is left as it was). */
 int dp_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+/* dp_grow eight times at a step (at least to need), for arrays that grow
+   with a module (a walk's stack, records, copies): realloc copies a block
+   it cannot grow in place onto pages never touched before, and at eight
+   times a step those copies come to an eighth of the final size, not its
+   whole; capacity never written is never touched. */
+int dp_grow8(void **arr, uint32_t *cap, uint32_t need, size_t elem);
 /* dp_grow for parallel arrays: the n arrays *arrs[i] (of elems[i] bytes an
    item) share the capacity *cap, grown as dp_grow grows one to hold at
    least `need` items. 0, or -1 on out of memory (*cap is left as it was;

@@ -113,9 +113,12 @@ int dp_huge_pages_on_request(void) {
    the mapping, and realloc could then no longer grow it in place (mremap
    fails across mappings, and glibc copies instead). A failed hint changes
    nothing. */
+#define HUGE_MIN ((size_t)1 << 20) /* (glibc's own mapping from here: main's threshold) */
+#define HEADER ((size_t)64)        /* more than glibc's chunk header and rounding */
+
 void *dp_advise_huge(void *p, size_t n) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  size_t h = p && n >= ((size_t)1 << 20) ? dp__huge_page_size() : 0;
+  size_t h = p && n >= HUGE_MIN ? dp__huge_page_size() : 0; /* (a small block: no read) */
   if (!h || n < h) return p;
 #ifdef __GLIBC__
   size_t extent = malloc_usable_size(p);
@@ -139,10 +142,9 @@ void *dp_advise_huge(void *p, size_t n) {
    boundary, so a block asked for as whole huge pages less glibc's header
    lies on whole huge pages: one fault each. The cost is the rest of its
    last huge page, resident once the block's end is written (at most 2 MiB
-   a block, and only blocks of a megabyte and more). */
-#define HUGE_MIN ((size_t)1 << 20)
-#define HEADER ((size_t)64) /* more than glibc's chunk header and rounding */
-
+   a block, and only blocks of a megabyte and more); before Linux 6.7 the
+   rounding buys nothing. (Such a block is freed with free, so it must be
+   malloc's: dp__map_huge, below, is for blocks the library unmaps itself.) */
 size_t dp_huge_size(size_t n) {
   size_t h = n >= HUGE_MIN ? dp__huge_page_size() : 0;
   if (!h || n > SIZE_MAX - h - HEADER) return n;
@@ -237,6 +239,12 @@ int dp_grow(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
   *arr = a;
   *cap = (uint32_t)c;
   return 0;
+}
+
+int dp_grow8(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  uint64_t want = (uint64_t)*cap * 8;
+  return dp_grow(arr, cap, want > need && want <= UINT32_MAX / 2 ? (uint32_t)want : need, elem);
 }
 
 int dp_grow_arrays(uint32_t *cap, uint32_t need, uint32_t n, void **const arrs[], const size_t elems[]) {

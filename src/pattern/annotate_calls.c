@@ -107,16 +107,6 @@ static int op_kind(rctx *c, const dp_op *op) {
   return kind;
 }
 
-/* dp_grow for the stacks and the records, which grow with the module (a
-   chain a million calls deep is a million frames): eight times at a step,
-   not two, so that realloc's copies onto fresh pages are an eighth of the
-   final size, not a half; capacity never written is never touched. */
-static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
-  if (need <= *cap) return 0;
-  uint64_t want = (uint64_t)*cap * 8;
-  return dp_grow(arr, cap, want > need && want <= UINT32_MAX / 2 ? (uint32_t)want : need, elem);
-}
-
 /* e's record when its mark was overwritten (by a pass a rule ran). */
 static arec *rec_lost(rctx *c, dp_expr *e) {
   if (!c->lost.cap) {
@@ -143,7 +133,7 @@ static arec *rec_of(rctx *c, dp_expr *e) {
 static arec *rec_make(rctx *c, dp_expr *e) {
   arec *r = rec_of(c, e);
   if (r || c->oom) return r;
-  if (c->nrecs == c->caprecs && grow((void **)&c->recs, &c->caprecs, c->nrecs + 1, sizeof *c->recs) < 0)
+  if (c->nrecs == c->caprecs && dp_grow8((void **)&c->recs, &c->caprecs, c->nrecs + 1, sizeof *c->recs) < 0)
     return NULL;
   if (c->lost.cap && dp__ptrmap_put(&c->lost, e, (void *)(uintptr_t)(c->nrecs + 1)) < 0) return NULL;
   uint8_t outer = e->h.flags & F_REC ? R_OUTER : 0; /* (flagged, but not ours) */
@@ -172,7 +162,7 @@ static uint32_t nchildren(const dp_expr *e) {
 }
 
 static int push_frame(rctx *c, dp_expr *e, uint32_t n) {
-  if (c->sp == c->capst && grow((void **)&c->st, &c->capst, c->sp + 1, sizeof *c->st) < 0) return -1;
+  if (c->sp == c->capst && dp_grow8((void **)&c->st, &c->capst, c->sp + 1, sizeof *c->st) < 0) return -1;
   c->st[c->sp++] = (frame){e, 0, n};
   return 0;
 }
@@ -317,7 +307,7 @@ static dp_expr *post(rctx *c, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
 
 /* Hands r (owned) to the parent through the results. */
 static int push_result(rctx *c, dp_expr *r) {
-  if (c->nres == c->capres && grow((void **)&c->res, &c->capres, c->nres + 1, sizeof *c->res) < 0) {
+  if (c->nres == c->capres && dp_grow8((void **)&c->res, &c->capres, c->nres + 1, sizeof *c->res) < 0) {
     dp_release(r);
     return -1;
   }

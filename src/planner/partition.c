@@ -166,18 +166,6 @@ typedef struct pctx {
   void *arrays;         /* the block the per-node arrays above lie in (alloc_arrays) */
 } pctx;
 
-/* dp_grow for the arrays that grow with the body (the graph's, the walks'
-   stacks, a restriction store): eight times at a step, not two, so that a
-   million-node body is copied into fresh memory at 1/8 of its size at a
-   time, not 1/2 (realloc copies a block it cannot grow in place, and each
-   copy is written on pages never touched before); capacity never written
-   is never touched. */
-static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
-  if (need <= *cap) return 0;
-  uint64_t want = (uint64_t)*cap * 8;
-  return dp_grow(arr, cap, want > need && want <= UINT32_MAX / 2 ? (uint32_t)want : need, elem);
-}
-
 /* A scratch block the pass is done with (n bytes, from the allocator):
    given to the output's node arena where it holds chunks (a megabyte or
    more), so that its pages, resident, take the output's new nodes instead
@@ -371,7 +359,7 @@ static uint32_t slots_of(const dp_expr *e) {
 
 /* Meets e, not in the graph yet: its frame pushed, its flags read. */
 static int discover(pctx *c, gbuild *b, dp_expr *e, uint32_t slot) {
-  if (b->sp == b->capst && grow((void **)&b->st, &b->capst, b->sp + 1, sizeof *b->st) < 0) return -1;
+  if (b->sp == b->capst && dp_grow8((void **)&b->st, &b->capst, b->sp + 1, sizeof *b->st) < 0) return -1;
   b->st[b->sp++] = (gfr){e, 0, slots_of(e), b->nscratch, slot, note_node(c, e)};
   return 0;
 }
@@ -384,20 +372,20 @@ static int finish_node(pctx *c, gbuild *b) {
   if (v + 1 >= b->cap) {
     uint32_t cap = b->cap;
     void *x = g->x, *ks = g->kstart, *kind = g->kind, *note = g->note;
-    if (grow(&x, &cap, v + 2, sizeof *g->x) < 0) return -1;
+    if (dp_grow8(&x, &cap, v + 2, sizeof *g->x) < 0) return -1;
     g->x = x;
     cap = b->cap;
-    if (grow(&ks, &cap, v + 2, sizeof *g->kstart) < 0) return -1;
+    if (dp_grow8(&ks, &cap, v + 2, sizeof *g->kstart) < 0) return -1;
     g->kstart = ks;
     cap = b->cap;
-    if (grow(&kind, &cap, v + 2, 1) < 0) return -1;
+    if (dp_grow8(&kind, &cap, v + 2, 1) < 0) return -1;
     g->kind = kind;
     cap = b->cap;
-    if (grow(&note, &cap, v + 2, 1) < 0) return -1;
+    if (dp_grow8(&note, &cap, v + 2, 1) < 0) return -1;
     g->note = note;
     b->cap = cap;
   }
-  if (total + nk > b->capkids && grow((void **)&g->kids, &b->capkids, total + nk, sizeof *g->kids) < 0)
+  if (total + nk > b->capkids && dp_grow8((void **)&g->kids, &b->capkids, total + nk, sizeof *g->kids) < 0)
     return -1;
   for (uint32_t k = 0; k < nk; k++) g->kids[total + k] = b->scratch[f.kbase + k]; /* (a few: no memcpy) */
   g->kstart[v] = total;
@@ -433,7 +421,7 @@ static int build_graph(pctx *c, dp_expr *root) {
     }
     dp_expr *kid = child_of(f->e, f->i++);
     if (b.nscratch == b.capscratch &&
-        grow((void **)&b.scratch, &b.capscratch, b.nscratch + 1, sizeof *b.scratch) < 0) {
+        dp_grow8((void **)&b.scratch, &b.capscratch, b.nscratch + 1, sizeof *b.scratch) < 0) {
       rc = -1;
       break;
     }
@@ -646,7 +634,7 @@ static int rset_own_end(rset *x) {
 static int rset_push(rset *x, uint32_t entry) {
   if (rset_own_end(x) < 0) return -1;
   rstore *s = x->s;
-  if (grow((void **)&s->a, &s->cap, s->n + 1, sizeof *s->a) < 0) return -1;
+  if (dp_grow8((void **)&s->a, &s->cap, s->n + 1, sizeof *s->a) < 0) return -1;
   s->a[s->n++] = entry;
   x->n = s->n;
   if (!s->h) return 0;
@@ -1232,7 +1220,7 @@ static int need(pctx *c, walk *w, uint32_t xi) {
   }
   *state = 1;
   f.n = f.g ? f.g->ninputs : nslots(c, xi);
-  if (grow((void **)&w->st, &w->cap, w->sp + 1, sizeof *w->st) < 0) return -1;
+  if (dp_grow8((void **)&w->st, &w->cap, w->sp + 1, sizeof *w->st) < 0) return -1;
   w->st[w->sp++] = f;
   return 1;
 }

@@ -49,17 +49,6 @@ typedef struct rctx {
   uint32_t nextends;
 } rctx;
 
-/* dp_grow eightfold at a step for the arrays that grow with the module (the
-   copies, the names): realloc copies a block it cannot grow in place, each
-   copy onto pages never touched before; at eight times a step those copies
-   are an eighth of the final size, not its whole, and capacity never
-   written is never touched. */
-static int grow8(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
-  if (need <= *cap) return 0;
-  uint64_t want = (uint64_t)*cap * 8;
-  return dp_grow(arr, cap, want > need && want <= UINT32_MAX / 2 ? (uint32_t)want : need, elem);
-}
-
 /* The entry of vd, named (added) when new. */
 static dp_report_dev *named(rctx *c, dp_vdev *vd) {
   dp_report_data *r = c->r;
@@ -197,7 +186,7 @@ static int post(void *ud, dp_expr *e) {
     if (fn == &c->device_copy->e) {
       dp_vdev *src = NULL, *dst = NULL;
       copy_ends(c, call, &src, &dst);
-      if (grow8((void **)&r->copies, &r->capcopies, r->ncopies + 1, sizeof *r->copies) < 0) {
+      if (dp_grow8((void **)&r->copies, &r->capcopies, r->ncopies + 1, sizeof *r->copies) < 0) {
         c->oom = 1;
         return -1;
       }
@@ -267,7 +256,7 @@ typedef struct nctx {
 /* Keeps s in buf: its offset, or UINT32_MAX (out of memory, or past 4 GB of names). */
 static uint32_t keep(nctx *n, const char *s) {
   size_t len = strlen(s) + 1;
-  if (len >= UINT32_MAX - 1 - n->nbuf || grow8((void **)&n->buf, &n->capbuf, n->nbuf + (uint32_t)len, 1) < 0) {
+  if (len >= UINT32_MAX - 1 - n->nbuf || dp_grow8((void **)&n->buf, &n->capbuf, n->nbuf + (uint32_t)len, 1) < 0) {
     n->oom = 1;
     return UINT32_MAX;
   }

@@ -146,6 +146,14 @@ void dp_test_alloc(int *passed, int *failed) {
   }
 #endif
 
+  /* dp_grow8: eight times at a step, at least to what is needed */
+  uint32_t *g8 = NULL, cap8 = 0;
+  CHECK(dp_grow8((void **)&g8, &cap8, 1, sizeof *g8) == 0 && cap8 == 16);
+  CHECK(dp_grow8((void **)&g8, &cap8, 17, sizeof *g8) == 0 && cap8 == 128);
+  CHECK(dp_grow8((void **)&g8, &cap8, 5000, sizeof *g8) == 0 && cap8 >= 5000);
+  CHECK(dp_grow8((void **)&g8, &cap8, 10, sizeof *g8) == 0 && cap8 >= 5000); /* (never shrinks) */
+  free(g8);
+
   /* huge pages on request: what the system's mode says, asked twice */
   FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
   char line[128] = "";
