@@ -320,6 +320,25 @@ static dp_config *config_copy(const dp_config *cfg) {
   return c;
 }
 
+/* *out = a copy of n items sorted by cmp (one order whatever the caller's;
+   NULL for none), for c, a configuration just copied. -1 when c or the copy
+   could not be made: c is released and err set. */
+static int sorted_copy(dp_config *c, const void *items, uint32_t n, size_t size,
+                       int (*cmp)(const void *, const void *), void **out, dp_err **err) {
+  void *copy = c && n ? dp_malloc(n * size) : NULL;
+  if (!c || (n && !copy)) {
+    dp_release(c);
+    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
+    return -1;
+  }
+  if (n) {
+    memcpy(copy, items, n * size);
+    qsort(copy, n, size, cmp);
+  }
+  *out = copy;
+  return 0;
+}
+
 /* ---- memory budgets ---- */
 
 static int cmp_budget(const void *x, const void *y) {
@@ -353,15 +372,9 @@ dp_config *dp_config_with_memory(const dp_config *cfg, const dp_memory_budget *m
       }
   }
   dp_config *c = config_copy(cfg);
-  dp_memory_budget *m = c && n ? dp_malloc(n * sizeof *m) : NULL;
-  if (!c || (n && !m)) {
-    dp_release(c);
-    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-    return NULL;
-  }
+  void *m;
+  if (sorted_copy(c, mb, n, sizeof *mb, cmp_budget, &m, err) < 0) return NULL;
   free(c->memory);
-  if (n) memcpy(m, mb, n * sizeof *m);
-  if (n) qsort(m, n, sizeof *m, cmp_budget); /* (one order whatever the caller's) */
   c->memory = m;
   c->nmemory = n;
   return c;
@@ -433,15 +446,9 @@ dp_config *dp_config_with_bandwidths(const dp_config *cfg, const dp_bandwidth *b
         return NULL;
       }
   dp_config *c = config_copy(cfg);
-  dp_bandwidth *b = c && n ? dp_malloc(n * sizeof *b) : NULL;
-  if (!c || (n && !b)) {
-    dp_release(c);
-    dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
-    return NULL;
-  }
+  void *b;
+  if (sorted_copy(c, bw, n, sizeof *bw, cmp_pair, &b, err) < 0) return NULL;
   free(c->bandwidths);
-  if (n) memcpy(b, bw, n * sizeof *b);
-  if (n) qsort(b, n, sizeof *b, cmp_pair); /* (one order whatever the caller's) */
   c->bandwidths = b;
   c->nbandwidths = n;
   c->default_bandwidth = dflt;

@@ -39,27 +39,25 @@ static int domains_arg(lua_State *L) {
   return dp__lua_test(L, 1, dp_domains_objtype()) ? 1 : 2;
 }
 
-static int l_rewrite(lua_State *L) {
-  dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
-  dp_config *cfg = opt_config(L, 2);
-  dp_err *err = NULL;
-  dp_module *r = dp_plan_rewrite(m, cfg, &err);
-  dp_release(cfg);
-  if (!r) return dp__lua_error(L, err);
-  dp__lua_push_owned(L, r);
+/* What a phase made, pushed, or its error raised. */
+static int push_made(lua_State *L, void *made, dp_err *err) {
+  if (!made) return dp__lua_error(L, err);
+  dp__lua_push_owned(L, made);
   return 1;
 }
 
-static int l_conflicts(lua_State *L) {
+/* planner.rewrite / conflicts (mod [, config]): a phase that makes a module. */
+static int module_phase(lua_State *L, dp_module *(*phase)(dp_module *, const dp_config *, dp_err **)) {
   dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
   dp_config *cfg = opt_config(L, 2);
   dp_err *err = NULL;
-  dp_module *r = dp_plan_conflicts(m, cfg, &err);
+  dp_module *r = phase(m, cfg, &err);
   dp_release(cfg);
-  if (!r) return dp__lua_error(L, err);
-  dp__lua_push_owned(L, r);
-  return 1;
+  return push_made(L, r, err);
 }
+
+static int l_rewrite(lua_State *L) { return module_phase(L, dp_plan_rewrite); }
+static int l_conflicts(lua_State *L) { return module_phase(L, dp_plan_conflicts); }
 
 static int l_analyze(lua_State *L) {
   dp_module *m = dp__lua_check(L, 1, DP_OBJ_MODULE);
@@ -67,9 +65,7 @@ static int l_analyze(lua_State *L) {
   dp_err *err = NULL;
   dp_domains *d = dp_plan_analyze(m, cfg, &err);
   dp_release(cfg);
-  if (!d) return dp__lua_error(L, err);
-  dp__lua_push_owned(L, d);
-  return 1;
+  return push_made(L, d, err);
 }
 
 static int l_default(lua_State *L) {
@@ -84,9 +80,7 @@ static int l_capture(lua_State *L) {
   dp_domains *d = check_domains(L, domains_arg(L));
   dp_err *err = NULL;
   dp_module *m = dp_plan_capture(d, &err);
-  if (!m) return dp__lua_error(L, err);
-  dp__lua_push_owned(L, m);
-  return 1;
+  return push_made(L, m, err);
 }
 
 /* planner.plan(mod, config): every phase in order (dp_plan_devices). */
@@ -95,9 +89,7 @@ static int l_plan(lua_State *L) {
   dp_config *cfg = check_config(L, 2);
   dp_err *err = NULL;
   dp_module *r = dp_plan_devices(m, cfg, &err);
-  if (!r) return dp__lua_error(L, err);
-  dp__lua_push_owned(L, r);
-  return 1;
+  return push_made(L, r, err);
 }
 
 /* ---- domains methods ---- */
