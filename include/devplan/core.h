@@ -24,6 +24,7 @@
 #ifndef DEVPLAN_CORE_H
 #define DEVPLAN_CORE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -173,6 +174,8 @@ size_t dp_huge_size(size_t n);
    which the devplan executable does (src/cli/main.c). 0 otherwise. */
 int dp_huge_pages_on_request(void);
 char *dp_strdup(const char *s);
+/* vsnprintf into a string of its own (malloc'd), or NULL. */
+char *dp_vformat(const char *fmt, va_list ap);
 /* At most n bytes of s, NUL-terminated (malloc'd), or NULL. */
 char *dp_strndup(const char *s, size_t n);
 /* Grow *arr (of *cap items of `elem` bytes) to hold at least `need` items,

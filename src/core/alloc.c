@@ -214,6 +214,17 @@ char *dp_strdup(const char *s) {
   return d;
 }
 
+char *dp_vformat(const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) return NULL;
+  char *s = dp_malloc((size_t)n + 1);
+  if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
+  return s;
+}
+
 char *dp_strndup(const char *s, size_t n) {
   size_t len = strnlen(s, n);
   char *d = dp_malloc(len + 1);

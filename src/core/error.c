@@ -12,23 +12,12 @@
 
 static dp_err oom_error = {DP_ERR_MEMORY, "out of memory", {0, 0, 0}, NULL, 0, NULL};
 
-static char *vformat(const char *fmt, va_list ap) {
-  va_list ap2;
-  va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap2);
-  va_end(ap2);
-  if (n < 0) return NULL;
-  char *s = dp_malloc((size_t)n + 1);
-  if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
-  return s;
-}
-
 dp_err *dp__err_v(dp_errcode code, dp_span span, const char *source, const char *fmt, va_list ap) {
   dp_err *e = dp_calloc(1, sizeof *e);
   if (!e) return &oom_error;
   e->code = code;
   e->span = span;
-  e->msg = vformat(fmt, ap);
+  e->msg = dp_vformat(fmt, ap);
   e->source = source ? dp_strdup(source) : NULL;
   if (!e->msg || (source && !e->source)) {
     dp_err_free(e);
@@ -52,7 +41,7 @@ int dp_err_note(dp_err *err, dp_span span, const char *fmt, ...) {
   err->notes = notes;
   va_list ap;
   va_start(ap, fmt);
-  char *msg = vformat(fmt, ap);
+  char *msg = dp_vformat(fmt, ap);
   va_end(ap);
   if (!msg) return -1;
   notes[err->nnotes].msg = msg;

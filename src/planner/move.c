@@ -88,21 +88,10 @@ typedef struct mstate {
 
 /* ---------------------------------------------------------------- the log */
 
-static char *vfmt(const char *fmt, va_list ap) {
-  va_list ap2;
-  va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap2);
-  va_end(ap2);
-  if (n < 0) return NULL;
-  char *s = dp_malloc((size_t)n + 1);
-  if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
-  return s;
-}
-
 static char *fmt(const char *f, ...) {
   va_list ap;
   va_start(ap, f);
-  char *s = vfmt(f, ap);
+  char *s = dp_vformat(f, ap);
   va_end(ap);
   return s;
 }
@@ -120,7 +109,7 @@ static void log_move(mstate *st, int kind, const char *fn, const char *to, const
                   value ? dp_strdup(value) : NULL, NULL, span, dp_retain(src), dp_retain(dst), count};
   va_list ap;
   va_start(ap, f);
-  mv->text = vfmt(f, ap);
+  mv->text = dp_vformat(f, ap);
   va_end(ap);
   if ((fn && !mv->fn) || (to && !mv->to) || (value && !mv->value) || !mv->text) st->oom = 1;
   o->n++;

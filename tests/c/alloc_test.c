@@ -56,6 +56,14 @@ static int huge_mappings(const void *p, size_t n) {
   return seen && all;
 }
 
+static char *format(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *s = dp_vformat(fmt, ap);
+  va_end(ap);
+  return s;
+}
+
 void dp_test_alloc(int *passed, int *failed) {
   int thp = thp_available();
   size_t n = (size_t)16 << 20;
@@ -153,6 +161,14 @@ void dp_test_alloc(int *passed, int *failed) {
   CHECK(dp_grow8((void **)&g8, &cap8, 5000, sizeof *g8) == 0 && cap8 >= 5000);
   CHECK(dp_grow8((void **)&g8, &cap8, 10, sizeof *g8) == 0 && cap8 >= 5000); /* (never shrinks) */
   free(g8);
+
+  /* dp_vformat: the whole text, however long */
+  char *fs = format("%s-%d", "cuda", 7);
+  CHECK(fs && strcmp(fs, "cuda-7") == 0);
+  free(fs);
+  fs = format("%0300d", 5);
+  CHECK(fs && strlen(fs) == 300 && fs[299] == '5');
+  free(fs);
 
   /* huge pages on request: what the system's mode says, asked twice */
   FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
