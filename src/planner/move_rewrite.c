@@ -170,6 +170,17 @@ static void typed_like(dp_expr *e, const dp_expr *like) {
   if (e && !e->type && like->type) e->type = dp_retain(like->type);
 }
 
+/* let var = value; body, typed as body, taking both (value NULL: failed,
+   with *err set or out of memory). NULL when not made. */
+static dp_expr *let_before(dp_var *var, dp_expr *value, dp_expr *body, dp_span span, dp_err **err) {
+  dp_let *l = value ? dp_let_new(var, value, body, span) : NULL;
+  dp_release(value);
+  if (l) typed_like(&l->e, body);
+  else if (!*err) *err = oom();
+  dp_release(body);
+  return l ? &l->e : NULL;
+}
+
 /* A new node like e (variables, globals, operators, constructors
    excepted): a clone shares nothing with the original (the planner gives a
    node two functions share one device, and the text format evaluates a
@@ -441,32 +452,14 @@ static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   }
   if (!(d && d->keep)) out = cancel(c, out, id);
   if (d && d->op == MD_REP && !c->rep[d->rep]) c->rep[d->rep] = dp_retain(out);
-  if (d && d->hoist_var) { /* the closure's copy, now made where the closure is */
-    dp_expr *cp = copy_of(c, made_of(c, d->hoist_arg), d->hoist_src, d->hoist_dst, id, err);
-    dp_let *l = cp ? dp_let_new(d->hoist_var, cp, out, orig->span) : NULL;
-    dp_release(cp);
-    if (!l) {
-      dp_release(out);
-      if (!*err) *err = oom();
-      return NULL;
-    }
-    typed_like(&l->e, out);
-    dp_release(out);
-    out = &l->e;
-  }
-  if (d && d->clone) {
-    dp_expr *cl = rewrite_with(c->ops, d->clone, d->clone_root, c, err);
-    dp_let *l = cl ? dp_let_new(d->before_var, cl, out, orig->span) : NULL;
-    dp_release(cl);
-    if (!l) {
-      dp_release(out);
-      if (!*err) *err = oom();
-      return NULL;
-    }
-    typed_like(&l->e, out);
-    dp_release(out);
-    out = &l->e;
-  }
+  if (d && d->hoist_var) /* the closure's copy, now made where the closure is */
+    out = let_before(d->hoist_var,
+                     copy_of(c, made_of(c, d->hoist_arg), d->hoist_src, d->hoist_dst, id, err), out,
+                     orig->span, err);
+  if (out && d && d->clone)
+    out = let_before(d->before_var, rewrite_with(c->ops, d->clone, d->clone_root, c, err), out,
+                     orig->span, err);
+  if (!out) return NULL;
 record:
   c->made[id] = dp_retain(out);
   if (note_let_value(c, id, out) < 0) {
