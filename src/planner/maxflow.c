@@ -73,6 +73,15 @@ void dp__flow_adopt(dp__flow *g, void *nodes, size_t nbytes, void *arcs, size_t 
   }
 }
 
+void *dp__flow_take(dp__flow *g, int arcs, size_t *bytes) {
+  void *b = arcs ? (void *)g->arc : (void *)g->nd;
+  *bytes = arcs ? (size_t)g->capa * sizeof *g->arc : (size_t)g->capn * sizeof *g->nd;
+  if (arcs) g->arc = NULL, g->capa = g->na = 0;
+  else g->nd = NULL, g->capn = g->n = 0;
+  if (!b) *bytes = 0;
+  return b;
+}
+
 void dp__flow_free(dp__flow *g) {
   if (!g) return;
   free(g->nd);
