@@ -47,7 +47,8 @@ struct dp__placement {
   void *block;                /* p's arrays, the labels, vroot and vwhy (problem_room) */
   /* the decisions, in the order made: variable, the constraint domain made
      (increasing); one block (var's), so that it is one mapping, not two
-     below the size that asks for huge pages */
+     below the size that asks for huge pages: the solve's spare one where
+     it is large enough (kept_block) */
   uint32_t *var, *cons;
   uint32_t n;
 };
@@ -85,6 +86,9 @@ typedef struct pctx {
   const dp_type *bytes_type;  /* value_bytes' last type (NULL: none yet; 0 bytes) */
   int64_t bytes;
   int64_t total;              /* the bytes of every net, once per reader (nets) */
+  void *spare;                /* the cut's arcs' block after the solve (nspare bytes): the
+                                 decisions' room (decide) */
+  size_t nspare;
   dp_err *err;
 } pctx;
 
@@ -229,7 +233,9 @@ static int problem_room(pctx *c, uint32_t capv, uint32_t capn) {
   uint64_t bytes = (uint64_t)capv * 48 + (uint64_t)capn * (sizeof *p->nets + sizeof *p->pins);
   if ((size_t)bytes != bytes) return oom(c);
   size_t v8 = (size_t)capv * 8, nn = (size_t)capn * sizeof *p->nets;
-  char *b = dp_malloc((size_t)bytes);
+  char *b = dp_calloc(1, (size_t)bytes); /* (zeroed: the partial devices, 0 for most, are
+                                            not written; a large block's pages come zeroed,
+                                            untouched until used) */
   if (!b) return oom(c);
   uint64_t *allowed = (uint64_t *)b;                 /* (the 8-byte ones first) */
   dp_expr **vwhy = (dp_expr **)(b + v8);
@@ -272,7 +278,6 @@ static uint32_t new_var(pctx *c, uint32_t r, dp_expr *why) {
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
   /* (dp__place_var_init's fields, written once each) */
   p->stamp[v] = DP__NONE_ID;
-  c->vpart[v] = 0;
   if (dev) { /* an annotation reached it: fixed, at its device as defaulting fills it in
                 (a partly constrained one may take any label that refines it: widen) */
     uint32_t full = dp__dev_default(d->dev, dev, d->dev->dflt), l = label_of(c, full);
@@ -668,13 +673,23 @@ static uint32_t decide_one(dp__domains *d, uint32_t r, uint32_t dev, dp_expr *wh
   return k;
 }
 
+/* A block of bytes for what the placement keeps: the solve's spare one
+   cut to size where it is large enough (its pages touched already, its
+   rest given back), else a new one. */
+static void *kept_block(pctx *c, size_t bytes) {
+  if (!c->spare || c->nspare < bytes) return dp_malloc(bytes);
+  void *b = c->spare, *cut = dp_realloc(b, bytes); /* (shrinks in place) */
+  c->spare = NULL;
+  return cut ? cut : b;
+}
+
 static int decide(pctx *c) {
   dp__domains *d = c->d;
   struct dp__placement *pl = c->pl;
   const dp_place_problem *p = &pl->p;
   uint32_t n = 0;
   for (uint32_t v = 0; v < c->nv; v++) n += p->fixed[v] == DP__NONE_ID;
-  pl->var = dp_malloc(2 * (size_t)(n ? n : 1) * sizeof *pl->var);
+  pl->var = kept_block(c, 2 * (size_t)(n ? n : 1) * sizeof *pl->var);
   pl->cons = pl->var ? pl->var + (n ? n : 1) : NULL;
   /* (room for a constraint domain per decision, made at once: dp__dom_first
      would grow the domains' arrays one at a time, copying them) */
@@ -733,6 +748,7 @@ static int solve(pctx *c) {
   free(c->exact);
   c->exact = NULL;
   int rc = dp__place_solve_in(p, pl->label, NULL, g); /* (its total is not read here) */
+  c->spare = dp__flow_take(g, 1, &c->nspare); /* (analysis' flows at least: touched) */
   dp__flow_free(g);
   if (rc < 0) return oom(c);
   if (rc > 0) { /* (call_costs reports a class no device can take first) */
@@ -769,6 +785,7 @@ done:
   dp__place_free(c.pl);
   free(c.var_of);
   free(c.exact);
+  free(c.spare);
   if (rc < 0) dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return rc;
 }

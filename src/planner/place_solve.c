@@ -408,10 +408,17 @@ static uint32_t comp_find(uint32_t *up, uint32_t v) {
   return v;
 }
 
-static int move_in_components(const dp_place_problem *m, const uint32_t *label, uint32_t alpha, uint32_t *state,
-                              sides *side, int *better) {
+/* May every variable not on alpha switch to it (none fixed elsewhere,
+   alpha allowed to each)? */
+static int all_may_switch(const dp_place_problem *m, const uint32_t *label, uint32_t alpha) {
   for (uint32_t v = 0; v < m->nvars; v++)
     if (label[v] != alpha && (m->fixed[v] != DP__NONE_ID || !((m->allowed[v] >> alpha) & 1))) return 0;
+  return 1;
+}
+
+static int move_in_components(const dp_place_problem *m, const uint32_t *label, uint32_t alpha, uint32_t *state,
+                              sides *side, int *better) {
+  if (!all_may_switch(m, label, alpha)) return 0;
   if (side_room(side, m->nvars) < 0) return -1;
   uint32_t *up = state;
   uint8_t *cls = side->v;
@@ -561,6 +568,21 @@ static int cuts_exact(const dp_place_problem *m, const uint32_t *label) {
   return !m->npins || most <= DP__FLOW_INF / 8 / m->npins;
 }
 
+/* The room for the moves' state and sides (bytes): the node room of the
+   given graph g where the moves may make no graph (copies alone cost, and
+   with two labels the one move may put every variable on alpha:
+   move_in_components), so that its pages, touched already, are not
+   touched fresh; else a new block. */
+static void *move_room(const dp_place_problem *m, const uint32_t *label, int exact, dp__flow *g, size_t bytes) {
+  if (g && exact && !m->pair && !m->unary && (m->nlabels > 2 || all_may_switch(m, label, !m->dflt))) {
+    size_t have;
+    void *b = dp__flow_take(g, 0, &have);
+    if (b && have >= bytes) return b;
+    dp__flow_adopt(g, b, have, NULL, 0); /* (too small: the graph's again) */
+  }
+  return dp_malloc(bytes);
+}
+
 int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {
   return dp__place_solve_in(m, label, energy, NULL);
 }
@@ -580,7 +602,7 @@ int dp__place_solve_in(dp_place_problem *m, uint32_t *label, int64_t *energy, dp
      per variable and net */
   uint64_t room = (uint64_t)m->nvars + m->nnets + 1;
   if (room > UINT32_MAX) room = 0; /* (then the sides get a block of their own) */
-  uint32_t *next = dp_malloc((size_t)m->nvars * sizeof *next + (size_t)room);
+  uint32_t *next = move_room(m, label, exact, given, (size_t)m->nvars * sizeof *next + (size_t)room);
   sides side = {next ? (uint8_t *)(next + m->nvars) : NULL, (uint32_t)room, 0};
   dp__flow *g = given ? given : dp__flow_new();
   int rc = -1;

@@ -678,6 +678,11 @@ void dp__flow_budget(dp__flow *g, int64_t work);
    are not touched fresh again (the cut's graph is the largest thing a
    placement makes; a block over 1 MB freed goes back to the system). */
 void dp__flow_adopt(dp__flow *g, void *nodes, size_t nbytes, void *arcs, size_t abytes);
+/* The other way: g's room for nodes (arcs 0) or for arcs (arcs 1), its
+   size in *bytes, taken from g (NULL: none); g makes new room if it needs
+   some again. For the caller's arrays after a cut, or before one where no
+   graph is made: pages touched already. */
+void *dp__flow_take(dp__flow *g, int arcs, size_t *bytes);
 
 /* The graph as the optimiser builds it is the solver's own (maxflow.c says
    how it reads it): here, so that the builders, called a few times per

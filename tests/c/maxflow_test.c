@@ -6,8 +6,11 @@
  * the side it returns has that capacity; by Boykov-Kolmogorov, by
  * push-relabel alone, and by Boykov-Kolmogorov stopped by its budget
  * part-way (push-relabel then starts again): the same side every way (the
- * cut read does not depend on the flow found); and in memory taken from
- * the caller (dp__flow_adopt) that held other data: the same side.
+ * cut read does not depend on the flow found); in memory taken from the
+ * caller (dp__flow_adopt) that held other data: the same side; and after
+ * its room was taken from it (dp__flow_take, as a placement takes it for
+ * its own arrays): the room as large as the graph made in it, and the
+ * same side in the room made again.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +83,31 @@ static uint32_t adopted_mask(const small *g) {
   return mask;
 }
 
+/* The side of g's minimum cut (a mask; UINT32_MAX: out of memory, or a
+   room taken smaller than the graph made in it) made, its room for nodes
+   then arcs taken, then made and solved again in new room. */
+static uint32_t taken_mask(const small *g) {
+  dp__flow *f = dp__flow_new();
+  uint32_t mask = f ? 0 : UINT32_MAX;
+  for (int arcs = 0; arcs < 2 && f; arcs++) {
+    build(f, g);
+    size_t bytes, used = arcs ? (size_t)f->na * sizeof(dp__farc) : (size_t)f->n * sizeof(dp__fnode);
+    uint32_t left = dp__flow_count(f);
+    void *b = dp__flow_take(f, arcs, &bytes);
+    if ((used && !b) || bytes < used || (!arcs && dp__flow_count(f) != 0) || (arcs && dp__flow_count(f) != left))
+      mask = UINT32_MAX;
+    free(b);
+  }
+  if (f && mask == 0) {
+    build(f, g);
+    uint8_t side[MAXN];
+    if (dp__flow_solve(f, side) < 0) mask = UINT32_MAX;
+    for (uint32_t v = 0; v < g->n && mask != UINT32_MAX; v++) mask |= (uint32_t)(side[v] != 0) << v;
+  }
+  dp__flow_free(f);
+  return mask;
+}
+
 static int64_t weight(uint64_t *st) {
   uint32_t r = next_random(st) % 10;
   return r < 3 ? 0 : r == 9 ? DP__FLOW_INF : 1 + next_random(st) % 50;
@@ -128,7 +156,8 @@ void dp_test_maxflow(int *passed, int *failed) {
       wrong_side += best < DP__FLOW_INF && cut_of(&g, mask) != best;
       masks[way] = mask;
     }
-    other_side += masks[1] != masks[0] || masks[2] != masks[0] || adopted_mask(&g) != masks[0];
+    other_side += masks[1] != masks[0] || masks[2] != masks[0] || adopted_mask(&g) != masks[0] ||
+                  taken_mask(&g) != masks[0];
     graphs++;
   }
   dp__flow_free(f);
