@@ -29,7 +29,7 @@ int64_t dp__act_typedef_open(dp_parser *p, const int64_t *ev, size_t n) {
     return dp__fail(p, DP_ERR_NAME, name, "duplicate definition of type %.*s", (int)len, text);
   dp__scope_set(&p->types, (uint32_t)slot, p->types.slots[slot].handle, 1); /* a type definition */
   p->td_tok = (uint32_t)ev[0];
-  p->td_mark = p->types.nundo;
+  p->td_mark = dp__scope_mark(&p->types);
   p->td_n = 0;
   for (size_t i = 2; i < n; i++) {
     uint32_t tok = (uint32_t)ev[i];

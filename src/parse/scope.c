@@ -102,7 +102,7 @@ int64_t dp__scope_find(dp__scope *s, const char *name, size_t len) {
 /* The slot of name[0..len); a new one's name at text offset off when it
    is one (off < SCOPE_IN_TEXT), else copied into the arena. */
 static int64_t intern(dp__scope *s, const char *name, size_t len, size_t off) {
-  if (len > UINT32_MAX / 2 || s->nslots >= UNDO_FRESH - 1) return -1;
+  if (len > UINT32_MAX / 2 || s->nslots >= UNDO_SLOT) return -1;
   uint32_t *r = len ? recent_at(s, name, len) : NULL;
   int64_t k = r && s->tmask ? recent_find(s, r, name, len) : -1;
   if (k >= 0) return k;
@@ -148,8 +148,16 @@ int dp__scope_bind(dp__scope *s, uint32_t slot, uint32_t handle, uint32_t block)
   if (s->nundo + 3 > s->capundo && dp_grow((void **)&s->undo, &s->capundo, s->nundo + 3, sizeof *s->undo) != 0)
     return -1;
   dp__scope_slot *sl = &s->slots[slot];
+  uint32_t n = s->nundo, last = n > s->sealed ? s->undo[n - 1] : 0;
   if (sl->handle == 0 && sl->block == 0) {
-    s->undo[s->nundo++] = slot | UNDO_FRESH;
+    if (slot && last == ((slot - 1) | UNDO_FRESH | UNDO_RUN) && n - 2 >= s->sealed) {
+      s->undo[n - 1] = slot | UNDO_FRESH | UNDO_RUN; /* the run grows */
+    } else if (slot && last == ((slot - 1) | UNDO_FRESH)) { /* a run of two */
+      s->undo[n - 1] = slot - 1;
+      s->undo[s->nundo++] = slot | UNDO_FRESH | UNDO_RUN;
+    } else {
+      s->undo[s->nundo++] = slot | UNDO_FRESH;
+    }
   } else {
     s->undo[s->nundo++] = sl->handle;
     s->undo[s->nundo++] = sl->block;
@@ -163,14 +171,17 @@ int dp__scope_bind(dp__scope *s, uint32_t slot, uint32_t handle, uint32_t block)
 void dp__scope_unbind(dp__scope *s, uint32_t mark) {
   while (s->nundo > mark) {
     uint32_t w = s->undo[--s->nundo];
-    dp__scope_slot *sl = &s->slots[w & ~UNDO_FRESH];
-    if (w & UNDO_FRESH) {
+    dp__scope_slot *sl = &s->slots[w & UNDO_SLOT];
+    if (w & UNDO_RUN) {
+      for (uint32_t k = s->undo[--s->nundo]; k <= (w & UNDO_SLOT); k++) s->slots[k].handle = s->slots[k].block = 0;
+    } else if (w & UNDO_FRESH) {
       sl->handle = sl->block = 0;
     } else {
       sl->block = s->undo[--s->nundo];
       sl->handle = s->undo[--s->nundo];
     }
   }
+  if (s->sealed > mark) s->sealed = mark; /* (the marks still open are below it) */
 }
 
 void dp__scope_free(dp__scope *s) {
