@@ -34,11 +34,15 @@ static pblock *top_block(dp_parser *p) {
 }
 
 static pblock *open_block(dp_parser *p, int kind, uint32_t tok) {
+  if (p->nblocks >= SCOPE_BLOCKS) {
+    dp__fail(p, DP_ERR_GENERIC, tok, "nested too deeply");
+    return NULL;
+  }
   if (dp__grow(p, (void **)&p->blocks, &p->capblocks, p->nblocks + 1, sizeof *p->blocks, tok) != 0) return NULL;
   pblock *b = &p->blocks[p->nblocks++];
   memset(b, 0, sizeof *b);
   b->kind = (uint8_t)kind;
-  b->id = ++p->nextblock;
+  b->id = p->nblocks + 1; /* (a slot holds only an open block's id: its depth, past 1) */
   b->mark = dp__scope_mark(&p->names);
   b->lets = p->lets;
   b->tok = tok;

@@ -179,9 +179,9 @@ int dp__check_globals(dp_parser *p) {
     }
   }
   if (!first) return 0;
-  const dp__scope_slot *s = &p->names.slots[first - 1];
   char hint[DP_SUGGEST_HINT];
-  const char *cn = dp__cname(p, dp__scope_name(&p->names, first - 1), s->len);
-  return dp__fail(p, DP_ERR_NAME, at, "unknown global %.*s%s", (int)s->len, dp__scope_name(&p->names, first - 1),
+  size_t len = dp__scope_len(&p->names, first - 1);
+  const char *cn = dp__cname(p, dp__scope_name(&p->names, first - 1), len);
+  return dp__fail(p, DP_ERR_NAME, at, "unknown global %.*s%s", (int)len, dp__scope_name(&p->names, first - 1),
                   cn ? dp__hint(p, HINT_GLOBAL, cn, hint) : "");
 }

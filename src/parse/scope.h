@@ -28,13 +28,21 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct dp__scope_slot {
-  uint32_t off, len;   /* the name's bytes: in the arena, or with SCOPE_IN_TEXT
+  uint32_t off;        /* the name's bytes: in the arena, or with SCOPE_IN_TEXT
                           set in off, in the text (dp__scope_intern_text) */
   uint32_t handle;     /* current binding, 0: unbound */
-  uint32_t block;      /* block of the last definition, 0: none */
-} dp__scope_slot;
+  uint32_t len : 8;    /* the name's length (dp__scope_len); SCOPE_LONG: 255 bytes
+                          or more, that length in the 4 bytes before the name (in
+                          the arena: a long name is always copied) */
+  uint32_t block : 24; /* block of the last definition (its depth + 1, as only
+                          an open block's is ever here), 1: defined for good, 0: none */
+} dp__scope_slot;      /* (12 bytes: 16 with the length and block a word each) */
+
+#define SCOPE_LONG 255u
+#define SCOPE_BLOCKS ((1u << 24) - 2) /* the deepest block: its mark fits */
 
 #define SCOPE_IN_TEXT 0x80000000u
 
@@ -100,7 +108,15 @@ static inline uint32_t dp__scope_mark(dp__scope *s) {
 }
 /* Undo the bindings made after mark (a value of dp__scope_mark). */
 void dp__scope_unbind(dp__scope *s, uint32_t mark);
-/* The name of a slot (not NUL-terminated: see slot->len). */
+/* The length of a slot's name. */
+static inline size_t dp__scope_len(const dp__scope *s, uint32_t slot) {
+  const dp__scope_slot *sl = &s->slots[slot];
+  if (sl->len != SCOPE_LONG) return sl->len;
+  uint32_t n;
+  memcpy(&n, s->arena + sl->off - 4, 4);
+  return n;
+}
+/* The name of a slot (not NUL-terminated: see dp__scope_len). */
 static inline const char *dp__scope_name(const dp__scope *s, uint32_t slot) {
   uint32_t off = s->slots[slot].off;
   return off & SCOPE_IN_TEXT ? s->text + (off & ~SCOPE_IN_TEXT) : s->arena + off;

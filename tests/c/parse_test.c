@@ -197,6 +197,31 @@ static void test_scope_undo(int *passed, int *failed) {
   dp__scope_free(&s);
 }
 
+/* Slots keep a name's length in 8 bits: one of 255 bytes or more is
+   copied into the scope's arena behind its length, from the text too. */
+static void test_scope_long_names(int *passed, int *failed) {
+  static char text[1200];
+  dp__scope s = {0};
+  memset(text, 'n', sizeof text - 1);
+  text[0] = '%';
+  s.text = text;
+  size_t lens[] = {1, 254, 255, 256, 1000};
+  int64_t k[5];
+  for (int i = 0; i < 5; i++) k[i] = dp__scope_intern_text(&s, 0, lens[i]);
+  int64_t copied = dp__scope_intern(&s, text + 100, 700); /* 'nnn...': not text[0..700) */
+  CHECK(k[0] == 0 && k[1] == 1 && k[2] == 2 && k[3] == 3 && k[4] == 4 && copied == 5);
+  int ok = 1;
+  for (int i = 0; i < 5; i++)
+    ok &= dp__scope_len(&s, (uint32_t)i) == lens[i] && dp__scope_find(&s, text, lens[i]) == i &&
+          memcmp(dp__scope_name(&s, (uint32_t)i), text, lens[i]) == 0;
+  CHECK(ok && dp__scope_len(&s, 5) == 700 && dp__scope_find(&s, text + 100, 700) == 5 &&
+        dp__scope_name(&s, 3) != text && dp__scope_name(&s, 1) == text);
+  CHECK(dp__scope_intern_text(&s, 0, 1000) == 4 && dp__scope_find(&s, text, 999) < 0 && s.nslots == 6);
+  ok = dp__scope_bind(&s, 3, 7, SCOPE_BLOCKS + 1) == 0; /* (the deepest block's id fits) */
+  CHECK(ok && s.slots[3].block == SCOPE_BLOCKS + 1 && s.slots[3].handle == 7 && dp__scope_len(&s, 3) == 256);
+  dp__scope_free(&s);
+}
+
 void dp_test_parse(int *passed, int *failed) {
   dp_ctx *ctx = dp_ctx_new();
   CHECK(ctx != NULL && dp_register_builtin_ops(ctx, NULL) == 0);
@@ -206,5 +231,6 @@ void dp_test_parse(int *passed, int *failed) {
   test_actions(ctx, passed, failed);
   test_scalars(passed, failed);
   test_scope_undo(passed, failed);
+  test_scope_long_names(passed, failed);
   dp_release(ctx);
 }
