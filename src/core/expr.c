@@ -70,7 +70,6 @@ dp_var *dp__var_new_in(dp__arena *a, const char *name, dp_type *annot, dp_vdev *
   if (!v) return NULL;
   v->annot = dp_retain(annot);
   v->vdev = dp_retain(vdev);
-  v->name = (char *)(v + 1);
   memcpy(v->name, name, len);
   return v;
 }

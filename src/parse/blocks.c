@@ -34,12 +34,16 @@ static pblock *top_block(dp_parser *p) {
 }
 
 static pblock *open_block(dp_parser *p, int kind, uint32_t tok) {
+  if (p->nblocks >= SCOPE_BLOCKS) {
+    dp__fail(p, DP_ERR_GENERIC, tok, "nested too deeply");
+    return NULL;
+  }
   if (dp__grow(p, (void **)&p->blocks, &p->capblocks, p->nblocks + 1, sizeof *p->blocks, tok) != 0) return NULL;
   pblock *b = &p->blocks[p->nblocks++];
   memset(b, 0, sizeof *b);
   b->kind = (uint8_t)kind;
-  b->id = ++p->nextblock;
-  b->mark = p->names.nundo;
+  b->id = p->nblocks + 1; /* (a slot holds only an open block's id: its depth, past 1) */
+  b->mark = dp__scope_mark(&p->names);
   b->lets = p->lets;
   b->tok = tok;
   b->params = p->nparams;
@@ -309,7 +313,7 @@ static int param(dp_parser *p, const int64_t *ev, size_t n, size_t *i, pblock *b
 /* `[A, B]`: type variables, in scope for the function whose head follows
    (fn_open takes them). Events: the names. */
 int64_t dp__act_tparams(dp_parser *p, const int64_t *ev, size_t n) {
-  p->tp_mark = p->types.nundo;
+  p->tp_mark = dp__scope_mark(&p->types);
   p->tpending = (uint32_t)n;
   for (size_t i = 0; i < n; i++) {
     uint32_t tok = (uint32_t)ev[i];
@@ -366,7 +370,7 @@ int64_t dp__act_fn_open(dp_parser *p, const int64_t *ev, size_t n) {
   /* its type parameters, read just before (in scope in the head) */
   fb->ntps = p->tpending;
   fb->tps = p->ntps - p->tpending;
-  fb->tmark = p->tpending ? p->tp_mark : p->types.nundo;
+  fb->tmark = p->tpending ? p->tp_mark : dp__scope_mark(&p->types);
   p->tpending = 0;
   uint32_t attrs_from = p->nattrs, ret = 0;
   for (; i < n; i++) {

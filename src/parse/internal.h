@@ -29,7 +29,8 @@
    block's final expression, which they then enclose. */
 typedef struct pblock {
   uint8_t kind;          /* B_BLOCK, B_FN, B_CLAUSE */
-  uint32_t id;           /* distinct per block (duplicate definitions) */
+  uint32_t id;           /* distinct among the open blocks (duplicate definitions):
+                            its depth + 1 (1 is a slot's "defined for good") */
   uint32_t mark;         /* names undo mark when opened */
   struct dp_let *lets;   /* p->lets when opened: the pending lets after it are its own */
   uint32_t final;        /* handle of the final expression, 0 until read */
@@ -167,7 +168,7 @@ struct dp_parser {
   uint32_t ngrefs, capgrefs;
   /* blocks, their lets, function parameters */
   pblock *blocks;
-  uint32_t nblocks, capblocks, nextblock;
+  uint32_t nblocks, capblocks;
   dp_let *lets;          /* the last pending let: lets are made as read (owned), their
                             bodies set when the block closes; until then a let's body
                             is the let before it (not a reference), so that the lets

@@ -29,7 +29,7 @@ int64_t dp__act_typedef_open(dp_parser *p, const int64_t *ev, size_t n) {
     return dp__fail(p, DP_ERR_NAME, name, "duplicate definition of type %.*s", (int)len, text);
   dp__scope_set(&p->types, (uint32_t)slot, p->types.slots[slot].handle, 1); /* a type definition */
   p->td_tok = (uint32_t)ev[0];
-  p->td_mark = p->types.nundo;
+  p->td_mark = dp__scope_mark(&p->types);
   p->td_n = 0;
   for (size_t i = 2; i < n; i++) {
     uint32_t tok = (uint32_t)ev[i];
@@ -179,9 +179,9 @@ int dp__check_globals(dp_parser *p) {
     }
   }
   if (!first) return 0;
-  const dp__scope_slot *s = &p->names.slots[first - 1];
   char hint[DP_SUGGEST_HINT];
-  const char *cn = dp__cname(p, dp__scope_name(&p->names, first - 1), s->len);
-  return dp__fail(p, DP_ERR_NAME, at, "unknown global %.*s%s", (int)s->len, dp__scope_name(&p->names, first - 1),
+  size_t len = dp__scope_len(&p->names, first - 1);
+  const char *cn = dp__cname(p, dp__scope_name(&p->names, first - 1), len);
+  return dp__fail(p, DP_ERR_NAME, at, "unknown global %.*s%s", (int)len, dp__scope_name(&p->names, first - 1),
                   cn ? dp__hint(p, HINT_GLOBAL, cn, hint) : "");
 }

@@ -322,13 +322,13 @@ dp_err *dp_parser_error_here(dp_parser *p, const char *fmt, ...) {
 /* Offers the scope name of slot k (copied: scope names are not
    NUL-terminated) to s, keeping the best one in best. */
 static void offer(dp_suggest *s, const dp__scope *sc, uint32_t k, char *cand, char *best) {
-  const dp__scope_slot *sl = &sc->slots[k];
-  if (sl->len > DP_SUGGEST_MAXLEN) return;
-  memcpy(cand, dp__scope_name(sc, k), sl->len);
-  cand[sl->len] = '\0';
+  size_t len = dp__scope_len(sc, k);
+  if (len > DP_SUGGEST_MAXLEN) return;
+  memcpy(cand, dp__scope_name(sc, k), len);
+  cand[len] = '\0';
   dp_suggest_add(s, cand);
   if (s->best == cand) {
-    memcpy(best, cand, sl->len + 1);
+    memcpy(best, cand, len + 1);
     s->best = best;
   }
 }

@@ -43,7 +43,7 @@ static int64_t probe(const dp__scope *s, const char *name, size_t len, uint32_t 
     }
     if ((e & ~m) == tag) {
       uint32_t k = (e & m) - 1;
-      if (s->slots[k].len == len && same_name(dp__scope_name(s, k), name, len)) return k;
+      if (dp__scope_len(s, k) == len && same_name(dp__scope_name(s, k), name, len)) return k;
     }
     i = (i + 1) & m;
   }
@@ -59,7 +59,7 @@ static uint32_t *recent_at(dp__scope *s, const char *name, size_t len) {
 static int64_t recent_find(const dp__scope *s, const uint32_t *r, const char *name, size_t len) {
   uint32_t k = *r;
   if (!k--) return -1;
-  return s->slots[k].len == len && same_name(dp__scope_name(s, k), name, len) ? (int64_t)k : -1;
+  return dp__scope_len(s, k) == len && same_name(dp__scope_name(s, k), name, len) ? (int64_t)k : -1;
 }
 
 /* A table of `size` entries (a power of two, more than twice the names). */
@@ -67,7 +67,7 @@ static int rehash(dp__scope *s, uint32_t size) {
   uint32_t *t = dp_calloc(size, sizeof *t), m = size - 1;
   if (!t) return -1;
   for (uint32_t k = 0; k < s->nslots; k++) {
-    uint32_t h = hash_name(dp__scope_name(s, k), s->slots[k].len), i = h & m;
+    uint32_t h = hash_name(dp__scope_name(s, k), dp__scope_len(s, k)), i = h & m;
     while (t[i]) i = (i + 1) & m;
     t[i] = (h & ~m) | (k + 1);
   }
@@ -102,7 +102,7 @@ int64_t dp__scope_find(dp__scope *s, const char *name, size_t len) {
 /* The slot of name[0..len); a new one's name at text offset off when it
    is one (off < SCOPE_IN_TEXT), else copied into the arena. */
 static int64_t intern(dp__scope *s, const char *name, size_t len, size_t off) {
-  if (len > UINT32_MAX / 2 || s->nslots >= UNDO_FRESH - 1) return -1;
+  if (len > UINT32_MAX / 2 || s->nslots >= UNDO_SLOT) return -1;
   uint32_t *r = len ? recent_at(s, name, len) : NULL;
   int64_t k = r && s->tmask ? recent_find(s, r, name, len) : -1;
   if (k >= 0) return k;
@@ -114,23 +114,26 @@ static int64_t intern(dp__scope *s, const char *name, size_t len, size_t off) {
     return k;
   }
   if (dp_grow((void **)&s->slots, &s->capslots, s->nslots + 1, sizeof *s->slots) != 0) return -1;
-  if (off < SCOPE_IN_TEXT) {
+  size_t pre = len >= SCOPE_LONG ? 4 : 0; /* (a long name's length before it) */
+  if (off < SCOPE_IN_TEXT && !pre) {
     off |= SCOPE_IN_TEXT;
   } else {
-    if (s->alen + len >= SCOPE_IN_TEXT) return -1;
-    if (s->alen + len > s->acap) {
+    if (s->alen + pre + len >= SCOPE_IN_TEXT) return -1;
+    if (s->alen + pre + len > s->acap) {
       size_t c = s->acap ? s->acap : 4096;
-      while (c < s->alen + len) c *= 2;
+      while (c < s->alen + pre + len) c *= 2;
       char *a = dp_realloc(s->arena, c);
       if (!a) return -1;
       s->arena = a;
       s->acap = c;
     }
-    memcpy(s->arena + s->alen, name, len);
-    off = s->alen;
-    s->alen += len;
+    uint32_t n32 = (uint32_t)len;
+    if (pre) memcpy(s->arena + s->alen, &n32, 4);
+    memcpy(s->arena + s->alen + pre, name, len);
+    off = s->alen + pre;
+    s->alen += pre + len;
   }
-  s->slots[s->nslots] = (dp__scope_slot){(uint32_t)off, (uint32_t)len, 0, 0};
+  s->slots[s->nslots] = (dp__scope_slot){(uint32_t)off, 0, pre ? SCOPE_LONG : (uint32_t)len, 0};
   s->table[at] = (h & ~s->tmask) | ++s->nslots; /* (nslots * 2 <= tmask: it fits under the tag) */
   if (r) *r = s->nslots;
   return s->nslots - 1;
@@ -148,8 +151,16 @@ int dp__scope_bind(dp__scope *s, uint32_t slot, uint32_t handle, uint32_t block)
   if (s->nundo + 3 > s->capundo && dp_grow((void **)&s->undo, &s->capundo, s->nundo + 3, sizeof *s->undo) != 0)
     return -1;
   dp__scope_slot *sl = &s->slots[slot];
+  uint32_t n = s->nundo, last = n > s->sealed ? s->undo[n - 1] : 0;
   if (sl->handle == 0 && sl->block == 0) {
-    s->undo[s->nundo++] = slot | UNDO_FRESH;
+    if (slot && last == ((slot - 1) | UNDO_FRESH | UNDO_RUN) && n - 2 >= s->sealed) {
+      s->undo[n - 1] = slot | UNDO_FRESH | UNDO_RUN; /* the run grows */
+    } else if (slot && last == ((slot - 1) | UNDO_FRESH)) { /* a run of two */
+      s->undo[n - 1] = slot - 1;
+      s->undo[s->nundo++] = slot | UNDO_FRESH | UNDO_RUN;
+    } else {
+      s->undo[s->nundo++] = slot | UNDO_FRESH;
+    }
   } else {
     s->undo[s->nundo++] = sl->handle;
     s->undo[s->nundo++] = sl->block;
@@ -163,14 +174,17 @@ int dp__scope_bind(dp__scope *s, uint32_t slot, uint32_t handle, uint32_t block)
 void dp__scope_unbind(dp__scope *s, uint32_t mark) {
   while (s->nundo > mark) {
     uint32_t w = s->undo[--s->nundo];
-    dp__scope_slot *sl = &s->slots[w & ~UNDO_FRESH];
-    if (w & UNDO_FRESH) {
+    dp__scope_slot *sl = &s->slots[w & UNDO_SLOT];
+    if (w & UNDO_RUN) {
+      for (uint32_t k = s->undo[--s->nundo]; k <= (w & UNDO_SLOT); k++) s->slots[k].handle = s->slots[k].block = 0;
+    } else if (w & UNDO_FRESH) {
       sl->handle = sl->block = 0;
     } else {
       sl->block = s->undo[--s->nundo];
       sl->handle = s->undo[--s->nundo];
     }
   }
+  if (s->sealed > mark) s->sealed = mark; /* (the marks still open are below it) */
 }
 
 void dp__scope_free(dp__scope *s) {

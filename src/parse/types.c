@@ -191,7 +191,7 @@ static int type_event(dp_parser *p, int64_t e) {
   case DP_TOK_LBRACK: /* fn [A, B]: the type parameters */
     if (!top || top->kind != T_FN || p->nvals != top->base)
       return dp__fail(p, DP_ERR_GENERIC, tok, "parser: unexpected type event '['");
-    top->tmark = p->types.nundo;
+    top->tmark = dp__scope_mark(&p->types);
     return open_tframe(p, T_TPARAMS, tok);
   case DP_TOK_IDENT:
     if (dp__kind(p, tok + 1) == DP_TOK_LBRACK) return open_tframe(p, T_ADT, tok);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "devplan/devplan.h"
+#include "../../src/parse/scope.h"
 
 #define CHECK(cond) do { if (cond) (*passed)++; else { (*failed)++; \
   printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } } while (0)
@@ -162,6 +163,65 @@ static void test_scalars(int *passed, int *failed) {
   CHECK(dp_elem_bytes(DP_DTYPE(DP_DT_INT, 4, 1)) == 0);
 }
 
+/* The names' undo log: fresh bindings of consecutive slots are one run of
+   two words, never grown across a mark; undoing to a mark puts back
+   exactly the bindings before it (shadowed ones too). */
+static void test_scope_undo(int *passed, int *failed) {
+  dp__scope s = {0};
+  char name[16];
+  int ok = 1;
+  for (int i = 0; i < 300 && ok; i++) ok = dp__scope_intern(&s, name, (size_t)snprintf(name, sizeof name, "%%x%d", i)) == i;
+  CHECK(ok);
+  for (uint32_t k = 0; k < 100; k++) ok &= dp__scope_bind(&s, k, 1000 + k, 0) == 0;
+  CHECK(ok && s.nundo == 2); /* slots 0..99: one run */
+  uint32_t outer = dp__scope_mark(&s);
+  for (uint32_t k = 100; k < 200; k++) ok &= dp__scope_bind(&s, k, 2000 + k, 7) == 0;
+  CHECK(ok && s.nundo == outer + 2); /* 100..199: a run of its own above the mark */
+  ok &= dp__scope_bind(&s, 5, 3005, 7) == 0; /* shadows: three words */
+  uint32_t inner = dp__scope_mark(&s);
+  ok &= dp__scope_bind(&s, 200, 4200, 8) == 0 && dp__scope_bind(&s, 201, 4201, 8) == 0;
+  ok &= dp__scope_bind(&s, 250, 4250, 8) == 0; /* not consecutive: a word of its own */
+  CHECK(ok && s.nundo == inner + 3);
+  dp__scope_unbind(&s, inner);
+  CHECK(s.slots[200].handle == 0 && s.slots[201].handle == 0 && s.slots[250].handle == 0 &&
+        s.slots[5].handle == 3005 && s.slots[150].handle == 2150 && s.slots[150].block == 7);
+  ok &= dp__scope_bind(&s, 201, 5201, 9) == 0; /* (201 follows 199's run, but below-mark words stay) */
+  dp__scope_unbind(&s, outer);
+  CHECK(ok && s.slots[5].handle == 1005 && s.slots[5].block == 0 && s.slots[99].handle == 1099 &&
+        s.slots[100].handle == 0 && s.slots[199].handle == 0 && s.slots[199].block == 0 &&
+        s.slots[201].handle == 0 && s.nundo == 2);
+  dp__scope_unbind(&s, 0);
+  int clear = 1;
+  for (uint32_t k = 0; k < 300; k++) clear &= s.slots[k].handle == 0 && s.slots[k].block == 0;
+  CHECK(clear && s.nundo == 0);
+  dp__scope_free(&s);
+}
+
+/* Slots keep a name's length in 8 bits: one of 255 bytes or more is
+   copied into the scope's arena behind its length, from the text too. */
+static void test_scope_long_names(int *passed, int *failed) {
+  static char text[1200];
+  dp__scope s = {0};
+  memset(text, 'n', sizeof text - 1);
+  text[0] = '%';
+  s.text = text;
+  size_t lens[] = {1, 254, 255, 256, 1000};
+  int64_t k[5];
+  for (int i = 0; i < 5; i++) k[i] = dp__scope_intern_text(&s, 0, lens[i]);
+  int64_t copied = dp__scope_intern(&s, text + 100, 700); /* 'nnn...': not text[0..700) */
+  CHECK(k[0] == 0 && k[1] == 1 && k[2] == 2 && k[3] == 3 && k[4] == 4 && copied == 5);
+  int ok = 1;
+  for (int i = 0; i < 5; i++)
+    ok &= dp__scope_len(&s, (uint32_t)i) == lens[i] && dp__scope_find(&s, text, lens[i]) == i &&
+          memcmp(dp__scope_name(&s, (uint32_t)i), text, lens[i]) == 0;
+  CHECK(ok && dp__scope_len(&s, 5) == 700 && dp__scope_find(&s, text + 100, 700) == 5 &&
+        dp__scope_name(&s, 3) != text && dp__scope_name(&s, 1) == text);
+  CHECK(dp__scope_intern_text(&s, 0, 1000) == 4 && dp__scope_find(&s, text, 999) < 0 && s.nslots == 6);
+  ok = dp__scope_bind(&s, 3, 7, SCOPE_BLOCKS + 1) == 0; /* (the deepest block's id fits) */
+  CHECK(ok && s.slots[3].block == SCOPE_BLOCKS + 1 && s.slots[3].handle == 7 && dp__scope_len(&s, 3) == 256);
+  dp__scope_free(&s);
+}
+
 void dp_test_parse(int *passed, int *failed) {
   dp_ctx *ctx = dp_ctx_new();
   CHECK(ctx != NULL && dp_register_builtin_ops(ctx, NULL) == 0);
@@ -170,5 +230,7 @@ void dp_test_parse(int *passed, int *failed) {
   test_token_offsets(ctx, passed, failed);
   test_actions(ctx, passed, failed);
   test_scalars(passed, failed);
+  test_scope_undo(passed, failed);
+  test_scope_long_names(passed, failed);
   dp_release(ctx);
 }
