@@ -677,9 +677,8 @@ void dp__index_cut(dp__index *ix, uint32_t keep) {
 /* ---- the post order ---- */
 
 void dp__post_start(dp__post *p, const dp__index *ix, uint32_t fn, uint32_t end) {
-  *p = (dp__post){.ix = ix, .fn = fn, .end = end};
-  p->at = p->stop = ix->post + (fn < end ? ix->fnpost[fn] : 0);
-  p->fn = fn - 1; /* (dp__post_fn moves to fn) */
+  /* (at == stop: dp__post_fn moves to fn first) */
+  *p = (dp__post){.ix = ix, .fn = fn - 1, .end = end};
 }
 
 int dp__post_fn(dp__post *p) {
