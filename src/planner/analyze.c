@@ -125,8 +125,10 @@ static uint32_t *copy_reps(const dp__index *ix) {
   uint32_t *next = dp_malloc((ix->ncopies ? ix->ncopies : 1) * sizeof *next);
   dp__ptrmap first = DP__PTRMAP_INIT;  /* value -> its first copy + 1; copies chain through next */
   int ok = rep && next;
-  for (uint32_t k = 0; ok && k < ix->npost; k++) {
-    uint32_t id = ix->post[k], kid = dp__kid(ix, id, 1);
+  dp__post it;
+  dp__post_start(&it, ix, 0, ix->nfn);
+  for (uint32_t id; ok && (id = dp__post_next(&it)) != DP__NONE_ID;) {
+    uint32_t kid = dp__kid(ix, id, 1);
     if (ix->what[id] != W_COPY) continue;
     uint32_t c = ix->ann[id];
     rep[c] = id;
@@ -497,8 +499,10 @@ static int analyze(actx *a) {
   flow_room(a);
   if (d->ix->relax && d->ix->ncopies && !(a->copy_rep = copy_reps(d->ix)))
     return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
-  for (uint32_t k = 0; k < d->ix->npost && !d->oom; k++)
-    if (analyze_node(a, d->ix->post[k]) < 0) return -1;
+  dp__post it;
+  dp__post_start(&it, d->ix, 0, d->ix->nfn);
+  for (uint32_t id; !d->oom && (id = dp__post_next(&it)) != DP__NONE_ID;)
+    if (analyze_node(a, id) < 0) return -1;
   if (d->oom || d->dev->oom)
     return fail_at(a, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"), NULL);
   return 0;

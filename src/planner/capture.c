@@ -758,41 +758,45 @@ static void shrink_vs(cctx *c) {
    reads the index through cuts, where a read past one shows under ASan). */
 #define CUTS 16u
 
-/* The last function's checkpoints (c->top), by one pass over its post
-   order backwards, stopped where every id is still read. The ids read at
-   a node: its own, its children's, and those of a child's chain of nested
-   on_device calls (`through` follows it); a lowered call also reads its
-   tuple's fields and their chains (then nothing before it is cut). Only
-   where nothing else reads an id out of that order (no node numbered
-   twice: is_param looks those up by their other ids). Out of memory: no
+/* The largest id read at node id: its own, its children's, and those of
+   a child's chain of nested on_device calls (`through` follows it); a
+   lowered call also reads its tuple's fields and their chains (then
+   nothing before it is cut: all). */
+static uint32_t read_at(const dp__index *ix, uint32_t id, uint32_t m, uint32_t all) {
+  if (id > m) m = id;
+  if (ix->what[id] == W_LOWERED) return all;
+  for (uint32_t o = ix->koff[id], e = ix->koff[id + 1]; o < e; o++) {
+    uint32_t j = ix->kid[o];
+    while (j != DP__NONE_ID) {
+      if (j > m) m = j;
+      if (ix->what[j] != W_ON_DEVICE) break;
+      j = dp__kid(ix, j, 1);
+    }
+  }
+  return m;
+}
+
+/* The last function's checkpoints (c->top): the largest id read from
+   each on, by one pass over its post order (each stretch's largest, then
+   the largest of those from each stretch on). Only where
+   nothing else reads an id out of that order (no node numbered twice:
+   is_param looks those up by their other ids). Out of memory: no
    checkpoints (nothing is cut). */
 static void tops(cctx *c) {
   const dp__index *ix = c->ix;
   if (!c->last || ix->ndups || !ix->nfn) return;
-  uint32_t lo = ix->fnpost[ix->nfn - 1], hi = ix->fnpost[ix->nfn], all = ix->n - 1, m = 0;
+  uint32_t fn = ix->nfn - 1, len = ix->fnid[fn + 1] - ix->fnid[fn], all = ix->n - 1, id;
   c->step = ix->n / CUTS > 8 ? ix->n / CUTS : 8;
-  if (hi - lo < 2 * c->step || !(c->top = dp_malloc(((hi - lo) / c->step + 1) * sizeof *c->top)))
-    return;
-  c->ntop = (hi - lo) / c->step + 1;
-  for (uint32_t t = 0; t < c->ntop; t++) c->top[t] = all;
-  uint32_t t = c->ntop - 1, at = lo + t * c->step; /* the checkpoint below (at most) */
-  for (uint32_t k = hi; k-- > lo && m < all;) {
-    uint32_t id = ix->post[k];
-    if (id > m) m = id;
-    if (ix->what[id] == W_LOWERED) m = all;
-    for (uint32_t o = ix->koff[id], e = ix->koff[id + 1]; o < e; o++) {
-      uint32_t j = ix->kid[o];
-      while (j != DP__NONE_ID) {
-        if (j > m) m = j;
-        if (ix->what[j] != W_ON_DEVICE) break;
-        j = dp__kid(ix, j, 1);
-      }
-    }
-    if (k == at) {
-      c->top[t] = m;
-      at -= c->step, t--; /* (past lo at t = 0: the loop ends there) */
-    }
+  if (len < 2 * c->step || !(c->top = dp_calloc(len / c->step + 1, sizeof *c->top))) return;
+  c->ntop = len / c->step + 1;
+  dp__post it;
+  dp__post_start(&it, ix, fn, fn + 1);
+  for (uint32_t k = 0; (id = dp__post_next(&it)) != DP__NONE_ID; k++) {
+    uint32_t *t = &c->top[k / c->step];
+    *t = read_at(ix, id, *t, all);
   }
+  for (uint32_t t = c->ntop - 1; t > 0; t--)
+    if (c->top[t] > c->top[t - 1]) c->top[t - 1] = c->top[t];
 }
 
 /* At checkpoint t: the ids after its largest go, where that frees a block
@@ -816,27 +820,32 @@ static void cut(cctx *c, uint32_t t) {
 static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
   const dp__index *ix = c->ix;
   dp_expr *r = NULL;
-  uint32_t lo = ix->fnpost[fn], end = ix->fnpost[fn + 1], base;
-  uint32_t next = c->top && fn + 1 == ix->nfn ? lo : DP__NONE_ID; /* the next checkpoint */
-  for (uint32_t k = lo; k < end; k++) {
+  uint32_t end = ix->fnid[fn + 1] - ix->fnid[fn], base;
+  uint32_t next = c->top && fn + 1 == ix->nfn ? 0 : DP__NONE_ID; /* the next checkpoint */
+  /* (the module's nodes are cold at a million: each is asked for a few
+     nodes ahead of its turn, the order read AHEAD ids ahead into a ring) */
+  uint32_t ring[AHEAD];
+  dp__post it;
+  dp__post_start(&it, ix, fn, fn + 1);
+  for (uint32_t k = 0; k < AHEAD; k++) ring[k] = dp__post_next(&it);
+  for (uint32_t k = 0; k < end; k++) {
     if (k == next) {
-      cut(c, (k - lo) / c->step);
+      cut(c, k / c->step);
       next = k + c->step;
     }
-    uint32_t id = ix->post[k];
-    /* (the module's nodes are cold at a million: each is asked for a few
-       nodes ahead of its turn) */
-    if (k + AHEAD < end) dp__prefetch(ix->x[ix->post[k + AHEAD]]);
+    uint32_t id = ring[k % AHEAD];
+    ring[k % AHEAD] = dp__post_next(&it);
+    if (ring[k % AHEAD] != DP__NONE_ID) dp__prefetch(ix->x[ring[k % AHEAD]]);
     if (kid_results(c, id, &base) < 0) goto oom;
     r = capture_node(c, id, err);
-    if (!r) return NULL;
+    if (!r) break;
     /* the children's results are in r now (or were not needed) */
     while (c->nvs > base) dp_release(c->vs[--c->nvs]);
     if (c->nvs < c->capvs / 4 && c->capvs >= 4096) shrink_vs(c);
-    if (k + 1 == end) return r; /* the root */
+    if (k + 1 == end) break; /* the root */
     if (keep(c, id, r) < 0) goto oom;
   }
-  return NULL; /* (a function has a root) */
+  return r; /* (a function has a root) */
 oom:
   dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return NULL;
@@ -891,20 +900,20 @@ static int devices(cctx *c) {
 }
 
 /* consume: the ids capture may change in place, a bit each: a function
-   only the module and `out` (its copy so far) hold, then, from it down
-   (post order backwards), each child its parent alone holds (one
-   reference, no other parent in the module). NULL where out of memory
-   (then nothing is changed in place). */
+   only the module and `out` (its copy so far) hold, then, from it down (in
+   id order: a parent before the children it numbered), each child its
+   parent alone holds (one reference, no other parent in the module). NULL
+   where out of memory (then nothing is changed in place). */
 static uint8_t *exclusive(const dp__index *ix) {
   uint8_t *b = dp_calloc(ix->n / 8 + 1, 1);
   if (!b) return NULL;
   for (uint32_t fn = 0; fn < ix->nfn; fn++) {
-    uint32_t lo = ix->fnpost[fn], hi = ix->fnpost[fn + 1];
-    if (hi == lo || ix->x[ix->post[hi - 1]]->h.rc != 2) continue;
-    uint32_t root = ix->post[hi - 1];
-    b[root >> 3] |= (uint8_t)(1u << (root & 7));
-    for (uint32_t k = hi; k-- > lo;) {
-      uint32_t id = ix->post[k];
+    uint32_t lo = ix->fnid[fn], hi = ix->fnid[fn + 1];
+    if (hi == lo || ix->x[lo]->h.rc != 2) continue;
+    b[lo >> 3] |= (uint8_t)(1u << (lo & 7)); /* (its root, its first id) */
+    /* (in id order: a child its parent alone reaches was numbered there,
+       after it) */
+    for (uint32_t id = lo; id < hi; id++) {
       if (!(b[id >> 3] & (1u << (id & 7)))) continue;
       for (uint32_t o = ix->koff[id]; o < ix->koff[id + 1]; o++) {
         uint32_t j = ix->kid[o];

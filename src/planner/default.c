@@ -148,9 +148,11 @@ static int run(dctx *c, const uint32_t *order) {
   /* (placing by cost decided free on_device calls: their body and result
      are a flow) */
   for (uint32_t k = 0; k < ix->nfn && !ix->relax; k++) {
-    uint32_t fn = order ? order[k] : k;
-    for (uint32_t j = ix->fnpost[fn]; j < ix->fnpost[fn + 1]; j++)
-      if (is_free_on_device(ix, ix->post[j]) && free_on_device(c, ix->post[j]) < 0) return -1;
+    uint32_t fn = order ? order[k] : k, id;
+    dp__post it;
+    dp__post_start(&it, ix, fn, fn + 1);
+    while ((id = dp__post_next(&it)) != DP__NONE_ID)
+      if (is_free_on_device(ix, id) && free_on_device(c, id) < 0) return -1;
   }
   /* A rule that takes a default from a device (parameters from their
      function's result, arguments from their operator call's, a let variable

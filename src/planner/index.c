@@ -2,11 +2,12 @@
  * The node numbering every phase shares. One walk per global function
  * (an explicit stack, depth first, children in dp_expr_child order) gives
  * each distinct node a dense id in pre order and records, per id, the
- * node, its children's ids, its place in the post order, how the phases
- * read it (what: on_device, device_copy, which call) with its annotation
- * decoded once (devices canonicalised through the configuration), and
- * flags (shared, parameter, call_lowered arguments, phase 0's fixed
- * positions). The phases then run over these arrays; attributes are never
+ * node, its children's ids, how the phases read it (what: on_device,
+ * device_copy, which call) with its annotation decoded once (devices
+ * canonicalised through the configuration), and flags (shared, parameter,
+ * call_lowered arguments, phase 0's fixed positions), and the order the
+ * walk finished them in (post order, about a byte an id: dp__post). The
+ * phases then run over these arrays; attributes are never
  * read by name again. A node is looked up by pointer only where it is
  * shared (other references may reach it: let variables, parameters, values
  * read twice), and then by its mark (dp_expr.mark: the id this walk gave
@@ -58,6 +59,7 @@ typedef struct walk {
   frame *st; uint32_t nst, capst;
   uint32_t *aux; uint32_t capaux; /* shared node id -> phase 0b's demand + 1 (0: none yet) */
   uint32_t from;            /* the first id of the function being numbered */
+  uint32_t done;            /* the id finished last (the post order's last) */
   uint32_t parent, slot;    /* the node being reached is child slot of parent (DP__NONE_ID: a root) */
   uint32_t ready, kready;   /* ids and kid slots below these have their pages (prefaulted) */
   int oom;
@@ -66,16 +68,14 @@ typedef struct walk {
 /* ---- growing the arrays ---- */
 
 /* The per-id arrays, which share one capacity. */
-#define ID_ARRAYS(ix) {(void **)&(ix)->x, (void **)&(ix)->koff, (void **)&(ix)->post, \
-                       (void **)&(ix)->what, (void **)&(ix)->flag, (void **)&(ix)->ann, \
-                       (void **)&(ix)->kind}
-#define ID_SIZES(ix) {sizeof *(ix)->x, sizeof *(ix)->koff, sizeof *(ix)->post, \
-                      sizeof *(ix)->what, sizeof *(ix)->flag, sizeof *(ix)->ann, \
-                      sizeof *(ix)->kind}
-#define NID_ARRAYS 7
+#define ID_ARRAYS(ix) {(void **)&(ix)->x, (void **)&(ix)->koff, (void **)&(ix)->what, \
+                       (void **)&(ix)->flag, (void **)&(ix)->ann, (void **)&(ix)->kind}
+#define ID_SIZES(ix) {sizeof *(ix)->x, sizeof *(ix)->koff, sizeof *(ix)->what, \
+                      sizeof *(ix)->flag, sizeof *(ix)->ann, sizeof *(ix)->kind}
+#define NID_ARRAYS 6
 
 /* Room for one more id (+1: koff[n] closes). Doubling, so that the arrays
-   are copied about once in all (each copy of seven arrays of a million
+   are copied about once in all (each copy of six arrays of a million
    entries is a cost of its own); trim() gives the slack back at the end. */
 static int room(dp__index *ix) {
   if (ix->n + 2 <= ix->cap) return 0;
@@ -120,6 +120,9 @@ static int reserve(dp__index *ix, walk *w) {
     *arrs[i] = p;
   }
   ix->cap = c;
+  /* (the post order: about a byte an id) */
+  ix->cappost = (size_t)c + c / 4 + 8;
+  if (!(ix->post = dp_malloc(ix->cappost))) return -1;
   if (!(ix->kid = dp_malloc((size_t)k * sizeof *ix->kid))) return -1;
   ix->capkid = k;
   if (!(w->st = dp_malloc((size_t)d * sizeof *w->st))) return -1;
@@ -390,6 +393,8 @@ static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, u
   return t->demand;
 }
 
+static int post_put(dp__index *ix, uint32_t z);
+
 /* ---- the walk ---- */
 
 /* Room in aux for id. Where shared nodes keep coming (a let chain's
@@ -543,7 +548,7 @@ static void child_flags(dp__index *ix, uint32_t id, uint32_t i, uint32_t k) {
 
 static int number_fn(walk *w, dp_func *root) {
   dp__index *ix = w->ix;
-  w->from = ix->n;
+  w->from = w->done = ix->n;
   w->nst = 0;
   w->parent = w->slot = DP__NONE_ID;
   reach(w, &root->e, 1, 0, DP__NONE_ID, DP__NONE_ID, 0);
@@ -561,7 +566,11 @@ static int number_fn(walk *w, dp_func *root) {
       continue;
     }
     w->nst--;
-    ix->post[ix->npost++] = t->id;
+    /* (its place in the post order: a byte, mostly) */
+    uint32_t d = t->id - w->done, z = (d << 1) ^ (0u - (d >> 31));
+    if (z < 0x80 && ix->npost < ix->cappost) ix->post[ix->npost++] = (uint8_t)z;
+    else if (post_put(ix, z) < 0) w->oom = 1;
+    w->done = t->id;
   }
   return w->oom || ix->dev.oom ? -1 : 0;
 }
@@ -583,6 +592,10 @@ static void trim(dp__index *ix) {
     void *p = dp_realloc(ix->kid, (size_t)ix->nkid * sizeof *ix->kid);
     if (p) ix->kid = p, ix->capkid = ix->nkid;
   }
+  if (ix->npost && ix->npost < ix->cappost) {
+    void *p = dp_realloc(ix->post, ix->npost);
+    if (p) ix->post = p, ix->cappost = ix->npost;
+  }
 }
 
 dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
@@ -595,7 +608,7 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   }
   ix->fnid = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnid);
   ix->fnpost = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnpost);
-  walk w = {ix, NULL, 0, 0, NULL, 0, 0, DP__NONE_ID, DP__NONE_ID, 0, 0, 0};
+  walk w = {ix, NULL, 0, 0, NULL, 0, 0, 0, DP__NONE_ID, DP__NONE_ID, 0, 0, 0};
   if (!ix->fnid || !ix->fnpost || reserve(ix, &w) < 0) {
     free(w.st);
     goto fail;
@@ -661,6 +674,50 @@ void dp__index_cut(dp__index *ix, uint32_t keep) {
   }
 }
 
+/* ---- the post order ---- */
+
+void dp__post_start(dp__post *p, const dp__index *ix, uint32_t fn, uint32_t end) {
+  /* (at == stop: dp__post_fn moves to fn first) */
+  *p = (dp__post){.ix = ix, .fn = fn - 1, .end = end};
+}
+
+int dp__post_fn(dp__post *p) {
+  const dp__index *ix = p->ix;
+  while (p->at == p->stop) {
+    if (++p->fn >= p->end) {
+      p->fn = p->end;
+      return 0;
+    }
+    p->at = ix->post + ix->fnpost[p->fn];
+    p->stop = ix->post + ix->fnpost[p->fn + 1];
+    p->prev = ix->fnid[p->fn];
+  }
+  return 1;
+}
+
+uint32_t dp__post_wide(dp__post *p, uint32_t z) {
+  z &= 0x7F;
+  for (unsigned sh = 7;; sh += 7) {
+    uint32_t b = *p->at++;
+    z |= (b & 0x7F) << sh;
+    if (!(b & 0x80)) return z;
+  }
+}
+
+/* A finished id's difference from the one finished before it, zigzag (z),
+   put in the post order. 0, or -1 (out of memory). */
+static int post_put(dp__index *ix, uint32_t z) {
+  if (ix->npost + 5 > ix->cappost) {
+    size_t cap = ix->cappost ? ix->cappost * 2 : 64;
+    uint8_t *q = dp_realloc(ix->post, cap);
+    if (!q) return -1;
+    ix->post = q, ix->cappost = cap;
+  }
+  for (; z >= 0x80; z >>= 7) ix->post[ix->npost++] = (uint8_t)(z | 0x80);
+  ix->post[ix->npost++] = (uint8_t)z;
+  return 0;
+}
+
 void dp__index_free(dp__index *ix) {
   if (!ix) return;
   free(ix->spare[0]);
@@ -668,7 +725,6 @@ void dp__index_free(dp__index *ix) {
   free(ix->x);
   free(ix->koff);
   free(ix->kid);
-  free(ix->post);
   free(ix->what);
   free(ix->kind);
   free(ix->flag);
@@ -676,6 +732,7 @@ void dp__index_free(dp__index *ix) {
   free(ix->copies);
   free(ix->fnid);
   free(ix->fnpost);
+  free(ix->post);
   free(ix->gref);
   free(ix->dups);
   free(ix->marks);

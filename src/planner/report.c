@@ -366,12 +366,14 @@ static int scan_by_id(rctx *c) {
       resident(c, &f->params[p]->e, k == DP__NONE_ID ? NULL : device_id(c, k));
     }
   }
-  for (c->fn = 0; c->fn < m->nfuncs && !c->oom; c->fn++)
-    for (uint32_t j = ix->fnpost[c->fn]; j < ix->fnpost[c->fn + 1] && !c->oom; j++) {
-      uint32_t id = ix->post[j];
+  for (c->fn = 0; c->fn < m->nfuncs && !c->oom; c->fn++) {
+    dp__post it;
+    dp__post_start(&it, ix, c->fn, c->fn + 1);
+    for (uint32_t id; !c->oom && (id = dp__post_next(&it)) != DP__NONE_ID;) {
       c->at = id;
       if (post(c, ix->x[id]) < 0) return -1;
     }
+  }
   return c->oom ? -1 : 0;
 }
 

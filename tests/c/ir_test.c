@@ -572,6 +572,7 @@ void dp_test_target_kinds(int *passed, int *failed); /* tests/c/target_kind_test
 void dp_test_arena(int *passed, int *failed);    /* tests/c/arena_test.c */
 void dp_test_alloc(int *passed, int *failed);    /* tests/c/alloc_test.c */
 void dp_test_sizes(int *passed, int *failed);    /* tests/c/sizes_test.c */
+void dp_test_post(int *passed, int *failed);     /* tests/c/post_test.c */
 
 /* ---------------- printing: the marks of shared nodes ---------------- */
 
@@ -650,6 +651,7 @@ int main(void) {
   dp_test_arena(&passed, &failed);
   dp_test_alloc(&passed, &failed);
   dp_test_sizes(&passed, &failed);
+  dp_test_post(&passed, &failed);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
