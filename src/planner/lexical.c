@@ -35,7 +35,9 @@
  * checked against the record it names, as index.c does: no pointer map),
  * for the report; and the same rules over a body's graph in post order
  * (dp__lexical_graph_read: positions top down, devices bottom up), for
- * PartitionByVirtualDevice, whose arrays are indexed by that order.
+ * PartitionByVirtualDevice, whose arrays are indexed by that order (its
+ * variables' lets and the positions' scratch are the caller's arrays: no
+ * per-node array of its own).
  */
 #include <stdlib.h>
 #include <string.h>

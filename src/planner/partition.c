@@ -1272,8 +1272,11 @@ static int finish(pctx *c, walk *w, cfr *f) {
 /* The caller's body, in a topological order of its graph with each region
    contracted to its call. */
 static dp_expr *rebuild_caller(pctx *c) {
-  walk w = {NULL, 0, 0, dp_calloc(c->n, 1), (dp_expr **)(void *)c->stamp}; /* (stamps and positions: 8 bytes a node) */
+  /* (the regions' marks: a byte a node; stamps and positions: 8 bytes a
+     node; pages already touched, not fresh ones) */
+  walk w = {NULL, 0, 0, memset(c->closed, 0, c->n), (dp_expr **)(void *)c->stamp};
   c->stamp = c->pos = NULL;
+  c->closed = NULL;
   memset(w.newx, 0, (size_t)c->n * sizeof *w.newx);
   uint32_t root = c->n - 1;
   dp_expr *r = NULL;
@@ -1297,8 +1300,7 @@ static dp_expr *rebuild_caller(pctx *c) {
   }
   if (rc >= 0) r = dp_retain(read_new(c, &w, root, c->x[root]));
   for (uint32_t i = 0; w.newx && i < c->n; i++) dp_release(w.newx[i]);
-  free(w.state); /* (newx lies in the attempt's arrays) */
-  free(w.st);
+  free(w.st); /* (state and newx lie in the attempt's arrays) */
   if (!r) set_oom(c);
   return r;
 }
@@ -1308,9 +1310,16 @@ static dp_expr *rebuild_caller(pctx *c) {
 /* Frees what one attempt at the body made (not the graph, the fences, the
    arrays' block). */
 static void attempt_clear(pctx *c) {
-  for (uint32_t i = 0; i < c->n; i++) { /* (inner[]: each function released its copies) */
-    if (c->restr && !c->sets_freed) rset_free(&c->restr[i]);
-    if (c->outexpr) dp_release(c->outexpr[i]);
+  for (uint32_t i = 0; c->restr && !c->sets_freed && i < c->n; i++) rset_free(&c->restr[i]);
+  /* (inner[]: each function released its copies) the projections: only a
+     region with outputs has them, no sweep over every node */
+  for (uint32_t i = 0; c->outexpr && c->mem && i < c->nregs; i++) {
+    const region *g = &c->regs[i];
+    for (uint32_t j = 0; g->nout > 1 && j < g->nmem; j++) {
+      uint32_t m = c->mem[g->first + j];
+      dp_release(c->outexpr[m]);
+      c->outexpr[m] = NULL;
+    }
   }
   for (uint32_t i = 0; i < c->nregs; i++) {
     dp_release(c->regs[i].global);
