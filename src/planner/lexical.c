@@ -35,7 +35,9 @@
  * checked against the record it names, as index.c does: no pointer map),
  * for the report; and the same rules over a body's graph in post order
  * (dp__lexical_graph_read: positions top down, devices bottom up), for
- * PartitionByVirtualDevice, whose arrays are indexed by that order.
+ * PartitionByVirtualDevice, whose arrays are indexed by that order (its
+ * variables' lets and the positions' scratch are the caller's arrays: no
+ * per-node array of its own).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -403,8 +405,8 @@ typedef struct lgraph {
   dp_expr *const *x;
   const uint32_t *kstart, *kids;
   const uint8_t *kind, *call;
-  uint32_t *bound;   /* a let's variable -> its let (NONE: a parameter) */
-  dp_vdev **ctx, **dev;
+  const uint32_t *bound; /* a let's variable -> its let (NONE: a parameter; the caller's) */
+  dp_vdev **ctx, **dev;  /* (ctx: the caller's scratch) */
 } lgraph;
 
 static uint32_t gkid(const lgraph *g, uint32_t v, uint32_t k) { return g->kids[g->kstart[v] + k]; }
@@ -522,15 +524,11 @@ static int graph_node(dp__lexical *lx, lgraph *g, uint32_t v) {
 }
 
 int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
-                           const uint32_t *kids, const uint8_t *kind, const uint8_t *call, dp_vdev *root_ctx,
-                           dp_vdev **dev) {
-  lgraph g = {n, x, kstart, kids, kind, call, dp_malloc((n ? n : 1) * sizeof *g.bound),
-              dp_calloc(n ? n : 1, sizeof *g.ctx), dev};
-  int rc = g.bound && g.ctx ? 0 : -1;
-  if (rc == 0 && n) {
-    for (uint32_t v = 0; v < n; v++) g.bound[v] = NONE;
-    for (uint32_t v = 0; v < n; v++)
-      if (kind[v] == DP_LET && gkid(&g, v, 0) != NONE && gkid(&g, v, 1) != NONE) g.bound[gkid(&g, v, 0)] = v;
+                           const uint32_t *kids, const uint8_t *kind, const uint8_t *call, const uint32_t *bound,
+                           dp_vdev *root_ctx, dp_vdev **dev, dp_vdev **ctx) {
+  lgraph g = {n, x, kstart, kids, kind, call, bound, ctx, dev};
+  int rc = 0;
+  if (n) {
     /* top down (reverse post order is topological): where each position says */
     g.ctx[n - 1] = root_ctx;
     for (uint32_t v = n; v-- > 0 && rc == 0;) {
@@ -560,7 +558,5 @@ int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const
       if (dev[gvalue(&g, n - 1)] != root_ctx) rc = 1;
     }
   }
-  free(g.bound);
-  free(g.ctx);
   return rc;
 }

@@ -115,7 +115,8 @@ typedef struct pctx {
   /* the module */
   dp_domains *d;        /* the devices, from planning the module again; or */
   dp__lexical *lx;      /* read from the module itself (lexical.c): dev below */
-  dp_vdev **dev;        /* per node of the body: its device (borrowed) */
+  dp_vdev **dev;        /* per node of the body: its device (borrowed; planning again:
+                           the members' only, classify) */
   int gave_up;          /* lexical.c cannot read a body: plan the module again */
   dp_vdev *body_vd;     /* the function's virtual_device (where its body lives) */
   dp_partition_by by;
@@ -144,12 +145,13 @@ typedef struct pctx {
   dp_expr **x;          /* g.x */
   uint8_t *cls;
   uint32_t *base;       /* the node under any on_device wrappers */
-  uint32_t *block;      /* let body / branch the node is in (MULTI: several) */
-  uintptr_t *key;       /* members: the device compared */
+  uint32_t *block;      /* let body / branch the node is in (MULTI: several); its place
+                           holds outpos once the regions are made */
   /* regions: union-find over node indices */
   uint32_t *uf, *remaining, *stamp, *pos, clock; /* pos: an entry's place in the set being made */
   uint8_t *closed, *hascall, *isout;
-  uint32_t *letof;      /* a let-bound variable -> its let (MULTI: none) */
+  uint32_t *letof;      /* per node of the graph: a let-bound variable -> its let (MULTI:
+                           none); written as the graph is built, lexical.c reads it too */
   uint8_t *drop;        /* a let dropped from the caller */
   int has_fnlit;        /* a Composite or Primitive literal with free variables (not entered) */
   rset *restr;          /* per representative: its restrictions */
@@ -164,6 +166,8 @@ typedef struct pctx {
   dp_expr **outexpr;    /* member (output) -> what the caller reads (owned) */
   dp__arena arena;      /* where the output's new calls, lets and variables are made */
   void *arrays;         /* the block the per-node arrays above lie in (alloc_arrays) */
+  size_t narrays;       /* its bytes */
+  size_t dirty;         /* its first bytes written since it was zeroed (zeroed before an attempt) */
 } pctx;
 
 /* A scratch block the pass is done with (n bytes, from the allocator):
@@ -200,27 +204,38 @@ static dp_expr *typed_as(pctx *c, dp_expr *made, dp_type *t) {
 static uint32_t kid(const pctx *c, uint32_t v, uint32_t k) { return c->g.kids[c->g.kstart[v] + k]; }
 static uint32_t nslots(const pctx *c, uint32_t v) { return c->g.kstart[v + 1] - c->g.kstart[v]; }
 
-/* The arrays of one attempt, in one zeroed block: 61 bytes a node, which
-   for a large body is a block the allocator backs by huge pages (alloc.c)
-   where fourteen separate arrays of a few MiB each were faulted in a page
-   at a time. */
+/* The arrays of the attempts at one body, in one zeroed block of 45 bytes
+   a node (allocated once a body, before lexical.c reads the devices, whose
+   scratch lies in it too; zeroed again for a further attempt): for a
+   large body a block the allocator backs by huge pages (alloc.c), where
+   separate arrays of a few MiB each were faulted in a page at a time.
+   Each byte of it is a fresh page's at a million calls, so arrays share
+   places where their lives do not overlap (reuse_arrays). */
+enum { ARRAY_BYTES = 16 + 2 * 4 + 4 * 4 + 5 };
+
 static int alloc_arrays(pctx *c) {
   size_t n = c->n ? c->n : 1;
-  char *m = dp_calloc(n, 16 + 8 + 8 + 6 * 4 + 5); /* (widest first: every array stays aligned) */
-  if (!m) return -1;
-  c->arrays = m;
+  if (!(c->arrays = dp_calloc(n, ARRAY_BYTES))) return -1;
+  c->narrays = n * ARRAY_BYTES;
+  c->dirty = 0;
+  return 0;
+}
+
+/* An attempt's view of the block (widest first: every array stays aligned). */
+static void lay_out_arrays(pctx *c) {
+  size_t n = c->n ? c->n : 1;
+  char *m = c->arrays;
+  memset(m, 0, c->dirty);
+  c->dirty = c->narrays;
   c->restr = (rset *)(void *)m;
   m += n * sizeof *c->restr;
-  c->key = (uintptr_t *)(void *)m;
-  m += n * sizeof *c->key;
   c->stamp = (uint32_t *)(void *)m; /* (and pos: the rebuild's new nodes later) */
   c->pos = c->stamp + n;
   m += 2 * n * sizeof *c->stamp;
-  uint32_t **u32[] = {&c->base, &c->block, &c->uf, &c->remaining, &c->outpos, &c->letof};
+  uint32_t **u32[] = {&c->base, &c->block, &c->uf, &c->remaining};
   for (size_t i = 0; i < sizeof u32 / sizeof *u32; i++, m += n * sizeof(uint32_t)) *u32[i] = (uint32_t *)(void *)m;
   uint8_t **u8[] = {&c->cls, &c->closed, &c->hascall, &c->isout, &c->drop};
   for (size_t i = 0; i < sizeof u8 / sizeof *u8; i++, m += n) *u8[i] = (uint8_t *)m;
-  return 0;
 }
 
 /* Blocks, parents first (reverse post order is topological): an if's
@@ -383,6 +398,10 @@ static int finish_node(pctx *c, gbuild *b) {
     cap = b->cap;
     if (dp_grow8(&note, &cap, v + 2, 1) < 0) return -1;
     g->note = note;
+    cap = b->cap;
+    void *letof = c->letof;
+    if (dp_grow8(&letof, &cap, v + 2, sizeof *c->letof) < 0) return -1;
+    c->letof = letof;
     b->cap = cap;
   }
   if (total + nk > b->capkids && dp_grow8((void **)&g->kids, &b->capkids, total + nk, sizeof *g->kids) < 0)
@@ -393,6 +412,9 @@ static int finish_node(pctx *c, gbuild *b) {
   g->x[v] = f.e;
   g->kind[v] = (uint8_t)f.e->h.kind;
   g->note[v] = f.note;
+  c->letof[v] = MULTI;
+  if (f.e->h.kind == DP_LET && nk == 3 && g->kids[total] != DP__DFP_NONE && g->kids[total + 1] != DP__DFP_NONE)
+    c->letof[g->kids[total]] = v; /* (its variable, finished before it) */
   if (f.note & F_DIALECT)
     for (uint32_t k = 0; k < nk; k++) {
       uint32_t t = g->kids[total + k];
@@ -446,7 +468,9 @@ static int build_graph(pctx *c, dp_expr *root) {
   return 0;
 }
 
-static uintptr_t key_of(const pctx *c, dp_vdev *vd) {
+/* What a member's device is compared by (dev[v]: read from the module,
+   or put there by classify; no array of keys, 8 bytes a node). */
+static uintptr_t key_of(const pctx *c, const dp_vdev *vd) {
   if (c->by == DP_PART_DEVICE_TYPE) return (uintptr_t)vd->device_type;
   if (c->by == DP_PART_TARGET && vd->target) return (uintptr_t)vd->target;
   return (uintptr_t)vd;
@@ -492,10 +516,6 @@ static int resolve_bases(pctx *c) {
 }
 
 static void classify(pctx *c) {
-  for (uint32_t v = 0; v < c->n; v++) c->letof[v] = MULTI;
-  for (uint32_t v = 0; v < c->n; v++) /* a let's variable stands for its value */
-    if (c->kind[v] == DP_LET && kid(c, v, 0) != DP__DFP_NONE && kid(c, v, 1) != DP__DFP_NONE)
-      c->letof[kid(c, v, 0)] = v;
   for (uint32_t v = 0; v < c->n; v++) {
     c->base[v] = v;
     c->uf[v] = v;
@@ -513,9 +533,9 @@ static void classify(pctx *c) {
       dp_vdev *vd = device_of(c, v);
       if (vd && !dp_vdev_is_fully_unconstrained(vd)) {
         c->cls[v] = C_MEMBER;
-        c->key[v] = key_of(c, vd);
+        if (!c->lx) c->dev[v] = vd; /* (the device compared; lexical.c's are there already) */
         c->hascall[v] = c->kind[v] == DP_CALL;
-        dp_release(vd); /* interned and held by the domains: the key stays valid */
+        dp_release(vd); /* interned and held by the domains: dev[v] stays valid */
         continue;
       }
       dp_release(vd);
@@ -726,7 +746,7 @@ static int add_set(pctx *c, rset *acc, const rset *x) {
 }
 
 static int same_place(const pctx *c, uint32_t a, uint32_t b) {
-  return c->cls[a] == C_MEMBER && c->cls[b] == C_MEMBER && c->key[a] == c->key[b] &&
+  return c->cls[a] == C_MEMBER && c->cls[b] == C_MEMBER && key_of(c, c->dev[a]) == key_of(c, c->dev[b]) &&
          c->block[a] == c->block[b];
 }
 
@@ -1252,8 +1272,11 @@ static int finish(pctx *c, walk *w, cfr *f) {
 /* The caller's body, in a topological order of its graph with each region
    contracted to its call. */
 static dp_expr *rebuild_caller(pctx *c) {
-  walk w = {NULL, 0, 0, dp_calloc(c->n, 1), (dp_expr **)(void *)c->stamp}; /* (stamps and positions: 8 bytes a node) */
+  /* (the regions' marks: a byte a node; stamps and positions: 8 bytes a
+     node; pages already touched, not fresh ones) */
+  walk w = {NULL, 0, 0, memset(c->closed, 0, c->n), (dp_expr **)(void *)c->stamp};
   c->stamp = c->pos = NULL;
+  c->closed = NULL;
   memset(w.newx, 0, (size_t)c->n * sizeof *w.newx);
   uint32_t root = c->n - 1;
   dp_expr *r = NULL;
@@ -1277,19 +1300,26 @@ static dp_expr *rebuild_caller(pctx *c) {
   }
   if (rc >= 0) r = dp_retain(read_new(c, &w, root, c->x[root]));
   for (uint32_t i = 0; w.newx && i < c->n; i++) dp_release(w.newx[i]);
-  free(w.state); /* (newx lies in the attempt's arrays) */
-  free(w.st);
+  free(w.st); /* (state and newx lie in the attempt's arrays) */
   if (!r) set_oom(c);
   return r;
 }
 
 /* ---------------- one body ---------------- */
 
-/* Frees what one attempt at the body made (not the graph, not the fences). */
+/* Frees what one attempt at the body made (not the graph, the fences, the
+   arrays' block). */
 static void attempt_clear(pctx *c) {
-  for (uint32_t i = 0; i < c->n; i++) { /* (inner[]: each function released its copies) */
-    if (c->restr && !c->sets_freed) rset_free(&c->restr[i]);
-    if (c->outexpr) dp_release(c->outexpr[i]);
+  for (uint32_t i = 0; c->restr && !c->sets_freed && i < c->n; i++) rset_free(&c->restr[i]);
+  /* (inner[]: each function released its copies) the projections: only a
+     region with outputs has them, no sweep over every node */
+  for (uint32_t i = 0; c->outexpr && c->mem && i < c->nregs; i++) {
+    const region *g = &c->regs[i];
+    for (uint32_t j = 0; g->nout > 1 && j < g->nmem; j++) {
+      uint32_t m = c->mem[g->first + j];
+      dp_release(c->outexpr[m]);
+      c->outexpr[m] = NULL;
+    }
   }
   for (uint32_t i = 0; i < c->nregs; i++) {
     dp_release(c->regs[i].global);
@@ -1300,13 +1330,10 @@ static void attempt_clear(pctx *c) {
   }
   free(c->regs);
   free(c->mem);
-  free(c->arrays);
-  c->arrays = NULL;
   c->regs = NULL;
   c->nregs = 0;
-  c->cls = c->closed = c->hascall = c->isout = c->drop = NULL;
-  c->base = c->block = c->uf = c->remaining = c->stamp = c->pos = c->rid = c->mem = c->outpos = c->letof = NULL;
-  c->key = NULL;
+  c->cls = c->closed = c->hascall = c->isout = c->drop = NULL; /* (the block stays for the next attempt) */
+  c->base = c->block = c->uf = c->remaining = c->stamp = c->pos = c->rid = c->mem = c->outpos = NULL;
   c->restr = NULL;
   c->sets_freed = 0;
   c->inner = c->outexpr = NULL;
@@ -1388,10 +1415,11 @@ static int rebuilds(pctx *c) {
 }
 
 /* The regions are made, their sets freed: the arrays only that walk used
-   (restriction sets, reader counts; 20 bytes a node) become the arrays of
-   what follows, on pages already touched instead of fresh ones: the
-   members' copies and projections (inner, outexpr), the region numbers
-   (rid); the stamps and positions become the rebuild's new nodes. */
+   (restriction sets, reader counts, blocks; 24 bytes a node) become the
+   arrays of what follows, on pages already touched instead of fresh ones:
+   the members' copies and projections (inner, outexpr), the region
+   numbers (rid), the outputs' positions (outpos); the stamps and
+   positions become the rebuild's new nodes. */
 _Static_assert(sizeof(rset) == 2 * sizeof(dp_expr *), "a set's place holds a member's two nodes");
 _Static_assert(2 * sizeof(uint32_t) == sizeof(dp_expr *), "a stamp and a position hold a new node");
 
@@ -1404,6 +1432,8 @@ static void reuse_arrays(pctx *c) {
   memset(c->remaining, 0, (size_t)n * sizeof *c->remaining);
   c->rid = c->remaining;
   c->remaining = NULL;
+  c->outpos = c->block; /* (written for each output before it is read) */
+  c->block = NULL;
 }
 
 /* One attempt: the body partitioned under the current fences. 1 done
@@ -1411,7 +1441,7 @@ static void reuse_arrays(pctx *c) {
    added), -1 error. */
 static int attempt(pctx *c, uint8_t round, dp_expr **out) {
   *out = NULL;
-  if (alloc_arrays(c) < 0) return -1;
+  lay_out_arrays(c);
   assign_blocks(c);
   classify(c);
   if (resolve_bases(c) < 0 || make_regions(c) < 0) return -1;
@@ -1459,11 +1489,14 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
   if (build_graph(c, body) < 0) goto done;
   c->n = c->g.n;
   c->x = c->g.x;
-  if (c->lx) { /* the devices, as the body says them (the graph's kinds and flags spare it the IR) */
-    if (!(c->dev = dp_malloc((c->n ? c->n : 1) * sizeof *c->dev))) goto done;
-    int r = dp__lexical_graph_read(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->kind, c->nflag, c->body_vd, c->dev);
+  if (!(c->dev = dp_malloc((c->n ? c->n : 1) * sizeof *c->dev)) || alloc_arrays(c) < 0) goto done;
+  if (c->lx) { /* the devices, as the body says them (the graph's kinds and flags spare it the IR;
+                  its scratch, 8 bytes a node, is the arrays' zeroed block, zeroed again after) */
+    int r = dp__lexical_graph_read(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->kind, c->nflag, c->letof,
+                                   c->body_vd, c->dev, (dp_vdev **)c->arrays);
     if (r > 0) c->gave_up = 1;
     if (r != 0) goto done;
+    c->dirty = (size_t)c->n * sizeof(dp_vdev *);
   }
   c->strict = 0;
   c->fence = dp_calloc(c->n ? c->n : 1, 1);
@@ -1490,10 +1523,14 @@ done:
   }
   attempt_clear(c);
   dp__dfp_graph_free(&c->g);
+  free(c->letof);
+  free(c->arrays);
   free(c->fence);
   free(c->dev);
   free(saved);
   c->kind = c->nflag = NULL; /* (the graph's) */
+  c->letof = NULL;
+  c->arrays = NULL;
   c->dev = NULL;
   c->fence = NULL;
   c->n = 0;

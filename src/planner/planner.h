@@ -1094,12 +1094,15 @@ int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *
    DP__LX_ON_DEVICE for a call of on_device, DP__LX_COPY for one of
    device_copy, DP__LX_OP_CALL for one of any other operator but the
    memory and VM dialect's (call_lowered, memory.*, vm.*: such a call is
-   checked from the graph alone); other bits ignored. 0, 1 the body does
-   not say its devices so (the caller plans it), -1 out of memory. */
+   checked from the graph alone); other bits ignored. bound[v]: a let's
+   variable's let (UINT32_MAX: none; the caller has it from its graph's
+   build). ctx: n zeroed pointers of scratch, the caller's (its own
+   zeroed block, so that no fresh pages are mapped here). 0, 1 the body
+   does not say its devices so (the caller plans it), -1 out of memory. */
 enum { DP__LX_ON_DEVICE = 1, DP__LX_COPY = 2, DP__LX_OP_CALL = 16 };
 int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
-                           const uint32_t *kids, const uint8_t *kind, const uint8_t *call, dp_vdev *root_ctx,
-                           dp_vdev **dev);
+                           const uint32_t *kids, const uint8_t *kind, const uint8_t *call, const uint32_t *bound,
+                           dp_vdev *root_ctx, dp_vdev **dev, dp_vdev **ctx);
 /* Is vd a device as planning by the configuration leaves it (canonical,
    nothing left to default)? 1, 0, -1 out of memory. */
 int dp__lexical_settled(dp__lexical *lx, dp_vdev *vd);
