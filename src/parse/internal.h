@@ -214,10 +214,10 @@ struct dp_parser {
   dp_attrs *no_attrs;    /* the empty set of operator calls without attributes */
 };
 
-/* The byte offset where token tok (1-based, at most ntok) starts. */
+/* The byte offset where token tok (1-based, at most ntok) starts (p is
+   not const: the offsets of the blocks asked for last are cached in it). */
 uint32_t dp__tok_off_slow(dp_parser *p, uint32_t i);
-static inline uint32_t dp__tok_off(const dp_parser *cp, uint32_t tok) {
-  dp_parser *p = (dp_parser *)cp; /* (only the cache changes; parsers are never const objects) */
+static inline uint32_t dp__tok_off(dp_parser *p, uint32_t tok) {
   uint32_t i = tok - 1;
   const struct ptcache *c = p->tlast;
   return c && c->block == i >> TOK_BLOCK_BITS && i < c->end ? c->off[i & (TOK_BLOCK - 1)] : dp__tok_off_slow(p, i);
@@ -244,8 +244,8 @@ static inline dp_span dp__span(dp_parser *p, uint32_t tok) {
 uint32_t dp__keep(dp_parser *p, void *obj, dp_err *err, uint32_t tok);
 static inline dp_obj *dp__obj(const dp_parser *p, uint32_t h) { return p->objs[h - 1]; }
 /* The token's text and length (its kind decides where it ends). */
-const char *dp__tok_text_long(const dp_parser *p, uint32_t tok, size_t *len);
-static inline const char *dp__tok_text(const dp_parser *p, uint32_t tok, size_t *len) {
+const char *dp__tok_text_long(dp_parser *p, uint32_t tok, size_t *len);
+static inline const char *dp__tok_text(dp_parser *p, uint32_t tok, size_t *len) {
   *len = p->tb[tok - 1] & 31u;
   return *len == 31 ? dp__tok_text_long(p, tok, len) : p->text + dp__tok_off(p, tok);
 }

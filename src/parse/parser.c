@@ -222,7 +222,7 @@ dp_span dp__span_slow(dp_parser *p, uint32_t tok) {
 }
 
 /* (a token of 31 bytes or more: its end found again) */
-const char *dp__tok_text_long(const dp_parser *p, uint32_t tok, size_t *len) {
+const char *dp__tok_text_long(dp_parser *p, uint32_t tok, size_t *len) {
   size_t off = dp__tok_off(p, tok);
   *len = dp__token_end(p->text, p->len, off, p->kinds[tok - 1]) - off;
   return p->text + off;
@@ -503,8 +503,7 @@ dp_type *dp_parser_type(dp_parser *p, int64_t h, dp_err **err) {
 
 /* ---------------- excerpts ---------------- */
 
-char *dp_parser_excerpt(const dp_parser *cp, dp_span s) {
-  dp_parser *p = (dp_parser *)cp; /* (the line table is made here when first needed) */
+char *dp_parser_excerpt(dp_parser *p, dp_span s) {
   if (s.source != p->source || s.line == 0 || (!p->lines && make_lines(p) != 0) || s.line > p->nlines) return NULL;
   size_t start = p->lines[s.line - 1];
   size_t end = s.line < p->nlines ? p->lines[s.line] - 1 : p->len;
