@@ -119,6 +119,25 @@ describe("parser errors", function()
     assert.are.equal(15, e.col)
   end)
 
+  it("shows the right line far into a long text, before and after lines already read", function()
+    -- a chain of n calls, one a line; the call on line `bad` (counted in the text) does not broadcast
+    local function long_body(n, bad)
+      local lines = {"  %0 = add(%a, %b);"}
+      for i = 1, n - 1 do
+        lines[#lines + 1] = ("  %%%d = add(%%%d, %s);"):format(i, i - 1, i + 2 == bad and "%c" or "%b")
+      end
+      lines[#lines + 1] = ("  %%%d"):format(n - 1)
+      return table.concat(lines, "\n")
+    end
+    local params = "%a: " .. T .. ", %b: " .. T .. ", %c: Tensor[(4, 3), float32]"
+    -- inference runs once the body is read: its error points back past every mark
+    for _, bad in ipairs{3, 64, 65, 66, 129, 130, 1000, 2001} do
+      check(def(long_body(2000, bad), params), bad, #("  %" .. (bad - 2) .. " = ") + 1, "do not broadcast", "type")
+    end
+    -- a syntax error is found where the lexer is: the last line, without a newline after it
+    check((def(long_body(300, 0), params):gsub("\n}$", " %%a")), 302, 8, "expected ';' or '}'", "syntax")
+  end)
+
   it("positions a type error in a text that is only an operator (fuzzer input)", function()
     check("add", 1, 1, "an operator can only be called", "type")
     check("\n\n  nn.relu", 3, 3, "an operator can only be called", "type")

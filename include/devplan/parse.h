@@ -148,9 +148,7 @@ dp_type *dp_parser_type(dp_parser *p, int64_t h, dp_err **err);
 
 /* The source line of span s and a caret under its column ("  %0 = f(\n
    ^"), a long line cut to a window around it; NULL when s is not in
-   this parser's text (or out of memory). malloc'd. The first call makes
-   the parser's table of line starts (parsing keeps none), so p is not
-   const. */
-char *dp_parser_excerpt(dp_parser *p, dp_span s);
+   this parser's text (or out of memory). malloc'd. */
+char *dp_parser_excerpt(const dp_parser *p, dp_span s);
 
 #endif

@@ -92,16 +92,14 @@ struct dp_parser {
   /* positions: the lines of the last two positions asked for, where each
      starts and where the next one does (SIZE_MAX: none), others found by
      scanning the text from there or from the mark of a line before it
-     (the parser asks nearly in order); where every line starts (lines) is
-     made only for an excerpt */
+     (the parser asks nearly in order); an excerpt finds its line from the
+     marks too */
   struct pline {
     size_t start, next;
     uint32_t line;       /* 0-based */
   } lc[2];               /* (the line asked for last, and the one before it) */
   size_t *lmarks;        /* where lines LMARK, 2 LMARK, ... start (as far as asked) */
   uint32_t nlmarks, caplmarks;
-  uint32_t *lines;
-  uint32_t nlines;
   dp_module *mod;        /* made with the first item */
   dp_meta_resolver meta;
   void *meta_ud;

@@ -124,7 +124,6 @@ void dp_parser_free(dp_parser *p) {
   dp_meta_free(p->metadata);
   dp_err_free(p->lex_err);
   dp_err_free(p->err);
-  free(p->lines);
   free(p->lmarks);
   dp_release(p->ctx);
   free(p);
@@ -149,24 +148,6 @@ void dp_parser_set_meta(dp_parser *p, dp_meta_resolver fn, void *ud) {
 }
 
 /* ---------------- positions ---------------- */
-
-static int make_lines(dp_parser *p) {
-  uint32_t cap = 0, n = 0;
-  uint32_t *lines = NULL;
-  if (dp_grow((void **)&lines, &cap, 1, sizeof *lines) != 0) return -1;
-  lines[n++] = 0;
-  for (const char *s = p->text, *end = p->text + p->len; (s = memchr(s, '\n', (size_t)(end - s)));) {
-    s++;
-    if (dp_grow((void **)&lines, &cap, n + 1, sizeof *lines) != 0) {
-      free(lines);
-      return -1;
-    }
-    lines[n++] = (uint32_t)(s - p->text);
-  }
-  p->lines = lines;
-  p->nlines = n;
-  return 0;
-}
 
 #define LMARK 64 /* a line of every LMARK has its start kept */
 
@@ -503,10 +484,25 @@ dp_type *dp_parser_type(dp_parser *p, int64_t h, dp_err **err) {
 
 /* ---------------- excerpts ---------------- */
 
-char *dp_parser_excerpt(dp_parser *p, dp_span s) {
-  if (s.source != p->source || s.line == 0 || (!p->lines && make_lines(p) != 0) || s.line > p->nlines) return NULL;
-  size_t start = p->lines[s.line - 1];
-  size_t end = s.line < p->nlines ? p->lines[s.line] - 1 : p->len;
+/* Where 0-based line `line` starts (SIZE_MAX: the text has fewer lines):
+   from the mark at or before it, a line at a time, as span_at_offset
+   finds a line (an error's excerpt is the only caller). */
+static size_t line_start(const dp_parser *p, uint32_t line) {
+  uint32_t m = line / LMARK < p->nlmarks ? line / LMARK : p->nlmarks;
+  size_t start = m ? p->lmarks[m - 1] : 0;
+  for (uint32_t at = m * LMARK; at < line; at++) {
+    const char *nl = memchr(p->text + start, '\n', p->len - start);
+    if (!nl) return SIZE_MAX;
+    start = (size_t)(nl - p->text) + 1;
+  }
+  return start;
+}
+
+char *dp_parser_excerpt(const dp_parser *p, dp_span s) {
+  size_t start = s.source == p->source && s.line > 0 ? line_start(p, s.line - 1) : SIZE_MAX;
+  if (start == SIZE_MAX) return NULL;
+  const char *nl = memchr(p->text + start, '\n', p->len - start);
+  size_t end = nl ? (size_t)(nl - p->text) : p->len;
   if (end > start && p->text[end - 1] == '\r') end--;
   size_t n = end - start, col = s.col, from = 0, shown = n;
   if (col > n + 1) col = n + 1;
