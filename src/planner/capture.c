@@ -227,7 +227,7 @@ static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *chi
    references)? */
 static int read_anywhere_copy(const cctx *c, uint32_t k) {
   if (k == DP__NONE_ID || c->ix->what[k] != W_ON_DEVICE || !(c->ix->flag[k] & F_SHARED)) return 0;
-  uint32_t ann = c->ix->ann[k];
+  uint32_t ann = dp__ann(c->ix, k);
   return !(ann & (ON_CBODY | ON_CRESULT)) && dp__ann_dev(ann);
 }
 
@@ -420,7 +420,7 @@ static dp_expr *plain_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
 
 static int is_plain_call(const cctx *c, uint32_t id, const dp_call *orig) {
   uint32_t v = c->dev ? c->dev[id] : 0;
-  if (!v || c->ix->ann[id] != OP_ORDINARY) return 0;
+  if (!v || dp__ann_op(c->ix, id) != OP_ORDINARY) return 0;
   for (uint32_t i = 0; i < orig->nargs; i++)
     if (!at_dev(c, id, 1 + i, v)) return 0;
   return 1;
@@ -465,7 +465,7 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
      the call, unless placement by cost put a copy there), or where it
      lives (the memory dialect's host and free arguments) */
   int at_call = c->ix->what[id] == W_CTOR_CALL ||
-                (c->ix->what[id] == W_OP_CALL && c->ix->ann[id] == OP_ORDINARY);
+                (c->ix->what[id] == W_OP_CALL && dp__ann_op(c->ix, id) == OP_ORDINARY);
   for (uint32_t i = 0; i < n && k[i]; i++) {
     dp_vdev *pv = f != DP__NONE_ID ? dom_vd(c, dp__dom_kid(d, f, i), oargs[i], err)
                   : at_call ? cv : kid_vd(c, aid, abase + i, err);
