@@ -99,7 +99,7 @@ static void flow_room(actx *a) {
 
 /* A device_copy from a device to itself (capture removes it)? */
 static int noop_copy(const dp__index *ix, uint32_t id) {
-  const dp__copy_ends *ce = &ix->copies[ix->ann[id]];
+  const dp__copy_ends *ce = &ix->copies[dp__ann(ix, id)];
   return ce->src == ce->dst && ce->src != DP__NONE_ID;
 }
 
@@ -113,7 +113,7 @@ static uint32_t value_of(const dp__index *ix, const uint32_t *copy_rep, uint32_t
     if (k == DP__NONE_ID) break;
     id = k;
   }
-  if (id != DP__NONE_ID && ix->what[id] == W_COPY && copy_rep) id = copy_rep[ix->ann[id]];
+  if (id != DP__NONE_ID && ix->what[id] == W_COPY && copy_rep) id = copy_rep[dp__ann(ix, id)];
   return id;
 }
 
@@ -130,7 +130,7 @@ static uint32_t *copy_reps(const dp__index *ix) {
   for (uint32_t id; ok && (id = dp__post_next(&it)) != DP__NONE_ID;) {
     uint32_t kid = dp__kid(ix, id, 1);
     if (ix->what[id] != W_COPY) continue;
-    uint32_t c = ix->ann[id];
+    uint32_t c = dp__ann(ix, id);
     rep[c] = id;
     if (noop_copy(ix, id) || kid == DP__NONE_ID) continue;
     const void *v = ix->x[value_of(ix, rep, kid)];
@@ -189,7 +189,7 @@ static int flow(actx *a, uint32_t id, uint32_t src, uint32_t dst, int rule, dp_e
      walk through the on_device calls) */
   uint32_t value = value_of(a->ix, NULL, id);
   if (rule != R_FREE_ON_DEVICE && !dp__copyable(a->ix->x[value]->type)) return unify(a, src, dst, rule, why);
-  if (a->copy_rep && value != DP__NONE_ID && a->ix->what[value] == W_COPY) value = a->copy_rep[a->ix->ann[value]];
+  if (a->copy_rep && value != DP__NONE_ID && a->ix->what[value] == W_COPY) value = a->copy_rep[dp__ann(a->ix, value)];
   /* computed here, read anywhere: the reader of a plain on_device reads
      the value where the annotation puts it (its body), as its other readers
      do, whatever the annotation's result is read as elsewhere (a tuple, a
@@ -214,7 +214,7 @@ static int constrain(actx *a, const dp_expr *x, uint32_t xd, uint32_t v, int rul
 }
 
 static int call_on_device(actx *a, uint32_t id, dp_call *c) {
-  uint32_t ann = a->ix->ann[id], v = dp__ann_dev(ann);
+  uint32_t ann = dp__ann(a->ix, id), v = dp__ann_dev(ann);
   /* a function value is where its body is: no copy can move a function, so
      a call through the annotation calls the function itself (else its
      parameters would be free of the call's arguments, and a plan could
@@ -253,7 +253,7 @@ static int bad_end(actx *a, dp_call *c, int dst) {
 }
 
 static int call_device_copy(actx *a, uint32_t id, dp_call *c) {
-  dp__copy_ends ce = a->ix->copies[a->ix->ann[id]];
+  dp__copy_ends ce = a->ix->copies[dp__ann(a->ix, id)];
   if (ce.src == DP__NONE_ID) return bad_end(a, c, 0);
   if (ce.dst == DP__NONE_ID) return bad_end(a, c, 1);
   if (constrain(a, c->args[0], KDOM(a, id, 1), ce.src, R_COPY_SRC, &c->e) < 0) return -1;
@@ -268,14 +268,14 @@ static int call_device_copy(actx *a, uint32_t id, dp_call *c) {
 
 /* Calls of operators: the rules of planner.md's table (rules.c). */
 static int call_op(actx *a, uint32_t id, dp_call *c) {
-  const dp__oprule *r = &dp__op_rules[a->ix->ann[id]];
+  const dp__oprule *r = &dp__op_rules[dp__ann_op(a->ix, id)];
   uint32_t host = a->d->dev->host;
   uint32_t nargs = a->ix->koff[id + 1] - a->ix->koff[id] - 1; /* (c->nargs, not read cold) */
   for (uint32_t i = 0; i < nargs; i++) {
     int rule = dp__arg_rule(r, i);
     if (rule == ARG_CALL) {
       /* an ordinary operator's arguments may be copied to it (placing) */
-      int rc = a->ix->ann[id] == OP_ORDINARY
+      int rc = dp__ann_op(a->ix, id) == OP_ORDINARY
                    ? flow(a, dp__kid(a->ix, id, 1 + i), KDOM(a, id, 1 + i), DOM(a, id), R_ARG, &c->e)
                    : unify(a, KDOM(a, id, 1 + i), DOM(a, id), R_ARG, &c->e);
       if (rc < 0) return -1;

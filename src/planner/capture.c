@@ -73,7 +73,8 @@ typedef struct cctx {
   dp_expr **vs; uint32_t nvs, capvs;  /* results of single-reference nodes (owned) */
   dp__ptrmap changed;                 /* id_key(id) -> a shared node's new form (owned) */
   dp_expr **dense;                    /* or, once many changed, id -> it (owned) or NULL */
-  uint8_t *isnew;                     /* a bit per id: a node with a new form */
+  uint8_t *isnew;                     /* a bit per id: a node with a new form (and
+                                         excl's bits after them: one block, owned) */
   dp_expr **kr; uint32_t capkr;       /* the node being captured: its kids' results (borrowed) */
   rcopy *rc; uint32_t nrc, caprc;
   dp__ptrmap rcmap;  /* node -> its latest rcopy + 1 (a node numbered twice has two ids) */
@@ -81,7 +82,9 @@ typedef struct cctx {
                         (NULL: more than 255 devices, then read from the domains) */
   int last;          /* dp__capture_last: nothing reads the domains after capture */
   uint8_t *excl;     /* consume: a bit per id, held by its parent alone up to a function
-                        only the module holds (changed in place); NULL: nothing is */
+                        only the module holds (changed in place); NULL: nothing is (in
+                        isnew's block) */
+  void *spare; size_t nspare;  /* the dropped domains' constraints' block, for the bits */
   uint32_t *top;     /* capture_last: a checkpoint every `step` positions of the last
                         function's post order, the largest id read from there on
                         (NULL: none) */
@@ -227,7 +230,7 @@ static dp_expr *child(cctx *c, dp_vdev *lexical, dp_vdev *expected, dp_vdev *chi
    references)? */
 static int read_anywhere_copy(const cctx *c, uint32_t k) {
   if (k == DP__NONE_ID || c->ix->what[k] != W_ON_DEVICE || !(c->ix->flag[k] & F_SHARED)) return 0;
-  uint32_t ann = c->ix->ann[k];
+  uint32_t ann = dp__ann(c->ix, k);
   return !(ann & (ON_CBODY | ON_CRESULT)) && dp__ann_dev(ann);
 }
 
@@ -420,7 +423,7 @@ static dp_expr *plain_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
 
 static int is_plain_call(const cctx *c, uint32_t id, const dp_call *orig) {
   uint32_t v = c->dev ? c->dev[id] : 0;
-  if (!v || c->ix->ann[id] != OP_ORDINARY) return 0;
+  if (!v || dp__ann_op(c->ix, id) != OP_ORDINARY) return 0;
   for (uint32_t i = 0; i < orig->nargs; i++)
     if (!at_dev(c, id, 1 + i, v)) return 0;
   return 1;
@@ -465,7 +468,7 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
      the call, unless placement by cost put a copy there), or where it
      lives (the memory dialect's host and free arguments) */
   int at_call = c->ix->what[id] == W_CTOR_CALL ||
-                (c->ix->what[id] == W_OP_CALL && c->ix->ann[id] == OP_ORDINARY);
+                (c->ix->what[id] == W_OP_CALL && dp__ann_op(c->ix, id) == OP_ORDINARY);
   for (uint32_t i = 0; i < n && k[i]; i++) {
     dp_vdev *pv = f != DP__NONE_ID ? dom_vd(c, dp__dom_kid(d, f, i), oargs[i], err)
                   : at_call ? cv : kid_vd(c, aid, abase + i, err);
@@ -892,21 +895,36 @@ static int devices(cctx *c) {
   }
   if (c->last && !asks && !c->d->oom) {
     give(ix->ops.arena, (void **)&c->d->nodes, (size_t)c->d->capnodes * sizeof *c->d->nodes);
-    give(ix->ops.arena, (void **)&c->d->cons, (size_t)c->d->capcons * sizeof *c->d->cons);
+    c->spare = c->d->cons, c->nspare = (size_t)c->d->capcons * sizeof *c->d->cons;
+    c->d->cons = NULL;
     give(ix->ops.arena, (void **)&c->d->kids, (size_t)c->d->capkids * sizeof *c->d->kids);
     dp__domains_drop(c->d);
   }
   return 0;
 }
 
-/* consume: the ids capture may change in place, a bit each: a function
-   only the module and `out` (its copy so far) hold, then, from it down (in
-   id order: a parent before the children it numbered), each child its
-   parent alone holds (one reference, no other parent in the module). NULL
-   where out of memory (then nothing is changed in place). */
-static uint8_t *exclusive(const dp__index *ix) {
-  uint8_t *b = dp_calloc(ix->n / 8 + 1, 1);
-  if (!b) return NULL;
+/* The bits capture keeps an id, n bytes zeroed: in the dropped domains'
+   constraints' block where it is as large (resident: at a million let
+   calls the bits otherwise took a fresh 2 MiB page of the heap, at
+   capture's peak), else a new block; NULL on out of memory. */
+static uint8_t *bits(cctx *c, size_t n) {
+  uint8_t *b = NULL;
+  if (c->spare && c->nspare >= n && (b = dp_realloc(c->spare, n))) /* (shrinks in place) */
+    memset(b, 0, n);
+  else {
+    free(c->spare);
+    b = dp_calloc(n, 1);
+  }
+  c->spare = NULL;
+  return b;
+}
+
+/* consume: the ids capture may change in place, a bit each (in b, zeroed):
+   a function only the module and `out` (its copy so far) hold, then, from
+   it down (in id order: a parent before the children it numbered), each
+   child its parent alone holds (one reference, no other parent in the
+   module). */
+static uint8_t *exclusive(const dp__index *ix, uint8_t *b) {
   for (uint32_t fn = 0; fn < ix->nfn; fn++) {
     uint32_t lo = ix->fnid[fn], hi = ix->fnid[fn + 1];
     if (hi == lo || ix->x[lo]->h.rc != 2) continue;
@@ -933,8 +951,9 @@ static dp_module *capture(dp__domains *d, int last, int consume, dp_err **err) {
   dp__arena arena = DP__ARENA_INIT;
   ix->ops.arena = &arena;
   dp_module *m = ix->mod, *out = dp_module_copy(m);
-  if (!out || !(c.isnew = dp_calloc(ix->n / 8 + 1, 1)) || devices(&c) < 0) goto oom;
-  if (consume) c.excl = exclusive(ix); /* (after `out` holds every function) */
+  size_t nb = ix->n / 8 + 1;
+  if (!out || devices(&c) < 0 || !(c.isnew = bits(&c, consume ? 2 * nb : nb))) goto oom;
+  if (consume) c.excl = exclusive(ix, c.isnew + nb); /* (after `out` holds every function) */
   if (consume) tops(&c);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = capture_function(&c, i, err);
@@ -962,7 +981,7 @@ done:
     for (uint32_t i = 0; i < ix->n; i++) dp_release(c.dense[i]);
   free(c.dense);
   free(c.isnew);
-  free(c.excl);
+  free(c.spare);
   free(c.top);
   free(c.dev);
   free(c.kr);

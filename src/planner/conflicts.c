@@ -92,7 +92,7 @@ static int read_group(dp__index *ix, const rkey *r, uint32_t n, shares *sh) {
     all = dp__dev_join(dv, all, x->d);
   }
   if (all != DP__NONE_ID || !dp__copyable(ix->x[node]->type)) return 0;
-  uint32_t acc = dp__ann_dev(ix->ann[node]), first = sh->n;
+  uint32_t acc = dp__ann_dev(dp__ann(ix, node)), first = sh->n;
   uint32_t dest[64], ndest = 0;   /* the destinations met (share first + k) */
   for (uint32_t k = 0; k < n; k++) {
     const dp__read *x = &ix->reads[r[k].i];
@@ -120,14 +120,14 @@ static int read_group(dp__index *ix, const rkey *r, uint32_t n, shares *sh) {
 static int flow_reader(const dp__index *ix, uint32_t parent, uint32_t slot) {
   int w = ix->what[parent];
   return slot > 0 && (w == W_CTOR_CALL || w == W_FN_CALL ||
-                      (w == W_OP_CALL && ix->ann[parent] == OP_ORDINARY));
+                      (w == W_OP_CALL && dp__ann_op(ix, parent) == OP_ORDINARY));
 }
 
 /* The device a reader that is no call argument puts the annotation's
    result on by itself (an on_device constraining its body to one, a
    device_copy's source), or 0 (where it is, is the optimiser's to say). */
 static uint32_t reader_device(const dp__index *ix, uint32_t parent, uint32_t slot) {
-  uint32_t a = ix->ann[parent];
+  uint32_t a = dp__ann(ix, parent);
   if (ix->what[parent] == W_ON_DEVICE && (a & ON_CBODY) && dp__ann_dev(a) != ON_DEV) return dp__ann_dev(a);
   if (ix->what[parent] == W_COPY && slot == 1 && ix->copies[a].src != DP__NONE_ID) return ix->copies[a].src;
   return 0;

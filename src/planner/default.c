@@ -41,7 +41,7 @@ typedef struct dctx {
 } dctx;
 
 static int is_free_on_device(const dp__index *ix, uint32_t id) {
-  return ix->what[id] == W_ON_DEVICE && !(ix->ann[id] & (ON_CBODY | ON_CRESULT));
+  return ix->what[id] == W_ON_DEVICE && !(dp__ann(ix, id) & (ON_CBODY | ON_CRESULT));
 }
 
 static int free_on_device(dctx *c, uint32_t id) {

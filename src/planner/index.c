@@ -167,6 +167,33 @@ static uint32_t canon(dp__index *ix, dp_vdev *v) {
   return dp__dev_canon(&ix->dev, v, NULL);
 }
 
+/* Node id's annotation v (dp__ann): its byte, or 0xFF and v in `wide`,
+   appended (ids are decoded in order, so `wide` is sorted). Out of memory:
+   dev.oom, on which the walk stops. */
+static void set_ann(dp__index *ix, uint32_t id, uint32_t v) {
+  uint32_t b = (v & 0x3F) | (v >> 24 & 0xC0);
+  if (!(v & ~(ON_CBODY | ON_CRESULT | 0x3Fu)) && b != 0xFF) {
+    ix->ann[id] = (uint8_t)b;
+    return;
+  }
+  ix->ann[id] = 0xFF;
+  if (dp_grow((void **)&ix->wide, &ix->capwide, ix->nwide + 1, sizeof *ix->wide) < 0) {
+    ix->dev.oom = 1;
+    return;
+  }
+  ix->wide[ix->nwide++] = (dp__annw){id, v};
+}
+
+uint32_t dp__ann_wide(const dp__index *ix, uint32_t id) {
+  uint32_t lo = 0, hi = ix->nwide;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (ix->wide[mid].id < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < ix->nwide && ix->wide[lo].id == id ? ix->wide[lo].ann : 0;
+}
+
 static uint32_t decode_call(dp__index *ix, uint32_t id, dp_call *c) {
   const struct dp__plan_ops *o = &ix->ops;
   dp__ondev p;
@@ -176,13 +203,13 @@ static uint32_t decode_call(dp__index *ix, uint32_t id, dp_call *c) {
      its rule at once, the attributes unread) */
   const dp_op *op = c->fn->h.kind == DP_OP ? (const dp_op *)c->fn : NULL;
   if (op && op != o->on_device && op != o->device_copy && op != o->special[OP_CALL_LOWERED]) {
-    ix->ann[id] = (uint32_t)dp__op_rule(o, op);
+    ix->ann[id] = (uint8_t)dp__op_rule(o, op); /* (below 63: dp__ann_op) */
     return W_OP_CALL;
   }
   if (dp__on_device_props(o, &c->e, &p)) {
     uint32_t d = p.vd ? canon(ix, p.vd) : 0;
-    ix->ann[id] = (d == DP__NONE_ID ? ON_DEV : d) | (p.cbody ? ON_CBODY : 0) |
-                  (p.cresult ? ON_CRESULT : 0);
+    set_ann(ix, id, (d == DP__NONE_ID ? ON_DEV : d) | (p.cbody ? ON_CBODY : 0) |
+                        (p.cresult ? ON_CRESULT : 0));
     ix->nann++;
     return W_ON_DEVICE;
   }
@@ -192,7 +219,7 @@ static uint32_t decode_call(dp__index *ix, uint32_t id, dp_call *c) {
       return W_PLAIN;
     }
     ix->copies[ix->ncopies] = (dp__copy_ends){src ? canon(ix, src) : 0, dst ? canon(ix, dst) : 0};
-    ix->ann[id] = ix->ncopies++;
+    set_ann(ix, id, ix->ncopies++);
     ix->nann += 2;
     return W_COPY;
   }
@@ -202,7 +229,7 @@ static uint32_t decode_call(dp__index *ix, uint32_t id, dp_call *c) {
     return W_LOWERED;
   }
   if (op) {
-    ix->ann[id] = (uint32_t)dp__op_rule(o, op);
+    ix->ann[id] = (uint8_t)dp__op_rule(o, op); /* (below 63: dp__ann_op) */
     return W_OP_CALL;
   }
   return c->fn->h.kind == DP_CTOR ? W_CTOR_CALL : W_FN_CALL;
@@ -312,7 +339,7 @@ static int first_demand(walk *w, uint32_t id, dp_expr *e, uint32_t d, uint32_t c
     if (v != DP__NONE_ID) *aux = v + 1;
     return 0;
   }
-  uint32_t dst = ix->what[id] == W_COPY ? ix->copies[ix->ann[id]].dst : 0;
+  uint32_t dst = ix->what[id] == W_COPY ? ix->copies[dp__ann(ix, id)].dst : 0;
   if (dst == 0 || dst == DP__NONE_ID) return 0;
   *aux = dst + 1;
   return d != DP__NONE_ID ? demand_again(w, id, aux, d, call, pos) : 0;
@@ -321,7 +348,7 @@ static int first_demand(walk *w, uint32_t id, dp_expr *e, uint32_t d, uint32_t c
 /* A plain on_device by its annotation alone: F_FIXED is given after the
    node is reached (dp__read_anywhere skips those). */
 static int plain_ondev(const dp__index *ix, uint32_t id) {
-  uint32_t a = ix->ann[id], d = dp__ann_dev(a);
+  uint32_t a = dp__ann(ix, id), d = dp__ann_dev(a);
   return ix->what[id] == W_ON_DEVICE && (a & ON_CBODY) && !(a & ON_CRESULT) && d != 0 &&
          d != ON_DEV;
 }
@@ -357,16 +384,16 @@ static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, u
   *call = *pos = DP__NONE_ID;
   switch (ix->what[t->id]) {
   case W_ON_DEVICE: {
-    uint32_t a = ix->ann[t->id], d = dp__ann_dev(a);
+    uint32_t a = dp__ann(ix, t->id), d = dp__ann_dev(a);
     return (a & ON_CBODY) && d != ON_DEV ? d : 0;
   }
   case W_COPY: {
-    uint32_t s = ix->copies[ix->ann[t->id]].src;
+    uint32_t s = ix->copies[dp__ann(ix, t->id)].src;
     return s == DP__NONE_ID ? 0 : s;
   }
   case W_OP_CALL:
   case W_CTOR_CALL: /* ordinary operators and constructors pass it on */
-    if (i == 0 || (ix->what[t->id] == W_OP_CALL && ix->ann[t->id] != OP_ORDINARY)) return 0;
+    if (i == 0 || (ix->what[t->id] == W_OP_CALL && dp__ann_op(ix, t->id) != OP_ORDINARY)) return 0;
     *call = t->id, *pos = i - 1;
     return t->demand;
   case W_FN_CALL: {
@@ -525,7 +552,7 @@ static void child_flags(dp__index *ix, uint32_t id, uint32_t i, uint32_t k) {
   /* (only an annotation's own readers are asked about) */
   if (ix->what[k] == W_ON_DEVICE &&
       !(i > 0 && (ix->what[id] == W_FN_CALL || ix->what[id] == W_CTOR_CALL ||
-                  (ix->what[id] == W_OP_CALL && ix->ann[id] == OP_ORDINARY))))
+                  (ix->what[id] == W_OP_CALL && dp__ann_op(ix, id) == OP_ORDINARY))))
     ix->flag[k] |= F_EXACT;
   int fixpos = e->h.kind == DP_LET && i == 1;
   if (e->h.kind == DP_FUNC) {
@@ -729,6 +756,7 @@ void dp__index_free(dp__index *ix) {
   free(ix->kind);
   free(ix->flag);
   free(ix->ann);
+  free(ix->wide);
   free(ix->copies);
   free(ix->fnid);
   free(ix->fnpost);

@@ -205,6 +205,10 @@ typedef struct dp__read { uint32_t node, d, parent, slot; } dp__read;
 
 enum { K_KIND = 0x1F, K_FIRST = 0x80 };
 
+/* An annotation of more than a byte (dp__index.ann): a device past 62, a
+   device that is not canonical, the 63rd device_copy on. */
+typedef struct dp__annw { uint32_t id, ann; } dp__annw;
+
 typedef struct dp__index {
   dp_module *mod;          /* retained */
   struct dp__plan_ops ops;
@@ -220,9 +224,11 @@ typedef struct dp__index {
                               what a node is here, not from the IR, cold at a million) */
   uint8_t *what;           /* W_* */
   uint8_t *flag;           /* F_* */
-  uint32_t *ann;           /* W_ON_DEVICE: device | ON_CBODY | ON_CRESULT (device ON_DEV when
-                              the configuration has no canonical one); W_COPY: index in copies;
-                              W_OP_CALL: the operator's rule (OP_*) */
+  uint8_t *ann;            /* the annotation, a byte (read it with dp__ann): W_ON_DEVICE: device
+                              | ON_CBODY | ON_CRESULT (device ON_DEV when the configuration has
+                              no canonical one); W_COPY: index in copies; W_OP_CALL: the
+                              operator's rule (OP_*); else 0 */
+  dp__annw *wide; uint32_t nwide, capwide; /* the annotations a byte cannot hold, by id */
   dp__copy_ends *copies; uint32_t ncopies, capcopies;
   uint8_t *post;           /* ids in post order, dp__post's bytes */
   size_t npost, cappost;
@@ -267,6 +273,22 @@ void dp__index_cut(dp__index *ix, uint32_t keep);
    blocks made to that size where one is left (the other is freed), else a
    new one; NULL on out of memory. */
 void *dp__index_take(dp__index *ix, size_t n);
+/* Node id's annotation (dp__index.ann). A byte an id, not four (9 MB less
+   at a million let calls): the low 6 bits of the value and its top two
+   (ON_CBODY, ON_CRESULT) where its others are 0, and 0xFF for any other
+   value, which is then found in `wide` (made in id order: a binary
+   search). An annotation below 63 is its own byte (an operator's rule,
+   most copies' indices): ix->ann[id] == OP_ORDINARY reads as it says. */
+uint32_t dp__ann_wide(const dp__index *ix, uint32_t id);
+static inline uint32_t dp__ann(const dp__index *ix, uint32_t id) {
+  uint32_t b = ix->ann[id];
+  if (b == 0xFF) return dp__ann_wide(ix, id);
+  return (b & 0x3F) | (b & 0xC0) << 24;
+}
+/* A W_OP_CALL's rule (OP_*, below 63: its own byte), read as it is; and
+   for any node, 0 where its annotation is 0 (no other packs to 0). */
+static inline uint32_t dp__ann_op(const dp__index *ix, uint32_t id) { return ix->ann[id]; }
+_Static_assert(OP__COUNT < 63, "an operator's rule is its own byte in dp__index.ann");
 /* e's id (its latest, for a node numbered twice), or DP__NONE_ID. */
 uint32_t dp__index_id(dp__index *ix, const dp_expr *e);
 /* The id of e where analysis asks by expression: before dp__index_drop_map
@@ -317,7 +339,7 @@ static inline uint32_t dp__ann_dev(uint32_t ann) { return ann & ON_DEV; }
    its result (neither as written nor as phase 0 fixes it)? Its value is
    computed there and may be read anywhere. */
 static inline int dp__plain_on_device(const dp__index *ix, uint32_t id) {
-  uint32_t a = ix->ann[id], d = dp__ann_dev(a);
+  uint32_t a = dp__ann(ix, id), d = dp__ann_dev(a);
   return ix->what[id] == W_ON_DEVICE && (a & ON_CBODY) && !(a & ON_CRESULT) &&
          !(ix->flag[id] & F_FIXED) && d != 0 && d != ON_DEV;
 }
