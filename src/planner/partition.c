@@ -915,10 +915,21 @@ static int hoisted(pctx *c, uint32_t v) {
 
 static region *region_of(pctx *c, uint32_t v) { return &c->regs[c->rid[find(c, v)] - 1]; }
 
-/* Which lets the caller drops: the value hoisted, the variable read, and
-   only by members of the value's region (vout: read from anywhere else,
-   through any chain of wrappers). */
-static int mark_lets(pctx *c) {
+/* Which lets the caller drops (the value hoisted, the variable read, and
+   only by members of the value's region; vout: read from anywhere else,
+   through any chain of wrappers), and which members are outputs (read
+   from outside their region, but by a dropped let), in one pass over the
+   graph (each was a pass of cold reads at a million calls): every read of
+   a let's variable is in its body, which comes before the let in post
+   order, so a let is decided when the pass reaches it, after its own
+   reads (its body may be the variable) and before its outputs. */
+static void mark_drop(pctx *c, uint32_t v, const uint8_t *read, const uint8_t *vout) {
+  uint32_t x = kid(c, v, 0);
+  if (x == DP__DFP_NONE || c->letof[x] != v) return; /* (no variable of its own: kept) */
+  c->drop[v] = (uint8_t)(read[x] && !vout[x] && !c->has_fnlit && hoisted(c, c->base[x]));
+}
+
+static int mark_reads(pctx *c) {
   /* per variable: read at all, and read from outside its value's region */
   uint8_t *read = dp_calloc(c->n ? c->n : 1, 1), *vout = dp_calloc(c->n ? c->n : 1, 1);
   if (!read || !vout) {
@@ -926,10 +937,14 @@ static int mark_lets(pctx *c) {
     free(vout);
     return -1;
   }
+  /* the function's result read through variables: read from outside */
+  for (uint32_t w = c->n - 1; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w))
+    if (c->letof[w] != MULTI) vout[w] = 1;
   for (uint32_t v = 0; v < c->n; v++) {
     if (!flows(c, v)) continue;
     int inside = hoisted(c, v);
-    for (uint32_t k = 0; k < nslots(c, v); k++) {
+    uint32_t ns = nslots(c, v);
+    for (uint32_t k = 0; k < ns; k++) {
       uint32_t w = kid(c, v, k);
       if (w == DP__DFP_NONE || (k == 0 && c->kind[v] == DP_LET)) continue;
       for (; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w)) {
@@ -938,14 +953,12 @@ static int mark_lets(pctx *c) {
         if (!inside || !hoisted(c, c->base[w]) || find(c, v) != find(c, c->base[w])) vout[w] = 1;
       }
     }
-  }
-  /* the function's result read through variables: read from outside */
-  for (uint32_t w = c->n - 1; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w))
-    if (c->letof[w] != MULTI) vout[w] = 1;
-  for (uint32_t v = 0; v < c->n; v++) {
-    uint32_t let = c->letof[v];
-    int drop = let != MULTI && read[v] && !vout[v] && !c->has_fnlit && hoisted(c, c->base[v]);
-    if (let != MULTI) c->drop[let] = (uint8_t)drop;
+    if (c->kind[v] == DP_LET) mark_drop(c, v, read, vout);
+    for (uint32_t k = 0; k < ns; k++) {
+      if (c->drop[v] && k == 1) continue; /* a dropped let reads nothing */
+      uint32_t p = producer(c, v, k);
+      if (hoisted(c, p) && !(inside && find(c, v) == find(c, p))) c->isout[p] = 1;
+    }
   }
   give(c, read, c->n);
   give(c, vout, c->n);
@@ -980,15 +993,7 @@ static int list_regions(pctx *c) {
   /* outputs: read from outside the region, or the function's result */
   uint32_t root = c->base[c->n - 1];
   if (hoisted(c, root)) c->isout[root] = 1;
-  if (mark_lets(c) < 0) return -1;
-  for (uint32_t v = 0; v < c->n; v++) {
-    if (!flows(c, v)) continue;
-    for (uint32_t k = 0; k < nslots(c, v); k++) {
-      uint32_t p = producer(c, v, k);
-      if (c->drop[v] && k == 1) continue; /* a dropped let reads nothing */
-      if (hoisted(c, p) && !(c->cls[v] == C_MEMBER && find(c, v) == find(c, p))) c->isout[p] = 1;
-    }
-  }
+  if (mark_reads(c) < 0) return -1;
   /* a region whose only readers were dropped lets (its values are dead but
      for them) keeps one of them: it is still evaluated, as before */
   for (uint32_t v = 0; v < c->n; v++)
