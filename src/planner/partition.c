@@ -148,7 +148,8 @@ typedef struct pctx {
   uint32_t *block;      /* let body / branch the node is in (MULTI: several); its place
                            holds outpos once the regions are made */
   /* regions: union-find over node indices */
-  uint32_t *uf, *remaining, *stamp, *pos, clock; /* pos: an entry's place in the set being made */
+  uint32_t *uf, *remaining, *stamp, *pos, clock; /* uf: parent + 1, 0 a root (find); pos: an entry's
+                                                   place in the set being made */
   uint8_t *closed, *hascall, *isout;
   uint8_t *released;    /* member -> its copy's reference given up (make_function; closed's place) */
   uint32_t *letof;      /* per node of the graph: a let-bound variable -> its let (MULTI:
@@ -533,9 +534,7 @@ static int resolve_bases(pctx *c) {
 }
 
 static void classify(pctx *c) {
-  for (uint32_t v = 0; v < c->n; v++) {
-    c->base[v] = v;
-    c->uf[v] = v;
+  for (uint32_t v = 0; v < c->n; v++) { /* (base[]: resolve_bases writes every node's; uf[]: zero is a root) */
     if (c->kind[v] == DP_FUNC && nslots(c, v) == 0 && !c->has_fnlit) {
       uint32_t nfree = 0;
       dp_var **fv = dp_free_vars(c->x[v], &nfree);
@@ -574,10 +573,13 @@ static int flows(const pctx *c, uint32_t v) { return c->cls[v] == C_MEMBER || c-
 
 /* ---------------- regions ---------------- */
 
+/* uf[v]: v's parent + 1, 0 at a root (the zeroed block is every node its
+   own region: no pass to write them, cold at a million calls). */
 static uint32_t find(pctx *c, uint32_t v) {
-  while (c->uf[v] != v) {
-    c->uf[v] = c->uf[c->uf[v]];
-    v = c->uf[v];
+  while (c->uf[v]) {
+    uint32_t p = c->uf[v] - 1;
+    if (c->uf[p]) c->uf[v] = c->uf[p]; /* (halving: v points to its grandparent) */
+    v = c->uf[v] - 1;
   }
   return v;
 }
@@ -769,7 +771,7 @@ static int same_place(const pctx *c, uint32_t a, uint32_t b) {
 
 /* Producer region p joins v's. */
 static void join(pctx *c, uint32_t p, uint32_t v) {
-  c->uf[p] = v;
+  c->uf[p] = v + 1;
   c->remaining[v] += c->remaining[p];
   c->hascall[v] |= c->hascall[p];
 }
