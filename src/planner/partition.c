@@ -131,6 +131,8 @@ typedef struct pctx {
   uint32_t nnames, capnames;
   /* the body: its graph, and the lets whose bodies are blocks of their own */
   int strict;           /* every let body */
+  int opens;            /* the graph has an if, a match or a function literal entered (blocks) */
+  int fenced;           /* a let is fenced */
   uint8_t *fence;
   uint8_t *kind;        /* per node: its kind (dp_exprkind), read once (g.kind) */
   uint8_t *nflag;       /* per node: F_*, read once (g.note) */
@@ -246,6 +248,8 @@ static void lay_out_arrays(pctx *c) {
    0: not reached yet; the body is block 1. */
 static void assign_blocks(pctx *c) {
   uint32_t next = 2;
+  if (!c->opens && !c->fenced && !c->strict)
+    return; /* every node is in the body's block: the zeroed array says so (a pass less) */
   memset(c->block, 0, c->n * sizeof *c->block);
   c->block[c->n - 1] = 1;
   for (uint32_t v = c->n; v-- > 0;) {
@@ -414,6 +418,7 @@ static int finish_node(pctx *c, gbuild *b) {
   g->x[v] = f.e;
   g->kind[v] = (uint8_t)f.e->h.kind;
   g->note[v] = f.note;
+  if (f.e->h.kind == DP_IF || f.e->h.kind == DP_MATCH || (f.e->h.kind == DP_FUNC && nk)) c->opens = 1;
   c->letof[v] = MULTI;
   if (f.e->h.kind == DP_LET && nk == 3 && g->kids[total] != DP__DFP_NONE && g->kids[total + 1] != DP__DFP_NONE)
     c->letof[g->kids[total]] = v; /* (its variable, finished before it) */
@@ -1427,7 +1432,7 @@ static void fence_lets(pctx *c, int nerr, const dp_scope_error *errs, int shown,
     }
     uint32_t let = v == DP__DFP_NONE || errs[i].twice ? MULTI : c->letof[v];
     if (let == MULTI || (c->fence[let] && c->fence[let] != round)) c->strict = 1;
-    else c->fence[let] = round;
+    else c->fence[let] = round, c->fenced = 1;
   }
 }
 
@@ -1533,6 +1538,7 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
   int rc = -1;
   namectr *saved = NULL;
   uint32_t nsaved = c->nnames;
+  c->opens = 0; /* (the build notes any if, match or function literal) */
   if (build_graph(c, body) < 0) goto done;
   c->n = c->g.n;
   c->x = c->g.x;
@@ -1545,7 +1551,7 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
     if (r != 0) goto done;
     c->dirty = (size_t)c->n * sizeof(dp_vdev *);
   }
-  c->strict = 0;
+  c->strict = c->fenced = 0;
   c->fence = dp_calloc(c->n ? c->n : 1, 1);
   saved = dp_malloc((c->nnames ? c->nnames : 1) * sizeof *saved);
   if (!c->fence || !saved) goto done;
