@@ -136,6 +136,32 @@ describe("PartitionByVirtualDevice", function()
     assert.same({}, (dp.planner.verify(parted, cfg)))
   end)
 
+  it("fences the lets a piece would read out of their scope, in a body without branches", function()
+    -- the first attempt's pieces read variables out of their scope (a
+    -- piece's call lands where all its uses meet): the second attempt makes
+    -- the bodies of those lets blocks (no if opens one here: the fences
+    -- alone do), which leaves two pieces; every let body a block (the third
+    -- attempt's) would make five
+    local planned = dp.passes.PlanDevices(cfg)(parse("def @main(%a: " .. T .. ", %b: " .. T .. ") {" .. [[
+      let %v1 = on_device(multiply(%a, multiply(multiply(%b, %a), multiply(%b, %b))), virtual_device=meta[VirtualDevice][0]);
+      let %v2 = multiply(subtract(%b, %v1), nn.relu(add(%a, %b)));
+      let %v3 = multiply(on_device(subtract(%v2, exp(%v1)), virtual_device=meta[VirtualDevice][0]), %b);
+      let %v4 = %v2;
+      let %v5 = subtract(subtract(nn.relu(%v4), %b), negative(%v2));
+      let %v6 = %a;
+      add(%a, multiply(exp(%v6), on_device(add(%v3, %v2), virtual_device=meta[VirtualDevice][0])))
+    }]]))
+    local parted = partition(planned)
+    local fns = hoisted(parted, planned)
+    assert.equal(2, count(fns))
+    assert.equal("tuple", parted:get("main_llvm_0").body.kind, "%v2, %v3 and %v5 leave the first piece")
+    assert.same({}, (dp.planner.verify(parted, cfg)))
+    for _, a in ipairs{0.5, -1.25} do
+      local env = {a = a, b = 2 * a + 1}
+      assert.same(evaluate(planned, env), evaluate(parted, env))
+    end
+  end)
+
   it("keeps a let whose variable a function literal reads", function()
     local planned = dp.passes.PlanDevices(cfg)(parse([[def @main(%x: float32) {
       let %a = negative(%x); let %b = exp(%a); let %f = fn (%y: float32) { add(%y, %a) }; %f(%b) }]]))

@@ -131,6 +131,8 @@ typedef struct pctx {
   uint32_t nnames, capnames;
   /* the body: its graph, and the lets whose bodies are blocks of their own */
   int strict;           /* every let body */
+  int opens;            /* the graph has an if, a match or a function literal entered (blocks) */
+  int fenced;           /* a let is fenced */
   uint8_t *fence;
   uint8_t *kind;        /* per node: its kind (dp_exprkind), read once (g.kind) */
   uint8_t *nflag;       /* per node: F_*, read once (g.note) */
@@ -148,8 +150,10 @@ typedef struct pctx {
   uint32_t *block;      /* let body / branch the node is in (MULTI: several); its place
                            holds outpos once the regions are made */
   /* regions: union-find over node indices */
-  uint32_t *uf, *remaining, *stamp, *pos, clock; /* pos: an entry's place in the set being made */
+  uint32_t *uf, *remaining, *stamp, *pos, clock; /* uf: parent + 1, 0 a root (find); pos: an entry's
+                                                   place in the set being made */
   uint8_t *closed, *hascall, *isout;
+  uint8_t *released;    /* member -> its copy's reference given up (make_function; closed's place) */
   uint32_t *letof;      /* per node of the graph: a let-bound variable -> its let (MULTI:
                            none); written as the graph is built, lexical.c reads it too */
   uint8_t *drop;        /* a let dropped from the caller */
@@ -244,6 +248,8 @@ static void lay_out_arrays(pctx *c) {
    0: not reached yet; the body is block 1. */
 static void assign_blocks(pctx *c) {
   uint32_t next = 2;
+  if (!c->opens && !c->fenced && !c->strict)
+    return; /* every node is in the body's block: the zeroed array says so (a pass less) */
   memset(c->block, 0, c->n * sizeof *c->block);
   c->block[c->n - 1] = 1;
   for (uint32_t v = c->n; v-- > 0;) {
@@ -412,6 +418,7 @@ static int finish_node(pctx *c, gbuild *b) {
   g->x[v] = f.e;
   g->kind[v] = (uint8_t)f.e->h.kind;
   g->note[v] = f.note;
+  if (f.e->h.kind == DP_IF || f.e->h.kind == DP_MATCH || (f.e->h.kind == DP_FUNC && nk)) c->opens = 1;
   c->letof[v] = MULTI;
   if (f.e->h.kind == DP_LET && nk == 3 && g->kids[total] != DP__DFP_NONE && g->kids[total + 1] != DP__DFP_NONE)
     c->letof[g->kids[total]] = v; /* (its variable, finished before it) */
@@ -483,9 +490,24 @@ static uint32_t wrapped(const pctx *c, uint32_t v) {
   return kid(c, v, 1);
 }
 
+static uint32_t producer(const pctx *c, uint32_t v, uint32_t k);
+static int flows(const pctx *c, uint32_t v);
+
+/* The reads of member or barrier v counted (remaining[], the regions'
+   readers, make_regions), its children's bases found already. */
+static void count_reads(pctx *c, uint32_t v) {
+  if (!flows(c, v)) return;
+  for (uint32_t k = 0; k < nslots(c, v); k++) {
+    uint32_t p = producer(c, v, k);
+    if (p != DP__DFP_NONE) c->remaining[p]++;
+  }
+}
+
 /* base[v]: the node under v's wrappers. A variable comes before its value
    in post order, so chains are followed here, after classify; each node's
-   base is found once (a stack of the chain being resolved). */
+   base is found once (a stack of the chain being resolved). Each node's
+   children come before it, their bases found: its reads are counted in
+   the same pass (a sweep over the graph less, cold at a million calls). */
 static int resolve_bases(pctx *c) {
   uint8_t *done = dp_calloc(c->n ? c->n : 1, 1);
   uint32_t *chain = NULL, nchain = 0, cap = 0;
@@ -509,6 +531,7 @@ static int resolve_bases(pctx *c) {
       c->base[u] = b;
       done[u] = 1;
     }
+    if (rc == 0) count_reads(c, v);
   }
   free(chain);
   give(c, done, c->n);
@@ -516,9 +539,7 @@ static int resolve_bases(pctx *c) {
 }
 
 static void classify(pctx *c) {
-  for (uint32_t v = 0; v < c->n; v++) {
-    c->base[v] = v;
-    c->uf[v] = v;
+  for (uint32_t v = 0; v < c->n; v++) { /* (base[]: resolve_bases writes every node's; uf[]: zero is a root) */
     if (c->kind[v] == DP_FUNC && nslots(c, v) == 0 && !c->has_fnlit) {
       uint32_t nfree = 0;
       dp_var **fv = dp_free_vars(c->x[v], &nfree);
@@ -557,10 +578,13 @@ static int flows(const pctx *c, uint32_t v) { return c->cls[v] == C_MEMBER || c-
 
 /* ---------------- regions ---------------- */
 
+/* uf[v]: v's parent + 1, 0 at a root (the zeroed block is every node its
+   own region: no pass to write them, cold at a million calls). */
 static uint32_t find(pctx *c, uint32_t v) {
-  while (c->uf[v] != v) {
-    c->uf[v] = c->uf[c->uf[v]];
-    v = c->uf[v];
+  while (c->uf[v]) {
+    uint32_t p = c->uf[v] - 1;
+    if (c->uf[p]) c->uf[v] = c->uf[p]; /* (halving: v points to its grandparent) */
+    v = c->uf[v] - 1;
   }
   return v;
 }
@@ -752,7 +776,7 @@ static int same_place(const pctx *c, uint32_t a, uint32_t b) {
 
 /* Producer region p joins v's. */
 static void join(pctx *c, uint32_t p, uint32_t v) {
-  c->uf[p] = v;
+  c->uf[p] = v + 1;
   c->remaining[v] += c->remaining[p];
   c->hascall[v] |= c->hascall[p];
 }
@@ -868,12 +892,7 @@ static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *joins
 }
 
 static int make_regions(pctx *c) {
-  for (uint32_t v = 0; v < c->n; v++)
-    if (flows(c, v))
-      for (uint32_t k = 0; k < nslots(c, v); k++) {
-        uint32_t p = producer(c, v, k);
-        if (p != DP__DFP_NONE) c->remaining[p]++;
-      }
+  /* (the reads are counted: resolve_bases) */
   uint32_t root = c->base[c->n - 1];
   if (flows(c, root)) c->remaining[root]++; /* the function's result: never closed */
   dp__dfp_u32s parents = {NULL, 0, 0}, joins = {NULL, 0, 0};
@@ -903,10 +922,21 @@ static int hoisted(pctx *c, uint32_t v) {
 
 static region *region_of(pctx *c, uint32_t v) { return &c->regs[c->rid[find(c, v)] - 1]; }
 
-/* Which lets the caller drops: the value hoisted, the variable read, and
-   only by members of the value's region (vout: read from anywhere else,
-   through any chain of wrappers). */
-static int mark_lets(pctx *c) {
+/* Which lets the caller drops (the value hoisted, the variable read, and
+   only by members of the value's region; vout: read from anywhere else,
+   through any chain of wrappers), and which members are outputs (read
+   from outside their region, but by a dropped let), in one pass over the
+   graph (each was a pass of cold reads at a million calls): every read of
+   a let's variable is in its body, which comes before the let in post
+   order, so a let is decided when the pass reaches it, after its own
+   reads (its body may be the variable) and before its outputs. */
+static void mark_drop(pctx *c, uint32_t v, const uint8_t *read, const uint8_t *vout) {
+  uint32_t x = kid(c, v, 0);
+  if (x == DP__DFP_NONE || c->letof[x] != v) return; /* (no variable of its own: kept) */
+  c->drop[v] = (uint8_t)(read[x] && !vout[x] && !c->has_fnlit && hoisted(c, c->base[x]));
+}
+
+static int mark_reads(pctx *c) {
   /* per variable: read at all, and read from outside its value's region */
   uint8_t *read = dp_calloc(c->n ? c->n : 1, 1), *vout = dp_calloc(c->n ? c->n : 1, 1);
   if (!read || !vout) {
@@ -914,10 +944,14 @@ static int mark_lets(pctx *c) {
     free(vout);
     return -1;
   }
+  /* the function's result read through variables: read from outside */
+  for (uint32_t w = c->n - 1; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w))
+    if (c->letof[w] != MULTI) vout[w] = 1;
   for (uint32_t v = 0; v < c->n; v++) {
     if (!flows(c, v)) continue;
     int inside = hoisted(c, v);
-    for (uint32_t k = 0; k < nslots(c, v); k++) {
+    uint32_t ns = nslots(c, v);
+    for (uint32_t k = 0; k < ns; k++) {
       uint32_t w = kid(c, v, k);
       if (w == DP__DFP_NONE || (k == 0 && c->kind[v] == DP_LET)) continue;
       for (; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w)) {
@@ -926,14 +960,12 @@ static int mark_lets(pctx *c) {
         if (!inside || !hoisted(c, c->base[w]) || find(c, v) != find(c, c->base[w])) vout[w] = 1;
       }
     }
-  }
-  /* the function's result read through variables: read from outside */
-  for (uint32_t w = c->n - 1; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w))
-    if (c->letof[w] != MULTI) vout[w] = 1;
-  for (uint32_t v = 0; v < c->n; v++) {
-    uint32_t let = c->letof[v];
-    int drop = let != MULTI && read[v] && !vout[v] && !c->has_fnlit && hoisted(c, c->base[v]);
-    if (let != MULTI) c->drop[let] = (uint8_t)drop;
+    if (c->kind[v] == DP_LET) mark_drop(c, v, read, vout);
+    for (uint32_t k = 0; k < ns; k++) {
+      if (c->drop[v] && k == 1) continue; /* a dropped let reads nothing */
+      uint32_t p = producer(c, v, k);
+      if (hoisted(c, p) && !(inside && find(c, v) == find(c, p))) c->isout[p] = 1;
+    }
   }
   give(c, read, c->n);
   give(c, vout, c->n);
@@ -968,15 +1000,7 @@ static int list_regions(pctx *c) {
   /* outputs: read from outside the region, or the function's result */
   uint32_t root = c->base[c->n - 1];
   if (hoisted(c, root)) c->isout[root] = 1;
-  if (mark_lets(c) < 0) return -1;
-  for (uint32_t v = 0; v < c->n; v++) {
-    if (!flows(c, v)) continue;
-    for (uint32_t k = 0; k < nslots(c, v); k++) {
-      uint32_t p = producer(c, v, k);
-      if (c->drop[v] && k == 1) continue; /* a dropped let reads nothing */
-      if (hoisted(c, p) && !(c->cls[v] == C_MEMBER && find(c, v) == find(c, p))) c->isout[p] = 1;
-    }
-  }
+  if (mark_reads(c) < 0) return -1;
   /* a region whose only readers were dropped lets (its values are dead but
      for them) keeps one of them: it is still evaluated, as before */
   for (uint32_t v = 0; v < c->n; v++)
@@ -1115,6 +1139,18 @@ static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
     else if (!(kids[k] = param_for(c, b, xi, vd))) goto out;
   }
   r = typed_as(c, dp__expr_with_children_in(&c->arena, e, kids), e->type);
+  /* A copy that is no output is held by its first reader's copy from
+     here on (which its own reference or its readers' keep alive while
+     the function is made): its reference is given up now, while it is in
+     the cache, not in a sweep over every member after (make_function). */
+  for (uint32_t k = 0; r && k < n; k++) {
+    uint32_t xi = kid(c, m, k);
+    uint32_t xb = xi == DP__DFP_NONE ? DP__DFP_NONE : c->base[xi];
+    if (xb == DP__DFP_NONE || !hoisted(c, xb) || find(c, xb) != find(c, m) || c->isout[xb] || c->released[xb])
+      continue; /* (not a copy of this function's, an output (read after), or given up already) */
+    c->released[xb] = 1;
+    dp_release(c->inner[xb]);
+  }
 out:
   if (kids != small) free(kids);
   return r;
@@ -1159,14 +1195,15 @@ static int make_function(pctx *c, region *g) {
   fbuild b = {{NULL, 0, 0}, {NULL, 0, 0}, DP__PTRMAP_INIT};
   dp_expr **outs = dp_malloc(g->nout * sizeof *outs);
   dp_expr *body = NULL;
+  uint32_t nmade = 0; /* members whose copies were made (inner[] is not zeroed) */
   int rc = -1;
   if (!outs) goto out;
   for (uint32_t j = 0; j < g->nmem; j++) {
     uint32_t m = c->mem[g->first + j];
     if (c->isout[m] && !g->vd) g->vd = device_of(c, m);
   }
-  for (uint32_t j = 0; j < g->nmem; j++) {
-    uint32_t m = c->mem[g->first + j];
+  for (; nmade < g->nmem; nmade++) {
+    uint32_t m = c->mem[g->first + nmade];
     if (!(c->inner[m] = copy_member(c, &b, m, g->vd))) goto out;
     if (c->isout[m]) outs[c->outpos[m]] = c->inner[m];
   }
@@ -1180,12 +1217,13 @@ static int make_function(pctx *c, region *g) {
   b.inputs.a = NULL;
   rc = 0;
 out:
-  /* the copies are the function's now (or go with it): released while
-     they are in the cache, not in a sweep over every node at the end */
-  for (uint32_t j = 0; j < g->nmem; j++) {
+  /* the copies are the function's now (or go with it): the outputs' (and
+     those not read yet, on an error) released here, the others were as
+     their first reader was made (copy_member); inner[] is written again
+     before it is read (no NULL written: cold lines at a million calls) */
+  for (uint32_t j = 0; j < nmade; j++) { /* (on an error, the one that failed is NULL: not counted) */
     uint32_t m = c->mem[g->first + j];
-    dp_release(c->inner[m]);
-    c->inner[m] = NULL;
+    if (!c->released[m]) dp_release(c->inner[m]);
   }
   for (uint32_t i = 0; i < b.params.n; i++) dp_release(b.params.items[i]);
   free(b.params.items);
@@ -1216,14 +1254,14 @@ typedef struct walk {
   cfr *st;
   uint32_t sp, cap;
   uint8_t *state;   /* per node: 0 new, 1 open, 2 done */
-  dp_expr **newx;   /* per node: its new version (owned) */
+  dp_expr **newx;   /* per node: its new version (owned; only where state is 2: not zeroed) */
 } walk;
 
 /* What the caller reads for slot k of node v (done already). */
 static dp_expr *read_new(pctx *c, walk *w, uint32_t xi, dp_expr *x) {
   if (xi == DP__DFP_NONE) return x;
   if (hoisted(c, xi)) return out_of(c, xi);
-  return w->newx[xi];
+  return w->state[xi] == 2 ? w->newx[xi] : NULL; /* (NULL: a slot not followed, never read) */
 }
 
 /* Pushes what node xi needs first: its region, or itself. 0 done already,
@@ -1277,7 +1315,9 @@ static dp_expr *rebuild_caller(pctx *c) {
   walk w = {NULL, 0, 0, memset(c->closed, 0, c->n), (dp_expr **)(void *)c->stamp};
   c->stamp = c->pos = NULL;
   c->closed = NULL;
-  memset(w.newx, 0, (size_t)c->n * sizeof *w.newx);
+  /* (newx is not zeroed, nor swept whole at the end: the nodes the walk
+     made are those it marked done, whose byte is read instead; a pass of
+     8 bytes a node less, cold at a million calls) */
   uint32_t root = c->n - 1;
   dp_expr *r = NULL;
   int rc = w.state && w.newx ? need(c, &w, root) : -1;
@@ -1299,7 +1339,8 @@ static dp_expr *rebuild_caller(pctx *c) {
     }
   }
   if (rc >= 0) r = dp_retain(read_new(c, &w, root, c->x[root]));
-  for (uint32_t i = 0; w.newx && i < c->n; i++) dp_release(w.newx[i]);
+  for (uint32_t i = 0; w.state && i < c->n; i++)
+    if (w.state[i] == 2) dp_release(w.newx[i]);
   free(w.st); /* (state and newx lie in the attempt's arrays) */
   if (!r) set_oom(c);
   return r;
@@ -1332,7 +1373,7 @@ static void attempt_clear(pctx *c) {
   free(c->mem);
   c->regs = NULL;
   c->nregs = 0;
-  c->cls = c->closed = c->hascall = c->isout = c->drop = NULL; /* (the block stays for the next attempt) */
+  c->cls = c->closed = c->hascall = c->isout = c->drop = c->released = NULL; /* (the block stays for the next attempt) */
   c->base = c->block = c->uf = c->remaining = c->stamp = c->pos = c->rid = c->mem = c->outpos = NULL;
   c->restr = NULL;
   c->sets_freed = 0;
@@ -1391,7 +1432,7 @@ static void fence_lets(pctx *c, int nerr, const dp_scope_error *errs, int shown,
     }
     uint32_t let = v == DP__DFP_NONE || errs[i].twice ? MULTI : c->letof[v];
     if (let == MULTI || (c->fence[let] && c->fence[let] != round)) c->strict = 1;
-    else c->fence[let] = round;
+    else c->fence[let] = round, c->fenced = 1;
   }
 }
 
@@ -1425,15 +1466,26 @@ _Static_assert(2 * sizeof(uint32_t) == sizeof(dp_expr *), "a stamp and a positio
 
 static void reuse_arrays(pctx *c) {
   uint32_t n = c->n ? c->n : 1;
-  memset(c->restr, 0, (size_t)n * sizeof *c->restr);
-  c->inner = (dp_expr **)(void *)c->restr; /* (16 bytes a node: two pointers) */
+  /* Each set was freed (zeroed) as its region closed, and every region is
+     closed but the function result's, whose reader count is the one left:
+     the sets' place is zero already, and so is the count of every region
+     but that one (rid is read at representatives only). No sweep over
+     them (at a million calls each was a pass of cold writes). */
+  if (!c->sets_freed) {
+    memset(c->restr, 0, (size_t)n * sizeof *c->restr);
+    memset(c->remaining, 0, (size_t)n * sizeof *c->remaining);
+  } else if (c->n && flows(c, c->base[c->n - 1])) {
+    c->remaining[find(c, c->base[c->n - 1])] = 0;
+  }
+  c->inner = (dp_expr **)(void *)c->restr; /* (16 bytes a node: two pointers; inner is
+                                              written before it is read) */
   c->outexpr = c->inner + n;
   c->restr = NULL;
-  memset(c->remaining, 0, (size_t)n * sizeof *c->remaining);
   c->rid = c->remaining;
   c->remaining = NULL;
   c->outpos = c->block; /* (written for each output before it is read) */
   c->block = NULL;
+  c->released = memset(c->closed, 0, n);
 }
 
 /* One attempt: the body partitioned under the current fences. 1 done
@@ -1486,6 +1538,7 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
   int rc = -1;
   namectr *saved = NULL;
   uint32_t nsaved = c->nnames;
+  c->opens = 0; /* (the build notes any if, match or function literal) */
   if (build_graph(c, body) < 0) goto done;
   c->n = c->g.n;
   c->x = c->g.x;
@@ -1498,7 +1551,7 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
     if (r != 0) goto done;
     c->dirty = (size_t)c->n * sizeof(dp_vdev *);
   }
-  c->strict = 0;
+  c->strict = c->fenced = 0;
   c->fence = dp_calloc(c->n ? c->n : 1, 1);
   saved = dp_malloc((c->nnames ? c->nnames : 1) * sizeof *saved);
   if (!c->fence || !saved) goto done;
