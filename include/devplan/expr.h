@@ -45,12 +45,40 @@ typedef struct dp_expr {
 } dp_expr;
 
 typedef struct dp_var {
-  dp_expr e;
-  dp_type *annot;    /* type annotation or NULL */
-  dp_vdev *vdev;     /* virtual_device attribute (parameters) or NULL */
+  dp_expr e;         /* e.h.flags & DP_VAR_ANNOTATED: the node has a dp_var_extra */
   char name[];       /* name hint, without the %, NUL-terminated, in the node (not a
                         pointer to it: 8 bytes less a variable, 8 MB on a million lets) */
 } dp_var;
+
+/* A variable's type annotation and virtual_device, read through
+   dp_var_annot / dp_var_vdev. Most variables have neither (a let's, in a
+   module of a million lets, has none): only a variable made with one or
+   both carries this record, 16 bytes less each of the others. The record
+   lies right before the node in its allocation (not after it: `name` keeps
+   its fixed place behind the fixed part), so the node's pointer is
+   unchanged and the record is found at a constant offset. */
+typedef struct dp_var_extra {
+  dp_type *annot;    /* type annotation or NULL */
+  dp_vdev *vdev;     /* virtual_device attribute (parameters) or NULL */
+} dp_var_extra;
+
+/* dp_obj.flags of a variable that carries a dp_var_extra (set by its
+   constructor only; expr.c's free function frees from the record). */
+#define DP_VAR_ANNOTATED 0x0800u
+
+static inline const dp_var_extra *dp__var_extra(const dp_var *v) {
+  /* (dp_var_extra and dp_var are both pointer-aligned, so the record right
+     before the node is as aligned as the node) */
+  return (const dp_var_extra *)(const void *)((const char *)v - sizeof(dp_var_extra));
+}
+/* The variable's type annotation, or NULL (borrowed). */
+static inline dp_type *dp_var_annot(const dp_var *v) {
+  return v->e.h.flags & DP_VAR_ANNOTATED ? dp__var_extra(v)->annot : NULL;
+}
+/* The variable's virtual_device attribute (parameters), or NULL (borrowed). */
+static inline dp_vdev *dp_var_vdev(const dp_var *v) {
+  return v->e.h.flags & DP_VAR_ANNOTATED ? dp__var_extra(v)->vdev : NULL;
+}
 
 typedef struct dp_global {
   dp_expr e;

@@ -215,13 +215,13 @@ static int attrs_eq(eq *q, uint32_t r, const dp_attrs *a, const dp_attrs *b) {
 /* Pair two binders: annotations and devices must agree. */
 static int bind_var(eq *q, uint32_t r, const dp_var *a, const dp_var *b, const char *where) {
   char what[64];
-  if (!type_eq(q, a->annot, b->annot)) {
+  if (!type_eq(q, dp_var_annot(a), dp_var_annot(b))) {
     snprintf(what, sizeof what, "%s.type_annotation", where);
-    return differ(q, r, what, type_or_none(a->annot), type_or_none(b->annot));
+    return differ(q, r, what, type_or_none(dp_var_annot(a)), type_or_none(dp_var_annot(b)));
   }
-  if (!vdev_eq(a->vdev, b->vdev)) {
+  if (!vdev_eq(dp_var_vdev(a), dp_var_vdev(b))) {
     snprintf(what, sizeof what, "%s.virtual_device", where);
-    return differ(q, r, what, vdev_or_none(a->vdev), vdev_or_none(b->vdev));
+    return differ(q, r, what, vdev_or_none(dp_var_vdev(a)), vdev_or_none(dp_var_vdev(b)));
   }
   return pair_with(q, &q->va, &q->vb, a, b, 1);
 }

@@ -4,7 +4,9 @@
  *
  * Each node is one allocation: arrays are flexible members and names are
  * copied behind the node, so a call with two arguments costs 72 bytes
- * (calls, lets and variables may come from an arena instead: arena.h).
+ * (calls, lets and variables may come from an arena instead: arena.h). A
+ * variable's annotation and device, where it has either, are a record in
+ * the same allocation, right before the node (expr.h, dp_var_extra).
  * Constructors retain their children; the free function hands them to the
  * object layer's work list, so freeing a million-deep chain never recurses.
  */
@@ -63,13 +65,23 @@ static void *in_arena(dp__arena *a, size_t size, int kind, dp_span span) {
   return e;
 }
 
+/* The record sits before the node (expr.h): the same pointer alignment, so
+   the node after it is as aligned as the allocation. */
+_Static_assert(sizeof(dp_var_extra) % _Alignof(dp_var) == 0 && _Alignof(dp_var_extra) <= 8,
+               "a dp_var right after its dp_var_extra is aligned");
+_Static_assert(sizeof(dp_var) == sizeof(dp_expr), "a variable's name follows its header");
+
+/* A variable with neither annotation nor device (a let's, almost always)
+   is its header and name; one with either carries the record before it. */
 dp_var *dp__var_new_in(dp__arena *a, const char *name, dp_type *annot, dp_vdev *vdev, dp_span span) {
   if (!name) name = "";
-  size_t len = strlen(name) + 1;
-  dp_var *v = in_arena(a, sizeof *v + len, DP_VAR, span);
-  if (!v) return NULL;
-  v->annot = dp_retain(annot);
-  v->vdev = dp_retain(vdev);
+  size_t len = strlen(name) + 1, pre = annot || vdev ? sizeof(dp_var_extra) : 0;
+  int marked;
+  char *mem = dp__arena_alloc(a, pre + sizeof(dp_var) + len, &marked);
+  if (!mem) return NULL;
+  dp_var *v = set_node((dp_expr *)(void *)(mem + pre), DP_VAR, span);
+  v->e.h.flags = (uint16_t)((marked ? DP__OBJ_IN_ARENA : 0) | (pre ? DP_VAR_ANNOTATED : 0));
+  if (pre) *(dp_var_extra *)(void *)mem = (dp_var_extra){dp_retain(annot), dp_retain(vdev)};
   memcpy(v->name, name, len);
   return v;
 }
@@ -376,8 +388,8 @@ int dp_is_op_call(const dp_expr *e, const char *name) {
 static void free_extras(dp_expr *e, dp_worklist *wl) {
   switch (e->h.kind) {
   case DP_VAR:
-    dp_release_deferred(wl, ((dp_var *)e)->annot);
-    dp_release_deferred(wl, ((dp_var *)e)->vdev);
+    dp_release_deferred(wl, dp_var_annot((dp_var *)e));
+    dp_release_deferred(wl, dp_var_vdev((dp_var *)e));
     break;
   case DP_CALL: dp_release_deferred(wl, ((dp_call *)e)->attrs); break;
   case DP_FUNC: {
@@ -413,6 +425,10 @@ void dp__expr_free_fn(dp_obj *o, dp_worklist *wl) {
   uint32_t n = dp_expr_nchildren(e);
   for (uint32_t i = 0; i < n; i++) dp_release_deferred(wl, dp_expr_child(e, i));
   free_extras(e, wl);
-  if (e->h.flags & DP__OBJ_IN_ARENA) dp__arena_node_free(e);
-  else free(e);
+  /* (an annotated variable's allocation starts at its record, before it;
+     an arena finds the chunk from any address in the node) */
+  void *mem = e->h.kind == DP_VAR && (e->h.flags & DP_VAR_ANNOTATED)
+                  ? (void *)((char *)e - sizeof(dp_var_extra)) : (void *)e;
+  if (e->h.flags & DP__OBJ_IN_ARENA) dp__arena_node_free(mem);
+  else free(mem);
 }

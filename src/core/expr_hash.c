@@ -46,7 +46,7 @@ static uint64_t own_hash(hasher *s, const dp_expr *e) {
   switch (e->h.kind) {
   case DP_VAR: {
     const dp_var *v = (const dp_var *)e;
-    return mix(mix(h, s->nvars++), type_hash(v->annot));
+    return mix(mix(h, s->nvars++), type_hash(dp_var_annot(v)));
   }
   case DP_GLOBAL: return mix(h, dp__hash_string(0, ((const dp_global *)e)->name));
   case DP_CTOR: return mix(h, dp__hash_string(0, ((const dp_ctor *)e)->name));

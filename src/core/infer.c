@@ -261,7 +261,7 @@ static dp_type *annotation(infer *I, dp_expr *at, dp_type *t) {
 static dp_type *var_type(infer *I, dp_var *v) {
   dp_type *t = lookup(I, &v->e);
   if (t) return t;
-  if (v->annot) t = annotation(I, &v->e, v->annot);
+  if (dp_var_annot(v)) t = annotation(I, &v->e, dp_var_annot(v));
   else if (I->expr_mode && old_type(I, &v->e)) t = dp_retain(old_type(I, &v->e));
   else t = dp_retain(dp__ts_fresh(&I->ts));
   return set_type(I, &v->e, t) < 0 ? NULL : t;
@@ -966,7 +966,7 @@ static dp_expr *child_at(infer *I, dp_expr *e, uint32_t k) {
   dp_let *l = (dp_let *)e;
   if (k == 0) return l->value;
   if (k == 2) return l->body; /* (as dp_expr_child) */
-  if (!l->var->annot && !lookup(I, &l->var->e)) {
+  if (!dp_var_annot(l->var) && !lookup(I, &l->var->e)) {
     dp_type *t = lookup(I, l->value);
     if (t && set_type(I, &l->var->e, dp_retain(t)) < 0) return NULL;
   }
@@ -1162,7 +1162,7 @@ static dp_ctx *find_ctx(dp_expr *root) {
     if (!dp__ptrmap_insert(&seen, e, &fresh) || !fresh) continue;
     if (e->type) ctx = e->type->ctx;
     else if (e->h.kind == DP_OP) ctx = ((dp_op *)e)->ctx;
-    else if (e->h.kind == DP_VAR && ((dp_var *)e)->annot) ctx = ((dp_var *)e)->annot->ctx;
+    else if (e->h.kind == DP_VAR && dp_var_annot((dp_var *)e)) ctx = dp_var_annot((dp_var *)e)->ctx;
     uint32_t k = dp_expr_nchildren(e);
     if (n + k > cap) {
       cap = (n + k) * 2;

@@ -1025,10 +1025,10 @@ static void put_vdev(printer *p, dp__tb *b, const dp_vdev *vd, const char *pre, 
 /* `%x {virtual_device=...}: T` and the type comment, at a binding. */
 static void put_var_decl(printer *p, dp__tb *b, const dp_var *v, int is_param) {
   put_atom(p, b, &v->e);
-  put_vdev(p, b, v->vdev, " {", "}");
-  if (v->annot) {
+  put_vdev(p, b, dp_var_vdev(v), " {", "}");
+  if (dp_var_annot(v)) {
     put(b, ": ", 2);
-    puts_(b, type_text(p, v->annot));
+    puts_(b, type_text(p, dp_var_annot(v)));
   }
   if (is_param) put_type_comment(p, b, &v->e);
 }

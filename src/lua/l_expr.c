@@ -289,8 +289,8 @@ static int field_leaf(lua_State *L, dp_expr *e, const char *k) {
   case DP_VAR: {
     dp_var *v = (dp_var *)e;
     if (IS(k, "name")) lua_pushstring(L, v->name);
-    else if (IS(k, "type_annotation")) dp__lua_push(L, v->annot);
-    else if (IS(k, "virtual_device")) dp__lua_push(L, v->vdev);
+    else if (IS(k, "type_annotation")) dp__lua_push(L, dp_var_annot(v));
+    else if (IS(k, "virtual_device")) dp__lua_push(L, dp_var_vdev(v));
     else return 0;
     return 1;
   }

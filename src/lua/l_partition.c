@@ -115,7 +115,7 @@ static void add_attr(targets *ts, const dp_attrs *a, const char *key) {
 static int target_post(void *ud, dp_expr *e) {
   targets *ts = ud;
   if (e->h.kind == DP_FUNC) add_target(ts, ((dp_func *)e)->vdev);
-  else if (e->h.kind == DP_VAR) add_target(ts, ((dp_var *)e)->vdev);
+  else if (e->h.kind == DP_VAR) add_target(ts, dp_var_vdev((dp_var *)e));
   else if (e->h.kind == DP_CALL && ((dp_call *)e)->fn->h.kind == DP_OP) {
     const dp_attrs *a = ((dp_call *)e)->attrs;
     add_attr(ts, a, "virtual_device");

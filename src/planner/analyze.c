@@ -350,7 +350,7 @@ static int analyze_func(actx *a, uint32_t id, dp_func *fn) {
     uint32_t pd = KDOM(a, id, i);
     if (unify(a, pd, dp__dom_kid(d, f, i), R_FUNC_PARAM, &fn->e) < 0) return -1;
     uint32_t pv = 0;
-    if (p->vdev && canon(a, p->vdev, &p->e, &pv) < 0) return -1;
+    if (dp_var_vdev(p) && canon(a, dp_var_vdev(p), &p->e, &pv) < 0) return -1;
     if (constrain(a, &p->e, pd, pv, R_PARAM_ANNOT, &p->e) < 0) return -1;
   }
   return 0;

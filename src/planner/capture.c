@@ -530,8 +530,8 @@ static dp_expr *capture_func(cctx *c, uint32_t id, dp_func *orig, dp_err **err) 
 static dp_expr *capture_param(cctx *c, uint32_t id, dp_var *v, dp_err **err) {
   dp_vdev *vd = id_vd(c, id, err);
   if (!vd) return NULL;
-  if (v->vdev == vd) return dp_retain(&v->e);
-  dp_var *n = dp_var_new(v->name, v->annot, vd, v->e.span);
+  if (dp_var_vdev(v) == vd) return dp_retain(&v->e);
+  dp_var *n = dp_var_new(v->name, dp_var_annot(v), vd, v->e.span);
   if (!n) {
     dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
     return NULL;

@@ -219,7 +219,7 @@ uint32_t dp__dom_new(dp__domains *d, const dp_expr *e) {
     return id;
   }
   const dp_type *t = e->type;
-  if (!t && e->h.kind == DP_VAR) t = ((const dp_var *)e)->annot;
+  if (!t && e->h.kind == DP_VAR) t = dp_var_annot((const dp_var *)e);
   return dp__dom_for_type(d, t, 0, 0, NULL);
 }
 

@@ -334,8 +334,8 @@ static int first_demand(walk *w, uint32_t id, dp_expr *e, uint32_t d, uint32_t c
   int fo = first_order(e);
   *aux = d != DP__NONE_ID ? (fo ? d : 0) + 1 : 0;
   if (!fo) return 0;
-  if (d == DP__NONE_ID && e->h.kind == DP_VAR && ((dp_var *)e)->vdev) {
-    uint32_t v = canon(ix, ((dp_var *)e)->vdev);
+  if (d == DP__NONE_ID && e->h.kind == DP_VAR && dp_var_vdev((dp_var *)e)) {
+    uint32_t v = canon(ix, dp_var_vdev((dp_var *)e));
     if (v != DP__NONE_ID) *aux = v + 1;
     return 0;
   }
@@ -403,7 +403,7 @@ static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, u
     if (i == 0) return 0;
     *call = t->id, *pos = i - 1;
     const dp_func *f = callee_fn(ix, ((const dp_call *)e)->fn);
-    dp_vdev *pv = f && i - 1 < f->nparams ? f->params[i - 1]->vdev : NULL;
+    dp_vdev *pv = f && i - 1 < f->nparams ? dp_var_vdev(f->params[i - 1]) : NULL;
     uint32_t d = pv ? canon(ix, pv) : 0;
     return d == DP__NONE_ID ? 0 : d;
   }
@@ -451,7 +451,7 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
   /* (most nodes are first order: analysis gives them a free domain,
      whatever else their type says) */
   int first = k != DP_FUNC && !(e->type && e->type->h.kind == DP_TY_FUNC) &&
-              !(k == DP_VAR && !e->type && ((const dp_var *)e)->annot);
+              !(k == DP_VAR && !e->type && dp_var_annot((const dp_var *)e));
   ix->kind[id] = (uint8_t)(k | (first ? K_FIRST : 0));
   ix->flag[id] = shared ? F_SHARED : 0;
   ix->ann[id] = 0;

@@ -226,8 +226,8 @@ static int readable(dp__lexical *lx, dp_expr *e, dp_vdev **ends) {
     if (dp__is_primitive(f)) return 0;
     int s = dp__lexical_settled(lx, f->vdev);
     for (uint32_t i = 0; i < f->nparams && s == 1; i++) {
-      s = dp__lexical_settled(lx, f->params[i]->vdev);
-      if (s == 1 && bind(lx, f->params[i], f->params[i]->vdev) < 0) s = -1;
+      s = dp__lexical_settled(lx, dp_var_vdev(f->params[i]));
+      if (s == 1 && bind(lx, f->params[i], dp_var_vdev(f->params[i])) < 0) s = -1;
     }
     return s;
   }
@@ -309,7 +309,7 @@ static int finish(dp__lexical *lx, const lframe *f, dp_vdev **dev) {
     }
     dp_func *g = callee_fn(lx, call->fn);
     for (uint32_t i = 0; i < call->nargs; i++)
-      if (k[1 + i] != g->params[i]->vdev) return 0;
+      if (k[1 + i] != dp_var_vdev(g->params[i])) return 0;
     return g->vdev == f->ctx;
   }
   default: /* tuple, projection, if: every part where the node is */
@@ -485,7 +485,7 @@ static int graph_node(dp__lexical *lx, lgraph *g, uint32_t v) {
   switch (kind) {
   case DP_VAR:
     if (g->bound[v] != NONE) return 1; /* (where its value is: slot_dev) */
-    g->dev[v] = ((dp_var *)g->x[v])->vdev;
+    g->dev[v] = dp_var_vdev((dp_var *)g->x[v]);
     return dp__lexical_settled(lx, g->dev[v]);
   case DP_CONST: return 1;
   case DP_LET: return slot_dev(lx, g, v, 2) == ctx;
@@ -519,7 +519,7 @@ static int graph_node(dp__lexical *lx, lgraph *g, uint32_t v) {
   }
   dp_func *f = callee_fn(lx, call->fn);
   for (uint32_t i = 0; i < call->nargs; i++)
-    if (slot_dev(lx, g, v, 1 + i) != f->params[i]->vdev || dp__lexical_settled(lx, f->params[i]->vdev) != 1) return 0;
+    if (slot_dev(lx, g, v, 1 + i) != dp_var_vdev(f->params[i]) || dp__lexical_settled(lx, dp_var_vdev(f->params[i])) != 1) return 0;
   return f->vdev == ctx && dp__lexical_settled(lx, f->vdev) == 1;
 }
 

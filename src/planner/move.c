@@ -366,7 +366,7 @@ static int move_params(mstate *st, mhandle *h) {
   for (uint32_t i = 0; i < fn->nparams; i++) {
     dp_var *p = fn->params[i];
     uint32_t pid = dp__mfun_id(f, &p->e);
-    dp_vdev *src = p->vdev, *dst = NULL;
+    dp_vdev *src = dp_var_vdev(p), *dst = NULL;
     if (pid == MV_NONE || !src || dp__mtable_get(t, pid)) continue;
     int ok = 1;
     uint32_t top = 0, ncopies = 0;
@@ -828,7 +828,7 @@ static int add_inv(mstate *st, mhandle *h, minv **v, uint32_t *n, uint32_t *cap,
                    uint32_t vid, int param, uint32_t pos, uint32_t *rec, uint32_t nrec) {
   minv x = {pos, vid, var, {0}, NULL};
   int ok = copies_of(st, h, vid, param, pos, &x.vc);
-  if (ok > 0 && param && x.vc.src != var->vdev) ok = 0;
+  if (ok > 0 && param && x.vc.src != dp_var_vdev(var)) ok = 0;
   if (ok > 0 && !(x.dom = dp_malloc(nrec * sizeof *x.dom))) ok = -1;
   if (ok > 0) ok = dominators(st, h, &x.vc, rec, nrec, x.dom);
   if (ok > 0 && dp_grow((void **)v, cap, *n + 1, sizeof **v) < 0) ok = -1;
@@ -893,7 +893,7 @@ static int peel_global(mstate *st, mhandle *h, uint32_t *rec, uint32_t nrec, dp_
   for (uint32_t i = 0; i < fn->nparams; i++) {
     dp_var *p = fn->params[i];
     uint32_t pid = dp__mfun_id(f, &p->e);
-    int ok = pid != MV_NONE && p->vdev && !dp__mtable_get(&st->t[h->fn], pid);
+    int ok = pid != MV_NONE && dp_var_vdev(p) && !dp__mtable_get(&st->t[h->fn], pid);
     for (uint32_t k = 0; k < nrec && ok; k++) ok = arg_id(f, rec[k], i) == pid;
     if (ok && add_inv(st, h, &v, &n, &cap, p, pid, 1, i, rec, nrec) < 0) goto oom;
   }
@@ -958,7 +958,7 @@ static int peel_closure(mstate *st, mhandle *h, uint32_t *rec, uint32_t nrec, dp
   dp_var *hv = (dp_var *)f->x[h->var];
   char *name = fresh_name(st, hv->name, v[0].vc.dst); /* (a name hint) */
   mclone *cl = name ? new_clone(st, h->fn, h->node, err) : NULL;
-  dp_var *nv = cl ? dp_var_new(name, hv->annot, hv->vdev, hv->e.span) : NULL;
+  dp_var *nv = cl ? dp_var_new(name, dp_var_annot(hv), dp_var_vdev(hv), hv->e.span) : NULL;
   free(name);
   if (!nv) goto oom;
   cl->into = h->let;

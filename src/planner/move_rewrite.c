@@ -78,7 +78,7 @@ int dp__mtable_act(dp__mtable *t, uint32_t id, dp__mact act) {
 }
 
 dp_var *dp__mvar_like(dp_var *v, dp_vdev *vd) {
-  dp_var *r = dp_var_new(v->name, v->annot, vd ? vd : v->vdev, v->e.span);
+  dp_var *r = dp_var_new(v->name, dp_var_annot(v), vd ? vd : dp_var_vdev(v), v->e.span);
   if (r && v->e.type) r->e.type = dp_retain(v->e.type);
   return r;
 }

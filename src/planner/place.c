@@ -126,7 +126,7 @@ static int64_t type_bytes(const dp_type *t) {
    a module share a few types) */
 static int64_t value_bytes(pctx *c, const dp_expr *e) {
   const dp_type *t = e->type;
-  if (!t && e->h.kind == DP_VAR) t = ((const dp_var *)e)->annot;
+  if (!t && e->h.kind == DP_VAR) t = dp_var_annot((const dp_var *)e);
   if (t != c->bytes_type) {
     c->bytes_type = t;
     c->bytes = type_bytes(t);
@@ -139,7 +139,7 @@ static int64_t value_bytes(pctx *c, const dp_expr *e) {
    or as forbidden. */
 static int too_large(pctx *c, const dp_expr *value, int all) {
   const dp_type *t = value->type;
-  if (!t && value->h.kind == DP_VAR) t = ((const dp_var *)value)->annot;
+  if (!t && value->h.kind == DP_VAR) t = dp_var_annot((const dp_var *)value);
   char *ts = t ? dp_type_str(t) : NULL;
   c->err = dp_err_at(c->d->ctx, DP_ERR_VALUE, value->span,
                      all ? "placement by cost: the module's values have more bytes together than a cost can "

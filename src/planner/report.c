@@ -428,9 +428,9 @@ int dp_report_scan_lexical(dp_module *planned, const dp_config *cfg, dp_report_d
     const dp_func *f = planned->funcs[i].fn;
     for (uint32_t p = 0; p < f->nparams && rc == 0; p++) {
       dp_var *v = f->params[p];
-      int s = dp__lexical_settled(lx, v->vdev);
+      int s = dp__lexical_settled(lx, dp_var_vdev(v));
       if (s <= 0) rc = s < 0 ? -1 : 1;
-      else resident(&c, &v->e, v->vdev);
+      else resident(&c, &v->e, dp_var_vdev(v));
     }
   }
   for (c.fn = 0; c.fn < planned->nfuncs && rc == 0 && !c.oom; c.fn++)

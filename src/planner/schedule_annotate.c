@@ -122,11 +122,11 @@ static int names_scope(const dp_expr *e) {
     for (uint32_t i = 0; i < a->n; i++)
       if (a->items[i].val.kind == DP_AV_VDEV && scope_of(a->items[i].val.u.vdev)) return 1;
   }
-  if (e->h.kind == DP_LET) return scope_of(((const dp_let *)e)->var->vdev);
+  if (e->h.kind == DP_LET) return scope_of(dp_var_vdev(((const dp_let *)e)->var));
   if (e->h.kind == DP_FUNC) {
     const dp_func *f = (const dp_func *)e;
     for (uint32_t i = 0; i < f->nparams; i++)
-      if (scope_of(f->params[i]->vdev)) return 1;
+      if (scope_of(dp_var_vdev(f->params[i]))) return 1;
     return scope_of(f->vdev);
   }
   return 0;
@@ -159,8 +159,8 @@ static int pin_pre(void *ud, dp_expr *e) {
   if (e->h.kind == DP_FUNC) {
     dp_func *f = (dp_func *)e;
     for (uint32_t i = 0; i < f->nparams; i++)
-      if (f->params[i]->vdev && !dp_vdev_is_fully_unconstrained(f->params[i]->vdev) &&
-          dp__ptrmap_put(&c->pinned, f->params[i], f->params[i]->vdev) < 0)
+      if (dp_var_vdev(f->params[i]) && !dp_vdev_is_fully_unconstrained(dp_var_vdev(f->params[i])) &&
+          dp__ptrmap_put(&c->pinned, f->params[i], dp_var_vdev(f->params[i])) < 0)
         return c->oom = 1, -1;
   }
   if (e->h.kind == DP_LET) {

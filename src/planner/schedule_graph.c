@@ -321,9 +321,9 @@ static void main_params(gwalk *w, dp_func *f, uint32_t p0) {
     dp_var *p = f->params[i];
     int unknown = 0;
     g->expr[p0 + i] = &p->e;
-    g->bytes[p0 + i] = dp_sched_type_bytes(p->e.type ? p->e.type : p->annot, &unknown);
+    g->bytes[p0 + i] = dp_sched_type_bytes(p->e.type ? p->e.type : dp_var_annot(p), &unknown);
     g->approx[p0 + i] = (uint8_t)unknown;
-    if (p->vdev && p->vdev->device_type != 0) g->dev[p0 + i] = device_of(w, p->vdev, &p->e);
+    if (dp_var_vdev(p) && dp_var_vdev(p)->device_type != 0) g->dev[p0 + i] = device_of(w, dp_var_vdev(p), &p->e);
   }
 }
 

@@ -323,7 +323,7 @@ static void reach(vwalk *w, dp_expr *e, dp_vdev *ctx, const dp_expr *in, int rol
   vrec v = {.ctx = ctx, .carrier = k == DP_VAR || k == DP_GLOBAL || k == DP_FUNC};
   switch (k) {
   case DP_VAR:
-    if (role == ROLE_PARAM) v.dev = canon(w, ((dp_var *)e)->vdev, e);
+    if (role == ROLE_PARAM) v.dev = canon(w, dp_var_vdev((dp_var *)e), e);
     v.core = v.dev;
     if (role != ROLE_USE && e->h.rc > 1) remember(w, e, v);
     push_val(w, v);
@@ -480,7 +480,7 @@ static dp_vdev *check_fn_call(vwalk *w, frame *t, dp_call *c, const vrec *kids) 
   if (!f) return kids[0].dev ? kids[0].dev : t->ctx;
   int prim = dp__is_primitive(f);
   for (uint32_t i = 0; i < c->nargs && i < f->nparams; i++) {
-    dp_vdev *pv = canon(w, f->params[i]->vdev, &f->params[i]->e);
+    dp_vdev *pv = canon(w, dp_var_vdev(f->params[i]), &f->params[i]->e);
     said s = {"parameter %%%s of the function called", f->params[i]->name};
     if (prim)
       expect_refined(w, &c->e, 1 + i, &kids[1 + i], pv, "%s lives on %s, but %s asks for %s", s);
@@ -596,7 +596,7 @@ static vrec post_func(vwalk *w, frame *t, dp_func *f, const vrec *kids) {
   char *d = fn_desc(w, f);
   if (!f->vdev) violate(w, "annotation", &f->e, NULL, NULL, "%s has no virtual_device", d);
   for (uint32_t i = 0; i < f->nparams; i++)
-    if (!f->params[i]->vdev)
+    if (!dp_var_vdev(f->params[i]))
       violate(w, "annotation", &f->params[i]->e, NULL, NULL,
               "parameter %%%s of %s has no virtual_device", f->params[i]->name, d);
   expect(w, &f->e, f->nparams, &kids[f->nparams], fv, "%s lives on %s, but %s is %s",
@@ -728,7 +728,7 @@ static void input_node(vwalk *w, frame *t, const vrec *self, const vrec *kids) {
       free(d);
     }
     for (uint32_t i = 0; i < fi->nparams; i++) {
-      if (!(want = fails(w, &fi->params[i]->e, fi->params[i]->vdev, kids[i].dev))) continue;
+      if (!(want = fails(w, &fi->params[i]->e, dp_var_vdev(fi->params[i]), kids[i].dev))) continue;
       snprintf(what, sizeof what, "parameter %%%s of %s", fi->params[i]->name,
                (d = fn_desc(w, fo)) ? d : "?");
       input_fails(w, &fo->params[i]->e, NULL, want, kids[i].dev, fmt, what);

@@ -180,7 +180,7 @@ static void test_exprs(dp_ctx *ctx) {
   int64_t d57[] = {5, 7};
   dp_type *tt = dp_type_tensor(ctx, DP_FLOAT32, 2, d57);
   dp_var *x = dp_var_new("x", tt, NULL, sp(1)), *y = dp_var_new("y", NULL, NULL, sp(2));
-  CHECK(x && strcmp(x->name, "x") == 0 && x->annot == tt && x->e.span.line == 1);
+  CHECK(x && strcmp(x->name, "x") == 0 && dp_var_annot(x) == tt && x->e.span.line == 1);
   CHECK(strcmp(dp_exprkind_name(x->e.h.kind), "var") == 0);
   dp_global *g = dp_global_new("f", DP_NOSPAN);
   CHECK(g && strcmp(g->name, "f") == 0);
@@ -573,6 +573,7 @@ void dp_test_arena(int *passed, int *failed);    /* tests/c/arena_test.c */
 void dp_test_alloc(int *passed, int *failed);    /* tests/c/alloc_test.c */
 void dp_test_sizes(int *passed, int *failed);    /* tests/c/sizes_test.c */
 void dp_test_post(int *passed, int *failed);     /* tests/c/post_test.c */
+void dp_test_var_layout(int *passed, int *failed); /* tests/c/var_test.c */
 
 /* ---------------- printing: the marks of shared nodes ---------------- */
 
@@ -652,6 +653,7 @@ int main(void) {
   dp_test_alloc(&passed, &failed);
   dp_test_sizes(&passed, &failed);
   dp_test_post(&passed, &failed);
+  dp_test_var_layout(&passed, &failed);
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
