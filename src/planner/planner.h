@@ -724,6 +724,11 @@ int64_t dp__flow_all_source(const dp__flow *g);
 /* Work Boykov-Kolmogorov may do before push-relabel takes over (maxflow.c):
    < 0 the default, 0 push-relabel alone (the tests run both). */
 void dp__flow_budget(dp__flow *g, int64_t work);
+/* On a graph of at least `from` nodes the search queues the nodes tied to
+   a terminal `batch` node numbers at a time (maxflow.c says why; by
+   default from 2^18 nodes, 1,024 at a time); the tests take batches on
+   small graphs too. */
+void dp__flow_batches(dp__flow *g, uint32_t from, uint32_t batch);
 /* Blocks the caller no longer needs (malloc'd; NULL: none), taken as the
    room of g's nodes and arcs before any is made: the pages they touched
    are not touched fresh again (the cut's graph is the largest thing a
@@ -752,7 +757,8 @@ typedef struct dp__fnode {
   uint32_t first;                  /* its first arc (UINT32_MAX: none) */
   uint32_t parent;                 /* tree link */
   uint32_t qnext;                  /* the active nodes (FIFO); the cut's stack */
-  uint8_t sink, inq;               /* which tree; in the active queue */
+  uint8_t sink, inq, waits;        /* which tree; in the active queue; tied to a terminal, its
+                                      turn to grow not yet come (maxflow.c's batches) */
 } dp__fnode;
 
 typedef struct dp__farc {
@@ -769,6 +775,7 @@ struct dp__flow {
   int spent;                 /* solved: its capacities are residual until a reset */
   int64_t to_sink;           /* the last solve's: every node's capacity to the sink, as added */
   int64_t budget;            /* Boykov-Kolmogorov's work: < 0 the default */
+  uint32_t batch_from, batch; /* dp__flow_batches */
 };
 
 /* (maxflow.c: the builders' paths when the room is used up; -1 and g->oom

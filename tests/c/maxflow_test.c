@@ -5,7 +5,9 @@
  * the capacity dp__flow_solve returns is the least over all 2^n cuts, and
  * the side it returns has that capacity; by Boykov-Kolmogorov, by
  * push-relabel alone, and by Boykov-Kolmogorov stopped by its budget
- * part-way (push-relabel then starts again): the same side every way (the
+ * part-way (push-relabel then starts again), and by Boykov-Kolmogorov
+ * queueing the nodes tied to a terminal in batches of 1 to 3 (as it does
+ * on large graphs, dp__flow_batches): the same side every way (the
  * cut read does not depend on the flow found); in memory taken from the
  * caller (dp__flow_adopt) that held other data: the same side; and after
  * its room was taken from it (dp__flow_take, as a placement takes it for
@@ -141,10 +143,12 @@ void dp_test_maxflow(int *passed, int *failed) {
       int64_t c = cut_of(&g, mask);
       if (c < best) best = c;
     }
-    uint32_t masks[3];
-    for (int way = 0; way < 3; way++) { /* BK; push-relabel; BK stopped, then push-relabel */
+    uint32_t masks[4];
+    for (int way = 0; way < 4; way++) { /* BK; push-relabel; BK stopped, then push-relabel;
+                                           BK queueing the terminals' nodes in batches */
       build(f, &g); /* (a solve leaves the graph residual) */
-      dp__flow_budget(f, way == 0 ? -1 : way == 1 ? 0 : 1 + (int64_t)(next_random(&st) % 8));
+      dp__flow_budget(f, way == 0 || way == 3 ? -1 : way == 1 ? 0 : 1 + (int64_t)(next_random(&st) % 8));
+      if (way == 3) dp__flow_batches(f, 0, 1 + next_random(&st) % 3);
       uint8_t side[MAXN];
       int64_t got = dp__flow_solve(f, side);
       spent += dp__flow_solve(f, side) == -1; /* (solved again without a reset: refused) */
@@ -156,7 +160,8 @@ void dp_test_maxflow(int *passed, int *failed) {
       wrong_side += best < DP__FLOW_INF && cut_of(&g, mask) != best;
       masks[way] = mask;
     }
-    other_side += masks[1] != masks[0] || masks[2] != masks[0] || adopted_mask(&g) != masks[0] ||
+    dp__flow_batches(f, UINT32_MAX, 1); /* (the default's behaviour on these sizes) */
+    other_side += masks[1] != masks[0] || masks[2] != masks[0] || masks[3] != masks[0] || adopted_mask(&g) != masks[0] ||
                   taken_mask(&g) != masks[0];
     graphs++;
   }
@@ -164,6 +169,6 @@ void dp_test_maxflow(int *passed, int *failed) {
   CHECK(wrong_value == 0);
   CHECK(wrong_side == 0);
   CHECK(other_side == 0);
-  CHECK(spent == 3 * graphs);
+  CHECK(spent == 4 * graphs);
   CHECK(graphs == 4000);
 }
