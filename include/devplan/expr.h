@@ -63,7 +63,10 @@ typedef struct dp_var_extra {
 } dp_var_extra;
 
 /* dp_obj.flags of a variable that carries a dp_var_extra (set by its
-   constructor only; expr.c's free function frees from the record). */
+   constructor only; expr.c's free function frees from the record). The
+   library's other bits of an expression's flags: 0x1000 (AnnotateVirtual-
+   Devices' records), 0x2000 (the node is an arena's), 0x4000 and 0x8000
+   (type inference's working types); the bits below 0x0800 are unused. */
 #define DP_VAR_ANNOTATED 0x0800u
 
 static inline const dp_var_extra *dp__var_extra(const dp_var *v) {

@@ -205,8 +205,9 @@ typedef struct dp__read { uint32_t node, d, parent, slot; } dp__read;
 
 enum { K_KIND = 0x1F, K_FIRST = 0x80 };
 
-/* An annotation of more than a byte (dp__index.ann): a device past 62, a
-   device that is not canonical, the 63rd device_copy on. */
+/* An annotation a byte cannot hold (dp__index.ann, set_ann in index.c): a
+   device or a copy's index past 63, device 63 with both ON_CBODY and
+   ON_CRESULT, ON_DEV (no canonical device). */
 typedef struct dp__annw { uint32_t id, ann; } dp__annw;
 
 typedef struct dp__index {
