@@ -10,7 +10,8 @@
 -- Usage: bin/devplan bench/perf.lua [options]
 --   --rows LIST      rows to run (default all but 10m): plan, scale, heap,
 --                    cli, parse, print, annotate, share, partition, report,
---                    min_bytes, 10m
+--                    min_bytes, steps (every other pass at N / 100, N / 10
+--                    and N calls), 10m
 --   --n N            the size of the rows measured at 1,000,000 calls
 --   --old DIR        also run every row with DIR/bin/devplan (a build of
 --                    another commit: old and new side by side in one run)
@@ -20,6 +21,9 @@
 --                    min_bytes, min_bytes4; "all"): a run with the step minus
 --                    one without it (the machine has no instruction counters)
 --   --repeat N       best of N fresh processes per measurement (default 1)
+--   --settle S       wait S seconds before each fresh process (the host then
+--                    has the pages the last one freed back: every size pays
+--                    the same first touches; see docs/benchmarks.md)
 -- Columns: CPU seconds (os.clock around the step alone; the shared machine's
 -- load is printed first: wall times on it are noisy, instructions are not),
 -- peak RSS where a whole command is measured, and the ratio to the goal's
@@ -50,21 +54,32 @@ local function child(row, shape, n, mode)
   end
   local file = ("%s/%s_%d.relay"):format(OUT, shape, n)
   local text = read(file)
+  -- The first timed run's user and system seconds apart (-1: a build
+  -- without dp.debug.rusage, run by --old).
+  local rusage = dp.debug and dp.debug.rusage
+  local split
   local function time(f, ...)
     if skip then return 0 end
     collectgarbage()
     collectgarbage("stop")
     os.getenv("DEVPLAN_HEAP_RESET")
+    local u0 = rusage and rusage()
     local t0 = os.clock()
     local r = f(...)
     local s = os.clock() - t0
+    local u1 = rusage and rusage()
+    split = split or (u1 and {u1.user - u0.user, u1.sys - u0.sys}) or {-1, -1}
     collectgarbage("restart")
     return s, r
   end
   local heap = function() return tonumber(os.getenv("DEVPLAN_HEAP_PEAK")) or 0 end
+  local function report(s1, s2, h)
+    split = split or {-1, -1}
+    print(s1, s2, h, split[1], split[2])
+  end
   if row == "parse" then
     local s = time(dp.parse, text, testing.META)
-    print(s, -1, 0) -- (no warm run: the text is parsed once)
+    report(s, -1, 0) -- (no warm run: the text is parsed once)
     return
   end
   local mod = dp.parse(text, testing.META)
@@ -75,7 +90,7 @@ local function child(row, shape, n, mode)
     local h = heap()
     r = nil
     local s2 = once and 0 or time(f, ...)
-    print(s1, s2, h)
+    report(s1, s2, h)
   end
   if row == "plan" or row == "heap" then return twice(plan, mod) end
   if row == "print" then return twice(dp.astext, mod) end
@@ -109,19 +124,20 @@ end
 
 -- ---------------------------------------------------------------- the parent
 
-local opts = {rows = "plan,scale,heap,cli,parse,print,annotate,share,partition,report,min_bytes",
-              n = 1000000, ["repeat"] = 1}
+local opts = {rows = "plan,scale,heap,cli,parse,print,annotate,share,partition,report,min_bytes,steps",
+              n = 1000000, ["repeat"] = 1, settle = 0}
 do
   local i = 1
   while arg[i] do
     local a = arg[i]
-    if a == "--rows" or a == "--old" or a == "--n" or a == "--repeat" or a == "--callgrind" then
+    if a == "--rows" or a == "--old" or a == "--n" or a == "--repeat" or a == "--callgrind" or a == "--settle" then
       opts[a:sub(3)] = assert(arg[i + 1], a .. " needs a value")
       i = i + 2
     else error("perf.lua: unknown option " .. a .. " (see the header of bench/perf.lua)") end
   end
   opts.n = math.tointeger(tonumber(opts.n))
   opts["repeat"] = math.tointeger(tonumber(opts["repeat"]))
+  opts.settle = assert(tonumber(opts.settle), "--settle needs seconds")
 end
 local ROWS = {}
 for r in opts.rows:gmatch("[^,]+") do ROWS[r] = true end
@@ -156,20 +172,41 @@ if opts.old then BUILDS[#BUILDS + 1] = {"old", opts.old} end
 BUILDS[#BUILDS + 1] = {opts.old and "new" or "", root}
 local SCRIPT = here .. "/perf.lua"
 
--- A step in fresh processes: best cold and warm CPU seconds, heap bytes.
+-- A step in fresh processes: best cold and warm CPU seconds, heap bytes,
+-- and the best cold run's user and system seconds apart (-1: unknown).
+-- --settle S first waits S seconds, so that each process finds the host's
+-- pages as an idle machine leaves them (docs/benchmarks.md: fresh pages).
 local function step(build, row, shape, n, env)
   module_file(shape, n)
-  local best = {math.huge, math.huge, 0}
+  local best = {math.huge, math.huge, 0, -1, -1}
   for _ = 1, opts["repeat"] do
+    if opts.settle > 0 then sh(("sleep %g"):format(opts.settle)) end
     local out = sh(("%s '%s/bin/devplan' '%s' --child %s %s %d"):format(env or "", build[2], SCRIPT, row,
       shape, n))
-    local a, b, c = out:match("^(%S+)%s+(%S+)%s+(%S+)")
+    local a, b, c, u, k = out:match("^(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)")
     assert(a, "perf.lua: the step " .. row .. " " .. shape .. " failed:\n" .. out)
-    best[1] = math.min(best[1], tonumber(a))
+    if tonumber(a) < best[1] then best[1], best[4], best[5] = tonumber(a), tonumber(u), tonumber(k) end
     best[2] = math.min(best[2], tonumber(b))
     best[3] = math.max(best[3], tonumber(c))
   end
-  return best[1], best[2], best[3]
+  return table.unpack(best)
+end
+
+-- "x" of a step, and of its user seconds alone ("?" where unknown).
+local function ratio(a, b) return (a >= 0 and b > 0) and ("%7.1f"):format(a / b) or "      ?" end
+
+-- A step's three sizes, N / 100, N / 10 and N: the cold seconds of each,
+-- the two steps, the two steps of the user seconds alone, and the system
+-- seconds at N. get(n) -> cold, warm, heap, user, sys (step's results).
+local function size(n) return n % 1000000 == 0 and (n // 1000000) .. "M" or n % 1000 == 0 and (n // 1000) .. "k" or tostring(n) end
+local STEP_COLS = ("%9s %9s %9s %7s %7s %7s %7s %7s"):format(size(N // 100) .. " s", size(N // 10) .. " s",
+  size(N) .. " s", "x", "x", "user x", "x", "sys s")
+local function three(get, n)
+  local a, _, _, ua = get(n // 100)
+  local c, _, _, uc = get(n // 10)
+  local d, _, _, ud, sd = get(n)
+  return ("%9.4f %9.4f %9.3f %7.1f %7.1f %s %s %s"):format(a, c, d, c / a, d / c, ratio(uc, ua), ratio(ud, uc),
+    sd >= 0 and ("%7.3f"):format(sd) or "      ?")
 end
 
 -- Instructions of a step per call (callgrind: with it minus without it).
@@ -185,12 +222,13 @@ local function instructions(build, row, shape, n)
   return (with - without) / n
 end
 
--- A command line: CPU seconds (user + sys) and peak RSS in MB.
+-- A command line: CPU seconds (user + sys) and peak RSS in MB of 10^6 bytes
+-- (time's %M is in KiB; a goal "< 300 MB" is read in the stricter unit).
 local function command(build, args)
   local out = sh(("/usr/bin/time -f '@@ %%U %%S %%M' '%s/bin/devplan' %s 2>&1 >/dev/null"):format(build[2], args))
   local u, s, m = out:match("@@ (%S+) (%S+) (%d+)")
   assert(u, "perf.lua: the command failed: devplan " .. args .. "\n" .. out)
-  return tonumber(u) + tonumber(s), tonumber(m) / 1024, out
+  return tonumber(u) + tonumber(s), tonumber(m) * 1024 / 1e6, out
 end
 
 local function load()
@@ -242,12 +280,11 @@ if ROWS.plan then
 end
 
 if ROWS.scale then
-  header(("PlanDevices 10k -> 100k -> %d (goal: each step <= 11x, cold)"):format(N),
-    ("%-8s %-4s %9s %9s %9s %7s %7s"):format("shape", "", "10k s", "100k s", N .. " s", "x", "x"))
+  header(("PlanDevices %s -> %s -> %s calls (goal: each step <= 11x, cold)"):format(size(N // 100), size(N // 10), size(N)),
+    ("%-8s %-4s %s"):format("shape", "", STEP_COLS))
   for _, shape in ipairs(SHAPES) do
     for _, b in ipairs(BUILDS) do
-      local a, c, d = plan_time(b, shape, 10000), plan_time(b, shape, 100000), plan_time(b, shape, N)
-      row("%-8s %-4s %9.4f %9.4f %9.3f %7.1f %7.1f", shape, b[1], a, c, d, c / a, d / c)
+      row("%-8s %-4s %s", shape, b[1], three(function(n) return plan_time(b, shape, n) end, N))
     end
   end
 end
@@ -304,12 +341,12 @@ end
 if ROWS.share then step_table("ShareCopies on the plan", "share", {"chain", "let"}, N, "within 1x of PlanDevices") end
 if ROWS.partition then
   step_table("PartitionByVirtualDevice on the plan", "partition", {"let", "branchy"}, N // 10, "within 3x of PlanDevices")
-  header(("PartitionByVirtualDevice 10k -> 100k -> %d (goal: linear, each step <= 11x)"):format(N),
-    ("%-8s %-4s %9s %9s %9s %7s %7s"):format("shape", "", "10k s", "100k s", N .. " s", "x", "x"))
+  header(("PartitionByVirtualDevice %s -> %s -> %s calls (goal: linear, each step <= 11x, cold)"):format(size(N // 100),
+    size(N // 10), size(N)),
+    ("%-8s %-4s %s"):format("shape", "", STEP_COLS))
   for _, shape in ipairs{"let", "branchy"} do
     for _, b in ipairs(BUILDS) do
-      local a, c, d = step(b, "partition", shape, 10000), step(b, "partition", shape, 100000), step(b, "partition", shape, N)
-      row("%-8s %-4s %9.4f %9.4f %9.3f %7.1f %7.1f", shape, b[1], a, c, d, c / a, d / c)
+      row("%-8s %-4s %s", shape, b[1], three(function(n) return step(b, "partition", shape, n) end, N))
     end
   end
 end
@@ -320,6 +357,34 @@ end
 if ROWS.min_bytes then
   step_table("PlanDevices placement = min_bytes, 2 devices", "min_bytes", {"chain", "let", "branchy"}, N, "within 2x of PlanDevices")
   step_table("PlanDevices placement = min_bytes, 4 targets", "min_bytes4", {"chain", "let", "branchy"}, N, "within 2x of PlanDevices")
+end
+
+-- Every other pass from 10k to 100k to N calls (PlanDevices' and
+-- PartitionByVirtualDevice's steps have their own tables above).
+if ROWS.steps then
+  local passes = {
+    {"parse", "parse with type inference", SHAPES},
+    {"print", "print the parsed module", SHAPES},
+    {"printplan", "print the planned module", SHAPES},
+    {"printfile", "print the planned module into a file", SHAPES},
+    {"annotate", "AnnotateVirtualDevices, one rule", {"chain", "let"}},
+    {"share", "ShareCopies", {"chain", "let"}},
+    {"report_text", "the report as text", {"let", "branchy"}},
+    {"report_json", "the report as JSON", {"let", "branchy"}},
+    {"min_bytes", "min_bytes, 2 devices", SHAPES},
+    {"min_bytes4", "min_bytes, 4 targets", SHAPES},
+  }
+  header(("Every other pass, %s -> %s -> %s calls (goal: linear, each step <= 11x, cold)"):format(size(N // 100),
+    size(N // 10), size(N)),
+    ("%-38s %-8s %-4s %s"):format("pass", "shape", "", STEP_COLS))
+  for _, p in ipairs(passes) do
+    for _, shape in ipairs(p[3]) do
+      for _, b in ipairs(BUILDS) do
+        row("%-38s %-8s %-4s %s", p[2], shape, b[1], three(function(n) return step(b, p[1], shape, n) end, N))
+      end
+    end
+  end
+  os.remove(OUT .. "/print_out.relay")
 end
 
 if ROWS["10m"] then

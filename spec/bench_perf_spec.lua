@@ -61,10 +61,44 @@ describe_bench("bench/perf.lua", function()
     assert.is_true(tonumber(heap.let:match("^(%d+)")) > 0, heap.let)
   end)
 
+  it("gives each step's sizes, ratios and user and system seconds (scale, partition, steps)", function()
+    local out = run{"bench/perf.lua", "--rows", "scale,partition,steps", "--n", tostring(N), "--settle", "0.01"}
+    local function check(title, line)
+      -- cold s at N/100, N/10, N; x, x; user x, x; sys s
+      local f = {}
+      for v in line:gmatch("%S+") do f[#f + 1] = v end
+      assert.are.equal(8, #f, title .. ": " .. line)
+      for i = 1, 5 do assert.is_true(tonumber(f[i]) >= 0, title .. ": " .. line) end
+      assert.is_true(f[8] == "?" or tonumber(f[8]) >= 0, title .. ": " .. line)
+    end
+    for _, w in ipairs{{"PlanDevices 30 -> 300 -> 3k calls", {"chain", "let", "branchy"}},
+                       {"PartitionByVirtualDevice 30 -> 300 -> 3k calls", {"let", "branchy"}}} do
+      local t = rows(out, w[1])
+      for _, shape in ipairs(w[2]) do
+        assert.is_truthy(t[shape], w[1] .. ": no row for " .. shape .. " in\n" .. out)
+        check(w[1], t[shape])
+      end
+    end
+    local at = out:find("\n## Every other pass, 30 -> 300 -> 3k calls", 1, true)
+    assert.is_truthy(at, out)
+    local n = 0
+    for line in out:sub(at + 1):gmatch("[^\n]+") do
+      local shape, rest = line:match("^.-%s(%a+)%s%s+(%d.*)$")
+      if shape and not line:match("^pass%s") then
+        n = n + 1
+        check(line, rest)
+      end
+    end
+    assert.are.equal(26, n, out:sub(at))
+  end)
+
   it("refuses an unknown option", function()
     local r = proc.run({"bench/perf.lua", "--nope"}, {exe = "bin/devplan"})
     assert.are_not.equal(0, r.status)
     assert.is_truthy(r.out:find("unknown option --nope", 1, true), r.out)
+    r = proc.run({"bench/perf.lua", "--settle", "soon"}, {exe = "bin/devplan"})
+    assert.are_not.equal(0, r.status)
+    assert.is_truthy(r.out:find("--settle needs seconds", 1, true), r.out)
   end)
 end)
 

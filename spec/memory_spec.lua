@@ -23,6 +23,22 @@ describe("memory", function()
     assert.same(base, dp.debug.counts())
   end)
 
+  it("gives the process's CPU seconds and page faults apart (dp.debug.rusage)", function()
+    local a = dp.debug.rusage()
+    for _, k in ipairs{"user", "sys", "minflt", "majflt"} do
+      assert.is_number(a[k], k)
+      assert.is_true(a[k] >= 0, k)
+    end
+    assert.is_true(math.type(a.minflt) == "integer" and math.type(a.majflt) == "integer")
+    local t0, x = os.clock(), 0
+    while os.clock() - t0 < 0.05 do x = x + 1 end -- (CPU the process spends)
+    local s = string.rep("x", 8 << 20) -- (8 MiB of fresh pages)
+    local b = dp.debug.rusage()
+    assert.is_true(b.user + b.sys >= a.user + a.sys + 0.04, "the loop's CPU seconds")
+    assert.is_true(b.minflt > a.minflt, "the string's fresh pages")
+    assert.is_true(x > 0 and #s == 8 << 20)
+  end)
+
   it("makes and drops " .. N .. " distinct virtual devices with flat memory", function()
     local cuda = dp.Target("cuda")
     local function churn()
