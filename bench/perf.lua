@@ -22,8 +22,9 @@
 --                    one without it (the machine has no instruction counters)
 --   --repeat N       best of N fresh processes per measurement (default 1)
 --   --settle S       wait S seconds before each fresh process (the host then
---                    has the pages the last one freed back: every size pays
---                    the same first touches; see docs/benchmarks.md)
+--                    takes back more of the pages the last one freed, so
+--                    that small sizes pay first touches as large ones do;
+--                    see docs/benchmarks.md, fresh pages)
 -- Columns: CPU seconds (os.clock around the step alone; the shared machine's
 -- load is printed first: wall times on it are noisy, instructions are not),
 -- peak RSS where a whole command is measured, and the ratio to the goal's
@@ -174,7 +175,7 @@ local SCRIPT = here .. "/perf.lua"
 
 -- A step in fresh processes: best cold and warm CPU seconds, heap bytes,
 -- and the best cold run's user and system seconds apart (-1: unknown).
--- --settle S first waits S seconds, so that each process finds the host's
+-- --settle S first waits S seconds, so that more processes find the host's
 -- pages as an idle machine leaves them (docs/benchmarks.md: fresh pages).
 local function step(build, row, shape, n, env)
   module_file(shape, n)
