@@ -811,7 +811,7 @@ int dp__place_solve_in(dp_place_problem *m, uint32_t *label, int64_t *energy, dp
       }
       int cheaper;
       if (move(m, label, alpha, next, &side, g, &pt, &bl, exact, &cheaper) < 0) goto done;
-      uint32_t beta = exact ? spanned(m, label, alpha) : DP__NONE_ID;
+      uint32_t beta = exact && rounds > 1 ? spanned(m, label, alpha) : DP__NONE_ID;
       int64_t e = 0;
       if (!exact) {
         if (counted) e = dp_place_energy(m, next);
