@@ -86,7 +86,7 @@ typedef struct pctx {
   const dp_type *bytes_type;  /* value_bytes' last type (NULL: none yet; 0 bytes) */
   int64_t bytes;
   int64_t total;              /* the bytes of every net, once per reader (nets) */
-  void *spare;                /* the cut's arcs' block after the solve (nspare bytes): the
+  void *spare;                /* the largest block the solve left (nspare bytes): the
                                  decisions' room (decide) */
   size_t nspare;
   dp_err *err;
@@ -743,9 +743,9 @@ static int solve(pctx *c) {
   pl->label = p->stamp;
   p->stamp = NULL;
   if (!pl->label) return oom(c);
-  /* The cut's graph in memory touched already: analysis' flows and the
-     array of a variable per domain, read no more (rather than freed, and
-     the graph's pages touched fresh) */
+  /* The solve's arrays in memory touched already: analysis' flows and the
+     array of a variable per domain, read no more, given as the graph's
+     room (rather than freed, and the solve's pages touched fresh) */
   dp__flow *g = dp__flow_new();
   if (!g) return oom(c);
   dp__flow_adopt(g, c->var_of, (size_t)(c->d->nnodes ? c->d->nnodes : 1) * sizeof *c->var_of, c->flows->v,
@@ -755,7 +755,7 @@ static int solve(pctx *c) {
   free(c->exact);
   c->exact = NULL;
   int rc = dp__place_solve_in(p, pl->label, NULL, g); /* (its total is not read here) */
-  c->spare = dp__flow_take(g, 1, &c->nspare); /* (analysis' flows at least: touched) */
+  c->spare = dp__flow_take(g, 1, &c->nspare); /* (the largest block it left: touched) */
   dp__flow_free(g);
   if (rc < 0) return oom(c);
   if (rc > 0) { /* (call_costs reports a class no device can take first) */
