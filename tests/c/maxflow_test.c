@@ -12,7 +12,11 @@
  * caller (dp__flow_adopt) that held other data: the same side; and after
  * its room was taken from it (dp__flow_take, as a placement takes it for
  * its own arrays): the room as large as the graph made in it, and the
- * same side in the room made again.
+ * same side in the room made again. And the placement's moves on a
+ * problem of many parts (place_solve.c's move_in_parts): each part's cut
+ * where the part alone puts it, in a graph no larger than one part's (the
+ * given graph's room taken for the moves' arrays, its largest block given
+ * back as its arcs' room).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,7 +119,64 @@ static int64_t weight(uint64_t *st) {
   return r < 3 ? 0 : r == 9 ? DP__FLOW_INF : 1 + next_random(st) % 50;
 }
 
+/* PARTS chains of LEN variables, two labels (the default 0): each chain's
+   first variable may take label 1 alone, its last label 0 alone, the
+   others either; a net of one reader from each variable to the next of
+   its chain, weights distinct within a chain. A move towards 1 cuts each
+   chain at its lightest net (the variables before it on 1), each chain a
+   part of the move's graph of its own. */
+enum { PARTS = 3000, LEN = 10 };
+
+static void parts_test(int *passed, int *failed) {
+  dp_place_problem p;
+  uint32_t n = PARTS * LEN, *label = malloc(n * sizeof *label);
+  dp__flow *g = dp__flow_new();
+  size_t nb = (size_t)n * 4, ab = (size_t)n * 12; /* (as a placement gives them: a variable per
+                                                      domain, analysis' flows) */
+  void *nodes = malloc(nb), *arcs = malloc(ab);
+  if (!label || !g || !nodes || !arcs || dp_place_init(&p, n, 2, 0) < 0) {
+    CHECK(0);
+    free(label), free(nodes), free(arcs), dp__flow_free(g);
+    return;
+  }
+  memset(nodes, 0xA5, nb);
+  memset(arcs, 0x5A, ab);
+  dp__flow_adopt(g, nodes, nb, arcs, ab);
+  int made = 0;
+  for (uint32_t c = 0; c < PARTS; c++) {
+    uint32_t v0 = c * LEN;
+    p.allowed[v0] = 2;
+    p.allowed[v0 + LEN - 1] = 1;
+    for (uint32_t i = 0; i + 1 < LEN; i++) {
+      uint32_t r = v0 + i + 1;
+      made |= dp_place_net(&p, v0 + i, &r, 1, 100 + (c * 7 + i * 13) % 50);
+    }
+  }
+  long wrong = 0;
+  int rc = dp__place_solve_in(&p, label, NULL, g);
+  for (uint32_t c = 0; c < PARTS && rc == 0; c++) {
+    uint32_t cut = 0; /* (the lightest net: its maker the last variable on 1) */
+    for (uint32_t i = 1; i + 1 < LEN; i++)
+      if ((c * 7 + i * 13) % 50 < (c * 7 + cut * 13) % 50) cut = i;
+    for (uint32_t i = 0; i < LEN; i++) wrong += label[c * LEN + i] != (i <= cut ? 1u : 0u);
+  }
+  size_t room, back;
+  void *b = dp__flow_take(g, 0, &room);
+  free(b);
+  b = dp__flow_take(g, 1, &back);
+  free(b);
+  CHECK(made == 0);
+  CHECK(rc == 0);
+  CHECK(wrong == 0);
+  CHECK(room < 64 * sizeof(dp__fnode)); /* (one part's graph: the whole one would have n nodes) */
+  CHECK(back >= ab);                    /* (the largest block left: the caller's arcs' room) */
+  dp_place_free(&p);
+  dp__flow_free(g);
+  free(label);
+}
+
 void dp_test_maxflow(int *passed, int *failed) {
+  parts_test(passed, failed);
   uint64_t st = 7;
   long wrong_value = 0, wrong_side = 0, other_side = 0, graphs = 0, spent = 0;
   dp__flow *f = dp__flow_new();
