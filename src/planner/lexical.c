@@ -37,10 +37,12 @@
  * (dp__lexical_graph_read: positions top down, devices bottom up), for
  * PartitionByVirtualDevice, whose arrays are indexed by that order (its
  * variables' lets and the positions' scratch are the caller's arrays: no
- * per-node array of its own).
+ * per-node array of its own; each on_device is read as the caller builds
+ * the graph, dp__lexical_on_device, lexical.h).
  */
 #include <stdlib.h>
 #include <string.h>
+#include "lexical.h"
 #include "planner.h"
 
 /* A node with other references: where it was first met. */
@@ -396,9 +398,11 @@ int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *
 #define NONE UINT32_MAX
 
 /* The graph, with what the caller read of each node (its kind, and
-   whether it is an on_device or a device_copy): the two passes over the
-   nodes read the IR only where a node's attributes or callee are needed
-   (a million-node body is far larger than the cache: each node read is a
+   whether it is an on_device or a device_copy; an on_device's device in
+   dev[], which the caller read with dp__lexical_on_device as it built the
+   graph, the node in the cache then): the two passes over the nodes read
+   the IR only where a node's attributes or callee are needed (a
+   million-node body is far larger than the cache: each node read is a
    miss). */
 typedef struct lgraph {
   uint32_t n;
@@ -419,8 +423,8 @@ static uint32_t gvalue(const lgraph *g, uint32_t v) {
 }
 
 /* Where child k of node v lives by its position (child_ctx on the graph;
-   an on_device's device and a copy's source as the top-down pass read
-   them: read_ends). */
+   an on_device's device as the caller read it, dp__lexical_on_device, and
+   a copy's source as the top-down pass read it, read_ends). */
 static dp_vdev *gchild_ctx(const lgraph *g, uint32_t v, uint32_t k) {
   if (g->kind[v] == DP_FUNC) {
     const dp_func *fn = (const dp_func *)g->x[v];
@@ -430,23 +434,27 @@ static dp_vdev *gchild_ctx(const lgraph *g, uint32_t v, uint32_t k) {
   return g->ctx[v]; /* (a copy's: its source, once read_ends has read it) */
 }
 
-/* An on_device or device_copy v, read once, when the top-down pass meets
-   it (its parents are done; each read of a node of a large body is a
-   miss): readable, its device in dev[v] (a copy's destination) and a
-   copy's source in ctx[v], in place of its position's device, which
-   nothing reads again (neither is positional). 1, 0 not readable, -1 out
-   of memory. */
+/* A device_copy v, read once, when the top-down pass meets it (its
+   parents are done; each read of a node of a large body is a miss):
+   readable, its destination in dev[v] and its source in ctx[v], in place
+   of its position's device, which nothing reads again (it is not
+   positional). An on_device's device is in dev[v] already: the caller
+   read it while building the graph (dp__lexical_on_device). 1, 0 not
+   readable, -1 out of memory. */
 static int read_ends(dp__lexical *lx, lgraph *g, uint32_t v) {
   dp_vdev *ends[2] = {NULL, NULL};
   int r = readable(lx, g->x[v], ends);
   if (r != 1) return r;
-  if (g->call[v] & DP__LX_ON_DEVICE) {
-    g->dev[v] = ends[0];
-  } else {
-    g->dev[v] = ends[1];
-    g->ctx[v] = ends[0];
-  }
+  g->dev[v] = ends[1];
+  g->ctx[v] = ends[0];
   return 1;
+}
+
+int dp__lexical_on_device(dp__lexical *lx, dp_expr *e, dp_vdev **dev) {
+  dp_vdev *ends[2] = {NULL, NULL};
+  int r = readable(lx, e, ends);
+  *dev = ends[0];
+  return r;
 }
 
 /* positional on the graph. */
@@ -475,7 +483,7 @@ static dp_vdev *slot_dev(dp__lexical *lx, const lgraph *g, uint32_t v, uint32_t 
    ifs are checked from the graph alone (readable has nothing to say of
    them); functions and calls are read. */
 static int graph_node(dp__lexical *lx, lgraph *g, uint32_t v) {
-  /* (read by read_ends: their devices are in dev[v], a copy's source in ctx[v]) */
+  /* (read already: their devices are in dev[v], a copy's source in ctx[v]) */
   if (g->call[v] & DP__LX_ON_DEVICE) return g->dev[v] == slot_dev(lx, g, v, 1);
   if (g->call[v] & DP__LX_COPY) return slot_dev(lx, g, v, 1) == g->ctx[v];
   int kind = g->kind[v];
@@ -488,7 +496,12 @@ static int graph_node(dp__lexical *lx, lgraph *g, uint32_t v) {
     g->dev[v] = dp_var_vdev((dp_var *)g->x[v]);
     return dp__lexical_settled(lx, g->dev[v]);
   case DP_CONST: return 1;
-  case DP_LET: return slot_dev(lx, g, v, 2) == ctx;
+  case DP_LET: {
+    uint32_t x = gkid(g, v, 0), val = gkid(g, v, 1); /* its variable lives where its value
+                                                          does (the value is done) */
+    if (x != NONE && val != NONE && g->bound[x] == v) g->dev[x] = g->dev[gvalue(g, val)];
+    return slot_dev(lx, g, v, 2) == ctx;
+  }
   case DP_CALL:
     if (g->call[v] & DP__LX_OP_CALL) { /* (readable: its arguments where it runs) */
       for (uint32_t k = 1; k < ns; k++)
@@ -532,7 +545,7 @@ int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const
     /* top down (reverse post order is topological): where each position says */
     g.ctx[n - 1] = root_ctx;
     for (uint32_t v = n; v-- > 0 && rc == 0;) {
-      if (call[v] & (DP__LX_ON_DEVICE | DP__LX_COPY)) {
+      if (call[v] & DP__LX_COPY) {
         int r = read_ends(lx, &g, v);
         if (r != 1) {
           rc = r < 0 ? -1 : 1;
@@ -552,11 +565,11 @@ int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const
       int r = graph_node(lx, &g, v);
       rc = r < 0 ? -1 : r == 0 ? 1 : 0;
     }
-    if (rc == 0) { /* the body lives where its function says; variables where they are bound */
-      for (uint32_t v = 0; v < n; v++)
-        if (kind[v] == DP_VAR && g.bound[v] != NONE) dev[v] = dev[gvalue(&g, v)];
-      if (dev[gvalue(&g, n - 1)] != root_ctx) rc = 1;
-    }
+    /* the body lives where its function says (its let variables' devices
+       were written at their lets, while the let's slots were in the cache:
+       a pass over the graph less, with a cold read of each variable's let
+       and value at a million calls) */
+    if (rc == 0 && dev[gvalue(&g, n - 1)] != root_ctx) rc = 1;
   }
   return rc;
 }

@@ -59,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../pattern/internal.h"
+#include "lexical.h"
 #include "planner.h"
 #include "devplan/partition.h"
 #include "devplan/infer.h"
@@ -67,9 +68,10 @@
 enum { C_LEAF = 0, C_WRAP, C_MEMBER, C_BARRIER };
 /* nflag[]: an on_device; a device_copy; a call of another operator, not of
    the dialect (the three as lexical.c reads them); an on_device that says
-   nothing; a member's kind */
+   nothing; a member's kind; a node with more references than its parent's
+   one (F_MANY; without it a node has one reader at most) */
 enum { F_ONDEV = DP__LX_ON_DEVICE, F_COPY = DP__LX_COPY, F_OPCALL = DP__LX_OP_CALL, F_NOOP = 4, F_MEMBER = 8,
-       F_DIALECT = 32 /* a call of the memory and VM dialect (while the graph is built) */ };
+       F_DIALECT = 32 /* a call of the memory and VM dialect (while the graph is built) */, F_MANY = 64 };
 #define MULTI UINT32_MAX
 #define NOPS 4 /* operators whose flags note_node keeps */
 
@@ -116,8 +118,10 @@ typedef struct pctx {
   dp_domains *d;        /* the devices, from planning the module again; or */
   dp__lexical *lx;      /* read from the module itself (lexical.c): dev below */
   dp_vdev **dev;        /* per node of the body: its device (borrowed; planning again:
-                           the members' only, classify) */
+                           the members' only, classify); grown with the graph, whose
+                           build writes the on_devices' (lexical) */
   int gave_up;          /* lexical.c cannot read a body: plan the module again */
+  int unread;           /* an on_device lexical.c cannot read, met as the graph was built */
   dp_vdev *body_vd;     /* the function's virtual_device (where its body lives) */
   dp_partition_by by;
   dp_module *out;
@@ -151,7 +155,8 @@ typedef struct pctx {
                            holds outpos once the regions are made */
   /* regions: union-find over node indices */
   uint32_t *uf, *remaining, *stamp, *pos, clock; /* uf: parent + 1, 0 a root (find); pos: an entry's
-                                                   place in the set being made */
+                                                   place in the set being made (then a hoisted
+                                                   function's parameter: param_for) */
   uint8_t *closed, *hascall, *isout;
   uint8_t *released;    /* member -> its copy's reference given up (make_function; closed's place) */
   uint32_t *letof;      /* per node of the graph: a let-bound variable -> its let (MULTI:
@@ -408,6 +413,10 @@ static int finish_node(pctx *c, gbuild *b) {
     void *letof = c->letof;
     if (dp_grow8(&letof, &cap, v + 2, sizeof *c->letof) < 0) return -1;
     c->letof = letof;
+    cap = b->cap;
+    void *dev = c->dev;
+    if (dp_grow8(&dev, &cap, v + 2, sizeof *c->dev) < 0) return -1;
+    c->dev = dev;
     b->cap = cap;
   }
   if (total + nk > b->capkids && dp_grow8((void **)&g->kids, &b->capkids, total + nk, sizeof *g->kids) < 0)
@@ -422,12 +431,22 @@ static int finish_node(pctx *c, gbuild *b) {
   c->letof[v] = MULTI;
   if (f.e->h.kind == DP_LET && nk == 3 && g->kids[total] != DP__DFP_NONE && g->kids[total + 1] != DP__DFP_NONE)
     c->letof[g->kids[total]] = v; /* (its variable, finished before it) */
+  if (c->lx && (f.note & F_ONDEV) && !c->unread) { /* its device for lexical.c, read here, the
+                                                      node just read (its pass over the graph
+                                                      would read it cold) */
+    int r = dp__lexical_on_device(c->lx, f.e, &c->dev[v]);
+    if (r < 0) return -1;
+    c->unread = r == 0;
+  }
   if (f.note & F_DIALECT)
     for (uint32_t k = 0; k < nk; k++) {
       uint32_t t = g->kids[total + k];
       if (t != DP__DFP_NONE && g->kind[t] == DP_TUPLE) g->note[t] &= (uint8_t)~F_MEMBER;
     }
-  if (f.e->h.rc > 1) f.e->mark = v; /* (only a shared node is met again) */
+  if (f.e->h.rc > 1) { /* (only a shared node is met again) */
+    f.e->mark = v;
+    g->note[v] |= F_MANY;
+  }
   g->n = v + 1;
   b->nscratch = f.kbase;
   if (f.slot != DP__DFP_NONE) b->scratch[f.slot] = v;
@@ -1061,7 +1080,7 @@ static dp_global *fresh_global(pctx *c, dp_vdev *vd) {
 typedef struct fbuild {
   dp__dfp_vec params;       /* dp_var * (owned) */
   dp__dfp_u32s inputs;      /* node indices */
-  dp__ptrmap seen;       /* input -> param index + 1 */
+  uint32_t mark;            /* stamp[xi] == mark: input xi is parameter pos[xi] */
 } fbuild;
 
 /* A parameter's name: the input variable's (its first 30 bytes), else
@@ -1083,22 +1102,26 @@ static void param_name(char name[32], const dp_expr *x, uint32_t n) {
   name[1 + k] = 0;
 }
 
-/* The parameter standing for input xi (one per distinct input). */
+/* The parameter standing for input xi (one per distinct input; the
+   stamps and positions of make_regions, free until the rebuild takes
+   their place, say which: no map of pointers, a hash an input and a
+   table grown by rehashing, 13 MB for the largest region of branchy at a
+   million calls). */
 static dp_expr *param_for(pctx *c, fbuild *b, uint32_t xi, dp_vdev *fallback) {
+  if (c->stamp[xi] == b->mark) return b->params.items[c->pos[xi]];
   dp_expr *x = c->x[xi];
-  dp__ptrslot *s = dp__ptrmap_find(&b->seen, x);
-  if (s) return b->params.items[(uintptr_t)s->ptr - 1];
   char name[32];
   param_name(name, x, b->params.n);
   dp_vdev *vd = device_of(c, xi);
   dp_var *p = dp__var_new_in(&c->arena, name, x->type, vd ? vd : fallback, DP_NOSPAN);
   dp_release(vd);
   if (p) typed_as(c, &p->e, x->type); /* (its annotation) */
-  if (!p || dp__dfp_vec_push(&b->params, p) < 0 || dp__dfp_u32s_push(&b->inputs, xi) < 0 ||
-      dp__ptrmap_put(&b->seen, x, (void *)(uintptr_t)b->params.n) < 0) {
+  if (!p || dp__dfp_vec_push(&b->params, p) < 0 || dp__dfp_u32s_push(&b->inputs, xi) < 0) {
     if (p && (b->params.n == 0 || b->params.items[b->params.n - 1] != p)) dp_release(p);
     return NULL;
   }
+  c->stamp[xi] = b->mark;
+  c->pos[xi] = b->params.n - 1;
   return &p->e;
 }
 
@@ -1110,8 +1133,9 @@ static dp_expr *param_for(pctx *c, fbuild *b, uint32_t xi, dp_vdev *fallback) {
 static int stays_inside(const pctx *c, uint32_t xi, uint32_t xb) {
   for (uint32_t w = xi; w != xb; w = wrapped(c, w))
     if (c->letof[w] != MULTI) return 0;
-  const dp_expr *e = c->x[xb];
   if (c->kind[xb] == DP_CONST) return 1;
+  if (c->kind[xb] != DP_FUNC) return 0; /* (the graph's kind: no read of a cold node) */
+  const dp_expr *e = c->x[xb];
   if (!dp__dfp_is_unit_fn(e)) return 0;
   uint32_t n = 0;
   dp_var **fv = dp_free_vars((dp_expr *)e, &n);
@@ -1192,7 +1216,7 @@ static int type_function(pctx *c, region *g) {
 
 /* Region g's function (not yet in the module). */
 static int make_function(pctx *c, region *g) {
-  fbuild b = {{NULL, 0, 0}, {NULL, 0, 0}, DP__PTRMAP_INIT};
+  fbuild b = {{NULL, 0, 0}, {NULL, 0, 0}, ++c->clock}; /* (a stamp no set and no other function has) */
   dp_expr **outs = dp_malloc(g->nout * sizeof *outs);
   dp_expr *body = NULL;
   uint32_t nmade = 0; /* members whose copies were made (inner[] is not zeroed) */
@@ -1228,7 +1252,6 @@ out:
   for (uint32_t i = 0; i < b.params.n; i++) dp_release(b.params.items[i]);
   free(b.params.items);
   free(b.inputs.a);
-  dp__ptrmap_free(&b.seen);
   free(outs);
   dp_release(body);
   return rc;
@@ -1253,8 +1276,8 @@ typedef struct cfr {
 typedef struct walk {
   cfr *st;
   uint32_t sp, cap;
-  uint8_t *state;   /* per node: 0 new, 1 open, 2 done */
-  dp_expr **newx;   /* per node: its new version (owned; only where state is 2: not zeroed) */
+  uint8_t *state;   /* per node: 0 new, 1 open, 2 done, 3 done and read (read_once) */
+  dp_expr **newx;   /* per node: its new version (owned where state is 2; not zeroed) */
 } walk;
 
 /* What the caller reads for slot k of node v (done already). */
@@ -1270,7 +1293,7 @@ static int need(pctx *c, walk *w, uint32_t xi) {
   if (xi == DP__DFP_NONE) return 0;
   cfr f = {xi, NULL, 0, 0};
   uint8_t *state = hoisted(c, xi) ? &(f.g = region_of(c, xi))->state : &w->state[xi];
-  if (*state == 2) return 0;
+  if (*state >= 2) return 0;
   if (*state == 1) {
     c->err = dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "PartitionByVirtualDevice: the pieces of @%s form a cycle",
                         c->fname);
@@ -1281,6 +1304,16 @@ static int need(pctx *c, walk *w, uint32_t xi) {
   if (dp_grow8((void **)&w->st, &w->cap, w->sp + 1, sizeof *w->st) < 0) return -1;
   w->st[w->sp++] = f;
   return 1;
+}
+
+/* The new version of caller node xi, read by its only reader (no other
+   reference in the input: it has no other), which holds it now: given up
+   while it is in the cache (state 3), not in a sweep over every new node
+   after the walk (a cold line each at a million calls). */
+static void read_once(walk *w, const pctx *c, uint32_t xi) {
+  if (xi == DP__DFP_NONE || w->state[xi] != 2 || (c->nflag[xi] & F_MANY)) return;
+  w->state[xi] = 3;
+  dp_release(w->newx[xi]);
 }
 
 static int finish(pctx *c, walk *w, cfr *f) {
@@ -1303,6 +1336,8 @@ static int finish(pctx *c, walk *w, cfr *f) {
     w->state[f->v] = 2;
     rc = w->newx[f->v] ? 0 : -1;
   }
+  for (uint32_t k = 0; rc == 0 && k < f->n; k++) /* (its new version holds them now) */
+    read_once(w, c, f->g ? f->g->inputs[k] : kid(c, f->v, k));
   if (kids != small) free(kids);
   return rc;
 }
@@ -1317,7 +1352,9 @@ static dp_expr *rebuild_caller(pctx *c) {
   c->closed = NULL;
   /* (newx is not zeroed, nor swept whole at the end: the nodes the walk
      made are those it marked done, whose byte is read instead; a pass of
-     8 bytes a node less, cold at a million calls) */
+     8 bytes a node less, cold at a million calls; and a node with one
+     reader is given up when that reader is made, read_once: the sweep
+     releases the shared ones and the root) */
   uint32_t root = c->n - 1;
   dp_expr *r = NULL;
   int rc = w.state && w.newx ? need(c, &w, root) : -1;
@@ -1539,13 +1576,16 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
   namectr *saved = NULL;
   uint32_t nsaved = c->nnames;
   c->opens = 0; /* (the build notes any if, match or function literal) */
+  c->unread = 0;
   if (build_graph(c, body) < 0) goto done;
   c->n = c->g.n;
   c->x = c->g.x;
-  if (!(c->dev = dp_malloc((c->n ? c->n : 1) * sizeof *c->dev)) || alloc_arrays(c) < 0) goto done;
-  if (c->lx) { /* the devices, as the body says them (the graph's kinds and flags spare it the IR;
-                  its scratch, 8 bytes a node, is the arrays' zeroed block, zeroed again after) */
-    int r = dp__lexical_graph_read(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->kind, c->nflag, c->letof,
+  if (!c->dev || alloc_arrays(c) < 0) goto done; /* (dev: grown with the graph) */
+  if (c->lx) { /* the devices, as the body says them (the graph's kinds and flags, and the
+                  on_devices' devices, spare it the IR; its scratch, 8 bytes a node, is the
+                  arrays' zeroed block, zeroed again after) */
+    int r = c->unread ? 1
+          : dp__lexical_graph_read(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->kind, c->nflag, c->letof,
                                    c->body_vd, c->dev, (dp_vdev **)c->arrays);
     if (r > 0) c->gave_up = 1;
     if (r != 0) goto done;
