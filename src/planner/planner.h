@@ -220,6 +220,7 @@ typedef struct dp__index {
   uint32_t *kid;           /* children's ids in dp_expr_child order (DP__NONE_ID: operators,
                               constructors, and the bodies of primitive functions: none) */
   uint32_t nkid, capkid;
+  /* what, flag, ann and kind: one block of four arrays of cap bytes, `what` its start */
   uint8_t *kind;           /* the node's dp_exprkind (K_KIND), and K_FIRST: analysis gives
                               it a first-order domain whatever its type (the phases read
                               what a node is here, not from the IR, cold at a million) */
