@@ -494,13 +494,12 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
     return DP__NONE_ID;
   }
   if (ix->nkid + nk > w->kready) prefault_kids(w);
-  /* (each kid slot is written when the walk reaches that child, but the
-     operator these calls call, their child 0: it gets no id and takes no
-     demand, so the walk starts at the first argument) */
-  uint32_t from = what == W_OP_CALL || what == W_ON_DEVICE || what == W_COPY || what == W_LOWERED;
-  if (from) ix->kid[ix->nkid] = DP__NONE_ID;
+  /* (each kid slot is written when the walk reaches that child; the
+     operator these calls call, their child 0, gets no id, takes no demand
+     and has no slot: the walk starts at the first argument) */
+  uint32_t from = dp__skip(ix, id);
   ix->koff[id] = ix->nkid;
-  ix->nkid += nk;
+  ix->nkid += nk - from;
   ix->koff[id + 1] = ix->nkid;
   if (shared && id >= w->capaux && grow_aux(w, id) < 0) {
     w->oom = 1;
@@ -617,7 +616,7 @@ static int number_fn(walk *w, dp_func *root) {
       w->parent = id, w->slot = i;
       uint32_t k = reach(w, dp__child(ix->x[id], i), 0, d, call, pos, t->quiet);
       /* (reach may have moved w->st: t is not used after it) */
-      ix->kid[ix->koff[id] + i] = k;
+      ix->kid[ix->koff[id] + i - dp__skip(ix, id)] = k;
       ix->nloose += k == DP__NONE_ID && i > 0;
       child_flags(ix, id, i, k);
       continue;
