@@ -80,7 +80,6 @@ typedef struct cctx {
   dp__ptrmap rcmap;  /* node -> its latest rcopy + 1 (a node numbered twice has two ids) */
   uint8_t *dev;      /* id -> its device's index (0: none), read once before capture
                         (NULL: more than 255 devices, then read from the domains) */
-  int devix;         /* dev is the index's kinds' place (capture_last), not capture's */
   int last;          /* dp__capture_last: nothing reads the domains after capture */
   uint8_t *excl;     /* consume: a bit per id, held by its parent alone up to a function
                         only the module holds (changed in place); NULL: nothing is (in
@@ -577,8 +576,7 @@ static dp_expr *capture_plain_let(cctx *c, uint32_t id, dp_expr *orig, dp_err **
    (c->kr). */
 static dp_expr *capture_node(cctx *c, uint32_t id, dp_err **err) {
   dp_expr *orig = c->ix->x[id];
-  /* (not ix->kind: capture_last writes devices there; orig is read here anyway) */
-  switch (orig->h.kind) {
+  switch (orig->h.kind) { /* (not ix->kind: capture_last frees it; orig is read here anyway) */
   case DP_VAR:
     if (is_param(c, id)) return capture_param(c, id, (dp_var *)orig, err);
     return dp_retain(orig);
@@ -843,8 +841,7 @@ static void cut(cctx *c, uint32_t t) {
   uint32_t keep = c->top[t] + 1;
   if (keep + c->step > c->ix->cap) return;
   dp__index_cut(c->ix, keep);
-  if (c->devix) c->dev = c->ix->kind; /* (moved with the index's other bytes) */
-  else if (c->dev) {
+  if (c->dev) {
     uint8_t *p = dp_realloc(c->dev, keep);
     if (p) c->dev = p;
   }
@@ -920,8 +917,8 @@ static int devices(cctx *c) {
   dp__index *ix = c->ix;
   if (c->d->dev->n > 256) return 0; /* (read from the domains) */
   /* (capture_last: nothing reads the index's kinds again, a byte an id: the
-     devices take their place, no fresh pages; the index's cuts move them) */
-  if (c->last && ix->kind) c->dev = ix->kind, c->devix = 1;
+     devices take their block, no fresh pages) */
+  if (c->last && ix->kind) c->dev = ix->kind, ix->kind = NULL;
   else if (!(c->dev = dp_malloc(ix->n ? ix->n : 1))) return -1;
   int asks = ix->nloose || ix->mod->nprims;
   for (uint32_t id = 0; id < ix->n; id++) {
@@ -1019,7 +1016,7 @@ done:
   free(c.isnew);
   free(c.spare);
   free(c.top);
-  if (!c.devix) free(c.dev);
+  free(c.dev);
   free(c.kr);
   for (uint32_t i = 0; i < c.nrc; i++) dp_release(c.rc[i].made);
   free(c.rc);

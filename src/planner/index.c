@@ -67,49 +67,21 @@ typedef struct walk {
 
 /* ---- growing the arrays ---- */
 
-/* The per-id arrays, which share one capacity: x and koff each a block,
-   and the four of a byte an id (what, flag, ann, kind) one block, `what`
-   its start, each cap bytes long: a large block takes whole huge pages
-   (dp_huge_size), and four blocks of 3 MB at a million let calls took 16
-   MiB where one takes 12. */
-#define ID_ARRAYS(ix) {(void **)&(ix)->x, (void **)&(ix)->koff}
-#define ID_SIZES(ix) {sizeof *(ix)->x, sizeof *(ix)->koff}
-#define NID_ARRAYS 2
-#define NBYTE_ARRAYS 4
-
-/* The byte arrays' block at capacity `to` (their entries below `keep`
-   kept; to >= keep), the arrays moved to their places in it: up, after a
-   realloc that grows it, or down, before one that shrinks it. 0, or -1
-   (out of memory: the block and its arrays as they were). */
-static int bytes_to(dp__index *ix, uint32_t from, uint32_t to, uint32_t keep) {
-  uint8_t *b = ix->what;
-  if (to > from && !(b = dp_realloc(b, (size_t)to * NBYTE_ARRAYS))) return -1;
-  if (to > from) /* (from the last, which moves furthest) */
-    for (uint32_t i = NBYTE_ARRAYS; i-- > 1;) memmove(b + (size_t)i * to, b + (size_t)i * from, keep);
-  else
-    for (uint32_t i = 1; i < NBYTE_ARRAYS; i++) memmove(b + (size_t)i * to, b + (size_t)i * from, keep);
-  if (to < from) {
-    uint8_t *q = dp_realloc(b, (size_t)to * NBYTE_ARRAYS);
-    if (q) b = q; /* (a failed shrink keeps the larger block, arrays at the new places) */
-  }
-  ix->what = b, ix->flag = b + to, ix->ann = b + 2 * (size_t)to, ix->kind = b + 3 * (size_t)to;
-  return 0;
-}
+/* The per-id arrays, which share one capacity. */
+#define ID_ARRAYS(ix) {(void **)&(ix)->x, (void **)&(ix)->koff, (void **)&(ix)->what, \
+                       (void **)&(ix)->flag, (void **)&(ix)->ann, (void **)&(ix)->kind}
+#define ID_SIZES(ix) {sizeof *(ix)->x, sizeof *(ix)->koff, sizeof *(ix)->what, \
+                      sizeof *(ix)->flag, sizeof *(ix)->ann, sizeof *(ix)->kind}
+#define NID_ARRAYS 6
 
 /* Room for one more id (+1: koff[n] closes). Doubling, so that the arrays
-   are copied about once in all (each copy of the arrays of a million
+   are copied about once in all (each copy of six arrays of a million
    entries is a cost of its own); trim() gives the slack back at the end. */
 static int room(dp__index *ix) {
   if (ix->n + 2 <= ix->cap) return 0;
-  uint32_t old = ix->cap;
   void **const arrs[] = ID_ARRAYS(ix);
   const size_t sizes[] = ID_SIZES(ix);
-  if (dp_grow_arrays(&ix->cap, ix->n + 2, NID_ARRAYS, arrs, sizes) < 0) return -1;
-  if (bytes_to(ix, old, ix->cap, ix->n) < 0) {
-    ix->cap = old; /* (x and koff larger than it: harmless) */
-    return -1;
-  }
-  return 0;
+  return dp_grow_arrays(&ix->cap, ix->n + 2, NID_ARRAYS, arrs, sizes);
 }
 
 int dp__grow_fresh(void **a, uint32_t *cap, uint32_t n, uint32_t need, size_t elem) {
@@ -147,7 +119,6 @@ static int reserve(dp__index *ix, walk *w) {
     if (!p) return -1;
     *arrs[i] = p;
   }
-  if (bytes_to(ix, ix->cap, c, ix->n) < 0) return -1;
   ix->cap = c;
   /* (the post order: about a byte an id) */
   ix->cappost = (size_t)c + c / 4 + 8;
@@ -174,7 +145,6 @@ static void prefault_ids(walk *w) {
   uint32_t from = ix->n, to = ix->cap - from > WINDOW ? from + WINDOW : ix->cap;
   for (int i = 0; i < NID_ARRAYS; i++)
     dp__prefault((char *)*arrs[i] + (size_t)from * sizes[i], (size_t)(to - from) * sizes[i]);
-  for (int i = 0; i < NBYTE_ARRAYS; i++) dp__prefault(ix->what + (size_t)i * ix->cap + from, to - from);
   w->ready = to;
 }
 
@@ -631,24 +601,19 @@ static int number_fn(walk *w, dp_func *root) {
   return w->oom || ix->dev.oom ? -1 : 0;
 }
 
-/* The per-id arrays at capacity c (below cap), their first c entries kept
-   (a failed shrink keeps an array larger, which does no harm). */
-static void shrink_ids(dp__index *ix, uint32_t c) {
-  void **const arrs[] = ID_ARRAYS(ix);
-  const size_t sizes[] = ID_SIZES(ix);
-  if (c >= ix->cap) return;
-  for (int i = 0; i < NID_ARRAYS; i++) {
-    void *p = *arrs[i] ? dp_realloc(*arrs[i], (size_t)c * sizes[i]) : NULL;
-    if (p) *arrs[i] = p;
-  }
-  (void)bytes_to(ix, ix->cap, c, c); /* (shrinking: no failure) */
-  ix->cap = c;
-}
-
 /* Each array to its final size: what a million-node module keeps through
    every phase should not carry the growth slack. */
 static void trim(dp__index *ix) {
-  shrink_ids(ix, ix->n + 1);
+  uint32_t c = ix->n + 1;
+  void **const arrs[] = ID_ARRAYS(ix);
+  const size_t sizes[] = ID_SIZES(ix);
+  int shrunk = 1;
+  for (int i = 0; i < NID_ARRAYS && c < ix->cap; i++) {
+    void *p = dp_realloc(*arrs[i], (size_t)c * sizes[i]);
+    if (p) *arrs[i] = p;
+    else shrunk = 0; /* (a failed shrink keeps the larger array) */
+  }
+  if (c < ix->cap && shrunk) ix->cap = c;
   if (ix->nkid && ix->nkid < ix->capkid) {
     void *p = dp_realloc(ix->kid, (size_t)ix->nkid * sizeof *ix->kid);
     if (p) ix->kid = p, ix->capkid = ix->nkid;
@@ -720,7 +685,15 @@ void dp__index_cut(dp__index *ix, uint32_t keep) {
   if (keep >= ix->n || keep + 1 >= ix->cap) return;
   uint32_t nk = ix->koff[keep];
   /* (post is by position, not id: it stays) */
-  shrink_ids(ix, keep + 1);
+  void **const arrs[] = {(void **)&ix->x, (void **)&ix->koff, (void **)&ix->what,
+                         (void **)&ix->flag, (void **)&ix->ann, (void **)&ix->kind};
+  const size_t sizes[] = {sizeof *ix->x, sizeof *ix->koff, sizeof *ix->what, sizeof *ix->flag,
+                          sizeof *ix->ann, sizeof *ix->kind};
+  for (int i = 0; i < 6; i++) {
+    void *p = *arrs[i] ? dp_realloc(*arrs[i], ((size_t)keep + 1) * sizes[i]) : NULL;
+    if (p) *arrs[i] = p; /* (a failed shrink keeps the larger array) */
+  }
+  ix->cap = keep + 1;
   if (nk && nk < ix->capkid) {
     void *p = dp_realloc(ix->kid, (size_t)nk * sizeof *ix->kid);
     if (p) ix->kid = p, ix->capkid = nk;
@@ -778,7 +751,10 @@ void dp__index_free(dp__index *ix) {
   free(ix->x);
   free(ix->koff);
   free(ix->kid);
-  free(ix->what); /* (flag, ann and kind with it) */
+  free(ix->what);
+  free(ix->kind);
+  free(ix->flag);
+  free(ix->ann);
   free(ix->wide);
   free(ix->copies);
   free(ix->fnid);

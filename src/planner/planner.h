@@ -223,7 +223,6 @@ typedef struct dp__index {
                               W_ON_DEVICE, W_COPY, W_LOWERED: dp__skip), which has no slot:
                               read them with dp__kid, or dp__slot where the node is known */
   uint32_t nkid, capkid;
-  /* what, flag, ann and kind: one block of four arrays of cap bytes, `what` its start */
   uint8_t *kind;           /* the node's dp_exprkind (K_KIND), and K_FIRST: analysis gives
                               it a first-order domain whatever its type (the phases read
                               what a node is here, not from the IR, cold at a million) */
