@@ -666,11 +666,12 @@ static const void *id_key(uint32_t id) {
    Shared ones keep theirs in `changed` as any shared node. */
 static int follows(const cctx *c, uint32_t id) {
   const dp__index *ix = c->ix;
-  for (;;) {
-    if (ix->what[id] != W_ON_DEVICE || (ix->flag[id] & F_SHARED)) return 0;
+  for (;;) { /* (the callers have read what[id]: an on_device) */
+    if (ix->flag[id] & F_SHARED) return 0;
     uint32_t b = dp__slot(ix, id, 0); /* (its body) */
     if (b == DP__NONE_ID) return 0;
     if (!(c->isnew[b >> 3] & (1u << (b & 7)))) return 1;
+    if (ix->what[b] != W_ON_DEVICE) return 0;
     id = b; /* (its body's result is new: kept nowhere if it follows too) */
   }
 }
@@ -688,19 +689,20 @@ static dp_expr *followed(const cctx *c, uint32_t id) {
    numbered (an operator) as it is. -1 on out of memory. */
 static int kid_results(cctx *c, uint32_t id, uint32_t *base) {
   const dp__index *ix = c->ix;
-  uint32_t o = ix->koff[id], skip = dp__skip(ix, id), top = c->nvs;
-  uint32_t nk = ix->koff[id + 1] - o + skip;
-  if (nk > c->capkr && dp_grow((void **)&c->kr, &c->capkr, nk, sizeof *c->kr) < 0) return -1;
-  if (skip) c->kr[0] = ((const dp_call *)ix->x[id])->fn; /* (an operator: no slot, no id) */
-  o -= skip; /* (child j's slot is o + j) */
-  for (uint32_t j = nk; j-- > skip;) { /* (the last child's result is on top) */
-    uint32_t k = ix->kid[o + j];
-    if (k == DP__NONE_ID) c->kr[j] = dp__child(ix->x[id], j);
-    else if (!(c->isnew[k >> 3] & (1u << (k & 7)))) c->kr[j] = ix->x[k];
+  uint32_t o = ix->koff[id], ns = ix->koff[id + 1] - o, skip = dp__skip(ix, id), top = c->nvs;
+  if (ns + skip > c->capkr && dp_grow((void **)&c->kr, &c->capkr, ns + skip, sizeof *c->kr) < 0)
+    return -1;
+  dp_expr **kr = c->kr + skip; /* (slot s is child s + skip) */
+  const uint32_t *kid = ix->kid + o;
+  for (uint32_t s = ns; s-- > 0;) { /* (the last child's result is on top) */
+    uint32_t k = kid[s];
+    if (k == DP__NONE_ID) kr[s] = dp__child(ix->x[id], s + skip);
+    else if (!(c->isnew[k >> 3] & (1u << (k & 7)))) kr[s] = ix->x[k];
     else if (!(ix->flag[k] & F_SHARED))
-      c->kr[j] = follows(c, k) ? followed(c, k) : c->vs[--top];
-    else c->kr[j] = c->dense ? c->dense[k] : dp__ptrmap_find(&c->changed, id_key(k))->ptr;
+      kr[s] = ix->what[k] == W_ON_DEVICE && follows(c, k) ? followed(c, k) : c->vs[--top];
+    else kr[s] = c->dense ? c->dense[k] : dp__ptrmap_find(&c->changed, id_key(k))->ptr;
   }
+  if (skip) c->kr[0] = ((const dp_call *)ix->x[id])->fn; /* (an operator: no slot, no id) */
   *base = top;
   return 0;
 }
@@ -740,7 +742,7 @@ static int keep(cctx *c, uint32_t id, dp_expr *r) {
     return 0;
   }
   if (!(ix->flag[id] & F_SHARED)) {
-    if (follows(c, id)) { /* (r is its body's: the module holds it) */
+    if (ix->what[id] == W_ON_DEVICE && follows(c, id)) { /* (r is its body's: the module's) */
       dp_release(r);
       c->isnew[id >> 3] |= (uint8_t)(1u << (id & 7));
       return 0;

@@ -309,9 +309,9 @@ int dp__index_map(dp__index *ix);
    on_device, device_copy, call_lowered), which gets no id (a slot of 4
    bytes for every such call held DP__NONE_ID: 4 MiB at a million let
    calls); else 0. */
+#define DP__SKIP (1u << W_OP_CALL | 1u << W_ON_DEVICE | 1u << W_COPY | 1u << W_LOWERED)
 static inline uint32_t dp__skip(const dp__index *ix, uint32_t id) {
-  enum { SKIP = 1u << W_OP_CALL | 1u << W_ON_DEVICE | 1u << W_COPY | 1u << W_LOWERED };
-  return SKIP >> ix->what[id] & 1;
+  return DP__SKIP >> ix->what[id] & 1;
 }
 /* The id in slot s of node id's children (DP__NONE_ID: not numbered, or
    past them): child s + dp__skip(ix, id). */
