@@ -623,12 +623,12 @@ static void trim(dp__index *ix) {
     void *p = dp_realloc(ix->post, ix->npost);
     if (p) ix->post = p, ix->cappost = ix->npost;
   }
-  /* (the rest of each block's last huge page: each array is read whole
-     through every phase, and with the domains' nodes next is the planner's
-     peak) */
+  /* (and the rest of each block's last huge page goes back: these arrays
+     and the domains' nodes, made next, are the planner's peak) */
   for (int i = 0; i < NID_ARRAYS && c == ix->cap; i++)
     dp__release_tail(*arrs[i], (size_t)c * sizes[i], (size_t)c * sizes[i]);
-  dp__release_tail(ix->kid, (size_t)ix->nkid * sizeof *ix->kid, (size_t)ix->capkid * sizeof *ix->kid);
+  dp__release_tail(ix->kid, (size_t)ix->nkid * sizeof *ix->kid,
+                   (size_t)ix->capkid * sizeof *ix->kid);
   dp__release_tail(ix->post, ix->npost, ix->cappost);
 }
 
