@@ -74,7 +74,9 @@ typedef struct cctx {
   dp__ptrmap changed;                 /* id_key(id) -> a shared node's new form (owned) */
   dp_expr **dense;                    /* or, once many changed, id -> it (owned) or NULL */
   uint8_t *isnew;                     /* a bit per id: a node with a new form (and
-                                         excl's bits after them: one block, owned) */
+                                         fol's and excl's bits after them: one block,
+                                         owned) */
+  uint8_t *fol;                       /* a bit per id: its new form is its body's (follows) */
   dp_expr **kr; uint32_t capkr;       /* the node being captured: its kids' results (borrowed) */
   rcopy *rc; uint32_t nrc, caprc;
   dp__ptrmap rcmap;  /* node -> its latest rcopy + 1 (a node numbered twice has two ids) */
@@ -659,21 +661,17 @@ static const void *id_key(uint32_t id) {
 }
 
 /* Is id's result its body's, which is a node of the module, kept nowhere
-   (its isnew bit set, nothing on the stack)? An on_device call capture
+   (its isnew and fol bits set, nothing on the stack)? An on_device call capture
    removes (its result is its body's) whose body is unchanged, or such a
    call itself: at a million let calls every tenth let value is one, and
    the stack held each until the lets were built (2 MiB at capture's peak).
    Shared ones keep theirs in `changed` as any shared node. */
 static int follows(const cctx *c, uint32_t id) {
   const dp__index *ix = c->ix;
-  for (;;) { /* (the callers have read what[id]: an on_device) */
-    if (ix->flag[id] & F_SHARED) return 0;
-    uint32_t b = dp__slot(ix, id, 0); /* (its body) */
-    if (b == DP__NONE_ID) return 0;
-    if (!(c->isnew[b >> 3] & (1u << (b & 7)))) return 1;
-    if (ix->what[b] != W_ON_DEVICE) return 0;
-    id = b; /* (its body's result is new: kept nowhere if it follows too) */
-  }
+  if (ix->flag[id] & F_SHARED) return 0; /* (the caller has read what[id]: an on_device) */
+  uint32_t b = dp__slot(ix, id, 0); /* (its body, captured before it) */
+  if (b == DP__NONE_ID) return 0;
+  return !(c->isnew[b >> 3] & (1u << (b & 7))) || (c->fol[b >> 3] & (1u << (b & 7)));
 }
 
 /* The node a result that follows (above) is. */
@@ -699,7 +697,7 @@ static int kid_results(cctx *c, uint32_t id, uint32_t *base) {
     if (k == DP__NONE_ID) kr[s] = dp__child(ix->x[id], s + skip);
     else if (!(c->isnew[k >> 3] & (1u << (k & 7)))) kr[s] = ix->x[k];
     else if (!(ix->flag[k] & F_SHARED))
-      kr[s] = ix->what[k] == W_ON_DEVICE && follows(c, k) ? followed(c, k) : c->vs[--top];
+      kr[s] = c->fol[k >> 3] & (1u << (k & 7)) ? followed(c, k) : c->vs[--top];
     else kr[s] = c->dense ? c->dense[k] : dp__ptrmap_find(&c->changed, id_key(k))->ptr;
   }
   if (skip) c->kr[0] = ((const dp_call *)ix->x[id])->fn; /* (an operator: no slot, no id) */
@@ -745,6 +743,7 @@ static int keep(cctx *c, uint32_t id, dp_expr *r) {
     if (ix->what[id] == W_ON_DEVICE && follows(c, id)) { /* (r is its body's: the module's) */
       dp_release(r);
       c->isnew[id >> 3] |= (uint8_t)(1u << (id & 7));
+      c->fol[id >> 3] |= (uint8_t)(1u << (id & 7));
       return 0;
     }
     if (c->nvs == c->capvs && grow_vs(c) < 0) {
@@ -987,8 +986,9 @@ static dp_module *capture(dp__domains *d, int last, int consume, dp_err **err) {
   ix->ops.arena = &arena;
   dp_module *m = ix->mod, *out = dp_module_copy(m);
   size_t nb = ix->n / 8 + 1;
-  if (!out || devices(&c) < 0 || !(c.isnew = bits(&c, consume ? 2 * nb : nb))) goto oom;
-  if (consume) c.excl = exclusive(ix, c.isnew + nb); /* (after `out` holds every function) */
+  if (!out || devices(&c) < 0 || !(c.isnew = bits(&c, consume ? 3 * nb : 2 * nb))) goto oom;
+  c.fol = c.isnew + nb;
+  if (consume) c.excl = exclusive(ix, c.isnew + 2 * nb); /* (after `out` holds every function) */
   if (consume) tops(&c);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = capture_function(&c, i, err);
