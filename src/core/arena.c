@@ -108,6 +108,19 @@ void dp__prefault(void *p, size_t n) {
 #endif
 }
 
+void dp__release_tail(void *p, size_t used, size_t n) {
+#if defined(__linux__) && defined(MADV_DONTNEED) && !DP__SANITIZED
+  uintptr_t page = dp__page_size();
+  uintptr_t a = ((uintptr_t)p + used + page - 1) & ~(page - 1);
+  uintptr_t b = ((uintptr_t)p + dp_huge_size(n)) & ~(page - 1);
+  if (p && b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
+#else
+  (void)p;
+  (void)used;
+  (void)n;
+#endif
+}
+
 void *dp__arena_alloc(dp__arena *a, size_t size, int *in_arena) {
   size = (size + 7) & ~(size_t)7;
   *in_arena = 0;

@@ -60,6 +60,16 @@ void dp__arena_node_free(void *e);
    memory about to be written whole: a chunk, a large array. */
 void dp__prefault(void *p, size_t n);
 
+/* Gives back the pages of block p past its first `used` bytes, p having
+   been asked of dp_malloc or dp_realloc as n bytes (so it spans
+   dp_huge_size(n): a large block lies on whole huge pages, and the rest of
+   its last one, resident as soon as any of it is written, is up to 2 MiB
+   the block never uses: at a million let calls the planner's arrays left
+   some 4 MiB so). Those pages read as zero after, and come back if written.
+   A hint: nothing where the system has no way to say it, nor in the
+   sanitizer build. */
+void dp__release_tail(void *p, size_t used, size_t n);
+
 /* Calls, lets and variables in an arena (NULL: on the heap): dp_call_new,
    dp_let_new and dp_var_new otherwise. */
 dp_call *dp__call_new_in(dp__arena *a, dp_expr *fn, uint32_t nargs, dp_expr *const *args,

@@ -109,7 +109,7 @@ static int noop_copy(const dp__index *ix, uint32_t id) {
    copy_rep), which ShareCopies makes one. */
 static uint32_t value_of(const dp__index *ix, const uint32_t *copy_rep, uint32_t id) {
   while (id != DP__NONE_ID && (ix->what[id] == W_ON_DEVICE || (ix->what[id] == W_COPY && noop_copy(ix, id)))) {
-    uint32_t k = dp__kid(ix, id, 1);
+    uint32_t k = dp__slot(ix, id, 0); /* (the body) */
     if (k == DP__NONE_ID) break;
     id = k;
   }
@@ -128,8 +128,8 @@ static uint32_t *copy_reps(const dp__index *ix) {
   dp__post it;
   dp__post_start(&it, ix, 0, ix->nfn);
   for (uint32_t id; ok && (id = dp__post_next(&it)) != DP__NONE_ID;) {
-    uint32_t kid = dp__kid(ix, id, 1);
     if (ix->what[id] != W_COPY) continue;
+    uint32_t kid = dp__slot(ix, id, 0); /* (the body) */
     uint32_t c = dp__ann(ix, id);
     rep[c] = id;
     if (noop_copy(ix, id) || kid == DP__NONE_ID) continue;
@@ -168,10 +168,14 @@ static inline uint32_t root_of(dp__domains *d, uint32_t x) {
 /* (fresh_domains leaves dom[] in its compact form: the ids of the last
    run by their offset) */
 #define DOM(a, id) dp__dom_at((a)->d, (id))
-#define KDOM(a, id, i) kdom((a)->d, (id), (i))
+/* The domain of child i of a node whose children all have slots (every
+   node but a call of an operator: dp__skip is 0), and of argument (or
+   body) j of a call of an operator (its slot j, its child 1 + j). */
+#define KDOM(a, id, i) kdom((a)->d, (id), (i), (i))
+#define ADOM(a, id, j) kdom((a)->d, (id), (j), 1 + (j))
 
-static inline uint32_t kdom(dp__domains *d, uint32_t id, uint32_t i) {
-  uint32_t k = dp__kid(d->ix, id, i);
+static inline uint32_t kdom(dp__domains *d, uint32_t id, uint32_t slot, uint32_t i) {
+  uint32_t k = dp__slot(d->ix, id, slot);
   return k != DP__NONE_ID ? dp__dom_at(d, k) : dp__dom_of(d, dp__child(d->ix->x[id], i));
 }
 
@@ -194,7 +198,7 @@ static int flow(actx *a, uint32_t id, uint32_t src, uint32_t dst, int rule, dp_e
      the value where the annotation puts it (its body), as its other readers
      do, whatever the annotation's result is read as elsewhere (a tuple, a
      copy's source); capture looks through it likewise */
-  if (rule != R_FREE_ON_DEVICE && dp__plain_on_device(a->ix, id)) src = KDOM(a, id, 1);
+  if (rule != R_FREE_ON_DEVICE && dp__plain_on_device(a->ix, id)) src = ADOM(a, id, 0);
   return add_flow(a, value, src, dst, why);
 }
 
@@ -219,7 +223,7 @@ static int call_on_device(actx *a, uint32_t id, dp_call *c) {
      a call through the annotation calls the function itself (else its
      parameters would be free of the call's arguments, and a plan could
      pass an argument on one device to a parameter on another) */
-  uint32_t body = KDOM(a, id, 1);
+  uint32_t body = ADOM(a, id, 0);
   if (a->d->nodes[dp__dom_find(a->d, body)].isfn && unify(a, DOM(a, id), body, R_ON_DEVICE, &c->e) < 0)
     return -1;
   if (v == ON_DEV) { /* the configuration has no such device: say why */
@@ -232,7 +236,7 @@ static int call_on_device(actx *a, uint32_t id, dp_call *c) {
   if (!one) { /* the body and the result may differ: a copy between (placing by cost, where
                  something reads the result itself: a plain one's call arguments read its body) */
     if (a->ix->relax && (!dp__plain_on_device(a->ix, id) || (a->ix->flag[id] & F_EXACT)) &&
-        flow(a, dp__kid(a->ix, id, 1), body, DOM(a, id), R_FREE_ON_DEVICE, &c->e) < 0)
+        flow(a, dp__slot(a->ix, id, 0), body, DOM(a, id), R_FREE_ON_DEVICE, &c->e) < 0)
       return -1;
     if (!v) return 0;
   }
@@ -256,31 +260,31 @@ static int call_device_copy(actx *a, uint32_t id, dp_call *c) {
   dp__copy_ends ce = a->ix->copies[dp__ann(a->ix, id)];
   if (ce.src == DP__NONE_ID) return bad_end(a, c, 0);
   if (ce.dst == DP__NONE_ID) return bad_end(a, c, 1);
-  if (constrain(a, c->args[0], KDOM(a, id, 1), ce.src, R_COPY_SRC, &c->e) < 0) return -1;
+  if (constrain(a, c->args[0], ADOM(a, id, 0), ce.src, R_COPY_SRC, &c->e) < 0) return -1;
   if (constrain(a, &c->e, DOM(a, id), ce.dst, R_COPY_DST, &c->e) < 0) return -1;
   /* placing by cost, the user's copy is a reader of its value on its
      destination: another reader there is served by the same copy (one
      copy per value and destination device, as ShareCopies merges them) */
-  uint32_t k = dp__kid(a->ix, id, 1);
+  uint32_t k = dp__slot(a->ix, id, 0);
   if (!a->ix->relax || k == DP__NONE_ID || !dp__copyable(c->args[0]->type)) return 0;
-  return add_flow(a, value_of(a->ix, a->copy_rep, k), KDOM(a, id, 1), DOM(a, id), &c->e);
+  return add_flow(a, value_of(a->ix, a->copy_rep, k), ADOM(a, id, 0), DOM(a, id), &c->e);
 }
 
 /* Calls of operators: the rules of planner.md's table (rules.c). */
 static int call_op(actx *a, uint32_t id, dp_call *c) {
   const dp__oprule *r = &dp__op_rules[dp__ann_op(a->ix, id)];
   uint32_t host = a->d->dev->host;
-  uint32_t nargs = a->ix->koff[id + 1] - a->ix->koff[id] - 1; /* (c->nargs, not read cold) */
+  uint32_t nargs = a->ix->koff[id + 1] - a->ix->koff[id]; /* (c->nargs, not read cold) */
   for (uint32_t i = 0; i < nargs; i++) {
     int rule = dp__arg_rule(r, i);
     if (rule == ARG_CALL) {
       /* an ordinary operator's arguments may be copied to it (placing) */
       int rc = dp__ann_op(a->ix, id) == OP_ORDINARY
-                   ? flow(a, dp__kid(a->ix, id, 1 + i), KDOM(a, id, 1 + i), DOM(a, id), R_ARG, &c->e)
-                   : unify(a, KDOM(a, id, 1 + i), DOM(a, id), R_ARG, &c->e);
+                   ? flow(a, dp__slot(a->ix, id, i), ADOM(a, id, i), DOM(a, id), R_ARG, &c->e)
+                   : unify(a, ADOM(a, id, i), DOM(a, id), R_ARG, &c->e);
       if (rc < 0) return -1;
     }
-    if (rule == ARG_HOST && constrain(a, c->args[i], KDOM(a, id, 1 + i), host, R_HOST_ARG, &c->e) < 0)
+    if (rule == ARG_HOST && constrain(a, c->args[i], ADOM(a, id, i), host, R_HOST_ARG, &c->e) < 0)
       return -1;
   }
   if (r->result == RES_HOST) return constrain(a, &c->e, DOM(a, id), host, R_HOST_ARG, &c->e);
@@ -302,18 +306,18 @@ static int call_fn(actx *a, uint32_t id, dp_call *c) {
   dp_expr *const *args;
   uint32_t n = dp__any_call(&a->ix->ops, c, &callee, &args);
   int lowered = a->ix->what[id] == W_LOWERED;
-  uint32_t f = KDOM(a, id, lowered ? 1 : 0);
+  uint32_t f = lowered ? ADOM(a, id, 0) : KDOM(a, id, 0);
   if (dp__dom_arity(d, f) != n) {
     return fail_at(a, dp_err_new(DP_ERR_VALUE, DP_NOSPAN,
                                  "the callee of this call does not take %u argument%s "
                                  "(is its type known?)", n, n == 1 ? "" : "s"), &c->e);
   }
-  uint32_t tup = lowered ? dp__kid(a->ix, id, 2) : DP__NONE_ID;
+  uint32_t tup = lowered ? dp__slot(a->ix, id, 1) : DP__NONE_ID;
   for (uint32_t i = 0; i < n; i++) {
     uint32_t ad = !lowered ? KDOM(a, id, 1 + i)
                   : tup != DP__NONE_ID ? KDOM(a, tup, i) : dp__dom_of(d, args[i]);
     int rc = lowered ? unify(a, ad, dp__dom_kid(d, f, i), R_ARG, &c->e)
-                     : flow(a, dp__kid(a->ix, id, 1 + i), ad, dp__dom_kid(d, f, i), R_ARG, &c->e);
+                     : flow(a, dp__slot(a->ix, id, 1 + i), ad, dp__dom_kid(d, f, i), R_ARG, &c->e);
     if (rc < 0) return -1;
   }
   return unify(a, DOM(a, id), dp__dom_kid(d, f, n), R_RESULT, &c->e);
@@ -326,7 +330,7 @@ static int analyze_call(actx *a, uint32_t id, dp_call *c) {
   case W_OP_CALL: return call_op(a, id, c);
   case W_CTOR_CALL:
     for (uint32_t i = 0; i < c->nargs; i++)
-      if (flow(a, dp__kid(a->ix, id, 1 + i), KDOM(a, id, 1 + i), DOM(a, id), R_CTOR, &c->e) < 0)
+      if (flow(a, dp__slot(a->ix, id, 1 + i), KDOM(a, id, 1 + i), DOM(a, id), R_CTOR, &c->e) < 0)
         return -1;
     return 0;
   default: return call_fn(a, id, c);

@@ -74,7 +74,9 @@ typedef struct cctx {
   dp__ptrmap changed;                 /* id_key(id) -> a shared node's new form (owned) */
   dp_expr **dense;                    /* or, once many changed, id -> it (owned) or NULL */
   uint8_t *isnew;                     /* a bit per id: a node with a new form (and
-                                         excl's bits after them: one block, owned) */
+                                         fol's and excl's bits after them: one block,
+                                         owned) */
+  uint8_t *fol;                       /* a bit per id: its new form is its body's (follows) */
   dp_expr **kr; uint32_t capkr;       /* the node being captured: its kids' results (borrowed) */
   rcopy *rc; uint32_t nrc, caprc;
   dp__ptrmap rcmap;  /* node -> its latest rcopy + 1 (a node numbered twice has two ids) */
@@ -392,7 +394,7 @@ static dp_expr *out_kid(cctx *c, uint32_t id, uint32_t i) {
    or none at all); equal ends: a no-op copy, removed. */
 static dp_expr *capture_copy(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
   dp_vdev *sv, *tv = id_vd(c, id, err);
-  uint32_t k = dp__kid(c->ix, id, 1);
+  uint32_t k = dp__slot(c->ix, id, 0); /* (its body) */
   dp_expr *arg = !tv ? NULL
                  : read_anywhere_copy(c, k) ? read_anywhere(c, id, 1, k, out_kid(c, id, 1), &sv, err)
                  : through(c, id, 1, out_kid(c, id, 1), 1, &sv, err);
@@ -402,10 +404,10 @@ static dp_expr *capture_copy(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
   return r;
 }
 
-/* Is child i of node id one that lives on device index v (with an id, no
-   annotation: nothing to follow or reconcile)? */
-static int at_dev(const cctx *c, uint32_t id, uint32_t i, uint32_t v) {
-  uint32_t k = dp__kid(c->ix, id, i);
+/* Is the child in slot s of node id one that lives on device index v
+   (with an id, no annotation: nothing to follow or reconcile)? */
+static int at_dev(const cctx *c, uint32_t id, uint32_t s, uint32_t v) {
+  uint32_t k = dp__slot(c->ix, id, s);
   return k != DP__NONE_ID && c->ix->what[k] != W_ON_DEVICE && c->dev[k] == v;
 }
 
@@ -424,8 +426,8 @@ static dp_expr *plain_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
 static int is_plain_call(const cctx *c, uint32_t id, const dp_call *orig) {
   uint32_t v = c->dev ? c->dev[id] : 0;
   if (!v || dp__ann_op(c->ix, id) != OP_ORDINARY) return 0;
-  for (uint32_t i = 0; i < orig->nargs; i++)
-    if (!at_dev(c, id, 1 + i, v)) return 0;
+  for (uint32_t i = 0; i < orig->nargs; i++) /* (argument i: slot i, the callee has none) */
+    if (!at_dev(c, id, i, v)) return 0;
   return 1;
 }
 
@@ -449,7 +451,7 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
   uint32_t aid = id, abase = 1;
   dp_tuple *ntup = NULL;
   if (lowered) {
-    uint32_t tk = dp__kid(c->ix, id, 2);
+    uint32_t tk = dp__slot(c->ix, id, 1); /* (child 2) */
     ntup = (dp_tuple *)out_kid(c, id, 2);
     if (tk != DP__NONE_ID) aid = tk, abase = 0;
   }
@@ -556,12 +558,12 @@ static int is_param(cctx *c, uint32_t id) {
    reconcile's references). */
 static int plain_let(const cctx *c, uint32_t id) {
   if (!c->dev) return 0;
-  uint32_t k = dp__kid(c->ix, id, 0), xv = k != DP__NONE_ID ? c->dev[k] : 0, lv = c->dev[id];
+  uint32_t k = dp__slot(c->ix, id, 0), xv = k != DP__NONE_ID ? c->dev[k] : 0, lv = c->dev[id];
   return xv && lv && at_dev(c, id, 1, xv) && at_dev(c, id, 2, lv);
 }
 
 static dp_expr *capture_plain_let(cctx *c, uint32_t id, dp_expr *orig, dp_err **err) {
-  dp_vdev *xv = c->d->dev->v[c->dev[dp__kid(c->ix, id, 0)]];
+  dp_vdev *xv = c->d->dev->v[c->dev[dp__slot(c->ix, id, 0)]];
   dp_expr *k[3] = {c->kr[0], dp__maybe_on_device_fixed(&c->ix->ops, c->kr[1], xv, err), c->kr[2]};
   if (!k[1]) return NULL;
   const dp_let *l = (const dp_let *)orig;
@@ -658,21 +660,47 @@ static const void *id_key(uint32_t id) {
   return (const void *)(uintptr_t)((((uint64_t)id + 1) << 12) | (mix << 4));
 }
 
+/* Is id's result its body's, which is a node of the module, kept nowhere
+   (its isnew and fol bits set, nothing on the stack)? An on_device call capture
+   removes (its result is its body's) whose body is unchanged, or such a
+   call itself: at a million let calls every tenth let value is one, and
+   the stack held each until the lets were built (2 MiB at capture's peak).
+   Shared ones keep theirs in `changed` as any shared node. */
+static int follows(const cctx *c, uint32_t id) {
+  const dp__index *ix = c->ix;
+  if (ix->flag[id] & F_SHARED) return 0; /* (the caller has read what[id]: an on_device) */
+  uint32_t b = dp__slot(ix, id, 0); /* (its body, captured before it) */
+  if (b == DP__NONE_ID) return 0;
+  return !(c->isnew[b >> 3] & (1u << (b & 7))) || (c->fol[b >> 3] & (1u << (b & 7)));
+}
+
+/* The node a result that follows (above) is. */
+static dp_expr *followed(const cctx *c, uint32_t id) {
+  do id = dp__slot(c->ix, id, 0);
+  while (c->isnew[id >> 3] & (1u << (id & 7)));
+  return c->ix->x[id];
+}
+
 /* The rewritten forms of node id's children, borrowed, in c->kr: a
    single-reference child's from the top of the stack (its first one is
    *base), a shared one's from `changed` or the node itself, a child not
    numbered (an operator) as it is. -1 on out of memory. */
 static int kid_results(cctx *c, uint32_t id, uint32_t *base) {
   const dp__index *ix = c->ix;
-  uint32_t o = ix->koff[id], nk = ix->koff[id + 1] - o, top = c->nvs;
-  if (nk > c->capkr && dp_grow((void **)&c->kr, &c->capkr, nk, sizeof *c->kr) < 0) return -1;
-  for (uint32_t j = nk; j-- > 0;) { /* (the last child's result is on top) */
-    uint32_t k = ix->kid[o + j];
-    if (k == DP__NONE_ID) c->kr[j] = dp__child(ix->x[id], j);
-    else if (!(c->isnew[k >> 3] & (1u << (k & 7)))) c->kr[j] = ix->x[k];
-    else if (!(ix->flag[k] & F_SHARED)) c->kr[j] = c->vs[--top];
-    else c->kr[j] = c->dense ? c->dense[k] : dp__ptrmap_find(&c->changed, id_key(k))->ptr;
+  uint32_t o = ix->koff[id], ns = ix->koff[id + 1] - o, skip = dp__skip(ix, id), top = c->nvs;
+  if (ns + skip > c->capkr && dp_grow((void **)&c->kr, &c->capkr, ns + skip, sizeof *c->kr) < 0)
+    return -1;
+  dp_expr **kr = c->kr + skip; /* (slot s is child s + skip) */
+  const uint32_t *kid = ix->kid + o;
+  for (uint32_t s = ns; s-- > 0;) { /* (the last child's result is on top) */
+    uint32_t k = kid[s];
+    if (k == DP__NONE_ID) kr[s] = dp__child(ix->x[id], s + skip);
+    else if (!(c->isnew[k >> 3] & (1u << (k & 7)))) kr[s] = ix->x[k];
+    else if (!(ix->flag[k] & F_SHARED))
+      kr[s] = c->fol[k >> 3] & (1u << (k & 7)) ? followed(c, k) : c->vs[--top];
+    else kr[s] = c->dense ? c->dense[k] : dp__ptrmap_find(&c->changed, id_key(k))->ptr;
   }
+  if (skip) c->kr[0] = ((const dp_call *)ix->x[id])->fn; /* (an operator: no slot, no id) */
   *base = top;
   return 0;
 }
@@ -712,6 +740,12 @@ static int keep(cctx *c, uint32_t id, dp_expr *r) {
     return 0;
   }
   if (!(ix->flag[id] & F_SHARED)) {
+    if (ix->what[id] == W_ON_DEVICE && follows(c, id)) { /* (r is its body's: the module's) */
+      dp_release(r);
+      c->isnew[id >> 3] |= (uint8_t)(1u << (id & 7));
+      c->fol[id >> 3] |= (uint8_t)(1u << (id & 7));
+      return 0;
+    }
     if (c->nvs == c->capvs && grow_vs(c) < 0) {
       dp_release(r);
       return -1;
@@ -773,7 +807,7 @@ static uint32_t read_at(const dp__index *ix, uint32_t id, uint32_t m, uint32_t a
     while (j != DP__NONE_ID) {
       if (j > m) m = j;
       if (ix->what[j] != W_ON_DEVICE) break;
-      j = dp__kid(ix, j, 1);
+      j = dp__slot(ix, j, 0); /* (its body) */
     }
   }
   return m;
@@ -952,8 +986,9 @@ static dp_module *capture(dp__domains *d, int last, int consume, dp_err **err) {
   ix->ops.arena = &arena;
   dp_module *m = ix->mod, *out = dp_module_copy(m);
   size_t nb = ix->n / 8 + 1;
-  if (!out || devices(&c) < 0 || !(c.isnew = bits(&c, consume ? 2 * nb : nb))) goto oom;
-  if (consume) c.excl = exclusive(ix, c.isnew + nb); /* (after `out` holds every function) */
+  if (!out || devices(&c) < 0 || !(c.isnew = bits(&c, consume ? 3 * nb : 2 * nb))) goto oom;
+  c.fol = c.isnew + nb;
+  if (consume) c.excl = exclusive(ix, c.isnew + 2 * nb); /* (after `out` holds every function) */
   if (consume) tops(&c);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = capture_function(&c, i, err);

@@ -60,7 +60,8 @@ static int default_call(dctx *c, uint32_t id, dp_call *call) {
   uint32_t me = dp__dom_at(d, id);
   int rc = dp__set_default(d, me, c->dflt, R_DEF_CALL, &call->e, &c->err);
   uint32_t rv = dp__dom_source(d, me);
-  uint32_t nargs = c->ix->koff[id + 1] - c->ix->koff[id] - 1; /* (call->nargs, not read cold) */
+  /* (call->nargs, not read cold: an operator's call has no slot for it) */
+  uint32_t nargs = c->ix->koff[id + 1] - c->ix->koff[id] - 1 + dp__skip(c->ix, id);
   for (uint32_t i = 0; i < nargs && rc == 0; i++)
     rc = dp__set_default(d, dp__kdom(d, id, 1 + i), rv, R_DEF_CALL, &call->e, &c->err);
   return rc;
@@ -133,7 +134,7 @@ static int touches_free(dctx *c, uint32_t id) {
     }
     if (dom_free(c, dp__dom_at(c->d, id))) return 1;
     /* (the arguments: the index's children 1 on) */
-    for (uint32_t o = ix->koff[id] + 1, end = ix->koff[id + 1]; o < end; o++)
+    for (uint32_t o = ix->koff[id] + 1 - dp__skip(ix, id), end = ix->koff[id + 1]; o < end; o++)
       if (kid_free(c, ix->kid[o])) return 1;
     return 0;
   }

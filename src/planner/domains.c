@@ -58,6 +58,11 @@ int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err) 
   /* (about to be written whole: their pages in one go; of the nodes, those
      of the ids and annotations, not the room beyond, which is trimmed) */
   dp__prefault(d->nodes, ((size_t)ix->n + ix->nann) * sizeof *d->nodes);
+  /* (and the rest of the last huge page that took goes back: the room
+     past it is made small as analysis needs it, and the domains and the
+     index are the planner's peak) */
+  dp__release_tail(d->nodes, ((size_t)ix->n + ix->nann) * sizeof *d->nodes,
+                   (size_t)d->capnodes * sizeof *d->nodes);
   dp__dom_first(d, 0, 0, NULL); /* domain 0: what a failed allocation hands out */
   return 0;
 }
@@ -95,9 +100,12 @@ void dp__dom_compact(dp__domains *d) {
 void dp__domains_trim(dp__domains *d) {
   dp__dom_compact(d);
   uint32_t n = d->nnodes + 64; /* (room for the few domains a lookup makes) */
+  if (d->cons)
+    dp__release_tail(d->cons, (size_t)d->ncons * sizeof *d->cons, (size_t)d->capcons * sizeof *d->cons);
   if (n >= d->capnodes) return;
   dp__dnode *p = dp_realloc(d->nodes, (size_t)n * sizeof *d->nodes);
   if (p) d->nodes = p, d->capnodes = n; /* (a failed shrink keeps the larger array) */
+  if (p) dp__release_tail(p, (size_t)d->nnodes * sizeof *p, (size_t)n * sizeof *p);
 }
 
 static uint32_t new_node(dp__domains *d) {

@@ -464,13 +464,12 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
     return DP__NONE_ID;
   }
   if (ix->nkid + nk > w->kready) prefault_kids(w);
-  /* (each kid slot is written when the walk reaches that child, but the
-     operator these calls call, their child 0: it gets no id and takes no
-     demand, so the walk starts at the first argument) */
-  uint32_t from = what == W_OP_CALL || what == W_ON_DEVICE || what == W_COPY || what == W_LOWERED;
-  if (from) ix->kid[ix->nkid] = DP__NONE_ID;
+  /* (each kid slot is written when the walk reaches that child; the
+     operator these calls call, their child 0, gets no id, takes no demand
+     and has no slot: the walk starts at the first argument) */
+  uint32_t from = DP__SKIP >> what & 1; /* (dp__skip) */
   ix->koff[id] = ix->nkid;
-  ix->nkid += nk;
+  ix->nkid += nk - from;
   ix->koff[id + 1] = ix->nkid;
   if (shared && id >= w->capaux && grow_aux(w, id) < 0) {
     w->oom = 1;
@@ -582,12 +581,13 @@ static int number_fn(walk *w, dp_func *root) {
   while (w->nst && !w->oom) {
     frame *t = &w->st[w->nst - 1];
     if (t->i < t->n) {
-      uint32_t id = t->id, i = t->i++, call, pos;
+      /* (child i's slot, counted from the node's last: its callee may have none) */
+      uint32_t id = t->id, i = t->i++, back = t->n - i, call, pos;
       uint32_t d = t->quiet ? DP__NONE_ID : demand_of(w, t, i, &call, &pos);
       w->parent = id, w->slot = i;
       uint32_t k = reach(w, dp__child(ix->x[id], i), 0, d, call, pos, t->quiet);
       /* (reach may have moved w->st: t is not used after it) */
-      ix->kid[ix->koff[id] + i] = k;
+      ix->kid[ix->koff[id + 1] - back] = k;
       ix->nloose += k == DP__NONE_ID && i > 0;
       child_flags(ix, id, i, k);
       continue;
@@ -623,6 +623,13 @@ static void trim(dp__index *ix) {
     void *p = dp_realloc(ix->post, ix->npost);
     if (p) ix->post = p, ix->cappost = ix->npost;
   }
+  /* (and the rest of each block's last huge page goes back: these arrays
+     and the domains' nodes, made next, are the planner's peak) */
+  for (int i = 0; i < NID_ARRAYS && c == ix->cap; i++)
+    dp__release_tail(*arrs[i], (size_t)c * sizes[i], (size_t)c * sizes[i]);
+  dp__release_tail(ix->kid, (size_t)ix->nkid * sizeof *ix->kid,
+                   (size_t)ix->capkid * sizeof *ix->kid);
+  dp__release_tail(ix->post, ix->npost, ix->cappost);
 }
 
 dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
@@ -693,11 +700,13 @@ void dp__index_cut(dp__index *ix, uint32_t keep) {
   for (int i = 0; i < 6; i++) {
     void *p = *arrs[i] ? dp_realloc(*arrs[i], ((size_t)keep + 1) * sizes[i]) : NULL;
     if (p) *arrs[i] = p; /* (a failed shrink keeps the larger array) */
+    if (p) dp__release_tail(p, ((size_t)keep + 1) * sizes[i], ((size_t)keep + 1) * sizes[i]);
   }
   ix->cap = keep + 1;
   if (nk && nk < ix->capkid) {
     void *p = dp_realloc(ix->kid, (size_t)nk * sizeof *ix->kid);
     if (p) ix->kid = p, ix->capkid = nk;
+    if (p) dp__release_tail(p, (size_t)nk * sizeof *ix->kid, (size_t)nk * sizeof *ix->kid);
   }
 }
 

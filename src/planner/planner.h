@@ -218,7 +218,10 @@ typedef struct dp__index {
   dp_expr **x;             /* id -> node (borrowed: the module holds it) */
   uint32_t *koff;          /* id -> first child in kid; koff[n] closes */
   uint32_t *kid;           /* children's ids in dp_expr_child order (DP__NONE_ID: operators,
-                              constructors, and the bodies of primitive functions: none) */
+                              constructors, and the bodies of primitive functions: none),
+                              but the callee of a call whose callee is an operator (W_OP_CALL,
+                              W_ON_DEVICE, W_COPY, W_LOWERED: dp__skip), which has no slot:
+                              read them with dp__kid, or dp__slot where the node is known */
   uint32_t nkid, capkid;
   uint8_t *kind;           /* the node's dp_exprkind (K_KIND), and K_FIRST: analysis gives
                               it a first-order domain whatever its type (the phases read
@@ -301,10 +304,25 @@ uint32_t dp__index_find(dp__index *ix, const dp_expr *e, int *oom);
    node, when something asks by expression (dp__index_map: 0 or -1). */
 void dp__index_drop_map(dp__index *ix);
 int dp__index_map(dp__index *ix);
-/* Child i of id: its id (DP__NONE_ID: not numbered). */
-static inline uint32_t dp__kid(const dp__index *ix, uint32_t id, uint32_t i) {
-  uint32_t o = ix->koff[id] + i;
+/* The children of node id with no slot in kid, before its first slot: 1
+   for a call whose callee is an operator (an ordinary or special one,
+   on_device, device_copy, call_lowered), which gets no id (a slot of 4
+   bytes for every such call held DP__NONE_ID: 4 MiB at a million let
+   calls); else 0. */
+#define DP__SKIP (1u << W_OP_CALL | 1u << W_ON_DEVICE | 1u << W_COPY | 1u << W_LOWERED)
+static inline uint32_t dp__skip(const dp__index *ix, uint32_t id) {
+  return DP__SKIP >> ix->what[id] & 1;
+}
+/* The id in slot s of node id's children (DP__NONE_ID: not numbered, or
+   past them): child s + dp__skip(ix, id). */
+static inline uint32_t dp__slot(const dp__index *ix, uint32_t id, uint32_t s) {
+  uint32_t o = ix->koff[id] + s;
   return o < ix->koff[id + 1] ? ix->kid[o] : DP__NONE_ID;
+}
+/* Child i of id (dp_expr_child order): its id (DP__NONE_ID: not numbered). */
+static inline uint32_t dp__kid(const dp__index *ix, uint32_t id, uint32_t i) {
+  uint32_t s = dp__skip(ix, id);
+  return i < s ? DP__NONE_ID : dp__slot(ix, id, i - s);
 }
 /* The post order of the ids of functions fn .. end - 1 (the order the
    numbering's walk finished them in), read from dp__index.post: each id

@@ -3,13 +3,16 @@
  * dp__arena_adopt): a block given to an arena is where its next nodes go,
  * before any new memory; the block lives as long as one of its nodes does
  * (freed with the last); one too small for a chunk, or never cut, is freed
- * (ASan's leak check sees the rest).
+ * (ASan's leak check sees the rest). And dp__release_tail: a block's pages
+ * past what it uses go back (read as zero after), what it uses stays.
  */
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "devplan/devplan.h"
 #include "../../src/core/arena.h"
+#include "../../src/core/internal.h"
 
 #define CHECK(cond) do { if (cond) (*passed)++; else { (*failed)++; \
   printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } } while (0)
@@ -61,4 +64,17 @@ void dp_test_arena(int *passed, int *failed) {
   CHECK(b.given == NULL);
   dp_release(x);
   dp_release(ctx);
+  /* a block of 3 MiB that uses 1: the rest of its pages go back (on Linux,
+     outside the sanitizer build, where it does nothing) */
+  size_t big = (size_t)3 << 20, used = (size_t)1 << 20;
+  unsigned char *blk = dp_malloc(big);
+  CHECK(blk != NULL);
+  if (!blk) return;
+  memset(blk, 0xAB, big);
+  dp__release_tail(blk, used, big);
+  CHECK(blk[0] == 0xAB && blk[used - 1] == 0xAB);
+#if defined(__linux__) && !DP__SANITIZED
+  CHECK(blk[used + 8192] == 0 && blk[big - 1] == 0);
+#endif
+  free(blk);
 }

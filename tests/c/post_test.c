@@ -6,7 +6,8 @@
  * where its id is the next one the walk gave), on modules whose
  * differences take one, two and three bytes (a tuple whose first field is
  * a chain of calls 300,000 deep: its last id, then the tuple's, are that
- * far apart), over two functions, and from a range of them.
+ * far apart), over two functions, and from a range of them. And the
+ * child slots themselves: a call of an operator has none for its callee.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,12 @@ void dp_test_post(int *passed, int *failed) {
     CHECK(m != NULL);
     dp__index *ix = m ? dp__index_new(m, cfg, &err) : NULL;
     CHECK(ix != NULL && ix->nfn == 2);
+    if (ix) { /* no slot for an operator's callee: a call of add has two (its arguments) */
+      CHECK(ix->nkid == 10 + 2 * (uint32_t)depths[d]);
+      uint32_t tup = dp__kid(ix, 0, 2), sm = tup != DP__NONE_ID ? dp__kid(ix, tup, 2) : DP__NONE_ID;
+      CHECK(sm != DP__NONE_ID && dp__kid(ix, sm, 0) == DP__NONE_ID && dp__kid(ix, sm, 1) == 1 &&
+            dp__kid(ix, sm, 2) == 2 && dp__slot(ix, sm, 1) == 2 && dp__kid(ix, sm, 3) == DP__NONE_ID);
+    }
     uint32_t *want = ix ? malloc((size_t)ix->n * sizeof *want) : NULL;
     if (ix && want) {
       uint32_t n0 = replayed(ix, 0, want), n1 = replayed(ix, 1, want + n0);
