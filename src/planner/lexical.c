@@ -38,11 +38,10 @@
  * PartitionByVirtualDevice, whose arrays are indexed by that order (its
  * variables' lets and the positions' scratch are the caller's arrays: no
  * per-node array of its own; each on_device is read as the caller builds
- * the graph, dp__lexical_on_device, lexical.h).
+ * the graph, dp__lexical_on_device, planner.h).
  */
 #include <stdlib.h>
 #include <string.h>
-#include "lexical.h"
 #include "planner.h"
 
 /* A node with other references: where it was first met. */

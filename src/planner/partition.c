@@ -59,7 +59,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../pattern/internal.h"
-#include "lexical.h"
 #include "planner.h"
 #include "devplan/partition.h"
 #include "devplan/infer.h"

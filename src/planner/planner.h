@@ -647,8 +647,10 @@ int dp__place_each(dp__domains *d, const struct dp__placement *pl, dp_place_fn f
 /* place_solve.c: variable v of a problem free (no fixed label, every
    label allowed, no stamp), as dp_place_init leaves each of its own. */
 void dp__place_var_init(dp_place_problem *m, uint32_t v);
-/* dp_place_solve with the cuts made in g (dp__flow_adopt'ed memory: the
-   caller's; NULL: its own). */
+/* dp_place_solve with the cuts made in g (NULL: its own). g's adopted
+   blocks (dp__flow_adopt: the caller's, pages touched already) hold the
+   moves' arrays and the parts' lists; each part of a move is cut alone in
+   g kept small, and the largest block left goes back as g's arc room. */
 struct dp__flow;
 int dp__place_solve_in(dp_place_problem *m, uint32_t *label, int64_t *energy, struct dp__flow *g);
 /* Phase 2 (default.c): 0; 1 when a default conflicts (d->failed); -1 + error. */
@@ -1151,6 +1153,14 @@ enum { DP__LX_ON_DEVICE = 1, DP__LX_COPY = 2, DP__LX_OP_CALL = 16 };
 int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
                            const uint32_t *kids, const uint8_t *kind, const uint8_t *call, const uint32_t *bound,
                            dp_vdev *root_ctx, dp_vdev **dev, dp_vdev **ctx);
+/* On_device e (a call of on_device) readable: fixed, on a settled device,
+   which goes to *dev (for dp__lexical_graph_read's dev[] of its node; the
+   caller's graph build reads it while it has the node in the cache, so
+   that the reading over the graph does not read every on_device again:
+   at a million calls each read of a node is a miss). 1, 0 not readable
+   (the body does not say its devices so: the caller plans the module),
+   -1 out of memory. */
+int dp__lexical_on_device(dp__lexical *lx, dp_expr *e, dp_vdev **dev);
 /* Is vd a device as planning by the configuration leaves it (canonical,
    nothing left to default)? 1, 0, -1 out of memory. */
 int dp__lexical_settled(dp__lexical *lx, dp_vdev *vd);
