@@ -110,6 +110,12 @@ void dp__prefault(void *p, size_t n) {
 
 void dp__release_tail(void *p, size_t used, size_t n) {
 #if defined(__linux__) && defined(MADV_DONTNEED) && !DP__SANITIZED
+  /* (a block of one huge page keeps it whole: giving back part of it
+     splits it, and the whole array then lies on small pages, a TLB miss
+     apiece: PlanDevices on 1,000,000 chain calls, whose byte arrays are of
+     1 MB, took 0.115 s warm so against 0.104 s) */
+  size_t h = dp__huge_page_size();
+  if (h && dp_huge_size(n) <= h) return;
   uintptr_t page = dp__page_size();
   uintptr_t a = ((uintptr_t)p + used + page - 1) & ~(page - 1);
   uintptr_t b = ((uintptr_t)p + dp_huge_size(n)) & ~(page - 1);

@@ -66,8 +66,9 @@ void dp__prefault(void *p, size_t n);
    its last one, resident as soon as any of it is written, is up to 2 MiB
    the block never uses: at a million let calls the planner's arrays left
    some 4 MiB so). Those pages read as zero after, and come back if written.
-   A hint: nothing where the system has no way to say it, nor in the
-   sanitizer build. */
+   A block of one huge page is left whole (splitting it would put all of
+   it on small pages). A hint: nothing where the system has no way to say
+   it, nor in the sanitizer build. */
 void dp__release_tail(void *p, size_t used, size_t n);
 
 /* Calls, lets and variables in an arena (NULL: on the heap): dp_call_new,

@@ -77,4 +77,15 @@ void dp_test_arena(int *passed, int *failed) {
   CHECK(blk[used + 8192] == 0 && blk[big - 1] == 0);
 #endif
   free(blk);
+  /* a block of one huge page keeps it whole, tail and all (where huge
+     pages come on request: elsewhere the tail goes back as above) */
+  size_t one = (size_t)3 << 19; /* (1.5 MiB: dp_huge_size makes it one huge page) */
+  blk = dp_malloc(one);
+  CHECK(blk != NULL);
+  if (!blk) return;
+  memset(blk, 0xCD, one);
+  dp__release_tail(blk, used, one);
+  CHECK(blk[0] == 0xCD && blk[used - 1] == 0xCD);
+  if (dp__huge_page_size() && dp_huge_size(one) <= dp__huge_page_size()) CHECK(blk[used + 8192] == 0xCD);
+  free(blk);
 }
