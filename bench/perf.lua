@@ -174,22 +174,28 @@ BUILDS[#BUILDS + 1] = {opts.old and "new" or "", root}
 local SCRIPT = here .. "/perf.lua"
 
 -- A step in fresh processes: best cold and warm CPU seconds, heap bytes,
--- and the best cold run's user and system seconds apart (-1: unknown).
+-- and the mean user and system seconds of the cold runs (-1: unknown).
+-- The kernel splits a run's time between the two by sampling at ticks:
+-- the mean of N runs is an unbiased split, the best run's (or the least
+-- of N) is not.
 -- --settle S first waits S seconds, so that more processes find the host's
 -- pages as an idle machine leaves them (docs/benchmarks.md: fresh pages).
 local function step(build, row, shape, n, env)
   module_file(shape, n)
-  local best = {math.huge, math.huge, 0, -1, -1}
+  local best, user, sys, split = {math.huge, math.huge, 0, -1, -1}, 0, 0, true
   for _ = 1, opts["repeat"] do
     if opts.settle > 0 then sh(("sleep %g"):format(opts.settle)) end
     local out = sh(("%s '%s/bin/devplan' '%s' --child %s %s %d"):format(env or "", build[2], SCRIPT, row,
       shape, n))
     local a, b, c, u, k = out:match("^(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)")
     assert(a, "perf.lua: the step " .. row .. " " .. shape .. " failed:\n" .. out)
-    if tonumber(a) < best[1] then best[1], best[4], best[5] = tonumber(a), tonumber(u), tonumber(k) end
-    best[2] = math.min(best[2], tonumber(b))
+    best[1], best[2] = math.min(best[1], tonumber(a)), math.min(best[2], tonumber(b))
     best[3] = math.max(best[3], tonumber(c))
+    u, k = tonumber(u), tonumber(k)
+    split = split and u >= 0 and k >= 0
+    user, sys = user + u, sys + k
   end
+  if split then best[4], best[5] = user / opts["repeat"], sys / opts["repeat"] end
   return table.unpack(best)
 end
 

@@ -92,6 +92,37 @@ describe_bench("bench/perf.lua", function()
     assert.are.equal(26, n, out:sub(at))
   end)
 
+  it("takes the cold seconds as the best of --repeat and the user seconds as their mean", function()
+    -- A stand-in old build whose child prints, for its k-th run at each
+    -- size, set figures ("cold warm heap user sys"): the mean user seconds
+    -- step 2 -> 10 -> 100 (5x, 10x), those of the best cold run 1 -> 10 -> 100.
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p '" .. dir .. "/bin'"))
+    local f = assert(io.open(dir .. "/bin/devplan", "w"))
+    f:write([[#!/bin/sh
+c="$(dirname "$0")/runs_$4_$5"
+k=$(($(cat "$c" 2>/dev/null || echo 0) + 1))
+echo $k > "$c"
+case "$5.$k" in
+]] .. N // 100 .. [[.1) echo 1 1 0 1 0.5 ;;
+]] .. N // 100 .. [[.*) echo 2 2 0 3 0.5 ;;
+]] .. N // 10 .. [[.1) echo 10 10 0 10 0.5 ;;
+]] .. N // 10 .. [[.*) echo 20 20 0 10 0.5 ;;
+*) echo 100 100 0 100 0.5 ;;
+esac
+]])
+    f:close()
+    assert(os.execute("chmod +x '" .. dir .. "/bin/devplan'"))
+    local out = run{"bench/perf.lua", "--rows", "scale", "--n", tostring(N), "--repeat", "2", "--old", dir}
+    os.execute("rm -rf '" .. dir .. "'")
+    local at = assert(out:find("\nchain%s+old%s"), out)
+    local f8 = {}
+    for v in out:sub(at + 1):match("^[^\n]*"):gmatch("%S+") do f8[#f8 + 1] = v end
+    -- shape, build; cold s x3; x, x; user x, x; sys s
+    assert.are.same({"chain", "old", "1.0000", "10.0000", "100.000", "10.0", "10.0", "5.0", "10.0", "0.500"}, f8)
+  end)
+
   it("refuses an unknown option", function()
     local r = proc.run({"bench/perf.lua", "--nope"}, {exe = "bin/devplan"})
     assert.are_not.equal(0, r.status)
