@@ -72,7 +72,7 @@ void dp__prefault(void *p, size_t n);
 void dp__release_tail(void *p, size_t used, size_t n);
 
 /* Calls, lets and variables in an arena (NULL: on the heap): dp_call_new,
-   dp_let_new and dp_var_new otherwise. */
+   dp_let_new and dp_var_new otherwise (projections: below). */
 dp_call *dp__call_new_in(dp__arena *a, dp_expr *fn, uint32_t nargs, dp_expr *const *args,
                          dp_attrs *attrs, dp_span span);
 dp_let *dp__let_new_in(dp__arena *a, dp_var *var, dp_expr *value, dp_expr *body, dp_span span);
@@ -82,5 +82,7 @@ dp_let *dp__let_new_in(dp__arena *a, dp_var *var, dp_expr *value, dp_expr *body,
    dp_expr_with_children makes it. A NULL child gives NULL. */
 dp_expr *dp__expr_with_children_in(dp__arena *a, dp_expr *e, dp_expr *const *kids);
 dp_var *dp__var_new_in(dp__arena *a, const char *name, dp_type *annot, dp_vdev *vdev, dp_span span);
+/* A tuple's projection in arena a (NULL: on the heap): dp_proj_new otherwise. */
+dp_proj *dp__proj_new_in(dp__arena *a, dp_expr *tuple, uint32_t index, dp_span span);
 
 #endif

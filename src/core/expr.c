@@ -4,9 +4,10 @@
  *
  * Each node is one allocation: arrays are flexible members and names are
  * copied behind the node, so a call with two arguments costs 72 bytes
- * (calls, lets and variables may come from an arena instead: arena.h). A
- * variable's annotation and device, where it has either, are a record in
- * the same allocation, right before the node (expr.h, dp_var_extra).
+ * (calls, lets, variables and projections may come from an arena instead:
+ * arena.h). A variable's annotation and device, where it has either, are a
+ * record in the same allocation, right before the node (expr.h,
+ * dp_var_extra).
  * Constructors retain their children; the free function hands them to the
  * object layer's work list, so freeing a million-deep chain never recurses.
  */
@@ -233,13 +234,17 @@ dp_tuple *dp_tuple_new(uint32_t n, dp_expr *const *fields, dp_span span) {
   return t;
 }
 
-dp_proj *dp_proj_new(dp_expr *tuple, uint32_t index, dp_span span) {
+dp_proj *dp__proj_new_in(dp__arena *a, dp_expr *tuple, uint32_t index, dp_span span) {
   if (!tuple) return NULL;
-  dp_proj *p = new_node(sizeof *p, DP_PROJ, span);
+  dp_proj *p = in_arena(a, sizeof *p, DP_PROJ, span);
   if (!p) return NULL;
   p->tuple = dp_retain(tuple);
   p->index = index;
   return p;
+}
+
+dp_proj *dp_proj_new(dp_expr *tuple, uint32_t index, dp_span span) {
+  return dp__proj_new_in(NULL, tuple, index, span);
 }
 
 dp_if *dp_if_new(dp_expr *cond, dp_expr *then_, dp_expr *else_, dp_span span) {

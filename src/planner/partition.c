@@ -172,7 +172,7 @@ typedef struct pctx {
   uint32_t *outpos;     /* member -> position among its region's outputs */
   dp_expr **inner;      /* member -> its copy inside the function (owned while its function is made) */
   dp_expr **outexpr;    /* member (output) -> what the caller reads (owned) */
-  dp__arena arena;      /* where the output's new calls, lets and variables are made */
+  dp__arena arena;      /* where the output's new calls, lets, variables and projections are made */
   void *arrays;         /* the block the per-node arrays above lie in (alloc_arrays) */
   size_t narrays;       /* its bytes */
   size_t dirty;         /* its first bytes written since it was zeroed (zeroed before an attempt) */
@@ -1262,7 +1262,7 @@ out:
 static dp_expr *out_of(pctx *c, uint32_t m) {
   region *g = region_of(c, m);
   if (g->nout == 1) return g->call;
-  if (!c->outexpr[m]) c->outexpr[m] = typed_as(c, (dp_expr *)dp_proj_new(g->call, c->outpos[m], DP_NOSPAN), c->x[m]->type);
+  if (!c->outexpr[m]) c->outexpr[m] = typed_as(c, (dp_expr *)dp__proj_new_in(&c->arena, g->call, c->outpos[m], DP_NOSPAN), c->x[m]->type);
   return c->outexpr[m];
 }
 
