@@ -173,8 +173,8 @@ describe("PartitionByVirtualDevice's regions", function()
     local want = tostring(partition(planned))
     local failures = t.fail_each_allocation(function() return partition(planned) end, want)
     -- (each allocation of the pass fails once: the restriction sets' among them; an
-    -- attempt's fourteen per-node arrays are one block, the outputs' projections are
-    -- in the output's node arena, so about 80 in all)
+    -- attempt's fourteen per-node arrays are one block, the projections and the
+    -- caller walk's stack are in blocks made already, so about 80 in all)
     assert.is_true(failures > 70, "allocations failed: " .. failures)
   end)
 end)

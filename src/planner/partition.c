@@ -1266,18 +1266,47 @@ static dp_expr *out_of(pctx *c, uint32_t m) {
   return c->outexpr[m];
 }
 
+/* A frame of the caller's walk: 8 bytes, for at a million lets the walk
+   is a million frames deep (a let's body is its last slot). */
 typedef struct cfr {
-  uint32_t v;       /* a node of the caller, when g is NULL */
-  region *g;
-  uint32_t i, n;
+  uint32_t id;      /* a node of the caller (< n), or n + a region's number */
+  uint32_t i;       /* the next slot (node) or input (region) to follow */
 } cfr;
 
 typedef struct walk {
-  cfr *st;
+  cfr *st;          /* the stack: at first the place of base[] (4 bytes a node,
+                       free once the functions are made: pages touched already),
+                       copied to a block of its own if it grows past it (own) */
   uint32_t sp, cap;
+  int own;
   uint8_t *state;   /* per node: 0 new, 1 open, 2 done, 3 done and read (read_once) */
   dp_expr **newx;   /* per node: its new version (owned where state is 2; not zeroed) */
 } walk;
+
+static region *frame_region(const pctx *c, const cfr *f) { return f->id >= c->n ? &c->regs[f->id - c->n] : NULL; }
+
+static uint32_t frame_slots(const pctx *c, const cfr *f) {
+  const region *g = frame_region(c, f);
+  return g ? g->ninputs : nslots(c, f->id);
+}
+
+static int push(walk *w, cfr f) {
+  if (w->sp == w->cap) {
+    if (w->own) {
+      if (dp_grow8((void **)&w->st, &w->cap, w->sp + 1, sizeof *w->st) < 0) return -1;
+    } else {
+      cfr *st = NULL;
+      uint32_t cap = 0;
+      if (dp_grow8((void **)&st, &cap, w->sp + 1, sizeof *st) < 0) return -1;
+      if (w->sp) memcpy(st, w->st, w->sp * sizeof *st);
+      w->st = st;
+      w->cap = cap;
+      w->own = 1;
+    }
+  }
+  w->st[w->sp++] = f;
+  return 0;
+}
 
 /* What the caller reads for slot k of node v (done already). */
 static dp_expr *read_new(pctx *c, walk *w, uint32_t xi, dp_expr *x) {
@@ -1290,8 +1319,9 @@ static dp_expr *read_new(pctx *c, walk *w, uint32_t xi, dp_expr *x) {
    1 pushed, -1 error (a cycle would be a bug: regions never form one). */
 static int need(pctx *c, walk *w, uint32_t xi) {
   if (xi == DP__DFP_NONE) return 0;
-  cfr f = {xi, NULL, 0, 0};
-  uint8_t *state = hoisted(c, xi) ? &(f.g = region_of(c, xi))->state : &w->state[xi];
+  region *g = hoisted(c, xi) ? region_of(c, xi) : NULL;
+  cfr f = {g ? c->n + (uint32_t)(g - c->regs) : xi, 0};
+  uint8_t *state = g ? &g->state : &w->state[xi];
   if (*state >= 2) return 0;
   if (*state == 1) {
     c->err = dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "PartitionByVirtualDevice: the pieces of @%s form a cycle",
@@ -1299,10 +1329,7 @@ static int need(pctx *c, walk *w, uint32_t xi) {
     return -1;
   }
   *state = 1;
-  f.n = f.g ? f.g->ninputs : nslots(c, xi);
-  if (dp_grow8((void **)&w->st, &w->cap, w->sp + 1, sizeof *w->st) < 0) return -1;
-  w->st[w->sp++] = f;
-  return 1;
+  return push(w, f) < 0 ? -1 : 1;
 }
 
 /* The new version of caller node xi, read by its only reader (no other
@@ -1315,28 +1342,30 @@ static void read_once(walk *w, const pctx *c, uint32_t xi) {
   dp_release(w->newx[xi]);
 }
 
-static int finish(pctx *c, walk *w, cfr *f) {
-  dp_expr *small[8], **kids = f->n <= 8 ? small : dp_malloc(f->n * sizeof *kids);
+static int finish(pctx *c, walk *w, cfr f) {
+  region *g = frame_region(c, &f);
+  uint32_t n = frame_slots(c, &f), v = f.id;
+  dp_expr *small[8], **kids = n <= 8 ? small : dp_malloc(n * sizeof *kids);
   if (!kids) return -1;
-  for (uint32_t k = 0; k < f->n; k++) {
-    uint32_t xi = f->g ? f->g->inputs[k] : kid(c, f->v, k);
-    kids[k] = read_new(c, w, xi, xi == DP__DFP_NONE ? dp_expr_child(c->x[f->v], k) : c->x[xi]);
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t xi = g ? g->inputs[k] : kid(c, v, k);
+    kids[k] = read_new(c, w, xi, xi == DP__DFP_NONE ? dp_expr_child(c->x[v], k) : c->x[xi]);
   }
   int rc = -1;
-  if (f->g) {
-    f->g->call = typed_as(c, (dp_expr *)dp__call_new_in(&c->arena, &f->g->global->e, f->n, kids, NULL, DP_NOSPAN),
-                          f->g->fn->body->type);
-    f->g->state = 2;
-    rc = f->g->call ? 0 : -1;
+  if (g) {
+    g->call = typed_as(c, (dp_expr *)dp__call_new_in(&c->arena, &g->global->e, n, kids, NULL, DP_NOSPAN),
+                       g->fn->body->type);
+    g->state = 2;
+    rc = g->call ? 0 : -1;
   } else {
-    dp_expr *x = c->x[f->v];
-    w->newx[f->v] = c->drop[f->v] || (c->nflag[f->v] & F_NOOP) ? dp_retain(kids[c->drop[f->v] ? 2 : 1])
-                    : f->n == 0 ? dp_retain(x) : typed_as(c, dp__expr_with_children_in(&c->arena, x, kids), x->type);
-    w->state[f->v] = 2;
-    rc = w->newx[f->v] ? 0 : -1;
+    dp_expr *x = c->x[v];
+    w->newx[v] = c->drop[v] || (c->nflag[v] & F_NOOP) ? dp_retain(kids[c->drop[v] ? 2 : 1])
+                 : n == 0 ? dp_retain(x) : typed_as(c, dp__expr_with_children_in(&c->arena, x, kids), x->type);
+    w->state[v] = 2;
+    rc = w->newx[v] ? 0 : -1;
   }
-  for (uint32_t k = 0; rc == 0 && k < f->n; k++) /* (its new version holds them now) */
-    read_once(w, c, f->g ? f->g->inputs[k] : kid(c, f->v, k));
+  for (uint32_t k = 0; rc == 0 && k < n; k++) /* (its new version holds them now) */
+    read_once(w, c, g ? g->inputs[k] : kid(c, v, k));
   if (kids != small) free(kids);
   return rc;
 }
@@ -1345,9 +1374,12 @@ static int finish(pctx *c, walk *w, cfr *f) {
    contracted to its call. */
 static dp_expr *rebuild_caller(pctx *c) {
   /* (the regions' marks: a byte a node; stamps and positions: 8 bytes a
-     node; pages already touched, not fresh ones) */
-  walk w = {NULL, 0, 0, memset(c->closed, 0, c->n), (dp_expr **)(void *)c->stamp};
-  c->stamp = c->pos = NULL;
+     node; the stack: base[], 4 bytes a node, a frame for two: pages
+     already touched, not fresh ones; at a million let calls the stack
+     was 24 MB of them) */
+  walk w = {.st = (cfr *)(void *)c->base, .cap = (c->n ? c->n : 1) * (uint32_t)sizeof *c->base / (uint32_t)sizeof(cfr),
+            .state = memset(c->closed, 0, c->n), .newx = (dp_expr **)(void *)c->stamp};
+  c->stamp = c->pos = c->base = NULL;
   c->closed = NULL;
   /* (newx is not zeroed, nor swept whole at the end: the nodes the walk
      made are those it marked done, whose byte is read instead; a pass of
@@ -1356,28 +1388,32 @@ static dp_expr *rebuild_caller(pctx *c) {
      releases the shared ones and the root) */
   uint32_t root = c->n - 1;
   dp_expr *r = NULL;
-  int rc = w.state && w.newx ? need(c, &w, root) : -1;
+  /* (a region's frame is numbered after the nodes: every region has a
+     member, so n + nregs is 2n at most, which a body that fits in memory
+     cannot overflow) */
+  int rc = w.state && w.newx && c->nregs <= UINT32_MAX - c->n ? need(c, &w, root) : -1;
   while (rc >= 0 && w.sp) {
     cfr *f = &w.st[w.sp - 1];
-    if (f->i < f->n) {
-      uint32_t xi = f->g ? f->g->inputs[f->i] : kid(c, f->v, f->i);
-      if (!f->g && c->drop[f->v] && f->i == 0) xi = DP__DFP_NONE; /* (a dropped let is its body) */
-      if (!f->g && c->drop[f->v] && f->i == 1 && xi != DP__DFP_NONE && (c->nflag[xi] & F_ONDEV) &&
+    const region *g = frame_region(c, f);
+    if (f->i < (g ? g->ninputs : nslots(c, f->id))) {
+      uint32_t v = f->id, xi = g ? g->inputs[f->i] : kid(c, v, f->i);
+      if (!g && c->drop[v] && f->i == 0) xi = DP__DFP_NONE; /* (a dropped let is its body) */
+      if (!g && c->drop[v] && f->i == 1 && xi != DP__DFP_NONE && (c->nflag[xi] & F_ONDEV) &&
           kid(c, xi, 1) != DP__DFP_NONE && hoisted(c, kid(c, xi, 1)))
         xi = kid(c, xi, 1); /* its value's wrapper is not made either (a user elsewhere makes it),
                                only the region, where it was made before */
       f->i++;
-      rc = need(c, &w, xi);
+      rc = need(c, &w, xi); /* (f may move: it is not read after) */
     } else {
       cfr done = *f;
       w.sp--;
-      rc = finish(c, &w, &done);
+      rc = finish(c, &w, done);
     }
   }
   if (rc >= 0) r = dp_retain(read_new(c, &w, root, c->x[root]));
   for (uint32_t i = 0; w.state && i < c->n; i++)
     if (w.state[i] == 2) dp_release(w.newx[i]);
-  free(w.st); /* (state and newx lie in the attempt's arrays) */
+  if (w.own) free(w.st); /* (else it, state and newx lie in the attempt's arrays) */
   if (!r) set_oom(c);
   return r;
 }
@@ -1496,7 +1532,8 @@ static int rebuilds(pctx *c) {
    arrays of what follows, on pages already touched instead of fresh ones:
    the members' copies and projections (inner, outexpr), the region
    numbers (rid), the outputs' positions (outpos); the stamps and
-   positions become the rebuild's new nodes. */
+   positions become the rebuild's new nodes, and the bases (read last
+   as the functions are made) its stack (rebuild_caller). */
 _Static_assert(sizeof(rset) == 2 * sizeof(dp_expr *), "a set's place holds a member's two nodes");
 _Static_assert(2 * sizeof(uint32_t) == sizeof(dp_expr *), "a stamp and a position hold a new node");
 
