@@ -48,9 +48,10 @@ typedef enum dp_partition_by {
    phases 0-2, which leave a planned module as it is). */
 typedef struct dp_region {
   dp_global *global;   /* the hoisted function (retained) */
-  char *caller;        /* the global function it was hoisted from (malloc'd) */
+  char *caller;        /* the global function it was hoisted from (in a block of the regions') */
   dp_vdev *vdev;       /* where it runs (retained) */
   uint32_t nnodes, ninputs, noutputs;
+  /* the lists lie in a block of the regions' (one a body) */
   dp_expr **nodes;     /* what it computes, in post order (kept alive by the regions' bodies) */
   dp_expr **inputs;    /* the values it reads, in parameter order (likewise) */
   dp_expr **outputs;   /* the values it gives, in result order (likewise) */
@@ -63,6 +64,8 @@ typedef struct dp_regions {
   dp_expr **bodies;    /* the partitioned bodies the nodes are in (retained: one
                           reference per body, not one per node, which would
                           write to every hoisted node) */
+  uint32_t nblocks, capblocks;
+  void **blocks;       /* the regions' lists and callers' names (owned) */
 } dp_regions;
 
 /* The partitioned module (new reference; typed when m was), or NULL +

@@ -1420,12 +1420,9 @@ static dp_expr *rebuild_caller(pctx *c) {
 
 /* ---------------- one body ---------------- */
 
-/* Frees what one attempt at the body made (not the graph, the fences, the
-   arrays' block). */
-static void attempt_clear(pctx *c) {
-  for (uint32_t i = 0; c->restr && !c->sets_freed && i < c->n; i++) rset_free(&c->restr[i]);
-  /* (inner[]: each function released its copies) the projections: only a
-     region with outputs has them, no sweep over every node */
+/* The outputs' projections given up (the rebuilt body holds those it
+   reads): only a region with outputs has them, no sweep over every node. */
+static void release_projections(pctx *c) {
   for (uint32_t i = 0; c->outexpr && c->mem && i < c->nregs; i++) {
     const region *g = &c->regs[i];
     for (uint32_t j = 0; g->nout > 1 && j < g->nmem; j++) {
@@ -1434,6 +1431,13 @@ static void attempt_clear(pctx *c) {
       c->outexpr[m] = NULL;
     }
   }
+}
+
+/* Frees what one attempt at the body made (not the graph, the fences, the
+   arrays' block). */
+static void attempt_clear(pctx *c) {
+  for (uint32_t i = 0; c->restr && !c->sets_freed && i < c->n; i++) rset_free(&c->restr[i]);
+  release_projections(c); /* (inner[]: each function released its copies) */
   for (uint32_t i = 0; i < c->nregs; i++) {
     dp_release(c->regs[i].global);
     dp_release(c->regs[i].fn);
@@ -1454,31 +1458,53 @@ static void attempt_clear(pctx *c) {
   c->has_fnlit = 0;
 }
 
-/* The regions made, for the caller of dp_partition_by_device. */
-static int record(pctx *c, region *g) {
+/* The regions made, for the caller of dp_partition_by_device: every
+   region's lists of nodes, inputs and outputs and the caller's name, in
+   one block a body (the regions own it). The lists are 8 bytes a node,
+   input and output: at a million branchy calls 18 MB, which a malloc a
+   list put on fresh pages. A large attempt's block holds them instead
+   where they fit in its first 28 bytes a node (inner, outexpr, the stamps,
+   positions and bases: dead once the caller is rebuilt and the
+   projections given up), on pages touched already; what follows them
+   (isout and outpos, read here) is given back to the system after. */
+static int record_all(pctx *c) {
   dp_regions *o = c->regions;
-  if (!o) return 0;
-  if (dp_grow((void **)&o->r, &o->cap, o->n + 1, sizeof *o->r) < 0) return -1;
-  dp_region *r = &o->r[o->n];
-  memset(r, 0, sizeof *r);
-  r->nodes = dp_malloc((g->nmem ? g->nmem : 1) * sizeof *r->nodes);
-  r->inputs = dp_malloc((g->ninputs ? g->ninputs : 1) * sizeof *r->inputs);
-  r->outputs = dp_malloc((g->nout ? g->nout : 1) * sizeof *r->outputs);
-  r->caller = dp_strdup(c->fname);
-  if (!r->nodes || !r->inputs || !r->outputs || !r->caller) {
-    free(r->nodes), free(r->inputs), free(r->outputs), free(r->caller);
+  if (!o || !c->nregs) return 0;
+  size_t ptrs = 0, name = strlen(c->fname) + 1;
+  for (uint32_t i = 0; i < c->nregs; i++) ptrs += (size_t)c->regs[i].nmem + c->regs[i].ninputs + c->regs[i].nout;
+  size_t need = ptrs * sizeof(dp_expr *) + name;
+  /* (a block of 4 MiB and more: past a huge page, whose tail can be given back) */
+  int adopt = c->arrays && c->narrays >= ((size_t)4 << 20) && need <= (size_t)(c->n ? c->n : 1) * 28;
+  if (dp_grow((void **)&o->r, &o->cap, o->n + c->nregs, sizeof *o->r) < 0 ||
+      dp_grow((void **)&o->blocks, &o->capblocks, o->nblocks + 1, sizeof *o->blocks) < 0)
     return -1;
+  if (adopt) release_projections(c);
+  dp_expr **p = adopt ? c->arrays : dp_malloc(need);
+  if (!p) return -1;
+  o->blocks[o->nblocks++] = p;
+  for (uint32_t i = 0; i < c->nregs; i++) {
+    const region *g = &c->regs[i];
+    dp_region *r = &o->r[o->n++];
+    *r = (dp_region){.global = dp_retain(g->global), .vdev = dp_retain(g->vd), .nnodes = g->nmem,
+                     .ninputs = g->ninputs, .noutputs = g->nout, .nodes = p, .inputs = p + g->nmem,
+                     .outputs = p + g->nmem + g->ninputs};
+    p += (size_t)g->nmem + g->ninputs + g->nout;
+    for (uint32_t j = 0; j < g->nmem; j++) {
+      uint32_t m = c->mem[g->first + j];
+      r->nodes[j] = c->x[m];
+      if (c->isout[m]) r->outputs[c->outpos[m]] = c->x[m];
+    }
+    for (uint32_t j = 0; j < g->ninputs; j++) r->inputs[j] = c->x[g->inputs[j]];
   }
-  r->global = dp_retain(g->global);
-  r->vdev = dp_retain(g->vd);
-  for (uint32_t j = 0; j < g->nmem; j++) {
-    uint32_t m = c->mem[g->first + j];
-    r->nodes[r->nnodes++] = c->x[m];
-    if (c->isout[m]) r->outputs[c->outpos[m]] = c->x[m];
+  memcpy(p, c->fname, name);
+  for (uint32_t i = o->n - c->nregs; i < o->n; i++) o->r[i].caller = (char *)p;
+  if (adopt) { /* (the block is the regions' now; nothing of it is read after) */
+    dp__release_tail(c->arrays, need, c->narrays);
+    c->arrays = NULL;
+    c->outexpr = NULL;
+    c->isout = NULL;
+    c->outpos = NULL;
   }
-  r->noutputs = g->nout;
-  for (uint32_t j = 0; j < g->ninputs; j++) r->inputs[r->ninputs++] = c->x[g->inputs[j]];
-  o->n++;
   return 0;
 }
 
@@ -1641,10 +1667,9 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
     if (nsaved) memcpy(c->names, saved, nsaved * sizeof *saved);
   }
   if (rc == 1 && record_body(c) < 0) rc = -1;
-  for (uint32_t i = 0; rc == 1 && i < c->nregs; i++) {
-    region *g = &c->regs[i];
-    if (dp_module_add_func(c->out, g->global, g->fn, &c->err) < 0 || record(c, g) < 0) rc = -1;
-  }
+  for (uint32_t i = 0; rc == 1 && i < c->nregs; i++)
+    if (dp_module_add_func(c->out, c->regs[i].global, c->regs[i].fn, &c->err) < 0) rc = -1;
+  if (rc == 1 && record_all(c) < 0) rc = -1;
 done:
   if (rc < 0) {
     dp_release(*out);
@@ -1706,15 +1731,13 @@ void dp_regions_clear(dp_regions *rs) {
     dp_region *r = &rs->r[i];
     dp_release(r->global);
     dp_release(r->vdev);
-    free(r->caller);
-    free(r->nodes);
-    free(r->inputs);
-    free(r->outputs);
   }
   for (uint32_t i = 0; rs && i < rs->nbodies; i++) dp_release(rs->bodies[i]);
+  for (uint32_t i = 0; rs && i < rs->nblocks; i++) free(rs->blocks[i]);
   if (rs) {
     free(rs->r);
     free(rs->bodies);
+    free(rs->blocks);
     *rs = (dp_regions){0};
   }
 }
