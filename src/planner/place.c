@@ -82,6 +82,7 @@ typedef struct pctx {
   uint32_t *exact, nexact;    /* the roots an operator's rule puts on the host, whole
                                  (increasing; few, most modules none) */
   uint32_t nv, capv;
+  int order_in_pins;          /* nets: the value order is in the pins' room (value_order) */
   uint32_t *keys, capkeys;    /* nets: the keys of one value's flows */
   const dp_type *bytes_type;  /* value_bytes' last type (NULL: none yet; 0 bytes) */
   int64_t bytes;
@@ -273,8 +274,14 @@ static inline uint32_t root_of(dp__domains *d, uint32_t x) {
 static uint32_t new_var(pctx *c, uint32_t r, dp_expr *why) {
   dp__domains *d = c->d;
   dp_place_problem *p = &c->pl->p;
-  if (c->nv == c->capv && problem_room(c, c->capv < UINT32_MAX / 2 ? 2 * c->capv : UINT32_MAX, c->pl->p.capnets) < 0)
+  /* (more room: never, as nets() makes it; nor where the value order is
+     in the pins' room, which a move would leave behind) */
+  if (c->nv == c->capv &&
+      (c->order_in_pins ||
+       problem_room(c, c->capv < UINT32_MAX / 2 ? 2 * c->capv : UINT32_MAX, c->pl->p.capnets) < 0)) {
+    oom(c);
     return DP__NONE_ID;
+  }
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
   /* (dp__place_var_init's fields, written once each) */
   p->stamp[v] = DP__NONE_ID;
@@ -315,28 +322,35 @@ static inline uint32_t skey_of(dp__domains *d, uint32_t src) {
 }
 
 /* The flows by value, stably: a counting sort, or (*out NULL) none where
-   analysis made them in value order already (as on chains). Its counts,
-   an array of a value id each, in zero (nzero uint32_t, all 0: the array
-   of a variable per domain, before the nets) when it holds them, zeroed
-   again after: pages the nets touch anyway, not a block touched once
-   (chain at 1,000,000 calls: 12 MB). 0, -1. */
+   analysis made them in value order already. The order goes in room
+   (nroom uint32_t: the pins' room, which the nets fill behind it as they
+   read it, a pin per flow at most, so that a pin is written only where
+   the order was read already) when it fits, else in a block of its own
+   (*out != room: the caller frees it): the pins' pages, touched anyway,
+   not 4 bytes a flow touched once (chain at 1,000,000 calls: 8 MB). Its
+   counts, an array of a value id each, in zero (nzero uint32_t, all 0:
+   the array of a variable per domain, before the nets) when it holds
+   them, zeroed again after: pages the nets touch anyway, not a block
+   touched once (chain at 1,000,000 calls: 12 MB). 0, -1. */
 static int value_order(const dp__flowrec *flows, uint32_t n, uint32_t nids, uint32_t *zero, uint32_t nzero,
-                       uint32_t **out) {
+                       uint32_t *room, uint32_t nroom, uint32_t **out) {
   uint32_t i = 1;
   *out = NULL;
   while (i < n && flows[i - 1].value <= flows[i].value) i++;
   if (i >= n) return 0;
-  int own = (uint64_t)nids + 2 > nzero;
-  /* (else the counts after the order, in its block: one mapping, not two) */
-  uint64_t room = ((uint64_t)n + (own ? (uint64_t)nids + 2 : 0)) * sizeof(uint32_t);
-  uint32_t *order = (size_t)room == room ? dp_malloc((size_t)room) : NULL;
-  if (!order) return -1;
-  uint32_t *start = own ? order + n : zero;
+  int own = (uint64_t)nids + 2 > nzero, in_room = room && n <= nroom;
+  /* (what is not in the rooms given in one block: one mapping, not two) */
+  uint64_t bytes = ((in_room ? 0 : (uint64_t)n) + (own ? (uint64_t)nids + 2 : 0)) * sizeof(uint32_t);
+  uint32_t *mine = NULL;
+  if (bytes && !(mine = (size_t)bytes == bytes ? dp_malloc((size_t)bytes) : NULL)) return -1;
+  uint32_t *order = in_room ? room : mine;
+  uint32_t *start = !own ? zero : in_room ? mine : mine + n;
   if (own) memset(start, 0, ((size_t)nids + 2) * sizeof *start);
   for (i = 0; i < n; i++) start[flows[i].value + 1]++;
   for (uint32_t v = 0; v <= nids; v++) start[v + 1] += start[v];
   for (i = 0; i < n; i++) order[start[flows[i].value]++] = i;
   if (!own) memset(start, 0, ((size_t)nids + 2) * sizeof *start);
+  else if (in_room) free(mine);
   *out = order;
   return 0;
 }
@@ -467,7 +481,9 @@ static int nets(pctx *c) {
   uint64_t classes = 2 * (uint64_t)n + 1;
   if (problem_room(c, (uint32_t)(classes < d->nnodes ? classes : d->nnodes), n) < 0) return -1;
   if (!n) return 0;
-  if (value_order(flows, n, c->ix->n, c->var_of, d->nnodes, &order) < 0) return oom(c);
+  dp_place_problem *p = &c->pl->p;
+  if (value_order(flows, n, c->ix->n, c->var_of, d->nnodes, p->pins, p->cappins, &order) < 0) return oom(c);
+  c->order_in_pins = order && order == p->pins;
   int rc = 0;
   c->total = 0;
   for (uint32_t i = 0; i < n && rc == 0;) {
@@ -476,7 +492,8 @@ static int nets(pctx *c) {
     rc = value_nets(c, flows, &order, i, j - i);
     i = j;
   }
-  free(order);
+  if (!c->order_in_pins) free(order); /* (value_nets' identity order, or value_order's own) */
+  c->order_in_pins = 0;
   free(c->keys);
   c->keys = NULL;
   return rc;
