@@ -46,12 +46,19 @@ struct dp__placement {
   dp_expr **vwhy;
   void *block;                /* p's arrays, the labels, vroot and vwhy (problem_room) */
   /* the decisions, in the order made: variable, the constraint domain made
-     (increasing); one block (var's), so that it is one mapping, not two
-     below the size that asks for huge pages: the solve's spare one where
-     it is large enough (kept_block) */
+     (increasing), read through dvar and dcons: var NULL where every
+     variable is decided (the i-th decision is variable i), cons NULL where
+     the decisions' domains are cons0, cons0 + 1, ... (decide_one's fast
+     path: each made as the next domain), as on the generated modules,
+     whose 8 bytes a decision (at 1,000,000 calls 8 MB) then are not made */
   uint32_t *var, *cons;
-  uint32_t n;
+  uint32_t n, cons0;
 };
+
+static inline uint32_t dvar(const struct dp__placement *pl, uint32_t i) { return pl->var ? pl->var[i] : i; }
+static inline uint32_t dcons(const struct dp__placement *pl, uint32_t i) {
+  return pl->cons ? pl->cons[i] : pl->cons0 + i;
+}
 
 void dp__place_free(struct dp__placement *pl) {
   if (!pl) return;
@@ -59,7 +66,8 @@ void dp__place_free(struct dp__placement *pl) {
   p->fixed = NULL, p->allowed = NULL, p->stamp = NULL, p->nets = NULL, p->pins = NULL; /* (block's) */
   dp_place_free(p);
   free(pl->block);
-  free(pl->var); /* (and cons) */
+  free(pl->var);
+  free(pl->cons);
   free(pl);
 }
 
@@ -87,8 +95,8 @@ typedef struct pctx {
   const dp_type *bytes_type;  /* value_bytes' last type (NULL: none yet; 0 bytes) */
   int64_t bytes;
   int64_t total;              /* the bytes of every net, once per reader (nets) */
-  void *spare;                /* the largest block the solve left (nspare bytes): the
-                                 decisions' room (decide) */
+  void *spare;                /* the largest block the solve left (nspare bytes), its pages
+                                 touched: the room of the domains' constraints (decide) */
   size_t nspare;
   dp_err *err;
 } pctx;
@@ -707,26 +715,58 @@ static void *kept_block(pctx *c, size_t bytes) {
   return cut ? cut : b;
 }
 
+/* Room for n more constraint domains: the domains' constraints moved into
+   the block the solve left where it holds them (its pages touched: the
+   flows analysis wrote, 12 bytes each, a constraint 16; at 1,000,000
+   calls the decisions' 16 MB otherwise come fresh while those pages go
+   back unused), else grown. 0, -1. */
+static int cons_room(pctx *c, uint32_t n) {
+  dp__domains *d = c->d;
+  uint64_t need = (uint64_t)d->ncons + n, room = c->nspare / sizeof *d->cons;
+  if (need <= d->capcons) return 0;
+  if (c->spare && room >= need && room <= UINT32_MAX) {
+    if (d->ncons) memcpy(c->spare, d->cons, (size_t)d->ncons * sizeof *d->cons);
+    free(d->cons);
+    d->cons = c->spare;
+    d->capcons = (uint32_t)room;
+    c->spare = NULL;
+    return 0;
+  }
+  return need > UINT32_MAX ? -1 : dp_grow((void **)&d->cons, &d->capcons, (uint32_t)need, sizeof *d->cons);
+}
+
+/* pl->cons made when decision i's domain k is not cons0 + i (the ones
+   before it were). 0, -1. */
+static int cons_apart(struct dp__placement *pl, uint32_t n, uint32_t i, uint32_t k) {
+  if (pl->cons || k == pl->cons0 + i) return 0; /* (made already, or not needed) */
+  if (!(pl->cons = dp_malloc((size_t)(n ? n : 1) * sizeof *pl->cons))) return -1;
+  for (uint32_t j = 0; j < i; j++) pl->cons[j] = pl->cons0 + j;
+  return 0;
+}
+
 static int decide(pctx *c) {
   dp__domains *d = c->d;
   struct dp__placement *pl = c->pl;
   const dp_place_problem *p = &pl->p;
   uint32_t n = 0;
   for (uint32_t v = 0; v < c->nv; v++) n += p->fixed[v] == DP__NONE_ID;
-  pl->var = kept_block(c, 2 * (size_t)(n ? n : 1) * sizeof *pl->var);
-  pl->cons = pl->var ? pl->var + (n ? n : 1) : NULL;
   /* (room for a constraint domain per decision, made at once: dp__dom_first
-     would grow the domains' arrays one at a time, copying them) */
-  if (!pl->var || !pl->cons || n > UINT32_MAX - d->nnodes || n > UINT32_MAX - d->ncons ||
-      dp_grow((void **)&d->nodes, &d->capnodes, d->nnodes + n, sizeof *d->nodes) < 0 ||
-      dp_grow((void **)&d->cons, &d->capcons, d->ncons + n, sizeof *d->cons) < 0)
+     would grow the domains' arrays one at a time, copying them; the
+     constraints first, to the larger block the solve left) */
+  if (n > UINT32_MAX - d->nnodes || n > UINT32_MAX - d->ncons || cons_room(c, n) < 0 ||
+      dp_grow((void **)&d->nodes, &d->capnodes, d->nnodes + n, sizeof *d->nodes) < 0)
     return oom(c);
+  /* (every variable decided: no array of them) */
+  if (n != c->nv && !(pl->var = kept_block(c, (size_t)(n ? n : 1) * sizeof *pl->var))) return oom(c);
+  pl->cons0 = d->nnodes;
   for (uint32_t v = 0; v < c->nv; v++) {
     if (p->fixed[v] != DP__NONE_ID) continue;
     uint32_t k = decide_one(d, c->vroot[v], pl->labdev[pl->label[v]], c->vwhy[v]);
-    if (k == DP__NONE_ID) return oom(c); /* (a free class takes any device: only memory can fail) */
-    pl->var[pl->n] = v;
-    pl->cons[pl->n++] = k;
+    if (k == DP__NONE_ID || cons_apart(pl, n, pl->n, k) < 0)
+      return oom(c); /* (a free class takes any device: only memory can fail) */
+    if (pl->var) pl->var[pl->n] = v;
+    if (pl->cons) pl->cons[pl->n] = k;
+    pl->n++;
   }
   return 0;
 }
@@ -819,7 +859,7 @@ done:
 int dp__place_replay(dp__domains *d, const struct dp__placement *pl, dp_err **err) {
   if (!pl) return 0;
   for (uint32_t i = 0; i < pl->n; i++) {
-    uint32_t v = pl->var[i], k = dp__dom_first(d, pl->labdev[pl->label[v]], R_PLACEMENT, pl->vwhy[v]);
+    uint32_t v = dvar(pl, i), k = dp__dom_first(d, pl->labdev[pl->label[v]], R_PLACEMENT, pl->vwhy[v]);
     if (d->oom || dp__unify(d, pl->vroot[v], k, R_PLACEMENT, pl->vwhy[v], err) < 0) {
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return -1;
@@ -846,11 +886,11 @@ char *dp__place_reason(dp__domains *d, const struct dp__placement *pl, uint32_t 
   uint32_t lo = 0, hi = pl->n;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (pl->cons[mid] < cons) lo = mid + 1;
+    if (dcons(pl, mid) < cons) lo = mid + 1;
     else hi = mid;
   }
-  if (lo == pl->n || pl->cons[lo] != cons) return NULL;
-  uint32_t v = pl->var[lo], chosen = pl->label[v];
+  if (lo == pl->n || dcons(pl, lo) != cons) return NULL;
+  uint32_t v = dvar(pl, lo), chosen = pl->label[v];
   size_t cap = 256 + 160 * (size_t)pl->nsel, len = 0;
   char *s = dp_malloc(cap), c[96];
   if (!s) return NULL;
@@ -872,14 +912,15 @@ char *dp__place_reason(dp__domains *d, const struct dp__placement *pl, uint32_t 
 int dp__place_each(dp__domains *d, const struct dp__placement *pl, dp_place_fn fn, void *ud,
                    dp_err **err) {
   for (uint32_t i = 0; pl && i < pl->n; i++) {
-    uint64_t a = pl->p.allowed[pl->var[i]];
+    uint32_t v = dvar(pl, i);
+    uint64_t a = pl->p.allowed[v];
     if (!(a & (a - 1))) continue; /* one device it could take: an annotation's, no choice */
-    char *text = dp__place_reason(d, pl, pl->cons[i]);
+    char *text = dp__place_reason(d, pl, dcons(pl, i));
     if (!text) {
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return -1;
     }
-    int rc = fn(ud, pl->vwhy[pl->var[i]], d->dev->v[pl->labdev[pl->label[pl->var[i]]]], text);
+    int rc = fn(ud, pl->vwhy[v], d->dev->v[pl->labdev[pl->label[v]]], text);
     free(text);
     if (rc) return rc;
   }
