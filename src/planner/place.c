@@ -46,12 +46,19 @@ struct dp__placement {
   dp_expr **vwhy;
   void *block;                /* p's arrays, the labels, vroot and vwhy (problem_room) */
   /* the decisions, in the order made: variable, the constraint domain made
-     (increasing); one block (var's), so that it is one mapping, not two
-     below the size that asks for huge pages: the solve's spare one where
-     it is large enough (kept_block) */
+     (increasing), read through dvar and dcons: var NULL where every
+     variable is decided (the i-th decision is variable i), cons NULL where
+     the decisions' domains are cons0, cons0 + 1, ... (decide_one's fast
+     path: each made as the next domain), as on the generated modules,
+     whose 8 bytes a decision (at 1,000,000 calls 8 MB) then are not made */
   uint32_t *var, *cons;
-  uint32_t n;
+  uint32_t n, cons0;
 };
+
+static inline uint32_t dvar(const struct dp__placement *pl, uint32_t i) { return pl->var ? pl->var[i] : i; }
+static inline uint32_t dcons(const struct dp__placement *pl, uint32_t i) {
+  return pl->cons ? pl->cons[i] : pl->cons0 + i;
+}
 
 void dp__place_free(struct dp__placement *pl) {
   if (!pl) return;
@@ -59,7 +66,8 @@ void dp__place_free(struct dp__placement *pl) {
   p->fixed = NULL, p->allowed = NULL, p->stamp = NULL, p->nets = NULL, p->pins = NULL; /* (block's) */
   dp_place_free(p);
   free(pl->block);
-  free(pl->var); /* (and cons) */
+  free(pl->var);
+  free(pl->cons);
   free(pl);
 }
 
@@ -82,13 +90,15 @@ typedef struct pctx {
   uint32_t *exact, nexact;    /* the roots an operator's rule puts on the host, whole
                                  (increasing; few, most modules none) */
   uint32_t nv, capv;
+  int order_in_pins;          /* nets: the value order is in the pins' room (value_order) */
   uint32_t *keys, capkeys;    /* nets: the keys of one value's flows */
   const dp_type *bytes_type;  /* value_bytes' last type (NULL: none yet; 0 bytes) */
   int64_t bytes;
   int64_t total;              /* the bytes of every net, once per reader (nets) */
-  void *spare;                /* the largest block the solve left (nspare bytes): the
-                                 decisions' room (decide) */
+  void *spare;                /* the largest block the solve left (nspare bytes), its pages
+                                 touched: the room of the domains' constraints (decide) */
   size_t nspare;
+  int lean;                   /* capture alone reads the domains (dp__place's lean) */
   dp_err *err;
 } pctx;
 
@@ -273,8 +283,14 @@ static inline uint32_t root_of(dp__domains *d, uint32_t x) {
 static uint32_t new_var(pctx *c, uint32_t r, dp_expr *why) {
   dp__domains *d = c->d;
   dp_place_problem *p = &c->pl->p;
-  if (c->nv == c->capv && problem_room(c, c->capv < UINT32_MAX / 2 ? 2 * c->capv : UINT32_MAX, c->pl->p.capnets) < 0)
+  /* (more room: never, as nets() makes it; nor where the value order is
+     in the pins' room, which a move would leave behind) */
+  if (c->nv == c->capv &&
+      (c->order_in_pins ||
+       problem_room(c, c->capv < UINT32_MAX / 2 ? 2 * c->capv : UINT32_MAX, c->pl->p.capnets) < 0)) {
+    oom(c);
     return DP__NONE_ID;
+  }
   uint32_t v = c->nv, dev = d->nodes[r].vdev;
   /* (dp__place_var_init's fields, written once each) */
   p->stamp[v] = DP__NONE_ID;
@@ -291,7 +307,7 @@ static uint32_t new_var(pctx *c, uint32_t r, dp_expr *why) {
   }
   c->nv++;
   c->vroot[v] = r;
-  c->vwhy[v] = why;
+  if (!c->lean) c->vwhy[v] = why; /* (lean: no decision names one) */
   c->var_of[r] = v + 1;
   return v;
 }
@@ -315,28 +331,35 @@ static inline uint32_t skey_of(dp__domains *d, uint32_t src) {
 }
 
 /* The flows by value, stably: a counting sort, or (*out NULL) none where
-   analysis made them in value order already (as on chains). Its counts,
-   an array of a value id each, in zero (nzero uint32_t, all 0: the array
-   of a variable per domain, before the nets) when it holds them, zeroed
-   again after: pages the nets touch anyway, not a block touched once
-   (chain at 1,000,000 calls: 12 MB). 0, -1. */
+   analysis made them in value order already. The order goes in room
+   (nroom uint32_t: the pins' room, which the nets fill behind it as they
+   read it, a pin per flow at most, so that a pin is written only where
+   the order was read already) when it fits, else in a block of its own
+   (*out != room: the caller frees it): the pins' pages, touched anyway,
+   not 4 bytes a flow touched once (chain at 1,000,000 calls: 8 MB). Its
+   counts, an array of a value id each, in zero (nzero uint32_t, all 0:
+   the array of a variable per domain, before the nets) when it holds
+   them, zeroed again after: pages the nets touch anyway, not a block
+   touched once (chain at 1,000,000 calls: 12 MB). 0, -1. */
 static int value_order(const dp__flowrec *flows, uint32_t n, uint32_t nids, uint32_t *zero, uint32_t nzero,
-                       uint32_t **out) {
+                       uint32_t *room, uint32_t nroom, uint32_t **out) {
   uint32_t i = 1;
   *out = NULL;
   while (i < n && flows[i - 1].value <= flows[i].value) i++;
   if (i >= n) return 0;
-  int own = (uint64_t)nids + 2 > nzero;
-  /* (else the counts after the order, in its block: one mapping, not two) */
-  uint64_t room = ((uint64_t)n + (own ? (uint64_t)nids + 2 : 0)) * sizeof(uint32_t);
-  uint32_t *order = (size_t)room == room ? dp_malloc((size_t)room) : NULL;
-  if (!order) return -1;
-  uint32_t *start = own ? order + n : zero;
+  int own = (uint64_t)nids + 2 > nzero, in_room = room && n <= nroom;
+  /* (what is not in the rooms given in one block: one mapping, not two) */
+  uint64_t bytes = ((in_room ? 0 : (uint64_t)n) + (own ? (uint64_t)nids + 2 : 0)) * sizeof(uint32_t);
+  uint32_t *mine = NULL;
+  if (bytes && !(mine = (size_t)bytes == bytes ? dp_malloc((size_t)bytes) : NULL)) return -1;
+  uint32_t *order = in_room ? room : mine;
+  uint32_t *start = !own ? zero : in_room ? mine : mine + n;
   if (own) memset(start, 0, ((size_t)nids + 2) * sizeof *start);
   for (i = 0; i < n; i++) start[flows[i].value + 1]++;
   for (uint32_t v = 0; v <= nids; v++) start[v + 1] += start[v];
   for (i = 0; i < n; i++) order[start[flows[i].value]++] = i;
   if (!own) memset(start, 0, ((size_t)nids + 2) * sizeof *start);
+  else if (in_room) free(mine);
   *out = order;
   return 0;
 }
@@ -467,7 +490,9 @@ static int nets(pctx *c) {
   uint64_t classes = 2 * (uint64_t)n + 1;
   if (problem_room(c, (uint32_t)(classes < d->nnodes ? classes : d->nnodes), n) < 0) return -1;
   if (!n) return 0;
-  if (value_order(flows, n, c->ix->n, c->var_of, d->nnodes, &order) < 0) return oom(c);
+  dp_place_problem *p = &c->pl->p;
+  if (value_order(flows, n, c->ix->n, c->var_of, d->nnodes, p->pins, p->cappins, &order) < 0) return oom(c);
+  c->order_in_pins = order && order == p->pins;
   int rc = 0;
   c->total = 0;
   for (uint32_t i = 0; i < n && rc == 0;) {
@@ -476,7 +501,8 @@ static int nets(pctx *c) {
     rc = value_nets(c, flows, &order, i, j - i);
     i = j;
   }
-  free(order);
+  if (!c->order_in_pins) free(order); /* (value_nets' identity order, or value_order's own) */
+  c->order_in_pins = 0;
   free(c->keys);
   c->keys = NULL;
   return rc;
@@ -690,26 +716,86 @@ static void *kept_block(pctx *c, size_t bytes) {
   return cut ? cut : b;
 }
 
+/* Room for n more constraint domains: the domains' constraints moved into
+   the block the solve left where it holds them (its pages touched: the
+   flows analysis wrote, 12 bytes each, a constraint 16; at 1,000,000
+   calls the decisions' 16 MB otherwise come fresh while those pages go
+   back unused), else grown. 0, -1. */
+static int cons_room(pctx *c, uint32_t n) {
+  dp__domains *d = c->d;
+  uint64_t need = (uint64_t)d->ncons + n, room = c->nspare / sizeof *d->cons;
+  if (need <= d->capcons) return 0;
+  if (c->spare && room >= need && room <= UINT32_MAX) {
+    if (d->ncons) memcpy(c->spare, d->cons, (size_t)d->ncons * sizeof *d->cons);
+    free(d->cons);
+    d->cons = c->spare;
+    d->capcons = (uint32_t)room;
+    c->spare = NULL;
+    return 0;
+  }
+  return need > UINT32_MAX ? -1 : dp_grow((void **)&d->cons, &d->capcons, (uint32_t)need, sizeof *d->cons);
+}
+
+/* pl->cons made when decision i's domain k is not cons0 + i (the ones
+   before it were). 0, -1. */
+static int cons_apart(struct dp__placement *pl, uint32_t n, uint32_t i, uint32_t k) {
+  if (pl->cons || k == pl->cons0 + i) return 0; /* (made already, or not needed) */
+  if (!(pl->cons = dp_malloc((size_t)(n ? n : 1) * sizeof *pl->cons))) return -1;
+  for (uint32_t j = 0; j < i; j++) pl->cons[j] = pl->cons0 + j;
+  return 0;
+}
+
+/* decide() where capture alone reads the domains (lean): each class takes
+   its device as decide_one's fast path leaves the class (the device
+   joined, the size one more, as if the constraint domain were under it),
+   without the constraint domain, its constraint and the decisions' arrays,
+   which only explanations and replays read: at 1,000,000 chain calls 12 MB
+   of domains and 16 MB of constraints not written. Elsewhere (a function
+   class; a device the class cannot take, which only memory failing could
+   leave) decide_one's general path, whose reason no one reads. */
+static int decide_lean(pctx *c) {
+  dp__domains *d = c->d;
+  struct dp__placement *pl = c->pl;
+  const dp_place_problem *p = &pl->p;
+  for (uint32_t v = 0; v < c->nv; v++) {
+    if (p->fixed[v] != DP__NONE_ID) continue;
+    uint32_t r = root_of(d, c->vroot[v]), dev = pl->labdev[pl->label[v]];
+    dp__dnode *R = &d->nodes[r];
+    uint32_t j = !R->vdev ? dev : dev ? dp__dev_join(d->dev, R->vdev, dev) : DP__NONE_ID;
+    if (j && j != DP__NONE_ID && !d->on_link && !R->isfn) {
+      R->size = R->size < DP__DSIZE_MAX ? (uint32_t)R->size + 1 : DP__DSIZE_MAX;
+      R->vdev = j;
+    } else if (decide_one(d, r, dev, NULL) == DP__NONE_ID) {
+      return oom(c);
+    }
+  }
+  return 0;
+}
+
 static int decide(pctx *c) {
+  if (c->lean) return decide_lean(c);
   dp__domains *d = c->d;
   struct dp__placement *pl = c->pl;
   const dp_place_problem *p = &pl->p;
   uint32_t n = 0;
   for (uint32_t v = 0; v < c->nv; v++) n += p->fixed[v] == DP__NONE_ID;
-  pl->var = kept_block(c, 2 * (size_t)(n ? n : 1) * sizeof *pl->var);
-  pl->cons = pl->var ? pl->var + (n ? n : 1) : NULL;
   /* (room for a constraint domain per decision, made at once: dp__dom_first
-     would grow the domains' arrays one at a time, copying them) */
-  if (!pl->var || !pl->cons || n > UINT32_MAX - d->nnodes || n > UINT32_MAX - d->ncons ||
-      dp_grow((void **)&d->nodes, &d->capnodes, d->nnodes + n, sizeof *d->nodes) < 0 ||
-      dp_grow((void **)&d->cons, &d->capcons, d->ncons + n, sizeof *d->cons) < 0)
+     would grow the domains' arrays one at a time, copying them; the
+     constraints first, to the larger block the solve left) */
+  if (n > UINT32_MAX - d->nnodes || n > UINT32_MAX - d->ncons || cons_room(c, n) < 0 ||
+      dp_grow((void **)&d->nodes, &d->capnodes, d->nnodes + n, sizeof *d->nodes) < 0)
     return oom(c);
+  /* (every variable decided: no array of them) */
+  if (n != c->nv && !(pl->var = kept_block(c, (size_t)(n ? n : 1) * sizeof *pl->var))) return oom(c);
+  pl->cons0 = d->nnodes;
   for (uint32_t v = 0; v < c->nv; v++) {
     if (p->fixed[v] != DP__NONE_ID) continue;
     uint32_t k = decide_one(d, c->vroot[v], pl->labdev[pl->label[v]], c->vwhy[v]);
-    if (k == DP__NONE_ID) return oom(c); /* (a free class takes any device: only memory can fail) */
-    pl->var[pl->n] = v;
-    pl->cons[pl->n++] = k;
+    if (k == DP__NONE_ID || cons_apart(pl, n, pl->n, k) < 0)
+      return oom(c); /* (a free class takes any device: only memory can fail) */
+    if (pl->var) pl->var[pl->n] = v;
+    if (pl->cons) pl->cons[pl->n] = k;
+    pl->n++;
   }
   return 0;
 }
@@ -765,10 +851,10 @@ static int solve(pctx *c) {
   return 0;
 }
 
-int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h,
+int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h, int lean,
               struct dp__placement **out, dp_err **err) {
   static const dp_place_hooks none = {0};
-  pctx c = {.d = d, .flows = flows, .ix = d->ix, .h = h ? h : &none,
+  pctx c = {.d = d, .flows = flows, .ix = d->ix, .h = h ? h : &none, .lean = lean,
             .pl = dp_calloc(1, sizeof(struct dp__placement))};
   *out = NULL;
   int rc = -1;
@@ -780,9 +866,9 @@ int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h,
   /* the variables are found as the nets are made (var_for, in the room
      nets() makes), the labels counted when all are known */
   c.pl->p.nlabels = 64;
-  if (selectable(&c) < 0 || nets(&c) < 0 || widen(&c) < 0 || costs(&c) < 0 || (name_classes(&c), solve(&c)) < 0 ||
-      decide(&c) < 0)
-    goto done;
+  if (selectable(&c) < 0 || nets(&c) < 0 || widen(&c) < 0 || costs(&c) < 0) goto done;
+  if (!c.lean) name_classes(&c); /* (lean: no decision is named) */
+  if (solve(&c) < 0 || decide(&c) < 0) goto done;
   c.pl->vroot = c.vroot; /* (the decisions read them; in pl->block) */
   c.pl->vwhy = c.vwhy;
   *out = c.pl;
@@ -802,7 +888,7 @@ done:
 int dp__place_replay(dp__domains *d, const struct dp__placement *pl, dp_err **err) {
   if (!pl) return 0;
   for (uint32_t i = 0; i < pl->n; i++) {
-    uint32_t v = pl->var[i], k = dp__dom_first(d, pl->labdev[pl->label[v]], R_PLACEMENT, pl->vwhy[v]);
+    uint32_t v = dvar(pl, i), k = dp__dom_first(d, pl->labdev[pl->label[v]], R_PLACEMENT, pl->vwhy[v]);
     if (d->oom || dp__unify(d, pl->vroot[v], k, R_PLACEMENT, pl->vwhy[v], err) < 0) {
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return -1;
@@ -829,11 +915,11 @@ char *dp__place_reason(dp__domains *d, const struct dp__placement *pl, uint32_t 
   uint32_t lo = 0, hi = pl->n;
   while (lo < hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (pl->cons[mid] < cons) lo = mid + 1;
+    if (dcons(pl, mid) < cons) lo = mid + 1;
     else hi = mid;
   }
-  if (lo == pl->n || pl->cons[lo] != cons) return NULL;
-  uint32_t v = pl->var[lo], chosen = pl->label[v];
+  if (lo == pl->n || dcons(pl, lo) != cons) return NULL;
+  uint32_t v = dvar(pl, lo), chosen = pl->label[v];
   size_t cap = 256 + 160 * (size_t)pl->nsel, len = 0;
   char *s = dp_malloc(cap), c[96];
   if (!s) return NULL;
@@ -855,14 +941,15 @@ char *dp__place_reason(dp__domains *d, const struct dp__placement *pl, uint32_t 
 int dp__place_each(dp__domains *d, const struct dp__placement *pl, dp_place_fn fn, void *ud,
                    dp_err **err) {
   for (uint32_t i = 0; pl && i < pl->n; i++) {
-    uint64_t a = pl->p.allowed[pl->var[i]];
+    uint32_t v = dvar(pl, i);
+    uint64_t a = pl->p.allowed[v];
     if (!(a & (a - 1))) continue; /* one device it could take: an annotation's, no choice */
-    char *text = dp__place_reason(d, pl, pl->cons[i]);
+    char *text = dp__place_reason(d, pl, dcons(pl, i));
     if (!text) {
       dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
       return -1;
     }
-    int rc = fn(ud, pl->vwhy[pl->var[i]], d->dev->v[pl->labdev[pl->label[pl->var[i]]]], text);
+    int rc = fn(ud, pl->vwhy[v], d->dev->v[pl->labdev[pl->label[v]]], text);
     free(text);
     if (rc) return rc;
   }

@@ -41,9 +41,10 @@ static int worded(dp_domains *s, int rc, dp_err **err) {
 
 /* Placement by cost on the domains of s, from analysis' flows (their
    memory taken by it): its decisions kept in s (for explanations and
-   replays), and logged. */
-static int place(dp_domains *s, dp__flows *flows, const dp_place_hooks *h, dp_err **err) {
-  if (dp__place(&s->uf, flows, h, &s->place, err) < 0) return -1;
+   replays; lean: capture alone reads s, and no decision is kept), and
+   logged. */
+static int place(dp_domains *s, dp__flows *flows, const dp_place_hooks *h, int lean, dp_err **err) {
+  if (dp__place(&s->uf, flows, h, lean, &s->place, err) < 0) return -1;
   if (dp__log_add(&s->log, (dp__op_log){LOG_PLACE, R_PLACEMENT, NULL, NULL, 0}) == 0) return 0;
   dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return -1;
@@ -73,7 +74,7 @@ static dp_domains *plan(dp_module *m, const dp_config *cfg, const dp_plan_opts *
   if (rc == 0) dp__index_drop_map(ix);           /* (the phases after it go by id) */
   if (rc > 0) rc = worded(s, rc, err);           /* the first conflict, worded */
   else if (rc == 0 && how.nconf) rc = dp__conflict_errors(s, all, err); /* every one */
-  else if (rc == 0 && placing) rc = place(s, &flows, o->hooks, err);    /* placement by cost */
+  else if (rc == 0 && placing) rc = place(s, &flows, o->hooks, captured, err); /* placement by cost */
   free(flows.v);
   if (rc == 0) rc = captured ? default_for_capture(s, err) : dp_plan_default(s, err); /* phase 2 */
   if (rc == 0 && captured) {                     /* (only explanations and replays read the */

@@ -630,8 +630,10 @@ uint32_t *dp__plan_order(const dp__index *ix);
 struct dp__placement;
 /* (flows->v is taken, NULL after: its memory, touched already, is the
    room of the cut's graph, with that of its own array of a variable per
-   domain) */
-int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h,
+   domain). lean: capture alone reads d after this (then it goes): the
+   classes take their devices without the constraint domains that say
+   why, and *out holds no decisions (no replay, no explanations) */
+int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h, int lean,
               struct dp__placement **out, dp_err **err);
 void dp__place_free(struct dp__placement *p);
 /* The decisions pl made, made again on d (fresh domains of the same index
