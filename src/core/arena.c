@@ -127,6 +127,20 @@ void dp__release_tail(void *p, size_t used, size_t n) {
 #endif
 }
 
+size_t dp__tail_small(const void *p, size_t used, size_t n) {
+#if defined(__linux__) && defined(MADV_DONTNEED) && !DP__SANITIZED
+  size_t h = dp__huge_page_size();
+  if (!p || !h || dp_huge_size(n) <= h) return 0; /* (kept whole, above) */
+  uintptr_t end = (uintptr_t)p + used, start = end & ~(uintptr_t)(h - 1);
+  return start > (uintptr_t)p ? (size_t)(end - start) : 0;
+#else
+  (void)p;
+  (void)used;
+  (void)n;
+  return 0;
+#endif
+}
+
 void *dp__arena_alloc(dp__arena *a, size_t size, int *in_arena) {
   size = (size + 7) & ~(size_t)7;
   *in_arena = 0;

@@ -70,6 +70,16 @@ void dp__prefault(void *p, size_t n);
    it on small pages). A hint: nothing where the system has no way to say
    it, nor in the sanitizer build. */
 void dp__release_tail(void *p, size_t used, size_t n);
+/* The bytes of block p (its first `used` in use, asked for as n) that
+   dp__release_tail(p, used, n) leaves on small pages: those of its last
+   huge page, which giving back the rest splits (0: none split). Each such
+   page read costs more than on a huge page, far more on a virtual machine
+   that maps the guest's pages itself (this one: a shadow fault per small
+   page first touched after the split, some 7 us: PlanDevices' analysis at
+   a million let calls 47 -> 64 ms for the 2.7 MiB its arrays' split pages
+   held); a caller that can lay its arrays out so that fewer such bytes are
+   read asks here. */
+size_t dp__tail_small(const void *p, size_t used, size_t n);
 
 /* Calls, lets and variables in an arena (NULL: on the heap): dp_call_new,
    dp_let_new and dp_var_new otherwise (projections: below). */

@@ -87,5 +87,28 @@ void dp_test_arena(int *passed, int *failed) {
   dp__release_tail(blk, used, one);
   CHECK(blk[0] == 0xCD && blk[used - 1] == 0xCD);
   if (dp__huge_page_size() && dp_huge_size(one) <= dp__huge_page_size()) CHECK(blk[used + 8192] == 0xCD);
+  /* none of it is left on small pages; nor of a block not on huge pages */
+  CHECK(dp__tail_small(blk, used, one) == 0);
+  CHECK(dp__tail_small(blk, 100, 4096) == 0);
+  free(blk);
+  /* a block of 3 MiB using 2.5: what its last huge page holds stays on
+     small pages once the rest goes back (where huge pages come on
+     request and the sanitizer is not in: else nothing is split) */
+  size_t h = dp__huge_page_size(), most = (size_t)5 << 19;
+  blk = dp_malloc(big);
+  CHECK(blk != NULL);
+  if (!blk) return;
+#if defined(__linux__) && !DP__SANITIZED
+  if (h && dp_huge_size(big) > h) {
+    uintptr_t end = (uintptr_t)blk + most, start = end & ~(uintptr_t)(h - 1);
+    CHECK(start > (uintptr_t)blk && dp__tail_small(blk, most, big) == end - start);
+    CHECK(dp__tail_small(blk, most, big) > 0 && dp__tail_small(blk, most, big) < h);
+  } else {
+    CHECK(dp__tail_small(blk, most, big) == 0);
+  }
+#else
+  CHECK(dp__tail_small(blk, most, big) == 0);
+  (void)h;
+#endif
   free(blk);
 }
