@@ -682,19 +682,32 @@ static int costs(pctx *c) {
    root: r's class is first order, of size 1 at least), written in place
    where the room is made already and no one is told of links; the general
    path elsewhere. The constraint domain, or DP__NONE_ID: out of memory. */
+/* The device root R's class takes when decided dev, where the fast path
+   may write it in place: 0 where it may not (a function class, a device
+   the class cannot take, someone told of links). A partly constrained
+   class, a memory scope or an id left open, takes the join of its device
+   and the decided one, as dp__unify's general path links it: the same
+   link, the scratch of its undo trail aside. */
+static uint32_t joined_in_place(const dp__domains *d, const dp__dnode *R, uint32_t dev) {
+  uint32_t v = !R->vdev ? dev : dev ? dp__dev_join(d->dev, R->vdev, dev) : DP__NONE_ID;
+  return v != DP__NONE_ID && !d->on_link && !R->isfn ? v : 0;
+}
+
+/* Root R as the fast path leaves it: one more in its class, device v. */
+static void take_device(dp__dnode *R, uint32_t v) {
+  R->size = R->size < DP__DSIZE_MAX ? (uint32_t)R->size + 1 : DP__DSIZE_MAX;
+  R->vdev = v;
+}
+
 static uint32_t decide_one(dp__domains *d, uint32_t r, uint32_t dev, dp_expr *why) {
   r = root_of(d, r);
   dp__dnode *R = &d->nodes[r];
-  /* (a partly constrained class, a memory scope or an id left open, takes
-     the join of its device and the decided one, as dp__unify's general
-     path links it: the same link, the scratch of its undo trail aside) */
-  uint32_t v = !R->vdev ? dev : dev ? dp__dev_join(d->dev, R->vdev, dev) : DP__NONE_ID;
-  if (v && v != DP__NONE_ID && !d->on_link && !R->isfn && d->nnodes < d->capnodes && d->ncons < d->capcons) {
+  uint32_t v = joined_in_place(d, R, dev);
+  if (v && d->nnodes < d->capnodes && d->ncons < d->capcons) {
     uint32_t k = d->nnodes++;
     d->nodes[k] = (dp__dnode){.parent = r, .vdev = dev, .size = 1, .crule = R_PLACEMENT};
     d->cons[d->ncons++] = (dp__cons){k, dev, why};
-    R->size = R->size < DP__DSIZE_MAX ? (uint32_t)R->size + 1 : DP__DSIZE_MAX;
-    R->vdev = v;
+    take_device(R, v);
     return k;
   }
   uint32_t k = dp__dom_first(d, dev, R_PLACEMENT, why);
@@ -760,14 +773,9 @@ static int decide_lean(pctx *c) {
   for (uint32_t v = 0; v < c->nv; v++) {
     if (p->fixed[v] != DP__NONE_ID) continue;
     uint32_t r = root_of(d, c->vroot[v]), dev = pl->labdev[pl->label[v]];
-    dp__dnode *R = &d->nodes[r];
-    uint32_t j = !R->vdev ? dev : dev ? dp__dev_join(d->dev, R->vdev, dev) : DP__NONE_ID;
-    if (j && j != DP__NONE_ID && !d->on_link && !R->isfn) {
-      R->size = R->size < DP__DSIZE_MAX ? (uint32_t)R->size + 1 : DP__DSIZE_MAX;
-      R->vdev = j;
-    } else if (decide_one(d, r, dev, NULL) == DP__NONE_ID) {
-      return oom(c);
-    }
+    uint32_t j = joined_in_place(d, &d->nodes[r], dev);
+    if (j) take_device(&d->nodes[r], j);
+    else if (decide_one(d, r, dev, NULL) == DP__NONE_ID) return oom(c);
   }
   return 0;
 }
