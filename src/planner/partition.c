@@ -149,7 +149,8 @@ typedef struct pctx {
   uint32_t n;           /* g.n */
   dp_expr **x;          /* g.x */
   uint8_t *cls;
-  uint32_t *base;       /* the node under any on_device wrappers */
+  uint32_t *base;       /* the node under any wrappers when it is a member or a barrier (what
+                           a read of the node reads: producer), else DP__DFP_NONE */
   uint32_t *block;      /* let body / branch the node is in (MULTI: several); its place
                            holds outpos once the regions are made */
   /* regions: union-find over node indices */
@@ -521,11 +522,14 @@ static void count_reads(pctx *c, uint32_t v) {
   }
 }
 
-/* base[v]: the node under v's wrappers. A variable comes before its value
-   in post order, so chains are followed here, after classify; each node's
-   base is found once (a stack of the chain being resolved). Each node's
-   children come before it, their bases found: its reads are counted in
-   the same pass (a sweep over the graph less, cold at a million calls). */
+/* base[v]: the node under v's wrappers, DP__DFP_NONE where that is a leaf
+   (so that producer reads one array at the child, not base[] and then
+   cls[] at the base: both cold at a million calls, read in five passes).
+   A variable comes before its value in post order, so chains are followed
+   here, after classify; each node's base is found once (a stack of the
+   chain being resolved). Each node's children come before it, their bases
+   found: its reads are counted in the same pass (a sweep over the graph
+   less, cold at a million calls). */
 static int resolve_bases(pctx *c) {
   uint8_t *done = dp_calloc(c->n ? c->n : 1, 1);
   uint32_t *chain = NULL, nchain = 0, cap = 0;
@@ -541,7 +545,7 @@ static int resolve_bases(pctx *c) {
       chain[nchain++] = w;
       w = wrapped(c, w);
     }
-    uint32_t b = done[w] ? c->base[w] : w;
+    uint32_t b = done[w] ? c->base[w] : flows(c, w) ? w : DP__DFP_NONE;
     done[w] = 1;
     c->base[w] = b;
     while (nchain) {
@@ -588,8 +592,7 @@ static void classify(pctx *c) {
 static uint32_t producer(const pctx *c, uint32_t v, uint32_t k) {
   uint32_t ci = kid(c, v, k);
   if (ci == DP__DFP_NONE || (k == 0 && c->kind[v] == DP_LET)) return DP__DFP_NONE;
-  uint32_t b = c->base[ci];
-  return c->cls[b] == C_MEMBER || c->cls[b] == C_BARRIER ? b : DP__DFP_NONE;
+  return c->base[ci];
 }
 
 static int flows(const pctx *c, uint32_t v) { return c->cls[v] == C_MEMBER || c->cls[v] == C_BARRIER; }
@@ -638,11 +641,21 @@ static uint32_t find(pctx *c, uint32_t v) {
 /* What a lookup in a set finds for r. */
 enum { R_ABSENT = 0, R_STALE, R_COVERED };
 
+/* Where region r's entry is looked for first in a hash index of mask + 1
+   slots (16 at least): regions 16 apart hash apart, and the 16 regions of
+   an aligned run take the 16 slots of an aligned run, one cache line.
+   Sets read regions near one another in turn (a chain of lets: each let
+   covers the next one's region), so at a million calls the lookups of a
+   store of a million entries read a line every 16 regions, where a hash
+   of each region read a cold line each (8-15% of the pass on let and
+   branchy modules, perf at a million calls). */
+static uint32_t slot_of(uint32_t r, uint32_t mask) { return (((r >> 4) * 0x9E3779B1u) << 4 | (r & 15)) & mask; }
+
 /* The hash index of store s (slots hold entry positions + 1; each region
    is at most once in a store), made on the first lookup and kept up to
    date after. */
 static void index_put(rstore *s, uint32_t pos) {
-  uint32_t mask = s->hcap - 1, i = (s->a[pos] >> 1) * 0x9E3779B1u & mask;
+  uint32_t mask = s->hcap - 1, i = slot_of(s->a[pos] >> 1, mask);
   while (s->h[i]) i = (i + 1) & mask;
   s->h[i] = pos + 1;
 }
@@ -712,7 +725,7 @@ static uint32_t rset_find(rset *x, uint32_t r) {
   rstore *s = x->s;
   if (!x->n) return UINT32_MAX;
   if (!s->h && index_build(s) < 0) return UINT32_MAX - 1;
-  uint32_t mask = s->hcap - 1, i = r * 0x9E3779B1u & mask;
+  uint32_t mask = s->hcap - 1, i = slot_of(r, mask);
   for (; s->h[i]; i = (i + 1) & mask)
     if (s->a[s->h[i] - 1] >> 1 == r) return s->h[i] - 1 < x->n ? s->h[i] - 1 : UINT32_MAX;
   return UINT32_MAX;
@@ -912,7 +925,7 @@ static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *joins
 static int make_regions(pctx *c) {
   /* (the reads are counted: resolve_bases) */
   uint32_t root = c->base[c->n - 1];
-  if (flows(c, root)) c->remaining[root]++; /* the function's result: never closed */
+  if (root != DP__DFP_NONE) c->remaining[root]++; /* the function's result: never closed */
   dp__dfp_u32s parents = {NULL, 0, 0}, joins = {NULL, 0, 0};
   int rc = 0;
   for (uint32_t v = 0; v < c->n && rc == 0; v++) {
@@ -926,7 +939,7 @@ static int make_regions(pctx *c) {
      function result's: the sets are gone without a sweep over them (a
      million-node body's array is far larger than the cache) */
   if (rc == 0) {
-    if (flows(c, root)) rset_free(&c->restr[find(c, root)]);
+    if (root != DP__DFP_NONE) rset_free(&c->restr[find(c, root)]);
     c->sets_freed = 1;
   }
   return rc;
@@ -1124,14 +1137,15 @@ static dp_expr *param_for(pctx *c, fbuild *b, uint32_t xi, dp_vdev *fallback) {
   return &p->e;
 }
 
-/* Does child xi (with base xb) move into the function that reads it? A
-   constant does, with the on_device annotations around it (the host's
-   sizes and shapes of the memory dialect say so); so does a Composite or
-   Primitive literal without free variables. Not through a variable: its
-   let stays in the caller. -1: out of memory. */
-static int stays_inside(const pctx *c, uint32_t xi, uint32_t xb) {
-  for (uint32_t w = xi; w != xb; w = wrapped(c, w))
-    if (c->letof[w] != MULTI) return 0;
+/* Does child xi move into the function that reads it (not a member of
+   it)? A constant does, with the on_device annotations around it (the
+   host's sizes and shapes of the memory dialect say so); so does a
+   Composite or Primitive literal without free variables. Not through a
+   variable: its let stays in the caller. -1: out of memory. */
+static int stays_inside(const pctx *c, uint32_t xi) {
+  uint32_t xb = xi; /* (its base, a leaf or not: base[] has only those that flow) */
+  for (; c->cls[xb] == C_WRAP && wrapped(c, xb) != DP__DFP_NONE; xb = wrapped(c, xb))
+    if (c->letof[xb] != MULTI) return 0;
   if (c->kind[xb] == DP_CONST) return 1;
   if (c->kind[xb] != DP_FUNC) return 0; /* (the graph's kind: no read of a cold node) */
   const dp_expr *e = c->x[xb];
@@ -1154,11 +1168,17 @@ static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
   for (uint32_t k = 0; k < n; k++) {
     uint32_t xi = kid(c, m, k);
     uint32_t xb = xi == DP__DFP_NONE ? DP__DFP_NONE : c->base[xi];
-    int inside = xi == DP__DFP_NONE ? 0 : stays_inside(c, xi, xb);
+    if (xi == DP__DFP_NONE) {
+      kids[k] = dp_expr_child(e, k);
+      continue;
+    }
+    if (hoisted(c, xb) && find(c, xb) == find(c, m)) {
+      kids[k] = c->inner[xb];
+      continue;
+    }
+    int inside = stays_inside(c, xi); /* (a member's copy is never a leaf: asked only here) */
     if (inside < 0) goto out;
-    if (xi == DP__DFP_NONE) kids[k] = dp_expr_child(e, k);
-    else if (hoisted(c, xb) && find(c, xb) == find(c, m)) kids[k] = c->inner[xb];
-    else if (inside) kids[k] = c->x[xi];
+    if (inside) kids[k] = c->x[xi];
     else if (!(kids[k] = param_for(c, b, xi, vd))) goto out;
   }
   r = typed_as(c, dp__expr_with_children_in(&c->arena, e, kids), e->type);
@@ -1573,7 +1593,7 @@ static void reuse_arrays(pctx *c) {
   if (!c->sets_freed) {
     memset(c->restr, 0, (size_t)n * sizeof *c->restr);
     memset(c->remaining, 0, (size_t)n * sizeof *c->remaining);
-  } else if (c->n && flows(c, c->base[c->n - 1])) {
+  } else if (c->n && c->base[c->n - 1] != DP__DFP_NONE) {
     c->remaining[find(c, c->base[c->n - 1])] = 0;
   }
   c->inner = (dp_expr **)(void *)c->restr; /* (16 bytes a node: two pointers; inner is
