@@ -642,12 +642,12 @@ static uint32_t find(pctx *c, uint32_t v) {
 enum { R_ABSENT = 0, R_STALE, R_COVERED };
 
 /* Where region r's entry is looked for first in a hash index of mask + 1
-   slots (16 at least): regions 16 apart hash apart, and the 16 regions of
+   slots (16 at least): aligned runs of 16 regions hash apart, and the 16 of
    an aligned run take the 16 slots of an aligned run, one cache line.
    Sets read regions near one another in turn (a chain of lets: each let
    covers the next one's region), so at a million calls the lookups of a
    store of a million entries read a line every 16 regions, where a hash
-   of each region read a cold line each (8-15% of the pass on let and
+   of each region read a cold line each (7-15% of the pass on let and
    branchy modules, perf at a million calls). */
 static uint32_t slot_of(uint32_t r, uint32_t mask) { return (((r >> 4) * 0x9E3779B1u) << 4 | (r & 15)) & mask; }
 
