@@ -33,9 +33,11 @@
  * (post order; on_device calls, whose bodies capture follows, are never
  * changed in place).
  *
- * With consume, capture_last also cuts the index behind it where the ids
- * it is done with are the top ones (a let chain's, built from the last let
- * up): their pages go while the plan's new nodes are made.
+ * capture_last also cuts the index behind it where the ids it is done
+ * with are the top ones (a let chain's, built from the last let up): their
+ * pages go while the plan's new nodes are made. With consume always;
+ * without it where the index is large enough for the pages to matter (the
+ * plan's new nodes then take pages the cuts gave back, not fresh ones).
  *
  * Each function's nodes are rewritten in post order (the index's), each
  * once, from its children's rewritten forms and the devices of their
@@ -83,6 +85,7 @@ typedef struct cctx {
   uint8_t *dev;      /* id -> its device's index (0: none), read once before capture
                         (NULL: more than 255 devices, then read from the domains) */
   int last;          /* dp__capture_last: nothing reads the domains after capture */
+  int consume;       /* the caller gave the module up (cut: the arrays' tails go too) */
   uint8_t *excl;     /* consume: a bit per id, held by its parent alone up to a function
                         only the module holds (changed in place); NULL: nothing is (in
                         isnew's block) */
@@ -783,17 +786,31 @@ static void shrink_vs(cctx *c) {
   if (p) c->vs = p, c->capvs = cap;
 }
 
-/* With consume, the index cut (capture_last) behind capture as it goes
-   (without it the input stays beside its plan, which outweighs the index,
-   and the pass over the post order below is not paid): at a million
+/* The index cut (capture_last) behind capture as it goes: at a million
    let calls a let's children are all the ids after it, and capture builds
    the lets last, from the last one up, so that the ids it is done with
    are one block at the top, which goes while the new on_device calls are
    made (the numbering's 96 MB were all there at capture's end, beside
    them and the plan). A checkpoint every c->step positions, a sixteenth
-   of the ids (at least 8: small programs are cut too, so that every test
-   reads the index through cuts, where a read past one shows under ASan). */
+   of the ids (at least 8: with consume small programs are cut too, so
+   that every test reads the index through cuts, where a read past one
+   shows under ASan).
+   Without consume the input stays beside its plan, so the cuts lower
+   the peak little; what they do is give pages back just before the
+   plan's new nodes ask for more (a million let calls: some 70 MB of the
+   index, for 190 MB of new nodes). On the benchmark VM a page the process
+   gave back a moment ago costs its zeroing when taken again, a page the
+   host has not backed several times that (the guest hands free 8 MiB
+   blocks back to the host): PlanDevices on 1,000,000 let calls, median of
+   12 runs alternated (load 4-6), 0.51 s without these cuts, 0.39 s with
+   them (system seconds 0.18 -> 0.05). So they are made without consume
+   too where a cut gives back at least a huge page of the per-id arrays
+   (16 bytes an id: NOCONSUME_IDS ids and more), whole huge pages only (a
+   tail given back splits a page still read, on small pages then); on
+   smaller modules the pass below and the cuts cost more than they give
+   (100,000 let calls: capture 2-3 ms, 10-15%, slower). */
 #define CUTS 16u
+#define NOCONSUME_IDS ((uint32_t)1 << 21)
 
 /* The largest id read at node id: its own, its children's, and those of
    a child's chain of nested on_device calls (`through` follows it); a
@@ -834,6 +851,14 @@ static void tops(cctx *c) {
   }
   for (uint32_t t = c->ntop - 1; t > 0; t--)
     if (c->top[t] > c->top[t - 1]) c->top[t - 1] = c->top[t];
+  /* (without consume, only where the ids go before capture's last stretch,
+     while new nodes are still to be made: a cut at its end only frees
+     early what goes a moment later; at 1,000,000 branchy calls, whose
+     one cut came last, capture was slower with it) */
+  if (!c->consume && (c->ntop < 2 || c->top[c->ntop - 2] + 1 + c->step > ix->cap)) {
+    free(c->top);
+    c->top = NULL, c->ntop = 0;
+  }
 }
 
 /* At checkpoint t: the ids after its largest go, where that frees a block
@@ -841,7 +866,10 @@ static void tops(cctx *c) {
 static void cut(cctx *c, uint32_t t) {
   uint32_t keep = c->top[t] + 1;
   if (keep + c->step > c->ix->cap) return;
-  dp__index_cut(c->ix, keep);
+  /* (without consume the cuts are for whole huge pages the plan's nodes
+     take next: a tail given back would split a page still read, on small
+     pages then, where the peak no longer needs it) */
+  dp__index_cut(c->ix, keep, c->consume);
   if (c->dev) {
     uint8_t *p = dp_realloc(c->dev, keep);
     if (p) c->dev = p;
@@ -979,7 +1007,8 @@ static uint8_t *exclusive(const dp__index *ix, uint8_t *b) {
 
 static dp_module *capture(dp__domains *d, int last, int consume, dp_err **err) {
   dp__index *ix = d->ix;
-  cctx c = {.d = d, .ix = ix, .changed = DP__PTRMAP_INIT, .rcmap = DP__PTRMAP_INIT, .last = last};
+  cctx c = {.d = d, .ix = ix, .changed = DP__PTRMAP_INIT, .rcmap = DP__PTRMAP_INIT, .last = last,
+            .consume = consume};
   /* the planned module's new nodes, made in bulk (the annotations too:
      rules.c makes them in ix->ops.arena) */
   dp__arena arena = DP__ARENA_INIT;
@@ -989,7 +1018,7 @@ static dp_module *capture(dp__domains *d, int last, int consume, dp_err **err) {
   if (!out || devices(&c) < 0 || !(c.isnew = bits(&c, consume ? 3 * nb : 2 * nb))) goto oom;
   c.fol = c.isnew + nb;
   if (consume) c.excl = exclusive(ix, c.isnew + 2 * nb); /* (after `out` holds every function) */
-  if (consume) tops(&c);
+  if (consume || ix->n >= NOCONSUME_IDS) tops(&c);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = capture_function(&c, i, err);
     if (!f) goto fail;
