@@ -830,32 +830,55 @@ static uint32_t read_at(const dp__index *ix, uint32_t id, uint32_t m, uint32_t a
   return m;
 }
 
+/* The post order's entry that ends at *at (its last byte has no 0x80),
+   read backwards: its zigzag difference; *at moves to its first byte. */
+static uint32_t post_back(const uint8_t *lo, const uint8_t **at) {
+  const uint8_t *b = *at - 1;
+  while (b > lo && (b[-1] & 0x80)) b--;
+  *at = b;
+  uint32_t z = 0;
+  for (unsigned sh = 0;; sh += 7, b++) {
+    z |= (uint32_t)(*b & 0x7F) << sh;
+    if (!(*b & 0x80)) return z;
+  }
+}
+
 /* The last function's checkpoints (c->top): the largest id read from
-   each on, by one pass over its post order (each stretch's largest, then
-   the largest of those from each stretch on). Only where
-   nothing else reads an id out of that order (no node numbered twice:
-   is_param looks those up by their other ids). Out of memory: no
-   checkpoints (nothing is cut). */
+   each on, by one pass over its post order from its end (each stretch's
+   largest, kept as the largest from there on). Only where nothing else
+   reads an id out of that order (no node numbered twice: is_param looks
+   those up by their other ids). The pass stops at the first stretch
+   (from the end) no cut could follow: the largest read from there on
+   leaves less than a stretch of ids above it, and so from every earlier
+   one (at a million let calls it reads the lets, the last third, and not
+   the values before them: a whole pass cost capture some 200
+   instructions a call, cold). Out of memory: no checkpoints (nothing is
+   cut). */
 static void tops(cctx *c) {
   const dp__index *ix = c->ix;
   if (!c->last || ix->ndups || !ix->nfn) return;
-  uint32_t fn = ix->nfn - 1, len = ix->fnid[fn + 1] - ix->fnid[fn], all = ix->n - 1, id;
+  uint32_t fn = ix->nfn - 1, len = ix->fnid[fn + 1] - ix->fnid[fn], all = ix->n - 1;
   c->step = ix->n / CUTS > 8 ? ix->n / CUTS : 8;
   if (len < 2 * c->step || !(c->top = dp_calloc(len / c->step + 1, sizeof *c->top))) return;
   c->ntop = len / c->step + 1;
-  dp__post it;
-  dp__post_start(&it, ix, fn, fn + 1);
-  for (uint32_t k = 0; (id = dp__post_next(&it)) != DP__NONE_ID; k++) {
-    uint32_t *t = &c->top[k / c->step];
-    *t = read_at(ix, id, *t, all);
+  const uint8_t *lo = ix->post + ix->fnpost[fn], *at = ix->post + ix->fnpost[fn + 1];
+  uint32_t id = ix->fnid[fn], m = 0, t = c->ntop - 1; /* (the root is finished last) */
+  if (t * c->step >= len) t--; /* (an empty last stretch: no checkpoint reaches it) */
+  for (uint32_t k = len; k-- > 0;) {
+    m = read_at(ix, id, m, all);
+    uint32_t z = post_back(lo, &at);
+    id -= (z >> 1) ^ (0u - (z & 1)); /* (the id finished before it) */
+    if (k != t * c->step) continue;
+    c->top[t] = m;
+    if (t == 0 || (uint64_t)m + 1 + c->step > ix->cap) break; /* (no cut from here back) */
+    t--;
   }
-  for (uint32_t t = c->ntop - 1; t > 0; t--)
-    if (c->top[t] > c->top[t - 1]) c->top[t - 1] = c->top[t];
+  for (; t > 0; t--) c->top[t - 1] = m; /* (as large or larger: no cut there) */
   /* (without consume, only where the ids go before capture's last stretch,
      while new nodes are still to be made: a cut at its end only frees
      early what goes a moment later; at 1,000,000 branchy calls, whose
      one cut came last, capture was slower with it) */
-  if (!c->consume && (c->ntop < 2 || c->top[c->ntop - 2] + 1 + c->step > ix->cap)) {
+  if (!c->consume && (c->ntop < 2 || (uint64_t)c->top[c->ntop - 2] + 1 + c->step > ix->cap)) {
     free(c->top);
     c->top = NULL, c->ntop = 0;
   }
