@@ -33,9 +33,11 @@
  * (post order; on_device calls, whose bodies capture follows, are never
  * changed in place).
  *
- * With consume, capture_last also cuts the index behind it where the ids
- * it is done with are the top ones (a let chain's, built from the last let
- * up): their pages go while the plan's new nodes are made.
+ * capture_last also cuts the index behind it where the ids it is done
+ * with are the top ones (a let chain's, built from the last let up): their
+ * pages go while the plan's new nodes are made. With consume always;
+ * without it where the index is large enough for the pages to matter (the
+ * plan's new nodes then take pages the cuts gave back, not fresh ones).
  *
  * Each function's nodes are rewritten in post order (the index's), each
  * once, from its children's rewritten forms and the devices of their
@@ -83,6 +85,7 @@ typedef struct cctx {
   uint8_t *dev;      /* id -> its device's index (0: none), read once before capture
                         (NULL: more than 255 devices, then read from the domains) */
   int last;          /* dp__capture_last: nothing reads the domains after capture */
+  int consume;       /* the caller gave the module up (cut: the arrays' tails go too) */
   uint8_t *excl;     /* consume: a bit per id, held by its parent alone up to a function
                         only the module holds (changed in place); NULL: nothing is (in
                         isnew's block) */
@@ -783,17 +786,31 @@ static void shrink_vs(cctx *c) {
   if (p) c->vs = p, c->capvs = cap;
 }
 
-/* With consume, the index cut (capture_last) behind capture as it goes
-   (without it the input stays beside its plan, which outweighs the index,
-   and the pass over the post order below is not paid): at a million
+/* The index cut (capture_last) behind capture as it goes: at a million
    let calls a let's children are all the ids after it, and capture builds
    the lets last, from the last one up, so that the ids it is done with
    are one block at the top, which goes while the new on_device calls are
    made (the numbering's 96 MB were all there at capture's end, beside
    them and the plan). A checkpoint every c->step positions, a sixteenth
-   of the ids (at least 8: small programs are cut too, so that every test
-   reads the index through cuts, where a read past one shows under ASan). */
+   of the ids (at least 8: with consume small programs are cut too, so
+   that every test reads the index through cuts, where a read past one
+   shows under ASan).
+   Without consume the input stays beside its plan, so the cuts lower
+   the peak little; what they do is give pages back just before the
+   plan's new nodes ask for more (a million let calls: some 70 MB of the
+   index, for 190 MB of new nodes). On the benchmark VM a page the process
+   gave back a moment ago costs its zeroing when taken again, a page the
+   host has not backed several times that (the guest hands free 8 MiB
+   blocks back to the host): PlanDevices on 1,000,000 let calls, median of
+   12 runs alternated (load 4-6), 0.51 s without these cuts, 0.39 s with
+   them (system seconds 0.18 -> 0.05). So they are made without consume
+   too where a cut gives back at least a huge page of the per-id arrays
+   (16 bytes an id: NOCONSUME_IDS ids and more), whole huge pages only (a
+   tail given back splits a page still read, on small pages then); on
+   smaller modules the pass below and the cuts cost more than they give
+   (100,000 let calls: capture 2-3 ms, 10-15%, slower). */
 #define CUTS 16u
+#define NOCONSUME_IDS ((uint32_t)1 << 21)
 
 /* The largest id read at node id: its own, its children's, and those of
    a child's chain of nested on_device calls (`through` follows it); a
@@ -813,27 +830,58 @@ static uint32_t read_at(const dp__index *ix, uint32_t id, uint32_t m, uint32_t a
   return m;
 }
 
+/* The post order's entry that ends at *at (its last byte has no 0x80),
+   read backwards: its zigzag difference; *at moves to its first byte. */
+static uint32_t post_back(const uint8_t *lo, const uint8_t **at) {
+  const uint8_t *b = *at - 1;
+  while (b > lo && (b[-1] & 0x80)) b--;
+  *at = b;
+  uint32_t z = 0;
+  for (unsigned sh = 0;; sh += 7, b++) {
+    z |= (uint32_t)(*b & 0x7F) << sh;
+    if (!(*b & 0x80)) return z;
+  }
+}
+
 /* The last function's checkpoints (c->top): the largest id read from
-   each on, by one pass over its post order (each stretch's largest, then
-   the largest of those from each stretch on). Only where
-   nothing else reads an id out of that order (no node numbered twice:
-   is_param looks those up by their other ids). Out of memory: no
-   checkpoints (nothing is cut). */
+   each on, by one pass over its post order from its end (each stretch's
+   largest, kept as the largest from there on). Only where nothing else
+   reads an id out of that order (no node numbered twice: is_param looks
+   those up by their other ids). The pass stops at the first stretch
+   (from the end) no cut could follow: the largest read from there on
+   leaves less than a stretch of ids above it, and so from every earlier
+   one (at a million let calls it reads the lets, the last third, and not
+   the values before them: a whole pass cost capture some 200
+   instructions a call, cold). Out of memory: no checkpoints (nothing is
+   cut). */
 static void tops(cctx *c) {
   const dp__index *ix = c->ix;
   if (!c->last || ix->ndups || !ix->nfn) return;
-  uint32_t fn = ix->nfn - 1, len = ix->fnid[fn + 1] - ix->fnid[fn], all = ix->n - 1, id;
+  uint32_t fn = ix->nfn - 1, len = ix->fnid[fn + 1] - ix->fnid[fn], all = ix->n - 1;
   c->step = ix->n / CUTS > 8 ? ix->n / CUTS : 8;
   if (len < 2 * c->step || !(c->top = dp_calloc(len / c->step + 1, sizeof *c->top))) return;
   c->ntop = len / c->step + 1;
-  dp__post it;
-  dp__post_start(&it, ix, fn, fn + 1);
-  for (uint32_t k = 0; (id = dp__post_next(&it)) != DP__NONE_ID; k++) {
-    uint32_t *t = &c->top[k / c->step];
-    *t = read_at(ix, id, *t, all);
+  const uint8_t *lo = ix->post + ix->fnpost[fn], *at = ix->post + ix->fnpost[fn + 1];
+  uint32_t id = ix->fnid[fn], m = 0, t = c->ntop - 1; /* (the root is finished last) */
+  if (t * c->step >= len) t--; /* (an empty last stretch: no checkpoint reaches it) */
+  for (uint32_t k = len; k-- > 0;) {
+    m = read_at(ix, id, m, all);
+    uint32_t z = post_back(lo, &at);
+    id -= (z >> 1) ^ (0u - (z & 1)); /* (the id finished before it) */
+    if (k != t * c->step) continue;
+    c->top[t] = m;
+    if (t == 0 || (uint64_t)m + 1 + c->step > ix->cap) break; /* (no cut from here back) */
+    t--;
   }
-  for (uint32_t t = c->ntop - 1; t > 0; t--)
-    if (c->top[t] > c->top[t - 1]) c->top[t - 1] = c->top[t];
+  for (; t > 0; t--) c->top[t - 1] = m; /* (as large or larger: no cut there) */
+  /* (without consume, only where the ids go before capture's last stretch,
+     while new nodes are still to be made: a cut at its end only frees
+     early what goes a moment later; at 1,000,000 branchy calls, whose
+     one cut came last, capture was slower with it) */
+  if (!c->consume && (c->ntop < 2 || (uint64_t)c->top[c->ntop - 2] + 1 + c->step > ix->cap)) {
+    free(c->top);
+    c->top = NULL, c->ntop = 0;
+  }
 }
 
 /* At checkpoint t: the ids after its largest go, where that frees a block
@@ -841,7 +889,10 @@ static void tops(cctx *c) {
 static void cut(cctx *c, uint32_t t) {
   uint32_t keep = c->top[t] + 1;
   if (keep + c->step > c->ix->cap) return;
-  dp__index_cut(c->ix, keep);
+  /* (without consume the cuts are for whole huge pages the plan's nodes
+     take next: a tail given back would split a page still read, on small
+     pages then, where the peak no longer needs it) */
+  dp__index_cut(c->ix, keep, c->consume);
   if (c->dev) {
     uint8_t *p = dp_realloc(c->dev, keep);
     if (p) c->dev = p;
@@ -979,7 +1030,8 @@ static uint8_t *exclusive(const dp__index *ix, uint8_t *b) {
 
 static dp_module *capture(dp__domains *d, int last, int consume, dp_err **err) {
   dp__index *ix = d->ix;
-  cctx c = {.d = d, .ix = ix, .changed = DP__PTRMAP_INIT, .rcmap = DP__PTRMAP_INIT, .last = last};
+  cctx c = {.d = d, .ix = ix, .changed = DP__PTRMAP_INIT, .rcmap = DP__PTRMAP_INIT, .last = last,
+            .consume = consume};
   /* the planned module's new nodes, made in bulk (the annotations too:
      rules.c makes them in ix->ops.arena) */
   dp__arena arena = DP__ARENA_INIT;
@@ -989,7 +1041,7 @@ static dp_module *capture(dp__domains *d, int last, int consume, dp_err **err) {
   if (!out || devices(&c) < 0 || !(c.isnew = bits(&c, consume ? 3 * nb : 2 * nb))) goto oom;
   c.fol = c.isnew + nb;
   if (consume) c.excl = exclusive(ix, c.isnew + 2 * nb); /* (after `out` holds every function) */
-  if (consume) tops(&c);
+  if (consume || ix->n >= NOCONSUME_IDS) tops(&c);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = capture_function(&c, i, err);
     if (!f) goto fail;

@@ -718,7 +718,7 @@ void *dp__index_take(dp__index *ix, size_t n) {
   return q;
 }
 
-void dp__index_cut(dp__index *ix, uint32_t keep) {
+void dp__index_cut(dp__index *ix, uint32_t keep, int tails) {
   if (keep >= ix->n || keep + 1 >= ix->cap) return;
   uint32_t nk = ix->koff[keep];
   /* (post is by position, not id: it stays) */
@@ -729,13 +729,13 @@ void dp__index_cut(dp__index *ix, uint32_t keep) {
   for (int i = 0; i < 6; i++) {
     void *p = *arrs[i] ? dp_realloc(*arrs[i], ((size_t)keep + 1) * sizes[i]) : NULL;
     if (p) *arrs[i] = p; /* (a failed shrink keeps the larger array) */
-    if (p) dp__release_tail(p, ((size_t)keep + 1) * sizes[i], ((size_t)keep + 1) * sizes[i]);
+    if (p && tails) dp__release_tail(p, ((size_t)keep + 1) * sizes[i], ((size_t)keep + 1) * sizes[i]);
   }
   ix->cap = keep + 1;
   if (nk && nk < ix->capkid && !post_in_kid(ix)) { /* (else the post order is after the slots) */
     void *p = dp_realloc(ix->kid, (size_t)nk * sizeof *ix->kid);
     if (p) ix->kid = p, ix->capkid = nk;
-    if (p) dp__release_tail(p, (size_t)nk * sizeof *ix->kid, (size_t)nk * sizeof *ix->kid);
+    if (p && tails) dp__release_tail(p, (size_t)nk * sizeof *ix->kid, (size_t)nk * sizeof *ix->kid);
   }
 }
 

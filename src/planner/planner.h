@@ -271,8 +271,10 @@ void dp__index_free(dp__index *ix);
    last round, dp__capture_last): the per-id arrays and the children's
    slots cut there (their pages go; koff keeps keep + 1 entries, so that
    the ids below keep still have their children). n stays: nothing may
-   read those ids, nor walk every id, after it. */
-void dp__index_cut(dp__index *ix, uint32_t keep);
+   read those ids, nor walk every id, after it. tails: the rest of each
+   array's last huge page goes too (splitting it: what is still in use
+   there is then read on small pages); 0: whole huge pages only. */
+void dp__index_cut(dp__index *ix, uint32_t keep, int tails);
 /* A block of n bytes (uninitialised), the largest of the walk's spare
    blocks made to that size where one is left (the other is freed), else a
    new one; NULL on out of memory. */
