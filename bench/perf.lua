@@ -30,6 +30,8 @@
 --                    the step alone; a fixed cache: 32 KiB L1s, 32 MiB LL,
 --                    as this machine's) and its minor page faults per 1,000
 --                    calls: deterministic, where seconds swing with the host
+--                    (an --old build without dp.debug.callgrind: a difference
+--                    of two runs, the row marked "~")
 --   --settle S       wait S seconds before each fresh process (the host then
 --                    takes back more of the pages the last one freed, so
 --                    that small sizes pay first touches as large ones do;
@@ -51,9 +53,13 @@ local OUT = root .. "/bench/out"
 -- One step in this process: prints "secs warm_secs heap_bytes" (heap: the
 -- peak heap growth when bench/heapcount.c is preloaded, else 0). Mode
 -- "skip": everything but the step runs (callgrind's baseline); "once": the
--- step runs once (no warm run).
+-- step runs once (no warm run); "count": once, with callgrind switched on
+-- around the step alone (dp.debug.callgrind); "skipgc": as skip, with the
+-- full collection before the step ("once" minus it: the step alone, for a
+-- build without dp.debug.callgrind). The sixth field printed: the step's
+-- minor page faults.
 local function child(row, shape, n, mode)
-  local skip, count = mode == "skip", mode == "count"
+  local skip, count = mode == "skip" or mode == "skipgc", mode == "count"
   local once = mode == "once" or count
   local testing = require "devplan.testing"
   local config = testing.config("cuda")
@@ -70,7 +76,10 @@ local function child(row, shape, n, mode)
   local rusage = dp.debug and dp.debug.rusage
   local split
   local function time(f, ...)
-    if skip then return 0 end
+    if skip then
+      if mode == "skipgc" then collectgarbage() end -- (all but the step: --linear's baseline)
+      return 0
+    end
     collectgarbage()
     collectgarbage("stop")
     os.getenv("DEVPLAN_HEAP_RESET")
@@ -256,7 +265,9 @@ end
 -- {Ir, LL misses} per call, and the step's minor page faults per 1,000
 -- calls from a native run. Mode "count" switches callgrind on around the
 -- step only (dp.debug.callgrind); a build without it (--old) gets a run
--- with the step minus one without it, as --callgrind.
+-- with the step minus one with all but the step and its collection
+-- (mode skipgc), its row marked "~" (LL misses of two runs differ in more
+-- than the step).
 local CACHE = "--I1=32768,8,64 --D1=32768,8,64 --LL=33554432,16,64"
 local function counts(build, row, shape, n)
   module_file(shape, n)
@@ -285,18 +296,21 @@ local function counts(build, row, shape, n)
   run("count", "no")
   local c = totals(file .. ".1")
   os.remove(file)
-  if not c then -- (no dp.debug.callgrind in this build)
+  local approx = false
+  if not c then -- (no dp.debug.callgrind in this build: LL misses are then
+    -- a difference of two runs whose caches differ, "~")
     run("once", "yes")
     local with = totals(file)
-    run("skip", "yes")
+    run("skipgc", "yes")
     local without = totals(file)
     c = with and without and {with[1] - without[1], with[2] - without[2]}
+    approx = true
   end
   os.remove(file)
   local out = sh(("'%s/bin/devplan' '%s' --child %s %s %d count"):format(build[2], SCRIPT, row, shape, n))
   local flt = tonumber(out:match("^%S+%s+%S+%s+%S+%s+%S+%s+%S+%s+(%S+)"))
   if not c then return nil end
-  return c[1] / n, c[2] / n, flt and flt >= 0 and flt * 1000 / n or nil
+  return c[1] / n, c[2] / n, flt and flt >= 0 and flt * 1000 / n or nil, approx
 end
 
 -- The --linear table of a step table's rows: per call, instructions and
@@ -305,13 +319,17 @@ end
 local LIN_COLS = ("%8s %8s %8s %6s %6s %7s %7s %7s %6s %6s %6s %6s %6s"):format("Ir", "Ir", "Ir", "x", "x", "LL", "LL",
   "LL", "x", "x", "flt/1k", "flt/1k", "flt/1k")
 local function linear_row(build, row, shape, n)
-  local ir, ll, fl = {}, {}, {}
-  for i, m in ipairs{n // 100, n // 10, n} do ir[i], ll[i], fl[i] = counts(build, row, shape, m) end
+  local ir, ll, fl, approx = {}, {}, {}, false
+  for i, m in ipairs{n // 100, n // 10, n} do
+    local a
+    ir[i], ll[i], fl[i], a = counts(build, row, shape, m)
+    approx = approx or a
+  end
   if not (ir[1] and ir[2] and ir[3]) then return "        ? (callgrind failed)" end
   local function x(a, b) return b > 0 and ("%6.1f"):format(10 * a / b) or "     ?" end
   local function f(v) return v and ("%6.1f"):format(v) or "     ?" end
   return ("%8.0f %8.0f %8.0f %s %s %7.2f %7.2f %7.2f %s %s %s %s %s"):format(ir[1], ir[2], ir[3], x(ir[2], ir[1]),
-    x(ir[3], ir[2]), ll[1], ll[2], ll[3], x(ll[2], ll[1]), x(ll[3], ll[2]), f(fl[1]), f(fl[2]), f(fl[3]))
+    x(ir[3], ir[2]), ll[1], ll[2], ll[3], x(ll[2], ll[1]), x(ll[3], ll[2]), f(fl[1]), f(fl[2]), f(fl[3])) .. (approx and " ~" or "")
 end
 local function linear_header(what, first)
   print("")
