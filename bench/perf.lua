@@ -20,7 +20,18 @@
 --                    printfile, annotate, share, partition, report_text, report_json,
 --                    min_bytes, min_bytes4; "all"): a run with the step minus
 --                    one without it (the machine has no instruction counters)
---   --repeat N       best of N fresh processes per measurement (default 1)
+--   --repeat N       best of N fresh processes per measurement (default 1);
+--                    in the step tables (scale, partition, steps) the two
+--                    smaller sizes run 4N and 2N (cheap; a cold run of a few
+--                    milliseconds swings most)
+--   --linear         after the scale, partition and steps tables: each of
+--                    their steps' instructions and simulated last-level
+--                    cache misses per call at the three sizes (callgrind,
+--                    the step alone; a fixed cache: 32 KiB L1s, 32 MiB LL,
+--                    as this machine's) and its minor page faults per 1,000
+--                    calls: deterministic, where seconds swing with the host
+--                    (an --old build without dp.debug.callgrind: a difference
+--                    of two runs, the row marked "~")
 --   --settle S       wait S seconds before each fresh process (the host then
 --                    takes back more of the pages the last one freed, so
 --                    that small sizes pay first touches as large ones do;
@@ -42,9 +53,14 @@ local OUT = root .. "/bench/out"
 -- One step in this process: prints "secs warm_secs heap_bytes" (heap: the
 -- peak heap growth when bench/heapcount.c is preloaded, else 0). Mode
 -- "skip": everything but the step runs (callgrind's baseline); "once": the
--- step runs once (no warm run).
+-- step runs once (no warm run); "count": once, with callgrind switched on
+-- around the step alone (dp.debug.callgrind); "skipgc": as skip, with the
+-- full collection before the step ("once" minus it: the step alone, for a
+-- build without dp.debug.callgrind). The sixth field printed: the step's
+-- minor page faults.
 local function child(row, shape, n, mode)
-  local skip, once = mode == "skip", mode == "once"
+  local skip, count = mode == "skip" or mode == "skipgc", mode == "count"
+  local once = mode == "once" or count
   local testing = require "devplan.testing"
   local config = testing.config("cuda")
   local function read(path)
@@ -60,23 +76,29 @@ local function child(row, shape, n, mode)
   local rusage = dp.debug and dp.debug.rusage
   local split
   local function time(f, ...)
-    if skip then return 0 end
+    if skip then
+      if mode == "skipgc" then collectgarbage() end -- (all but the step: --linear's baseline)
+      return 0
+    end
     collectgarbage()
     collectgarbage("stop")
     os.getenv("DEVPLAN_HEAP_RESET")
+    local cg = count and not split and dp.debug.callgrind
     local u0 = rusage and rusage()
+    if cg then cg(true) end
     local t0 = os.clock()
     local r = f(...)
     local s = os.clock() - t0
+    if cg then cg(false) end
     local u1 = rusage and rusage()
-    split = split or (u1 and {u1.user - u0.user, u1.sys - u0.sys}) or {-1, -1}
+    split = split or (u1 and {u1.user - u0.user, u1.sys - u0.sys, u1.minflt - u0.minflt}) or {-1, -1, -1}
     collectgarbage("restart")
     return s, r
   end
   local heap = function() return tonumber(os.getenv("DEVPLAN_HEAP_PEAK")) or 0 end
   local function report(s1, s2, h)
-    split = split or {-1, -1}
-    print(s1, s2, h, split[1], split[2])
+    split = split or {-1, -1, -1}
+    print(s1, s2, h, split[1], split[2], split[3])
   end
   if row == "parse" then
     local s = time(dp.parse, text, testing.META)
@@ -126,7 +148,7 @@ end
 -- ---------------------------------------------------------------- the parent
 
 local opts = {rows = "plan,scale,heap,cli,parse,print,annotate,share,partition,report,min_bytes,steps",
-              n = 1000000, ["repeat"] = 1, settle = 0}
+              n = 1000000, ["repeat"] = 1, settle = 0, linear = false}
 do
   local i = 1
   while arg[i] do
@@ -134,6 +156,9 @@ do
     if a == "--rows" or a == "--old" or a == "--n" or a == "--repeat" or a == "--callgrind" or a == "--settle" then
       opts[a:sub(3)] = assert(arg[i + 1], a .. " needs a value")
       i = i + 2
+    elseif a == "--linear" then
+      opts.linear = true
+      i = i + 1
     else error("perf.lua: unknown option " .. a .. " (see the header of bench/perf.lua)") end
   end
   opts.n = math.tointeger(tonumber(opts.n))
@@ -180,10 +205,11 @@ local SCRIPT = here .. "/perf.lua"
 -- of N) is not.
 -- --settle S first waits S seconds, so that more processes find the host's
 -- pages as an idle machine leaves them (docs/benchmarks.md: fresh pages).
-local function step(build, row, shape, n, env)
+local function step(build, row, shape, n, env, reps)
   module_file(shape, n)
+  reps = reps or opts["repeat"]
   local best, user, sys, split = {math.huge, math.huge, 0, -1, -1}, 0, 0, true
-  for _ = 1, opts["repeat"] do
+  for _ = 1, reps do
     if opts.settle > 0 then sh(("sleep %g"):format(opts.settle)) end
     local out = sh(("%s '%s/bin/devplan' '%s' --child %s %s %d"):format(env or "", build[2], SCRIPT, row,
       shape, n))
@@ -195,7 +221,7 @@ local function step(build, row, shape, n, env)
     split = split and u >= 0 and k >= 0
     user, sys = user + u, sys + k
   end
-  if split then best[4], best[5] = user / opts["repeat"], sys / opts["repeat"] end
+  if split then best[4], best[5] = user / reps, sys / reps end
   return table.unpack(best)
 end
 
@@ -208,10 +234,14 @@ local function ratio(a, b) return (a >= 0 and b > 0) and ("%7.1f"):format(a / b)
 local function size(n) return n % 1000000 == 0 and (n // 1000000) .. "M" or n % 1000 == 0 and (n // 1000) .. "k" or tostring(n) end
 local STEP_COLS = ("%9s %9s %9s %7s %7s %7s %7s %7s"):format(size(N // 100) .. " s", size(N // 10) .. " s",
   size(N) .. " s", "x", "x", "user x", "x", "sys s")
+-- The two smaller sizes take the best of 4x and 2x the processes (their
+-- cold runs of a few ms swing most with the host; cheap to repeat).
+local SMALL_REPEAT = {4, 2, 1}
 local function three(get, n)
-  local a, _, _, ua = get(n // 100)
-  local c, _, _, uc = get(n // 10)
-  local d, _, _, ud, sd = get(n)
+  local r = opts["repeat"]
+  local a, _, _, ua = get(n // 100, SMALL_REPEAT[1] * r)
+  local c, _, _, uc = get(n // 10, SMALL_REPEAT[2] * r)
+  local d, _, _, ud, sd = get(n, SMALL_REPEAT[3] * r)
   return ("%9.4f %9.4f %9.3f %7.1f %7.1f %s %s %s"):format(a, c, d, c / a, d / c, ratio(uc, ua), ratio(ud, uc),
     sd >= 0 and ("%7.3f"):format(sd) or "      ?")
 end
@@ -227,6 +257,85 @@ local function instructions(build, row, shape, n)
   local with, without = ir(false), ir(true)
   if not with or not without then return nil end
   return (with - without) / n
+end
+
+-- The step alone under callgrind with a fixed simulated cache (this
+-- machine's sizes: 32 KiB L1s, a 32 MiB last level; valgrind would read
+-- the host's, which the virtual machine reports as 256 MiB direct-mapped):
+-- {Ir, LL misses} per call, and the step's minor page faults per 1,000
+-- calls from a native run. Mode "count" switches callgrind on around the
+-- step only (dp.debug.callgrind); a build without it (--old) gets a run
+-- with the step minus one with all but the step and its collection
+-- (mode skipgc), its row marked "~" (LL misses of two runs differ in more
+-- than the step).
+local CACHE = "--I1=32768,8,64 --D1=32768,8,64 --LL=33554432,16,64"
+local function counts(build, row, shape, n)
+  module_file(shape, n)
+  local file = os.tmpname()
+  local function totals(path)
+    local f = io.open(path)
+    if not f then return nil end
+    local ev, tot
+    for l in f:lines() do
+      ev = l:match("^events:%s*(.*)") or ev
+      tot = l:match("^summary:%s*(.*)") or l:match("^totals:%s*(.*)") or tot
+    end
+    f:close()
+    os.remove(path)
+    if not (ev and tot) then return nil end
+    local t, names = {}, {}
+    for e in ev:gmatch("%S+") do names[#names + 1] = e end
+    local i = 0
+    for v in tot:gmatch("%S+") do i = i + 1; t[names[i]] = tonumber(v) end
+    return {t.Ir or 0, (t.ILmr or 0) + (t.DLmr or 0) + (t.DLmw or 0)}
+  end
+  local function run(mode, atstart)
+    sh(("valgrind --tool=callgrind --cache-sim=yes %s --instr-atstart=%s --callgrind-out-file='%s' '%s/bin/devplan' '%s' --child %s %s %d %s >/dev/null 2>&1")
+      :format(CACHE, atstart, file, build[2], SCRIPT, row, shape, n, mode))
+  end
+  run("count", "no")
+  local c = totals(file .. ".1")
+  os.remove(file)
+  local approx = false
+  if not c then -- (no dp.debug.callgrind in this build: LL misses are then
+    -- a difference of two runs whose caches differ, "~")
+    run("once", "yes")
+    local with = totals(file)
+    run("skipgc", "yes")
+    local without = totals(file)
+    c = with and without and {with[1] - without[1], with[2] - without[2]}
+    approx = true
+  end
+  os.remove(file)
+  local out = sh(("'%s/bin/devplan' '%s' --child %s %s %d count"):format(build[2], SCRIPT, row, shape, n))
+  local flt = tonumber(out:match("^%S+%s+%S+%s+%S+%s+%S+%s+%S+%s+(%S+)"))
+  if not c then return nil end
+  return c[1] / n, c[2] / n, flt and flt >= 0 and flt * 1000 / n or nil, approx
+end
+
+-- The --linear table of a step table's rows: per call, instructions and
+-- LL misses at the three sizes, and each step's factor (10x the per-call
+-- growth: linear is 10, the goal <= 11); faults per 1,000 calls.
+local LIN_COLS = ("%8s %8s %8s %6s %6s %7s %7s %7s %6s %6s %6s %6s %6s"):format("Ir", "Ir", "Ir", "x", "x", "LL", "LL",
+  "LL", "x", "x", "flt/1k", "flt/1k", "flt/1k")
+local function linear_row(build, row, shape, n)
+  local ir, ll, fl, approx = {}, {}, {}, false
+  for i, m in ipairs{n // 100, n // 10, n} do
+    local a
+    ir[i], ll[i], fl[i], a = counts(build, row, shape, m)
+    approx = approx or a
+  end
+  if not (ir[1] and ir[2] and ir[3]) then return "        ? (callgrind failed)" end
+  local function x(a, b) return b > 0 and ("%6.1f"):format(10 * a / b) or "     ?" end
+  local function f(v) return v and ("%6.1f"):format(v) or "     ?" end
+  return ("%8.0f %8.0f %8.0f %s %s %7.2f %7.2f %7.2f %s %s %s %s %s"):format(ir[1], ir[2], ir[3], x(ir[2], ir[1]),
+    x(ir[3], ir[2]), ll[1], ll[2], ll[3], x(ll[2], ll[1]), x(ll[3], ll[2]), f(fl[1]), f(fl[2]), f(fl[3])) .. (approx and " ~" or "")
+end
+local function linear_header(what, first)
+  print("")
+  print(("## %s: per call at %s / %s / %s calls (callgrind, the step alone; x: 10x the growth per call, goal <= 11)")
+    :format(what, size(N // 100), size(N // 10), size(N)))
+  print(first .. " " .. LIN_COLS)
 end
 
 -- A command line: CPU seconds (user + sys) and peak RSS in MB of 10^6 bytes
@@ -253,11 +362,15 @@ local function row(fmt, ...) print(fmt:format(...)) end
 local SHAPES = {"chain", "let", "branchy"}
 local plan_secs = {} -- [build label][shape][n] = cold seconds
 
-local function plan_time(build, shape, n)
+local function plan_time(build, shape, n, reps)
   plan_secs[build[1]] = plan_secs[build[1]] or {}
   local t = plan_secs[build[1]]
   t[shape] = t[shape] or {}
-  if not t[shape][n] then t[shape][n] = {step(build, "plan", shape, n)} end
+  reps = reps or opts["repeat"]
+  if not t[shape][n] or t[shape][n].reps < reps then
+    t[shape][n] = {step(build, "plan", shape, n, nil, reps)}
+    t[shape][n].reps = reps
+  end
   return table.unpack(t[shape][n])
 end
 
@@ -291,7 +404,13 @@ if ROWS.scale then
     ("%-8s %-4s %s"):format("shape", "", STEP_COLS))
   for _, shape in ipairs(SHAPES) do
     for _, b in ipairs(BUILDS) do
-      row("%-8s %-4s %s", shape, b[1], three(function(n) return plan_time(b, shape, n) end, N))
+      row("%-8s %-4s %s", shape, b[1], three(function(n, reps) return plan_time(b, shape, n, reps) end, N))
+    end
+  end
+  if opts.linear then
+    linear_header("PlanDevices", ("%-8s %-4s"):format("shape", ""))
+    for _, shape in ipairs(SHAPES) do
+      for _, b in ipairs(BUILDS) do row("%-8s %-4s %s", shape, b[1], linear_row(b, "plan", shape, N)) end
     end
   end
 end
@@ -353,7 +472,13 @@ if ROWS.partition then
     ("%-8s %-4s %s"):format("shape", "", STEP_COLS))
   for _, shape in ipairs{"let", "branchy"} do
     for _, b in ipairs(BUILDS) do
-      row("%-8s %-4s %s", shape, b[1], three(function(n) return step(b, "partition", shape, n) end, N))
+      row("%-8s %-4s %s", shape, b[1], three(function(n, reps) return step(b, "partition", shape, n, nil, reps) end, N))
+    end
+  end
+  if opts.linear then
+    linear_header("PartitionByVirtualDevice", ("%-8s %-4s"):format("shape", ""))
+    for _, shape in ipairs{"let", "branchy"} do
+      for _, b in ipairs(BUILDS) do row("%-8s %-4s %s", shape, b[1], linear_row(b, "partition", shape, N)) end
     end
   end
 end
@@ -387,7 +512,17 @@ if ROWS.steps then
   for _, p in ipairs(passes) do
     for _, shape in ipairs(p[3]) do
       for _, b in ipairs(BUILDS) do
-        row("%-38s %-8s %-4s %s", p[2], shape, b[1], three(function(n) return step(b, p[1], shape, n) end, N))
+        row("%-38s %-8s %-4s %s", p[2], shape, b[1], three(function(n, reps) return step(b, p[1], shape, n, nil, reps) end, N))
+      end
+    end
+  end
+  if opts.linear then
+    linear_header("Every other pass", ("%-38s %-8s %-4s"):format("pass", "shape", ""))
+    for _, p in ipairs(passes) do
+      for _, shape in ipairs(p[3]) do
+        for _, b in ipairs(BUILDS) do
+          row("%-38s %-8s %-4s %s", p[2], shape, b[1], linear_row(b, p[1], shape, N))
+        end
       end
     end
   end

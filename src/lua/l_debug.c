@@ -6,13 +6,25 @@
  * how many allocations ran since it was armed; rusage gives the process's
  * user and system CPU seconds and page faults apart, for benchmarks (on a
  * virtual machine the kernel's share, first touches of fresh pages, moves
- * with what the host did to them; os.clock gives only the sum).
+ * with what the host did to them; os.clock gives only the sum); callgrind
+ * switches valgrind's callgrind on and off around one step (the machine has
+ * no hardware counters: bench/perf.lua --linear counts a step's
+ * instructions and simulated cache misses without the parse before it).
  */
 #if !defined(_WIN32)
 #include <sys/resource.h>
 #endif
 #include "l_aux.h"
 #include "l_init.h"
+
+/* valgrind's client requests are macros that do nothing outside valgrind
+   (no library to link); a system without the header gets no-ops. */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define DP_HAVE_CALLGRIND 1
+#endif
+#endif
 
 /* fail_alloc(n [, persistent]): n-th allocation from now fails (n = 0 or
    nil: off); persistent: that one and every later one. */
@@ -49,8 +61,31 @@ static int rusage(lua_State *L) {
 #endif
 }
 
+/* callgrind(on) -> whether this process runs under valgrind: on = true
+   zeroes callgrind's counts and starts instrumenting (a run started with
+   --instr-atstart=no then counts only what follows), false stops it and
+   dumps the counts (the step alone) to callgrind's output file. */
+static int callgrind(lua_State *L) {
+  int on = lua_toboolean(L, 1);
+#if defined(DP_HAVE_CALLGRIND)
+  if (on) {
+    CALLGRIND_START_INSTRUMENTATION;
+    CALLGRIND_ZERO_STATS;
+  } else {
+    CALLGRIND_DUMP_STATS;
+    CALLGRIND_STOP_INSTRUMENTATION;
+  }
+  lua_pushboolean(L, RUNNING_ON_VALGRIND != 0);
+#else
+  (void)on;
+  lua_pushboolean(L, 0);
+#endif
+  return 1;
+}
+
 void dp__lua_open_debug(lua_State *L) {
   static const luaL_Reg fns[] = {{"fail_alloc", fail_alloc}, {"alloc_count", alloc_count}, {"rusage", rusage},
+                                 {"callgrind", callgrind},
                                  {NULL, NULL}};
   dp__lua_subtable(L, "debug"); /* shared with dp.debug.counts (l_device.c) */
   luaL_setfuncs(L, fns, 0);

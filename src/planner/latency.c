@@ -694,7 +694,8 @@ static dp_err *budget_error(dp__lat *l, const dp_latency_opts *o, dp_module *pla
       char *dv = dp__vdev_short(pg.devs[worst]), *pk = bytes_text(mem.peak[worst]), *bd = bytes_text(budget);
       size_t cap = 512 + 160 * (size_t)(nlive < 8 ? nlive : 8), len = 0;
       char *msg = dp_malloc(cap);
-      if (msg && dv && pk && bd) {
+      int ok = msg && dv && pk && bd;
+      if (ok) {
         len += (size_t)snprintf(msg + len, cap - len, "memory budget: no placement found keeps %s within "
                                 "its budget of %s: the best plan found holds %s there at %.6g s, %u value%s "
                                 "live:", dv, bd, pk, mem.at[worst], nlive, nlive == 1 ? "" : "s");
@@ -702,16 +703,16 @@ static dp_err *budget_error(dp__lat *l, const dp_latency_opts *o, dp_module *pla
           uint32_t v = live[i];
           char *what = dp__describe(planned->ctx, pg.expr[v]), *sz = bytes_text(pg.bytes[v]);
           const char *kind = pg.kind[v] == DP_TASK_COPY ? "a copy of " : "";
-          len += (size_t)snprintf(msg + len, cap - len, "%s %s%s (%s)", i ? "," : "", kind,
-                                  what ? what : "?", sz ? sz : "?");
+          ok = what && sz; /* (out of memory: that error, not a message with a hole) */
+          if (ok)
+            len += (size_t)snprintf(msg + len, cap - len, "%s %s%s (%s)", i ? "," : "", kind, what, sz);
           free(what);
           free(sz);
+          if (!ok) break;
         }
-        if (nlive > 8 && len < cap) snprintf(msg + len, cap - len, ", and %u more", nlive - 8);
-        e = dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "%s", msg);
-      } else {
-        e = oom_err();
+        if (ok && nlive > 8 && len < cap) snprintf(msg + len, cap - len, ", and %u more", nlive - 8);
       }
+      e = ok ? dp_err_new(DP_ERR_VALUE, DP_NOSPAN, "%s", msg) : oom_err();
       free(msg);
       free(dv);
       free(pk);

@@ -22,9 +22,10 @@
  * (the copies' ends are where their argument and their readers live
  * already).
  *
- * Per function, no recursion (any depth): one walk numbers the nodes in
- * post order and keys each copy (its value under its on_device calls, its
- * two devices); the first copy of a key stands for all; one rewrite
+ * Per function, no recursion (any depth): one walk (its own: shared nodes
+ * found again by their marks) numbers the nodes in post order and keys
+ * each copy (its value under its on_device calls, its two devices); the
+ * first copy of a key stands for all; one rewrite
  * (dp_rewrite) replaces each copy by its representative's rebuilt node. A
  * copy of a copy that merged (a value copied to a device and back in two
  * places) is keyed by its value only then: another round merges it. Time:
@@ -40,16 +41,49 @@ typedef struct ckey { dp_expr *value; dp_vdev *src, *dst; uint32_t next, rep; } 
 
 typedef struct copy { dp_expr *e; uint32_t key, rep; } copy;
 
+/* A node the walk keeps: a shared one (reached again: not walked twice), a
+   copy, or a copied value. Found again by its mark (dp_expr.mark: its index
+   here, checked against e, as index.c and report.c do), not a pointer map:
+   on a plan without copies the walk's visited set was the whole pass, and
+   its probes grew per node with the map's load (let, 100k -> 1M calls:
+   913 -> 1,645 instructions per call). */
+typedef struct node {
+  dp_expr *e;
+  uint32_t cp;    /* its index in cp (a planner copy), or NONE */
+  uint32_t first; /* as a copied value: its first key + 1, or 0 */
+} node;
+
+typedef struct frame { dp_expr *e; uint32_t i, n; } frame;
+
 typedef struct sctx {
   struct dp__plan_ops ops;
   copy *cp; uint32_t n, cap;  /* the planner copies, in post order */
-  dp__ptrmap id;              /* copy -> its index in cp */
+  node *nd; uint32_t nn, capn;
+  frame *st; uint32_t capst;  /* the walk's stack */
   dp_expr **made;             /* per copy that stands for others: its rebuilt node (owned) */
   ckey *k; uint32_t nk, capk;
-  dp__ptrmap first;           /* value -> its first key + 1 */
   int again;                  /* a round merged the value of another copy */
   int oom;
 } sctx;
+
+/* e's entry in nd, or NONE. */
+static uint32_t node_of(const sctx *c, const dp_expr *e) {
+  uint32_t m = e->mark;
+  return m < c->nn && c->nd[m].e == e ? m : NONE;
+}
+
+/* e's entry, made when it has none (NONE: out of memory). */
+static uint32_t node_add(sctx *c, dp_expr *e) {
+  uint32_t m = node_of(c, e);
+  if (m != NONE) return m;
+  if (dp_grow((void **)&c->nd, &c->capn, c->nn + 1, sizeof *c->nd) < 0) {
+    c->oom = 1;
+    return NONE;
+  }
+  c->nd[c->nn] = (node){e, NONE, 0};
+  e->mark = c->nn;
+  return c->nn++;
+}
 
 /* The key of a planner copy (value under its on_device calls, src, dst). */
 static uint32_t key_of(sctx *c, dp_expr *e) {
@@ -57,33 +91,33 @@ static uint32_t key_of(sctx *c, dp_expr *e) {
   dp_vdev *src, *dst;
   if (!dp__device_copy_props(&c->ops, e, &body, &src, &dst) || !src || !dst) return NONE;
   while ((b = dp__on_device_body(&c->ops, body))) body = b;
-  dp__ptrslot *slot = dp__ptrmap_find(&c->first, body);
-  for (uint32_t k = slot ? slot->val : 0; k; k = c->k[k - 1].next)
+  uint32_t v = node_add(c, body);
+  if (v == NONE) return NONE;
+  for (uint32_t k = c->nd[v].first; k; k = c->k[k - 1].next)
     if (c->k[k - 1].src == src && c->k[k - 1].dst == dst) return k - 1;
-  if (dp_grow((void **)&c->k, &c->capk, c->nk + 1, sizeof *c->k) < 0) goto oom;
-  c->k[c->nk] = (ckey){body, src, dst, slot ? slot->val : 0, NONE};
-  if (slot) slot->val = c->nk + 1;
-  else if (dp__ptrmap_set(&c->first, body, c->nk + 1, 0) < 0) goto oom;
+  if (dp_grow((void **)&c->k, &c->capk, c->nk + 1, sizeof *c->k) < 0) {
+    c->oom = 1;
+    return NONE;
+  }
+  c->k[c->nk] = (ckey){body, src, dst, c->nd[v].first, NONE};
+  c->nd[v].first = c->nk + 1;
   return c->nk++;
-oom:
-  c->oom = 1;
-  return NONE;
 }
 
 /* Post order: each planner copy keyed, its representative the first copy
    of its key. Only copies are remembered: a plan without copies costs one
    walk. */
-static int number(void *ud, dp_expr *e) {
-  sctx *c = ud;
+static int number(sctx *c, dp_expr *e) {
   if (e->h.kind != DP_CALL || ((dp_call *)e)->fn != &c->ops.device_copy->e) return 0;
   uint32_t key = key_of(c, e);
   if (c->oom) return -1;
   if (key == NONE) return 0;
-  if (dp_grow((void **)&c->cp, &c->cap, c->n + 1, sizeof *c->cp) < 0 ||
-      dp__ptrmap_set(&c->id, e, c->n, 0) < 0) {
+  uint32_t m = node_add(c, e);
+  if (m == NONE || dp_grow((void **)&c->cp, &c->cap, c->n + 1, sizeof *c->cp) < 0) {
     c->oom = 1;
     return -1;
   }
+  c->nd[m].cp = c->n;
   ckey *k = &c->k[key];
   if (k->rep == NONE) k->rep = c->n;
   c->cp[c->n] = (copy){e, key, k->rep};
@@ -91,13 +125,41 @@ static int number(void *ud, dp_expr *e) {
   return 0;
 }
 
+/* First reach of e: 0 already walked, 1 pushed, -1 out of memory. A node
+   with one reference has one parent: it is reached once (as dp_visit). */
+static int reach(sctx *c, dp_expr *e, uint32_t *top) {
+  if (e->h.rc > 1) {
+    if (node_of(c, e) != NONE) return 0;
+    if (node_add(c, e) == NONE) return -1;
+  }
+  if (dp_grow((void **)&c->st, &c->capst, *top + 1, sizeof *c->st) < 0) return -1;
+  c->st[(*top)++] = (frame){e, 0, dp_expr_nchildren(e)};
+  return 1;
+}
+
+/* f's nodes in post order (as dp_visit with number as post, no recursion). */
+static int walk(sctx *c, dp_expr *f) {
+  uint32_t top = 0;
+  if (reach(c, f, &top) < 0) return -1;
+  while (top > 0) {
+    frame *fr = &c->st[top - 1];
+    if (fr->i < fr->n) {
+      if (reach(c, dp_expr_child(fr->e, fr->i++), &top) < 0) return -1;
+    } else {
+      top--;
+      if (number(c, fr->e) < 0) return -1;
+    }
+  }
+  return 0;
+}
+
 static dp_expr *post(void *ud, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
   sctx *c = ud;
   (void)err;
   if (!rebuilt->type && orig->type) rebuilt->type = dp_retain(orig->type);
-  dp__ptrslot *slot = orig->h.kind == DP_CALL ? dp__ptrmap_find(&c->id, orig) : NULL;
-  if (!slot) return dp_retain(rebuilt);
-  uint32_t r = c->cp[slot->val].rep;
+  uint32_t m = orig->h.kind == DP_CALL ? node_of(c, orig) : NONE;
+  if (m == NONE || c->nd[m].cp == NONE) return dp_retain(rebuilt);
+  uint32_t r = c->cp[c->nd[m].cp].rep;
   if (!c->made[r]) c->made[r] = dp_retain(rebuilt); /* the first member met stands for all */
   return dp_retain(c->made[r]);
 }
@@ -107,17 +169,14 @@ static void forget(sctx *c) {
     for (uint32_t i = 0; i < c->n; i++) dp_release(c->made[i]);
   free(c->made);
   c->made = NULL;
-  c->n = c->nk = 0;
-  dp__ptrmap_free(&c->id);
-  dp__ptrmap_free(&c->first);
+  c->n = c->nk = c->nn = 0;
 }
 
 /* The function f with its copies shared; NULL + error. */
 static dp_expr *share_fn(sctx *c, dp_expr *f, dp_err **err) {
-  dp_visitor v = {NULL, number, c};
   dp_expr *out = NULL;
   c->again = 0;
-  if (dp_visit(f, &v) < 0 || c->oom) goto oom;
+  if (walk(c, f) < 0 || c->oom) goto oom;
   if (c->n == 0) { /* nothing to share */
     forget(c);
     return dp_retain(f);
@@ -126,8 +185,8 @@ static dp_expr *share_fn(sctx *c, dp_expr *f, dp_err **err) {
   /* a copy of a copy that goes now has its key only after this round (a
      value copied to a device and back, twice): another round merges it */
   for (uint32_t i = 0; i < c->n && !c->again; i++) {
-    dp__ptrslot *v = dp__ptrmap_find(&c->id, c->k[c->cp[i].key].value);
-    c->again = v && c->cp[v->val].rep != v->val;
+    uint32_t v = node_of(c, c->k[c->cp[i].key].value), j = v == NONE ? NONE : c->nd[v].cp;
+    c->again = j != NONE && c->cp[j].rep != j;
   }
   dp_rewriter rw = {NULL, post, c};
   out = dp_rewrite(f, &rw, err);
@@ -165,8 +224,8 @@ dp_module *dp_plan_share_copies(dp_module *m, dp_err **err) {
   }
   free(c.cp);
   free(c.k);
-  dp__ptrmap_free(&c.id);
-  dp__ptrmap_free(&c.first);
+  free(c.nd);
+  free(c.st);
   dp__plan_ops_free(&c.ops);
   return out;
 }
