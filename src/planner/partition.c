@@ -354,7 +354,10 @@ typedef struct gfr {
   uint32_t i, n;   /* next child slot, slots followed */
   uint32_t kbase;  /* its slots on the scratch list start here */
   uint32_t slot;   /* its own slot on the scratch list (the root: none) */
-  uint8_t note;
+  uint8_t note;    /* nflag[], F_MANY included: read as the node is met */
+  uint8_t kind;    /* its kind: a deep node (a let, whose body is its last slot) is
+                      finished long after it was met, its node cold by then at a
+                      million calls (0.9 LL misses a call on let); the frame has both */
 } gfr;
 
 typedef struct gbuild {
@@ -386,7 +389,8 @@ static uint32_t slots_of(const dp_expr *e) {
 /* Meets e, not in the graph yet: its frame pushed, its flags read. */
 static int discover(pctx *c, gbuild *b, dp_expr *e, uint32_t slot) {
   if (b->sp == b->capst && dp_grow8((void **)&b->st, &b->capst, b->sp + 1, sizeof *b->st) < 0) return -1;
-  b->st[b->sp++] = (gfr){e, 0, slots_of(e), b->nscratch, slot, note_node(c, e)};
+  b->st[b->sp++] = (gfr){e, 0, slots_of(e), b->nscratch, slot,
+                         (uint8_t)(note_node(c, e) | (e->h.rc > 1 ? F_MANY : 0)), (uint8_t)e->h.kind};
   return 0;
 }
 
@@ -425,11 +429,11 @@ static int finish_node(pctx *c, gbuild *b) {
   g->kstart[v] = total;
   g->kstart[v + 1] = total + nk;
   g->x[v] = f.e;
-  g->kind[v] = (uint8_t)f.e->h.kind;
+  g->kind[v] = f.kind;
   g->note[v] = f.note;
-  if (f.e->h.kind == DP_IF || f.e->h.kind == DP_MATCH || (f.e->h.kind == DP_FUNC && nk)) c->opens = 1;
+  if (f.kind == DP_IF || f.kind == DP_MATCH || (f.kind == DP_FUNC && nk)) c->opens = 1;
   c->letof[v] = MULTI;
-  if (f.e->h.kind == DP_LET && nk == 3 && g->kids[total] != DP__DFP_NONE && g->kids[total + 1] != DP__DFP_NONE)
+  if (f.kind == DP_LET && nk == 3 && g->kids[total] != DP__DFP_NONE && g->kids[total + 1] != DP__DFP_NONE)
     c->letof[g->kids[total]] = v; /* (its variable, finished before it) */
   if (c->lx && (f.note & F_ONDEV) && !c->unread) { /* its device for lexical.c, read here, the
                                                       node just read (its pass over the graph
@@ -443,10 +447,7 @@ static int finish_node(pctx *c, gbuild *b) {
       uint32_t t = g->kids[total + k];
       if (t != DP__DFP_NONE && g->kind[t] == DP_TUPLE) g->note[t] &= (uint8_t)~F_MEMBER;
     }
-  if (f.e->h.rc > 1) { /* (only a shared node is met again) */
-    f.e->mark = v;
-    g->note[v] |= F_MANY;
-  }
+  if (f.note & F_MANY) f.e->mark = v; /* (only a shared node is met again) */
   g->n = v + 1;
   b->nscratch = f.kbase;
   if (f.slot != DP__DFP_NONE) b->scratch[f.slot] = v;
@@ -1003,18 +1004,27 @@ static int mark_reads(pctx *c) {
   return 0;
 }
 
-/* Numbers the regions with a call, lists their members, marks outputs. */
+/* Numbers the regions with a call, lists their members, marks outputs.
+   The regions are numbered and their members counted in one pass (a
+   count a region, grown as they are numbered), then listed in a second:
+   each pass reads cls[] and uf[] at every node, cold at a million calls. */
 static int list_regions(pctx *c) {
-  uint32_t nregs = 0;
-  for (uint32_t v = 0; v < c->n; v++) { /* numbered first, allocated once */
+  uint32_t nregs = 0, *count = NULL, capcount = 0;
+  for (uint32_t v = 0; v < c->n; v++) {
     if (c->cls[v] != C_MEMBER) continue;
     uint32_t r = find(c, v);
-    if (c->hascall[r] && !c->rid[r]) c->rid[r] = ++nregs;
+    if (!c->hascall[r]) continue;
+    if (!c->rid[r]) {
+      if (dp_grow8((void **)&count, &capcount, nregs + 1, sizeof *count) < 0) return free(count), -1;
+      count[nregs] = 0;
+      c->rid[r] = ++nregs;
+    }
+    count[c->rid[r] - 1]++;
   }
-  if (!(c->regs = dp_calloc(nregs ? nregs : 1, sizeof *c->regs))) return -1;
+  if (!(c->regs = dp_calloc(nregs ? nregs : 1, sizeof *c->regs))) return free(count), -1;
   c->nregs = nregs;
-  for (uint32_t v = 0; v < c->n; v++)
-    if (hoisted(c, v)) region_of(c, v)->nmem++;
+  for (uint32_t i = 0; i < nregs; i++) c->regs[i].nmem = count[i];
+  free(count);
   uint32_t total = 0;
   for (uint32_t i = 0; i < c->nregs; i++) {
     c->regs[i].first = total;
