@@ -321,7 +321,7 @@ describe("PartitionByVirtualDevice's regions as data", function()
         assert.equal("memory", res.code, tostring(res))
       end
     end
-    assert.is_true(failures > 50, failures .. " allocations failed")
+    assert.is_true(failures > 45, failures .. " allocations failed") -- (50 since closed aliases are dropped: no store for them)
     assert.equal(want, tostring((partition.partition(planned))))
   end)
 

@@ -743,11 +743,16 @@ static int rset_cover(rset *x, uint32_t r) {
   return 0;
 }
 
-/* x's alias made an entry: x stops being made from one set alone. */
-static int rset_unalias(rset *x) {
+/* x's alias made an entry: x stops being made from one set alone. A
+   closed alias is dropped instead (add_set drops closed entries too): on
+   a chain of lets each let's set is made from the next one's, whose alias
+   is closed by then, and each such entry was kept in one store shared
+   down the chain (a million entries and their index at a million lets). */
+static int rset_unalias(const pctx *c, rset *x) {
   uint32_t r = alias_of(x);
   if (r == DP__DFP_NONE) return 0;
   x->alias1 = 0;
+  if (c->closed[r]) return 0;
   if (rset_cover(x, r) < 0) return x->alias1 = r + 1, -1;
   return 0;
 }
@@ -755,7 +760,7 @@ static int rset_unalias(rset *x) {
 /* x, made from the set of region b: b's entries (shared) and b. */
 static int rset_made_from(pctx *c, rset *x, uint32_t b) {
   rset *from = &c->restr[b];
-  if (rset_unalias(from) < 0) return -1; /* (b's own alias an entry of b's, once) */
+  if (rset_unalias(c, from) < 0) return -1; /* (b's own alias an entry of b's, once) */
   rset_free(x);
   if (from->s) {
     x->s = from->s;
@@ -868,7 +873,7 @@ static int take_over(pctx *c, uint32_t v, const dp__dfp_u32s *parents) {
   } else if (rset_made_from(c, &c->restr[v], b) < 0) {
     return -1;
   }
-  if (nextra && rset_unalias(&c->restr[v]) < 0) return -1;
+  if (nextra && rset_unalias(c, &c->restr[v]) < 0) return -1;
   for (uint32_t i = 0; nextra && i < parents->n; i++) {
     uint32_t q = parents->a[i];
     if (q != b && lookup_restr(c, v, q) != R_COVERED && rset_cover(&c->restr[v], q) < 0) return -1;
