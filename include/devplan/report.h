@@ -24,6 +24,9 @@ typedef struct dp_report_copy {
   uint32_t src_dev, dst_dev; /* their indices in dev (UINT32_MAX: not written) */
   const char *fn, *name;  /* the copy's printed name and its function (NULL: none; owned by the data) */
   const char *value_fn, *value_name; /* the value's */
+  const dp_type *type;    /* the copy's checked type (held) and position, read as it is counted
+                             (the rows then need not go back to a node long out of the cache) */
+  dp_span span;
 } dp_report_copy;
 
 typedef struct dp_report_data {

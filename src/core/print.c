@@ -186,6 +186,8 @@ typedef struct printer {
   uint32_t *oldmarks;
   uint32_t nshared, capshared;
   int by_mark; /* flat_shared finds them by mark, not in the map */
+  const dp__print_fin *fin; /* DP__PRINT_FIN: told each node the flat walk finishes */
+  int slot_failed;          /* its slot gave none: the walk gives up */
 } printer;
 
 /* ---------------- small helpers ---------------- */
@@ -1618,6 +1620,20 @@ static inline void put_tref(dp__tb *b, uint64_t x) {
   b->n += n;
 }
 
+size_t dp__print_tref_text(uint64_t x, char *buf) {
+  unsigned char w[8];
+  memcpy(w, &x, 8); /* (tref_of's layout: the bytes of `%12` in memory order) */
+  size_t n = 0;
+  if (w[0] != '%') {
+    buf[0] = '%';
+    n = 1 + fmt_u32(buf + 1, (uint32_t)(x >> 8));
+  } else {
+    while (n < 8 && w[n]) buf[n] = (char)w[n], n++;
+  }
+  buf[n] = 0;
+  return n;
+}
+
 /* The tref of the next graph binding (next_temp, whose digits tnum keeps). */
 static uint64_t next_tref(printer *p) {
   uint64_t x = tref_of(p->tnum, p->tnlen, p->next_temp);
@@ -1759,6 +1775,11 @@ static void flat_names(printer *p, dp__tb *b, const dp_expr *e) {
    tables at a million calls. The marks are put back once the walk is done
    (flat_marks_back): a walk of the planner that printed finds its own. */
 static uint64_t *flat_shared(printer *p, const dp_expr *e, int *fresh) {
+  if (p->fin && p->fin->slot) {
+    uint64_t *w = p->fin->slot(p->fin->ud, p->def_name ? p->def_name : "", e, fresh);
+    if (!w) p->slot_failed = 1;
+    return w;
+  }
   if (!p->by_mark) {
     dp__ptrslot *sl = dp__ptrmap_insert(&p->map, e, fresh);
     return sl ? &sl->word : NULL;
@@ -1789,6 +1810,12 @@ static uint64_t *flat_shared(printer *p, const dp_expr *e, int *fresh) {
 
 /* Shared node e (met by flat_shared) printed as tref t. */
 static void flat_shared_set(printer *p, const dp_expr *e, uint64_t t) {
+  if (p->fin && p->fin->slot) {
+    int fresh;
+    uint64_t *w = p->fin->slot(p->fin->ud, p->def_name ? p->def_name : "", e, &fresh);
+    if (w) *w = t;
+    return;
+  }
   if (!p->by_mark) {
     dp__ptrslot *sl = dp__ptrmap_find(&p->map, e);
     if (sl) sl->word = t;
@@ -1813,7 +1840,7 @@ static int flat_enter(printer *p, flat *w, const dp_expr *c, uint32_t r) {
     if (r != R_ARG) return FLAT_NO; /* (held elsewhere: used here once? the passes count) */
     int fresh;
     uint64_t *word = flat_shared(p, c, &fresh);
-    if (!word) return -1;
+    if (!word) return p->slot_failed ? FLAT_NO : -1;
     if (!fresh) return *word == IN_PROGRESS ? FLAT_NO : flat_push_val(w, *word);
     *word = IN_PROGRESS;
   }
@@ -1851,6 +1878,7 @@ static int flat_finish(printer *p, flat *w, const fframe *f, uint32_t ind) {
   case R_ARG: {
     uint64_t t = next_tref(p);
     if (p->opts->on_name) report_name(p, f->e, 0);
+    if (p->fin) p->fin->fin(p->fin->ud, p->def_name ? p->def_name : "", f->e, t, v, nv);
     if (p->flags & DP__PRINT_NAMES_ONLY) {
       flat_names(p, out, f->e);
       w->nvals = f->vbase;
@@ -1868,11 +1896,13 @@ static int flat_finish(printer *p, flat *w, const fframe *f, uint32_t ind) {
   }
   case R_VALUE:
   case R_TAIL:
+    if (p->fin) p->fin->fin(p->fin->ud, p->def_name ? p->def_name : "", f->e, 0, v, nv);
     p->arena.n = 0;
     if (p->flags & DP__PRINT_NAMES_ONLY) flat_names(p, &p->arena, f->e);
     else flat_node(p, &p->arena, f->e, v, nv);
     break;
   case R_ROOT:
+    if (p->fin) p->fin->fin(p->fin->ud, p->def_name ? p->def_name : "", f->e, 0, v, nv);
     if (p->flags & DP__PRINT_NAMES_ONLY) flat_names(p, out, f->e);
     else flat_node(p, out, f->e, v, nv);
     break;
@@ -2043,6 +2073,7 @@ static void printer_init(printer *p, const char *def_name, const dp_print_opts *
   p->meta = mw;
   p->def_name = def_name;
   p->map = DP__PTRMAP_INIT;
+  if ((p->flags & DP__PRINT_FIN) && (p->flags & DP__PRINT_NAMES_ONLY)) p->fin = p->opts->ud;
 }
 
 int dp__print_root(dp__tb *out, const dp_expr *root, const char *def_name,
@@ -2060,6 +2091,7 @@ int dp__print_root(dp__tb *out, const dp_expr *root, const char *def_name,
     for (uint32_t i = 0; i < p.ntold; i++) tell_name(&p, p.told[i].e, p.told[i].v, p.told[i].temp);
     if (p.failed) rc = -1;
   }
+  if (rc == FLAT_NO && p.fin) p.fin->fin(p.fin->ud, def_name ? def_name : "", NULL, 0, NULL, 0);
   if (rc == FLAT_NO && out->flushed != flushed) {
     rc = DP__PRINT_AGAIN; /* (part of it was written out: the caller goes back) */
   } else if (rc == FLAT_NO) { /* the three passes, afresh */

@@ -19,6 +19,38 @@
    it writes their uses). */
 #define DP__PRINT_NAMES_ONLY (1 << 17)
 
+/* Names only, each node told as the one walk of a flat body finishes it
+   (dp__print_module_names_fin): with this flag o->ud is a dp__print_fin
+   and o->on_name is NULL. */
+#define DP__PRINT_FIN (1 << 18)
+
+/* What dp__print_module_names_fin tells: node e of def fn finished (in
+   post order, as the walk meets the non-atomic nodes; its children before
+   it), tref the word of its graph binding's name (dp__print_tref_text; 0:
+   not bound, as a let's value or a body's result), kids the words of its
+   non-atomic children as printed (a call's arguments, then a non-atomic
+   callee). e NULL: the one walk of def fn gave up (its names then come
+   from the three passes, which tell nothing here). Read while the walk
+   holds the node in the cache: the report names its copies with it, not
+   with a walk of its own (report.c). */
+typedef struct dp__print_fin {
+  void (*fin)(void *ud, const char *fn, const dp_expr *e, uint64_t tref, const uint64_t *kids, uint32_t nkids);
+  /* Where the walk keeps the word of shared node e of def fn (its marks
+     are then the caller's: a walk of its own may number the nodes by
+     them as it goes): a word, 0 when first asked in the def (*fresh set),
+     which stays the node's until the def is done; NULL: the walk gives up
+     (as for a body it does not print). NULL slot: the printer's own. */
+  uint64_t *(*slot)(void *ud, const char *fn, const dp_expr *e, int *fresh);
+  void *ud;
+} dp__print_fin;
+
+/* dp_print_module_names telling f each node instead of on_name each name.
+   0, or -1 on out of memory. */
+int dp__print_module_names_fin(const dp_module *m, const dp__print_fin *f);
+/* The text of a binding's word (`%12`), NUL-terminated in buf (16 bytes
+   or more); its length. */
+size_t dp__print_tref_text(uint64_t tref, char *buf);
+
 struct dp__tb;
 /* Append constant c as a literal: a scalar literal (`1f`, `3i64`, `True`)
    when the text format has one, else the devplan extension

@@ -187,9 +187,11 @@ char *dp_print_module_with(const dp_module *m, const dp_print_opts *o, size_t *l
   return NULL;
 }
 
-int dp_print_module_names(const dp_module *m, const dp_print_opts *o) {
+/* (fin: o->ud is a dp__print_fin, dp__print_module_names_fin's; a caller of
+   the public function cannot ask for it by a flag) */
+static int module_names(const dp_module *m, const dp_print_opts *o, int fin) {
   dp_print_opts own = o ? *o : (dp_print_opts){0, NULL, NULL, NULL, NULL};
-  own.flags = DP__PRINT_NAMES_ONLY;
+  own.flags = DP__PRINT_NAMES_ONLY | (fin ? DP__PRINT_FIN : 0);
   if (!own.ctx) own.ctx = m->ctx;
   dp__tb b; /* (nothing is written to it) */
   session s;
@@ -201,6 +203,13 @@ int dp_print_module_names(const dp_module *m, const dp_print_opts *o) {
   dp__devnames_free(&s.dn);
   dp__metaw_free(&s.mw);
   return rc;
+}
+
+int dp_print_module_names(const dp_module *m, const dp_print_opts *o) { return module_names(m, o, 0); }
+
+int dp__print_module_names_fin(const dp_module *m, const dp__print_fin *f) {
+  dp_print_opts o = {DP__PRINT_FIN, NULL, (void *)f, NULL, NULL};
+  return module_names(m, &o, 1);
 }
 
 int dp_print_module_to(const dp_module *m, const dp_print_opts *o, const dp_print_sink *sink) {

@@ -529,7 +529,8 @@ static void type_of(rowctx *x, const dp_type *t) {
 
 static void row_of(rowctx *x, uint32_t i, crow *w) {
   const dp_report_copy *c = &x->u->r.copies[i];
-  dp_expr *e = c->copy;
+  /* (the copy's type and position as the scan read them: the node itself
+     is long out of the cache in a large module) */
   memset(w, 0, sizeof *w);
   w->fn = c->fn ? c->fn : c->value_fn;
   w->name = c->name;
@@ -538,20 +539,20 @@ static void row_of(rowctx *x, uint32_t i, crow *w) {
   w->dst = dev_name(x, c->dst_dev, 1);
   int k = DP_BYTES_UNKNOWN;
   w->type = "nil";
-  if (e->type) {
-    type_of(x, e->type);
+  if (c->type) {
+    type_of(x, c->type);
     w->type = x->type_text;
     k = x->kind;
   }
   if (k == DP_BYTES_KNOWN) w->bytes = x->bytes, w->has_bytes = 1;
   else w->size = k == DP_BYTES_UNKNOWN ? "unknown" : "too large";
-  if (e->span.line) {
+  if (c->span.line) {
     w->has_span = 1;
-    w->line = e->span.line;
-    w->col = e->span.col;
-    if (!x->source || x->source != e->span.source) {
-      x->source = e->span.source;
-      x->source_name = dp_ctx_source_name(x->ctx, e->span.source);
+    w->line = c->span.line;
+    w->col = c->span.col;
+    if (!x->source || x->source != c->span.source) {
+      x->source = c->span.source;
+      x->source_name = dp_ctx_source_name(x->ctx, c->span.source);
     }
     w->source = x->source_name;
   }

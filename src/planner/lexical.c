@@ -86,6 +86,7 @@ struct dp__lexical {
                                      found by their mark (dp_expr.mark: the index here,
                                      checked against recs[].e, as index.c does) */
   uint32_t nrecs, caprecs, walk;
+  int crossed;                    /* a node (not a variable) met in two walks */
   lframe *st;
   uint32_t sp, capst;
   dp_vdev **vals;                 /* the devices of the children being gathered */
@@ -260,7 +261,16 @@ static int is_copy(dp__lexical *lx, const dp_expr *e) {
 }
 
 /* Where child i of f's node lives by its position. */
-static dp_vdev *child_ctx(dp__lexical *lx, const lframe *f, uint32_t i) {
+/* (inlined in both loops, dp__lexical_walk's and dp__lexical_step's: a
+   call of it and of finish at each node were a tenth more of the report's
+   instructions on a let chain) */
+#if defined(__GNUC__)
+#define LX_INLINE __attribute__((always_inline)) inline
+#else
+#define LX_INLINE inline
+#endif
+
+static LX_INLINE dp_vdev *child_ctx(dp__lexical *lx, const lframe *f, uint32_t i) {
   dp_expr *e = f->e;
   if (e->h.kind == DP_FUNC) return i == ((dp_func *)e)->nparams ? ((dp_func *)e)->vdev : f->ctx;
   if (i == 1 && (is_on_device(lx, e) || is_copy(lx, e))) return f->ends[0];
@@ -280,7 +290,7 @@ static dp_vdev *var_dev(dp__lexical *lx, const dp_expr *v);
 
 /* Node e is done, its children's devices in vals[base ..]: checks them,
    and gives its own device (*dev). 1 consistent, 0 not. */
-static int finish(dp__lexical *lx, const lframe *f, dp_vdev **dev) {
+static LX_INLINE int finish(dp__lexical *lx, const lframe *f, dp_vdev **dev) {
   dp_expr *e = f->e;
   dp_vdev **k = lx->vals + f->base;
   *dev = f->ctx;
@@ -346,6 +356,7 @@ static int reach(dp__lexical *lx, dp_expr *e, dp_vdev *ctx) {
       return push_val(lx, r->dev) < 0 ? -1 : 0;
     }
     if (r && e->h.kind != DP_VAR && r->ctx != ctx && positional(lx, e)) return 2; /* (another function's) */
+    if (r && e->h.kind != DP_VAR) lx->crossed = 1;
     if (!r && !(r = rec_make(lx, e, ctx))) return -1;
     r->walk = lx->walk;
     r->done = 0;
@@ -359,11 +370,47 @@ static int reach(dp__lexical *lx, dp_expr *e, dp_vdev *ctx) {
   return 1;
 }
 
-int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *ud) {
+int dp__lexical_begin(dp__lexical *lx, dp_func *fn) {
   lx->walk++;
   lx->sp = lx->nvals = 0;
   int r = reach(lx, &fn->e, fn->vdev);
-  if (r != 1) return r < 0 ? -1 : 1;
+  return r == 1 ? 2 : r < 0 ? -1 : 1;
+}
+
+/* One step of the walk: a child reached or a node posted. */
+int dp__lexical_step(dp__lexical *lx, dp__lexical_post post, void *ud) {
+  if (!lx->sp) return 0;
+  lframe *f = &lx->st[lx->sp - 1];
+  if (f->i < f->n) {
+    uint32_t i = f->i++;
+    if (f->e->h.kind == DP_LET && i == 2) { /* the variable lives where its value does */
+      dp_vdev *v = lx->vals[f->base + 1];
+      if (!v) return 1;
+      if (bind(lx, ((dp_let *)f->e)->var, v) < 0) return -1;
+    }
+    int r = reach(lx, dp_expr_child(f->e, i), child_ctx(lx, f, i));
+    if (r < 0) return -1;
+    if (r == 2) return 1;
+  } else {
+    lframe done = lx->st[--lx->sp];
+    dp_vdev *dev;
+    if (!finish(lx, &done, &dev)) return 1;
+    lx->nvals = done.base;
+    if (done.rec) {
+      lrec *rc = &lx->recs[done.rec - 1];
+      if (done.e->h.kind != DP_VAR) rc->dev = dev; /* (a variable keeps where it is bound) */
+      rc->done = 1;
+    }
+    if (push_val(lx, dev) < 0 || post(ud, done.e, dev) < 0) return -1;
+  }
+  return lx->sp ? 2 : 0;
+}
+
+/* dp__lexical_step's loop, written out (a call per step was more of the
+   report's instructions on a let chain). */
+int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *ud) {
+  int r = dp__lexical_begin(lx, fn);
+  if (r != 2) return r;
   while (lx->sp) {
     lframe *f = &lx->st[lx->sp - 1];
     if (f->i < f->n) {
@@ -391,6 +438,13 @@ int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *
   }
   return 0;
 }
+
+uint32_t dp__lexical_met(const dp__lexical *lx, const dp_expr *e) {
+  uint32_t m = e->mark;
+  return m < lx->nrecs && lx->recs[m].e == e && lx->recs[m].walk == lx->walk ? m : UINT32_MAX;
+}
+
+int dp__lexical_crossed(const dp__lexical *lx) { return lx->crossed; }
 
 /* ---- the same reading over a graph of one body (partition.c) ---- */
 

@@ -1138,6 +1138,18 @@ void dp__lexical_free(dp__lexical *lx);
 /* Walks function fn of the module: 0, 1 the module does not say its
    devices so (the caller plans it), -1 out of memory or post stopped. */
 int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *ud);
+/* The same walk a step at a time (a child reached or a node posted), for
+   a caller that walks the module with the printer at the same time (the
+   report: each node read once while it is in the cache): begin, then
+   step while 2 (0 done, 1 and -1 as dp__lexical_walk). */
+int dp__lexical_begin(dp__lexical *lx, dp_func *fn);
+int dp__lexical_step(dp__lexical *lx, dp__lexical_post post, void *ud);
+/* A node (shared, or a variable) this walk has reached: its number among
+   the walks' records (dense, in the order first reached), else UINT32_MAX. */
+uint32_t dp__lexical_met(const dp__lexical *lx, const dp_expr *e);
+/* Did the walks meet a node (not a variable) in two functions? (Then a
+   name the printer gives it in one is not the one it gives in another.) */
+int dp__lexical_crossed(const dp__lexical *lx);
 /* The same reading over the graph of one body: n nodes in post order (x,
    the root last), child slots kids[kstart[v] .. kstart[v + 1]) as node
    indices (UINT32_MAX: an operator, a constructor or a global), the root

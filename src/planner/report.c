@@ -14,12 +14,20 @@
  * would carry a sum past INT64_MAX is counted in too_large instead, in the
  * order the values are met (parameters first, then each function's nodes
  * in post order), as the report always did.
+ *
+ * The copies' names are the printer's: its walk of the module for names
+ * drives, and the count's walk goes along a node at a time (each node is
+ * then read once while in the cache; two walks one after the other read a
+ * large module from memory twice), the copies named from what the printer
+ * tells of each node it finishes (below: "the copies' names told by the
+ * printer's one walk"), or where that cannot be done, by a walk of their own.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "planner.h"
 #include "devplan/print.h"
 #include "devplan/report.h"
+#include "../core/print_internal.h"
 
 typedef struct rctx {
   dp_report_data *r;
@@ -47,6 +55,7 @@ typedef struct rctx {
                                  between two devices; the module, held, frees none) */
   dp_vdev *ends[2][2];
   uint32_t nextends;
+  const dp_expr *posted;  /* the node the lexical walk posted last */
 } rctx;
 
 /* The entry of vd, named (added) when new. */
@@ -194,7 +203,7 @@ static int post(void *ud, dp_expr *e) {
       while (value->h.kind == DP_CALL && ((dp_call *)value)->fn == &c->on_device->e && ((dp_call *)value)->nargs)
         value = ((dp_call *)value)->args[0];
       dp_report_copy *rc = &r->copies[r->ncopies++];
-      *rc = (dp_report_copy){e, value, src, dst, UINT32_MAX, UINT32_MAX, NULL, NULL, NULL, NULL};
+      *rc = (dp_report_copy){e, value, src, dst, UINT32_MAX, UINT32_MAX, NULL, NULL, NULL, NULL, dp_retain(e->type), e->span};
       dp_report_dev *sd = src ? named(c, src) : NULL;
       if (sd) rc->src_dev = (uint32_t)(sd - r->dev);
       dp_report_dev *dd = dst ? named(c, dst) : NULL;
@@ -297,7 +306,241 @@ static void on_name(void *ud, const char *fn, const dp_expr *e, const char *name
   if (at != UINT32_MAX) w->word = (uint64_t)n->fnat << 32 | (at + 1);
 }
 
+static int lex_post(void *ud, dp_expr *e, dp_vdev *dev);
+
+/* The lexical walk (dp_report_scan_lexical) a step at a time, alongside
+   the printer's walk of the same def. */
+typedef struct lexrun {
+  dp__lexical *lx;
+  rctx *c;
+  const dp_module *m;
+  uint32_t next;          /* the function whose walk begins next */
+  int going;              /* 2: a walk under way */
+  int rc;                 /* 0, 1 (the module does not say its devices so), -1 */
+} lexrun;
+
+static void lex_step(lexrun *x) {
+  x->going = dp__lexical_step(x->lx, lex_post, x->c);
+  if (x->going == 1 || x->going < 0) x->rc = x->going;
+}
+
+/* The walks of the functions before j done, j's begun (or done). */
+static void lex_at(lexrun *x, uint32_t j) {
+  while (x->rc == 0 && x->next <= j && x->next < x->m->nfuncs) {
+    while (x->rc == 0 && x->going == 2) lex_step(x);
+    if (x->rc) return;
+    x->c->fn = x->next;
+    x->going = dp__lexical_begin(x->lx, x->m->funcs[x->next++].fn);
+    if (x->going == 1 || x->going < 0) x->rc = x->going;
+  }
+}
+
+/* ---- the copies' names told by the printer's one walk (dp__print_module_names_fin) ----
+
+   The printer's walk of a flat body finishes the non-atomic nodes in the
+   order the counting walk posted them, so the copies come in the order of
+   r->copies: each is checked against the next (by address: the node is not
+   read again) and named from the words the walk gives it and its
+   children. A copy's value (its argument under the on_device calls) is the
+   argument's word, or for an on_device the value it was found to hold when
+   it finished, kept in a small table (a copy reads the on_device made just
+   before it). Anything else (a value that is a variable: its name is the
+   printer's alone; a body the one walk does not print; an on_device no
+   longer in the table; a node of two functions, where the report keeps the
+   name told first) gives up, and the names
+   are found as before (name_copies_by_mark). */
+
+#define FIN_SLOTS 64
+
+typedef struct fctx {
+  dp_report_data *r;
+  const dp_op *on_device, *device_copy;
+  uint32_t next;          /* the copy expected next */
+  int failed;
+  struct { const dp_expr *e; uint64_t value; } od[FIN_SLOTS]; /* on_device -> its value's word */
+  nctx n;                 /* the names kept (one block) */
+  const char *fn;         /* the def last kept, at n.buf + fnat */
+  uint32_t fnat;
+  uint64_t *words;        /* per copy: its word and its value's (0: none) */
+  uint32_t *fnat_of;      /* per copy: its def's name in n.buf */
+  uint32_t capwords, capfnat;
+  lexrun *run;            /* the lexical walk alongside (NULL: done before) */
+  uint32_t def;           /* the function the printer walks */
+  uint32_t gen;           /* its count: the words of slots are the def's */
+  struct fslot { uint64_t word; uint32_t gen; } *slots; /* by dp__lexical_met's number */
+  uint32_t capslots;
+} fctx;
+
+/* The printer walks def fn: the lexical walk of the same function under
+   way. 0 when fn is no function of the module (or the walk gave up). */
+static int at_def(fctx *f, const char *fn) {
+  const dp_module *m = f->run->m;
+  if (f->gen && f->def < m->nfuncs && m->funcs[f->def].global->name == fn) return f->run->rc == 0;
+  if (f->gen) f->def++;
+  while (f->def < m->nfuncs && m->funcs[f->def].global->name != fn) f->def++;
+  if (f->def >= m->nfuncs) return 0;
+  f->gen++;
+  lex_at(f->run, f->def);
+  return f->run->rc == 0;
+}
+
+static uint64_t *on_slot(void *ud, const char *fn, const dp_expr *e, int *fresh) {
+  fctx *f = ud;
+  lexrun *x = f->run;
+  if (f->failed || !at_def(f, fn)) {
+    f->failed = 1;
+    return NULL;
+  }
+  uint32_t k;
+  while ((k = dp__lexical_met(x->lx, e)) == UINT32_MAX && x->rc == 0 && x->going == 2) lex_step(x);
+  uint32_t had = f->capslots;
+  if (k == UINT32_MAX || (k >= f->capslots && dp_grow8((void **)&f->slots, &f->capslots, k + 1, sizeof *f->slots) < 0)) {
+    f->failed = 1;
+    return NULL;
+  }
+  if (f->capslots > had) memset(f->slots + had, 0, (size_t)(f->capslots - had) * sizeof *f->slots); /* (gen 0: never asked) */
+  struct fslot *sl = &f->slots[k];
+  *fresh = sl->gen != f->gen;
+  if (*fresh) *sl = (struct fslot){0, f->gen};
+  return &sl->word;
+}
+
+static uint32_t od_slot(const dp_expr *e) { return (uint32_t)((uintptr_t)e >> 4) % FIN_SLOTS; }
+
+/* The word of the value under argument a of a node finished with the
+   words kids (a's is kids[0] when a is not atomic). 0: none (a constant,
+   a global); sets failed when not known here. */
+static uint64_t value_word(fctx *f, const dp_expr *a, const uint64_t *kids, uint32_t nkids) {
+  if (a->h.kind == DP_VAR) { /* (named by the printer's rules for variables) */
+    f->failed = 1;
+    return 0;
+  }
+  if (a->h.kind == DP_GLOBAL || a->h.kind == DP_CONST || a->h.kind == DP_OP || a->h.kind == DP_CTOR) return 0;
+  if (a->h.kind == DP_CALL && ((const dp_call *)a)->fn == &f->on_device->e && ((const dp_call *)a)->nargs) {
+    uint32_t k = od_slot(a);
+    if (f->od[k].e == a) return f->od[k].value;
+    f->failed = 1;
+    return 0;
+  }
+  if (!nkids) f->failed = 1;
+  return nkids ? kids[0] : 0;
+}
+
+static void on_fin(void *ud, const char *fn, const dp_expr *e, uint64_t tref, const uint64_t *kids, uint32_t nkids) {
+  fctx *f = ud;
+  if (f->failed) return;
+  if (!e) { /* (a body the one walk does not print) */
+    f->failed = 1;
+    return;
+  }
+  if (f->run) { /* the lexical walk posts e first */
+    if (!at_def(f, fn)) {
+      f->failed = 1;
+      return;
+    }
+    while (f->run->rc == 0 && f->run->going == 2 && f->run->c->posted != e) lex_step(f->run);
+    if (f->run->rc) {
+      f->failed = 1;
+      return;
+    }
+  }
+  if (e->h.kind != DP_CALL) return;
+  const dp_call *call = (const dp_call *)e;
+  if (call->fn == &f->on_device->e && call->nargs) {
+    uint64_t v = value_word(f, call->args[0], kids, nkids);
+    uint32_t k = od_slot(e);
+    f->od[k].e = e;
+    f->od[k].value = v;
+  } else if (call->fn == &f->device_copy->e) {
+    dp_report_data *r = f->r;
+    if (f->next >= r->ncopies || r->copies[f->next].copy != e ||
+        dp_grow8((void **)&f->words, &f->capwords, 2 * (f->next + 1), sizeof *f->words) < 0 ||
+        dp_grow8((void **)&f->fnat_of, &f->capfnat, f->next + 1, sizeof *f->fnat_of) < 0) {
+      f->failed = 1;
+      return;
+    }
+    uint64_t v = call->nargs ? value_word(f, call->args[0], kids, nkids) : tref;
+    f->words[2 * f->next] = tref;
+    f->words[2 * f->next + 1] = v;
+    if (tref || v) { /* (its def's name, kept once per def) */
+      if (fn != f->fn) {
+        uint32_t at = keep(&f->n, fn);
+        if (at == UINT32_MAX) f->failed = 1;
+        f->fn = fn;
+        f->fnat = at;
+      }
+      f->fnat_of[f->next] = f->fnat;
+    }
+    f->next++;
+  }
+}
+
+static void fin_init(fctx *f, dp_module *m, dp_report_data *r) {
+  memset(f, 0, sizeof *f);
+  f->r = r;
+  f->on_device = dp_op_get(m->ctx, "on_device");
+  f->device_copy = dp_op_get(m->ctx, "device_copy");
+  if (!f->on_device || !f->device_copy) f->failed = 1;
+}
+
+/* The names the walk told, made the copies': 1 named, 0 not (name them
+   as before), -1 out of memory. Frees what f holds. */
+static int fin_done(fctx *f) {
+  dp_report_data *r = f->r;
+  int named = 0;
+  if (!f->failed && !f->n.oom && f->next == r->ncopies && r->ncopies) {
+    /* the names: "%12" kept after the defs' names, in the same block */
+    uint32_t *at = dp_malloc((size_t)r->ncopies * 2 * sizeof *at);
+    if (!at) f->n.oom = 1;
+    for (uint32_t i = 0; i < 2 * r->ncopies && !f->n.oom; i++) {
+      char t[16];
+      at[i] = UINT32_MAX;
+      if (!f->words[i]) continue;
+      dp__print_tref_text(f->words[i], t);
+      at[i] = keep(&f->n, t);
+    }
+    if (!f->n.oom && f->n.buf && dp_grow((void **)&r->strings, &r->capstrings, r->nstrings + 1, sizeof *r->strings) < 0)
+      f->n.oom = 1;
+    if (!f->n.oom) {
+      if (f->n.buf) r->strings[r->nstrings++] = f->n.buf;
+      f->n.buf = NULL;
+      for (uint32_t i = 0; i < r->ncopies; i++) {
+        dp_report_copy *c = &r->copies[i];
+        if (at[2 * i] != UINT32_MAX) c->fn = r->strings[r->nstrings - 1] + f->fnat_of[i], c->name = r->strings[r->nstrings - 1] + at[2 * i];
+        if (at[2 * i + 1] != UINT32_MAX)
+          c->value_fn = r->strings[r->nstrings - 1] + f->fnat_of[i], c->value_name = r->strings[r->nstrings - 1] + at[2 * i + 1];
+      }
+      named = 1;
+    }
+    free(at);
+  }
+  free(f->n.buf);
+  free(f->words);
+  free(f->fnat_of);
+  free(f->slots);
+  return f->n.oom ? -1 : named;
+}
+
+/* The names by the printer's one walk after the count: 1 named, 0 not,
+   -1 out of memory. */
+static int name_copies_fin(dp_module *m, dp_report_data *r) {
+  fctx f;
+  fin_init(&f, m, r);
+  if (f.failed || m->nfuncs != 1) return 0; /* (a node of two defs: the name told first is the report's) */
+  dp__print_fin hook = {on_fin, NULL, &f};
+  if (dp__print_module_names_fin(m, &hook) < 0) f.n.oom = 1;
+  return fin_done(&f);
+}
+
+/* The names of the copies and their values, as the printer gives them. */
+static int name_copies_by_mark(dp_module *m, dp_report_data *r);
+
 static int name_copies(dp_module *m, dp_report_data *r) {
+  int rc = name_copies_fin(m, r);
+  return rc != 0 ? (rc < 0 ? -1 : 0) : name_copies_by_mark(m, r);
+}
+
+static int name_copies_by_mark(dp_module *m, dp_report_data *r) {
   nctx n = {r, NULL, 0, 0, NULL, 0, 0, NULL, 0, 0};
   /* at most a copy and its value each: allocated once */
   if (r->ncopies && r->ncopies <= UINT32_MAX / 2 && dp_grow((void **)&n.want, &n.capwant, 2 * r->ncopies, sizeof *n.want) < 0) n.oom = 1;
@@ -326,6 +569,7 @@ void dp_report_data_clear(dp_report_data *r) {
   for (uint32_t i = 0; i < r->nstrings; i++) free(r->strings[i]);
   free(r->strings);
   free(r->dev);
+  for (uint32_t i = 0; i < r->ncopies; i++) dp_release((dp_type *)r->copies[i].type);
   free(r->copies);
   memset(r, 0, sizeof *r);
 }
@@ -407,6 +651,7 @@ static int scan(rctx *c) {
 static int lex_post(void *ud, dp_expr *e, dp_vdev *dev) {
   rctx *c = ud;
   c->lexctx = dev;
+  c->posted = e;
   return post(c, e);
 }
 
@@ -433,10 +678,32 @@ int dp_report_scan_lexical(dp_module *planned, const dp_config *cfg, dp_report_d
       else resident(&c, &v->e, dp_var_vdev(v));
     }
   }
-  for (c.fn = 0; c.fn < planned->nfuncs && rc == 0 && !c.oom; c.fn++)
-    rc = dp__lexical_walk(lx, planned->funcs[c.fn].fn, lex_post, &c);
-  if (c.oom) rc = -1;
-  if (rc == 0 && out->ncopies) rc = name_copies(planned, out);
+  /* The copies' names come from the printer's walk, which the count's
+     walk goes along with a node at a time, so that each node is read once
+     while it is in the cache (two walks one after the other read a large
+     module from memory twice). A module without copies needs no names:
+     when no call of the context refers to device_copy (its references are
+     the registry's alone), the count walks alone. */
+  if (rc == 0 && planned->nfuncs && c.device_copy->e.h.rc > 1) {
+    lexrun x = {lx, &c, planned, 0, 0, 0};
+    fctx f;
+    fin_init(&f, planned, out);
+    f.run = &x;
+    dp__print_fin hook = {on_fin, on_slot, &f};
+    if (dp__print_module_names_fin(planned, &hook) < 0) f.n.oom = 1;
+    lex_at(&x, planned->nfuncs - 1); /* (what the printer's walk left) */
+    while (x.rc == 0 && x.going == 2) lex_step(&x);
+    rc = x.rc;
+    if (dp__lexical_crossed(lx)) f.failed = 1; /* (a node of two defs: the name told first is the report's) */
+    int named = fin_done(&f);
+    if (c.oom || named < 0) rc = -1;
+    if (rc == 0 && out->ncopies && !named) rc = name_copies_by_mark(planned, out);
+  } else {
+    for (c.fn = 0; c.fn < planned->nfuncs && rc == 0 && !c.oom; c.fn++)
+      rc = dp__lexical_walk(lx, planned->funcs[c.fn].fn, lex_post, &c);
+    if (c.oom) rc = -1;
+    if (rc == 0 && out->ncopies) rc = name_copies(planned, out);
+  }
   free(c.called);
   dp__lexical_free(lx);
   if (rc != 0) dp_report_data_clear(out);
