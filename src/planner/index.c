@@ -62,6 +62,8 @@ typedef struct walk {
   uint32_t done;            /* the id finished last (the post order's last) */
   uint32_t parent, slot;    /* the node being reached is child slot of parent (DP__NONE_ID: a root) */
   uint32_t ready, kready;   /* ids and kid slots below these have their pages (prefaulted) */
+  dp_expr **pend; uint32_t npend, cappend; /* the children of the frames on the stack not
+                                              reached yet, the next one on top (below) */
   int oom;
 } walk;
 
@@ -380,7 +382,6 @@ static const dp_func *callee_fn(dp__index *ix, const dp_expr *callee) {
    nothing: DP__NONE_ID. */
 static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, uint32_t *pos) {
   dp__index *ix = w->ix;
-  dp_expr *e = ix->x[t->id];
   *call = *pos = DP__NONE_ID;
   switch (ix->what[t->id]) {
   case W_ON_DEVICE: {
@@ -402,7 +403,7 @@ static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, u
        PlanDevices' own output a conflict when planned again) */
     if (i == 0) return 0;
     *call = t->id, *pos = i - 1;
-    const dp_func *f = callee_fn(ix, ((const dp_call *)e)->fn);
+    const dp_func *f = callee_fn(ix, ((const dp_call *)ix->x[t->id])->fn);
     dp_vdev *pv = f && i - 1 < f->nparams ? dp_var_vdev(f->params[i - 1]) : NULL;
     uint32_t d = pv ? canon(ix, pv) : 0;
     return d == DP__NONE_ID ? 0 : d;
@@ -410,9 +411,11 @@ static uint32_t demand_of(walk *w, const frame *t, uint32_t i, uint32_t *call, u
   case W_LOWERED: return 0;
   default: break;
   }
-  if (e->h.kind == DP_LET) return i == 0 ? DP__NONE_ID : i == 1 ? 0 : t->demand;
-  if (e->h.kind == DP_FUNC) {
-    dp_func *f = (dp_func *)e;
+  /* (the node's kind from the index: the node is cold here at a million) */
+  int k = ix->kind[t->id] & K_KIND;
+  if (k == DP_LET) return i == 0 ? DP__NONE_ID : i == 1 ? 0 : t->demand;
+  if (k == DP_FUNC) {
+    dp_func *f = (dp_func *)ix->x[t->id];
     if (i < f->nparams) return DP__NONE_ID;
     uint32_t d = f->vdev ? canon(ix, f->vdev) : 0;
     return d == DP__NONE_ID ? 0 : d;
@@ -433,6 +436,17 @@ static int grow_aux(walk *w, uint32_t id) {
   if (w->ix->mod->sizes.nodes && need > 4096 && w->ix->cap > need)
     return dp__grow_fresh((void **)&w->aux, &w->capaux, w->capaux, w->ix->cap, sizeof *w->aux);
   return dp_grow((void **)&w->aux, &w->capaux, need, sizeof *w->aux);
+}
+
+/* Room for need children waiting (walk.pend). Where they pile up (a
+   chain of calls, each waiting for its second argument), past a few
+   thousand it takes room for one a level of the module's deepest path
+   at once, when inference counted it (as capture's stack, grow_vs). */
+static int grow_pend(walk *w, uint32_t need) {
+  uint32_t deep = w->ix->mod->sizes.depth;
+  if (need > 4096 && deep > need)
+    return dp__grow_fresh((void **)&w->pend, &w->cappend, w->npend, deep, sizeof *w->pend);
+  return dp_grow((void **)&w->pend, &w->cappend, need, sizeof *w->pend);
 }
 
 /* A new id for e, its frame pushed. */
@@ -474,6 +488,28 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
   if (shared && id >= w->capaux && grow_aux(w, id) < 0) {
     w->oom = 1;
     return DP__NONE_ID;
+  }
+  /* (the children after the first, last first: the walk reads each from
+     here when it gets to it, not from the node, which at a million calls
+     is out of the cache by the time a deep earlier child's subtree is
+     done: a chain call's second argument, a let's body; only those of the
+     nodes on the walk's path wait here) */
+  if (nk > from + 1) { /* (the first is read next, from the node, while it is in the cache) */
+    if (w->npend + nk > w->cappend && grow_pend(w, w->npend + nk) < 0) {
+      w->oom = 1;
+      return DP__NONE_ID;
+    }
+    dp_expr **p = w->pend + w->npend;
+    if (k == DP_CALL) { /* (child i is argument i - 1) */
+      dp_expr *const *a = ((const dp_call *)e)->args;
+      for (uint32_t i = nk; --i > from;) *p++ = a[i - 1];
+    } else if (k == DP_LET) { /* (from 0: body, then value, on top) */
+      *p++ = ((const dp_let *)e)->body;
+      *p++ = ((const dp_let *)e)->value;
+    } else {
+      for (uint32_t i = nk; --i > from;) *p++ = dp__child(e, i);
+    }
+    w->npend = (uint32_t)(p - w->pend);
   }
   w->st[w->nst++] = (frame){id, from, nk, (uint32_t)(quiet != 0), demand};
   if (e->h.kind == DP_GLOBAL && push_u32(&ix->gref, &ix->ngref, &ix->capgref, id) < 0) w->oom = 1;
@@ -544,7 +580,7 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
 
 /* Flags a parent gives its child i (id k). */
 static void child_flags(dp__index *ix, uint32_t id, uint32_t i, uint32_t k) {
-  dp_expr *e = ix->x[id];
+  int kind = ix->kind[id] & K_KIND; /* (not the node's: cold here at a million) */
   dp__ondev p;
   if (k == DP__NONE_ID) return;
   if (ix->what[id] == W_LOWERED && i == 2) ix->flag[k] |= F_LOWERED_ARGS;
@@ -553,9 +589,9 @@ static void child_flags(dp__index *ix, uint32_t id, uint32_t i, uint32_t k) {
       !(i > 0 && (ix->what[id] == W_FN_CALL || ix->what[id] == W_CTOR_CALL ||
                   (ix->what[id] == W_OP_CALL && dp__ann_op(ix, id) == OP_ORDINARY))))
     ix->flag[k] |= F_EXACT;
-  int fixpos = e->h.kind == DP_LET && i == 1;
-  if (e->h.kind == DP_FUNC) {
-    if (i < ((dp_func *)e)->nparams) ix->flag[k] |= F_PARAM;
+  int fixpos = kind == DP_LET && i == 1;
+  if (kind == DP_FUNC) {
+    if (i < ((dp_func *)ix->x[id])->nparams) ix->flag[k] |= F_PARAM;
     else fixpos = 1;
   }
   if (!fixpos || ix->what[k] != W_ON_DEVICE || !dp__is_normal_on_device(&ix->ops, ix->x[k], &p))
@@ -575,17 +611,18 @@ static void child_flags(dp__index *ix, uint32_t id, uint32_t i, uint32_t k) {
 static int number_fn(walk *w, dp_func *root) {
   dp__index *ix = w->ix;
   w->from = w->done = ix->n;
-  w->nst = 0;
+  w->nst = w->npend = 0;
   w->parent = w->slot = DP__NONE_ID;
   reach(w, &root->e, 1, 0, DP__NONE_ID, DP__NONE_ID, 0);
   while (w->nst && !w->oom) {
     frame *t = &w->st[w->nst - 1];
     if (t->i < t->n) {
       /* (child i's slot, counted from the node's last: its callee may have none) */
-      uint32_t id = t->id, i = t->i++, back = t->n - i, call, pos;
+      uint32_t id = t->id, i = t->i++, back = t->n - i, call = DP__NONE_ID, pos = DP__NONE_ID;
       uint32_t d = t->quiet ? DP__NONE_ID : demand_of(w, t, i, &call, &pos);
       w->parent = id, w->slot = i;
-      uint32_t k = reach(w, dp__child(ix->x[id], i), 0, d, call, pos, t->quiet);
+      dp_expr *ce = i == dp__skip(ix, id) ? dp__child(ix->x[id], i) : w->pend[--w->npend];
+      uint32_t k = reach(w, ce, 0, d, call, pos, t->quiet);
       /* (reach may have moved w->st: t is not used after it) */
       ix->kid[ix->koff[id + 1] - back] = k;
       ix->nloose += k == DP__NONE_ID && i > 0;
@@ -671,7 +708,7 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
   }
   ix->fnid = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnid);
   ix->fnpost = dp_malloc((m->nfuncs + 1) * sizeof *ix->fnpost);
-  walk w = {ix, NULL, 0, 0, NULL, 0, 0, 0, DP__NONE_ID, DP__NONE_ID, 0, 0, 0};
+  walk w = {.ix = ix, .parent = DP__NONE_ID, .slot = DP__NONE_ID};
   if (!ix->fnid || !ix->fnpost || reserve(ix, &w) < 0) {
     free(w.st);
     goto fail;
@@ -682,10 +719,12 @@ dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err) {
     if (number_fn(&w, m->funcs[f].fn) < 0) {
       free(w.st);
       free(w.aux);
+      free(w.pend);
       goto fail;
     }
     ix->nfn++;
   }
+  free(w.pend);
   ix->fnid[ix->nfn] = ix->n;
   ix->fnpost[ix->nfn] = ix->npost;
   ix->spare[0] = w.st, ix->nspare[0] = (size_t)w.capst * sizeof *w.st;
