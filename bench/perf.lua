@@ -481,15 +481,27 @@ local function ipc(build, r, shape)
 end
 
 -- A step table's rows of one shape: the three sizes of every build,
--- interleaved and alternated (measure), a row for each build.
-local function step_rows(r, shape, prefix)
+-- interleaved and alternated (measure), a row for each build. res: the
+-- measurement where made before.
+local function step_measure(r, shape)
   local sizes = three_sizes(N)
   local res = measure(r, shape, sizes)
   if r == "plan" then keep_plan(shape, sizes, opts["repeat"], res) end
+  return res
+end
+local function step_rows(r, shape, prefix, res)
+  res = res or step_measure(r, shape)
   for _, b in ipairs(BUILDS) do
     local t = res[b[1]]
     print(prefix .. (" %-4s "):format(b[1]) .. M.three(t[1], t[2], t[3]))
   end
+end
+
+-- (the scale table's runs first: the PlanDevices table then reads its
+-- runs at N, measured among the smaller sizes, instead of as many more)
+local scale_res = {}
+if ROWS.scale then
+  for _, shape in ipairs(SHAPES) do scale_res[shape] = step_measure("plan", shape) end
 end
 
 if ROWS.plan then
@@ -506,7 +518,7 @@ end
 if ROWS.scale then
   header(("PlanDevices %s -> %s -> %s calls (goal: each step <= 11x, cold)"):format(size(N // 100), size(N // 10), size(N)),
     ("%-8s %-4s %s"):format("shape", "", STEP_COLS))
-  for _, shape in ipairs(SHAPES) do step_rows("plan", shape, ("%-8s"):format(shape)) end
+  for _, shape in ipairs(SHAPES) do step_rows("plan", shape, ("%-8s"):format(shape), scale_res[shape]) end
   if opts.linear then
     linear_header("PlanDevices", ("%-8s %-4s"):format("shape", ""))
     for _, shape in ipairs(SHAPES) do

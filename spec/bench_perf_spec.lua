@@ -149,7 +149,6 @@ esac
     for l in f:lines() do got[#got + 1] = l end
     f:close()
     os.execute("rm -rf '" .. dir .. "'")
-    -- plan (1000 calls, two repeats), for each shape: old new, new old
     local want = {}
     local function pair(k, n) -- the k-th pair of a size
       local a, b = "old plan " .. n, "new plan " .. n
@@ -157,8 +156,8 @@ esac
       want[#want + 1] = a
       want[#want + 1] = b
     end
-    for _ = 1, 3 do pair(1, 1000); pair(2, 1000) end
-    -- scale, for each shape: repeat 1 (4 of 10, 2 of 100, 1 of 1000), then repeat 2
+    -- scale, for each shape: repeat 1 (4 of 10, 2 of 100, 1 of 1000), then
+    -- repeat 2; the PlanDevices table reads its runs at 1000 (none more)
     for _ = 1, 3 do
       for r = 1, 2 do
         for k = 1, 4 do pair(4 * (r - 1) + k, 10) end
