@@ -14,16 +14,24 @@
 --                    and N calls), 10m
 --   --n N            the size of the rows measured at 1,000,000 calls
 --   --old DIR        also run every row with DIR/bin/devplan (a build of
---                    another commit: old and new side by side in one run)
+--                    another commit: old and new side by side in one run):
+--                    the two alternate process by process, the first of
+--                    each pair swapped every other time (old new, new old,
+--                    ...: ABBA), so that both meet the same moments of the
+--                    host (it takes free pages back: docs/benchmarks.md)
 --   --callgrind LIST instructions per call (valgrind's callgrind, at 100,000
---                    calls) of these steps (plan, parse, print, printplan,
+--                    calls, or N / 10 if less) of these steps (plan, parse, print, printplan,
 --                    printfile, annotate, share, partition, report_text, report_json,
---                    min_bytes, min_bytes4; "all"): a run with the step minus
---                    one without it (the machine has no instruction counters)
---   --repeat N       best of N fresh processes per measurement (default 1);
---                    in the step tables (scale, partition, steps) the two
---                    smaller sizes run 4N and 2N (cheap; a cold run of a few
---                    milliseconds swings most)
+--                    min_bytes, min_bytes4; "all"): counted around the step
+--                    alone (dp.debug.callgrind), as --linear counts; a build
+--                    without it (--old): a run with the step minus one
+--                    without it, the figure marked "~"
+--   --repeat N       N fresh processes per measurement (default 1): the best
+--                    and the median cold seconds; in the step tables (scale,
+--                    partition, steps) the two smaller sizes run 4N and 2N
+--                    (cheap; a cold run of a few milliseconds swings most),
+--                    the three sizes interleaved: each repeat runs its 4 of
+--                    N / 100, 2 of N / 10 and 1 of N calls before the next
 --   --linear         after the scale, partition and steps tables: each of
 --                    their steps' instructions and simulated last-level
 --                    cache misses per call at the three sizes (callgrind,
@@ -41,6 +49,103 @@
 -- peak RSS where a whole command is measured, and the ratio to the goal's
 -- reference where the goal is relative (x plan: the time over PlanDevices'
 -- on the same module). The modules are written once to bench/out/.
+
+-- ------------------------------------------------------- the pure logic
+-- (loadfile("bench/perf.lua")("--lib") returns it: spec/bench_perf_spec.lua)
+local M = {}
+
+-- The options of args (a list): a table, or an error naming the option.
+function M.options(args)
+  local opts = {rows = "plan,scale,heap,cli,parse,print,annotate,share,partition,report,min_bytes,steps",
+                n = 1000000, ["repeat"] = 1, settle = 0, linear = false}
+  local i = 1
+  while args[i] do
+    local a = args[i]
+    if a == "--rows" or a == "--old" or a == "--n" or a == "--repeat" or a == "--callgrind" or a == "--settle" then
+      opts[a:sub(3)] = assert(args[i + 1], a .. " needs a value")
+      i = i + 2
+    elseif a == "--linear" then
+      opts.linear = true
+      i = i + 1
+    else error("perf.lua: unknown option " .. a .. " (see the header of bench/perf.lua)") end
+  end
+  opts.n = math.tointeger(tonumber(opts.n))
+  assert(opts.n and opts.n >= 100, "--n needs a count of calls (100 or more)")
+  opts["repeat"] = math.tointeger(tonumber(opts["repeat"]))
+  assert(opts["repeat"] and opts["repeat"] >= 1, "--repeat needs a count of processes (1 or more)")
+  opts.settle = assert(tonumber(opts.settle), "--settle needs seconds")
+  return opts
+end
+
+-- The median of a list of numbers (the mean of the two middle ones).
+function M.median(t)
+  local s = {table.unpack(t)}
+  table.sort(s)
+  local k = #s
+  if k == 0 then return nil end
+  return k % 2 == 1 and s[(k + 1) // 2] or (s[k // 2] + s[k // 2 + 1]) / 2
+end
+
+-- The order of the fresh processes of one measurement: a list of {size,
+-- build} (indexes into sizes and 1..nbuilds). sizes[i] is how many runs
+-- size i takes per repeat; each repeat runs every size's in turn (the
+-- sizes interleaved: a host that slows down meets them all), and each run
+-- is one process of every build, the first of the pair swapped each time
+-- the size runs again (old new, new old, old new: ABBA; M.pair(n, k): the
+-- k-th pair's builds in order).
+function M.pair(nbuilds, k)
+  local t = {}
+  for b = 1, nbuilds do t[b] = k % 2 == 0 and nbuilds + 1 - b or b end
+  return t
+end
+function M.schedule(nbuilds, sizes, reps)
+  local out, k = {}, {}
+  for _ = 1, reps do
+    for s, times in ipairs(sizes) do
+      for _ = 1, times do
+        k[s] = (k[s] or 0) + 1
+        for _, b in ipairs(M.pair(nbuilds, k[s])) do out[#out + 1] = {s, b} end
+      end
+    end
+  end
+  return out
+end
+
+-- The figures of a measurement's runs (each {cold, warm, heap, user,
+-- sys}; -1: unknown): {cold = the best, med = the median cold, warm = the
+-- best, heap = the largest, user =, sys = the means (-1 where a run did
+-- not split its seconds)}. The kernel splits a run's time between user
+-- and system by sampling at ticks: the mean of N runs is an unbiased
+-- split, the best run's (or the least of N) is not.
+function M.summary(runs)
+  local r = {cold = math.huge, warm = math.huge, heap = 0, user = 0, sys = 0}
+  local colds, split = {}, true
+  for _, x in ipairs(runs) do
+    r.cold, r.warm, r.heap = math.min(r.cold, x[1]), math.min(r.warm, x[2]), math.max(r.heap, x[3])
+    colds[#colds + 1] = x[1]
+    split = split and x[4] >= 0 and x[5] >= 0
+    r.user, r.sys = r.user + x[4], r.sys + x[5]
+  end
+  r.med = M.median(colds)
+  if split and #runs > 0 then r.user, r.sys = r.user / #runs, r.sys / #runs else r.user, r.sys = -1, -1 end
+  return r
+end
+
+-- "x" of a step ("?" where unknown).
+local function ratio(a, b) return (a >= 0 and b > 0) and ("%7.1f"):format(a / b) or "      ?" end
+
+-- A step table's figures of one build at its three sizes (summaries a, b,
+-- c): the best cold seconds and their two steps, the medians and theirs,
+-- the two steps of the mean user seconds, the mean system seconds at the
+-- largest.
+function M.three(a, b, c)
+  return ("%9.4f %9.4f %9.3f %7.1f %7.1f %9.4f %9.4f %9.3f %7.1f %7.1f %s %s %s"):format(a.cold, b.cold, c.cold,
+    b.cold / a.cold, c.cold / b.cold, a.med, b.med, c.med, b.med / a.med, c.med / b.med, ratio(b.user, a.user),
+    ratio(c.user, b.user), c.sys >= 0 and ("%7.3f"):format(c.sys) or "      ?")
+end
+
+if (...) == "--lib" then return M end
+
 local dp = require "devplan"
 
 local here = (arg and arg[0] or ""):match("^(.*)/[^/]*$") or "bench"
@@ -52,14 +157,14 @@ local OUT = root .. "/bench/out"
 
 -- One step in this process: prints "secs warm_secs heap_bytes" (heap: the
 -- peak heap growth when bench/heapcount.c is preloaded, else 0). Mode
--- "skip": everything but the step runs (callgrind's baseline); "once": the
--- step runs once (no warm run); "count": once, with callgrind switched on
--- around the step alone (dp.debug.callgrind); "skipgc": as skip, with the
--- full collection before the step ("once" minus it: the step alone, for a
--- build without dp.debug.callgrind). The sixth field printed: the step's
--- minor page faults.
+-- "once": the step runs once (no warm run); "count": once, with callgrind
+-- switched on around the step alone (dp.debug.callgrind); "skipgc":
+-- everything but the step runs, with the full collection before it
+-- ("once" minus it: the step alone, for a build without
+-- dp.debug.callgrind). The sixth field printed: the step's minor page
+-- faults.
 local function child(row, shape, n, mode)
-  local skip, count = mode == "skip" or mode == "skipgc", mode == "count"
+  local skip, count = mode == "skipgc", mode == "count"
   local once = mode == "once" or count
   local testing = require "devplan.testing"
   local config = testing.config("cuda")
@@ -77,13 +182,15 @@ local function child(row, shape, n, mode)
   local split
   local function time(f, ...)
     if skip then
-      if mode == "skipgc" then collectgarbage() end -- (all but the step: --linear's baseline)
+      collectgarbage() -- (all but the step: callgrind's baseline)
       return 0
     end
     collectgarbage()
     collectgarbage("stop")
     os.getenv("DEVPLAN_HEAP_RESET")
-    local cg = count and not split and dp.debug.callgrind
+    -- (DEVPLAN_PERF_NO_COUNT: as a build without dp.debug.callgrind, for
+    -- spec/bench_perf_spec.lua)
+    local cg = count and not split and not os.getenv("DEVPLAN_PERF_NO_COUNT") and dp.debug.callgrind
     local u0 = rusage and rusage()
     if cg then cg(true) end
     local t0 = os.clock()
@@ -147,24 +254,7 @@ end
 
 -- ---------------------------------------------------------------- the parent
 
-local opts = {rows = "plan,scale,heap,cli,parse,print,annotate,share,partition,report,min_bytes,steps",
-              n = 1000000, ["repeat"] = 1, settle = 0, linear = false}
-do
-  local i = 1
-  while arg[i] do
-    local a = arg[i]
-    if a == "--rows" or a == "--old" or a == "--n" or a == "--repeat" or a == "--callgrind" or a == "--settle" then
-      opts[a:sub(3)] = assert(arg[i + 1], a .. " needs a value")
-      i = i + 2
-    elseif a == "--linear" then
-      opts.linear = true
-      i = i + 1
-    else error("perf.lua: unknown option " .. a .. " (see the header of bench/perf.lua)") end
-  end
-  opts.n = math.tointeger(tonumber(opts.n))
-  opts["repeat"] = math.tointeger(tonumber(opts["repeat"]))
-  opts.settle = assert(tonumber(opts.settle), "--settle needs seconds")
-end
+local opts = M.options(arg)
 local ROWS = {}
 for r in opts.rows:gmatch("[^,]+") do ROWS[r] = true end
 local N = opts.n
@@ -198,78 +288,67 @@ if opts.old then BUILDS[#BUILDS + 1] = {"old", opts.old} end
 BUILDS[#BUILDS + 1] = {opts.old and "new" or "", root}
 local SCRIPT = here .. "/perf.lua"
 
--- A step in fresh processes: best cold and warm CPU seconds, heap bytes,
--- and the mean user and system seconds of the cold runs (-1: unknown).
--- The kernel splits a run's time between the two by sampling at ticks:
--- the mean of N runs is an unbiased split, the best run's (or the least
--- of N) is not.
--- --settle S first waits S seconds, so that more processes find the host's
--- pages as an idle machine leaves them (docs/benchmarks.md: fresh pages).
-local function step(build, row, shape, n, env, reps)
-  module_file(shape, n)
-  reps = reps or opts["repeat"]
-  local best, user, sys, split = {math.huge, math.huge, 0, -1, -1}, 0, 0, true
-  for _ = 1, reps do
-    if opts.settle > 0 then sh(("sleep %g"):format(opts.settle)) end
-    local out = sh(("%s '%s/bin/devplan' '%s' --child %s %s %d"):format(env or "", build[2], SCRIPT, row,
-      shape, n))
-    local a, b, c, u, k = out:match("^(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)")
-    assert(a, "perf.lua: the step " .. row .. " " .. shape .. " failed:\n" .. out)
-    best[1], best[2] = math.min(best[1], tonumber(a)), math.min(best[2], tonumber(b))
-    best[3] = math.max(best[3], tonumber(c))
-    u, k = tonumber(u), tonumber(k)
-    split = split and u >= 0 and k >= 0
-    user, sys = user + u, sys + k
-  end
-  if split then best[4], best[5] = user / reps, sys / reps end
-  return table.unpack(best)
+-- One fresh process of a step: {cold, warm, heap, user, sys} (-1:
+-- unknown). --settle S first waits S seconds, so that more processes find
+-- the host's pages as an idle machine leaves them (docs/benchmarks.md:
+-- fresh pages).
+local function run_once(build, row, shape, n, env)
+  if opts.settle > 0 then sh(("sleep %g"):format(opts.settle)) end
+  local out = sh(("%s '%s/bin/devplan' '%s' --child %s %s %d"):format(env or "", build[2], SCRIPT, row, shape, n))
+  local a, b, c, u, k = out:match("^(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)")
+  assert(a, "perf.lua: the step " .. row .. " " .. shape .. " failed:\n" .. out)
+  return {tonumber(a), tonumber(b), tonumber(c), tonumber(u), tonumber(k)}
 end
 
--- "x" of a step, and of its user seconds alone ("?" where unknown).
-local function ratio(a, b) return (a >= 0 and b > 0) and ("%7.1f"):format(a / b) or "      ?" end
+-- A step of every build at some sizes (sizes: a list of {n, runs per
+-- repeat}), in fresh processes in M.schedule's order: [build label][i] =
+-- M.summary of size i's runs.
+local function measure(row, shape, sizes, env, reps)
+  local runs, times = {}, {}
+  for i, sz in ipairs(sizes) do
+    module_file(shape, sz[1])
+    times[i] = sz[2]
+  end
+  for _, sb in ipairs(M.schedule(#BUILDS, times, reps or opts["repeat"])) do
+    local b = BUILDS[sb[2]]
+    runs[b[1]] = runs[b[1]] or {}
+    local t = runs[b[1]]
+    t[sb[1]] = t[sb[1]] or {}
+    table.insert(t[sb[1]], run_once(b, row, shape, sizes[sb[1]][1], env))
+  end
+  local out = {}
+  for label, t in pairs(runs) do
+    out[label] = {}
+    for i in ipairs(sizes) do out[label][i] = M.summary(t[i]) end
+  end
+  return out
+end
 
--- A step's three sizes, N / 100, N / 10 and N: the cold seconds of each,
--- the two steps, the two steps of the user seconds alone, and the system
--- seconds at N. get(n) -> cold, warm, heap, user, sys (step's results).
+-- A step's three sizes, N / 100, N / 10 and N: the best and median cold
+-- seconds of each and their steps, the two steps of the user seconds
+-- alone, and the system seconds at N.
 local function size(n) return n % 1000000 == 0 and (n // 1000000) .. "M" or n % 1000 == 0 and (n // 1000) .. "k" or tostring(n) end
-local STEP_COLS = ("%9s %9s %9s %7s %7s %7s %7s %7s"):format(size(N // 100) .. " s", size(N // 10) .. " s",
-  size(N) .. " s", "x", "x", "user x", "x", "sys s")
--- The two smaller sizes take the best of 4x and 2x the processes (their
--- cold runs of a few ms swing most with the host; cheap to repeat).
+local STEP_COLS = ("%9s %9s %9s %7s %7s %9s %9s %9s %7s %7s %7s %7s %7s"):format(size(N // 100) .. " s",
+  size(N // 10) .. " s", size(N) .. " s", "x", "x", size(N // 100) .. " med", size(N // 10) .. " med",
+  size(N) .. " med", "x med", "x med", "user x", "x", "sys s")
+-- The two smaller sizes take 4x and 2x the processes (their cold runs of
+-- a few ms swing most with the host; cheap to repeat).
 local SMALL_REPEAT = {4, 2, 1}
-local function three(get, n)
-  local r = opts["repeat"]
-  local a, _, _, ua = get(n // 100, SMALL_REPEAT[1] * r)
-  local c, _, _, uc = get(n // 10, SMALL_REPEAT[2] * r)
-  local d, _, _, ud, sd = get(n, SMALL_REPEAT[3] * r)
-  return ("%9.4f %9.4f %9.3f %7.1f %7.1f %s %s %s"):format(a, c, d, c / a, d / c, ratio(uc, ua), ratio(ud, uc),
-    sd >= 0 and ("%7.3f"):format(sd) or "      ?")
-end
+local function three_sizes(n) return {{n // 100, SMALL_REPEAT[1]}, {n // 10, SMALL_REPEAT[2]}, {n, SMALL_REPEAT[3]}} end
 
--- Instructions of a step per call (callgrind: with it minus without it).
-local function instructions(build, row, shape, n)
-  module_file(shape, n)
-  local function ir(skip)
-    local out = sh(("valgrind --tool=callgrind --callgrind-out-file=/dev/null '%s/bin/devplan' '%s' --child %s %s %d %s 2>&1")
-      :format(build[2], SCRIPT, row, shape, n, skip and "skip" or "once"))
-    return tonumber((out:match("Collected : (%d+)")))
-  end
-  local with, without = ir(false), ir(true)
-  if not with or not without then return nil end
-  return (with - without) / n
-end
-
--- The step alone under callgrind with a fixed simulated cache (this
--- machine's sizes: 32 KiB L1s, a 32 MiB last level; valgrind would read
--- the host's, which the virtual machine reports as 256 MiB direct-mapped):
--- {Ir, LL misses} per call, and the step's minor page faults per 1,000
--- calls from a native run. Mode "count" switches callgrind on around the
--- step only (dp.debug.callgrind); a build without it (--old) gets a run
--- with the step minus one with all but the step and its collection
--- (mode skipgc), its row marked "~" (LL misses of two runs differ in more
--- than the step).
+-- The step alone under callgrind, for --linear and --callgrind alike:
+-- its instructions per call; with `cache` (--linear) also its simulated
+-- last-level misses per call (a fixed cache, this machine's sizes: 32 KiB
+-- L1s, a 32 MiB last level; valgrind would read the host's, which the
+-- virtual machine reports as 256 MiB direct-mapped) and its minor page
+-- faults per 1,000 calls from a native run. Mode "count" switches
+-- callgrind on around the step only (dp.debug.callgrind); a build without
+-- it (--old) gets a run with the step minus one with all but the step and
+-- its collection (mode skipgc), its figures marked "~" (LL misses of two
+-- runs differ in more than the step). Returns Ir, LL, faults, approx
+-- (nil: callgrind failed).
 local CACHE = "--I1=32768,8,64 --D1=32768,8,64 --LL=33554432,16,64"
-local function counts(build, row, shape, n)
+local function counts(build, row, shape, n, cache)
   module_file(shape, n)
   local file = os.tmpname()
   local function totals(path)
@@ -290,8 +369,8 @@ local function counts(build, row, shape, n)
     return {t.Ir or 0, (t.ILmr or 0) + (t.DLmr or 0) + (t.DLmw or 0)}
   end
   local function run(mode, atstart)
-    sh(("valgrind --tool=callgrind --cache-sim=yes %s --instr-atstart=%s --callgrind-out-file='%s' '%s/bin/devplan' '%s' --child %s %s %d %s >/dev/null 2>&1")
-      :format(CACHE, atstart, file, build[2], SCRIPT, row, shape, n, mode))
+    sh(("valgrind --tool=callgrind %s --instr-atstart=%s --callgrind-out-file='%s' '%s/bin/devplan' '%s' --child %s %s %d %s >/dev/null 2>&1")
+      :format(cache and "--cache-sim=yes " .. CACHE or "", atstart, file, build[2], SCRIPT, row, shape, n, mode))
   end
   run("count", "no")
   local c = totals(file .. ".1")
@@ -307,9 +386,10 @@ local function counts(build, row, shape, n)
     approx = true
   end
   os.remove(file)
+  if not c then return nil end
+  if not cache then return c[1] / n, nil, nil, approx end
   local out = sh(("'%s/bin/devplan' '%s' --child %s %s %d count"):format(build[2], SCRIPT, row, shape, n))
   local flt = tonumber(out:match("^%S+%s+%S+%s+%S+%s+%S+%s+%S+%s+(%S+)"))
-  if not c then return nil end
   return c[1] / n, c[2] / n, flt and flt >= 0 and flt * 1000 / n or nil, approx
 end
 
@@ -322,7 +402,7 @@ local function linear_row(build, row, shape, n)
   local ir, ll, fl, approx = {}, {}, {}, false
   for i, m in ipairs{n // 100, n // 10, n} do
     local a
-    ir[i], ll[i], fl[i], a = counts(build, row, shape, m)
+    ir[i], ll[i], fl[i], a = counts(build, row, shape, m, true)
     approx = approx or a
   end
   if not (ir[1] and ir[2] and ir[3]) then return "        ? (callgrind failed)" end
@@ -360,18 +440,30 @@ if opts.old then print("old: " .. opts.old .. "   new: " .. root) end
 
 local function row(fmt, ...) print(fmt:format(...)) end
 local SHAPES = {"chain", "let", "branchy"}
-local plan_secs = {} -- [build label][shape][n] = cold seconds
-
-local function plan_time(build, shape, n, reps)
-  plan_secs[build[1]] = plan_secs[build[1]] or {}
-  local t = plan_secs[build[1]]
-  t[shape] = t[shape] or {}
-  reps = reps or opts["repeat"]
-  if not t[shape][n] or t[shape][n].reps < reps then
-    t[shape][n] = {step(build, "plan", shape, n, nil, reps)}
-    t[shape][n].reps = reps
+-- PlanDevices' summaries, kept for the tables that compare with them:
+-- [shape][n] = {reps =, [build label] = M.summary}.
+local plan_secs = {}
+local function keep_plan(shape, sizes, reps, res)
+  plan_secs[shape] = plan_secs[shape] or {}
+  for i, sz in ipairs(sizes) do
+    local have = plan_secs[shape][sz[1]]
+    if not have or have.reps <= reps * sz[2] then
+      local k = {reps = reps * sz[2]}
+      for _, b in ipairs(BUILDS) do k[b[1]] = res[b[1]][i] end
+      plan_secs[shape][sz[1]] = k
+    end
   end
-  return table.unpack(t[shape][n])
+end
+-- PlanDevices' summary of build at n calls (measured with every build,
+-- alternated, where not kept).
+local function plan_time(build, shape, n)
+  local have = plan_secs[shape] and plan_secs[shape][n]
+  if not have then
+    local sizes = {{n, 1}}
+    keep_plan(shape, sizes, opts["repeat"], measure("plan", shape, sizes))
+    have = plan_secs[shape][n]
+  end
+  return have[build[1]]
 end
 
 local function header(title, cols)
@@ -384,17 +476,41 @@ local CG = {}
 for r in (opts.callgrind or ""):gmatch("[^,]+") do CG[r] = true end
 local function ipc(build, r, shape)
   if not (CG[r] or CG.all) then return "" end
-  local v = instructions(build, r, shape, 100000)
-  return v and ("%9.0f"):format(v) or "        ?"
+  local v, _, _, approx = counts(build, r, shape, math.min(100000, N // 10), false)
+  return v and ("%9.0f"):format(v) .. (approx and " ~" or "") or "        ?"
+end
+
+-- A step table's rows of one shape: the three sizes of every build,
+-- interleaved and alternated (measure), a row for each build. res: the
+-- measurement where made before.
+local function step_measure(r, shape)
+  local sizes = three_sizes(N)
+  local res = measure(r, shape, sizes)
+  if r == "plan" then keep_plan(shape, sizes, opts["repeat"], res) end
+  return res
+end
+local function step_rows(r, shape, prefix, res)
+  res = res or step_measure(r, shape)
+  for _, b in ipairs(BUILDS) do
+    local t = res[b[1]]
+    print(prefix .. (" %-4s "):format(b[1]) .. M.three(t[1], t[2], t[3]))
+  end
+end
+
+-- (the scale table's runs first: the PlanDevices table then reads its
+-- runs at N, measured among the smaller sizes, instead of as many more)
+local scale_res = {}
+if ROWS.scale then
+  for _, shape in ipairs(SHAPES) do scale_res[shape] = step_measure("plan", shape) end
 end
 
 if ROWS.plan then
   header(("PlanDevices, %d calls (goal < 0.5 s cold)"):format(N),
-    ("%-8s %-4s %9s %9s %9s"):format("shape", "", "cold s", "warm s", opts.callgrind and "Ir/call" or ""))
+    ("%-8s %-4s %9s %9s %9s %9s"):format("shape", "", "cold s", "med s", "warm s", opts.callgrind and "Ir/call" or ""))
   for _, shape in ipairs(SHAPES) do
     for _, b in ipairs(BUILDS) do
-      local cold, warm = plan_time(b, shape, N)
-      row("%-8s %-4s %9.3f %9.3f %s", shape, b[1], cold, warm, ipc(b, "plan", shape))
+      local t = plan_time(b, shape, N)
+      row("%-8s %-4s %9.3f %9.3f %9.3f %s", shape, b[1], t.cold, t.med, t.warm, ipc(b, "plan", shape))
     end
   end
 end
@@ -402,11 +518,7 @@ end
 if ROWS.scale then
   header(("PlanDevices %s -> %s -> %s calls (goal: each step <= 11x, cold)"):format(size(N // 100), size(N // 10), size(N)),
     ("%-8s %-4s %s"):format("shape", "", STEP_COLS))
-  for _, shape in ipairs(SHAPES) do
-    for _, b in ipairs(BUILDS) do
-      row("%-8s %-4s %s", shape, b[1], three(function(n, reps) return plan_time(b, shape, n, reps) end, N))
-    end
-  end
+  for _, shape in ipairs(SHAPES) do step_rows("plan", shape, ("%-8s"):format(shape), scale_res[shape]) end
   if opts.linear then
     linear_header("PlanDevices", ("%-8s %-4s"):format("shape", ""))
     for _, shape in ipairs(SHAPES) do
@@ -419,36 +531,41 @@ if ROWS.heap then
   header(("PlanDevices' heap at its peak, %d calls (the planned module included; goal let < 300 B/call)"):format(N),
     ("%-8s %-4s %12s"):format("shape", "", "B/call"))
   for _, shape in ipairs(SHAPES) do
-    for _, b in ipairs(BUILDS) do
-      local _, _, h = step(b, "heap", shape, N, "LD_PRELOAD=" .. heapcount())
-      row("%-8s %-4s %12.0f", shape, b[1], h / N)
-    end
+    local res = measure("heap", shape, {{N, 1}}, "LD_PRELOAD=" .. heapcount())
+    for _, b in ipairs(BUILDS) do row("%-8s %-4s %12.0f", shape, b[1], res[b[1]][1].heap / N) end
   end
+end
+
+-- A whole command per build, the first of the pair swapped each shape.
+local function commands(shapes, n, args, show)
+  for k, shape in ipairs(shapes) do
+    local file = module_file(shape, n)
+    local got = {}
+    for _, i in ipairs(M.pair(#BUILDS, k)) do got[BUILDS[i][1]] = {command(BUILDS[i], args(file))} end
+    for _, b in ipairs(BUILDS) do show(shape, b, table.unpack(got[b[1]])) end
+  end
+  os.remove(OUT .. "/plan_out.relay")
 end
 
 if ROWS.cli then
   header(("devplan plan FILE -o OUT, %d calls (goal < 2 s CPU and < 300 MB)"):format(N),
     ("%-8s %-4s %9s %9s"):format("shape", "", "CPU s", "peak MB"))
-  for _, shape in ipairs(SHAPES) do
-    local file = module_file(shape, N)
-    for _, b in ipairs(BUILDS) do
-      local s, m = command(b, ("plan '%s' -o '%s/plan_out.relay'"):format(file, OUT))
-      row("%-8s %-4s %9.2f %9.0f", shape, b[1], s, m)
-    end
-  end
-  os.remove(OUT .. "/plan_out.relay")
+  commands(SHAPES, N, function(file) return ("plan '%s' -o '%s/plan_out.relay'"):format(file, OUT) end,
+    function(shape, b, s, m) row("%-8s %-4s %9.2f %9.0f", shape, b[1], s, m) end)
 end
 
--- A step with a cold and warm column, and its time over PlanDevices'.
+-- A step with a cold, median and warm column, and its time over PlanDevices'.
 local function step_table(title, r, shapes, n, goal)
   header(("%s, %d calls (goal %s)"):format(title, n, goal),
-    ("%-8s %-4s %9s %9s %9s %9s"):format("shape", "", "cold s", "warm s", "x plan", opts.callgrind and "Ir/call" or ""))
+    ("%-8s %-4s %9s %9s %9s %9s %9s"):format("shape", "", "cold s", "med s", "warm s", "x plan",
+      opts.callgrind and "Ir/call" or ""))
   for _, shape in ipairs(shapes) do
+    local res = measure(r, shape, {{n, 1}})
     for _, b in ipairs(BUILDS) do
-      local cold, warm = step(b, r, shape, n)
+      local t = res[b[1]][1]
       local p = plan_time(b, shape, n)
-      row("%-8s %-4s %9.3f %9s %9.1f %s", shape, b[1], cold, warm < 0 and "-" or ("%9.3f"):format(warm),
-        cold / p, ipc(b, r, shape))
+      row("%-8s %-4s %9.3f %9.3f %9s %9.1f %s", shape, b[1], t.cold, t.med, t.warm < 0 and "-" or ("%9.3f"):format(t.warm),
+        t.cold / p.cold, ipc(b, r, shape))
     end
   end
 end
@@ -470,11 +587,7 @@ if ROWS.partition then
   header(("PartitionByVirtualDevice %s -> %s -> %s calls (goal: linear, each step <= 11x, cold)"):format(size(N // 100),
     size(N // 10), size(N)),
     ("%-8s %-4s %s"):format("shape", "", STEP_COLS))
-  for _, shape in ipairs{"let", "branchy"} do
-    for _, b in ipairs(BUILDS) do
-      row("%-8s %-4s %s", shape, b[1], three(function(n, reps) return step(b, "partition", shape, n, nil, reps) end, N))
-    end
-  end
+  for _, shape in ipairs{"let", "branchy"} do step_rows("partition", shape, ("%-8s"):format(shape)) end
   if opts.linear then
     linear_header("PartitionByVirtualDevice", ("%-8s %-4s"):format("shape", ""))
     for _, shape in ipairs{"let", "branchy"} do
@@ -510,11 +623,7 @@ if ROWS.steps then
     size(N // 10), size(N)),
     ("%-38s %-8s %-4s %s"):format("pass", "shape", "", STEP_COLS))
   for _, p in ipairs(passes) do
-    for _, shape in ipairs(p[3]) do
-      for _, b in ipairs(BUILDS) do
-        row("%-38s %-8s %-4s %s", p[2], shape, b[1], three(function(n, reps) return step(b, p[1], shape, n, nil, reps) end, N))
-      end
-    end
+    for _, shape in ipairs(p[3]) do step_rows(p[1], shape, ("%-38s %-8s"):format(p[2], shape)) end
   end
   if opts.linear then
     linear_header("Every other pass", ("%-38s %-8s %-4s"):format("pass", "shape", ""))
@@ -533,13 +642,10 @@ if ROWS["10m"] then
   local n = 10 * N
   header(("devplan plan FILE -o OUT --time-passes, %d calls (goal: planning < 6 s, peak < 3 GB)"):format(n),
     ("%-8s %-4s %9s %9s %9s"):format("shape", "", "CPU s", "plan s", "peak MB"))
-  for _, shape in ipairs{"chain", "branchy"} do
-    local file = module_file(shape, n)
-    for _, b in ipairs(BUILDS) do
-      local s, m, out = command(b, ("plan '%s' -o '%s/plan_out.relay' --time-passes"):format(file, OUT))
+  commands({"chain", "branchy"}, n,
+    function(file) return ("plan '%s' -o '%s/plan_out.relay' --time-passes"):format(file, OUT) end,
+    function(shape, b, s, m, out)
       local p = out:match("\n%s*([%d.]+)%s+[%d.]+%%%s+PlanDevices")
       row("%-8s %-4s %9.2f %9s %9.0f", shape, b[1], s, p or "?", m)
-    end
-  end
-  os.remove(OUT .. "/plan_out.relay")
+    end)
 end

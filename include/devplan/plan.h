@@ -319,4 +319,13 @@ int64_t dp_place_energy_at(const dp_place_problem *p, const uint32_t *label, uin
    counted). */
 int dp_place_solve(dp_place_problem *p, uint32_t *label, int64_t *cost);
 
+/* --- testing aid: capture's index cuts without consume ---
+   PlanDevices' capture cuts the index behind it without `consume` only
+   from 2^21 ids on (src/planner/capture.c: there a cut gives huge pages
+   back). dp_debug_capture_cut_ids(n) lowers that threshold to n ids (0:
+   back to 2^21), so that a test runs the path at small sizes (the plan
+   must be the same); it returns the cuts made without consume since the
+   last call. Not thread-safe (a test aid). */
+uint64_t dp_debug_capture_cut_ids(uint32_t n);
+
 #endif

@@ -9,7 +9,9 @@
  * with what the host did to them; os.clock gives only the sum); callgrind
  * switches valgrind's callgrind on and off around one step (the machine has
  * no hardware counters: bench/perf.lua --linear counts a step's
- * instructions and simulated cache misses without the parse before it).
+ * instructions and simulated cache misses without the parse before it);
+ * capture_cut_ids lowers the size from which capture cuts the index without
+ * consume, so that a spec runs that path at small sizes.
  */
 #if !defined(_WIN32)
 #include <sys/resource.h>
@@ -83,9 +85,19 @@ static int callgrind(lua_State *L) {
   return 1;
 }
 
+/* capture_cut_ids(n) -> the cuts capture made without consume since the
+   last call; from now on it cuts from n ids on (nil or 0: 2^21, as
+   planning does; plan.h: dp_debug_capture_cut_ids). */
+static int capture_cut_ids(lua_State *L) {
+  lua_Integer n = luaL_optinteger(L, 1, 0);
+  luaL_argcheck(L, n >= 0 && n <= (lua_Integer)UINT32_MAX, 1, "a count of ids in [0, 2^32) expected");
+  lua_pushinteger(L, (lua_Integer)dp_debug_capture_cut_ids((uint32_t)n));
+  return 1;
+}
+
 void dp__lua_open_debug(lua_State *L) {
   static const luaL_Reg fns[] = {{"fail_alloc", fail_alloc}, {"alloc_count", alloc_count}, {"rusage", rusage},
-                                 {"callgrind", callgrind},
+                                 {"callgrind", callgrind}, {"capture_cut_ids", capture_cut_ids},
                                  {NULL, NULL}};
   dp__lua_subtable(L, "debug"); /* shared with dp.debug.counts (l_device.c) */
   luaL_setfuncs(L, fns, 0);

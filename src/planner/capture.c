@@ -812,6 +812,20 @@ static void shrink_vs(cctx *c) {
 #define CUTS 16u
 #define NOCONSUME_IDS ((uint32_t)1 << 21)
 
+/* The threshold in force, lowered by a test (dp_debug_capture_cut_ids:
+   the path below 2^21 ids is otherwise met only by the 1M benchmarks,
+   never under ASan), and the cuts made without consume, which that test
+   counts to see the path ran. */
+static uint32_t noconsume_ids = NOCONSUME_IDS;
+static uint64_t noconsume_cuts;
+
+uint64_t dp_debug_capture_cut_ids(uint32_t n) {
+  uint64_t made = noconsume_cuts;
+  noconsume_ids = n ? n : NOCONSUME_IDS;
+  noconsume_cuts = 0;
+  return made;
+}
+
 /* The largest id read at node id: its own, its children's, and those of
    a child's chain of nested on_device calls (`through` follows it); a
    lowered call also reads its tuple's fields and their chains (then
@@ -893,6 +907,7 @@ static void cut(cctx *c, uint32_t t) {
      take next: a tail given back would split a page still read, on small
      pages then, where the peak no longer needs it) */
   dp__index_cut(c->ix, keep, c->consume);
+  if (!c->consume) noconsume_cuts++;
   if (c->dev) {
     uint8_t *p = dp_realloc(c->dev, keep);
     if (p) c->dev = p;
@@ -1041,7 +1056,7 @@ static dp_module *capture(dp__domains *d, int last, int consume, dp_err **err) {
   if (!out || devices(&c) < 0 || !(c.isnew = bits(&c, consume ? 3 * nb : 2 * nb))) goto oom;
   c.fol = c.isnew + nb;
   if (consume) c.excl = exclusive(ix, c.isnew + 2 * nb); /* (after `out` holds every function) */
-  if (consume || ix->n >= NOCONSUME_IDS) tops(&c);
+  if (consume || ix->n >= noconsume_ids) tops(&c);
   for (uint32_t i = 0; i < m->nfuncs; i++) {
     dp_expr *f = capture_function(&c, i, err);
     if (!f) goto fail;
