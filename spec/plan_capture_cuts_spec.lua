@@ -74,12 +74,8 @@ describe("PlanDevices' index cuts without consume (threshold lowered)", function
   -- check that the threshold alone changes nothing)
   it("plans the models and generated programs as without cuts", function()
     for _, name in ipairs{"mlp", "lstm", "dqn"} do
-      local f = io.open(dp.root .. "/models/" .. name .. ".relay")
-      if f then
-        local text = f:read("a")
-        f:close()
-        same(text, nil, config, nil, {1, 16})
-      end
+      local text = testing.read_file(testing.model(name))
+      same(text, nil, config, nil, {1, 16})
     end
     local n = os.getenv("DEVPLAN_QUICK") and 40 or 200
     for seed = 1, n do

@@ -69,13 +69,9 @@ describe("PlanDevices with consume = true", function()
 
   it("plans the models and workloads as without it, and with min_bytes", function()
     for _, name in ipairs{"mlp", "lstm", "dqn"} do
-      local f = io.open(dp.root .. "/models/" .. name .. ".relay")
-      if f then
-        local text = f:read("a")
-        f:close()
-        both(text, nil, config)
-        both(text, nil, config, {placement = "min_bytes"})
-      end
+      local text = testing.read_file(testing.model(name))
+      both(text, nil, config)
+      both(text, nil, config, {placement = "min_bytes"})
     end
     both(shapes.branchy(200, false), META, config, {placement = "min_bytes", all_conflicts = true})
   end)

@@ -260,16 +260,15 @@ static int is_copy(dp__lexical *lx, const dp_expr *e) {
   return e->h.kind == DP_CALL && ((const dp_call *)e)->fn == &lx->device_copy->e;
 }
 
-/* Where child i of f's node lives by its position. */
-/* (inlined in both loops, dp__lexical_walk's and dp__lexical_step's: a
-   call of it and of finish at each node were a tenth more of the report's
-   instructions on a let chain) */
+/* (the step below inlines child_ctx and finish: a call of each at every
+   node was a tenth more of the report's instructions on a let chain) */
 #if defined(__GNUC__)
 #define LX_INLINE __attribute__((always_inline)) inline
 #else
 #define LX_INLINE inline
 #endif
 
+/* Where child i of f's node lives by its position. */
 static LX_INLINE dp_vdev *child_ctx(dp__lexical *lx, const lframe *f, uint32_t i) {
   dp_expr *e = f->e;
   if (e->h.kind == DP_FUNC) return i == ((dp_func *)e)->nparams ? ((dp_func *)e)->vdev : f->ctx;
@@ -377,9 +376,11 @@ int dp__lexical_begin(dp__lexical *lx, dp_func *fn) {
   return r == 1 ? 2 : r < 0 ? -1 : 1;
 }
 
-/* One step of the walk: a child reached or a node posted. */
-int dp__lexical_step(dp__lexical *lx, dp__lexical_post post, void *ud) {
-  if (!lx->sp) return 0;
+/* One step of the walk: a child reached or a node posted. 2: more to
+   walk, 0: done, 1: the module does not say its devices so, -1: out of
+   memory or the callback's error. Inlined in dp__lexical_walk's loop (a
+   call per step was more of the report's instructions on a let chain). */
+static LX_INLINE int step(dp__lexical *lx, dp__lexical_post post, void *ud) {
   lframe *f = &lx->st[lx->sp - 1];
   if (f->i < f->n) {
     uint32_t i = f->i++;
@@ -406,37 +407,14 @@ int dp__lexical_step(dp__lexical *lx, dp__lexical_post post, void *ud) {
   return lx->sp ? 2 : 0;
 }
 
-/* dp__lexical_step's loop, written out (a call per step was more of the
-   report's instructions on a let chain). */
+int dp__lexical_step(dp__lexical *lx, dp__lexical_post post, void *ud) {
+  return lx->sp ? step(lx, post, ud) : 0;
+}
+
 int dp__lexical_walk(dp__lexical *lx, dp_func *fn, dp__lexical_post post, void *ud) {
   int r = dp__lexical_begin(lx, fn);
-  if (r != 2) return r;
-  while (lx->sp) {
-    lframe *f = &lx->st[lx->sp - 1];
-    if (f->i < f->n) {
-      uint32_t i = f->i++;
-      if (f->e->h.kind == DP_LET && i == 2) { /* the variable lives where its value does */
-        dp_vdev *v = lx->vals[f->base + 1];
-        if (!v) return 1;
-        if (bind(lx, ((dp_let *)f->e)->var, v) < 0) return -1;
-      }
-      r = reach(lx, dp_expr_child(f->e, i), child_ctx(lx, f, i));
-      if (r < 0) return -1;
-      if (r == 2) return 1;
-    } else {
-      lframe done = lx->st[--lx->sp];
-      dp_vdev *dev;
-      if (!finish(lx, &done, &dev)) return 1;
-      lx->nvals = done.base;
-      if (done.rec) {
-        lrec *rc = &lx->recs[done.rec - 1];
-        if (done.e->h.kind != DP_VAR) rc->dev = dev; /* (a variable keeps where it is bound) */
-        rc->done = 1;
-      }
-      if (push_val(lx, dev) < 0 || post(ud, done.e, dev) < 0) return -1;
-    }
-  }
-  return 0;
+  while (r == 2) r = step(lx, post, ud);
+  return r;
 }
 
 uint32_t dp__lexical_met(const dp__lexical *lx, const dp_expr *e) {
