@@ -151,8 +151,9 @@ typedef struct pctx {
   uint8_t *cls;
   uint32_t *base;       /* the node under any wrappers when it is a member or a barrier (what
                            a read of the node reads: producer), else DP__DFP_NONE */
-  uint32_t *block;      /* let body / branch the node is in (MULTI: several); its place
-                           holds outpos once the regions are made */
+  uint32_t *block;      /* let body / branch the node is in (MULTI: several); NULL: the
+                           body is one block (no if, match, function literal or fence) */
+  uint32_t *blockmem;   /* its array, allocated for the first body that has blocks */
   /* regions: union-find over node indices */
   uint32_t *uf, *remaining, *stamp, *pos, clock; /* uf: parent + 1, 0 a root (find); pos: an entry's
                                                    place in the set being made (then a hoisted
@@ -166,11 +167,12 @@ typedef struct pctx {
   rset *restr;          /* per representative: its restrictions */
   int sets_freed;       /* make_regions ended, and freed every set (no sweep over restr) */
   /* hoisted regions */
-  uint32_t *rid;        /* rep -> region number + 1 */
+  uint32_t *rid;        /* rep -> region number + 1; once the regions are listed, every
+                           member's (0: not hoisted; no find after list_regions) */
   region *regs;
   uint32_t nregs;
   uint32_t *mem;        /* members of each region, post order */
-  uint32_t *outpos;     /* member -> position among its region's outputs */
+  uint32_t *outpos;     /* member -> position among its region's outputs (uf's place) */
   dp_expr **inner;      /* member -> its copy inside the function (owned while its function is made) */
   dp_expr **outexpr;    /* member (output) -> what the caller reads (owned) */
   dp__arena arena;      /* where the output's new calls, lets, variables and projections are made */
@@ -213,14 +215,14 @@ static dp_expr *typed_as(pctx *c, dp_expr *made, dp_type *t) {
 static uint32_t kid(const pctx *c, uint32_t v, uint32_t k) { return c->g.kids[c->g.kstart[v] + k]; }
 static uint32_t nslots(const pctx *c, uint32_t v) { return c->g.kstart[v + 1] - c->g.kstart[v]; }
 
-/* The arrays of the attempts at one body, in one zeroed block of 45 bytes
+/* The arrays of the attempts at one body, in one zeroed block of 41 bytes
    a node (allocated once a body, before lexical.c reads the devices, whose
    scratch lies in it too; zeroed again for a further attempt): for a
    large body a block the allocator backs by huge pages (alloc.c), where
    separate arrays of a few MiB each were faulted in a page at a time.
    Each byte of it is a fresh page's at a million calls, so arrays share
    places where their lives do not overlap (reuse_arrays). */
-enum { ARRAY_BYTES = 16 + 2 * 4 + 4 * 4 + 5 };
+enum { ARRAY_BYTES = 16 + 2 * 4 + 3 * 4 + 5 };
 
 static int alloc_arrays(pctx *c) {
   size_t n = c->n ? c->n : 1;
@@ -241,7 +243,7 @@ static void lay_out_arrays(pctx *c) {
   c->stamp = (uint32_t *)(void *)m; /* (and pos: the rebuild's new nodes later) */
   c->pos = c->stamp + n;
   m += 2 * n * sizeof *c->stamp;
-  uint32_t **u32[] = {&c->base, &c->block, &c->uf, &c->remaining};
+  uint32_t **u32[] = {&c->base, &c->uf, &c->remaining}; /* (uf: at 28 bytes a node, record_all) */
   for (size_t i = 0; i < sizeof u32 / sizeof *u32; i++, m += n * sizeof(uint32_t)) *u32[i] = (uint32_t *)(void *)m;
   uint8_t **u8[] = {&c->cls, &c->closed, &c->hascall, &c->isout, &c->drop};
   for (size_t i = 0; i < sizeof u8 / sizeof *u8; i++, m += n) *u8[i] = (uint8_t *)m;
@@ -250,11 +252,15 @@ static void lay_out_arrays(pctx *c) {
 /* Blocks, parents first (reverse post order is topological): an if's
    branches, a match's clauses, a function literal's body and a fenced
    let's body open new blocks.
-   0: not reached yet; the body is block 1. */
-static void assign_blocks(pctx *c) {
+   0: not reached yet; the body is block 1. A body with no blocks has no
+   array (NULL: every node in the body's block, as same_place reads it):
+   4 bytes a node neither allocated nor swept. -1: out of memory. */
+static int assign_blocks(pctx *c) {
   uint32_t next = 2;
-  if (!c->opens && !c->fenced && !c->strict)
-    return; /* every node is in the body's block: the zeroed array says so (a pass less) */
+  c->block = NULL;
+  if (!c->opens && !c->fenced && !c->strict) return 0;
+  if (!c->blockmem && !(c->blockmem = dp_malloc((size_t)c->n * sizeof *c->blockmem))) return -1;
+  c->block = c->blockmem;
   memset(c->block, 0, c->n * sizeof *c->block);
   c->block[c->n - 1] = 1;
   for (uint32_t v = c->n; v-- > 0;) {
@@ -264,12 +270,13 @@ static void assign_blocks(pctx *c) {
       if (ci == DP__DFP_NONE) continue;
       int opens = ((kind == DP_IF || kind == DP_MATCH) && k > 0) ||
                   (kind == DP_FUNC && k == ((const dp_func *)c->x[v])->nparams) ||
-                  (kind == DP_LET && k == 2 && (c->strict || c->fence[v]));
+                  (kind == DP_LET && k == 2 && (c->strict || (c->fence && c->fence[v])));
       uint32_t b = c->block[v] == MULTI ? MULTI : opens ? next++ : c->block[v];
       uint32_t old = c->block[ci];
       c->block[ci] = old == 0 || old == b ? b : MULTI;
     }
   }
+  return 0;
 }
 
 /* The memory and VM dialect (call_lowered, memory.*, vm.*): instructions of
@@ -386,12 +393,56 @@ static uint32_t slots_of(const dp_expr *e) {
   return dp_expr_nchildren(e);
 }
 
+/* The capacity an array of the graph's build grows to for need items of
+   elem bytes, from cap: eightfold while it is small (under a megabyte
+   realloc copies it: an eighth of the final size copied, not a half),
+   twofold once it is large (glibc maps a block of a megabyte and more on
+   its own, main's threshold, and realloc moves its pages with mremap, no
+   copy: eightfold only left up to seven eighths of the block never used,
+   at a million calls 100 MB of the 134 MB of the child slots). */
+enum { BIG = 1 << 20 };
+static uint32_t grown_cap(uint32_t cap, uint32_t need, size_t elem) {
+  uint64_t want = (uint64_t)cap * ((uint64_t)cap * elem < BIG ? 8 : 2);
+  return want > need && want <= UINT32_MAX / 2 ? (uint32_t)want : need;
+}
+
+static int grow_big(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
+  return need <= *cap ? 0 : dp_grow(arr, cap, grown_cap(*cap, need, elem), elem);
+}
+
 /* Meets e, not in the graph yet: its frame pushed, its flags read. */
 static int discover(pctx *c, gbuild *b, dp_expr *e, uint32_t slot) {
-  if (b->sp == b->capst && dp_grow8((void **)&b->st, &b->capst, b->sp + 1, sizeof *b->st) < 0) return -1;
+  if (b->sp == b->capst && grow_big((void **)&b->st, &b->capst, b->sp + 1, sizeof *b->st) < 0) return -1;
   b->st[b->sp++] = (gfr){e, 0, slots_of(e), b->nscratch, slot,
                          (uint8_t)(note_node(c, e) | (e->h.rc > 1 ? F_MANY : 0)), (uint8_t)e->h.kind};
   return 0;
+}
+
+/* The graph's per-node arrays (and letof, dev) grown to hold need nodes,
+   all to one capacity (x's, the widest, decides the step). */
+static int grow_nodes(pctx *c, gbuild *b, uint32_t need) {
+  dp__dfp_graph *g = &c->g;
+  uint32_t want = grown_cap(b->cap, need, sizeof *g->x);
+  void **arrs[] = {(void **)&g->x, (void **)&g->kstart, (void **)&g->kind, (void **)&g->note,
+                   (void **)&c->letof, (void **)&c->dev};
+  const size_t elems[] = {sizeof *g->x, sizeof *g->kstart, 1, 1, sizeof *c->letof, sizeof *c->dev};
+  uint32_t cap = b->cap;
+  for (size_t i = 0; i < sizeof arrs / sizeof *arrs; i++) {
+    cap = b->cap;
+    if (dp_grow(arrs[i], &cap, want, elems[i]) < 0) return -1;
+  }
+  b->cap = cap; /* (the same for each: dp_grow's steps do not depend on elem) */
+  return 0;
+}
+
+/* An array of the build cut to its n items once the build is done: the
+   capacity a growth step left past them is given back (realloc shrinks a
+   large block in place) before the attempt's arrays are allocated. (A
+   shrink that fails leaves the array as it was.) */
+static void fit(void **arr, uint32_t cap, uint32_t n, size_t elem) {
+  if (!*arr || n >= cap || (size_t)cap * elem < BIG) return;
+  void *a = dp_realloc(*arr, (size_t)(n ? n : 1) * elem);
+  if (a) *arr = a;
 }
 
 /* The top frame's node is done: numbered, its slots moved to kids. */
@@ -399,31 +450,8 @@ static int finish_node(pctx *c, gbuild *b) {
   dp__dfp_graph *g = &c->g;
   gfr f = b->st[--b->sp];
   uint32_t v = g->n, nk = b->nscratch - f.kbase, total = v ? g->kstart[v] : 0;
-  if (v + 1 >= b->cap) {
-    uint32_t cap = b->cap;
-    void *x = g->x, *ks = g->kstart, *kind = g->kind, *note = g->note;
-    if (dp_grow8(&x, &cap, v + 2, sizeof *g->x) < 0) return -1;
-    g->x = x;
-    cap = b->cap;
-    if (dp_grow8(&ks, &cap, v + 2, sizeof *g->kstart) < 0) return -1;
-    g->kstart = ks;
-    cap = b->cap;
-    if (dp_grow8(&kind, &cap, v + 2, 1) < 0) return -1;
-    g->kind = kind;
-    cap = b->cap;
-    if (dp_grow8(&note, &cap, v + 2, 1) < 0) return -1;
-    g->note = note;
-    cap = b->cap;
-    void *letof = c->letof;
-    if (dp_grow8(&letof, &cap, v + 2, sizeof *c->letof) < 0) return -1;
-    c->letof = letof;
-    cap = b->cap;
-    void *dev = c->dev;
-    if (dp_grow8(&dev, &cap, v + 2, sizeof *c->dev) < 0) return -1;
-    c->dev = dev;
-    b->cap = cap;
-  }
-  if (total + nk > b->capkids && dp_grow8((void **)&g->kids, &b->capkids, total + nk, sizeof *g->kids) < 0)
+  if (v + 1 >= b->cap && grow_nodes(c, b, v + 2) < 0) return -1;
+  if (total + nk > b->capkids && grow_big((void **)&g->kids, &b->capkids, total + nk, sizeof *g->kids) < 0)
     return -1;
   for (uint32_t k = 0; k < nk; k++) g->kids[total + k] = b->scratch[f.kbase + k]; /* (a few: no memcpy) */
   g->kstart[v] = total;
@@ -470,7 +498,7 @@ static int build_graph(pctx *c, dp_expr *root) {
     }
     dp_expr *kid = child_of(f->e, f->i++);
     if (b.nscratch == b.capscratch &&
-        dp_grow8((void **)&b.scratch, &b.capscratch, b.nscratch + 1, sizeof *b.scratch) < 0) {
+        grow_big((void **)&b.scratch, &b.capscratch, b.nscratch + 1, sizeof *b.scratch) < 0) {
       rc = -1;
       break;
     }
@@ -490,6 +518,14 @@ static int build_graph(pctx *c, dp_expr *root) {
     dp__dfp_graph_free(g);
     return -1;
   }
+  uint32_t n = g->n, nk = g->kstart[n];
+  fit((void **)&g->x, b.cap, n, sizeof *g->x);
+  fit((void **)&g->kstart, b.cap, n + 1, sizeof *g->kstart);
+  fit((void **)&g->kind, b.cap, n, 1);
+  fit((void **)&g->note, b.cap, n, 1);
+  fit((void **)&c->letof, b.cap, n, sizeof *c->letof);
+  fit((void **)&c->dev, b.cap, n, sizeof *c->dev);
+  fit((void **)&g->kids, b.capkids, nk, sizeof *g->kids);
   c->kind = g->kind;
   c->nflag = g->note;
   return 0;
@@ -573,7 +609,7 @@ static void classify(pctx *c) {
       c->cls[v] = C_WRAP;
       continue;
     }
-    if ((c->nflag[v] & F_MEMBER) && c->block[v] != MULTI) {
+    if ((c->nflag[v] & F_MEMBER) && (!c->block || c->block[v] != MULTI)) {
       dp_vdev *vd = device_of(c, v);
       if (vd && !dp_vdev_is_fully_unconstrained(vd)) {
         c->cls[v] = C_MEMBER;
@@ -808,7 +844,7 @@ static int add_set(pctx *c, rset *acc, const rset *x) {
 
 static int same_place(const pctx *c, uint32_t a, uint32_t b) {
   return c->cls[a] == C_MEMBER && c->cls[b] == C_MEMBER && key_of(c, c->dev[a]) == key_of(c, c->dev[b]) &&
-         c->block[a] == c->block[b];
+         (!c->block || c->block[a] == c->block[b]);
 }
 
 /* Producer region p joins v's. */
@@ -953,11 +989,15 @@ static int make_regions(pctx *c) {
 
 /* ---------------- the hoisted functions ---------------- */
 
-static int hoisted(pctx *c, uint32_t v) {
-  return v != DP__DFP_NONE && c->cls[v] == C_MEMBER && c->rid[find(c, v)] != 0;
+/* (Once the regions are listed: rid[] at every member.) */
+static int hoisted(const pctx *c, uint32_t v) {
+  return v != DP__DFP_NONE && c->cls[v] == C_MEMBER && c->rid[v] != 0;
 }
 
-static region *region_of(pctx *c, uint32_t v) { return &c->regs[c->rid[find(c, v)] - 1]; }
+static region *region_of(pctx *c, uint32_t v) { return &c->regs[c->rid[v] - 1]; }
+
+/* Are hoisted members a and b in one region? */
+static int same_region(const pctx *c, uint32_t a, uint32_t b) { return c->rid[a] == c->rid[b]; }
 
 /* Which lets the caller drops (the value hoisted, the variable read, and
    only by members of the value's region; vout: read from anywhere else,
@@ -994,14 +1034,14 @@ static int mark_reads(pctx *c) {
       for (; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w)) {
         if (c->letof[w] == MULTI) continue;
         read[w] = 1;
-        if (!inside || !hoisted(c, c->base[w]) || find(c, v) != find(c, c->base[w])) vout[w] = 1;
+        if (!inside || !hoisted(c, c->base[w]) || !same_region(c, v, c->base[w])) vout[w] = 1;
       }
     }
     if (c->kind[v] == DP_LET) mark_drop(c, v, read, vout);
     for (uint32_t k = 0; k < ns; k++) {
       if (c->drop[v] && k == 1) continue; /* a dropped let reads nothing */
       uint32_t p = producer(c, v, k);
-      if (hoisted(c, p) && !(inside && find(c, v) == find(c, p))) c->isout[p] = 1;
+      if (hoisted(c, p) && !(inside && same_region(c, v, p))) c->isout[p] = 1;
     }
   }
   give(c, read, c->n);
@@ -1038,11 +1078,21 @@ static int list_regions(pctx *c) {
   }
   c->mem = dp_malloc((total ? total : 1) * sizeof *c->mem);
   if (!c->mem) return -1;
-  for (uint32_t v = 0; v < c->n; v++)
-    if (hoisted(c, v)) {
-      region *g = region_of(c, v);
+  /* every member's region number at the member (its representative's:
+     a representative's own entry, written first or not, is its number;
+     anything but a member reads 0), so that hoisted() and region_of()
+     read one array at the node, no find (whose uf[] is outpos' place
+     from here on) */
+  for (uint32_t v = 0; v < c->n; v++) {
+    uint32_t id = c->cls[v] == C_MEMBER ? c->rid[find(c, v)] : 0;
+    c->rid[v] = id;
+    if (id) {
+      region *g = &c->regs[id - 1];
       c->mem[g->first + g->nmem++] = v;
     }
+  }
+  c->outpos = c->uf; /* (written for each output before it is read) */
+  c->uf = NULL;
   /* outputs: read from outside the region, or the function's result */
   uint32_t root = c->base[c->n - 1];
   if (hoisted(c, root)) c->isout[root] = 1;
@@ -1187,7 +1237,7 @@ static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
       kids[k] = dp_expr_child(e, k);
       continue;
     }
-    if (hoisted(c, xb) && find(c, xb) == find(c, m)) {
+    if (hoisted(c, xb) && same_region(c, xb, m)) {
       kids[k] = c->inner[xb];
       continue;
     }
@@ -1204,7 +1254,7 @@ static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
   for (uint32_t k = 0; r && k < n; k++) {
     uint32_t xi = kid(c, m, k);
     uint32_t xb = xi == DP__DFP_NONE ? DP__DFP_NONE : c->base[xi];
-    if (xb == DP__DFP_NONE || !hoisted(c, xb) || find(c, xb) != find(c, m) || c->isout[xb] || c->released[xb])
+    if (xb == DP__DFP_NONE || !hoisted(c, xb) || !same_region(c, xb, m) || c->isout[xb] || c->released[xb])
       continue; /* (not a copy of this function's, an output (read after), or given up already) */
     c->released[xb] = 1;
     dp_release(c->inner[xb]);
@@ -1564,6 +1614,10 @@ static void fence_lets(pctx *c, int nerr, const dp_scope_error *errs, int shown,
       return;
     }
     uint32_t let = v == DP__DFP_NONE || errs[i].twice ? MULTI : c->letof[v];
+    if (let != MULTI && !c->fence && !(c->fence = dp_calloc(c->n, 1))) { /* (a body with a fence has its array) */
+      set_oom(c);
+      return;
+    }
     if (let == MULTI || (c->fence[let] && c->fence[let] != round)) c->strict = 1;
     else c->fence[let] = round, c->fenced = 1;
   }
@@ -1592,7 +1646,7 @@ static int rebuilds(pctx *c) {
    (restriction sets, reader counts, blocks; 24 bytes a node) become the
    arrays of what follows, on pages already touched instead of fresh ones:
    the members' copies and projections (inner, outexpr), the region
-   numbers (rid), the outputs' positions (outpos); the stamps and
+   numbers (rid); the stamps and
    positions become the rebuild's new nodes, and the bases (read last
    as the functions are made) its stack (rebuild_caller). */
 _Static_assert(sizeof(rset) == 2 * sizeof(dp_expr *), "a set's place holds a member's two nodes");
@@ -1617,8 +1671,6 @@ static void reuse_arrays(pctx *c) {
   c->restr = NULL;
   c->rid = c->remaining;
   c->remaining = NULL;
-  c->outpos = c->block; /* (written for each output before it is read) */
-  c->block = NULL;
   c->released = memset(c->closed, 0, n);
 }
 
@@ -1628,7 +1680,7 @@ static void reuse_arrays(pctx *c) {
 static int attempt(pctx *c, uint8_t round, dp_expr **out) {
   *out = NULL;
   lay_out_arrays(c);
-  assign_blocks(c);
+  if (assign_blocks(c) < 0) return -1;
   classify(c);
   if (resolve_bases(c) < 0 || make_regions(c) < 0) return -1;
   reuse_arrays(c);
@@ -1689,9 +1741,8 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
     c->dirty = (size_t)c->n * sizeof(dp_vdev *);
   }
   c->strict = c->fenced = 0;
-  c->fence = dp_calloc(c->n ? c->n : 1, 1);
   saved = dp_malloc((c->nnames ? c->nnames : 1) * sizeof *saved);
-  if (!c->fence || !saved) goto done;
+  if (!saved) goto done;
   if (c->nnames) memcpy(saved, c->names, c->nnames * sizeof *saved);
   for (int tries = 0; tries < 3; tries++) {
     if (tries == 2) c->strict = 1;
@@ -1715,6 +1766,7 @@ done:
   free(c->letof);
   free(c->arrays);
   free(c->fence);
+  free(c->blockmem);
   free(c->dev);
   free(saved);
   c->kind = c->nflag = NULL; /* (the graph's) */
@@ -1722,6 +1774,7 @@ done:
   c->arrays = NULL;
   c->dev = NULL;
   c->fence = NULL;
+  c->blockmem = c->block = NULL;
   c->n = 0;
   c->x = NULL;
   if (rc < 0 && !c->gave_up) set_oom(c);
