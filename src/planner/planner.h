@@ -273,7 +273,9 @@ void dp__index_free(dp__index *ix);
    the ids below keep still have their children). n stays: nothing may
    read those ids, nor walk every id, after it. tails: the rest of each
    array's last huge page goes too (splitting it: what is still in use
-   there is then read on small pages); 0: whole huge pages only. */
+   there is then read on small pages); 0: whole huge pages only. The post
+   order may move (it lies after the child slots in their block): a
+   reader going through it rebases its place (dp__post_rebase). */
 void dp__index_cut(dp__index *ix, uint32_t keep, int tails);
 /* A block of n bytes (uninitialised), the largest of the walk's spare
    blocks made to that size where one is left (the other is freed), else a
@@ -343,6 +345,8 @@ void dp__post_start(dp__post *p, const dp__index *ix, uint32_t fn, uint32_t end)
 /* (dp__post_next's slow steps: the next function's start, 0 at the end;
    a difference of more than a byte, from its first) */
 int dp__post_fn(dp__post *p);
+/* p's place moved with the post order, which was at old (dp__index_cut). */
+void dp__post_rebase(dp__post *p, const uint8_t *old);
 uint32_t dp__post_wide(dp__post *p, uint32_t z);
 
 /* The next id in post order; DP__NONE_ID at the end. */
