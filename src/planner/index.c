@@ -742,14 +742,24 @@ oom:
   return NULL;
 }
 
+/* (capture's node arena takes a block of a megabyte and more: capture.c, give) */
+#define KEPT ((size_t)1 << 20)
+
 void *dp__index_take(dp__index *ix, size_t n) {
   int i = ix->nspare[1] > ix->nspare[0];
   void *p = ix->spare[i];
-  /* (the other one goes: nothing else would take it, and it should not
-     stay resident through the phases) */
-  free(ix->spare[!i]);
-  ix->spare[!i] = NULL, ix->nspare[!i] = 0;
-  if (!p) return dp_malloc(n ? n : 1);
+  /* (the other one goes: it should not stay resident through the phases,
+     unless capture_last's node arena takes it, keep_spare, which takes a
+     block of KEPT bytes and more) */
+  if (!ix->keep_spare || ix->nspare[!i] < KEPT) {
+    free(ix->spare[!i]);
+    ix->spare[!i] = NULL, ix->nspare[!i] = 0;
+  }
+  /* (kept for capture's arena, a block is not cut from it for much less:
+     analysis' dom[] at a million let calls is a few ids, at a million
+     branchy calls as large as the walk's demands) */
+  if (!p || (ix->keep_spare && ix->nspare[i] >= KEPT && n < ix->nspare[i] / 2))
+    return dp_malloc(n ? n : 1);
   ix->spare[i] = NULL, ix->nspare[i] = 0;
   /* (a mapped block is remapped, its pages kept; a small one may move) */
   void *q = dp_realloc(p, n ? n : 1);

@@ -262,6 +262,10 @@ typedef struct dp__index {
      domains' arrays, made next, take over (dp__index_take) instead of
      fresh ones */
   void *spare[2]; size_t nspare[2];
+  /* the smaller spare block stays (dp__index_take does not free it), for
+     capture_last's node arena: set where capture_last follows without
+     consume (plan.c) */
+  uint8_t keep_spare;
 } dp__index;
 
 /* Number every global function of m (one walk each); NULL + error. */
@@ -278,8 +282,8 @@ void dp__index_free(dp__index *ix);
    reader going through it rebases its place (dp__post_rebase). */
 void dp__index_cut(dp__index *ix, uint32_t keep, int tails);
 /* A block of n bytes (uninitialised), the largest of the walk's spare
-   blocks made to that size where one is left (the other is freed), else a
-   new one; NULL on out of memory. */
+   blocks made to that size where one is left (the other is freed, or kept
+   with keep_spare), else a new one; NULL on out of memory. */
 void *dp__index_take(dp__index *ix, size_t n);
 /* Node id's annotation (dp__index.ann). A byte an id, not four (9 MB less
    at a million let calls): the low 6 bits of the value and its top two
