@@ -2,7 +2,7 @@
 -- cut): PlanDevices' capture gives the index's tail back behind it from
 -- 2^21 ids on even where the caller keeps its module, so that the plan's new
 -- nodes take those pages. Only the 1M benchmarks reach that size, so here
--- dp.debug.capture_cut_ids lowers the threshold (a cut every sixteenth of
+-- dp.debug.capture_cut_ids lowers the threshold (a cut every 32nd of
 -- the ids, at least 8): the plans must be byte for byte the ones made
 -- without cuts, and the cuts must have run (under ASan a read of an id past
 -- a cut is a heap overflow).

@@ -792,9 +792,9 @@ static void shrink_vs(cctx *c) {
    are one block at the top, which goes while the new on_device calls are
    made (the numbering's 96 MB were all there at capture's end, beside
    them and the plan). A checkpoint every c->step positions, a sixteenth
-   of the ids (at least 8: with consume small programs are cut too, so
+   of the ids with consume (at least 8: small programs are cut too, so
    that every test reads the index through cuts, where a read past one
-   shows under ASan).
+   shows under ASan), a 32nd without (below).
    Without consume the input stays beside its plan, so the cuts lower
    the peak little; what they do is give pages back just before the
    plan's new nodes ask for more (a million let calls: some 70 MB of the
@@ -804,12 +804,20 @@ static void shrink_vs(cctx *c) {
    blocks back to the host): PlanDevices on 1,000,000 let calls, median of
    12 runs alternated (load 4-6), 0.51 s without these cuts, 0.39 s with
    them (system seconds 0.18 -> 0.05). So they are made without consume
-   too where a cut gives back at least a huge page of the per-id arrays
-   (16 bytes an id: NOCONSUME_IDS ids and more), whole huge pages only (a
-   tail given back splits a page still read, on small pages then); on
-   smaller modules the pass below and the cuts cost more than they give
-   (100,000 let calls: capture 2-3 ms, 10-15%, slower). */
+   too on modules of NOCONSUME_IDS ids and more (at a million calls let
+   has 3.1 M, branchy 1.5 M, chain 1.1 M), whole huge pages only (a tail
+   given back splits a page still read, on small pages then); on smaller
+   modules the pass below and the cuts cost more than they give (100,000
+   let calls: capture 2-3 ms, 10-15%, slower; 1,000,000 chain calls, cut
+   from 2^20 ids: the step's peak 115 -> 82 MB, but its faults the same
+   and 1,818 -> 1,894 instructions a call, the pass below). There the input is not
+   cut into, and what is left of the index at the last cut stays beside
+   the whole plan: the step is half as long (CUTS_NOCONSUME), so that less
+   is left (1,000,000 let calls: the step's peak 225 -> 218 MB). With
+   consume a cut also splits each array's last huge page (its tail goes):
+   twice as many would split twice as many pages still read. */
 #define CUTS 16u
+#define CUTS_NOCONSUME 32u
 #define NOCONSUME_IDS ((uint32_t)1 << 21)
 
 /* The threshold in force, lowered by a test (dp_debug_capture_cut_ids:
@@ -872,7 +880,8 @@ static void tops(cctx *c) {
   const dp__index *ix = c->ix;
   if (!c->last || ix->ndups || !ix->nfn) return;
   uint32_t fn = ix->nfn - 1, len = ix->fnid[fn + 1] - ix->fnid[fn], all = ix->n - 1;
-  c->step = ix->n / CUTS > 8 ? ix->n / CUTS : 8;
+  uint32_t cuts = c->consume ? CUTS : CUTS_NOCONSUME;
+  c->step = ix->n / cuts > 8 ? ix->n / cuts : 8;
   if (len < 2 * c->step || !(c->top = dp_calloc(len / c->step + 1, sizeof *c->top))) return;
   c->ntop = len / c->step + 1;
   const uint8_t *lo = ix->post + ix->fnpost[fn], *at = ix->post + ix->fnpost[fn + 1];
@@ -933,7 +942,9 @@ static dp_expr *capture_function(cctx *c, uint32_t fn, dp_err **err) {
   for (uint32_t k = 0; k < AHEAD; k++) ring[k] = dp__post_next(&it);
   for (uint32_t k = 0; k < end; k++) {
     if (k == next) {
+      const uint8_t *post = ix->post;
       cut(c, k / c->step);
+      dp__post_rebase(&it, post); /* (the post order may have moved down) */
       next = k + c->step;
     }
     uint32_t id = ring[k % AHEAD];
@@ -999,6 +1010,12 @@ static int devices(cctx *c) {
     c->d->cons = NULL;
     give(ix->ops.arena, (void **)&c->d->kids, (size_t)c->d->capkids * sizeof *c->d->kids);
     dp__domains_drop(c->d);
+  }
+  /* (and the walk's spare block the domains did not take, kept for this:
+     the numbering's demands at a million let calls, 12 MB; keep_spare) */
+  for (int i = 0; c->last && i < 2; i++) {
+    give(ix->ops.arena, &ix->spare[i], ix->nspare[i]);
+    if (!ix->spare[i]) ix->nspare[i] = 0;
   }
   return 0;
 }

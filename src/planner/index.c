@@ -742,19 +742,55 @@ oom:
   return NULL;
 }
 
+/* (capture's node arena takes a block of a megabyte and more: capture.c, give) */
+#define KEPT ((size_t)1 << 20)
+
 void *dp__index_take(dp__index *ix, size_t n) {
   int i = ix->nspare[1] > ix->nspare[0];
   void *p = ix->spare[i];
-  /* (the other one goes: nothing else would take it, and it should not
-     stay resident through the phases) */
-  free(ix->spare[!i]);
-  ix->spare[!i] = NULL, ix->nspare[!i] = 0;
-  if (!p) return dp_malloc(n ? n : 1);
+  /* (the other one goes: it should not stay resident through the phases,
+     unless capture_last's node arena takes it, keep_spare, which takes a
+     block of KEPT bytes and more) */
+  if (!ix->keep_spare || ix->nspare[!i] < KEPT) {
+    free(ix->spare[!i]);
+    ix->spare[!i] = NULL, ix->nspare[!i] = 0;
+  }
+  /* (kept for capture's arena, a block is not cut from it for much less:
+     analysis' dom[] at a million let calls is a few ids, at a million
+     branchy calls as large as the walk's demands) */
+  if (!p || (ix->keep_spare && ix->nspare[i] >= KEPT && n < ix->nspare[i] / 2))
+    return dp_malloc(n ? n : 1);
   ix->spare[i] = NULL, ix->nspare[i] = 0;
   /* (a mapped block is remapped, its pages kept; a small one may move) */
   void *q = dp_realloc(p, n ? n : 1);
   if (!q) free(p);
   return q;
+}
+
+/* The child slots cut to their first nk where the post order lies after
+   them in their block (trim): the post order moves down to follow slot nk
+   (its bytes are positions, not ids: all of them stay, a reader's place
+   in them is rebased by dp__post_rebase) and the block shrinks behind it.
+   Only where that gives back at least a huge page: a move of the post
+   order (3 MB at a million let calls) for less is not worth it. At a
+   million let calls the slots were kept whole to capture's end, 20 MB of
+   its peak beside the plan's new nodes. */
+static void cut_kid_post(dp__index *ix, uint32_t nk, int tails) {
+  size_t was = (size_t)ix->capkid * sizeof *ix->kid + ix->npost, nb = (size_t)nk * sizeof *ix->kid;
+  if (dp_huge_size(nb + ix->npost) + ((size_t)2 << 20) > dp_huge_size(was)) return;
+  uint8_t *b = (uint8_t *)(void *)ix->kid;
+  memmove(b + nb, ix->post, ix->npost);
+  ix->capkid = nk, ix->post = b + nb; /* (post_in_kid still; a failed shrink keeps the block) */
+  uint8_t *p = dp_realloc(b, nb + ix->npost);
+  if (!p) return;
+  ix->kid = (uint32_t *)(void *)p, ix->post = p + nb;
+  if (tails) dp__release_tail(p, nb + ix->npost, nb + ix->npost);
+}
+
+void dp__post_rebase(dp__post *p, const uint8_t *old) {
+  const uint8_t *now = p->ix->post;
+  if (now == old || !p->at) return;
+  p->at = now + (p->at - old), p->stop = now + (p->stop - old);
 }
 
 void dp__index_cut(dp__index *ix, uint32_t keep, int tails) {
@@ -771,7 +807,9 @@ void dp__index_cut(dp__index *ix, uint32_t keep, int tails) {
     if (p && tails) dp__release_tail(p, ((size_t)keep + 1) * sizes[i], ((size_t)keep + 1) * sizes[i]);
   }
   ix->cap = keep + 1;
-  if (nk && nk < ix->capkid && !post_in_kid(ix)) { /* (else the post order is after the slots) */
+  if (nk && nk < ix->capkid && post_in_kid(ix)) {
+    cut_kid_post(ix, nk, tails);
+  } else if (nk && nk < ix->capkid) {
     void *p = dp_realloc(ix->kid, (size_t)nk * sizeof *ix->kid);
     if (p) ix->kid = p, ix->capkid = nk;
     if (p && tails) dp__release_tail(p, (size_t)nk * sizeof *ix->kid, (size_t)nk * sizeof *ix->kid);

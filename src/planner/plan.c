@@ -66,6 +66,10 @@ static dp_domains *plan(dp_module *m, const dp_config *cfg, const dp_plan_opts *
     ix = dp__conflicts(ix, o->tvm_conflicts ? DP__0B_TVM : DP__0B_ANYWHERE, err);
   if (!ix) return NULL;
   ix->relax = (uint8_t)placing;                  /* (placing reads copies as flows) */
+  /* (the walk's smaller spare block waits for capture's new nodes, whose
+     pages it is, resident, instead of fresh ones: without consume, where
+     the peak is capture's and not the phases' plateau) */
+  ix->keep_spare = (uint8_t)(captured && !o->consume);
   dp_domains *s = dp__state_new(ix, err);
   if (!s) return NULL;
   dp__flows flows = {0};

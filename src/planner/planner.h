@@ -262,6 +262,10 @@ typedef struct dp__index {
      domains' arrays, made next, take over (dp__index_take) instead of
      fresh ones */
   void *spare[2]; size_t nspare[2];
+  /* the smaller spare block stays (dp__index_take does not free it), for
+     capture_last's node arena: set where capture_last follows without
+     consume (plan.c) */
+  uint8_t keep_spare;
 } dp__index;
 
 /* Number every global function of m (one walk each); NULL + error. */
@@ -273,11 +277,13 @@ void dp__index_free(dp__index *ix);
    the ids below keep still have their children). n stays: nothing may
    read those ids, nor walk every id, after it. tails: the rest of each
    array's last huge page goes too (splitting it: what is still in use
-   there is then read on small pages); 0: whole huge pages only. */
+   there is then read on small pages); 0: whole huge pages only. The post
+   order may move (it lies after the child slots in their block): a
+   reader going through it rebases its place (dp__post_rebase). */
 void dp__index_cut(dp__index *ix, uint32_t keep, int tails);
 /* A block of n bytes (uninitialised), the largest of the walk's spare
-   blocks made to that size where one is left (the other is freed), else a
-   new one; NULL on out of memory. */
+   blocks made to that size where one is left (the other is freed, or kept
+   with keep_spare), else a new one; NULL on out of memory. */
 void *dp__index_take(dp__index *ix, size_t n);
 /* Node id's annotation (dp__index.ann). A byte an id, not four (9 MB less
    at a million let calls): the low 6 bits of the value and its top two
@@ -343,6 +349,8 @@ void dp__post_start(dp__post *p, const dp__index *ix, uint32_t fn, uint32_t end)
 /* (dp__post_next's slow steps: the next function's start, 0 at the end;
    a difference of more than a byte, from its first) */
 int dp__post_fn(dp__post *p);
+/* p's place moved with the post order, which was at old (dp__index_cut). */
+void dp__post_rebase(dp__post *p, const uint8_t *old);
 uint32_t dp__post_wide(dp__post *p, uint32_t z);
 
 /* The next id in post order; DP__NONE_ID at the end. */
