@@ -52,8 +52,18 @@ enum { OP_OTHER = 0, OP_ON_DEVICE, OP_COPY, OP_DIALECT };
 
 typedef struct frame {
   dp_expr *e;
-  uint32_t i, n;    /* next child, children walked */
+  uint32_t i, n;    /* next child; children walked, | FR_SHARED */
 } frame;
+
+/* frame.n's top bit: the node had other references when the rewrite
+   reached it (read then: the rewrite's own references, the rebuilt node's
+   and a wrapper's, are not the module's), so its rewrite is remembered. */
+#define FR_SHARED 0x80000000u
+
+typedef struct stack {
+  frame *f;
+  uint32_t sp, cap;
+} stack;
 
 typedef struct rctx {
   const dp_annot_hooks *h;
@@ -64,8 +74,10 @@ typedef struct rctx {
   int oom;           /* that map could not be made */
   struct { const dp_op *op; int kind; } ops[NOPS]; /* the operators met last, what they are */
   uint32_t nextop;
-  frame *st;         /* both walks' stack */
-  uint32_t sp, capst;
+  dp_module *mod;
+  stack st;          /* the rewrite's stack */
+  stack sst;         /* the scan's (made when the rewrite needs the scan: below) */
+  int scanned;       /* the scan of the whole module has run */
   dp_expr **res;     /* the rewrite's results: rewritten children awaiting their parent (owned) */
   uint32_t nres, capres;
   dp__arena arena;   /* the rewrite's new calls and lets */
@@ -161,26 +173,39 @@ static uint32_t nchildren(const dp_expr *e) {
   return e->h.kind == DP_CALL ? 1 + ((const dp_call *)e)->nargs : dp_expr_nchildren(e);
 }
 
-static int push_frame(rctx *c, dp_expr *e, uint32_t n) {
-  if (c->sp == c->capst && dp_grow8((void **)&c->st, &c->capst, c->sp + 1, sizeof *c->st) < 0) return -1;
-  c->st[c->sp++] = (frame){e, 0, n};
+static int push_frame(stack *s, dp_expr *e, uint32_t n) {
+  if (s->sp == s->cap && dp_grow8((void **)&s->f, &s->cap, s->sp + 1, sizeof *s->f) < 0) return -1;
+  s->f[s->sp++] = (frame){e, 0, n};
   return 0;
 }
 
 /* ---------------- the scan: the calls already placed ---------------- */
 
-/* Post order over every node: flags the calls already placed. */
-static int scan_node(rctx *c, dp_expr *e) {
+/* The body of on_device call e, when e places it (on a device, constraining
+   its body) and it is a call: flagged placed. */
+static int place_body(rctx *c, dp_call *call, const dp_op *op) {
+  if (!has_device(dp_op_attr(op, call->attrs, "virtual_device"))) return 0;
+  if (truth(dp_op_attr(op, call->attrs, "constrain_body")) != 0 && call->nargs > 0 &&
+      call->args[0]->h.kind == DP_CALL && flag_node(c, call->args[0], R_PLACED) < 0)
+    return -1;
+  return 0;
+}
+
+/* A call whose device is fixed (an on_device constraining its result, a
+   device_copy) or that reads one (then placed too) is flagged: what its
+   own subexpression says, read when its arguments are done. `body`: the
+   on_device's body too (the scan; the rewrite flags it before it walks
+   the body, place_body). */
+static int scan_node(rctx *c, dp_expr *e, int body) {
   if (e->h.kind != DP_CALL || ((dp_call *)e)->fn->h.kind != DP_OP) return 0;
   dp_call *call = (dp_call *)e;
   const dp_op *op = (const dp_op *)call->fn;
   int kind = op_kind(c, op);
   if (kind == OP_ON_DEVICE) {
-    if (!has_device(dp_op_attr(op, call->attrs, "virtual_device"))) return 0;
-    if (truth(dp_op_attr(op, call->attrs, "constrain_body")) != 0 && call->nargs > 0 &&
-        call->args[0]->h.kind == DP_CALL && flag_node(c, call->args[0], R_PLACED) < 0)
+    if (body && place_body(c, call, op) < 0) return -1;
+    if (truth(dp_op_attr(op, call->attrs, "constrain_result")) == 1 &&
+        has_device(dp_op_attr(op, call->attrs, "virtual_device")) && flag_node(c, e, R_FIXED) < 0)
       return -1;
-    if (truth(dp_op_attr(op, call->attrs, "constrain_result")) == 1 && flag_node(c, e, R_FIXED) < 0) return -1;
   } else if (kind == OP_COPY) {
     if (has_device(dp_op_attr(op, call->attrs, "dst_virtual_device")) && flag_node(c, e, R_FIXED) < 0) return -1;
   } else if (kind == OP_OTHER && c->nfixed) {
@@ -202,21 +227,23 @@ static int scan_reach(rctx *c, dp_expr *e) {
     if (r->flags & R_SEEN) return 0;
     r->flags |= R_SEEN;
   }
-  return push_frame(c, e, n) < 0 ? -1 : 1;
+  return push_frame(&c->sst, e, n) < 0 ? -1 : 1;
 }
 
-/* The calls already placed: every function walked, post order. */
+/* The calls already placed: every function walked, post order (its own
+   stack: the rewrite may be halfway through its walk). */
 static int scan_module(rctx *c, dp_module *m, dp_err **err) {
+  c->scanned = 1;
   for (uint32_t i = 0; i < m->nfuncs; i++) {
-    c->sp = 0;
+    c->sst.sp = 0;
     int rc = scan_reach(c, &m->funcs[i].fn->e);
-    while (rc >= 0 && c->sp) {
-      frame *f = &c->st[c->sp - 1];
+    while (rc >= 0 && c->sst.sp) {
+      frame *f = &c->sst.f[c->sst.sp - 1];
       if (f->i < f->n) {
         rc = scan_reach(c, child_of(f->e, f->i++));
       } else {
-        c->sp--;
-        rc = scan_node(c, f->e);
+        c->sst.sp--;
+        rc = scan_node(c, f->e, 1);
       }
     }
     if (rc < 0) {
@@ -266,12 +293,21 @@ static dp_expr *pre(rctx *c, dp_expr *orig, dp_err **err) {
 /* orig rebuilt from its rewritten children (rebuilt, new reference):
    what replaces it (new reference), the call wrapped when a rule places
    it; NULL with *err set on failure. */
-static dp_expr *post(rctx *c, dp_expr *orig, dp_expr *rebuilt, dp_err **err) {
+static dp_expr *post(rctx *c, dp_expr *orig, int shared, dp_expr *rebuilt, dp_err **err) {
   if (rebuilt != orig && !rebuilt->type) {
     if (orig->type) rebuilt->type = dp_retain(orig->type);
     else c->untyped = 1;
   }
   if (orig->h.kind != DP_CALL) return dp_retain(rebuilt);
+  /* Is it placed already? What its own subexpression says is known now
+     (scan_node); an on_device above it flagged it when the walk passed
+     (rw_reach) if it has no other parent. A shared call may have another
+     one anywhere, walked later or never (in a Composite function): before
+     a rule is asked about one, the whole module is scanned, once. */
+  if (scan_node(c, orig, 0) < 0 || (shared && !c->scanned && scan_module(c, c->mod, err) < 0)) {
+    if (!*err) *err = oom();
+    return NULL;
+  }
   const arec *placed = rec_of(c, orig);
   if (c->oom) return *err = oom(), NULL;
   if (placed && (placed->flags & R_PLACED)) return dp_retain(rebuilt);
@@ -316,8 +352,8 @@ static int push_result(rctx *c, dp_expr *r) {
 }
 
 /* e is done with replacement r (owned): remembered when e is shared. */
-static int rw_finish(rctx *c, dp_expr *e, dp_expr *r) {
-  if (e->h.rc > 1) {
+static int rw_finish(rctx *c, dp_expr *e, int shared, dp_expr *r) {
+  if (shared) {
     arec *m = rec_make(c, e);
     if (!m) {
       dp_release(r);
@@ -334,20 +370,29 @@ static int rw_finish(rctx *c, dp_expr *e, dp_expr *r) {
 static int rw_reach(rctx *c, dp_expr *e, dp_err **err) {
   uint32_t n = nchildren(e);
   if (n == 0) return push_result(c, dp_retain(e)); /* (a leaf is itself: no rule, no unit) */
-  if (e->h.rc > 1) {
+  int shared = e->h.rc > 1;
+  if (shared) {
     const arec *m = rec_of(c, e);
     if (c->oom) return *err = oom(), -1;
     if (m && (m->flags & R_DONE) && m->walk == c->walk) return push_result(c, dp_retain(m->out));
   }
   dp_expr *r = pre(c, e, err);
-  if (r) return rw_finish(c, e, r);
+  if (r) return rw_finish(c, e, shared, r);
   if (*err) return -1;
-  return push_frame(c, e, n);
+  /* an on_device placing its body: the body is flagged before it is walked */
+  if (e->h.kind == DP_CALL && ((dp_call *)e)->fn->h.kind == DP_OP) {
+    const dp_op *op = (const dp_op *)((dp_call *)e)->fn;
+    if (op_kind(c, op) == OP_ON_DEVICE && place_body(c, (dp_call *)e, op) < 0) return *err = oom(), -1;
+  }
+  if (push_frame(&c->st, e, n | (shared ? FR_SHARED : 0)) < 0) return *err = oom(), -1;
+  return 0;
 }
 
 /* All children of the top frame are on the results: rebuilt, posted. */
 static int rw_complete(rctx *c, dp_err **err) {
-  frame f = c->st[--c->sp];
+  frame f = c->st.f[--c->st.sp];
+  int shared = (f.n & FR_SHARED) != 0;
+  f.n &= ~FR_SHARED;
   dp_expr **kids = c->res + (c->nres - f.n);
   dp_expr *rebuilt = dp__expr_with_children_in(&c->arena, f.e, kids);
   for (uint32_t i = 0; i < f.n; i++) dp_release(kids[i]);
@@ -356,23 +401,23 @@ static int rw_complete(rctx *c, dp_err **err) {
     *err = oom();
     return -1;
   }
-  dp_expr *r = post(c, f.e, rebuilt, err);
+  dp_expr *r = post(c, f.e, shared, rebuilt, err);
   dp_release(rebuilt);
   if (!r) {
     if (!*err) *err = dp_err_new(DP_ERR_CALLBACK, f.e->span, "rewrite: callback failed");
     return -1;
   }
-  return rw_finish(c, f.e, r);
+  return rw_finish(c, f.e, shared, r);
 }
 
 /* root rewritten (new reference), or NULL with *err set. */
 static dp_expr *rewrite(rctx *c, dp_expr *root, dp_err **err) {
-  c->sp = 0;
+  c->st.sp = 0;
   c->walk++;
   int rc = rw_reach(c, root, err);
-  while (rc == 0 && c->sp) {
-    frame *f = &c->st[c->sp - 1];
-    if (f->i < f->n) rc = rw_reach(c, child_of(f->e, f->i++), err);
+  while (rc == 0 && c->st.sp) {
+    frame *f = &c->st.f[c->st.sp - 1];
+    if (f->i < (f->n & ~FR_SHARED)) rc = rw_reach(c, child_of(f->e, f->i++), err);
     else rc = rw_complete(c, err);
   }
   dp_expr *r = NULL;
@@ -397,7 +442,8 @@ static void ctx_free(rctx *c) {
   }
   free(c->recs);
   dp__ptrmap_free(&c->lost);
-  free(c->st);
+  free(c->st.f);
+  free(c->sst.f);
   free(c->res);
   dp__arena_done(&c->arena);
   for (uint32_t i = 0; i < c->nlater; i++) dp_release(c->later[i]);
@@ -440,7 +486,7 @@ int dp_annotate_calls(dp_module *m, const dp_annot_hooks *h, dp_annot_result *ou
     dp_err_set(err, dp_err_new(DP_ERR_GENERIC, DP_NOSPAN, "AnnotateVirtualDevices: no operator on_device"));
     goto out;
   }
-  if (scan_module(&c, m, err) < 0) goto out;
+  c.mod = m; /* (scanned when a shared call is met: post) */
   if (!(nm = dp_module_copy(m))) {
     dp_err_set(err, oom());
     goto out;
