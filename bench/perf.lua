@@ -44,6 +44,14 @@
 --                    takes back more of the pages the last one freed, so
 --                    that small sizes pay first touches as large ones do;
 --                    see docs/benchmarks.md, fresh pages)
+--   --hot-pages MB   each fresh process first runs bin/hotpages MB (from
+--                    bench/hotpages.c: touches MB MiB and exits) just
+--                    before its step, and each command (cli, 10m) just
+--                    before it starts, so that every size finds its fresh
+--                    pages among those the kernel was just given back, none
+--                    among those the host took (docs/benchmarks.md, fresh
+--                    pages): the step's own cost, as on a machine without
+--                    a balloon. MB: more than the step's peak (1000 at 1M)
 -- Columns: CPU seconds (os.clock around the step alone; the shared machine's
 -- load is printed first: wall times on it are noisy, instructions are not),
 -- peak RSS where a whole command is measured, and the ratio to the goal's
@@ -57,11 +65,13 @@ local M = {}
 -- The options of args (a list): a table, or an error naming the option.
 function M.options(args)
   local opts = {rows = "plan,scale,heap,cli,parse,print,annotate,share,partition,report,min_bytes,steps",
-                n = 1000000, ["repeat"] = 1, settle = 0, linear = false}
+                n = 1000000, ["repeat"] = 1, settle = 0, linear = false,
+                ["hot-pages"] = 0}
   local i = 1
   while args[i] do
     local a = args[i]
-    if a == "--rows" or a == "--old" or a == "--n" or a == "--repeat" or a == "--callgrind" or a == "--settle" then
+    if a == "--rows" or a == "--old" or a == "--n" or a == "--repeat" or a == "--callgrind" or a == "--settle"
+      or a == "--hot-pages" then
       opts[a:sub(3)] = assert(args[i + 1], a .. " needs a value")
       i = i + 2
     elseif a == "--linear" then
@@ -74,6 +84,9 @@ function M.options(args)
   opts["repeat"] = math.tointeger(tonumber(opts["repeat"]))
   assert(opts["repeat"] and opts["repeat"] >= 1, "--repeat needs a count of processes (1 or more)")
   opts.settle = assert(tonumber(opts.settle), "--settle needs seconds")
+  local hot = math.tointeger(tonumber(opts["hot-pages"]))
+  assert(hot and hot >= 0, "--hot-pages needs a size in MiB (0: none)")
+  opts["hot-pages"] = hot
   return opts
 end
 
@@ -185,6 +198,8 @@ local function child(row, shape, n, mode)
       collectgarbage() -- (all but the step: callgrind's baseline)
       return 0
     end
+    local hot = not split and os.getenv("PERF_HOT_PAGES") -- (--hot-pages: just before the step)
+    if hot then assert(os.execute(hot), "perf.lua: " .. hot .. " failed") end
     collectgarbage()
     collectgarbage("stop")
     os.getenv("DEVPLAN_HEAP_RESET")
@@ -282,6 +297,16 @@ local function heapcount()
   return HEAPCOUNT
 end
 
+-- --hot-pages: the command that touches that many MiB (built once).
+local HOT
+if opts["hot-pages"] > 0 then
+  local exe = root .. "/bin/hotpages"
+  if not exists(exe) then
+    assert(os.execute("cc -O2 -o '" .. exe .. "' '" .. root .. "/bench/hotpages.c'"))
+  end
+  HOT = ("'%s' %d"):format(exe, opts["hot-pages"])
+end
+
 -- The builds compared: {label, root}.
 local BUILDS = {}
 if opts.old then BUILDS[#BUILDS + 1] = {"old", opts.old} end
@@ -294,7 +319,8 @@ local SCRIPT = here .. "/perf.lua"
 -- fresh pages).
 local function run_once(build, row, shape, n, env)
   if opts.settle > 0 then sh(("sleep %g"):format(opts.settle)) end
-  local out = sh(("%s '%s/bin/devplan' '%s' --child %s %s %d"):format(env or "", build[2], SCRIPT, row, shape, n))
+  local hot = HOT and ("PERF_HOT_PAGES=\"%s\" "):format(HOT) or ""
+  local out = sh(("%s%s '%s/bin/devplan' '%s' --child %s %s %d"):format(hot, env or "", build[2], SCRIPT, row, shape, n))
   local a, b, c, u, k = out:match("^(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)")
   assert(a, "perf.lua: the step " .. row .. " " .. shape .. " failed:\n" .. out)
   return {tonumber(a), tonumber(b), tonumber(c), tonumber(u), tonumber(k)}
@@ -421,7 +447,8 @@ end
 -- A command line: CPU seconds (user + sys) and peak RSS in MB of 10^6 bytes
 -- (time's %M is in KiB; a goal "< 300 MB" is read in the stricter unit).
 local function command(build, args)
-  local out = sh(("/usr/bin/time -f '@@ %%U %%S %%M' '%s/bin/devplan' %s 2>&1 >/dev/null"):format(build[2], args))
+  local out = sh(("%s/usr/bin/time -f '@@ %%U %%S %%M' '%s/bin/devplan' %s 2>&1 >/dev/null"):format(
+    HOT and HOT .. " && " or "", build[2], args))
   local u, s, m = out:match("@@ (%S+) (%S+) (%d+)")
   assert(u, "perf.lua: the command failed: devplan " .. args .. "\n" .. out)
   return tonumber(u) + tonumber(s), tonumber(m) * 1024 / 1e6, out
@@ -437,6 +464,7 @@ end
 print(("bench/perf.lua: %s, load average %s, %s"):format(os.date("!%Y-%m-%d %H:%M UTC"), load(),
   (sh("nproc"):gsub("%s+$", "")) .. " cores"))
 if opts.old then print("old: " .. opts.old .. "   new: " .. root) end
+if HOT then print(("hot pages: each process starts after one that touched %d MiB (--hot-pages)"):format(opts["hot-pages"])) end
 
 local function row(fmt, ...) print(fmt:format(...)) end
 local SHAPES = {"chain", "let", "branchy"}

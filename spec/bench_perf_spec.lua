@@ -186,6 +186,30 @@ esac
     assert.is_true(counted > 100 and math.abs(diff - counted) < 0.2 * counted, counted .. " vs " .. diff)
   end)
 
+  it("runs the hot pages' command before each step and each command (--hot-pages)", function()
+    local out = run{"bench/perf.lua", "--rows", "plan,cli", "--n", tostring(N), "--hot-pages", "2"}
+    assert.is_truthy(out:find("hot pages: each process starts after one that touched 2 MiB", 1, true), out)
+    assert.are.equal(3, #(function() local t = {} for k in pairs(rows(out, "PlanDevices, ")) do t[#t + 1] = k end return t end)())
+    -- the child runs what PERF_HOT_PAGES says just before its step, and fails with it
+    local mark = os.tmpname()
+    os.remove(mark)
+    local r = proc.run({"bench/perf.lua", "--child", "plan", "chain", tostring(N), "once"},
+      {exe = "bin/devplan", env = {PERF_HOT_PAGES = "touch '" .. mark .. "'"}})
+    assert.are.equal(0, r.status, r.out)
+    local f = io.open(mark)
+    assert.is_truthy(f, "the child did not run PERF_HOT_PAGES")
+    f:close()
+    os.remove(mark)
+    r = proc.run({"bench/perf.lua", "--child", "plan", "chain", tostring(N), "once"},
+      {exe = "bin/devplan", env = {PERF_HOT_PAGES = "false"}})
+    assert.are_not.equal(0, r.status)
+    assert.is_truthy(r.out:find("perf.lua: false failed", 1, true), r.out)
+    -- bench/hotpages.c refuses a size that is not one
+    r = proc.run({"0"}, {exe = "bin/hotpages"})
+    assert.are.equal(2, r.status, r.out)
+    assert.is_truthy(r.out:find("usage: hotpages MB", 1, true), r.out)
+  end)
+
   it("refuses an unknown option", function()
     local r = proc.run({"bench/perf.lua", "--nope"}, {exe = "bin/devplan"})
     assert.are_not.equal(0, r.status)
@@ -201,14 +225,15 @@ describe("bench/perf.lua's option parsing and table logic", function()
 
   it("parses the options, with their defaults, and refuses bad ones", function()
     local o = perf.options{}
-    assert.are.same({1000000, 1, 0, false}, {o.n, o["repeat"], o.settle, o.linear})
+    assert.are.same({1000000, 1, 0, false, 0}, {o.n, o["repeat"], o.settle, o.linear, o["hot-pages"]})
     assert.is_nil(o.old)
     o = perf.options{"--rows", "scale,steps", "--old", "/x", "--n", "5000", "--repeat", "3", "--callgrind", "all",
-                     "--settle", "0.5", "--linear"}
-    assert.are.same({"scale,steps", "/x", 5000, 3, "all", 0.5, true},
-      {o.rows, o.old, o.n, o["repeat"], o.callgrind, o.settle, o.linear})
+                     "--settle", "0.5", "--linear", "--hot-pages", "800"}
+    assert.are.same({"scale,steps", "/x", 5000, 3, "all", 0.5, true, 800},
+      {o.rows, o.old, o.n, o["repeat"], o.callgrind, o.settle, o.linear, o["hot-pages"]})
     for bad, msg in pairs{["--nope"] = "unknown option --nope", ["--repeat=0"] = "--repeat needs",
                           ["--repeat=x"] = "--repeat needs", ["--n=1.5"] = "--n needs", ["--settle=soon"] = "--settle needs",
+                          ["--hot-pages=-1"] = "--hot-pages needs", ["--hot-pages=1.5"] = "--hot-pages needs",
                           ["--old"] = "--old needs a value"} do
       local a, v = bad:match("^([^=]+)=?(.*)$")
       local ok, err = pcall(perf.options, v ~= "" and {a, v} or {a})

@@ -328,4 +328,10 @@ int dp_place_solve(dp_place_problem *p, uint32_t *label, int64_t *cost);
    last call. Not thread-safe (a test aid). */
 uint64_t dp_debug_capture_cut_ids(uint32_t n);
 
+/* The cuts since the last call that moved the index's post order down
+   behind its cut child slots (src/planner/index.c: only where that gives
+   a huge page back, as at a million let calls): a test that plans such a
+   module sees that path ran. */
+uint64_t dp_debug_capture_post_moves(void);
+
 #endif

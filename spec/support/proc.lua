@@ -24,11 +24,19 @@ local function slurp(path)
 end
 
 -- Runs EXE with args (a list, quoted here) from the project root; opts.timeout in
--- seconds (default 300); opts.exe replaces the executable; opts.stdin a file.
+-- seconds (default 300); opts.exe replaces the executable; opts.stdin a file;
+-- opts.env a table of environment variables added.
 function M.run(args, opts)
   opts = opts or {}
   local out, err = os.tmpname(), os.tmpname()
   local parts = {"timeout", "-k", "5", tostring(opts.timeout or 300), quote(opts.exe or M.EXE)}
+  if opts.env then
+    local names = {}
+    for k in pairs(opts.env) do names[#names + 1] = k end
+    table.sort(names)
+    for i = #names, 1, -1 do table.insert(parts, 1, quote(names[i] .. "=" .. opts.env[names[i]])) end
+    table.insert(parts, 1, "env")
+  end
   for _, a in ipairs(args) do parts[#parts + 1] = quote(a) end
   local cmd = table.concat(parts, " ") .. " >" .. out .. " 2>" .. err
   if opts.stdin then cmd = cmd .. " <" .. quote(opts.stdin) end

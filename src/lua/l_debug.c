@@ -86,13 +86,15 @@ static int callgrind(lua_State *L) {
 }
 
 /* capture_cut_ids(n) -> the cuts capture made without consume since the
-   last call; from now on it cuts from n ids on (nil or 0: 2^21, as
-   planning does; plan.h: dp_debug_capture_cut_ids). */
+   last call, and those of its cuts that moved the post order; from now on
+   it cuts from n ids on (nil or 0: 2^21, as planning does; plan.h:
+   dp_debug_capture_cut_ids, dp_debug_capture_post_moves). */
 static int capture_cut_ids(lua_State *L) {
   lua_Integer n = luaL_optinteger(L, 1, 0);
   luaL_argcheck(L, n >= 0 && n <= (lua_Integer)UINT32_MAX, 1, "a count of ids in [0, 2^32) expected");
   lua_pushinteger(L, (lua_Integer)dp_debug_capture_cut_ids((uint32_t)n));
-  return 1;
+  lua_pushinteger(L, (lua_Integer)dp_debug_capture_post_moves());
+  return 2;
 }
 
 void dp__lua_open_debug(lua_State *L) {

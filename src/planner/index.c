@@ -775,11 +775,20 @@ void *dp__index_take(dp__index *ix, size_t n) {
    order (3 MB at a million let calls) for less is not worth it. At a
    million let calls the slots were kept whole to capture's end, 20 MB of
    its peak beside the plan's new nodes. */
+static uint64_t post_moves; /* (dp_debug_capture_post_moves) */
+
+uint64_t dp_debug_capture_post_moves(void) {
+  uint64_t n = post_moves;
+  post_moves = 0;
+  return n;
+}
+
 static void cut_kid_post(dp__index *ix, uint32_t nk, int tails) {
   size_t was = (size_t)ix->capkid * sizeof *ix->kid + ix->npost, nb = (size_t)nk * sizeof *ix->kid;
   if (dp_huge_size(nb + ix->npost) + ((size_t)2 << 20) > dp_huge_size(was)) return;
   uint8_t *b = (uint8_t *)(void *)ix->kid;
   memmove(b + nb, ix->post, ix->npost);
+  post_moves++;
   ix->capkid = nk, ix->post = b + nb; /* (post_in_kid still; a failed shrink keeps the block) */
   uint8_t *p = dp_realloc(b, nb + ix->npost);
   if (!p) return;
