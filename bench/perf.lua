@@ -224,7 +224,7 @@ local function child(row, shape, n, mode)
   end
   if row == "parse" then
     local s = time(dp.parse, text, testing.META)
-    report(s, -1, 0) -- (no warm run: the text is parsed once)
+    report(s, -1, heap()) -- (no warm run: the text is parsed once)
     return
   end
   local mod = dp.parse(text, testing.META)

@@ -67,6 +67,28 @@ describe("PlanDevices with consume = true", function()
     assert.are.equal(dp.astext(out), dp.astext(out2))
   end)
 
+  it("changes a call several parents read in place, unless something else holds it", function()
+    -- each call is read by the next and by two more (call i by i + 1, 2i
+    -- and 2i + 1): the plan changes them in place
+    local text = shapes.branchy(300, false)
+    local _, _, out = both(text, META, config)
+    -- call 100, read by 101, 200 and 201 and copied into from the other
+    -- device (199 calls down the first arguments), held by Lua: it and
+    -- what it reads stay as they were, and the plan is the same
+    local function past(x)
+      while x.callee.name == "on_device" or x.callee.name == "device_copy" do x = x.args[1] end
+      return x
+    end
+    local m = dp.parse(text, META)
+    local held = past(m.main.body)
+    for _ = 1, 199 do held = past(held.args[1]) end
+    local held_text = dp.astext(held)
+    collectgarbage() -- (the function and the calls above it: only the module's)
+    local planned = dp.passes.PlanDevices(config, CONSUME)(m)
+    assert.are.equal(held_text, dp.astext(held))
+    assert.are.equal(out, dp.astext(planned))
+  end)
+
   it("plans the models and workloads as without it, and with min_bytes", function()
     for _, name in ipairs{"mlp", "lstm", "dqn"} do
       local text = testing.read_file(testing.model(name))

@@ -863,8 +863,11 @@ local function run_pipeline(command, opts, pipeline_text, reproducer, origins)
   local mod = parse_module(opts, command, sources)
   give_up_input(p, opts, reproducer)
   -- the input's text and the parser are garbage now: collected before
-  -- planning (no Lua allocation would run the collector while C plans)
+  -- planning (no Lua allocation would run the collector while C plans),
+  -- and the heap they leave free given back (planning's arrays are mapped
+  -- on their own, on top of it: src/cli/main.c)
   collectgarbage()
+  core._release_heap()
   local ctx = attempt(sources, dp.PassContext, context_options(opts, config))
   local ok, res = pcall(p, mod, ctx)
   if opts["--time-passes"] then io.stderr:write(ctx:timing_report()) end

@@ -204,8 +204,9 @@ static int write_file(lua_State *L) {
 
 /* dp._release_heap(): gives the pages of the freed heap back to the system
    (glibc's malloc_trim; elsewhere nothing). The command line calls it once
-   the input module is freed: freed small blocks otherwise stay resident,
-   and the printer's large arrays (each mapped on its own, see
+   the input's text and the parser are freed, before planning, and once the
+   input module is: freed small blocks otherwise stay resident, and
+   planning's and the printer's large arrays (each mapped on its own, see
    src/cli/main.c) come on top of them. */
 static int release_heap(lua_State *L) {
 #ifdef __GLIBC__

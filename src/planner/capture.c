@@ -28,9 +28,11 @@
  * the module holds, takes its rewritten children in place instead of being
  * copied: the plan reuses the input's nodes, so that the input and the plan
  * are not resident side by side (at a million let calls, a new call and let
- * a call: 128 bytes). The input stays valid memory, holding the plan's
- * nodes. Nothing reads a node's old children after its parent is captured
- * (post order; on_device calls, whose bodies capture follows, are never
+ * a call: 128 bytes). So does a call several parents read, where each of
+ * them is one of those and nothing else holds it (a branchy program's
+ * values). The input stays valid memory, holding the plan's nodes. Nothing
+ * reads a node's old children after the node is captured (post order,
+ * each node once; on_device calls, whose bodies capture follows, are never
  * changed in place).
  *
  * capture_last also cuts the index behind it where the ids it is done
@@ -1038,25 +1040,86 @@ static uint8_t *bits(cctx *c, size_t n) {
 
 /* consume: the ids capture may change in place, a bit each (in b, zeroed):
    a function only the module and `out` (its copy so far) hold, then, from
-   it down (in id order: a parent before the children it numbered), each
-   child its parent alone holds (one reference, no other parent in the
-   module). */
+   it down, each child its parent alone holds (one reference, no other
+   parent in the module), and each call several parents reach where all of
+   them are in (shared_in_place). */
+static int held_alone(const dp__index *ix, uint32_t j) {
+  return !(ix->flag[j] & (F_SHARED | F_MULTI | F_DUP)) && ix->x[j]->h.rc == 1;
+}
+
+/* A call reached from several parents in one function (not numbered in
+   another): the module's alone where every reference to it is from a
+   parent that is (a value read by several calls, as each of a branchy
+   program's is: copied, the plan held the input's calls and their copies
+   side by side until the input went). */
+static int shared_call(const dp__index *ix, uint32_t j) {
+  return (ix->flag[j] & (F_MULTI | F_DUP)) == F_MULTI && ix->what[j] != W_PLAIN && ix->what[j] != W_PRIM_FUNC;
+}
+
+/* (counted by the numbering: a let chain, whose shared nodes are its
+   variables, is not asked id by id) */
+static int any_shared_call(const dp__index *ix) {
+  if (ix->nmulti == 0) return 0;
+  for (uint32_t id = 0; id < ix->n; id++)
+    if (shared_call(ix, id)) return 1;
+  return 0;
+}
+
+static void set_bit(uint8_t *b, uint32_t id) { b[id >> 3] |= (uint8_t)(1u << (id & 7)); }
+static int has_bit(const uint8_t *b, uint32_t id) { return b[id >> 3] & (1u << (id & 7)); }
+
+/* Function fn, its root in b: in reverse post order (every parent before
+   its children), a tree child of a node in b goes in; a shared call once
+   its last parent is passed, where each of its references (refs, a
+   count; 255: too many to count) is from a parent in b (seen, the
+   same count) and nothing else holds it (its reference count no more). */
+static void shared_in_place(const dp__index *ix, uint8_t *b, uint32_t fn, const uint8_t *refs, uint8_t *seen) {
+  const uint8_t *first = ix->post + ix->fnpost[fn], *at = ix->post + ix->fnpost[fn + 1];
+  uint32_t id = ix->fnid[fn]; /* (the root is finished last) */
+  while (at > first) {
+    if (!has_bit(b, id) && shared_call(ix, id) && refs[id] < 255 && seen[id] == refs[id] &&
+        ix->x[id]->h.rc == refs[id])
+      set_bit(b, id);
+    if (has_bit(b, id))
+      for (uint32_t o = ix->koff[id]; o < ix->koff[id + 1]; o++) {
+        uint32_t j = ix->kid[o];
+        if (j == DP__NONE_ID) continue;
+        if (shared_call(ix, j)) seen[j] += seen[j] < 255;
+        else if (held_alone(ix, j)) set_bit(b, j);
+      }
+    uint32_t z = post_back(first, &at);
+    id -= (z >> 1) ^ (0u - (z & 1)); /* (the id finished before it) */
+  }
+}
+
+/* (refs: each shared call's references, counted in every function's child
+   slots; NULL: none, or no memory for the counts: tree children only) */
 static uint8_t *exclusive(const dp__index *ix, uint8_t *b) {
+  uint8_t *refs = any_shared_call(ix) ? dp_calloc(ix->n ? 2 * (size_t)ix->n : 1, 1) : NULL;
+  if (refs)
+    for (uint32_t o = 0; o < ix->nkid; o++) {
+      uint32_t j = ix->kid[o];
+      if (j != DP__NONE_ID && shared_call(ix, j)) refs[j] += refs[j] < 255;
+    }
   for (uint32_t fn = 0; fn < ix->nfn; fn++) {
     uint32_t lo = ix->fnid[fn], hi = ix->fnid[fn + 1];
     if (hi == lo || ix->x[lo]->h.rc != 2) continue;
-    b[lo >> 3] |= (uint8_t)(1u << (lo & 7)); /* (its root, its first id) */
+    set_bit(b, lo); /* (its root, its first id) */
+    if (refs) {
+      shared_in_place(ix, b, fn, refs, refs + ix->n);
+      continue;
+    }
     /* (in id order: a child its parent alone reaches was numbered there,
        after it) */
     for (uint32_t id = lo; id < hi; id++) {
-      if (!(b[id >> 3] & (1u << (id & 7)))) continue;
+      if (!has_bit(b, id)) continue;
       for (uint32_t o = ix->koff[id]; o < ix->koff[id + 1]; o++) {
         uint32_t j = ix->kid[o];
-        if (j == DP__NONE_ID || (ix->flag[j] & (F_SHARED | F_MULTI | F_DUP)) || ix->x[j]->h.rc != 1) continue;
-        b[j >> 3] |= (uint8_t)(1u << (j & 7));
+        if (j != DP__NONE_ID && held_alone(ix, j)) set_bit(b, j);
       }
     }
   }
+  free(refs);
   return b;
 }
 

@@ -544,6 +544,7 @@ static uint32_t reach(walk *w, dp_expr *e, int root, uint32_t d, uint32_t call, 
   uint32_t m = e->mark;
   int known = m < ix->n && ix->x[m] == e;
   if (known && m >= w->from) { /* reached again in this function */
+    ix->nmulti += !(ix->flag[m] & F_MULTI) && ix->what[m] != W_PLAIN && ix->what[m] != W_PRIM_FUNC;
     ix->flag[m] |= F_MULTI;
     if (!quiet && d != DP__NONE_ID) {
       if (w->aux[m] == 0) w->aux[m] = (first_order(e) ? d : 0) + 1; /* its first use */

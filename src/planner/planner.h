@@ -249,6 +249,8 @@ typedef struct dp__index {
   int shared;              /* map holds the shared nodes (dp__index_find) */
   int dropped;             /* map freed after analysis (dp__index_drop_map) */
   uint32_t nrewrite;       /* nodes phase 0 rewrites */
+  uint32_t nmulti;         /* calls reached again in their function (F_MULTI there):
+                              capture's consume asks which (capture.c, shared_call) */
   dp__mark *marks; uint32_t nmarks, capmarks; /* phase 0b's copies */
   dp__read *reads; uint32_t nreads, capreads; /* phase 0b's demands on shared plain on_device calls */
   uint32_t nann;           /* annotations (constraint domains analysis makes) */
