@@ -1722,11 +1722,45 @@ static void reuse_arrays(pctx *c) {
   c->closed = NULL;
 }
 
+/* The devices of the body's nodes in dev[]: as the body says them
+   (lexical.c: the graph's kinds and flags, and the on_devices' devices,
+   read as the graph was built, spare it the IR; its scratch, 8 bytes a
+   node, is the arrays' block, zeroed before and after), or, planning
+   again, the members' (classify). An attempt gives dev[] to the output's
+   arena once the functions are made (drop_devices): a further attempt
+   reads them again, the on_devices' from the IR. 0, 1 lexical.c cannot
+   read them (gave_up), -1 out of memory. */
+static int read_devices(pctx *c) {
+  if (!c->dev) {
+    if (!(c->dev = dp_malloc((size_t)(c->n ? c->n : 1) * sizeof *c->dev))) return -1;
+    for (uint32_t v = 0; c->lx && v < c->n; v++)
+      if ((c->nflag[v] & F_ONDEV) && dp__lexical_on_device(c->lx, c->x[v], &c->dev[v]) < 0) return -1;
+  }
+  if (!c->lx) return 0;
+  memset(c->arrays, 0, c->dirty);
+  int r = c->unread ? 1
+        : dp__lexical_graph_read(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->kind, c->nflag, c->letof,
+                                 c->body_vd, c->dev, (dp_vdev **)c->arrays);
+  if (r > 0) c->gave_up = 1;
+  c->dirty = (size_t)c->n * sizeof(dp_vdev *);
+  return r;
+}
+
+/* The functions are made: nothing of this attempt reads a device again
+   (the rebuild, the scope check and the regions recorded read none), so
+   dev[] (8 bytes a node, its pages touched) takes the output's new nodes
+   in the arena instead of fresh pages. */
+static void drop_devices(pctx *c) {
+  give(c, c->dev, (size_t)c->n * sizeof *c->dev);
+  c->dev = NULL;
+}
+
 /* One attempt: the body partitioned under the current fences. 1 done
    (*out the new body), 0 a variable is read out of its scope (fences
    added), -1 error. */
 static int attempt(pctx *c, uint8_t round, dp_expr **out) {
   *out = NULL;
+  if (!c->dev && read_devices(c) != 0) return -1; /* (a further attempt) */
   lay_out_arrays(c);
   if (assign_blocks(c) < 0) return -1;
   classify(c);
@@ -1735,6 +1769,7 @@ static int attempt(pctx *c, uint8_t round, dp_expr **out) {
   if (list_regions(c) < 0) return -1;
   for (uint32_t i = 0; i < c->nregs; i++)
     if (make_function(c, &c->regs[i]) < 0) return -1;
+  drop_devices(c);
   if (!c->nregs && !rebuilds(c)) {
     *out = dp_retain(c->x[c->n - 1]);
     return 1;
@@ -1777,17 +1812,7 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
   if (build_graph(c, body) < 0) goto done;
   c->n = c->g.n;
   c->x = c->g.x;
-  if (!c->dev || alloc_arrays(c) < 0) goto done; /* (dev: grown with the graph) */
-  if (c->lx) { /* the devices, as the body says them (the graph's kinds and flags, and the
-                  on_devices' devices, spare it the IR; its scratch, 8 bytes a node, is the
-                  arrays' zeroed block, zeroed again after) */
-    int r = c->unread ? 1
-          : dp__lexical_graph_read(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->kind, c->nflag, c->letof,
-                                   c->body_vd, c->dev, (dp_vdev **)c->arrays);
-    if (r > 0) c->gave_up = 1;
-    if (r != 0) goto done;
-    c->dirty = (size_t)c->n * sizeof(dp_vdev *);
-  }
+  if (!c->dev || alloc_arrays(c) < 0 || read_devices(c) != 0) goto done; /* (dev: grown with the graph) */
   c->strict = c->fenced = 0;
   saved = dp_malloc((c->nnames ? c->nnames : 1) * sizeof *saved);
   if (!saved) goto done;
