@@ -116,9 +116,11 @@ typedef struct pctx {
   /* the module */
   dp_domains *d;        /* the devices, from planning the module again; or */
   dp__lexical *lx;      /* read from the module itself (lexical.c): dev below */
-  dp_vdev **dev;        /* per node of the body: its device (borrowed; planning again:
-                           the members' only, classify); grown with the graph, whose
-                           build writes the on_devices' (lexical) */
+  uint32_t *dev;        /* per node of the body: its device, by its code in codes
+                           (planning again: the members' only, classify); grown with
+                           the graph, whose build writes the on_devices' (lexical) */
+  dp__devcodes codes;   /* the body's devices by code (borrowed: the module's, or
+                           interned and held by the domains) */
   int gave_up;          /* lexical.c cannot read a body: plan the module again */
   int unread;           /* an on_device lexical.c cannot read, met as the graph was built */
   dp_vdev *body_vd;     /* the function's virtual_device (where its body lives) */
@@ -204,7 +206,7 @@ static void set_oom(pctx *c) {
 
 /* The device of node v of the body (new reference, or NULL). */
 static dp_vdev *device_of(pctx *c, uint32_t v) {
-  return c->lx ? dp_retain(c->dev[v]) : dp_domains_lookup(c->d, c->x[v], NULL);
+  return c->lx ? dp_retain(dp__devcode_vdev(&c->codes, c->dev[v])) : dp_domains_lookup(c->d, c->x[v], NULL);
 }
 
 /* made, typed t when the module is typed: each new node of the output
@@ -224,7 +226,7 @@ static uint32_t kid(const pctx *c, uint32_t v, uint32_t k) { return c->g.kids[c-
 static uint32_t nslots(const pctx *c, uint32_t v) { return c->g.kstart[v + 1] - c->g.kstart[v]; }
 
 /* The arrays of the attempts at one body, in one zeroed block (allocated
-   once a body, before lexical.c reads the devices, whose scratch, 8 bytes
+   once a body, before lexical.c reads the devices, whose scratch, 4 bytes
    a node, lies in it too; zeroed again for a further attempt): for a
    large body a block the allocator backs by huge pages (alloc.c), where
    separate arrays of a few MiB each were faulted in a page at a time.
@@ -488,8 +490,9 @@ static int finish_node(pctx *c, gbuild *b) {
   if (c->lx && (f.note & F_ONDEV) && !c->unread) { /* its device for lexical.c, read here, the
                                                       node just read (its pass over the graph
                                                       would read it cold) */
-    int r = dp__lexical_on_device(c->lx, f.e, &c->dev[v]);
-    if (r < 0) return -1;
+    dp_vdev *vd = NULL;
+    int r = dp__lexical_on_device(c->lx, f.e, &vd);
+    if (r < 0 || (c->dev[v] = dp__devcode(&c->codes, vd)) == DP__DEVCODE_OOM) return -1;
     c->unread = r == 0;
   }
   if (f.note & F_DIALECT)
@@ -627,7 +630,7 @@ static void number_flow(pctx *c, uint32_t v) {
   c->base[v] = c->nflow++;
 }
 
-static void classify(pctx *c) {
+static int classify(pctx *c) {
   for (uint32_t v = 0; v < c->n; v++) { /* (base[]: resolve_bases writes every node's; uf[]: zero is a root) */
     if (c->kind[v] == DP_FUNC && nslots(c, v) == 0 && !c->has_fnlit) {
       uint32_t nfree = 0;
@@ -643,7 +646,9 @@ static void classify(pctx *c) {
       dp_vdev *vd = device_of(c, v);
       if (vd && !dp_vdev_is_fully_unconstrained(vd)) {
         c->cls[v] = C_MEMBER;
-        if (!c->lx) c->dev[v] = vd; /* (the device compared; lexical.c's are there already) */
+        if (!c->lx && (c->dev[v] = dp__devcode(&c->codes, vd)) == DP__DEVCODE_OOM) /* (the device
+                                                       compared; lexical.c's are there already) */
+          return dp_release(vd), -1;
         c->hascall[c->nflow] = c->kind[v] == DP_CALL;
         number_flow(c, v);
         dp_release(vd); /* interned and held by the domains: dev[v] stays valid */
@@ -654,6 +659,7 @@ static void classify(pctx *c) {
     c->cls[v] = nslots(c, v) ? C_BARRIER : C_LEAF;
     if (c->cls[v] == C_BARRIER) number_flow(c, v);
   }
+  return 0;
 }
 
 /* The node child k of v reads (under its wrappers), or DP__DFP_NONE when it
@@ -877,8 +883,10 @@ static int add_set(pctx *c, rset *acc, const rset *x) {
 /* Are flow numbers a and b members of one device and block? */
 static int same_place(const pctx *c, uint32_t a, uint32_t b) {
   uint32_t x = c->fnode[a], y = c->fnode[b];
-  return c->cls[x] == C_MEMBER && c->cls[y] == C_MEMBER && key_of(c, c->dev[x]) == key_of(c, c->dev[y]) &&
-         (!c->block || c->block[x] == c->block[y]);
+  if (c->cls[x] != C_MEMBER || c->cls[y] != C_MEMBER || (c->block && c->block[x] != c->block[y])) return 0;
+  return c->dev[x] == c->dev[y] || (c->by != DP_PART_VIRTUAL_DEVICE &&
+                                    key_of(c, dp__devcode_vdev(&c->codes, c->dev[x])) ==
+                                    key_of(c, dp__devcode_vdev(&c->codes, c->dev[y])));
 }
 
 /* Producer region p joins v's. */
@@ -1724,7 +1732,7 @@ static void reuse_arrays(pctx *c) {
 
 /* The devices of the body's nodes in dev[]: as the body says them
    (lexical.c: the graph's kinds and flags, and the on_devices' devices,
-   read as the graph was built, spare it the IR; its scratch, 8 bytes a
+   read as the graph was built, spare it the IR; its scratch, 4 bytes a
    node, is the arrays' block, zeroed before and after), or, planning
    again, the members' (classify). An attempt gives dev[] to the output's
    arena once the functions are made (drop_devices): a further attempt
@@ -1733,16 +1741,20 @@ static void reuse_arrays(pctx *c) {
 static int read_devices(pctx *c) {
   if (!c->dev) {
     if (!(c->dev = dp_malloc((size_t)(c->n ? c->n : 1) * sizeof *c->dev))) return -1;
-    for (uint32_t v = 0; c->lx && v < c->n; v++)
-      if ((c->nflag[v] & F_ONDEV) && dp__lexical_on_device(c->lx, c->x[v], &c->dev[v]) < 0) return -1;
+    for (uint32_t v = 0; c->lx && v < c->n; v++) {
+      dp_vdev *vd = NULL;
+      if ((c->nflag[v] & F_ONDEV) && (dp__lexical_on_device(c->lx, c->x[v], &vd) < 0 ||
+                                      (c->dev[v] = dp__devcode(&c->codes, vd)) == DP__DEVCODE_OOM))
+        return -1;
+    }
   }
   if (!c->lx) return 0;
   memset(c->arrays, 0, c->dirty);
   int r = c->unread ? 1
         : dp__lexical_graph_read(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->kind, c->nflag, c->letof,
-                                 c->body_vd, c->dev, (dp_vdev **)c->arrays);
+                                 c->body_vd, &c->codes, c->dev, (uint32_t *)c->arrays);
   if (r > 0) c->gave_up = 1;
-  c->dirty = (size_t)c->n * sizeof(dp_vdev *);
+  c->dirty = (size_t)c->n * sizeof(uint32_t);
   return r;
 }
 
@@ -1763,8 +1775,7 @@ static int attempt(pctx *c, uint8_t round, dp_expr **out) {
   if (!c->dev && read_devices(c) != 0) return -1; /* (a further attempt) */
   lay_out_arrays(c);
   if (assign_blocks(c) < 0) return -1;
-  classify(c);
-  if (resolve_bases(c) < 0 || make_regions(c) < 0) return -1;
+  if (classify(c) < 0 || resolve_bases(c) < 0 || make_regions(c) < 0) return -1;
   reuse_arrays(c);
   if (list_regions(c) < 0) return -1;
   for (uint32_t i = 0; i < c->nregs; i++)
@@ -1841,6 +1852,7 @@ done:
   free(c->fence);
   free(c->blockmem);
   free(c->dev);
+  dp__devcodes_free(&c->codes);
   free(saved);
   c->kind = c->nflag = NULL; /* (the graph's) */
   c->letof = NULL;
