@@ -1767,6 +1767,16 @@ static void drop_devices(pctx *c) {
   c->dev = NULL;
 }
 
+/* The last attempt's functions are made (no scope check follows, so no
+   further attempt): letof[] and kind[] (5 bytes a node), which the
+   rebuild does not read, take the output's new nodes in the arena too. */
+static void drop_scopes(pctx *c) {
+  give(c, c->letof, (size_t)c->n * sizeof *c->letof);
+  give(c, c->g.kind, c->n);
+  c->letof = NULL;
+  c->kind = c->g.kind = NULL;
+}
+
 /* One attempt: the body partitioned under the current fences. 1 done
    (*out the new body), 0 a variable is read out of its scope (fences
    added), -1 error. */
@@ -1780,14 +1790,17 @@ static int attempt(pctx *c, uint8_t round, dp_expr **out) {
   if (list_regions(c) < 0) return -1;
   for (uint32_t i = 0; i < c->nregs; i++)
     if (make_function(c, &c->regs[i]) < 0) return -1;
+  int checked = c->nregs && binds(c); /* (the rebuilt body's scopes are checked: a further
+                                         attempt may follow) */
   drop_devices(c);
+  if (!checked) drop_scopes(c);
   if (!c->nregs && !rebuilds(c)) {
     *out = dp_retain(c->x[c->n - 1]);
     return 1;
   }
   dp_expr *body = rebuild_caller(c);
   if (!body) return -1;
-  if (!c->nregs || !binds(c)) { /* no read moved, or no variable but parameters */
+  if (!checked) { /* no read moved, or no variable but parameters */
     *out = body;
     return 1;
   }
