@@ -424,9 +424,62 @@ uint32_t dp__lexical_met(const dp__lexical *lx, const dp_expr *e) {
 
 int dp__lexical_crossed(const dp__lexical *lx) { return lx->crossed; }
 
+/* ---- devices by a small number ---- */
+
+static uint32_t code_hash(const dp_vdev *vd, uint32_t mask) {
+  return (uint32_t)((((uintptr_t)vd >> 4) * (uint64_t)0x9E3779B97F4A7C15u) >> 32) & mask;
+}
+
+/* The index rebuilt at twice the codes' count, and more (16 slots at least). */
+static int code_index(dp__devcodes *t) {
+  uint32_t cap = 16;
+  while (cap < 2 * t->n + 2) cap *= 2;
+  uint32_t *h = dp_calloc(cap, sizeof *h);
+  if (!h) return -1;
+  free(t->h);
+  t->h = h;
+  t->hcap = cap;
+  for (uint32_t c = 1; c < t->n; c++) {
+    uint32_t i = code_hash(t->v[c], cap - 1);
+    while (h[i]) i = (i + 1) & (cap - 1);
+    h[i] = c;
+  }
+  return 0;
+}
+
+uint32_t dp__devcode(dp__devcodes *t, dp_vdev *vd) {
+  if (!vd) return 0;
+  if (vd == t->last) return t->lastcode;
+  uint32_t mask = t->hcap - 1, i = t->hcap ? code_hash(vd, mask) : 0;
+  for (; t->hcap && t->h[i]; i = (i + 1) & mask)
+    if (t->v[t->h[i]] == vd) {
+      t->last = vd;
+      return t->lastcode = t->h[i];
+    }
+  if (t->n == DP__DEVCODE_OOM - 1 || dp_grow((void **)&t->v, &t->cap, t->n + 2, sizeof *t->v) < 0)
+    return DP__DEVCODE_OOM;
+  if (!t->n) t->v[t->n++] = NULL; /* (code 0: none) */
+  uint32_t c = t->n++;
+  t->v[c] = vd;
+  if (2 * t->n + 2 > t->hcap) {
+    if (code_index(t) < 0) return t->n--, DP__DEVCODE_OOM;
+  } else {
+    t->h[i] = c;
+  }
+  t->last = vd;
+  return t->lastcode = c;
+}
+
+void dp__devcodes_free(dp__devcodes *t) {
+  free(t->v);
+  free(t->h);
+  *t = (dp__devcodes){0};
+}
+
 /* ---- the same reading over a graph of one body (partition.c) ---- */
 
 #define NONE UINT32_MAX
+#define OOM DP__DEVCODE_OOM
 
 /* The graph, with what the caller read of each node (its kind, and
    whether it is an on_device or a device_copy; an on_device's device in
@@ -434,17 +487,21 @@ int dp__lexical_crossed(const dp__lexical *lx) { return lx->crossed; }
    graph, the node in the cache then): the two passes over the nodes read
    the IR only where a node's attributes or callee are needed (a
    million-node body is far larger than the cache: each node read is a
-   miss). */
+   miss). The devices of dev[] and ctx[] are codes (codes). */
 typedef struct lgraph {
   uint32_t n;
   dp_expr *const *x;
   const uint32_t *kstart, *kids;
   const uint8_t *kind, *call;
   const uint32_t *bound; /* a let's variable -> its let (NONE: a parameter; the caller's) */
-  dp_vdev **ctx, **dev;  /* (ctx: the caller's scratch) */
+  uint32_t *ctx, *dev;   /* (ctx: the caller's scratch) */
+  dp__devcodes *codes;
 } lgraph;
 
 static uint32_t gkid(const lgraph *g, uint32_t v, uint32_t k) { return g->kids[g->kstart[v] + k]; }
+
+/* The device of a code. */
+static dp_vdev *gdev(const lgraph *g, uint32_t code) { return dp__devcode_vdev(g->codes, code); }
 
 /* The node a variable's value is (a let's variable: its value's, through
    chains of them), else v. */
@@ -453,16 +510,41 @@ static uint32_t gvalue(const lgraph *g, uint32_t v) {
   return v;
 }
 
-/* Where child k of node v lives by its position (child_ctx on the graph;
-   an on_device's device as the caller read it, dp__lexical_on_device, and
-   a copy's source as the top-down pass read it, read_ends). */
-static dp_vdev *gchild_ctx(const lgraph *g, uint32_t v, uint32_t k) {
+/* positional on the graph. */
+static int gpositional(const lgraph *g, uint32_t v) {
+  switch (g->kind[v]) {
+  case DP_VAR: case DP_GLOBAL: case DP_FUNC: case DP_OP: case DP_CTOR: return 0;
+  case DP_CALL: return !(g->call[v] & (DP__LX_ON_DEVICE | DP__LX_COPY));
+  default: return 1;
+  }
+}
+
+/* Where the children of node v live by their position (child_ctx on the
+   graph): every slot where v is (a copy's: its source, once read_ends has
+   read it), but an on_device's argument, where the caller read its device
+   (dp__lexical_on_device), and a function's body, where the function says.
+   Each child's position is written, or checked where it has one (a
+   positional node reached from two positions). 0, 1 a check failed, -1
+   out of memory. */
+static int place_children(lgraph *g, uint32_t v) {
+  uint32_t first = g->kstart[v], ns = g->kstart[v + 1] - first, at = g->ctx[v];
+  uint32_t other = NONE, oc = 0; /* (the slot placed elsewhere, and where) */
   if (g->kind[v] == DP_FUNC) {
     const dp_func *fn = (const dp_func *)g->x[v];
-    return k == fn->nparams ? fn->vdev : g->ctx[v];
+    other = fn->nparams;
+    if ((oc = dp__devcode(g->codes, fn->vdev)) == OOM) return -1;
+  } else if (g->call[v] & DP__LX_ON_DEVICE) {
+    other = 1;
+    oc = g->dev[v];
   }
-  if (k == 1 && (g->call[v] & DP__LX_ON_DEVICE)) return g->dev[v];
-  return g->ctx[v]; /* (a copy's: its source, once read_ends has read it) */
+  for (uint32_t k = 0; k < ns; k++) {
+    uint32_t ci = g->kids[first + k];
+    if (ci == NONE) continue;
+    uint32_t c = k == other ? oc : at;
+    if (!g->ctx[ci]) g->ctx[ci] = c;
+    else if (g->ctx[ci] != c && gpositional(g, ci)) return 1;
+  }
+  return 0;
 }
 
 /* A device_copy v, read once, when the top-down pass meets it (its
@@ -476,9 +558,9 @@ static int read_ends(dp__lexical *lx, lgraph *g, uint32_t v) {
   dp_vdev *ends[2] = {NULL, NULL};
   int r = readable(lx, g->x[v], ends);
   if (r != 1) return r;
-  g->dev[v] = ends[1];
-  g->ctx[v] = ends[0];
-  return 1;
+  g->dev[v] = dp__devcode(g->codes, ends[1]);
+  g->ctx[v] = dp__devcode(g->codes, ends[0]);
+  return g->dev[v] == OOM || g->ctx[v] == OOM ? -1 : 1;
 }
 
 int dp__lexical_on_device(dp__lexical *lx, dp_expr *e, dp_vdev **dev) {
@@ -486,15 +568,6 @@ int dp__lexical_on_device(dp__lexical *lx, dp_expr *e, dp_vdev **dev) {
   int r = readable(lx, e, ends);
   *dev = ends[0];
   return r;
-}
-
-/* positional on the graph. */
-static int gpositional(const lgraph *g, uint32_t v) {
-  switch (g->kind[v]) {
-  case DP_VAR: case DP_GLOBAL: case DP_FUNC: case DP_OP: case DP_CTOR: return 0;
-  case DP_CALL: return !(g->call[v] & (DP__LX_ON_DEVICE | DP__LX_COPY));
-  default: return 1;
-  }
 }
 
 /* The device of the value in slot k of v (done already), or NULL. */
@@ -506,7 +579,13 @@ static dp_vdev *slot_dev(dp__lexical *lx, const lgraph *g, uint32_t v, uint32_t 
     dp_func *f = dp_module_func(lx->m, ((const dp_global *)e)->name);
     return f ? f->vdev : NULL;
   }
-  return g->dev[gvalue(g, ci)];
+  return gdev(g, g->dev[gvalue(g, ci)]);
+}
+
+/* Does the value in slot k of v (done already) live on device code c? */
+static int slot_on(dp__lexical *lx, const lgraph *g, uint32_t v, uint32_t k, uint32_t c) {
+  uint32_t ci = gkid(g, v, k);
+  return ci != NONE ? g->dev[gvalue(g, ci)] == c : slot_dev(lx, g, v, k) == gdev(g, c);
 }
 
 /* Node v (its slots done): its device in g->dev[v]. 1 consistent, 0 not,
@@ -515,35 +594,36 @@ static dp_vdev *slot_dev(dp__lexical *lx, const lgraph *g, uint32_t v, uint32_t 
    them); functions and calls are read. */
 static int graph_node(dp__lexical *lx, lgraph *g, uint32_t v) {
   /* (read already: their devices are in dev[v], a copy's source in ctx[v]) */
-  if (g->call[v] & DP__LX_ON_DEVICE) return g->dev[v] == slot_dev(lx, g, v, 1);
-  if (g->call[v] & DP__LX_COPY) return slot_dev(lx, g, v, 1) == g->ctx[v];
+  if (g->call[v] & DP__LX_ON_DEVICE) return slot_on(lx, g, v, 1, g->dev[v]);
+  if (g->call[v] & DP__LX_COPY) return slot_on(lx, g, v, 1, g->ctx[v]);
   int kind = g->kind[v];
-  dp_vdev *ctx = g->ctx[v];
-  uint32_t ns = g->kstart[v + 1] - g->kstart[v];
+  uint32_t ctx = g->ctx[v], ns = g->kstart[v + 1] - g->kstart[v];
   g->dev[v] = ctx;
   switch (kind) {
-  case DP_VAR:
+  case DP_VAR: {
     if (g->bound[v] != NONE) return 1; /* (where its value is: slot_dev) */
-    g->dev[v] = dp_var_vdev((dp_var *)g->x[v]);
-    return dp__lexical_settled(lx, g->dev[v]);
+    dp_vdev *vd = dp_var_vdev((dp_var *)g->x[v]);
+    if ((g->dev[v] = dp__devcode(g->codes, vd)) == OOM) return -1;
+    return dp__lexical_settled(lx, vd);
+  }
   case DP_CONST: return 1;
   case DP_LET: {
     uint32_t x = gkid(g, v, 0), val = gkid(g, v, 1); /* its variable lives where its value
                                                           does (the value is done) */
     if (x != NONE && val != NONE && g->bound[x] == v) g->dev[x] = g->dev[gvalue(g, val)];
-    return slot_dev(lx, g, v, 2) == ctx;
+    return slot_on(lx, g, v, 2, ctx);
   }
   case DP_CALL:
     if (g->call[v] & DP__LX_OP_CALL) { /* (readable: its arguments where it runs) */
       for (uint32_t k = 1; k < ns; k++)
-        if (slot_dev(lx, g, v, k) != ctx) return 0;
+        if (!slot_on(lx, g, v, k, ctx)) return 0;
       return 1;
     }
     break;
   case DP_FUNC: case DP_MATCH: case DP_REF_CREATE: case DP_REF_READ: case DP_REF_WRITE: break;
   default: /* tuple, projection, if */
     for (uint32_t k = 0; k < ns; k++)
-      if (slot_dev(lx, g, v, k) != ctx) return 0;
+      if (!slot_on(lx, g, v, k, ctx)) return 0;
     return 1;
   }
   dp_expr *e = g->x[v];
@@ -552,29 +632,29 @@ static int graph_node(dp__lexical *lx, lgraph *g, uint32_t v) {
   if (r <= 0) return r;
   if (kind == DP_FUNC) {
     dp_func *fn = (dp_func *)e;
-    g->dev[v] = fn->vdev;
+    if ((g->dev[v] = dp__devcode(g->codes, fn->vdev)) == OOM) return -1;
     return ns == 0 || slot_dev(lx, g, v, fn->nparams) == fn->vdev; /* (a Composite one: a leaf) */
   }
   const dp_call *call = (const dp_call *)e; /* (readable gave up on the others) */
   if (call->fn->h.kind == DP_OP || call->fn->h.kind == DP_CTOR) {
     for (uint32_t i = 0; i < call->nargs; i++)
-      if (slot_dev(lx, g, v, 1 + i) != ctx) return 0;
+      if (!slot_on(lx, g, v, 1 + i, ctx)) return 0;
     return 1;
   }
   dp_func *f = callee_fn(lx, call->fn);
   for (uint32_t i = 0; i < call->nargs; i++)
     if (slot_dev(lx, g, v, 1 + i) != dp_var_vdev(f->params[i]) || dp__lexical_settled(lx, dp_var_vdev(f->params[i])) != 1) return 0;
-  return f->vdev == ctx && dp__lexical_settled(lx, f->vdev) == 1;
+  return f->vdev == gdev(g, ctx) && dp__lexical_settled(lx, f->vdev) == 1;
 }
 
 int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
                            const uint32_t *kids, const uint8_t *kind, const uint8_t *call, const uint32_t *bound,
-                           dp_vdev *root_ctx, dp_vdev **dev, dp_vdev **ctx) {
-  lgraph g = {n, x, kstart, kids, kind, call, bound, ctx, dev};
+                           dp_vdev *root_ctx, dp__devcodes *codes, uint32_t *dev, uint32_t *ctx) {
+  lgraph g = {n, x, kstart, kids, kind, call, bound, ctx, dev, codes};
   int rc = 0;
   if (n) {
     /* top down (reverse post order is topological): where each position says */
-    g.ctx[n - 1] = root_ctx;
+    if ((g.ctx[n - 1] = dp__devcode(codes, root_ctx)) == OOM) return -1;
     for (uint32_t v = n; v-- > 0 && rc == 0;) {
       if (call[v] & DP__LX_COPY) {
         int r = read_ends(lx, &g, v);
@@ -583,13 +663,7 @@ int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const
           break;
         }
       }
-      for (uint32_t k = 0; k < kstart[v + 1] - kstart[v] && rc == 0; k++) {
-        uint32_t ci = gkid(&g, v, k);
-        if (ci == NONE) continue;
-        dp_vdev *c = gchild_ctx(&g, v, k);
-        if (!g.ctx[ci]) g.ctx[ci] = c;
-        else if (g.ctx[ci] != c && gpositional(&g, ci)) rc = 1;
-      }
+      rc = place_children(&g, v);
     }
     /* bottom up: each node's device, checked against its parts' */
     for (uint32_t v = 0; v < n && rc == 0; v++) {
@@ -600,7 +674,7 @@ int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const
        were written at their lets, while the let's slots were in the cache:
        a pass over the graph less, with a cold read of each variable's let
        and value at a million calls) */
-    if (rc == 0 && dev[gvalue(&g, n - 1)] != root_ctx) rc = 1;
+    if (rc == 0 && gdev(&g, dev[gvalue(&g, n - 1)]) != root_ctx) rc = 1;
   }
   return rc;
 }

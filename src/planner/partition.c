@@ -116,9 +116,11 @@ typedef struct pctx {
   /* the module */
   dp_domains *d;        /* the devices, from planning the module again; or */
   dp__lexical *lx;      /* read from the module itself (lexical.c): dev below */
-  dp_vdev **dev;        /* per node of the body: its device (borrowed; planning again:
-                           the members' only, classify); grown with the graph, whose
-                           build writes the on_devices' (lexical) */
+  uint32_t *dev;        /* per node of the body: its device, by its code in codes
+                           (planning again: the members' only, classify); grown with
+                           the graph, whose build writes the on_devices' (lexical) */
+  dp__devcodes codes;   /* the body's devices by code (borrowed: the module's, or
+                           interned and held by the domains) */
   int gave_up;          /* lexical.c cannot read a body: plan the module again */
   int unread;           /* an on_device lexical.c cannot read, met as the graph was built */
   dp_vdev *body_vd;     /* the function's virtual_device (where its body lives) */
@@ -149,32 +151,40 @@ typedef struct pctx {
   uint32_t n;           /* g.n */
   dp_expr **x;          /* g.x */
   uint8_t *cls;
-  uint32_t *base;       /* the node under any wrappers when it is a member or a barrier (what
-                           a read of the node reads: producer), else DP__DFP_NONE */
+  uint32_t *base;       /* per node: the flow number of the node under any wrappers when it
+                           is a member or a barrier (what a read of the node reads:
+                           producer), else DP__DFP_NONE; a member's or barrier's own is its
+                           flow number */
+  uint32_t *fnode;      /* per flow number: its node */
+  uint32_t nflow, capflow; /* members and barriers; at most capflow (counted as the graph is
+                              built, before the devices say which nodes are members) */
   uint32_t *block;      /* let body / branch the node is in (MULTI: several); NULL: the
                            body is one block (no if, match, function literal or fence) */
   uint32_t *blockmem;   /* its array, allocated for the first body that has blocks */
-  /* regions: union-find over node indices */
+  /* regions: union-find over flow numbers (the arrays of the regions, indexed by a
+     flow number, not a node: a let call is four nodes, two of them flow) */
   uint32_t *uf, *remaining, *stamp, *pos, clock; /* uf: parent + 1, 0 a root (find); pos: an entry's
                                                    place in the set being made (then a hoisted
-                                                   function's parameter: param_for) */
+                                                   function's parameter: param_for, by node) */
   uint8_t *closed, *hascall, *isout;
+  uint8_t *state;       /* per node: the caller's rebuild, 0 new, 1 open, 2 done, 3 done and read */
   uint8_t *released;    /* member -> its copy's reference given up (make_function; closed's place) */
   uint32_t *letof;      /* per node of the graph: a let-bound variable -> its let (MULTI:
                            none); written as the graph is built, lexical.c reads it too */
-  uint8_t *drop;        /* a let dropped from the caller */
+  uint8_t *drop;        /* per node: a let dropped from the caller */
   int has_fnlit;        /* a Composite or Primitive literal with free variables (not entered) */
-  rset *restr;          /* per representative: its restrictions */
+  rset *restr;          /* per representative (a flow number): its restrictions */
   int sets_freed;       /* make_regions ended, and freed every set (no sweep over restr) */
   /* hoisted regions */
   uint32_t *rid;        /* rep -> region number + 1; once the regions are listed, every
-                           member's (0: not hoisted; no find after list_regions) */
+                           flow number's (0: not hoisted; no find after list_regions) */
   region *regs;
   uint32_t nregs;
-  uint32_t *mem;        /* members of each region, post order */
+  uint32_t *mem;        /* members of each region (flow numbers), post order */
   uint32_t *outpos;     /* member -> position among its region's outputs (uf's place) */
   dp_expr **inner;      /* member -> its copy inside the function (owned while its function is made) */
   dp_expr **outexpr;    /* member (output) -> what the caller reads (owned) */
+  /* (members, by flow number, from inner on) */
   dp__arena arena;      /* where the output's new calls, lets, variables and projections are made */
   void *arrays;         /* the block the per-node arrays above lie in (alloc_arrays) */
   size_t narrays;       /* its bytes */
@@ -196,7 +206,7 @@ static void set_oom(pctx *c) {
 
 /* The device of node v of the body (new reference, or NULL). */
 static dp_vdev *device_of(pctx *c, uint32_t v) {
-  return c->lx ? dp_retain(c->dev[v]) : dp_domains_lookup(c->d, c->x[v], NULL);
+  return c->lx ? dp_retain(dp__devcode_vdev(&c->codes, c->dev[v])) : dp_domains_lookup(c->d, c->x[v], NULL);
 }
 
 /* made, typed t when the module is typed: each new node of the output
@@ -215,38 +225,50 @@ static dp_expr *typed_as(pctx *c, dp_expr *made, dp_type *t) {
 static uint32_t kid(const pctx *c, uint32_t v, uint32_t k) { return c->g.kids[c->g.kstart[v] + k]; }
 static uint32_t nslots(const pctx *c, uint32_t v) { return c->g.kstart[v + 1] - c->g.kstart[v]; }
 
-/* The arrays of the attempts at one body, in one zeroed block of 41 bytes
-   a node (allocated once a body, before lexical.c reads the devices, whose
-   scratch lies in it too; zeroed again for a further attempt): for a
+/* The arrays of the attempts at one body, in one zeroed block (allocated
+   once a body, before lexical.c reads the devices, whose scratch, 4 bytes
+   a node, lies in it too; zeroed again for a further attempt): for a
    large body a block the allocator backs by huge pages (alloc.c), where
    separate arrays of a few MiB each were faulted in a page at a time.
    Each byte of it is a fresh page's at a million calls, so arrays share
-   places where their lives do not overlap (reuse_arrays). */
-enum { ARRAY_BYTES = 16 + 2 * 4 + 3 * 4 + 5 };
+   places where their lives do not overlap (reuse_arrays), and those only
+   the regions read are indexed by a flow number (a member's or barrier's,
+   base[]), not a node: 15 bytes a node and 31 a flow number (a let call
+   is four nodes, two of them flow: 23 bytes a node there, 41 by node).
+   The first DEAD_BYTES of it are dead once the caller is rebuilt
+   (record_all). */
+enum { NODE_BYTES = 2 * 4 + 4 + 3, FLOW_BYTES = 16 + 3 * 4 + 3 };
+#define DEAD_BYTES(n, f) ((size_t)(f) * 16 + (size_t)(n) * 12)
 
 static int alloc_arrays(pctx *c) {
-  size_t n = c->n ? c->n : 1;
-  if (!(c->arrays = dp_calloc(n, ARRAY_BYTES))) return -1;
-  c->narrays = n * ARRAY_BYTES;
+  size_t n = c->n ? c->n : 1, f = c->capflow ? c->capflow : 1;
+  size_t bytes = n * NODE_BYTES + f * FLOW_BYTES;
+  if (!(c->arrays = dp_calloc(bytes, 1))) return -1;
+  c->narrays = bytes;
   c->dirty = 0;
   return 0;
 }
 
 /* An attempt's view of the block (widest first: every array stays aligned). */
 static void lay_out_arrays(pctx *c) {
-  size_t n = c->n ? c->n : 1;
+  size_t n = c->n ? c->n : 1, f = c->capflow ? c->capflow : 1;
   char *m = c->arrays;
   memset(m, 0, c->dirty);
   c->dirty = c->narrays;
-  c->restr = (rset *)(void *)m;
-  m += n * sizeof *c->restr;
+  c->restr = (rset *)(void *)m; /* (then inner and outexpr; the rebuild's stack in inner) */
+  m += f * sizeof *c->restr;
   c->stamp = (uint32_t *)(void *)m; /* (and pos: the rebuild's new nodes later) */
   c->pos = c->stamp + n;
   m += 2 * n * sizeof *c->stamp;
-  uint32_t **u32[] = {&c->base, &c->uf, &c->remaining}; /* (uf: at 28 bytes a node, record_all) */
-  for (size_t i = 0; i < sizeof u32 / sizeof *u32; i++, m += n * sizeof(uint32_t)) *u32[i] = (uint32_t *)(void *)m;
-  uint8_t **u8[] = {&c->cls, &c->closed, &c->hascall, &c->isout, &c->drop};
-  for (size_t i = 0; i < sizeof u8 / sizeof *u8; i++, m += n) *u8[i] = (uint8_t *)m;
+  c->base = (uint32_t *)(void *)m;
+  m += n * sizeof *c->base; /* (DEAD_BYTES: record_all) */
+  uint32_t **u32[] = {&c->uf, &c->remaining, &c->fnode};
+  for (size_t i = 0; i < sizeof u32 / sizeof *u32; i++, m += f * sizeof(uint32_t)) *u32[i] = (uint32_t *)(void *)m;
+  uint8_t **u8n[] = {&c->cls, &c->drop, &c->state};
+  for (size_t i = 0; i < sizeof u8n / sizeof *u8n; i++, m += n) *u8n[i] = (uint8_t *)m;
+  uint8_t **u8f[] = {&c->closed, &c->hascall, &c->isout};
+  for (size_t i = 0; i < sizeof u8f / sizeof *u8f; i++, m += f) *u8f[i] = (uint8_t *)m;
+  c->nflow = 0;
 }
 
 /* Blocks, parents first (reverse post order is topological): an if's
@@ -460,14 +482,17 @@ static int finish_node(pctx *c, gbuild *b) {
   g->kind[v] = f.kind;
   g->note[v] = f.note;
   if (f.kind == DP_IF || f.kind == DP_MATCH || (f.kind == DP_FUNC && nk)) c->opens = 1;
+  if (!(f.note & F_ONDEV) && ((f.note & F_MEMBER) || nk)) c->capflow++; /* (classify's members and
+                                                                           barriers are among these) */
   c->letof[v] = MULTI;
   if (f.kind == DP_LET && nk == 3 && g->kids[total] != DP__DFP_NONE && g->kids[total + 1] != DP__DFP_NONE)
     c->letof[g->kids[total]] = v; /* (its variable, finished before it) */
   if (c->lx && (f.note & F_ONDEV) && !c->unread) { /* its device for lexical.c, read here, the
                                                       node just read (its pass over the graph
                                                       would read it cold) */
-    int r = dp__lexical_on_device(c->lx, f.e, &c->dev[v]);
-    if (r < 0) return -1;
+    dp_vdev *vd = NULL;
+    int r = dp__lexical_on_device(c->lx, f.e, &vd);
+    if (r < 0 || (c->dev[v] = dp__devcode(&c->codes, vd)) == DP__DEVCODE_OOM) return -1;
     c->unread = r == 0;
   }
   if (f.note & F_DIALECT)
@@ -489,6 +514,7 @@ static int build_graph(pctx *c, dp_expr *root) {
   g->index = g->found = DP__PTRMAP_INIT;
   g->enter_fns = DP__DFP_FNS_PLAIN;
   gbuild b = {NULL, 0, 0, NULL, 0, 0, 0, 0};
+  c->capflow = 0;
   int rc = discover(c, &b, root, DP__DFP_NONE);
   while (rc == 0 && b.sp) {
     gfr *f = &b.st[b.sp - 1];
@@ -559,7 +585,7 @@ static void count_reads(pctx *c, uint32_t v) {
   }
 }
 
-/* base[v]: the node under v's wrappers, DP__DFP_NONE where that is a leaf
+/* base[v]: the flow number of the node under v's wrappers, DP__DFP_NONE where that is a leaf
    (so that producer reads one array at the child, not base[] and then
    cls[] at the base: both cold at a million calls, read in five passes).
    A variable comes before its value in post order, so chains are followed
@@ -582,7 +608,7 @@ static int resolve_bases(pctx *c) {
       chain[nchain++] = w;
       w = wrapped(c, w);
     }
-    uint32_t b = done[w] ? c->base[w] : flows(c, w) ? w : DP__DFP_NONE;
+    uint32_t b = done[w] || flows(c, w) ? c->base[w] : DP__DFP_NONE; /* (classify numbered the flow) */
     done[w] = 1;
     c->base[w] = b;
     while (nchain) {
@@ -597,7 +623,14 @@ static int resolve_bases(pctx *c) {
   return rc;
 }
 
-static void classify(pctx *c) {
+/* Member or barrier v's flow number, the next (post order: a producer's is
+   less than its reader's, as its node's index is). */
+static void number_flow(pctx *c, uint32_t v) {
+  c->fnode[c->nflow] = v;
+  c->base[v] = c->nflow++;
+}
+
+static int classify(pctx *c) {
   for (uint32_t v = 0; v < c->n; v++) { /* (base[]: resolve_bases writes every node's; uf[]: zero is a root) */
     if (c->kind[v] == DP_FUNC && nslots(c, v) == 0 && !c->has_fnlit) {
       uint32_t nfree = 0;
@@ -613,15 +646,20 @@ static void classify(pctx *c) {
       dp_vdev *vd = device_of(c, v);
       if (vd && !dp_vdev_is_fully_unconstrained(vd)) {
         c->cls[v] = C_MEMBER;
-        if (!c->lx) c->dev[v] = vd; /* (the device compared; lexical.c's are there already) */
-        c->hascall[v] = c->kind[v] == DP_CALL;
+        if (!c->lx && (c->dev[v] = dp__devcode(&c->codes, vd)) == DP__DEVCODE_OOM) /* (the device
+                                                       compared; lexical.c's are there already) */
+          return dp_release(vd), -1;
+        c->hascall[c->nflow] = c->kind[v] == DP_CALL;
+        number_flow(c, v);
         dp_release(vd); /* interned and held by the domains: dev[v] stays valid */
         continue;
       }
       dp_release(vd);
     }
     c->cls[v] = nslots(c, v) ? C_BARRIER : C_LEAF;
+    if (c->cls[v] == C_BARRIER) number_flow(c, v);
   }
+  return 0;
 }
 
 /* The node child k of v reads (under its wrappers), or DP__DFP_NONE when it
@@ -842,9 +880,13 @@ static int add_set(pctx *c, rset *acc, const rset *x) {
   return add_restr(c, acc, r, r == a);
 }
 
+/* Are flow numbers a and b members of one device and block? */
 static int same_place(const pctx *c, uint32_t a, uint32_t b) {
-  return c->cls[a] == C_MEMBER && c->cls[b] == C_MEMBER && key_of(c, c->dev[a]) == key_of(c, c->dev[b]) &&
-         (!c->block || c->block[a] == c->block[b]);
+  uint32_t x = c->fnode[a], y = c->fnode[b];
+  if (c->cls[x] != C_MEMBER || c->cls[y] != C_MEMBER || (c->block && c->block[x] != c->block[y])) return 0;
+  return c->dev[x] == c->dev[y] || (c->by != DP_PART_VIRTUAL_DEVICE &&
+                                    key_of(c, dp__devcode_vdev(&c->codes, c->dev[x])) ==
+                                    key_of(c, dp__devcode_vdev(&c->codes, c->dev[y])));
 }
 
 /* Producer region p joins v's. */
@@ -883,7 +925,8 @@ static int covers(pctx *c, uint32_t b, uint32_t v, const dp__dfp_u32s *parents, 
   return 1;
 }
 
-/* The cases without a copy (above). 1 done, 0 not one of them, -1 error. */
+/* The cases without a copy (above), at flow number v. 1 done, 0 not one
+   of them, -1 error. */
 static int take_over(pctx *c, uint32_t v, const dp__dfp_u32s *parents) {
   for (uint32_t i = 0; i < parents->n; i++) /* (a variable's value may come later: its set is not made yet) */
     if (parents->a[i] > v) return 0;
@@ -917,9 +960,10 @@ static int take_over(pctx *c, uint32_t v, const dp__dfp_u32s *parents) {
   return 1;
 }
 
-/* One member or barrier v, in topological order. */
+/* One member or barrier v (a node), in topological order; its region's
+   arrays are indexed by its flow number f. */
 static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *joins) {
-  uint32_t ns = nslots(c, v);
+  uint32_t ns = nslots(c, v), f = c->base[v];
   parents->n = joins->n = 0;
   c->clock++;
   for (uint32_t k = 0; k < ns; k++) {
@@ -931,7 +975,7 @@ static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *joins
       if (dp__dfp_u32s_push(parents, r) < 0) return -1;
     }
   }
-  int taken = take_over(c, v, parents);
+  int taken = take_over(c, f, parents);
   if (taken < 0) return -1;
   if (!taken) {
     rset acc = {NULL, 0, 0};
@@ -940,19 +984,19 @@ static int visit(pctx *c, uint32_t v, dp__dfp_u32s *parents, dp__dfp_u32s *joins
       if (add_set(c, &acc, &c->restr[parents->a[i]]) < 0) return rset_free(&acc), -1;
     for (uint32_t i = 0; i < parents->n; i++) { /* all their restrictions are in: covered, once made */
       uint32_t p = parents->a[i];
-      if (!same_place(c, p, v) && add_restr(c, &acc, p, p < v) < 0) return rset_free(&acc), -1;
+      if (!same_place(c, p, f) && add_restr(c, &acc, p, p < f) < 0) return rset_free(&acc), -1;
     }
     for (uint32_t i = 0; i < parents->n; i++) {
       uint32_t p = parents->a[i];
-      if (same_place(c, p, v) && c->stamp[p] != c->clock && dp__dfp_u32s_push(joins, p) < 0)
+      if (same_place(c, p, f) && c->stamp[p] != c->clock && dp__dfp_u32s_push(joins, p) < 0)
         return rset_free(&acc), -1;
     }
     for (uint32_t i = 0; i < joins->n; i++) { /* the producers' regions join v's */
-      join(c, joins->a[i], v);
+      join(c, joins->a[i], f);
       rset_free(&c->restr[joins->a[i]]);
     }
-    rset_free(&c->restr[v]);
-    c->restr[v] = acc;
+    rset_free(&c->restr[f]);
+    c->restr[f] = acc;
   }
   /* v's reads are done: regions with no reader left are closed */
   for (uint32_t k = 0; k < ns; k++) {
@@ -973,7 +1017,7 @@ static int make_regions(pctx *c) {
   for (uint32_t v = 0; v < c->n && rc == 0; v++) {
     if (!flows(c, v)) continue;
     rc = visit(c, v, &parents, &joins);
-    if (rc == 0 && c->remaining[v] == 0) close_region(c, v);
+    if (rc == 0 && c->remaining[c->base[v]] == 0) close_region(c, c->base[v]);
   }
   free(parents.a);
   free(joins.a);
@@ -989,15 +1033,18 @@ static int make_regions(pctx *c) {
 
 /* ---------------- the hoisted functions ---------------- */
 
-/* (Once the regions are listed: rid[] at every member.) */
+/* Is flow number f (or DP__DFP_NONE) a hoisted member? (Once the regions
+   are listed: rid[] at every flow number, 0 at a barrier's.) */
+static int fhoisted(const pctx *c, uint32_t f) { return f != DP__DFP_NONE && c->rid[f] != 0; }
+
+/* Is node v (or DP__DFP_NONE) a hoisted member? (A member is its own
+   base, its flow number.) */
 static int hoisted(const pctx *c, uint32_t v) {
-  return v != DP__DFP_NONE && c->cls[v] == C_MEMBER && c->rid[v] != 0;
+  return v != DP__DFP_NONE && c->cls[v] == C_MEMBER && c->rid[c->base[v]] != 0;
 }
 
-static region *region_of(pctx *c, uint32_t v) { return &c->regs[c->rid[v] - 1]; }
-
-/* Are hoisted members a and b in one region? */
-static int same_region(const pctx *c, uint32_t a, uint32_t b) { return c->rid[a] == c->rid[b]; }
+/* The region of hoisted member f (a flow number). */
+static region *region_of(pctx *c, uint32_t f) { return &c->regs[c->rid[f] - 1]; }
 
 /* Which lets the caller drops (the value hoisted, the variable read, and
    only by members of the value's region; vout: read from anywhere else,
@@ -1010,7 +1057,7 @@ static int same_region(const pctx *c, uint32_t a, uint32_t b) { return c->rid[a]
 static void mark_drop(pctx *c, uint32_t v, const uint8_t *read, const uint8_t *vout) {
   uint32_t x = kid(c, v, 0);
   if (x == DP__DFP_NONE || c->letof[x] != v) return; /* (no variable of its own: kept) */
-  c->drop[v] = (uint8_t)(read[x] && !vout[x] && !c->has_fnlit && hoisted(c, c->base[x]));
+  c->drop[v] = (uint8_t)(read[x] && !vout[x] && !c->has_fnlit && fhoisted(c, c->base[x]));
 }
 
 static int mark_reads(pctx *c) {
@@ -1026,7 +1073,7 @@ static int mark_reads(pctx *c) {
     if (c->letof[w] != MULTI) vout[w] = 1;
   for (uint32_t v = 0; v < c->n; v++) {
     if (!flows(c, v)) continue;
-    int inside = hoisted(c, v);
+    uint32_t id = c->rid[c->base[v]]; /* (v's region number + 1; 0: not hoisted) */
     uint32_t ns = nslots(c, v);
     for (uint32_t k = 0; k < ns; k++) {
       uint32_t w = kid(c, v, k);
@@ -1034,14 +1081,14 @@ static int mark_reads(pctx *c) {
       for (; w != DP__DFP_NONE && c->cls[w] == C_WRAP; w = wrapped(c, w)) {
         if (c->letof[w] == MULTI) continue;
         read[w] = 1;
-        if (!inside || !hoisted(c, c->base[w]) || !same_region(c, v, c->base[w])) vout[w] = 1;
+        if (!id || !fhoisted(c, c->base[w]) || c->rid[c->base[w]] != id) vout[w] = 1;
       }
     }
     if (c->kind[v] == DP_LET) mark_drop(c, v, read, vout);
     for (uint32_t k = 0; k < ns; k++) {
       if (c->drop[v] && k == 1) continue; /* a dropped let reads nothing */
       uint32_t p = producer(c, v, k);
-      if (hoisted(c, p) && !(inside && same_region(c, v, p))) c->isout[p] = 1;
+      if (fhoisted(c, p) && !(id && c->rid[p] == id)) c->isout[p] = 1;
     }
   }
   give(c, read, c->n);
@@ -1052,12 +1099,13 @@ static int mark_reads(pctx *c) {
 /* Numbers the regions with a call, lists their members, marks outputs.
    The regions are numbered and their members counted in one pass (a
    count a region, grown as they are numbered), then listed in a second:
-   each pass reads cls[] and uf[] at every node, cold at a million calls. */
+   each pass reads fnode[], cls[] and uf[] at every flow number, cold at a
+   million calls. */
 static int list_regions(pctx *c) {
   uint32_t nregs = 0, *count = NULL, capcount = 0;
-  for (uint32_t v = 0; v < c->n; v++) {
-    if (c->cls[v] != C_MEMBER) continue;
-    uint32_t r = find(c, v);
+  for (uint32_t f = 0; f < c->nflow; f++) {
+    if (c->cls[c->fnode[f]] != C_MEMBER) continue;
+    uint32_t r = find(c, f);
     if (!c->hascall[r]) continue;
     if (!c->rid[r]) {
       if (dp_grow8((void **)&count, &capcount, nregs + 1, sizeof *count) < 0) return free(count), -1;
@@ -1078,29 +1126,28 @@ static int list_regions(pctx *c) {
   }
   c->mem = dp_malloc((total ? total : 1) * sizeof *c->mem);
   if (!c->mem) return -1;
-  /* every member's region number at the member (its representative's:
-     a representative's own entry, written first or not, is its number;
-     anything but a member reads 0), so that hoisted() and region_of()
-     read one array at the node, no find (whose uf[] is outpos' place
-     from here on) */
-  for (uint32_t v = 0; v < c->n; v++) {
-    uint32_t id = c->cls[v] == C_MEMBER ? c->rid[find(c, v)] : 0;
-    c->rid[v] = id;
+  /* every member's region number at its flow number (its
+     representative's: a representative's own entry, written first or not,
+     is its number; a barrier's is 0), so that hoisted() and region_of()
+     read one array, no find (whose uf[] is outpos' place from here on) */
+  for (uint32_t f = 0; f < c->nflow; f++) {
+    uint32_t id = c->cls[c->fnode[f]] == C_MEMBER ? c->rid[find(c, f)] : 0;
+    c->rid[f] = id;
     if (id) {
       region *g = &c->regs[id - 1];
-      c->mem[g->first + g->nmem++] = v;
+      c->mem[g->first + g->nmem++] = f;
     }
   }
   c->outpos = c->uf; /* (written for each output before it is read) */
   c->uf = NULL;
   /* outputs: read from outside the region, or the function's result */
   uint32_t root = c->base[c->n - 1];
-  if (hoisted(c, root)) c->isout[root] = 1;
+  if (fhoisted(c, root)) c->isout[root] = 1;
   if (mark_reads(c) < 0) return -1;
   /* a region whose only readers were dropped lets (its values are dead but
      for them) keeps one of them: it is still evaluated, as before */
-  for (uint32_t v = 0; v < c->n; v++)
-    if (c->isout[v]) region_of(c, v)->nout = 1; /* (counted for real below) */
+  for (uint32_t f = 0; f < c->nflow; f++)
+    if (c->isout[f]) region_of(c, f)->nout = 1; /* (counted for real below) */
   for (uint32_t v = 0; v < c->n; v++) {
     if (!c->drop[v]) continue;
     uint32_t p = producer(c, v, 1);
@@ -1221,10 +1268,11 @@ static int stays_inside(const pctx *c, uint32_t xi) {
   return fv ? n == 0 : -1;
 }
 
-/* The copy of member m inside its function: children in the region are
-   their copies (wrappers dropped), constants and closed Composite
-   functions stay, anything else is read through a parameter. */
-static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
+/* The copy of member f (a flow number) inside its function: children in
+   the region are their copies (wrappers dropped), constants and closed
+   Composite functions stay, anything else is read through a parameter. */
+static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t f, dp_vdev *vd) {
+  uint32_t m = c->fnode[f], id = c->rid[f];
   dp_expr *e = c->x[m];
   uint32_t n = nslots(c, m);
   dp_expr *small[8], **kids = n <= 8 ? small : dp_malloc(n * sizeof *kids);
@@ -1237,7 +1285,7 @@ static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
       kids[k] = dp_expr_child(e, k);
       continue;
     }
-    if (hoisted(c, xb) && same_region(c, xb, m)) {
+    if (xb != DP__DFP_NONE && c->rid[xb] == id) {
       kids[k] = c->inner[xb];
       continue;
     }
@@ -1254,7 +1302,7 @@ static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t m, dp_vdev *vd) {
   for (uint32_t k = 0; r && k < n; k++) {
     uint32_t xi = kid(c, m, k);
     uint32_t xb = xi == DP__DFP_NONE ? DP__DFP_NONE : c->base[xi];
-    if (xb == DP__DFP_NONE || !hoisted(c, xb) || !same_region(c, xb, m) || c->isout[xb] || c->released[xb])
+    if (xb == DP__DFP_NONE || c->rid[xb] != id || c->isout[xb] || c->released[xb])
       continue; /* (not a copy of this function's, an output (read after), or given up already) */
     c->released[xb] = 1;
     dp_release(c->inner[xb]);
@@ -1308,7 +1356,7 @@ static int make_function(pctx *c, region *g) {
   if (!outs) goto out;
   for (uint32_t j = 0; j < g->nmem; j++) {
     uint32_t m = c->mem[g->first + j];
-    if (c->isout[m] && !g->vd) g->vd = device_of(c, m);
+    if (c->isout[m] && !g->vd) g->vd = device_of(c, c->fnode[m]);
   }
   for (; nmade < g->nmem; nmade++) {
     uint32_t m = c->mem[g->first + nmade];
@@ -1343,11 +1391,13 @@ out:
 
 /* ---------------- the caller ---------------- */
 
-/* What the caller reads for hoisted member m: the call, or its projection. */
-static dp_expr *out_of(pctx *c, uint32_t m) {
+/* What the caller reads for hoisted member v (a node): the call, or its
+   projection. */
+static dp_expr *out_of(pctx *c, uint32_t v) {
+  uint32_t m = c->base[v];
   region *g = region_of(c, m);
   if (g->nout == 1) return g->call;
-  if (!c->outexpr[m]) c->outexpr[m] = typed_as(c, (dp_expr *)dp__proj_new_in(&c->arena, g->call, c->outpos[m], DP_NOSPAN), c->x[m]->type);
+  if (!c->outexpr[m]) c->outexpr[m] = typed_as(c, (dp_expr *)dp__proj_new_in(&c->arena, g->call, c->outpos[m], DP_NOSPAN), c->x[v]->type);
   return c->outexpr[m];
 }
 
@@ -1359,9 +1409,9 @@ typedef struct cfr {
 } cfr;
 
 typedef struct walk {
-  cfr *st;          /* the stack: at first the place of base[] (4 bytes a node,
-                       free once the functions are made: pages touched already),
-                       copied to a block of its own if it grows past it (own) */
+  cfr *st;          /* the stack: at first the place of inner[] (8 bytes a flow
+                       number, free once the functions are made: pages touched
+                       already), copied to a block of its own if it grows past it (own) */
   uint32_t sp, cap;
   int own;
   uint8_t *state;   /* per node: 0 new, 1 open, 2 done, 3 done and read (read_once) */
@@ -1404,7 +1454,7 @@ static dp_expr *read_new(pctx *c, walk *w, uint32_t xi, dp_expr *x) {
    1 pushed, -1 error (a cycle would be a bug: regions never form one). */
 static int need(pctx *c, walk *w, uint32_t xi) {
   if (xi == DP__DFP_NONE) return 0;
-  region *g = hoisted(c, xi) ? region_of(c, xi) : NULL;
+  region *g = hoisted(c, xi) ? region_of(c, c->base[xi]) : NULL;
   cfr f = {g ? c->n + (uint32_t)(g - c->regs) : xi, 0};
   uint8_t *state = g ? &g->state : &w->state[xi];
   if (*state >= 2) return 0;
@@ -1458,14 +1508,15 @@ static int finish(pctx *c, walk *w, cfr f) {
 /* The caller's body, in a topological order of its graph with each region
    contracted to its call. */
 static dp_expr *rebuild_caller(pctx *c) {
-  /* (the regions' marks: a byte a node; stamps and positions: 8 bytes a
-     node; the stack: base[], 4 bytes a node, a frame for two: pages
+  /* (stamps and positions: 8 bytes a node; the stack: inner[], a frame a
+     flow number (a let is one, and the walk is a frame a let deep): pages
      already touched, not fresh ones; at a million let calls the stack
      was 24 MB of them) */
-  walk w = {.st = (cfr *)(void *)c->base, .cap = (c->n ? c->n : 1) * (uint32_t)sizeof *c->base / (uint32_t)sizeof(cfr),
-            .state = memset(c->closed, 0, c->n), .newx = (dp_expr **)(void *)c->stamp};
-  c->stamp = c->pos = c->base = NULL;
-  c->closed = NULL;
+  walk w = {.st = (cfr *)(void *)c->inner, .cap = c->capflow ? c->capflow : 1,
+            .state = c->state, .newx = (dp_expr **)(void *)c->stamp};
+  _Static_assert(sizeof(cfr) == sizeof(dp_expr *), "a frame in a member's copy's place");
+  c->stamp = c->pos = NULL;
+  c->inner = NULL;
   /* (newx is not zeroed, nor swept whole at the end: the nodes the walk
      made are those it marked done, whose byte is read instead; a pass of
      8 bytes a node less, cold at a million calls; and a node with one
@@ -1499,6 +1550,7 @@ static dp_expr *rebuild_caller(pctx *c) {
   for (uint32_t i = 0; w.state && i < c->n; i++)
     if (w.state[i] == 2) dp_release(w.newx[i]);
   if (w.own) free(w.st); /* (else it, state and newx lie in the attempt's arrays) */
+  c->state = NULL;
   if (!r) set_oom(c);
   return r;
 }
@@ -1521,7 +1573,7 @@ static void release_projections(pctx *c) {
 /* Frees what one attempt at the body made (not the graph, the fences, the
    arrays' block). */
 static void attempt_clear(pctx *c) {
-  for (uint32_t i = 0; c->restr && !c->sets_freed && i < c->n; i++) rset_free(&c->restr[i]);
+  for (uint32_t i = 0; c->restr && !c->sets_freed && i < c->nflow; i++) rset_free(&c->restr[i]);
   release_projections(c); /* (inner[]: each function released its copies) */
   for (uint32_t i = 0; i < c->nregs; i++) {
     dp_release(c->regs[i].global);
@@ -1534,8 +1586,9 @@ static void attempt_clear(pctx *c) {
   free(c->mem);
   c->regs = NULL;
   c->nregs = 0;
-  c->cls = c->closed = c->hascall = c->isout = c->drop = c->released = NULL; /* (the block stays for the next attempt) */
-  c->base = c->block = c->uf = c->remaining = c->stamp = c->pos = c->rid = c->mem = c->outpos = NULL;
+  c->cls = c->closed = c->hascall = c->isout = c->drop = c->released = c->state = NULL; /* (the block stays for the next attempt) */
+  c->base = c->block = c->uf = c->remaining = c->stamp = c->pos = c->rid = c->mem = c->outpos = c->fnode = NULL;
+  c->nflow = 0;
   c->restr = NULL;
   c->sets_freed = 0;
   c->inner = c->outexpr = NULL;
@@ -1548,10 +1601,10 @@ static void attempt_clear(pctx *c) {
    one block a body (the regions own it). The lists are 8 bytes a node,
    input and output: at a million branchy calls 18 MB, which a malloc a
    list put on fresh pages. A large attempt's block holds them instead
-   where they fit in its first 28 bytes a node (inner, outexpr, the stamps,
+   where they fit in its first DEAD_BYTES (inner, outexpr, the stamps,
    positions and bases: dead once the caller is rebuilt and the
    projections given up), on pages touched already; what follows them
-   (isout and outpos, read here) is given back to the system after. */
+   (fnode, isout and outpos, read here) is given back to the system after. */
 static int record_all(pctx *c) {
   dp_regions *o = c->regions;
   if (!o || !c->nregs) return 0;
@@ -1559,7 +1612,8 @@ static int record_all(pctx *c) {
   for (uint32_t i = 0; i < c->nregs; i++) ptrs += (size_t)c->regs[i].nmem + c->regs[i].ninputs + c->regs[i].nout;
   size_t need = ptrs * sizeof(dp_expr *) + name;
   /* (a block of 4 MiB and more: past a huge page, whose tail can be given back) */
-  int adopt = c->arrays && c->narrays >= ((size_t)4 << 20) && need <= (size_t)(c->n ? c->n : 1) * 28;
+  int adopt = c->arrays && c->narrays >= ((size_t)4 << 20) &&
+              need <= DEAD_BYTES(c->n ? c->n : 1, c->capflow ? c->capflow : 1);
   if (dp_grow((void **)&o->r, &o->cap, o->n + c->nregs, sizeof *o->r) < 0 ||
       dp_grow((void **)&o->blocks, &o->capblocks, o->nblocks + 1, sizeof *o->blocks) < 0)
     return -1;
@@ -1576,8 +1630,8 @@ static int record_all(pctx *c) {
     p += (size_t)g->nmem + g->ninputs + g->nout;
     for (uint32_t j = 0; j < g->nmem; j++) {
       uint32_t m = c->mem[g->first + j];
-      r->nodes[j] = c->x[m];
-      if (c->isout[m]) r->outputs[c->outpos[m]] = c->x[m];
+      r->nodes[j] = c->x[c->fnode[m]];
+      if (c->isout[m]) r->outputs[c->outpos[m]] = r->nodes[j];
     }
     for (uint32_t j = 0; j < g->ninputs; j++) r->inputs[j] = c->x[g->inputs[j]];
   }
@@ -1589,6 +1643,7 @@ static int record_all(pctx *c) {
     c->outexpr = NULL;
     c->isout = NULL;
     c->outpos = NULL;
+    c->fnode = NULL;
   }
   return 0;
 }
@@ -1643,17 +1698,17 @@ static int rebuilds(pctx *c) {
 }
 
 /* The regions are made, their sets freed: the arrays only that walk used
-   (restriction sets, reader counts, blocks; 24 bytes a node) become the
-   arrays of what follows, on pages already touched instead of fresh ones:
-   the members' copies and projections (inner, outexpr), the region
-   numbers (rid); the stamps and
-   positions become the rebuild's new nodes, and the bases (read last
-   as the functions are made) its stack (rebuild_caller). */
+   (restriction sets, reader counts, closed marks; 25 bytes a flow number)
+   become the arrays of what follows, on pages already touched instead of
+   fresh ones: the members' copies and projections (inner, outexpr), the
+   region numbers (rid), the copies given up (released); the stamps and
+   positions become the rebuild's new nodes, and inner (dead once the
+   functions are made) its stack (rebuild_caller). */
 _Static_assert(sizeof(rset) == 2 * sizeof(dp_expr *), "a set's place holds a member's two nodes");
 _Static_assert(2 * sizeof(uint32_t) == sizeof(dp_expr *), "a stamp and a position hold a new node");
 
 static void reuse_arrays(pctx *c) {
-  uint32_t n = c->n ? c->n : 1;
+  uint32_t n = c->capflow ? c->capflow : 1; /* (these arrays are by flow number) */
   /* Each set was freed (zeroed) as its region closed, and every region is
      closed but the function result's, whose reader count is the one left:
      the sets' place is zero already, and so is the count of every region
@@ -1665,13 +1720,61 @@ static void reuse_arrays(pctx *c) {
   } else if (c->n && c->base[c->n - 1] != DP__DFP_NONE) {
     c->remaining[find(c, c->base[c->n - 1])] = 0;
   }
-  c->inner = (dp_expr **)(void *)c->restr; /* (16 bytes a node: two pointers; inner is
-                                              written before it is read) */
+  c->inner = (dp_expr **)(void *)c->restr; /* (16 bytes a flow number: two pointers; inner
+                                              is written before it is read) */
   c->outexpr = c->inner + n;
   c->restr = NULL;
   c->rid = c->remaining;
   c->remaining = NULL;
   c->released = memset(c->closed, 0, n);
+  c->closed = NULL;
+}
+
+/* The devices of the body's nodes in dev[]: as the body says them
+   (lexical.c: the graph's kinds and flags, and the on_devices' devices,
+   read as the graph was built, spare it the IR; its scratch, 4 bytes a
+   node, is the arrays' block, zeroed before and after), or, planning
+   again, the members' (classify). An attempt gives dev[] to the output's
+   arena once the functions are made (drop_devices): a further attempt
+   reads them again, the on_devices' from the IR. 0, 1 lexical.c cannot
+   read them (gave_up), -1 out of memory. */
+static int read_devices(pctx *c) {
+  if (!c->dev) {
+    if (!(c->dev = dp_malloc((size_t)(c->n ? c->n : 1) * sizeof *c->dev))) return -1;
+    for (uint32_t v = 0; c->lx && v < c->n; v++) {
+      dp_vdev *vd = NULL;
+      if ((c->nflag[v] & F_ONDEV) && (dp__lexical_on_device(c->lx, c->x[v], &vd) < 0 ||
+                                      (c->dev[v] = dp__devcode(&c->codes, vd)) == DP__DEVCODE_OOM))
+        return -1;
+    }
+  }
+  if (!c->lx) return 0;
+  memset(c->arrays, 0, c->dirty);
+  int r = c->unread ? 1
+        : dp__lexical_graph_read(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->kind, c->nflag, c->letof,
+                                 c->body_vd, &c->codes, c->dev, (uint32_t *)c->arrays);
+  if (r > 0) c->gave_up = 1;
+  c->dirty = (size_t)c->n * sizeof(uint32_t);
+  return r;
+}
+
+/* The functions are made: nothing of this attempt reads a device again
+   (the rebuild, the scope check and the regions recorded read none), so
+   dev[] (8 bytes a node, its pages touched) takes the output's new nodes
+   in the arena instead of fresh pages. */
+static void drop_devices(pctx *c) {
+  give(c, c->dev, (size_t)c->n * sizeof *c->dev);
+  c->dev = NULL;
+}
+
+/* The last attempt's functions are made (no scope check follows, so no
+   further attempt): letof[] and kind[] (5 bytes a node), which the
+   rebuild does not read, take the output's new nodes in the arena too. */
+static void drop_scopes(pctx *c) {
+  give(c, c->letof, (size_t)c->n * sizeof *c->letof);
+  give(c, c->g.kind, c->n);
+  c->letof = NULL;
+  c->kind = c->g.kind = NULL;
 }
 
 /* One attempt: the body partitioned under the current fences. 1 done
@@ -1679,21 +1782,25 @@ static void reuse_arrays(pctx *c) {
    added), -1 error. */
 static int attempt(pctx *c, uint8_t round, dp_expr **out) {
   *out = NULL;
+  if (!c->dev && read_devices(c) != 0) return -1; /* (a further attempt) */
   lay_out_arrays(c);
   if (assign_blocks(c) < 0) return -1;
-  classify(c);
-  if (resolve_bases(c) < 0 || make_regions(c) < 0) return -1;
+  if (classify(c) < 0 || resolve_bases(c) < 0 || make_regions(c) < 0) return -1;
   reuse_arrays(c);
   if (list_regions(c) < 0) return -1;
   for (uint32_t i = 0; i < c->nregs; i++)
     if (make_function(c, &c->regs[i]) < 0) return -1;
+  int checked = c->nregs && binds(c); /* (the rebuilt body's scopes are checked: a further
+                                         attempt may follow) */
+  drop_devices(c);
+  if (!checked) drop_scopes(c);
   if (!c->nregs && !rebuilds(c)) {
     *out = dp_retain(c->x[c->n - 1]);
     return 1;
   }
   dp_expr *body = rebuild_caller(c);
   if (!body) return -1;
-  if (!c->nregs || !binds(c)) { /* no read moved, or no variable but parameters */
+  if (!checked) { /* no read moved, or no variable but parameters */
     *out = body;
     return 1;
   }
@@ -1729,17 +1836,7 @@ static int partition_body(pctx *c, dp_expr *body, dp_expr **out) {
   if (build_graph(c, body) < 0) goto done;
   c->n = c->g.n;
   c->x = c->g.x;
-  if (!c->dev || alloc_arrays(c) < 0) goto done; /* (dev: grown with the graph) */
-  if (c->lx) { /* the devices, as the body says them (the graph's kinds and flags, and the
-                  on_devices' devices, spare it the IR; its scratch, 8 bytes a node, is the
-                  arrays' zeroed block, zeroed again after) */
-    int r = c->unread ? 1
-          : dp__lexical_graph_read(c->lx, c->n, c->x, c->g.kstart, c->g.kids, c->kind, c->nflag, c->letof,
-                                   c->body_vd, c->dev, (dp_vdev **)c->arrays);
-    if (r > 0) c->gave_up = 1;
-    if (r != 0) goto done;
-    c->dirty = (size_t)c->n * sizeof(dp_vdev *);
-  }
+  if (!c->dev || alloc_arrays(c) < 0 || read_devices(c) != 0) goto done; /* (dev: grown with the graph) */
   c->strict = c->fenced = 0;
   saved = dp_malloc((c->nnames ? c->nnames : 1) * sizeof *saved);
   if (!saved) goto done;
@@ -1768,6 +1865,7 @@ done:
   free(c->fence);
   free(c->blockmem);
   free(c->dev);
+  dp__devcodes_free(&c->codes);
   free(saved);
   c->kind = c->nflag = NULL; /* (the graph's) */
   c->letof = NULL;

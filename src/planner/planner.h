@@ -1160,11 +1160,27 @@ uint32_t dp__lexical_met(const dp__lexical *lx, const dp_expr *e);
 /* Did the walks meet a node (not a variable) in two functions? (Then a
    name the printer gives it in one is not the one it gives in another.) */
 int dp__lexical_crossed(const dp__lexical *lx);
+/* Devices by a small number (0: none), for arrays of a node each: 4 bytes
+   a node where a pointer was 8 (a million-node body names a handful of
+   devices). The devices are borrowed: the table lives no longer than the
+   module they come from. */
+typedef struct dp__devcodes {
+  dp_vdev **v;          /* code -> device; v[0] NULL */
+  uint32_t n, cap;
+  uint32_t *h, hcap;    /* hash index: a code per slot (0: empty) */
+  const dp_vdev *last;  /* the device last coded, and its code */
+  uint32_t lastcode;
+} dp__devcodes;
+#define DP__DEVCODE_OOM UINT32_MAX
+uint32_t dp__devcode(dp__devcodes *t, dp_vdev *vd); /* vd's code, made when new; DP__DEVCODE_OOM */
+void dp__devcodes_free(dp__devcodes *t);
+static inline dp_vdev *dp__devcode_vdev(const dp__devcodes *t, uint32_t code) { return code ? t->v[code] : NULL; }
+
 /* The same reading over the graph of one body: n nodes in post order (x,
    the root last), child slots kids[kstart[v] .. kstart[v + 1]) as node
    indices (UINT32_MAX: an operator, a constructor or a global), the root
    in position root_ctx (a function's virtual_device); dev[v] each node's
-   device (borrowed). What the caller read of each node already is given,
+   device, by its code in codes. What the caller read of each node already is given,
    so that the reading touches the IR only where it needs a node's
    attributes or callee: kind[v] x[v]'s kind (dp_exprkind), call[v]
    DP__LX_ON_DEVICE for a call of on_device, DP__LX_COPY for one of
@@ -1172,15 +1188,15 @@ int dp__lexical_crossed(const dp__lexical *lx);
    memory and VM dialect's (call_lowered, memory.*, vm.*: such a call is
    checked from the graph alone); other bits ignored. bound[v]: a let's
    variable's let (UINT32_MAX: none; the caller has it from its graph's
-   build). ctx: n zeroed pointers of scratch, the caller's (its own
+   build). ctx: n zeroed codes of scratch, the caller's (its own
    zeroed block, so that no fresh pages are mapped here). 0, 1 the body
    does not say its devices so (the caller plans it), -1 out of memory. */
 enum { DP__LX_ON_DEVICE = 1, DP__LX_COPY = 2, DP__LX_OP_CALL = 16 };
 int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const uint32_t *kstart,
                            const uint32_t *kids, const uint8_t *kind, const uint8_t *call, const uint32_t *bound,
-                           dp_vdev *root_ctx, dp_vdev **dev, dp_vdev **ctx);
+                           dp_vdev *root_ctx, dp__devcodes *codes, uint32_t *dev, uint32_t *ctx);
 /* On_device e (a call of on_device) readable: fixed, on a settled device,
-   which goes to *dev (for dp__lexical_graph_read's dev[] of its node; the
+   which goes to *dev (for dp__lexical_graph_read's dev[] of its node, coded; the
    caller's graph build reads it while it has the node in the cache, so
    that the reading over the graph does not read every on_device again:
    at a million calls each read of a node is a miss). 1, 0 not readable
