@@ -90,11 +90,23 @@ static inline int add_flow(actx *a, uint32_t value, uint32_t src, uint32_t dst, 
 }
 
 /* The flows' room, at once: one per child of the index at most (the room
-   not reached is never touched). Without it they grow as made. */
+   not reached is never touched), no more (a doubling would reserve up to
+   twice that). Without it they grow as made. */
 static void flow_room(actx *a) {
   dp__flows *f = a->how->flows;
-  if (f && a->ix->relax && a->ix->nkid > f->cap)
-    (void)dp_grow((void **)&f->v, &f->cap, a->ix->nkid, sizeof *f->v);
+  if (!f || !a->ix->relax || a->ix->nkid <= f->cap) return;
+  dp__flowrec *v = dp_realloc(f->v, (size_t)a->ix->nkid * sizeof *v);
+  if (v) f->v = v, f->cap = a->ix->nkid;
+}
+
+/* The room no flow reached given back (a let-shaped module makes about
+   two flows in five children): the placement's arrays, made next, are
+   the step's peak. A failed shrink keeps the room. */
+static void flows_fit(dp__flows *f) {
+  if (!f || !f->v || f->n == f->cap) return;
+  uint32_t n = f->n ? f->n : 1;
+  dp__flowrec *v = dp_realloc(f->v, (size_t)n * sizeof *v);
+  if (v) f->v = v, f->cap = n;
 }
 
 /* A device_copy from a device to itself (capture removes it)? */
@@ -523,6 +535,7 @@ int dp__analyze(dp__domains *d, dp__analysis *how, dp_err **err) {
   actx a = {d, d->ix, how, NULL, 0, NULL};
   int rc = analyze(&a);
   free(a.copy_rep);
+  if (rc == 0) flows_fit(how->flows);
   if (rc == 0) return 0;
   if (a.conflict) return 1;
   dp_err_set(err, a.err ? a.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));

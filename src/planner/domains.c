@@ -60,9 +60,12 @@ int dp__domains_init(dp__domains *d, dp__index *ix, uint32_t cap, dp_err **err) 
   dp__prefault(d->nodes, ((size_t)ix->n + ix->nann) * sizeof *d->nodes);
   /* (and the rest of the last huge page that took goes back: the room
      past it is made small as analysis needs it, and the domains and the
-     index are the planner's peak) */
-  dp__release_tail(d->nodes, ((size_t)ix->n + ix->nann) * sizeof *d->nodes,
-                   (size_t)d->capnodes * sizeof *d->nodes);
+     index are the planner's peak; not after a placement by cost, ix->relax,
+     whose defaulting makes a domain per class no flow reached right there,
+     each page of that huge page then faulted in alone) */
+  if (!ix->relax)
+    dp__release_tail(d->nodes, ((size_t)ix->n + ix->nann) * sizeof *d->nodes,
+                     (size_t)d->capnodes * sizeof *d->nodes);
   dp__dom_first(d, 0, 0, NULL); /* domain 0: what a failed allocation hands out */
   return 0;
 }

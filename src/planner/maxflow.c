@@ -118,6 +118,8 @@ void dp__flow_free(dp__flow *g) {
 
 uint32_t dp__flow_count(const dp__flow *g) { return g->n; }
 
+uint32_t dp__flow_most(const dp__flow *g) { return g->most; }
+
 int64_t dp__flow_all_source(const dp__flow *g) { return g->to_sink; }
 
 int dp__flow_reserve(dp__flow *g, uint64_t nodes, uint64_t pairs) {
@@ -663,6 +665,7 @@ done:
 
 int64_t dp__flow_solve(dp__flow *g, uint8_t *side) {
   if (g->oom || g->spent) return -1;
+  if (g->n > g->most) g->most = g->n;
   /* A node tied to both terminals gives the search only the difference;
      the smaller capacity is cut whichever side it takes. */
   int64_t both = 0, partial = 0, to_sink = 0;

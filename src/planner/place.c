@@ -44,7 +44,8 @@ struct dp__placement {
      kept: a decision reads them through its variable) */
   uint32_t *vroot;
   dp_expr **vwhy;
-  void *block;                /* p's arrays, the labels, vroot and vwhy (problem_room) */
+  void *block;                /* p's arrays but the nets, the labels, vroot and vwhy
+                                 (problem_room) */
   /* the decisions, in the order made: variable, the constraint domain made
      (increasing), read through dvar and dcons: var NULL where every
      variable is decided (the i-th decision is variable i), cons NULL where
@@ -63,7 +64,7 @@ static inline uint32_t dcons(const struct dp__placement *pl, uint32_t i) {
 void dp__place_free(struct dp__placement *pl) {
   if (!pl) return;
   dp_place_problem *p = &pl->p;
-  p->fixed = NULL, p->allowed = NULL, p->stamp = NULL, p->nets = NULL, p->pins = NULL; /* (block's) */
+  p->fixed = NULL, p->allowed = NULL, p->stamp = NULL, p->pins = NULL; /* (block's) */
   dp_place_free(p);
   free(pl->block);
   free(pl->var);
@@ -98,6 +99,9 @@ typedef struct pctx {
   void *spare;                /* the largest block the solve left (nspare bytes), its pages
                                  touched: the room of the domains' constraints (decide) */
   size_t nspare;
+  void *spare2;               /* the next largest (nspare2 bytes) */
+  size_t nspare2;
+  size_t nvar_of;             /* var_of's block, bytes (the solve's room after) */
   int lean;                   /* capture alone reads the domains (dp__place's lean) */
   dp_err *err;
 } pctx;
@@ -226,36 +230,34 @@ static int is_exact(const pctx *c, uint32_t r) {
   return lo < c->nexact && c->exact[lo] == r;
 }
 
-/* The problem's arrays (fixed, allowed, stamp: the labels later; nets,
-   pins) and each variable's root, expression and partial device, for capv
-   variables and capn nets and pins: one block (pl->block), made at once
-   for what the flows can make at most (the room not reached is never
-   touched), so that a module of a million calls pays the 4 KiB faults at
-   the ends of a mapping (where a huge page does not fit) once rather than
-   for each of eight arrays. Called again with more room (never, as nets()
-   makes it: each flow names at most two classes), what is in it moves.
-   0, -1. */
+/* The problem's arrays per variable (fixed, allowed, stamp: the labels
+   later) and its pins, and each variable's root, expression (not where
+   lean: no decision names one) and partial device, for capv variables and
+   capn pins: one block (pl->block), made at once for what nets() counted
+   (count_classes), so that a module of a million calls pays the 4 KiB
+   faults at the ends of a mapping (where a huge page does not fit) once
+   rather than for each array. Called again with more room (never, as
+   nets() counts it), what is in it moves. The nets have a block of their
+   own (net_room). 0, -1. */
 static int problem_room(pctx *c, uint32_t capv, uint32_t capn) {
   struct dp__placement *pl = c->pl;
   dp_place_problem *p = &pl->p;
   if (capv < 1) capv = 1;
   if (capn < 1) capn = 1;
-  uint64_t bytes = (uint64_t)capv * 48 + (uint64_t)capn * (sizeof *p->nets + sizeof *p->pins);
+  size_t v8 = (size_t)capv * 8, w8 = c->lean ? 0 : v8; /* (allowed; vwhy) */
+  uint64_t bytes = (uint64_t)v8 + w8 + (uint64_t)capv * 16 + (uint64_t)capn * sizeof *p->pins;
   if ((size_t)bytes != bytes) return oom(c);
-  size_t v8 = (size_t)capv * 8, nn = (size_t)capn * sizeof *p->nets;
   char *b = dp_calloc(1, (size_t)bytes); /* (zeroed: the partial devices, 0 for most, are
                                             not written; a large block's pages come zeroed,
                                             untouched until used) */
   if (!b) return oom(c);
   uint64_t *allowed = (uint64_t *)b;                 /* (the 8-byte ones first) */
-  dp_expr **vwhy = (dp_expr **)(b + v8);
-  dp_place_pin_range *nt = (dp_place_pin_range *)(b + 2 * v8);
-  uint32_t *vroot = (uint32_t *)(b + 2 * v8 + nn), *vpart = vroot + capv, *fixed = vpart + capv,
+  dp_expr **vwhy = c->lean ? NULL : (dp_expr **)(b + v8);
+  uint32_t *vroot = (uint32_t *)(b + v8 + w8), *vpart = vroot + capv, *fixed = vpart + capv,
            *stamp = fixed + capv, *pins = stamp + capv;
   if (pl->block) {
     memcpy(allowed, p->allowed, (size_t)c->nv * sizeof *allowed);
-    memcpy(vwhy, c->vwhy, (size_t)c->nv * sizeof *vwhy);
-    memcpy(nt, p->nets, (size_t)p->nnets * sizeof *nt);
+    if (vwhy) memcpy(vwhy, c->vwhy, (size_t)c->nv * sizeof *vwhy);
     memcpy(vroot, c->vroot, (size_t)c->nv * sizeof *vroot);
     memcpy(vpart, c->vpart, (size_t)c->nv * sizeof *vpart);
     memcpy(fixed, p->fixed, (size_t)c->nv * sizeof *fixed);
@@ -264,10 +266,26 @@ static int problem_room(pctx *c, uint32_t capv, uint32_t capn) {
     free(pl->block);
   }
   pl->block = b;
-  p->allowed = allowed, c->vwhy = vwhy, p->nets = nt, c->vroot = vroot, c->vpart = vpart;
+  p->allowed = allowed, c->vwhy = vwhy, c->vroot = vroot, c->vpart = vpart;
   p->fixed = fixed, p->stamp = stamp, p->pins = pins;
-  c->capv = capv, p->capnets = p->cappins = capn;
+  c->capv = capv, p->cappins = capn;
   return 0;
+}
+
+/* Room for n more nets: made at first for a net per value the flows
+   carry (value_order counts them), grown where a value read from several
+   classes makes more. 0, -1. */
+static int net_room(pctx *c, uint32_t n) {
+  dp_place_problem *p = &c->pl->p;
+  if (n <= p->capnets - p->nnets) return 0;
+  if (n > UINT32_MAX - p->nnets) return oom(c);
+  uint32_t need = p->nnets + n;
+  if (!p->nets) { /* (to size at first; doubled after) */
+    if (!(p->nets = dp_malloc((size_t)need * sizeof *p->nets))) return oom(c);
+    p->capnets = need;
+    return 0;
+  }
+  return dp_grow((void **)&p->nets, &p->capnets, need, sizeof *p->nets) < 0 ? oom(c) : 0;
 }
 
 /* The root of domain x's class: dp__dom_find's, read directly where the
@@ -287,7 +305,7 @@ static uint32_t new_var(pctx *c, uint32_t r, dp_expr *why) {
      in the pins' room, which a move would leave behind) */
   if (c->nv == c->capv &&
       (c->order_in_pins ||
-       problem_room(c, c->capv < UINT32_MAX / 2 ? 2 * c->capv : UINT32_MAX, c->pl->p.capnets) < 0)) {
+       problem_room(c, c->capv < UINT32_MAX / 2 ? 2 * c->capv : UINT32_MAX, c->pl->p.cappins) < 0)) {
     oom(c);
     return DP__NONE_ID;
   }
@@ -342,10 +360,11 @@ static inline uint32_t skey_of(dp__domains *d, uint32_t src) {
    them, zeroed again after: pages the nets touch anyway, not a block
    touched once (chain at 1,000,000 calls: 12 MB). 0, -1. */
 static int value_order(const dp__flowrec *flows, uint32_t n, uint32_t nids, uint32_t *zero, uint32_t nzero,
-                       uint32_t *room, uint32_t nroom, uint32_t **out) {
-  uint32_t i = 1;
+                       uint32_t *room, uint32_t nroom, uint32_t **out, uint32_t *nvalues) {
+  uint32_t i = 1, nv = n > 0;
   *out = NULL;
-  while (i < n && flows[i - 1].value <= flows[i].value) i++;
+  for (; i < n && flows[i - 1].value <= flows[i].value; i++) nv += flows[i - 1].value != flows[i].value;
+  *nvalues = nv;
   if (i >= n) return 0;
   int own = (uint64_t)nids + 2 > nzero, in_room = room && n <= nroom;
   /* (what is not in the rooms given in one block: one mapping, not two) */
@@ -356,7 +375,13 @@ static int value_order(const dp__flowrec *flows, uint32_t n, uint32_t nids, uint
   uint32_t *start = !own ? zero : in_room ? mine : mine + n;
   if (own) memset(start, 0, ((size_t)nids + 2) * sizeof *start);
   for (i = 0; i < n; i++) start[flows[i].value + 1]++;
-  for (uint32_t v = 0; v <= nids; v++) start[v + 1] += start[v];
+  nv = 0;
+  for (uint32_t v = 0; v <= nids; v++) {
+    uint32_t k = start[v + 1];
+    nv += k != 0;
+    start[v + 1] = k + start[v];
+  }
+  *nvalues = nv;
   for (i = 0; i < n; i++) order[start[flows[i].value]++] = i;
   if (!own) memset(start, 0, ((size_t)nids + 2) * sizeof *start);
   else if (in_room) free(mine);
@@ -425,6 +450,7 @@ static int net(pctx *c, dp_expr *x, uint32_t src, const dp__flowrec *flows, cons
   int64_t w = value_bytes(c, x);
   if (w > 0 && c->h->recomputable && c->h->recomputable(c->h->ud, x)) w = 0; /* (recompute.c) */
   if (w == TOO_LARGE) return too_large(c, x, 0);
+  if (p->nnets == p->capnets && net_room(c, 1) < 0) return -1;
   uint32_t before = p->nnets;
   if (k == 1 && w > 0 && readers[0] != s) /* (a net of one reader, most of them: one reader
                                               needs no stamp against repeats) */
@@ -477,21 +503,55 @@ static int value_nets(pctx *c, const dp__flowrec *flows, uint32_t **order, uint3
   return 0;
 }
 
+/* Marks root r's bit: 1 when it was not marked. */
+static inline uint32_t mark(uint64_t *seen, uint32_t r) {
+  uint64_t w = seen[r >> 6], m = (uint64_t)1 << (r & 63);
+  seen[r >> 6] = w | m;
+  return !(w & m);
+}
+
+/* The classes the flows name (makers' and readers' roots, each once,
+   marked in a bit per domain): as many variables as nets() can make, its
+   room made to that size. (Room for a variable per class a flow could
+   name was up to three times what a let-shaped module of a million calls
+   made.) A domain just marked is not looked up again: a call's flows
+   share its domain, and on a chain each value is made where the last
+   flow was read. 0, -1. */
+static int count_classes(pctx *c, uint32_t *nclasses) {
+  dp__domains *d = c->d;
+  const dp__flowrec *f = c->flows->v;
+  uint64_t *seen = dp_calloc(((size_t)d->nnodes + 63) / 64, sizeof *seen);
+  if (!seen) return oom(c);
+  uint32_t nc = 0, last = DP__NONE_ID;
+  for (uint32_t i = 0, n = c->flows->n; i < n; i++) {
+    uint32_t a = f[i].src, b = f[i].dst;
+    if (a != last) nc += mark(seen, root_of(d, a));
+    if (b != last && b != a) nc += mark(seen, root_of(d, b));
+    last = b;
+  }
+  free(seen);
+  *nclasses = nc;
+  return 0;
+}
+
 /* One net per (value, making class): the flows by value, then making
    class, then index. */
 static int nets(pctx *c) {
-  dp__domains *d = c->d;
   const dp__flowrec *flows = c->flows->v;
-  uint32_t n = c->flows->n, *order = NULL;
-  /* Room for what the flows can make at most, at once: a variable per
-     class a flow names, a net per flow, a pin per flow (growing instead
-     copies each array at every doubling; the room not reached is never
-     touched) */
-  uint64_t classes = 2 * (uint64_t)n + 1;
-  if (problem_room(c, (uint32_t)(classes < d->nnodes ? classes : d->nnodes), n) < 0) return -1;
+  uint32_t n = c->flows->n, *order = NULL, nclasses, nvalues;
+  /* Room for what the flows make, at once: a variable per class a flow
+     names, a pin per flow, a net per value the flows carry (most values
+     are read from one class: a net each at most; growing instead copies
+     each array at every doubling) */
+  if (count_classes(c, &nclasses) < 0 || problem_room(c, nclasses, n) < 0) return -1;
   if (!n) return 0;
   dp_place_problem *p = &c->pl->p;
-  if (value_order(flows, n, c->ix->n, c->var_of, d->nnodes, p->pins, p->cappins, &order) < 0) return oom(c);
+  if (value_order(flows, n, c->ix->n, c->var_of, c->d->nnodes, p->pins, p->cappins, &order, &nvalues) < 0)
+    return oom(c);
+  if (net_room(c, nvalues) < 0) {
+    if (order != p->pins) free(order);
+    return -1;
+  }
   c->order_in_pins = order && order == p->pins;
   int rc = 0;
   c->total = 0;
@@ -842,14 +902,14 @@ static int solve(pctx *c) {
      room (rather than freed, and the solve's pages touched fresh) */
   dp__flow *g = dp__flow_new();
   if (!g) return oom(c);
-  dp__flow_adopt(g, c->var_of, (size_t)(c->d->nnodes ? c->d->nnodes : 1) * sizeof *c->var_of, c->flows->v,
-                 (size_t)c->flows->cap * sizeof *c->flows->v);
+  dp__flow_adopt(g, c->var_of, c->nvar_of, c->flows->v, (size_t)c->flows->cap * sizeof *c->flows->v);
   c->var_of = NULL;
   *c->flows = (dp__flows){0};
   free(c->exact);
   c->exact = NULL;
   int rc = dp__place_solve_in(p, pl->label, NULL, g); /* (its total is not read here) */
   c->spare = dp__flow_take(g, 1, &c->nspare); /* (the largest block it left: touched) */
+  c->spare2 = dp__flow_take(g, 0, &c->nspare2);
   dp__flow_free(g);
   if (rc < 0) return oom(c);
   if (rc > 0) { /* (call_costs reports a class no device can take first) */
@@ -859,6 +919,38 @@ static int solve(pctx *c) {
   return 0;
 }
 
+/* The array of a variable per domain, zeroed: where capture alone reads
+   the domains (lean), in the larger of the walk's spare blocks the index
+   keeps for capture's nodes (keep_spare), made to size (a mapped block is
+   remapped, its pages kept), its pages resident (at 1,000,000 let calls
+   12 MB neither added at the placement's peak nor touched fresh;
+   kept_for_capture hands blocks of the solve's back), else a new one.
+   NULL: out of memory. */
+static uint32_t *var_room(pctx *c) {
+  dp__index *ix = c->ix;
+  size_t n = (size_t)(c->d->nnodes ? c->d->nnodes : 1) * sizeof *c->var_of;
+  int i = ix->nspare[1] > ix->nspare[0];
+  c->nvar_of = n;
+  if (!c->lean || !ix->spare[i]) return dp_calloc(1, n);
+  uint32_t *v = dp_realloc(ix->spare[i], n);
+  if (!v) return NULL; /* (the spare stays the index's) */
+  ix->spare[i] = NULL, ix->nspare[i] = 0;
+  return memset(v, 0, n);
+}
+
+/* Block b (n bytes, its pages touched) to the index's spare blocks where
+   capture's node arena takes them (keep_spare, a megabyte and more, a
+   slot free), instead of fresh pages there; else freed. */
+static void kept_for_capture(pctx *c, void *b, size_t n) {
+  dp__index *ix = c->ix;
+  for (int i = 0; b && c->lean && ix->keep_spare && n >= ((size_t)1 << 20) && i < 2; i++)
+    if (!ix->spare[i]) {
+      ix->spare[i] = b, ix->nspare[i] = n;
+      return;
+    }
+  free(b);
+}
+
 int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h, int lean,
               struct dp__placement **out, dp_err **err) {
   static const dp_place_hooks none = {0};
@@ -866,7 +958,7 @@ int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h, int lea
             .pl = dp_calloc(1, sizeof(struct dp__placement))};
   *out = NULL;
   int rc = -1;
-  if (!c.pl || !(c.var_of = dp_calloc(d->nnodes ? d->nnodes : 1, sizeof *c.var_of))) {
+  if (!c.pl || !(c.var_of = var_room(&c))) {
     oom(&c);
     goto done;
   }
@@ -886,7 +978,9 @@ done:
   dp__place_free(c.pl);
   free(c.var_of);
   free(c.exact);
-  free(c.spare);
+  /* (the larger first: a slot may be left for one) */
+  kept_for_capture(&c, c.spare, c.nspare);
+  kept_for_capture(&c, c.spare2, c.nspare2);
   if (rc < 0) dp_err_set(err, c.err ? c.err : dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return rc;
 }

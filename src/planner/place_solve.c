@@ -731,23 +731,28 @@ static uint32_t spanned(const dp_place_problem *m, const uint32_t *label, uint32
 }
 
 /* The blocks left at the end of a solve (the moves' arrays, the caller's
-   not used): the largest to the given graph as its arcs' room (the
-   caller's next arrays, in pages touched already: place.c's decisions),
-   the others freed. */
+   not used): the largest to the given graph as its arcs' room and the
+   next as its nodes' (the caller's next arrays, in pages touched already:
+   place.c's decisions, or capture's nodes), the others freed. */
 static void give_back(dp__flow *given, void **b, size_t *n, int k) {
-  int best = -1;
+  int best = -1, next = -1;
+  for (int i = 0; i < k; i++) {
+    if (!b[i]) continue;
+    if (best < 0 || n[i] > n[best]) next = best, best = i;
+    else if (next < 0 || n[i] > n[next]) next = i;
+  }
   for (int i = 0; i < k; i++)
-    if (b[i] && (best < 0 || n[i] > n[best])) best = i;
-  for (int i = 0; i < k; i++)
-    if (i != best) free(b[i]);
-  if (best < 0) return;
+    if (i != best && i != next) free(b[i]);
   if (!given) {
-    free(b[best]);
+    if (best >= 0) free(b[best]);
+    if (next >= 0) free(b[next]);
     return;
   }
   size_t have;
-  free(dp__flow_take(given, 1, &have)); /* (the parts' arcs: small) */
-  dp__flow_adopt(given, NULL, 0, b[best], n[best]);
+  free(dp__flow_take(given, 1, &have)); /* (the parts' graph: small) */
+  free(dp__flow_take(given, 0, &have));
+  dp__flow_adopt(given, next >= 0 ? b[next] : NULL, next >= 0 ? n[next] : 0, best >= 0 ? b[best] : NULL,
+                 best >= 0 ? n[best] : 0);
 }
 
 int dp_place_solve(dp_place_problem *m, uint32_t *label, int64_t *energy) {

@@ -80,11 +80,11 @@ static dp_domains *plan(dp_module *m, const dp_config *cfg, const dp_plan_opts *
   else if (rc == 0 && how.nconf) rc = dp__conflict_errors(s, all, err); /* every one */
   else if (rc == 0 && placing) rc = place(s, &flows, o->hooks, captured, err); /* placement by cost */
   free(flows.v);
-  if (rc == 0) rc = captured ? default_for_capture(s, err) : dp_plan_default(s, err); /* phase 2 */
   if (rc == 0 && captured) {                     /* (only explanations and replays read the */
-    dp__place_free(s->place);                    /* placement: capture's peak is lower without) */
-    s->place = NULL;
+    dp__place_free(s->place);                    /* placement, and a lean one replays nothing: */
+    s->place = NULL;                             /* defaulting's and capture's peaks are lower without) */
   }
+  if (rc == 0) rc = captured ? default_for_capture(s, err) : dp_plan_default(s, err); /* phase 2 */
   if (rc < 0) {
     dp_release(s);
     return NULL;

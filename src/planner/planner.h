@@ -742,6 +742,7 @@ void dp__flow_free(dp__flow *g);
 void dp__flow_reset(dp__flow *g);                  /* no nodes, no arcs (memory kept) */
 static inline uint32_t dp__flow_node(dp__flow *g); /* a new node (0, 1, ...) */
 uint32_t dp__flow_count(const dp__flow *g);        /* nodes so far */
+uint32_t dp__flow_most(const dp__flow *g);         /* the most nodes of a graph solved in g */
 /* Room for nodes and pairs of arcs (dp__flow_arc's), made at once. 0, -1. */
 int dp__flow_reserve(dp__flow *g, uint64_t nodes, uint64_t pairs);
 /* Capacity from the source to v and from v to the sink (added up). */
@@ -811,6 +812,7 @@ struct dp__flow {
   int64_t to_sink;           /* the last solve's: every node's capacity to the sink, as added */
   int64_t budget;            /* Boykov-Kolmogorov's work: < 0 the default */
   uint32_t batch_from, batch; /* dp__flow_batches */
+  uint32_t most;             /* the most nodes a graph solved had (dp__flow_most) */
 };
 
 /* (maxflow.c: the builders' paths when the room is used up; -1 and g->oom

@@ -168,8 +168,9 @@ static void parts_test(int *passed, int *failed) {
   CHECK(made == 0);
   CHECK(rc == 0);
   CHECK(wrong == 0);
-  CHECK(room < 64 * sizeof(dp__fnode)); /* (one part's graph: the whole one would have n nodes) */
-  CHECK(back >= ab);                    /* (the largest block left: the caller's arcs' room) */
+  CHECK(dp__flow_most(g) < 64); /* (one part's graph at a time: the whole one would have n nodes) */
+  CHECK(back >= ab);            /* (the largest block left: the caller's arcs' room) */
+  CHECK(room >= nb);            /* (the next largest: its nodes' room) */
   dp_place_free(&p);
   dp__flow_free(g);
   free(label);
