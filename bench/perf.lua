@@ -52,6 +52,10 @@
 --                    among those the host took (docs/benchmarks.md, fresh
 --                    pages): the step's own cost, as on a machine without
 --                    a balloon. MB: more than the step's peak (1000 at 1M)
+--   --cpu N          each fresh process and command runs on CPU N alone
+--                    (taskset): unpinned, the scheduler moving a 1M-call step
+--                    between the two cores made its user seconds 0.26 or
+--                    0.47 s from one run to the next
 -- Columns: CPU seconds (os.clock around the step alone; the shared machine's
 -- load is printed first: wall times on it are noisy, instructions are not),
 -- peak RSS where a whole command is measured, and the ratio to the goal's
@@ -66,12 +70,12 @@ local M = {}
 function M.options(args)
   local opts = {rows = "plan,scale,heap,cli,parse,print,annotate,share,partition,report,min_bytes,steps",
                 n = 1000000, ["repeat"] = 1, settle = 0, linear = false,
-                ["hot-pages"] = 0}
+                ["hot-pages"] = 0, cpu = -1}
   local i = 1
   while args[i] do
     local a = args[i]
     if a == "--rows" or a == "--old" or a == "--n" or a == "--repeat" or a == "--callgrind" or a == "--settle"
-      or a == "--hot-pages" then
+      or a == "--hot-pages" or a == "--cpu" then
       opts[a:sub(3)] = assert(args[i + 1], a .. " needs a value")
       i = i + 2
     elseif a == "--linear" then
@@ -87,6 +91,8 @@ function M.options(args)
   local hot = math.tointeger(tonumber(opts["hot-pages"]))
   assert(hot and hot >= 0, "--hot-pages needs a size in MiB (0: none)")
   opts["hot-pages"] = hot
+  opts.cpu = math.tointeger(tonumber(opts.cpu))
+  assert(opts.cpu and opts.cpu >= -1, "--cpu needs a CPU number")
   return opts
 end
 
@@ -307,6 +313,9 @@ if opts["hot-pages"] > 0 then
   HOT = ("'%s' %d"):format(exe, opts["hot-pages"])
 end
 
+-- --cpu: the prefix that runs a command on that CPU alone.
+local PIN = opts.cpu >= 0 and ("taskset -c %d "):format(opts.cpu) or ""
+
 -- The builds compared: {label, root}.
 local BUILDS = {}
 if opts.old then BUILDS[#BUILDS + 1] = {"old", opts.old} end
@@ -320,7 +329,8 @@ local SCRIPT = here .. "/perf.lua"
 local function run_once(build, row, shape, n, env)
   if opts.settle > 0 then sh(("sleep %g"):format(opts.settle)) end
   local hot = HOT and ("PERF_HOT_PAGES=\"%s\" "):format(HOT) or ""
-  local out = sh(("%s%s '%s/bin/devplan' '%s' --child %s %s %d"):format(hot, env or "", build[2], SCRIPT, row, shape, n))
+  local out = sh(("%s%s %s'%s/bin/devplan' '%s' --child %s %s %d"):format(hot, env or "", PIN, build[2], SCRIPT, row,
+    shape, n))
   local a, b, c, u, k = out:match("^(%S+)%s+(%S+)%s+(%S+)%s+(%S+)%s+(%S+)")
   assert(a, "perf.lua: the step " .. row .. " " .. shape .. " failed:\n" .. out)
   return {tonumber(a), tonumber(b), tonumber(c), tonumber(u), tonumber(k)}
@@ -447,8 +457,8 @@ end
 -- A command line: CPU seconds (user + sys) and peak RSS in MB of 10^6 bytes
 -- (time's %M is in KiB; a goal "< 300 MB" is read in the stricter unit).
 local function command(build, args)
-  local out = sh(("%s/usr/bin/time -f '@@ %%U %%S %%M' '%s/bin/devplan' %s 2>&1 >/dev/null"):format(
-    HOT and HOT .. " && " or "", build[2], args))
+  local out = sh(("%s%s/usr/bin/time -f '@@ %%U %%S %%M' '%s/bin/devplan' %s 2>&1 >/dev/null"):format(
+    HOT and PIN .. HOT .. " && " or "", PIN, build[2], args))
   local u, s, m = out:match("@@ (%S+) (%S+) (%d+)")
   assert(u, "perf.lua: the command failed: devplan " .. args .. "\n" .. out)
   return tonumber(u) + tonumber(s), tonumber(m) * 1024 / 1e6, out
@@ -465,6 +475,7 @@ print(("bench/perf.lua: %s, load average %s, %s"):format(os.date("!%Y-%m-%d %H:%
   (sh("nproc"):gsub("%s+$", "")) .. " cores"))
 if opts.old then print("old: " .. opts.old .. "   new: " .. root) end
 if HOT then print(("hot pages: each process starts after one that touched %d MiB (--hot-pages)"):format(opts["hot-pages"])) end
+if PIN ~= "" then print(("each process on CPU %d alone (--cpu)"):format(opts.cpu)) end
 
 local function row(fmt, ...) print(fmt:format(...)) end
 local SHAPES = {"chain", "let", "branchy"}

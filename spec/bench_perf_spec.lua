@@ -187,8 +187,9 @@ esac
   end)
 
   it("runs the hot pages' command before each step and each command (--hot-pages)", function()
-    local out = run{"bench/perf.lua", "--rows", "plan,cli", "--n", tostring(N), "--hot-pages", "2"}
+    local out = run{"bench/perf.lua", "--rows", "plan,cli", "--n", tostring(N), "--hot-pages", "2", "--cpu", "0"}
     assert.is_truthy(out:find("hot pages: each process starts after one that touched 2 MiB", 1, true), out)
+    assert.is_truthy(out:find("each process on CPU 0 alone (--cpu)", 1, true), out)
     assert.are.equal(3, #(function() local t = {} for k in pairs(rows(out, "PlanDevices, ")) do t[#t + 1] = k end return t end)())
     -- the child runs what PERF_HOT_PAGES says just before its step, and fails with it
     local mark = os.tmpname()
@@ -225,15 +226,16 @@ describe("bench/perf.lua's option parsing and table logic", function()
 
   it("parses the options, with their defaults, and refuses bad ones", function()
     local o = perf.options{}
-    assert.are.same({1000000, 1, 0, false, 0}, {o.n, o["repeat"], o.settle, o.linear, o["hot-pages"]})
+    assert.are.same({1000000, 1, 0, false, 0, -1}, {o.n, o["repeat"], o.settle, o.linear, o["hot-pages"], o.cpu})
     assert.is_nil(o.old)
     o = perf.options{"--rows", "scale,steps", "--old", "/x", "--n", "5000", "--repeat", "3", "--callgrind", "all",
-                     "--settle", "0.5", "--linear", "--hot-pages", "800"}
-    assert.are.same({"scale,steps", "/x", 5000, 3, "all", 0.5, true, 800},
-      {o.rows, o.old, o.n, o["repeat"], o.callgrind, o.settle, o.linear, o["hot-pages"]})
+                     "--settle", "0.5", "--linear", "--hot-pages", "800", "--cpu", "1"}
+    assert.are.same({"scale,steps", "/x", 5000, 3, "all", 0.5, true, 800, 1},
+      {o.rows, o.old, o.n, o["repeat"], o.callgrind, o.settle, o.linear, o["hot-pages"], o.cpu})
     for bad, msg in pairs{["--nope"] = "unknown option --nope", ["--repeat=0"] = "--repeat needs",
                           ["--repeat=x"] = "--repeat needs", ["--n=1.5"] = "--n needs", ["--settle=soon"] = "--settle needs",
                           ["--hot-pages=-1"] = "--hot-pages needs", ["--hot-pages=1.5"] = "--hot-pages needs",
+                          ["--cpu=x"] = "--cpu needs", ["--cpu=-2"] = "--cpu needs",
                           ["--old"] = "--old needs a value"} do
       local a, v = bad:match("^([^=]+)=?(.*)$")
       local ok, err = pcall(perf.options, v ~= "" and {a, v} or {a})
