@@ -175,6 +175,7 @@ typedef struct printer {
   /* the text of recent attribute sets: a million annotations share a few
      sets, each printed once (a set's text depends on nothing else) */
   struct { const dp_attrs *a; char *s; size_t n; } acache[64];
+  uint32_t turn; /* the way a full cache line replaces next (slot_of) */
   /* names given by the one walk for names alone, told once it finished:
      a variable's (v: 1 + offset of its name in nm) or a binding number */
   int defer;
@@ -447,9 +448,35 @@ static inline void indent(dp__tb *b, uint32_t n) {
   put(b, spaces, left);
 }
 
+/* The slot of key in one of the printer's caches (n entries, a power of
+   two; each entry's first member its key): the one of WAYS slots from the
+   key's hash that holds it (*hit), else the one it goes in: an empty one,
+   else each way in turn. A handful of keys met over and over (a branchy
+   plan's two on_device and two device_copy attribute sets) never evict
+   each other, whatever their addresses: with one slot a key, two whose
+   addresses shared the hash took turns, each printed again every time. */
+#define WAYS 4u
+static inline uint32_t slot_of(printer *p, const void *cache, size_t stride, uint32_t n, const void *key, int *hit) {
+  uint32_t h = (uint32_t)(((uint64_t)(uintptr_t)key * 0x9E3779B97F4A7C15ull) >> 40) & (n - 1), empty = n;
+  for (uint32_t w = 0; w < WAYS; w++) {
+    uint32_t i = (h + w) & (n - 1);
+    const void *k = *(const void *const *)(const void *)((const char *)cache + i * stride);
+    if (k == key) {
+      *hit = 1;
+      return i;
+    }
+    if (!k && empty == n) empty = i;
+  }
+  *hit = 0;
+  return empty < n ? empty : (h + (p->turn++ & (WAYS - 1))) & (n - 1);
+}
+#define SLOT(p, cache, key, hit) slot_of((p), (p)->cache, sizeof (p)->cache[0], \
+                                         (uint32_t)(sizeof (p)->cache / sizeof (p)->cache[0]), (key), (hit))
+
 static const char *type_text(printer *p, const dp_type *t) {
-  uint32_t h = (uint32_t)(((uintptr_t)t >> 4) & 63);
-  if (p->tcache[h].t == t) return p->tcache[h].s;
+  int hit;
+  uint32_t h = SLOT(p, tcache, t, &hit);
+  if (hit) return p->tcache[h].s;
   char *s = dp_type_str(t);
   if (!s) {
     p->failed = 1;
@@ -939,8 +966,9 @@ static void put_atom(printer *p, dp__tb *b, const dp_expr *c) {
     return;
   case DP_OP: {
     const dp_op *op = (const dp_op *)c;
-    uint32_t h = (uint32_t)((uintptr_t)op >> 4) & 63;
-    if (p->ocache[h].op != op) {
+    int hit;
+    uint32_t h = SLOT(p, ocache, op, &hit);
+    if (!hit) {
       p->ocache[h].op = op;
       p->ocache[h].n = strlen(op->name);
     }
@@ -1006,8 +1034,9 @@ static void put_vdev(printer *p, dp__tb *b, const dp_vdev *vd, const char *pre, 
     return;
   }
   /* (a device's text is made once: parameters and functions share a few) */
-  uint32_t h = (uint32_t)((uintptr_t)vd >> 4) & 15;
-  if (p->dcache[h].vd != vd) {
+  int hit;
+  uint32_t h = SLOT(p, dcache, vd, &hit);
+  if (!hit) {
     char *s = dp_vdev_str(vd);
     if (!s) {
       p->failed = 1;
@@ -1064,8 +1093,9 @@ static void put_aval(printer *p, dp__tb *b, const dp_aval *v) {
 static void put_attrs(printer *p, dp__tb *b, const dp_attrs *a, int first) {
   if (!a || !a->n) return;
   if (!first) put(b, ", ", 2);
-  uint32_t h = (uint32_t)(((uintptr_t)a >> 4) & 63);
-  if (p->acache[h].a == a) {
+  int hit;
+  uint32_t h = SLOT(p, acache, a, &hit);
+  if (hit) {
     put(b, p->acache[h].s, p->acache[h].n);
     return;
   }
