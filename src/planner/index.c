@@ -768,6 +768,16 @@ void *dp__index_take(dp__index *ix, size_t n) {
   return q;
 }
 
+/* The cuts that moved the post order (cut_kid_post), for a test that
+   plans a module large enough to make one. */
+static uint64_t post_moves;
+
+uint64_t dp_debug_capture_post_moves(void) {
+  uint64_t n = post_moves;
+  post_moves = 0;
+  return n;
+}
+
 /* The child slots cut to their first nk where the post order lies after
    them in their block (trim): the post order moves down to follow slot nk
    (its bytes are positions, not ids: all of them stay, a reader's place
@@ -776,14 +786,6 @@ void *dp__index_take(dp__index *ix, size_t n) {
    order (3 MB at a million let calls) for less is not worth it. At a
    million let calls the slots were kept whole to capture's end, 20 MB of
    its peak beside the plan's new nodes. */
-static uint64_t post_moves; /* (dp_debug_capture_post_moves) */
-
-uint64_t dp_debug_capture_post_moves(void) {
-  uint64_t n = post_moves;
-  post_moves = 0;
-  return n;
-}
-
 static void cut_kid_post(dp__index *ix, uint32_t nk, int tails) {
   size_t was = (size_t)ix->capkid * sizeof *ix->kid + ix->npost, nb = (size_t)nk * sizeof *ix->kid;
   if (dp_huge_size(nb + ix->npost) + ((size_t)2 << 20) > dp_huge_size(was)) return;

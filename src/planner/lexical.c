@@ -426,45 +426,16 @@ int dp__lexical_crossed(const dp__lexical *lx) { return lx->crossed; }
 
 /* ---- devices by a small number ---- */
 
-static uint32_t code_hash(const dp_vdev *vd, uint32_t mask) {
-  return (uint32_t)((((uintptr_t)vd >> 4) * (uint64_t)0x9E3779B97F4A7C15u) >> 32) & mask;
-}
-
-/* The index rebuilt at twice the codes' count, and more (16 slots at least). */
-static int code_index(dp__devcodes *t) {
-  uint32_t cap = 16;
-  while (cap < 2 * t->n + 2) cap *= 2;
-  uint32_t *h = dp_calloc(cap, sizeof *h);
-  if (!h) return -1;
-  free(t->h);
-  t->h = h;
-  t->hcap = cap;
-  for (uint32_t c = 1; c < t->n; c++) {
-    uint32_t i = code_hash(t->v[c], cap - 1);
-    while (h[i]) i = (i + 1) & (cap - 1);
-    h[i] = c;
-  }
-  return 0;
-}
-
 uint32_t dp__devcode(dp__devcodes *t, dp_vdev *vd) {
   if (!vd) return 0;
   if (vd == t->last) return t->lastcode;
-  uint32_t mask = t->hcap - 1, i = t->hcap ? code_hash(vd, mask) : 0;
-  for (; t->hcap && t->h[i]; i = (i + 1) & mask)
-    if (t->v[t->h[i]] == vd) {
-      t->last = vd;
-      return t->lastcode = t->h[i];
-    }
-  if (t->n == DP__DEVCODE_OOM - 1 || dp_grow((void **)&t->v, &t->cap, t->n + 2, sizeof *t->v) < 0)
-    return DP__DEVCODE_OOM;
-  if (!t->n) t->v[t->n++] = NULL; /* (code 0: none) */
-  uint32_t c = t->n++;
-  t->v[c] = vd;
-  if (2 * t->n + 2 > t->hcap) {
-    if (code_index(t) < 0) return t->n--, DP__DEVCODE_OOM;
-  } else {
-    t->h[i] = c;
+  const dp__ptrslot *s = dp__ptrmap_find(&t->map, vd);
+  uint32_t c = s ? s->val : t->n ? t->n : 1; /* (code 0: none) */
+  if (!s) {
+    if (c >= DP__DEVCODE_OOM - 1 || dp_grow((void **)&t->v, &t->cap, c + 1, sizeof *t->v) < 0 ||
+        dp__ptrmap_set(&t->map, vd, c, 0) < 0)
+      return DP__DEVCODE_OOM;
+    t->v[0] = NULL, t->v[c] = vd, t->n = c + 1;
   }
   t->last = vd;
   return t->lastcode = c;
@@ -472,7 +443,7 @@ uint32_t dp__devcode(dp__devcodes *t, dp_vdev *vd) {
 
 void dp__devcodes_free(dp__devcodes *t) {
   free(t->v);
-  free(t->h);
+  dp__ptrmap_free(&t->map);
   *t = (dp__devcodes){0};
 }
 

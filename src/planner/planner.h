@@ -1169,7 +1169,7 @@ int dp__lexical_crossed(const dp__lexical *lx);
 typedef struct dp__devcodes {
   dp_vdev **v;          /* code -> device; v[0] NULL */
   uint32_t n, cap;
-  uint32_t *h, hcap;    /* hash index: a code per slot (0: empty) */
+  dp__ptrmap map;       /* device -> its code */
   const dp_vdev *last;  /* the device last coded, and its code */
   uint32_t lastcode;
 } dp__devcodes;
