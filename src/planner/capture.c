@@ -82,6 +82,7 @@ typedef struct cctx {
                                          owned) */
   uint8_t *fol;                       /* a bit per id: its new form is its body's (follows) */
   dp_expr **kr; uint32_t capkr;       /* the node being captured: its kids' results (borrowed) */
+  int anynew;                         /* one of them is not its child as it was (a new form) */
   rcopy *rc; uint32_t nrc, caprc;
   dp__ptrmap rcmap;  /* node -> its latest rcopy + 1 (a node numbered twice has two ids) */
   uint8_t *dev;      /* id -> its device's index (0: none), read once before capture
@@ -351,15 +352,26 @@ static dp_expr *reuse(dp_expr *orig, dp_expr *const *kids) {
 
 /* orig (node id) with other kids: calls and lets (most of a program) built
    here, without comparing the children again, or changed in place
-   (consume). */
-static inline dp_expr *rebuild(const cctx *c, uint32_t id, dp_expr *orig, dp_expr **kids) {
+   (consume). (Inlined: a call of it for every new call and let was some
+   40 instructions a let call more.) */
+#if defined(__GNUC__)
+#define CAP_INLINE __attribute__((always_inline)) inline
+#else
+#define CAP_INLINE inline
+#endif
+
+static CAP_INLINE dp_expr *rebuild(const cctx *c, uint32_t id, dp_expr *orig, dp_expr **kids) {
   dp__arena *a = c->ix->ops.arena;
+  const dp__index *ix = c->ix;
   if (c->excl && in_place(c, id) &&
       (orig->h.kind == DP_CALL || (orig->h.kind == DP_LET && kids[0]->h.kind == DP_VAR)))
     return reuse(orig, kids); /* (the test first: without consume one compare) */
   if (orig->h.kind == DP_CALL) {
-    const dp_call *cl = (const dp_call *)orig;
-    return (dp_expr *)dp__call_new_in(a, kids[0], cl->nargs, kids + 1, cl->attrs, orig->span);
+    /* (its arguments counted by its slots, not read from the node: the
+       line they lie on is mostly cold and otherwise unread) */
+    uint32_t nargs = ix->koff[id + 1] - ix->koff[id] + dp__skip(ix, id) - 1;
+    return (dp_expr *)dp__call_new_in(a, kids[0], nargs, kids + 1, ((const dp_call *)orig)->attrs,
+                                      orig->span);
   }
   if (orig->h.kind == DP_LET && kids[0]->h.kind == DP_VAR)
     return (dp_expr *)dp__let_new_in(a, (dp_var *)kids[0], kids[1], kids[2], orig->span);
@@ -421,17 +433,15 @@ static int at_dev(const cctx *c, uint32_t id, uint32_t s, uint32_t v) {
    is: the call is its rewritten children (what the general path below
    makes of it, without taking and giving back a reference to each). */
 static dp_expr *plain_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) {
-  uint32_t same = c->kr[0] == orig->fn;
-  for (uint32_t i = 0; i < orig->nargs; i++) same += c->kr[1 + i] == orig->args[i];
-  dp_expr *r = same == orig->nargs + 1 ? dp_retain(&orig->e) : rebuild(c, id, &orig->e, c->kr);
+  dp_expr *r = !c->anynew ? dp_retain(&orig->e) : rebuild(c, id, &orig->e, c->kr);
   if (!r) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return typed(r, &orig->e);
 }
 
-static int is_plain_call(const cctx *c, uint32_t id, const dp_call *orig) {
-  uint32_t v = c->dev ? c->dev[id] : 0;
+static int is_plain_call(const cctx *c, uint32_t id) {
+  uint32_t v = c->dev ? c->dev[id] : 0, nargs = c->ix->koff[id + 1] - c->ix->koff[id];
   if (!v || dp__ann_op(c->ix, id) != OP_ORDINARY) return 0;
-  for (uint32_t i = 0; i < orig->nargs; i++) /* (argument i: slot i, the callee has none) */
+  for (uint32_t i = 0; i < nargs; i++) /* (argument i: slot i, the callee has none) */
     if (!at_dev(c, id, i, v)) return 0;
   return 1;
 }
@@ -442,7 +452,7 @@ static dp_expr *capture_call(cctx *c, uint32_t id, dp_call *orig, dp_err **err) 
   case W_ON_DEVICE: return dp_retain(out_kid(c, id, 1)); /* the original ones go */
   case W_COPY: return capture_copy(c, id, orig, err);
   case W_OP_CALL:
-    if (is_plain_call(c, id, orig)) return plain_call(c, id, orig, err);
+    if (is_plain_call(c, id)) return plain_call(c, id, orig, err);
     break;
   default: break;
   }
@@ -571,9 +581,7 @@ static dp_expr *capture_plain_let(cctx *c, uint32_t id, dp_expr *orig, dp_err **
   dp_vdev *xv = c->d->dev->v[c->dev[dp__slot(c->ix, id, 0)]];
   dp_expr *k[3] = {c->kr[0], dp__maybe_on_device_fixed(&c->ix->ops, c->kr[1], xv, err), c->kr[2]};
   if (!k[1]) return NULL;
-  const dp_let *l = (const dp_let *)orig;
-  dp_expr *r = k[0] == &l->var->e && k[1] == l->value && k[2] == l->body ? dp_retain(orig)
-               : rebuild(c, id, orig, k);
+  dp_expr *r = !c->anynew && k[1] == c->kr[1] ? dp_retain(orig) : rebuild(c, id, orig, k);
   dp_release(k[1]);
   if (!r) dp_err_set(err, dp_err_new(DP_ERR_MEMORY, DP_NOSPAN, "out of memory"));
   return typed(r, orig);
@@ -697,14 +705,16 @@ static int kid_results(cctx *c, uint32_t id, uint32_t *base) {
     return -1;
   dp_expr **kr = c->kr + skip; /* (slot s is child s + skip) */
   const uint32_t *kid = ix->kid + o;
+  int anynew = 0;
   for (uint32_t s = ns; s-- > 0;) { /* (the last child's result is on top) */
     uint32_t k = kid[s];
     if (k == DP__NONE_ID) kr[s] = dp__child(ix->x[id], s + skip);
     else if (!(c->isnew[k >> 3] & (1u << (k & 7)))) kr[s] = ix->x[k];
-    else if (!(ix->flag[k] & F_SHARED))
+    else if ((anynew = 1, !(ix->flag[k] & F_SHARED)))
       kr[s] = c->fol[k >> 3] & (1u << (k & 7)) ? followed(c, k) : c->vs[--top];
     else kr[s] = c->dense ? c->dense[k] : dp__ptrmap_find(&c->changed, id_key(k))->ptr;
   }
+  c->anynew = anynew; /* (a new form is never the node: keep) */
   if (skip) c->kr[0] = ((const dp_call *)ix->x[id])->fn; /* (an operator: no slot, no id) */
   *base = top;
   return 0;
