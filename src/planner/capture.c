@@ -352,8 +352,8 @@ static dp_expr *reuse(dp_expr *orig, dp_expr *const *kids) {
 
 /* orig (node id) with other kids: calls and lets (most of a program) built
    here, without comparing the children again, or changed in place
-   (consume). (Inlined: a call of it for every new call and let was some
-   40 instructions a let call more.) */
+   (consume). (Inlined: left to the compiler it became a call, made for
+   nearly every new call and let of a program.) */
 #if defined(__GNUC__)
 #define CAP_INLINE __attribute__((always_inline)) inline
 #else
