@@ -1301,6 +1301,18 @@ static int stays_inside(const pctx *c, uint32_t xi) {
   return fv ? n == 0 : -1;
 }
 
+/* Child k of node e that is no node of the graph (an operator, a
+   constructor, a global): a call's callee read without its argument
+   count (dp_expr_child), further into a node that is out of the cache. */
+static dp_expr *fixed_child(const dp_expr *e, uint32_t k) {
+  return k == 0 && e->h.kind == DP_CALL ? ((const dp_call *)e)->fn : dp_expr_child(e, k);
+}
+
+/* e with children kids (same: each of them is e's own), typed as e. */
+static dp_expr *remade(pctx *c, dp_expr *e, dp_expr *const *kids, int same) {
+  return typed_as(c, same ? dp_retain(e) : dp__expr_changed_in(&c->arena, e, kids), e->type);
+}
+
 /* The copy of member f (a flow number) inside its function: children in
    the region are their copies (wrappers dropped), constants and closed
    Composite functions stay, anything else is read through a parameter. */
@@ -1311,23 +1323,24 @@ static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t f, dp_vdev *vd) {
   dp_expr *small[8], **kids = n <= 8 ? small : dp_malloc(n * sizeof *kids);
   if (!kids) return NULL;
   dp_expr *r = NULL;
+  int same = 1;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t xi = kid(c, m, k);
     uint32_t xb = xi == DP__DFP_NONE ? DP__DFP_NONE : c->base[xi];
     if (xi == DP__DFP_NONE) {
-      kids[k] = dp_expr_child(e, k);
+      kids[k] = fixed_child(e, k);
       continue;
     }
-    if (xb != DP__DFP_NONE && c->rid[xb] == id) {
-      kids[k] = c->inner[xb];
-      continue;
+    if (xb != DP__DFP_NONE && c->rid[xb] == id) kids[k] = c->inner[xb];
+    else {
+      int inside = stays_inside(c, xi); /* (a member's copy is never a leaf: asked only here) */
+      if (inside < 0) goto out;
+      if (inside) kids[k] = c->x[xi];
+      else if (!(kids[k] = param_for(c, b, xi, vd))) goto out;
     }
-    int inside = stays_inside(c, xi); /* (a member's copy is never a leaf: asked only here) */
-    if (inside < 0) goto out;
-    if (inside) kids[k] = c->x[xi];
-    else if (!(kids[k] = param_for(c, b, xi, vd))) goto out;
+    same = same && kids[k] == c->x[xi];
   }
-  r = typed_as(c, dp__expr_with_children_in(&c->arena, e, kids), e->type);
+  r = remade(c, e, kids, same);
   /* A copy that is no output is held by its first reader's copy from
      here on (which its own reference or its readers' keep alive while
      the function is made): its reference is given up now, while it is in
@@ -1515,9 +1528,11 @@ static int finish(pctx *c, walk *w, cfr f) {
   uint32_t n = frame_slots(c, &f), v = f.id;
   dp_expr *small[8], **kids = n <= 8 ? small : dp_malloc(n * sizeof *kids);
   if (!kids) return -1;
+  int same = 1;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t xi = g ? g->inputs[k] : kid(c, v, k);
-    kids[k] = read_new(c, w, xi, xi == DP__DFP_NONE ? dp_expr_child(c->x[v], k) : c->x[xi]);
+    kids[k] = read_new(c, w, xi, xi == DP__DFP_NONE ? fixed_child(c->x[v], k) : c->x[xi]);
+    same = same && (xi == DP__DFP_NONE || kids[k] == c->x[xi]);
   }
   int rc = -1;
   if (g) {
@@ -1528,7 +1543,7 @@ static int finish(pctx *c, walk *w, cfr f) {
   } else {
     dp_expr *x = c->x[v];
     w->newx[v] = c->drop[v] || (c->nflag[v] & F_NOOP) ? dp_retain(kids[c->drop[v] ? 2 : 1])
-                 : n == 0 ? dp_retain(x) : typed_as(c, dp__expr_with_children_in(&c->arena, x, kids), x->type);
+                 : n == 0 ? dp_retain(x) : remade(c, x, kids, same);
     w->state[v] = 2;
     rc = w->newx[v] ? 0 : -1;
   }
