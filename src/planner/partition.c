@@ -1437,13 +1437,28 @@ out:
 
 /* ---------------- the caller ---------------- */
 
+/* The type of output m (a flow number) of region g, a tuple of outputs:
+   its field of the tuple's type, which is its member's type (the copy
+   took it, types are interned), read from the region's function, in the
+   cache while the region's outputs are read, not from the member's node
+   (node v), which is not at a million calls. */
+static dp_type *output_type(const pctx *c, const region *g, uint32_t m, uint32_t v) {
+  if (!c->typed) return NULL;
+  const dp_type *t = g->fn->body->type;
+  if (t && t->h.kind == DP_TY_TUPLE && c->outpos[m] < ((const dp_tuple_type *)t)->n)
+    return ((const dp_tuple_type *)t)->fields[c->outpos[m]];
+  return c->x[v]->type;
+}
+
 /* What the caller reads for hoisted member v (a node): the call, or its
    projection. */
 static dp_expr *out_of(pctx *c, uint32_t v) {
   uint32_t m = c->base[v];
   region *g = region_of(c, m);
   if (g->nout == 1) return g->call;
-  if (!c->outexpr[m]) c->outexpr[m] = typed_as(c, (dp_expr *)dp__proj_new_in(&c->arena, g->call, c->outpos[m], DP_NOSPAN), c->x[v]->type);
+  if (!c->outexpr[m])
+    c->outexpr[m] = typed_as(c, (dp_expr *)dp__proj_new_in(&c->arena, g->call, c->outpos[m], DP_NOSPAN),
+                             output_type(c, g, m, v));
   return c->outexpr[m];
 }
 
