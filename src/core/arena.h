@@ -91,6 +91,11 @@ dp_let *dp__let_new_in(dp__arena *a, dp_var *var, dp_expr *value, dp_expr *body,
    when they are its own, a call or let made in arena a, any other kind as
    dp_expr_with_children makes it. A NULL child gives NULL. */
 dp_expr *dp__expr_with_children_in(dp__arena *a, dp_expr *e, dp_expr *const *kids);
+/* The same where the caller knows that a child is not e's own: always a
+   new node, and e's children are not compared with kids (a call's
+   arguments are not read: the node of a large body is out of the cache
+   by the time it is made again). */
+dp_expr *dp__expr_changed_in(dp__arena *a, dp_expr *e, dp_expr *const *kids);
 dp_var *dp__var_new_in(dp__arena *a, const char *name, dp_type *annot, dp_vdev *vdev, dp_span span);
 /* A tuple's projection in arena a (NULL: on the heap): dp_proj_new otherwise. */
 dp_proj *dp__proj_new_in(dp__arena *a, dp_expr *tuple, uint32_t index, dp_span span);

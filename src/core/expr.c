@@ -220,6 +220,17 @@ dp_expr *dp__expr_with_children_in(dp__arena *a, dp_expr *e, dp_expr *const *kid
   return (dp_expr *)dp__let_new_in(a, (dp_var *)kids[0], kids[1], kids[2], e->span);
 }
 
+dp_expr *dp__expr_changed_in(dp__arena *a, dp_expr *e, dp_expr *const *kids) {
+  if (e->h.kind == DP_CALL) {
+    const dp_call *call = (const dp_call *)e;
+    return (dp_expr *)dp__call_new_in(a, kids[0], call->nargs, kids + 1, call->attrs, e->span);
+  }
+  if (e->h.kind == DP_LET)
+    return kids[0] && kids[0]->h.kind == DP_VAR ? (dp_expr *)dp__let_new_in(a, (dp_var *)kids[0], kids[1], kids[2], e->span)
+                                                : NULL;
+  return dp_expr_with_children(e, kids);
+}
+
 dp_let *dp_let_new(dp_var *var, dp_expr *value, dp_expr *body, dp_span span) {
   return dp__let_new_in(NULL, var, value, body, span);
 }

@@ -518,14 +518,19 @@ static int place_children(lgraph *g, uint32_t v) {
   return 0;
 }
 
-/* A device_copy v, read once, when the top-down pass meets it (its
-   parents are done; each read of a node of a large body is a miss):
-   readable, its destination in dev[v] and its source in ctx[v], in place
-   of its position's device, which nothing reads again (it is not
-   positional). An on_device's device is in dev[v] already: the caller
-   read it while building the graph (dp__lexical_on_device). 1, 0 not
-   readable, -1 out of memory. */
+/* A device_copy v, when the top-down pass meets it (its parents are
+   done): readable, its destination in dev[v] and its source in ctx[v], in
+   place of its position's device, which nothing reads again (it is not
+   positional). Its ends are in dev[v] already where the caller read them
+   while building the graph (dp__lexical_copy), as an on_device's device
+   is (dp__lexical_on_device): else the node is read here (each read of a
+   node of a large body is a miss). 1, 0 not readable, -1 out of memory. */
 static int read_ends(dp__lexical *lx, lgraph *g, uint32_t v) {
+  if (g->dev[v] >> 16) { /* (the caller read it as it built the graph) */
+    g->ctx[v] = g->dev[v] >> 16;
+    g->dev[v] &= 0xffffu;
+    return 1;
+  }
   dp_vdev *ends[2] = {NULL, NULL};
   int r = readable(lx, g->x[v], ends);
   if (r != 1) return r;
@@ -538,6 +543,14 @@ int dp__lexical_on_device(dp__lexical *lx, dp_expr *e, dp_vdev **dev) {
   dp_vdev *ends[2] = {NULL, NULL};
   int r = readable(lx, e, ends);
   *dev = ends[0];
+  return r;
+}
+
+int dp__lexical_copy(dp__lexical *lx, dp_expr *e, dp_vdev **src, dp_vdev **dst) {
+  dp_vdev *ends[2] = {NULL, NULL};
+  int r = readable(lx, e, ends);
+  *src = ends[0];
+  *dst = ends[1];
   return r;
 }
 

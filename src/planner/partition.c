@@ -70,7 +70,8 @@ enum { C_LEAF = 0, C_WRAP, C_MEMBER, C_BARRIER };
    nothing; a member's kind; a node with more references than its parent's
    one (F_MANY; without it a node has one reader at most) */
 enum { F_ONDEV = DP__LX_ON_DEVICE, F_COPY = DP__LX_COPY, F_OPCALL = DP__LX_OP_CALL, F_NOOP = 4, F_MEMBER = 8,
-       F_DIALECT = 32 /* a call of the memory and VM dialect (while the graph is built) */, F_MANY = 64 };
+       F_DIALECT = 32 /* a call of the memory and VM dialect (while the graph is built) */, F_MANY = 64,
+       F_LAST = 128 /* (a frame of the graph's build only: the last argument is in the frame) */ };
 #define MULTI UINT32_MAX
 #define NOPS 4 /* operators whose flags note_node keeps */
 
@@ -380,14 +381,23 @@ static uint8_t note_node(pctx *c, const dp_expr *e) {
    dialect is no member: cleared when its consumer is finished. */
 typedef struct gfr {
   dp_expr *e;
+  union {
+    dp_expr *last; /* a call's last argument when it has two or more, read as the node
+                      is met: it is followed after the others, whose subtrees (a chain
+                      of calls) have put the node out of the cache by then at a
+                      million calls */
+    uint32_t dev;  /* dev[] of an on_device or a device_copy (one argument), read as it
+                      is met (lexical; a copy's: DP__LX_COPY_ENDS), for the same reason */
+  } u;
   uint32_t i, n;   /* next child slot, slots followed */
-  uint32_t kbase;  /* its slots on the scratch list start here */
-  uint32_t slot;   /* its own slot on the scratch list (the root: none) */
+  uint32_t kbase;  /* its slots on the scratch list start here, just past its own slot
+                      on it (kbase - 1; the root's kbase is 0: no slot) */
   uint8_t note;    /* nflag[], F_MANY included: read as the node is met */
   uint8_t kind;    /* its kind: a deep node (a let, whose body is its last slot) is
                       finished long after it was met, its node cold by then at a
                       million calls (0.9 LL misses a call on let); the frame has both */
 } gfr;
+_Static_assert(sizeof(gfr) <= 32, "a frame a level: at a million lets the stack is a million frames");
 
 typedef struct gbuild {
   gfr *st;
@@ -432,12 +442,41 @@ static int grow_big(void **arr, uint32_t *cap, uint32_t need, size_t elem) {
   return need <= *cap ? 0 : dp_grow(arr, cap, grown_cap(*cap, need, elem), elem);
 }
 
-/* Meets e, not in the graph yet: its frame pushed, its flags read. */
-static int discover(pctx *c, gbuild *b, dp_expr *e, uint32_t slot) {
+/* The device lexical.c reads of annotation e (flags note) for dev[]
+   (DP__DEVCODE_OOM: out of memory); c->unread once it cannot read one. */
+static uint32_t annotation_dev(pctx *c, dp_expr *e, uint8_t note) {
+  if (!c->lx || !(note & (F_ONDEV | F_COPY)) || c->unread) return 0;
+  dp_vdev *vd = NULL, *dst = NULL;
+  int r = note & F_ONDEV ? dp__lexical_on_device(c->lx, e, &vd) : dp__lexical_copy(c->lx, e, &vd, &dst);
+  if (r < 0) return DP__DEVCODE_OOM;
+  c->unread = r == 0;
+  uint32_t code = r ? dp__devcode(&c->codes, vd) : 0;
+  if (!(note & F_COPY) || !r || code == DP__DEVCODE_OOM) return code;
+  uint32_t to = dp__devcode(&c->codes, dst);
+  return to == DP__DEVCODE_OOM ? to : DP__LX_COPY_ENDS(to, code);
+}
+
+/* Meets e, not in the graph yet (its slot on the scratch list just
+   pushed, but for the root's): its frame pushed, its flags read. */
+static int discover(pctx *c, gbuild *b, dp_expr *e) {
   if (b->sp == b->capst && grow_big((void **)&b->st, &b->capst, b->sp + 1, sizeof *b->st) < 0) return -1;
-  b->st[b->sp++] = (gfr){e, 0, slots_of(e), b->nscratch, slot,
-                         (uint8_t)(note_node(c, e) | (e->h.rc > 1 ? F_MANY : 0)), (uint8_t)e->h.kind};
+  uint8_t note = (uint8_t)(note_node(c, e) | (e->h.rc > 1 ? F_MANY : 0));
+  gfr *f = &b->st[b->sp++];
+  *f = (gfr){e, {NULL}, 0, slots_of(e), b->nscratch, note, (uint8_t)e->h.kind};
+  if (note & (F_ONDEV | F_COPY)) {
+    if ((f->u.dev = annotation_dev(c, e, note)) == DP__DEVCODE_OOM) return -1;
+  } else if (f->kind == DP_CALL && f->n > 2) {
+    f->u.last = ((const dp_call *)e)->args[f->n - 2];
+    f->note |= F_LAST;
+  }
   return 0;
+}
+
+/* The child in the next slot of frame f (its node, or its last argument
+   from the frame). */
+static dp_expr *next_child(gfr *f) {
+  uint32_t i = f->i++;
+  return (f->note & F_LAST) && i + 1 == f->n ? f->u.last : child_of(f->e, i);
 }
 
 /* The graph's per-node arrays (and letof, dev) grown to hold need nodes,
@@ -480,21 +519,15 @@ static int finish_node(pctx *c, gbuild *b) {
   g->kstart[v + 1] = total + nk;
   g->x[v] = f.e;
   g->kind[v] = f.kind;
-  g->note[v] = f.note;
+  g->note[v] = (uint8_t)(f.note & ~F_LAST);
   if (f.kind == DP_IF || f.kind == DP_MATCH || (f.kind == DP_FUNC && nk)) c->opens = 1;
   if (!(f.note & F_ONDEV) && ((f.note & F_MEMBER) || nk)) c->capflow++; /* (classify's members and
                                                                            barriers are among these) */
   c->letof[v] = MULTI;
   if (f.kind == DP_LET && nk == 3 && g->kids[total] != DP__DFP_NONE && g->kids[total + 1] != DP__DFP_NONE)
     c->letof[g->kids[total]] = v; /* (its variable, finished before it) */
-  if (c->lx && (f.note & F_ONDEV) && !c->unread) { /* its device for lexical.c, read here, the
-                                                      node just read (its pass over the graph
-                                                      would read it cold) */
-    dp_vdev *vd = NULL;
-    int r = dp__lexical_on_device(c->lx, f.e, &vd);
-    if (r < 0 || (c->dev[v] = dp__devcode(&c->codes, vd)) == DP__DEVCODE_OOM) return -1;
-    c->unread = r == 0;
-  }
+  if (f.note & (F_ONDEV | F_COPY)) c->dev[v] = f.u.dev; /* (for lexical.c: its pass over the
+                                                           graph would read the node cold) */
   if (f.note & F_DIALECT)
     for (uint32_t k = 0; k < nk; k++) {
       uint32_t t = g->kids[total + k];
@@ -503,7 +536,7 @@ static int finish_node(pctx *c, gbuild *b) {
   if (f.note & F_MANY) f.e->mark = v; /* (only a shared node is met again) */
   g->n = v + 1;
   b->nscratch = f.kbase;
-  if (f.slot != DP__DFP_NONE) b->scratch[f.slot] = v;
+  if (f.kbase) b->scratch[f.kbase - 1] = v;
   return 0;
 }
 
@@ -515,14 +548,14 @@ static int build_graph(pctx *c, dp_expr *root) {
   g->enter_fns = DP__DFP_FNS_PLAIN;
   gbuild b = {NULL, 0, 0, NULL, 0, 0, 0, 0};
   c->capflow = 0;
-  int rc = discover(c, &b, root, DP__DFP_NONE);
+  int rc = discover(c, &b, root);
   while (rc == 0 && b.sp) {
     gfr *f = &b.st[b.sp - 1];
     if (f->i == f->n) {
       rc = finish_node(c, &b);
       continue;
     }
-    dp_expr *kid = child_of(f->e, f->i++);
+    dp_expr *kid = next_child(f);
     if (b.nscratch == b.capscratch &&
         grow_big((void **)&b.scratch, &b.capscratch, b.nscratch + 1, sizeof *b.scratch) < 0) {
       rc = -1;
@@ -536,7 +569,7 @@ static int build_graph(pctx *c, dp_expr *root) {
       b.scratch[slot] = m;
       continue;
     }
-    rc = discover(c, &b, kid, slot);
+    rc = discover(c, &b, kid);
   }
   give(c, b.st, (size_t)b.capst * sizeof *b.st); /* (a frame a level: a deep body's is large) */
   give(c, b.scratch, (size_t)b.capscratch * sizeof *b.scratch);
@@ -1268,6 +1301,18 @@ static int stays_inside(const pctx *c, uint32_t xi) {
   return fv ? n == 0 : -1;
 }
 
+/* Child k of node e that is no node of the graph (an operator, a
+   constructor, a global): a call's callee read without its argument
+   count (dp_expr_child), further into a node that is out of the cache. */
+static dp_expr *fixed_child(const dp_expr *e, uint32_t k) {
+  return k == 0 && e->h.kind == DP_CALL ? ((const dp_call *)e)->fn : dp_expr_child(e, k);
+}
+
+/* e with children kids (same: each of them is e's own), typed as e. */
+static dp_expr *remade(pctx *c, dp_expr *e, dp_expr *const *kids, int same) {
+  return typed_as(c, same ? dp_retain(e) : dp__expr_changed_in(&c->arena, e, kids), e->type);
+}
+
 /* The copy of member f (a flow number) inside its function: children in
    the region are their copies (wrappers dropped), constants and closed
    Composite functions stay, anything else is read through a parameter. */
@@ -1278,23 +1323,24 @@ static dp_expr *copy_member(pctx *c, fbuild *b, uint32_t f, dp_vdev *vd) {
   dp_expr *small[8], **kids = n <= 8 ? small : dp_malloc(n * sizeof *kids);
   if (!kids) return NULL;
   dp_expr *r = NULL;
+  int same = 1;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t xi = kid(c, m, k);
     uint32_t xb = xi == DP__DFP_NONE ? DP__DFP_NONE : c->base[xi];
     if (xi == DP__DFP_NONE) {
-      kids[k] = dp_expr_child(e, k);
+      kids[k] = fixed_child(e, k);
       continue;
     }
-    if (xb != DP__DFP_NONE && c->rid[xb] == id) {
-      kids[k] = c->inner[xb];
-      continue;
+    if (xb != DP__DFP_NONE && c->rid[xb] == id) kids[k] = c->inner[xb];
+    else {
+      int inside = stays_inside(c, xi); /* (a member's copy is never a leaf: asked only here) */
+      if (inside < 0) goto out;
+      if (inside) kids[k] = c->x[xi];
+      else if (!(kids[k] = param_for(c, b, xi, vd))) goto out;
     }
-    int inside = stays_inside(c, xi); /* (a member's copy is never a leaf: asked only here) */
-    if (inside < 0) goto out;
-    if (inside) kids[k] = c->x[xi];
-    else if (!(kids[k] = param_for(c, b, xi, vd))) goto out;
+    same = same && kids[k] == c->x[xi];
   }
-  r = typed_as(c, dp__expr_with_children_in(&c->arena, e, kids), e->type);
+  r = remade(c, e, kids, same);
   /* A copy that is no output is held by its first reader's copy from
      here on (which its own reference or its readers' keep alive while
      the function is made): its reference is given up now, while it is in
@@ -1391,13 +1437,28 @@ out:
 
 /* ---------------- the caller ---------------- */
 
+/* The type of output m (a flow number) of region g, a tuple of outputs:
+   its field of the tuple's type, which is its member's type (the copy
+   took it, types are interned), read from the region's function, in the
+   cache while the region's outputs are read, not from the member's node
+   (node v), which is not at a million calls. */
+static dp_type *output_type(const pctx *c, const region *g, uint32_t m, uint32_t v) {
+  if (!c->typed) return NULL;
+  const dp_type *t = g->fn->body->type;
+  if (t && t->h.kind == DP_TY_TUPLE && c->outpos[m] < ((const dp_tuple_type *)t)->n)
+    return ((const dp_tuple_type *)t)->fields[c->outpos[m]];
+  return c->x[v]->type;
+}
+
 /* What the caller reads for hoisted member v (a node): the call, or its
    projection. */
 static dp_expr *out_of(pctx *c, uint32_t v) {
   uint32_t m = c->base[v];
   region *g = region_of(c, m);
   if (g->nout == 1) return g->call;
-  if (!c->outexpr[m]) c->outexpr[m] = typed_as(c, (dp_expr *)dp__proj_new_in(&c->arena, g->call, c->outpos[m], DP_NOSPAN), c->x[v]->type);
+  if (!c->outexpr[m])
+    c->outexpr[m] = typed_as(c, (dp_expr *)dp__proj_new_in(&c->arena, g->call, c->outpos[m], DP_NOSPAN),
+                             output_type(c, g, m, v));
   return c->outexpr[m];
 }
 
@@ -1482,9 +1543,11 @@ static int finish(pctx *c, walk *w, cfr f) {
   uint32_t n = frame_slots(c, &f), v = f.id;
   dp_expr *small[8], **kids = n <= 8 ? small : dp_malloc(n * sizeof *kids);
   if (!kids) return -1;
+  int same = 1;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t xi = g ? g->inputs[k] : kid(c, v, k);
-    kids[k] = read_new(c, w, xi, xi == DP__DFP_NONE ? dp_expr_child(c->x[v], k) : c->x[xi]);
+    kids[k] = read_new(c, w, xi, xi == DP__DFP_NONE ? fixed_child(c->x[v], k) : c->x[xi]);
+    same = same && (xi == DP__DFP_NONE || kids[k] == c->x[xi]);
   }
   int rc = -1;
   if (g) {
@@ -1495,7 +1558,7 @@ static int finish(pctx *c, walk *w, cfr f) {
   } else {
     dp_expr *x = c->x[v];
     w->newx[v] = c->drop[v] || (c->nflag[v] & F_NOOP) ? dp_retain(kids[c->drop[v] ? 2 : 1])
-                 : n == 0 ? dp_retain(x) : typed_as(c, dp__expr_with_children_in(&c->arena, x, kids), x->type);
+                 : n == 0 ? dp_retain(x) : remade(c, x, kids, same);
     w->state[v] = 2;
     rc = w->newx[v] ? 0 : -1;
   }
@@ -1743,6 +1806,7 @@ static int read_devices(pctx *c) {
     if (!(c->dev = dp_malloc((size_t)(c->n ? c->n : 1) * sizeof *c->dev))) return -1;
     for (uint32_t v = 0; c->lx && v < c->n; v++) {
       dp_vdev *vd = NULL;
+      if (c->nflag[v] & F_COPY) c->dev[v] = 0; /* (lexical.c reads it) */
       if ((c->nflag[v] & F_ONDEV) && (dp__lexical_on_device(c->lx, c->x[v], &vd) < 0 ||
                                       (c->dev[v] = dp__devcode(&c->codes, vd)) == DP__DEVCODE_OOM))
         return -1;

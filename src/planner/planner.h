@@ -1188,7 +1188,9 @@ static inline dp_vdev *dp__devcode_vdev(const dp__devcodes *t, uint32_t code) { 
    DP__LX_ON_DEVICE for a call of on_device, DP__LX_COPY for one of
    device_copy, DP__LX_OP_CALL for one of any other operator but the
    memory and VM dialect's (call_lowered, memory.*, vm.*: such a call is
-   checked from the graph alone); other bits ignored. bound[v]: a let's
+   checked from the graph alone); other bits ignored. dev[v] of a copy:
+   its ends as the caller read them (DP__LX_COPY_ENDS, below), or 0.
+   bound[v]: a let's
    variable's let (UINT32_MAX: none; the caller has it from its graph's
    build). ctx: n zeroed codes of scratch, the caller's (its own
    zeroed block, so that no fresh pages are mapped here). 0, 1 the body
@@ -1205,6 +1207,13 @@ int dp__lexical_graph_read(dp__lexical *lx, uint32_t n, dp_expr *const *x, const
    (the body does not say its devices so: the caller plans the module),
    -1 out of memory. */
 int dp__lexical_on_device(dp__lexical *lx, dp_expr *e, dp_vdev **dev);
+/* The same for device_copy e: readable (both ends written and settled),
+   its source and destination in *src and *dst. A caller that reads a copy
+   so gives dp__lexical_graph_read its two ends in dev[] of its node,
+   DP__LX_COPY_ENDS(dst code, src code), where both codes fit (else 0:
+   the reading reads the node itself). */
+int dp__lexical_copy(dp__lexical *lx, dp_expr *e, dp_vdev **src, dp_vdev **dst);
+#define DP__LX_COPY_ENDS(dst, src) ((dst) < 0x10000u && (src) < 0x10000u ? (uint32_t)(dst) | (uint32_t)(src) << 16 : 0u)
 /* Is vd a device as planning by the configuration leaves it (canonical,
    nothing left to default)? 1, 0, -1 out of memory. */
 int dp__lexical_settled(dp__lexical *lx, dp_vdev *vd);
