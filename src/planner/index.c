@@ -213,6 +213,7 @@ static uint32_t decode_call(dp__index *ix, uint32_t id, dp_call *c) {
     set_ann(ix, id, (d == DP__NONE_ID ? ON_DEV : d) | (p.cbody ? ON_CBODY : 0) |
                         (p.cresult ? ON_CRESULT : 0));
     ix->nann++;
+    ix->nsoft += dp__soft_weight(o, &c->e) >= 0;
     return W_ON_DEVICE;
   }
   if (dp__device_copy_props(o, &c->e, &body, &src, &dst)) {

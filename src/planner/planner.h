@@ -254,6 +254,9 @@ typedef struct dp__index {
   dp__mark *marks; uint32_t nmarks, capmarks; /* phase 0b's copies */
   dp__read *reads; uint32_t nreads, capreads; /* phase 0b's demands on shared plain on_device calls */
   uint32_t nann;           /* annotations (constraint domains analysis makes) */
+  uint32_t nsoft;          /* soft annotations among them (on_device soft=W): min_bytes
+                              with any is the latency search's (plan.c), told by the
+                              walk that numbers the module rather than by one more */
   uint32_t nloose;         /* children other than a callee with no id (an operator or a
                               constructor as a value): their domains are made on demand */
   /* how analysis, defaulting and capture read the module (set with phase
