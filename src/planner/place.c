@@ -136,10 +136,11 @@ static int64_t type_bytes(const dp_type *t) {
   return 0;
 }
 
-/* (types are interned: the last type's bytes are kept, as most values of
-   a module share a few types) */
-static int64_t value_bytes(pctx *c, const dp_expr *e) {
-  const dp_type *t = e->type;
+/* The bytes of value node id (e). (Types are interned: the last type's
+   bytes are kept, as most values of a module share a few types; the type
+   is the index's where it has it, without e, cold at a million calls.) */
+static int64_t value_bytes(pctx *c, uint32_t id, const dp_expr *e) {
+  const dp_type *t = dp__type_of(c->ix, id);
   if (!t && e->h.kind == DP_VAR) t = dp_var_annot((const dp_var *)e);
   if (t != c->bytes_type) {
     c->bytes_type = t;
@@ -438,8 +439,10 @@ static void net_in_place(dp_place_problem *p, uint32_t src, uint32_t k, int64_t 
    the flows order[0..k) (order NULL: the flows 0..k), its readers written
    where its pins go (the room for a pin per flow is made at once), not
    into an array of their own. 0, -1 + c->err. */
-static int net(pctx *c, dp_expr *x, uint32_t src, const dp__flowrec *flows, const uint32_t *order, uint32_t k) {
+static int net(pctx *c, uint32_t value, uint32_t src, const dp__flowrec *flows, const uint32_t *order,
+               uint32_t k) {
   dp_place_problem *p = &c->pl->p;
+  dp_expr *x = c->ix->x[value];
   uint32_t *readers = p->pins + p->npins, s = var_for(c, src, x);
   if (s == DP__NONE_ID) return -1;
   for (uint32_t q = 0; q < k; q++) {
@@ -447,7 +450,7 @@ static int net(pctx *c, dp_expr *x, uint32_t src, const dp__flowrec *flows, cons
     if (r == DP__NONE_ID) return -1;
     readers[q] = r;
   }
-  int64_t w = value_bytes(c, x);
+  int64_t w = value_bytes(c, value, x);
   if (w > 0 && c->h->recomputable && c->h->recomputable(c->h->ud, x)) w = 0; /* (recompute.c) */
   if (w == TOO_LARGE) return too_large(c, x, 0);
   if (p->nnets == p->capnets && net_room(c, 1) < 0) return -1;
@@ -474,7 +477,7 @@ static int value_nets(pctx *c, const dp__flowrec *flows, uint32_t **order, uint3
   dp__domains *d = c->d;
   uint32_t *o = *order ? *order + i : NULL;
   const dp__flowrec *f = o ? flows : flows + i;
-  dp_expr *x = c->ix->x[f[o ? o[0] : 0].value];
+  uint32_t x = f[o ? o[0] : 0].value;
   if (k == 1) return net(c, x, f[o ? o[0] : 0].src, f, o, 1);
   uint32_t k0 = skey_of(d, f[o ? o[0] : 0].src), q = 1;
   while (q < k && skey_of(d, f[o ? o[q] : q].src) == k0) q++;
