@@ -39,7 +39,7 @@ struct dp__placement {
   uint32_t nlab, nsel;        /* labels; the first nsel a free class may take (all, once
                                  the annotations' devices are known) */
   int time;                   /* costs in picoseconds (compute, bandwidth), else bytes */
-  int tie;                    /* bytes times COPY_TIE plus copies (tie_copies) */
+  int tie;                    /* bytes times COPY_TIE plus copies (COPY_TIE: net()) */
   /* per variable: its class's root domain and first expression (pctx's,
      kept: a decision reads them through its variable) */
   uint32_t *vroot;
@@ -276,7 +276,7 @@ static int problem_room(pctx *c, uint32_t capv, uint32_t capn) {
 }
 
 /* Room for n more nets: made at first for a net per value the flows
-   carry (value_order counts them), grown where a value read from several
+   carry (count_classes counts them), grown where a value read from several
    classes makes more. 0, -1. */
 static int net_room(pctx *c, uint32_t n) {
   dp_place_problem *p = &c->pl->p;
