@@ -204,7 +204,7 @@ static int flow(actx *a, uint32_t id, uint32_t src, uint32_t dst, int rule, dp_e
   /* (value_of without the copies' representatives, then with them: one
      walk through the on_device calls) */
   uint32_t value = value_of(a->ix, NULL, id);
-  if (rule != R_FREE_ON_DEVICE && !dp__copyable(a->ix->x[value]->type)) return unify(a, src, dst, rule, why);
+  if (rule != R_FREE_ON_DEVICE && !dp__copyable(dp__type_of(a->ix, value))) return unify(a, src, dst, rule, why);
   if (a->copy_rep && value != DP__NONE_ID && a->ix->what[value] == W_COPY) value = a->copy_rep[dp__ann(a->ix, value)];
   /* computed here, read anywhere: the reader of a plain on_device reads
      the value where the annotation puts it (its body), as its other readers

@@ -213,6 +213,7 @@ static uint32_t decode_call(dp__index *ix, uint32_t id, dp_call *c) {
     set_ann(ix, id, (d == DP__NONE_ID ? ON_DEV : d) | (p.cbody ? ON_CBODY : 0) |
                         (p.cresult ? ON_CRESULT : 0));
     ix->nann++;
+    ix->nsoft += p.soft;
     return W_ON_DEVICE;
   }
   if (dp__device_copy_props(o, &c->e, &body, &src, &dst)) {
@@ -449,6 +450,24 @@ static int grow_pend(walk *w, uint32_t need) {
   return dp_grow((void **)&w->pend, &w->cappend, need, sizeof *w->pend);
 }
 
+/* The K_TYPE bits of a first-order node of type t (the types of values
+   a copy may move; a function's first would take the first slot): its
+   slot in ix->types (taken when free), 0 where it has none (no type, the
+   slots taken). The first
+   slot's type compared first (most nodes of a module have it; a
+   variable's is often its annotation's, not its own). */
+static int type_slot_rest(dp__index *ix, const dp_type *t) {
+  for (int i = 0; i < K_TYPE_SLOTS; i++) {
+    if (!ix->types[i]) ix->types[i] = t;
+    if (ix->types[i] == t) return (i + 1) << 5;
+  }
+  return 0;
+}
+
+static inline int type_slot(dp__index *ix, const dp_type *t) {
+  return !t ? 0 : t == ix->types[0] ? 1 << 5 : type_slot_rest(ix, t);
+}
+
 /* A new id for e, its frame pushed. */
 static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int quiet) {
   dp__index *ix = w->ix;
@@ -466,7 +485,7 @@ static uint32_t number(walk *w, dp_expr *e, int shared, uint32_t demand, int qui
      whatever else their type says) */
   int first = k != DP_FUNC && !(e->type && e->type->h.kind == DP_TY_FUNC) &&
               !(k == DP_VAR && !e->type && dp_var_annot((const dp_var *)e));
-  ix->kind[id] = (uint8_t)(k | (first ? K_FIRST : 0));
+  ix->kind[id] = (uint8_t)(k | (first ? type_slot(ix, e->type) | K_FIRST : 0));
   ix->flag[id] = shared ? F_SHARED : 0;
   ix->ann[id] = 0;
   int what = decode(ix, id, e);

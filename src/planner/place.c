@@ -39,7 +39,7 @@ struct dp__placement {
   uint32_t nlab, nsel;        /* labels; the first nsel a free class may take (all, once
                                  the annotations' devices are known) */
   int time;                   /* costs in picoseconds (compute, bandwidth), else bytes */
-  int tie;                    /* bytes times COPY_TIE plus copies (tie_copies) */
+  int tie;                    /* bytes times COPY_TIE plus copies (COPY_TIE: net()) */
   /* per variable: its class's root domain and first expression (pctx's,
      kept: a decision reads them through its variable) */
   uint32_t *vroot;
@@ -96,6 +96,8 @@ typedef struct pctx {
   const dp_type *bytes_type;  /* value_bytes' last type (NULL: none yet; 0 bytes) */
   int64_t bytes;
   int64_t total;              /* the bytes of every net, once per reader (nets) */
+  int tying;                  /* the nets' weights are tied (COPY_TIE): placing by bytes, the
+                                 total at most TIE_MAX so far */
   void *spare;                /* the largest block the solve left (nspare bytes), its pages
                                  touched: the room of the domains' constraints (decide) */
   size_t nspare;
@@ -136,10 +138,11 @@ static int64_t type_bytes(const dp_type *t) {
   return 0;
 }
 
-/* (types are interned: the last type's bytes are kept, as most values of
-   a module share a few types) */
-static int64_t value_bytes(pctx *c, const dp_expr *e) {
-  const dp_type *t = e->type;
+/* The bytes of value node id (e). (Types are interned: the last type's
+   bytes are kept, as most values of a module share a few types; the type
+   is the index's where it has it, without e, cold at a million calls.) */
+static int64_t value_bytes(pctx *c, uint32_t id, const dp_expr *e) {
+  const dp_type *t = dp__type_of(c->ix, id);
   if (!t && e->h.kind == DP_VAR) t = dp_var_annot((const dp_var *)e);
   if (t != c->bytes_type) {
     c->bytes_type = t;
@@ -273,7 +276,7 @@ static int problem_room(pctx *c, uint32_t capv, uint32_t capn) {
 }
 
 /* Room for n more nets: made at first for a net per value the flows
-   carry (value_order counts them), grown where a value read from several
+   carry (count_classes counts them), grown where a value read from several
    classes makes more. 0, -1. */
 static int net_room(pctx *c, uint32_t n) {
   dp_place_problem *p = &c->pl->p;
@@ -348,45 +351,103 @@ static inline uint32_t skey_of(dp__domains *d, uint32_t src) {
   return dev ? 0x80000000u | dev : r;
 }
 
-/* The flows by value, stably: a counting sort, or (*out NULL) none where
-   analysis made them in value order already. The order goes in room
-   (nroom uint32_t: the pins' room, which the nets fill behind it as they
-   read it, a pin per flow at most, so that a pin is written only where
-   the order was read already) when it fits, else in a block of its own
-   (*out != room: the caller frees it): the pins' pages, touched anyway,
-   not 4 bytes a flow touched once (chain at 1,000,000 calls: 8 MB). Its
-   counts, an array of a value id each, in zero (nzero uint32_t, all 0:
-   the array of a variable per domain, before the nets) when it holds
-   them, zeroed again after: pages the nets touch anyway, not a block
-   touched once (chain at 1,000,000 calls: 12 MB). 0, -1. */
-static int value_order(const dp__flowrec *flows, uint32_t n, uint32_t nids, uint32_t *zero, uint32_t nzero,
-                       uint32_t *room, uint32_t nroom, uint32_t **out, uint32_t *nvalues) {
-  uint32_t i = 1, nv = n > 0;
-  *out = NULL;
-  for (; i < n && flows[i - 1].value <= flows[i].value; i++) nv += flows[i - 1].value != flows[i].value;
-  *nvalues = nv;
-  if (i >= n) return 0;
-  int own = (uint64_t)nids + 2 > nzero, in_room = room && n <= nroom;
-  /* (what is not in the rooms given in one block: one mapping, not two) */
-  uint64_t bytes = ((in_room ? 0 : (uint64_t)n) + (own ? (uint64_t)nids + 2 : 0)) * sizeof(uint32_t);
-  uint32_t *mine = NULL;
-  if (bytes && !(mine = (size_t)bytes == bytes ? dp_malloc((size_t)bytes) : NULL)) return -1;
-  uint32_t *order = in_room ? room : mine;
-  uint32_t *start = !own ? zero : in_room ? mine : mine + n;
-  if (own) memset(start, 0, ((size_t)nids + 2) * sizeof *start);
-  for (i = 0; i < n; i++) start[flows[i].value + 1]++;
-  nv = 0;
-  for (uint32_t v = 0; v <= nids; v++) {
-    uint32_t k = start[v + 1];
-    nv += k != 0;
-    start[v + 1] = k + start[v];
+/* The flows by value, stably: a counting sort, or none where analysis
+   made them in value order already; and the classes the flows name
+   (count_classes), in the same pass over the flows. The sort's counts,
+   an array of a value id each, go in the array of a variable per domain
+   (all 0 before the nets, zeroed again after: pages the nets touch
+   anyway, not a block touched once; chain at 1,000,000 calls: 12 MB)
+   where it holds them, else in a block of their own; its order goes in
+   the pins' room (the nets fill it behind them as they read it, a pin
+   per flow at most, so a pin is written only where the order was read
+   already: chain at 1,000,000 calls, 8 MB not touched once). */
+typedef struct vorder {
+  uint32_t *start;            /* the counts, then each value's first place (NULL: sorted) */
+  int own;                    /* start is a block of its own, not the variables' array */
+  uint32_t nvalues;           /* values the flows carry */
+} vorder;
+
+/* Marks root r's bit: 1 when it was not marked. */
+static inline uint32_t mark(uint64_t *seen, uint32_t r) {
+  uint64_t w = seen[r >> 6], m = (uint64_t)1 << (r & 63);
+  seen[r >> 6] = w | m;
+  return !(w & m);
+}
+
+/* Counts flow i's value (the counts made at the first flow out of value
+   order, from the flows before it). 0, -1. */
+static int count_value(pctx *c, vorder *vo, const dp__flowrec *f, uint32_t i) {
+  if (!vo->start) {
+    uint64_t nids = (uint64_t)c->ix->n + 2;
+    vo->own = nids > c->d->nnodes;
+    if (!vo->own) vo->start = c->var_of;
+    else if (!(vo->start = (size_t)(nids * 4) == nids * 4 ? dp_calloc((size_t)nids, 4) : NULL)) return -1;
+    for (uint32_t j = 0; j < i; j++) vo->start[f[j].value + 1]++;
   }
-  *nvalues = nv;
-  for (i = 0; i < n; i++) order[start[flows[i].value]++] = i;
-  if (!own) memset(start, 0, ((size_t)nids + 2) * sizeof *start);
-  else if (in_room) free(mine);
-  *out = order;
+  vo->start[f[i].value + 1]++;
   return 0;
+}
+
+/* The classes the flows name (makers' and readers' roots, each once,
+   marked in a bit per domain): as many variables as nets() can make, its
+   room made to that size. (Room for a variable per class a flow could
+   name was up to three times what a let-shaped module of a million calls
+   made.) A domain just marked is not looked up again: a call's flows
+   share its domain, and on a chain each value is made where the last
+   flow was read. With them the values' counts (value_order). 0, -1. */
+static int count_classes(pctx *c, vorder *vo, uint32_t *nclasses) {
+  dp__domains *d = c->d;
+  const dp__flowrec *f = c->flows->v;
+  uint64_t *seen = dp_calloc(((size_t)d->nnodes + 63) / 64, sizeof *seen);
+  if (!seen) return oom(c);
+  uint32_t nc = 0, last = DP__NONE_ID, n = c->flows->n;
+  vo->nvalues = n > 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t a = f[i].src, b = f[i].dst;
+    if (a != last) nc += mark(seen, root_of(d, a));
+    if (b != last && b != a) nc += mark(seen, root_of(d, b));
+    last = b;
+    if (!vo->start && i > 0) { /* (in value order so far) */
+      if (f[i - 1].value <= f[i].value) {
+        vo->nvalues += f[i - 1].value != f[i].value;
+        continue;
+      }
+    } else if (!vo->start) continue;
+    if (count_value(c, vo, f, i) < 0) {
+      free(seen);
+      return oom(c);
+    }
+  }
+  free(seen);
+  *nclasses = nc;
+  return 0;
+}
+
+/* The order of the flows by value, from count_classes' counts (vo->start
+   NULL: in order already, *out NULL), in room (nroom uint32_t: the pins')
+   where it fits, else in a block of its own (*out != room: the caller
+   frees it). The counts zeroed again (the variables' array) or freed.
+   0, -1. */
+static int value_order(pctx *c, vorder *vo, uint32_t *room, uint32_t nroom, uint32_t **out) {
+  const dp__flowrec *flows = c->flows->v;
+  uint32_t n = c->flows->n, nids = c->ix->n, *start = vo->start, nv = 0;
+  *out = NULL;
+  if (!start) return 0;
+  uint32_t *order = room && n <= nroom ? room : dp_malloc((size_t)n * sizeof *order);
+  if (order) {
+    for (uint32_t v = 0; v <= nids; v++) {
+      uint32_t k = start[v + 1];
+      nv += k != 0;
+      start[v + 1] = k + start[v];
+    }
+    for (uint32_t i = 0; i < n; i++) order[start[flows[i].value]++] = i;
+    vo->nvalues = nv;
+  }
+  if (!vo->own) memset(start, 0, ((size_t)nids + 2) * sizeof *start);
+  else free(start);
+  vo->start = NULL;
+  *out = order;
+  return order ? 0 : -1;
 }
 
 typedef struct fkey { uint32_t s, i; } fkey;
@@ -434,12 +495,35 @@ static void net_in_place(dp_place_problem *p, uint32_t src, uint32_t k, int64_t 
   p->npins += kept;
 }
 
+/* Placing by bytes, of two placements that copy as many bytes the one with
+   fewer copies is cheaper: each net's weight is its bytes times COPY_TIE,
+   plus one (a copy). Lexicographic while two placements differ by fewer
+   than COPY_TIE copies, and where every weight stays far from overflow:
+   while the nets' total (every net's bytes times its readers) is at most
+   TIE_MAX, written so as each net is made (c->tying), else bytes alone. */
+#define COPY_TIE 1024
+#define TIE_MAX (DP_PLACE_INF / 16 / COPY_TIE)
+
+/* Costs in picoseconds (compute, bandwidth) rather than bytes? */
+static int by_time(const pctx *c) {
+  return c->h->compute || c->h->bandwidth || dp_config_has_bandwidths(c->d->dev->cfg);
+}
+
+/* The nets before net i back to their bytes: the total went past TIE_MAX. */
+static void untie(pctx *c, uint32_t i) {
+  dp_place_pin_range *nets = c->pl->p.nets;
+  for (uint32_t j = 0; j < i; j++) nets[j].w = (nets[j].w - 1) / COPY_TIE;
+  c->tying = 0;
+}
+
 /* The net of value x made in the class of domain src and read in those of
    the flows order[0..k) (order NULL: the flows 0..k), its readers written
    where its pins go (the room for a pin per flow is made at once), not
    into an array of their own. 0, -1 + c->err. */
-static int net(pctx *c, dp_expr *x, uint32_t src, const dp__flowrec *flows, const uint32_t *order, uint32_t k) {
+static int net(pctx *c, uint32_t value, uint32_t src, const dp__flowrec *flows, const uint32_t *order,
+               uint32_t k) {
   dp_place_problem *p = &c->pl->p;
+  dp_expr *x = c->ix->x[value];
   uint32_t *readers = p->pins + p->npins, s = var_for(c, src, x);
   if (s == DP__NONE_ID) return -1;
   for (uint32_t q = 0; q < k; q++) {
@@ -447,7 +531,7 @@ static int net(pctx *c, dp_expr *x, uint32_t src, const dp__flowrec *flows, cons
     if (r == DP__NONE_ID) return -1;
     readers[q] = r;
   }
-  int64_t w = value_bytes(c, x);
+  int64_t w = value_bytes(c, value, x);
   if (w > 0 && c->h->recomputable && c->h->recomputable(c->h->ud, x)) w = 0; /* (recompute.c) */
   if (w == TOO_LARGE) return too_large(c, x, 0);
   if (p->nnets == p->capnets && net_room(c, 1) < 0) return -1;
@@ -463,6 +547,8 @@ static int net(pctx *c, dp_expr *x, uint32_t src, const dp__flowrec *flows, cons
   int64_t n = p->nets[before].n;
   if (n == 1 ? w > DP_PLACE_INF - 1 - c->total : w > (DP_PLACE_INF - 1 - c->total) / n) return too_large(c, x, 1);
   c->total += w * n;
+  if (c->tying && c->total > TIE_MAX) untie(c, before);
+  if (c->tying) p->nets[before].w = w * COPY_TIE + 1;
   return 0;
 }
 
@@ -474,7 +560,7 @@ static int value_nets(pctx *c, const dp__flowrec *flows, uint32_t **order, uint3
   dp__domains *d = c->d;
   uint32_t *o = *order ? *order + i : NULL;
   const dp__flowrec *f = o ? flows : flows + i;
-  dp_expr *x = c->ix->x[f[o ? o[0] : 0].value];
+  uint32_t x = f[o ? o[0] : 0].value;
   if (k == 1) return net(c, x, f[o ? o[0] : 0].src, f, o, 1);
   uint32_t k0 = skey_of(d, f[o ? o[0] : 0].src), q = 1;
   while (q < k && skey_of(d, f[o ? o[q] : q].src) == k0) q++;
@@ -503,37 +589,6 @@ static int value_nets(pctx *c, const dp__flowrec *flows, uint32_t **order, uint3
   return 0;
 }
 
-/* Marks root r's bit: 1 when it was not marked. */
-static inline uint32_t mark(uint64_t *seen, uint32_t r) {
-  uint64_t w = seen[r >> 6], m = (uint64_t)1 << (r & 63);
-  seen[r >> 6] = w | m;
-  return !(w & m);
-}
-
-/* The classes the flows name (makers' and readers' roots, each once,
-   marked in a bit per domain): as many variables as nets() can make, its
-   room made to that size. (Room for a variable per class a flow could
-   name was up to three times what a let-shaped module of a million calls
-   made.) A domain just marked is not looked up again: a call's flows
-   share its domain, and on a chain each value is made where the last
-   flow was read. 0, -1. */
-static int count_classes(pctx *c, uint32_t *nclasses) {
-  dp__domains *d = c->d;
-  const dp__flowrec *f = c->flows->v;
-  uint64_t *seen = dp_calloc(((size_t)d->nnodes + 63) / 64, sizeof *seen);
-  if (!seen) return oom(c);
-  uint32_t nc = 0, last = DP__NONE_ID;
-  for (uint32_t i = 0, n = c->flows->n; i < n; i++) {
-    uint32_t a = f[i].src, b = f[i].dst;
-    if (a != last) nc += mark(seen, root_of(d, a));
-    if (b != last && b != a) nc += mark(seen, root_of(d, b));
-    last = b;
-  }
-  free(seen);
-  *nclasses = nc;
-  return 0;
-}
-
 /* One net per (value, making class): the flows by value, then making
    class, then index. */
 static int nets(pctx *c) {
@@ -543,11 +598,16 @@ static int nets(pctx *c) {
      names, a pin per flow, a net per value the flows carry (most values
      are read from one class: a net each at most; growing instead copies
      each array at every doubling) */
-  if (count_classes(c, &nclasses) < 0 || problem_room(c, nclasses, n) < 0) return -1;
+  vorder vo = {0};
+  if (count_classes(c, &vo, &nclasses) < 0 || problem_room(c, nclasses, n) < 0) {
+    if (vo.own) free(vo.start);
+    else if (vo.start) memset(vo.start, 0, ((size_t)c->ix->n + 2) * sizeof *vo.start);
+    return -1;
+  }
   if (!n) return 0;
   dp_place_problem *p = &c->pl->p;
-  if (value_order(flows, n, c->ix->n, c->var_of, c->d->nnodes, p->pins, p->cappins, &order, &nvalues) < 0)
-    return oom(c);
+  if (value_order(c, &vo, p->pins, p->cappins, &order) < 0) return oom(c);
+  nvalues = vo.nvalues;
   if (net_room(c, nvalues) < 0) {
     if (order != p->pins) free(order);
     return -1;
@@ -703,27 +763,13 @@ static int pair_costs(pctx *c) {
   return 0;
 }
 
-/* Placing by bytes, of two placements that copy as many bytes the one with
-   fewer copies is cheaper: each net's weight is its bytes times COPY_TIE,
-   plus one (a copy). Lexicographic while two placements differ by fewer
-   than COPY_TIE copies, and where every weight stays far from overflow
-   (else bytes alone). */
-#define COPY_TIE 1024
-
-static void tie_copies(pctx *c) {
-  struct dp__placement *pl = c->pl;
-  dp_place_problem *p = &pl->p;
-  pl->tie = c->total <= DP_PLACE_INF / 16 / COPY_TIE; /* (total: every net's weight times its readers) */
-  for (uint32_t i = 0; pl->tie && i < p->nnets; i++) p->nets[i].w = p->nets[i].w * COPY_TIE + 1;
-}
-
 /* Capabilities, compute costs and bandwidths, from the hooks. */
 static int costs(pctx *c) {
   dp__index *ix = c->ix;
   struct dp__placement *pl = c->pl;
   const dp_place_hooks *h = c->h;
-  pl->time = h->compute || h->bandwidth || dp_config_has_bandwidths(c->d->dev->cfg);
-  if (!pl->time) tie_copies(c);
+  pl->time = by_time(c);
+  pl->tie = c->tying; /* (placing by bytes, the nets' weights tied: net()) */
   if (h->compute) {
     pl->p.unary = dp_calloc((size_t)(c->nv ? c->nv : 1) * pl->nlab, sizeof *pl->p.unary);
     if (!pl->p.unary) return oom(c);
@@ -966,6 +1012,7 @@ int dp__place(dp__domains *d, dp__flows *flows, const dp_place_hooks *h, int lea
   /* the variables are found as the nets are made (var_for, in the room
      nets() makes), the labels counted when all are known */
   c.pl->p.nlabels = 64;
+  c.tying = !by_time(&c);
   if (selectable(&c) < 0 || nets(&c) < 0 || widen(&c) < 0 || costs(&c) < 0) goto done;
   if (!c.lean) name_classes(&c); /* (lean: no decision is named) */
   if (solve(&c) < 0 || decide(&c) < 0) goto done;

@@ -53,13 +53,33 @@ static int place(dp_domains *s, dp__flows *flows, const dp_place_hooks *h, int l
 /* Phase 2 for domains capture alone reads (below). */
 static int default_for_capture(dp_domains *s, dp_err **err);
 
+/* The index of m; with `soft` (min_bytes, whose soft annotations are
+   not counted yet), NULL and *soft = 1 without an error where m has any:
+   the latency search plans it (dp__placed_by_search), the index's walk
+   telling so instead of a walk of its own over the module. */
+static dp__index *index_of(dp_module *m, const dp_config *cfg, int *soft, dp_err **err) {
+  dp_err *e = NULL;
+  dp__index *ix = dp__index_new(m, cfg, &e);
+  uint32_t found = ix ? ix->nsoft : 0;
+  /* (the index failed: the search's answer as if asked first, by the count) */
+  if (!ix && soft && dp__soft_count(m, &found, NULL) < 0) found = 0;
+  if (soft && found) {
+    dp__index_free(ix);
+    dp_err_free(e);
+    *soft = 1;
+    return NULL;
+  }
+  dp_err_set(err, e);
+  return ix;
+}
+
 /* Phases 0 to 2 with options: the domains capture writes back. With
    `captured`, capture alone reads them (then they go): phase 2 is skipped
-   where it would change no device (default.c). */
+   where it would change no device (default.c). soft: as index_of's. */
 static dp_domains *plan(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
-                        dp_conflicts *all, int captured, dp_err **err) {
+                        dp_conflicts *all, int captured, int *soft, dp_err **err) {
   int placing = o->placement != DP_PLACE_TVM;
-  dp__index *ix = dp__index_new(m, cfg, err);    /* every node numbered, once */
+  dp__index *ix = index_of(m, cfg, soft, err);   /* every node numbered, once */
   if (ix) ix = dp__rewrite(ix, err);             /* phase 0: fixed annotations */
   if (ix && placing) ix = dp__conflicts(ix, DP__0B_RELAX, err); /* phase 0b: a place for each copy */
   else if (ix && !o->strict)                     /* phase 0b: conflicting demands */
@@ -121,26 +141,40 @@ static dp_domains *search_domains(dp_module *m, const dp_config *cfg, const dp_p
   if (dp__latency_of_plan(m, cfg, o, all, dp_plan_devices_opts, &r, err) < 0) return NULL;
   dp_plan_opts by = {.placement = r.from_placement};
   dp_config *plain = cfg->nmemory ? dp_config_with_memory(cfg, NULL, 0, err) : dp_retain((dp_config *)cfg);
-  dp_domains *s = plain ? plan(r.from, plain, &by, all, captured, err) : NULL;
+  dp_domains *s = plain ? plan(r.from, plain, &by, all, captured, NULL, err) : NULL;
   dp_release(plain);
   dp_latency_result_clear(&r);
   return s;
 }
 
-/* search: dp__placed_by_search's answer for m (a walk of the module on
-   min_bytes: the caller that asked it already passes it on). */
+/* dp__placed_by_search's answer for m (latency, soft annotations,
+   budgets), or SOFT_BY_INDEX: min_bytes without budgets, whose answer is
+   whether m has soft annotations, which plan()'s index counts (a walk of
+   the module fewer). */
+#define SOFT_BY_INDEX 2
+static int by_search(dp_module *m, const dp_config *cfg, const dp_plan_opts *o, dp_err **err) {
+  if (o && o->placement == DP_PLACE_MIN_BYTES && !cfg->nmemory) return SOFT_BY_INDEX;
+  return dp__placed_by_search(m, cfg, o, err);
+}
+
+/* search: by_search's answer for m (the caller that asked it already
+   passes it on). *soft = 1 (NULL, no error): SOFT_BY_INDEX, and m has
+   soft annotations: the search's, which the caller asks. */
 static dp_domains *domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
-                           dp_conflicts *all, int captured, int search, dp_err **err) {
+                           dp_conflicts *all, int captured, int search, int *soft, dp_err **err) {
   static const dp_plan_opts tvm = {0};
   if (all) *all = (dp_conflicts){0};
-  if (search) return search < 0 ? NULL : search_domains(m, cfg, o, all, captured, err);
-  return plan(m, cfg, o ? o : &tvm, all, captured, err);
+  *soft = 0;
+  if (search == 1) return search_domains(m, cfg, o, all, captured, err);
+  if (search < 0) return NULL;
+  return plan(m, cfg, o ? o : &tvm, all, captured, search == SOFT_BY_INDEX ? soft : NULL, err);
 }
 
 dp_domains *dp_plan_domains(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                             dp_conflicts *all, dp_err **err) {
-  int search = dp__placed_by_search(m, cfg, o, err); /* latency, soft annotations, budgets */
-  return domains(m, cfg, o, all, 0, search, err);
+  int soft;
+  dp_domains *s = domains(m, cfg, o, all, 0, by_search(m, cfg, o, err), &soft, err);
+  return soft ? search_domains(m, cfg, o, all, 0, err) : s;
 }
 
 /* Placement by cost decides devices; where the module names memory scopes
@@ -159,12 +193,13 @@ static dp_module *scopes_by_tvm(dp_module *planned, const dp_config *cfg, dp_err
 /* One round: phases 0 to 2, capture (phase 3), and on a module with
    memory scopes TVM's rules' scopes. consume: the caller gave m up (the
    first round only: a later one's input is compared with its plan).
-   search: dp__placed_by_search's answer for m, -2 when not yet asked (a
-   later round plans another module). */
+   search: by_search's answer for m, -2 when not yet asked (a later round
+   plans another module). NULL and *soft = 1: as domains'. */
 static dp_module *plan_round(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
-                             dp_conflicts *all, int consume, int search, int *scoped, dp_err **err) {
+                             dp_conflicts *all, int consume, int search, int *soft, int *scoped,
+                             dp_err **err) {
   if (search == -2) search = dp__placed_by_search(m, cfg, o, err);
-  dp_domains *s = domains(m, cfg, o, all, 1, search, err);
+  dp_domains *s = domains(m, cfg, o, all, 1, search, soft, err);
   dp_module *out = s ? dp__capture_last(&s->uf, consume, err) : NULL; /* (then s goes) */
   *scoped = out && o && o->placement != DP_PLACE_TVM && dp__dev_any_scope(s->uf.dev);
   dp_release(s);
@@ -174,10 +209,10 @@ static dp_module *plan_round(dp_module *m, const dp_config *cfg, const dp_plan_o
 dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_plan_opts *o,
                                 dp_conflicts *all, dp_err **err) {
   if (all) *all = (dp_conflicts){0};
-  int search = dp__placed_by_search(m, cfg, o, err); /* latency, soft annotations, budgets */
-  if (search) return search < 0 ? NULL : searched(m, cfg, o, all, err);
-  int scoped;
-  dp_module *out = plan_round(m, cfg, o, all, o && o->consume, 0, &scoped, err);
+  int search = by_search(m, cfg, o, err), soft, scoped;
+  if (search == 1 || search < 0) return search < 0 ? NULL : searched(m, cfg, o, all, err);
+  dp_module *out = plan_round(m, cfg, o, all, o && o->consume, search, &soft, &scoped, err);
+  if (soft) return searched(m, cfg, o, all, err);
   /* With memory scopes the optimiser may also meet that plan differently
      (a copy TVM's rules wrote out is a new place for one, a primfn
      argument's scope is now written): it is planned again until it no
@@ -185,7 +220,7 @@ dp_module *dp_plan_devices_opts(dp_module *m, const dp_config *cfg, const dp_pla
      itself. Generated programs settle in one more round; a few more are
      allowed, and the last plan (valid, verified like any) stands. */
   for (int round = 0; out && scoped && round < 4; round++) {
-    dp_module *again = plan_round(out, cfg, o, NULL, 0, -2, &scoped, err);
+    dp_module *again = plan_round(out, cfg, o, NULL, 0, -2, &soft, &scoped, err);
     if (!again) {
       dp_release(out);
       return NULL;

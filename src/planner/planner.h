@@ -102,6 +102,7 @@ typedef struct dp__ondev {
   dp_expr *body;
   dp_vdev *vd;       /* borrowed; NULL when unconstrained */
   int cbody, cresult;
+  int soft;          /* a soft annotation (dp__soft_weight >= 0) */
 } dp__ondev;
 int dp__on_device_props(const struct dp__plan_ops *ops, const dp_expr *e, dp__ondev *p);
 /* The body of an on_device call (its attributes unread), or NULL. */
@@ -203,7 +204,10 @@ typedef struct dp__mark { uint32_t parent, slot, share; } dp__mark;
 /* Phase 0b: demand d reached plain on_device node, child slot of parent. */
 typedef struct dp__read { uint32_t node, d, parent, slot; } dp__read;
 
-enum { K_KIND = 0x1F, K_FIRST = 0x80 };
+/* dp__index.kind: the node's dp_exprkind, its type's slot in
+   dp__index.types (0: none there; read it with dp__type_of), and K_FIRST. */
+enum { K_KIND = 0x1F, K_TYPE = 0x60, K_FIRST = 0x80 };
+#define K_TYPE_SLOTS 3
 
 /* An annotation a byte cannot hold (dp__index.ann, set_ann in index.c): a
    device or a copy's index past 63, device 63 with both ON_CBODY and
@@ -225,7 +229,11 @@ typedef struct dp__index {
   uint32_t nkid, capkid;
   uint8_t *kind;           /* the node's dp_exprkind (K_KIND), and K_FIRST: analysis gives
                               it a first-order domain whatever its type (the phases read
-                              what a node is here, not from the IR, cold at a million) */
+                              what a node is here, not from the IR, cold at a million);
+                              K_TYPE: a first-order one's type's slot in types */
+  const dp_type *types[K_TYPE_SLOTS]; /* the first types the nodes have (interned: a
+                              module's values share a few), read by dp__type_of without
+                              the node (placement by cost reads each value's type) */
   uint8_t *what;           /* W_* */
   uint8_t *flag;           /* F_* */
   uint8_t *ann;            /* the annotation, a byte (read it with dp__ann): W_ON_DEVICE: device
@@ -254,6 +262,9 @@ typedef struct dp__index {
   dp__mark *marks; uint32_t nmarks, capmarks; /* phase 0b's copies */
   dp__read *reads; uint32_t nreads, capreads; /* phase 0b's demands on shared plain on_device calls */
   uint32_t nann;           /* annotations (constraint domains analysis makes) */
+  uint32_t nsoft;          /* soft annotations among them (on_device soft=W): min_bytes
+                              with any is the latency search's (plan.c), told by the
+                              walk that numbers the module rather than by one more */
   uint32_t nloose;         /* children other than a callee with no id (an operator or a
                               constructor as a value): their domains are made on demand */
   /* how analysis, defaulting and capture read the module (set with phase
@@ -269,6 +280,12 @@ typedef struct dp__index {
      consume (plan.c) */
   uint8_t keep_spare;
 } dp__index;
+
+/* The checked type of node id (NULL: none): its slot's, else the node's. */
+static inline const dp_type *dp__type_of(const dp__index *ix, uint32_t id) {
+  uint32_t s = (ix->kind[id] & K_TYPE) >> 5;
+  return s ? ix->types[s - 1] : ix->x[id]->type;
+}
 
 /* Number every global function of m (one walk each); NULL + error. */
 dp__index *dp__index_new(dp_module *m, const dp_config *cfg, dp_err **err);

@@ -108,6 +108,7 @@ static int built(const struct dp__plan_ops *ops, const dp_attrs *a, dp__ondev *p
       p->vd = c->e[i].a;
       p->cbody = (c->e[i].kind - 1) >> 1 & 1;
       p->cresult = (c->e[i].kind - 1) & 1;
+      p->soft = 0; /* (the planner builds none) */
       return 1;
     }
   return 0;
@@ -124,6 +125,8 @@ int dp__on_device_props(const struct dp__plan_ops *ops, const dp_expr *e, dp__on
   p->vd = NULL;
   p->cbody = 1;
   p->cresult = 0;
+  p->soft = 0;
+  int weighed = 0; /* (the first soft=W of a number decides, as dp__soft_weight reads it) */
   for (uint32_t i = 0; c->attrs && i < c->attrs->n; i++) {
     const char *k = c->attrs->items[i].key;
     const dp_aval *v = &c->attrs->items[i].val;
@@ -131,6 +134,10 @@ int dp__on_device_props(const struct dp__plan_ops *ops, const dp_expr *e, dp__on
     if (strcmp(k, "virtual_device") == 0) p->vd = v->kind == DP_AV_VDEV ? v->u.vdev : NULL;
     else if (flag && strcmp(k, "constrain_body") == 0) p->cbody = v->u.i != 0;
     else if (flag && strcmp(k, "constrain_result") == 0) p->cresult = v->u.i != 0;
+    else if (!weighed && (v->kind == DP_AV_FLOAT || v->kind == DP_AV_INT) && strcmp(k, "soft") == 0) {
+      weighed = 1;
+      p->soft = v->kind == DP_AV_FLOAT ? v->u.f >= 0 : v->u.i >= 0;
+    }
   }
   if (p->vd && dp_vdev_is_fully_unconstrained(p->vd)) p->vd = NULL;
   return 1;
