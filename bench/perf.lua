@@ -35,11 +35,16 @@
 --   --linear         after the scale, partition and steps tables: each of
 --                    their steps' instructions and simulated last-level
 --                    cache misses per call at the three sizes (callgrind,
---                    the step alone; a fixed cache: 32 KiB L1s, 32 MiB LL,
---                    as this machine's) and its minor page faults per 1,000
+--                    the step alone; a fixed cache: 32 KiB L1s and the
+--                    last level of --ll) and its minor page faults per 1,000
 --                    calls: deterministic, where seconds swing with the host
 --                    (an --old build without dp.debug.callgrind: a difference
 --                    of two runs, the row marked "~")
+--   --ll MiB         the last level --linear simulates (default 8, 16-way; a
+--                    power of two): this machine's effective one as
+--                    bench/chase.c measures it (a pointer chase: 20 ns a read
+--                    in 4 MiB, 40 in 8, 157 in 16), not what the virtual CPU
+--                    reports; bench/misses.sh counts one step the same way
 --   --settle S       wait S seconds before each fresh process (the host then
 --                    takes back more of the pages the last one freed, so
 --                    that small sizes pay first touches as large ones do;
@@ -70,12 +75,12 @@ local M = {}
 function M.options(args)
   local opts = {rows = "plan,scale,heap,cli,parse,print,annotate,share,partition,report,min_bytes,steps",
                 n = 1000000, ["repeat"] = 1, settle = 0, linear = false,
-                ["hot-pages"] = 0, cpu = -1}
+                ["hot-pages"] = 0, cpu = -1, ll = 8}
   local i = 1
   while args[i] do
     local a = args[i]
     if a == "--rows" or a == "--old" or a == "--n" or a == "--repeat" or a == "--callgrind" or a == "--settle"
-      or a == "--hot-pages" or a == "--cpu" then
+      or a == "--hot-pages" or a == "--cpu" or a == "--ll" then
       opts[a:sub(3)] = assert(args[i + 1], a .. " needs a value")
       i = i + 2
     elseif a == "--linear" then
@@ -93,6 +98,9 @@ function M.options(args)
   opts["hot-pages"] = hot
   opts.cpu = math.tointeger(tonumber(opts.cpu))
   assert(opts.cpu and opts.cpu >= -1, "--cpu needs a CPU number")
+  local ll = math.tointeger(tonumber(opts.ll))
+  assert(ll and ll >= 1 and ll <= 65536 and ll & (ll - 1) == 0, "--ll needs a size in MiB (a power of two)")
+  opts.ll = ll
   return opts
 end
 
@@ -374,16 +382,16 @@ local function three_sizes(n) return {{n // 100, SMALL_REPEAT[1]}, {n // 10, SMA
 
 -- The step alone under callgrind, for --linear and --callgrind alike:
 -- its instructions per call; with `cache` (--linear) also its simulated
--- last-level misses per call (a fixed cache, this machine's sizes: 32 KiB
--- L1s, a 32 MiB last level; valgrind would read the host's, which the
--- virtual machine reports as 256 MiB direct-mapped) and its minor page
+-- last-level misses per call (a fixed cache: 32 KiB L1s, a last level of
+-- --ll MiB, this machine's effective one; valgrind would read what the
+-- virtual CPU reports, here 256 MiB direct-mapped) and its minor page
 -- faults per 1,000 calls from a native run. Mode "count" switches
 -- callgrind on around the step only (dp.debug.callgrind); a build without
 -- it (--old) gets a run with the step minus one with all but the step and
 -- its collection (mode skipgc), its figures marked "~" (LL misses of two
 -- runs differ in more than the step). Returns Ir, LL, faults, approx
 -- (nil: callgrind failed).
-local CACHE = "--I1=32768,8,64 --D1=32768,8,64 --LL=33554432,16,64"
+local CACHE = ("--I1=32768,8,64 --D1=32768,8,64 --LL=%d,16,64"):format(opts.ll << 20)
 local function counts(build, row, shape, n, cache)
   module_file(shape, n)
   local file = os.tmpname()
@@ -449,8 +457,8 @@ local function linear_row(build, row, shape, n)
 end
 local function linear_header(what, first)
   print("")
-  print(("## %s: per call at %s / %s / %s calls (callgrind, the step alone; x: 10x the growth per call, goal <= 11)")
-    :format(what, size(N // 100), size(N // 10), size(N)))
+  print(("## %s: per call at %s / %s / %s calls (callgrind, the step alone, last level %d MiB; x: 10x the growth per call, goal <= 11)")
+    :format(what, size(N // 100), size(N // 10), size(N), opts.ll))
   print(first .. " " .. LIN_COLS)
 end
 

@@ -226,16 +226,17 @@ describe("bench/perf.lua's option parsing and table logic", function()
 
   it("parses the options, with their defaults, and refuses bad ones", function()
     local o = perf.options{}
-    assert.are.same({1000000, 1, 0, false, 0, -1}, {o.n, o["repeat"], o.settle, o.linear, o["hot-pages"], o.cpu})
+    assert.are.same({1000000, 1, 0, false, 0, -1, 8}, {o.n, o["repeat"], o.settle, o.linear, o["hot-pages"], o.cpu, o.ll})
     assert.is_nil(o.old)
     o = perf.options{"--rows", "scale,steps", "--old", "/x", "--n", "5000", "--repeat", "3", "--callgrind", "all",
-                     "--settle", "0.5", "--linear", "--hot-pages", "800", "--cpu", "1"}
-    assert.are.same({"scale,steps", "/x", 5000, 3, "all", 0.5, true, 800, 1},
-      {o.rows, o.old, o.n, o["repeat"], o.callgrind, o.settle, o.linear, o["hot-pages"], o.cpu})
+                     "--settle", "0.5", "--linear", "--hot-pages", "800", "--cpu", "1", "--ll", "32"}
+    assert.are.same({"scale,steps", "/x", 5000, 3, "all", 0.5, true, 800, 1, 32},
+      {o.rows, o.old, o.n, o["repeat"], o.callgrind, o.settle, o.linear, o["hot-pages"], o.cpu, o.ll})
     for bad, msg in pairs{["--nope"] = "unknown option --nope", ["--repeat=0"] = "--repeat needs",
                           ["--repeat=x"] = "--repeat needs", ["--n=1.5"] = "--n needs", ["--settle=soon"] = "--settle needs",
                           ["--hot-pages=-1"] = "--hot-pages needs", ["--hot-pages=1.5"] = "--hot-pages needs",
                           ["--cpu=x"] = "--cpu needs", ["--cpu=-2"] = "--cpu needs",
+                          ["--ll=12"] = "--ll needs", ["--ll=0"] = "--ll needs", ["--ll=x"] = "--ll needs",
                           ["--old"] = "--old needs a value"} do
       local a, v = bad:match("^([^=]+)=?(.*)$")
       local ok, err = pcall(perf.options, v ~= "" and {a, v} or {a})
