@@ -453,9 +453,8 @@ static int grow_pend(walk *w, uint32_t need) {
 /* The K_TYPE bits of a first-order node of type t (the types of values
    a copy may move; a function's first would take the first slot): its
    slot in ix->types (taken when free), 0 where it has none (no type, the
-   slots taken). The first
-   slot's type compared first (most nodes of a module have it; a
-   variable's is often its annotation's, not its own). */
+   slots taken). The first slot's type is compared first: most nodes of a
+   module have it (a variable's is often its annotation's, not its own). */
 static int type_slot_rest(dp__index *ix, const dp_type *t) {
   for (int i = 0; i < K_TYPE_SLOTS; i++) {
     if (!ix->types[i]) ix->types[i] = t;

@@ -1207,9 +1207,8 @@ static inline dp_vdev *dp__devcode_vdev(const dp__devcodes *t, uint32_t code) { 
    memory and VM dialect's (call_lowered, memory.*, vm.*: such a call is
    checked from the graph alone); other bits ignored. dev[v] of a copy:
    its ends as the caller read them (DP__LX_COPY_ENDS, below), or 0.
-   bound[v]: a let's
-   variable's let (UINT32_MAX: none; the caller has it from its graph's
-   build). ctx: n zeroed codes of scratch, the caller's (its own
+   bound[v]: a let's variable's let (UINT32_MAX: none; the caller has it
+   from its graph's build). ctx: n zeroed codes of scratch, the caller's (its own
    zeroed block, so that no fresh pages are mapped here). 0, 1 the body
    does not say its devices so (the caller plans it), -1 out of memory. */
 enum { DP__LX_ON_DEVICE = 1, DP__LX_COPY = 2, DP__LX_OP_CALL = 16 };
