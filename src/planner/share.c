@@ -104,11 +104,15 @@ static uint32_t key_of(sctx *c, dp_expr *e) {
   return c->nk++;
 }
 
+static int is_copy(const sctx *c, const dp_expr *e) {
+  return e->h.kind == DP_CALL && ((const dp_call *)e)->fn == &c->ops.device_copy->e;
+}
+
 /* Post order: each planner copy keyed, its representative the first copy
    of its key. Only copies are remembered: a plan without copies costs one
    walk. */
 static int number(sctx *c, dp_expr *e) {
-  if (e->h.kind != DP_CALL || ((dp_call *)e)->fn != &c->ops.device_copy->e) return 0;
+  if (!is_copy(c, e)) return 0;
   uint32_t key = key_of(c, e);
   if (c->oom) return -1;
   if (key == NONE) return 0;
@@ -137,14 +141,20 @@ static int reach(sctx *c, dp_expr *e, uint32_t *top) {
   return 1;
 }
 
-/* f's nodes in post order (as dp_visit with number as post, no recursion). */
+/* f's nodes in post order (as dp_visit with number as post, no recursion).
+   Only a copy has something to do after its children: any other node's
+   frame goes as its last child is reached, which takes its place, so a
+   chain of lets (each the body of the one before) is walked in one frame,
+   not a stack as deep as the chain. The copies are met in the same order. */
 static int walk(sctx *c, dp_expr *f) {
   uint32_t top = 0;
   if (reach(c, f, &top) < 0) return -1;
   while (top > 0) {
     frame *fr = &c->st[top - 1];
     if (fr->i < fr->n) {
-      if (reach(c, dp_expr_child(fr->e, fr->i++), &top) < 0) return -1;
+      dp_expr *k = dp_expr_child(fr->e, fr->i++);
+      if (fr->i == fr->n && !is_copy(c, fr->e)) top--; /* (fr is not read again) */
+      if (reach(c, k, &top) < 0) return -1;
     } else {
       top--;
       if (number(c, fr->e) < 0) return -1;
