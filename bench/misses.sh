@@ -23,10 +23,24 @@ if ! [[ "$ll" =~ ^[0-9]+$ ]] || [ "$ll" -lt 1 ] || [ $((ll & (ll - 1))) -ne 0 ];
   exit 2
 fi
 command -v valgrind >/dev/null || { echo "bench/misses.sh: needs valgrind" >&2; exit 2; }
+# (the module files perf.lua's child reads: bench/out/SHAPE_N.relay, written once by bench/gen.lua)
+write_module() { bin/devplan -e "dofile('bench/gen.lua').file('bench/out', '$shape', $1)"; }
+case $shape in
+  chain|let|branchy) ;;
+  *) echo "bench/misses.sh: unknown shape '$shape' (chain, let, branchy)" >&2; exit 2 ;;
+esac
+sizes=${*:-10000 100000}
+for n in $sizes; do
+  if ! [[ "$n" =~ ^[1-9][0-9]*$ ]]; then
+    echo "bench/misses.sh: a size is a count of calls, not '$n'" >&2
+    exit 2
+  fi
+done
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 printf '%-10s %-8s %9s %9s %9s %9s   (LL %d MiB)\n' row shape calls "Ir/call" "D1m/call" "LLm/call" "$ll"
-for n in ${*:-10000 100000}; do
+for n in $sizes; do
+  write_module "$n"
   valgrind --tool=callgrind --cache-sim=yes --I1=32768,8,64 --D1=32768,8,64 --LL=$((ll << 20)),16,64 \
     --instr-atstart=no --callgrind-out-file="$out/cg" \
     bin/devplan bench/perf.lua --child "$row" "$shape" "$n" count >"$out/log" 2>&1 ||

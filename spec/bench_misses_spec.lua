@@ -2,7 +2,8 @@
 -- call) and bench/chase.c (the machine's latency by working set, the size
 -- to simulate) run at a small size and print what they promise; bad
 -- arguments get a usage error, not a table. No figure is checked: they
--- measure, the docs say what the figures mean.
+-- measure, the docs say what the figures mean. The module files are
+-- written on first use, as perf.lua writes them (a fresh clone has none).
 local testing = require "devplan.testing"
 local proc = dofile("spec/support/proc.lua")
 
@@ -25,10 +26,18 @@ describe_bench("bench/misses.sh", function()
     end
   end)
 
-  it("refuses a last level that is not a power of two, and a missing step", function()
+  it("refuses a last level that is not a power of two, an unknown shape, a size that is no count, a missing step",
+    function()
     local r = proc.run({"bench/misses.sh", "plan", "chain", "200"}, {exe = "bash", env = {LL_MIB = "12"}})
     assert.are.equal(2, r.status)
     assert.is_truthy(r.out:find("LL_MIB must be a power of two", 1, true), r.out)
+    r = proc.run({"bench/misses.sh", "plan", "ring", "200"}, {exe = "bash"})
+    assert.are.equal(2, r.status)
+    assert.is_truthy(r.out:find("unknown shape 'ring' (chain, let, branchy)", 1, true), r.out)
+    r = proc.run({"bench/misses.sh", "plan", "chain", "2e3"}, {exe = "bash"})
+    assert.are.equal(2, r.status)
+    assert.is_truthy(r.out:find("a size is a count of calls, not '2e3'", 1, true), r.out)
+    assert.are.equal("", r.stdout) -- (no table begun)
     r = proc.run({"bench/misses.sh", "plan"}, {exe = "bash"})
     assert.are.equal(2, r.status)
     assert.is_truthy(r.out:find("usage: bench/misses.sh ROW SHAPE", 1, true), r.out)
