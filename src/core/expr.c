@@ -211,13 +211,7 @@ dp_expr *dp__expr_with_children_in(dp__arena *a, dp_expr *e, dp_expr *const *kid
     if (!kids[i]) return NULL;
     same += kids[i] == dp_expr_child(e, i);
   }
-  if (same == n) return dp_retain(e);
-  if (e->h.kind == DP_CALL) {
-    const dp_call *call = (const dp_call *)e;
-    return (dp_expr *)dp__call_new_in(a, kids[0], call->nargs, kids + 1, call->attrs, e->span);
-  }
-  if (kids[0]->h.kind != DP_VAR) return NULL;
-  return (dp_expr *)dp__let_new_in(a, (dp_var *)kids[0], kids[1], kids[2], e->span);
+  return same == n ? dp_retain(e) : dp__expr_changed_in(a, e, kids);
 }
 
 dp_expr *dp__expr_changed_in(dp__arena *a, dp_expr *e, dp_expr *const *kids) {
@@ -225,9 +219,8 @@ dp_expr *dp__expr_changed_in(dp__arena *a, dp_expr *e, dp_expr *const *kids) {
     const dp_call *call = (const dp_call *)e;
     return (dp_expr *)dp__call_new_in(a, kids[0], call->nargs, kids + 1, call->attrs, e->span);
   }
-  if (e->h.kind == DP_LET)
-    return kids[0] && kids[0]->h.kind == DP_VAR ? (dp_expr *)dp__let_new_in(a, (dp_var *)kids[0], kids[1], kids[2], e->span)
-                                                : NULL;
+  if (e->h.kind == DP_LET) /* (NULL where kids[0] is no variable: dp__let_new_in checks) */
+    return (dp_expr *)dp__let_new_in(a, (dp_var *)kids[0], kids[1], kids[2], e->span);
   return dp_expr_with_children(e, kids);
 }
 

@@ -17,14 +17,7 @@
 double dp__soft_weight(const struct dp__plan_ops *ops, const dp_expr *e) {
   if (!ops->on_device || e->h.kind != DP_CALL || ((const dp_call *)e)->fn != (const dp_expr *)ops->on_device)
     return -1;
-  const dp_attrs *a = ((const dp_call *)e)->attrs;
-  for (uint32_t i = 0; a && i < a->n; i++) {
-    if (strcmp(a->items[i].key, "soft") != 0) continue;
-    const dp_aval *v = &a->items[i].val;
-    if (v->kind == DP_AV_FLOAT) return v->u.f >= 0 ? v->u.f : -1;
-    if (v->kind == DP_AV_INT) return v->u.i >= 0 ? (double)v->u.i : -1;
-  }
-  return -1;
+  return dp__attrs_soft_weight(((const dp_call *)e)->attrs);
 }
 
 typedef struct sctx {

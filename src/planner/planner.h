@@ -105,6 +105,9 @@ typedef struct dp__ondev {
   int soft;          /* a soft annotation (dp__soft_weight >= 0) */
 } dp__ondev;
 int dp__on_device_props(const struct dp__plan_ops *ops, const dp_expr *e, dp__ondev *p);
+/* An on_device's soft=W of its attributes a (the first number given as
+   soft; dp__soft_weight reads it so), or -1: none, or negative. */
+double dp__attrs_soft_weight(const dp_attrs *a);
 /* The body of an on_device call (its attributes unread), or NULL. */
 dp_expr *dp__on_device_body(const struct dp__plan_ops *ops, const dp_expr *e);
 int dp__device_copy_props(const struct dp__plan_ops *ops, const dp_expr *e, dp_expr **body,

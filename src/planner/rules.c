@@ -99,6 +99,16 @@ dp_expr *dp__on_device_body(const struct dp__plan_ops *ops, const dp_expr *e) {
   return ((const dp_call *)e)->args[0];
 }
 
+double dp__attrs_soft_weight(const dp_attrs *a) {
+  for (uint32_t i = 0; a && i < a->n; i++) {
+    if (strcmp(a->items[i].key, "soft") != 0) continue;
+    const dp_aval *v = &a->items[i].val;
+    if (v->kind == DP_AV_FLOAT) return v->u.f >= 0 ? v->u.f : -1;
+    if (v->kind == DP_AV_INT) return v->u.i >= 0 ? (double)v->u.i : -1;
+  }
+  return -1;
+}
+
 /* An attribute set the planner built says what it is without a lookup by
    name: capture reads back the annotations it has just made. */
 static int built(const struct dp__plan_ops *ops, const dp_attrs *a, dp__ondev *p) {
@@ -125,8 +135,6 @@ int dp__on_device_props(const struct dp__plan_ops *ops, const dp_expr *e, dp__on
   p->vd = NULL;
   p->cbody = 1;
   p->cresult = 0;
-  p->soft = 0;
-  int weighed = 0; /* (the first soft=W of a number decides, as dp__soft_weight reads it) */
   for (uint32_t i = 0; c->attrs && i < c->attrs->n; i++) {
     const char *k = c->attrs->items[i].key;
     const dp_aval *v = &c->attrs->items[i].val;
@@ -134,12 +142,9 @@ int dp__on_device_props(const struct dp__plan_ops *ops, const dp_expr *e, dp__on
     if (strcmp(k, "virtual_device") == 0) p->vd = v->kind == DP_AV_VDEV ? v->u.vdev : NULL;
     else if (flag && strcmp(k, "constrain_body") == 0) p->cbody = v->u.i != 0;
     else if (flag && strcmp(k, "constrain_result") == 0) p->cresult = v->u.i != 0;
-    else if (!weighed && (v->kind == DP_AV_FLOAT || v->kind == DP_AV_INT) && strcmp(k, "soft") == 0) {
-      weighed = 1;
-      p->soft = v->kind == DP_AV_FLOAT ? v->u.f >= 0 : v->u.i >= 0;
-    }
   }
   if (p->vd && dp_vdev_is_fully_unconstrained(p->vd)) p->vd = NULL;
+  p->soft = dp__attrs_soft_weight(c->attrs) >= 0;
   return 1;
 }
 
